@@ -1,0 +1,529 @@
+"""Simulated stand-ins for the paper's (unpublished) per-item model outputs.
+
+The paper evaluates two model pairs (thinking vs non-thinking) on MATH-500, ZebraLogic, GPQA
+and Arena-Hard, but its per-item outputs are not public. This module generates, for each
+(benchmark x model pair), one table in the schema of :mod:`gpac_utils.data` from a small,
+documented generative model. The tables are committed under ``data/simulated/`` and are the
+default data of every notebook. **They are simulated**: counts and overall accuracies match
+the paper exactly; per-item behaviour, scores, token counts and per-group rates do not come
+from the paper (see ``data/simulated/README.md``).
+
+Generative model (one item ``i`` in group ``g``; all noises independent standard normal)
+---------------------------------------------------------------------------------------
+1. *Latent difficulty* (benchmark level, shared by both model pairs so that an ``item_id``
+   means the same item in both tables)::
+
+       d_i = mu_g + z_i                       mu_g = Group.difficulty
+
+2. *Correctness* (table level). Each model has a latent margin::
+
+       m_think_i   = -a_think   * d_i + o_think_g   + e_think_i
+       m_nothink_i = -a_nothink * d_i + o_nothink_g + e_nothink_i
+
+   and exactly ``round(acc * n)`` items with the largest margins are correct (ranking, so
+   the accuracies equal the paper's to the item). ``o_*_g`` are the pair's group offsets;
+   a negative ``o_nothink_g`` (with a non-negative ``o_think_g``) makes group ``g``
+   *heterogeneous*: the non-thinking model fails there more than its difficulty suggests.
+3. *Loss*: binary ``loss = think_correct & not nothink_correct`` (paper Eq. binary_loss);
+   for Arena-Hard a semantic loss in (0, 1): ``sigmoid(c + a_nothink * d_i - o + e_nothink_i)``
+   with ``c`` solved so that the mean loss equals ``PairSpec.mean_loss``.
+4. *Scores* (uncertainty of the non-thinking answer, in [0, 1]; higher = less reliable).
+   The "perceived margin" of a score is ``-a_nothink * d_i + kappa * o_nothink_g +
+   rho * e_nothink_i + tau * eta_i``: ``kappa`` is how much of the group offset the score
+   sees (small: scores are partly blind to the heterogeneous group, which is why marginal
+   PAC fails there), ``rho`` how much of the non-thinking answer's own luck it sees,
+   ``tau`` its private noise.
+
+   * ``score_logits``  = sigmoid(c_L - s_L * perceived), ``c_L`` solved so that its mean
+     equals the non-thinking error rate (calibrated in the large; most informative).
+   * ``score_verbalized`` = 1 - mean of 10 confidences on the 0.1 grid, each
+     ``round(10 * sigmoid(c_V + s_V * perceived + tau_trial * zeta_ik)) / 10``; ``c_V`` solved
+     so that the mean confidence is ``acc + overconfidence * (1 - acc)`` (overconfident,
+     coarse: values on the 0.01 grid, many ties).
+   * ``score_router`` = sigmoid(c_R + s_R * standardised(d_i) + tau_R * eta_i): input only,
+     a deterministic function of the latent difficulty and independent noise, with **no**
+     dependence on the non-thinking answer (least calibrated: centred at ``c_R``).
+5. *Tokens* (lognormal, rounded to integers >= 1)::
+
+       think_tokens   = exp(log(median_think)   + growth_think   * d_i + sigma_think   * xi_i)
+       nothink_tokens = exp(log(median_nothink) + growth_nothink * d_i + sigma_nothink * xi'_i)
+
+   The verbalized-score queries are not counted.
+
+Seeding: every draw comes from ``numpy.random.SeedSequence([base_seed, crc32(name)])`` with
+``name`` the benchmark (item level) or ``"<benchmark>__<pair>"`` (model level) — never
+Python's salted ``hash()`` — so regeneration is byte-identical.
+
+All parameters live in :data:`SPECS` below (one entry per benchmark, one :class:`PairSpec`
+per model pair); :data:`SCORES` holds the score-model constants shared by all tables.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import data as D
+from .paths import SIMULATED
+
+BASE_SEED = 20250101
+
+# --------------------------------------------------------------------------------------
+# The parameter table
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Group:
+    """A known group: label, exact item count (as in the real benchmark), mean difficulty."""
+
+    name: str
+    n: int
+    difficulty: float = 0.0
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """One model pair on one benchmark.
+
+    ``think_acc`` / ``nothink_acc``: overall accuracies (fractions) from the paper's
+    table:llm_accuracy, matched exactly as counts ``round(acc * n)``. ``eps``: the paper's
+    tolerance for this benchmark and pair. ``a_*``: loadings of the margins on difficulty.
+    ``think_offset`` / ``nothink_offset``: per-group margin offsets (missing groups: 0).
+    ``mean_loss``: target mean semantic loss (Arena-Hard only; not from the paper).
+    ``tokens``: (median_think, median_nothink, sigma_think, sigma_nothink, growth_think,
+    growth_nothink) of the lognormal token counts.
+    """
+
+    think_acc: float | None
+    nothink_acc: float | None
+    eps: float
+    a_think: float = 1.0
+    a_nothink: float = 1.0
+    think_offset: dict[str, float] = field(default_factory=dict)
+    nothink_offset: dict[str, float] = field(default_factory=dict)
+    mean_loss: float | None = None
+    tokens: tuple[float, float, float, float, float, float] = (4000, 700, 0.5, 0.45, 0.35, 0.15)
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A benchmark: display name, type (paper table:splitting_settings), loss kind,
+    size, groups (``()`` when it has none), the paper's calibration ratio, and the pairs."""
+
+    title: str
+    kind: str
+    loss: str  # "binary" or "semantic"
+    n: int
+    groups: tuple[Group, ...]
+    cal_ratio: float
+    pairs: dict[str, PairSpec]
+    #: the group where the paper reports marginal PAC failing (None: no known groups)
+    heterogeneous: str | None = None
+
+
+SPECS: dict[str, BenchmarkSpec] = {
+    "math500": BenchmarkSpec(
+        title="MATH-500", kind="Math Reasoning", loss="binary", n=500, cal_ratio=0.6,
+        heterogeneous="Precalculus",
+        groups=(
+            Group("Algebra", 124, -0.4),
+            Group("Intermediate Algebra", 97, 0.4),
+            Group("Prealgebra", 82, -0.6),
+            Group("Number Theory", 62, 0.0),
+            Group("Precalculus", 56, 0.2),
+            Group("Geometry", 41, 0.3),
+            Group("Counting & Probability", 38, 0.1),
+        ),
+        pairs={
+            "qwen": PairSpec(
+                think_acc=0.962, nothink_acc=0.928, eps=0.05, a_think=1.2, a_nothink=1.0,
+                think_offset={"Precalculus": 0.8}, nothink_offset={"Precalculus": -1.6},
+                tokens=(4500, 750, 0.5, 0.45, 0.35, 0.15)),
+            "llama": PairSpec(
+                think_acc=0.858, nothink_acc=0.452, eps=0.42, a_think=1.0, a_nothink=1.0,
+                think_offset={"Precalculus": 0.8}, nothink_offset={"Precalculus": -1.6},
+                tokens=(3500, 650, 0.55, 0.45, 0.35, 0.15)),
+        },
+    ),
+    "zebralogic": BenchmarkSpec(
+        title="ZebraLogic", kind="Text reasoning", loss="binary", n=1000, cal_ratio=0.5,
+        heterogeneous="X-Large",
+        groups=(
+            Group("Small", 320, -0.6),
+            Group("Medium", 280, -0.1),
+            Group("Large", 200, 0.3),
+            Group("X-Large", 200, 0.6),
+        ),
+        pairs={
+            "qwen": PairSpec(
+                think_acc=0.892, nothink_acc=0.804, eps=0.08, a_think=1.0, a_nothink=1.0,
+                think_offset={"X-Large": 0.6}, nothink_offset={"X-Large": -1.2},
+                tokens=(9000, 1300, 0.5, 0.45, 0.4, 0.2)),
+            "llama": PairSpec(
+                think_acc=0.384, nothink_acc=0.125, eps=0.20, a_think=0.6, a_nothink=0.8,
+                think_offset={"X-Large": 2.0}, nothink_offset={"X-Large": -2.0},
+                tokens=(6000, 1500, 0.55, 0.5, 0.4, 0.2)),
+        },
+    ),
+    "gpqa": BenchmarkSpec(
+        title="GPQA", kind="QA Task", loss="binary", n=448, cal_ratio=0.5,
+        heterogeneous="Biology",
+        groups=(
+            Group("Physics", 187, 0.0),
+            Group("Chemistry", 183, 0.2),
+            Group("Biology", 78, -0.2),
+        ),
+        pairs={
+            "qwen": PairSpec(
+                think_acc=0.4888, nothink_acc=0.4643, eps=0.15, a_think=0.8, a_nothink=0.8,
+                think_offset={"Biology": 0.6}, nothink_offset={"Biology": -1.2},
+                tokens=(7000, 900, 0.5, 0.45, 0.35, 0.15)),
+            "llama": PairSpec(
+                think_acc=0.3973, nothink_acc=0.2723, eps=0.20, a_think=0.8, a_nothink=0.8,
+                think_offset={"Biology": 0.6}, nothink_offset={"Biology": -1.2},
+                tokens=(5000, 700, 0.55, 0.45, 0.35, 0.15)),
+        },
+    ),
+    "arena_hard": BenchmarkSpec(
+        title="Arena-Hard", kind="Open-domain", loss="semantic", n=500, cal_ratio=0.5,
+        groups=(),
+        pairs={
+            "qwen": PairSpec(
+                think_acc=None, nothink_acc=None, eps=0.10, a_nothink=1.0, mean_loss=0.13,
+                tokens=(3000, 1200, 0.5, 0.45, 0.3, 0.15)),
+            "llama": PairSpec(
+                think_acc=None, nothink_acc=None, eps=0.15, a_nothink=1.0, mean_loss=0.19,
+                tokens=(2200, 900, 0.55, 0.45, 0.3, 0.15)),
+        },
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ScoreModel:
+    """Constants of one score's perceived margin ``-a*d + kappa*o + rho*e + tau*eta``."""
+
+    kappa: float  # share of the group offset the score sees
+    rho: float  # share of the non-thinking answer's own noise it sees
+    tau: float  # private noise
+    scale: float  # sigmoid slope
+
+
+#: Score-model constants shared by all tables (the router sees only the difficulty).
+SCORES = {
+    "score_logits": ScoreModel(kappa=0.25, rho=0.4, tau=1.0, scale=1.2),
+    "score_verbalized": ScoreModel(kappa=0.25, rho=0.3, tau=1.4, scale=1.0),
+    "score_router": ScoreModel(kappa=0.0, rho=0.0, tau=1.5, scale=0.8),
+}
+#: verbalized score: number of trials, per-trial noise, share of the gap to 1 closed by
+#: overconfidence (mean confidence = acc + OVERCONFIDENCE * (1 - acc))
+VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = 10, 0.5, 0.6
+#: router: intercept on the logit scale (fixed, not fitted: the router was trained elsewhere)
+ROUTER_INTERCEPT = 0.0
+
+# --------------------------------------------------------------------------------------
+# Public names
+# --------------------------------------------------------------------------------------
+
+BENCHMARKS: tuple[str, ...] = tuple(SPECS)
+PAIRS: tuple[str, ...] = ("qwen", "llama")
+#: model names per pair: (thinking, non-thinking)
+MODELS = {
+    "qwen": ("Qwen3-4B-Thinking-2507", "Qwen3-4B-Instruct-2507"),
+    "llama": ("DeepSeek-R1-Distill-Llama-8B", "Llama-3.1-8B-Instruct"),
+}
+#: the paper's eps per (benchmark, pair) (Tables 01_results_known, 01_llama_results, arena)
+EPS = {(b, p): SPECS[b].pairs[p].eps for b in BENCHMARKS for p in PAIRS}
+
+
+def _check(benchmark: str, pair: str | None = None) -> BenchmarkSpec:
+    if benchmark not in SPECS:
+        raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {list(BENCHMARKS)}")
+    if pair is not None and pair not in PAIRS:
+        raise ValueError(f"unknown model pair {pair!r}; choose one of {list(PAIRS)}")
+    return SPECS[benchmark]
+
+
+def table_path(benchmark: str, pair: str, folder: Path | None = None) -> Path:
+    """``data/simulated/<benchmark>__<pair>.parquet`` (or under ``folder``)."""
+    _check(benchmark, pair)
+    return Path(folder or SIMULATED) / f"{benchmark}__{pair}.parquet"
+
+
+def rng_for(name: str, seed: int = BASE_SEED) -> np.random.Generator:
+    """A generator seeded by ``seed`` and a stable hash (CRC-32) of ``name``."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(name.encode())]))
+
+
+# --------------------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------------------
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _solve_intercept(f, target: float, lo: float = -30.0, hi: float = 30.0) -> float:
+    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if f(mid).mean() < target:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _top_k(margin: np.ndarray, k: int) -> np.ndarray:
+    """0/1 flags: exactly the ``k`` largest margins are 1 (ties broken by position)."""
+    order = np.argsort(-margin, kind="stable")
+    out = np.zeros(margin.size, dtype=np.int8)
+    out[order[:k]] = 1
+    return out
+
+
+def exact_count(acc: float, n: int) -> int:
+    """The number of correct items, ``round(acc * n)`` (half up)."""
+    return int(np.floor(acc * n + 0.5))
+
+
+def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
+    """Item level (shared by both pairs): ``item_id``, ``group`` (if any), latent ``difficulty``."""
+    spec = _check(benchmark)
+    rng = rng_for(benchmark, seed)
+    if spec.groups:
+        if sum(g.n for g in spec.groups) != spec.n:
+            raise ValueError(f"{benchmark}: group counts sum to {sum(g.n for g in spec.groups)}, not {spec.n}")
+        labels = np.repeat([g.name for g in spec.groups], [g.n for g in spec.groups])
+        labels = labels[rng.permutation(spec.n)]
+        mu = {g.name: g.difficulty for g in spec.groups}
+        base = np.array([mu[x] for x in labels])
+    else:
+        labels, base = None, np.zeros(spec.n)
+    difficulty = base + rng.standard_normal(spec.n)
+    out = pd.DataFrame({D.ID: [f"{benchmark}-{i:04d}" for i in range(spec.n)]})
+    if labels is not None:
+        out[D.GROUP] = labels
+    out["difficulty"] = difficulty
+    return out
+
+
+def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np.ndarray]:
+    """Every latent draw of one table (for tests and diagnostics).
+
+    Keys: ``difficulty``, ``think_margin``, ``nothink_margin``, ``nothink_noise``,
+    ``group_offset_nothink``, ``noise_<score>`` for the three scores, ``verbal_trials``
+    (n x 10), ``token_noise_think``, ``token_noise_nothink``.
+    """
+    spec = _check(benchmark, pair)
+    p = spec.pairs[pair]
+    it = items(benchmark, seed)
+    n = spec.n
+    rng = rng_for(f"{benchmark}__{pair}", seed)
+    d = it["difficulty"].to_numpy()
+    grp = it[D.GROUP].to_numpy() if D.GROUP in it else np.full(n, "")
+    o_t = np.array([p.think_offset.get(g, 0.0) for g in grp])
+    o_n = np.array([p.nothink_offset.get(g, 0.0) for g in grp])
+    # Fixed draw order: changing it changes every table.
+    e_t = rng.standard_normal(n)
+    e_n = rng.standard_normal(n)
+    comp = {
+        "difficulty": d,
+        "group_offset_think": o_t,
+        "group_offset_nothink": o_n,
+        "think_margin": -p.a_think * d + o_t + e_t,
+        "nothink_margin": -p.a_nothink * d + o_n + e_n,
+        "nothink_noise": e_n,
+    }
+    for name in SCORES:
+        comp[f"noise_{name}"] = rng.standard_normal(n)
+    comp["verbal_trials"] = rng.standard_normal((n, VERBAL_TRIALS))
+    comp["token_noise_think"] = rng.standard_normal(n)
+    comp["token_noise_nothink"] = rng.standard_normal(n)
+    return comp
+
+
+def perceived_margin(comp: dict[str, np.ndarray], a_nothink: float, score: str) -> np.ndarray:
+    """The score's view of the non-thinking margin (see the module docstring)."""
+    s = SCORES[score]
+    return (-a_nothink * comp["difficulty"] + s.kappa * comp["group_offset_nothink"]
+            + s.rho * comp["nothink_noise"] + s.tau * comp[f"noise_{score}"])
+
+
+def router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Input-only router score: a fixed function of the latent difficulty and its own noise.
+
+    It takes no argument about the non-thinking answer, so it cannot depend on whether that
+    answer is correct (beyond what the difficulty implies).
+    """
+    s = SCORES["score_router"]
+    z = (difficulty - difficulty.mean()) / difficulty.std()
+    return _sigmoid(ROUTER_INTERCEPT + s.scale * z + s.tau * noise)
+
+
+def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataFrame:
+    """Simulate one (benchmark x pair) table in the schema of :mod:`gpac_utils.data`."""
+    spec = _check(benchmark, pair)
+    p = spec.pairs[pair]
+    it = items(benchmark, seed)
+    comp = components(benchmark, pair, seed)
+    n = spec.n
+    out = it[[c for c in (D.ID, D.GROUP) if c in it.columns]].copy()
+
+    if spec.loss == "binary":
+        t = _top_k(comp["think_margin"], exact_count(p.think_acc, n))
+        nt = _top_k(comp["nothink_margin"], exact_count(p.nothink_acc, n))
+        out[D.LOSS] = D.binary_loss(t, nt)
+        out[D.THINK_CORRECT] = t
+        out[D.NOTHINK_CORRECT] = nt
+        err_rate = 1.0 - nt.mean()
+        acc_n = nt.mean()
+    else:  # semantic loss in (0, 1): larger when the non-thinking margin is low
+        m = comp["nothink_margin"]
+        c = _solve_intercept(lambda c: _sigmoid(c - m), p.mean_loss)
+        out[D.LOSS] = _sigmoid(c - m)
+        err_rate = p.mean_loss
+        acc_n = 1.0 - p.mean_loss
+
+    # tokens
+    med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
+    d = comp["difficulty"]
+    out[D.THINK_TOKENS] = np.maximum(1, np.rint(np.exp(
+        np.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))).astype(np.int64)
+    out[D.NOTHINK_TOKENS] = np.maximum(1, np.rint(np.exp(
+        np.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))).astype(np.int64)
+
+    # logits-based: calibrated in the large (mean score = non-thinking error rate)
+    sl = SCORES["score_logits"]
+    pl = perceived_margin(comp, p.a_nothink, "score_logits")
+    cl = _solve_intercept(lambda c: _sigmoid(c - sl.scale * pl), err_rate)
+    out["score_logits"] = _sigmoid(cl - sl.scale * pl)
+
+    # verbalized: 10 overconfident confidences on the 0.1 grid
+    sv = SCORES["score_verbalized"]
+    pv = perceived_margin(comp, p.a_nothink, "score_verbalized")[:, None]
+    trials = VERBAL_TRIAL_NOISE * comp["verbal_trials"]
+    target_conf = acc_n + OVERCONFIDENCE * (1.0 - acc_n)
+    cv = _solve_intercept(lambda c: _sigmoid(c + sv.scale * pv + trials), target_conf)
+    tenths = np.rint(10.0 * _sigmoid(cv + sv.scale * pv + trials)).astype(np.int64)  # 0..10
+    # mean confidence = sum(tenths) / 100, so the score lies on the 0.01 grid
+    out["score_verbalized"] = (100 - tenths.sum(axis=1)).astype(float) / 100.0
+
+    # router: input only
+    out["score_router"] = router_score(d, comp["noise_score_router"])
+    return out
+
+
+def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
+    """Regenerate all 8 tables (4 benchmarks x 2 pairs) as zstd parquet files."""
+    paths = []
+    for b in BENCHMARKS:
+        for p in PAIRS:
+            df = simulate_table(b, p, seed=seed)
+            paths.append(D.write_table(df, table_path(b, p, folder)))
+    return paths
+
+
+def load(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
+    """Read one committed simulated table, validated by :func:`gpac_utils.data.read_table`."""
+    spec = _check(benchmark, pair)
+    return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups),
+                        require_tokens=True)
+
+
+# --------------------------------------------------------------------------------------
+# Paper tables computed from the data
+# --------------------------------------------------------------------------------------
+
+#: the paper's table:llm_accuracy (percent), keyed by (benchmark, model)
+PAPER_ACCURACY = {
+    (b, MODELS[p][i]): 100 * (SPECS[b].pairs[p].think_acc if i == 0 else SPECS[b].pairs[p].nothink_acc)
+    for b in ("math500", "zebralogic", "gpqa") for p in PAIRS for i in (0, 1)
+}
+#: column order of table:llm_accuracy
+ACCURACY_COLUMNS = (MODELS["qwen"][1], MODELS["qwen"][0], MODELS["llama"][1], MODELS["llama"][0])
+VERIFIABLE = ("math500", "zebralogic", "gpqa")
+
+
+def split_sizes(n: int, cal_ratio: float) -> tuple[int, int]:
+    """(calibration size, test size) for ``n`` items: ``n_cal = round(n * cal_ratio)``."""
+    if not 0.0 < cal_ratio < 1.0:
+        raise ValueError(f"cal_ratio must lie in (0, 1), got {cal_ratio}")
+    n_cal = int(np.floor(n * cal_ratio + 0.5))
+    return n_cal, n - n_cal
+
+
+def splitting_settings(tables: dict[str, pd.DataFrame], cal_ratios: dict[str, float] | None = None) -> pd.DataFrame:
+    """Paper table:splitting_settings from the tables (``{benchmark: table}``) and cal ratios."""
+    rows = []
+    for b, df in tables.items():
+        ratio = (cal_ratios or {}).get(b, _check(b).cal_ratio)
+        n_cal, n_test = split_sizes(len(df), ratio)
+        rows.append({"Dataset": SPECS[b].title, "Dataset Type": SPECS[b].kind, "Dataset Size": len(df),
+                     "Calibration ratio": ratio, "PAC Calibration": n_cal, "PAC Test": n_test})
+    return pd.DataFrame(rows)
+
+
+def llm_accuracy(tables: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """Paper table:llm_accuracy (percent) recomputed from ``{(benchmark, pair): table}``."""
+    rows = []
+    for b in dict.fromkeys(k[0] for k in tables):
+        row = {"Dataset": SPECS[b].title}
+        for p in PAIRS:
+            if (b, p) not in tables:
+                continue
+            df = tables[(b, p)]
+            row[MODELS[p][1]] = 100 * df[D.NOTHINK_CORRECT].mean()
+            row[MODELS[p][0]] = 100 * df[D.THINK_CORRECT].mean()
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out[["Dataset"] + [c for c in ACCURACY_COLUMNS if c in out.columns]]
+
+
+def accuracy_vs_paper(acc: pd.DataFrame) -> pd.DataFrame:
+    """Long form of :func:`llm_accuracy` beside the paper's numbers."""
+    title_to_key = {SPECS[b].title: b for b in SPECS}
+    long = acc.melt(id_vars="Dataset", var_name="Model", value_name="simulated")
+    long["paper"] = [PAPER_ACCURACY[(title_to_key[d], m)] for d, m in zip(long["Dataset"], long["Model"])]
+    long["difference"] = long["simulated"] - long["paper"]
+    return long
+
+
+def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Counts per (benchmark, group) for fig:dataset_category_distribution, in spec order."""
+    rows = []
+    for b, df in tables.items():
+        if D.GROUP not in df.columns:
+            continue
+        counts = df[D.GROUP].value_counts()
+        for g in SPECS[b].groups:
+            rows.append({"Dataset": SPECS[b].title, "Category": g.name, "Count": int(counts.get(g.name, 0)),
+                         "Share (%)": 100 * counts.get(g.name, 0) / len(df)})
+    return pd.DataFrame(rows)
+
+
+def group_loss_rates(df: pd.DataFrame) -> pd.Series:
+    """Mean loss per group (for binary loss: the rate of 'thinking right, non-thinking wrong')."""
+    return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()
+
+
+# Notebook presets (notebooks/20_data_overview.py); both profiles are fast (seconds).
+OVERVIEW_PRESETS = {
+    "fast": {"benchmarks": list(VERIFIABLE), "regenerate": False, "seed": BASE_SEED},
+    "paper": {"benchmarks": list(VERIFIABLE), "regenerate": False, "seed": BASE_SEED},
+}
+
+
+def main() -> None:  # pragma: no cover - thin CLI
+    for path in write_all():
+        print(path)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -47,6 +47,7 @@ import hashlib
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -286,6 +287,7 @@ def run_notebook(
             str(out_path),
             parameters=injected,
             kernel_name=KERNEL_NAME,
+            language="python",
             execution_timeout=timeout,
             start_timeout=START_TIMEOUT,
             progress_bar=progress_bar,
@@ -293,7 +295,7 @@ def run_notebook(
             cwd=str(work),
         )
     except PapermillExecutionError as exc:
-        raise NotebookFailed(name, out_path, f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}") from exc
+        raise NotebookFailed(name, out_path, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc
     except Exception as exc:  # timeouts, dead kernels: papermill may not have marked the notebook
         if not out_path.exists():
             import nbformat
@@ -327,6 +329,10 @@ def _timed_run(path: Path, profile: str, parameters: Mapping[str, Any] | None, o
     except RunnerError as exc:
         return Result(name, "error", time.perf_counter() - start, None, str(exc),
                       parameters=dict(parameters or {}))
+
+
+#: Worker processes are spawned, not forked: the parent may hold zmq/kernel threads.
+_SPAWN = multiprocessing.get_context("spawn")
 
 
 def _worker(args) -> Result:
@@ -399,7 +405,7 @@ def run_pipeline(
             break
     if parallel and not failed:
         pending = list(parallel)
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool:
             running = {}
             while pending or running:
                 while pending and len(running) < jobs and not failed:
@@ -530,7 +536,7 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
             params[OUTPUT_SUFFIX] = f"__{name}"
         tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False))
     results: dict[str, Result] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool, \
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool, \
             tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar:
         futures = {pool.submit(_worker, t): t[5] for t in tasks}
         for fut in _as_completed(futures):

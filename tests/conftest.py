@@ -1,0 +1,11 @@
+"""Suite-wide environment: headless matplotlib, and no model/dataset hub access.
+
+Set at import, before any test module imports matplotlib or transformers; notebook kernels
+started by the tests inherit these variables.
+"""
+
+import os
+
+os.environ["MPLBACKEND"] = "Agg"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -1,0 +1,279 @@
+"""Tests of the simulated default tables (gpac_utils.simulate, data/simulated/)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from gpac_utils import data as D
+from gpac_utils import simulate as S
+
+BINARY = ("math500", "zebralogic", "gpqa")
+TABLES = [(b, p) for b in S.BENCHMARKS for p in S.PAIRS]
+
+# Independent oracles, copied from the paper (not from SPECS).
+GROUP_COUNTS = {
+    "math500": {"Algebra": 124, "Intermediate Algebra": 97, "Prealgebra": 82, "Number Theory": 62,
+                "Precalculus": 56, "Geometry": 41, "Counting & Probability": 38},
+    "zebralogic": {"Small": 320, "Medium": 280, "Large": 200, "X-Large": 200},
+    "gpqa": {"Physics": 187, "Chemistry": 183, "Biology": 78},
+}
+SIZES = {"math500": 500, "zebralogic": 1000, "gpqa": 448, "arena_hard": 500}
+# table:llm_accuracy, percent: (thinking, non-thinking)
+PAPER_ACC = {
+    ("math500", "qwen"): (96.20, 92.80), ("math500", "llama"): (85.80, 45.20),
+    ("zebralogic", "qwen"): (89.20, 80.40), ("zebralogic", "llama"): (38.40, 12.50),
+    ("gpqa", "qwen"): (48.88, 46.43), ("gpqa", "llama"): (39.73, 27.23),
+}
+HETEROGENEOUS = {"math500": "Precalculus", "zebralogic": "X-Large", "gpqa": "Biology"}
+PAPER_EPS = {("math500", "qwen"): 0.05, ("zebralogic", "qwen"): 0.08, ("gpqa", "qwen"): 0.15,
+             ("math500", "llama"): 0.42, ("zebralogic", "llama"): 0.20, ("gpqa", "llama"): 0.20,
+             ("arena_hard", "qwen"): 0.10, ("arena_hard", "llama"): 0.15}
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return {(b, p): S.load(b, p) for b, p in TABLES}
+
+
+def auroc(y, s):
+    """Mann-Whitney AUROC of score ``s`` for labels ``y`` (ties count one half)."""
+    y = np.asarray(y, bool)
+    ranks = pd.Series(s).rank(method="average").to_numpy()
+    n1, n0 = y.sum(), (~y).sum()
+    return (ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+
+
+# ---------------------------------------------------------------- schema and counts
+
+@pytest.mark.parametrize("benchmark,pair", TABLES)
+def test_schema(committed, benchmark, pair):
+    df = committed[(benchmark, pair)]
+    D.validate(df, require_tokens=True, score_cols=D.PAPER_SCORES)
+    assert len(df) == SIZES[benchmark]
+    assert df[D.ID].is_unique
+    expected = {D.ID, D.LOSS, D.THINK_TOKENS, D.NOTHINK_TOKENS, *D.PAPER_SCORES}
+    if benchmark in BINARY:
+        expected |= {D.GROUP, D.THINK_CORRECT, D.NOTHINK_CORRECT}
+        assert set(np.unique(df[D.LOSS])) <= {0.0, 1.0}
+        np.testing.assert_array_equal(df[D.LOSS], D.binary_loss(df[D.THINK_CORRECT], df[D.NOTHINK_CORRECT]))
+    else:  # Arena-Hard: semantic loss, no groups, no correctness
+        assert ((df[D.LOSS] > 0) & (df[D.LOSS] < 1)).all()
+        assert df[D.LOSS].nunique() == len(df)
+    assert set(df.columns) == expected
+    assert (df[D.THINK_TOKENS] >= 1).all() and (df[D.NOTHINK_TOKENS] >= 1).all()
+    assert (df[D.THINK_TOKENS] == np.rint(df[D.THINK_TOKENS])).all()
+
+
+@pytest.mark.parametrize("benchmark", BINARY)
+def test_group_counts_exact(committed, benchmark):
+    for pair in S.PAIRS:
+        counts = committed[(benchmark, pair)][D.GROUP].value_counts().to_dict()
+        assert counts == GROUP_COUNTS[benchmark]
+    # the same item has the same group in both pairs' tables
+    q, l = committed[(benchmark, "qwen")], committed[(benchmark, "llama")]
+    assert q[D.ID].tolist() == l[D.ID].tolist()
+    assert q[D.GROUP].tolist() == l[D.GROUP].tolist()
+
+
+@pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
+def test_accuracies_match_paper_to_the_item(committed, benchmark, pair):
+    df = committed[(benchmark, pair)]
+    n = len(df)
+    think, nothink = PAPER_ACC[(benchmark, pair)]
+    # the count whose percentage rounds to the paper's two decimals, and it is unique
+    for col, pct in ((D.THINK_CORRECT, think), (D.NOTHINK_CORRECT, nothink)):
+        k = int(df[col].sum())
+        assert round(100 * k / n, 2) == pct, (col, k, n)
+        assert round(100 * (k + 1) / n, 2) != pct and round(100 * (k - 1) / n, 2) != pct
+
+
+def test_eps_table():
+    assert S.EPS == PAPER_EPS
+
+
+# ---------------------------------------------------------------- heterogeneity
+
+@pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
+def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
+    rates = S.group_loss_rates(committed[(benchmark, pair)])
+    het = HETEROGENEOUS[benchmark]
+    assert S.SPECS[benchmark].heterogeneous == het
+    assert rates.idxmax() == het
+    # clearly higher: a two-proportion z-test against the pooled other groups rejects
+    df = committed[(benchmark, pair)]
+    inside = df[D.GROUP] == het
+    p1, p0 = df.loc[inside, D.LOSS].mean(), df.loc[~inside, D.LOSS].mean()
+    se = np.sqrt(p1 * (1 - p1) / inside.sum() + p0 * (1 - p0) / (~inside).sum())
+    assert (p1 - p0) / se > 3.0
+
+
+@pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
+def test_heterogeneity_is_a_design_property_not_seed_luck(benchmark, pair):
+    het = HETEROGENEOUS[benchmark]
+    for seed in (1, 2, 3):
+        rates = S.group_loss_rates(S.simulate_table(benchmark, pair, seed=seed))
+        assert rates.idxmax() == het
+
+
+def _clt_pac_threshold(loss, scores, eps, rng, alpha=0.05, pi=0.5):
+    """Paper Algorithm 1 (resample, CLT bound, max rule), written independently of the core."""
+    n = loss.size
+    m = int(np.ceil(n / pi))
+    idx = rng.integers(0, n, m)
+    xi = rng.random(m) < pi
+    z, s = xi * loss[idx] / pi, scores[idx]
+    order = np.argsort(s, kind="stable")
+    z, s = z[order], s[order]
+    last = np.r_[np.flatnonzero(np.diff(s) > 0), m - 1]  # last position of each distinct score
+    s1, s2 = np.cumsum(z)[last], np.cumsum(z * z)[last]
+    mean = s1 / m
+    sd = np.sqrt(np.maximum((s2 - m * mean ** 2) / (m - 1), 0.0))
+    ucb = mean + norm.ppf(1 - alpha) * sd / np.sqrt(m)
+    ok = np.flatnonzero(ucb <= eps)
+    return s[last][ok.max()] if ok.size else -np.inf
+
+
+@pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
+def test_marginal_pac_overshoots_eps_in_heterogeneous_group(committed, benchmark, pair):
+    """The reason the data exist: marginal PAC (logits score, cal ratio 0.6) fails in the
+    heterogeneous group on average over 50 random splits, by more than 3 MCSE."""
+    df = committed[(benchmark, pair)]
+    eps = PAPER_EPS[(benchmark, pair)]
+    loss, u = df[D.LOSS].to_numpy(), df["score_logits"].to_numpy()
+    het = (df[D.GROUP] == HETEROGENEOUS[benchmark]).to_numpy()
+    rng = np.random.default_rng(12345)
+    n = len(df)
+    n_cal = int(0.6 * n)
+    errs, overall = [], []
+    for _ in range(50):
+        perm = rng.permutation(n)
+        cal, test = perm[:n_cal], perm[n_cal:]
+        thr = _clt_pac_threshold(loss[cal], u[cal], eps, rng)
+        routed_loss = loss[test] * (u[test] <= thr)
+        errs.append(routed_loss[het[test]].mean())
+        overall.append(routed_loss.mean())
+    errs = np.asarray(errs)
+    mcse = errs.std(ddof=1) / np.sqrt(errs.size)
+    assert errs.mean() > eps + 3 * mcse, (errs.mean(), mcse)
+    assert np.mean(overall) <= eps  # while the marginal error is controlled
+
+
+# ---------------------------------------------------------------- scores
+
+@pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
+def test_scores_informative_but_imperfect(committed, benchmark, pair):
+    df = committed[(benchmark, pair)]
+    wrong = 1 - df[D.NOTHINK_CORRECT]
+    aucs = {s: auroc(wrong, df[s]) for s in D.PAPER_SCORES}
+    for s, a in aucs.items():
+        assert 0.6 <= a <= 0.9, (s, a)
+    assert aucs["score_logits"] == max(aucs.values())
+
+
+@pytest.mark.parametrize("benchmark,pair", TABLES)
+def test_score_shapes(committed, benchmark, pair):
+    df = committed[(benchmark, pair)]
+    v = df["score_verbalized"].to_numpy()
+    np.testing.assert_allclose(v * 100, np.rint(v * 100), atol=1e-9)  # 0.01 grid
+    assert df["score_verbalized"].nunique() < len(df) / 4  # coarse, many ties
+    # logits score: calibrated in the large (mean = non-thinking error rate or mean loss)
+    target = 1 - df[D.NOTHINK_CORRECT].mean() if D.NOTHINK_CORRECT in df else df[D.LOSS].mean()
+    assert df["score_logits"].mean() == pytest.approx(target, abs=1e-9)
+    # verbalized: overconfident (mean uncertainty below the logits-based one)
+    assert df["score_verbalized"].mean() < df["score_logits"].mean()
+
+
+@pytest.mark.parametrize("benchmark,pair", TABLES)
+def test_router_is_function_of_difficulty_and_own_noise(committed, benchmark, pair):
+    comp = S.components(benchmark, pair)
+    rebuilt = S.router_score(comp["difficulty"], comp["noise_score_router"])
+    np.testing.assert_array_equal(rebuilt, committed[(benchmark, pair)]["score_router"].to_numpy())
+    assert list(inspect.signature(S.router_score).parameters) == ["difficulty", "noise"]
+
+
+def test_router_independent_of_nothink_correctness_given_difficulty():
+    """Pooled over seeds: the router's noise (= its score given the difficulty) is
+    uncorrelated with the realised non-thinking correctness; |r| < 4 / sqrt(n)."""
+    noise, correct, resid = [], [], []
+    for seed in range(8):
+        for b in BINARY:
+            comp = S.components(b, "qwen", seed=seed)
+            df = S.simulate_table(b, "qwen", seed=seed)
+            noise.append(comp["noise_score_router"])
+            correct.append(df[D.NOTHINK_CORRECT].to_numpy() - df[D.NOTHINK_CORRECT].mean())
+            # positive control: the non-thinking answer's own noise does drive correctness
+            resid.append(comp["nothink_noise"])
+    noise, correct, resid = map(np.concatenate, (noise, correct, resid))
+    n = noise.size
+    assert abs(np.corrcoef(noise, correct)[0, 1]) < 4 / np.sqrt(n)
+    assert abs(np.corrcoef(resid, correct)[0, 1]) > 10 / np.sqrt(n)
+
+
+# ---------------------------------------------------------------- tokens
+
+@pytest.mark.parametrize("benchmark,pair", TABLES)
+def test_tokens(committed, benchmark, pair):
+    df = committed[(benchmark, pair)]
+    comp = S.components(benchmark, pair)
+    assert df[D.THINK_TOKENS].median() > 1.5 * df[D.NOTHINK_TOKENS].median()
+    r = np.corrcoef(np.log(df[D.THINK_TOKENS]), comp["difficulty"])[0, 1]
+    assert r > 4 / np.sqrt(len(df))  # thinking tokens grow with difficulty
+
+
+# ---------------------------------------------------------------- seeding, files, errors
+
+def test_regeneration_is_byte_identical(tmp_path):
+    paths = S.write_all(tmp_path)
+    assert len(paths) == 8
+    for b, p in TABLES:
+        assert S.table_path(b, p, tmp_path).read_bytes() == S.table_path(b, p).read_bytes(), (b, p)
+
+
+def test_seed_changes_table_and_paths():
+    a = S.simulate_table("gpqa", "qwen", seed=1)
+    b = S.simulate_table("gpqa", "qwen", seed=1)
+    c = S.simulate_table("gpqa", "qwen", seed=2)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.array_equal(a["score_logits"], c["score_logits"])
+    assert S.table_path("gpqa", "llama").name == "gpqa__llama.parquet"
+    assert S.table_path("gpqa", "llama").parent.name == "simulated"
+
+
+def test_bad_names_raise():
+    with pytest.raises(ValueError, match="benchmark 'math'"):
+        S.simulate_table("math", "qwen")
+    with pytest.raises(ValueError, match="model pair 'gpt'"):
+        S.table_path("gpqa", "gpt")
+
+
+# ---------------------------------------------------------------- paper tables
+
+def test_splitting_settings(committed):
+    t = S.splitting_settings({b: committed[(b, "qwen")] for b in BINARY})
+    got = t.set_index("Dataset")[["Dataset Size", "PAC Calibration", "PAC Test"]].to_dict("index")
+    assert got == {"MATH-500": {"Dataset Size": 500, "PAC Calibration": 300, "PAC Test": 200},
+                   "ZebraLogic": {"Dataset Size": 1000, "PAC Calibration": 500, "PAC Test": 500},
+                   "GPQA": {"Dataset Size": 448, "PAC Calibration": 224, "PAC Test": 224}}
+    assert S.split_sizes(448, 0.6) == (269, 179)
+    with pytest.raises(ValueError, match="cal_ratio"):
+        S.split_sizes(10, 1.0)
+
+
+def test_llm_accuracy_table(committed):
+    acc = S.llm_accuracy({k: v for k, v in committed.items() if k[0] in BINARY})
+    long = S.accuracy_vs_paper(acc)
+    assert len(long) == 12
+    assert (long["difference"].abs() < 0.005).all()
+
+
+def test_category_counts(committed):
+    c = S.category_counts({b: committed[(b, "qwen")] for b in S.BENCHMARKS})
+    assert set(c["Dataset"]) == {"MATH-500", "ZebraLogic", "GPQA"}  # Arena-Hard has no groups
+    for b in BINARY:
+        sub = c[c["Dataset"] == S.SPECS[b].title]
+        assert dict(zip(sub["Category"], sub["Count"])) == GROUP_COUNTS[b]

@@ -1,0 +1,58 @@
+"""Learned partitions of the score axis for C-PAC (paper Section 3.2, "Clustering in U space").
+
+``kmeans``  exact 1-D k-means (Wang & Song's dynamic programme, via the ``ckmeans`` package);
+``quantile`` equal-mass bins at the score quantiles ``j/k``.
+
+A partition is stored as ascending boundaries; a score ``U`` belongs to group ``j`` when
+``b_{j-1} < U <= b_j``. For k-means the boundary between two clusters is the midpoint of the
+gap between them, so a test point is assigned to the nearer cluster edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+METHODS = ("kmeans", "quantile")
+
+
+@dataclass(frozen=True)
+class Partition:
+    boundaries: np.ndarray  # ascending, shape (k - 1,)
+    method: str = "kmeans"
+
+    @property
+    def k(self) -> int:
+        return len(self.boundaries) + 1
+
+    def assign(self, scores) -> np.ndarray:
+        """Group index in ``[0, k)`` of each score."""
+        return np.searchsorted(self.boundaries, np.asarray(scores, dtype=float), side="left")
+
+    def labels(self, scores) -> np.ndarray:
+        """Group labels ``"c0" .. "c{k-1}"``, ordered by score."""
+        return np.array([f"c{j}" for j in range(self.k)])[self.assign(scores)]
+
+
+def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
+    """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores)."""
+    s = np.asarray(scores, dtype=float).ravel()
+    if s.size == 0:
+        raise ValueError("cannot cluster an empty set of scores")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores to cluster contain NaN or infinite values")
+    if int(k) < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    k = min(int(k), np.unique(s).size)
+    if method == "kmeans":
+        import ckmeans
+
+        clusters = ckmeans.ckmeans(s, k) if k > 1 else [np.sort(s)]
+        bounds = np.array([(a[-1] + b[0]) / 2 for a, b in zip(clusters[:-1], clusters[1:])])
+    elif method == "quantile":
+        bounds = np.unique(np.quantile(s, np.arange(1, k) / k, method="inverted_cdf"))
+        bounds = bounds[bounds < s.max()]  # a boundary at the maximum would leave an empty top bin
+    else:
+        raise ValueError(f"unknown clustering method {method!r}; choose one of {METHODS}")
+    return Partition(np.asarray(bounds, dtype=float), method)

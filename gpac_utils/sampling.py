@@ -1,0 +1,79 @@
+r"""Expert-label sampling schemes: which calibration items get a thinking-model label.
+
+Each scheme turns per-item losses into terms ``Z`` whose mean (given a threshold) estimates
+the thresholded risk, and reports their range ``R = B / pi_min`` for the bounds.
+
+``resample`` (paper Algorithm 1)
+    ``m = ceil(n / mean(pi))`` indices drawn uniformly *with replacement*; per draw
+    ``xi ~ Bern(pi_i)`` and ``Z = xi * loss / pi_i``. Given the calibration set the terms are
+    i.i.d. with mean equal to the *empirical* calibration risk, so a bound on their mean ignores
+    the sampling variability of the calibration set itself: not valid for the population risk.
+``bernoulli``
+    each calibration item is queried once, independently, with probability ``pi_i``:
+    ``Z_i = xi_i * loss_i / pi_i``. For i.i.d. calibration items these are i.i.d. with mean
+    ``R(u)`` — the scheme under which the *valid* bounds are valid.
+``full``
+    every item labelled (``pi = 1``): ``Z_i = loss_i``.
+
+Terms are returned in uniformly random order (sequential bounds such as ``wsr`` need an
+exchangeable order even when the input table is sorted).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+SCHEMES = ("resample", "bernoulli", "full")
+
+
+@dataclass(frozen=True)
+class Draw:
+    z: np.ndarray            # (..., m) terms in [0, value_range]
+    scores: np.ndarray       # (..., m) the score of each term's item
+    value_range: float       # R = loss_bound / pi_min
+    n_queried: np.ndarray    # (...) number of expert labels used
+
+
+def _check_pi(pi, shape):
+    p = np.broadcast_to(np.asarray(pi, dtype=float), shape)
+    if not np.all(np.isfinite(p)) or p.min() <= 0 or p.max() > 1:
+        raise ValueError(f"sampling weights pi must lie in (0, 1]; got min {p.min()}, max {p.max()}")
+    return p
+
+
+def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0) -> Draw:
+    """Draw the terms ``Z`` for one or many calibrations (batch dims lead, items last)."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown sampling scheme {scheme!r}; choose one of {SCHEMES}")
+    rng = np.random.default_rng(rng)
+    loss = np.asarray(loss, dtype=float)
+    scores = np.asarray(scores, dtype=float)
+    if loss.shape != scores.shape or loss.ndim == 0 or loss.shape[-1] == 0:
+        raise ValueError(f"loss and scores must share a non-empty shape, got {loss.shape}, {scores.shape}")
+    if loss.min() < 0 or loss.max() > loss_bound:
+        raise ValueError(f"losses must lie in [0, loss_bound={loss_bound}]")
+    n = loss.shape[-1]
+    if scheme == "full":
+        p = np.ones_like(loss)
+    else:
+        p = _check_pi(pi, loss.shape)
+    value_range = loss_bound / float(p.min())
+    if scheme == "resample":
+        m = int(math.ceil(n / float(p.mean()) - 1e-9))
+        idx = rng.integers(0, n, size=loss.shape[:-1] + (m,))
+        l = np.take_along_axis(loss, idx, axis=-1)
+        u = np.take_along_axis(scores, idx, axis=-1)
+        pp = np.take_along_axis(p, idx, axis=-1)
+        xi = rng.random(idx.shape) < pp
+        return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))
+    order = rng.permuted(np.broadcast_to(np.arange(n), loss.shape), axis=-1)
+    l = np.take_along_axis(loss, order, axis=-1)
+    u = np.take_along_axis(scores, order, axis=-1)
+    if scheme == "full":
+        return Draw(l, u, value_range, np.full(loss.shape[:-1], n))
+    pp = np.take_along_axis(p, order, axis=-1)
+    xi = rng.random(l.shape) < pp
+    return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))

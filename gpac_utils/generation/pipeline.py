@@ -1,0 +1,152 @@
+"""From a benchmark and a model pair to generation records on disk (used by 01_generate and the CLI)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..paths import DATA
+from .base import MODEL_PAIRS, Sampling, default_sampling, is_thinking_model
+from .runner import load_generations, run_generation, shard_items
+
+GENERATIONS = DATA / "generations"
+GENERATED = DATA / "generated"
+BACKENDS = ("auto", "vllm", "transformers", "validate")
+
+#: 01_generate presets. ``max_tokens=None`` keeps the per-family defaults (32k thinking).
+PRESETS = {
+    "fast": {"benchmark": "math500", "pair": "qwen", "backend": "auto", "n_items": 8, "max_tokens": 256,
+             "tensor_parallel_size": 1, "shard": "0/1", "batch_size": 8, "n_verbalized": 10,
+             "verbalized_max_tokens": 32},
+    "paper": {"benchmark": "math500", "pair": "qwen", "backend": "auto", "n_items": None, "max_tokens": None,
+              "tensor_parallel_size": 1, "shard": "0/1", "batch_size": 256, "n_verbalized": 10,
+              "verbalized_max_tokens": 64},
+}
+
+
+def run_dir(benchmark: str, pair: str, root: Path | None = None) -> Path:
+    return Path(root or GENERATIONS) / f"{benchmark}__{pair}"
+
+
+def pair_models(pair: str, think_model: str | None = None, nothink_model: str | None = None) -> dict[str, str]:
+    if pair not in MODEL_PAIRS and not (think_model and nothink_model):
+        raise ValueError(f"unknown model pair {pair!r}; choose {sorted(MODEL_PAIRS)} or give both model paths")
+    base = dict(MODEL_PAIRS.get(pair, {}))
+    if think_model:
+        base["think"] = think_model
+    if nothink_model:
+        base["nothink"] = nothink_model
+    return base
+
+
+def vllm_available() -> bool:
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    try:
+        import torch  # noqa: PLC0415
+
+        return bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def resolve_backend(backend: str, models: dict[str, str]) -> str:
+    """``auto``: vLLM when it is installed and a GPU is visible; else transformers when both models
+    are local folders; else ``validate`` (no generation: validate the embedded tables instead)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    if vllm_available():
+        return "vllm"
+    if all(Path(m).is_dir() for m in models.values()):
+        return "transformers"
+    return "validate"
+
+
+def make_engine(backend: str, model: str, *, seed: int = 0, tensor_parallel_size: int = 1,
+                max_model_len: int | None = None, **kw):
+    if backend == "vllm":
+        from .vllm_backend import VLLMEngine  # noqa: PLC0415
+
+        return VLLMEngine(model, seed=seed, tensor_parallel_size=tensor_parallel_size,
+                          max_model_len=max_model_len, **kw)
+    if backend == "transformers":
+        from .hf_backend import TransformersEngine  # noqa: PLC0415
+
+        return TransformersEngine(model, **kw)
+    raise ValueError(f"no engine for backend {backend!r}")
+
+
+def save_items(items: pd.DataFrame, folder: Path) -> Path:
+    """Keep the benchmark items beside the generations (02_scores needs no benchmark file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "items.parquet"
+    keep = items[["item_id", "group", "question", "prompt", "gold"]].copy()
+    keep["messages"] = [json.dumps(m) for m in items["messages"]]
+    if path.exists():
+        old = pd.read_parquet(path)
+        if old["item_id"].tolist() != keep["item_id"].tolist():
+            raise ValueError(f"{path} holds other items (another n_items or seed?): use another folder")
+        return path
+    keep.to_parquet(path, index=False)
+    return path
+
+
+def load_items(folder: Path) -> pd.DataFrame:
+    path = Path(folder) / "items.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"no {path}: run 01_generate for this benchmark and model pair first")
+    df = pd.read_parquet(path)
+    df["messages"] = [json.loads(m) for m in df["messages"]]
+    return df
+
+
+def generate(items: pd.DataFrame, models: dict[str, str], folder: Path, *, backend: str,
+             roles=("think", "nothink", "verbalized"), shard="0/1", seed: int = 0, max_tokens: int | None = None,
+             n_verbalized: int = 10, verbalized_max_tokens: int = 64, batch_size: int = 64,
+             tensor_parallel_size: int = 1, engine_factory: Callable | None = None, progress: bool = True,
+             engine_kwargs: dict | None = None) -> dict:
+    """Run the roles one model at a time for this shard. ``engine_factory(model) -> Engine`` overrides
+    :func:`make_engine` (tests inject fake engines)."""
+    from ..scoring import verbalized_messages  # noqa: PLC0415
+
+    save_items(items, folder)
+    report = {}
+    engines: dict[str, object] = {}
+
+    def engine_for(model: str, sampling: Sampling):
+        if model not in engines:
+            engines.clear()  # one model in memory at a time
+            if engine_factory is not None:
+                engines[model] = engine_factory(model)
+            else:
+                mml = default_max_model_len(sampling) if backend == "vllm" else None
+                engines[model] = make_engine(backend, model, seed=seed, tensor_parallel_size=tensor_parallel_size,
+                                             max_model_len=mml, **(engine_kwargs or {}))
+        return engines[model]
+
+    for role in roles:
+        model = models["think" if role == "think" else "nothink"]
+        sampling = default_sampling(model).with_(max_tokens=max_tokens)
+        role_items = items
+        if role == "verbalized":
+            sampling = sampling.with_(n=n_verbalized, max_tokens=verbalized_max_tokens)
+            mine = shard_items(items, shard)
+            nothink = load_generations(folder, "nothink", mine["item_id"])
+            first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
+            role_items = items.copy()
+            role_items["messages"] = [verbalized_messages(q, first.get(i, "")) for i, q in
+                                      zip(items["item_id"], items["question"])]
+        report[role] = run_generation(role_items, engine_for(model, sampling), folder, role=role, sampling=sampling,
+                                      thinking=is_thinking_model(model) if role == "think" else False,
+                                      shard=shard, batch_size=batch_size, seed=seed, progress=progress)
+    return report
+
+
+def default_max_model_len(sampling: Sampling, prompt_tokens: int = 4096) -> int:
+    return int(sampling.max_tokens) + prompt_tokens

@@ -1,0 +1,255 @@
+"""Prompts and graders for the paper's benchmarks (Sec. 5.1, App. E).
+
+=============  ===========================================  =====================================
+benchmark      prompt                                       grader
+=============  ===========================================  =====================================
+``math500``    problem + "put your final answer within      math-verify ``verify(gold, answer)``
+               \\boxed{}"                                    (gold first), on the last ``\\boxed{}``
+``gpqa``       question + 4 choices shuffled by a seeded    ``Answer: LETTER`` (last occurrence)
+               per-item permutation
+``zebralogic`` puzzle + JSON output format                  cell and puzzle accuracy of the JSON
+``arenahard``  the user prompt as is                        none: semantic loss (``scoring``)
+=============  ===========================================  =====================================
+
+Binary loss (paper Eq. ``binary_loss``) = thinking correct and non-thinking wrong:
+:func:`gpac_utils.data.binary_loss`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+LETTERS = "ABCD"
+
+MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+GPQA_TEMPLATE = (
+    "Answer the following multiple choice question. The last line of your response should be of the "
+    "following format: 'Answer: $LETTER' (without quotes) where LETTER is one of ABCD. Think step by "
+    "step before answering.\n\n{question}\n\nA) {A}\nB) {B}\nC) {C}\nD) {D}"
+)
+ZEBRA_TEMPLATE = (
+    "# Example Puzzle\n\nSolve the following logic grid puzzle. Each house has a unique value for each "
+    "attribute.\n\n# Puzzle to Solve\n\n{puzzle}\n\n# Instruction\n\nNow please solve the above puzzle. "
+    "Present your reasoning and solution in the following json format:\n\n{json_template}\n"
+)
+
+
+# --------------------------------------------------------------------------- MATH-500
+def math_prompt(problem: str) -> str:
+    return f"{problem}\n\n{MATH_INSTRUCTION}"
+
+
+def last_boxed(text: str) -> str | None:
+    r"""Content of the last ``\boxed{...}`` (or ``\fbox{...}``) with nested braces matched.
+
+    Returns ``None`` when there is none or its braces are unbalanced (truncated output).
+    """
+    if not text:
+        return None
+    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    for start in reversed(starts):
+        depth, k = 1, start
+        while k < len(text) and depth:
+            ch = text[k]
+            if ch == "\\" and k + 1 < len(text) and text[k + 1] in "{}":
+                k += 2
+                continue
+            depth += (ch == "{") - (ch == "}")
+            k += 1
+        if depth == 0:
+            return text[start:k - 1].strip()
+    return None
+
+
+def _timeouts_allowed() -> bool:
+    # math-verify's timeouts use signal.alarm, which only works in the main thread.
+    return threading.current_thread() is threading.main_thread()
+
+
+def grade_math(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
+    r"""Is the last ``\boxed{}`` of ``response`` equal to ``gold`` (math-verify, gold first)?
+
+    Works in worker threads: there the signal-based timeouts of math-verify are switched off
+    (``parsing_timeout=None``, ``timeout_seconds=None``) instead of raising.
+    """
+    from math_verify import LatexExtractionConfig, parse, verify  # noqa: PLC0415
+
+    boxed = last_boxed(response or "")
+    if boxed is None or not boxed.strip():
+        return False
+    t = timeout_seconds if _timeouts_allowed() else None
+    gold_parsed = _parse_gold(str(gold), t)
+    if not gold_parsed:
+        raise ValueError(f"math-verify cannot parse the gold answer {gold!r}")
+    pred = parse(f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
+                 parsing_timeout=t)
+    if not pred:
+        return False
+    return bool(verify(gold_parsed, pred, timeout_seconds=t))
+
+
+def _parse_gold(gold: str, t):
+    from math_verify import LatexExtractionConfig, parse  # noqa: PLC0415
+
+    return parse(f"\\boxed{{{gold}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
+                 parsing_timeout=t)
+
+
+# --------------------------------------------------------------------------- GPQA
+def permutation(item_id, seed: int = 0, k: int = 4) -> np.ndarray:
+    """Seeded per-item permutation of ``k`` choices (stable across runs and machines)."""
+    digest = hashlib.sha256(f"gpqa:{int(seed)}:{item_id}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(k)
+
+
+@dataclass(frozen=True)
+class MultipleChoice:
+    choices: tuple[str, str, str, str]
+    answer: str  # the correct letter
+
+
+def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) -> MultipleChoice:
+    """Place the correct answer and three distractors in a seeded per-item order."""
+    if len(incorrect) != 3:
+        raise ValueError(f"GPQA item {item_id!r}: expected 3 incorrect answers, got {len(incorrect)}")
+    options = [str(correct).strip()] + [str(x).strip() for x in incorrect]
+    perm = permutation(item_id, seed)
+    choices = tuple(options[j] for j in perm)
+    return MultipleChoice(choices=choices, answer=LETTERS[int(np.flatnonzero(perm == 0)[0])])
+
+
+def gpqa_prompt(question: str, choices) -> str:
+    return GPQA_TEMPLATE.format(question=str(question).strip(), **dict(zip(LETTERS, choices)))
+
+
+_ANSWER_RE = re.compile(
+    r"answer\s*(?:is)?\s*[:：]\s*[\*_\s]*\$?\s*(?:\\boxed\s*\{\s*)?(?:\\text(?:bf)?\s*\{\s*)?[\(\[]?\s*([A-D])\s*[\)\]]?"
+    r"(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def extract_letter(response: str) -> str | None:
+    """The letter of the last ``Answer: X`` line (tolerates ``**Answer:** (C)``, ``Answer: $\\boxed{C}$``).
+
+    Letters elsewhere in the prose never count; the letter itself must be upper case.
+    """
+    if not response:
+        return None
+    hits = [m for m in _ANSWER_RE.finditer(response) if m.group(1).isupper()]
+    return hits[-1].group(1) if hits else None
+
+
+def grade_gpqa(response: str, answer_letter: str) -> bool:
+    return extract_letter(response) == str(answer_letter).strip().upper()
+
+
+# --------------------------------------------------------------------------- ZebraLogic
+def zebra_size_group(size: str) -> str:
+    """ZebraLogic size class from ``"N*M"`` by search space (N!)^M:
+    Small < 1e3 <= Medium < 1e6 <= Large < 1e10 <= X-Large."""
+    try:
+        n, m = (int(x) for x in str(size).lower().replace("x", "*").split("*"))
+    except ValueError as exc:
+        raise ValueError(f"ZebraLogic size must look like 'N*M', got {size!r}") from exc
+    log10s = m * math.log10(math.factorial(n))
+    return "Small" if log10s < 3 else "Medium" if log10s < 6 else "Large" if log10s < 10 else "X-Large"
+
+
+def zebra_json_template(solution: dict) -> str:
+    header, rows = solution["header"], solution["rows"]
+    attrs = [h for h in header if h.lower() != "house"]
+    houses = {f"House {i + 1}": {a: "___" for a in attrs} for i in range(len(rows))}
+    return json.dumps({"reasoning": "___", "solution": houses}, indent=4)
+
+
+def zebra_prompt(puzzle: str, solution: dict) -> str:
+    return ZEBRA_TEMPLATE.format(puzzle=str(puzzle).strip(), json_template=zebra_json_template(solution))
+
+
+def extract_json(text: str) -> dict | None:
+    """The last parseable JSON object in ``text`` (code fences allowed); ``None`` if there is none,
+    e.g. a truncated output."""
+    if not text:
+        return None
+    dec = json.JSONDecoder()
+    objects = []
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = dec.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+    with_solution = [o for o in objects if _contains_solution(o)]
+    return (with_solution or objects or [None])[-1]
+
+
+def _contains_solution(obj: dict) -> bool:
+    return isinstance(obj.get("solution"), dict)
+
+
+def _norm(v) -> str:
+    return re.sub(r"\s+", " ", str(v)).strip().lower()
+
+
+@dataclass(frozen=True)
+class ZebraGrade:
+    cell_accuracy: float
+    correct: bool
+    parsed: bool
+
+
+def grade_zebra(response: str, solution: dict) -> ZebraGrade:
+    """Cell accuracy and puzzle accuracy (all cells right) of a JSON answer.
+
+    ``solution`` is ZebraLogic's ``{"header": ["House", attr...], "rows": [["1", v...], ...]}``.
+    An unparseable or truncated answer scores 0 cells and is flagged ``parsed=False``.
+    """
+    header, rows = list(solution["header"]), solution["rows"]
+    obj = extract_json(response)
+    pred = obj.get("solution") if obj is not None else None
+    if not isinstance(pred, dict):
+        return ZebraGrade(0.0, False, False)
+    keyed = {_norm(k).replace("house", "").strip(): v for k, v in pred.items()}
+    total = right = 0
+    for r, row in enumerate(rows):
+        house = keyed.get(str(r + 1))
+        house = {_norm(k): v for k, v in house.items()} if isinstance(house, dict) else {}
+        for c, attr in enumerate(header):
+            if attr.lower() == "house":
+                continue
+            total += 1
+            right += _norm(house.get(_norm(attr), "\0")) == _norm(row[c])
+    return ZebraGrade(right / total if total else 0.0, total > 0 and right == total, True)
+
+
+# --------------------------------------------------------------------------- dispatch
+GRADED = ("math500", "gpqa", "zebralogic")
+
+
+def grade(benchmark: str, response: str, gold) -> bool:
+    """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
+    if benchmark == "math500":
+        return grade_math(response, gold)
+    if benchmark == "gpqa":
+        return grade_gpqa(response, gold)
+    if benchmark == "zebralogic":
+        sol = json.loads(gold) if isinstance(gold, str) else gold
+        return grade_zebra(response, sol).correct
+    if benchmark == "arenahard":
+        raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.scoring.semantic_loss)")
+    raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {GRADED}")
+
+
+@lru_cache(maxsize=1)
+def _warm() -> None:  # pragma: no cover - convenience for notebooks
+    grade_math("\\boxed{1}", "1")

@@ -508,6 +508,29 @@ def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def parameter_table() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:data:`SPECS` as two tables for the data card: groups (benchmark, group, n, mu_g) and
+    pairs (one row per benchmark x pair; group offsets listed as ``group: o_think / o_nothink``)."""
+    groups = pd.DataFrame([{"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
+                           for b, spec in SPECS.items() for g in spec.groups])
+    pairs = []
+    for b, spec in SPECS.items():
+        for pair, p in spec.pairs.items():
+            offsets = sorted(set(p.think_offset) | set(p.nothink_offset))
+            pairs.append({
+                "benchmark": b, "pair": pair, "n": spec.n, "loss": spec.loss,
+                "think acc": "" if p.think_acc is None else f"{p.think_acc:.4g}",
+                "nothink acc": "" if p.nothink_acc is None else f"{p.nothink_acc:.4g}",
+                "eps": f"{p.eps:g}",
+                "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}", "a_nothink": f"{p.a_nothink:g}",
+                "offsets o_think / o_nothink": "; ".join(
+                    f"{g}: {p.think_offset.get(g, 0.0):+g} / {p.nothink_offset.get(g, 0.0):+g}" for g in offsets),
+                "mean loss": "" if p.mean_loss is None else f"{p.mean_loss:g}",
+                "tokens med_T, med_N, sd_T, sd_N, gr_T, gr_N": ", ".join(f"{t:g}" for t in p.tokens),
+            })
+    return groups, pd.DataFrame(pairs)
+
+
 def group_loss_rates(df: pd.DataFrame) -> pd.Series:
     """Mean loss per group (for binary loss: the rate of 'thinking right, non-thinking wrong')."""
     return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()

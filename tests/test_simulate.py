@@ -295,3 +295,13 @@ def test_notebook_20_data_overview(tmp_path):
     assert acc.loc["GPQA", "DeepSeek-R1-Distill-Llama-8B"] == pytest.approx(39.73, abs=0.005)
     for ext in ("png", "pdf"):
         assert (paths.FIGURES / f"dataset_category_distribution.{ext}").stat().st_size > 0
+
+
+def test_data_card_states_simulation_and_current_parameters():
+    from gpac_utils import paths, plotting
+
+    card = (paths.SIMULATED / "README.md").read_text()
+    assert "SIMULATED" in card
+    groups, pairs = S.parameter_table()
+    assert plotting.to_markdown(groups, ".4g") in card  # the card's parameter tables are current
+    assert plotting.to_markdown(pairs) in card

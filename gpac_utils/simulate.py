@@ -25,7 +25,7 @@ Generative model (one item ``i`` in group ``g``; all noises independent standard
    a negative ``o_nothink_g`` (with a non-negative ``o_think_g``) makes group ``g``
    *heterogeneous*: the non-thinking model fails there more than its difficulty suggests.
 3. *Loss*: binary ``loss = think_correct & not nothink_correct`` (paper Eq. binary_loss);
-   for Arena-Hard a semantic loss in (0, 1): ``sigmoid(c + a_nothink * d_i - o + e_nothink_i)``
+   for Arena-Hard a semantic loss in (0, 1): ``sigmoid(c - m_nothink_i)``
    with ``c`` solved so that the mean loss equals ``PairSpec.mean_loss``.
 4. *Scores* (uncertainty of the non-thinking answer, in [0, 1]; higher = less reliable).
    The "perceived margin" of a score is ``-a_nothink * d_i + kappa * o_nothink_g +

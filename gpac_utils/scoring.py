@@ -70,7 +70,7 @@ def verbalized_messages(question: str, answer: str) -> list[dict]:
             {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)}]
 
 
-_NUM = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?|\.\d+)\s*(%?)")
+_NUM = re.compile(r"(?<![\w.\-])(\d+(?:\.\d*)?|\.\d+)\s*(%?)")
 
 
 def parse_confidence(reply: str) -> float | None:

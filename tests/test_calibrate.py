@@ -1,0 +1,191 @@
+"""Calibrators, clustering, metrics and the experiment runner."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpac_utils import calibrate, cluster, experiment, metrics
+from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
+
+
+def population(n=900, seed=0):
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.array(["easy", "mid", "hard"]), n // 3)
+    rate = {"easy": 0.05, "mid": 0.2, "hard": 0.6}
+    u = rng.random(n)
+    loss = (rng.random(n) < np.array([rate[x] for x in g]) * u).astype(float)
+    return u, loss, g
+
+
+def test_pac_by_hand_full_labels():
+    # Full labels, CLT, max rule: hand-computed. Losses at u = 0.5 and 0.9.
+    u = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+    loss = np.array([0, 0, 0, 0, 1, 0, 0, 0, 1, 0], float)
+    cal = PAC(eps=0.3, alpha=0.05, bound="clt", sampling="full", rule="max", min_group_size=1).fit(u, loss)
+    # UCB at u < 0.5 is 0; at u in [0.5, 0.9): mean 0.1, sd sqrt(0.1 * 0.9 * 10 / 9); 1.645 * sd / sqrt(10)
+    ucb_mid = 0.1 + 1.6448536 * math.sqrt(0.1) / math.sqrt(10)
+    assert ucb_mid < 0.3
+    ucb_top = 0.2 + 1.6448536 * math.sqrt(0.2 * 0.8 * 10 / 9) / math.sqrt(10)
+    assert ucb_top > 0.3
+    assert cal.thresholds_["__all__"] == 0.8
+
+
+def test_gpac_thresholds_follow_group_difficulty_and_route():
+    u, loss, g = population()
+    cal = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full").fit(u, loss, g)
+    t = cal.thresholds_
+    assert t["easy"] > t["mid"] > t["hard"]
+    routed = cal.route(u, g)
+    assert routed.dtype == bool
+    np.testing.assert_array_equal(routed, u <= np.array([t[x] for x in g]))
+
+
+def test_simultaneous_is_more_conservative():
+    u, loss, g = population(seed=3)
+    a = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full").fit(u, loss, g)
+    b = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full", simultaneous=True).fit(u, loss, g)
+    assert all(b.thresholds_[k] <= a.thresholds_[k] for k in a.thresholds_)
+
+
+def test_small_and_unseen_groups_always_think():
+    u, loss, g = population(seed=4)
+    g = g.copy()
+    g[:5] = "tiny"
+    with pytest.warns(GroupWarning, match="tiny"):
+        cal = GPAC(eps=0.1, sampling="full", min_group_size=10).fit(u, loss, g)
+    assert cal.thresholds_["tiny"] == -math.inf
+    with pytest.warns(GroupWarning, match="not seen"):
+        r = cal.route([0.0, 0.0], ["tiny", "brand-new"])
+    assert not r.any()
+
+
+@pytest.mark.parametrize("mode", ["split", "joint"])
+@pytest.mark.parametrize("method", ["kmeans", "quantile"])
+def test_cpac_learns_groups(mode, method):
+    u, loss, _ = population(seed=5)
+    cal = CPAC(eps=0.05, bound="wsr", sampling="bernoulli", k=3, clustering=method, mode=mode).fit(u, loss)
+    assert cal.partition_.k == 3
+    labels = cal.assign(u)
+    assert set(labels) == {"c0", "c1", "c2"}
+    # Labels are ordered by score.
+    means = [u[labels == f"c{j}"].mean() for j in range(3)]
+    assert means == sorted(means)
+
+
+@pytest.mark.parametrize("cls,kw", [(PAC, {}), (GPAC, {"simultaneous": True}),
+                                    (CPAC, {"k": 2, "mode": "joint"})])
+def test_json_round_trip(cls, kw):
+    u, loss, g = population(seed=6)
+    cal = cls(eps=0.08, bound="hoeffding_bentkus", sampling="bernoulli", **kw)
+    cal.fit(u, loss, g if cls is GPAC else None)
+    text = cal.to_json()
+    payload = json.loads(text)
+    assert payload["settings"]["bound"] == "hoeffding_bentkus" and payload["method"] == cls.name
+    back = from_json(text)
+    grp = g if cls is GPAC else None
+    np.testing.assert_array_equal(back.route(u, grp), cal.route(u, grp))
+    assert back.thresholds_ == cal.thresholds_
+
+
+def test_json_writes_minus_infinity_as_null():
+    u = np.linspace(0, 1, 20)
+    cal = PAC(eps=0.01, sampling="full", min_group_size=1).fit(u, np.ones(20))
+    assert json.loads(cal.to_json())["thresholds"]["__all__"] is None
+    assert from_json(cal.to_json()).thresholds_["__all__"] == -math.inf
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(scores=[0.1, 1.5], loss=[0, 0]), "score"),
+    (dict(scores=[0.1, np.nan], loss=[0, 0]), "score"),
+    (dict(scores=[0.1, 0.2], loss=[0, 2.0]), "loss"),
+    (dict(scores=[0.1, 0.2], loss=[0]), "equal length"),
+])
+def test_calibrator_bad_input(kw, match):
+    with pytest.raises(ValueError, match=match):
+        PAC(eps=0.1).fit(kw["scores"], kw["loss"])
+    with pytest.raises(ValueError, match="bound"):
+        PAC(eps=0.1, bound="magic")
+    with pytest.raises(ValueError, match="group"):
+        GPAC(eps=0.1).fit([0.1, 0.2], [0, 0])
+
+
+def test_partition_assign_and_ties():
+    s = np.array([0.0, 0.01, 0.02, 0.5, 0.51, 0.9, 0.95, 1.0])
+    p = cluster.fit_partition(s, 3, "kmeans")
+    np.testing.assert_array_equal(p.assign(s), [0, 0, 0, 1, 1, 2, 2, 2])
+    np.testing.assert_allclose(p.boundaries, [(0.02 + 0.5) / 2, (0.51 + 0.9) / 2])
+    q = cluster.fit_partition(np.repeat([0.1, 0.2], 10), 3, "quantile")
+    assert q.k <= 2  # fewer distinct scores than groups: fewer groups, none empty
+    with pytest.raises(ValueError):
+        cluster.fit_partition([0.1, np.nan], 2)
+
+
+def test_metrics_by_hand():
+    route = np.array([True, True, False, False])
+    loss = np.array([1.0, 0.0, 1.0, 0.0])
+    think = np.array([100.0, 200.0, 100.0, 400.0])
+    nothink = np.array([10.0, 20.0, 50.0, 40.0])
+    assert metrics.error(route, loss) == 0.25
+    assert metrics.group_errors(route, loss, ["a", "a", "b", "b"]) == {"a": 0.5, "b": 0.0}
+    # cascade: 1 - (l_n + 1{think} l_t) / l_t
+    cascade = np.mean([1 - 0.1, 1 - 0.1, 1 - (50 + 100) / 100, 1 - (40 + 400) / 400])
+    router = np.mean([1 - 0.1, 1 - 0.1, 0.0, 0.0])
+    assert metrics.stp(route, think, nothink, "cascade") == pytest.approx(cascade)
+    assert metrics.stp(route, think, nothink, "router") == pytest.approx(router)
+    assert metrics.error_gap({"a": 0.07, "b": 0.02, "c": 0.06}, 0.05) == pytest.approx(0.03)
+    np.testing.assert_allclose(metrics.violation_rate([[0.1, 0.0], [0.0, 0.0]], 0.05), [0.5, 0.0])
+    with pytest.raises(ValueError, match="think_tokens"):
+        metrics.stp(route, [0, 1, 1, 1], nothink)
+
+
+def _table(n=600, seed=0):
+    u, loss, g = population(n, seed)
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"item_id": np.arange(n), "group": g, "loss": loss, "score_a": u,
+                         "score_b": np.clip(u + 0.1 * rng.standard_normal(n), 0, 1),
+                         "think_tokens": 1000.0, "nothink_tokens": 100.0})
+
+
+def test_experiment_layout_and_summary():
+    t = _table()
+    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), trials=4, progress=False,
+                                    variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli",
+                                                                  "rule": "first-crossing"}])
+    assert set(res.method) == {"PAC", "G-PAC"} and set(res.score) == {"score_a", "score_b"}
+    assert set(res.group) == {"__all__", "easy", "mid", "hard"}
+    assert len(res) == 4 * 2 * 2 * 2 * 4
+    s = experiment.summarize(res, 0.05)
+    assert len(s) == 8
+    assert {"Error", "Error_Gap", "STP", "violation_rate"} <= set(s.columns)
+    # The same split is used for every method within a trial.
+    a = res[(res.group == "__all__") & (res.trial == 0)]
+    assert a.n_test.nunique() == 1
+    # Reproducible.
+    res2 = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), trials=4, progress=False,
+                                     variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli",
+                                                                   "rule": "first-crossing"}])
+    pd.testing.assert_frame_equal(res, res2)
+
+
+def test_experiment_cpac_uses_learned_groups():
+    t = _table().drop(columns=["group"])
+    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3,
+                                    cpac_mode="joint", progress=False)
+    assert set(res.group) == {"__all__", "c0", "c1", "c2"}
+    with pytest.raises(ValueError, match="group"):
+        experiment.run_experiment(t, eps=0.05, methods=("gpac",), trials=1, progress=False)
+
+
+def test_gpac_removes_the_gap_pac_leaves():
+    """On a heterogeneous population PAC overshoots eps in the hard group; G-PAC does not."""
+    t = _table(n=1800, seed=11)
+    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), scores=["score_a"], trials=30,
+                                    variants=[{"bound": "hoeffding_bentkus", "sampling": "full",
+                                               "rule": "first-crossing"}], progress=False)
+    s = experiment.summarize(res, 0.05).set_index("method")
+    assert s.loc["PAC", "Error_Gap"] > 0.01
+    assert s.loc["G-PAC", "Error_Gap"] == 0.0

@@ -97,3 +97,114 @@ def toy_group_share_routed(threshold: float, group: str) -> float:
     """Exact share of ``group`` routed to the non-thinking model, ``P(U <= threshold | group)``."""
     _, a, b, *_ = TOY_GROUPS[group]
     return float(stats.beta.cdf(threshold, a, b)) if np.isfinite(threshold) else float(threshold > 0)
+
+
+# --------------------------------------------------------------------------- quickstart helpers
+#: Settings of notebooks/00_quickstart.py by run profile (see :func:`gpac_utils.profiles.resolve`).
+QUICKSTART_PRESETS = {
+    "fast": {"n_cal": 3000, "n_test": 30_000, "trials": 10, "eps": 0.1,
+             "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.2], "alpha": 0.05, "bound": "clt",
+             "k": 3, "seed": 0},
+    "paper": {"n_cal": 3000, "n_test": 100_000, "trials": 100, "eps": 0.1,
+              "eps_grid": [0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2],
+              "alpha": 0.05, "bound": "clt", "k": 3, "seed": 0},
+}
+QUICKSTART_METHODS = ("pac", "gpac", "cpac")
+ALL = "__all__"
+
+
+def loss_by_score_bin(df: pd.DataFrame, bins: int = 10, score: str = SCORE) -> pd.DataFrame:
+    """Mean loss per group and score bin (equal-width bins on [0, 1]) with its standard error."""
+    if score not in df.columns:
+        raise KeyError(f"no score column {score!r}; the table has {list(df.columns)}")
+    edges = np.linspace(0.0, 1.0, int(bins) + 1)
+    b = np.clip(np.searchsorted(edges, df[score].to_numpy(float), side="right") - 1, 0, bins - 1)
+    out = (df.assign(bin=b).groupby([GROUP, "bin"], observed=True)[LOSS]
+           .agg(loss="mean", n="size", sd="std").reset_index())
+    out["se"] = out["sd"].fillna(0.0) / np.sqrt(out["n"])
+    out["score_mid"] = (edges[out["bin"]] + edges[out["bin"] + 1]) / 2
+    return out.drop(columns="sd")
+
+
+def fit_methods(cal: pd.DataFrame, *, eps: float, alpha: float = 0.05, bound: str = "clt", k: int = 3,
+                seed: int = 0, methods=QUICKSTART_METHODS) -> dict:
+    """Fit PAC, G-PAC and C-PAC on a calibration table; returns ``{printed name: fitted calibrator}``."""
+    from .calibrate import METHODS
+
+    fitted = {}
+    for i, m in enumerate(methods):
+        kw = {"k": k} if m == "cpac" else {}
+        cal_obj = METHODS[m](eps, alpha=alpha, bound=bound, seed=seed * 1000 + i, **kw)
+        groups = cal[GROUP].to_numpy() if m == "gpac" else None
+        cal_obj.fit(cal[SCORE].to_numpy(float), cal[LOSS].to_numpy(float), groups)
+        fitted[cal_obj.name] = cal_obj
+    return fitted
+
+
+def thresholds_table(fitted: Mapping) -> pd.DataFrame:
+    """One row per (method, group the threshold belongs to): threshold and calibration size."""
+    rows = []
+    for name, obj in fitted.items():
+        for g, t in obj.thresholds_.items():
+            rows.append({"method": name, "threshold group": g, "threshold": t,
+                         "calibration items": obj.group_sizes_.get(g)})
+    return pd.DataFrame(rows)
+
+
+def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
+    """Test risk ``E_j`` and share routed to the non-thinking model, per method and group.
+
+    ``partition`` says which groups a row is about: ``known`` (easy/medium/hard), ``learned``
+    (C-PAC's score clusters ``c0..``, when C-PAC is among ``fitted``: every method is measured on
+    them) or ``all`` (group ``__all__``, the whole test set).
+    """
+    from . import metrics
+
+    u, loss, g = test[SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
+    learned = fitted["C-PAC"].assign(u) if "C-PAC" in fitted else None
+    rows = []
+    for name, obj in fitted.items():
+        route = obj.route(u, g if name == "G-PAC" else None)
+        for partition, labels in (("known", g), ("learned", learned)):
+            if labels is None:
+                continue
+            for grp, risk in metrics.group_errors(route, loss, labels).items():
+                rows.append({"method": name, "partition": partition, "group": grp, "risk": risk,
+                             "routed": metrics.efficiency(route[labels == grp])})
+        rows.append({"method": name, "partition": "all", "group": ALL, "risk": metrics.error(route, loss),
+                     "routed": metrics.efficiency(route)})
+    return pd.DataFrame(rows)
+
+
+def quickstart_sweep(eps_grid, *, n_cal: int, n_test: int, trials: int, alpha: float = 0.05,
+                     bound: str = "clt", k: int = 3, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    """Repeat calibration on fresh toy calibration sets for every ``eps``; evaluate on one large test set.
+
+    Returns a tidy table: ``trial, eps, method, partition, group, risk, routed`` (see :func:`evaluate`).
+    Trial ``t`` draws its calibration set with seed ``[seed, 1, t]``; the test set uses ``[seed, 2]``.
+    """
+    test = toy_population(n_test, seed=np.random.SeedSequence([seed, 2]).generate_state(1)[0])
+    iterator = range(int(trials))
+    if progress:
+        from tqdm.auto import tqdm
+        iterator = tqdm(iterator, desc="trials", leave=False)
+    frames = []
+    for t in iterator:
+        cal = toy_population(n_cal, seed=np.random.SeedSequence([seed, 1, t]).generate_state(1)[0])
+        for eps in eps_grid:
+            fitted = fit_methods(cal, eps=float(eps), alpha=alpha, bound=bound, k=k, seed=t)
+            frames.append(evaluate(fitted, test).assign(trial=t, eps=float(eps)))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["trial", "eps", "method", "partition", "group", "risk", "routed"]]
+
+
+def sweep_summary(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Mean risk and routed share per (eps, method, partition, group), with the violation rate
+    (share of trials whose test risk exceeds eps) and Monte Carlo standard errors."""
+    g = sweep.assign(violated=sweep["risk"] > sweep["eps"]).groupby(["eps", "method", "partition", "group"],
+                                                                    sort=True)
+    out = g.agg(risk=("risk", "mean"), risk_sd=("risk", "std"), routed=("routed", "mean"),
+                violation_rate=("violated", "mean"), trials=("trial", "nunique")).reset_index()
+    out["risk_mcse"] = out["risk_sd"].fillna(0.0) / np.sqrt(out["trials"])
+    out["violation_mcse"] = np.sqrt(out["violation_rate"] * (1 - out["violation_rate"]) / out["trials"])
+    return out.drop(columns="risk_sd")

@@ -1,0 +1,69 @@
+"""Every notebooks/NN_*.py: static checks (fast, no kernel) and a full execution on the fast profile.
+
+Notebooks are discovered at collection time, so notebooks added later are picked up
+automatically. Executions write into a temporary build folder (figures and tables still go to
+figures/, as the notebooks themselves decide).
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from gpac_utils import run
+
+NOTEBOOKS = run.discover()
+IDS = [p.stem for p in NOTEBOOKS]
+#: Per-cell timeout of a notebook execution in the test suite (seconds).
+CELL_TIMEOUT = 600
+#: Text a notebook must not contain: path hacks, installs, working-directory changes.
+FORBIDDEN = {
+    "sys.path": re.compile(r"\bsys\.path\b"),
+    "!pip": re.compile(r"!\s*pip\b"),
+    "%pip": re.compile(r"%\s*pip\b"),
+    "os.chdir": re.compile(r"\bos\.chdir\b"),
+    "%cd": re.compile(r"^\s*#?\s*%cd\b", re.MULTILINE),
+}
+
+
+def test_notebooks_are_discovered():
+    assert NOTEBOOKS, "no notebooks/NN_*.py found"
+    numbers = [p.name[:2] for p in NOTEBOOKS]
+    assert numbers == sorted(numbers)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_static(path):
+    text = path.read_text()
+    for what, pattern in FORBIDDEN.items():
+        hit = pattern.search(text)
+        assert hit is None, f"{path.name} contains {what!r} at character {hit.start() if hit else ''}"
+    nb = run.read_notebook(path)
+    spec = nb.metadata.get("kernelspec", {})
+    assert spec.get("name") == "python3", f"{path.name}: kernelspec name is {spec.get('name')!r}, not 'python3'"
+    assert spec.get("language", "python") == "python"
+    assert nb.cells and nb.cells[0].cell_type == "markdown", f"{path.name}: the first cell must be markdown"
+    assert nb.cells[0].source.strip(), f"{path.name}: the first markdown cell is empty"
+    # exactly one parameters cell, literals only (raises RunnerError with the offending line)
+    declared = run.notebook_parameters(nb, path.name)
+    assert "profile" in declared, f"{path.name}: the parameters cell must declare `profile`"
+    assert declared["profile"] == "paper", f"{path.name}: `profile` must default to 'paper'"
+    first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    (params_at,) = run.parameters_cells(nb)
+    assert params_at > first_code, f"{path.name}: imports come before the parameters cell"
+    assert nb.cells[params_at].cell_type == "code"
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_executes_on_fast_profile(path, tmp_path):
+    out = run.run_notebook(path, "fast", out_dir=tmp_path, timeout=CELL_TIMEOUT, progress_bar=False)
+    assert out == tmp_path / f"{path.stem}.ipynb"
+    nb = nbformat.read(str(out), as_version=4)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'profile = "fast"' in injected[0].source

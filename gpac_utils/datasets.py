@@ -8,17 +8,17 @@ yourself, online, to fill it).
 
 Expected source columns (the public releases' names; aliases in :data:`BENCHMARKS`):
 
-=============  =================================  ==========================================================
-name           Hugging Face source                columns
-=============  =================================  ==========================================================
-``math500``    HuggingFaceH4/MATH-500 (test)      ``problem``, ``answer``, ``subject``, ``unique_id``
-``gpqa``       Idavidrein/gpqa (gpqa_main, 448)   ``Question``, ``Correct Answer``, ``Incorrect Answer 1..3``,
-                                                  ``High-level domain``, ``Record ID``
-``zebralogic`` WildEval/ZebraLogic (grid_mode)    ``id``, ``size`` ("N*M"), ``puzzle``, ``solution``
-                                                  (``{"header": [...], "rows": [[...]]}``, dict or JSON text)
-``arenahard``  arena-hard-auto question.jsonl     ``question_id`` or ``uid``; ``turns[0].content`` or
-                                                  ``prompt``; ``category`` / ``cluster`` (optional)
-=============  =================================  ==========================================================
+==============  =================================  ==========================================================
+name            Hugging Face source                columns
+==============  =================================  ==========================================================
+``math500``     HuggingFaceH4/MATH-500 (test)      ``problem``, ``answer``, ``subject``, ``unique_id``
+``gpqa``        Idavidrein/gpqa (gpqa_main, 448)   ``Question``, ``Correct Answer``, ``Incorrect Answer 1..3``,
+                                                   ``High-level domain``, ``Record ID``
+``zebralogic``  WildEval/ZebraLogic (grid_mode)    ``id``, ``size`` ("N*M"), ``puzzle``, ``solution``
+                                                   (``{"header": [...], "rows": [[...]]}``, dict or JSON text)
+``arena_hard``  arena-hard-auto question.jsonl     ``question_id`` or ``uid``; ``turns[0].content`` or
+                                                   ``prompt``; ``category`` / ``cluster`` (optional)
+==============  =================================  ==========================================================
 
 :func:`load_benchmark` returns one row per item with canonical columns ``item_id``, ``group``,
 ``question`` (text shown to the router and the verbalized prompt), ``prompt`` (the full user
@@ -62,7 +62,7 @@ BENCHMARKS: dict[str, Spec] = {
                   "incorrect_answer_3": "Incorrect Answer 3", "domain": "High-level domain",
                   "record_id": "Record ID", "id": "Record ID"}),
     "zebralogic": Spec("WildEval/ZebraLogic", "grid_mode", "test", ("id", "size", "puzzle", "solution"), {}),
-    "arenahard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"),
+    "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"),
                       {"uid": "question_id"}),
 }
 
@@ -119,7 +119,7 @@ def _missing_message(name: str, spec: Spec, hf_note: str) -> str:
 
 
 def _canonical_source(df: pd.DataFrame, name: str, spec: Spec, where: str) -> pd.DataFrame:
-    if name == "arenahard":
+    if name == "arena_hard":
         df = df.rename(columns={k: v for k, v in spec.aliases.items() if k in df.columns and v not in df.columns})
         if "prompt" not in df.columns and "turns" in df.columns:
             df = df.assign(prompt=[_first_turn(t, i) for i, t in enumerate(df["turns"])])
@@ -141,7 +141,7 @@ def _first_turn(turns, row) -> str:
     try:
         return str(turns[0]["content"])
     except (TypeError, KeyError, IndexError) as exc:
-        raise ValueError(f"arenahard row {row}: 'turns' has no first turn with 'content'") from exc
+        raise ValueError(f"arena_hard row {row}: 'turns' has no first turn with 'content'") from exc
 
 
 def _solution(v, row):
@@ -189,7 +189,7 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
                             "question": df["puzzle"].astype(str),
                             "prompt": [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)],
                             "gold": [json.dumps(s) for s in sols]})
-    else:  # arenahard
+    else:  # arena_hard
         group = df["category"].astype(str) if "category" in df.columns else pd.Series("all", index=df.index)
         out = pd.DataFrame({"item_id": df["question_id"].astype(str), "group": group,
                             "question": df["prompt"].astype(str), "prompt": df["prompt"].astype(str), "gold": ""})

@@ -1,15 +1,15 @@
 """Prompts and graders for the paper's benchmarks (Sec. 5.1, App. E).
 
-=============  ===========================================  =====================================
-benchmark      prompt                                       grader
-=============  ===========================================  =====================================
-``math500``    problem + "put your final answer within      math-verify ``verify(gold, answer)``
-               \\boxed{}"                                    (gold first), on the last ``\\boxed{}``
-``gpqa``       question + 4 choices shuffled by a seeded    ``Answer: LETTER`` (last occurrence)
-               per-item permutation
-``zebralogic`` puzzle + JSON output format                  cell and puzzle accuracy of the JSON
-``arenahard``  the user prompt as is                        none: semantic loss (``scoring``)
-=============  ===========================================  =====================================
+==============  ===========================================  =====================================
+benchmark       prompt                                       grader
+==============  ===========================================  =====================================
+``math500``     problem + "put your final answer within      math-verify ``verify(gold, answer)``
+                \\boxed{}"                                    (gold first), on the last ``\\boxed{}``
+``gpqa``        question + 4 choices shuffled by a seeded    ``Answer: LETTER`` (last occurrence)
+                per-item permutation
+``zebralogic``  puzzle + JSON output format                  cell and puzzle accuracy of the JSON
+``arena_hard``  the user prompt as is                        none: semantic loss (``scoring``)
+==============  ===========================================  =====================================
 
 Binary loss (paper Eq. ``binary_loss``) = thinking correct and non-thinking wrong:
 :func:`gpac_utils.data.binary_loss`.
@@ -245,7 +245,7 @@ def grade(benchmark: str, response: str, gold) -> bool:
     if benchmark == "zebralogic":
         sol = json.loads(gold) if isinstance(gold, str) else gold
         return grade_zebra(response, sol).correct
-    if benchmark == "arenahard":
+    if benchmark == "arena_hard":
         raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.scoring.semantic_loss)")
     raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {GRADED}")
 

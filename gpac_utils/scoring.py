@@ -35,9 +35,12 @@ VERBALIZED_SYSTEM = ("You are a reasoning assistant. For each question and propo
 VERBALIZED_USER = ("Question: {question}\nAnswer: {answer}\nProvide a probability (between 0.0 and 1.0) that "
                    "your answer is correct. Only output the probability.")
 
+#: 02_scores presets (``max_tables``: how many embedded tables to summarise; ``None`` = all).
 PRESETS = {
-    "fast": {"n_bins": 10, "max_tables": 2},
-    "paper": {"n_bins": 10, "max_tables": None},
+    "fast": {"benchmark": "math500", "pair": "qwen", "embedder": DEFAULT_EMBEDDER, "router_folds": 5,
+             "n_bins": 10, "max_tables": 2},
+    "paper": {"benchmark": "math500", "pair": "qwen", "embedder": DEFAULT_EMBEDDER, "router_folds": 5,
+              "n_bins": 10, "max_tables": None},
 }
 
 
@@ -352,7 +355,7 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
               router_tol: float | None = None, seed: int = 0) -> RunScores:
     """Grade, score and assemble the per-item table of a finished generation run folder.
 
-    Binary loss on graded benchmarks; semantic loss (bound 2) on ``arenahard``. ``router_tol``:
+    Binary loss on graded benchmarks; semantic loss (bound 2) on ``arena_hard``. ``router_tol``:
     the loss at or below which the non-thinking model "suffices" (0 for binary loss; default 0.1
     for the semantic loss, the paper's Arena-Hard eps).
     """
@@ -367,7 +370,7 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
     notes = []
-    if benchmark == "arenahard":
+    if benchmark == "arena_hard":
         loss = semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
         tc = nc = None
         bound = SEMANTIC_LOSS_BOUND
@@ -400,3 +403,63 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
                            think_tokens=t0["n_tokens"].to_numpy(), nothink_tokens=n0["n_tokens"].to_numpy(),
                            scores=scores, loss_bound=bound)
     return RunScores(table, bound, vrep, notes)
+
+
+# --------------------------------------------------------------------------- summaries and figures
+def embedded_tables(folder=None) -> list:
+    """The embedded per-item tables (``data/simulated/<benchmark>__<pair>.parquet``), sorted."""
+    from .paths import SIMULATED  # noqa: PLC0415
+
+    from pathlib import Path  # noqa: PLC0415
+
+    return sorted(Path(folder or SIMULATED).glob("*__*.parquet"))
+
+
+def summarize_table(df: pd.DataFrame, name: str, n_bins: int = 10) -> dict:
+    """One summary row: size, groups, accuracies, loss, tokens, and ECE of each score."""
+    row = {"table": name, "n": len(df),
+           "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
+           "mean_loss": float(df[data.LOSS].mean()), "max_loss": float(df[data.LOSS].max())}
+    for col in data.CORRECTNESS:
+        row[f"acc_{col.split('_')[0]}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.TOKENS:
+        row[f"mean_{col}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.score_columns(df):
+        row[f"ece_{col[len(data.SCORE_PREFIX):]}"] = (
+            expected_calibration_error(1 - df[col].to_numpy(float), df[data.NOTHINK_CORRECT], n_bins)
+            if data.NOTHINK_CORRECT in df.columns else np.nan)
+    return row
+
+
+def plot_score_panels(df: pd.DataFrame, title: str, n_bins: int = 10):
+    """Top row: histogram of each score per group; bottom row: reliability diagram of ``1 - U``
+    against non-thinking correctness (when the table has it), with its ECE."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    cols = data.score_columns(df)
+    has_correct = data.NOTHINK_CORRECT in df.columns
+    nrows = 2 if has_correct else 1
+    fig, axes = plt.subplots(nrows, len(cols), figsize=(4 * len(cols), 3.3 * nrows), squeeze=False)
+    groups = sorted(df[data.GROUP].unique()) if data.GROUP in df.columns else [None]
+    edges = np.linspace(0, 1, 21)
+    for j, col in enumerate(cols):
+        ax = axes[0, j]
+        for g in groups:
+            v = df[col] if g is None else df.loc[df[data.GROUP] == g, col]
+            ax.hist(v, bins=edges, histtype="step", density=True, linewidth=1.3, label=g or "all")
+        ax.set(title=col, xlabel="U (uncertainty)", ylabel="density" if j == 0 else None)
+        if has_correct:
+            conf = 1 - df[col].to_numpy(float)
+            curve = reliability_curve(conf, df[data.NOTHINK_CORRECT], n_bins)
+            ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
+            ax2 = axes[1, j]
+            filled = curve["n"] > 0
+            ax2.bar(curve["bin_lo"][filled], curve["accuracy"][filled], width=1 / n_bins, align="edge",
+                    edgecolor="black", alpha=0.7, label="accuracy")
+            ax2.plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
+            ax2.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence 1 - U", title=f"ECE = {ece:.3f}",
+                    ylabel="non-thinking accuracy" if j == 0 else None)
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -46,8 +46,8 @@ def test_zebralogic_groups_and_gold(tmp_path):
     assert grading.grade("zebralogic", perfect, df["gold"].iloc[1])
 
 
-def test_arenahard_turns():
-    df = load_benchmark("arenahard", FIX / "arenahard_tiny.jsonl")
+def test_arena_hard_turns():
+    df = load_benchmark("arena_hard", FIX / "arena_hard_tiny.jsonl")
     assert df["prompt"].iloc[1] == "Write a haiku about autumn rain." and (df["gold"] == "").all()
 
 

@@ -273,3 +273,30 @@ def test_pipeline_generate_then_score(tmp_path):
     assert int(res.verbalized.n_unparsable.sum()) == unparsable
     assert f"{unparsable} of {len(verbal)} replies unparsable" in res.verbalized.summary()
     assert (t["think_tokens"] > t["nothink_tokens"]).all()
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_02_scores_notebook_scores_a_generation_run(tmp_path):
+    """02_scores in generation mode on a fake-engine run (papermill, fast profile)."""
+    jupytext = pytest.importorskip("jupytext")
+    papermill = pytest.importorskip("papermill")
+    items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
+    FAKE_GOLD.update({q: g for q, g in zip(items["question"], items["gold"])})
+    models = {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"}
+    runs = tmp_path / "generations"
+    generate(items, models, runs / "math500__qwen", backend="vllm", max_tokens=64, engine_factory=fake_engine,
+             progress=False)
+    nb = jupytext.read(Path(__file__).parents[1] / "notebooks" / "02_scores.py")
+    papermill.execute_notebook(nb, str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path),
+                               progress_bar=False,
+                               parameters={"profile": "fast", "generations_root": str(runs), "router_folds": 2,
+                                           "output_root": str(tmp_path / "generated"),
+                                           "figures_dir": str(tmp_path / "figures")})
+    t = data.read_table(tmp_path / "generated" / "math500__qwen.parquet", score_cols=data.PAPER_SCORES,
+                        require_group=True, require_tokens=True)
+    assert list(t["item_id"]) == list(items["item_id"])
+    out = (tmp_path / "out.ipynb").read_text()
+    assert "MODE: score generations" in out and "replies unparsable" in out
+    assert (tmp_path / "figures" / "02_scores__generated__math500__qwen.png").exists()
+    assert (tmp_path / "figures" / "tables" / "02_scores_summary.csv").exists()

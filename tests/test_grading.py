@@ -113,6 +113,6 @@ def test_zebra_size_groups():
 def test_dispatch():
     assert gr.grade("gpqa", "Answer: B", "B") and not gr.grade("gpqa", "Answer: C", "B")
     with pytest.raises(ValueError, match="semantic loss"):
-        gr.grade("arenahard", "x", "")
+        gr.grade("arena_hard", "x", "")
     with pytest.raises(ValueError, match="unknown benchmark"):
         gr.grade("mmlu", "x", "")

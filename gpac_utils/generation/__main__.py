@@ -11,7 +11,7 @@ from .pipeline import generate, pair_models, resolve_backend, run_dir
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--benchmark", required=True, choices=["math500", "gpqa", "zebralogic", "arenahard"])
+    ap.add_argument("--benchmark", required=True, choices=["math500", "gpqa", "zebralogic", "arena_hard"])
     ap.add_argument("--pair", default="qwen")
     ap.add_argument("--think-model")
     ap.add_argument("--nothink-model")

@@ -1,0 +1,117 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 — Uncertainty scores, losses and their calibration
+#
+# **Reproduces** the per-item tables of Sec. 5 from model outputs (App. E): the logits-based
+# score (1 − mean token probability of the non-thinking answer), the verbalized score
+# (1 − mean of 10 sampled confidences), the router score (1 − P(non-thinking suffices) from a
+# logistic-regression router on prompt embeddings, cross-fitted so no item is scored by a router
+# trained on it), the binary loss (thinking right, non-thinking wrong) or, on Arena-Hard, the
+# semantic loss 1 − cos of answer embeddings. Plots score histograms per group and reliability
+# diagrams with the ECE of each score (as in `fig:expected_error_uncertainty`).
+#
+# **Reads** `data/generations/<benchmark>__<pair>/` written by `01_generate` when it exists;
+# otherwise (**validate-embedded-tables mode**, the default on a machine without generations)
+# the embedded tables `data/simulated/*.parquet`.
+#
+# **Writes** `data/generated/<benchmark>__<pair>.parquet` (generation mode, data schema),
+# `figures/02_scores__<table>.{png,pdf}` (`<table>` = `generated__<benchmark>__<pair>` or the
+# embedded table's name) and `figures/tables/02_scores_summary.{csv,md}`.
+#
+# **Runtime**: validate mode a few seconds (`fast`: 2 tables, `paper`: all 8); generation mode
+# about a minute per benchmark on CPU (MiniLM embeddings).
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+
+from gpac_utils import data, plotting, profiles
+from gpac_utils import generation as gen
+from gpac_utils import scoring as sc
+
+plotting.apply_style()
+
+# %% tags=["parameters"]
+profile = "paper"
+benchmark = None  # math500 | gpqa | zebralogic | arena_hard (generation mode)
+pair = None  # qwen | llama
+embedder = None  # sentence-transformers model; default all-MiniLM-L6-v2 (offline package)
+router_folds = None  # cross-fitting folds of the router
+n_bins = None  # reliability / ECE bins
+max_tables = None  # validate mode: how many embedded tables to show (None: all)
+generations_root = None  # folder holding <benchmark>__<pair>/ runs; None: data/generations
+output_root = None  # where the scored table goes; None: data/generated
+figures_dir = None  # None: figures/
+seed = 0
+
+# %%
+cfg = profiles.resolve(profile, sc.PRESETS, benchmark=benchmark, pair=pair, embedder=embedder,
+                       router_folds=router_folds, n_bins=n_bins, max_tables=max_tables)
+folder = gen.run_dir(cfg["benchmark"], cfg["pair"], generations_root and Path(generations_root))
+have_generations = all((folder / r).is_dir() for r in gen.ROLES) and (folder / "items.parquet").exists()
+mode = "score generations" if have_generations else "validate embedded tables"
+print(f"MODE: {mode}" + ("" if have_generations else f" -- no generations under {folder}; "
+                         "summarising data/simulated/*.parquet instead of computing scores"))
+
+# %% [markdown]
+# ## Scores from generations (only when `01_generate` has run)
+# Grade both answers, compute the three scores, assemble the table in the data schema and write it.
+# Unparsable verbalized replies are counted and reported (an item with none parsable gets U = 1).
+
+# %%
+tables = {}
+if have_generations:
+    res = sc.score_run(folder, cfg["benchmark"], embedder=sc.Embedder(cfg["embedder"]),
+                       router_folds=cfg["router_folds"], seed=seed)
+    for note in res.notes:
+        print(note)
+    out = data.write_table(res.table, Path(output_root or gen.GENERATED) / f"{cfg['benchmark']}__{cfg['pair']}.parquet")
+    print(f"wrote {out}")
+    tables[f"generated__{cfg['benchmark']}__{cfg['pair']}"] = res.table
+
+# %% [markdown]
+# ## Validate the embedded tables
+# Each table is read through the schema validator (it raises on a bad column, never drops rows).
+
+# %%
+if not have_generations:
+    # the chosen benchmark's tables first, so that the fast profile shows them
+    paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg["benchmark"] + "__"), p.stem))
+    if not paths:
+        print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.simulate`): "
+              "nothing to summarise.")
+    for p in paths[: cfg["max_tables"]]:
+        tables[p.stem] = data.read_table(p, score_cols=data.PAPER_SCORES, require_tokens=True)
+    print(f"validated {len(tables)} table(s): {list(tables)}")
+
+# %% [markdown]
+# ## Summary: sizes, accuracies, losses, tokens and ECE of each score
+# ECE of the confidence 1 − U against the non-thinking model's correctness (equal-width bins);
+# empty for Arena-Hard (no correctness, semantic loss).
+
+# %%
+summary = pd.DataFrame([sc.summarize_table(t, name, cfg["n_bins"]) for name, t in tables.items()])
+if len(summary):
+    plotting.save_table(summary, "02_scores_summary", folder=figures_dir and Path(figures_dir) / "tables",
+                        floatfmt=".3f")
+summary
+
+# %% [markdown]
+# ## Score histograms per group and reliability diagrams
+
+# %%
+for name, t in tables.items():
+    fig = sc.plot_score_panels(t, name, cfg["n_bins"])
+    plotting.savefig(fig, f"02_scores__{name}", folder=figures_dir and Path(figures_dir))

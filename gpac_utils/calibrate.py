@@ -20,6 +20,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import bounds as _bounds
 from . import sampling as _sampling
@@ -54,7 +55,8 @@ def threshold(loss, scores, *, eps: float, alpha: float, bound: str = "clt", sam
     scores = np.asarray(scores, dtype=float)
     rng = np.random.default_rng(rng)
     n = scores.shape[-1]
-    d = _sampling.draw(loss, scores, sampling, pi, rng, loss_bound)
+    # Only the sequential wsr bound depends on the order of the terms.
+    d = _sampling.draw(loss, scores, sampling, pi, rng, loss_bound, shuffle=bound == "wsr")
     cand_setting = resolve_candidates(candidates, bound, n)
     if cand_setting == "all":
         cand = np.sort(scores, axis=-1)  # duplicates share a UCB, so selection is unaffected
@@ -63,6 +65,12 @@ def threshold(loss, scores, *, eps: float, alpha: float, bound: str = "clt", sam
         cand = np.moveaxis(np.quantile(scores, q, axis=-1, method="inverted_cdf"), 0, -1)
     ucb = _bounds.ucb(bound, d.z, d.scores, cand, alpha, d.value_range)
     return _selection.select(cand, ucb, eps, rule)
+
+
+def _factorize(labels):
+    """Integer codes and the sorted distinct labels (hash-based: fast for millions of rows)."""
+    codes, names = pd.factorize(np.asarray(labels), sort=True)
+    return codes, np.asarray(names).astype(str)
 
 
 def _as_arrays(scores, loss, loss_bound):
@@ -128,8 +136,10 @@ class PAC:
     # -- calibration ---------------------------------------------------------------------------
     def _calibrate(self, scores, loss, labels, alpha, rng, pi) -> None:
         self.thresholds_, self.group_sizes_ = {}, {}
-        for g in sorted(set(labels.tolist())):
-            idx = np.flatnonzero(labels == g)
+        codes, names = _factorize(labels)
+        order = np.argsort(codes, kind="stable")
+        members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
+        for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
                 warnings.warn(f"group {g!r} has {idx.size} calibration items (< min_group_size="
@@ -144,12 +154,12 @@ class PAC:
             self.thresholds_[g] = float(t)
 
     def _labels(self, scores, groups) -> np.ndarray:
-        return np.full(len(scores), ALL, dtype=object)
+        return np.full(len(scores), ALL)
 
     def fit(self, scores, loss, groups=None) -> "PAC":
         s, l = _as_arrays(scores, loss, self.loss_bound)
         rng = np.random.default_rng(self.seed)
-        self._calibrate(s, l, self._labels(s, groups).astype(str), self.alpha, rng, self.pi)
+        self._calibrate(s, l, self._labels(s, groups), self.alpha, rng, self.pi)
         return self
 
     # -- deployment ----------------------------------------------------------------------------
@@ -157,12 +167,14 @@ class PAC:
         """Each item's threshold (``-inf`` for unseen groups, with a warning)."""
         if not self.thresholds_:
             raise RuntimeError("calibrator is not fitted")
-        labels = self._labels(np.asarray(scores, dtype=float), groups).astype(str)
-        unseen = sorted(set(labels.tolist()) - set(self.thresholds_))
+        labels = self._labels(np.asarray(scores, dtype=float), groups)
+        codes, names = _factorize(labels)
+        unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
             warnings.warn(f"group(s) {unseen} were not seen at calibration; they always route to "
                           "the thinking model", GroupWarning, stacklevel=3)
-        return np.array([self.thresholds_.get(g, -math.inf) for g in labels], dtype=float)
+        per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
+        return per_name[codes]
 
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <= threshold``)."""
@@ -189,14 +201,15 @@ class GPAC(PAC):
         g = np.asarray(groups)
         if g.shape != (len(scores),):
             raise ValueError(f"groups must have one label per item ({len(scores)}), got shape {g.shape}")
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in g.tolist()):
-            raise ValueError("groups contain missing labels")
-        return g.astype(str)
+        missing = pd.isna(g)
+        if missing.any():
+            raise ValueError(f"groups contain missing labels at rows {np.flatnonzero(missing)[:5].tolist()}")
+        return g if g.dtype.kind == "U" else g.astype(str)
 
     def fit(self, scores, loss, groups=None) -> "GPAC":
         s, l = _as_arrays(scores, loss, self.loss_bound)
         labels = self._labels(s, groups)
-        k = len(set(labels.tolist()))
+        k = len(_factorize(labels)[1])
         alpha = self.alpha / k if self.simultaneous else self.alpha
         self._calibrate(s, l, labels, alpha, np.random.default_rng(self.seed), self.pi)
         return self

@@ -15,8 +15,8 @@ the thresholded risk, and reports their range ``R = B / pi_min`` for the bounds.
 ``full``
     every item labelled (``pi = 1``): ``Z_i = loss_i``.
 
-Terms are returned in uniformly random order (sequential bounds such as ``wsr`` need an
-exchangeable order even when the input table is sorted).
+Terms are returned in uniformly random order by default (sequential bounds such as ``wsr``
+need an exchangeable order even when the input table is sorted).
 """
 
 from __future__ import annotations
@@ -44,8 +44,12 @@ def _check_pi(pi, shape):
     return p
 
 
-def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0) -> Draw:
-    """Draw the terms ``Z`` for one or many calibrations (batch dims lead, items last)."""
+def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, shuffle: bool = True) -> Draw:
+    """Draw the terms ``Z`` for one or many calibrations (batch dims lead, items last).
+
+    ``shuffle=False`` keeps the input order for ``bernoulli`` / ``full`` (enough for bounds that
+    depend on the terms only through sums; sequential bounds need the default).
+    """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown sampling scheme {scheme!r}; choose one of {SCHEMES}")
     rng = np.random.default_rng(rng)
@@ -69,11 +73,14 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0) -
         pp = np.take_along_axis(p, idx, axis=-1)
         xi = rng.random(idx.shape) < pp
         return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))
-    order = rng.permuted(np.broadcast_to(np.arange(n), loss.shape), axis=-1)
-    l = np.take_along_axis(loss, order, axis=-1)
-    u = np.take_along_axis(scores, order, axis=-1)
+    if shuffle:
+        order = rng.permuted(np.broadcast_to(np.arange(n), loss.shape), axis=-1)
+        l = np.take_along_axis(loss, order, axis=-1)
+        u = np.take_along_axis(scores, order, axis=-1)
+        pp = np.take_along_axis(p, order, axis=-1)
+    else:
+        l, u, pp = loss, scores, p
     if scheme == "full":
         return Draw(l, u, value_range, np.full(loss.shape[:-1], n))
-    pp = np.take_along_axis(p, order, axis=-1)
     xi = rng.random(l.shape) < pp
     return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))

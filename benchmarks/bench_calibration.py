@@ -1,0 +1,100 @@
+"""Time calibration for every bound, n in {300, 1e4, 1e6} items, 1 and 100 groups.
+
+Reference: the literal per-candidate loop of the paper's Algorithm 1 (CLT, resampling), at
+n <= 1e4. Prints a table and, last, ``speedup_vs_literal_n1e4=<ratio>`` (vectorised clt vs the
+literal loop, same data, one group, every distinct score a candidate).
+
+Paper bounds run with the paper's ``resample`` scheme, valid bounds with ``bernoulli``;
+pi = 0.5, alpha = 0.05, eps = 0.05, binary loss, candidates = "auto" (all distinct scores;
+a 64-quantile grid for wsr). Usage: python benchmarks/bench_calibration.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+from scipy import stats
+
+from gpac_utils import bounds
+from gpac_utils.calibrate import GPAC, PAC
+
+
+def population(n, groups, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, n).astype(str)
+    u = rng.random(n)
+    loss = (rng.random(n) < 0.2 * u).astype(float)
+    return u, loss, g
+
+
+def literal_algorithm_1(u, loss, eps, alpha, pi, seed=0):
+    """Paper Algorithm 1 + max rule, written as in the paper: one pass over the m terms per candidate."""
+    rng = np.random.default_rng(seed)
+    n = len(u)
+    m = int(math.ceil(n / pi))
+    z_list, u_list = [], []
+    for _ in range(m):
+        i = rng.integers(n)
+        xi = rng.random() < pi
+        z_list.append(xi * loss[i] / pi)
+        u_list.append(u[i])
+    Z, Ut = np.array(z_list), np.array(u_list)
+    zq = stats.norm.ppf(1 - alpha)
+    best = -math.inf
+    for c in np.unique(u):
+        Zc = Z * (Ut <= c)
+        mu = Zc.mean()
+        sd = math.sqrt(((Zc - mu) ** 2).sum() / (m - 1))
+        if mu + zq * sd / math.sqrt(m) <= eps:
+            best = max(best, c)
+    return best
+
+
+def timed(fn, repeat=1):
+    best = math.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="skip n = 1e6")
+    a = ap.parse_args()
+    sizes = [300, 10_000] + ([] if a.quick else [1_000_000])
+    rows = []
+    for n in sizes:
+        for groups in (1, 100):
+            if groups > 1 and n < 100 * 30:
+                continue
+            u, loss, g = population(n, groups)
+            for bound, kind in bounds.BOUNDS.items():
+                if bound == "wsr" and n == 1_000_000 and groups == 100:
+                    rows.append((n, groups, bound, kind, float("nan")))
+                    continue
+                sampling = "resample" if kind == "paper" else "bernoulli"
+                kw = dict(eps=0.05, alpha=0.05, bound=bound, sampling=sampling, pi=0.5, rule="first-crossing")
+                if groups == 1:
+                    fn = lambda: PAC(**kw).fit(u, loss)
+                else:
+                    fn = lambda: GPAC(**kw).fit(u, loss, g)
+                rows.append((n, groups, bound, kind, timed(fn, 3 if n <= 10_000 else 1)))
+            if groups == 1 and n <= 10_000:
+                rows.append((n, 1, "literal Alg. 1 (clt)", "reference",
+                             timed(lambda: literal_algorithm_1(u, loss, 0.05, 0.05, 0.5))))
+    print(f"{'n':>9} {'groups':>6}  {'bound':<22} {'kind':<9} {'seconds':>9}")
+    for n, groups, bound, kind, sec in rows:
+        shown = "   (skip)" if math.isnan(sec) else f"{sec:9.4f}"
+        print(f"{n:>9} {groups:>6}  {bound:<22} {kind:<9} {shown}")
+    lit = next(s for n, g, b, k, s in rows if n == 10_000 and b.startswith("literal"))
+    vec = next(s for n, g, b, k, s in rows if n == 10_000 and g == 1 and b == "clt")
+    print(f"speedup_vs_literal_n1e4={lit / vec:.1f}")
+
+
+if __name__ == "__main__":
+    main()

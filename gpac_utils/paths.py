@@ -9,7 +9,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA = REPO_ROOT / "data"
 SIMULATED = DATA / "simulated"
-FIGURES = REPO_ROOT / "figures"
+#: Where notebooks write figures and tables. ``GPAC_FIGURES`` redirects them (the test suite and
+#: non-paper profiles do, so that the committed paper-profile outputs stay untouched).
+FIGURES = Path(os.environ.get("GPAC_FIGURES", REPO_ROOT / "figures"))
 TABLES = FIGURES / "tables"
 NOTEBOOKS = REPO_ROOT / "notebooks"
 BUILD = REPO_ROOT / "build"

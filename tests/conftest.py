@@ -9,3 +9,10 @@ import os
 os.environ["MPLBACKEND"] = "Agg"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# Figures and tables written during the tests (notebooks on the fast profile) go to a scratch
+# folder, never over the committed paper-profile outputs in figures/.
+if "GPAC_FIGURES" not in os.environ:
+    import tempfile
+
+    os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")

@@ -477,8 +477,10 @@ def plot_category_errorbars(cat: pd.DataFrame, eps: Mapping[str, float], *, colo
             x = np.arange(len(groups))
             for mi, m in enumerate(methods):
                 mm = sub[sub.method == m].set_index("group").reindex(groups)
+                sd = mm["std"].fillna(0).to_numpy()
+                lower = np.minimum(sd, mm["mean"].to_numpy())  # errors cannot go below 0
                 ax.bar(x + (mi - (len(methods) - 1) / 2) * width, 100 * mm["mean"], width,
-                       yerr=100 * mm["std"].fillna(0), capsize=2, color=colors.get(m), label=m,
+                       yerr=100 * np.vstack([lower, sd]), capsize=2, color=colors.get(m), label=m,
                        error_kw={"elinewidth": 0.8})
             ax.axhline(100 * eps[b], color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
             ax.set_xticks(x, [g if len(g) <= 12 else g[:11] + "." for g in groups], rotation=35, ha="right",
@@ -596,6 +598,61 @@ def population_thresholds(table: pd.DataFrame, score: str, eps: float) -> pd.Dat
                      "gpac_routed": float(np.mean(u[m] <= t_g)),
                      "oracle_routed": float(np.mean(loss[m] <= eps))})
     return pd.DataFrame(rows)
+
+
+def ece_table(tables: Mapping[str, pd.DataFrame], scores: Sequence[str] = SCORES, n_bins: int = 10) -> pd.DataFrame:
+    """ECE (%) of the confidence ``1 - U`` against ``nothink_correct``, per benchmark and score
+    (equal-width bins, :func:`gpac_utils.scoring.expected_calibration_error`)."""
+    from .scoring import expected_calibration_error
+
+    rows = []
+    for b, df in tables.items():
+        if D.NOTHINK_CORRECT not in df.columns:
+            raise ValueError(f"{b}: ECE needs column {D.NOTHINK_CORRECT!r}")
+        for s in scores:
+            conf = 1.0 - df[s].to_numpy(float)
+            rows.append({"dataset": b, "score": s, "n": len(df),
+                         "ECE": 100 * expected_calibration_error(conf, df[D.NOTHINK_CORRECT], n_bins),
+                         "mean_confidence": 100 * conf.mean(), "accuracy": 100 * df[D.NOTHINK_CORRECT].mean()})
+    return pd.DataFrame(rows)
+
+
+def plot_reliability_grid(tables: Mapping[str, pd.DataFrame], scores: Sequence[str] = SCORES, n_bins: int = 10):
+    """fig:expected_error_uncertainty: one reliability diagram per (benchmark, score) — accuracy
+    of the non-thinking model per confidence bin (bars, width = bin), the gap to the bin's mean
+    confidence (hatched), the diagonal, and the ECE in the title."""
+    import matplotlib.pyplot as plt
+
+    from .scoring import expected_calibration_error, reliability_curve
+
+    fig, axes = plt.subplots(len(tables), len(scores), figsize=(3.4 * len(scores), 3.2 * len(tables)),
+                             squeeze=False)
+    for i, (b, df) in enumerate(tables.items()):
+        for j, s in enumerate(scores):
+            ax = axes[i, j]
+            conf = 1.0 - df[s].to_numpy(float)
+            correct = df[D.NOTHINK_CORRECT].to_numpy(float)
+            curve = reliability_curve(conf, correct, n_bins)
+            ece = expected_calibration_error(conf, correct, n_bins)
+            filled = curve["n"] > 0
+            width = 1.0 / n_bins
+            c = curve[filled]
+            ax.bar(c["bin_lo"], c["accuracy"], width=width, align="edge", color="#2a9d8f", edgecolor="white",
+                   label="accuracy")
+            ax.bar(c["bin_lo"], (c["mean_confidence"] - c["accuracy"]).abs(),
+                   bottom=np.minimum(c["accuracy"], c["mean_confidence"]), width=width, align="edge",
+                   color="none", edgecolor="#e76f51", hatch="///", lw=0.8, label="gap to mean confidence")
+            ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{TITLES.get(b, b)} ({SCORE_LABELS.get(s, s)}): ECE = {100 * ece:.1f}%", fontsize=8)
+            ax.set_xlabel("confidence 1 - U")
+            if j == 0:
+                ax.set_ylabel("accuracy (non-thinking)")
+            if i == 0 and j == 0:
+                ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
 
 
 # =============================================================================================

@@ -1,0 +1,73 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 25 — How calibrated are the uncertainty scores?
+#
+# **Reproduces** `fig:expected_error_uncertainty`: the expected calibration error (ECE) of the
+# logits-based, verbalized and router-based scores on MATH-500, ZebraLogic and GPQA (Qwen pair),
+# as reliability diagrams. Confidence = $1-U$, outcome = the non-thinking model's correctness,
+# 10 equal-width bins (`gpac_utils.scoring.expected_calibration_error`).
+# The paper's point: PAC-style routing needs no calibrated score (the tables of notebooks 21–22
+# control the loss with every score).
+#
+# **Reads** `data/simulated/<benchmark>__<pair>.parquet` (simulated; the scores' calibration is
+# a design choice of the simulator: logits calibrated in the large, verbalized overconfident,
+# router least calibrated — see `data/simulated/README.md`).
+#
+# **Writes** `figures/expected_error_uncertainty.{png,pdf}` and `figures/tables/ece_scores.{csv,md}`
+# (both pairs).
+#
+# **Runtime**: a few seconds on both profiles (no randomness).
+
+# %%
+import pandas as pd
+
+from gpac_utils import plotting, profiles
+from gpac_utils import simulate as sim
+from gpac_utils import tables as T
+
+plotting.apply_style()
+
+# %% tags=["parameters"]
+profile = "paper"
+pair = None  # pair drawn in the figure (the paper: Qwen)
+benchmarks = None
+scores = None
+n_bins = None
+
+# %%
+cfg = profiles.resolve(profile, T.PRESETS["ece"], pair=pair, benchmarks=benchmarks, scores=scores, n_bins=n_bins)
+cfg
+
+# %% [markdown]
+# ## ECE per benchmark and score, both pairs (%)
+
+# %%
+ece = []
+for p in sim.PAIRS:
+    t = T.ece_table({b: sim.load(b, p) for b in cfg["benchmarks"]}, cfg["scores"], cfg["n_bins"])
+    t.insert(0, "pair", p)
+    ece.append(t)
+ece = pd.concat(ece, ignore_index=True)
+plotting.save_table(ece, "ece_scores")
+ece.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
+
+# %% [markdown]
+# ## fig:expected_error_uncertainty
+# Bars: accuracy per confidence bin; hatched: the gap to the mean confidence in the bin;
+# dashed: perfect calibration.
+
+# %%
+fig = T.plot_reliability_grid({b: sim.load(b, cfg["pair"]) for b in cfg["benchmarks"]}, cfg["scores"],
+                              cfg["n_bins"])
+plotting.savefig(fig, "expected_error_uncertainty")

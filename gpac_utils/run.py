@@ -30,18 +30,20 @@ Grid files (YAML)::
 Each run writes ``build/grid/<notebook>/<dataset=math500__eps=0.05>.ipynb`` and one row of
 ``summary.csv`` (run, parameters, status, seconds, output, error).
 
-Figures and tables of grid runs: notebooks save them under fixed names in ``figures/``, so
-after a grid run ``figures/`` holds whatever the run that wrote *last* saved (with
-``--jobs > 1`` that is not a defined run). The per-run results are the executed notebooks.
-A notebook that wants per-run figure files declares ``output_suffix = ""`` in its parameters
-cell and appends it to the names it saves; the grid runner then injects
-``output_suffix="__<run name>"`` for every run (unless the grid file fixes it).
+Where figures and tables go (``GPAC_FIGURES``, read by :mod:`gpac_utils.paths`, is set for the
+kernel): the ``paper`` profile writes the committed outputs in ``figures/``; any other profile
+writes ``build/<profile>/figures/`` so a quick run never overwrites the paper's figures; an
+explicit ``GPAC_FIGURES`` in the environment wins over both. Grid runs always give each run its
+own folder, ``build/grid/<notebook>/figures/<run name>/`` -- notebooks save figures under fixed
+names, so runs sharing one folder would overwrite each other (with ``--jobs > 1`` in no defined
+order).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
 import hashlib
 import itertools
@@ -71,8 +73,8 @@ DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 START_TIMEOUT = 180
 #: Notebooks numbered below this produce data the others read: always run first, in order.
 PRODUCER_LIMIT = 10
-#: The parameter a notebook may declare to receive a per-run suffix in grid runs.
-OUTPUT_SUFFIX = "output_suffix"
+#: Environment variable that redirects the figures/tables a notebook writes (gpac_utils.paths).
+FIGURES_ENV = "GPAC_FIGURES"
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -231,6 +233,21 @@ def ensure_kernel(scratch: Path | None = None) -> Path | None:
 
 
 # --------------------------------------------------------------------------- execution
+@contextlib.contextmanager
+def _environ(values: Mapping[str, str]):
+    """Set environment variables (inherited by the kernel process) for the duration of a block."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _error_summary(nb) -> str:
     for i, cell in enumerate(nb.cells if nb is not None else []):
         for out in cell.get("outputs", []):
@@ -248,6 +265,7 @@ def run_notebook(
     *,
     out_name: str | None = None,
     cwd: str | Path | None = None,
+    figures_dir: str | Path | None = None,
     progress_bar: bool = True,
     log_output: bool = False,
 ) -> Path:
@@ -257,8 +275,9 @@ def run_notebook(
     there, else :class:`UnknownParameterError` before anything runs). ``out_dir`` defaults to
     ``build/<profile>``; the scratch working directory (emptied first) defaults to
     ``<out_dir>/_scratch/<name>``. ``timeout`` is per cell (default by profile, see
-    :data:`DEFAULT_TIMEOUT`). On failure raises :class:`NotebookFailed`; the failed notebook is
-    kept at the returned location.
+    :data:`DEFAULT_TIMEOUT`). ``figures_dir`` sets ``GPAC_FIGURES`` for the kernel; by default
+    it is left alone on the ``paper`` profile or when already set, else ``<out_dir>/figures``.
+    On failure raises :class:`NotebookFailed`; the failed notebook is kept at the returned location.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -281,19 +300,22 @@ def run_notebook(
         raise RunnerError("the working directory of a notebook run must not be the repository root")
     ensure_kernel(out_dir)
     timeout = DEFAULT_TIMEOUT[profile] if timeout is None else timeout
+    if figures_dir is None and profile != "paper" and FIGURES_ENV not in os.environ:
+        figures_dir = out_dir / "figures"
     try:
-        papermill.execute_notebook(
-            nb,
-            str(out_path),
-            parameters=injected,
-            kernel_name=KERNEL_NAME,
-            language="python",
-            execution_timeout=timeout,
-            start_timeout=START_TIMEOUT,
-            progress_bar=progress_bar,
-            log_output=log_output,
-            cwd=str(work),
-        )
+        with _environ({FIGURES_ENV: str(figures_dir)} if figures_dir is not None else {}):
+            papermill.execute_notebook(
+                nb,
+                str(out_path),
+                parameters=injected,
+                kernel_name=KERNEL_NAME,
+                language="python",
+                execution_timeout=timeout,
+                start_timeout=START_TIMEOUT,
+                progress_bar=progress_bar,
+                log_output=log_output,
+                cwd=str(work),
+            )
     except PapermillExecutionError as exc:
         raise NotebookFailed(name, out_path, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc
     except Exception as exc:  # timeouts, dead kernels: papermill may not have marked the notebook
@@ -316,12 +338,13 @@ class Result:
 
 
 def _timed_run(path: Path, profile: str, parameters: Mapping[str, Any] | None, out_dir: Path,
-               timeout: float | None, out_name: str | None = None, progress_bar: bool = True) -> Result:
+               timeout: float | None, out_name: str | None = None, progress_bar: bool = True,
+               figures_dir: Path | None = None) -> Result:
     start = time.perf_counter()
     name = out_name or path.stem
     try:
         out = run_notebook(path, profile, parameters, out_dir, timeout, out_name=out_name,
-                           progress_bar=progress_bar)
+                           progress_bar=progress_bar, figures_dir=figures_dir)
         return Result(name, "ok", time.perf_counter() - start, out, parameters=dict(parameters or {}))
     except NotebookFailed as exc:
         return Result(name, "failed", time.perf_counter() - start, exc.output, exc.reason,
@@ -525,16 +548,14 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
         raise RunnerError(f"grid runs get the same file name after making it filesystem-safe: {clash}")
-    declared = check_parameters(nb, {"profile": grid.profile, **grid.fixed, **grid.grid}, grid.notebook.stem)
-    suffix = OUTPUT_SUFFIX in declared and OUTPUT_SUFFIX not in grid.fixed and OUTPUT_SUFFIX not in grid.grid
+    check_parameters(nb, {"profile": grid.profile, **grid.fixed, **grid.grid}, grid.notebook.stem)
     grid.output_dir.mkdir(parents=True, exist_ok=True)
     ensure_kernel(grid.output_dir)
     tasks = []
     for combo, name in zip(combos, names):
         params = {**grid.fixed, **combo}
-        if suffix:
-            params[OUTPUT_SUFFIX] = f"__{name}"
-        tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False))
+        figures = grid.output_dir / "figures" / name
+        tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False, figures))
     results: dict[str, Result] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool, \
             tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar:

@@ -105,8 +105,8 @@ QUICKSTART_PRESETS = {
     "fast": {"n_cal": 3000, "n_test": 30_000, "trials": 10, "eps": 0.1,
              "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.2], "alpha": 0.05, "bound": "clt",
              "k": 3, "seed": 0},
-    "paper": {"n_cal": 3000, "n_test": 100_000, "trials": 100, "eps": 0.1,
-              "eps_grid": [0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2],
+    "paper": {"n_cal": 3000, "n_test": 50_000, "trials": 40, "eps": 0.1,
+              "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2],
               "alpha": 0.05, "bound": "clt", "k": 3, "seed": 0},
 }
 QUICKSTART_METHODS = ("pac", "gpac", "cpac")

@@ -24,7 +24,7 @@
 # **Writes** `figures/quickstart_loss_by_score.{png,pdf}`, `figures/quickstart_risk_vs_eps.{png,pdf}`,
 # `figures/quickstart_routed_vs_eps.{png,pdf}` and `figures/tables/quickstart_thresholds.{csv,md}`.
 #
-# **Runtime**: about 10 s on the `fast` profile (10 repetitions), about 1–2 min on `paper` (100).
+# **Runtime**: about 10 s on the `fast` profile (10 repetitions per ε), about 1 min on `paper` (40).
 
 # %%
 import matplotlib.pyplot as plt

@@ -46,6 +46,7 @@ sleep = 0.0
 print("CWD=" + os.getcwd())
 print("EXE=" + sys.executable)
 print(f"X={x!r} PROFILE={profile}")
+print("FIG=" + str(os.environ.get("GPAC_FIGURES")))
 time.sleep(sleep)
 if fail:
     raise RuntimeError("planned failure")
@@ -160,7 +161,7 @@ def test_example_grid_file_is_well_formed():
 
     spec = yaml.safe_load((REPO_ROOT / "notebooks" / "grids" / "example_known_groups.yaml").read_text())
     assert spec["notebook"] == "21_table_known_groups"
-    assert list(spec["grid"]) == ["dataset", "score", "eps"]
+    assert list(spec["grid"]) == ["pairs", "scores", "eps"]
     assert all(isinstance(v, list) and v for v in spec["grid"].values())
     path = REPO_ROOT / "notebooks" / "21_table_known_groups.py"
     if path.exists():  # once notebook 21 lands, every grid/fixed key must be one of its parameters
@@ -193,7 +194,12 @@ def test_ensure_kernel_overrides_a_foreign_python3(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ executions (one kernel each)
-def test_run_notebook_success_outside_repo_root(tmp_path, tiny):
+def fig_of(ipynb: Path) -> str:
+    return stdout_of(ipynb).split("FIG=")[1].splitlines()[0]
+
+
+def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
+    monkeypatch.delenv("GPAC_FIGURES", raising=False)
     out = run.run_notebook(tiny, "fast", {"x": 42}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
     assert out == tmp_path / "out" / "01_tiny.ipynb" and out.exists()
     text = stdout_of(out)
@@ -206,6 +212,18 @@ def test_run_notebook_success_outside_repo_root(tmp_path, tiny):
     nb = nbformat.read(str(out), as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "x = 42" in injected[0].source
+    # a non-paper profile writes figures under the build folder, not over the committed ones
+    assert fig_of(out) == str(tmp_path / "out" / "figures")
+    assert "GPAC_FIGURES" not in __import__("os").environ  # restored after the run
+
+
+def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
+    monkeypatch.delenv("GPAC_FIGURES", raising=False)
+    out = run.run_notebook(tiny, "paper", out_dir=tmp_path / "p", timeout=120, progress_bar=False)
+    assert fig_of(out) == "None"  # paper profile: gpac_utils.paths uses figures/
+    monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "mine"))
+    out = run.run_notebook(tiny, "fast", out_dir=tmp_path / "f", timeout=120, progress_bar=False)
+    assert fig_of(out) == str(tmp_path / "mine")
 
 
 def test_run_notebook_failure_keeps_notebook(tmp_path, tiny):
@@ -276,6 +294,7 @@ def test_cli_grid_runs_product_reports_failures(tmp_path, tiny, capsys):
     for r in rows:
         assert Path(r["output"]).exists()
     assert "X='a b' PROFILE=fast" in stdout_of(out_dir / "x=a_b__fail=False.ipynb")
+    assert fig_of(out_dir / "x=a_b__fail=False.ipynb") == str(out_dir / "figures" / "x=a_b__fail=False")
     captured = capsys.readouterr()
     assert "FAILED x=1__fail=True" in captured.out + captured.err
 
@@ -285,18 +304,6 @@ def test_grid_rejects_unknown_parameter_before_running(tmp_path, tiny):
     grid_file.write_text(f"notebook: {tiny}\ngrid:\n  eps: [0.1]\n")
     assert run.main(["--grid", str(grid_file), "--build-dir", str(tmp_path / "build")]) == run.EXIT_USAGE
     assert not (tmp_path / "build" / "grid" / "01_tiny" / "summary.csv").exists()
-
-
-def test_grid_injects_output_suffix_when_declared(tmp_path):
-    text = TINY.replace("sleep = 0.0", 'sleep = 0.0\noutput_suffix = ""').replace(
-        'print("DONE")', 'print("SUFFIX=" + output_suffix)\nprint("DONE")')
-    nb = write_nb(tmp_path / "nbs", "01_suffix", text)
-    grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(f"notebook: {nb}\nprofile: fast\ngrid:\n  x: [7]\n")
-    grid = run.load_grid(grid_file, build_dir=tmp_path / "build")
-    (res,) = run.run_grid(grid, jobs=1, timeout=120)
-    assert res.status == "ok", res.error
-    assert "SUFFIX=__x=7" in stdout_of(res.output)
 
 
 def test_pipeline_parallel_stage(tmp_path):

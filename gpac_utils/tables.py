@@ -655,6 +655,64 @@ def plot_reliability_grid(tables: Mapping[str, pd.DataFrame], scores: Sequence[s
     return fig
 
 
+def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, title: str = ""):
+    """fig:clustered-pac drawn from data, three panels:
+
+    (a) PAC: the per-group risk curves ``R(u | G_j)`` with the single marginal threshold (the
+    largest ``u`` with overall risk <= eps): groups whose curve is above eps there are violated;
+    (b) G-PAC: the same curves, each cut at its own threshold ``u_j``: every group <= eps;
+    (c) share of each group routed to the non-thinking model by PAC, G-PAC and an item-wise
+    oracle that knows each loss (conditional control: most efficient, impossible in practice).
+    """
+    import matplotlib.pyplot as plt
+
+    groups = [g for g in dict.fromkeys(curves["group"]) if g != "Overall"]
+    cmap = plt.get_cmap("tab10")
+    color = {g: cmap(i % 10) for i, g in enumerate(groups)}
+    th = thresholds.set_index("group")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, which in zip(axes[:2], ("pac", "gpac")):
+        for g in groups:
+            c = curves[curves.group == g]
+            ax.plot(c["u"], 100 * c["risk"], color=color[g], lw=1.4, label=g)
+            t = th.loc[g, f"{which}_threshold"]
+            r = th.loc[g, f"{which}_risk"]
+            if np.isfinite(t):
+                bad = r > eps
+                ax.plot([t], [100 * r], marker="X" if bad else "o", ms=9 if bad else 6, color=color[g],
+                        mec="black" if bad else color[g], zorder=5)
+        ov = curves[curves.group == "Overall"]
+        ax.plot(ov["u"], 100 * ov["risk"], color="black", lw=2.2, ls="-", label="Overall")
+        ax.axhline(100 * eps, color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
+        ax.set_xlabel("threshold u on the uncertainty score")
+        ax.set_ylabel(r"risk $R(u\mid G_j)$ (%)")
+    pac_t = float(th["pac_threshold"].iloc[0])
+    if np.isfinite(pac_t):
+        axes[0].axvline(pac_t, color="#1f3b73", lw=1.5, ls=":")
+    n_bad = int((th["pac_risk"] > eps).sum())
+    axes[0].set_title(f"(a) PAC: one threshold u = {pac_t:.2f}; {n_bad} group(s) above eps", fontsize=9)
+    axes[1].set_title("(b) G-PAC: a threshold per group, every group <= eps", fontsize=9)
+    axes[0].legend(fontsize=6.5, loc="upper left")
+    x = np.arange(len(groups))
+    w = 0.27
+    for i, (col, lab, colr) in enumerate((("pac_routed", "PAC", "#1f3b73"), ("gpac_routed", "G-PAC", "#2a9d8f"),
+                                          ("oracle_routed", "conditional (oracle)", "#e76f51"))):
+        axes[2].bar(x + (i - 1) * w, 100 * th.loc[groups, col], w, label=lab, color=colr)
+    for xi, g in zip(x, groups):
+        if th.loc[g, "pac_risk"] > eps:
+            axes[2].annotate("PAC risk\n> eps", (xi - w, 100 * th.loc[g, "pac_routed"]), ha="center", va="bottom",
+                             fontsize=6.5, color="#1f3b73")
+    axes[2].set_xticks(x, [g if len(g) <= 12 else g[:11] + "." for g in groups], rotation=35, ha="right", fontsize=7)
+    axes[2].set_ylim(0, 118)
+    axes[2].set_ylabel("routed to the non-thinking model (%)")
+    axes[2].set_title("(c) efficiency: feasible (PAC, G-PAC) vs impossible (conditional)", fontsize=9)
+    axes[2].legend(fontsize=7, loc="lower left")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # =============================================================================================
 # Real data (notebook 31)
 # =============================================================================================

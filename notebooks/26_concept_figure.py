@@ -1,0 +1,71 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 26 — Feasibility vs efficiency: PAC, G-PAC and conditional control, drawn from data
+#
+# **Reproduces** `fig:clustered-pac`, the paper's concept picture (a TikZ sketch of points in
+# three groups): *PAC* — one threshold for all inputs, feasible but not group-wise efficient or
+# valid; *G-PAC* — one threshold $\hat u_j$ per group, feasible and group-wise efficient;
+# *conditional PAC* — a guarantee per input, most efficient but impossible. Here the picture is
+# drawn from a table instead of invented points: the population risk curves
+# $R(u\mid G_j)=\mathbb E[\ell\,\mathbf 1\{U\le u\}\mid G_j]$ of each category over the whole
+# table (no calibration noise), the single marginal threshold against per-group thresholds,
+# and the share of each group routed to the cheap model, compared with an item-wise oracle.
+#
+# **Reads** `data/simulated/math500__qwen.parquet` by default (simulated; parameters `dataset`,
+# `pair`, `score`). **Writes** `figures/clustered-pac.{png,pdf}` and
+# `figures/tables/clustered-pac_thresholds.{csv,md}`.
+#
+# **Runtime**: a few seconds on both profiles (no randomness).
+
+# %%
+from gpac_utils import plotting, profiles
+from gpac_utils import simulate as sim
+from gpac_utils import tables as T
+
+plotting.apply_style()
+
+# %% tags=["parameters"]
+profile = "paper"
+pair = None
+dataset = None  # a benchmark with known groups
+score = None
+eps = None  # None: the paper's eps of table:01_results_known for this benchmark and pair
+
+# %%
+cfg = profiles.resolve(profile, T.PRESETS["concept"], pair=pair, dataset=dataset, score=score, eps=eps)
+if cfg["eps"] is None:
+    cfg["eps"] = T.resolve_eps(T.TABLE_NAMES[("known", cfg["pair"])])[cfg["dataset"]]
+table = sim.load(cfg["dataset"], cfg["pair"])
+cfg
+
+# %% [markdown]
+# ## Population thresholds
+# PAC: the largest $u$ with overall risk $\le\varepsilon$; G-PAC: the largest $u_j$ with
+# $R(u_j\mid G_j)\le\varepsilon$ per group; the oracle routes exactly the items whose own loss is
+# at most $\varepsilon$ (for the binary loss: the items the cheap model does not get wrong).
+
+# %%
+thr = T.population_thresholds(table, cfg["score"], cfg["eps"])
+plotting.save_table(thr, "clustered-pac_thresholds", floatfmt=".3f")
+thr.round(3)
+
+# %% [markdown]
+# ## fig:clustered-pac
+
+# %%
+curves = T.group_risk_curves(table, cfg["score"])
+fig = T.plot_concept(curves, thr, cfg["eps"],
+                     title=f"{T.TITLES[cfg['dataset']]}, {cfg['pair']} pair, {T.SCORE_LABELS.get(cfg['score'], cfg['score'])} "
+                           f"score, eps = {cfg['eps']} (simulated data)")
+plotting.savefig(fig, "clustered-pac")

@@ -663,3 +663,251 @@ def audit_paragraph(audit, n_group: int = 300, alpha: float = 0.05) -> str:
             f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
             f"resampling about n, so the pi = 1 comparison is the like-for-like one.")
     return "".join(parts)
+
+
+# ============================================================================ oracle partition (notebook 10)
+#: Three groups sharing U ~ Uniform(0, 1) whose loss curves differ (heterogeneous risk profiles).
+ORACLE_POPULATION = Population((
+    Group("easy", 0.5, a=0.4, b=2.0),     # R(u) = 0.133 u^3
+    Group("medium", 0.3, a=0.6, b=1.0),   # R(u) = 0.3 u^2
+    Group("hard", 0.2, a=0.9, b=0.5),     # R(u) = 0.6 u^1.5
+))
+
+ORACLE_PRESETS = {
+    "fast": {"eps_grid": [0.02, 0.05, 0.08, 0.1, 0.12, 0.15], "eps": 0.1, "n_random": 300, "n_cal": 300,
+             "calibrations": 200, "alpha": 0.05, "bound": "clopper_pearson", "sampling": "full", "seed": 0},
+    "paper": {"eps_grid": [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2],
+              "eps": 0.1, "n_random": 3000, "n_cal": 300, "calibrations": 2000, "alpha": 0.05,
+              "bound": "clopper_pearson", "sampling": "full", "seed": 0},
+}
+
+
+def efficiency_table(pop: Population, eps_grid):
+    """:func:`oracle_summary` for every ``eps`` in the grid (one row each)."""
+    import pandas as pd
+
+    return pd.DataFrame([oracle_summary(pop, float(e)) for e in eps_grid])
+
+
+def random_population(rng, k: int = 3, identical: bool = False) -> Population:
+    """A random population of ``k`` groups on U ~ Uniform(0, 1) (``identical``: same loss curve)."""
+    rng = np.random.default_rng(rng)
+    a, b = rng.uniform(0.1, 1.0), rng.choice([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    groups = []
+    for j in range(k):
+        if not identical:
+            a, b = rng.uniform(0.1, 1.0), rng.choice([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+        groups.append(Group(f"g{j}", float(rng.uniform(0.1, 1.0)), a=float(a), b=float(b)))
+    return Population(tuple(groups))
+
+
+def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3):
+    """Oracle efficiencies on ``n`` random heterogeneous and ``n`` identical-group populations."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(int(n)):
+        for identical in (False, True):
+            pop = random_population(rng, k=k, identical=identical)
+            for eps in eps_list:
+                s = oracle_summary(pop, float(eps))
+                us = np.array([s[f"u_{g}"] for g in pop.names])
+                rows.append({"population": i, "identical_groups": identical, "eps": float(eps),
+                             "eff_marginal": s["eff_marginal"], "eff_common": s["eff_common"],
+                             "eff_grouped": s["eff_grouped"],
+                             "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                             "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
+                             "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups)})
+    return pd.DataFrame(rows)
+
+
+def calibrated_efficiency(pop: Population, *, n_cal: int, eps: float, alpha: float, bound: str, sampling: str,
+                          calibrations: int, seed: int = 0, pi: float = 1.0):
+    """Calibrated marginal PAC vs G-PAC against the oracle, over ``calibrations`` repetitions.
+
+    G-PAC calibrates each group on its ``round(w_j n_cal)`` items (Algorithm 2); marginal PAC
+    calibrates one threshold on ``n_cal`` mixture items. Rows: method x group (and ``__all__``)
+    with the mean routed share, the oracle share, and the group violation rate ``P(R(u_hat|G_j) > eps)``.
+    """
+    import pandas as pd
+
+    from .calibrate import threshold
+
+    rng = np.random.default_rng(seed)
+    T = int(calibrations)
+    names, w = pop.names, pop.weights
+    loss, u, _ = pop.sample(n_cal, rng, size=T)
+    thr_marg = threshold(loss, u, eps=eps, alpha=alpha, bound=bound, sampling=sampling, pi=pi, rng=rng)
+    thr_group = {}
+    for g, wj in zip(names, w):
+        nj = max(2, int(round(wj * n_cal)))
+        lj, uj = pop.group(g).sample((T, nj), rng)
+        thr_group[g] = threshold(lj, uj, eps=eps, alpha=alpha, bound=bound, sampling=sampling, pi=pi, rng=rng)
+    rows = []
+    u_marg, u_grp = oracle_threshold(pop, eps), {g: oracle_threshold(pop, eps, g) for g in names}
+    for method, get, oracle in (("PAC", lambda g: thr_marg, lambda g: u_marg),
+                                ("G-PAC", lambda g: thr_group[g], lambda g: u_grp[g])):
+        total, total_oracle = 0.0, 0.0
+        for g, wj in zip(names, w):
+            t = get(g)
+            share = pop.share(t, g)
+            risk = pop.risk(t, g)
+            rows.append({"method": method, "group": g, "share": float(np.mean(share)),
+                         "share_oracle": float(pop.share(oracle(g), g)),
+                         "violation_rate": float(np.mean(risk > eps)), "mean_risk": float(np.mean(risk))})
+            total += wj * float(np.mean(share))
+            total_oracle += wj * float(pop.share(oracle(g), g))
+        rows.append({"method": method, "group": "__all__", "share": total, "share_oracle": total_oracle,
+                     "violation_rate": np.nan, "mean_risk": np.nan})
+    out = pd.DataFrame(rows)
+    out["calibrations"] = T
+    return out
+
+
+# ============================================================================ partition gap (notebook 11)
+#: Three groups that *are* intervals of the U axis (equal masses, so U ~ Uniform(0, 1) overall),
+#: with loss curves that jump at the boundaries: 1-D clustering of U can recover the partition.
+PARTITION_POPULATION = Population((
+    Group("low-U, risky", 1.0, a=0.3, b=0.0, lo=0.0, hi=1 / 3),     # flat 30 % loss
+    Group("mid-U, safe", 1.0, a=0.15, b=1.0, lo=1 / 3, hi=2 / 3),   # 5-10 % loss
+    Group("high-U, steep", 1.0, a=0.6, b=2.0, lo=2 / 3, hi=1.0),    # 27-60 % loss
+))
+PARTITION_ORACLE = (1 / 3, 2 / 3)
+
+PARTITION_PRESETS = {
+    "fast": {"n_grid": [100, 300, 1000, 3000], "reps": 40, "cover_n": [300, 3000], "cover_reps": 60,
+             "eps": 0.1, "alpha": 0.05, "bound": "hoeffding_bentkus", "sampling": "full", "k": 3,
+             "search_grid": 12, "seed": 0},
+    "paper": {"n_grid": [100, 200, 500, 1000, 2000, 5000, 10000], "reps": 300, "cover_n": [200, 500, 1000, 3000],
+              "cover_reps": 500, "eps": 0.1, "alpha": 0.05, "bound": "hoeffding_bentkus", "sampling": "full",
+              "k": 3, "search_grid": 40, "seed": 0},
+}
+
+
+def partition_gap_experiment(pop: Population, oracle_boundaries, *, n_grid, reps: int, eps: float, k: int = 3,
+                             methods=("kmeans", "quantile"), seed: int = 0):
+    """δ and the efficiency loss of learned interval partitions, ``reps`` samples per ``n``.
+
+    Each row: the learned boundaries' partition gap δ (Eq. partition-gap, exact from the
+    population), the population efficiency of the learned partition with its own PAC-optimal
+    thresholds, that of the oracle partition, and the loss ``Eff(G*) - Eff(G_hat)`` to compare
+    with Theorem 3.4's ``2 δ``.
+    """
+    import pandas as pd
+
+    from .cluster import fit_partition
+
+    eff_star = interval_partition_efficiency(pop, oracle_boundaries, eps)
+    rows = []
+    for ni, n in enumerate(n_grid):
+        rng = np.random.default_rng([seed, ni, int(n)])
+        for r in range(int(reps)):
+            _, u, _ = pop.sample(int(n), rng)
+            for method in methods:
+                b = fit_partition(u, k, method).boundaries
+                delta = partition_gap(interval_confusion(pop, b, oracle_boundaries))
+                eff = interval_partition_efficiency(pop, b, eps)
+                rows.append({"n": int(n), "rep": r, "method": method, "delta": delta, "eff_oracle": eff_star,
+                             "eff_learned": eff, "eff_loss": eff_star - eff, "bound_2delta": 2 * delta,
+                             "boundaries": ",".join(f"{x:.4f}" for x in b)})
+    return pd.DataFrame(rows)
+
+
+def cpac_coverage(pop: Population, *, n_grid, reps: int, eps: float, alpha: float, bound: str, sampling: str,
+                  k: int = 3, clustering: str = "kmeans", modes=("split", "joint"), oracle_boundaries=None,
+                  seed: int = 0):
+    """Per-learned-group violation rate of C-PAC, split vs joint (Theorem 3.4).
+
+    Each repetition draws ``n`` calibration items, fits :class:`gpac_utils.calibrate.CPAC` and
+    computes the exact risk ``R(u_hat_j | G_hat_j)`` of every learned interval group.
+    """
+    import warnings
+
+    import pandas as pd
+
+    from .calibrate import CPAC, GroupWarning
+
+    rows = []
+    for ni, n in enumerate(n_grid):
+        rng = np.random.default_rng([seed, ni, int(n), 7])
+        for r in range(int(reps)):
+            loss, u, _ = pop.sample(int(n), rng)
+            for mode in modes:
+                model = CPAC(eps, alpha=alpha, bound=bound, sampling=sampling, k=k, clustering=clustering,
+                             mode=mode, seed=int(rng.integers(2**31)))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", GroupWarning)
+                    model.fit(u, loss)
+                b = model.partition_.boundaries
+                thr = np.array([model.thresholds_.get(f"c{j}", -np.inf) for j in range(len(b) + 1)])
+                risks = interval_group_risks(pop, b, thr)
+                delta = (partition_gap(interval_confusion(pop, b, oracle_boundaries))
+                         if oracle_boundaries is not None else np.nan)
+                for j, (t, risk) in enumerate(zip(thr, risks)):
+                    rows.append({"n": int(n), "rep": r, "mode": mode, "group": f"c{j}", "threshold": float(t),
+                                 "risk": float(risk), "violated": bool(risk > eps), "delta": delta})
+    return pd.DataFrame(rows)
+
+
+def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int = 3):
+    """Best ``k``-interval partition of [0, 1] on a grid of boundaries (k = 2 or 3), by efficiency."""
+    pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
+    best = (-1.0, None)
+    combos = itertools.combinations(pts, k - 1)
+    for b in combos:
+        e = interval_partition_efficiency(pop, list(b), eps)
+        if e > best[0]:
+            best = (e, b)
+    return best[1], best[0]
+
+
+# ============================================================================ finite-sample guarantee (notebook 12)
+FINITE_PRESETS = {
+    "fast": {"group": "flat", "n_cal": 100, "N_grid": [25, 100, 400, 1600], "t_grid": [0.0, 0.02, 0.05, 0.1, 0.2],
+             "eps": 0.15, "alpha": 0.05, "calibrations": 1000,
+             "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
+             "pi": 0.5, "seed": 0},
+    "paper": {"group": "flat", "n_cal": 100, "N_grid": [25, 50, 100, 200, 400, 800, 1600, 3200],
+              "t_grid": [0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3], "eps": 0.15, "alpha": 0.05,
+              "calibrations": 20000,
+              "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
+              "pi": 0.5, "seed": 0},
+}
+
+
+def finite_sample_experiment(pop: Population, group: str, *, n_cal: int, N_grid, t_grid, eps: float, alpha: float,
+                             calibrations: int, settings, pi: float = 0.5, seed: int = 0):
+    r"""Theorem 3.2: ``P(R_hat > eps + t)`` against ``alpha + exp(-2 N t^2 / B^2)`` (B = 1).
+
+    For each (bound, scheme) setting, ``calibrations`` thresholds are calibrated on ``n_cal`` items of
+    ``group``; given a threshold, the test losses ``loss * 1{U <= u_hat}`` of ``N`` test items are
+    i.i.d. Bernoulli(``R(u_hat | G)``), so the empirical test risk is drawn exactly as
+    ``Binomial(N, R(u_hat)) / N``. Returns ``(rows, thresholds)``: the exceedance table and, per
+    setting, the calibrated thresholds and their exact risks.
+    """
+    import pandas as pd
+
+    from .calibrate import threshold
+
+    g = pop.group(group)
+    T = int(calibrations)
+    rows, draws = [], {}
+    for si, (bound, scheme) in enumerate(settings):
+        rng = np.random.default_rng([seed, si])
+        loss, u = g.sample((T, int(n_cal)), rng)
+        thr = threshold(loss, u, eps=eps, alpha=alpha, bound=bound, sampling=scheme, pi=pi, rng=rng)
+        risk = g.risk(thr)
+        alpha_hat = float(np.mean(risk > eps))
+        draws[(bound, scheme)] = {"threshold": thr, "risk": risk}
+        for N in N_grid:
+            r_hat = rng.binomial(int(N), risk) / int(N)
+            draws[(bound, scheme)][int(N)] = r_hat
+            for t in t_grid:
+                p = float(np.mean(r_hat > eps + t + 1e-12))
+                b = alpha + math.exp(-2 * int(N) * t * t)
+                rows.append({"bound": bound, "scheme": scheme, "N_test": int(N), "t": float(t),
+                             "exceed_rate": p, "mcse": float(math.sqrt(max(p * (1 - p), 1e-12) / T)),
+                             "thm32_bound": min(b, 1.0), "holds": p <= b + 3 * math.sqrt(max(p * (1 - p), 1e-12) / T),
+                             "violation_rate": alpha_hat, "calibrations": T})
+    return pd.DataFrame(rows), draws

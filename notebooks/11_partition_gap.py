@@ -1,0 +1,174 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 — Learned partitions: the partition gap δ and Theorem 3.4
+#
+# **Reproduces** Section 4.3 of the paper: the partition gap δ (Eq. partition-gap, minimised
+# over label permutations) of learned partitions — exact 1-D k-means on U and quantile bins —
+# as the calibration size n grows, with a fitted rate `δ ≈ C n^{-β}`; the efficiency loss of a
+# learned partition against Theorem 3.4's `2δ`; and the per-group coverage of C-PAC with sample
+# splitting vs the joint approach.
+#
+# **Population** (`gpac_utils.theory.PARTITION_POPULATION`): the reference partition is a
+# partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
+# `[2/3, 1]` (so U ~ Uniform(0, 1) overall) with loss curves that jump at the boundaries:
+# flat 30 % (low U, risky), `0.15 u` (mid U, safe), `0.6 u²` (high U, steep). Every risk
+# `R(u | G)` of every interval `G` is in closed form, so δ, efficiencies and violations are exact.
+#
+# **Reads** nothing. **Writes** `figures/partition_gap.{png,pdf}`,
+# `figures/tables/partition_gap.{csv,md}`, `figures/tables/partition_gap_coverage.{csv,md}`.
+#
+# **Runtime**: fast ≈ 15 s, paper ≈ 2 min.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from gpac_utils import plotting, profiles
+from gpac_utils import theory as th
+
+plotting.apply_style()
+
+# %% tags=["parameters"]
+profile = "paper"
+n_grid = None  # sample sizes for the partition gap
+reps = None  # learned partitions per sample size
+cover_n = None  # calibration sizes for the coverage of C-PAC
+cover_reps = None  # C-PAC calibrations per size and mode
+eps = None  # risk tolerance
+alpha = None  # nominal miscoverage
+bound = None  # UCB used by C-PAC
+sampling = None  # labelling scheme used by C-PAC
+k = None  # number of groups
+search_grid = None  # grid size for the best interval partition
+seed = None  # base seed
+
+# %%
+cfg = profiles.resolve(profile, th.PARTITION_PRESETS, n_grid=n_grid, reps=reps, cover_n=cover_n,
+                       cover_reps=cover_reps, eps=eps, alpha=alpha, bound=bound, sampling=sampling, k=k,
+                       search_grid=search_grid, seed=seed)
+pop, G_star = th.PARTITION_POPULATION, th.PARTITION_ORACLE
+cfg
+
+# %% [markdown]
+# ## The reference partition and the oracle of Definition 3.x
+# With the reference partition the PAC-optimal thresholds are below. A caveat the paper does
+# not raise: the *oracle* partition of the definition maximises efficiency over **all**
+# partitions, and that is generally not the partition that generated the data — a grid search
+# over 3-interval partitions finds a more efficient one (it isolates a sliver of the risky
+# group so that the rest can route more). δ below is measured against the reference partition,
+# which is what clustering U can recover; "efficiency loss" is relative to it and can be negative.
+
+# %%
+u_ref = th.interval_thresholds(pop, G_star, cfg["eps"])
+eff_ref = th.interval_partition_efficiency(pop, G_star, cfg["eps"])
+b_best, eff_best = th.best_interval_partition(pop, cfg["eps"], grid=cfg["search_grid"], k=cfg["k"])
+u_marg = th.oracle_threshold(pop, cfg["eps"])
+pd.DataFrame([
+    {"partition": "reference (1/3, 2/3)", "boundaries": "0.333, 0.667", "efficiency": eff_ref,
+     "thresholds": ", ".join(f"{u:.3f}" for u in u_ref)},
+    {"partition": f"best on a {cfg['search_grid']}-grid", "boundaries": ", ".join(f"{b:.3f}" for b in b_best),
+     "efficiency": eff_best, "thresholds": ", ".join(f"{u:.3f}" for u in th.interval_thresholds(pop, b_best, cfg["eps"]))},
+    {"partition": "none (marginal PAC)", "boundaries": "", "efficiency": float(pop.share(u_marg)),
+     "thresholds": f"{u_marg:.3f}"},
+]).round(3)
+
+# %% [markdown]
+# ## δ as n grows
+# For each n, `reps` samples of U are clustered into k groups; δ is computed exactly from the
+# population (`interval_confusion` + an assignment over label permutations). Both methods are
+# consistent here (k-means' population optimum for a uniform U is the thirds), so δ → 0.
+
+# %%
+gap = th.partition_gap_experiment(pop, G_star, n_grid=cfg["n_grid"], reps=cfg["reps"], eps=cfg["eps"], k=cfg["k"],
+                                  seed=cfg["seed"])
+agg = (gap.groupby(["method", "n"])
+       .agg(delta_mean=("delta", "mean"), delta_se=("delta", "sem"), eff_loss_mean=("eff_loss", "mean"),
+            eff_loss_max=("eff_loss", "max"), share_within_2delta=("eff_loss", lambda s: np.nan))
+       .reset_index())
+agg["share_within_2delta"] = [float((g["eff_loss"] <= g["bound_2delta"] + 1e-12).mean())
+                              for _, g in gap.groupby(["method", "n"])]
+rates = {m: th.fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("method")}
+agg["fitted_C"] = agg["method"].map(lambda m: rates[m][0])
+agg["fitted_beta"] = agg["method"].map(lambda m: rates[m][1])
+plotting.save_table(agg, "partition_gap", floatfmt=".4f")
+agg.round(4)
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+colors = {"kmeans": "#2a9d8f", "quantile": "#e76f51"}
+for m, a in agg.groupby("method"):
+    c, beta = rates[m]
+    axes[0].errorbar(a["n"], a["delta_mean"], yerr=2 * a["delta_se"], marker="o", ms=3, color=colors[m],
+                     label=f"{m}: δ ≈ {c:.2f} n^-{beta:.2f}", ls="none")
+    nn = np.geomspace(a["n"].min(), a["n"].max(), 50)
+    axes[0].plot(nn, c * nn ** -beta, color=colors[m], lw=1)
+axes[0].set(xscale="log", yscale="log", xlabel="n (calibration items)", ylabel="mean δ", title="partition gap")
+axes[0].legend(fontsize=8)
+for m, g in gap.groupby("method"):
+    axes[1].scatter(g["bound_2delta"], g["eff_loss"], s=4, alpha=0.4, color=colors[m], label=m)
+lim = gap["bound_2delta"].max()
+axes[1].plot([0, lim], [0, lim], color="black", lw=0.8, label="Eff loss = 2δ")
+axes[1].axhline(0, color="grey", lw=0.6)
+axes[1].set(xlabel="2δ", ylabel="Eff(G*) − Eff(Ĝ)", title="Theorem 3.4: efficiency loss vs 2δ")
+axes[1].legend(fontsize=8)
+
+# %% [markdown]
+# ## Coverage: sample splitting vs the joint approach
+# C-PAC (`gpac_utils.calibrate.CPAC`, k-means, valid bound `cfg["bound"]` with `cfg["sampling"]`
+# labels) on `n` calibration items; for every learned group `Ĝ_j` the exact risk
+# `R(û_j | Ĝ_j)` is compared with ε. Splitting (half the items cluster, half calibrate) is
+# exactly valid per learned group (Thm 3.4.1); the joint approach reuses the items and carries
+# an extra `c δ` term (Thm 3.4.2).
+
+# %%
+cov = th.cpac_coverage(pop, n_grid=cfg["cover_n"], reps=cfg["cover_reps"], eps=cfg["eps"], alpha=cfg["alpha"],
+                       bound=cfg["bound"], sampling=cfg["sampling"], k=cfg["k"], oracle_boundaries=G_star,
+                       seed=cfg["seed"])
+cov_tab = (cov.groupby(["mode", "n", "group"])
+           .agg(violation_rate=("violated", "mean"), calibrations=("violated", "size"),
+                mean_delta=("delta", "mean"), mean_risk=("risk", "mean"))
+           .reset_index())
+cov_tab["mcse"] = th.mcse(cov_tab["violation_rate"].clip(lower=cfg["alpha"]), cov_tab["calibrations"])
+plotting.save_table(cov_tab, "partition_gap_coverage", floatfmt=".4f")
+cov_tab.round(4)
+
+# %%
+for mode, d in cov_tab.groupby("mode"):
+    worst = d.groupby("n")["violation_rate"].max()
+    axes[2].plot(worst.index, worst.values, marker="o", ms=3, label=f"{mode}: worst learned group")
+axes[2].axhline(cfg["alpha"], color="grey", ls="--", lw=0.8, label="α")
+axes[2].set(xscale="log", xlabel="n (calibration items)", ylabel="P(R(û_j | Ĝ_j) > ε)",
+            title=f"C-PAC coverage ({cfg['bound']})")
+axes[2].legend(fontsize=8)
+fig.tight_layout()
+plotting.savefig(fig, "partition_gap")
+fig
+
+# %% [markdown]
+# ## Reading the results
+# * δ shrinks at about the `n^{-1/2}` rate of a quantile (fitted β above): boundaries of a
+#   1-D k-means or of quantile bins are estimated like quantiles.
+# * The efficiency loss stays inside `2δ` in this population in the share of samples
+#   printed in `share_within_2delta`. Theorem 3.4's proof treats a misassigned item as the only
+#   source of loss, but a learned group's PAC-optimal threshold also moves when its composition
+#   changes, so the bound is not guaranteed in general — here the loss is small because
+#   misassigned items sit at group edges.
+# * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
+#   error); the joint approach is at most marginally worse in this population.
+
+# %%
+split = cov_tab[cov_tab["mode"] == "split"]
+assert (split["violation_rate"] <= cfg["alpha"] + 3 * split["mcse"]).all(), split
+assert agg.groupby("method")["delta_mean"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()

@@ -181,7 +181,7 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
     for rule in ("first-crossing", "max"):
         ref = calibrate.threshold(loss, u, eps=0.1, alpha=0.05, bound=bound, sampling=scheme, pi=pi, rule=rule,
                                   rng=np.random.default_rng(7))
-        d = sampling.draw(loss, u, scheme, pi, np.random.default_rng(7))
+        d = sampling.draw(loss, u, scheme, pi, np.random.default_rng(7), shuffle=False)
         cand = th.audit_candidates(u, bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.value_range), 0.1, rule)
         np.testing.assert_array_equal(got, ref)

@@ -410,23 +410,28 @@ def _cell(ours, paper) -> str:
     return f"{ours:.2f}" if pd.isna(paper) else f"{ours:.2f} ({paper:.2f})"
 
 
-def paper_layout(side: pd.DataFrame, valid_bound: str | None = None) -> pd.DataFrame:
+LAYOUT_ROWS = (("Error", "Error (%)"), ("Error_Gap", "Error_Gap (%)"), ("STP", "STP (%)"),
+               ("Max_group_violation", "Violation (%)"))
+
+
+def paper_layout(side: pd.DataFrame, valid_bound: str | None = None,
+                 rows: Sequence[tuple[str, str]] = LAYOUT_ROWS) -> pd.DataFrame:
     """The paper's layout: rows (dataset, clustering, metric), columns (score, method).
 
     Cells read ``ours (paper)`` in percent. Besides the paper's PAC and G-PAC/C-PAC columns
     there is one per score for the group method with the valid setting (``valid_bound``, or
     the first valid bound present), and besides Error / Error_Gap / STP a row ``Violation``
-    (largest per-group violation rate, %; the paper has no such row).
+    (largest per-group violation rate, %; the paper has no such row). ``rows`` lists
+    (summary column, label) pairs, e.g. add ``("Efficiency", "Efficiency (%)")``.
     """
-    rows = []
+    out = []
     paper = side[side.setting == "paper"]
     valid = side[side.setting == "valid"]
     if valid_bound is None and not valid.empty:
         valid_bound = str(valid["bound"].iloc[0])
     valid = valid[valid.bound == valid_bound] if valid_bound is not None else valid
     for (dataset, clustering), df in side.groupby(["dataset", "clustering"], sort=False):
-        for metric, label in (("Error", "Error (%)"), ("Error_Gap", "Error_Gap (%)"), ("STP", "STP (%)"),
-                              ("Max_group_violation", "Violation (%)")):
+        for metric, label in rows:
             row = {"Dataset": TITLES.get(dataset, dataset), "Clustering": CLUSTERING_LABELS.get(clustering, clustering),
                    "Metric": label}
             for score in dict.fromkeys(df["score"]):
@@ -439,8 +444,8 @@ def paper_layout(side: pd.DataFrame, valid_bound: str | None = None) -> pd.DataF
                 if not v.empty:
                     r = v.iloc[0]
                     row[f"{SCORE_LABELS.get(score, score)} {r['method']} valid"] = _cell(r[metric], np.nan)
-            rows.append(row)
-    return pd.DataFrame(rows).fillna("")
+            out.append(row)
+    return pd.DataFrame(out).fillna("")
 
 
 # =============================================================================================
@@ -717,9 +722,32 @@ def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, tit
 # Real data (notebook 31)
 # =============================================================================================
 
+#: the default real table (``../shared/realdata``; absent on machines without the shared folder)
+REALDATA_DEFAULT = ("mathl5_zeroeval", "mathl5_zeroeval.csv")
 #: default column mapping of ../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv
 REALDATA_COLUMNS = {"strong_correct": "think_correct", "weak_correct": "nothink_correct",
                     "weak_uncertainty_disagree": "score_disagree", "weak_uncertainty_len": "score_length"}
+
+
+def resolve_data_path(data_path=None):
+    """The real table to read: ``data_path`` (relative paths are taken from the repository
+    root, since notebooks run in a scratch folder) or the default under ``paths.REALDATA``."""
+    from pathlib import Path
+
+    from . import paths
+
+    if data_path is None:
+        return paths.REALDATA.joinpath(*REALDATA_DEFAULT)
+    p = Path(data_path).expanduser()
+    return p if p.is_absolute() else paths.REPO_ROOT / p
+
+
+def group_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per known group: size, accuracies (if present) and loss rate in %, plus an ``ALL`` row."""
+    cols = [c for c in (D.THINK_CORRECT, D.NOTHINK_CORRECT, D.LOSS) if c in table.columns]
+    parts = list(table.groupby(D.GROUP, sort=True)) if D.GROUP in table.columns else []
+    parts.append(("ALL", table))
+    return pd.DataFrame([{"group": g, "n": len(df), **{c: 100 * df[c].mean() for c in cols}} for g, df in parts])
 
 
 def realdata_table(raw: pd.DataFrame, columns: Mapping[str, str], *, chars_per_token: float = 4.0,
@@ -832,11 +860,11 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # 31_realdata_case_study
     "realdata": {
-        "fast": {"data_path": None, "columns": dict(REALDATA_COLUMNS), "scores": ["score_disagree", "score_length"],
+        "fast": {"data_path": None, "columns": dict(REALDATA_COLUMNS), "scores": ["score_disagree"],
                  "eps": 0.10, "alpha": 0.05, "pi": 0.5, "trials": 5, "cal_ratio": 0.5, "bound": "clt",
                  "sampling": "resample", "rule": "max", "valid_bounds": list(VALID_BOUNDS), "k": 3,
                  "chars_per_token": 4.0, "hidden_think_tokens": 2000.0, "seed": 0},
-        "paper": {"data_path": None, "columns": dict(REALDATA_COLUMNS), "scores": ["score_disagree", "score_length"],
+        "paper": {"data_path": None, "columns": dict(REALDATA_COLUMNS), "scores": ["score_disagree"],
                   "eps": 0.10, "alpha": 0.05, "pi": 0.5, "trials": 100, "cal_ratio": 0.5, "bound": "clt",
                   "sampling": "resample", "rule": "max", "valid_bounds": list(VALID_BOUNDS), "k": 3,
                   "chars_per_token": 4.0, "hidden_think_tokens": 2000.0, "seed": 0},

@@ -1,0 +1,315 @@
+"""gpac_utils.tables: the paper's transcribed numbers, the side-by-side builders, the
+per-group violation rates, the real-data mapping, and the paper's qualitative claim on the
+simulated tables; plus the table notebooks on the fast profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpac_utils import data as D
+from gpac_utils import tables as T
+
+# ------------------------------------------------------------------ transcribed paper numbers
+
+
+@pytest.mark.parametrize("name, dataset, clustering, score, method, metric, value", [
+    # table:01_results_known (Qwen)
+    ("01_results_known", "math500", "known", "score_logits", "PAC", "Error", 3.08),
+    ("01_results_known", "math500", "known", "score_logits", "G-PAC", "STP", 43.44),
+    ("01_results_known", "zebralogic", "known", "score_verbalized", "PAC", "STP", 4.97),
+    ("01_results_known", "zebralogic", "known", "score_logits", "PAC", "Error_Gap", 10.30),
+    ("01_results_known", "gpqa", "known", "score_router", "G-PAC", "STP", 30.54),
+    # table:01_llama_results
+    ("01_llama_results", "math500", "known", "score_logits", "PAC", "Error_Gap", 19.27),
+    ("01_llama_results", "math500", "known", "score_verbalized", "G-PAC", "STP", -2.21),
+    ("01_llama_results", "zebralogic", "known", "score_verbalized", "PAC", "STP", -30.68),
+    ("01_llama_results", "gpqa", "known", "score_router", "G-PAC", "Error", 11.90),
+    # table:01_results_unknown (disjoint = split, then joint)
+    ("01_results_unknown", "math500", "split", "score_logits", "PAC", "Error_Gap", 0.17),
+    ("01_results_unknown", "zebralogic", "split", "score_router", "C-PAC", "STP", 35.38),
+    ("01_results_unknown", "gpqa", "joint", "score_verbalized", "C-PAC", "STP", 0.54),
+    ("01_results_unknown", "gpqa", "joint", "score_router", "PAC", "Error_Gap", 1.36),
+    # table:01_results_unknown_llama
+    ("01_results_unknown_llama", "zebralogic", "split", "score_verbalized", "C-PAC", "STP", -31.89),
+    ("01_results_unknown_llama", "gpqa", "joint", "score_logits", "PAC", "Error_Gap", 12.32),
+    ("01_results_unknown_llama", "math500", "joint", "score_router", "C-PAC", "Error", 34.83),
+    # table:arena_results / arena_results_llama (rows score x method in the paper)
+    ("arena_results", "arena_hard", "split", "score_verbalized", "C-PAC", "Error", 5.27),
+    ("arena_results", "arena_hard", "joint", "score_router", "PAC", "Error_Gap", 4.69),
+    ("arena_results_llama", "arena_hard", "split", "score_router", "PAC", "STP", 13.00),
+    ("arena_results_llama", "arena_hard", "joint", "score_router", "C-PAC", "STP", 35.96),
+])
+def test_paper_spot_checks(name, dataset, clustering, score, method, metric, value):
+    assert T.paper_value(name, dataset, score, method, metric, clustering) == pytest.approx(value, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", list(T.PAPER_RAW))
+def test_paper_tables_complete_and_consistent(name):
+    spec = T.TABLE_SPECS[name]
+    long = T.paper_long(name)
+    n_cols = 6 * len(spec.clusterings)
+    assert len(long) == len(spec.benchmarks) * 3 * n_cols
+    assert set(long.dataset) == set(spec.benchmarks)
+    assert not long.duplicated(["dataset", "clustering", "score", "method", "metric"]).any()
+    # The paper's headline: the group method always has Error_Gap = 0.00 (green cells).
+    gaps = long[(long.method == spec.method) & (long.metric == "Error_Gap")]["paper"]
+    assert (gaps == 0).all()
+    # Errors are percentages of a loss below its bound, STP can be negative but is below 100.
+    assert long[long.metric == "Error"]["paper"].between(0, 100).all()
+    assert (long[long.metric == "STP"]["paper"] < 100).all()
+    # Error_Gap >= Error - eps cannot hold in general, but a gap can never be negative.
+    assert (long[long.metric == "Error_Gap"]["paper"] >= 0).all()
+
+
+def test_table_specs_eps_and_ratios():
+    assert T.TABLE_SPECS["01_results_known"].eps == {"math500": 0.05, "zebralogic": 0.08, "gpqa": 0.15}
+    assert T.TABLE_SPECS["01_results_unknown"].eps["zebralogic"] == 0.10
+    assert T.TABLE_SPECS["01_llama_results"].eps == {"math500": 0.42, "zebralogic": 0.20, "gpqa": 0.20}
+    assert T.TABLE_SPECS["01_results_unknown_llama"].eps == {"math500": 0.40, "zebralogic": 0.20, "gpqa": 0.15}
+    assert T.TABLE_SPECS["arena_results"].eps == {"arena_hard": 0.10}
+    assert T.TABLE_SPECS["arena_results_llama"].eps == {"arena_hard": 0.15}
+    assert T.resolve_cal_ratio(["math500", "gpqa"]) == {"math500": 0.6, "gpqa": 0.5}
+    assert T.resolve_eps("01_results_known", 0.1) == {"math500": 0.1, "zebralogic": 0.1, "gpqa": 0.1}
+    assert T.resolve_eps("01_results_known", {"gpqa": 0.2})["gpqa"] == 0.2
+    with pytest.raises(ValueError, match="unknown paper table"):
+        T.paper_long("no_such_table")
+    for name in T.TABLE_NAMES.values():
+        assert name in T.TABLE_SPECS and name in T.PAPER_RAW
+
+
+# ------------------------------------------------------------------ side-by-side builders
+
+
+def _summary_rows():
+    base = {"dataset": "math500", "clustering": "known", "score": "score_logits", "sampling": "resample",
+            "rule": "max", "eps": 0.05, "Efficiency": 80.0, "Violation": 50.0, "Max_group_violation": 40.0,
+            "Max_group_violation_mcse": 4.9, "trials": 100}
+    return pd.DataFrame([
+        {**base, "method": "PAC", "setting": "paper", "bound": "clt", "Error": 3.00, "Error_Gap": 1.50, "STP": 50.0},
+        {**base, "method": "G-PAC", "setting": "paper", "bound": "clt", "Error": 2.00, "Error_Gap": 0.0, "STP": 40.0},
+        {**base, "method": "G-PAC", "setting": "valid", "bound": "hoeffding_bentkus", "sampling": "bernoulli",
+         "rule": "first-crossing", "Error": 0.5, "Error_Gap": 0.0, "STP": 10.0, "Max_group_violation": 2.0},
+    ])
+
+
+def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
+    side = T.side_by_side(_summary_rows(), "01_results_known")
+    assert len(side) == 3  # nothing dropped
+    pac = side[(side.method == "PAC")].iloc[0]
+    assert pac["paper_Error"] == pytest.approx(3.08)
+    assert pac["paper_Error_Gap"] == pytest.approx(1.02)
+    assert pac["paper_STP"] == pytest.approx(56.86)
+    assert pac["diff_Error"] == pytest.approx(3.00 - 3.08)
+    gp = side[(side.method == "G-PAC") & (side.setting == "paper")].iloc[0]
+    assert gp["paper_STP"] == pytest.approx(43.44)
+    valid = side[side.setting == "valid"].iloc[0]
+    assert np.isnan(valid["paper_Error"]) and np.isnan(valid["diff_STP"])
+
+
+def test_side_by_side_without_paper_and_bad_input():
+    side = T.side_by_side(_summary_rows(), None)
+    assert side["paper_Error"].isna().all()
+    with pytest.raises(ValueError, match="lacks column"):
+        T.side_by_side(_summary_rows().drop(columns=["STP"]), "01_results_known")
+
+
+def test_paper_layout_cells_and_report_table():
+    side = T.side_by_side(_summary_rows(), "01_results_known")
+    layout = T.paper_layout(side, "hoeffding_bentkus")
+    err = layout[layout.Metric == "Error (%)"].iloc[0]
+    assert err["Logits PAC"] == "3.00 (3.08)"
+    assert err["Logits G-PAC"] == "2.00 (2.78)"
+    assert err["Logits G-PAC valid"] == "0.50"
+    viol = layout[layout.Metric == "Violation (%)"].iloc[0]
+    assert viol["Logits PAC"] == "40.00" and viol["Logits G-PAC valid"] == "2.00"
+    rep = T.report_table(side)
+    assert rep["Dataset"].unique().tolist() == ["MATH-500"]
+    assert {"Error (%)", "Error paper (%)", "Max group violation (%)"} <= set(rep.columns)
+
+
+def test_pick_valid_bound_takes_the_most_efficient():
+    s = _summary_rows()
+    extra = s.iloc[[2]].assign(bound="wsr", Efficiency=90.0)
+    best, comp = T.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
+    assert best == "wsr"
+    assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}
+    assert T.pick_valid_bound(s[s.setting == "paper"])[0] is None
+
+
+# ------------------------------------------------------------------ violation rates
+
+
+def test_group_violations_counts_trials_and_mcse():
+    rows = []
+    for trial in range(10):
+        for g, risk in (("a", 0.2 if trial < 3 else 0.01), ("b", 0.01)):
+            rows.append({"dataset": "d", "clustering": "known", "setting": "paper", "method": "G-PAC",
+                         "score": "s", "bound": "clt", "sampling": "resample", "rule": "max", "trial": trial,
+                         "group": g, "error": risk, "pop_risk": risk, "n_test": 10, "eps": 0.05})
+        rows.append({**rows[-1], "group": "__all__"})
+    gv = T.group_violations(pd.DataFrame(rows)).set_index("group")
+    assert gv.loc["a", "violation"] == pytest.approx(0.3)
+    assert gv.loc["b", "violation"] == 0.0
+    assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))
+    assert "__all__" not in gv.index
+
+
+# ------------------------------------------------------------------ the paper's claim on the simulated data
+
+
+@pytest.fixture(scope="module")
+def known_qwen():
+    from gpac_utils import simulate as sim
+
+    name = "01_results_known"
+    data = {b: sim.load(b, "qwen") for b in T.TABLE_SPECS[name].benchmarks}
+    results = T.run_table(name, data, trials=100, valid_bounds=(), seed=0)
+    return results, T.summarize_table(results)
+
+
+def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwen):
+    """PAC overshoots eps in the category the paper names (Precalculus / X-Large / Biology) for
+    every score, by more than 3 Monte Carlo standard errors over T = 100 seeded splits; G-PAC has
+    Error_Gap = 0, every category's mean test error at least one standard error below eps."""
+    from gpac_utils import simulate as sim
+
+    results, summary = known_qwen
+    per = results[results.group != "__all__"]
+    stats = per.groupby(["dataset", "score", "method", "group"])["error"].agg(["mean", "std", "count"])
+    stats["se"] = stats["std"] / np.sqrt(stats["count"])
+    for b, eps in T.TABLE_SPECS["01_results_known"].eps.items():
+        het = sim.SPECS[b].heterogeneous
+        for s in T.SCORES:
+            pac = stats.loc[(b, s, "PAC", het)]
+            assert pac["mean"] - eps > 3 * pac["se"], (b, s, pac.to_dict())
+            g = stats.loc[(b, s, "G-PAC")]
+            assert (g["mean"] + g["se"] <= eps).all(), (b, s, g.to_dict())
+            row = summary[(summary.dataset == b) & (summary.score == s)].set_index("method")
+            assert row.loc["PAC", "Error_Gap"] > 0
+            assert row.loc["G-PAC", "Error_Gap"] == 0
+            assert row.loc["PAC", "worst_group"] == het
+
+
+# ------------------------------------------------------------------ figures' helpers
+
+
+def test_population_thresholds_and_risk_curves_on_a_tiny_table():
+    df = pd.DataFrame({"item_id": range(8), "group": ["a"] * 4 + ["b"] * 4,
+                       "loss": [0, 0, 0, 1, 0, 1, 1, 1], "score_x": [.1, .2, .3, .4, .1, .2, .3, .4]})
+    thr = T.population_thresholds(df, "score_x", eps=0.25).set_index("group")
+    # overall: risk(u) = (0, 1, 2, 4) / 8 at u = .1 .. .4 -> largest u with risk <= .25 is .3
+    assert thr.loc["a", "pac_threshold"] == pytest.approx(0.3)
+    assert thr.loc["b", "pac_risk"] == pytest.approx(0.5)  # group b: losses at .2 and .3 routed
+    assert thr.loc["a", "gpac_threshold"] == pytest.approx(0.4)
+    assert thr.loc["b", "gpac_threshold"] == pytest.approx(0.2)  # risk 1/4 at .2, 2/4 at .3
+    assert thr.loc["b", "oracle_routed"] == pytest.approx(0.25)
+    curves = T.group_risk_curves(df, "score_x", grid=np.array([0.0, 0.25, 1.0]))
+    b = curves[curves.group == "b"].set_index("u")["risk"]
+    assert b.tolist() == pytest.approx([0.0, 0.25, 0.75])
+
+
+# ------------------------------------------------------------------ real-data mapping
+
+
+def _raw():
+    return pd.DataFrame({"item_id": [0, 1, 2], "group": ["A", "A", "B"], "strong_correct": [1, 1, 0],
+                         "weak_correct": [1, 0, 0], "loss": [0, 1, 0], "strong_chars": [400, 800, 1200],
+                         "weak_chars": [200, 400, 40], "weak_uncertainty_disagree": [0.0, 0.5, 1.0],
+                         "weak_uncertainty_len": [0.1, 0.5, 0.9]})
+
+
+def test_realdata_table_maps_columns_and_applies_the_cost_model():
+    tab = T.realdata_table(_raw(), T.REALDATA_COLUMNS, chars_per_token=4.0, hidden_think_tokens=1000)
+    assert {"think_correct", "nothink_correct", "score_disagree", "score_length", "think_tokens"} <= set(tab.columns)
+    assert tab["think_tokens"].tolist() == [1100.0, 1200.0, 1300.0]
+    assert tab["nothink_tokens"].tolist() == [50.0, 100.0, 10.0]
+    no_cost = T.realdata_table(_raw(), T.REALDATA_COLUMNS, hidden_think_tokens=None)
+    assert D.THINK_TOKENS not in no_cost.columns
+    summ = T.group_summary(tab).set_index("group")
+    assert summ.loc["ALL", "n"] == 3 and summ.loc["A", "loss"] == pytest.approx(50.0)
+
+
+def test_realdata_table_rejects_inconsistent_or_incomplete_input():
+    bad = _raw()
+    bad.loc[2, "loss"] = 1
+    with pytest.raises(D.SchemaError, match="disagrees"):
+        T.realdata_table(bad, T.REALDATA_COLUMNS)
+    with pytest.raises(D.SchemaError, match="weak_chars"):
+        T.realdata_table(_raw().drop(columns=["weak_chars"]), T.REALDATA_COLUMNS, hidden_think_tokens=10)
+    with pytest.raises(D.SchemaError, match="lacks"):
+        T.realdata_table(_raw(), {"no_such_column": "score_x"})
+
+
+def test_resolve_data_path(tmp_path):
+    from gpac_utils import paths
+
+    assert T.resolve_data_path(None) == paths.REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv"
+    assert T.resolve_data_path(tmp_path / "x.csv") == tmp_path / "x.csv"
+    assert T.resolve_data_path("data/x.csv") == paths.REPO_ROOT / "data" / "x.csv"
+
+
+# ------------------------------------------------------------------ the notebooks (fast profile)
+
+NOTEBOOK_OUTPUTS = {
+    "21_table_known_groups": ["tables/01_results_known.csv", "tables/01_llama_results.csv",
+                              "tables/01_results_known_paper_layout.md", "errorbar_category.png",
+                              "errorbar_category_llama.pdf"],
+    "22_table_cpac": ["tables/01_results_unknown.csv", "tables/01_results_unknown_llama.md",
+                      "tables/01_results_unknown_paper_layout.csv"],
+    "23_table_arena": ["tables/arena_results.csv", "tables/arena_results_llama.md"],
+    "24_calibration_ratio": ["results_calibration_ratio_math500.png", "results_calibration_ratio_other.pdf",
+                             "tables/calibration_ratio.csv"],
+    "25_ece_scores": ["expected_error_uncertainty.png", "tables/ece_scores.csv"],
+    "26_concept_figure": ["clustered-pac.png", "tables/clustered-pac_thresholds.csv"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook", list(NOTEBOOK_OUTPUTS))
+def test_table_notebooks_fast_profile(notebook, tmp_path):
+    from gpac_utils import paths, run
+
+    out = run.run_notebook(paths.NOTEBOOKS / f"{notebook}.py", profile="fast", out_dir=tmp_path, progress_bar=False)
+    assert out.exists()
+    for rel in NOTEBOOK_OUTPUTS[notebook]:
+        f = paths.FIGURES / rel
+        assert f.exists() and f.stat().st_size > 0, f
+    if notebook == "21_table_known_groups":
+        t = pd.read_csv(paths.TABLES / "01_results_known.csv")
+        paper_rows = t[t["Setting"] == "paper"]
+        assert paper_rows["Error paper (%)"].notna().all()
+        assert (t["Setting"] == "valid").any()
+        assert t.loc[(t.Dataset == "MATH-500") & (t.Score == "Logits") & (t.Method == "PAC") & (t.Setting == "paper"),
+                     "Error paper (%)"].iloc[0] == pytest.approx(3.08)
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_realdata_notebook_fast_profile(tmp_path):
+    from gpac_utils import paths, run
+
+    out = run.run_notebook(paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path,
+                           progress_bar=False)
+    assert out.exists()
+    written = paths.TABLES / "realdata_case_study.csv"
+    if T.resolve_data_path(None).exists():
+        t = pd.read_csv(written)
+        assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}
+        assert set(t["Setting"]) == {"paper", "valid"}
+    else:  # no shared data: the notebook explains and writes nothing
+        assert not written.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_realdata_notebook_without_data_explains_and_writes_nothing(tmp_path):
+    from gpac_utils import paths, run
+
+    missing = tmp_path / "absent.csv"
+    out = run.run_notebook(paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path,
+                           parameters={"data_path": str(missing)}, progress_bar=False)
+    text = out.read_text()
+    assert "NOT FOUND" in text and "data_path" in text

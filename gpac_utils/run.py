@@ -56,7 +56,7 @@ import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,14 +246,6 @@ def _environ(values: Mapping[str, str]):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def _error_summary(nb) -> str:
-    for i, cell in enumerate(nb.cells if nb is not None else []):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                return f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
-    return "unknown error"
 
 
 def run_notebook(
@@ -560,7 +552,7 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool, \
             tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar:
         futures = {pool.submit(_worker, t): t[5] for t in tasks}
-        for fut in _as_completed(futures):
+        for fut in as_completed(futures):
             res = fut.result()
             results[futures[fut]] = res
             bar.update(1)
@@ -571,12 +563,6 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
         res.parameters = combo
     write_grid_summary(ordered, grid, grid.output_dir / "summary.csv")
     return ordered
-
-
-def _as_completed(futures):
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
 
 
 def write_grid_summary(results: Sequence[Result], grid: Grid, csv_path: Path) -> Path:

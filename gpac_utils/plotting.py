@@ -26,7 +26,7 @@ def apply_style() -> None:
     import matplotlib as mpl
     import seaborn as sns
 
-    mpl.use("Agg", force=False)
+    # No backend switch here: inline figures in notebooks; tests and CI set MPLBACKEND=Agg.
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
     mpl.rcParams.update({
         "figure.dpi": DPI,

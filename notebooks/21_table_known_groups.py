@@ -36,10 +36,11 @@
 # (long form: ours beside the paper's), `figures/tables/<name>_paper_layout.{csv,md}` (the
 # paper's layout, cells "ours (paper)"), `figures/errorbar_category{,_llama}.{png,pdf}`.
 #
-# **Runtime** (2 cores): fast profile (5 trials) ~10 s; paper profile (100 trials) ~40 s.
+# **Runtime** (2 cores, measured): fast profile (5 trials) ~7 s; paper profile (100 trials) ~30 s.
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from gpac_utils import plotting, profiles
 from gpac_utils import simulate as sim
@@ -102,7 +103,7 @@ valid_choice = {}
 for name, s in summaries.items():
     valid_choice[name], comparison = T.pick_valid_bound(s)
     print(f"{name}: tighter valid bound = {valid_choice[name]}")
-    display(comparison.round(2))  # noqa: F821 (IPython)
+    display(comparison.round(2))
 
 # %% [markdown]
 # ## The tables: ours beside the paper's
@@ -119,7 +120,7 @@ for name, s in summaries.items():
     layout = T.paper_layout(sides[name], valid_choice[name])
     plotting.save_table(layout, f"{name}_paper_layout")
     print(f"== {T.TABLE_SPECS[name].label} ({T.TABLE_SPECS[name].pair}), trials = {cfg['trials']}")
-    display(layout)  # noqa: F821
+    display(layout)
 
 # %% [markdown]
 # ## Where marginal PAC fails: per-group violation rates
@@ -133,7 +134,7 @@ for name, r in results.items():
     gv = gv[(gv.setting == "paper")]
     view = gv.pivot_table(index=["dataset", "group"], columns=["score", "method"], values="violation")
     print(f"== {name}: violation rate (%)")
-    display((100 * view).round(0))  # noqa: F821
+    display((100 * view).round(0))
 
 # %% [markdown]
 # ## fig:errorbar_category

@@ -32,10 +32,11 @@
 # **Writes** `figures/tables/01_results_unknown{,_llama}.{csv,md}` (long form, ours beside the
 # paper's) and `figures/tables/01_results_unknown{,_llama}_paper_layout.{csv,md}`.
 #
-# **Runtime** (2 cores): fast profile ~10 s; paper profile ~40 s.
+# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~20–30 s.
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from gpac_utils import plotting, profiles
 from gpac_utils import simulate as sim
@@ -99,7 +100,7 @@ valid_choice = {}
 for name, s in summaries.items():
     valid_choice[name], comparison = T.pick_valid_bound(s)
     print(f"{name}: tighter valid bound = {valid_choice[name]}")
-    display(comparison.round(2))  # noqa: F821 (IPython)
+    display(comparison.round(2))
 
 # %% [markdown]
 # ## The tables: ours (paper), percent
@@ -113,7 +114,7 @@ for name, s in summaries.items():
     layout = T.paper_layout(side, valid_choice[name])
     plotting.save_table(layout, f"{name}_paper_layout")
     print(f"== {T.TABLE_SPECS[name].label} ({T.TABLE_SPECS[name].pair}), trials = {cfg['trials']}")
-    display(layout)  # noqa: F821
+    display(layout)
 
 # %% [markdown]
 # ## Reading the result

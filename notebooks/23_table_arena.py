@@ -33,10 +33,11 @@
 # **Writes** `figures/tables/arena_results{,_llama}.{csv,md}` and
 # `figures/tables/arena_results{,_llama}_paper_layout.{csv,md}`.
 #
-# **Runtime** (2 cores): fast profile ~8 s; paper profile ~15 s.
+# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~10–15 s.
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from gpac_utils import plotting, profiles
 from gpac_utils import simulate as sim
@@ -102,7 +103,7 @@ valid_choice = {}
 for name, s in summaries.items():
     valid_choice[name], comparison = T.pick_valid_bound(s)
     print(f"{name}: tighter valid bound = {valid_choice[name]}")
-    display(comparison.round(2))  # noqa: F821 (IPython)
+    display(comparison.round(2))
 
 # %% [markdown]
 # ## The tables: ours (paper), percent
@@ -118,7 +119,7 @@ for name, s in summaries.items():
     plotting.save_table(layout, f"{name}_paper_layout")
     print(f"== {T.TABLE_SPECS[name].label}, eps = {T.resolve_eps(name, cfg['eps'])['arena_hard']}, "
           f"trials = {cfg['trials']}")
-    display(layout)  # noqa: F821
+    display(layout)
 
 # %% [markdown]
 # ## Mean test loss per learned cluster (paper setting)
@@ -129,7 +130,7 @@ for name, r in results.items():
     cat = T.category_errors(r, setting="paper")
     view = cat.pivot_table(index=["clustering", "group"], columns=["score", "method"], values="mean")
     print(f"== {name}: mean test loss (%)")
-    display((100 * view).round(2))  # noqa: F821
+    display((100 * view).round(2))
 
 # %% [markdown]
 # ## Reading the result

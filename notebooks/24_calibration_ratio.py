@@ -26,7 +26,7 @@
 # `data/simulated/README.md`). **Writes** `figures/results_calibration_ratio_math500.{png,pdf}`,
 # `figures/results_calibration_ratio_other.{png,pdf}`, `figures/tables/calibration_ratio.{csv,md}`.
 #
-# **Runtime** (2 cores): fast profile ~6 s; paper profile ~25 s.
+# **Runtime** (2 cores, measured): fast profile ~7 s; paper profile ~20–25 s.
 
 # %%
 import pandas as pd

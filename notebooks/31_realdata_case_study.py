@@ -44,10 +44,11 @@
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
 # `figures/realdata_errorbar_category.{png,pdf}`.
 #
-# **Runtime** (2 cores): fast profile ~8 s; paper profile ~15 s.
+# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s.
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from gpac_utils import plotting, profiles
 from gpac_utils import tables as T
@@ -103,7 +104,7 @@ if available:
     raw = pd.read_csv(path) if path.suffix.lower() in (".csv", ".tsv") else pd.read_parquet(path)
     table = T.realdata_table(raw, cfg["columns"], chars_per_token=cfg["chars_per_token"],
                              hidden_think_tokens=cfg["hidden_think_tokens"])
-    display(T.group_summary(table).round(2))  # noqa: F821 (IPython)
+    display(T.group_summary(table).round(2))
 
 # %% [markdown]
 # ## Run PAC, G-PAC and C-PAC (paper and valid settings)
@@ -117,7 +118,7 @@ if available:
     summary = T.summarize_table(results)
     best, comparison = T.pick_valid_bound(summary)
     print(f"tighter valid bound here: {best}")
-    display(comparison.round(2))  # noqa: F821
+    display(comparison.round(2))
 
 # %% [markdown]
 # ## Results (%), known subjects and learned clusters
@@ -131,7 +132,7 @@ if available:
     plotting.save_table(T.report_table(side), "realdata_case_study")
     layout = T.paper_layout(side, best, rows=T.LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),))
     plotting.save_table(layout, "realdata_case_study_layout")
-    display(layout)  # noqa: F821
+    display(layout)
 
 # %% [markdown]
 # ## Per-subject violation rates and mean test errors (known groups)
@@ -142,7 +143,7 @@ if available:
     gv = gv[["setting", "method", "score", "bound", "group", "violation", "violation_mcse", "mean_error",
              "mean_pop_risk", "n_test"]]
     plotting.save_table(gv, "realdata_group_violations", floatfmt=".3f")
-    display(gv.pivot_table(index="group", columns=["setting", "method", "bound"], values="violation").round(2))  # noqa: F821
+    display(gv.pivot_table(index="group", columns=["setting", "method", "bound"], values="violation").round(2))
 
 # %% [markdown]
 # ## Per-subject test error, PAC vs G-PAC (paper setting)

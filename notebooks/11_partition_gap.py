@@ -166,7 +166,10 @@ fig
 #   changes, so the bound is not guaranteed in general — here the loss is small because
 #   misassigned items sit at group edges.
 # * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
-#   error); the joint approach is at most marginally worse in this population.
+#   error). The joint approach is not worse here: with a valid, conservative bound and
+#   misassigned items only at group edges, its `c δ` term is not visible at these sizes. The
+#   theorem's joint constant `c = 2Bk` (with `p_min ≥ 1/(2k)`) would allow `ε + 6δ` — a
+#   bound, not a prediction.
 
 # %%
 split = cov_tab[cov_tab["mode"] == "split"]

@@ -86,9 +86,9 @@ available = path.exists()
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
     print("No real table here. Point the notebook at one, e.g.\n"
-          "  python -m gpac_utils.run 31 --profile paper -p data_path /path/to/table.csv "
-          "-p columns \"{'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
-          "'my_score': 'score_mine'}\" -p scores \"['score_mine']\"\n"
+          "  python -m gpac_utils.run 31 --profile paper -p data_path=/path/to/table.csv "
+          "-p \"columns={'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
+          "'my_score': 'score_mine'}\" -p \"scores=['score_mine']\"\n"
           "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
           "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
           "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder.")

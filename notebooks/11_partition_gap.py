@@ -160,11 +160,12 @@ fig
 # ## Reading the results
 # * δ shrinks at about the `n^{-1/2}` rate of a quantile (fitted β above): boundaries of a
 #   1-D k-means or of quantile bins are estimated like quantiles.
-# * The efficiency loss stays inside `2δ` in this population in the share of samples
-#   printed in `share_within_2delta`. Theorem 3.4's proof treats a misassigned item as the only
-#   source of loss, but a learned group's PAC-optimal threshold also moves when its composition
-#   changes, so the bound is not guaranteed in general — here the loss is small because
-#   misassigned items sit at group edges.
+# * The efficiency loss stays inside `2δ` in every sample here (`share_within_2delta`), and is
+#   often negative because the reference partition is not the efficiency-optimal one. The
+#   theorem's proof counts only misassigned items, but a learned group's PAC-optimal threshold
+#   also moves when the group's composition (hence the normaliser of `R(u | Ĝ_j)`) changes.
+#   With increasing loss curves and uniform scores inside groups, as here, that shift moves at
+#   most about δ of mass as well, so `2δ` survives; the proof does not cover the general case.
 # * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
 #   error). The joint approach is not worse here: with a valid, conservative bound and
 #   misassigned items only at group edges, its `c δ` term is not visible at these sizes. The

@@ -29,9 +29,11 @@
 # `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_efficiency.{csv,md}`,
 # `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_efficiency.{png,pdf}`.
 #
-# **Runtime**: fast profile (100 calibrations per cell, n_group ∈ {25, 100, 300}) ≈ 10 s;
-# paper profile (1 000 calibrations per cell, n_group ∈ {25, 50, 100, 300, 1000}) a few minutes
-# on 2 cores — `wsr` dominates (O(m · 64) per calibration; m = n/π terms under resampling).
+# **Runtime** (measured): fast profile (100 calibrations per cell, n_group ∈ {25, 100, 300})
+# ≈ 12–20 s; paper profile (1 000 calibrations per cell, n_group ∈ {25, 50, 100, 300, 1000},
+# 1 440 cells) 307 s for the audit (314 s for the notebook) with `jobs = 2` on a 2-core machine
+# shared with other jobs (load ≈ 4). `wsr` dominates: O(m · 64) per calibration with m = n/π
+# terms under resampling — the (resample, π = 0.1, n = 1000) cell alone is ≈ 2–3 CPU-minutes.
 
 # %%
 import time

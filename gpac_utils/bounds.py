@@ -222,6 +222,7 @@ def _wsr_upper(x, alpha, tol=1e-7, max_iter=100):
     mu = x.mean(axis=1)  # start at the sample mean, which is (almost always) below the root
     out = np.ones(B)
     done = np.zeros(B, dtype=bool)
+    stepped = np.zeros(B, dtype=bool)
     for _ in range(max_iter):
         act = np.flatnonzero(~done)
         if act.size == 0:
@@ -239,9 +240,15 @@ def _wsr_upper(x, alpha, tol=1e-7, max_iter=100):
             np.negative(S, out=S)
             S /= dS
             step = np.nanmin(S, axis=1)
-        # A start already rejected (rare): restart that row from a tenth of the way down.
-        mu[act[too_high]] = ma[too_high] * 0.1
+        # A rejected iterate after a Newton step is a root up to rounding: a valid (conservative)
+        # upper end, accept it. A rejected *start* (rare) restarts from a tenth of the way down.
+        accept_now = too_high & stepped[act]
+        out[act[accept_now]] = ma[accept_now]
+        done[act[accept_now]] = True
+        restart = too_high & ~stepped[act]
+        mu[act[restart]] = ma[restart] * 0.1
         ok = ~too_high
+        stepped[act[ok]] = True
         new = np.minimum(ma[ok] + np.maximum(step[ok], 0.0), 1.0)
         mu[act[ok]] = new
         conv = (step[ok] <= tol * np.maximum(new, 1e-9)) | (new >= 1.0)

@@ -169,3 +169,22 @@ def test_out_of_range_terms_and_unsorted_candidates():
 def test_registry_kinds():
     assert set(bounds.PAPER_BOUNDS) == {"clt", "hoeffding"}
     assert set(bounds.VALID_BOUNDS) == {"hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"}
+
+
+@pytest.mark.parametrize("m", [100, 200, 400])
+def test_wsr_all_zero_terms_match_reference(m):
+    """Regression: an iterate landing on the root within rounding must be accepted, not restarted."""
+    z, u = np.zeros(m), np.linspace(0, 1, m)
+    got = bounds.ucb("wsr", z, u, [0.5], 0.05, 1.0)[0]
+    want = ref_wsr(z, 0.05, 1.0)
+    assert want < 0.05
+    assert got == pytest.approx(want, rel=1e-6) and got >= want * (1 - 1e-9)
+
+
+def test_wsr_never_returns_the_trivial_bound_when_data_are_informative():
+    rng = np.random.default_rng(5)
+    z = 2.0 * (rng.random((300, 100)) < 0.02)
+    u = rng.random((300, 100))
+    cand = np.sort(u, axis=1)[:, ::10]
+    got = bounds.ucb("wsr", z, u, cand, 0.05, 2.0)
+    assert np.all(got < 2.0)

@@ -264,19 +264,24 @@ def _wsr_upper(x, alpha, tol=1e-7, max_iter=100):
     return out
 
 
-def _wsr(z, scores, cand, alpha, R, max_elements=2_000_000):
-    """WSR bound at every candidate; sequence order is the given (random) order of the terms."""
+def _wsr(z, scores, cand, alpha, R, max_elements=1_000_000):
+    """WSR bound at every (calibration, candidate) pair; sequence order = the given (random) order.
+
+    All pairs are flattened and solved in chunks of ``max_elements // m`` pairs, each chunk one
+    vectorised Newton climb, so many small calibrations cost as little as one large one.
+    """
     B, m = z.shape
     K = cand.shape[1]
     x = z / R
-    out = np.empty((B, K))
+    rows = np.repeat(np.arange(B), K)
+    cvals = cand.reshape(-1)
+    out = np.empty(B * K)
     chunk = max(1, max_elements // m)
-    for b in range(B):
-        for k0 in range(0, K, chunk):
-            c = cand[b, k0:k0 + chunk]
-            xk = np.where(scores[b][None, :] <= c[:, None], x[b][None, :], 0.0)
-            out[b, k0:k0 + chunk] = _wsr_upper(xk, alpha)
-    return R * out
+    for p0 in range(0, B * K, chunk):
+        r, c = rows[p0:p0 + chunk], cvals[p0:p0 + chunk]
+        xk = np.where(scores[r] <= c[:, None], x[r], 0.0)
+        out[p0:p0 + chunk] = _wsr_upper(xk, alpha)
+    return R * out.reshape(B, K)
 
 
 # --- public entry point ----------------------------------------------------------------------

@@ -392,7 +392,7 @@ def audit_candidates(scores, bound: str) -> np.ndarray:
 
 def _audit_unit(pop: Population, names: Sequence[str], ni: int, n: int, si: int, scheme: str, pi: float,
                 bounds: Sequence[str], rules: Sequence[str], eps_list: Sequence[float], alpha: float,
-                calibrations: int, seed: int, wsr_fix: bool) -> list[dict]:
+                calibrations: int, seed: int) -> list[dict]:
     """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`."""
     import time
 
@@ -411,10 +411,7 @@ def _audit_unit(pop: Population, names: Sequence[str], ni: int, n: int, si: int,
     for bound in bounds:
         t0 = time.perf_counter()
         cand = audit_candidates(scores, bound)
-        if bound == "wsr" and wsr_fix:
-            ucb = wsr_ucb(d.z, d.scores, cand, alpha, d.value_range)
-        else:
-            ucb = _bounds.ucb(bound, d.z, d.scores, cand, alpha, d.value_range)
+        ucb = _bounds.ucb(bound, d.z, d.scores, cand, alpha, d.value_range)
         secs = time.perf_counter() - t0
         for rule in rules:
             for eps in eps_list:
@@ -442,7 +439,7 @@ def _audit_unit_star(args):
 
 def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[float], n_groups: Sequence[int],
                    eps_list: Sequence[float], rules: Sequence[str], alpha: float, calibrations: int,
-                   seed: int = 0, groups: Sequence[str] | None = None, jobs: int = 1, wsr_fix: bool = True):
+                   seed: int = 0, groups: Sequence[str] | None = None, jobs: int = 1):
     """Per-group violation rate and efficiency of every (bound, scheme, pi, rule, n, eps) cell.
 
     For each ``n`` one set of ``calibrations`` calibration samples per group is drawn and shared
@@ -453,8 +450,7 @@ def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[floa
     ``P(U <= u_hat | G_j) / P(U <= u*_j | G_j)`` (``u_hat = -inf`` counts as 0).
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with
-    ``candidates="auto"`` and the same random draws — except ``wsr``, which uses the corrected
-    :func:`wsr_ucb` unless ``wsr_fix=False``. ``jobs > 1`` spreads the (n, scheme, pi) cells over
+    ``candidates="auto"`` and the same random draws. ``jobs > 1`` spreads the (n, scheme, pi) cells over
     processes; results do not depend on ``jobs`` (every cell has its own seeds).
 
     Returns a tidy DataFrame, one row per cell and group; ``ucb_seconds`` is the time spent on
@@ -465,7 +461,7 @@ def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[floa
 
     names = names_or(pop, groups)
     units = [(pop, names, ni, int(n), si, scheme, float(pi), list(bounds), list(rules), list(eps_list),
-              float(alpha), int(calibrations), int(seed), bool(wsr_fix))
+              float(alpha), int(calibrations), int(seed))
              for ni, n in enumerate(n_groups) for si, (scheme, pi) in enumerate(audit_schemes(pis))]
     # the most expensive cells first (cost ~ n / pi for resample), for load balance
     order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))
@@ -480,92 +476,6 @@ def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[floa
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
     return out
-
-
-# ============================================================================ WSR workaround
-def _wsr_upper_fixed(x, alpha, tol=1e-7, max_iter=100):
-    """Upper end of the WSR confidence set for each row of ``x`` (values in [0, 1]).
-
-    Same bets, capital process and monotone Newton climb as ``gpac_utils.bounds._wsr_upper``,
-    with one change: a point reached *by a Newton step* at which the running-max log capital
-    already reaches ``log(1/alpha)`` is accepted (it is rejected, hence a valid upper end, and
-    Newton from below never passes the root, so it lies within rounding of it). The library
-    version restarts such rows from a tenth of the way down, which loops until ``max_iter`` and
-    then returns 1 (reported to the lead; see ``tests/test_theory.py::test_wsr_workaround``).
-    """
-    from .bounds import wsr_bets, wsr_log_capital
-
-    c = math.log(1 / alpha)
-    nu = wsr_bets(x, alpha)
-    N = x.shape[0]
-    mu = x.mean(axis=1)
-    stepped = np.zeros(N, dtype=bool)
-    out = np.ones(N)
-    done = np.zeros(N, dtype=bool)
-    for _ in range(max_iter):
-        act = np.flatnonzero(~done)
-        if act.size == 0:
-            break
-        xa, na, ma = x[act], nu[act], mu[act]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = xa - ma[:, None]
-            a *= -na
-            a += 1.0
-            S = np.log(a)
-            np.cumsum(S, axis=1, out=S)
-            np.divide(na, a, out=a)
-            np.cumsum(a, axis=1, out=a)          # a is now dS
-            too_high = S.max(axis=1) >= c
-            np.subtract(c, S, out=S)
-            S /= a
-            step = np.nanmin(S, axis=1)
-        # rejected after a Newton step: within rounding of the root -> accept
-        acc = too_high & stepped[act]
-        out[act[acc]] = ma[acc]
-        done[act[acc]] = True
-        # rejected at the start (the sample mean): restart lower; at 0 the set is empty -> 0
-        restart = too_high & ~stepped[act]
-        zero = restart & (ma <= 0)
-        out[act[zero]] = 0.0
-        done[act[zero]] = True
-        mu[act[restart & ~zero]] = ma[restart & ~zero] * 0.1
-        ok = ~too_high
-        rows = act[ok]
-        new = np.minimum(ma[ok] + np.maximum(step[ok], 0.0), 1.0)
-        mu[rows] = new
-        stepped[rows] = True
-        conv = (step[ok] <= tol * np.maximum(new, 1e-9)) | (new >= 1.0)
-        if conv.any():
-            r = rows[conv]
-            hi = np.minimum(mu[r] * (1 + 2 * tol) + 1e-15, 1.0)
-            accept = (wsr_log_capital(x[r], nu[r], hi) >= c) | (hi >= 1.0)
-            out[r[accept]] = hi[accept]
-            done[r[accept]] = True
-            mu[r[~accept]] = hi[~accept]
-    return out
-
-
-def wsr_ucb(z, scores, candidates, alpha: float, value_range: float, max_elements: int = 300_000):
-    """WSR upper confidence bounds at every candidate, batched over calibrations (workaround).
-
-    Same inputs and output as ``bounds.ucb("wsr", ...)`` (batch dims lead); all candidates of a
-    chunk of calibrations go through one vectorised Newton climb (:func:`_wsr_upper_fixed`).
-    """
-    z = np.asarray(z, dtype=float)
-    scores = np.asarray(scores, dtype=float)
-    batch, m = z.shape[:-1], z.shape[-1]
-    z2, s2 = z.reshape(-1, m), scores.reshape(-1, m)
-    cand = np.broadcast_to(np.asarray(candidates, dtype=float), batch + np.shape(candidates)[-1:])
-    K = cand.shape[-1]
-    cand = cand.reshape(-1, K)
-    x = z2 / value_range
-    out = np.empty((z2.shape[0], K))
-    chunk = max(1, max_elements // (m * K))
-    for b0 in range(0, z2.shape[0], chunk):
-        sl = slice(b0, b0 + chunk)
-        xk = np.where(s2[sl, None, :] <= cand[sl, :, None], x[sl, None, :], 0.0)
-        out[sl] = _wsr_upper_fixed(xk.reshape(-1, m), alpha).reshape(-1, K)
-    return (value_range * out).reshape(batch + (K,))
 
 
 # ============================================================================ audit summaries

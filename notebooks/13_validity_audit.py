@@ -82,9 +82,7 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 # Cells: every bound × (scheme, π) × rule × n_group × ε × group. `full` is π = 1, and
 # `bernoulli` at π = 1 would query every item exactly like `full`, so both appear once as
 # (full, 1). Calibration samples are shared by all schemes and bounds of an `n` (common random
-# numbers), UCB curves by both rules and both ε. `wsr` uses the corrected Newton search of
-# `theory.wsr_ucb` (the library's `bounds._wsr_upper` can return 1 for rows whose Newton
-# iterate lands on the root; see the final report of this notebook's author).
+# numbers), UCB curves by both rules and both ε.
 
 # %%
 t0 = time.perf_counter()

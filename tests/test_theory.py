@@ -187,26 +187,6 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
         np.testing.assert_array_equal(got, ref)
 
 
-def test_wsr_workaround():
-    # the library's Newton search returns 1 when an iterate lands on the root (all-zero row, m = 200)
-    x = np.zeros((1, 200))
-    fixed = th._wsr_upper_fixed(x, 0.05)[0]
-    c = math.log(1 / 0.05)
-    nu = bounds.wsr_bets(x, 0.05)
-    assert bounds.wsr_log_capital(x, nu, fixed) >= c           # rejected: a valid upper end
-    assert bounds.wsr_log_capital(x, nu, fixed * (1 - 1e-5)) < c  # and tight
-    assert fixed < 0.02
-    # elsewhere it agrees with the library to the certification tolerance
-    loss, u = th.AUDIT_POPULATION.group("flat").sample((6, 60), np.random.default_rng(8))
-    d = sampling.draw(loss, u, "full", 1.0, np.random.default_rng(9))
-    cand = th.audit_candidates(u, "wsr")
-    lib = bounds.ucb("wsr", d.z, d.scores, cand, 0.05, d.value_range)
-    ours = th.wsr_ucb(d.z, d.scores, cand, 0.05, d.value_range)
-    ok = lib < 1.0
-    np.testing.assert_allclose(ours[ok], lib[ok], rtol=1e-6)
-    assert np.all(ours <= lib + 1e-12)
-
-
 def test_validity_audit_small_run():
     df = th.validity_audit(th.AUDIT_POPULATION, bounds=["clt", "clopper_pearson"], pis=[1.0, 0.5],
                            n_groups=[40], eps_list=[0.1], rules=["first-crossing", "max"], alpha=0.05,

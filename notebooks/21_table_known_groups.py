@@ -60,7 +60,7 @@ pi = None
 trials = None  # T random splits
 cal_ratio = None  # None: the paper's ratio per benchmark; a float overrides all
 bound = None  # paper setting: "clt"
-sampling = None  # paper setting: "resample", m = n / pi draws with replacement
+sampling = None  # paper setting: "resample", n / pi label draws with replacement
 rule = None  # paper setting: "max", the literal max over u with UCB below eps
 valid_bounds = None  # valid setting: bounds compared, the tighter one is shown
 valid_sampling = None

@@ -114,17 +114,35 @@ def _kl_bernoulli(p, q):
     return a + b
 
 
-def _hoeffding_root(mu, m, alpha, iters=60):
-    """Smallest t >= mu with h1(mu, t) = log(1/alpha)/m (t in [mu, 1]), by bisection on unique mu."""
+def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
+    """Smallest t >= mu with h1(mu, t) = log(1/alpha)/m (``1`` when there is none below 1).
+
+    ``h1(mu, .)`` is convex and increasing on ``[mu, 1)``. The root is bracketed in
+    ``[mu, mu + sqrt(c/2)]`` (Pinsker: ``h1 >= 2 (t - mu)^2``), the bracket narrowed by a few
+    bisection steps, then Newton steps from its right end decrease monotonically to the root
+    without crossing it: every iterate is a valid (conservative) upper end.
+    """
     c = math.log(1 / alpha) / m
-    lo = np.array(mu, dtype=float)
-    hi = np.ones_like(lo)
-    for _ in range(iters):
+    mu = np.asarray(mu, dtype=float)
+    top = 1.0 - 1e-15
+    lo = mu.copy()
+    hi = np.minimum(mu + math.sqrt(c / 2) + 1e-12, top)
+    none_below_one = _kl_bernoulli(mu, hi) < c  # only possible when hi was clipped at 1
+    for _ in range(12):
         mid = 0.5 * (lo + hi)
-        over = _kl_bernoulli(lo * 0 + mu, mid) > c
+        over = _kl_bernoulli(mu, mid) >= c
         hi = np.where(over, mid, hi)
         lo = np.where(over, lo, mid)
-    return hi
+    t = hi
+    act = ~none_below_one & (t > mu)
+    for _ in range(iters):
+        if not act.any():
+            break
+        ta, ma = t[act], mu[act]
+        step = (_kl_bernoulli(ma, ta) - c) * ta * (1 - ta) / (ta - ma)
+        t[act] = ta - step
+        act[act] = step > tol * ta
+    return np.where(none_below_one, 1.0, np.maximum(t, mu))
 
 
 def _unique_apply(values, fn):

@@ -51,7 +51,7 @@ plotting.apply_style()
 # %% tags=["parameters"]
 profile = "paper"
 bounds = None  # UCBs to audit, e.g. ["clt", "wsr"]
-pis = None  # sampling weights pi for resample and bernoulli (full is always pi = 1)
+pis = None  # sampling weights pi for resample and bernoulli (full always uses pi 1)
 n_groups = None  # calibration items per group
 eps_list = None  # risk tolerances
 rules = None  # selection rules

@@ -7,6 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= notebooks,generate,test
 PROFILE ?= paper
+JOBS ?= 2
 PYTEST_ARGS ?=
 
 .PHONY: help venv reproduce test test-fast bench lab clean
@@ -27,7 +28,7 @@ $(STAMP): pyproject.toml | $(PY)
 venv: $(STAMP)
 
 reproduce: $(STAMP)
-	$(PY) -m gpac_utils.run --profile $(PROFILE)
+	$(PY) -m gpac_utils.run --profile $(PROFILE) --jobs $(JOBS)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)

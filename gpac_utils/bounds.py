@@ -66,7 +66,7 @@ def _as_batch(z, scores, candidates):
 def prefix_sums(z, scores, candidates):
     """``S1[..., k] = sum_t z_t 1{U_t <= c_k}`` and ``S2`` (same with ``z_t**2``); ties included exactly."""
     z2, s2d, cand, batch = _as_batch(z, scores, candidates)
-    order = np.argsort(s2d, axis=1, kind="stable")
+    order = np.argsort(s2d, axis=1)  # tie order is irrelevant: candidates include all ties
     sorted_scores = np.take_along_axis(s2d, order, axis=1)
     zs = np.take_along_axis(z2, order, axis=1)
     zero = np.zeros((zs.shape[0], 1))

@@ -137,7 +137,7 @@ class PAC:
     def _calibrate(self, scores, loss, labels, alpha, rng, pi) -> None:
         self.thresholds_, self.group_sizes_ = {}, {}
         codes, names = _factorize(labels)
-        order = np.argsort(codes, kind="stable")
+        order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)

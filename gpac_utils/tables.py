@@ -29,6 +29,7 @@ import pandas as pd
 
 from . import data as D
 from . import experiment as X
+from . import plotting
 from .calibrate import ALL, GroupWarning
 from .metrics import mcse
 
@@ -448,9 +449,25 @@ def paper_layout(side: pd.DataFrame, valid_bound: str | None = None,
     return pd.DataFrame(out).fillna("")
 
 
+def save_tables(summary: pd.DataFrame, name: str | None, valid_bound: str | None, file_name: str | None = None,
+                layout_suffix: str = "_paper_layout", rows: Sequence[tuple[str, str]] = LAYOUT_ROWS):
+    """Write the long table ``<file>.csv|.md`` and the paper layout ``<file><suffix>.csv|.md``.
+
+    ``name`` is the paper table (``None`` for tables with no paper numbers); ``file_name``
+    defaults to it. Returns ``(side_by_side, layout)``.
+    """
+    file_name = file_name or name
+    side = side_by_side(summary, name)
+    plotting.save_table(report_table(side), file_name)
+    layout = paper_layout(side, valid_bound, rows=rows)
+    plotting.save_table(layout, f"{file_name}{layout_suffix}")
+    return side, layout
+
+
 # =============================================================================================
 # Figures
 # =============================================================================================
+
 
 def category_errors(results: pd.DataFrame, setting: str = "paper") -> pd.DataFrame:
     """Mean and standard deviation over trials of the test error per (dataset, score, method,

@@ -115,10 +115,7 @@ for name, s in summaries.items():
 # %%
 sides = {}
 for name, s in summaries.items():
-    sides[name] = T.side_by_side(s, name)
-    plotting.save_table(T.report_table(sides[name]), name)
-    layout = T.paper_layout(sides[name], valid_choice[name])
-    plotting.save_table(layout, f"{name}_paper_layout")
+    sides[name], layout = T.save_tables(s, name, valid_choice[name])
     print(f"== {T.TABLE_SPECS[name].label} ({T.TABLE_SPECS[name].pair}), trials = {cfg['trials']}")
     display(layout)
 

@@ -113,10 +113,7 @@ for name, s in summaries.items():
 
 # %%
 for name, s in summaries.items():
-    side = T.side_by_side(s, name)
-    plotting.save_table(T.report_table(side), name)
-    layout = T.paper_layout(side, valid_choice[name])
-    plotting.save_table(layout, f"{name}_paper_layout")
+    side, layout = T.save_tables(s, name, valid_choice[name])
     print(f"== {T.TABLE_SPECS[name].label}, eps = {T.resolve_eps(name, cfg['eps'])['arena_hard']}, "
           f"trials = {cfg['trials']}")
     display(layout)

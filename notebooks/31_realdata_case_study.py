@@ -128,10 +128,8 @@ if available:
 
 # %%
 if available:
-    side = T.side_by_side(summary, None)
-    plotting.save_table(T.report_table(side), "realdata_case_study")
-    layout = T.paper_layout(side, best, rows=T.LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),))
-    plotting.save_table(layout, "realdata_case_study_layout")
+    side, layout = T.save_tables(summary, None, best, file_name="realdata_case_study", layout_suffix="_layout",
+                                 rows=T.LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),))
     display(layout)
 
 # %% [markdown]

@@ -12,6 +12,7 @@ a 64-quantile grid for wsr). Usage: python benchmarks/bench_calibration.py [--qu
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import time
 
@@ -79,14 +80,22 @@ def main():
                     continue
                 sampling = "resample" if kind == "paper" else "bernoulli"
                 kw = dict(eps=0.05, alpha=0.05, bound=bound, sampling=sampling, pi=0.5, rule="first-crossing")
-                if groups == 1:
-                    fn = lambda: PAC(**kw).fit(u, loss)
-                else:
-                    fn = lambda: GPAC(**kw).fit(u, loss, g)
+                fn = (
+                    functools.partial(PAC(**kw).fit, u, loss)
+                    if groups == 1
+                    else functools.partial(GPAC(**kw).fit, u, loss, g)
+                )
                 rows.append((n, groups, bound, kind, timed(fn, 3 if n <= 10_000 else 1)))
             if groups == 1 and n <= 10_000:
-                rows.append((n, 1, "literal Alg. 1 (clt)", "reference",
-                             timed(lambda: literal_algorithm_1(u, loss, 0.05, 0.05, 0.5))))
+                rows.append(
+                    (
+                        n,
+                        1,
+                        "literal Alg. 1 (clt)",
+                        "reference",
+                        timed(functools.partial(literal_algorithm_1, u, loss, 0.05, 0.05, 0.5)),
+                    )
+                )
     print(f"{'n':>9} {'groups':>6}  {'bound':<22} {'kind':<9} {'seconds':>9}")
     for n, groups, bound, kind, sec in rows:
         shown = "   (skip)" if math.isnan(sec) else f"{sec:9.4f}"

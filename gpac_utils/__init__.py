@@ -4,17 +4,68 @@ Route each query to a cheap non-thinking LLM or an expensive thinking LLM so tha
 extra error, measured within each group of inputs, stays below ``eps`` with
 probability ``1 - alpha``.
 
-Modules
--------
-paths       repository-rooted paths (never relative to the working directory)
-data        the per-item table schema: validation, reading, writing, column mapping
-bounds      upper confidence bounds on R(u) = E[loss * 1{U <= u}], vectorised over thresholds
-sampling    expert-label sampling schemes (paper ``resample``, valid ``bernoulli``, ``full``)
-selection   threshold selection rules (``first-crossing``, ``max``)
-calibrate   the PAC, GPAC and CPAC calibrators
-cluster     1-D partitions of the score (exact k-means via ckmeans, quantile bins)
-metrics     Error, per-group error, Error_Gap, STP, efficiency, violation rate
-experiment  repeated calibration/test splits over methods x scores x bounds
+The core (this package's top-level modules) imports nothing from its three sub-packages:
+
+==============  ==========================================================================
+core module     what it owns
+==============  ==========================================================================
+data            the per-item table schema: validation, one reader and writer by suffix
+recipe          the calibration recipe (bound, sampling, pi, rule, candidates); named recipes
+bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
+sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
+selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
+partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
+calibrate       the PAC, GPAC and CPAC calibrators
+metrics         Error, per-group error, Error_Gap, STP, efficiency, violation rates, ECE
+experiment      repeated calibration/test splits over methods x scores x recipes
+cli             ``gpac calibrate`` / ``gpac route``
+==============  ==========================================================================
+
+Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),
+:mod:`gpac_utils.llm` (generation, grading, scoring, benchmarks) and
+:mod:`gpac_utils.workflow` (paths, per-notebook configuration, the notebook runner).
+
+Examples
+--------
+>>> import numpy as np
+>>> from gpac_utils import GPAC
+>>> rng = np.random.default_rng(1)
+>>> groups = np.repeat(["algebra", "geometry"], 1500)
+>>> u = rng.uniform(size=3000)
+>>> loss = (rng.uniform(size=3000) < 0.3 * u).astype(float)
+>>> router = GPAC(eps=0.05).fit(u, loss, groups)
+>>> router.route([0.05], ["algebra"]).tolist()
+[True]
 """
 
-__version__ = "0.1.0"
+from .calibrate import ALL, CPAC, GPAC, PAC, GroupWarning, from_json, threshold
+from .data import SchemaError, read_table, validate, write_table
+from .experiment import ExperimentConfig, run_experiment, summarize
+from .partition import Partition, ScorePartitioner
+from .recipe import PAPER, RECIPES, VALID, VALID_BERNOULLI, Recipe
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "ALL",
+    "CPAC",
+    "GPAC",
+    "PAC",
+    "GroupWarning",
+    "from_json",
+    "threshold",
+    "SchemaError",
+    "read_table",
+    "validate",
+    "write_table",
+    "ExperimentConfig",
+    "run_experiment",
+    "summarize",
+    "Partition",
+    "ScorePartitioner",
+    "PAPER",
+    "RECIPES",
+    "VALID",
+    "VALID_BERNOULLI",
+    "Recipe",
+]

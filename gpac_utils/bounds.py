@@ -83,6 +83,7 @@ def prefix_sums(z, scores, candidates):
 
 # --- bounds from prefix sums -----------------------------------------------------------------
 
+
 def _clt(s1, s2, m, alpha, R):
     mean = s1 / m
     if m < 2:
@@ -191,6 +192,7 @@ _FROM_SUMS = {
 
 # --- betting (WSR) ---------------------------------------------------------------------------
 
+
 def wsr_bets(x, alpha):
     """Predictable bets nu_t of Bates et al. (2021) for the one-sided WSR capital process.
 
@@ -296,13 +298,14 @@ def _wsr(z, scores, cand, alpha, R, max_elements=1_000_000):
     out = np.empty(B * K)
     chunk = max(1, max_elements // m)
     for p0 in range(0, B * K, chunk):
-        r, c = rows[p0:p0 + chunk], cvals[p0:p0 + chunk]
+        r, c = rows[p0 : p0 + chunk], cvals[p0 : p0 + chunk]
         xk = np.where(scores[r] <= c[:, None], x[r], 0.0)
-        out[p0:p0 + chunk] = _wsr_upper(xk, alpha)
+        out[p0 : p0 + chunk] = _wsr_upper(xk, alpha)
     return R * out.reshape(B, K)
 
 
 # --- public entry point ----------------------------------------------------------------------
+
 
 def ucb(bound: str, z, scores, candidates, alpha: float, value_range: float) -> np.ndarray:
     """Upper confidence bounds on ``E[Z 1{U <= c}]`` for every candidate ``c``.
@@ -327,8 +330,10 @@ def ucb(bound: str, z, scores, candidates, alpha: float, value_range: float) -> 
     if bound == "clopper_pearson":
         x = z2 / value_range
         if not np.all((x == 0) | (np.abs(x - 1) <= 1e-12)):
-            raise ValueError("clopper_pearson needs every z / value_range to be 0 or 1 (binary loss "
-                             "with a constant sampling weight); use hoeffding_bentkus or wsr otherwise")
+            raise ValueError(
+                "clopper_pearson needs every z / value_range to be 0 or 1 (binary loss "
+                "with a constant sampling weight); use hoeffding_bentkus or wsr otherwise"
+            )
     m = z2.shape[1]
     if bound == "wsr":
         out = _wsr(z2, s2d, cand, alpha, value_range)

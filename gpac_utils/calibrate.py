@@ -1,12 +1,17 @@
 r"""Calibrators: PAC (one threshold), G-PAC (known groups), C-PAC (groups learned from U).
 
 All three route an item to the non-thinking model when its score is at most its group's
-threshold. Calibration of one group (paper Algorithms 1–2):
+threshold. Calibration of one group (paper Algorithms 1–2), as set by a
+:class:`~gpac_utils.recipe.Recipe`:
 
-1. draw expert-label terms with a sampling scheme (:mod:`gpac_utils.sampling`);
+1. draw expert-label terms with the recipe's sampling scheme (:mod:`gpac_utils.sampling`);
 2. compute an upper confidence bound on ``R(u) = E[loss 1{U <= u}]`` at every candidate
    threshold (:mod:`gpac_utils.bounds`);
-3. select the threshold (:mod:`gpac_utils.selection`), ``-inf`` when none is feasible.
+3. select the threshold with the recipe's rule (:mod:`gpac_utils.selection`), ``-inf``
+   (always think) when no candidate is certified.
+
+C-PAC is a composition, not a subclass: a :class:`~gpac_utils.partition.ScorePartitioner`
+learns groups from the score, and a :class:`GPAC` calibrates one threshold per learned group.
 
 Groups with fewer than ``min_group_size`` calibration items, and groups unseen at calibration,
 route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`.
@@ -25,46 +30,74 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .cluster import Partition, fit_partition
+from .partition import Partition, ScorePartitioner
+from .recipe import VALID, Recipe, as_recipe
 
-ALL = "__all__"  # the single group of marginal PAC
-#: Candidate grid used by ``candidates="auto"``: every distinct score, except for the
-#: sequential ``wsr`` bound, which uses this many score quantiles when there are more scores.
-WSR_AUTO_GRID = 64
+__all__ = ["ALL", "GroupWarning", "threshold", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "from_json"]
+
+#: The label of the single group of marginal PAC (and of "all items" in result tables).
+ALL = "__all__"
 
 
 class GroupWarning(UserWarning):
     """A group is too small to calibrate, or was not seen at calibration: it always thinks."""
 
 
-def resolve_candidates(candidates, bound: str, n: int):
-    """The candidate setting actually used (``"auto"`` → ``"all"`` or the WSR grid size)."""
-    if candidates == "auto":
-        return WSR_AUTO_GRID if (bound == "wsr" and n > WSR_AUTO_GRID) else "all"
-    return candidates
-
-
-def threshold(loss, scores, *, eps: float, alpha: float, bound: str = "clt", sampling: str = "resample",
-              pi=0.5, rule: str = "first-crossing", candidates="auto", loss_bound: float = 1.0,
-              rng=None) -> np.ndarray:
+def threshold(
+    loss,
+    scores,
+    *,
+    eps: float,
+    alpha: float,
+    recipe: Recipe | str = VALID,
+    loss_bound: float = 1.0,
+    rng=None,
+    pi=None,
+) -> np.ndarray:
     """Calibrate one group, or many independent calibrations at once (batch dims lead).
 
-    ``loss`` and ``scores`` have shape ``(..., n)``; returns thresholds of shape ``(...)``.
+    Parameters
+    ----------
+    loss, scores : array_like, shape (..., n)
+        Per-item losses in ``[0, loss_bound]`` and scores in ``[0, 1]``.
+    eps : float
+        Target risk.
+    alpha : float
+        Miscoverage level of the upper confidence bound.
+    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
+        Bound, sampling, pi, rule and candidates (or a recipe name).
+    loss_bound : float, default 1.0
+        Upper end ``B`` of the loss range.
+    rng : numpy.random.Generator or int, optional
+        Randomness of the label sampling.
+    pi : array_like, optional
+        Labelling probabilities broadcastable to ``loss`` (overrides ``recipe.pi``; e.g. a
+        different rate per calibration in a batch).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        Thresholds; ``-inf`` where no candidate is certified (always think).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils.calibrate import threshold
+    >>> u = np.linspace(0, 1, 500)
+    >>> loss = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
+    >>> float(threshold(loss, u, eps=0.05, alpha=0.05)) > 0.8
+    True
     """
+    recipe = as_recipe(recipe)
     loss = np.asarray(loss, dtype=float)
     scores = np.asarray(scores, dtype=float)
     rng = np.random.default_rng(rng)
-    n = scores.shape[-1]
+    p = recipe.pi if pi is None else pi
     # Only the sequential wsr bound depends on the order of the terms.
-    d = _sampling.draw(loss, scores, sampling, pi, rng, loss_bound, shuffle=bound == "wsr")
-    cand_setting = resolve_candidates(candidates, bound, n)
-    if cand_setting == "all":
-        cand = np.sort(scores, axis=-1)  # duplicates share a UCB, so selection is unaffected
-    else:
-        q = np.linspace(0, 1, int(cand_setting))
-        cand = np.moveaxis(np.quantile(scores, q, axis=-1, method="inverted_cdf"), 0, -1)
-    ucb = _bounds.ucb(bound, d.z, d.scores, cand, alpha, d.value_range)
-    return _selection.select(cand, ucb, eps, rule)
+    d = _sampling.draw(loss, scores, recipe.sampling, p, rng, loss_bound, shuffle=recipe.bound == "wsr")
+    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
+    ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
+    return _selection.select(cand, ucb, eps, recipe.rule)
 
 
 def _factorize(labels):
@@ -88,24 +121,79 @@ def _as_arrays(scores, loss, loss_bound):
     return s, l
 
 
+def _group_labels(groups, n: int) -> np.ndarray:
+    if groups is None:
+        raise ValueError("groups: G-PAC needs one group label per item (groups=...)")
+    g = np.asarray(groups)
+    if g.shape != (n,):
+        raise ValueError(f"groups: need one label per item ({n}), got shape {g.shape}")
+    missing = pd.isna(g)
+    if missing.any():
+        raise ValueError(f"groups: missing labels at rows {np.flatnonzero(missing)[:5].tolist()}")
+    return g if g.dtype.kind == "U" else g.astype(str)
+
+
 class PAC:
-    """Marginal PAC reasoning: one threshold for all inputs (Zeng et al. 2025)."""
+    """Marginal PAC reasoning: one threshold for all inputs.
+
+    Parameters
+    ----------
+    eps : float
+        Target risk: the extra error of routing to the non-thinking model, in ``(0, loss_bound)``.
+    alpha : float, default 0.05
+        The guarantee holds with probability at least ``1 - alpha``.
+    recipe : Recipe or str, default ``"valid"``
+        How the threshold is certified (:class:`~gpac_utils.recipe.Recipe`); ``"paper"`` for
+        the paper's literal setting.
+    loss_bound : float, default 1.0
+        Upper end of the loss range (2 for the semantic loss ``1 - cos``).
+    min_group_size : int, default 10
+        Groups with fewer calibration items always think.
+    seed : int, default 0
+        Seed of the label sampling (and of C-PAC's split).
+
+    Attributes
+    ----------
+    thresholds_ : dict of str to float
+        Fitted threshold per group (``-inf``: always think).
+    group_sizes_ : dict of str to int
+        Calibration items per group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils import PAC
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.uniform(size=2000)
+    >>> loss = (rng.uniform(size=2000) < u**4).astype(float)
+    >>> pac = PAC(eps=0.1).fit(u, loss)
+    >>> 0 < pac.thresholds_["__all__"] < 1
+    True
+    >>> pac.route([0.01, 0.99]).tolist()
+    [True, False]
+
+    References
+    ----------
+    .. [1] Zeng et al. (2025). PAC reasoning: controlling the performance loss of efficient
+       reasoning.
+    """
 
     name = "PAC"
 
-    def __init__(self, eps: float, alpha: float = 0.05, bound: str = "clt", sampling: str = "resample",
-                 pi=0.5, rule: str = "first-crossing", candidates="auto", loss_bound: float = 1.0,
-                 min_group_size: int = 10, seed: int = 0):
-        if bound not in _bounds.BOUNDS:
-            raise ValueError(f"unknown bound {bound!r}; choose one of {list(_bounds.BOUNDS)}")
-        if sampling not in _sampling.SCHEMES:
-            raise ValueError(f"unknown sampling {sampling!r}; choose one of {_sampling.SCHEMES}")
-        if rule not in _selection.RULES:
-            raise ValueError(f"unknown rule {rule!r}; choose one of {_selection.RULES}")
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-        self.eps, self.alpha, self.bound, self.sampling = float(eps), float(alpha), bound, sampling
-        self.pi, self.rule, self.candidates = pi, rule, candidates
+        self.eps, self.alpha = float(eps), float(alpha)
+        self.recipe = as_recipe(recipe)
         self.loss_bound, self.min_group_size, self.seed = float(loss_bound), int(min_group_size), int(seed)
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
@@ -113,20 +201,26 @@ class PAC:
     # -- settings and persistence -------------------------------------------------------------
     @property
     def settings(self) -> dict[str, Any]:
-        pi = self.pi if np.ndim(self.pi) == 0 else "per-item"
-        return {"eps": self.eps, "alpha": self.alpha, "bound": self.bound,
-                "bound_kind": _bounds.BOUNDS[self.bound], "sampling": self.sampling,
-                "pi": float(pi) if not isinstance(pi, str) else pi, "rule": self.rule,
-                "candidates": self.candidates, "loss_bound": self.loss_bound,
-                "min_group_size": self.min_group_size, "seed": self.seed}
+        """Every setting, flat (the recipe's fields included), as written to JSON."""
+        return {
+            "eps": self.eps,
+            "alpha": self.alpha,
+            **self.recipe.to_dict(),
+            "loss_bound": self.loss_bound,
+            "min_group_size": self.min_group_size,
+            "seed": self.seed,
+        }
 
     def to_json(self) -> str:
+        """The fitted thresholds and every setting as JSON (``-inf`` written as ``null``)."""
         if not self.thresholds_:
             raise RuntimeError("calibrator is not fitted")
-        payload = {"method": self.name, "settings": self.settings,
-                   "thresholds": {g: (None if not math.isfinite(t) else float(t))
-                                  for g, t in self.thresholds_.items()},
-                   "group_sizes": self.group_sizes_}
+        payload = {
+            "method": self.name,
+            "settings": self.settings,
+            "thresholds": {g: (None if not math.isfinite(t) else float(t)) for g, t in self.thresholds_.items()},
+            "group_sizes": self.group_sizes_,
+        }
         payload.update(self._extra_json())
         return json.dumps(payload, indent=2, sort_keys=True)
 
@@ -134,7 +228,7 @@ class PAC:
         return {}
 
     # -- calibration ---------------------------------------------------------------------------
-    def _calibrate(self, scores, loss, labels, alpha, rng, pi) -> None:
+    def _calibrate(self, scores, loss, labels, alpha, rng) -> None:
         self.thresholds_, self.group_sizes_ = {}, {}
         codes, names = _factorize(labels)
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
@@ -142,24 +236,33 @@ class PAC:
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
-                warnings.warn(f"group {g!r} has {idx.size} calibration items (< min_group_size="
-                              f"{self.min_group_size}); it always routes to the thinking model",
-                              GroupWarning, stacklevel=3)
+                warnings.warn(
+                    f"group {g!r} has {idx.size} calibration items (< min_group_size="
+                    f"{self.min_group_size}); it always routes to the thinking model",
+                    GroupWarning,
+                    stacklevel=4,
+                )
                 self.thresholds_[g] = -math.inf
                 continue
-            p = pi if np.ndim(pi) == 0 else np.asarray(pi, dtype=float)[idx]
-            t = threshold(loss[idx], scores[idx], eps=self.eps, alpha=alpha, bound=self.bound,
-                          sampling=self.sampling, pi=p, rule=self.rule, candidates=self.candidates,
-                          loss_bound=self.loss_bound, rng=rng)
+            t = threshold(
+                loss[idx], scores[idx], eps=self.eps, alpha=alpha, recipe=self.recipe,
+                loss_bound=self.loss_bound, rng=rng,
+            )  # fmt: skip
             self.thresholds_[g] = float(t)
 
     def _labels(self, scores, groups) -> np.ndarray:
         return np.full(len(scores), ALL)
 
-    def fit(self, scores, loss, groups=None) -> "PAC":
+    def fit(self, scores, loss, groups=None) -> PAC:
+        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss`` (``groups`` is ignored by PAC).
+
+        Returns
+        -------
+        self
+        """
         s, l = _as_arrays(scores, loss, self.loss_bound)
         rng = np.random.default_rng(self.seed)
-        self._calibrate(s, l, self._labels(s, groups), self.alpha, rng, self.pi)
+        self._calibrate(s, l, self._labels(s, groups), self.alpha, rng)
         return self
 
     # -- deployment ----------------------------------------------------------------------------
@@ -171,8 +274,11 @@ class PAC:
         codes, names = _factorize(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
-            warnings.warn(f"group(s) {unseen} were not seen at calibration; they always route to "
-                          "the thinking model", GroupWarning, stacklevel=3)
+            warnings.warn(
+                f"group(s) {unseen} were not seen at calibration; they always route to the thinking model",
+                GroupWarning,
+                stacklevel=3,
+            )
         per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
         return per_name[codes]
 
@@ -183,12 +289,55 @@ class PAC:
 
 
 class GPAC(PAC):
-    """G-PAC: one threshold per known group (Algorithm 2); ``simultaneous`` uses alpha / k."""
+    """G-PAC: one threshold per known group (paper Algorithm 2).
+
+    Parameters
+    ----------
+    eps, alpha, recipe, loss_bound, min_group_size, seed
+        As for :class:`PAC`.
+    simultaneous : bool, default False
+        Bonferroni: calibrate each of the ``k`` groups at ``alpha / k`` so that the guarantee
+        holds for all groups at once (otherwise it holds for each group separately).
+
+    Attributes
+    ----------
+    thresholds_ : dict of str to float
+        Fitted threshold per group (``-inf``: always think).
+    group_sizes_ : dict of str to int
+        Calibration items per group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils import GPAC
+    >>> rng = np.random.default_rng(0)
+    >>> groups = np.repeat(["easy", "hard"], 1000)
+    >>> u = rng.uniform(size=2000)
+    >>> p_loss = np.where(groups == "hard", 0.5 * u, 0.05 * u)
+    >>> loss = (rng.uniform(size=2000) < p_loss).astype(float)
+    >>> g = GPAC(eps=0.05).fit(u, loss, groups)
+    >>> g.thresholds_["easy"] > g.thresholds_["hard"]
+    True
+
+    References
+    ----------
+    .. [1] The G-PAC paper, Section 3.1 and Algorithm 2.
+    """
 
     name = "G-PAC"
 
-    def __init__(self, *args, simultaneous: bool = False, **kw):
-        super().__init__(*args, **kw)
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        simultaneous: bool = False,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
+        super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
         self.simultaneous = bool(simultaneous)
 
     @property
@@ -196,106 +345,210 @@ class GPAC(PAC):
         return {**super().settings, "simultaneous": self.simultaneous}
 
     def _labels(self, scores, groups):
-        if groups is None:
-            raise ValueError("G-PAC needs group labels (groups=...)")
-        g = np.asarray(groups)
-        if g.shape != (len(scores),):
-            raise ValueError(f"groups must have one label per item ({len(scores)}), got shape {g.shape}")
-        missing = pd.isna(g)
-        if missing.any():
-            raise ValueError(f"groups contain missing labels at rows {np.flatnonzero(missing)[:5].tolist()}")
-        return g if g.dtype.kind == "U" else g.astype(str)
+        return _group_labels(groups, len(scores))
 
-    def fit(self, scores, loss, groups=None) -> "GPAC":
-        s, l = _as_arrays(scores, loss, self.loss_bound)
-        labels = self._labels(s, groups)
+    def _fit_labels(self, s, l, labels, rng) -> GPAC:
         k = len(_factorize(labels)[1])
         alpha = self.alpha / k if self.simultaneous else self.alpha
-        self._calibrate(s, l, labels, alpha, np.random.default_rng(self.seed), self.pi)
+        self._calibrate(s, l, labels, alpha, rng)
         return self
 
+    def fit(self, scores, loss, groups=None) -> GPAC:
+        """Calibrate one threshold per group of ``groups`` (one label per item).
 
-class CPAC(GPAC):
-    """C-PAC: groups learned by clustering the score, then G-PAC on the learned groups.
+        Returns
+        -------
+        self
+        """
+        s, l = _as_arrays(scores, loss, self.loss_bound)
+        return self._fit_labels(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
 
-    ``mode="split"`` clusters on a random ``cluster_fraction`` of the calibration set and
-    calibrates on the rest (exact per-group validity, Thm 3.4.1); ``mode="joint"`` uses the
-    same items for both (Thm 3.4.2: an extra ``c * delta`` term).
+
+class CPAC:
+    """C-PAC: groups learned by partitioning the score, then G-PAC on the learned groups.
+
+    Parameters
+    ----------
+    eps, alpha, recipe, loss_bound, min_group_size, seed
+        As for :class:`PAC`.
+    partitioner : ScorePartitioner, optional
+        How groups are learned from the score; default ``ScorePartitioner(k=3, method="kmeans")``.
+    mode : {"split", "joint"}, default "split"
+        ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set
+        and calibrates on the rest (exact per-group validity, Thm 3.4.1); ``"joint"`` uses the
+        same items for both (Thm 3.4.2: an extra ``c * delta`` term).
+    cluster_fraction : float, default 0.5
+        Share of the calibration set used to learn the partition in ``"split"`` mode.
+    simultaneous : bool, default False
+        Bonferroni over the learned groups (see :class:`GPAC`).
+
+    Attributes
+    ----------
+    partition_ : Partition
+        The learned partition of the score axis.
+    gpac_ : GPAC
+        The G-PAC calibrated on the learned groups.
+    thresholds_ : dict of str to float
+        Fitted threshold per learned group ``"c0"`` … (ordered by score).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils import CPAC, ScorePartitioner
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.uniform(size=3000)
+    >>> loss = (rng.uniform(size=3000) < u**3).astype(float)
+    >>> c = CPAC(eps=0.1, partitioner=ScorePartitioner(k=3)).fit(u, loss)
+    >>> sorted(c.thresholds_)
+    ['c0', 'c1', 'c2']
+
+    References
+    ----------
+    .. [1] The G-PAC paper, Section 3.2 ("Clustering in U space") and Theorem 3.4.
     """
 
     name = "C-PAC"
 
-    def __init__(self, *args, k: int = 3, clustering: str = "kmeans", mode: str = "split",
-                 cluster_fraction: float = 0.5, **kw):
-        super().__init__(*args, **kw)
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        partitioner: ScorePartitioner | None = None,
+        mode: str = "split",
+        cluster_fraction: float = 0.5,
+        simultaneous: bool = False,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
         if mode not in ("split", "joint"):
             raise ValueError(f"mode must be 'split' or 'joint', got {mode!r}")
         if not 0 < cluster_fraction < 1:
             raise ValueError(f"cluster_fraction must lie in (0, 1), got {cluster_fraction}")
-        self.k, self.clustering, self.mode = int(k), clustering, mode
-        self.cluster_fraction = float(cluster_fraction)
+        self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
+        self.mode, self.cluster_fraction = mode, float(cluster_fraction)
+        self.gpac_ = GPAC(
+            eps, alpha, recipe, simultaneous=simultaneous, loss_bound=loss_bound,
+            min_group_size=min_group_size, seed=seed,
+        )  # fmt: skip
         self.partition_: Partition | None = None
 
+    # The calibration settings live on the inner G-PAC; C-PAC reads them from there.
+    eps = property(lambda self: self.gpac_.eps)
+    alpha = property(lambda self: self.gpac_.alpha)
+    recipe = property(lambda self: self.gpac_.recipe)
+    seed = property(lambda self: self.gpac_.seed)
+    thresholds_ = property(lambda self: self.gpac_.thresholds_)
+    group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
+
     @property
-    def settings(self):
-        return {**super().settings, "k": self.k, "clustering": self.clustering, "mode": self.mode,
-                "cluster_fraction": self.cluster_fraction}
+    def settings(self) -> dict[str, Any]:
+        return {
+            **self.gpac_.settings,
+            "k": self.partitioner.k,
+            "partition": self.partitioner.method,
+            "mode": self.mode,
+            "cluster_fraction": self.cluster_fraction,
+        }
 
-    def _extra_json(self):
-        return {"partition": {"method": self.partition_.method,
-                              "boundaries": self.partition_.boundaries.tolist()}}
-
-    def _labels(self, scores, groups=None):
+    def to_json(self) -> str:
+        """The fitted partition, thresholds and every setting as JSON."""
         if self.partition_ is None:
             raise RuntimeError("calibrator is not fitted")
-        return self.partition_.labels(scores)
+        payload = json.loads(self.gpac_.to_json())
+        payload.update(
+            method=self.name,
+            settings=self.settings,
+            partition={"method": self.partition_.method, "boundaries": self.partition_.boundaries.tolist()},
+        )
+        return json.dumps(payload, indent=2, sort_keys=True)
 
     def assign(self, scores) -> np.ndarray:
         """Learned group label (``"c0"`` … ``"c{k-1}"``, ordered by score) of each score."""
-        return self._labels(np.asarray(scores, dtype=float))
+        if self.partition_ is None:
+            raise RuntimeError("calibrator is not fitted")
+        return self.partition_.labels(np.asarray(scores, dtype=float))
 
-    def fit(self, scores, loss, groups=None) -> "CPAC":
-        s, l = _as_arrays(scores, loss, self.loss_bound)
+    def fit(self, scores, loss, groups=None) -> CPAC:
+        """Learn the partition from ``scores`` and calibrate a threshold per learned group.
+
+        ``groups`` is not accepted: C-PAC learns its groups (use :class:`GPAC` for known ones).
+
+        Returns
+        -------
+        self
+        """
+        if groups is not None:
+            raise ValueError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
+        s, l = _as_arrays(scores, loss, self.gpac_.loss_bound)
         rng = np.random.default_rng(self.seed)
-        pi = self.pi
         if self.mode == "split":
             perm = rng.permutation(s.size)
             n_cluster = int(round(self.cluster_fraction * s.size))
             if not 0 < n_cluster < s.size:
                 raise ValueError(f"cannot split {s.size} items with cluster_fraction={self.cluster_fraction}")
             clus, cal = perm[:n_cluster], perm[n_cluster:]
-            self.partition_ = fit_partition(s[clus], self.k, self.clustering)
+            self.partition_ = self.partitioner.fit(s[clus])
             s, l = s[cal], l[cal]
-            if np.ndim(pi):
-                pi = np.asarray(pi, dtype=float)[cal]
         else:
-            self.partition_ = fit_partition(s, self.k, self.clustering)
-        labels = self._labels(s)
-        k = self.partition_.k
-        alpha = self.alpha / k if self.simultaneous else self.alpha
-        self._calibrate(s, l, labels, alpha, rng, pi)
+            self.partition_ = self.partitioner.fit(s)
         # Learned groups that got no calibration items always think (route() warns on them).
+        self.gpac_._fit_labels(s, l, self.assign(s), rng)
         return self
 
+    def thresholds_for(self, scores, groups=None) -> np.ndarray:
+        """Each item's threshold, by its learned group."""
+        if groups is not None:
+            raise ValueError("groups: C-PAC routes by its learned groups; do not pass groups")
+        s = np.asarray(scores, dtype=float)
+        return self.gpac_.thresholds_for(s, self.assign(s))
 
-METHODS = {"pac": PAC, "gpac": GPAC, "cpac": CPAC}
-_BY_NAME = {cls.name: cls for cls in METHODS.values()}
+    def route(self, scores, groups=None) -> np.ndarray:
+        """True where the item goes to the non-thinking model (``U <= threshold``)."""
+        s = np.asarray(scores, dtype=float)
+        return s <= self.thresholds_for(s, groups)
 
 
-def from_json(text: str) -> PAC:
-    """Rebuild a fitted calibrator from :meth:`PAC.to_json` output."""
+#: The calibrators by their one name (as in tables and JSON).
+METHODS: dict[str, type] = {"PAC": PAC, "G-PAC": GPAC, "C-PAC": CPAC}
+
+
+def method_class(name: str) -> type:
+    """The calibrator class for a method name; ``"gpac"``, ``"G-PAC"`` and ``"g-pac"`` all work."""
+    key = str(name).strip().lower().replace("-", "").replace("_", "")
+    for canonical, cls in METHODS.items():
+        if canonical.lower().replace("-", "") == key:
+            return cls
+    raise ValueError(f"method: unknown {name!r}; choose one of {list(METHODS)}")
+
+
+def from_json(text: str) -> PAC | GPAC | CPAC:
+    """Rebuild a fitted calibrator from its ``to_json()`` output."""
     payload = json.loads(text)
-    cls = _BY_NAME.get(payload.get("method"))
+    cls = METHODS.get(payload.get("method"))
     if cls is None:
         raise ValueError(f"unknown calibrator method {payload.get('method')!r} in JSON")
-    settings = dict(payload["settings"])
-    settings.pop("bound_kind", None)
-    if settings.get("pi") == "per-item":
-        settings["pi"] = 0.5  # per-item weights matter only for fitting; routing does not use them
-    obj = cls(**settings)
-    obj.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
-    obj.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
-    if cls is CPAC:
+    st = dict(payload["settings"])
+    recipe = Recipe(
+        bound=st["bound"], sampling=st["sampling"], pi=st.get("pi"), rule=st["rule"], candidates=st["candidates"]
+    )
+    common = dict(loss_bound=st["loss_bound"], min_group_size=st["min_group_size"], seed=st["seed"])
+    if cls is PAC:
+        obj = PAC(st["eps"], st["alpha"], recipe, **common)
+        inner = obj
+    elif cls is GPAC:
+        obj = GPAC(st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False), **common)
+        inner = obj
+    else:
+        obj = CPAC(
+            st["eps"], st["alpha"], recipe, partitioner=ScorePartitioner(st["k"], st["partition"]), mode=st["mode"],
+            cluster_fraction=st["cluster_fraction"], simultaneous=st.get("simultaneous", False), **common,
+        )  # fmt: skip
+        inner = obj.gpac_
         part = payload["partition"]
         obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["method"])
+    inner.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
+    inner.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
     return obj

@@ -30,8 +30,9 @@ def _mapping(pairs):
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m gpac_utils", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m gpac_utils", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("calibrate", help="fit thresholds and write them as JSON")
     c.add_argument("--data", required=True, type=Path)
@@ -76,7 +77,6 @@ def _load(path, score_col, loss_col, group_col, id_col, extra, need_loss=True):
 
 
 def _calibrate(a) -> int:
-    import pandas as pd
 
     df = _load(a.data, a.score_col, a.loss_col, a.group_col, a.id_col, None)
     mapping = {a.score_col: "score_cli", a.loss_col: "loss", a.id_col: "item_id", **_mapping(a.map)}
@@ -85,21 +85,32 @@ def _calibrate(a) -> int:
     keep = list(mapping)
     table = data.apply_mapping(df[keep], mapping)
     try:
-        table = data.validate(table, loss_bound=a.loss_bound, score_cols=["score_cli"],
-                              require_group=a.method == "gpac")
+        table = data.validate(
+            table, loss_bound=a.loss_bound, score_cols=["score_cli"], require_group=a.method == "gpac"
+        )
     except data.SchemaError as exc:
         raise SystemExit(f"error: {exc}".replace("score_cli", a.score_col)) from None
     cand = a.candidates if a.candidates in ("auto", "all") else int(a.candidates)
-    kw = dict(eps=a.eps, alpha=a.alpha, bound=a.bound, sampling=a.sampling, pi=a.pi, rule=a.rule,
-              candidates=cand, loss_bound=a.loss_bound, min_group_size=a.min_group_size, seed=a.seed)
+    kw = dict(
+        eps=a.eps,
+        alpha=a.alpha,
+        bound=a.bound,
+        sampling=a.sampling,
+        pi=a.pi,
+        rule=a.rule,
+        candidates=cand,
+        loss_bound=a.loss_bound,
+        min_group_size=a.min_group_size,
+        seed=a.seed,
+    )
     if a.method == "pac":
         cal = METHODS["pac"](**kw).fit(table["score_cli"], table["loss"])
     elif a.method == "gpac":
-        cal = METHODS["gpac"](**kw, simultaneous=a.simultaneous).fit(table["score_cli"], table["loss"],
-                                                                      table["group"])
+        cal = METHODS["gpac"](**kw, simultaneous=a.simultaneous).fit(table["score_cli"], table["loss"], table["group"])
     else:
-        cal = METHODS["cpac"](**kw, simultaneous=a.simultaneous, k=a.k, clustering=a.clustering,
-                              mode=a.mode).fit(table["score_cli"], table["loss"])
+        cal = METHODS["cpac"](**kw, simultaneous=a.simultaneous, k=a.k, clustering=a.clustering, mode=a.mode).fit(
+            table["score_cli"], table["loss"]
+        )
     import json
 
     payload = json.loads(cal.to_json())

@@ -58,8 +58,9 @@ def score_columns(df: pd.DataFrame) -> list[str]:
 def _rows(df: pd.DataFrame, mask: np.ndarray) -> str:
     bad = np.flatnonzero(mask)
     ids = df[ID].iloc[bad[:_SHOW]].tolist() if ID in df.columns else []
-    shown = ", ".join(f"row {r}" + (f" (item_id={i!r})" if ids else "") for r, i in
-                      zip(bad[:_SHOW], ids or [None] * len(bad[:_SHOW])))
+    shown = ", ".join(
+        f"row {r}" + (f" (item_id={i!r})" if ids else "") for r, i in zip(bad[:_SHOW], ids or [None] * len(bad[:_SHOW]))
+    )
     more = f" and {len(bad) - _SHOW} more" if len(bad) > _SHOW else ""
     return f"{len(bad)} row(s): {shown}{more}"
 
@@ -157,10 +158,10 @@ def apply_mapping(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.Dat
     if columns:
         absent = [src for src in columns if src not in df.columns]
         if absent:
-            raise SchemaError(f"column mapping names column(s) {absent} that the table lacks; "
-                              f"it has {list(df.columns)}")
-        clash = [dst for src, dst in columns.items() if dst in df.columns and dst != src
-                 and dst not in columns]
+            raise SchemaError(
+                f"column mapping names column(s) {absent} that the table lacks; it has {list(df.columns)}"
+            )
+        clash = [dst for src, dst in columns.items() if dst in df.columns and dst != src and dst not in columns]
         if clash:
             raise SchemaError(f"column mapping would overwrite existing column(s) {clash}")
         out = df.rename(columns=dict(columns))

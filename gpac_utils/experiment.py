@@ -1,32 +1,40 @@
 r"""Repeated calibration/test splits: the engine behind every paper table.
 
 :func:`run_experiment` draws ``trials`` seeded random splits of a table at a calibration ratio,
-fits every method × score × variant (bound, sampling, rule) on the calibration part and
-evaluates it on the test part, returning one tidy DataFrame (one row per trial × method ×
-score × variant × group, plus ``group == "__all__"`` for the whole test set).
+fits every method × score × recipe (:class:`~gpac_utils.recipe.Recipe`) on the calibration
+part and evaluates it on the test part, returning one tidy DataFrame (one row per trial ×
+method × score × recipe × group, plus ``group == "__all__"`` for the whole test set). All its
+settings come in one :class:`ExperimentConfig`.
 
 Besides the test-set error (what the paper reports) each row carries ``pop_risk``: the risk of
 the chosen threshold over the *whole table* in that group. Treating the table as the
 population, ``pop_risk > eps`` is a violation of the guarantee; :func:`summarize` reports the
 share of trials with a violation in the worst group.
 
-Evaluation groups: the known ``group`` column for PAC vs G-PAC; for C-PAC tables
-(``eval_groups="learned"``) the groups learned by C-PAC in that trial, used for PAC too so
-that both are judged on the same partition.
+Evaluation groups are explicit (``ExperimentConfig.eval_groups``): the known ``group`` column,
+or (``"learned"``) the groups learned by C-PAC in that trial, used for PAC too so that both are
+judged on the same partition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from . import data as D
-from .calibrate import ALL, CPAC, METHODS
-from .cluster import fit_partition
-from .metrics import error_gap, stp as _stp
+from .calibrate import ALL, CPAC, GPAC, method_class
+from .metrics import error_gap
+from .metrics import stp as _stp
+from .partition import ScorePartitioner
+from .recipe import VALID, Recipe, as_recipe
 
+__all__ = ["KEYS", "ExperimentConfig", "run_experiment", "summarize", "default_stp_form"]
+
+#: The columns that identify one calibrated configuration in the results.
 KEYS = ["method", "score", "bound", "sampling", "rule"]
 
 
@@ -35,59 +43,115 @@ def default_stp_form(score: str) -> str:
     return "router" if "router" in score else "cascade"
 
 
-def _variants(bounds, sampling, rule, variants):
-    if variants is not None:
-        out = []
-        for v in variants:
-            v = dict(v)
-            v.setdefault("sampling", sampling)
-            v.setdefault("rule", rule)
-            out.append(v)
-        return out
-    return [{"bound": b, "sampling": sampling, "rule": rule} for b in bounds]
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything one run of repeated calibration/test splits needs.
+
+    Parameters
+    ----------
+    eps : float
+        Target risk.
+    alpha : float, default 0.05
+        Miscoverage level.
+    methods : sequence of str, default ("PAC", "G-PAC")
+        Calibrators to fit on every split (``"PAC"``, ``"G-PAC"``, ``"C-PAC"``).
+    recipes : sequence of Recipe, default (VALID,)
+        Calibration recipes; every method is fitted with each of them.
+    scores : sequence of str, optional
+        Score columns (default: every ``score_*`` column).
+    trials : int, default 100
+        Number of random splits.
+    cal_ratio : float, default 0.6
+        Share of the table used for calibration in each split.
+    partitioner : ScorePartitioner, default ScorePartitioner()
+        How C-PAC (and ``eval_groups="learned"`` without C-PAC) learns groups.
+    mode : {"split", "joint"}, default "split"
+        C-PAC mode.
+    simultaneous : bool, default False
+        Bonferroni over groups for G-PAC and C-PAC.
+    eval_groups : {"known", "learned"}, default "known"
+        Groups the per-group rows are measured on: the table's ``group`` column, or the groups
+        C-PAC learned in that trial (a partition fitted on the calibration scores when C-PAC is
+        not among the methods).
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    min_group_size : int, default 10
+        Smaller calibration groups always think.
+    seed : int, default 0
+        Seed of the splits and of every calibration.
+    """
+
+    eps: float
+    alpha: float = 0.05
+    methods: tuple = ("PAC", "G-PAC")
+    recipes: tuple = (VALID,)
+    scores: tuple | None = None
+    trials: int = 100
+    cal_ratio: float = 0.6
+    partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
+    mode: str = "split"
+    simultaneous: bool = False
+    eval_groups: str = "known"
+    loss_bound: float = 1.0
+    min_group_size: int = 10
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        methods = tuple(method_class(m).name for m in self.methods)
+        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "recipes", tuple(as_recipe(r) for r in self.recipes))
+        if self.scores is not None:
+            object.__setattr__(self, "scores", tuple(self.scores))
+        if not self.recipes:
+            raise ValueError("recipes: give at least one calibration recipe")
+        if not 0 < self.cal_ratio < 1:
+            raise ValueError(f"cal_ratio must lie in (0, 1), got {self.cal_ratio}")
+        if self.eval_groups not in ("known", "learned"):
+            raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
+        if self.mode not in ("split", "joint"):
+            raise ValueError(f"mode must be 'split' or 'joint', got {self.mode!r}")
+
+    def replace(self, **changes) -> ExperimentConfig:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
 
 
-def run_experiment(
-    table: pd.DataFrame,
-    *,
-    eps: float,
-    methods: Sequence[str] = ("pac", "gpac"),
-    scores: Sequence[str] | None = None,
-    bounds: Sequence[str] = ("clt",),
-    variants: Sequence[Mapping] | None = None,
-    alpha: float = 0.05,
-    trials: int = 100,
-    cal_ratio: float = 0.6,
-    sampling: str = "resample",
-    pi: float = 0.5,
-    rule: str = "max",
-    k: int = 3,
-    cpac_mode: str = "split",
-    clustering: str = "kmeans",
-    candidates="auto",
-    loss_bound: float = 1.0,
-    min_group_size: int = 10,
-    eval_groups: str | None = None,
-    seed: int = 0,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """Run ``trials`` random splits; see the module docstring for the output layout."""
-    scores = list(scores) if scores is not None else D.score_columns(table)
-    table = D.validate(table, loss_bound=loss_bound, score_cols=scores)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
-    if eval_groups is None:
-        eval_groups = "learned" if "cpac" in methods else "known"
-    if eval_groups == "known" and D.GROUP not in table.columns:
-        raise ValueError("eval_groups='known' (or method 'gpac') needs a 'group' column")
-    if "gpac" in methods and D.GROUP not in table.columns:
-        raise ValueError("method 'gpac' needs a 'group' column")
-    if not 0 < cal_ratio < 1:
-        raise ValueError(f"cal_ratio must lie in (0, 1), got {cal_ratio}")
-    vlist = _variants(bounds, sampling, rule, variants)
+def _calibrator(method: str, cfg: ExperimentConfig, recipe: Recipe, seed: int):
+    common = dict(loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=seed)
+    if method == "C-PAC":
+        return CPAC(cfg.eps, cfg.alpha, recipe, partitioner=cfg.partitioner, mode=cfg.mode,
+                    simultaneous=cfg.simultaneous, **common)  # fmt: skip
+    if method == "G-PAC":
+        return GPAC(cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, **common)
+    return method_class(method)(cfg.eps, cfg.alpha, recipe, **common)
+
+
+def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool = False) -> pd.DataFrame:
+    """Run ``cfg.trials`` random splits; see the module docstring for the output layout.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table in the data schema (:mod:`gpac_utils.data`).
+    cfg : ExperimentConfig
+        Methods, recipes, splits and seeds.
+    progress : bool, default False
+        Show a progress bar over trials.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per trial x method x score x recipe x group (``group == "__all__"``: the whole
+        test set), with ``error``, ``efficiency``, ``pop_risk``, ``threshold`` and ``stp``.
+    """
+    scores = list(cfg.scores) if cfg.scores is not None else D.score_columns(table)
+    table = D.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
+    needs_known = cfg.eval_groups == "known" or "G-PAC" in cfg.methods
+    if needs_known and D.GROUP not in table.columns:
+        why = "eval_groups='known'" if cfg.eval_groups == "known" else "method 'G-PAC'"
+        raise ValueError(f"{why} needs a 'group' column; the table has none (use C-PAC with eval_groups='learned')")
     n = len(table)
-    n_cal = int(round(cal_ratio * n))
+    n_cal = int(round(cfg.cal_ratio * n))
     loss = table[D.LOSS].to_numpy(float)
     known = table[D.GROUP].to_numpy(str) if D.GROUP in table.columns else None
     has_tokens = all(c in table.columns for c in D.TOKENS)
@@ -95,58 +159,53 @@ def run_experiment(
     ln = table[D.NOTHINK_TOKENS].to_numpy(float) if has_tokens else None
 
     rows = []
-    iterator = range(trials)
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(iterator, desc="trials", leave=False)
-    for trial in iterator:
-        perm = np.random.default_rng([seed, trial]).permutation(n)
+    for trial in tqdm(range(cfg.trials), desc="trials", leave=False, disable=not progress):
+        perm = np.random.default_rng([cfg.seed, trial]).permutation(n)
         cal, test = perm[:n_cal], perm[n_cal:]
         for si, score in enumerate(scores):
             u = table[score].to_numpy(float)
             form = default_stp_form(score)
-            for vi, var in enumerate(vlist):
-                common = dict(eps=eps, alpha=alpha, bound=var["bound"], sampling=var["sampling"],
-                              pi=pi, rule=var["rule"], candidates=candidates, loss_bound=loss_bound,
-                              min_group_size=min_group_size)
+            for vi, recipe in enumerate(cfg.recipes):
                 fitted = {}
-                for mi, m in enumerate(methods):
-                    cseed = int(np.random.SeedSequence([seed, trial, si, vi, mi]).generate_state(1)[0])
-                    if m == "cpac":
-                        cal_obj = CPAC(**common, seed=cseed, k=k, clustering=clustering, mode=cpac_mode)
-                        cal_obj.fit(u[cal], loss[cal])
-                    else:
-                        cal_obj = METHODS[m](**common, seed=cseed)
-                        cal_obj.fit(u[cal], loss[cal], known[cal] if m == "gpac" else None)
-                    fitted[m] = cal_obj
-                if eval_groups == "known":
+                for mi, m in enumerate(cfg.methods):
+                    cseed = int(np.random.SeedSequence([cfg.seed, trial, si, vi, mi]).generate_state(1)[0])
+                    obj = _calibrator(m, cfg, recipe, cseed)
+                    obj.fit(u[cal], loss[cal], known[cal] if m == "G-PAC" else None)
+                    fitted[m] = obj
+                if cfg.eval_groups == "known":
                     labels = known
-                elif "cpac" in fitted:
-                    labels = fitted["cpac"].assign(u)
+                elif "C-PAC" in fitted:
+                    labels = fitted["C-PAC"].assign(u)
                 else:
-                    labels = fit_partition(u[cal], k, clustering).labels(u)
-                for m, cal_obj in fitted.items():
-                    grp = known if m == "gpac" else (cal_obj.assign(u) if m == "cpac" else None)
-                    thr = cal_obj.thresholds_for(u, grp)
+                    labels = cfg.partitioner.fit(u[cal]).labels(u)
+                for m, obj in fitted.items():
+                    thr = obj.thresholds_for(u, known if m == "G-PAC" else None)
                     routed = u <= thr
-                    rows.extend(_rows(trial, cal_obj.name, score, var, test, routed, loss, labels,
-                                      thr, lt, ln, form))
+                    rows.extend(_rows(trial, obj.name, score, recipe, test, routed, loss, labels, thr, lt, ln, form))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, method, score, var, test, routed, loss, labels, thr, lt, ln, form):
+def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln, form):
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:
         in_g = np.ones(len(loss), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
-        row = {"trial": trial, "method": method, "score": score, "bound": var["bound"],
-               "sampling": var["sampling"], "rule": var["rule"], "group": g, "n_test": len(t),
-               "error": float(np.mean(loss[t] * r)) if len(t) else np.nan,
-               "efficiency": float(np.mean(r)) if len(t) else np.nan,
-               "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
-               "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan}
+        row = {
+            "trial": trial,
+            "method": method,
+            "score": score,
+            "bound": recipe.bound,
+            "sampling": recipe.sampling,
+            "rule": recipe.rule,
+            "group": g,
+            "n_test": len(t),
+            "error": float(np.mean(loss[t] * r)) if len(t) else np.nan,
+            "efficiency": float(np.mean(r)) if len(t) else np.nan,
+            "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
+            "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
+        }
         if lt is not None and len(t):
             row["stp"] = _stp(r, lt[t], ln[t], form)
         else:
@@ -168,13 +227,17 @@ def summarize(results: pd.DataFrame, eps: float) -> pd.DataFrame:
         per = df[df.group != ALL]
         mean_e = per.groupby("group")["error"].mean()
         worst_pop = per.groupby("trial")["pop_risk"].max()
-        out.append({**dict(zip(KEYS, key)),
-                    "Error": overall["error"].mean(),
-                    "Error_Gap": error_gap(mean_e.to_dict(), eps),
-                    "STP": overall["stp"].mean(),
-                    "efficiency": overall["efficiency"].mean(),
-                    "violation_rate": float((worst_pop > eps).mean()),
-                    "worst_group": mean_e.idxmax() if len(mean_e) else None,
-                    "worst_group_error": mean_e.max() if len(mean_e) else np.nan,
-                    "trials": overall["trial"].nunique()})
+        out.append(
+            {
+                **dict(zip(KEYS, key)),
+                "Error": overall["error"].mean(),
+                "Error_Gap": error_gap(mean_e.to_dict(), eps),
+                "STP": overall["stp"].mean(),
+                "efficiency": overall["efficiency"].mean(),
+                "violation_rate": float((worst_pop > eps).mean()),
+                "worst_group": mean_e.idxmax() if len(mean_e) else None,
+                "worst_group_error": mean_e.max() if len(mean_e) else np.nan,
+                "trials": overall["trial"].nunique(),
+            }
+        )
     return pd.DataFrame(out)

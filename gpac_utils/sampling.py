@@ -31,10 +31,10 @@ SCHEMES = ("resample", "bernoulli", "full")
 
 @dataclass(frozen=True)
 class Draw:
-    z: np.ndarray            # (..., m) terms in [0, value_range]
-    scores: np.ndarray       # (..., m) the score of each term's item
-    value_range: float       # R = loss_bound / pi_min
-    n_queried: np.ndarray    # (...) number of expert labels used
+    z: np.ndarray  # (..., m) terms in [0, value_range]
+    scores: np.ndarray  # (..., m) the score of each term's item
+    value_range: float  # R = loss_bound / pi_min
+    n_queried: np.ndarray  # (...) number of expert labels used
 
 
 def _check_pi(pi, shape):

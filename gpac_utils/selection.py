@@ -20,22 +20,50 @@ import numpy as np
 RULES = ("first-crossing", "max")
 
 
-def candidate_grid(scores, candidates="all") -> np.ndarray:
-    """Ascending candidate thresholds: every distinct score (``"all"``) or ``G`` score quantiles.
+#: ``candidates="auto"`` gives every distinct score, except for the sequential ``wsr`` bound,
+#: which uses this many score quantiles when there are more scores (its cost grows with the grid).
+WSR_AUTO_GRID = 64
 
-    The quantile grid uses observed scores (``inverted_cdf``), so every candidate is a score.
+
+def resolve_candidates(candidates, bound: str, n: int):
+    """The candidate setting actually used: ``"auto"`` becomes ``"all"`` or :data:`WSR_AUTO_GRID`."""
+    if candidates == "auto":
+        return WSR_AUTO_GRID if (bound == "wsr" and n > WSR_AUTO_GRID) else "all"
+    return candidates
+
+
+def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.ndarray:
+    """Ascending candidate thresholds for one or many calibrations (batch dims lead).
+
+    Parameters
+    ----------
+    scores : array_like, shape (..., n)
+        Calibration scores.
+    candidates : {"auto", "all"} or int
+        ``"all"``: every score (sorted; duplicates share a bound value, so selection is
+        unaffected); an int ``G``: ``G`` score quantiles (``inverted_cdf``, so every candidate
+        is an observed score); ``"auto"``: see :func:`resolve_candidates` (needs ``bound``).
+    bound : str, optional
+        The bound the grid is for (only read by ``"auto"``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., K)
+        Candidates, ascending along the last axis.
     """
-    s = np.asarray(scores, dtype=float).ravel()
-    if s.size == 0:
+    s = np.asarray(scores, dtype=float)
+    if s.ndim == 0 or s.shape[-1] == 0:
         raise ValueError("no scores to build candidate thresholds from")
-    if isinstance(candidates, str):
-        if candidates != "all":
-            raise ValueError(f"candidates must be 'all' or a positive int, got {candidates!r}")
-        return np.unique(s)
-    size = int(candidates)
+    setting = resolve_candidates(candidates, bound, s.shape[-1])
+    if isinstance(setting, str):
+        if setting != "all":
+            raise ValueError(f"candidates: must be 'auto', 'all' or a positive int, got {candidates!r}")
+        return np.sort(s, axis=-1)
+    size = int(setting)
     if size < 1:
-        raise ValueError(f"candidate grid size must be >= 1, got {candidates}")
-    return np.unique(np.quantile(s, np.linspace(0, 1, size), method="inverted_cdf"))
+        raise ValueError(f"candidates: grid size must be >= 1, got {candidates}")
+    q = np.linspace(0, 1, size)
+    return np.moveaxis(np.quantile(s, q, axis=-1, method="inverted_cdf"), 0, -1)
 
 
 def select(candidates, ucb, eps: float, rule: str = "first-crossing") -> np.ndarray:

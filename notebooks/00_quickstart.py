@@ -19,7 +19,7 @@
 # above it, and group-conditional calibration (G-PAC with known groups, C-PAC with groups learned
 # from the uncertainty score) repairs this.
 #
-# **Reads** nothing: the population is simulated by `gpac_utils.toy.toy_population`.
+# **Reads** nothing: the population is simulated by `gpac_utils.paper.toy.toy_population`.
 #
 # **Writes** `figures/quickstart_loss_by_score.{png,pdf}`, `figures/quickstart_risk_vs_eps.{png,pdf}`,
 # `figures/quickstart_routed_vs_eps.{png,pdf}` and `figures/tables/quickstart_thresholds.{csv,md}`.
@@ -31,7 +31,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Image, display
 
-from gpac_utils import plotting, profiles, toy
+from gpac_utils.paper import plotting, toy
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

@@ -19,7 +19,7 @@
 # non-thinking model's answer with its token logprobs, and 10 verbalized confidences.
 #
 # **Reads** a benchmark file `data/benchmarks/<benchmark>.{jsonl,parquet,csv}` (see
-# `gpac_utils.datasets` for the columns) and the model weights (Hugging Face ids or local folders).
+# `gpac_utils.llm.benchmarks` for the columns) and the model weights (Hugging Face ids or local folders).
 #
 # **Writes** `data/generations/<benchmark>__<pair>/{items.parquet, think/, nothink/, verbalized/}`:
 # resumable sharded parquet parts (rerun after an interruption: finished items are skipped).
@@ -31,7 +31,7 @@
 # per-item tables under `data/simulated/` are validated instead (this is what `make reproduce`
 # does on a machine without a GPU).
 #
-# **Scaling**: one process per GPU with `shard="i/n"` (or `python -m gpac_utils.generation --shard i/n`);
+# **Scaling**: one process per GPU with `shard="i/n"` (or `python -m gpac_utils.llm.generation --shard i/n`);
 # `tensor_parallel_size=k` for a model that needs k GPUs; several nodes: a Ray cluster and
 # `distributed_executor_backend="ray"` (vLLM's own mechanisms).
 #
@@ -39,15 +39,16 @@
 # benchmark and pair on one GPU (thinking answers up to 32k tokens); `fast`: 8 items, 256 tokens.
 
 # %%
-from gpac_utils import data, profiles
-from gpac_utils import generation as gen
-from gpac_utils.datasets import load_benchmark
-from gpac_utils.scoring import embedded_tables
+from gpac_utils import data
+from gpac_utils.llm import generation as gen
+from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.scoring import embedded_tables
+from gpac_utils.workflow import config as profiles
 
 # %% tags=["parameters"]
 profile = "paper"
 benchmark = None  # math500 | gpqa | zebralogic | arena_hard
-pair = None  # qwen | llama (see gpac_utils.generation.MODEL_PAIRS)
+pair = None  # qwen | llama (see gpac_utils.llm.generation.MODEL_PAIRS)
 backend = None  # auto | vllm | transformers
 n_items = None  # None: all items; else a seeded subset
 max_tokens = None  # None: per-family defaults (32768 thinking, 16384 Qwen instruct)
@@ -76,7 +77,7 @@ if mode == "validate":
           "generated on this machine. Validating data/simulated/*.parquet against the data schema instead.")
     paths = embedded_tables()
     if not paths:
-        print("No embedded tables found under data/simulated/ (run `python -m gpac_utils.simulate`).")
+        print("No embedded tables found under data/simulated/ (run `python -m gpac_utils.paper.simulate`).")
     for p in paths:
         is_semantic = p.name.startswith("arena_hard")
         t = data.read_table(p, require_tokens=True, score_cols=data.PAPER_SCORES, require_group=not is_semantic)

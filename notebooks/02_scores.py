@@ -37,9 +37,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpac_utils import data, plotting, profiles
-from gpac_utils import generation as gen
-from gpac_utils import scoring as sc
+from gpac_utils import data
+from gpac_utils.llm import generation as gen
+from gpac_utils.llm import scoring as sc
+from gpac_utils.paper import plotting
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 
@@ -90,7 +92,7 @@ if not have_generations:
     # the chosen benchmark's tables first, so that the fast profile shows them
     paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg["benchmark"] + "__"), p.stem))
     if not paths:
-        print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.simulate`): "
+        print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
               "nothing to summarise.")
     for p in paths[: cfg["max_tables"]]:
         tables[p.stem] = data.read_table(p, score_cols=data.PAPER_SCORES, require_tokens=True)

@@ -19,7 +19,7 @@
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
 #
-# **Population** (`gpac_utils.theory.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
+# **Population** (`gpac_utils.paper.theory.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
 # (30 %, `0.6 u`), hard (20 %, `0.9 u^0.5`). The same score means very different risks across
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
@@ -35,8 +35,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import theory as th
+from gpac_utils.paper import plotting
+from gpac_utils.paper import theory as th
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

@@ -19,7 +19,7 @@
 # learned partition against Theorem 3.4's `2δ`; and the per-group coverage of C-PAC with sample
 # splitting vs the joint approach.
 #
-# **Population** (`gpac_utils.theory.PARTITION_POPULATION`): the reference partition is a
+# **Population** (`gpac_utils.paper.theory.PARTITION_POPULATION`): the reference partition is a
 # partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
 # `[2/3, 1]` (so U ~ Uniform(0, 1) overall) with loss curves that jump at the boundaries:
 # flat 30 % (low U, risky), `0.15 u` (mid U, safe), `0.6 u²` (high U, steep). Every risk
@@ -35,8 +35,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import theory as th
+from gpac_utils.paper import plotting
+from gpac_utils.paper import theory as th
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

@@ -19,7 +19,7 @@
 # bound `α + exp(−2 N_j t²)` as `N_j` varies, for the paper's `clt` bound (with its resampling
 # scheme) and two valid bounds.
 #
-# **Population**: the "flat" group of `gpac_utils.theory.AUDIT_POPULATION` (`U ~ Uniform(0, 1)`,
+# **Population**: the "flat" group of `gpac_utils.paper.theory.AUDIT_POPULATION` (`U ~ Uniform(0, 1)`,
 # loss probability 0.5, `R(u) = 0.5 u`). Given a calibrated `û`, the test terms
 # `loss · 1{U ≤ û}` are i.i.d. Bernoulli(`R(û)`), so `R̂` is drawn exactly as
 # `Binomial(N_j, R(û)) / N_j` — no test table is needed.
@@ -31,10 +31,10 @@
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import theory as th
+from gpac_utils.paper import plotting
+from gpac_utils.paper import theory as th
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

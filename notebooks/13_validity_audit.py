@@ -19,7 +19,7 @@
 # `clopper_pearson`), under each expert-labelling scheme (`resample` = paper Alg. 1,
 # `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`).
 #
-# **Population** (`gpac_utils.theory.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
+# **Population** (`gpac_utils.paper.theory.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
 # binary loss, `P(loss = 1 | U = u)` = `0.8 u^3` ("informative", `R(u) = 0.2 u^4`) and `0.5`
 # ("flat", `R(u) = 0.5 u`). The risk is known in closed form, so the violation event
 # `R(û | G_j) > ε` of every calibration is computed exactly — no test set, no Monte Carlo error
@@ -39,12 +39,13 @@
 import time
 
 import matplotlib.pyplot as plt
-from matplotlib.colors import TwoSlopeNorm
 import numpy as np
 import pandas as pd
+from matplotlib.colors import TwoSlopeNorm
 
-from gpac_utils import plotting, profiles
-from gpac_utils import theory as th
+from gpac_utils.paper import plotting
+from gpac_utils.paper import theory as th
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

@@ -32,8 +32,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import simulate as sim
+from gpac_utils.paper import plotting
+from gpac_utils.paper import simulate as sim
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

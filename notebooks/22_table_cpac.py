@@ -38,9 +38,10 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import plotting, profiles
-from gpac_utils import simulate as sim
-from gpac_utils import tables as T
+from gpac_utils.paper import plotting
+from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import tables as T
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 pd.set_option("display.width", 200)

@@ -29,11 +29,11 @@
 # **Runtime** (2 cores, measured): fast profile ~7 s; paper profile ~20–25 s.
 
 # %%
-import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import simulate as sim
-from gpac_utils import tables as T
+from gpac_utils.paper import plotting
+from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import tables as T
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

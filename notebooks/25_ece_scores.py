@@ -16,7 +16,7 @@
 # **Reproduces** `fig:expected_error_uncertainty`: the expected calibration error (ECE) of the
 # logits-based, verbalized and router-based scores on MATH-500, ZebraLogic and GPQA (Qwen pair),
 # as reliability diagrams. Confidence = $1-U$, outcome = the non-thinking model's correctness,
-# 10 equal-width bins (`gpac_utils.scoring.expected_calibration_error`).
+# 10 equal-width bins (`gpac_utils.llm.scoring.expected_calibration_error`).
 # The paper's point: PAC-style routing needs no calibrated score (the tables of notebooks 21–22
 # control the loss with every score).
 #
@@ -32,9 +32,10 @@
 # %%
 import pandas as pd
 
-from gpac_utils import plotting, profiles
-from gpac_utils import simulate as sim
-from gpac_utils import tables as T
+from gpac_utils.paper import plotting
+from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import tables as T
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

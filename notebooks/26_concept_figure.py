@@ -29,9 +29,10 @@
 # **Runtime**: a few seconds on both profiles (no randomness).
 
 # %%
-from gpac_utils import plotting, profiles
-from gpac_utils import simulate as sim
-from gpac_utils import tables as T
+from gpac_utils.paper import plotting
+from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import tables as T
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 

@@ -20,7 +20,7 @@
 # `first-crossing`, Hoeffding–Bentkus / WSR), plus per-group violation rates.
 #
 # **Reads** `data_path` with a `columns` mapping onto the schema of `gpac_utils.data`. Default:
-# `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv` (via `gpac_utils.paths.REALDATA`) —
+# `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv` (via `gpac_utils.workflow.paths.REALDATA`) —
 # ZeroEval's greedy outputs on the 721 Level-5 MATH test problems with integer answers;
 # strong/thinking = **o1-mini** (`strong_correct` → `think_correct`), weak/non-thinking =
 # **gpt-4o-mini** (`weak_correct` → `nothink_correct`), groups = the 7 MATH subjects,
@@ -50,8 +50,9 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import plotting, profiles
-from gpac_utils import tables as T
+from gpac_utils.paper import plotting
+from gpac_utils.paper import tables as T
+from gpac_utils.workflow import config as profiles
 
 plotting.apply_style()
 pd.set_option("display.width", 200)
@@ -86,7 +87,7 @@ available = path.exists()
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
     print("No real table here. Point the notebook at one, e.g.\n"
-          "  python -m gpac_utils.run 31 --profile paper -p data_path=/path/to/table.csv "
+          "  python -m gpac_utils.workflow.runner 31 --profile paper -p data_path=/path/to/table.csv "
           "-p \"columns={'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
           "'my_score': 'score_mine'}\" -p \"scores=['score_mine']\"\n"
           "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "

@@ -29,6 +29,7 @@ def _terms(z, u, c):
 
 # --- independent references ------------------------------------------------------------------
 
+
 def ref_clt(x, alpha, R):
     return x.mean() + stats.norm.ppf(1 - alpha) * x.std(ddof=1) / math.sqrt(len(x))
 
@@ -60,8 +61,7 @@ def ref_hb(x, alpha, R):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.nan_to_num(a * np.log(a / b)) + np.nan_to_num((1 - a) * np.log((1 - a) / (1 - b)))
 
-    p = np.minimum(np.exp(-n * h1(np.minimum(mu, t), t)),
-                   math.e * stats.binom.cdf(math.ceil(n * mu), n, t))
+    p = np.minimum(np.exp(-n * h1(np.minimum(mu, t), t)), math.e * stats.binom.cdf(math.ceil(n * mu), n, t))
     rejected = t[p <= alpha]
     return R * (rejected[0] if rejected.size else 1.0)
 
@@ -85,8 +85,14 @@ def ref_wsr(x, alpha, R):
     return R * optimize.brentq(kn, 1e-12, 1.0, xtol=1e-13, rtol=1e-13)
 
 
-REFS = {"clt": ref_clt, "hoeffding": ref_hoeffding, "empirical_bernstein": ref_eb,
-        "clopper_pearson": ref_cp, "hoeffding_bentkus": ref_hb, "wsr": ref_wsr}
+REFS = {
+    "clt": ref_clt,
+    "hoeffding": ref_hoeffding,
+    "empirical_bernstein": ref_eb,
+    "clopper_pearson": ref_cp,
+    "hoeffding_bentkus": ref_hb,
+    "wsr": ref_wsr,
+}
 TOL = {"hoeffding_bentkus": 2e-5, "wsr": 1e-6}
 
 

@@ -2,13 +2,13 @@
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import calibrate, cluster, experiment, metrics
+from gpac_utils import experiment, metrics
+from gpac_utils import partition as cluster
 from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
 
 
@@ -76,8 +76,7 @@ def test_cpac_learns_groups(mode, method):
     assert means == sorted(means)
 
 
-@pytest.mark.parametrize("cls,kw", [(PAC, {}), (GPAC, {"simultaneous": True}),
-                                    (CPAC, {"k": 2, "mode": "joint"})])
+@pytest.mark.parametrize("cls,kw", [(PAC, {}), (GPAC, {"simultaneous": True}), (CPAC, {"k": 2, "mode": "joint"})])
 def test_json_round_trip(cls, kw):
     u, loss, g = population(seed=6)
     cal = cls(eps=0.08, bound="hoeffding_bentkus", sampling="bernoulli", **kw)
@@ -98,12 +97,15 @@ def test_json_writes_minus_infinity_as_null():
     assert from_json(cal.to_json()).thresholds_["__all__"] == -math.inf
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(scores=[0.1, 1.5], loss=[0, 0]), "score"),
-    (dict(scores=[0.1, np.nan], loss=[0, 0]), "score"),
-    (dict(scores=[0.1, 0.2], loss=[0, 2.0]), "loss"),
-    (dict(scores=[0.1, 0.2], loss=[0]), "equal length"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(scores=[0.1, 1.5], loss=[0, 0]), "score"),
+        (dict(scores=[0.1, np.nan], loss=[0, 0]), "score"),
+        (dict(scores=[0.1, 0.2], loss=[0, 2.0]), "loss"),
+        (dict(scores=[0.1, 0.2], loss=[0]), "equal length"),
+    ],
+)
 def test_calibrator_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         PAC(eps=0.1).fit(kw["scores"], kw["loss"])
@@ -145,16 +147,29 @@ def test_metrics_by_hand():
 def _table(n=600, seed=0):
     u, loss, g = population(n, seed)
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"item_id": np.arange(n), "group": g, "loss": loss, "score_a": u,
-                         "score_b": np.clip(u + 0.1 * rng.standard_normal(n), 0, 1),
-                         "think_tokens": 1000.0, "nothink_tokens": 100.0})
+    return pd.DataFrame(
+        {
+            "item_id": np.arange(n),
+            "group": g,
+            "loss": loss,
+            "score_a": u,
+            "score_b": np.clip(u + 0.1 * rng.standard_normal(n), 0, 1),
+            "think_tokens": 1000.0,
+            "nothink_tokens": 100.0,
+        }
+    )
 
 
 def test_experiment_layout_and_summary():
     t = _table()
-    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), trials=4, progress=False,
-                                    variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli",
-                                                                  "rule": "first-crossing"}])
+    res = experiment.run_experiment(
+        t,
+        eps=0.05,
+        methods=("pac", "gpac"),
+        trials=4,
+        progress=False,
+        variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli", "rule": "first-crossing"}],
+    )
     assert set(res.method) == {"PAC", "G-PAC"} and set(res.score) == {"score_a", "score_b"}
     assert set(res.group) == {"__all__", "easy", "mid", "hard"}
     assert len(res) == 4 * 2 * 2 * 2 * 4
@@ -165,16 +180,22 @@ def test_experiment_layout_and_summary():
     a = res[(res.group == "__all__") & (res.trial == 0)]
     assert a.n_test.nunique() == 1
     # Reproducible.
-    res2 = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), trials=4, progress=False,
-                                     variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli",
-                                                                   "rule": "first-crossing"}])
+    res2 = experiment.run_experiment(
+        t,
+        eps=0.05,
+        methods=("pac", "gpac"),
+        trials=4,
+        progress=False,
+        variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli", "rule": "first-crossing"}],
+    )
     pd.testing.assert_frame_equal(res, res2)
 
 
 def test_experiment_cpac_uses_learned_groups():
     t = _table().drop(columns=["group"])
-    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3,
-                                    cpac_mode="joint", progress=False)
+    res = experiment.run_experiment(
+        t, eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3, cpac_mode="joint", progress=False
+    )
     assert set(res.group) == {"__all__", "c0", "c1", "c2"}
     with pytest.raises(ValueError, match="group"):
         experiment.run_experiment(t, eps=0.05, methods=("gpac",), trials=1, progress=False)
@@ -183,9 +204,15 @@ def test_experiment_cpac_uses_learned_groups():
 def test_gpac_removes_the_gap_pac_leaves():
     """On a heterogeneous population PAC overshoots eps in the hard group; G-PAC does not."""
     t = _table(n=1800, seed=11)
-    res = experiment.run_experiment(t, eps=0.05, methods=("pac", "gpac"), scores=["score_a"], trials=30,
-                                    variants=[{"bound": "hoeffding_bentkus", "sampling": "full",
-                                               "rule": "first-crossing"}], progress=False)
+    res = experiment.run_experiment(
+        t,
+        eps=0.05,
+        methods=("pac", "gpac"),
+        scores=["score_a"],
+        trials=30,
+        variants=[{"bound": "hoeffding_bentkus", "sampling": "full", "rule": "first-crossing"}],
+        progress=False,
+    )
     s = experiment.summarize(res, 0.05).set_index("method")
     assert s.loc["PAC", "Error_Gap"] > 0.01
     assert s.loc["G-PAC", "Error_Gap"] == 0.0

@@ -8,8 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils.paths import REPO_ROOT
-
 
 def run(*args, cwd):
     return subprocess.run([sys.executable, "-m", "gpac_utils", *args], capture_output=True, text=True, cwd=cwd)
@@ -30,10 +28,38 @@ def table(tmp_path):
 @pytest.mark.parametrize("method", ["pac", "gpac", "cpac"])
 def test_calibrate_then_route(tmp_path, table, method):
     out = tmp_path / "thr.json"
-    r = run("calibrate", "--data", str(table), "--score-col", "unc", "--loss-col", "err", "--group-col",
-            "subject", "--id-col", "qid", "--method", method, "--eps", "0.1", "--alpha", "0.05",
-            "--bound", "hoeffding_bentkus", "--sampling", "bernoulli", "--pi", "0.5", "--rule",
-            "first-crossing", "--seed", "3", "-o", str(out), cwd=tmp_path)
+    r = run(
+        "calibrate",
+        "--data",
+        str(table),
+        "--score-col",
+        "unc",
+        "--loss-col",
+        "err",
+        "--group-col",
+        "subject",
+        "--id-col",
+        "qid",
+        "--method",
+        method,
+        "--eps",
+        "0.1",
+        "--alpha",
+        "0.05",
+        "--bound",
+        "hoeffding_bentkus",
+        "--sampling",
+        "bernoulli",
+        "--pi",
+        "0.5",
+        "--rule",
+        "first-crossing",
+        "--seed",
+        "3",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     payload = json.loads(out.read_text())
     assert payload["settings"]["bound"] == "hoeffding_bentkus" and payload["settings"]["seed"] == 3
@@ -49,12 +75,36 @@ def test_calibrate_then_route(tmp_path, table, method):
 
 
 def test_cli_errors_name_the_column(tmp_path, table):
-    r = run("calibrate", "--data", str(table), "--score-col", "nope", "--eps", "0.1", "-o",
-            str(tmp_path / "t.json"), cwd=tmp_path)
+    r = run(
+        "calibrate",
+        "--data",
+        str(table),
+        "--score-col",
+        "nope",
+        "--eps",
+        "0.1",
+        "-o",
+        str(tmp_path / "t.json"),
+        cwd=tmp_path,
+    )
     assert r.returncode != 0 and "nope" in r.stderr
     bad = pd.read_csv(table)
     bad.loc[3, "unc"] = 1.7
     bad.to_csv(tmp_path / "bad.csv", index=False)
-    r = run("calibrate", "--data", str(tmp_path / "bad.csv"), "--score-col", "unc", "--loss-col", "err",
-            "--id-col", "qid", "--eps", "0.1", "-o", str(tmp_path / "t.json"), cwd=tmp_path)
+    r = run(
+        "calibrate",
+        "--data",
+        str(tmp_path / "bad.csv"),
+        "--score-col",
+        "unc",
+        "--loss-col",
+        "err",
+        "--id-col",
+        "qid",
+        "--eps",
+        "0.1",
+        "-o",
+        str(tmp_path / "t.json"),
+        cwd=tmp_path,
+    )
     assert r.returncode != 0 and "'unc'" in r.stderr and "row 3" in r.stderr

@@ -28,8 +28,9 @@ def violation_rate(bound, n, pi, sampling, seed):
     rng = np.random.default_rng(seed)
     u = rng.random((CALIBRATIONS, n))
     loss = (rng.random((CALIBRATIONS, n)) < SLOPE * u).astype(float)
-    thr = calibrate.threshold(loss, u, eps=EPS[n], alpha=ALPHA, bound=bound, sampling=sampling, pi=pi,
-                              rule="first-crossing", rng=rng)
+    thr = calibrate.threshold(
+        loss, u, eps=EPS[n], alpha=ALPHA, bound=bound, sampling=sampling, pi=pi, rule="first-crossing", rng=rng
+    )
     return float(np.mean(risk(thr) > EPS[n])), float(np.mean(np.where(np.isfinite(thr), thr, 0.0)))
 
 

@@ -5,14 +5,22 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data
-from gpac_utils.paths import REALDATA
+from gpac_utils.workflow.paths import REALDATA
 
 
 def good(n=6):
-    return pd.DataFrame({"item_id": [f"q{i}" for i in range(n)], "group": ["a", "b"] * (n // 2),
-                         "loss": [0.0, 1.0] * (n // 2), "think_correct": [1] * n,
-                         "nothink_correct": [1, 0] * (n // 2), "think_tokens": [100] * n,
-                         "nothink_tokens": [10] * n, "score_logits": np.linspace(0, 1, n)})
+    return pd.DataFrame(
+        {
+            "item_id": [f"q{i}" for i in range(n)],
+            "group": ["a", "b"] * (n // 2),
+            "loss": [0.0, 1.0] * (n // 2),
+            "think_correct": [1] * n,
+            "nothink_correct": [1, 0] * (n // 2),
+            "think_tokens": [100] * n,
+            "nothink_tokens": [10] * n,
+            "score_logits": np.linspace(0, 1, n),
+        }
+    )
 
 
 def test_valid_table_passes():
@@ -21,20 +29,26 @@ def test_valid_table_passes():
     assert data.score_columns(out) == ["score_logits"]
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d.iloc[:0], "empty"),
-    (lambda d: d.drop(columns=["loss"]), "missing column"),
-    (lambda d: d.drop(columns=["score_logits"]), "no score column"),
-    (lambda d: d.assign(score_logits=[0.1, 0.2, 1.2, 0.3, -0.1, 0.5]), r"'score_logits'.*2 row\(s\): row 2 \(item_id='q2'\), row 4"),
-    (lambda d: d.assign(loss=[0.0, np.nan, 0, 0, 0, 0]), r"'loss'.*NaN.*row 1"),
-    (lambda d: d.assign(loss=[0.0, 2.0, 0, 0, 0, 0]), r"'loss' must lie in \[0.0, 1.0\].*row 1"),
-    (lambda d: d.assign(loss=[0.0, np.inf, 0, 0, 0, 0]), "infinite"),
-    (lambda d: d.assign(think_tokens=[1, 1, -3, 1, 1, 1]), r"'think_tokens'.*row 2"),
-    (lambda d: d.assign(item_id=["x", "y", "x", "z", "w", "v"]), r"duplicate.*row 0.*row 2"),
-    (lambda d: d.assign(nothink_correct=[1, 0, 2, 0, 1, 0]), r"'nothink_correct' must be 0 or 1.*row 2"),
-    (lambda d: d.assign(score_logits=["0.1", "x", "0.2", "0.3", "0.4", "0.5"]), r"not numeric.*row 1"),
-    (lambda d: d.assign(group=["a", None, "a", "b", "a", "b"]), r"'group'.*row 1"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda d: d.iloc[:0], "empty"),
+        (lambda d: d.drop(columns=["loss"]), "missing column"),
+        (lambda d: d.drop(columns=["score_logits"]), "no score column"),
+        (
+            lambda d: d.assign(score_logits=[0.1, 0.2, 1.2, 0.3, -0.1, 0.5]),
+            r"'score_logits'.*2 row\(s\): row 2 \(item_id='q2'\), row 4",
+        ),
+        (lambda d: d.assign(loss=[0.0, np.nan, 0, 0, 0, 0]), r"'loss'.*NaN.*row 1"),
+        (lambda d: d.assign(loss=[0.0, 2.0, 0, 0, 0, 0]), r"'loss' must lie in \[0.0, 1.0\].*row 1"),
+        (lambda d: d.assign(loss=[0.0, np.inf, 0, 0, 0, 0]), "infinite"),
+        (lambda d: d.assign(think_tokens=[1, 1, -3, 1, 1, 1]), r"'think_tokens'.*row 2"),
+        (lambda d: d.assign(item_id=["x", "y", "x", "z", "w", "v"]), r"duplicate.*row 0.*row 2"),
+        (lambda d: d.assign(nothink_correct=[1, 0, 2, 0, 1, 0]), r"'nothink_correct' must be 0 or 1.*row 2"),
+        (lambda d: d.assign(score_logits=["0.1", "x", "0.2", "0.3", "0.4", "0.5"]), r"not numeric.*row 1"),
+        (lambda d: d.assign(group=["a", None, "a", "b", "a", "b"]), r"'group'.*row 1"),
+    ],
+)
 def test_bad_tables_raise_with_column_and_rows(mutate, match):
     with pytest.raises(data.SchemaError, match=match):
         data.validate(mutate(good()))
@@ -60,12 +74,12 @@ def test_round_trip_parquet_and_csv(tmp_path):
 
 
 def test_mapping_derives_binary_loss_and_rejects_unknown(tmp_path):
-    raw = pd.DataFrame({"id": [1, 2, 3], "strong_correct": [1, 1, 0], "weak_correct": [1, 0, 0],
-                        "u": [0.1, 0.5, 0.9]})
+    raw = pd.DataFrame({"id": [1, 2, 3], "strong_correct": [1, 1, 0], "weak_correct": [1, 0, 0], "u": [0.1, 0.5, 0.9]})
     p = tmp_path / "raw.csv"
     raw.to_csv(p, index=False)
-    t = data.read_table(p, {"id": "item_id", "strong_correct": "think_correct",
-                            "weak_correct": "nothink_correct", "u": "score_u"})
+    t = data.read_table(
+        p, {"id": "item_id", "strong_correct": "think_correct", "weak_correct": "nothink_correct", "u": "score_u"}
+    )
     assert t["loss"].tolist() == [0.0, 1.0, 0.0]
     with pytest.raises(data.SchemaError, match="lacks"):
         data.read_table(p, {"nope": "item_id"})
@@ -73,9 +87,14 @@ def test_mapping_derives_binary_loss_and_rejects_unknown(tmp_path):
 
 @pytest.mark.skipif(not (REALDATA / "mathl5_zeroeval").exists(), reason="../shared/realdata absent")
 def test_reads_real_math_table():
-    t = data.read_table(REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv",
-                        {"strong_correct": "think_correct", "weak_correct": "nothink_correct",
-                         "weak_uncertainty_disagree": "score_disagree"},
-                        keep=["item_id", "group", "loss", "think_correct", "nothink_correct", "score_disagree"])
+    t = data.read_table(
+        REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv",
+        {
+            "strong_correct": "think_correct",
+            "weak_correct": "nothink_correct",
+            "weak_uncertainty_disagree": "score_disagree",
+        },
+        keep=["item_id", "group", "loss", "think_correct", "nothink_correct", "score_disagree"],
+    )
     assert len(t) == 721 and t["group"].nunique() == 7
     np.testing.assert_array_equal(t["loss"], data.binary_loss(t["think_correct"], t["nothink_correct"]))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpac_utils import grading
-from gpac_utils.datasets import load_benchmark
+from gpac_utils.llm import grading
+from gpac_utils.llm.benchmarks import load_benchmark
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -23,8 +23,10 @@ def test_math500():
     assert df["messages"].iloc[0] == [{"role": "user", "content": df["prompt"].iloc[0]}]
     sub = load_benchmark("math500", FIX / "math500_tiny.jsonl", n_items=5, seed=1)
     assert len(sub) == 5 and set(sub["item_id"]) <= set(df["item_id"])
-    assert sub["item_id"].tolist() == load_benchmark("math500", FIX / "math500_tiny.jsonl", n_items=5,
-                                                     seed=1)["item_id"].tolist()
+    assert (
+        sub["item_id"].tolist()
+        == load_benchmark("math500", FIX / "math500_tiny.jsonl", n_items=5, seed=1)["item_id"].tolist()
+    )
 
 
 def test_gpqa_shuffled_and_gold_letter_points_at_correct_answer():
@@ -60,8 +62,10 @@ def test_local_folder_lookup(tmp_path, monkeypatch):
 def test_missing_file_says_where_to_put_it(tmp_path, monkeypatch):
     monkeypatch.setenv("GPAC_BENCHMARKS", str(tmp_path))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    with pytest.raises(FileNotFoundError, match=r"put gpqa\.jsonl, gpqa\.parquet or gpqa\.csv .* into " +
-                       str(tmp_path).replace("/", r"\/")):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"put gpqa\.jsonl, gpqa\.parquet or gpqa\.csv .* into " + str(tmp_path).replace("/", r"\/"),
+    ):
         load_benchmark("gpqa")
 
 

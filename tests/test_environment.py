@@ -4,7 +4,7 @@ import tomllib
 
 import yaml
 
-from gpac_utils.paths import REPO_ROOT
+from gpac_utils.workflow.paths import REPO_ROOT
 
 
 def test_environment_yml_installs_the_package_from_pyproject():
@@ -17,7 +17,7 @@ def test_environment_yml_installs_the_package_from_pyproject():
     assert "pip" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
     assert len(pip) == 1 and pip[0].startswith("-e .[")
-    extras = pip[0][len("-e .["):-1].split(",")
+    extras = pip[0][len("-e .[") : -1].split(",")
     assert set(extras) <= set(project["optional-dependencies"])
     assert {"notebooks", "test"} <= set(extras)
     # Nothing else: every dependency is declared once, in pyproject.toml.

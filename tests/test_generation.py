@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +14,19 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data
-from gpac_utils.datasets import load_benchmark
-from gpac_utils.generation import (Completion, Sampling, default_sampling, generate, item_seed,
-                                   load_generations, parse_shard, run_generation, split_thinking)
-from gpac_utils.generation.vllm_backend import VLLMEngine
+from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.generation import (
+    Completion,
+    Sampling,
+    default_sampling,
+    generate,
+    item_seed,
+    load_generations,
+    parse_shard,
+    run_generation,
+    split_thinking,
+)
+from gpac_utils.llm.generation.vllm_backend import VLLMEngine
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -119,16 +128,25 @@ class FakeLLM:
                 words = text.split()
                 finish = "stop"
                 if len(words) > sp.max_tokens:
-                    words, finish = words[:sp.max_tokens], "length"
+                    words, finish = words[: sp.max_tokens], "length"
                 ids = [self.tok._id(w) for w in words]
                 lps = np.log(rng.uniform(0.05, 1.0, len(ids)))
                 # a top-1 alternative listed first, as vLLM does when logprobs > 0 and the
                 # sampled token is not the argmax: the backend must pick the sampled token's entry
-                logprobs = [{ids[j] + 1: Logprob(-0.01, 1, "alt"), ids[j]: Logprob(float(lps[j]), 2, w)}
-                            for j, w in enumerate(words)]
-                comps.append(CompletionOutput(index=k, text=" ".join(words), token_ids=ids,
-                                              cumulative_logprob=float(lps.sum()), logprobs=logprobs,
-                                              finish_reason=finish))
+                logprobs = [
+                    {ids[j] + 1: Logprob(-0.01, 1, "alt"), ids[j]: Logprob(float(lps[j]), 2, w)}
+                    for j, w in enumerate(words)
+                ]
+                comps.append(
+                    CompletionOutput(
+                        index=k,
+                        text=" ".join(words),
+                        token_ids=ids,
+                        cumulative_logprob=float(lps.sum()),
+                        logprobs=logprobs,
+                        finish_reason=finish,
+                    )
+                )
             out.append(RequestOutput(str(r), None, None, None, comps[::-1], True))  # unordered outputs
         return out
 
@@ -139,7 +157,7 @@ def fake_engine(model, **kw):
 
 # ----------------------------------------------------------------- tests
 def test_vllm_import_is_lazy():
-    assert "vllm" not in sys.modules  # importing gpac_utils.generation did not import vllm
+    assert "vllm" not in sys.modules  # importing gpac_utils.llm.generation did not import vllm
 
 
 def test_vllm_backend_converts_request_outputs():
@@ -178,8 +196,9 @@ def test_vllm_backend_rejects_missing_sampled_logprob():
 
 def test_split_thinking_cases():
     tok = FakeTokenizer()
-    c = Completion("<think> a b </think> x </think> y z", tok.encode("<think> a b </think> x </think> y z"),
-                   None, "stop")
+    c = Completion(
+        "<think> a b </think> x </think> y z", tok.encode("<think> a b </think> x </think> y z"), None, "stop"
+    )
     with_ids = split_thinking(c, thinking=True, end_ids={7})
     no_ids = split_thinking(c, thinking=True, end_ids=set(), count_tokens=lambda t: len(t.split()))
     assert with_ids == no_ids
@@ -200,8 +219,12 @@ def test_parse_shard():
 
 
 def _items(n=11):
-    return pd.DataFrame({"item_id": [f"it{k:02d}" for k in range(n)],
-                         "messages": [[{"role": "user", "content": f"question {k} \\boxed{{}}"}] for k in range(n)]})
+    return pd.DataFrame(
+        {
+            "item_id": [f"it{k:02d}" for k in range(n)],
+            "messages": [[{"role": "user", "content": f"question {k} \\boxed{{}}"}] for k in range(n)],
+        }
+    )
 
 
 def test_resume_after_interruption_matches_uninterrupted(tmp_path):
@@ -210,21 +233,33 @@ def test_resume_after_interruption_matches_uninterrupted(tmp_path):
     s = default_sampling(model).with_(max_tokens=64)
     clean, broken = tmp_path / "clean", tmp_path / "broken"
     for i in range(2):
-        run_generation(items, fake_engine(model), clean, role="nothink", sampling=s, shard=(i, 2), batch_size=2,
-                       seed=3, progress=False)
+        run_generation(
+            items,
+            fake_engine(model),
+            clean,
+            role="nothink",
+            sampling=s,
+            shard=(i, 2),
+            batch_size=2,
+            seed=3,
+            progress=False,
+        )
     # shard 0 dies on its 2nd batch (after 2 of its 6 items), shard 1 runs through
     eng = fake_engine(model, fail_on_call=2)
     with pytest.raises(RuntimeError, match="injected"):
-        run_generation(items, eng, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3,
-                       progress=False)
-    run_generation(items, fake_engine(model), broken, role="nothink", sampling=s, shard="1/2", batch_size=2,
-                   seed=3, progress=False)
+        run_generation(
+            items, eng, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3, progress=False
+        )
+    run_generation(
+        items, fake_engine(model), broken, role="nothink", sampling=s, shard="1/2", batch_size=2, seed=3, progress=False
+    )
     with pytest.raises(ValueError, match="not generated yet"):
         load_generations(broken, "nothink", items["item_id"])
     # restart shard 0: the two finished items are skipped, the others generated
     eng2 = fake_engine(model)
-    rep = run_generation(items, eng2, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3,
-                         progress=False)
+    rep = run_generation(
+        items, eng2, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3, progress=False
+    )
     assert rep["done_before"] == 2 and rep["generated"] == 4
     assert sorted(eng2.llm.seen) == sorted(items["messages"].iloc[0::2].iloc[2:].map(lambda m: m[0]["content"]))
     a = load_generations(clean, "nothink", items["item_id"])
@@ -233,13 +268,25 @@ def test_resume_after_interruption_matches_uninterrupted(tmp_path):
     pd.testing.assert_frame_equal(a, b)
     # a second restart does nothing
     eng3 = fake_engine(model)
-    assert run_generation(items, eng3, broken, role="nothink", sampling=s, shard="0/2", seed=3,
-                          progress=False)["generated"] == 0
+    assert (
+        run_generation(items, eng3, broken, role="nothink", sampling=s, shard="0/2", seed=3, progress=False)[
+            "generated"
+        ]
+        == 0
+    )
     assert eng3.llm.seen == []
     # other settings in the same folder are refused
     with pytest.raises(ValueError, match="other settings"):
-        run_generation(items, fake_engine(model), broken, role="nothink", sampling=s.with_(temperature=0.1),
-                       shard="0/2", seed=3, progress=False)
+        run_generation(
+            items,
+            fake_engine(model),
+            broken,
+            role="nothink",
+            sampling=s.with_(temperature=0.1),
+            shard="0/2",
+            seed=3,
+            progress=False,
+        )
 
 
 def test_item_seed_is_stable():
@@ -249,14 +296,24 @@ def test_item_seed_is_stable():
 
 def test_pipeline_generate_then_score(tmp_path):
     """Fake GPU run on the MATH fixture, then grading, three scores and the schema table."""
-    from gpac_utils.scoring import score_run
+    from gpac_utils.llm.scoring import score_run
 
     items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
     FAKE_GOLD.update({q: g for q, g in zip(items["question"], items["gold"])})
     models = {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"}
     for shard in ("0/2", "1/2"):
-        generate(items, models, tmp_path, backend="vllm", shard=shard, seed=0, max_tokens=64, batch_size=4,
-                 engine_factory=fake_engine, progress=False)
+        generate(
+            items,
+            models,
+            tmp_path,
+            backend="vllm",
+            shard=shard,
+            seed=0,
+            max_tokens=64,
+            batch_size=4,
+            engine_factory=fake_engine,
+            progress=False,
+        )
     verbal = load_generations(tmp_path, "verbalized", items["item_id"])
     assert (verbal.groupby("item_id").size() == 10).all()
     assert verbal["text"].iloc[0] in {"0.9", "80%", "I cannot say", "Probability: 0.35", "0.6"}
@@ -285,16 +342,30 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path):
     FAKE_GOLD.update({q: g for q, g in zip(items["question"], items["gold"])})
     models = {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"}
     runs = tmp_path / "generations"
-    generate(items, models, runs / "math500__qwen", backend="vllm", max_tokens=64, engine_factory=fake_engine,
-             progress=False)
+    generate(
+        items, models, runs / "math500__qwen", backend="vllm", max_tokens=64, engine_factory=fake_engine, progress=False
+    )
     nb = jupytext.read(Path(__file__).parents[1] / "notebooks" / "02_scores.py")
-    papermill.execute_notebook(nb, str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path),
-                               progress_bar=False,
-                               parameters={"profile": "fast", "generations_root": str(runs), "router_folds": 2,
-                                           "output_root": str(tmp_path / "generated"),
-                                           "figures_dir": str(tmp_path / "figures")})
-    t = data.read_table(tmp_path / "generated" / "math500__qwen.parquet", score_cols=data.PAPER_SCORES,
-                        require_group=True, require_tokens=True)
+    papermill.execute_notebook(
+        nb,
+        str(tmp_path / "out.ipynb"),
+        kernel_name="python3",
+        cwd=str(tmp_path),
+        progress_bar=False,
+        parameters={
+            "profile": "fast",
+            "generations_root": str(runs),
+            "router_folds": 2,
+            "output_root": str(tmp_path / "generated"),
+            "figures_dir": str(tmp_path / "figures"),
+        },
+    )
+    t = data.read_table(
+        tmp_path / "generated" / "math500__qwen.parquet",
+        score_cols=data.PAPER_SCORES,
+        require_group=True,
+        require_tokens=True,
+    )
     assert list(t["item_id"]) == list(items["item_id"])
     out = (tmp_path / "out.ipynb").read_text()
     assert "MODE: score generations" in out and "replies unparsable" in out

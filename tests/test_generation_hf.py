@@ -9,18 +9,20 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from gpac_utils.generation import Sampling, load_generations, run_generation  # noqa: E402
-from gpac_utils.generation.hf_backend import TransformersEngine  # noqa: E402
+from gpac_utils.llm.generation import Sampling, load_generations, run_generation  # noqa: E402
+from gpac_utils.llm.generation.hf_backend import TransformersEngine  # noqa: E402
 
 WORDS = ["the", "answer", "is", "two", "three", "step", "so", "boxed", "yes", "no", "what", "plus", "one"]
 SPECIAL = ["<pad>", "<eos>", "<unk>", "</think>"]
-TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}assistant:{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     vocab = {w: i for i, w in enumerate(SPECIAL + WORDS + ["user:", "assistant:", "user", "assistant", ":"])}
@@ -31,8 +33,16 @@ def tiny(tmp_path_factory):
     tok.chat_template = TEMPLATE
     folder = tmp_path_factory.mktemp("tiny_lm")
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(vocab), n_positions=128, n_embd=16, n_layer=2, n_head=2,
-                     bos_token_id=1, eos_token_id=1, pad_token_id=0)
+    cfg = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=128,
+        n_embd=16,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=1,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
     model = GPT2LMHeadModel(cfg)
     model.generation_config.eos_token_id = 1
     model.generation_config.pad_token_id = 0
@@ -55,7 +65,7 @@ def test_raw_logprobs_match_teacher_forcing(tiny):
         assert (c.finish_reason == "stop") == (c.token_ids[-1] == 1)
         ids = torch.cat([prompt, torch.tensor(c.token_ids)]).unsqueeze(0)
         with torch.no_grad():
-            logits = eng.hf_model(ids).logits[0, len(prompt) - 1:-1]
+            logits = eng.hf_model(ids).logits[0, len(prompt) - 1 : -1]
         ref = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
         np.testing.assert_allclose(c.token_logprobs, ref.numpy(), atol=1e-4)
         assert c.text == eng.tokenizer.decode(c.token_ids, skip_special_tokens=True)
@@ -71,7 +81,7 @@ def test_processed_logprobs_and_seed(tiny):
     prompt = raw._encode(CONV)[0]
     ids = torch.cat([prompt, torch.tensor(a.token_ids)]).unsqueeze(0)
     with torch.no_grad():
-        logits = raw.hf_model(ids).logits[0, len(prompt) - 1:-1].float() / 0.7
+        logits = raw.hf_model(ids).logits[0, len(prompt) - 1 : -1].float() / 0.7
     kth = logits.topk(3, dim=-1).values[:, -1:]
     ref = torch.log_softmax(logits.masked_fill(logits < kth, float("-inf")), -1)
     ref = ref.gather(-1, torch.tensor(a.token_ids)[:, None])[:, 0]

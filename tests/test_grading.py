@@ -8,39 +8,45 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from gpac_utils import grading as gr
+from gpac_utils.llm import grading as gr
 
 pytest.importorskip("math_verify")
 
 
-@pytest.mark.parametrize("text, boxed", [
-    (r"so \boxed{\frac{1}{2}}", r"\frac{1}{2}"),
-    (r"\boxed{ \left\{ 1, 2 \right\} }", r"\left\{ 1, 2 \right\}"),
-    (r"\boxed{\{1,2\}}", r"\{1,2\}"),
-    (r"first \boxed{3} then \boxed{x^{2}}", "x^{2}"),
-    (r"\fbox{7}", "7"),
-    (r"\boxed{\frac{1}{2", None),          # truncated: unbalanced braces
-    ("no box at all: 5", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text, boxed",
+    [
+        (r"so \boxed{\frac{1}{2}}", r"\frac{1}{2}"),
+        (r"\boxed{ \left\{ 1, 2 \right\} }", r"\left\{ 1, 2 \right\}"),
+        (r"\boxed{\{1,2\}}", r"\{1,2\}"),
+        (r"first \boxed{3} then \boxed{x^{2}}", "x^{2}"),
+        (r"\fbox{7}", "7"),
+        (r"\boxed{\frac{1}{2", None),  # truncated: unbalanced braces
+        ("no box at all: 5", None),
+        ("", None),
+    ],
+)
 def test_last_boxed(text, boxed):
     assert gr.last_boxed(text) == boxed
 
 
-@pytest.mark.parametrize("response, gold, ok", [
-    (r"The answer is \boxed{\frac{1}{2}}.", r"\frac12", True),
-    (r"\boxed{0.5}", r"\frac{1}{2}", True),
-    (r"\boxed{\dfrac{\sqrt{3}}{2}}", r"\frac{\sqrt3}{2}", True),
-    (r"\boxed{10\text{ cm}}", "10", True),                       # units
-    (r"\boxed{90^\circ}", "90", True),
-    (r"\boxed{(3, \frac{\pi}{2})}", r"\left( 3, \frac{\pi}{2} \right)", True),
-    (r"\boxed{3} wait, actually \boxed{4}", "4", True),         # last box counts
-    (r"\boxed{4} wait, actually \boxed{3}", "4", False),
-    (r"\boxed{2}", "3", False),
-    (r"\boxed{\frac{1}{2", r"\frac12", False),                   # truncated
-    (r"the answer is 1/2", r"\frac12", False),                   # no box: not accepted
-    (r"\boxed{}", "0", False),
-])
+@pytest.mark.parametrize(
+    "response, gold, ok",
+    [
+        (r"The answer is \boxed{\frac{1}{2}}.", r"\frac12", True),
+        (r"\boxed{0.5}", r"\frac{1}{2}", True),
+        (r"\boxed{\dfrac{\sqrt{3}}{2}}", r"\frac{\sqrt3}{2}", True),
+        (r"\boxed{10\text{ cm}}", "10", True),  # units
+        (r"\boxed{90^\circ}", "90", True),
+        (r"\boxed{(3, \frac{\pi}{2})}", r"\left( 3, \frac{\pi}{2} \right)", True),
+        (r"\boxed{3} wait, actually \boxed{4}", "4", True),  # last box counts
+        (r"\boxed{4} wait, actually \boxed{3}", "4", False),
+        (r"\boxed{2}", "3", False),
+        (r"\boxed{\frac{1}{2", r"\frac12", False),  # truncated
+        (r"the answer is 1/2", r"\frac12", False),  # no box: not accepted
+        (r"\boxed{}", "0", False),
+    ],
+)
 def test_grade_math(response, gold, ok):
     assert gr.grade_math(response, gold) is ok
 
@@ -58,18 +64,21 @@ def test_grade_math_in_threads():
     assert threading.current_thread() is threading.main_thread()
 
 
-@pytest.mark.parametrize("text, letter", [
-    ("A careful look at option B suggests... Answer: C", "C"),
-    ("**Answer:** (B)", "B"),
-    (r"Answer: $\boxed{D}$", "D"),
-    ("Final answer: \\text{A}", "A"),
-    ("Answer: A\nHmm, no. Answer: D.", "D"),
-    ("I think it is A, B or C.", None),                      # letters in prose never count
-    ("Answer: Because of B", None),
-    ("Answer: AB", None),
-    ("answer: c", None),                                     # lower-case letter is not a choice
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text, letter",
+    [
+        ("A careful look at option B suggests... Answer: C", "C"),
+        ("**Answer:** (B)", "B"),
+        (r"Answer: $\boxed{D}$", "D"),
+        ("Final answer: \\text{A}", "A"),
+        ("Answer: A\nHmm, no. Answer: D.", "D"),
+        ("I think it is A, B or C.", None),  # letters in prose never count
+        ("Answer: Because of B", None),
+        ("Answer: AB", None),
+        ("answer: c", None),  # lower-case letter is not a choice
+        ("", None),
+    ],
+)
 def test_extract_letter(text, letter):
     assert gr.extract_letter(text) == letter
 
@@ -78,8 +87,7 @@ def test_shuffle_is_seeded_and_uniformish():
     a = gr.shuffle_choices("right", ["w1", "w2", "w3"], "rec7", seed=1)
     assert a == gr.shuffle_choices("right", ["w1", "w2", "w3"], "rec7", seed=1)
     assert a.choices[gr.LETTERS.index(a.answer)] == "right"
-    pos = np.array([gr.LETTERS.index(gr.shuffle_choices("r", ["a", "b", "c"], f"id{k}").answer)
-                    for k in range(2000)])
+    pos = np.array([gr.LETTERS.index(gr.shuffle_choices("r", ["a", "b", "c"], f"id{k}").answer) for k in range(2000)])
     counts = np.bincount(pos, minlength=4)
     # each letter ~ Binomial(2000, 1/4): mean 500, sd ~19.4; 5 sd band
     assert np.all(np.abs(counts - 500) < 5 * np.sqrt(2000 * 0.25 * 0.75))
@@ -90,15 +98,28 @@ def test_shuffle_is_seeded_and_uniformish():
 SOL = {"header": ["House", "Name", "Color"], "rows": [["1", "Eric", "red"], ["2", "Bob", "blue"]]}
 
 
-@pytest.mark.parametrize("text, cell, correct, parsed", [
-    ('{"reasoning": "...", "solution": {"House 1": {"Name": "Eric", "Color": "red"}, '
-     '"House 2": {"Name": "Bob", "Color": "blue"}}}', 1.0, True, True),
-    ('```json\n{"reasoning": "use {braces}", "solution": {"House 1": {"Name": " eric ", "Color": "RED"}, '
-     '"House 2": {"Name": "Bob", "Color": "green"}}}\n```', 0.75, False, True),
-    ('{"solution": {"House 1": {"Name": "Eric"}}}', 0.25, False, True),     # missing cells are wrong
-    ('{"reasoning": "...", "solution": {"House 1": {"Name": "Eric", "Col', 0.0, False, False),  # truncated
-    ("no json here", 0.0, False, False),
-])
+@pytest.mark.parametrize(
+    "text, cell, correct, parsed",
+    [
+        (
+            '{"reasoning": "...", "solution": {"House 1": {"Name": "Eric", "Color": "red"}, '
+            '"House 2": {"Name": "Bob", "Color": "blue"}}}',
+            1.0,
+            True,
+            True,
+        ),
+        (
+            '```json\n{"reasoning": "use {braces}", "solution": {"House 1": {"Name": " eric ", "Color": "RED"}, '
+            '"House 2": {"Name": "Bob", "Color": "green"}}}\n```',
+            0.75,
+            False,
+            True,
+        ),
+        ('{"solution": {"House 1": {"Name": "Eric"}}}', 0.25, False, True),  # missing cells are wrong
+        ('{"reasoning": "...", "solution": {"House 1": {"Name": "Eric", "Col', 0.0, False, False),  # truncated
+        ("no json here", 0.0, False, False),
+    ],
+)
 def test_grade_zebra(text, cell, correct, parsed):
     g = gr.grade_zebra(text, SOL)
     assert (g.cell_accuracy, g.correct, g.parsed) == (cell, correct, parsed)

@@ -12,7 +12,7 @@ import re
 import nbformat
 import pytest
 
-from gpac_utils import run
+from gpac_utils.workflow import runner as run
 
 NOTEBOOKS = run.discover()
 IDS = [p.stem for p in NOTEBOOKS]

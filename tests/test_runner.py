@@ -1,4 +1,4 @@
-"""The notebook runner (gpac_utils.run) on tiny notebooks written into tmp_path."""
+"""The notebook runner (gpac_utils.workflow.runner) on tiny notebooks written into tmp_path."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpac_utils import run
-from gpac_utils.paths import REPO_ROOT
+from gpac_utils.workflow import runner as run
+from gpac_utils.workflow.paths import REPO_ROOT
 
 HEADER = """\
 # ---
@@ -27,7 +27,9 @@ HEADER = """\
 # ---
 """
 
-TINY = HEADER + """
+TINY = (
+    HEADER
+    + """
 # %% [markdown]
 # A tiny notebook for the runner tests.
 
@@ -52,6 +54,7 @@ if fail:
     raise RuntimeError("planned failure")
 print("DONE")
 """
+)
 
 
 def write_nb(folder: Path, name: str, text: str = TINY) -> Path:
@@ -63,8 +66,9 @@ def write_nb(folder: Path, name: str, text: str = TINY) -> Path:
 
 def stdout_of(ipynb: Path) -> str:
     nb = nbformat.read(str(ipynb), as_version=4)
-    return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
-                   if o.get("output_type") == "stream")
+    return "".join(
+        o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"
+    )
 
 
 def errors_of(ipynb: Path) -> list[str]:
@@ -99,9 +103,14 @@ def test_discover_and_resolve(tmp_path):
 def test_parse_parameters_accepts_only_literals():
     got = run.parse_parameters('profile = "paper"\nseed: int = 3\neps = [0.05, 0.1]\nn = None\nneg = -1e-3')
     assert got == {"profile": "paper", "seed": 3, "eps": [0.05, 0.1], "n": None, "neg": -1e-3}
-    for bad, what in [("import numpy", "only `name = <literal>`"), ("x = f(1)", "not a literal"),
-                      ("a = b = 1", "only `name = <literal>`"), ("x += 1", "only `name = <literal>`"),
-                      ("x = [i for i in range(3)]", "not a literal"), ("x = ", "not valid Python")]:
+    for bad, what in [
+        ("import numpy", "only `name = <literal>`"),
+        ("x = f(1)", "not a literal"),
+        ("a = b = 1", "only `name = <literal>`"),
+        ("x += 1", "only `name = <literal>`"),
+        ("x = [i for i in range(3)]", "not a literal"),
+        ("x = ", "not valid Python"),
+    ]:
         with pytest.raises(run.RunnerError, match=what.replace("`", ".").replace("<", ".").replace(">", ".")):
             run.parse_parameters(bad)
 
@@ -129,8 +138,9 @@ def test_run_name_is_filesystem_safe_and_keeps_grid_order():
 
 def test_grid_expansion(tmp_path, tiny):
     grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(f"notebook: {tiny}\nprofile: fast\nparameters: {{sleep: 0.0}}\n"
-                         "grid:\n  x: [1, 2, 3]\n  fail: [false, true]\n")
+    grid_file.write_text(
+        f"notebook: {tiny}\nprofile: fast\nparameters: {{sleep: 0.0}}\ngrid:\n  x: [1, 2, 3]\n  fail: [false, true]\n"
+    )
     grid = run.load_grid(grid_file, build_dir=tmp_path / "build")
     runs = grid.runs()
     assert len(runs) == 6
@@ -140,15 +150,18 @@ def test_grid_expansion(tmp_path, tiny):
     assert grid.output_dir == tmp_path / "build" / "grid" / "01_tiny"
 
 
-@pytest.mark.parametrize("body, message", [
-    ("grid:\n  x: [1]\n", "needs 'notebook' and 'grid'"),
-    ("notebook: NB\ngrid:\n  x: 1\n", "must be a non-empty list"),
-    ("notebook: NB\ngrid: {}\n", "non-empty mapping"),
-    ("notebook: NB\nparameters: {x: 1}\ngrid:\n  x: [1]\n", "both fixed and in the grid"),
-    ("notebook: NB\nprofile: slow\ngrid:\n  x: [1]\n", "unknown profile"),
-    ("notebook: NB\ngrid:\n  x: [1]\njobs: 3\n", "unknown key"),
-    ("notebook: 77_missing\ngrid:\n  x: [1]\n", "no notebook"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("grid:\n  x: [1]\n", "needs 'notebook' and 'grid'"),
+        ("notebook: NB\ngrid:\n  x: 1\n", "must be a non-empty list"),
+        ("notebook: NB\ngrid: {}\n", "non-empty mapping"),
+        ("notebook: NB\nparameters: {x: 1}\ngrid:\n  x: [1]\n", "both fixed and in the grid"),
+        ("notebook: NB\nprofile: slow\ngrid:\n  x: [1]\n", "unknown profile"),
+        ("notebook: NB\ngrid:\n  x: [1]\njobs: 3\n", "unknown key"),
+        ("notebook: 77_missing\ngrid:\n  x: [1]\n", "no notebook"),
+    ],
+)
 def test_grid_file_errors(tmp_path, tiny, body, message):
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text(body.replace("NB", str(tiny)))
@@ -182,9 +195,15 @@ def test_ensure_kernel_overrides_a_foreign_python3(tmp_path, monkeypatch):
 
     foreign = tmp_path / "foreign" / "kernels" / "python3"
     foreign.mkdir(parents=True)
-    (foreign / "kernel.json").write_text(json.dumps(
-        {"argv": ["/opt/other/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-         "display_name": "other", "language": "python"}))
+    (foreign / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": ["/opt/other/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "other",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "foreign"))
     assert KernelSpecManager().get_kernel_spec("python3").argv[0] == "/opt/other/bin/python"
     root = run.ensure_kernel(tmp_path / "scratch")
@@ -220,7 +239,7 @@ def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
 def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
     monkeypatch.delenv("GPAC_FIGURES", raising=False)
     out = run.run_notebook(tiny, "paper", out_dir=tmp_path / "p", timeout=120, progress_bar=False)
-    assert fig_of(out) == "None"  # paper profile: gpac_utils.paths uses figures/
+    assert fig_of(out) == "None"  # paper profile: gpac_utils.workflow.paths uses figures/
     monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "mine"))
     out = run.run_notebook(tiny, "fast", out_dir=tmp_path / "f", timeout=120, progress_bar=False)
     assert fig_of(out) == str(tmp_path / "mine")
@@ -256,8 +275,9 @@ def test_cli_stops_at_first_failure(tmp_path, capsys):
     bad = write_nb(folder, "02_bad", TINY.replace("fail = False", "fail = True"))
     never = write_nb(folder, "03_never")
     build = tmp_path / "build"
-    code = run.main(["--profile", "fast", "--timeout", "120", "--build-dir", str(build),
-                     str(first), str(bad), str(never)])
+    code = run.main(
+        ["--profile", "fast", "--timeout", "120", "--build-dir", str(build), str(first), str(bad), str(never)]
+    )
     assert code == run.EXIT_FAILED
     printed = capsys.readouterr().out
     assert "02_bad" in printed and "failed" in printed and "not run" in printed
@@ -281,8 +301,9 @@ def test_cli_usage_errors_exit_2(tmp_path, tiny, capsys):
 def test_cli_grid_runs_product_reports_failures(tmp_path, tiny, capsys):
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text(f"notebook: {tiny}\nprofile: fast\ngrid:\n  x: [1, 'a b']\n  fail: [false, true]\n")
-    code = run.main(["--grid", str(grid_file), "--jobs", "2", "--timeout", "120",
-                     "--build-dir", str(tmp_path / "build")])
+    code = run.main(
+        ["--grid", str(grid_file), "--jobs", "2", "--timeout", "120", "--build-dir", str(tmp_path / "build")]
+    )
     assert code == run.EXIT_FAILED
     out_dir = tmp_path / "build" / "grid" / "01_tiny"
     with (out_dir / "summary.csv").open() as fh:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import numpy as np
+import pandas as pd
+import pytest
 
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from gpac_utils import data, scoring as sc  # noqa: E402
+from gpac_utils import data
+from gpac_utils.llm import scoring as sc
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -26,19 +22,38 @@ def test_logits_score():
             sc.logits_score(bad)
 
 
-@pytest.mark.parametrize("reply, value", [
-    ("0.85", 0.85), (".7", 0.7), ("Probability: 0.35", 0.35), ("85%", 0.85), ("I'd say 90", 0.9),
-    ("<think>between 0.0 and 1.0 ... </think>0.6", 0.6), ("1", 1.0), ("0", 0.0), (r"\boxed{0.25}", 0.25),
-    ("I cannot say", None), ("150", None), ("-0.3", None), ("", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "reply, value",
+    [
+        ("0.85", 0.85),
+        (".7", 0.7),
+        ("Probability: 0.35", 0.35),
+        ("85%", 0.85),
+        ("I'd say 90", 0.9),
+        ("<think>between 0.0 and 1.0 ... </think>0.6", 0.6),
+        ("1", 1.0),
+        ("0", 0.0),
+        (r"\boxed{0.25}", 0.25),
+        ("I cannot say", None),
+        ("150", None),
+        ("-0.3", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_confidence(reply, value):
     got = sc.parse_confidence(reply)
     assert got == (pytest.approx(value) if value is not None else None)
 
 
 def test_verbalized_counts_unparsable_and_never_drops():
-    g = pd.DataFrame({"item_id": ["a"] * 3 + ["b"] * 2, "sample": [0, 1, 2, 0, 1],
-                      "answer": ["0.8", "garbage", "60%", "no idea", "??"]})
+    g = pd.DataFrame(
+        {
+            "item_id": ["a"] * 3 + ["b"] * 2,
+            "sample": [0, 1, 2, 0, 1],
+            "answer": ["0.8", "garbage", "60%", "no idea", "??"],
+        }
+    )
     rep = sc.verbalized_scores(g)
     assert rep.scores["a"] == pytest.approx(1 - 0.7)
     assert rep.scores["b"] == 1.0 and rep.items_all_unparsable == ["b"]
@@ -62,12 +77,12 @@ def test_ece_matches_bruteforce_and_calibrated_is_small():
     rng = np.random.default_rng(0)
     for _ in range(20):
         c = rng.uniform(size=200)
-        c[:5] = [0.0, 1.0, 0.1, 0.5, 0.9]   # bin edges
+        c[:5] = [0.0, 1.0, 0.1, 0.5, 0.9]  # bin edges
         y = (rng.uniform(size=200) < rng.uniform(size=200)).astype(int)
         assert sc.expected_calibration_error(c, y, 10) == pytest.approx(_ece_bruteforce(c, y, 10), abs=1e-12)
     # perfectly calibrated: y ~ Bern(c). E[ECE] is O(sqrt(B / n)); over 200 reps its mean is small
     eces = []
-    for r in range(200):
+    for _ in range(200):
         c = rng.uniform(size=2000)
         eces.append(sc.expected_calibration_error(c, rng.uniform(size=2000) < c))
     eces = np.asarray(eces)
@@ -75,7 +90,8 @@ def test_ece_matches_bruteforce_and_calibrated_is_small():
     assert eces.mean() < 3 * np.sqrt(0.25 / 200) + 3 * eces.std() / np.sqrt(len(eces))
     # constant overconfidence 0.9 vs 50% accuracy: ECE -> 0.4
     assert sc.expected_calibration_error(np.full(4000, 0.9), rng.uniform(size=4000) < 0.5) == pytest.approx(
-        0.4, abs=4 * np.sqrt(0.25 / 4000))
+        0.4, abs=4 * np.sqrt(0.25 / 4000)
+    )
 
 
 def test_reliability_curve_and_errors():
@@ -92,7 +108,9 @@ def test_score_ece_on_table():
     t = pd.DataFrame({"nothink_correct": [1, 0, 1, 1], "score_a": [0.1, 0.9, 0.2, 0.0]})
     out = sc.score_ece(t, n_bins=5)
     assert out["score"].tolist() == ["score_a"]
-    assert out["ece"].iloc[0] == pytest.approx(_ece_bruteforce(1 - t["score_a"].to_numpy(), t["nothink_correct"].to_numpy(), 5))
+    assert out["ece"].iloc[0] == pytest.approx(
+        _ece_bruteforce(1 - t["score_a"].to_numpy(), t["nothink_correct"].to_numpy(), 5)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +123,11 @@ def test_minilm_embeddings_and_semantic_loss(embedder):
     v = embedder.encode(["The cat sat on the mat.", "A cat is sitting on a mat.", "Quarterly tax filing deadlines."])
     assert v.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
-    loss = sc.semantic_loss(["The cat sat on the mat.", "The cat sat on the mat.", "The cat sat on the mat."],
-                            ["The cat sat on the mat.", "A cat is sitting on a mat.", "Quarterly tax filing deadlines."],
-                            embedder)
+    loss = sc.semantic_loss(
+        ["The cat sat on the mat.", "The cat sat on the mat.", "The cat sat on the mat."],
+        ["The cat sat on the mat.", "A cat is sitting on a mat.", "Quarterly tax filing deadlines."],
+        embedder,
+    )
     assert loss[0] == pytest.approx(0.0, abs=1e-5)
     assert 0 < loss[1] < loss[2] <= sc.SEMANTIC_LOSS_BOUND
 
@@ -140,15 +160,41 @@ def test_router_on_fixture(embedder):
 
 def test_assemble_table_follows_schema():
     items = pd.DataFrame({"item_id": ["a", "b", "c"], "group": ["g1", "g1", "g2"]})
-    t = sc.assemble_table(items, think_correct=[1, 1, 0], nothink_correct=[1, 0, 0], think_tokens=[10, 20, 30],
-                          nothink_tokens=[1, 2, 3], scores={"score_router": [0.1, 0.5, 0.9],
-                                                            "score_logits": [0.2, 0.3, 0.4]})
-    assert list(t.columns) == ["item_id", "group", "loss", "think_correct", "nothink_correct", "think_tokens",
-                               "nothink_tokens", "score_logits", "score_router"]
+    t = sc.assemble_table(
+        items,
+        think_correct=[1, 1, 0],
+        nothink_correct=[1, 0, 0],
+        think_tokens=[10, 20, 30],
+        nothink_tokens=[1, 2, 3],
+        scores={"score_router": [0.1, 0.5, 0.9], "score_logits": [0.2, 0.3, 0.4]},
+    )
+    assert list(t.columns) == [
+        "item_id",
+        "group",
+        "loss",
+        "think_correct",
+        "nothink_correct",
+        "think_tokens",
+        "nothink_tokens",
+        "score_logits",
+        "score_router",
+    ]
     assert t["loss"].tolist() == [0.0, 1.0, 0.0]
     with pytest.raises(data.SchemaError, match="score_logits"):
-        sc.assemble_table(items, think_correct=[1, 1, 0], nothink_correct=[1, 0, 0], think_tokens=[1, 1, 1],
-                          nothink_tokens=[1, 1, 1], scores={"score_logits": [0.2, 1.3, 0.4]})
-    semantic = sc.assemble_table(items, loss=[0.0, 1.5, 0.2], think_tokens=[1, 1, 1], nothink_tokens=[1, 1, 1],
-                                 scores={"score_logits": [0.2, 0.3, 0.4]}, loss_bound=sc.SEMANTIC_LOSS_BOUND)
+        sc.assemble_table(
+            items,
+            think_correct=[1, 1, 0],
+            nothink_correct=[1, 0, 0],
+            think_tokens=[1, 1, 1],
+            nothink_tokens=[1, 1, 1],
+            scores={"score_logits": [0.2, 1.3, 0.4]},
+        )
+    semantic = sc.assemble_table(
+        items,
+        loss=[0.0, 1.5, 0.2],
+        think_tokens=[1, 1, 1],
+        nothink_tokens=[1, 1, 1],
+        scores={"score_logits": [0.2, 0.3, 0.4]},
+        loss_bound=sc.SEMANTIC_LOSS_BOUND,
+    )
     assert semantic["loss"].max() == 1.5

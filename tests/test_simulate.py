@@ -1,4 +1,4 @@
-"""Tests of the simulated default tables (gpac_utils.simulate, data/simulated/)."""
+"""Tests of the simulated default tables (gpac_utils.paper.simulate, data/simulated/)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,46 @@ import pytest
 from scipy.stats import norm
 
 from gpac_utils import data as D
-from gpac_utils import simulate as S
+from gpac_utils.paper import simulate as S
 
 BINARY = ("math500", "zebralogic", "gpqa")
 TABLES = [(b, p) for b in S.BENCHMARKS for p in S.PAIRS]
 
 # Independent oracles, copied from the paper (not from SPECS).
 GROUP_COUNTS = {
-    "math500": {"Algebra": 124, "Intermediate Algebra": 97, "Prealgebra": 82, "Number Theory": 62,
-                "Precalculus": 56, "Geometry": 41, "Counting & Probability": 38},
+    "math500": {
+        "Algebra": 124,
+        "Intermediate Algebra": 97,
+        "Prealgebra": 82,
+        "Number Theory": 62,
+        "Precalculus": 56,
+        "Geometry": 41,
+        "Counting & Probability": 38,
+    },
     "zebralogic": {"Small": 320, "Medium": 280, "Large": 200, "X-Large": 200},
     "gpqa": {"Physics": 187, "Chemistry": 183, "Biology": 78},
 }
 SIZES = {"math500": 500, "zebralogic": 1000, "gpqa": 448, "arena_hard": 500}
 # table:llm_accuracy, percent: (thinking, non-thinking)
 PAPER_ACC = {
-    ("math500", "qwen"): (96.20, 92.80), ("math500", "llama"): (85.80, 45.20),
-    ("zebralogic", "qwen"): (89.20, 80.40), ("zebralogic", "llama"): (38.40, 12.50),
-    ("gpqa", "qwen"): (48.88, 46.43), ("gpqa", "llama"): (39.73, 27.23),
+    ("math500", "qwen"): (96.20, 92.80),
+    ("math500", "llama"): (85.80, 45.20),
+    ("zebralogic", "qwen"): (89.20, 80.40),
+    ("zebralogic", "llama"): (38.40, 12.50),
+    ("gpqa", "qwen"): (48.88, 46.43),
+    ("gpqa", "llama"): (39.73, 27.23),
 }
 HETEROGENEOUS = {"math500": "Precalculus", "zebralogic": "X-Large", "gpqa": "Biology"}
-PAPER_EPS = {("math500", "qwen"): 0.05, ("zebralogic", "qwen"): 0.08, ("gpqa", "qwen"): 0.15,
-             ("math500", "llama"): 0.42, ("zebralogic", "llama"): 0.20, ("gpqa", "llama"): 0.20,
-             ("arena_hard", "qwen"): 0.10, ("arena_hard", "llama"): 0.15}
+PAPER_EPS = {
+    ("math500", "qwen"): 0.05,
+    ("zebralogic", "qwen"): 0.08,
+    ("gpqa", "qwen"): 0.15,
+    ("math500", "llama"): 0.42,
+    ("zebralogic", "llama"): 0.20,
+    ("gpqa", "llama"): 0.20,
+    ("arena_hard", "qwen"): 0.10,
+    ("arena_hard", "llama"): 0.15,
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +66,7 @@ def auroc(y, s):
 
 
 # ---------------------------------------------------------------- schema and counts
+
 
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_schema(committed, benchmark, pair):
@@ -98,6 +116,7 @@ def test_eps_table():
 
 # ---------------------------------------------------------------- heterogeneity
 
+
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
 def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
     rates = S.group_loss_rates(committed[(benchmark, pair)])
@@ -132,7 +151,7 @@ def _clt_pac_threshold(loss, scores, eps, rng, alpha=0.05, pi=0.5):
     last = np.r_[np.flatnonzero(np.diff(s) > 0), m - 1]  # last position of each distinct score
     s1, s2 = np.cumsum(z)[last], np.cumsum(z * z)[last]
     mean = s1 / m
-    sd = np.sqrt(np.maximum((s2 - m * mean ** 2) / (m - 1), 0.0))
+    sd = np.sqrt(np.maximum((s2 - m * mean**2) / (m - 1), 0.0))
     ucb = mean + norm.ppf(1 - alpha) * sd / np.sqrt(m)
     ok = np.flatnonzero(ucb <= eps)
     return s[last][ok.max()] if ok.size else -np.inf
@@ -164,6 +183,7 @@ def test_marginal_pac_overshoots_eps_in_heterogeneous_group(committed, benchmark
 
 
 # ---------------------------------------------------------------- scores
+
 
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
 def test_scores_informative_but_imperfect(committed, benchmark, pair):
@@ -216,6 +236,7 @@ def test_router_independent_of_nothink_correctness_given_difficulty():
 
 # ---------------------------------------------------------------- tokens
 
+
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_tokens(committed, benchmark, pair):
     df = committed[(benchmark, pair)]
@@ -226,6 +247,7 @@ def test_tokens(committed, benchmark, pair):
 
 
 # ---------------------------------------------------------------- seeding, files, errors
+
 
 def test_regeneration_is_byte_identical(tmp_path):
     paths = S.write_all(tmp_path)
@@ -253,12 +275,15 @@ def test_bad_names_raise():
 
 # ---------------------------------------------------------------- paper tables
 
+
 def test_splitting_settings(committed):
     t = S.splitting_settings({b: committed[(b, "qwen")] for b in BINARY})
     got = t.set_index("Dataset")[["Dataset Size", "PAC Calibration", "PAC Test"]].to_dict("index")
-    assert got == {"MATH-500": {"Dataset Size": 500, "PAC Calibration": 300, "PAC Test": 200},
-                   "ZebraLogic": {"Dataset Size": 1000, "PAC Calibration": 500, "PAC Test": 500},
-                   "GPQA": {"Dataset Size": 448, "PAC Calibration": 224, "PAC Test": 224}}
+    assert got == {
+        "MATH-500": {"Dataset Size": 500, "PAC Calibration": 300, "PAC Test": 200},
+        "ZebraLogic": {"Dataset Size": 1000, "PAC Calibration": 500, "PAC Test": 500},
+        "GPQA": {"Dataset Size": 448, "PAC Calibration": 224, "PAC Test": 224},
+    }
     assert S.split_sizes(448, 0.6) == (269, 179)
     with pytest.raises(ValueError, match="cal_ratio"):
         S.split_sizes(10, 1.0)
@@ -282,10 +307,12 @@ def test_category_counts(committed):
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_notebook_20_data_overview(tmp_path):
-    from gpac_utils import paths, run
+    from gpac_utils.workflow import paths
+    from gpac_utils.workflow import runner as run
 
-    out = run.run_notebook(paths.NOTEBOOKS / "20_data_overview.py", profile="fast", out_dir=tmp_path,
-                           progress_bar=False)
+    out = run.run_notebook(
+        paths.NOTEBOOKS / "20_data_overview.py", profile="fast", out_dir=tmp_path, progress_bar=False
+    )
     assert out.exists()
     splits = pd.read_csv(paths.TABLES / "splitting_settings.csv")
     assert splits["PAC Calibration"].tolist() == [300, 500, 224]
@@ -298,7 +325,8 @@ def test_notebook_20_data_overview(tmp_path):
 
 
 def test_data_card_states_simulation_and_current_parameters():
-    from gpac_utils import paths, plotting
+    from gpac_utils.paper import plotting
+    from gpac_utils.workflow import paths
 
     card = (paths.SIMULATED / "README.md").read_text()
     assert "SIMULATED" in card

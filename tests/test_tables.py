@@ -1,4 +1,4 @@
-"""gpac_utils.tables: the paper's transcribed numbers, the side-by-side builders, the
+"""gpac_utils.paper.tables: the paper's transcribed numbers, the side-by-side builders, the
 per-group violation rates, the real-data mapping, and the paper's qualitative claim on the
 simulated tables; plus the table notebooks on the fast profile."""
 
@@ -9,38 +9,41 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data as D
-from gpac_utils import tables as T
+from gpac_utils.paper import tables as T
 
 # ------------------------------------------------------------------ transcribed paper numbers
 
 
-@pytest.mark.parametrize("name, dataset, clustering, score, method, metric, value", [
-    # table:01_results_known (Qwen)
-    ("01_results_known", "math500", "known", "score_logits", "PAC", "Error", 3.08),
-    ("01_results_known", "math500", "known", "score_logits", "G-PAC", "STP", 43.44),
-    ("01_results_known", "zebralogic", "known", "score_verbalized", "PAC", "STP", 4.97),
-    ("01_results_known", "zebralogic", "known", "score_logits", "PAC", "Error_Gap", 10.30),
-    ("01_results_known", "gpqa", "known", "score_router", "G-PAC", "STP", 30.54),
-    # table:01_llama_results
-    ("01_llama_results", "math500", "known", "score_logits", "PAC", "Error_Gap", 19.27),
-    ("01_llama_results", "math500", "known", "score_verbalized", "G-PAC", "STP", -2.21),
-    ("01_llama_results", "zebralogic", "known", "score_verbalized", "PAC", "STP", -30.68),
-    ("01_llama_results", "gpqa", "known", "score_router", "G-PAC", "Error", 11.90),
-    # table:01_results_unknown (disjoint = split, then joint)
-    ("01_results_unknown", "math500", "split", "score_logits", "PAC", "Error_Gap", 0.17),
-    ("01_results_unknown", "zebralogic", "split", "score_router", "C-PAC", "STP", 35.38),
-    ("01_results_unknown", "gpqa", "joint", "score_verbalized", "C-PAC", "STP", 0.54),
-    ("01_results_unknown", "gpqa", "joint", "score_router", "PAC", "Error_Gap", 1.36),
-    # table:01_results_unknown_llama
-    ("01_results_unknown_llama", "zebralogic", "split", "score_verbalized", "C-PAC", "STP", -31.89),
-    ("01_results_unknown_llama", "gpqa", "joint", "score_logits", "PAC", "Error_Gap", 12.32),
-    ("01_results_unknown_llama", "math500", "joint", "score_router", "C-PAC", "Error", 34.83),
-    # table:arena_results / arena_results_llama (rows score x method in the paper)
-    ("arena_results", "arena_hard", "split", "score_verbalized", "C-PAC", "Error", 5.27),
-    ("arena_results", "arena_hard", "joint", "score_router", "PAC", "Error_Gap", 4.69),
-    ("arena_results_llama", "arena_hard", "split", "score_router", "PAC", "STP", 13.00),
-    ("arena_results_llama", "arena_hard", "joint", "score_router", "C-PAC", "STP", 35.96),
-])
+@pytest.mark.parametrize(
+    "name, dataset, clustering, score, method, metric, value",
+    [
+        # table:01_results_known (Qwen)
+        ("01_results_known", "math500", "known", "score_logits", "PAC", "Error", 3.08),
+        ("01_results_known", "math500", "known", "score_logits", "G-PAC", "STP", 43.44),
+        ("01_results_known", "zebralogic", "known", "score_verbalized", "PAC", "STP", 4.97),
+        ("01_results_known", "zebralogic", "known", "score_logits", "PAC", "Error_Gap", 10.30),
+        ("01_results_known", "gpqa", "known", "score_router", "G-PAC", "STP", 30.54),
+        # table:01_llama_results
+        ("01_llama_results", "math500", "known", "score_logits", "PAC", "Error_Gap", 19.27),
+        ("01_llama_results", "math500", "known", "score_verbalized", "G-PAC", "STP", -2.21),
+        ("01_llama_results", "zebralogic", "known", "score_verbalized", "PAC", "STP", -30.68),
+        ("01_llama_results", "gpqa", "known", "score_router", "G-PAC", "Error", 11.90),
+        # table:01_results_unknown (disjoint = split, then joint)
+        ("01_results_unknown", "math500", "split", "score_logits", "PAC", "Error_Gap", 0.17),
+        ("01_results_unknown", "zebralogic", "split", "score_router", "C-PAC", "STP", 35.38),
+        ("01_results_unknown", "gpqa", "joint", "score_verbalized", "C-PAC", "STP", 0.54),
+        ("01_results_unknown", "gpqa", "joint", "score_router", "PAC", "Error_Gap", 1.36),
+        # table:01_results_unknown_llama
+        ("01_results_unknown_llama", "zebralogic", "split", "score_verbalized", "C-PAC", "STP", -31.89),
+        ("01_results_unknown_llama", "gpqa", "joint", "score_logits", "PAC", "Error_Gap", 12.32),
+        ("01_results_unknown_llama", "math500", "joint", "score_router", "C-PAC", "Error", 34.83),
+        # table:arena_results / arena_results_llama (rows score x method in the paper)
+        ("arena_results", "arena_hard", "split", "score_verbalized", "C-PAC", "Error", 5.27),
+        ("arena_results", "arena_hard", "joint", "score_router", "PAC", "Error_Gap", 4.69),
+        ("arena_results_llama", "arena_hard", "split", "score_router", "PAC", "STP", 13.00),
+        ("arena_results_llama", "arena_hard", "joint", "score_router", "C-PAC", "STP", 35.96),
+    ],
+)
 def test_paper_spot_checks(name, dataset, clustering, score, method, metric, value):
     assert T.paper_value(name, dataset, score, method, metric, clustering) == pytest.approx(value, abs=1e-9)
 
@@ -83,15 +86,53 @@ def test_table_specs_eps_and_ratios():
 
 
 def _summary_rows():
-    base = {"dataset": "math500", "clustering": "known", "score": "score_logits", "sampling": "resample",
-            "rule": "max", "eps": 0.05, "Efficiency": 80.0, "Violation": 50.0, "Max_group_violation": 40.0,
-            "Max_group_violation_mcse": 4.9, "trials": 100}
-    return pd.DataFrame([
-        {**base, "method": "PAC", "setting": "paper", "bound": "clt", "Error": 3.00, "Error_Gap": 1.50, "STP": 50.0},
-        {**base, "method": "G-PAC", "setting": "paper", "bound": "clt", "Error": 2.00, "Error_Gap": 0.0, "STP": 40.0},
-        {**base, "method": "G-PAC", "setting": "valid", "bound": "hoeffding_bentkus", "sampling": "bernoulli",
-         "rule": "first-crossing", "Error": 0.5, "Error_Gap": 0.0, "STP": 10.0, "Max_group_violation": 2.0},
-    ])
+    base = {
+        "dataset": "math500",
+        "clustering": "known",
+        "score": "score_logits",
+        "sampling": "resample",
+        "rule": "max",
+        "eps": 0.05,
+        "Efficiency": 80.0,
+        "Violation": 50.0,
+        "Max_group_violation": 40.0,
+        "Max_group_violation_mcse": 4.9,
+        "trials": 100,
+    }
+    return pd.DataFrame(
+        [
+            {
+                **base,
+                "method": "PAC",
+                "setting": "paper",
+                "bound": "clt",
+                "Error": 3.00,
+                "Error_Gap": 1.50,
+                "STP": 50.0,
+            },
+            {
+                **base,
+                "method": "G-PAC",
+                "setting": "paper",
+                "bound": "clt",
+                "Error": 2.00,
+                "Error_Gap": 0.0,
+                "STP": 40.0,
+            },
+            {
+                **base,
+                "method": "G-PAC",
+                "setting": "valid",
+                "bound": "hoeffding_bentkus",
+                "sampling": "bernoulli",
+                "rule": "first-crossing",
+                "Error": 0.5,
+                "Error_Gap": 0.0,
+                "STP": 10.0,
+                "Max_group_violation": 2.0,
+            },
+        ]
+    )
 
 
 def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
@@ -145,9 +186,24 @@ def test_group_violations_counts_trials_and_mcse():
     rows = []
     for trial in range(10):
         for g, risk in (("a", 0.2 if trial < 3 else 0.01), ("b", 0.01)):
-            rows.append({"dataset": "d", "clustering": "known", "setting": "paper", "method": "G-PAC",
-                         "score": "s", "bound": "clt", "sampling": "resample", "rule": "max", "trial": trial,
-                         "group": g, "error": risk, "pop_risk": risk, "n_test": 10, "eps": 0.05})
+            rows.append(
+                {
+                    "dataset": "d",
+                    "clustering": "known",
+                    "setting": "paper",
+                    "method": "G-PAC",
+                    "score": "s",
+                    "bound": "clt",
+                    "sampling": "resample",
+                    "rule": "max",
+                    "trial": trial,
+                    "group": g,
+                    "error": risk,
+                    "pop_risk": risk,
+                    "n_test": 10,
+                    "eps": 0.05,
+                }
+            )
         rows.append({**rows[-1], "group": "__all__"})
     gv = T.group_violations(pd.DataFrame(rows)).set_index("group")
     assert gv.loc["a", "violation"] == pytest.approx(0.3)
@@ -161,7 +217,7 @@ def test_group_violations_counts_trials_and_mcse():
 
 @pytest.fixture(scope="module")
 def known_qwen():
-    from gpac_utils import simulate as sim
+    from gpac_utils.paper import simulate as sim
 
     name = "01_results_known"
     data = {b: sim.load(b, "qwen") for b in T.TABLE_SPECS[name].benchmarks}
@@ -173,7 +229,7 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
     """PAC overshoots eps in the category the paper names (Precalculus / X-Large / Biology) for
     every score, by more than 3 Monte Carlo standard errors over T = 100 seeded splits; G-PAC has
     Error_Gap = 0, every category's mean test error at least one standard error below eps."""
-    from gpac_utils import simulate as sim
+    from gpac_utils.paper import simulate as sim
 
     results, summary = known_qwen
     per = results[results.group != "__all__"]
@@ -196,8 +252,14 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
 
 
 def test_population_thresholds_and_risk_curves_on_a_tiny_table():
-    df = pd.DataFrame({"item_id": range(8), "group": ["a"] * 4 + ["b"] * 4,
-                       "loss": [0, 0, 0, 1, 0, 1, 1, 1], "score_x": [.1, .2, .3, .4, .1, .2, .3, .4]})
+    df = pd.DataFrame(
+        {
+            "item_id": range(8),
+            "group": ["a"] * 4 + ["b"] * 4,
+            "loss": [0, 0, 0, 1, 0, 1, 1, 1],
+            "score_x": [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4],
+        }
+    )
     thr = T.population_thresholds(df, "score_x", eps=0.25).set_index("group")
     # overall: risk(u) = (0, 1, 2, 4) / 8 at u = .1 .. .4 -> largest u with risk <= .25 is .3
     assert thr.loc["a", "pac_threshold"] == pytest.approx(0.3)
@@ -214,10 +276,19 @@ def test_population_thresholds_and_risk_curves_on_a_tiny_table():
 
 
 def _raw():
-    return pd.DataFrame({"item_id": [0, 1, 2], "group": ["A", "A", "B"], "strong_correct": [1, 1, 0],
-                         "weak_correct": [1, 0, 0], "loss": [0, 1, 0], "strong_chars": [400, 800, 1200],
-                         "weak_chars": [200, 400, 40], "weak_uncertainty_disagree": [0.0, 0.5, 1.0],
-                         "weak_uncertainty_len": [0.1, 0.5, 0.9]})
+    return pd.DataFrame(
+        {
+            "item_id": [0, 1, 2],
+            "group": ["A", "A", "B"],
+            "strong_correct": [1, 1, 0],
+            "weak_correct": [1, 0, 0],
+            "loss": [0, 1, 0],
+            "strong_chars": [400, 800, 1200],
+            "weak_chars": [200, 400, 40],
+            "weak_uncertainty_disagree": [0.0, 0.5, 1.0],
+            "weak_uncertainty_len": [0.1, 0.5, 0.9],
+        }
+    )
 
 
 def test_realdata_table_maps_columns_and_applies_the_cost_model():
@@ -243,7 +314,7 @@ def test_realdata_table_rejects_inconsistent_or_incomplete_input():
 
 
 def test_resolve_data_path(tmp_path):
-    from gpac_utils import paths
+    from gpac_utils.workflow import paths
 
     assert T.resolve_data_path(None) == paths.REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv"
     assert T.resolve_data_path(tmp_path / "x.csv") == tmp_path / "x.csv"
@@ -253,14 +324,24 @@ def test_resolve_data_path(tmp_path):
 # ------------------------------------------------------------------ the notebooks (fast profile)
 
 NOTEBOOK_OUTPUTS = {
-    "21_table_known_groups": ["tables/01_results_known.csv", "tables/01_llama_results.csv",
-                              "tables/01_results_known_paper_layout.md", "errorbar_category.png",
-                              "errorbar_category_llama.pdf"],
-    "22_table_cpac": ["tables/01_results_unknown.csv", "tables/01_results_unknown_llama.md",
-                      "tables/01_results_unknown_paper_layout.csv"],
+    "21_table_known_groups": [
+        "tables/01_results_known.csv",
+        "tables/01_llama_results.csv",
+        "tables/01_results_known_paper_layout.md",
+        "errorbar_category.png",
+        "errorbar_category_llama.pdf",
+    ],
+    "22_table_cpac": [
+        "tables/01_results_unknown.csv",
+        "tables/01_results_unknown_llama.md",
+        "tables/01_results_unknown_paper_layout.csv",
+    ],
     "23_table_arena": ["tables/arena_results.csv", "tables/arena_results_llama.md"],
-    "24_calibration_ratio": ["results_calibration_ratio_math500.png", "results_calibration_ratio_other.pdf",
-                             "tables/calibration_ratio.csv"],
+    "24_calibration_ratio": [
+        "results_calibration_ratio_math500.png",
+        "results_calibration_ratio_other.pdf",
+        "tables/calibration_ratio.csv",
+    ],
     "25_ece_scores": ["expected_error_uncertainty.png", "tables/ece_scores.csv"],
     "26_concept_figure": ["clustered-pac.png", "tables/clustered-pac_thresholds.csv"],
 }
@@ -270,7 +351,8 @@ NOTEBOOK_OUTPUTS = {
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook", list(NOTEBOOK_OUTPUTS))
 def test_table_notebooks_fast_profile(notebook, tmp_path):
-    from gpac_utils import paths, run
+    from gpac_utils.workflow import paths
+    from gpac_utils.workflow import runner as run
 
     out = run.run_notebook(paths.NOTEBOOKS / f"{notebook}.py", profile="fast", out_dir=tmp_path, progress_bar=False)
     assert out.exists()
@@ -282,17 +364,21 @@ def test_table_notebooks_fast_profile(notebook, tmp_path):
         paper_rows = t[t["Setting"] == "paper"]
         assert paper_rows["Error paper (%)"].notna().all()
         assert (t["Setting"] == "valid").any()
-        assert t.loc[(t.Dataset == "MATH-500") & (t.Score == "Logits") & (t.Method == "PAC") & (t.Setting == "paper"),
-                     "Error paper (%)"].iloc[0] == pytest.approx(3.08)
+        assert t.loc[
+            (t.Dataset == "MATH-500") & (t.Score == "Logits") & (t.Method == "PAC") & (t.Setting == "paper"),
+            "Error paper (%)",
+        ].iloc[0] == pytest.approx(3.08)
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_realdata_notebook_fast_profile(tmp_path):
-    from gpac_utils import paths, run
+    from gpac_utils.workflow import paths
+    from gpac_utils.workflow import runner as run
 
-    out = run.run_notebook(paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path,
-                           progress_bar=False)
+    out = run.run_notebook(
+        paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path, progress_bar=False
+    )
     assert out.exists()
     written = paths.TABLES / "realdata_case_study.csv"
     if T.resolve_data_path(None).exists():
@@ -306,10 +392,16 @@ def test_realdata_notebook_fast_profile(tmp_path):
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_realdata_notebook_without_data_explains_and_writes_nothing(tmp_path):
-    from gpac_utils import paths, run
+    from gpac_utils.workflow import paths
+    from gpac_utils.workflow import runner as run
 
     missing = tmp_path / "absent.csv"
-    out = run.run_notebook(paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path,
-                           parameters={"data_path": str(missing)}, progress_bar=False)
+    out = run.run_notebook(
+        paths.NOTEBOOKS / "31_realdata_case_study.py",
+        profile="fast",
+        out_dir=tmp_path,
+        parameters={"data_path": str(missing)},
+        progress_bar=False,
+    )
     text = out.read_text()
     assert "NOT FOUND" in text and "data_path" in text

@@ -1,4 +1,4 @@
-"""gpac_utils.theory: closed-form risks, oracle thresholds, Prop. 3.3, partition gap, audit plumbing."""
+"""gpac_utils.paper.theory: closed-form risks, oracle thresholds, Prop. 3.3, partition gap, audit plumbing."""
 
 import itertools
 import math
@@ -7,13 +7,15 @@ import numpy as np
 import pytest
 
 from gpac_utils import bounds, calibrate, sampling, selection
-from gpac_utils import theory as th
+from gpac_utils.paper import theory as th
 
-POP = th.Population((
-    th.Group("easy", 0.5, a=0.8, b=3.0),
-    th.Group("flat", 0.3, a=0.5, b=0.0),
-    th.Group("mid", 0.2, a=0.6, b=1.0, lo=0.2, hi=0.9),
-))
+POP = th.Population(
+    (
+        th.Group("easy", 0.5, a=0.8, b=3.0),
+        th.Group("flat", 0.3, a=0.5, b=0.0),
+        th.Group("mid", 0.2, a=0.6, b=1.0, lo=0.2, hi=0.9),
+    )
+)
 
 
 # ------------------------------------------------------------------ closed-form risk vs Monte Carlo
@@ -77,7 +79,9 @@ def test_closed_form_threshold():
     for name in ("easy", "flat"):
         g = POP.group(name)
         for eps in (0.02, 0.1, 0.19):
-            assert float(th.closed_form_threshold(g, eps)) == pytest.approx(th.oracle_threshold(POP, eps, name), abs=1e-9)
+            assert float(th.closed_form_threshold(g, eps)) == pytest.approx(
+                th.oracle_threshold(POP, eps, name), abs=1e-9
+            )
     assert float(th.closed_form_threshold(POP.group("easy"), 0.25)) == np.inf  # R(1) = 0.2 < 0.25
     with pytest.raises(ValueError):
         th.closed_form_threshold(POP.group("mid"), 0.1)
@@ -158,7 +162,9 @@ def test_interval_confusion_and_gap():
 
 
 def test_interval_partition_efficiency_matches_groups_when_groups_are_intervals():
-    pop = th.Population((th.Group("a", 1, a=0.6, b=1.0, lo=0.0, hi=0.5), th.Group("b", 1, a=0.2, b=0.0, lo=0.5, hi=1.0)))
+    pop = th.Population(
+        (th.Group("a", 1, a=0.6, b=1.0, lo=0.0, hi=0.5), th.Group("b", 1, a=0.2, b=0.0, lo=0.5, hi=1.0))
+    )
     eps = 0.05
     u = th.interval_thresholds(pop, [0.5], eps)
     for j, name in enumerate(pop.names):
@@ -169,7 +175,7 @@ def test_interval_partition_efficiency_matches_groups_when_groups_are_intervals(
 
 def test_fit_power_law_recovers_rate():
     n = np.array([100, 300, 1000, 3000])
-    c, beta = th.fit_power_law(n, 2.0 * n ** -0.5)
+    c, beta = th.fit_power_law(n, 2.0 * n**-0.5)
     assert beta == pytest.approx(0.5) and c == pytest.approx(2.0)
 
 
@@ -179,8 +185,9 @@ def test_fit_power_law_recovers_rate():
 def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
     loss, u = th.AUDIT_POPULATION.group("flat").sample((20, 80), np.random.default_rng(6))
     for rule in ("first-crossing", "max"):
-        ref = calibrate.threshold(loss, u, eps=0.1, alpha=0.05, bound=bound, sampling=scheme, pi=pi, rule=rule,
-                                  rng=np.random.default_rng(7))
+        ref = calibrate.threshold(
+            loss, u, eps=0.1, alpha=0.05, bound=bound, sampling=scheme, pi=pi, rule=rule, rng=np.random.default_rng(7)
+        )
         d = sampling.draw(loss, u, scheme, pi, np.random.default_rng(7), shuffle=False)
         cand = th.audit_candidates(u, bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.value_range), 0.1, rule)
@@ -188,9 +195,17 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
 
 
 def test_validity_audit_small_run():
-    df = th.validity_audit(th.AUDIT_POPULATION, bounds=["clt", "clopper_pearson"], pis=[1.0, 0.5],
-                           n_groups=[40], eps_list=[0.1], rules=["first-crossing", "max"], alpha=0.05,
-                           calibrations=200, seed=1)
+    df = th.validity_audit(
+        th.AUDIT_POPULATION,
+        bounds=["clt", "clopper_pearson"],
+        pis=[1.0, 0.5],
+        n_groups=[40],
+        eps_list=[0.1],
+        rules=["first-crossing", "max"],
+        alpha=0.05,
+        calibrations=200,
+        seed=1,
+    )
     # schemes: (resample, 1), (resample, .5), (bernoulli, .5), (full, 1); 2 bounds, 2 rules, 2 groups
     assert len(df) == 4 * 2 * 2 * 2
     assert set(df["scheme"]) == {"resample", "bernoulli", "full"}
@@ -198,7 +213,15 @@ def test_validity_audit_small_run():
     cp = df[(df["bound"] == "clopper_pearson") & df["scheme"].isin(["bernoulli", "full"])]
     # exact binomial bound, i.i.d. terms: violation rate <= alpha + 3 MCSE
     assert (cp["violation_rate"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)).all()
-    again = th.validity_audit(th.AUDIT_POPULATION, bounds=["clt", "clopper_pearson"], pis=[1.0, 0.5],
-                              n_groups=[40], eps_list=[0.1], rules=["first-crossing", "max"], alpha=0.05,
-                              calibrations=200, seed=1)
+    again = th.validity_audit(
+        th.AUDIT_POPULATION,
+        bounds=["clt", "clopper_pearson"],
+        pis=[1.0, 0.5],
+        n_groups=[40],
+        eps_list=[0.1],
+        rules=["first-crossing", "max"],
+        alpha=0.05,
+        calibrations=200,
+        seed=1,
+    )
     assert df.drop(columns="ucb_seconds").equals(again.drop(columns="ucb_seconds"))

@@ -1,4 +1,4 @@
-"""The quickstart's synthetic population (gpac_utils.toy)."""
+"""The quickstart's synthetic population (gpac_utils.paper.toy)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import data, toy
+from gpac_utils import data
+from gpac_utils.paper import toy
 
 N = 40_000
 
@@ -17,8 +18,16 @@ def pop():
 
 
 def test_schema_and_determinism(pop):
-    assert list(pop.columns) == ["item_id", "group", "loss", "think_correct", "nothink_correct",
-                                 "think_tokens", "nothink_tokens", "score_logits"]
+    assert list(pop.columns) == [
+        "item_id",
+        "group",
+        "loss",
+        "think_correct",
+        "nothink_correct",
+        "think_tokens",
+        "nothink_tokens",
+        "score_logits",
+    ]
     data.validate(pop, require_group=True, require_tokens=True)
     assert pop["item_id"].is_unique and set(pop["group"]) == set(toy.TOY_GROUPS)
     small = toy.toy_population(500, seed=3)
@@ -27,8 +36,9 @@ def test_schema_and_determinism(pop):
 
 
 def test_loss_is_the_binary_loss_of_the_correctness_flags(pop):
-    np.testing.assert_array_equal(pop["loss"].to_numpy(),
-                                  data.binary_loss(pop["think_correct"], pop["nothink_correct"]))
+    np.testing.assert_array_equal(
+        pop["loss"].to_numpy(), data.binary_loss(pop["think_correct"], pop["nothink_correct"])
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10"])
@@ -96,7 +106,7 @@ def test_evaluate_overall_risk_is_the_share_weighted_group_risk(cal_test):
     cal, test = cal_test
     ev = toy.evaluate(toy.fit_methods(cal, eps=0.1), test)
     share = test["group"].value_counts(normalize=True)
-    for m, d in ev.groupby("method"):
+    for _, d in ev.groupby("method"):
         known = d[d.partition == "known"].set_index("group")
         overall = d[d.partition == "all"].iloc[0]
         assert overall["risk"] == pytest.approx(sum(share[g] * known.loc[g, "risk"] for g in share.index))

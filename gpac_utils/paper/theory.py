@@ -61,8 +61,8 @@ class Group:
             raise ValueError(f"group {self.name!r}: need 0 <= lo < hi <= 1, got [{self.lo}, {self.hi}]")
         if self.a < 0 or self.b < 0:
             raise ValueError(f"group {self.name!r}: need a >= 0 and b >= 0, got a={self.a}, b={self.b}")
-        if self.a * self.hi ** self.b > 1 + 1e-12:
-            raise ValueError(f"group {self.name!r}: loss probability a*hi^b = {self.a * self.hi ** self.b} > 1")
+        if self.a * self.hi**self.b > 1 + 1e-12:
+            raise ValueError(f"group {self.name!r}: loss probability a*hi^b = {self.a * self.hi**self.b} > 1")
 
     def loss_prob(self, u):
         """``P(loss = 1 | U = u)`` on the group's support."""
@@ -159,7 +159,7 @@ class Population:
         u = lo + (hi - lo) * rng.random(shape)
         a = np.array([g.a for g in self.groups])[gi]
         b = np.array([g.b for g in self.groups])[gi]
-        loss = (rng.random(shape) < a * u ** b).astype(float)
+        loss = (rng.random(shape) < a * u**b).astype(float)
         return loss, u, gi
 
 
@@ -297,8 +297,9 @@ def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
         if hi_c <= lo_c or pop.mass(lo_c, hi_c) <= 0:
             out.append(np.inf)  # an empty group routes nothing and risks nothing
             continue
-        out.append(sup_feasible(lambda u, lo_c=lo_c, hi_c=hi_c: pop.interval_risk(u, lo_c, hi_c), eps,
-                                lo=lo_c, hi=hi_c))
+        out.append(
+            sup_feasible(lambda u, lo_c=lo_c, hi_c=hi_c: pop.interval_risk(u, lo_c, hi_c), eps, lo=lo_c, hi=hi_c)
+        )
     return np.array(out, dtype=float)
 
 
@@ -353,10 +354,13 @@ def names_or(pop: Population, groups: Sequence[str] | None) -> list[str]:
 
 # ============================================================================ validity audit
 #: The audit population: two groups, one with an informative score (convex risk), one flat.
-AUDIT_POPULATION = Population((
-    Group("informative", 0.5, a=0.8, b=3.0),   # R(u) = 0.2 u^4
-    Group("flat", 0.5, a=0.5, b=0.0),          # R(u) = 0.5 u
-))
+AUDIT_POPULATION = Population(
+    (
+        Group("informative", 0.5, a=0.8, b=3.0),  # R(u) = 0.2 u^4
+        Group("flat", 0.5, a=0.5, b=0.0),  # R(u) = 0.5 u
+    )
+)
+
 
 #: (scheme, pi) cells of the audit. ``full`` ignores pi (it is pi = 1), and ``bernoulli`` with
 #: pi = 1 queries every item — the same experiment as ``full`` — so both appear once, as (full, 1).
@@ -369,18 +373,34 @@ def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
 
 
 AUDIT_PRESETS = {
-    "fast": {"bounds": ["clt", "hoeffding", "hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"],
-             "pis": [1.0, 0.5, 0.1], "n_groups": [25, 100, 300], "eps_list": [0.05, 0.15],
-             "rules": ["first-crossing", "max"], "alpha": 0.05, "calibrations": 100, "seed": 0, "jobs": 1},
-    "paper": {"bounds": ["clt", "hoeffding", "hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"],
-              "pis": [1.0, 0.5, 0.1], "n_groups": [25, 50, 100, 300, 1000], "eps_list": [0.05, 0.15],
-              "rules": ["first-crossing", "max"], "alpha": 0.05, "calibrations": 1000, "seed": 0, "jobs": 2},
+    "fast": {
+        "bounds": ["clt", "hoeffding", "hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"],
+        "pis": [1.0, 0.5, 0.1],
+        "n_groups": [25, 100, 300],
+        "eps_list": [0.05, 0.15],
+        "rules": ["first-crossing", "max"],
+        "alpha": 0.05,
+        "calibrations": 100,
+        "seed": 0,
+        "jobs": 1,
+    },
+    "paper": {
+        "bounds": ["clt", "hoeffding", "hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"],
+        "pis": [1.0, 0.5, 0.1],
+        "n_groups": [25, 50, 100, 300, 1000],
+        "eps_list": [0.05, 0.15],
+        "rules": ["first-crossing", "max"],
+        "alpha": 0.05,
+        "calibrations": 1000,
+        "seed": 0,
+        "jobs": 2,
+    },
 }
 
 
 def audit_candidates(scores, bound: str) -> np.ndarray:
     """The candidate thresholds :func:`gpac_utils.calibrate.threshold` uses with ``candidates="auto"``."""
-    from .calibrate import resolve_candidates
+    from ..calibrate import resolve_candidates
 
     n = scores.shape[-1]
     setting = resolve_candidates("auto", bound, n)
@@ -390,20 +410,32 @@ def audit_candidates(scores, bound: str) -> np.ndarray:
     return np.moveaxis(np.quantile(scores, q, axis=-1, method="inverted_cdf"), 0, -1)
 
 
-def _audit_unit(pop: Population, names: Sequence[str], ni: int, n: int, si: int, scheme: str, pi: float,
-                bounds: Sequence[str], rules: Sequence[str], eps_list: Sequence[float], alpha: float,
-                calibrations: int, seed: int) -> list[dict]:
+def _audit_unit(
+    pop: Population,
+    names: Sequence[str],
+    ni: int,
+    n: int,
+    si: int,
+    scheme: str,
+    pi: float,
+    bounds: Sequence[str],
+    rules: Sequence[str],
+    eps_list: Sequence[float],
+    alpha: float,
+    calibrations: int,
+    seed: int,
+) -> list[dict]:
     """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`."""
     import time
 
-    from . import bounds as _bounds
-    from . import sampling as _sampling
-    from . import selection as _selection
+    from .. import bounds as _bounds
+    from .. import sampling as _sampling
+    from .. import selection as _selection
 
     G, B = len(names), int(calibrations)
-    rng = np.random.default_rng([seed, ni, int(n)])           # same calibration sets for every scheme
+    rng = np.random.default_rng([seed, ni, int(n)])  # same calibration sets for every scheme
     data = [pop.group(g).sample((B, int(n)), rng) for g in names]
-    loss = np.concatenate([d[0] for d in data])               # (G*B, n)
+    loss = np.concatenate([d[0] for d in data])  # (G*B, n)
     scores = np.concatenate([d[1] for d in data])
     d = _sampling.draw(loss, scores, scheme, pi, np.random.default_rng([seed, ni, si, 1]))
     u_star = {eps: {g: oracle_threshold(pop, eps, g) for g in names} for eps in eps_list}
@@ -420,16 +452,26 @@ def _audit_unit(pop: Population, names: Sequence[str], ni: int, n: int, si: int,
                     risk = pop.risk(thr[gi], g)
                     eff = efficiency_ratio(pop, g, thr[gi], u_star[eps][g])
                     rate = float(np.mean(risk > eps))
-                    rows.append({
-                        "bound": bound, "kind": _bounds.BOUNDS[bound], "scheme": scheme, "pi": pi,
-                        "rule": rule, "n_group": int(n), "eps": eps, "group": g, "calibrations": B,
-                        "violation_rate": rate, "mcse": float(math.sqrt(rate * (1 - rate) / B)),
-                        "efficiency": float(np.mean(eff)),
-                        "efficiency_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
-                        "always_think": float(np.mean(~np.isfinite(thr[gi]))),
-                        "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])),
-                        "ucb_seconds": secs,
-                    })
+                    rows.append(
+                        {
+                            "bound": bound,
+                            "kind": _bounds.BOUNDS[bound],
+                            "scheme": scheme,
+                            "pi": pi,
+                            "rule": rule,
+                            "n_group": int(n),
+                            "eps": eps,
+                            "group": g,
+                            "calibrations": B,
+                            "violation_rate": rate,
+                            "mcse": float(math.sqrt(rate * (1 - rate) / B)),
+                            "efficiency": float(np.mean(eff)),
+                            "efficiency_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
+                            "always_think": float(np.mean(~np.isfinite(thr[gi]))),
+                            "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])),
+                            "ucb_seconds": secs,
+                        }
+                    )
     return rows
 
 
@@ -437,9 +479,20 @@ def _audit_unit_star(args):
     return _audit_unit(*args)
 
 
-def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[float], n_groups: Sequence[int],
-                   eps_list: Sequence[float], rules: Sequence[str], alpha: float, calibrations: int,
-                   seed: int = 0, groups: Sequence[str] | None = None, jobs: int = 1):
+def validity_audit(
+    pop: Population,
+    *,
+    bounds: Sequence[str],
+    pis: Sequence[float],
+    n_groups: Sequence[int],
+    eps_list: Sequence[float],
+    rules: Sequence[str],
+    alpha: float,
+    calibrations: int,
+    seed: int = 0,
+    groups: Sequence[str] | None = None,
+    jobs: int = 1,
+):
     """Per-group violation rate and efficiency of every (bound, scheme, pi, rule, n, eps) cell.
 
     For each ``n`` one set of ``calibrations`` calibration samples per group is drawn and shared
@@ -460,9 +513,25 @@ def validity_audit(pop: Population, *, bounds: Sequence[str], pis: Sequence[floa
     import pandas as pd
 
     names = names_or(pop, groups)
-    units = [(pop, names, ni, int(n), si, scheme, float(pi), list(bounds), list(rules), list(eps_list),
-              float(alpha), int(calibrations), int(seed))
-             for ni, n in enumerate(n_groups) for si, (scheme, pi) in enumerate(audit_schemes(pis))]
+    units = [
+        (
+            pop,
+            names,
+            ni,
+            int(n),
+            si,
+            scheme,
+            float(pi),
+            list(bounds),
+            list(rules),
+            list(eps_list),
+            float(alpha),
+            int(calibrations),
+            int(seed),
+        )
+        for ni, n in enumerate(n_groups)
+        for si, (scheme, pi) in enumerate(audit_schemes(pis))
+    ]
     # the most expensive cells first (cost ~ n / pi for resample), for load balance
     order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))
     if jobs > 1:
@@ -489,13 +558,18 @@ def audit_summary(audit):
     rows = []
     for (bound, scheme), d in audit.groupby(["bound", "scheme"], sort=False):
         worst = d.loc[d["violation_rate"].idxmax()]
-        rows.append({
-            "bound": bound, "kind": d["kind"].iloc[0], "scheme": scheme,
-            "cells": len(d), "failing_cells": int((~d["pass"]).sum()),
-            "max_violation": float(d["violation_rate"].max()),
-            "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
-            "mean_efficiency": float(d["efficiency"].mean()),
-        })
+        rows.append(
+            {
+                "bound": bound,
+                "kind": d["kind"].iloc[0],
+                "scheme": scheme,
+                "cells": len(d),
+                "failing_cells": int((~d["pass"]).sum()),
+                "max_violation": float(d["violation_rate"].max()),
+                "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
+                "mean_efficiency": float(d["efficiency"].mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -513,13 +587,27 @@ def efficiency_vs_clt(audit, n_group: int = 300, rule: str = "first-crossing"):
     for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
         for (pi, eps, group), e_clt in clt.items():
             scheme = "full" if pi == 1 else "bernoulli"
-            sel = d[(d["bound"] == bound) & (d["scheme"] == scheme) & (d["pi"] == pi) & (d["eps"] == eps)
-                    & (d["group"] == group)]
+            sel = d[
+                (d["bound"] == bound)
+                & (d["scheme"] == scheme)
+                & (d["pi"] == pi)
+                & (d["eps"] == eps)
+                & (d["group"] == group)
+            ]
             if len(sel):
                 e = float(sel["efficiency"].iloc[0])
-                rows.append({"bound": bound, "scheme": scheme, "pi": pi, "eps": eps, "group": group,
-                             "efficiency": e, "efficiency_clt": float(e_clt),
-                             "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan})
+                rows.append(
+                    {
+                        "bound": bound,
+                        "scheme": scheme,
+                        "pi": pi,
+                        "eps": eps,
+                        "group": group,
+                        "efficiency": e,
+                        "efficiency_clt": float(e_clt),
+                        "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -532,7 +620,9 @@ def audit_paragraph(audit, n_group: int = 300, alpha: float = 0.05) -> str:
     parts = []
     always, never = [], []
     for bound, d in fc.groupby("bound", sort=False):
-        (always if d["pass"].all() else never).append((bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()), len(d)))
+        (always if d["pass"].all() else never).append(
+            (bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()), len(d))
+        )
     res = audit[audit["scheme"] == "resample"]
     res_worst = res.groupby("bound")["violation_rate"].max()
     clt = res[res["bound"] == "clt"]
@@ -547,48 +637,78 @@ def audit_paragraph(audit, n_group: int = 300, alpha: float = 0.05) -> str:
         f"Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
         + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always)
         + " passed in every cell"
-        + ("; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never) if never else "")
-        + ". ")
+        + (
+            "; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never)
+            if never
+            else ""
+        )
+        + ". "
+    )
     parts.append(
-        f"The paper's CLT bound with its resampling scheme (Alg. 1) violated in up to {100 * clt['violation_rate'].max():.1f}% "
+        "The paper's CLT bound with its resampling scheme (Alg. 1) violated in up to "
+        f"{100 * clt['violation_rate'].max():.1f}% "
         f"of calibrations (median over cells {100 * clt['violation_rate'].median():.1f}%, "
         f"{int((~clt['pass']).sum())}/{len(clt)} cells failing); under resampling every bound targets the empirical "
         f"calibration risk, and the worst violation rates were "
-        + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res_worst.items()) + ". ")
+        + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res_worst.items())
+        + ". "
+    )
     mx = audit[(audit["rule"] == "max") & audit["scheme"].isin(VALID_SCHEMES)]
     if len(mx):
         bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
         parts.append(
             f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
-            f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". ")
+            f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". "
+        )
     if tight is not None:
         t = eff[eff["bound"] == tight]
         per_pi = "; ".join(
             f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['efficiency'].mean():.1f}% vs "
             f"{100 * g['efficiency_clt'].mean():.1f}%, ratio {g['efficiency'].mean() / g['efficiency_clt'].mean():.2f}"
-            for pi, g in t.groupby("pi", sort=False))
+            for pi, g in t.groupby("pi", sort=False)
+        )
         parts.append(
             f"At n_group = {n_group} the tightest bound that passed everywhere is {tight}; its mean efficiency "
             f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
             f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
-            f"resampling about n, so the pi = 1 comparison is the like-for-like one.")
+            f"resampling about n, so the pi = 1 comparison is the like-for-like one."
+        )
     return "".join(parts)
 
 
 # ============================================================================ oracle partition (notebook 10)
 #: Three groups sharing U ~ Uniform(0, 1) whose loss curves differ (heterogeneous risk profiles).
-ORACLE_POPULATION = Population((
-    Group("easy", 0.5, a=0.4, b=2.0),     # R(u) = 0.133 u^3
-    Group("medium", 0.3, a=0.6, b=1.0),   # R(u) = 0.3 u^2
-    Group("hard", 0.2, a=0.9, b=0.5),     # R(u) = 0.6 u^1.5
-))
+ORACLE_POPULATION = Population(
+    (
+        Group("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
+        Group("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
+        Group("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
+    )
+)
 
 ORACLE_PRESETS = {
-    "fast": {"eps_grid": [0.02, 0.05, 0.08, 0.1, 0.12, 0.15], "eps": 0.1, "n_random": 300, "n_cal": 300,
-             "calibrations": 200, "alpha": 0.05, "bound": "clopper_pearson", "sampling": "full", "seed": 0},
-    "paper": {"eps_grid": [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2],
-              "eps": 0.1, "n_random": 3000, "n_cal": 300, "calibrations": 2000, "alpha": 0.05,
-              "bound": "clopper_pearson", "sampling": "full", "seed": 0},
+    "fast": {
+        "eps_grid": [0.02, 0.05, 0.08, 0.1, 0.12, 0.15],
+        "eps": 0.1,
+        "n_random": 300,
+        "n_cal": 300,
+        "calibrations": 200,
+        "alpha": 0.05,
+        "bound": "clopper_pearson",
+        "sampling": "full",
+        "seed": 0,
+    },
+    "paper": {
+        "eps_grid": [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2],
+        "eps": 0.1,
+        "n_random": 3000,
+        "n_cal": 300,
+        "calibrations": 2000,
+        "alpha": 0.05,
+        "bound": "clopper_pearson",
+        "sampling": "full",
+        "seed": 0,
+    },
 }
 
 
@@ -623,17 +743,34 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3):
             for eps in eps_list:
                 s = oracle_summary(pop, float(eps))
                 us = np.array([s[f"u_{g}"] for g in pop.names])
-                rows.append({"population": i, "identical_groups": identical, "eps": float(eps),
-                             "eff_marginal": s["eff_marginal"], "eff_common": s["eff_common"],
-                             "eff_grouped": s["eff_grouped"],
-                             "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
-                             "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
-                             "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups)})
+                rows.append(
+                    {
+                        "population": i,
+                        "identical_groups": identical,
+                        "eps": float(eps),
+                        "eff_marginal": s["eff_marginal"],
+                        "eff_common": s["eff_common"],
+                        "eff_grouped": s["eff_grouped"],
+                        "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                        "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
+                        "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def calibrated_efficiency(pop: Population, *, n_cal: int, eps: float, alpha: float, bound: str, sampling: str,
-                          calibrations: int, seed: int = 0, pi: float = 1.0):
+def calibrated_efficiency(
+    pop: Population,
+    *,
+    n_cal: int,
+    eps: float,
+    alpha: float,
+    bound: str,
+    sampling: str,
+    calibrations: int,
+    seed: int = 0,
+    pi: float = 1.0,
+):
     """Calibrated marginal PAC vs G-PAC against the oracle, over ``calibrations`` repetitions.
 
     G-PAC calibrates each group on its ``round(w_j n_cal)`` items (Algorithm 2); marginal PAC
@@ -642,7 +779,7 @@ def calibrated_efficiency(pop: Population, *, n_cal: int, eps: float, alpha: flo
     """
     import pandas as pd
 
-    from .calibrate import threshold
+    from ..calibrate import threshold
 
     rng = np.random.default_rng(seed)
     T = int(calibrations)
@@ -656,20 +793,37 @@ def calibrated_efficiency(pop: Population, *, n_cal: int, eps: float, alpha: flo
         thr_group[g] = threshold(lj, uj, eps=eps, alpha=alpha, bound=bound, sampling=sampling, pi=pi, rng=rng)
     rows = []
     u_marg, u_grp = oracle_threshold(pop, eps), {g: oracle_threshold(pop, eps, g) for g in names}
-    for method, get, oracle in (("PAC", lambda g: thr_marg, lambda g: u_marg),
-                                ("G-PAC", lambda g: thr_group[g], lambda g: u_grp[g])):
+    for method, get, oracle in (
+        ("PAC", lambda g: thr_marg, lambda g: u_marg),
+        ("G-PAC", lambda g: thr_group[g], lambda g: u_grp[g]),
+    ):
         total, total_oracle = 0.0, 0.0
         for g, wj in zip(names, w):
             t = get(g)
             share = pop.share(t, g)
             risk = pop.risk(t, g)
-            rows.append({"method": method, "group": g, "share": float(np.mean(share)),
-                         "share_oracle": float(pop.share(oracle(g), g)),
-                         "violation_rate": float(np.mean(risk > eps)), "mean_risk": float(np.mean(risk))})
+            rows.append(
+                {
+                    "method": method,
+                    "group": g,
+                    "share": float(np.mean(share)),
+                    "share_oracle": float(pop.share(oracle(g), g)),
+                    "violation_rate": float(np.mean(risk > eps)),
+                    "mean_risk": float(np.mean(risk)),
+                }
+            )
             total += wj * float(np.mean(share))
             total_oracle += wj * float(pop.share(oracle(g), g))
-        rows.append({"method": method, "group": "__all__", "share": total, "share_oracle": total_oracle,
-                     "violation_rate": np.nan, "mean_risk": np.nan})
+        rows.append(
+            {
+                "method": method,
+                "group": "__all__",
+                "share": total,
+                "share_oracle": total_oracle,
+                "violation_rate": np.nan,
+                "mean_risk": np.nan,
+            }
+        )
     out = pd.DataFrame(rows)
     out["calibrations"] = T
     return out
@@ -678,25 +832,56 @@ def calibrated_efficiency(pop: Population, *, n_cal: int, eps: float, alpha: flo
 # ============================================================================ partition gap (notebook 11)
 #: Three groups that *are* intervals of the U axis (equal masses, so U ~ Uniform(0, 1) overall),
 #: with loss curves that jump at the boundaries: 1-D clustering of U can recover the partition.
-PARTITION_POPULATION = Population((
-    Group("low-U, risky", 1.0, a=0.3, b=0.0, lo=0.0, hi=1 / 3),     # flat 30 % loss
-    Group("mid-U, safe", 1.0, a=0.15, b=1.0, lo=1 / 3, hi=2 / 3),   # 5-10 % loss
-    Group("high-U, steep", 1.0, a=0.6, b=2.0, lo=2 / 3, hi=1.0),    # 27-60 % loss
-))
+PARTITION_POPULATION = Population(
+    (
+        Group("low-U, risky", 1.0, a=0.3, b=0.0, lo=0.0, hi=1 / 3),  # flat 30 % loss
+        Group("mid-U, safe", 1.0, a=0.15, b=1.0, lo=1 / 3, hi=2 / 3),  # 5-10 % loss
+        Group("high-U, steep", 1.0, a=0.6, b=2.0, lo=2 / 3, hi=1.0),  # 27-60 % loss
+    )
+)
 PARTITION_ORACLE = (1 / 3, 2 / 3)
 
 PARTITION_PRESETS = {
-    "fast": {"n_grid": [100, 300, 1000, 3000], "reps": 40, "cover_n": [300, 3000], "cover_reps": 60,
-             "eps": 0.1, "alpha": 0.05, "bound": "hoeffding_bentkus", "sampling": "full", "k": 3,
-             "search_grid": 12, "seed": 0},
-    "paper": {"n_grid": [100, 200, 500, 1000, 2000, 5000, 10000], "reps": 300, "cover_n": [200, 500, 1000, 3000],
-              "cover_reps": 500, "eps": 0.1, "alpha": 0.05, "bound": "hoeffding_bentkus", "sampling": "full",
-              "k": 3, "search_grid": 40, "seed": 0},
+    "fast": {
+        "n_grid": [100, 300, 1000, 3000],
+        "reps": 40,
+        "cover_n": [300, 3000],
+        "cover_reps": 60,
+        "eps": 0.1,
+        "alpha": 0.05,
+        "bound": "hoeffding_bentkus",
+        "sampling": "full",
+        "k": 3,
+        "search_grid": 12,
+        "seed": 0,
+    },
+    "paper": {
+        "n_grid": [100, 200, 500, 1000, 2000, 5000, 10000],
+        "reps": 300,
+        "cover_n": [200, 500, 1000, 3000],
+        "cover_reps": 500,
+        "eps": 0.1,
+        "alpha": 0.05,
+        "bound": "hoeffding_bentkus",
+        "sampling": "full",
+        "k": 3,
+        "search_grid": 40,
+        "seed": 0,
+    },
 }
 
 
-def partition_gap_experiment(pop: Population, oracle_boundaries, *, n_grid, reps: int, eps: float, k: int = 3,
-                             methods=("kmeans", "quantile"), seed: int = 0):
+def partition_gap_experiment(
+    pop: Population,
+    oracle_boundaries,
+    *,
+    n_grid,
+    reps: int,
+    eps: float,
+    k: int = 3,
+    methods=("kmeans", "quantile"),
+    seed: int = 0,
+):
     """δ and the efficiency loss of learned interval partitions, ``reps`` samples per ``n``.
 
     Each row: the learned boundaries' partition gap δ (Eq. partition-gap, exact from the
@@ -706,7 +891,7 @@ def partition_gap_experiment(pop: Population, oracle_boundaries, *, n_grid, reps
     """
     import pandas as pd
 
-    from .cluster import fit_partition
+    from ..partition import fit_partition
 
     eff_star = interval_partition_efficiency(pop, oracle_boundaries, eps)
     rows = []
@@ -718,15 +903,37 @@ def partition_gap_experiment(pop: Population, oracle_boundaries, *, n_grid, reps
                 b = fit_partition(u, k, method).boundaries
                 delta = partition_gap(interval_confusion(pop, b, oracle_boundaries))
                 eff = interval_partition_efficiency(pop, b, eps)
-                rows.append({"n": int(n), "rep": r, "method": method, "delta": delta, "eff_oracle": eff_star,
-                             "eff_learned": eff, "eff_loss": eff_star - eff, "bound_2delta": 2 * delta,
-                             "boundaries": ",".join(f"{x:.4f}" for x in b)})
+                rows.append(
+                    {
+                        "n": int(n),
+                        "rep": r,
+                        "method": method,
+                        "delta": delta,
+                        "eff_oracle": eff_star,
+                        "eff_learned": eff,
+                        "eff_loss": eff_star - eff,
+                        "bound_2delta": 2 * delta,
+                        "boundaries": ",".join(f"{x:.4f}" for x in b),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def cpac_coverage(pop: Population, *, n_grid, reps: int, eps: float, alpha: float, bound: str, sampling: str,
-                  k: int = 3, clustering: str = "kmeans", modes=("split", "joint"), oracle_boundaries=None,
-                  seed: int = 0):
+def cpac_coverage(
+    pop: Population,
+    *,
+    n_grid,
+    reps: int,
+    eps: float,
+    alpha: float,
+    bound: str,
+    sampling: str,
+    k: int = 3,
+    clustering: str = "kmeans",
+    modes=("split", "joint"),
+    oracle_boundaries=None,
+    seed: int = 0,
+):
     """Per-learned-group violation rate of C-PAC, split vs joint (Theorem 3.4).
 
     Each repetition draws ``n`` calibration items, fits :class:`gpac_utils.calibrate.CPAC` and
@@ -736,7 +943,7 @@ def cpac_coverage(pop: Population, *, n_grid, reps: int, eps: float, alpha: floa
 
     import pandas as pd
 
-    from .calibrate import CPAC, GroupWarning
+    from ..calibrate import CPAC, GroupWarning
 
     rows = []
     for ni, n in enumerate(n_grid):
@@ -744,19 +951,40 @@ def cpac_coverage(pop: Population, *, n_grid, reps: int, eps: float, alpha: floa
         for r in range(int(reps)):
             loss, u, _ = pop.sample(int(n), rng)
             for mode in modes:
-                model = CPAC(eps, alpha=alpha, bound=bound, sampling=sampling, k=k, clustering=clustering,
-                             mode=mode, seed=int(rng.integers(2**31)))
+                model = CPAC(
+                    eps,
+                    alpha=alpha,
+                    bound=bound,
+                    sampling=sampling,
+                    k=k,
+                    clustering=clustering,
+                    mode=mode,
+                    seed=int(rng.integers(2**31)),
+                )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", GroupWarning)
                     model.fit(u, loss)
                 b = model.partition_.boundaries
                 thr = np.array([model.thresholds_.get(f"c{j}", -np.inf) for j in range(len(b) + 1)])
                 risks = interval_group_risks(pop, b, thr)
-                delta = (partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                         if oracle_boundaries is not None else np.nan)
+                delta = (
+                    partition_gap(interval_confusion(pop, b, oracle_boundaries))
+                    if oracle_boundaries is not None
+                    else np.nan
+                )
                 for j, (t, risk) in enumerate(zip(thr, risks)):
-                    rows.append({"n": int(n), "rep": r, "mode": mode, "group": f"c{j}", "threshold": float(t),
-                                 "risk": float(risk), "violated": bool(risk > eps), "delta": delta})
+                    rows.append(
+                        {
+                            "n": int(n),
+                            "rep": r,
+                            "mode": mode,
+                            "group": f"c{j}",
+                            "threshold": float(t),
+                            "risk": float(risk),
+                            "violated": bool(risk > eps),
+                            "delta": delta,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -774,20 +1002,47 @@ def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int 
 
 # ============================================================================ finite-sample guarantee (notebook 12)
 FINITE_PRESETS = {
-    "fast": {"group": "flat", "n_cal": 100, "N_grid": [25, 100, 400, 1600], "t_grid": [0.0, 0.02, 0.05, 0.1, 0.2],
-             "eps": 0.15, "alpha": 0.05, "calibrations": 1000,
-             "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
-             "pi": 0.5, "seed": 0},
-    "paper": {"group": "flat", "n_cal": 100, "N_grid": [25, 50, 100, 200, 400, 800, 1600, 3200],
-              "t_grid": [0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3], "eps": 0.15, "alpha": 0.05,
-              "calibrations": 20000,
-              "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
-              "pi": 0.5, "seed": 0},
+    "fast": {
+        "group": "flat",
+        "n_cal": 100,
+        "N_grid": [25, 100, 400, 1600],
+        "t_grid": [0.0, 0.02, 0.05, 0.1, 0.2],
+        "eps": 0.15,
+        "alpha": 0.05,
+        "calibrations": 1000,
+        "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
+        "pi": 0.5,
+        "seed": 0,
+    },
+    "paper": {
+        "group": "flat",
+        "n_cal": 100,
+        "N_grid": [25, 50, 100, 200, 400, 800, 1600, 3200],
+        "t_grid": [0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3],
+        "eps": 0.15,
+        "alpha": 0.05,
+        "calibrations": 20000,
+        "settings": [["clt", "resample"], ["hoeffding_bentkus", "full"], ["clopper_pearson", "full"]],
+        "pi": 0.5,
+        "seed": 0,
+    },
 }
 
 
-def finite_sample_experiment(pop: Population, group: str, *, n_cal: int, N_grid, t_grid, eps: float, alpha: float,
-                             calibrations: int, settings, pi: float = 0.5, seed: int = 0):
+def finite_sample_experiment(
+    pop: Population,
+    group: str,
+    *,
+    n_cal: int,
+    N_grid,
+    t_grid,
+    eps: float,
+    alpha: float,
+    calibrations: int,
+    settings,
+    pi: float = 0.5,
+    seed: int = 0,
+):
     r"""Theorem 3.2: ``P(R_hat > eps + t)`` against ``alpha + exp(-2 N t^2 / B^2)`` (B = 1).
 
     For each (bound, scheme) setting, ``calibrations`` thresholds are calibrated on ``n_cal`` items of
@@ -798,7 +1053,7 @@ def finite_sample_experiment(pop: Population, group: str, *, n_cal: int, N_grid,
     """
     import pandas as pd
 
-    from .calibrate import threshold
+    from ..calibrate import threshold
 
     g = pop.group(group)
     T = int(calibrations)
@@ -816,8 +1071,18 @@ def finite_sample_experiment(pop: Population, group: str, *, n_cal: int, N_grid,
             for t in t_grid:
                 p = float(np.mean(r_hat > eps + t + 1e-12))
                 b = alpha + math.exp(-2 * int(N) * t * t)
-                rows.append({"bound": bound, "scheme": scheme, "N_test": int(N), "t": float(t),
-                             "exceed_rate": p, "mcse": float(math.sqrt(max(p * (1 - p), 1e-12) / T)),
-                             "thm32_bound": min(b, 1.0), "holds": p <= b + 3 * math.sqrt(max(p * (1 - p), 1e-12) / T),
-                             "violation_rate": alpha_hat, "calibrations": T})
+                rows.append(
+                    {
+                        "bound": bound,
+                        "scheme": scheme,
+                        "N_test": int(N),
+                        "t": float(t),
+                        "exceed_rate": p,
+                        "mcse": float(math.sqrt(max(p * (1 - p), 1e-12) / T)),
+                        "thm32_bound": min(b, 1.0),
+                        "holds": p <= b + 3 * math.sqrt(max(p * (1 - p), 1e-12) / T),
+                        "violation_rate": alpha_hat,
+                        "calibrations": T,
+                    }
+                )
     return pd.DataFrame(rows), draws

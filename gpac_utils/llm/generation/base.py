@@ -7,8 +7,9 @@ Nothing here imports vLLM or torch.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Protocol, Sequence
+from typing import Protocol
 
 END_THINK = "</think>"
 START_THINK = "<think>"
@@ -29,7 +30,7 @@ class Sampling:
     n: int = 1
     seed: int = 0
 
-    def with_(self, **kw) -> "Sampling":
+    def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
     def to_dict(self) -> dict:
@@ -50,8 +51,7 @@ SAMPLING_DEFAULTS: dict[str, Sampling] = {
 #: The paper's model pairs (Sec. 5.1): thinking and non-thinking model per pair.
 MODEL_PAIRS: dict[str, dict[str, str]] = {
     "qwen": {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"},
-    "llama": {"think": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
-              "nothink": "meta-llama/Llama-3.1-8B-Instruct"},
+    "llama": {"think": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "nothink": "meta-llama/Llama-3.1-8B-Instruct"},
 }
 
 
@@ -106,8 +106,7 @@ class Engine(Protocol):
     model: str
     logprobs_mode: str
 
-    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]
-                 ) -> list[list[Completion]]:
+    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]) -> list[list[Completion]]:
         """One list of ``n`` completions per conversation, in input order."""
 
     def count_tokens(self, text: str) -> int:
@@ -125,8 +124,9 @@ class Split:
     answer_tokens: int
 
 
-def split_thinking(completion: Completion, *, thinking: bool, end_ids: set[int] | None = None,
-                   count_tokens=None) -> Split:
+def split_thinking(
+    completion: Completion, *, thinking: bool, end_ids: set[int] | None = None, count_tokens=None
+) -> Split:
     """Split a completion into reasoning and answer at the **last** ``</think>``.
 
     Non-thinking models: everything is answer. Thinking models without ``</think>``: when the
@@ -145,7 +145,7 @@ def split_thinking(completion: Completion, *, thinking: bool, end_ids: set[int] 
             return Split(_strip_start(text), "", n, 0)
         return Split("", text, 0, n)
     reasoning = _strip_start(text[:cut])
-    answer = text[cut + len(END_THINK):].strip()
+    answer = text[cut + len(END_THINK) :].strip()
     ids = completion.token_ids
     if end_ids:
         last = max((i for i, t in enumerate(ids) if t in end_ids), default=-1)
@@ -159,4 +159,4 @@ def split_thinking(completion: Completion, *, thinking: bool, end_ids: set[int] 
 
 def _strip_start(s: str) -> str:
     s = s.strip()
-    return s[len(START_THINK):].strip() if s.startswith(START_THINK) else s
+    return s[len(START_THINK) :].strip() if s.startswith(START_THINK) else s

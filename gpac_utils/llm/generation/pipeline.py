@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
-from ..paths import DATA
+from ...workflow.paths import DATA
 from .base import MODEL_PAIRS, Sampling, default_sampling, is_thinking_model
 from .runner import load_generations, run_generation, shard_items
 
@@ -19,12 +19,30 @@ BACKENDS = ("auto", "vllm", "transformers", "validate")
 
 #: 01_generate presets. ``max_tokens=None`` keeps the per-family defaults (32k thinking).
 PRESETS = {
-    "fast": {"benchmark": "math500", "pair": "qwen", "backend": "auto", "n_items": 8, "max_tokens": 256,
-             "tensor_parallel_size": 1, "shard": "0/1", "batch_size": 8, "n_verbalized": 10,
-             "verbalized_max_tokens": 32},
-    "paper": {"benchmark": "math500", "pair": "qwen", "backend": "auto", "n_items": None, "max_tokens": None,
-              "tensor_parallel_size": 1, "shard": "0/1", "batch_size": 256, "n_verbalized": 10,
-              "verbalized_max_tokens": 64},
+    "fast": {
+        "benchmark": "math500",
+        "pair": "qwen",
+        "backend": "auto",
+        "n_items": 8,
+        "max_tokens": 256,
+        "tensor_parallel_size": 1,
+        "shard": "0/1",
+        "batch_size": 8,
+        "n_verbalized": 10,
+        "verbalized_max_tokens": 32,
+    },
+    "paper": {
+        "benchmark": "math500",
+        "pair": "qwen",
+        "backend": "auto",
+        "n_items": None,
+        "max_tokens": None,
+        "tensor_parallel_size": 1,
+        "shard": "0/1",
+        "batch_size": 256,
+        "n_verbalized": 10,
+        "verbalized_max_tokens": 64,
+    },
 }
 
 
@@ -47,7 +65,7 @@ def vllm_available() -> bool:
     if importlib.util.find_spec("vllm") is None:
         return False
     try:
-        import torch  # noqa: PLC0415
+        import torch
 
         return bool(torch.cuda.is_available())
     except ImportError:  # pragma: no cover
@@ -68,15 +86,17 @@ def resolve_backend(backend: str, models: dict[str, str]) -> str:
     return "validate"
 
 
-def make_engine(backend: str, model: str, *, seed: int = 0, tensor_parallel_size: int = 1,
-                max_model_len: int | None = None, **kw):
+def make_engine(
+    backend: str, model: str, *, seed: int = 0, tensor_parallel_size: int = 1, max_model_len: int | None = None, **kw
+):
     if backend == "vllm":
-        from .vllm_backend import VLLMEngine  # noqa: PLC0415
+        from .vllm_backend import VLLMEngine
 
-        return VLLMEngine(model, seed=seed, tensor_parallel_size=tensor_parallel_size,
-                          max_model_len=max_model_len, **kw)
+        return VLLMEngine(
+            model, seed=seed, tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len, **kw
+        )
     if backend == "transformers":
-        from .hf_backend import TransformersEngine  # noqa: PLC0415
+        from .hf_backend import TransformersEngine
 
         return TransformersEngine(model, **kw)
     raise ValueError(f"no engine for backend {backend!r}")
@@ -106,14 +126,27 @@ def load_items(folder: Path) -> pd.DataFrame:
     return df
 
 
-def generate(items: pd.DataFrame, models: dict[str, str], folder: Path, *, backend: str,
-             roles=("think", "nothink", "verbalized"), shard="0/1", seed: int = 0, max_tokens: int | None = None,
-             n_verbalized: int = 10, verbalized_max_tokens: int = 64, batch_size: int = 64,
-             tensor_parallel_size: int = 1, engine_factory: Callable | None = None, progress: bool = True,
-             engine_kwargs: dict | None = None) -> dict:
+def generate(
+    items: pd.DataFrame,
+    models: dict[str, str],
+    folder: Path,
+    *,
+    backend: str,
+    roles=("think", "nothink", "verbalized"),
+    shard="0/1",
+    seed: int = 0,
+    max_tokens: int | None = None,
+    n_verbalized: int = 10,
+    verbalized_max_tokens: int = 64,
+    batch_size: int = 64,
+    tensor_parallel_size: int = 1,
+    engine_factory: Callable | None = None,
+    progress: bool = True,
+    engine_kwargs: dict | None = None,
+) -> dict:
     """Run the roles one model at a time for this shard. ``engine_factory(model) -> Engine`` overrides
     :func:`make_engine` (tests inject fake engines)."""
-    from ..scoring import verbalized_messages  # noqa: PLC0415
+    from ..scoring import verbalized_messages
 
     save_items(items, folder)
     report = {}
@@ -126,8 +159,14 @@ def generate(items: pd.DataFrame, models: dict[str, str], folder: Path, *, backe
                 engines[model] = engine_factory(model)
             else:
                 mml = default_max_model_len(sampling) if backend == "vllm" else None
-                engines[model] = make_engine(backend, model, seed=seed, tensor_parallel_size=tensor_parallel_size,
-                                             max_model_len=mml, **(engine_kwargs or {}))
+                engines[model] = make_engine(
+                    backend,
+                    model,
+                    seed=seed,
+                    tensor_parallel_size=tensor_parallel_size,
+                    max_model_len=mml,
+                    **(engine_kwargs or {}),
+                )
         return engines[model]
 
     for role in roles:
@@ -140,11 +179,21 @@ def generate(items: pd.DataFrame, models: dict[str, str], folder: Path, *, backe
             nothink = load_generations(folder, "nothink", mine["item_id"])
             first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
             role_items = items.copy()
-            role_items["messages"] = [verbalized_messages(q, first.get(i, "")) for i, q in
-                                      zip(items["item_id"], items["question"])]
-        report[role] = run_generation(role_items, engine_for(model, sampling), folder, role=role, sampling=sampling,
-                                      thinking=is_thinking_model(model) if role == "think" else False,
-                                      shard=shard, batch_size=batch_size, seed=seed, progress=progress)
+            role_items["messages"] = [
+                verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])
+            ]
+        report[role] = run_generation(
+            role_items,
+            engine_for(model, sampling),
+            folder,
+            role=role,
+            sampling=sampling,
+            thinking=is_thinking_model(model) if role == "think" else False,
+            shard=shard,
+            batch_size=batch_size,
+            seed=seed,
+            progress=progress,
+        )
     return report
 
 

@@ -1,11 +1,11 @@
-"""``python -m gpac_utils.generation``: one shard of one benchmark x model pair (one process per GPU)."""
+"""``python -m gpac_utils.llm.generation``: one shard of one benchmark x model pair (one process per GPU)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from ..datasets import load_benchmark
+from ..benchmarks import load_benchmark
 from .pipeline import generate, pair_models, resolve_backend, run_dir
 
 
@@ -35,9 +35,19 @@ def main(argv=None) -> int:
     kw = {"logprobs_mode": a.logprobs_mode}
     if backend == "vllm" and a.distributed_executor_backend:
         kw["distributed_executor_backend"] = a.distributed_executor_backend
-    report = generate(items, models, run_dir(a.benchmark, a.pair), backend=backend, roles=a.roles.split(","),
-                      shard=a.shard, seed=a.seed, max_tokens=a.max_tokens, batch_size=a.batch_size,
-                      tensor_parallel_size=a.tensor_parallel_size, engine_kwargs=kw)
+    report = generate(
+        items,
+        models,
+        run_dir(a.benchmark, a.pair),
+        backend=backend,
+        roles=a.roles.split(","),
+        shard=a.shard,
+        seed=a.seed,
+        max_tokens=a.max_tokens,
+        batch_size=a.batch_size,
+        tensor_parallel_size=a.tensor_parallel_size,
+        engine_kwargs=kw,
+    )
     print(json.dumps(report, default=str))
     return 0
 

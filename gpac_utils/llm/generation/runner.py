@@ -16,17 +16,31 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
 from .base import Engine, Sampling, item_seed, split_thinking
 
 ROLES = ("think", "nothink", "verbalized")
-RECORD_COLUMNS = ("item_id", "role", "sample", "model", "backend", "logprobs_mode", "seed", "text",
-                  "reasoning", "answer", "n_tokens", "reasoning_tokens", "answer_tokens",
-                  "token_logprobs", "finish_reason")
+RECORD_COLUMNS = (
+    "item_id",
+    "role",
+    "sample",
+    "model",
+    "backend",
+    "logprobs_mode",
+    "seed",
+    "text",
+    "reasoning",
+    "answer",
+    "n_tokens",
+    "reasoning_tokens",
+    "answer_tokens",
+    "token_logprobs",
+    "finish_reason",
+)
 
 
 def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -64,17 +78,30 @@ def _check_manifest(role_dir: Path, manifest: dict) -> None:
         old = json.loads(path.read_text())
         if old != json.loads(text):
             diff = {k: (old.get(k), manifest.get(k)) for k in set(old) | set(manifest) if old.get(k) != manifest.get(k)}
-            raise ValueError(f"{role_dir} holds a run with other settings {diff}: use another output "
-                             "folder or delete it to start afresh")
+            raise ValueError(
+                f"{role_dir} holds a run with other settings {diff}: use another output "
+                "folder or delete it to start afresh"
+            )
         return
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(text + "\n")
     os.replace(tmp, path)
 
 
-def run_generation(items: pd.DataFrame, engine: Engine, out_dir: str | Path, *, role: str,
-                   sampling: Sampling, thinking: bool | None = None, shard=None, batch_size: int = 64,
-                   seed: int = 0, messages_col: str = "messages", progress: bool = True) -> dict:
+def run_generation(
+    items: pd.DataFrame,
+    engine: Engine,
+    out_dir: str | Path,
+    *,
+    role: str,
+    sampling: Sampling,
+    thinking: bool | None = None,
+    shard=None,
+    batch_size: int = 64,
+    seed: int = 0,
+    messages_col: str = "messages",
+    progress: bool = True,
+) -> dict:
     """Generate ``role`` completions for every item of this shard not yet on disk.
 
     ``items`` needs ``item_id`` and ``messages`` (a list of ``{"role", "content"}`` dicts).
@@ -88,17 +115,24 @@ def run_generation(items: pd.DataFrame, engine: Engine, out_dir: str | Path, *, 
     if items["item_id"].duplicated().any():
         dup = items["item_id"][items["item_id"].duplicated()].tolist()[:5]
         raise ValueError(f"duplicate item_id(s) {dup}")
-    from .base import is_thinking_model  # noqa: PLC0415
+    from .base import is_thinking_model
 
     thinking = is_thinking_model(engine.model) if thinking is None else bool(thinking)
     i, n = parse_shard(shard)
     role_dir = Path(out_dir) / role
     shard_dir = role_dir / f"shard-{i:02d}-of-{n:02d}"
     shard_dir.mkdir(parents=True, exist_ok=True)
-    _check_manifest(role_dir, {"model": engine.model, "backend": engine.backend,
-                               "logprobs_mode": engine.logprobs_mode, "thinking": thinking,
-                               "sampling": {k: v for k, v in sampling.to_dict().items() if k != "seed"},
-                               "seed": int(seed)})
+    _check_manifest(
+        role_dir,
+        {
+            "model": engine.model,
+            "backend": engine.backend,
+            "logprobs_mode": engine.logprobs_mode,
+            "thinking": thinking,
+            "sampling": {k: v for k, v in sampling.to_dict().items() if k != "seed"},
+            "seed": int(seed),
+        },
+    )
     mine = shard_items(items, (i, n))
     done = _done_ids(role_dir)
     todo = mine[~mine["item_id"].isin(done)]
@@ -107,25 +141,38 @@ def run_generation(items: pd.DataFrame, engine: Engine, out_dir: str | Path, *, 
     end_ids = engine.end_think_ids() if thinking else set()
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415
+        from tqdm.auto import tqdm
 
         bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"{role} shard {i}/{n}", unit="item")
     generated = 0
     try:
         for start in range(0, len(todo), batch_size):
-            batch = todo.iloc[start:start + batch_size]
+            batch = todo.iloc[start : start + batch_size]
             samplings = [sampling.with_(seed=item_seed(seed, iid)) for iid in batch["item_id"]]
             outs = engine.generate(list(batch[messages_col]), samplings)
             rows = []
             for iid, s, comps in zip(batch["item_id"], samplings, outs):
                 for k, c in enumerate(comps):
                     sp = split_thinking(c, thinking=thinking, end_ids=end_ids, count_tokens=engine.count_tokens)
-                    rows.append({"item_id": iid, "role": role, "sample": k, "model": engine.model,
-                                 "backend": engine.backend, "logprobs_mode": engine.logprobs_mode,
-                                 "seed": s.seed, "text": c.text, "reasoning": sp.reasoning, "answer": sp.answer,
-                                 "n_tokens": len(c.token_ids), "reasoning_tokens": sp.reasoning_tokens,
-                                 "answer_tokens": sp.answer_tokens, "token_logprobs": c.token_logprobs,
-                                 "finish_reason": c.finish_reason})
+                    rows.append(
+                        {
+                            "item_id": iid,
+                            "role": role,
+                            "sample": k,
+                            "model": engine.model,
+                            "backend": engine.backend,
+                            "logprobs_mode": engine.logprobs_mode,
+                            "seed": s.seed,
+                            "text": c.text,
+                            "reasoning": sp.reasoning,
+                            "answer": sp.answer,
+                            "n_tokens": len(c.token_ids),
+                            "reasoning_tokens": sp.reasoning_tokens,
+                            "answer_tokens": sp.answer_tokens,
+                            "token_logprobs": c.token_logprobs,
+                            "finish_reason": c.finish_reason,
+                        }
+                    )
             part = shard_dir / f"part-{next_part:05d}.parquet"
             tmp = part.with_name(part.name + f".tmp{os.getpid()}")
             pd.DataFrame(rows, columns=list(RECORD_COLUMNS)).to_parquet(tmp, index=False)
@@ -157,8 +204,10 @@ def load_generations(out_dir: str | Path, role: str, items: Sequence | pd.Series
         order = pd.Index(list(items))
         missing = order.difference(pd.Index(df["item_id"].unique()))
         if len(missing):
-            raise ValueError(f"{role_dir}: {len(missing)} item(s) not generated yet, e.g. "
-                             f"{missing[:5].tolist()}; run the remaining shards")
+            raise ValueError(
+                f"{role_dir}: {len(missing)} item(s) not generated yet, e.g. "
+                f"{missing[:5].tolist()}; run the remaining shards"
+            )
         df = df[df["item_id"].isin(order)]
         df = df.assign(_o=order.get_indexer(df["item_id"])).sort_values(["_o", "sample"]).drop(columns="_o")
     else:

@@ -8,8 +8,8 @@ on the working directory fails here rather than on a reader's machine.
 
 Command line::
 
-    python -m gpac_utils.run [--profile fast|paper] [--timeout S] [--jobs N] [NOTEBOOK ...]
-    python -m gpac_utils.run --grid notebooks/grids/example_known_groups.yaml [--jobs N]
+    python -m gpac_utils.workflow.runner [--profile fast|paper] [--timeout S] [--jobs N] [NOTEBOOK ...]
+    python -m gpac_utils.workflow.runner --grid notebooks/grids/example_known_groups.yaml [--jobs N]
 
 ``NOTEBOOK`` is a name (``13_validity_audit``), a number (``13``) or a path; none means every
 ``notebooks/NN_*.py`` in number order. Executed notebooks go to ``build/<profile>/<name>.ipynb``
@@ -30,7 +30,7 @@ Grid files (YAML)::
 Each run writes ``build/grid/<notebook>/<dataset=math500__eps=0.05>.ipynb`` and one row of
 ``summary.csv`` (run, parameters, status, seconds, output, error).
 
-Where figures and tables go (``GPAC_FIGURES``, read by :mod:`gpac_utils.paths`, is set for the
+Where figures and tables go (``GPAC_FIGURES``, read by :mod:`gpac_utils.workflow.paths`, is set for the
 kernel): the ``paper`` profile writes the committed outputs in ``figures/``; any other profile
 writes ``build/<profile>/figures/`` so a quick run never overwrites the paper's figures; an
 explicit ``GPAC_FIGURES`` in the environment wins over both. Grid runs always give each run its
@@ -73,7 +73,7 @@ DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 START_TIMEOUT = 180
 #: Notebooks numbered below this produce data the others read: always run first, in order.
 PRODUCER_LIMIT = 10
-#: Environment variable that redirects the figures/tables a notebook writes (gpac_utils.paths).
+#: Environment variable that redirects the figures/tables a notebook writes (gpac_utils.workflow.paths).
 FIGURES_ENV = "GPAC_FIGURES"
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -126,8 +126,9 @@ def resolve_notebook(spec: str | Path, folder: Path | None = None) -> Path:
         if len(by_number) > 1:
             raise RunnerError(f"notebook number {stem!r} is ambiguous: {[p.stem for p in by_number]}")
     names = ", ".join(p.stem for p in known) or "(none)"
-    raise RunnerError(f"no notebook {text!r} (not a .py file, and not a name or number in {folder}); "
-                      f"known notebooks: {names}")
+    raise RunnerError(
+        f"no notebook {text!r} (not a .py file, and not a name or number in {folder}); known notebooks: {names}"
+    )
 
 
 # --------------------------------------------------------------------------- notebook reading
@@ -156,13 +157,16 @@ def parse_parameters(source: str, where: str = "parameters cell") -> dict[str, A
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             name, node = stmt.target.id, stmt.value
         else:
-            raise RunnerError(f"{where}, line {stmt.lineno}: only `name = <literal>` assignments are allowed, "
-                              f"got {ast.unparse(stmt)!r}")
+            raise RunnerError(
+                f"{where}, line {stmt.lineno}: only `name = <literal>` assignments are allowed, "
+                f"got {ast.unparse(stmt)!r}"
+            )
         try:
             values[name] = ast.literal_eval(node)
         except ValueError as exc:
-            raise RunnerError(f"{where}, line {stmt.lineno}: the value of {name!r} is not a literal: "
-                              f"{ast.unparse(node)!r}") from exc
+            raise RunnerError(
+                f"{where}, line {stmt.lineno}: the value of {name!r} is not a literal: {ast.unparse(node)!r}"
+            ) from exc
     return values
 
 
@@ -170,8 +174,10 @@ def notebook_parameters(nb, name: str = "notebook") -> dict[str, Any]:
     """The declared parameters (name -> default) of a notebook with exactly one parameters cell."""
     cells = parameters_cells(nb)
     if len(cells) != 1:
-        raise RunnerError(f"{name}: expected exactly one cell tagged 'parameters', found {len(cells)} "
-                          "(jupytext percent format: `# %% tags=[\"parameters\"]`)")
+        raise RunnerError(
+            f"{name}: expected exactly one cell tagged 'parameters', found {len(cells)} "
+            '(jupytext percent format: `# %% tags=["parameters"]`)'
+        )
     return parse_parameters(nb.cells[cells[0]].source, f"{name}: parameters cell")
 
 
@@ -180,15 +186,16 @@ def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") 
     declared = notebook_parameters(nb, name)
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
-        raise UnknownParameterError(f"{name}: unknown parameter(s) {unknown}; its parameters cell declares "
-                                    f"{sorted(declared)}")
+        raise UnknownParameterError(
+            f"{name}: unknown parameter(s) {unknown}; its parameters cell declares {sorted(declared)}"
+        )
     return declared
 
 
 # --------------------------------------------------------------------------- kernel
 def _is_this_python(argv0: str) -> bool:
     # jupyter_client replaces a bare python / python3 / python3.X by sys.executable at launch.
-    bare = {"python", f"python{sys.version_info[0]}", "python%d.%d" % sys.version_info[:2]}
+    bare = {"python", f"python{sys.version_info[0]}", f"python{sys.version_info[0]}.{sys.version_info[1]}"}
     if argv0 in bare:
         return True
     # Compare without resolving symlinks: a venv's python is a symlink to the base interpreter,
@@ -329,21 +336,36 @@ class Result:
     parameters: dict = field(default_factory=dict)
 
 
-def _timed_run(path: Path, profile: str, parameters: Mapping[str, Any] | None, out_dir: Path,
-               timeout: float | None, out_name: str | None = None, progress_bar: bool = True,
-               figures_dir: Path | None = None) -> Result:
+def _timed_run(
+    path: Path,
+    profile: str,
+    parameters: Mapping[str, Any] | None,
+    out_dir: Path,
+    timeout: float | None,
+    out_name: str | None = None,
+    progress_bar: bool = True,
+    figures_dir: Path | None = None,
+) -> Result:
     start = time.perf_counter()
     name = out_name or path.stem
     try:
-        out = run_notebook(path, profile, parameters, out_dir, timeout, out_name=out_name,
-                           progress_bar=progress_bar, figures_dir=figures_dir)
+        out = run_notebook(
+            path,
+            profile,
+            parameters,
+            out_dir,
+            timeout,
+            out_name=out_name,
+            progress_bar=progress_bar,
+            figures_dir=figures_dir,
+        )
         return Result(name, "ok", time.perf_counter() - start, out, parameters=dict(parameters or {}))
     except NotebookFailed as exc:
-        return Result(name, "failed", time.perf_counter() - start, exc.output, exc.reason,
-                      parameters=dict(parameters or {}))
+        return Result(
+            name, "failed", time.perf_counter() - start, exc.output, exc.reason, parameters=dict(parameters or {})
+        )
     except RunnerError as exc:
-        return Result(name, "error", time.perf_counter() - start, None, str(exc),
-                      parameters=dict(parameters or {}))
+        return Result(name, "error", time.perf_counter() - start, None, str(exc), parameters=dict(parameters or {}))
 
 
 #: Worker processes are spawned, not forked: the parent may hold zmq/kernel threads.
@@ -365,12 +387,16 @@ def write_timings(results: Sequence[Result], csv_path: Path, profile: str) -> Pa
     for r in results:
         if r.status == "not run":
             continue
-        rows[r.notebook] = {"notebook": r.notebook, "profile": profile, "seconds": f"{r.seconds:.1f}",
-                            "status": r.status, "finished_utc": stamp}
+        rows[r.notebook] = {
+            "notebook": r.notebook,
+            "profile": profile,
+            "seconds": f"{r.seconds:.1f}",
+            "status": r.status,
+            "finished_utc": stamp,
+        }
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with csv_path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, ["notebook", "profile", "seconds", "status", "finished_utc"],
-                                lineterminator="\n")
+        writer = csv.DictWriter(fh, ["notebook", "profile", "seconds", "status", "finished_utc"], lineterminator="\n")
         writer.writeheader()
         for key in sorted(rows):
             writer.writerow(rows[key])
@@ -465,7 +491,7 @@ def run_name(params: Mapping[str, Any], max_len: int = 150) -> str:
     name = "__".join(parts) or "default"
     if len(name) > max_len:
         digest = hashlib.sha1(json.dumps(dict(params), sort_keys=True, default=str).encode()).hexdigest()[:10]
-        name = f"{name[:max_len - 12]}__{digest}"
+        name = f"{name[: max_len - 12]}__{digest}"
     return name
 
 
@@ -503,7 +529,7 @@ def load_grid(path: str | Path, build_dir: Path | None = None, folder: Path | No
     if "notebook" not in spec or "grid" not in spec:
         raise RunnerError(f"grid file {path}: needs 'notebook' and 'grid'")
     nb_spec = str(spec["notebook"])
-    candidate = (path.parent / nb_spec)
+    candidate = path.parent / nb_spec
     notebook = resolve_notebook(candidate if candidate.suffix == ".py" and candidate.is_file() else nb_spec, folder)
     profile = spec.get("profile", "fast")
     if profile not in PROFILES:
@@ -524,8 +550,13 @@ def load_grid(path: str | Path, build_dir: Path | None = None, folder: Path | No
         raise RunnerError(f"grid file {path}: set the profile with the top-level 'profile' key")
     base = Path(build_dir if build_dir is not None else BUILD)
     out = spec.get("output_dir")
-    output_dir = (REPO_ROOT / out) if out and not Path(out).is_absolute() else Path(out) if out else \
-        base / "grid" / notebook.stem
+    output_dir = (
+        (REPO_ROOT / out)
+        if out and not Path(out).is_absolute()
+        else Path(out)
+        if out
+        else base / "grid" / notebook.stem
+    )
     return Grid(notebook, profile, dict(fixed), dict(grid), output_dir)
 
 
@@ -549,8 +580,10 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
         figures = grid.output_dir / "figures" / name
         tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False, figures))
     results: dict[str, Result] = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool, \
-            tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar:
+    with (
+        ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool,
+        tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar,
+    ):
         futures = {pool.submit(_worker, t): t[5] for t in tasks}
         for fut in as_completed(futures):
             res = fut.result()
@@ -572,8 +605,16 @@ def write_grid_summary(results: Sequence[Result], grid: Grid, csv_path: Path) ->
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(["run", *keys, "status", "seconds", "output", "error"])
         for r in results:
-            writer.writerow([r.notebook, *[r.parameters.get(k) for k in keys], r.status,
-                             f"{r.seconds:.1f}", r.output or "", r.error])
+            writer.writerow(
+                [
+                    r.notebook,
+                    *[r.parameters.get(k) for k in keys],
+                    r.status,
+                    f"{r.seconds:.1f}",
+                    r.output or "",
+                    r.error,
+                ]
+            )
     return csv_path
 
 
@@ -586,18 +627,35 @@ def _parse_value(text: str) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpac_utils.run", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
-                   help="name (13_validity_audit), number (13) or path; default: all notebooks/NN_*.py")
+    p = argparse.ArgumentParser(
+        prog="python -m gpac_utils.workflow.runner",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "notebooks",
+        nargs="*",
+        metavar="NOTEBOOK",
+        help="name (13_validity_audit), number (13) or path; default: all notebooks/NN_*.py",
+    )
     p.add_argument("--profile", choices=PROFILES, default="paper", help="run profile (default: paper)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="per-cell timeout in seconds (default: %s)" %
-                        ", ".join(f"{k} {v}" for k, v in DEFAULT_TIMEOUT.items()))
-    p.add_argument("--jobs", type=int, default=None,
-                   help="parallel processes (notebooks: default 1; grid: default min(2, cpus))")
-    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="extra parameter for every notebook (Python literal or string); repeatable")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="per-cell timeout in seconds (default: " + ", ".join(f"{k} {v}" for k, v in DEFAULT_TIMEOUT.items()) + ")",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, help="parallel processes (notebooks: default 1; grid: default min(2, cpus))"
+    )
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra parameter for every notebook (Python literal or string); repeatable",
+    )
     p.add_argument("--grid", type=Path, default=None, help="YAML grid file: run a notebook over a parameter grid")
     p.add_argument("--build-dir", type=Path, default=None, help="output root instead of build/")
     p.add_argument("--list", action="store_true", help="list the notebooks that would run and exit")

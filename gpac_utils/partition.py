@@ -1,5 +1,9 @@
 """Learned partitions of the score axis for C-PAC (paper Section 3.2, "Clustering in U space").
 
+:class:`ScorePartitioner` is the estimator (``k`` and the method); its ``fit`` returns a
+:class:`Partition` (the boundaries).
+
+
 ``kmeans``  exact 1-D k-means (Wang & Song's dynamic programme, via the ``ckmeans`` package);
 ``quantile`` equal-mass bins at the score quantiles ``j/k``.
 
@@ -12,14 +16,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ckmeans
 import numpy as np
 
-METHODS = ("kmeans", "quantile")
+#: Partition methods: exact 1-D k-means or equal-mass quantile bins.
+PARTITION_METHODS = ("kmeans", "quantile")
 
 
 @dataclass(frozen=True)
 class Partition:
-    boundaries: np.ndarray  # ascending, shape (k - 1,)
+    """A fitted partition of ``[0, 1]`` into ``k`` score intervals.
+
+    Attributes
+    ----------
+    boundaries : numpy.ndarray, shape (k - 1,)
+        Ascending interior boundaries; score ``U`` is in group ``j`` when ``b_{j-1} < U <= b_j``.
+    method : str
+        The partition method that produced it.
+    """
+
+    boundaries: np.ndarray
     method: str = "kmeans"
 
     @property
@@ -35,6 +51,39 @@ class Partition:
         return np.array([f"c{j}" for j in range(self.k)])[self.assign(scores)]
 
 
+@dataclass(frozen=True)
+class ScorePartitioner:
+    """Learns a ``k``-group partition of the score axis (C-PAC's first step).
+
+    Parameters
+    ----------
+    k : int, default 3
+        Number of groups (fewer when there are fewer distinct scores).
+    method : {"kmeans", "quantile"}, default "kmeans"
+        Exact 1-D k-means (Wang & Song's dynamic programme) or equal-mass quantile bins.
+
+    Examples
+    --------
+    >>> from gpac_utils import ScorePartitioner
+    >>> p = ScorePartitioner(k=2).fit([0.1, 0.12, 0.15, 0.8, 0.85])
+    >>> p.labels([0.11, 0.9]).tolist()
+    ['c0', 'c1']
+    """
+
+    k: int = 3
+    method: str = "kmeans"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
+            raise ValueError(f"k: must be an integer >= 1, got {self.k!r}")
+        if self.method not in PARTITION_METHODS:
+            raise ValueError(f"partition: unknown method {self.method!r}; choose one of {PARTITION_METHODS}")
+
+    def fit(self, scores) -> Partition:
+        """The partition learned from ``scores``."""
+        return fit_partition(scores, self.k, self.method)
+
+
 def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
     """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores)."""
     s = np.asarray(scores, dtype=float).ravel()
@@ -46,13 +95,11 @@ def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
         raise ValueError(f"k must be >= 1, got {k}")
     k = min(int(k), np.unique(s).size)
     if method == "kmeans":
-        import ckmeans
-
         clusters = ckmeans.ckmeans(s, k) if k > 1 else [np.sort(s)]
         bounds = np.array([(a[-1] + b[0]) / 2 for a, b in zip(clusters[:-1], clusters[1:])])
     elif method == "quantile":
         bounds = np.unique(np.quantile(s, np.arange(1, k) / k, method="inverted_cdf"))
         bounds = bounds[bounds < s.max()]  # a boundary at the maximum would leave an empty top bin
     else:
-        raise ValueError(f"unknown clustering method {method!r}; choose one of {METHODS}")
+        raise ValueError(f"partition: unknown method {method!r}; choose one of {PARTITION_METHODS}")
     return Partition(np.asarray(bounds, dtype=float), method)

@@ -65,7 +65,7 @@ def last_boxed(text: str) -> str | None:
             depth += (ch == "{") - (ch == "}")
             k += 1
         if depth == 0:
-            return text[start:k - 1].strip()
+            return text[start : k - 1].strip()
     return None
 
 
@@ -80,7 +80,7 @@ def grade_math(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
     Works in worker threads: there the signal-based timeouts of math-verify are switched off
     (``parsing_timeout=None``, ``timeout_seconds=None``) instead of raising.
     """
-    from math_verify import LatexExtractionConfig, parse, verify  # noqa: PLC0415
+    from math_verify import LatexExtractionConfig, parse, verify
 
     boxed = last_boxed(response or "")
     if boxed is None or not boxed.strip():
@@ -89,18 +89,20 @@ def grade_math(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
     gold_parsed = _parse_gold(str(gold), t)
     if not gold_parsed:
         raise ValueError(f"math-verify cannot parse the gold answer {gold!r}")
-    pred = parse(f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
-                 parsing_timeout=t)
+    pred = parse(
+        f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=t
+    )
     if not pred:
         return False
     return bool(verify(gold_parsed, pred, timeout_seconds=t))
 
 
 def _parse_gold(gold: str, t):
-    from math_verify import LatexExtractionConfig, parse  # noqa: PLC0415
+    from math_verify import LatexExtractionConfig, parse
 
-    return parse(f"\\boxed{{{gold}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
-                 parsing_timeout=t)
+    return parse(
+        f"\\boxed{{{gold}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=t
+    )
 
 
 # --------------------------------------------------------------------------- GPQA
@@ -246,7 +248,7 @@ def grade(benchmark: str, response: str, gold) -> bool:
         sol = json.loads(gold) if isinstance(gold, str) else gold
         return grade_zebra(response, sol).correct
     if benchmark == "arena_hard":
-        raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.scoring.semantic_loss)")
+        raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.llm.scoring.semantic_loss)")
     raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {GRADED}")
 
 

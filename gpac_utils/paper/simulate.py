@@ -67,8 +67,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import data as D
-from .paths import SIMULATED
+from .. import data as D
+from ..workflow.paths import SIMULATED
 
 BASE_SEED = 20250101
 
@@ -128,7 +128,11 @@ class BenchmarkSpec:
 
 SPECS: dict[str, BenchmarkSpec] = {
     "math500": BenchmarkSpec(
-        title="MATH-500", kind="Math Reasoning", loss="binary", n=500, cal_ratio=0.6,
+        title="MATH-500",
+        kind="Math Reasoning",
+        loss="binary",
+        n=500,
+        cal_ratio=0.6,
         heterogeneous="Precalculus",
         groups=(
             Group("Algebra", 124, -0.4),
@@ -141,17 +145,33 @@ SPECS: dict[str, BenchmarkSpec] = {
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.962, nothink_acc=0.928, eps=0.05, a_think=1.2, a_nothink=1.0,
-                think_offset={"Precalculus": 0.8}, nothink_offset={"Precalculus": -1.6},
-                tokens=(4500, 750, 0.5, 0.45, 0.35, 0.15)),
+                think_acc=0.962,
+                nothink_acc=0.928,
+                eps=0.05,
+                a_think=1.2,
+                a_nothink=1.0,
+                think_offset={"Precalculus": 0.8},
+                nothink_offset={"Precalculus": -1.6},
+                tokens=(4500, 750, 0.5, 0.45, 0.35, 0.15),
+            ),
             "llama": PairSpec(
-                think_acc=0.858, nothink_acc=0.452, eps=0.42, a_think=1.0, a_nothink=1.0,
-                think_offset={"Precalculus": 0.8}, nothink_offset={"Precalculus": -1.6},
-                tokens=(3500, 650, 0.55, 0.45, 0.35, 0.15)),
+                think_acc=0.858,
+                nothink_acc=0.452,
+                eps=0.42,
+                a_think=1.0,
+                a_nothink=1.0,
+                think_offset={"Precalculus": 0.8},
+                nothink_offset={"Precalculus": -1.6},
+                tokens=(3500, 650, 0.55, 0.45, 0.35, 0.15),
+            ),
         },
     ),
     "zebralogic": BenchmarkSpec(
-        title="ZebraLogic", kind="Text reasoning", loss="binary", n=1000, cal_ratio=0.5,
+        title="ZebraLogic",
+        kind="Text reasoning",
+        loss="binary",
+        n=1000,
+        cal_ratio=0.5,
         heterogeneous="X-Large",
         groups=(
             Group("Small", 320, -0.6),
@@ -161,17 +181,33 @@ SPECS: dict[str, BenchmarkSpec] = {
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.892, nothink_acc=0.804, eps=0.08, a_think=1.0, a_nothink=1.0,
-                think_offset={"X-Large": 0.6}, nothink_offset={"X-Large": -1.2},
-                tokens=(9000, 1300, 0.5, 0.45, 0.4, 0.2)),
+                think_acc=0.892,
+                nothink_acc=0.804,
+                eps=0.08,
+                a_think=1.0,
+                a_nothink=1.0,
+                think_offset={"X-Large": 0.6},
+                nothink_offset={"X-Large": -1.2},
+                tokens=(9000, 1300, 0.5, 0.45, 0.4, 0.2),
+            ),
             "llama": PairSpec(
-                think_acc=0.384, nothink_acc=0.125, eps=0.20, a_think=0.6, a_nothink=0.8,
-                think_offset={"X-Large": 2.0}, nothink_offset={"X-Large": -2.0},
-                tokens=(6000, 1500, 0.55, 0.5, 0.4, 0.2)),
+                think_acc=0.384,
+                nothink_acc=0.125,
+                eps=0.20,
+                a_think=0.6,
+                a_nothink=0.8,
+                think_offset={"X-Large": 2.0},
+                nothink_offset={"X-Large": -2.0},
+                tokens=(6000, 1500, 0.55, 0.5, 0.4, 0.2),
+            ),
         },
     ),
     "gpqa": BenchmarkSpec(
-        title="GPQA", kind="QA Task", loss="binary", n=448, cal_ratio=0.5,
+        title="GPQA",
+        kind="QA Task",
+        loss="binary",
+        n=448,
+        cal_ratio=0.5,
         heterogeneous="Biology",
         groups=(
             Group("Physics", 187, 0.0),
@@ -180,25 +216,51 @@ SPECS: dict[str, BenchmarkSpec] = {
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.4888, nothink_acc=0.4643, eps=0.15, a_think=0.8, a_nothink=0.8,
-                think_offset={"Biology": 0.6}, nothink_offset={"Biology": -1.2},
-                tokens=(7000, 900, 0.5, 0.45, 0.35, 0.15)),
+                think_acc=0.4888,
+                nothink_acc=0.4643,
+                eps=0.15,
+                a_think=0.8,
+                a_nothink=0.8,
+                think_offset={"Biology": 0.6},
+                nothink_offset={"Biology": -1.2},
+                tokens=(7000, 900, 0.5, 0.45, 0.35, 0.15),
+            ),
             "llama": PairSpec(
-                think_acc=0.3973, nothink_acc=0.2723, eps=0.20, a_think=0.8, a_nothink=0.8,
-                think_offset={"Biology": 0.6}, nothink_offset={"Biology": -1.2},
-                tokens=(5000, 700, 0.55, 0.45, 0.35, 0.15)),
+                think_acc=0.3973,
+                nothink_acc=0.2723,
+                eps=0.20,
+                a_think=0.8,
+                a_nothink=0.8,
+                think_offset={"Biology": 0.6},
+                nothink_offset={"Biology": -1.2},
+                tokens=(5000, 700, 0.55, 0.45, 0.35, 0.15),
+            ),
         },
     ),
     "arena_hard": BenchmarkSpec(
-        title="Arena-Hard", kind="Open-domain", loss="semantic", n=500, cal_ratio=0.5,
+        title="Arena-Hard",
+        kind="Open-domain",
+        loss="semantic",
+        n=500,
+        cal_ratio=0.5,
         groups=(),
         pairs={
             "qwen": PairSpec(
-                think_acc=None, nothink_acc=None, eps=0.10, a_nothink=1.0, mean_loss=0.13,
-                tokens=(3000, 1200, 0.5, 0.45, 0.3, 0.15)),
+                think_acc=None,
+                nothink_acc=None,
+                eps=0.10,
+                a_nothink=1.0,
+                mean_loss=0.13,
+                tokens=(3000, 1200, 0.5, 0.45, 0.3, 0.15),
+            ),
             "llama": PairSpec(
-                think_acc=None, nothink_acc=None, eps=0.15, a_nothink=1.0, mean_loss=0.19,
-                tokens=(2200, 900, 0.55, 0.45, 0.3, 0.15)),
+                think_acc=None,
+                nothink_acc=None,
+                eps=0.15,
+                a_nothink=1.0,
+                mean_loss=0.19,
+                tokens=(2200, 900, 0.55, 0.45, 0.3, 0.15),
+            ),
         },
     ),
 }
@@ -352,8 +414,12 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
 def perceived_margin(comp: dict[str, np.ndarray], a_nothink: float, score: str) -> np.ndarray:
     """The score's view of the non-thinking margin (see the module docstring)."""
     s = SCORES[score]
-    return (-a_nothink * comp["difficulty"] + s.kappa * comp["group_offset_nothink"]
-            + s.rho * comp["nothink_noise"] + s.tau * comp[f"noise_{score}"])
+    return (
+        -a_nothink * comp["difficulty"]
+        + s.kappa * comp["group_offset_nothink"]
+        + s.rho * comp["nothink_noise"]
+        + s.tau * comp[f"noise_{score}"]
+    )
 
 
 def router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndarray:
@@ -394,10 +460,12 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     # tokens
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
-    out[D.THINK_TOKENS] = np.maximum(1, np.rint(np.exp(
-        np.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))).astype(np.int64)
-    out[D.NOTHINK_TOKENS] = np.maximum(1, np.rint(np.exp(
-        np.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))).astype(np.int64)
+    out[D.THINK_TOKENS] = np.maximum(
+        1, np.rint(np.exp(np.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
+    ).astype(np.int64)
+    out[D.NOTHINK_TOKENS] = np.maximum(
+        1, np.rint(np.exp(np.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
+    ).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
     sl = SCORES["score_logits"]
@@ -433,8 +501,7 @@ def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
 def load(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
     """Read one committed simulated table, validated by :func:`gpac_utils.data.read_table`."""
     spec = _check(benchmark, pair)
-    return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups),
-                        require_tokens=True)
+    return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -444,7 +511,9 @@ def load(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
 #: the paper's table:llm_accuracy (percent), keyed by (benchmark, model)
 PAPER_ACCURACY = {
     (b, MODELS[p][i]): 100 * (SPECS[b].pairs[p].think_acc if i == 0 else SPECS[b].pairs[p].nothink_acc)
-    for b in ("math500", "zebralogic", "gpqa") for p in PAIRS for i in (0, 1)
+    for b in ("math500", "zebralogic", "gpqa")
+    for p in PAIRS
+    for i in (0, 1)
 }
 #: column order of table:llm_accuracy
 ACCURACY_COLUMNS = (MODELS["qwen"][1], MODELS["qwen"][0], MODELS["llama"][1], MODELS["llama"][0])
@@ -465,8 +534,16 @@ def splitting_settings(tables: dict[str, pd.DataFrame], cal_ratios: dict[str, fl
     for b, df in tables.items():
         ratio = (cal_ratios or {}).get(b, _check(b).cal_ratio)
         n_cal, n_test = split_sizes(len(df), ratio)
-        rows.append({"Dataset": SPECS[b].title, "Dataset Type": SPECS[b].kind, "Dataset Size": len(df),
-                     "Calibration ratio": ratio, "PAC Calibration": n_cal, "PAC Test": n_test})
+        rows.append(
+            {
+                "Dataset": SPECS[b].title,
+                "Dataset Type": SPECS[b].kind,
+                "Dataset Size": len(df),
+                "Calibration ratio": ratio,
+                "PAC Calibration": n_cal,
+                "PAC Test": n_test,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -503,31 +580,49 @@ def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             continue
         counts = df[D.GROUP].value_counts()
         for g in SPECS[b].groups:
-            rows.append({"Dataset": SPECS[b].title, "Category": g.name, "Count": int(counts.get(g.name, 0)),
-                         "Share (%)": 100 * counts.get(g.name, 0) / len(df)})
+            rows.append(
+                {
+                    "Dataset": SPECS[b].title,
+                    "Category": g.name,
+                    "Count": int(counts.get(g.name, 0)),
+                    "Share (%)": 100 * counts.get(g.name, 0) / len(df),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def parameter_table() -> tuple[pd.DataFrame, pd.DataFrame]:
     """:data:`SPECS` as two tables for the data card: groups (benchmark, group, n, mu_g) and
     pairs (one row per benchmark x pair; group offsets listed as ``group: o_think / o_nothink``)."""
-    groups = pd.DataFrame([{"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
-                           for b, spec in SPECS.items() for g in spec.groups])
+    groups = pd.DataFrame(
+        [
+            {"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
+            for b, spec in SPECS.items()
+            for g in spec.groups
+        ]
+    )
     pairs = []
     for b, spec in SPECS.items():
         for pair, p in spec.pairs.items():
             offsets = sorted(set(p.think_offset) | set(p.nothink_offset))
-            pairs.append({
-                "benchmark": b, "pair": pair, "n": spec.n, "loss": spec.loss,
-                "think acc": "" if p.think_acc is None else f"{p.think_acc:.4g}",
-                "nothink acc": "" if p.nothink_acc is None else f"{p.nothink_acc:.4g}",
-                "eps": f"{p.eps:g}",
-                "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}", "a_nothink": f"{p.a_nothink:g}",
-                "offsets o_think / o_nothink": "; ".join(
-                    f"{g}: {p.think_offset.get(g, 0.0):+g} / {p.nothink_offset.get(g, 0.0):+g}" for g in offsets),
-                "mean loss": "" if p.mean_loss is None else f"{p.mean_loss:g}",
-                "tokens med_T, med_N, sd_T, sd_N, gr_T, gr_N": ", ".join(f"{t:g}" for t in p.tokens),
-            })
+            pairs.append(
+                {
+                    "benchmark": b,
+                    "pair": pair,
+                    "n": spec.n,
+                    "loss": spec.loss,
+                    "think acc": "" if p.think_acc is None else f"{p.think_acc:.4g}",
+                    "nothink acc": "" if p.nothink_acc is None else f"{p.nothink_acc:.4g}",
+                    "eps": f"{p.eps:g}",
+                    "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}",
+                    "a_nothink": f"{p.a_nothink:g}",
+                    "offsets o_think / o_nothink": "; ".join(
+                        f"{g}: {p.think_offset.get(g, 0.0):+g} / {p.nothink_offset.get(g, 0.0):+g}" for g in offsets
+                    ),
+                    "mean loss": "" if p.mean_loss is None else f"{p.mean_loss:g}",
+                    "tokens med_T, med_N, sd_T, sd_N, gr_T, gr_N": ", ".join(f"{t:g}" for t in p.tokens),
+                }
+            )
     return groups, pd.DataFrame(pairs)
 
 

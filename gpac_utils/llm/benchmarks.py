@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..workflow.paths import DATA
 from . import grading
-from .paths import DATA
 
 BENCHMARK_DIR = DATA / "benchmarks"
 EXTENSIONS = (".jsonl", ".parquet", ".csv")
@@ -52,18 +52,39 @@ class Spec:
 
 
 BENCHMARKS: dict[str, Spec] = {
-    "math500": Spec("HuggingFaceH4/MATH-500", None, "test", ("problem", "answer", "subject", "unique_id"),
-                    {"id": "unique_id", "type": "subject"}),
-    "gpqa": Spec("Idavidrein/gpqa", "gpqa_main", "train",
-                 ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3",
-                  "High-level domain", "Record ID"),
-                 {"question": "Question", "correct_answer": "Correct Answer",
-                  "incorrect_answer_1": "Incorrect Answer 1", "incorrect_answer_2": "Incorrect Answer 2",
-                  "incorrect_answer_3": "Incorrect Answer 3", "domain": "High-level domain",
-                  "record_id": "Record ID", "id": "Record ID"}),
+    "math500": Spec(
+        "HuggingFaceH4/MATH-500",
+        None,
+        "test",
+        ("problem", "answer", "subject", "unique_id"),
+        {"id": "unique_id", "type": "subject"},
+    ),
+    "gpqa": Spec(
+        "Idavidrein/gpqa",
+        "gpqa_main",
+        "train",
+        (
+            "Question",
+            "Correct Answer",
+            "Incorrect Answer 1",
+            "Incorrect Answer 2",
+            "Incorrect Answer 3",
+            "High-level domain",
+            "Record ID",
+        ),
+        {
+            "question": "Question",
+            "correct_answer": "Correct Answer",
+            "incorrect_answer_1": "Incorrect Answer 1",
+            "incorrect_answer_2": "Incorrect Answer 2",
+            "incorrect_answer_3": "Incorrect Answer 3",
+            "domain": "High-level domain",
+            "record_id": "Record ID",
+            "id": "Record ID",
+        },
+    ),
     "zebralogic": Spec("WildEval/ZebraLogic", "grid_mode", "test", ("id", "size", "puzzle", "solution"), {}),
-    "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"),
-                      {"uid": "question_id"}),
+    "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"), {"uid": "question_id"}),
 }
 
 
@@ -98,24 +119,30 @@ def read_any(path: str | Path) -> pd.DataFrame:
 
 def _from_hf_cache(spec: Spec, name: str) -> pd.DataFrame:
     try:
-        import datasets  # noqa: PLC0415 — optional
+        import datasets  # optional
     except ImportError as exc:
-        raise FileNotFoundError(_missing_message(name, spec, hf_note="the `datasets` library is not installed "
-                                                 "either")) from exc
+        raise FileNotFoundError(
+            _missing_message(name, spec, hf_note="the `datasets` library is not installed either")
+        ) from exc
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     try:
         ds = datasets.load_dataset(spec.hf_repo, spec.hf_config, split=spec.hf_split)
     except Exception as exc:  # offline and not cached
-        raise FileNotFoundError(_missing_message(name, spec, hf_note=f"and {spec.hf_repo} is not in the local "
-                                                 f"`datasets` cache ({type(exc).__name__})")) from exc
+        raise FileNotFoundError(
+            _missing_message(
+                name, spec, hf_note=f"and {spec.hf_repo} is not in the local `datasets` cache ({type(exc).__name__})"
+            )
+        ) from exc
     return ds.to_pandas()
 
 
 def _missing_message(name: str, spec: Spec, hf_note: str) -> str:
     folder = benchmark_dir()
-    return (f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
-            f"{list(spec.required)} into {folder} (or pass path=..., or set GPAC_BENCHMARKS); {hf_note}. "
-            f"Source: https://huggingface.co/datasets/{spec.hf_repo}")
+    return (
+        f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
+        f"{list(spec.required)} into {folder} (or pass path=..., or set GPAC_BENCHMARKS); {hf_note}. "
+        f"Source: https://huggingface.co/datasets/{spec.hf_repo}"
+    )
 
 
 def _canonical_source(df: pd.DataFrame, name: str, spec: Spec, where: str) -> pd.DataFrame:
@@ -157,8 +184,14 @@ def _solution(v, row):
     return {"header": [str(h) for h in sol["header"]], "rows": [[str(x) for x in r] for r in sol["rows"]]}
 
 
-def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | None = None, seed: int = 0,
-                   system_prompt: str | None = None) -> pd.DataFrame:
+def load_benchmark(
+    name: str,
+    path: str | Path | None = None,
+    *,
+    n_items: int | None = None,
+    seed: int = 0,
+    system_prompt: str | None = None,
+) -> pd.DataFrame:
     """Load ``name`` into canonical columns (see module doc). ``n_items`` keeps a seeded random subset
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
     if name not in BENCHMARKS:
@@ -172,27 +205,53 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
         src, where = _from_hf_cache(spec, name), spec.hf_repo
     df = _canonical_source(src, name, spec, where)
     if name == "math500":
-        out = pd.DataFrame({"item_id": df["unique_id"].astype(str), "group": df["subject"].astype(str),
-                            "question": df["problem"].astype(str),
-                            "prompt": [grading.math_prompt(p) for p in df["problem"]],
-                            "gold": df["answer"].astype(str)})
+        out = pd.DataFrame(
+            {
+                "item_id": df["unique_id"].astype(str),
+                "group": df["subject"].astype(str),
+                "question": df["problem"].astype(str),
+                "prompt": [grading.math_prompt(p) for p in df["problem"]],
+                "gold": df["answer"].astype(str),
+            }
+        )
     elif name == "gpqa":
-        mcs = [grading.shuffle_choices(r["Correct Answer"], [r[f"Incorrect Answer {k}"] for k in (1, 2, 3)],
-                                       r["Record ID"], seed) for _, r in df.iterrows()]
-        out = pd.DataFrame({"item_id": df["Record ID"].astype(str), "group": df["High-level domain"].astype(str),
-                            "question": df["Question"].astype(str).str.strip(),
-                            "prompt": [grading.gpqa_prompt(q, mc.choices) for q, mc in zip(df["Question"], mcs)],
-                            "gold": [mc.answer for mc in mcs]})
+        mcs = [
+            grading.shuffle_choices(
+                r["Correct Answer"], [r[f"Incorrect Answer {k}"] for k in (1, 2, 3)], r["Record ID"], seed
+            )
+            for _, r in df.iterrows()
+        ]
+        out = pd.DataFrame(
+            {
+                "item_id": df["Record ID"].astype(str),
+                "group": df["High-level domain"].astype(str),
+                "question": df["Question"].astype(str).str.strip(),
+                "prompt": [grading.gpqa_prompt(q, mc.choices) for q, mc in zip(df["Question"], mcs)],
+                "gold": [mc.answer for mc in mcs],
+            }
+        )
     elif name == "zebralogic":
         sols = [_solution(v, i) for i, v in enumerate(df["solution"])]
-        out = pd.DataFrame({"item_id": df["id"].astype(str), "group": [grading.zebra_size_group(s) for s in df["size"]],
-                            "question": df["puzzle"].astype(str),
-                            "prompt": [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)],
-                            "gold": [json.dumps(s) for s in sols]})
+        out = pd.DataFrame(
+            {
+                "item_id": df["id"].astype(str),
+                "group": [grading.zebra_size_group(s) for s in df["size"]],
+                "question": df["puzzle"].astype(str),
+                "prompt": [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)],
+                "gold": [json.dumps(s) for s in sols],
+            }
+        )
     else:  # arena_hard
         group = df["category"].astype(str) if "category" in df.columns else pd.Series("all", index=df.index)
-        out = pd.DataFrame({"item_id": df["question_id"].astype(str), "group": group,
-                            "question": df["prompt"].astype(str), "prompt": df["prompt"].astype(str), "gold": ""})
+        out = pd.DataFrame(
+            {
+                "item_id": df["question_id"].astype(str),
+                "group": group,
+                "question": df["prompt"].astype(str),
+                "prompt": df["prompt"].astype(str),
+                "gold": "",
+            }
+        )
     dup = out["item_id"].duplicated()
     if dup.any():
         raise ValueError(f"{where}: duplicate item ids {out.loc[dup, 'item_id'].tolist()[:5]}")

@@ -12,7 +12,8 @@ Scaling (vLLM's own mechanisms, not re-invented here):
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .base import LOGPROBS_MODES, Completion, Sampling
 
@@ -26,11 +27,21 @@ class VLLMEngine:
 
     backend = "vllm"
 
-    def __init__(self, model: str, *, tensor_parallel_size: int = 1, seed: int = 0,
-                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
-                 logprobs_mode: str = "raw_logprobs", distributed_executor_backend: str | None = None,
-                 chat_template_kwargs: dict | None = None, llm: Any = None,
-                 sampling_params_cls: Any = None, **engine_kwargs):
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        seed: int = 0,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        logprobs_mode: str = "raw_logprobs",
+        distributed_executor_backend: str | None = None,
+        chat_template_kwargs: dict | None = None,
+        llm: Any = None,
+        sampling_params_cls: Any = None,
+        **engine_kwargs,
+    ):
         if logprobs_mode not in LOGPROBS_MODES:
             raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
         self.model = str(model)
@@ -38,12 +49,19 @@ class VLLMEngine:
         self.chat_template_kwargs = chat_template_kwargs
         if llm is None:
             try:
-                import vllm  # noqa: PLC0415 — lazy on purpose
+                import vllm  # lazy: GPU extra only
             except ImportError as exc:  # pragma: no cover - depends on the machine
-                raise ImportError("the vLLM backend needs `pip install -e .[gpu]` (vllm>=0.33) and a "
-                                  "CUDA GPU; use backend='transformers' otherwise") from exc
-            kw = dict(model=self.model, tensor_parallel_size=int(tensor_parallel_size), seed=int(seed),
-                      gpu_memory_utilization=float(gpu_memory_utilization), logprobs_mode=logprobs_mode)
+                raise ImportError(
+                    "the vLLM backend needs `pip install -e .[gpu]` (vllm>=0.33) and a "
+                    "CUDA GPU; use backend='transformers' otherwise"
+                ) from exc
+            kw = dict(
+                model=self.model,
+                tensor_parallel_size=int(tensor_parallel_size),
+                seed=int(seed),
+                gpu_memory_utilization=float(gpu_memory_utilization),
+                logprobs_mode=logprobs_mode,
+            )
             if max_model_len is not None:
                 kw["max_model_len"] = int(max_model_len)
             if distributed_executor_backend is not None:
@@ -58,11 +76,17 @@ class VLLMEngine:
         self._tok = llm.get_tokenizer() if hasattr(llm, "get_tokenizer") else None
 
     def _params(self, s: Sampling):
-        return self._sp(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_tokens,
-                        n=s.n, seed=s.seed, logprobs=0)
+        return self._sp(
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            max_tokens=s.max_tokens,
+            n=s.n,
+            seed=s.seed,
+            logprobs=0,
+        )
 
-    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]
-                 ) -> list[list[Completion]]:
+    def generate(self, conversations: Sequence[list[dict]], samplings: Sequence[Sampling]) -> list[list[Completion]]:
         if len(conversations) != len(samplings):
             raise ValueError("one Sampling per conversation")
         if not conversations:
@@ -87,17 +111,25 @@ class VLLMEngine:
             lps = None
             if c.logprobs is not None:
                 if len(c.logprobs) != len(ids):
-                    raise RuntimeError(f"vLLM request {ro.request_id}: {len(c.logprobs)} logprob positions "
-                                       f"for {len(ids)} tokens")
+                    raise RuntimeError(
+                        f"vLLM request {ro.request_id}: {len(c.logprobs)} logprob positions for {len(ids)} tokens"
+                    )
                 lps = []
                 for pos, (tid, d) in enumerate(zip(ids, c.logprobs)):
                     if tid not in d:
-                        raise RuntimeError(f"vLLM request {ro.request_id}: no logprob for sampled token "
-                                           f"{tid} at position {pos}")
+                        raise RuntimeError(
+                            f"vLLM request {ro.request_id}: no logprob for sampled token {tid} at position {pos}"
+                        )
                     lps.append(float(d[tid].logprob))
-            result.append(Completion(text=c.text, token_ids=ids, token_logprobs=lps,
-                                     finish_reason=c.finish_reason,
-                                     extra={"cumulative_logprob": c.cumulative_logprob}))
+            result.append(
+                Completion(
+                    text=c.text,
+                    token_ids=ids,
+                    token_logprobs=lps,
+                    finish_reason=c.finish_reason,
+                    extra={"cumulative_logprob": c.cumulative_logprob},
+                )
+            )
         return result
 
     def count_tokens(self, text: str) -> int:

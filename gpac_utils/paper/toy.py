@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .data import (GROUP, ID, LOSS, NOTHINK_CORRECT, NOTHINK_TOKENS, THINK_CORRECT,
-                   THINK_TOKENS, validate)
+from ..data import GROUP, ID, LOSS, NOTHINK_CORRECT, NOTHINK_TOKENS, THINK_CORRECT, THINK_TOKENS, validate
 
 SCORE = "score_logits"
 
@@ -64,16 +63,18 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
     nothink = np.where(loss == 1, 0, np.where(pair == 1, 0, 1))
     think_tokens = np.round(think_med[g] * rng.lognormal(0.0, 0.4, n))
     nothink_tokens = np.round(NOTHINK_MEDIAN * rng.lognormal(0.0, 0.3, n))
-    df = pd.DataFrame({
-        ID: [f"toy-{i:05d}" for i in range(n)],
-        GROUP: np.array(names)[g],
-        LOSS: loss,
-        THINK_CORRECT: think,
-        NOTHINK_CORRECT: nothink,
-        THINK_TOKENS: think_tokens,
-        NOTHINK_TOKENS: nothink_tokens,
-        SCORE: u,
-    })
+    df = pd.DataFrame(
+        {
+            ID: [f"toy-{i:05d}" for i in range(n)],
+            GROUP: np.array(names)[g],
+            LOSS: loss,
+            THINK_CORRECT: think,
+            NOTHINK_CORRECT: nothink,
+            THINK_TOKENS: think_tokens,
+            NOTHINK_TOKENS: nothink_tokens,
+            SCORE: u,
+        }
+    )
     return validate(df, require_group=True, require_tokens=True)
 
 
@@ -100,14 +101,30 @@ def toy_group_share_routed(threshold: float, group: str) -> float:
 
 
 # --------------------------------------------------------------------------- quickstart helpers
-#: Settings of notebooks/00_quickstart.py by run profile (see :func:`gpac_utils.profiles.resolve`).
+#: Settings of notebooks/00_quickstart.py by run profile (see :func:`gpac_utils.workflow.config.resolve`).
 QUICKSTART_PRESETS = {
-    "fast": {"n_cal": 3000, "n_test": 30_000, "trials": 10, "eps": 0.1,
-             "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.2], "alpha": 0.05, "bound": "clt",
-             "k": 3, "seed": 0},
-    "paper": {"n_cal": 3000, "n_test": 50_000, "trials": 40, "eps": 0.1,
-              "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2],
-              "alpha": 0.05, "bound": "clt", "k": 3, "seed": 0},
+    "fast": {
+        "n_cal": 3000,
+        "n_test": 30_000,
+        "trials": 10,
+        "eps": 0.1,
+        "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.2],
+        "alpha": 0.05,
+        "bound": "clt",
+        "k": 3,
+        "seed": 0,
+    },
+    "paper": {
+        "n_cal": 3000,
+        "n_test": 50_000,
+        "trials": 40,
+        "eps": 0.1,
+        "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2],
+        "alpha": 0.05,
+        "bound": "clt",
+        "k": 3,
+        "seed": 0,
+    },
 }
 QUICKSTART_METHODS = ("pac", "gpac", "cpac")
 ALL = "__all__"
@@ -119,17 +136,26 @@ def loss_by_score_bin(df: pd.DataFrame, bins: int = 10, score: str = SCORE) -> p
         raise KeyError(f"no score column {score!r}; the table has {list(df.columns)}")
     edges = np.linspace(0.0, 1.0, int(bins) + 1)
     b = np.clip(np.searchsorted(edges, df[score].to_numpy(float), side="right") - 1, 0, bins - 1)
-    out = (df.assign(bin=b).groupby([GROUP, "bin"], observed=True)[LOSS]
-           .agg(loss="mean", n="size", sd="std").reset_index())
+    out = (
+        df.assign(bin=b).groupby([GROUP, "bin"], observed=True)[LOSS].agg(loss="mean", n="size", sd="std").reset_index()
+    )
     out["se"] = out["sd"].fillna(0.0) / np.sqrt(out["n"])
     out["score_mid"] = (edges[out["bin"]] + edges[out["bin"] + 1]) / 2
     return out.drop(columns="sd")
 
 
-def fit_methods(cal: pd.DataFrame, *, eps: float, alpha: float = 0.05, bound: str = "clt", k: int = 3,
-                seed: int = 0, methods=QUICKSTART_METHODS) -> dict:
+def fit_methods(
+    cal: pd.DataFrame,
+    *,
+    eps: float,
+    alpha: float = 0.05,
+    bound: str = "clt",
+    k: int = 3,
+    seed: int = 0,
+    methods=QUICKSTART_METHODS,
+) -> dict:
     """Fit PAC, G-PAC and C-PAC on a calibration table; returns ``{printed name: fitted calibrator}``."""
-    from .calibrate import METHODS
+    from ..calibrate import METHODS
 
     fitted = {}
     for i, m in enumerate(methods):
@@ -146,8 +172,9 @@ def thresholds_table(fitted: Mapping) -> pd.DataFrame:
     rows = []
     for name, obj in fitted.items():
         for g, t in obj.thresholds_.items():
-            rows.append({"method": name, "threshold group": g, "threshold": t,
-                         "calibration items": obj.group_sizes_.get(g)})
+            rows.append(
+                {"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
+            )
     return pd.DataFrame(rows)
 
 
@@ -158,7 +185,7 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
     (C-PAC's score clusters ``c0..``, when C-PAC is among ``fitted``: every method is measured on
     them) or ``all`` (group ``__all__``, the whole test set).
     """
-    from . import metrics
+    from .. import metrics
 
     u, loss, g = test[SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
     learned = fitted["C-PAC"].assign(u) if "C-PAC" in fitted else None
@@ -169,15 +196,39 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
             if labels is None:
                 continue
             for grp, risk in metrics.group_errors(route, loss, labels).items():
-                rows.append({"method": name, "partition": partition, "group": grp, "risk": risk,
-                             "routed": metrics.efficiency(route[labels == grp])})
-        rows.append({"method": name, "partition": "all", "group": ALL, "risk": metrics.error(route, loss),
-                     "routed": metrics.efficiency(route)})
+                rows.append(
+                    {
+                        "method": name,
+                        "partition": partition,
+                        "group": grp,
+                        "risk": risk,
+                        "routed": metrics.efficiency(route[labels == grp]),
+                    }
+                )
+        rows.append(
+            {
+                "method": name,
+                "partition": "all",
+                "group": ALL,
+                "risk": metrics.error(route, loss),
+                "routed": metrics.efficiency(route),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def quickstart_sweep(eps_grid, *, n_cal: int, n_test: int, trials: int, alpha: float = 0.05,
-                     bound: str = "clt", k: int = 3, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+def quickstart_sweep(
+    eps_grid,
+    *,
+    n_cal: int,
+    n_test: int,
+    trials: int,
+    alpha: float = 0.05,
+    bound: str = "clt",
+    k: int = 3,
+    seed: int = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
     """Repeat calibration on fresh toy calibration sets for every ``eps``; evaluate on one large test set.
 
     Returns a tidy table: ``trial, eps, method, partition, group, risk, routed`` (see :func:`evaluate`).
@@ -187,6 +238,7 @@ def quickstart_sweep(eps_grid, *, n_cal: int, n_test: int, trials: int, alpha: f
     iterator = range(int(trials))
     if progress:
         from tqdm.auto import tqdm
+
         iterator = tqdm(iterator, desc="trials", leave=False)
     frames = []
     for t in iterator:
@@ -201,10 +253,14 @@ def quickstart_sweep(eps_grid, *, n_cal: int, n_test: int, trials: int, alpha: f
 def sweep_summary(sweep: pd.DataFrame) -> pd.DataFrame:
     """Mean risk and routed share per (eps, method, partition, group), with the violation rate
     (share of trials whose test risk exceeds eps) and Monte Carlo standard errors."""
-    g = sweep.assign(violated=sweep["risk"] > sweep["eps"]).groupby(["eps", "method", "partition", "group"],
-                                                                    sort=True)
-    out = g.agg(risk=("risk", "mean"), risk_sd=("risk", "std"), routed=("routed", "mean"),
-                violation_rate=("violated", "mean"), trials=("trial", "nunique")).reset_index()
+    g = sweep.assign(violated=sweep["risk"] > sweep["eps"]).groupby(["eps", "method", "partition", "group"], sort=True)
+    out = g.agg(
+        risk=("risk", "mean"),
+        risk_sd=("risk", "std"),
+        routed=("routed", "mean"),
+        violation_rate=("violated", "mean"),
+        trials=("trial", "nunique"),
+    ).reset_index()
     out["risk_mcse"] = out["risk_sd"].fillna(0.0) / np.sqrt(out["trials"])
     out["violation_mcse"] = np.sqrt(out["violation_rate"] * (1 - out["violation_rate"]) / out["trials"])
     return out.drop(columns="risk_sd")

@@ -1,0 +1,158 @@
+r"""The calibration recipe: how one group's threshold is certified.
+
+A :class:`Recipe` bundles the four choices of paper Algorithms 1–2 that together decide
+whether the guarantee holds:
+
+* ``bound``: the upper confidence bound on :math:`R(u)=E[\ell\,1\{U\le u\}]`
+  (:mod:`gpac_utils.bounds`);
+* ``sampling`` and ``pi``: which calibration items get an expert label
+  (:mod:`gpac_utils.sampling`);
+* ``rule``: how the threshold is read off the bound curve (:mod:`gpac_utils.selection`);
+* ``candidates``: the thresholds the bound is evaluated at.
+
+Two named recipes cover the two uses of this compendium:
+
+``"valid"`` (:data:`VALID`, the library's default)
+    Hoeffding–Bentkus on every labelled item, first-crossing selection: a finite-sample
+    guarantee for i.i.d. calibration data.
+``"paper"`` (:data:`PAPER`)
+    the paper's literal setting: CLT bound, :math:`n/\pi` labels drawn with replacement,
+    :math:`\max\{u:\mathrm{UCB}(u)\le\varepsilon\}`. It reproduces the paper's tables but
+    undercovers (see notebook ``13_validity_audit``); ask for it by name.
+
+``"valid-bernoulli"`` (:data:`VALID_BERNOULLI`) is the valid recipe when only a random share
+``pi`` of the calibration items is labelled, as in the paper's tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from . import bounds as _bounds
+from . import sampling as _sampling
+from . import selection as _selection
+
+__all__ = ["Recipe", "VALID", "VALID_BERNOULLI", "PAPER", "RECIPES", "as_recipe"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a group's threshold is certified: bound, label sampling, selection rule, candidates.
+
+    Parameters
+    ----------
+    bound : str
+        Upper confidence bound, a key of :data:`gpac_utils.bounds.BOUNDS`.
+    sampling : str
+        Label sampling scheme: ``"full"`` (every item labelled), ``"bernoulli"`` (each item
+        labelled once with probability ``pi``) or ``"resample"`` (the paper's draws with
+        replacement).
+    pi : float or None
+        Labelling probability, in ``(0, 1]``; only for ``"bernoulli"`` and ``"resample"``
+        (``None`` with ``"full"``).
+    rule : str
+        Threshold selection rule: ``"first-crossing"`` (valid) or ``"max"`` (the paper's).
+    candidates : str or int
+        ``"auto"`` (every distinct score; 64 score quantiles for ``wsr``), ``"all"``, or the
+        size of a score-quantile grid.
+
+    Attributes
+    ----------
+    is_valid : bool
+        Whether the recipe carries a finite-sample guarantee (a valid bound, a non-resampling
+        scheme and the first-crossing rule).
+
+    Examples
+    --------
+    >>> from gpac_utils import Recipe, PAPER
+    >>> Recipe().bound, Recipe().sampling
+    ('hoeffding_bentkus', 'full')
+    >>> PAPER.replace(rule="first-crossing").rule
+    'first-crossing'
+    >>> Recipe.named("paper") == PAPER
+    True
+
+    References
+    ----------
+    .. [1] Bates, Angelopoulos, Lei, Malik, Jordan (2021). Distribution-free, risk-controlling
+       prediction sets. JACM.
+    """
+
+    bound: str = "hoeffding_bentkus"
+    sampling: str = "full"
+    pi: float | None = None
+    rule: str = "first-crossing"
+    candidates: str | int = "auto"
+
+    def __post_init__(self) -> None:
+        if self.bound not in _bounds.BOUNDS:
+            raise ValueError(f"bound: unknown {self.bound!r}; choose one of {list(_bounds.BOUNDS)}")
+        if self.sampling not in _sampling.SCHEMES:
+            raise ValueError(f"sampling: unknown {self.sampling!r}; choose one of {list(_sampling.SCHEMES)}")
+        if self.rule not in _selection.RULES:
+            raise ValueError(f"rule: unknown {self.rule!r}; choose one of {list(_selection.RULES)}")
+        if self.sampling == "full":
+            if self.pi not in (None, 1, 1.0):
+                raise ValueError(f"pi: sampling='full' labels every item, so pi must be None; got {self.pi}")
+        else:
+            if self.pi is None:
+                raise ValueError(f"pi: sampling={self.sampling!r} needs a labelling probability pi in (0, 1]")
+            if isinstance(self.pi, bool) or not isinstance(self.pi, int | float):
+                raise ValueError(f"pi: must be a number in (0, 1], got {self.pi!r}")
+            if not (math.isfinite(self.pi) and 0 < self.pi <= 1):
+                raise ValueError(f"pi: must lie in (0, 1], got {self.pi}")
+            object.__setattr__(self, "pi", float(self.pi))
+        c = self.candidates
+        if isinstance(c, str):
+            if c not in ("auto", "all"):
+                raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
+        elif isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
+
+    @property
+    def is_valid(self) -> bool:
+        """True for a finite-sample valid recipe (valid bound, no resampling, first-crossing)."""
+        return _bounds.BOUNDS[self.bound] == "valid" and self.sampling != "resample" and self.rule == "first-crossing"
+
+    @property
+    def label_rate(self) -> float:
+        """The probability that a calibration item is labelled (1 for ``full``)."""
+        return 1.0 if self.pi is None else float(self.pi)
+
+    def replace(self, **changes) -> Recipe:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The recipe's fields, plus ``bound_kind`` (``valid`` / ``paper``)."""
+        return {**dataclasses.asdict(self), "bound_kind": _bounds.BOUNDS[self.bound]}
+
+    @classmethod
+    def named(cls, name: str) -> Recipe:
+        """One of :data:`RECIPES` by name (``"valid"``, ``"valid-bernoulli"``, ``"paper"``)."""
+        try:
+            return RECIPES[name]
+        except KeyError:
+            raise ValueError(f"recipe: unknown name {name!r}; choose one of {list(RECIPES)}") from None
+
+
+#: The library's default: finite-sample valid, every calibration item labelled.
+VALID = Recipe()
+#: Valid with a random share ``pi`` of the items labelled (the valid rows of the paper tables).
+VALID_BERNOULLI = Recipe(sampling="bernoulli", pi=0.5)
+#: The paper's literal setting (reproduction only: it undercovers).
+PAPER = Recipe(bound="clt", sampling="resample", pi=0.5, rule="max")
+RECIPES: dict[str, Recipe] = {"valid": VALID, "valid-bernoulli": VALID_BERNOULLI, "paper": PAPER}
+
+
+def as_recipe(recipe: Recipe | str | None) -> Recipe:
+    """A :class:`Recipe` from a recipe, a recipe name, or ``None`` (the valid default)."""
+    if recipe is None:
+        return VALID
+    if isinstance(recipe, Recipe):
+        return recipe
+    if isinstance(recipe, str):
+        return Recipe.named(recipe)
+    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {type(recipe).__name__}")

@@ -1,0 +1,140 @@
+"""One configuration source per notebook: ``notebooks/config/<notebook>.yaml``.
+
+Each file holds the notebook's settings under ``common`` and, per profile (``fast`` for tests
+and CI, ``paper`` for the paper's settings), the values that differ::
+
+    # notebooks/config/21_table_known_groups.yaml
+    common:
+      pairs: [qwen, llama]
+      alpha: 0.05
+    profiles:
+      fast: {trials: 5}
+      paper: {trials: 100}
+
+The notebook's ``parameters`` cell holds the profile, a few literal overrides and an
+``overrides`` dict for any other key; the notebook then builds one :class:`Config`::
+
+    cfg = config.load("21_table_known_groups", profile, trials=trials, **overrides)
+
+Overrides that are ``None`` are ignored, so a parameter left at ``None`` keeps the profile's
+value; a key that the file does not define is refused with the list of known keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .paths import NOTEBOOKS
+
+PROFILES = ("fast", "paper")
+CONFIG_DIR = NOTEBOOKS / "config"
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message names the key."""
+
+
+class Config(Mapping):
+    """A read-only mapping with attribute access (``cfg.trials`` or ``cfg["trials"]``).
+
+    Attributes
+    ----------
+    name : str
+        The notebook (config file stem).
+    profile : str
+        The profile the values came from.
+    """
+
+    def __init__(self, values: Mapping[str, Any], name: str = "", profile: str = ""):
+        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "profile", profile)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            known = sorted(self._values)
+            raise AttributeError(f"config {self.name!r} has no setting {key!r}; it has {known}") from None
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Config is read-only: pass overrides to config.load")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some values changed (keys must exist)."""
+        _check_keys(self.name, self._values, changes)
+        return Config({**self._values, **changes}, self.name, self.profile)
+
+    def __repr__(self) -> str:
+        body = yaml.safe_dump(self._values, sort_keys=False, default_flow_style=None, width=100).rstrip()
+        return f"# {self.name} — profile {self.profile!r}\n{body}"
+
+
+def _check_keys(name: str, known: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise ConfigError(f"{name}: unknown setting(s) {unknown}; known settings are {sorted(known)}")
+
+
+def config_path(notebook: str, folder: Path | None = None) -> Path:
+    """The YAML file of ``notebook`` (its stem, e.g. ``"21_table_known_groups"``)."""
+    return (folder or CONFIG_DIR) / f"{Path(notebook).stem}.yaml"
+
+
+def read_config(notebook: str, folder: Path | None = None) -> dict[str, Any]:
+    """The raw ``{"common": ..., "profiles": {...}}`` content of a notebook's config file."""
+    path = config_path(notebook, folder)
+    if not path.exists():
+        raise ConfigError(f"{notebook}: no configuration file at {path}")
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict) or set(raw) - {"common", "profiles"}:
+        raise ConfigError(f"{path}: top-level keys must be 'common' and 'profiles', got {sorted(raw)}")
+    common = raw.get("common") or {}
+    profiles = raw.get("profiles") or {}
+    missing = [p for p in PROFILES if p not in profiles]
+    if missing:
+        raise ConfigError(f"{path}: profile(s) {missing} missing (every notebook has {list(PROFILES)})")
+    for prof, values in profiles.items():
+        _check_keys(f"{path} profile {prof!r}", common, values or {})
+    return {"common": common, "profiles": profiles}
+
+
+def load(notebook: str, profile: str = "paper", folder: Path | None = None, **overrides: Any) -> Config:
+    """The configuration of ``notebook`` on ``profile``, with the non-``None`` overrides applied.
+
+    Parameters
+    ----------
+    notebook : str
+        Notebook stem, e.g. ``"21_table_known_groups"``.
+    profile : str, default "paper"
+        A profile of the file (``fast`` or ``paper``).
+    folder : Path, optional
+        Where the config files live (default ``notebooks/config``).
+    **overrides
+        New values for existing keys; ``None`` keeps the profile's value.
+
+    Returns
+    -------
+    Config
+    """
+    raw = read_config(notebook, folder)
+    if profile not in raw["profiles"]:
+        raise ConfigError(f"profile: unknown {profile!r} for {notebook}; choose one of {sorted(raw['profiles'])}")
+    values = {**raw["common"], **(raw["profiles"][profile] or {})}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    _check_keys(notebook, values, given)
+    values.update(given)
+    return Config(values, Path(notebook).stem, profile)

@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from gpac_utils import bounds
+from gpac_utils import Recipe, bounds
 from gpac_utils.calibrate import GPAC, PAC
 
 
@@ -79,7 +79,7 @@ def main():
                     rows.append((n, groups, bound, kind, float("nan")))
                     continue
                 sampling = "resample" if kind == "paper" else "bernoulli"
-                kw = dict(eps=0.05, alpha=0.05, bound=bound, sampling=sampling, pi=0.5, rule="first-crossing")
+                kw = dict(eps=0.05, alpha=0.05, recipe=Recipe(bound, sampling, 0.5))
                 fn = (
                     functools.partial(PAC(**kw).fit, u, loss)
                     if groups == 1

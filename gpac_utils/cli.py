@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from . import bounds, data, sampling, selection
-from .calibrate import METHODS, from_json
+from .calibrate import CPAC, GPAC, PAC, from_json
+from .partition import ScorePartitioner
+from .recipe import Recipe
 
 
 def _mapping(pairs):
@@ -41,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--group-col", default=None)
     c.add_argument("--id-col", default="item_id")
     c.add_argument("--map", nargs="*", metavar="SOURCE=TARGET", help="extra column renames")
-    c.add_argument("--method", choices=sorted(METHODS), default="pac")
+    c.add_argument("--method", choices=["pac", "gpac", "cpac"], default="pac")
     c.add_argument("--k", type=int, default=3)
     c.add_argument("--clustering", choices=["kmeans", "quantile"], default="kmeans")
     c.add_argument("--mode", choices=["split", "joint"], default="split")
@@ -91,26 +93,18 @@ def _calibrate(a) -> int:
     except data.SchemaError as exc:
         raise SystemExit(f"error: {exc}".replace("score_cli", a.score_col)) from None
     cand = a.candidates if a.candidates in ("auto", "all") else int(a.candidates)
-    kw = dict(
-        eps=a.eps,
-        alpha=a.alpha,
-        bound=a.bound,
-        sampling=a.sampling,
-        pi=a.pi,
-        rule=a.rule,
-        candidates=cand,
-        loss_bound=a.loss_bound,
-        min_group_size=a.min_group_size,
-        seed=a.seed,
-    )
+    pi = None if a.sampling == "full" else a.pi
+    recipe = Recipe(bound=a.bound, sampling=a.sampling, pi=pi, rule=a.rule, candidates=cand)
+    kw = dict(loss_bound=a.loss_bound, min_group_size=a.min_group_size, seed=a.seed)
     if a.method == "pac":
-        cal = METHODS["pac"](**kw).fit(table["score_cli"], table["loss"])
+        cal = PAC(a.eps, a.alpha, recipe, **kw).fit(table["score_cli"], table["loss"])
     elif a.method == "gpac":
-        cal = METHODS["gpac"](**kw, simultaneous=a.simultaneous).fit(table["score_cli"], table["loss"], table["group"])
+        cal = GPAC(a.eps, a.alpha, recipe, simultaneous=a.simultaneous, **kw)
+        cal.fit(table["score_cli"], table["loss"], table["group"])
     else:
-        cal = METHODS["cpac"](**kw, simultaneous=a.simultaneous, k=a.k, clustering=a.clustering, mode=a.mode).fit(
-            table["score_cli"], table["loss"]
-        )
+        part = ScorePartitioner(a.k, a.clustering)
+        cal = CPAC(a.eps, a.alpha, recipe, partitioner=part, mode=a.mode, simultaneous=a.simultaneous, **kw)
+        cal.fit(table["score_cli"], table["loss"])
     import json
 
     payload = json.loads(cal.to_json())

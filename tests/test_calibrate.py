@@ -7,9 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import experiment, metrics
+from gpac_utils import Recipe, ScorePartitioner, experiment, metrics
 from gpac_utils import partition as cluster
 from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
+from gpac_utils.experiment import ExperimentConfig
+
+HB_FULL = Recipe("hoeffding_bentkus", "full")
 
 
 def population(n=900, seed=0):
@@ -25,7 +28,7 @@ def test_pac_by_hand_full_labels():
     # Full labels, CLT, max rule: hand-computed. Losses at u = 0.5 and 0.9.
     u = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
     loss = np.array([0, 0, 0, 0, 1, 0, 0, 0, 1, 0], float)
-    cal = PAC(eps=0.3, alpha=0.05, bound="clt", sampling="full", rule="max", min_group_size=1).fit(u, loss)
+    cal = PAC(eps=0.3, alpha=0.05, recipe=Recipe("clt", "full", rule="max"), min_group_size=1).fit(u, loss)
     # UCB at u < 0.5 is 0; at u in [0.5, 0.9): mean 0.1, sd sqrt(0.1 * 0.9 * 10 / 9); 1.645 * sd / sqrt(10)
     ucb_mid = 0.1 + 1.6448536 * math.sqrt(0.1) / math.sqrt(10)
     assert ucb_mid < 0.3
@@ -36,7 +39,7 @@ def test_pac_by_hand_full_labels():
 
 def test_gpac_thresholds_follow_group_difficulty_and_route():
     u, loss, g = population()
-    cal = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full").fit(u, loss, g)
+    cal = GPAC(eps=0.05, recipe=HB_FULL).fit(u, loss, g)
     t = cal.thresholds_
     assert t["easy"] > t["mid"] > t["hard"]
     routed = cal.route(u, g)
@@ -46,8 +49,8 @@ def test_gpac_thresholds_follow_group_difficulty_and_route():
 
 def test_simultaneous_is_more_conservative():
     u, loss, g = population(seed=3)
-    a = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full").fit(u, loss, g)
-    b = GPAC(eps=0.05, bound="hoeffding_bentkus", sampling="full", simultaneous=True).fit(u, loss, g)
+    a = GPAC(eps=0.05, recipe=HB_FULL).fit(u, loss, g)
+    b = GPAC(eps=0.05, recipe=HB_FULL, simultaneous=True).fit(u, loss, g)
     assert all(b.thresholds_[k] <= a.thresholds_[k] for k in a.thresholds_)
 
 
@@ -56,7 +59,7 @@ def test_small_and_unseen_groups_always_think():
     g = g.copy()
     g[:5] = "tiny"
     with pytest.warns(GroupWarning, match="tiny"):
-        cal = GPAC(eps=0.1, sampling="full", min_group_size=10).fit(u, loss, g)
+        cal = GPAC(eps=0.1, recipe=Recipe(sampling="full"), min_group_size=10).fit(u, loss, g)
     assert cal.thresholds_["tiny"] == -math.inf
     with pytest.warns(GroupWarning, match="not seen"):
         r = cal.route([0.0, 0.0], ["tiny", "brand-new"])
@@ -67,7 +70,9 @@ def test_small_and_unseen_groups_always_think():
 @pytest.mark.parametrize("method", ["kmeans", "quantile"])
 def test_cpac_learns_groups(mode, method):
     u, loss, _ = population(seed=5)
-    cal = CPAC(eps=0.05, bound="wsr", sampling="bernoulli", k=3, clustering=method, mode=mode).fit(u, loss)
+    cal = CPAC(
+        eps=0.05, recipe=Recipe("wsr", "bernoulli", 0.5), partitioner=ScorePartitioner(3, method), mode=mode
+    ).fit(u, loss)
     assert cal.partition_.k == 3
     labels = cal.assign(u)
     assert set(labels) == {"c0", "c1", "c2"}
@@ -76,10 +81,13 @@ def test_cpac_learns_groups(mode, method):
     assert means == sorted(means)
 
 
-@pytest.mark.parametrize("cls,kw", [(PAC, {}), (GPAC, {"simultaneous": True}), (CPAC, {"k": 2, "mode": "joint"})])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [(PAC, {}), (GPAC, {"simultaneous": True}), (CPAC, {"partitioner": ScorePartitioner(k=2), "mode": "joint"})],
+)
 def test_json_round_trip(cls, kw):
     u, loss, g = population(seed=6)
-    cal = cls(eps=0.08, bound="hoeffding_bentkus", sampling="bernoulli", **kw)
+    cal = cls(eps=0.08, recipe=Recipe("hoeffding_bentkus", "bernoulli", 0.5), **kw)
     cal.fit(u, loss, g if cls is GPAC else None)
     text = cal.to_json()
     payload = json.loads(text)
@@ -92,7 +100,7 @@ def test_json_round_trip(cls, kw):
 
 def test_json_writes_minus_infinity_as_null():
     u = np.linspace(0, 1, 20)
-    cal = PAC(eps=0.01, sampling="full", min_group_size=1).fit(u, np.ones(20))
+    cal = PAC(eps=0.01, recipe=Recipe(sampling="full"), min_group_size=1).fit(u, np.ones(20))
     assert json.loads(cal.to_json())["thresholds"]["__all__"] is None
     assert from_json(cal.to_json()).thresholds_["__all__"] == -math.inf
 
@@ -110,7 +118,7 @@ def test_calibrator_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         PAC(eps=0.1).fit(kw["scores"], kw["loss"])
     with pytest.raises(ValueError, match="bound"):
-        PAC(eps=0.1, bound="magic")
+        PAC(eps=0.1, recipe=Recipe(bound="magic"))
     with pytest.raises(ValueError, match="group"):
         GPAC(eps=0.1).fit([0.1, 0.2], [0, 0])
 
@@ -162,14 +170,13 @@ def _table(n=600, seed=0):
 
 def test_experiment_layout_and_summary():
     t = _table()
-    res = experiment.run_experiment(
-        t,
+    cfg = ExperimentConfig(
         eps=0.05,
         methods=("pac", "gpac"),
         trials=4,
-        progress=False,
-        variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli", "rule": "first-crossing"}],
+        recipes=[Recipe("clt", "resample", 0.5, "max"), Recipe("wsr", "bernoulli", 0.5)],
     )
+    res = experiment.run_experiment(t, cfg)
     assert set(res.method) == {"PAC", "G-PAC"} and set(res.score) == {"score_a", "score_b"}
     assert set(res.group) == {"__all__", "easy", "mid", "hard"}
     assert len(res) == 4 * 2 * 2 * 2 * 4
@@ -180,39 +187,26 @@ def test_experiment_layout_and_summary():
     a = res[(res.group == "__all__") & (res.trial == 0)]
     assert a.n_test.nunique() == 1
     # Reproducible.
-    res2 = experiment.run_experiment(
-        t,
-        eps=0.05,
-        methods=("pac", "gpac"),
-        trials=4,
-        progress=False,
-        variants=[{"bound": "clt"}, {"bound": "wsr", "sampling": "bernoulli", "rule": "first-crossing"}],
-    )
+    res2 = experiment.run_experiment(t, cfg)
     pd.testing.assert_frame_equal(res, res2)
 
 
 def test_experiment_cpac_uses_learned_groups():
     t = _table().drop(columns=["group"])
-    res = experiment.run_experiment(
-        t, eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3, cpac_mode="joint", progress=False
+    cfg = ExperimentConfig(
+        eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3, mode="joint", eval_groups="learned"
     )
+    res = experiment.run_experiment(t, cfg)
     assert set(res.group) == {"__all__", "c0", "c1", "c2"}
     with pytest.raises(ValueError, match="group"):
-        experiment.run_experiment(t, eps=0.05, methods=("gpac",), trials=1, progress=False)
+        experiment.run_experiment(t, ExperimentConfig(eps=0.05, methods=("gpac",), trials=1, eval_groups="learned"))
 
 
 def test_gpac_removes_the_gap_pac_leaves():
     """On a heterogeneous population PAC overshoots eps in the hard group; G-PAC does not."""
     t = _table(n=1800, seed=11)
-    res = experiment.run_experiment(
-        t,
-        eps=0.05,
-        methods=("pac", "gpac"),
-        scores=["score_a"],
-        trials=30,
-        variants=[{"bound": "hoeffding_bentkus", "sampling": "full", "rule": "first-crossing"}],
-        progress=False,
-    )
+    cfg = ExperimentConfig(eps=0.05, methods=("pac", "gpac"), scores=["score_a"], trials=30, recipes=[HB_FULL])
+    res = experiment.run_experiment(t, cfg)
     s = experiment.summarize(res, 0.05).set_index("method")
     assert s.loc["PAC", "Error_Gap"] > 0.01
     assert s.loc["G-PAC", "Error_Gap"] == 0.0

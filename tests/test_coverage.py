@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from gpac_utils import bounds, calibrate
+from gpac_utils import Recipe, bounds, calibrate
 from gpac_utils.metrics import mcse
 
 CALIBRATIONS = 1000
@@ -29,7 +29,7 @@ def violation_rate(bound, n, pi, sampling, seed):
     u = rng.random((CALIBRATIONS, n))
     loss = (rng.random((CALIBRATIONS, n)) < SLOPE * u).astype(float)
     thr = calibrate.threshold(
-        loss, u, eps=EPS[n], alpha=ALPHA, bound=bound, sampling=sampling, pi=pi, rule="first-crossing", rng=rng
+        loss, u, eps=EPS[n], alpha=ALPHA, recipe=Recipe(bound, sampling, None if sampling == "full" else pi), rng=rng
     )
     return float(np.mean(risk(thr) > EPS[n])), float(np.mean(np.where(np.isfinite(thr), thr, 0.0)))
 

@@ -39,9 +39,10 @@ def test_ties_in_scores_are_handled_exactly():
     ucb = bounds.ucb("clt", z, u, [0.1, 0.3, 0.6], 0.05, 1.0)
     assert ucb[0] == 0.0 and ucb[1] > 0.25
     # Selection over sorted scores with duplicates gives the same threshold as over distinct ones.
+    from gpac_utils import Recipe
     from gpac_utils.calibrate import threshold
 
-    t = threshold(z, u, eps=0.1, alpha=0.05, bound="clt", sampling="full")
+    t = threshold(z, u, eps=0.1, alpha=0.05, recipe=Recipe("clt", "full"))
     assert t == 0.1
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 #: The repository root (the folder holding ``pyproject.toml`` and ``gpac_utils/``).
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "data"
 SIMULATED = DATA / "simulated"
 #: Where notebooks write figures and tables. ``GPAC_FIGURES`` redirects them (the test suite and

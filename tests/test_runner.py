@@ -333,3 +333,40 @@ def test_pipeline_parallel_stage(tmp_path):
     results = run.run_pipeline(paths, "fast", timeout=120, jobs=2, build_dir=tmp_path / "build")
     assert [(r.notebook, r.status) for r in results] == [("01_producer", "ok"), ("11_a", "ok"), ("12_b", "ok")]
     assert all((tmp_path / "build" / "fast" / f"{p.stem}.ipynb").exists() for p in paths)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_sigterm_stops_kernels_and_workers(tmp_path, jobs):
+    """An interrupted runner (SIGTERM, as from `timeout`) leaves no kernel or worker behind."""
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    # Two notebooks numbered >= 10 so that jobs=2 runs them in worker processes.
+    paths = [write_nb(folder, f"{n}_sleepy.py") for n in (21, 22)]
+    script = (
+        "import sys\n"
+        "from gpac_utils.workflow import runner as run\n"
+        f"paths = [run.Path(p) for p in {[str(p) for p in paths]!r}]\n"
+        f"run.run_pipeline(paths, 'fast', jobs={jobs}, build_dir=run.Path({str(tmp_path / 'build')!r}),\n"
+        "                  parameters={'sleep': 120.0})\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 120
+    kernels: list[psutil.Process] = []
+    while time.monotonic() < deadline and len(kernels) < jobs:
+        time.sleep(0.5)
+        kernels = [c for c in parent.children(recursive=True) if "ipykernel" in " ".join(c.cmdline())]
+    assert len(kernels) >= 1, "no kernel started within 120 s"
+    time.sleep(3)  # let the kernels reach the sleeping cell
+    family = parent.children(recursive=True)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    gone, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left running after SIGTERM: {[p.cmdline() for p in alive]}"

@@ -53,7 +53,9 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
@@ -61,12 +63,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import PROFILES
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
 
 #: ``NN_topic.py``: the notebooks the runner discovers.
 NOTEBOOK_PATTERN = re.compile(r"^(\d{2})_[A-Za-z0-9][A-Za-z0-9_\-]*\.py$")
 KERNEL_NAME = "python3"
-PROFILES = ("fast", "paper")
 #: Per-cell execution timeout (seconds) by profile when ``--timeout`` is not given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 #: Seconds to wait for the kernel to start (two shared cores can be slow).
@@ -75,8 +77,15 @@ START_TIMEOUT = 180
 PRODUCER_LIMIT = 10
 #: Environment variable that redirects the figures/tables a notebook writes (gpac_utils.workflow.paths).
 FIGURES_ENV = "GPAC_FIGURES"
+#: Environment variable telling a notebook how many cores it may use (its share when several run at once).
+CPUS_ENV = "GPAC_CPUS"
+#: Thread-pool variables of BLAS / OpenMP set to the notebook's share of cores: two notebooks, each with a
+#: multi-threaded BLAS, on two cores would otherwise oversubscribe the machine.
+THREAD_ENVS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+#: Measured paper-profile timings used to start the longest notebooks first when none were measured here.
+REFERENCE_TIMINGS = REPO_ROOT / "benchmarks" / "reproduce_timings.csv"
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class RunnerError(ValueError):
@@ -240,6 +249,35 @@ def ensure_kernel(scratch: Path | None = None) -> Path | None:
 
 
 # --------------------------------------------------------------------------- execution
+def cpu_share(jobs: int) -> int:
+    """Cores each of ``jobs`` concurrent notebooks may use (at least 1)."""
+    return max(1, (os.cpu_count() or 1) // max(1, int(jobs)))
+
+
+def thread_environment(cpus: int) -> dict[str, str]:
+    """Environment for a kernel allowed ``cpus`` cores: ``GPAC_CPUS`` and the BLAS/OpenMP thread counts.
+
+    Values already set by the user win.
+    """
+    env = {CPUS_ENV: str(cpus)}
+    env.update({k: str(cpus) for k in THREAD_ENVS})
+    return {k: v for k, v in env.items() if k not in os.environ}
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM turned into an exception so that ``finally`` blocks shut kernels down."""
+
+
+def _raise_interrupt(signum, frame):  # pragma: no cover - exercised through a subprocess test
+    raise Interrupted(f"signal {signum}")
+
+
+def handle_termination() -> None:
+    """Turn SIGTERM into :class:`Interrupted` (SIGINT already raises KeyboardInterrupt) in this process."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 @contextlib.contextmanager
 def _environ(values: Mapping[str, str]):
     """Set environment variables (inherited by the kernel process) for the duration of a block."""
@@ -267,6 +305,7 @@ def run_notebook(
     figures_dir: str | Path | None = None,
     progress_bar: bool = True,
     log_output: bool = False,
+    cpus: int | None = None,
 ) -> Path:
     """Execute one notebook with papermill and return the executed notebook's path.
 
@@ -276,7 +315,10 @@ def run_notebook(
     ``<out_dir>/_scratch/<name>``. ``timeout`` is per cell (default by profile, see
     :data:`DEFAULT_TIMEOUT`). ``figures_dir`` sets ``GPAC_FIGURES`` for the kernel; by default
     it is left alone on the ``paper`` profile or when already set, else ``<out_dir>/figures``.
+    ``cpus`` (default: every core) sets the kernel's thread budget (:func:`thread_environment`).
     On failure raises :class:`NotebookFailed`; the failed notebook is kept at the returned location.
+    An interrupt (SIGINT, or SIGTERM via :func:`handle_termination`) shuts the kernel down before
+    it propagates.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -301,8 +343,11 @@ def run_notebook(
     timeout = DEFAULT_TIMEOUT[profile] if timeout is None else timeout
     if figures_dir is None and profile != "paper" and FIGURES_ENV not in os.environ:
         figures_dir = out_dir / "figures"
+    env = thread_environment(cpus or (os.cpu_count() or 1))
+    if figures_dir is not None:
+        env[FIGURES_ENV] = str(figures_dir)
     try:
-        with _environ({FIGURES_ENV: str(figures_dir)} if figures_dir is not None else {}):
+        with _environ(env):
             papermill.execute_notebook(
                 nb,
                 str(out_path),
@@ -345,6 +390,7 @@ def _timed_run(
     out_name: str | None = None,
     progress_bar: bool = True,
     figures_dir: Path | None = None,
+    cpus: int | None = None,
 ) -> Result:
     start = time.perf_counter()
     name = out_name or path.stem
@@ -358,6 +404,7 @@ def _timed_run(
             out_name=out_name,
             progress_bar=progress_bar,
             figures_dir=figures_dir,
+            cpus=cpus,
         )
         return Result(name, "ok", time.perf_counter() - start, out, parameters=dict(parameters or {}))
     except NotebookFailed as exc:
@@ -372,9 +419,42 @@ def _timed_run(
 _SPAWN = multiprocessing.get_context("spawn")
 
 
+def _init_worker() -> None:
+    # Workers ignore SIGINT (the parent decides) and turn SIGTERM into an exception, so that an
+    # interrupted run still shuts its kernel down (nbclient cleans up in a ``finally``).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 def _worker(args) -> Result:
     # Top-level for pickling; each process gets its own working directory via papermill's chdir.
     return _timed_run(*args)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, grace: float = 20.0) -> None:
+    """Terminate the workers (SIGTERM: each shuts its kernel down), then kill what is left."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def expected_seconds(notebooks: Sequence[Path], timings_csv: Path) -> dict[str, float]:
+    """Last measured seconds per notebook (this machine's ``timings.csv``, else the committed reference)."""
+    out: dict[str, float] = {}
+    for path in (REFERENCE_TIMINGS, timings_csv):
+        if path.exists():
+            with path.open(newline="") as fh:
+                for row in csv.DictReader(fh):
+                    with contextlib.suppress(KeyError, ValueError):
+                        out[row["notebook"]] = float(row["seconds"])
+    return {p.stem: out.get(p.stem, 0.0) for p in notebooks}
 
 
 def write_timings(results: Sequence[Result], csv_path: Path, profile: str) -> Path:
@@ -427,7 +507,9 @@ def run_pipeline(
     """Run notebooks in order, stopping at the first failure; returns one :class:`Result` each.
 
     With ``jobs > 1`` the data producers (numbers below :data:`PRODUCER_LIMIT`) still run one by
-    one, first; the other notebooks then run ``jobs`` at a time (no new one starts after a failure).
+    one, first; the other notebooks then run ``jobs`` at a time, longest first (by the last
+    measured timings), each with its share of the cores (no new one starts after a failure).
+    SIGINT / SIGTERM stop the workers and their kernels, then re-raise.
     """
     out_dir = Path(build_dir if build_dir is not None else BUILD) / profile
     # Fail fast on usage errors before anything runs.
@@ -437,6 +519,11 @@ def run_pipeline(
     results = {p: Result(p.stem, "not run") for p in notebooks}
     serial = list(notebooks) if jobs <= 1 else [p for p in notebooks if int(p.name[:2]) < PRODUCER_LIMIT]
     parallel = [p for p in notebooks if p not in serial]
+    if parallel:
+        expected = expected_seconds(parallel, out_dir / "timings.csv")
+        parallel.sort(key=lambda p: -expected[p.stem])  # longest first: the shortest makespan
+    share = cpu_share(jobs)
+    handle_termination()
     failed = False
     for path in serial:
         print(f"== {path.stem} ({profile})", flush=True)
@@ -446,13 +533,15 @@ def run_pipeline(
             break
     if parallel and not failed:
         pending = list(parallel)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN, initializer=_init_worker)
+        try:
             running = {}
             while pending or running:
                 while pending and len(running) < jobs and not failed:
                     path = pending.pop(0)
                     print(f"== {path.stem} ({profile}) started", flush=True)
-                    running[pool.submit(_worker, (path, profile, parameters, out_dir, timeout, None, False))] = path
+                    task = (path, profile, parameters, out_dir, timeout, None, False, None, share)
+                    running[pool.submit(_worker, task)] = path
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -461,6 +550,10 @@ def run_pipeline(
                     results[path] = fut.result()
                     print(f"== {path.stem}: {results[path].status} ({results[path].seconds:.1f} s)", flush=True)
                     failed |= results[path].status != "ok"
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
     ordered = [results[p] for p in notebooks]
     write_timings(ordered, out_dir / "timings.csv", profile)
     return ordered
@@ -575,22 +668,27 @@ def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) 
     grid.output_dir.mkdir(parents=True, exist_ok=True)
     ensure_kernel(grid.output_dir)
     tasks = []
+    share = cpu_share(jobs)
     for combo, name in zip(combos, names):
         params = {**grid.fixed, **combo}
         figures = grid.output_dir / "figures" / name
-        tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False, figures))
+        tasks.append((grid.notebook, grid.profile, params, grid.output_dir, timeout, name, False, figures, share))
     results: dict[str, Result] = {}
-    with (
-        ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool,
-        tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar,
-    ):
-        futures = {pool.submit(_worker, t): t[5] for t in tasks}
-        for fut in as_completed(futures):
-            res = fut.result()
-            results[futures[fut]] = res
-            bar.update(1)
-            if res.status != "ok":
-                bar.write(f"FAILED {res.notebook}: {res.error}")
+    handle_termination()
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN, initializer=_init_worker)
+    try:
+        with tqdm(total=len(tasks), desc=f"grid {grid.notebook.stem}", unit="run") as bar:
+            futures = {pool.submit(_worker, t): t[5] for t in tasks}
+            for fut in as_completed(futures):
+                res = fut.result()
+                results[futures[fut]] = res
+                bar.update(1)
+                if res.status != "ok":
+                    bar.write(f"FAILED {res.notebook}: {res.error}")
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     ordered = [results[n] for n in names]
     for res, combo in zip(ordered, combos):
         res.parameters = combo
@@ -694,6 +792,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunnerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'SIGINT'}): kernels and workers stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     out_dir = Path(args.build_dir if args.build_dir is not None else BUILD) / args.profile
     print()
     print(format_summary(results))

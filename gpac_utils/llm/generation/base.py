@@ -7,9 +7,9 @@ Nothing here imports vLLM or torch.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 END_THINK = "</think>"
 START_THINK = "<think>"
@@ -29,12 +29,17 @@ class Sampling:
     max_tokens: int = 1024
     n: int = 1
     seed: int = 0
+    #: keep generating past the end-of-sequence token up to ``max_tokens`` (benchmarks only)
+    ignore_eos: bool = False
 
     def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not d["ignore_eos"]:  # keeps manifests written before the field existed valid
+            del d["ignore_eos"]
+        return d
 
 
 #: Recommended sampling per model family (model cards; App. E: "following the original paper").
@@ -114,6 +119,59 @@ class Engine(Protocol):
 
     def end_think_ids(self) -> set[int]:
         """Token ids of ``</think>`` in this tokenizer (empty when it is not one token)."""
+
+
+@runtime_checkable
+class StreamingEngine(Protocol):
+    """An engine that keeps its own batch full and reports each request when it finishes."""
+
+    def stream(
+        self, requests: Iterable[tuple[Hashable, list[dict], Sampling]], *, window: int | None = None
+    ) -> Iterator[tuple[Hashable, list[Completion]]]:
+        """Yield ``(key, completions)`` in *finishing* order for ``(key, conversation, sampling)`` requests."""
+
+
+def iter_completions(
+    engine: Engine,
+    requests: Sequence[tuple[Hashable, list[dict], Sampling]],
+    *,
+    stream: bool | None = None,
+    batch_size: int = 64,
+    window: int | None = None,
+) -> Iterator[tuple[Hashable, list[Completion]]]:
+    """``(key, completions)`` for each request, as soon as the engine has them.
+
+    Parameters
+    ----------
+    engine : Engine
+        Any backend. Engines with a ``stream`` method (:class:`StreamingEngine`, e.g. vLLM) get
+        every request at once (or ``window`` of them, refilled as they finish): no batch barrier.
+        Others get synchronous chunks of ``batch_size`` through ``generate``.
+    requests : sequence of (key, conversation, Sampling)
+    stream : bool, optional
+        ``None``: stream when the engine can; ``False``: force chunks (the pre-streaming path);
+        ``True``: require streaming.
+    batch_size : int
+        Chunk size of the synchronous path.
+    window : int, optional
+        Requests in flight in the streaming path (``None``: all).
+    """
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    can = callable(getattr(engine, "stream", None)) and getattr(engine, "can_stream", True)
+    if stream and not can:
+        raise ValueError(f"stream=True but the {getattr(engine, 'backend', '?')} engine has no stream()")
+    if can and stream is not False:
+        yield from engine.stream(requests, window=window)
+        return
+    requests = list(requests)
+    for start in range(0, len(requests), int(batch_size)):
+        chunk = requests[start : start + int(batch_size)]
+        outs = engine.generate([c for _, c, _ in chunk], [s for _, _, s in chunk])
+        if len(outs) != len(chunk):
+            raise RuntimeError(f"engine returned {len(outs)} results for {len(chunk)} requests")
+        for (key, _, _), comps in zip(chunk, outs):
+            yield key, comps
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,9 @@ from . import selection as _selection
 from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
-__all__ = ["ALL", "GroupWarning", "threshold", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "from_json"]
+__all__ = [
+    "ALL", "GroupWarning", "threshold", "risk_curve", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "from_json",
+]  # fmt: skip
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
 ALL = "__all__"
@@ -98,6 +100,49 @@ def threshold(
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
     ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
     return _selection.select(cand, ucb, eps, recipe.rule)
+
+
+def risk_curve(
+    loss, scores, *, eps: float, alpha: float, recipe: Recipe | str = VALID, loss_bound: float = 1.0, rng=None
+) -> pd.DataFrame:
+    """The mechanism of one calibration: empirical risk and its upper confidence bound against ``u``.
+
+    Draws the label terms exactly as :func:`threshold` does (same ``rng`` → same threshold) and
+    returns, at every candidate threshold, the empirical thresholded risk of the terms, the upper
+    confidence bound, and whether the candidate is the selected threshold.
+
+    Parameters
+    ----------
+    loss, scores : array_like, shape (n,)
+        One group's calibration losses and scores.
+    eps, alpha, recipe, loss_bound, rng
+        As for :func:`threshold`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``u``, ``empirical_risk``, ``ucb``, ``selected`` (one row per candidate).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.linspace(0, 1, 200)
+    >>> curve = risk_curve((u > 0.7).astype(float), u, eps=0.1, alpha=0.05)
+    >>> list(curve.columns)
+    ['u', 'empirical_risk', 'ucb', 'selected']
+    """
+    recipe = as_recipe(recipe)
+    loss = np.asarray(loss, dtype=float)
+    scores = np.asarray(scores, dtype=float)
+    if loss.ndim != 1 or loss.shape != scores.shape:
+        raise ValueError(f"loss and scores must be 1-D of equal length, got {loss.shape} and {scores.shape}")
+    rng = np.random.default_rng(rng)
+    d = _sampling.draw(loss, scores, recipe.sampling, recipe.pi, rng, loss_bound, shuffle=recipe.bound == "wsr")
+    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
+    ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
+    chosen = _selection.select(cand, ucb, eps, recipe.rule)
+    emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
+    return pd.DataFrame({"u": cand, "empirical_risk": emp, "ucb": ucb, "selected": cand == chosen})
 
 
 def _factorize(labels):

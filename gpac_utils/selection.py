@@ -67,7 +67,34 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
 
 
 def select(candidates, ucb, eps: float, rule: str = "first-crossing") -> np.ndarray:
-    """Pick the threshold from ``candidates`` (..., K) given their ``ucb`` (..., K)."""
+    """Pick the threshold from ``candidates`` (..., K) given their ``ucb`` (..., K).
+
+    Parameters
+    ----------
+    candidates : array_like, shape (..., K)
+        Ascending candidate thresholds (broadcast against ``ucb``).
+    ucb : array_like, shape (..., K)
+        Upper confidence bound on the risk at each candidate.
+    eps : float
+        Target risk.
+    rule : {"first-crossing", "max"}
+        Stop before the first candidate whose bound exceeds ``eps`` (valid), or take the largest
+        candidate whose bound is at most ``eps`` (the paper's literal rule).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        The chosen threshold; ``-inf`` when no candidate is certified.
+
+    Examples
+    --------
+    >>> select([0.1, 0.2, 0.3, 0.4], [0.01, 0.2, 0.03, 0.5], eps=0.05).item()
+    0.1
+    >>> select([0.1, 0.2, 0.3, 0.4], [0.01, 0.2, 0.03, 0.5], eps=0.05, rule="max").item()
+    0.3
+    >>> select([0.1, 0.2], [0.2, 0.3], eps=0.05).item()
+    -inf
+    """
     if rule not in RULES:
         raise ValueError(f"unknown selection rule {rule!r}; choose one of {RULES}")
     cand = np.asarray(candidates, dtype=float)

@@ -30,6 +30,7 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
+from .checks import check_alpha, check_eps, check_fraction, check_int, check_loss_bound
 from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
@@ -235,11 +236,11 @@ class PAC:
         min_group_size: int = 10,
         seed: int = 0,
     ):
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-        self.eps, self.alpha = float(eps), float(alpha)
+        self.loss_bound = check_loss_bound(loss_bound)
+        self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
         self.recipe = as_recipe(recipe)
-        self.loss_bound, self.min_group_size, self.seed = float(loss_bound), int(min_group_size), int(seed)
+        self.min_group_size = check_int("min_group_size", min_group_size, 1)
+        self.seed = check_int("seed", seed, 0)
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
 
@@ -469,11 +470,9 @@ class CPAC:
         seed: int = 0,
     ):
         if mode not in ("split", "joint"):
-            raise ValueError(f"mode must be 'split' or 'joint', got {mode!r}")
-        if not 0 < cluster_fraction < 1:
-            raise ValueError(f"cluster_fraction must lie in (0, 1), got {cluster_fraction}")
+            raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
         self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
-        self.mode, self.cluster_fraction = mode, float(cluster_fraction)
+        self.mode, self.cluster_fraction = mode, check_fraction("cluster_fraction", cluster_fraction)
         self.gpac_ = GPAC(
             eps, alpha, recipe, simultaneous=simultaneous, loss_bound=loss_bound,
             min_group_size=min_group_size, seed=seed,

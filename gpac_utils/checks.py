@@ -1,0 +1,70 @@
+"""Parameter checks shared by the calibrators, the experiment runner and the command line.
+
+Each check raises :class:`ParameterError` (a ``ValueError``) with a one-line message that names
+the parameter and its allowed range, e.g. ``eps: must lie in (0, 1.0) (the loss bound), got 1.5``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["ParameterError", "check_eps", "check_alpha", "check_int", "check_fraction", "check_loss_bound"]
+
+
+class ParameterError(ValueError):
+    """A parameter is out of its allowed range; the message names it."""
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name}: must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(f"{name}: must be a finite number, got {value!r}")
+    return v
+
+
+def check_loss_bound(loss_bound) -> float:
+    """``loss_bound > 0``."""
+    v = _number("loss_bound", loss_bound)
+    if v <= 0:
+        raise ParameterError(f"loss_bound: must be > 0, got {loss_bound!r}")
+    return v
+
+
+def check_eps(eps, loss_bound: float = 1.0) -> float:
+    """``0 < eps < loss_bound`` (at ``eps >= loss_bound`` every item could be routed unchecked)."""
+    v = _number("eps", eps)
+    if not 0 < v < loss_bound:
+        raise ParameterError(f"eps: must lie in (0, {loss_bound}) (the loss bound), got {eps!r}")
+    return v
+
+
+def check_alpha(alpha) -> float:
+    """``0 < alpha < 1``."""
+    v = _number("alpha", alpha)
+    if not 0 < v < 1:
+        raise ParameterError(f"alpha: must lie in (0, 1), got {alpha!r}")
+    return v
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    """An integer ``>= minimum`` (``True``/``False`` and non-integral floats refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_fraction(name: str, value, *, closed_right: bool = False) -> float:
+    """A number in ``(0, 1)`` (or ``(0, 1]`` with ``closed_right``)."""
+    v = _number(name, value)
+    ok = 0 < v <= 1 if closed_right else 0 < v < 1
+    if not ok:
+        raise ParameterError(f"{name}: must lie in (0, 1{']' if closed_right else ')'}, got {value!r}")
+    return v

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bounds, data, sampling, selection
+from . import bounds, data, planning, sampling, selection
 from .calibrate import CPAC, GPAC, PAC, from_json
 from .partition import ScorePartitioner
 from .recipe import Recipe
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--score-col", default=None, help="default: the score column used at calibration")
     r.add_argument("--group-col", default=None, help="default: the group column used at calibration")
     r.add_argument("-o", "--output", required=True, type=Path)
+    planning.add_cli(sub)
     return ap
 
 
@@ -152,6 +153,8 @@ def _route(a) -> int:
 
 def main(argv=None) -> int:
     a = _parser().parse_args(argv)
+    if a.command == "plan":
+        return planning.cli_main(a)
     return _calibrate(a) if a.command == "calibrate" else _route(a)
 
 

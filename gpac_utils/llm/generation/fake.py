@@ -35,7 +35,7 @@ import numpy as np
 from .base import END_THINK
 
 
-@dataclass
+@dataclass(slots=True)
 class Logprob:  # vllm.logprobs.Logprob
     logprob: float
     rank: int | None = None
@@ -137,9 +137,16 @@ class FakeLLMEngine:
         Add the real time the caller spends between steps to :attr:`clock`.
     reply : callable, optional
         ``reply(prompt, model, rng, max_tokens, ignore_eos) -> list[str]``.
+    token_time : float
+        Extra simulated seconds per running sequence and step (a step costs
+        ``step_time + token_time * running``).
     fail_after, kill_after : int, optional
         After this many finished requests, raise ``RuntimeError`` (an injected CUDA error) or
         send the process ``SIGKILL`` (a pre-empted job) at the next step.
+    logprobs : bool
+        Return a logprob per token when the request asks (``SamplingParams.logprobs``).
+    alternatives : bool
+        List a higher-ranked alternative before each sampled token's logprob, as vLLM does.
     """
 
     def __init__(
@@ -154,12 +161,15 @@ class FakeLLMEngine:
         fail_after: int | None = None,
         kill_after: int | None = None,
         logprobs: bool = True,
+        alternatives: bool = True,
+        token_time: float = 0.0,
     ):
         if int(slots) < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
         self.model, self.tok, self.slots, self.step_time = model, tokenizer, int(slots), float(step_time)
         self.count_host_time, self.reply = count_host_time, reply or default_reply
         self.fail_after, self.kill_after, self.logprobs = fail_after, kill_after, logprobs
+        self.alternatives, self.token_time = alternatives, float(token_time)
         self.clock = 0.0  # simulated seconds
         self.steps = 0
         self.tokens = 0
@@ -234,7 +244,7 @@ class FakeLLMEngine:
         if self._running:
             self.steps += 1
             self.tokens += len(self._running)
-            self.clock += self.step_time
+            self.clock += self.step_time + self.token_time * len(self._running)
             while self._running and self._running[0][0] <= self.steps:
                 _, _, s = heapq.heappop(self._running)
                 req = self._requests.get(s.rid)
@@ -258,7 +268,12 @@ class FakeLLMEngine:
                 vals = np.log(rng.uniform(0.05, 1.0, len(ids)))
                 # a top-1 alternative listed first, as vLLM does when the sampled token is not the
                 # argmax: the backend must pick the sampled token's entry
-                lps = [{t + 1: Logprob(-0.01, 1, "alt"), t: Logprob(float(v), 2, None)} for t, v in zip(ids, vals)]
+                if self.alternatives:
+                    lps = [
+                        {t + 1: Logprob(-0.01, 1, "alt"), t: Logprob(v, 2, None)} for t, v in zip(ids, vals.tolist())
+                    ]
+                else:
+                    lps = [{t: Logprob(v)} for t, v in zip(ids, vals.tolist())]
                 cum = float(vals.sum())
             comps.append(CompletionOutput(s.k, " ".join(s.words), ids, cum, lps, s.finish))
         return RequestOutput(rid, req["prompt"], None, None, comps[::-1], True)  # unordered, as vLLM may

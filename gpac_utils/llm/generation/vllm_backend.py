@@ -87,14 +87,14 @@ class VLLMEngine:
             kw.update(engine_kwargs)
             llm = vllm.LLM(**kw)
             sampling_params_cls = sampling_params_cls or vllm.SamplingParams
+        self._final_only = None
+        if str(getattr(sampling_params_cls, "__module__", "")).startswith("vllm"):
             try:  # only finished requests come out of step(), as in LLM.generate
                 from vllm.sampling_params import RequestOutputKind
 
                 self._final_only = RequestOutputKind.FINAL_ONLY
             except ImportError:  # pragma: no cover - very old vLLM
-                self._final_only = None
-        else:
-            self._final_only = None
+                pass
         if sampling_params_cls is None:
             raise ValueError("an injected llm needs sampling_params_cls as well")
         self.llm = llm

@@ -55,12 +55,14 @@ def score_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if str(c).startswith(SCORE_PREFIX)]
 
 
-def _rows(df: pd.DataFrame, mask: np.ndarray) -> str:
-    bad = np.flatnonzero(mask)
-    ids = df[ID].iloc[bad[:_SHOW]].tolist() if ID in df.columns else []
-    shown = ", ".join(
-        f"row {r}" + (f" (item_id={i!r})" if ids else "") for r, i in zip(bad[:_SHOW], ids or [None] * len(bad[:_SHOW]))
-    )
+def describe_rows(df: pd.DataFrame, mask) -> str:
+    """Name the rows where ``mask`` is true: 1-based data row (header excluded) and ``item_id``.
+
+    The one way rows are named in every message (validation, calibrate, route).
+    """
+    bad = np.flatnonzero(np.asarray(mask, dtype=bool))
+    ids = df[ID].iloc[bad[:_SHOW]].tolist() if ID in df.columns else [None] * len(bad[:_SHOW])
+    shown = ", ".join(f"row {r + 1}" + (f" (item_id={i!r})" if i is not None else "") for r, i in zip(bad, ids))
     more = f" and {len(bad) - _SHOW} more" if len(bad) > _SHOW else ""
     return f"{len(bad)} row(s): {shown}{more}"
 
@@ -70,10 +72,10 @@ def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
         values = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=float)
     except (ValueError, TypeError) as exc:
         bad = pd.to_numeric(df[col], errors="coerce").isna().to_numpy() & df[col].notna().to_numpy()
-        raise SchemaError(f"column {col!r} is not numeric: {_rows(df, bad)}") from exc
+        raise SchemaError(f"column {col!r} is not numeric: {describe_rows(df, bad)}") from exc
     bad = ~np.isfinite(values)
     if bad.any():
-        raise SchemaError(f"column {col!r} has NaN or infinite values in {_rows(df, bad)}")
+        raise SchemaError(f"column {col!r} has NaN or infinite values in {describe_rows(df, bad)}")
     return values
 
 
@@ -84,7 +86,7 @@ def _check_range(df: pd.DataFrame, col: str, lo: float, hi: float | None) -> np.
         bad |= values > hi
     if bad.any():
         span = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise SchemaError(f"column {col!r} must lie in {span}; out of range in {_rows(df, bad)}")
+        raise SchemaError(f"column {col!r} must lie in {span}; out of range in {describe_rows(df, bad)}")
     return values
 
 
@@ -115,10 +117,10 @@ def validate(
         raise SchemaError(f"no score column: name at least one column '{SCORE_PREFIX}<name>'")
     out = df.copy()
     if out[ID].isna().any():
-        raise SchemaError(f"column {ID!r} has missing values in {_rows(out, out[ID].isna().to_numpy())}")
+        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, out[ID].isna().to_numpy())}")
     dup = out[ID].duplicated(keep=False).to_numpy()
     if dup.any():
-        raise SchemaError(f"column {ID!r} has duplicate ids in {_rows(out, dup)}")
+        raise SchemaError(f"column {ID!r} has duplicate ids in {describe_rows(out, dup)}")
     if not loss_bound > 0:
         raise SchemaError(f"loss_bound must be > 0, got {loss_bound}")
     out[LOSS] = _check_range(out, LOSS, 0.0, loss_bound)
@@ -129,14 +131,16 @@ def validate(
             values = _numeric(out, col)
             bad = ~np.isin(values, (0.0, 1.0))
             if bad.any():
-                raise SchemaError(f"column {col!r} must be 0 or 1; other values in {_rows(out, bad)}")
+                raise SchemaError(f"column {col!r} must be 0 or 1; other values in {describe_rows(out, bad)}")
             out[col] = values.astype(np.int8)
     for col in TOKENS:
         if col in out.columns:
             out[col] = _check_range(out, col, 0.0, None)
     if GROUP in out.columns:
         if out[GROUP].isna().any():
-            raise SchemaError(f"column {GROUP!r} has missing labels in {_rows(out, out[GROUP].isna().to_numpy())}")
+            raise SchemaError(
+                f"column {GROUP!r} has missing labels in {describe_rows(out, out[GROUP].isna().to_numpy())}"
+            )
         out[GROUP] = out[GROUP].astype(str)
     return out
 
@@ -171,6 +175,65 @@ def apply_mapping(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.Dat
     return out
 
 
+#: Table formats by file suffix (one reader and one writer serve every module).
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl"}
+
+
+def table_format(path: str | Path) -> str:
+    """The format of ``path`` from its suffix; an unknown suffix is refused with the known ones."""
+    suffix = Path(path).suffix.lower()
+    try:
+        return FORMATS[suffix]
+    except KeyError:
+        raise SchemaError(f"{path}: unknown table format {suffix!r}; use one of {sorted(FORMATS)}") from None
+
+
+def read_frame(path: str | Path, **kw) -> pd.DataFrame:
+    """Read a CSV, TSV, parquet or JSON-lines file by its suffix, unvalidated.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    **kw
+        Passed to the pandas reader (e.g. ``dtype=str`` for CSV).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise SchemaError(f"{path}: the file is empty (0 bytes)")
+    try:
+        if fmt == "parquet":
+            return pd.read_parquet(path, **kw)
+        if fmt == "jsonl":
+            return pd.read_json(path, lines=True, **kw)
+        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", **kw)
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SchemaError(f"{path}: cannot be read as {fmt}: {first}") from exc
+
+
+def write_frame(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``df`` in the format its suffix names, byte-stable across reruns."""
+    path = Path(path)
+    fmt = table_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        # No pandas index metadata and a fixed writer so reruns give identical bytes.
+        df.to_parquet(path, index=False, compression="zstd", engine="pyarrow")
+    elif fmt == "jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_csv(path, index=False, lineterminator="\n", sep="\t" if fmt == "tsv" else ",")
+    return path
+
+
 def read_table(
     path: str | Path,
     columns: Mapping[str, str] | None = None,
@@ -178,22 +241,25 @@ def read_table(
     keep: Sequence[str] | None = None,
     **validate_kw,
 ) -> pd.DataFrame:
-    """Read a parquet or CSV table, map foreign column names, and validate it.
+    """Read a table (CSV, TSV, parquet, JSON lines), map foreign column names, and validate it.
 
-    ``columns`` maps source names to schema names; ``keep`` restricts the result to those
-    schema columns (default: all). Extra keyword arguments go to :func:`validate`.
+    Parameters
+    ----------
+    path : str or Path
+        The file; its suffix picks the reader (:func:`read_frame`).
+    columns : mapping, optional
+        Source name → schema name (``{"strong_correct": "think_correct"}``).
+    keep : sequence of str, optional
+        Restrict the result to these schema columns.
+    **validate_kw
+        Passed to :func:`validate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The validated table.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no table at {path}")
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
-    elif suffix in (".csv", ".tsv"):
-        df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
-    else:
-        raise ValueError(f"unknown table format {suffix!r} for {path}: use .parquet or .csv")
-    df = apply_mapping(df, columns)
+    df = apply_mapping(read_frame(path), columns)
     if keep is not None:
         missing = [c for c in keep if c not in df.columns]
         if missing:
@@ -203,15 +269,5 @@ def read_table(
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` as parquet (``.parquet``) or CSV (``.csv``), byte-stable across reruns."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        # No pandas index metadata and a fixed writer so reruns give identical bytes.
-        df.to_parquet(path, index=False, compression="zstd", engine="pyarrow")
-    elif suffix == ".csv":
-        df.to_csv(path, index=False, lineterminator="\n")
-    else:
-        raise ValueError(f"unknown table format {suffix!r} for {path}: use .parquet or .csv")
-    return path
+    """Write a table in the data schema (see :func:`write_frame`)."""
+    return write_frame(df, path)

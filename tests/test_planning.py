@@ -1,0 +1,281 @@
+"""Label planning: prediction from a pilot, exact allocation, the CLI, and an honest validation."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpac_utils import VALID, VALID_BERNOULLI, planning
+from gpac_utils.cli import main as cli_main
+from gpac_utils.planning import PlanCurves
+
+# --------------------------------------------------------------------------------------------
+# allocation: DP against brute force
+# --------------------------------------------------------------------------------------------
+
+
+def _curves(values: np.ndarray, grid, traffic) -> PlanCurves:
+    """PlanCurves whose every resample equals ``values`` (G, K): the mean is exactly ``values``."""
+    G, K = values.shape
+    shares = np.repeat(values[..., None], 3, axis=-1)
+    names = [f"g{j}" for j in range(G)]
+    return PlanCurves(
+        names, np.asarray(grid), shares, np.asarray(traffic, float), np.full(G, np.inf),
+        np.tile(np.asarray(grid), (G, 1)), dict.fromkeys(names, 0), dict.fromkeys(names, "bootstrap"),
+    )  # fmt: skip
+
+
+def _brute_force(curves: PlanCurves, budget: int) -> float:
+    opts = [np.concatenate([[0], curves.n_grid]) for _ in curves.groups]
+    vals = [np.concatenate([[0.0], curves.traffic[j] * curves.mean[j]]) for j in range(len(curves.groups))]
+    best = 0.0
+    for ks in itertools.product(*[range(o.size) for o in opts]):
+        if sum(o[k] for o, k in zip(opts, ks)) <= budget:
+            best = max(best, sum(v[k] for v, k in zip(vals, ks)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dp_matches_exhaustive_search(seed):
+    rng = np.random.default_rng(seed)
+    grid = np.sort(rng.choice(np.arange(5, 60, 5), size=4, replace=False))
+    values = rng.uniform(size=(3, 4)) * (rng.uniform(size=(3, 4)) < 0.7)  # steps and dips: not concave
+    traffic = rng.dirichlet(np.ones(3))
+    c = _curves(values, grid, traffic)
+    for budget in (0, 7, 30, 55, 100, 500):
+        a = planning.allocate(c, budget)
+        assert a.labels <= budget
+        assert a.total == pytest.approx(_brute_force(c, budget), abs=1e-12)
+        assert planning.allocate(c, budget, method="greedy").total <= a.total + 1e-12
+
+
+def test_greedy_falls_short_at_a_step_and_dp_does_not():
+    # Group a: a small early gain; group b: nothing until 20 labels, then more. Budget 20.
+    c = _curves(np.array([[0.2, 0.2], [0.0, 0.3]]), [10, 20], [0.5, 0.5])
+    assert c.concave == {"g0": True, "g1": False}
+    greedy, dp = planning.allocate(c, 20, method="greedy"), planning.allocate(c, 20)
+    assert greedy.n == {"g0": 10, "g1": 0} and dp.n == {"g0": 0, "g1": 20}
+    assert dp.total == pytest.approx(0.15) and greedy.total == pytest.approx(0.10)
+
+
+def test_uniform_levels_water_fill_and_allocation_rounds_down_to_grid():
+    assert planning.uniform_levels(100, [10, 1000, 1000]).tolist() == [10, 45, 45]
+    assert planning.uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
+    c = _curves(np.array([[0.1, 0.2], [0.3, 0.4]]), [10, 40], [0.5, 0.5])
+    assert planning.uniform_allocation(c, 60).n == {"g0": 10, "g1": 10}
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [({"budget": -1}, "budget"), ({"budget": "x"}, "budget"), ({"budget": 10, "method": "lp"}, "method")],
+)
+def test_allocate_rejects_bad_parameters(kw, match):
+    c = _curves(np.array([[0.1, 0.2]]), [10, 20], [1.0])
+    with pytest.raises(ValueError, match=match):
+        planning.allocate(c, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# prediction
+# --------------------------------------------------------------------------------------------
+
+
+def test_weighted_choice_follows_the_weights():
+    rng = np.random.default_rng(0)
+    w = np.array([[0.7, 0.2, 0.1], [0.0, 0.0, 1.0]])
+    idx = planning._weighted_choice(w, 20_000, rng)
+    assert np.bincount(idx[0], minlength=3) / 20_000 == pytest.approx([0.7, 0.2, 0.1], abs=0.02)
+    assert (idx[1] == 2).all()
+
+
+def test_all_zero_pilot_certifies_from_59_labels():
+    # Hoeffding-Bentkus at eps = alpha = 0.05: an all-zero-loss group needs 59 labels (issue 13).
+    u = np.linspace(0, 1, 500)
+    c = planning.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], resamples=10)
+    assert c.p_certify[0].tolist() == [0.0, 1.0]
+    assert c.mean[0, 1] == pytest.approx(1.0, abs=0.02)
+    # pi = 0.5 Bernoulli labelling needs about twice the items for the same expected labels
+    b = planning.predict(
+        u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[59, 120], recipe=VALID_BERNOULLI,
+        resamples=40,
+    )  # fmt: skip
+    assert b.n_items[0].tolist() == [118, 240]
+    assert b.p_certify[0, 0] < 0.6 and b.p_certify[0, 1] == 1.0
+
+
+def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
+    rng = np.random.default_rng(3)
+    g = np.repeat(["a", "b"], 800)
+    u = rng.uniform(size=1600)
+    loss = (rng.uniform(size=1600) < 0.2 * u).astype(float)
+    kw = dict(eps=0.05, n_grid=[50, 200], resamples=20, seed=1)
+    c1 = planning.predict(u, g, u[:300], loss[:300], g[:300], **kw)
+    c2 = planning.predict(u, g, u[:300], loss[:300], g[:300], **kw)
+    np.testing.assert_array_equal(c1.shares, c2.shares)
+    pooled = planning.predict(u, g, u[:300], loss[:300], None, **kw)
+    assert set(pooled.methods.values()) == {"smoothed"}
+    assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "share_mean"]
+    capped = planning.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
+    assert np.isnan(capped.mean[0, 1]) and np.isfinite(capped.mean[1, 1])
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"eps": 0.0}, "eps"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"method": "magic"}, "method"),
+        ({"resamples": 1}, "resamples"),
+        ({"n_grid": [0, 10]}, "n_grid"),
+        ({"recipe": "nope"}, "recipe"),
+        ({"cap": -1}, "cap"),
+    ],
+)
+def test_predict_rejects_bad_parameters(kw, match):
+    u = np.linspace(0, 1, 50)
+    args = dict(eps=0.05, n_grid=[10], resamples=5)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        planning.predict(u, np.zeros(50), u, np.zeros(50), np.zeros(50), **args)
+
+
+def test_predict_rejects_bad_pilot():
+    u = np.linspace(0, 1, 50)
+    with pytest.raises(ValueError, match="pilot_loss"):
+        planning.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), eps=0.05, n_grid=[10])
+    with pytest.raises(ValueError, match="pilot_loss"):
+        planning.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), eps=0.05, n_grid=[10])
+
+
+# --------------------------------------------------------------------------------------------
+# honest validation: plan from a 30 % pilot, then calibrate for real at the planned n_j
+# --------------------------------------------------------------------------------------------
+
+#: Known population: per group (a, b) with P(loss = 1 | U = u) = a u^b, U ~ Beta(1.2, 1.5).
+POPULATION = {"easy": (0.10, 1.0), "medium": (0.30, 2.0), "hard": (0.60, 1.0), "steep": (0.80, 4.0)}
+
+
+def _population(seed: int, size: int = 2500):
+    rng = np.random.default_rng(seed)
+    g = np.repeat(list(POPULATION), size)
+    u = rng.beta(1.2, 1.5, size=g.size)
+    a = np.array([POPULATION[x][0] for x in g])
+    b = np.array([POPULATION[x][1] for x in g])
+    loss = (rng.uniform(size=g.size) < a * u**b).astype(float)
+    return g, u, loss
+
+
+def test_planned_share_is_realised_within_the_predicted_band():
+    g, u, loss = _population(seed=11)
+    rng = np.random.default_rng(12)
+    pilot = rng.random(g.size) < 0.30
+    grid = [50, 100, 200, 400, 800, 1600]
+    checks, inside, lines = 0, 0, []
+    for setting, (eps, recipe, budget) in enumerate(
+        [(0.05, VALID, 1600), (0.10, VALID, 800), (0.05, VALID_BERNOULLI, 1600), (0.10, VALID_BERNOULLI, 1200)]
+    ):
+        curves = planning.predict(
+            u, g, u[pilot], loss[pilot], g[pilot], eps=eps, recipe=recipe, n_grid=grid, resamples=100,
+            seed=setting,
+        )  # fmt: skip
+        planned = planning.allocate(curves, budget)
+        lo, hi = curves.band()
+        for j, name in enumerate(curves.groups):
+            n = planned.n[name]
+            if n == 0:  # nothing to check at zero labels: check the group at the uniform allocation instead
+                n = planning.uniform_allocation(curves, budget).n[name]
+            k = int(np.flatnonzero(curves.n_grid == n)[0])
+            mask = g == name
+            real = planning.calibrate_repeatedly(
+                u[mask], loss[mask], int(curves.n_items[j, k]), eps=eps, recipe=recipe, repeats=100,
+                seed=100 * setting + j,
+            )  # fmt: skip
+            mean = float(real["share"].mean())
+            ok = lo[j, k] - 1e-9 <= mean <= hi[j, k] + 1e-9
+            checks, inside = checks + 1, inside + ok
+            lines.append(
+                f"eps={eps} {recipe.sampling} L={budget} {name} n={n}: realised {mean:.3f}, "
+                f"predicted {curves.mean[j, k]:.3f} [{lo[j, k]:.3f}, {hi[j, k]:.3f}] {'ok' if ok else 'MISS'}"
+            )
+    report = f"realised mean routed share inside the predicted 10-90% band: {inside}/{checks}\n" + "\n".join(lines)
+    print(report)
+    assert checks == 16
+    assert inside >= 0.8 * checks, report
+
+
+def test_calibrate_repeatedly_controls_risk_on_the_pool():
+    g, u, loss = _population(seed=5, size=3000)
+    mask = g == "hard"
+    r = planning.calibrate_repeatedly(u[mask], loss[mask], 1000, eps=0.05, repeats=100, seed=0)
+    assert r["share"].shape == (100,) and (r["risk"] > 0.05).mean() <= 0.10
+    with pytest.raises(ValueError, match="n_items"):
+        planning.calibrate_repeatedly(u[mask], loss[mask], 5000, eps=0.05)
+
+
+# --------------------------------------------------------------------------------------------
+# plan() and the CLI
+# --------------------------------------------------------------------------------------------
+
+
+def test_plan_puts_baselines_beside_the_planned_allocation():
+    g, u, loss = _population(seed=2, size=400)
+    pilot = np.random.default_rng(0).random(g.size) < 0.3
+    pool = {x: 400 for x in POPULATION}
+    p = planning.plan(u, g, u[pilot], loss[pilot], g[pilot], pool=pool, eps=0.10, resamples=30, seed=0)
+    assert p.budget == 800
+    assert set(p.allocations) == {"planned", "greedy", "uniform", "pi=0.5"}
+    assert p.allocations["planned"].total >= p.allocations["uniform"].total - 1e-12
+    assert p.allocations["planned"].total >= p.allocations["greedy"].total - 1e-12
+    assert p.allocations["uniform"].labels == 800  # water-filled levels are on the grid
+    t = p.table()
+    assert set(t["group"]) == set(POPULATION) | {"ALL"}
+    assert {"n_labels", "share_mean", "share_q10", "share_q90", "p_certify"} <= set(t.columns)
+
+
+def _write_table(tmp_path, with_loss=True):
+    g, u, loss = _population(seed=4, size=300)
+    df = pd.DataFrame({"item_id": np.arange(g.size), "group": g, "score_x": u, "loss": loss})
+    if not with_loss:
+        df.loc[np.random.default_rng(0).random(g.size) > 0.3, "loss"] = np.nan
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_cli_plan_writes_table_curves_and_plot(tmp_path, capsys):
+    path = _write_table(tmp_path, with_loss=False)  # the pilot = the rows with a loss
+    out = tmp_path / "out" / "plan.csv"
+    rc = cli_main(
+        ["plan", "--data", str(path), "--score-col", "score_x", "--eps", "0.1", "--resamples", "20",
+         "--target", "0.2", "-o", str(out), "--plot", str(tmp_path / "out" / "plan.png")]
+    )  # fmt: skip
+    assert rc == 0
+    t = pd.read_csv(out)
+    assert set(t["allocation"]) == {"planned", "greedy", "uniform", "pi=0.5"}
+    assert "labels_for_0.2" in t.columns
+    assert (tmp_path / "out" / "plan_curves.csv").exists() and (tmp_path / "out" / "plan.png").exists()
+    assert "predicted routed share of all traffic" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--eps", "0"], "--eps"),
+        (["--eps", "0.1", "--alpha", "2"], "--alpha"),
+        (["--eps", "0.1", "--pilot-fraction", "1.5"], "--pilot-fraction"),
+        (["--eps", "0.1", "--grid", "a,b"], "--grid"),
+        (["--eps", "0.1", "--budget", "-3"], "--budget"),
+        (["--eps", "0.1", "--recipe", "bogus"], "--recipe"),
+        (["--eps", "0.1", "--group-col", "nope"], "--group-col"),
+    ],
+)
+def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, extra, match):
+    path = _write_table(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["plan", "--data", str(path), "--score-col", "score_x", "--pilot-fraction", "0.3",
+                  "-o", str(tmp_path / "p.csv"), *extra])  # fmt: skip
+    msg = str(exc.value)
+    assert match in msg and "\n" not in msg

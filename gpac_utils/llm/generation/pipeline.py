@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from .runner import load_generations, run_generation, shard_items
 
 GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
-BACKENDS = ("auto", "vllm", "transformers", "validate")
+#: ``fake``: :class:`~.fake.FakeLLM` behind the vLLM backend (tests, launcher checks, CPU benchmark)
+BACKENDS = ("auto", "vllm", "transformers", "validate", "fake")
 
 #: 01_generate presets. ``max_tokens=None`` keeps the per-family defaults (32k thinking).
 PRESETS = {
@@ -89,6 +91,20 @@ def resolve_backend(backend: str, models: dict[str, str]) -> str:
 def make_engine(
     backend: str, model: str, *, seed: int = 0, tensor_parallel_size: int = 1, max_model_len: int | None = None, **kw
 ):
+    """An engine for ``backend`` (``vllm``, ``transformers`` or ``fake``); ``kw`` go to its constructor.
+
+    For ``fake``, ``logprobs_mode`` goes to the vLLM backend and the other keywords to
+    :class:`~.fake.FakeLLM` (``slots``, ``step_time``, ``fail_after``, ``kill_after``, ...).
+    """
+    if backend == "fake":
+        from .fake import FakeLLM, FakeSamplingParams
+        from .vllm_backend import VLLMEngine
+
+        mode = kw.pop("logprobs_mode", "raw_logprobs")
+        kw.pop("distributed_executor_backend", None)
+        engine = VLLMEngine(model, llm=FakeLLM(model, **kw), sampling_params_cls=FakeSamplingParams, logprobs_mode=mode)
+        engine.backend = "fake"  # recorded as such: never mistaken for real generations
+        return engine
     if backend == "vllm":
         from .vllm_backend import VLLMEngine
 
@@ -99,7 +115,7 @@ def make_engine(
         from .hf_backend import TransformersEngine
 
         return TransformersEngine(model, **kw)
-    raise ValueError(f"no engine for backend {backend!r}")
+    raise ValueError(f"backend must be one of vllm, transformers, fake to build an engine, got {backend!r}")
 
 
 def save_items(items: pd.DataFrame, folder: Path) -> Path:
@@ -113,7 +129,9 @@ def save_items(items: pd.DataFrame, folder: Path) -> Path:
         if old["item_id"].tolist() != keep["item_id"].tolist():
             raise ValueError(f"{path} holds other items (another n_items or seed?): use another folder")
         return path
-    keep.to_parquet(path, index=False)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    keep.to_parquet(tmp, index=False)
+    os.replace(tmp, path)  # shard processes start together: never let one read a half-written file
     return path
 
 
@@ -143,9 +161,15 @@ def generate(
     engine_factory: Callable | None = None,
     progress: bool = True,
     engine_kwargs: dict | None = None,
+    stream: bool | None = None,
+    window: int | None = None,
+    flush_every: int = 256,
 ) -> dict:
-    """Run the roles one model at a time for this shard. ``engine_factory(model) -> Engine`` overrides
-    :func:`make_engine` (tests inject fake engines)."""
+    """Run the roles one model at a time for this shard; ``{role: run_generation(...) result}``.
+
+    ``engine_factory(model) -> Engine`` overrides :func:`make_engine` (tests inject fake engines).
+    ``stream`` / ``window`` / ``flush_every`` / ``batch_size``: see :func:`.runner.run_generation`.
+    """
     from ..scoring import verbalized_messages
 
     save_items(items, folder)
@@ -193,6 +217,9 @@ def generate(
             batch_size=batch_size,
             seed=seed,
             progress=progress,
+            stream=stream,
+            window=window,
+            flush_every=flush_every,
         )
     return report
 

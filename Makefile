@@ -42,7 +42,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix gpac_utils tests notebooks benchmarks
 	$(VENV)/bin/ruff format gpac_utils tests benchmarks
 
-test: $(STAMP) lint
+test: $(STAMP) $(VENV)/.browser lint
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
@@ -56,3 +56,22 @@ lab: $(STAMP)
 
 clean:
 	rm -rf build .pytest_cache
+
+# ---- the book (gpac_utils/workflow/book.py): HTML from the executed notebooks, under build/book/html/
+# `make book` executes the notebooks missing under build/$(PROFILE)/ first (the runner), then builds.
+# The output folder is self-contained (relative links, .nojekyll): copy it to any static host.
+BOOK_ARGS ?=
+
+book: $(STAMP)
+	$(PY) -m gpac_utils.workflow.book --profile $(PROFILE) $(BOOK_ARGS)
+
+# Debian's Chromium for the book's browser test (tests/test_book.py); needs root and apt-get.
+# Without them the stamp is not written and the test skips its browser check, saying why.
+$(VENV)/.browser: | $(PY)
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; } \
+	      || echo "note: apt-get could not install chromium"; \
+	  else echo "note: chromium is missing and cannot be installed here (needs root + apt-get)"; fi; \
+	fi
+	@if command -v chromium >/dev/null 2>&1; then touch $@; fi

@@ -107,4 +107,4 @@ def test_cli_errors_name_the_column(tmp_path, table):
         str(tmp_path / "t.json"),
         cwd=tmp_path,
     )
-    assert r.returncode != 0 and "'unc'" in r.stderr and "row 3" in r.stderr
+    assert r.returncode == 1 and "'unc'" in r.stderr and "row 4" in r.stderr

@@ -1096,10 +1096,11 @@ def plot_curves(the_plan: Plan, path=None, target: float | None = None):
             a = the_plan.allocations.get(name)
             if a is None:
                 continue
-            ax.plot([a.n[g]], [a.share[g]], marker=m, color=col, ls="none", label=name)
+            if a.n[g] > 0:  # zero labels (always think) is off the log axis
+                ax.plot([a.n[g]], [a.share[g]], marker=m, color=col, ls="none", label=name)
         if target is not None:
             ax.axhline(target, color="C1", lw=0.8, ls="--")
-        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xscale("log")
         ax.set_title(f"{g} ({c.traffic[j]:.0%})", fontsize=9)
         ax.set_xlabel("labels")
     for ax in axes.flat[G:]:

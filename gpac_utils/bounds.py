@@ -316,17 +316,23 @@ def ucb(bound: str, z, scores, candidates, alpha: float, value_range: float) -> 
     z, scores : arrays of shape ``(..., m)``; ``z`` in ``[0, value_range]``.
     candidates : shape ``(..., K)`` or ``(K,)``, ascending.
     alpha : miscoverage level in (0, 1).
-    value_range : the range ``R`` of ``z`` (``B / pi_min`` for importance-weighted terms).
+    value_range : the range ``R`` of ``z`` (``B / pi_min`` for importance-weighted terms); a float, or
+        one value per calibration (shape of the batch dimensions).
     """
     if bound not in BOUNDS:
         raise ValueError(f"unknown bound {bound!r}; choose one of {list(BOUNDS)}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    if not value_range > 0:
-        raise ValueError(f"value_range must be > 0, got {value_range}")
     z2, s2d, cand, batch = _as_batch(z, scores, candidates)
-    if not np.all(np.isfinite(z2)) or z2.min() < 0 or z2.max() > value_range * (1 + 1e-12):
-        raise ValueError(f"z must lie in [0, value_range={value_range}] and be finite")
+    vr = np.asarray(value_range, dtype=float)
+    if not (np.all(np.isfinite(vr)) and np.all(vr > 0)):
+        raise ValueError(f"value_range must be > 0, got {value_range}")
+    if vr.ndim:
+        value_range = np.broadcast_to(vr, batch).reshape(-1, 1)  # one range per calibration row
+    else:
+        value_range = float(vr)
+    if not np.all(np.isfinite(z2)) or z2.min() < 0 or np.any(z2 > value_range * (1 + 1e-12)):
+        raise ValueError("z must lie in [0, value_range] and be finite")
     if bound == "clopper_pearson":
         x = z2 / value_range
         if not np.all((x == 0) | (np.abs(x - 1) <= 1e-12)):

@@ -33,7 +33,7 @@ SCHEMES = ("resample", "bernoulli", "full")
 class Draw:
     z: np.ndarray  # (..., m) terms in [0, value_range]
     scores: np.ndarray  # (..., m) the score of each term's item
-    value_range: float  # R = loss_bound / pi_min
+    value_range: float | np.ndarray  # R = loss_bound / pi_min, per calibration (shape of the batch)
     n_queried: np.ndarray  # (...) number of expert labels used
 
 
@@ -64,9 +64,18 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, s
         p = np.ones_like(loss)
     else:
         p = _check_pi(pi, loss.shape)
-    value_range = loss_bound / float(p.min())
+    # The range of the terms is per calibration (per batch row): one calibration's labelling
+    # probabilities never widen another's bound.
+    value_range = loss_bound / p.min(axis=-1)
+    if value_range.ndim == 0:
+        value_range = float(value_range)
     if scheme == "resample":
-        m = int(math.ceil(n / float(p.mean()) - 1e-9))
+        means = p.mean(axis=-1)
+        if np.ndim(means) and not np.all(means == means.flat[0]):
+            raise ValueError(
+                "pi: the resample scheme draws n / mean(pi) terms, so mean(pi) must be equal across a batch"
+            )
+        m = int(math.ceil(n / float(np.mean(means)) - 1e-9))
         idx = rng.integers(0, n, size=loss.shape[:-1] + (m,))
         l = np.take_along_axis(loss, idx, axis=-1)
         u = np.take_along_axis(scores, idx, axis=-1)

@@ -75,7 +75,7 @@ def test_bernoulli_is_unbiased_and_full_is_exact():
     loss = rng.random((4000, 50))
     u = rng.random((4000, 50))
     d = sampling.draw(loss, u, "bernoulli", 0.25, rng)
-    assert d.z.shape == (4000, 50) and d.value_range == 4.0
+    assert d.z.shape == (4000, 50) and np.all(d.value_range == 4.0)
     mean_z, mean_l = d.z.mean(), loss.mean()
     se = d.z.std() / math.sqrt(d.z.size)
     assert abs(mean_z - mean_l) < 4 * se
@@ -104,3 +104,19 @@ def test_sampling_bad_input(kw, match):
     args.update(kw)
     with pytest.raises(ValueError, match=match):
         sampling.draw(args["loss"], args["scores"], args["scheme"], args["pi"], 0)
+
+
+@pytest.mark.parametrize("bound", ["hoeffding_bentkus", "empirical_bernstein", "clopper_pearson", "hoeffding"])
+def test_batched_per_calibration_pi_does_not_leak(bound):
+    """One calibration's labelling rate never widens another's bound (range per batch row)."""
+    from gpac_utils import Recipe
+    from gpac_utils.calibrate import threshold
+
+    rng = np.random.default_rng(3)
+    u = rng.random((2, 500))
+    loss = (rng.random((2, 500)) < u**3).astype(float)
+    pi = np.stack([np.full(500, 0.9), np.full(500, 0.1)])
+    recipe = Recipe(bound, "bernoulli", 0.5)
+    batched = threshold(loss, u, eps=0.1, alpha=0.05, recipe=recipe, pi=pi, rng=1)
+    alone = threshold(loss[0], u[0], eps=0.1, alpha=0.05, recipe=recipe, pi=0.9, rng=1)
+    assert batched[0] == alone

@@ -97,7 +97,7 @@ __all__ = [
     "cli_main",
 ]
 
-METHODS = ("auto", "bootstrap", "smoothed")
+PILOT_MODELS = ("auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
 BAND = (0.10, 0.90)
 
@@ -448,8 +448,8 @@ def predict(
     eps = _check_level("eps", eps, hi=float(loss_bound))
     alpha = _check_level("alpha", alpha)
     recipe = as_recipe(recipe)
-    if method not in METHODS:
-        raise ValueError(f"method: unknown {method!r}; choose one of {list(METHODS)}")
+    if method not in PILOT_MODELS:
+        raise ValueError(f"method: unknown {method!r}; choose one of {list(PILOT_MODELS)}")
     if isinstance(resamples, bool) or int(resamples) != resamples or int(resamples) < 2:
         raise ValueError(f"resamples: must be an integer >= 2, got {resamples!r}")
     resamples = int(resamples)
@@ -1034,7 +1034,7 @@ def add_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
     p.add_argument("--resamples", type=int, default=200)
-    p.add_argument("--method", choices=list(METHODS), default="auto")
+    p.add_argument("--method", choices=list(PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument("--loss-bound", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)

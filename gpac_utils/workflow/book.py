@@ -74,6 +74,8 @@ CHAPTERS = {
 }
 #: Backticked paper labels in the notebooks' markdown.
 LABEL = re.compile(r"`((?:table|fig):[A-Za-z0-9][A-Za-z0-9_.\-]*)`")
+#: Words before a label that make it a pointer to another notebook's artefact, not this one's.
+REFERS_TO = re.compile(r"(?:\bas in|\bsee|\bcf\.|\blike|\bof)\s*\(?$", re.IGNORECASE)
 ARCH_START, ARCH_END = "<!-- architecture:start -->", "<!-- architecture:end -->"
 
 MATHJAX_VERSION = "3.2.2"
@@ -142,7 +144,9 @@ def _error_of(nb) -> str:
 
 
 def _title_and_header(nb, fallback: str) -> tuple[str, str]:
-    first = next((c for c in nb.cells if c.cell_type == "markdown" and c.source.strip()), None)
+    first = next(
+        (c for c in nb.cells if c.cell_type == "markdown" and c.source.strip() and not _is_papermill_banner(c)), None
+    )
     if first is None:
         return fallback, ""
     match = re.search(r"^#\s+(.+)$", first.source, re.MULTILINE)
@@ -172,9 +176,13 @@ def inspect_notebook(source: Path, executed_dir: Path) -> Notebook:
             if label not in labels:
                 labels.append(label)
     # The header's "**Reproduces** ..." paragraph names what this notebook owns.
+    # A label it only points at ("eps as in `table:...`", "see `fig:...`") is not one it reproduces.
     for para in re.split(r"\n\s*\n", header):
         if para.lstrip().startswith("**Reproduces**"):
-            reproduces += [lab for lab in LABEL.findall(para) if lab not in reproduces]
+            for match in LABEL.finditer(para):
+                before = para[max(0, match.start() - 12) : match.start()]
+                if not REFERS_TO.search(before) and match.group(1) not in reproduces:
+                    reproduces.append(match.group(1))
     return Notebook(
         source,
         executed if status != "missing" else None,
@@ -459,7 +467,8 @@ def figures_page(figures: Sequence[Figure], owners: dict[str, dict]) -> str:
         name = fig.path.stem
         out.append(f"## {name}")
         out.append("")
-        caption = " ".join(part for part in (fig.heading and f"**{fig.heading}.**", fig.caption) if part)
+        heading = "" if LABEL.fullmatch(f"`{fig.heading}`") else fig.heading  # a label heading says nothing
+        caption = " ".join(part for part in (heading and f"**{heading}.**", fig.caption) if part)
         made = (
             f"Made by {{doc}}`{_md_escape_cell(fig.notebook.title)} <{fig.notebook.docname}>`"
             if fig.notebook
@@ -497,6 +506,27 @@ def architecture_page(src: Path, readme: Path = README) -> tuple[str, bool]:
     return body, False
 
 
+def _is_papermill_banner(cell) -> bool:
+    return (
+        cell.cell_type == "markdown"
+        and "papermill-error-cell-tag" in cell.metadata.get("tags", [])
+        and "An Exception was encountered" in cell.source
+    )
+
+
+def _insert_under_title(content, cell) -> None:
+    """Insert ``cell`` right under the notebook's ``# title`` line (splitting the header cell)."""
+    import nbformat
+
+    first = content.cells[0] if content.cells else None
+    if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# "):
+        title, _, rest = first.source.lstrip().partition("\n")
+        first.source = title
+        content.cells[1:1] = [cell, *([nbformat.v4.new_markdown_cell(rest.strip())] if rest.strip() else [])]
+    else:
+        content.cells.insert(0, cell)
+
+
 def _notebook_warning(nb: Notebook) -> dict:
     import nbformat
 
@@ -529,19 +559,22 @@ def stage(
         dest = src / "notebooks" / f"{nb.name}.ipynb"
         if nb.status == "missing":
             problems.append(f"{nb.name}: not executed (no {nb.name}.ipynb) -- its page says so")
-            page = (
-                f"{nb.header.strip() or '# ' + nb.name}\n\n"
+            warning = (
                 f"```{{warning}}\nThis notebook was not executed for this build (profile `{profile}`): "
                 f"no outputs to show. Run `python -m gpac_utils.workflow --profile {profile} {nb.name}` "
                 "and rebuild the book.\n```\n"
             )
+            title, _, rest = (nb.header.strip() or f"# {nb.name}").partition("\n")
+            page = f"{title}\n\n{warning}\n{rest.strip()}\n"
             dest.with_suffix(".md").write_text(page)
             continue
         content = _read_nb(nb.executed)
         if nb.status == "failed":
             problems.append(f"{nb.name}: failed when executed ({nb.error.strip()[:200]})")
-            at = 1 if content.cells and content.cells[0].cell_type == "markdown" else 0
-            content.cells.insert(at, _notebook_warning(nb))
+            # papermill's "An Exception was encountered" banner would become the page title: our own
+            # warning goes under the title instead (papermill's marker at the failing cell stays).
+            content.cells = [c for c in content.cells if not _is_papermill_banner(c)]
+            _insert_under_title(content, _notebook_warning(nb))
         for cell in content.cells:
             tags = cell.metadata.get("tags", [])
             if "injected-parameters" in tags and "hide-input" not in tags:
@@ -661,14 +694,18 @@ class BookResult:
 def run_missing(notebooks: Iterable[Path], profile: str, build_dir: Path) -> int:
     """Execute notebooks with the runner (a subprocess, the inline matplotlib backend so that the
     executed notebooks hold their figures). Returns the runner's exit code."""
-    names = [p.stem for p in notebooks]
+    paths = [str(p) for p in notebooks]
+    names = [Path(p).stem for p in paths]
     if not names:
         return 0
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # a non-inline backend (the test suite's Agg) leaves no figures in outputs
     cmd = [sys.executable, "-m", "gpac_utils.workflow.runner", "--profile", profile, "--build-dir", str(build_dir)]
     print(f"book: executing {len(names)} notebook(s) first: {' '.join(names)}", flush=True)
-    return subprocess.run([*cmd, *names], cwd=REPO, env=env).returncode
+    # One runner call per notebook (in number order): a failure leaves the others to run, and the
+    # book shows the failed one as such.
+    codes = [subprocess.run([*cmd, path], cwd=REPO, env=env).returncode for path in paths]
+    return max(codes)
 
 
 def build_book(

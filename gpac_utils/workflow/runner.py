@@ -63,6 +63,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jupytext
+import nbformat
+import papermill
+import yaml
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from papermill.exceptions import PapermillExecutionError
+from tqdm.auto import tqdm
+
 from .config import PROFILES
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
 
@@ -143,7 +151,6 @@ def resolve_notebook(spec: str | Path, folder: Path | None = None) -> Path:
 # --------------------------------------------------------------------------- notebook reading
 def read_notebook(path: Path):
     """Convert a jupytext ``.py`` file (or read an ``.ipynb``) into an nbformat notebook, in memory."""
-    import jupytext
 
     return jupytext.read(str(path))
 
@@ -222,7 +229,6 @@ def ensure_kernel(scratch: Path | None = None) -> Path | None:
     the found spec is already right (the usual case: ipykernel's spec says ``python``, which
     jupyter_client replaces by ``sys.executable``).
     """
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
         spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
@@ -320,8 +326,6 @@ def run_notebook(
     An interrupt (SIGINT, or SIGTERM via :func:`handle_termination`) shuts the kernel down before
     it propagates.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
 
     path = Path(path)
     if profile not in PROFILES:
@@ -364,11 +368,19 @@ def run_notebook(
         raise NotebookFailed(name, out_path, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc
     except Exception as exc:  # timeouts, dead kernels: papermill may not have marked the notebook
         if not out_path.exists():
-            import nbformat
-
             nbformat.write(nb, str(out_path))
         raise NotebookFailed(name, out_path, f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if cwd is None:
+            _remove_if_empty(work)
     return out_path
+
+
+def _remove_if_empty(work: Path) -> None:
+    """Remove a scratch folder the notebook left empty, and ``_scratch/`` itself once empty."""
+    for folder in (work, work.parent):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only succeeds when empty
 
 
 @dataclass
@@ -604,7 +616,6 @@ class Grid:
 
 def load_grid(path: str | Path, build_dir: Path | None = None, folder: Path | None = None) -> Grid:
     """Read and check a grid YAML file (see the module docstring)."""
-    import yaml
 
     path = Path(path)
     if not path.is_file():
@@ -655,7 +666,6 @@ def load_grid(path: str | Path, build_dir: Path | None = None, folder: Path | No
 
 def run_grid(grid: Grid, jobs: int | None = None, timeout: float | None = None) -> list[Result]:
     """Run every combination of ``grid`` in ``jobs`` processes; write ``summary.csv``; return the results."""
-    from tqdm.auto import tqdm
 
     jobs = jobs or min(2, os.cpu_count() or 1)
     nb = read_notebook(grid.notebook)

@@ -51,7 +51,11 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_calibration.py
 
+# JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text).
 lab: $(STAMP)
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	printf '%s\n' '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' \
+		> $(VENV)/share/jupyter/lab/settings/overrides.json
 	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR)
 
 clean:

@@ -122,7 +122,8 @@ def risk_curve(
     Returns
     -------
     pandas.DataFrame
-        Columns ``u``, ``empirical_risk``, ``ucb``, ``selected`` (one row per candidate).
+        Columns ``u``, ``empirical_risk``, ``ucb``, ``envelope`` (its running maximum, what
+        first-crossing scans) and ``selected`` (one row per candidate).
 
     Examples
     --------
@@ -130,7 +131,7 @@ def risk_curve(
     >>> u = np.linspace(0, 1, 200)
     >>> curve = risk_curve((u > 0.7).astype(float), u, eps=0.1, alpha=0.05)
     >>> list(curve.columns)
-    ['u', 'empirical_risk', 'ucb', 'selected']
+    ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
     """
     recipe = as_recipe(recipe)
     loss = np.asarray(loss, dtype=float)
@@ -143,7 +144,10 @@ def risk_curve(
     ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
-    return pd.DataFrame({"u": cand, "empirical_risk": emp, "ucb": ucb, "selected": cand == chosen})
+    envelope = _selection.upper_envelope(ucb)
+    return pd.DataFrame(
+        {"u": cand, "empirical_risk": emp, "ucb": ucb, "envelope": envelope, "selected": cand == chosen}
+    )
 
 
 def _factorize(labels):

@@ -2,9 +2,14 @@ r"""Threshold selection from a curve of upper confidence bounds.
 
 ``first-crossing`` (default)
     scan candidates from the most conservative (smallest) upward and stop *before* the first
-    ``u`` whose UCB exceeds ``eps``. Valid for any pointwise-valid UCB: R(u) is non-decreasing,
-    so if the chosen threshold had risk above ``eps``, the bound failed at the fixed point
-    ``u* = inf{u : R(u) > eps}`` (Bates et al. 2021, Angelopoulos et al. 2021).
+    ``u`` whose UCB exceeds ``eps``. The scan runs on the *monotone upper envelope* of the bound,
+    ``E(u) = max_{u' <= u} UCB(u')`` (:func:`upper_envelope`): a running maximum of pointwise-valid
+    bounds is still pointwise valid and is non-decreasing, so first-crossing is exactly valid for
+    every bound (``wsr`` and ``empirical_bernstein`` are not monotone in ``u``) on every grid: R(u)
+    is non-decreasing, so if the chosen threshold had risk above ``eps``, the envelope failed at
+    ``u* = inf{u : R(u) > eps}`` (Bates et al. 2021, Angelopoulos et al. 2021). Its first
+    crossing is the bound's own first crossing, so the envelope changes no threshold; it makes
+    the argument hold as stated.
 ``max``
     the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
@@ -66,6 +71,17 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
     return np.moveaxis(np.quantile(s, q, axis=-1, method="inverted_cdf"), 0, -1)
 
 
+def upper_envelope(ucb) -> np.ndarray:
+    """The running maximum of a bound over ascending candidates (last axis): monotone, still valid.
+
+    Examples
+    --------
+    >>> upper_envelope([0.01, 0.2, 0.03, 0.5]).tolist()
+    [0.01, 0.2, 0.2, 0.5]
+    """
+    return np.maximum.accumulate(np.asarray(ucb, dtype=float), axis=-1)
+
+
 def select(candidates, ucb, eps: float, rule: str = "first-crossing") -> np.ndarray:
     """Pick the threshold from ``candidates`` (..., K) given their ``ucb`` (..., K).
 
@@ -103,7 +119,7 @@ def select(candidates, ucb, eps: float, rule: str = "first-crossing") -> np.ndar
     feasible = ucb <= eps
     K = ucb.shape[-1]
     if rule == "first-crossing":
-        infeasible = ~feasible
+        infeasible = upper_envelope(ucb) > eps
         first_bad = np.where(infeasible.any(axis=-1), infeasible.argmax(axis=-1), K)
         pick = first_bad - 1
     else:

@@ -120,3 +120,25 @@ def test_batched_per_calibration_pi_does_not_leak(bound):
     batched = threshold(loss, u, eps=0.1, alpha=0.05, recipe=recipe, pi=pi, rng=1)
     alone = threshold(loss[0], u[0], eps=0.1, alpha=0.05, recipe=recipe, pi=0.9, rng=1)
     assert batched[0] == alone
+
+
+def test_first_crossing_scans_the_monotone_envelope():
+    """wsr's bound dips below eps after a crossing; first-crossing stops at the envelope's crossing,
+    the paper's max rule jumps past it."""
+    from gpac_utils import Recipe
+    from gpac_utils.calibrate import risk_curve
+
+    rng = np.random.default_rng(7)
+    u = rng.random(300)
+    loss = (rng.random(300) < 0.2 * (u > 0.5)).astype(float)
+    curve = risk_curve(loss, u, eps=0.05, alpha=0.1, recipe=Recipe("wsr", "bernoulli", 0.5), rng=3)
+    env = curve["envelope"].to_numpy()
+    assert np.all(np.diff(env) >= 0) and np.all(env >= curve["ucb"].to_numpy())
+    chosen = curve.loc[curve.selected, "u"]
+    if len(chosen):
+        assert env[curve.selected.to_numpy()][0] <= 0.05
+        later = curve["u"].to_numpy() > chosen.iloc[0]
+        assert later.sum() == 0 or env[later][0] > 0.05
+    ucb = np.array([0.01, 0.2, 0.03, 0.5])
+    assert selection.select([0.1, 0.2, 0.3, 0.4], ucb, 0.05) == 0.1
+    assert selection.select([0.1, 0.2, 0.3, 0.4], ucb, 0.05, "max") == 0.3

@@ -1,9 +1,9 @@
 """The book (gpac_utils.workflow.book): built from fast-profile executed notebooks, read in a real browser.
 
 The fast test checks the pieces without Sphinx (label owners, figure mapping, the link checker).
-The slow one executes two notebooks on the fast profile (or reuses ``build/fast/`` when it is up
+The slow one executes notebook 21 on the fast profile (or reuses ``build/fast/`` when it is up
 to date, or the folder named by ``GPAC_BOOK_EXECUTED``), builds the whole book from them -- the
-other notebooks become "not executed" pages -- and opens the landing page and the quickstart in
+other notebooks become "not executed" pages -- and opens the landing page and notebook 21 in
 headless Chromium (Debian's ``chromium``, installed by ``make test``), driven over the DevTools
 protocol with ``websocket-client``. It asserts that every image loaded, that MathJax rendered the
 math, and that no internal link of the whole build is broken. Screenshots: ``build/book-test/``.
@@ -29,7 +29,7 @@ import pytest
 from gpac_utils.workflow import book
 
 #: The pages the browser test needs: the landing page and a notebook page with figures and math.
-NEEDED = ("00_quickstart", "21_table_known_groups")
+NEEDED = ("21_table_known_groups",)
 SCREENSHOTS = book.BUILD / "book-test"
 CHROMIUM_FLAGS = [
     "--headless",
@@ -68,6 +68,16 @@ def test_link_checker_finds_missing_files_and_anchors(tmp_path):
         "a.html: c.html (no such file)",
         "a.html: img.png (no such file)",
     ]
+
+
+def test_brace_patterns_expand_like_a_shell():
+    assert book.expand_braces("errorbar_category{,_llama}.{png,pdf}") == [
+        "errorbar_category.png",
+        "errorbar_category.pdf",
+        "errorbar_category_llama.png",
+        "errorbar_category_llama.pdf",
+    ]
+    assert book.expand_braces("plain.png") == ["plain.png"]
 
 
 def test_labels_and_figures_are_mapped_to_their_notebooks(tmp_path):
@@ -223,7 +233,7 @@ def inspect_page(cdp: CDP, url: str, screenshot: Path, scroll_to: str | None = N
     return {"images": images, "math": math, "title": title}
 
 
-def _executed_fast(tmp_path: Path) -> Path:
+def _executed_fast(tmp_path: Path, monkeypatch) -> Path:
     """A folder of fast-profile executed notebooks holding at least :data:`NEEDED`."""
     env_dir = os.environ.get("GPAC_BOOK_EXECUTED")
     if env_dir:
@@ -237,6 +247,9 @@ def _executed_fast(tmp_path: Path) -> Path:
     if fresh and all(book.inspect_notebook(sources[n], reuse).status == "ok" for n in NEEDED):
         return reuse
     out = tmp_path / "executed"
+    # The figures beside the executed notebooks, as the runner's fast profile writes them
+    # (the suite's conftest otherwise points GPAC_FIGURES at a scratch folder of its own).
+    monkeypatch.setenv("GPAC_FIGURES", str(out / "fast" / "figures"))
     rc = book.run_missing([sources[n] for n in NEEDED], "fast", out)
     assert rc == 0, "executing the notebooks the book test needs failed (see the runner's output above)"
     return out / "fast"
@@ -244,7 +257,7 @@ def _executed_fast(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_book_builds_and_reads_in_a_browser(tmp_path):
+def test_book_builds_and_reads_in_a_browser(tmp_path, monkeypatch):
     executable = _chromium()
     if executable is None:
         pytest.skip(
@@ -253,7 +266,7 @@ def test_book_builds_and_reads_in_a_browser(tmp_path):
         )
     missing = [n for n in NEEDED if n not in {p.stem for p in book.discover()}]
     assert not missing, f"notebooks the book test needs are gone: {missing}"
-    executed = _executed_fast(tmp_path)
+    executed = _executed_fast(tmp_path, monkeypatch)
     out = tmp_path / "book"
     result = book.build_book(executed, out, figures_dir=executed / "figures")
     html_dir = result.html
@@ -271,6 +284,9 @@ def test_book_builds_and_reads_in_a_browser(tmp_path):
     page21 = (html_dir / "notebooks" / "21_table_known_groups.html").read_text()
     assert 'id="table-01_results_known"' in page21
     assert "notebooks/21_table_known_groups.html#table-01_results_known" in (html_dir / "artefacts.html").read_text()
+    # The figure gallery shows the figures the notebooks wrote, each with the notebook that made it.
+    gallery = (html_dir / "figures.html").read_text()
+    assert "_images/" in gallery and "notebooks/21_table_known_groups.html" in gallery
     # MathJax is served by the book itself, not a CDN.
     assert (html_dir / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
     assert "cdn.jsdelivr" not in (html_dir / "index.html").read_text()
@@ -281,7 +297,7 @@ def test_book_builds_and_reads_in_a_browser(tmp_path):
         base = f"http://127.0.0.1:{server.server_address[1]}"
         pages = {
             "landing": (f"{base}/index.html", None),
-            "quickstart": (f"{base}/notebooks/00_quickstart.html", "div.cell_output img"),
+            "notebook": (f"{base}/notebooks/21_table_known_groups.html", "div.cell_output img"),
         }
         seen = {}
         for key, (url, scroll) in pages.items():
@@ -299,7 +315,7 @@ def test_book_builds_and_reads_in_a_browser(tmp_path):
         assert not bad, f"{key}: images that did not load: {bad}"
         assert info["math"]["containers"] > 0, f"{key}: no rendered math: {info['math']}"
         assert info["math"]["errors"] == 0, f"{key}: MathJax errors: {info['math']}"
-    figures = [img for img in seen["quickstart"]["images"] if "_images/" in (img["src"] or "")]
-    assert figures, f"the quickstart page shows no figure: {seen['quickstart']['images']}"
+    figures = [img for img in seen["notebook"]["images"] if "_images/" in (img["src"] or "")]
+    assert figures, f"the notebook page shows no figure: {seen['notebook']['images']}"
     for key in pages:
         assert (SCREENSHOTS / f"{key}.png").stat().st_size > 10_000

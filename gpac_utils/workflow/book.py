@@ -266,9 +266,9 @@ def _saved_names(nb) -> list[tuple[int, str, bool]]:
     return found
 
 
-def _caption_before(nb, index: int) -> tuple[str, str]:
-    """(heading, first paragraph) of the nearest markdown cell at or before cell ``index``."""
-    for cell in reversed(nb.cells[:index]):
+def _caption_before(cells, index: int) -> tuple[str, str]:
+    """(heading, first paragraph) of the nearest markdown cell before ``cells[index]``."""
+    for cell in reversed(cells[:index]):
         if cell.cell_type != "markdown":
             continue
         text = cell.source.strip()
@@ -290,40 +290,93 @@ class Figure:
     label: str = ""
 
 
+def expand_braces(text: str) -> list[str]:
+    """``errorbar_category{,_llama}.{png,pdf}`` -> the four names (shell-style brace expansion)."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", text)
+    if match is None:
+        return [text]
+    head, tail = text[: match.start()], text[match.end() :]
+    return [name for alt in match.group(1).split(",") for name in expand_braces(head + alt + tail)]
+
+
+def _written_figures(content) -> set[str]:
+    """Figure stems a notebook's markdown says it writes: backticked ``figures/<name>.png`` paths."""
+    stems = set()
+    for cell in content.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for path in re.findall(r"`(?:[\w./-]*/)?figures/([^`\s/]+)`", cell.source):
+            for name in expand_braces(path):
+                if name.endswith(".png") or not Path(name).suffix:
+                    stems.add(Path(name).stem if name.endswith(".png") else name)
+    return stems
+
+
+def _caption_for(content, stem: str, label: str) -> tuple[str, str]:
+    """(heading, paragraph) of the notebook section about a figure: the one titled with its paper
+    label, else the first later markdown cell that names the figure."""
+    cells = content.cells
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "markdown" or not label:
+            continue
+        if re.search(rf"^#+\s+{re.escape(label)}\s*$", cell.source, re.MULTILINE):
+            heading, para = _caption_before(cells, i + 1)
+            if not para:
+                para = next(
+                    (
+                        _caption_before(cells, j + 1)[1]
+                        for j in range(i + 1, len(cells))
+                        if cells[j].cell_type == "markdown"
+                    ),
+                    "",
+                )
+            return heading, para
+    for i, cell in enumerate(cells[1:], start=1):
+        if cell.cell_type == "markdown" and stem in cell.source:
+            return _caption_before(cells, i + 1)
+    return "", ""
+
+
 def map_figures(figures_dir: Path, notebooks: Sequence[Notebook], labels: dict[str, dict]) -> list[Figure]:
-    """Every ``figures_dir/*.png`` with the notebook that wrote it (by the names its code saves
-    under: string literals and f-string patterns of the notebooks that call ``savefig``)."""
+    """Every ``figures_dir/*.png`` with the notebook that wrote it and a caption from its text.
+
+    The notebook is found, in this order, by the names its code saves under (string arguments of
+    ``savefig`` calls), by the ``figures/<name>.png`` paths its markdown says it writes (brace
+    patterns expanded), by the notebook owning the paper label ``fig:<name>``, and by f-string
+    patterns of its ``savefig`` calls."""
     pngs = sorted(figures_dir.glob("*.png")) if figures_dir.is_dir() else []
     parsed = []
     for nb in notebooks:
-        text = nb.source.read_text()
-        if "savefig" not in text:
-            continue
         content = _read_nb(nb.executed or nb.source)
-        parsed.append((nb, content, _saved_names(content)))
+        parsed.append((nb, content, _saved_names(content), _written_figures(content)))
+    by_name = {nb.name: (nb, content) for nb, content, _, _ in parsed}
     figures = []
     for png in pngs:
         stem = png.stem
-        hit = None
-        for exact in (True, False):
-            for nb, content, strings in parsed:
-                for index, value, is_regex in strings:
-                    if exact and not is_regex and value in (stem, f"{stem}.png"):
-                        hit = (nb, content, index)
-                    elif not exact and is_regex and re.fullmatch(value, stem):
-                        hit = (nb, content, index)
-                    if hit:
-                        break
-                if hit:
-                    break
-            if hit:
-                break
         label = f"fig:{stem}" if f"fig:{stem}" in labels else ""
+        hit, index = None, None
+        for nb, content, strings, _ in parsed:
+            index = next((i for i, v, rx in strings if not rx and v in (stem, f"{stem}.png")), None)
+            if index is not None:
+                hit = (nb, content)
+                break
+        if hit is None:
+            hit = next(((nb, content) for nb, content, _, written in parsed if stem in written), None)
+        if hit is None and label:
+            hit = by_name.get(labels[label]["notebook"])
+        if hit is None:
+            for nb, content, strings, _ in parsed:
+                index = next((i for i, v, rx in strings if rx and re.fullmatch(v, stem)), None)
+                if index is not None:
+                    hit = (nb, content)
+                    break
         if hit is None:
             figures.append(Figure(png, None, label=label))
             continue
-        nb, content, index = hit
-        heading, caption = _caption_before(content, index + 1)
+        nb, content = hit
+        heading, caption = _caption_before(content.cells, index + 1) if index is not None else ("", "")
+        if not caption:
+            heading, caption = _caption_for(content, stem, label)
         figures.append(Figure(png, nb, heading, caption, label))
     return figures
 

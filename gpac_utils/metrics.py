@@ -6,7 +6,10 @@ r"""Evaluation metrics of paper App. F (all as fractions; tables show percentage
 * ``stp``: saved token percentage, cascade form (the non-thinking answer is always generated,
   logits/verbalized scores) or router form (it is generated only when routed there);
 * ``efficiency``: share of items routed to the non-thinking model;
-* ``violation_rate``: share of trials whose group risk exceeds ``eps``.
+* ``violation_rate``: share of trials whose group risk exceeds ``eps``, and its Monte Carlo
+  standard error ``mcse``;
+* ``reliability_curve`` / ``expected_calibration_error``: how calibrated a confidence is
+  (equal-width bins).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 
 STP_FORMS = ("cascade", "router")
 
@@ -68,7 +72,85 @@ def violation_rate(group_risks, eps: float) -> np.ndarray:
     return np.mean(r > eps, axis=0)
 
 
-def mcse(rate, trials: int):
-    """Monte Carlo standard error of a proportion estimated from ``trials`` repetitions."""
+def mcse(rate, trials):
+    """Monte Carlo standard error of a proportion estimated from ``trials`` repetitions.
+
+    Parameters
+    ----------
+    rate : float or array_like
+        Estimated proportion(s).
+    trials : int or array_like
+        Number of repetitions behind each rate (broadcast against ``rate``).
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ``sqrt(rate (1 - rate) / trials)``.
+    """
     rate = np.asarray(rate, dtype=float)
-    return np.sqrt(rate * (1 - rate) / trials)
+    return np.sqrt(rate * (1 - rate) / np.asarray(trials, dtype=float))
+
+
+def _check_confidence(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
+    c = np.asarray(confidence, float).ravel()
+    y = np.asarray(correct, float).ravel()
+    if c.shape != y.shape:
+        raise ValueError(f"confidence and correct have different lengths ({c.size} vs {y.size})")
+    if c.size == 0:
+        raise ValueError("confidence: empty input")
+    bad = ~np.isfinite(c) | (c < 0) | (c > 1)
+    if bad.any():
+        raise ValueError(f"confidence must lie in [0, 1]; bad at index {np.flatnonzero(bad)[:5].tolist()}")
+    bad = ~np.isin(y, (0.0, 1.0))
+    if bad.any():
+        raise ValueError(f"correct must be 0/1; bad at index {np.flatnonzero(bad)[:5].tolist()}")
+    return c, y
+
+
+def reliability_curve(confidence, correct, n_bins: int = 10) -> pd.DataFrame:
+    """Accuracy against mean confidence in equal-width bins.
+
+    Parameters
+    ----------
+    confidence : array_like
+        Confidences in ``[0, 1]``.
+    correct : array_like
+        0/1 outcomes, one per confidence.
+    n_bins : int, default 10
+        Number of bins ``[0, 1/B), ..., [(B-1)/B, 1]`` (the last bin is closed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per bin: ``bin_lo, bin_hi, n, mean_confidence, accuracy, gap`` (empty bins: n = 0, NaN means).
+    """
+    if int(n_bins) < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    c, y = _check_confidence(confidence, correct)
+    b = np.minimum((c * n_bins).astype(int), n_bins - 1)
+    n = np.bincount(b, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf = np.bincount(b, weights=c, minlength=n_bins) / n
+        acc = np.bincount(b, weights=y, minlength=n_bins) / n
+    edges = np.linspace(0, 1, n_bins + 1)
+    return pd.DataFrame(
+        {"bin_lo": edges[:-1], "bin_hi": edges[1:], "n": n, "mean_confidence": conf, "accuracy": acc, "gap": acc - conf}
+    )
+
+
+def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
+    """ECE ``= sum_b (n_b / n) |accuracy_b - mean confidence_b|`` over equal-width bins.
+
+    Parameters
+    ----------
+    confidence, correct, n_bins
+        As for :func:`reliability_curve`.
+
+    Returns
+    -------
+    float
+    """
+    curve = reliability_curve(confidence, correct, n_bins)
+    filled = curve["n"] > 0
+    w = curve.loc[filled, "n"] / curve["n"].sum()
+    return float((w * (curve.loc[filled, "accuracy"] - curve.loc[filled, "mean_confidence"]).abs()).sum())

@@ -19,7 +19,7 @@
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
 #
-# **Population** (`gpac_utils.paper.theory.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
+# **Population** (`gpac_utils.paper.theory.populations.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
 # (30 %, `0.6 u`), hard (20 %, `0.9 u^0.5`). The same score means very different risks across
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
@@ -33,30 +33,25 @@
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
+from gpac_utils import metrics
+from gpac_utils.calibrate import ALL
 from gpac_utils.paper import plotting
-from gpac_utils.paper import theory as th
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper.theory import oracle, populations
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-eps_grid = None  # tolerances for the efficiency curves
 eps = None  # tolerance of the single-eps illustrations
 n_random = None  # random populations in the Prop. 3.3 scan (each also with identical groups)
-n_cal = None  # calibration items (marginal PAC; G-PAC splits them by group mass)
 calibrations = None  # repetitions of the calibrated comparison
-alpha = None  # nominal miscoverage
-bound = None  # UCB of the calibrated comparison
-sampling = None  # labelling scheme of the calibrated comparison
-seed = None  # base seed
+overrides = {}  # any other setting of notebooks/config/10_oracle_partition.yaml
 
 # %%
-cfg = profiles.resolve(profile, th.ORACLE_PRESETS, eps_grid=eps_grid, eps=eps, n_random=n_random, n_cal=n_cal,
-                       calibrations=calibrations, alpha=alpha, bound=bound, sampling=sampling, seed=seed)
-pop = th.ORACLE_POPULATION
+cfg = config.load("10_oracle_partition", profile, eps=eps, n_random=n_random, calibrations=calibrations, **overrides)
+pop = populations.ORACLE_POPULATION
 cfg
 
 # %% [markdown]
@@ -67,22 +62,22 @@ cfg
 # Marginal PAC uses one threshold with the marginal constraint `Σ_j p_j R(u | G_j) ≤ ε`.
 
 # %%
-e0 = cfg["eps"]
+e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
 for g, c in zip(pop.groups, ["#2a9d8f", "#e9c46a", "#e76f51"]):
     axes[0].plot(u_grid, g.loss_prob(u_grid), color=c, label=g.name)
     axes[1].plot(u_grid, g.risk(u_grid), color=c, label=g.name)
-    axes[1].axvline(min(th.oracle_threshold(pop, e0, g.name), 1), color=c, ls=":")
+    axes[1].axvline(min(populations.oracle_threshold(pop, e0, g.name), 1), color=c, ls=":")
 axes[1].plot(u_grid, pop.risk(u_grid), color="#1f3b73", lw=2, label="marginal")
-axes[1].axvline(th.oracle_threshold(pop, e0), color="#1f3b73", ls=":")
+axes[1].axvline(populations.oracle_threshold(pop, e0), color="#1f3b73", ls=":")
 axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
 axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")
 axes[0].legend()
 axes[1].legend(fontsize=8)
 
-table = th.efficiency_table(pop, cfg["eps_grid"])
+table = oracle.efficiency_table(pop, cfg.eps_grid)
 for col, lab in (("eff_marginal", "PAC (marginal constraint)"), ("eff_common", "one threshold, valid in every group"),
                  ("eff_grouped", "G-PAC oracle (per-group)")):
     axes[2].plot(table["eps"], table[col], marker="o", ms=3, label=lab,
@@ -123,25 +118,9 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "eff_marginal", "eff
 # partitions is at least the marginal efficiency.
 
 # %%
-scan = th.proposition_scan(cfg["n_random"], [0.05, 0.1, 0.15], seed=cfg["seed"])
-het, ident = scan[~scan["identical_groups"]], scan[scan["identical_groups"]]
-tol = 1e-9
-check = pd.DataFrame([
-    {"statement": "corrected: grouped >= common valid threshold", "populations": "heterogeneous",
-     "cases": len(het), "holds": int((het["eff_grouped"] >= het["eff_common"] - tol).sum())},
-    {"statement": "corrected, strict when thresholds differ", "populations": "heterogeneous",
-     "cases": int((~het["thresholds_equal"]).sum()),
-     "holds": int((het.loc[~het["thresholds_equal"], "eff_grouped"] > het.loc[~het["thresholds_equal"], "eff_common"]).sum())},
-    {"statement": "equality: grouped == marginal", "populations": "identical groups", "cases": len(ident),
-     "holds": int((np.abs(ident["eff_grouped"] - ident["eff_marginal"]) <= 1e-7).sum())},
-    {"statement": "as stated: grouped >= marginal", "populations": "heterogeneous", "cases": len(het),
-     "holds": int((het["eff_grouped"] >= het["eff_marginal"] - tol).sum())},
-    {"statement": "as stated, when the marginal threshold is valid in every group", "populations": "heterogeneous",
-     "cases": int((~het["marginal_violates_a_group"]).sum()),
-     "holds": int((het.loc[~het["marginal_violates_a_group"], "eff_grouped"]
-                   >= het.loc[~het["marginal_violates_a_group"], "eff_marginal"] - tol).sum())},
-])
-check["share_holding"] = check["holds"] / check["cases"]
+scan = oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
+het = scan[~scan["identical_groups"]]
+check = oracle.proposition_check(scan)
 plotting.save_table(check, "prop33_check", floatfmt=".3f")
 check
 
@@ -163,15 +142,14 @@ worst[["eps", "eff_marginal", "eff_common", "eff_grouped", "groups"]].round(3)
 # oracle, and the per-group violation rates show what each method guarantees.
 
 # %%
-cal = th.calibrated_efficiency(pop, n_cal=cfg["n_cal"], eps=e0, alpha=cfg["alpha"], bound=cfg["bound"],
-                               sampling=cfg["sampling"], calibrations=cfg["calibrations"], seed=cfg["seed"])
+cal = oracle.calibrated_efficiency(pop, cfg)
 plotting.save_table(cal, "oracle_partition_calibrated", floatfmt=".4f")
 cal.round(3)
 
 # %%
 g_hard = cal[(cal["method"] == "PAC") & (cal["group"] == "hard")]["violation_rate"].iloc[0]
-g_gpac = cal[(cal["method"] == "G-PAC") & (cal["group"] != "__all__")]["violation_rate"]
-mcse = np.sqrt(cfg["alpha"] * (1 - cfg["alpha"]) / cfg["calibrations"])
+g_gpac = cal[(cal["method"] == "G-PAC") & (cal["group"] != ALL)]["violation_rate"]
+mcse = float(metrics.mcse(cfg.alpha, cfg.calibrations))
 print(f"PAC violates the hard group in {100 * g_hard:.1f}% of calibrations; "
       f"G-PAC's worst group: {100 * g_gpac.max():.1f}% (nominal {100 * cfg['alpha']:g}%, MCSE {100 * mcse:.1f}%)")
-assert g_gpac.max() <= cfg["alpha"] + 3 * mcse
+assert g_gpac.max() <= cfg.alpha + 3 * mcse

@@ -19,7 +19,7 @@
 # learned partition against Theorem 3.4's `2δ`; and the per-group coverage of C-PAC with sample
 # splitting vs the joint approach.
 #
-# **Population** (`gpac_utils.paper.theory.PARTITION_POPULATION`): the reference partition is a
+# **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference partition is a
 # partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
 # `[2/3, 1]` (so U ~ Uniform(0, 1) overall) with loss curves that jump at the boundaries:
 # flat 30 % (low U, risky), `0.15 u` (mid U, safe), `0.6 u²` (high U, steep). Every risk
@@ -36,30 +36,22 @@ import numpy as np
 import pandas as pd
 
 from gpac_utils.paper import plotting
-from gpac_utils.paper import theory as th
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper.theory import partition_gap as pg
+from gpac_utils.paper.theory import populations
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-n_grid = None  # sample sizes for the partition gap
 reps = None  # learned partitions per sample size
-cover_n = None  # calibration sizes for the coverage of C-PAC
 cover_reps = None  # C-PAC calibrations per size and mode
 eps = None  # risk tolerance
-alpha = None  # nominal miscoverage
-bound = None  # UCB used by C-PAC
-sampling = None  # labelling scheme used by C-PAC
-k = None  # number of groups
-search_grid = None  # grid size for the best interval partition
-seed = None  # base seed
+overrides = {}  # any other setting of notebooks/config/11_partition_gap.yaml
 
 # %%
-cfg = profiles.resolve(profile, th.PARTITION_PRESETS, n_grid=n_grid, reps=reps, cover_n=cover_n,
-                       cover_reps=cover_reps, eps=eps, alpha=alpha, bound=bound, sampling=sampling, k=k,
-                       search_grid=search_grid, seed=seed)
-pop, G_star = th.PARTITION_POPULATION, th.PARTITION_ORACLE
+cfg = config.load("11_partition_gap", profile, reps=reps, cover_reps=cover_reps, eps=eps, **overrides)
+pop, G_star = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
 cfg
 
 # %% [markdown]
@@ -72,15 +64,15 @@ cfg
 # which is what clustering U can recover; "efficiency loss" is relative to it and can be negative.
 
 # %%
-u_ref = th.interval_thresholds(pop, G_star, cfg["eps"])
-eff_ref = th.interval_partition_efficiency(pop, G_star, cfg["eps"])
-b_best, eff_best = th.best_interval_partition(pop, cfg["eps"], grid=cfg["search_grid"], k=cfg["k"])
-u_marg = th.oracle_threshold(pop, cfg["eps"])
+u_ref = pg.interval_thresholds(pop, G_star, cfg.eps)
+eff_ref = pg.interval_partition_efficiency(pop, G_star, cfg.eps)
+b_best, eff_best = pg.best_interval_partition(pop, cfg.eps, grid=cfg.search_grid, k=cfg.k)
+u_marg = populations.oracle_threshold(pop, cfg.eps)
 pd.DataFrame([
     {"partition": "reference (1/3, 2/3)", "boundaries": "0.333, 0.667", "efficiency": eff_ref,
      "thresholds": ", ".join(f"{u:.3f}" for u in u_ref)},
     {"partition": f"best on a {cfg['search_grid']}-grid", "boundaries": ", ".join(f"{b:.3f}" for b in b_best),
-     "efficiency": eff_best, "thresholds": ", ".join(f"{u:.3f}" for u in th.interval_thresholds(pop, b_best, cfg["eps"]))},
+     "efficiency": eff_best, "thresholds": ", ".join(f"{u:.3f}" for u in pg.interval_thresholds(pop, b_best, cfg.eps))},
     {"partition": "none (marginal PAC)", "boundaries": "", "efficiency": float(pop.share(u_marg)),
      "thresholds": f"{u_marg:.3f}"},
 ]).round(3)
@@ -92,17 +84,8 @@ pd.DataFrame([
 # consistent here (k-means' population optimum for a uniform U is the thirds), so δ → 0.
 
 # %%
-gap = th.partition_gap_experiment(pop, G_star, n_grid=cfg["n_grid"], reps=cfg["reps"], eps=cfg["eps"], k=cfg["k"],
-                                  seed=cfg["seed"])
-agg = (gap.groupby(["method", "n"])
-       .agg(delta_mean=("delta", "mean"), delta_se=("delta", "sem"), eff_loss_mean=("eff_loss", "mean"),
-            eff_loss_max=("eff_loss", "max"), share_within_2delta=("eff_loss", lambda s: np.nan))
-       .reset_index())
-agg["share_within_2delta"] = [float((g["eff_loss"] <= g["bound_2delta"] + 1e-12).mean())
-                              for _, g in gap.groupby(["method", "n"])]
-rates = {m: th.fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("method")}
-agg["fitted_C"] = agg["method"].map(lambda m: rates[m][0])
-agg["fitted_beta"] = agg["method"].map(lambda m: rates[m][1])
+gap = pg.partition_gap_experiment(pop, G_star, cfg)
+agg, rates = pg.gap_summary(gap)
 plotting.save_table(agg, "partition_gap", floatfmt=".4f")
 agg.round(4)
 
@@ -127,21 +110,15 @@ axes[1].legend(fontsize=8)
 
 # %% [markdown]
 # ## Coverage: sample splitting vs the joint approach
-# C-PAC (`gpac_utils.calibrate.CPAC`, k-means, valid bound `cfg["bound"]` with `cfg["sampling"]`
+# C-PAC (`gpac_utils.calibrate.CPAC`, k-means partition, valid bound `cfg["bound"]` with `cfg["sampling"]`
 # labels) on `n` calibration items; for every learned group `Ĝ_j` the exact risk
 # `R(û_j | Ĝ_j)` is compared with ε. Splitting (half the items cluster, half calibrate) is
 # exactly valid per learned group (Thm 3.4.1); the joint approach reuses the items and carries
 # an extra `c δ` term (Thm 3.4.2).
 
 # %%
-cov = th.cpac_coverage(pop, n_grid=cfg["cover_n"], reps=cfg["cover_reps"], eps=cfg["eps"], alpha=cfg["alpha"],
-                       bound=cfg["bound"], sampling=cfg["sampling"], k=cfg["k"], oracle_boundaries=G_star,
-                       seed=cfg["seed"])
-cov_tab = (cov.groupby(["mode", "n", "group"])
-           .agg(violation_rate=("violated", "mean"), calibrations=("violated", "size"),
-                mean_delta=("delta", "mean"), mean_risk=("risk", "mean"))
-           .reset_index())
-cov_tab["mcse"] = th.mcse(cov_tab["violation_rate"].clip(lower=cfg["alpha"]), cov_tab["calibrations"])
+cov = pg.cpac_coverage(pop, cfg, oracle_boundaries=G_star)
+cov_tab = pg.coverage_summary(cov, cfg.alpha)
 plotting.save_table(cov_tab, "partition_gap_coverage", floatfmt=".4f")
 cov_tab.round(4)
 
@@ -149,7 +126,7 @@ cov_tab.round(4)
 for mode, d in cov_tab.groupby("mode"):
     worst = d.groupby("n")["violation_rate"].max()
     axes[2].plot(worst.index, worst.values, marker="o", ms=3, label=f"{mode}: worst learned group")
-axes[2].axhline(cfg["alpha"], color="grey", ls="--", lw=0.8, label="α")
+axes[2].axhline(cfg.alpha, color="grey", ls="--", lw=0.8, label="α")
 axes[2].set(xscale="log", xlabel="n (calibration items)", ylabel="P(R(û_j | Ĝ_j) > ε)",
             title=f"C-PAC coverage ({cfg['bound']})")
 axes[2].legend(fontsize=8)
@@ -175,5 +152,5 @@ fig
 
 # %%
 split = cov_tab[cov_tab["mode"] == "split"]
-assert (split["violation_rate"] <= cfg["alpha"] + 3 * split["mcse"]).all(), split
+assert (split["violation_rate"] <= cfg.alpha + 3 * split["mcse"]).all(), split
 assert agg.groupby("method")["delta_mean"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()

@@ -19,7 +19,7 @@
 # bound `α + exp(−2 N_j t²)` as `N_j` varies, for the paper's `clt` bound (with its resampling
 # scheme) and two valid bounds.
 #
-# **Population**: the "flat" group of `gpac_utils.paper.theory.AUDIT_POPULATION` (`U ~ Uniform(0, 1)`,
+# **Population**: the "flat" group of `gpac_utils.paper.theory.populations.AUDIT_POPULATION` (`U ~ Uniform(0, 1)`,
 # loss probability 0.5, `R(u) = 0.5 u`). Given a calibrated `û`, the test terms
 # `loss · 1{U ≤ û}` are i.i.d. Bernoulli(`R(û)`), so `R̂` is drawn exactly as
 # `Binomial(N_j, R(û)) / N_j` — no test table is needed.
@@ -33,28 +33,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from gpac_utils.paper import plotting
-from gpac_utils.paper import theory as th
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper.theory import finite_sample, populations
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-group = None  # group of the audit population
-n_cal = None  # calibration items of the group
-N_grid = None  # test sizes N_j
-t_grid = None  # slack values t
-eps = None  # risk tolerance
-alpha = None  # nominal miscoverage
 calibrations = None  # independent calibrations
-settings = None  # [bound, scheme] pairs
-pi = None  # sampling weight of the resample scheme
-seed = None  # base seed
+eps = None  # risk tolerance
+overrides = {}  # any other setting of notebooks/config/12_finite_sample.yaml
 
 # %%
-cfg = profiles.resolve(profile, th.FINITE_PRESETS, group=group, n_cal=n_cal, N_grid=N_grid, t_grid=t_grid, eps=eps,
-                       alpha=alpha, calibrations=calibrations, settings=settings, pi=pi, seed=seed)
-pop = th.AUDIT_POPULATION
+cfg = config.load("12_finite_sample", profile, calibrations=calibrations, eps=eps, **overrides)
+pop = populations.AUDIT_POPULATION
 cfg
 
 # %% [markdown]
@@ -64,10 +56,7 @@ cfg
 # and the finite-sample statement inherits the excess.
 
 # %%
-res, draws = th.finite_sample_experiment(pop, cfg["group"], n_cal=cfg["n_cal"], N_grid=cfg["N_grid"],
-                                         t_grid=cfg["t_grid"], eps=cfg["eps"], alpha=cfg["alpha"],
-                                         calibrations=cfg["calibrations"], settings=cfg["settings"], pi=cfg["pi"],
-                                         seed=cfg["seed"])
+res, draws = finite_sample.finite_sample_experiment(pop, cfg)
 plotting.save_table(res, "finite_sample", floatfmt=".4f")
 res.groupby(["bound", "scheme"])[["violation_rate", "calibrations"]].first()
 
@@ -81,17 +70,17 @@ res.pivot_table(index=["bound", "N_test"], columns="t", values="exceed_rate").ro
 # the bound `α + exp(−2 N_j t²)` (lines) for each setting, as functions of `N_j` at fixed `t`.
 
 # %%
-settings_ = [tuple(s) for s in cfg["settings"]]
+settings_ = [tuple(s) for s in cfg.settings]
 fig, axes = plt.subplots(1, 1 + len(settings_), figsize=(4.2 * (1 + len(settings_)), 3.6))
 valid = settings_[-1]
-bins = np.linspace(0, max(0.5, cfg["eps"] * 2.5), 60)
+bins = np.linspace(0, max(0.5, cfg.eps * 2.5), 60)
 axes[0].hist(draws[valid]["risk"], bins=bins, density=True, alpha=0.6, label="R(û) (population)")
-for N in (min(cfg["N_grid"]), max(cfg["N_grid"])):
+for N in (min(cfg.N_grid), max(cfg.N_grid)):
     axes[0].hist(draws[valid][N], bins=bins, density=True, histtype="step", lw=1.2, label=f"R̂, N = {N}")
-axes[0].axvline(cfg["eps"], color="black", lw=0.8)
+axes[0].axvline(cfg.eps, color="black", lw=0.8)
 axes[0].set(xlabel="risk", ylabel="density", title=f"{valid[0]} ({valid[1]}), n_cal = {cfg['n_cal']}")
 axes[0].legend(fontsize=7)
-t_show = [t for t in cfg["t_grid"] if t > 0][:4]
+t_show = [t for t in cfg.t_grid if t > 0][:4]
 for ax, (b, s) in zip(axes[1:], settings_):
     d = res[(res["bound"] == b) & (res["scheme"] == s)]
     for t, c in zip(t_show, ["#1f3b73", "#2a9d8f", "#e9c46a", "#e76f51"]):
@@ -99,7 +88,7 @@ for ax, (b, s) in zip(axes[1:], settings_):
         ax.errorbar(dt["N_test"], dt["exceed_rate"], yerr=2 * dt["mcse"], color=c, marker="o", ms=3, ls="none",
                     label=f"t = {t:g}")
         ax.plot(dt["N_test"], dt["thm32_bound"], color=c, lw=1)
-    ax.axhline(cfg["alpha"], color="grey", ls="--", lw=0.8)
+    ax.axhline(cfg.alpha, color="grey", ls="--", lw=0.8)
     ax.set(xscale="log", ylim=(0, 1.02), xlabel="N_j (test items)", ylabel="P(R̂ > ε + t)",
            title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}")
 axes[1].legend(fontsize=7)

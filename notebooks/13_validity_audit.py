@@ -19,7 +19,7 @@
 # `clopper_pearson`), under each expert-labelling scheme (`resample` = paper Alg. 1,
 # `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`).
 #
-# **Population** (`gpac_utils.paper.theory.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
+# **Population** (`gpac_utils.paper.theory.populations.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
 # binary loss, `P(loss = 1 | U = u)` = `0.8 u^3` ("informative", `R(u) = 0.2 u^4`) and `0.5`
 # ("flat", `R(u) = 0.5 u`). The risk is known in closed form, so the violation event
 # `R(û | G_j) > ε` of every calibration is computed exactly — no test set, no Monte Carlo error
@@ -29,8 +29,8 @@
 # `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_efficiency.{csv,md}`,
 # `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_efficiency.{png,pdf}`.
 #
-# **Runtime** (measured): fast profile (100 calibrations per cell, n_group ∈ {25, 100, 300})
-# ≈ 12–20 s; paper profile (1 000 calibrations per cell, n_group ∈ {25, 50, 100, 300, 1000},
+# **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
+# ≈ 12–20 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
 # 1 440 cells) 307 s for the audit (314 s for the notebook) with `jobs = 2` on a 2-core machine
 # shared with other jobs (load ≈ 4). `wsr` dominates: O(m · 64) per calibration with m = n/π
 # terms under resampling — the (resample, π = 0.1, n = 1000) cell alone is ≈ 2–3 CPU-minutes.
@@ -44,26 +44,21 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 
 from gpac_utils.paper import plotting
-from gpac_utils.paper import theory as th
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper.theory import audit as A
+from gpac_utils.paper.theory import populations
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
 bounds = None  # UCBs to audit, e.g. ["clt", "wsr"]
-pis = None  # sampling weights pi for resample and bernoulli (full always uses pi 1)
-n_groups = None  # calibration items per group
-eps_list = None  # risk tolerances
-rules = None  # selection rules
-alpha = None  # nominal miscoverage
 calibrations = None  # independent calibrations per cell (and group)
-seed = None  # base seed
 jobs = None  # worker processes
+overrides = {}  # any other setting of notebooks/config/13_validity_audit.yaml
 
 # %%
-cfg = profiles.resolve(profile, th.AUDIT_PRESETS, bounds=bounds, pis=pis, n_groups=n_groups, eps_list=eps_list,
-                       rules=rules, alpha=alpha, calibrations=calibrations, seed=seed, jobs=jobs)
+cfg = config.load("13_validity_audit", profile, bounds=bounds, calibrations=calibrations, jobs=jobs, **overrides)
 cfg
 
 # %% [markdown]
@@ -73,9 +68,9 @@ cfg
 # below is `P(U ≤ û | G_j) / P(U ≤ u*_j | G_j)` = `û / u*_j` (û = −∞, "always think", counts 0).
 
 # %%
-pop = th.AUDIT_POPULATION
+pop = populations.AUDIT_POPULATION
 pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float(g.risk(1.0)),
-               **{f"u*(eps={e:g})": float(th.oracle_threshold(pop, e, g.name)) for e in cfg["eps_list"]}}
+               **{f"u*(eps={e:g})": float(populations.oracle_threshold(pop, e, g.name)) for e in cfg.eps_list}}
               for g in pop.groups])
 
 # %% [markdown]
@@ -87,18 +82,16 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 
 # %%
 t0 = time.perf_counter()
-audit = th.validity_audit(pop, bounds=cfg["bounds"], pis=cfg["pis"], n_groups=cfg["n_groups"],
-                          eps_list=cfg["eps_list"], rules=cfg["rules"], alpha=cfg["alpha"],
-                          calibrations=cfg["calibrations"], seed=cfg["seed"], jobs=cfg["jobs"])
+audit = A.validity_audit(pop, cfg)
 elapsed = time.perf_counter() - t0
 print(f"audit: {len(audit)} rows in {elapsed:.1f} s ({cfg['jobs']} process(es))")
-audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg["rules"]) * len(cfg["eps_list"]) * len(pop.groups)).round(1)
+audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
 
 # %%
 cols = ["bound", "kind", "scheme", "pi", "rule", "n_group", "eps", "group", "calibrations", "violation_rate",
         "mcse", "pass", "efficiency", "efficiency_se", "always_think", "mean_labels"]
 plotting.save_table(audit[cols], "validity_audit", floatfmt=".3f")
-summary = th.audit_summary(audit)
+summary = A.audit_summary(audit)
 plotting.save_table(summary, "validity_audit_summary", floatfmt=".3f")
 summary
 
@@ -114,12 +107,12 @@ def heat(ax, d, title, labels=True):
                  col="n=" + d["n_group"].astype(str) + "\nε=" + d["eps"].map("{:g}".format))
     worst = d.groupby(["row", "col"], sort=False)["violation_rate"].max().unstack("col")
     worst = worst[sorted(worst.columns, key=lambda c: (float(c.split("ε=")[1]), int(c[2:].split("\n")[0])))]
-    norm = TwoSlopeNorm(vmin=0.0, vcenter=cfg["alpha"], vmax=max(0.5, float(audit["violation_rate"].max())))
+    norm = TwoSlopeNorm(vmin=0.0, vcenter=cfg.alpha, vmax=max(0.5, float(audit["violation_rate"].max())))
     im = ax.imshow(worst.to_numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
-    thr = cfg["alpha"] + 3 * np.sqrt(cfg["alpha"] * (1 - cfg["alpha"]) / cfg["calibrations"])
+    thr = cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.calibrations)
     for (i, j), v in np.ndenumerate(worst.to_numpy()):
         ax.text(j, i, f"{100 * v:.0f}" + ("•" if v > thr else ""), ha="center", va="center", fontsize=6,
-                color="white" if v > 3 * cfg["alpha"] else "black")
+                color="white" if v > 3 * cfg.alpha else "black")
     ax.set_xticks(range(worst.shape[1]), worst.columns, fontsize=6)
     ax.set_yticks(range(worst.shape[0]), worst.index if labels else [], fontsize=6)
     ax.set_title(title, fontsize=9)
@@ -127,8 +120,8 @@ def heat(ax, d, title, labels=True):
     return im
 
 
-fig, axes = plt.subplots(1, len(cfg["rules"]), figsize=(5 * len(cfg["rules"]) + 2, 9), squeeze=False)
-for i, (ax, rule) in enumerate(zip(axes[0], cfg["rules"])):
+fig, axes = plt.subplots(1, len(cfg.rules), figsize=(5 * len(cfg.rules) + 2, 9), squeeze=False)
+for i, (ax, rule) in enumerate(zip(axes[0], cfg.rules)):
     im = heat(ax, audit[audit["rule"] == rule], f"violation rate (%), rule = {rule}", labels=i == 0)
 fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
 plotting.savefig(fig, "validity_audit")
@@ -142,9 +135,9 @@ plotting.savefig(fig, "validity_audit")
 
 # %%
 fc = audit[audit["rule"] == "first-crossing"]
-fig, axes = plt.subplots(len(cfg["eps_list"]), len(pop.groups), figsize=(4.2 * len(pop.groups), 3.2 * len(cfg["eps_list"])),
+fig, axes = plt.subplots(len(cfg.eps_list), len(pop.groups), figsize=(4.2 * len(pop.groups), 3.2 * len(cfg.eps_list)),
                          squeeze=False, sharex=True, sharey=True)
-for (i, eps), (j, g) in [((i, e), (j, g)) for i, e in enumerate(cfg["eps_list"]) for j, g in enumerate(pop.names)]:
+for (i, eps), (j, g) in [((i, e), (j, g)) for i, e in enumerate(cfg.eps_list) for j, g in enumerate(pop.names)]:
     ax = axes[i][j]
     d = fc[(fc["eps"] == eps) & (fc["group"] == g) & (fc["pi"] == 1.0)]
     for (bound, scheme), s in d.groupby(["bound", "scheme"]):
@@ -162,18 +155,18 @@ fig.tight_layout()
 plotting.savefig(fig, "validity_audit_efficiency")
 
 # %%
-n_ref = 300 if 300 in cfg["n_groups"] else max(cfg["n_groups"])
-eff = th.efficiency_vs_clt(audit, n_group=n_ref)
+n_ref = 300 if 300 in cfg.group_sizes else max(cfg.group_sizes)
+eff = A.efficiency_vs_clt(audit, n_group=n_ref)
 plotting.save_table(eff, "validity_audit_efficiency", floatfmt=".3f")
 eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to_clt").round(2)
 
 # %% [markdown]
 # ## The README paragraph
-# Generated from the table above (`theory.audit_paragraph`), so the README quotes the numbers of
+# Generated from the table above (`gpac_utils.paper.theory.audit.audit_paragraph`), so the README quotes the numbers of
 # the committed paper-profile run.
 
 # %%
-print(th.audit_paragraph(audit, n_group=n_ref, alpha=cfg["alpha"]))
+print(A.audit_paragraph(audit, n_group=n_ref, alpha=cfg.alpha))
 
 # %% [markdown]
 # ## Checks
@@ -182,6 +175,6 @@ print(th.audit_paragraph(audit, n_group=n_ref, alpha=cfg["alpha"]))
 # expected to fail somewhere.
 
 # %%
-valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(th.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
+valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(A.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 assert valid_fc["pass"].mean() >= 0.99, valid_fc[~valid_fc["pass"]]
 assert (audit["efficiency"] >= 0).all()

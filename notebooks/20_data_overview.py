@@ -34,18 +34,18 @@ import pandas as pd
 
 from gpac_utils.paper import plotting
 from gpac_utils.paper import simulate as sim
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
 benchmarks = None  # verifiable benchmarks to show, e.g. ["math500", "gpqa"]
-regenerate = None  # True: simulate the tables in memory instead of reading data/simulated/
-seed = None  # base seed used when regenerating
+regenerate = None  # True simulates the tables in memory instead of reading data/simulated/
+overrides = {}  # any other setting of notebooks/config/20_data_overview.yaml
 
 # %%
-cfg = profiles.resolve(profile, sim.OVERVIEW_PRESETS, benchmarks=benchmarks, regenerate=regenerate, seed=seed)
+cfg = config.load("20_data_overview", profile, benchmarks=benchmarks, regenerate=regenerate, **overrides)
 cfg
 
 # %% [markdown]
@@ -55,12 +55,12 @@ cfg
 
 # %%
 def get(benchmark, pair):
-    if cfg["regenerate"]:
-        return sim.simulate_table(benchmark, pair, seed=cfg["seed"])
-    return sim.load(benchmark, pair)
+    if cfg.regenerate:
+        return sim.simulate_table(benchmark, pair, seed=cfg.seed)
+    return sim.load_simulated(benchmark, pair)
 
 
-tables = {(b, p): get(b, p) for b in cfg["benchmarks"] for p in sim.PAIRS}
+tables = {(b, p): get(b, p) for b in cfg.benchmarks for p in sim.PAIRS}
 {k: len(v) for k, v in tables.items()}
 
 # %% [markdown]
@@ -70,10 +70,10 @@ tables = {(b, p): get(b, p) for b in cfg["benchmarks"] for p in sim.PAIRS}
 # The category where the paper reports marginal PAC failing is highlighted.
 
 # %%
-counts = sim.category_counts({b: tables[(b, "qwen")] for b in cfg["benchmarks"]})
-titles = [sim.SPECS[b].title for b in cfg["benchmarks"] if sim.SPECS[b].groups]
+counts = sim.category_counts({b: tables[(b, "qwen")] for b in cfg.benchmarks})
+titles = [sim.SPECS[b].title for b in cfg.benchmarks if sim.SPECS[b].groups]
 fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.4), squeeze=False)
-for ax, b in zip(axes[0], [b for b in cfg["benchmarks"] if sim.SPECS[b].groups]):
+for ax, b in zip(axes[0], [b for b in cfg.benchmarks if sim.SPECS[b].groups]):
     sub = counts[counts["Dataset"] == sim.SPECS[b].title]
     colors = ["#e76f51" if c == sim.SPECS[b].heterogeneous else "#1f3b73" for c in sub["Category"]]
     y = np.arange(len(sub))[::-1]
@@ -94,7 +94,7 @@ counts
 # ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA).
 
 # %%
-splits = sim.splitting_settings({b: tables[(b, "qwen")] for b in cfg["benchmarks"]})
+splits = sim.splitting_settings({b: tables[(b, "qwen")] for b in cfg.benchmarks})
 plotting.save_table(splits, "splitting_settings")
 splits
 

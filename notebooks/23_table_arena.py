@@ -17,18 +17,20 @@
 # `table:arena_results_llama` (Llama pair, $\varepsilon=0.15$): Arena-Hard answers cannot be
 # verified and carry no category labels, so the loss is semantic (paper Eq. `semantic_loss`,
 # one minus the cosine similarity of the two answers' embeddings) and groups are learned by
-# C-PAC ($k=3$ clusters of the score; disjoint and joint clustering). PAC is judged on the same
-# learned clusters.
+# C-PAC ($k=3$ groups of the score; disjoint and joint clustering). PAC is judged on the same
+# learned groups; `c0` holds the most confident answers, `c2` the least confident ones.
 #
-# **Settings.** The paper's ($\alpha=0.05$, $\pi=0.5$, $T=100$, `resample`, CLT, `max`).
-# The paper does not state Arena-Hard's calibration split; we use 0.5 (250/250). Added rows:
-# C-PAC with the valid setting (`bernoulli`, `first-crossing`, the tighter of Hoeffding–Bentkus
-# and WSR, disjoint clustering) and the largest per-cluster violation rate.
+# **Settings** (`notebooks/config/23_table_arena.yaml`). The paper's ($\alpha=0.05$, $\pi=0.5$,
+# $T=100$, `resample`, CLT, `max`). The paper does not state Arena-Hard's calibration split; we
+# use 0.5 (250/250). Added rows: C-PAC with the valid recipe (`bernoulli`, `first-crossing`, the
+# tighter of Hoeffding–Bentkus and WSR, disjoint clustering) and the largest per-group
+# violation rate.
 #
 # **Reads** `data/simulated/arena_hard__<pair>.parquet`: *simulated* semantic losses in (0, 1)
 # (`loss_bound = 1`), token counts and three scores — no groups, no correctness columns (see
 # `data/simulated/README.md`; the paper gives no summary of its semantic losses, so the mean
-# losses 0.13 / 0.19 are the simulator's choice). Not the paper's measurements.
+# losses 0.13 / 0.19 are the simulator's choice). Not the paper's measurements. The paper prints
+# these tables as rows (score, method); here they share the layout of the other C-PAC tables.
 #
 # **Writes** `figures/tables/arena_results{,_llama}.{csv,md}` and
 # `figures/tables/arena_results{,_llama}_paper_layout.{csv,md}`.
@@ -40,9 +42,8 @@ import pandas as pd
 from IPython.display import display
 
 from gpac_utils.paper import plotting
-from gpac_utils.paper import simulate as sim
-from gpac_utils.paper import tables as T
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper import results_tables as R
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 pd.set_option("display.width", 200)
@@ -50,90 +51,46 @@ pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
-pairs = None  # ["qwen", "llama"] writes both tables
-scores = None
-eps = None  # None: the paper's eps (0.10 Qwen, 0.15 Llama)
-alpha = None
-pi = None
-trials = None
-cal_ratio = None  # None: 0.5
-bound = None
-sampling = None
-rule = None
-valid_bounds = None
-valid_sampling = None
-valid_rule = None
-k = None
-clustering_method = None
-clusterings = None  # ["split", "joint"]
-loss_bound = None  # upper bound B of the loss (1 for the simulated semantic loss)
-seed = None
+pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
+scores = None  # uncertainty score columns
+eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
+trials = None  # random calibration/test splits
+overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml
 
 # %%
-cfg = profiles.resolve(profile, T.PRESETS["arena"], pairs=pairs, scores=scores, eps=eps, alpha=alpha, pi=pi,
-                       trials=trials, cal_ratio=cal_ratio, bound=bound, sampling=sampling, rule=rule,
-                       valid_bounds=valid_bounds, valid_sampling=valid_sampling, valid_rule=valid_rule, k=k,
-                       clustering_method=clustering_method, clusterings=clusterings, loss_bound=loss_bound,
-                       seed=seed)
+cfg = config.load("23_table_arena", profile, pairs=pairs, scores=scores, eps=eps, trials=trials, **overrides)
 cfg
 
 # %% [markdown]
-# ## The data
-# The semantic loss is continuous: its mean and quantiles per pair.
+# ## Run, summarize, save
+# For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
+# paper's recipe, then the group method alone with each valid bound, all on the same splits.
+# `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
+# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
+# configuration names.
 
 # %%
-data = {pair: sim.load("arena_hard", pair) for pair in cfg["pairs"]}
-pd.DataFrame({pair: df["loss"].describe() for pair, df in data.items()}).round(3)
+built = R.make_tables(cfg)
 
 # %% [markdown]
-# ## Run the experiment
+# ## The results
+# Per table: the loss of its data; the valid bounds compared (mean share routed to the
+# non-thinking model, STP, largest per-group violation rate); the paper layout — cells read
+# **ours (paper)** in percent, columns "… valid" use the valid recipe (no paper counterpart),
+# the row "Violation (%)" is the largest per-group violation rate over the $T$ trials (a valid
+# method keeps it at most $\alpha = 5\%$ up to Monte Carlo error; its MCSE is in the CSV); the
+# per-group violation rates (share of trials in which a group's risk over the whole table
+# exceeds $\varepsilon$); and the mean test error per group, both with the paper's recipe.
 
 # %%
-results, summaries = {}, {}
-for pair in cfg["pairs"]:
-    name = T.TABLE_NAMES[("arena", pair)]
-    results[name] = T.run_table(
-        name, {"arena_hard": data[pair]}, scores=cfg["scores"], eps=cfg["eps"], alpha=cfg["alpha"], pi=cfg["pi"],
-        trials=cfg["trials"], cal_ratio=cfg["cal_ratio"], bound=cfg["bound"], sampling=cfg["sampling"],
-        rule=cfg["rule"], valid_bounds=cfg["valid_bounds"], valid_sampling=cfg["valid_sampling"],
-        valid_rule=cfg["valid_rule"], clusterings=cfg["clusterings"], k=cfg["k"],
-        clustering_method=cfg["clustering_method"], loss_bound=cfg["loss_bound"], seed=cfg["seed"])
-    summaries[name] = T.summarize_table(results[name])
-
-valid_choice = {}
-for name, s in summaries.items():
-    valid_choice[name], comparison = T.pick_valid_bound(s)
-    print(f"{name}: tighter valid bound = {valid_choice[name]}")
-    display(comparison.round(2))
-
-# %% [markdown]
-# ## The tables: ours (paper), percent
-# The paper prints these tables as rows (score, method); here they share the layout of the
-# other C-PAC tables (columns score × method). "Violation (%)": the largest per-cluster
-# violation rate (MCSE in the CSV).
-
-# %%
-for name, s in summaries.items():
-    side, layout = T.save_tables(s, name, valid_choice[name])
-    print(f"== {T.TABLE_SPECS[name].label}, eps = {T.resolve_eps(name, cfg['eps'])['arena_hard']}, "
-          f"trials = {cfg['trials']}")
-    display(layout)
-
-# %% [markdown]
-# ## Mean test loss per learned cluster (paper setting)
-# `c0` holds the most confident answers, `c2` the least confident ones.
-
-# %%
-for name, r in results.items():
-    cat = T.category_errors(r, setting="paper")
-    view = cat.pivot_table(index=["clustering", "group"], columns=["score", "method"], values="mean")
-    print(f"== {name}: mean test loss (%)")
-    display((100 * view).round(2))
+for title, frame in R.views(built):
+    print(f"== {title}")
+    display(frame)
 
 # %% [markdown]
 # ## Reading the result
 # With a continuous loss the picture matches the verifiable benchmarks: PAC's single threshold
-# leaves one learned cluster above $\varepsilon$ on average for some scores, C-PAC's per-cluster
+# leaves one learned group above $\varepsilon$ on average for some scores, C-PAC's per-group
 # thresholds do not. Because the simulated semantic loss is rarely exactly zero, even confident
 # answers cost something, and the valid calibration (importance-weighted terms with range
-# $B/\pi = 2$) certifies much less than the paper's setting.
+# $B/\pi = 2$) certifies much less than the paper's recipe.

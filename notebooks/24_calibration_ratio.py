@@ -19,7 +19,7 @@
 # varies, Qwen pair, $\alpha = 0.05$, $\varepsilon$ as in `table:01_results_known`
 # (0.05 / 0.08 / 0.15), red dashed line = $\varepsilon$.
 #
-# **Settings.** The paper's (`resample`, CLT, `max`, $\pi=0.5$, $T=100$). The paper does not
+# **Settings** (`notebooks/config/24_calibration_ratio.yaml`). The paper's (`resample`, CLT, `max`, $\pi=0.5$, $T=100$). The paper does not
 # list the ratios it used; we use 0.3, 0.4, …, 0.8.
 #
 # **Reads** `data/simulated/<benchmark>__qwen.parquet` (simulated stand-ins, see
@@ -29,45 +29,31 @@
 # **Runtime** (2 cores, measured): fast profile ~7 s; paper profile ~20–25 s.
 
 # %%
-
-from gpac_utils.paper import plotting
+from gpac_utils.paper import calibration_ratio as C
+from gpac_utils.paper import plotting, reference
 from gpac_utils.paper import simulate as sim
-from gpac_utils.paper import tables as T
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-pair = None
-benchmarks = None
-scores = None
 ratios = None  # calibration ratios
-eps = None  # None: the paper's eps of table:01_results_known (per benchmark)
-alpha = None
-pi = None
-trials = None
-bound = None
-sampling = None
-rule = None
-seed = None
+trials = None  # random calibration/test splits per ratio
+overrides = {}  # any other setting of notebooks/config/24_calibration_ratio.yaml
 
 # %%
-cfg = profiles.resolve(profile, T.PRESETS["calibration_ratio"], pair=pair, benchmarks=benchmarks, scores=scores,
-                       ratios=ratios, eps=eps, alpha=alpha, pi=pi, trials=trials, bound=bound, sampling=sampling,
-                       rule=rule, seed=seed)
-table_name = T.TABLE_NAMES[("known", cfg["pair"])]
-eps_map = {b: e for b, e in T.resolve_eps(table_name, cfg["eps"]).items() if b in cfg["benchmarks"]}
+cfg = config.load("24_calibration_ratio", profile, ratios=ratios, trials=trials, **overrides)
+eps_map = reference.resolve_eps(reference.table_name("known", cfg.pair), cfg.eps)
+eps_map = {b: eps_map[b] for b in cfg.benchmarks}
 cfg, eps_map
 
 # %% [markdown]
 # ## Run PAC and G-PAC at every ratio
 
 # %%
-data = {b: sim.load(b, cfg["pair"]) for b in cfg["benchmarks"]}
-summary = T.run_calibration_ratio(data, eps_map, cfg["ratios"], scores=cfg["scores"], alpha=cfg["alpha"],
-                                  pi=cfg["pi"], trials=cfg["trials"], bound=cfg["bound"], sampling=cfg["sampling"],
-                                  rule=cfg["rule"], seed=cfg["seed"])
+data = {b: sim.load_simulated(b, cfg.pair) for b in cfg.benchmarks}
+summary = C.run_calibration_ratio(data, eps_map, cfg)
 cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_rate", "trials"]
 plotting.save_table(summary[cols], "calibration_ratio")
 summary[cols].round(2).head(12)
@@ -76,8 +62,8 @@ summary[cols].round(2).head(12)
 # ## fig:results_calibration_ratio_math500
 
 # %%
-if "math500" in cfg["benchmarks"]:
-    fig = T.plot_calibration_ratio(summary[summary.dataset == "math500"], colors=plotting.METHOD_COLORS)
+if "math500" in cfg.benchmarks:
+    fig = C.plot_calibration_ratio(summary[summary.dataset == "math500"], colors=plotting.METHOD_COLORS)
     plotting.savefig(fig, "results_calibration_ratio_math500")
 
 # %% [markdown]
@@ -86,9 +72,8 @@ if "math500" in cfg["benchmarks"]:
 # %%
 other = summary[summary.dataset != "math500"]
 if len(other):
-    fig = T.plot_calibration_ratio(other, colors=plotting.METHOD_COLORS)
+    fig = C.plot_calibration_ratio(other, colors=plotting.METHOD_COLORS)
     plotting.savefig(fig, "results_calibration_ratio_other")
-
 # %% [markdown]
 # ## Reading the result
 # Error$_{\rm Gap}$ per method and ratio (%): G-PAC stays at zero at every ratio while marginal

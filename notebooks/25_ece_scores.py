@@ -16,7 +16,7 @@
 # **Reproduces** `fig:expected_error_uncertainty`: the expected calibration error (ECE) of the
 # logits-based, verbalized and router-based scores on MATH-500, ZebraLogic and GPQA (Qwen pair),
 # as reliability diagrams. Confidence = $1-U$, outcome = the non-thinking model's correctness,
-# 10 equal-width bins (`gpac_utils.llm.scoring.expected_calibration_error`).
+# 10 equal-width bins (`gpac_utils.metrics.expected_calibration_error`).
 # The paper's point: PAC-style routing needs no calibrated score (the tables of notebooks 21–22
 # control the loss with every score).
 #
@@ -32,36 +32,33 @@
 # %%
 import pandas as pd
 
-from gpac_utils.paper import plotting
+from gpac_utils.paper import ece, plotting
 from gpac_utils.paper import simulate as sim
-from gpac_utils.paper import tables as T
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
 pair = None  # pair drawn in the figure (the paper: Qwen)
-benchmarks = None
-scores = None
-n_bins = None
+overrides = {}  # any other setting of notebooks/config/25_ece_scores.yaml
 
 # %%
-cfg = profiles.resolve(profile, T.PRESETS["ece"], pair=pair, benchmarks=benchmarks, scores=scores, n_bins=n_bins)
+cfg = config.load("25_ece_scores", profile, pair=pair, **overrides)
 cfg
 
 # %% [markdown]
 # ## ECE per benchmark and score, both pairs (%)
 
 # %%
-ece = []
+ece_pairs = []
 for p in sim.PAIRS:
-    t = T.ece_table({b: sim.load(b, p) for b in cfg["benchmarks"]}, cfg["scores"], cfg["n_bins"])
+    t = ece.ece_table({b: sim.load_simulated(b, p) for b in cfg.benchmarks}, cfg.scores, cfg.n_bins)
     t.insert(0, "pair", p)
-    ece.append(t)
-ece = pd.concat(ece, ignore_index=True)
-plotting.save_table(ece, "ece_scores")
-ece.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
+    ece_pairs.append(t)
+ece_pairs = pd.concat(ece_pairs, ignore_index=True)
+plotting.save_table(ece_pairs, "ece_scores")
+ece_pairs.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
 
 # %% [markdown]
 # ## fig:expected_error_uncertainty
@@ -69,6 +66,5 @@ ece.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(
 # dashed: perfect calibration.
 
 # %%
-fig = T.plot_reliability_grid({b: sim.load(b, cfg["pair"]) for b in cfg["benchmarks"]}, cfg["scores"],
-                              cfg["n_bins"])
+fig = ece.plot_reliability_grid({b: sim.load_simulated(b, cfg.pair) for b in cfg.benchmarks}, cfg.scores, cfg.n_bins)
 plotting.savefig(fig, "expected_error_uncertainty")

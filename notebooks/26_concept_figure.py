@@ -29,26 +29,23 @@
 # **Runtime**: a few seconds on both profiles (no randomness).
 
 # %%
-from gpac_utils.paper import plotting
+from gpac_utils.paper import concept, plotting, reference
 from gpac_utils.paper import simulate as sim
-from gpac_utils.paper import tables as T
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-pair = None
 dataset = None  # a benchmark with known groups
-score = None
-eps = None  # None: the paper's eps of table:01_results_known for this benchmark and pair
+score = None  # score column
+overrides = {}  # any other setting of notebooks/config/26_concept_figure.yaml
 
 # %%
-cfg = profiles.resolve(profile, T.PRESETS["concept"], pair=pair, dataset=dataset, score=score, eps=eps)
-if cfg["eps"] is None:
-    cfg["eps"] = T.resolve_eps(T.TABLE_NAMES[("known", cfg["pair"])])[cfg["dataset"]]
-table = sim.load(cfg["dataset"], cfg["pair"])
-cfg
+cfg = config.load("26_concept_figure", profile, dataset=dataset, score=score, **overrides)
+eps = reference.resolve_eps(reference.table_name("known", cfg.pair))[cfg.dataset] if cfg.eps is None else cfg.eps
+table = sim.load_simulated(cfg.dataset, cfg.pair)
+cfg, eps
 
 # %% [markdown]
 # ## Population thresholds
@@ -57,7 +54,7 @@ cfg
 # at most $\varepsilon$ (for the binary loss: the items the cheap model does not get wrong).
 
 # %%
-thr = T.population_thresholds(table, cfg["score"], cfg["eps"])
+thr = concept.population_thresholds(table, cfg.score, eps)
 plotting.save_table(thr, "clustered-pac_thresholds", floatfmt=".3f")
 thr.round(3)
 
@@ -65,8 +62,8 @@ thr.round(3)
 # ## fig:clustered-pac
 
 # %%
-curves = T.group_risk_curves(table, cfg["score"])
-fig = T.plot_concept(curves, thr, cfg["eps"],
-                     title=f"{T.TITLES[cfg['dataset']]}, {cfg['pair']} pair, {T.SCORE_LABELS.get(cfg['score'], cfg['score'])} "
-                           f"score, eps = {cfg['eps']} (simulated data)")
+curves = concept.group_risk_curves(table, cfg.score)
+title = (f"{reference.TITLES[cfg.dataset]}, {cfg.pair} pair, {reference.SCORE_LABELS.get(cfg.score, cfg.score)} "
+         f"score, eps = {eps} (simulated data)")
+fig = concept.plot_concept(curves, thr, eps, title=title)
 plotting.savefig(fig, "clustered-pac")

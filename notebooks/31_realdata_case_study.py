@@ -50,9 +50,9 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils.paper import plotting
-from gpac_utils.paper import tables as T
-from gpac_utils.workflow import config as profiles
+from gpac_utils.paper import plotting, realdata
+from gpac_utils.paper import results_tables as R
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 pd.set_option("display.width", 200)
@@ -60,36 +60,23 @@ pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
-data_path = None  # CSV/parquet; None: ../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv
-columns = None  # {source column: schema column}; None: the mapping for the default file
-scores = None  # score columns (after mapping)
-eps = None
-alpha = None
-pi = None
-trials = None
-cal_ratio = None
-bound = None  # paper setting
-sampling = None
-rule = None
-valid_bounds = None  # valid setting: bernoulli sampling, first-crossing rule
-k = None  # C-PAC clusters
-chars_per_token = None  # cost model (only when the table has no token counts)
-hidden_think_tokens = None  # assumed hidden reasoning tokens of the thinking model per item
-seed = None
+data_path = None  # CSV or parquet table; None reads the default file under ../shared/realdata
+scores = None  # score columns (after the column mapping)
+eps = None  # risk tolerance
+trials = None  # random calibration/test splits
+overrides = {}  # any other setting of notebooks/config/31_realdata_case_study.yaml, e.g. columns
 
 # %%
-cfg = profiles.resolve(profile, T.PRESETS["realdata"], data_path=data_path, columns=columns, scores=scores, eps=eps,
-                       alpha=alpha, pi=pi, trials=trials, cal_ratio=cal_ratio, bound=bound, sampling=sampling,
-                       rule=rule, valid_bounds=valid_bounds, k=k, chars_per_token=chars_per_token,
-                       hidden_think_tokens=hidden_think_tokens, seed=seed)
-path = T.resolve_data_path(cfg["data_path"])
+cfg = config.load("31_realdata_case_study", profile, data_path=data_path, scores=scores, eps=eps, trials=trials,
+                  **overrides)
+path = realdata.resolve_data_path(cfg.data_path)
 available = path.exists()
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
     print("No real table here. Point the notebook at one, e.g.\n"
           "  python -m gpac_utils.workflow.runner 31 --profile paper -p data_path=/path/to/table.csv "
-          "-p \"columns={'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
-          "'my_score': 'score_mine'}\" -p \"scores=['score_mine']\"\n"
+          "-p \"overrides={'columns': {'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
+          "'my_score': 'score_mine'}}\" -p \"scores=['score_mine']\"\n"
           "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
           "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
           "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder.")
@@ -102,57 +89,23 @@ cfg
 
 # %%
 if available:
-    raw = pd.read_csv(path) if path.suffix.lower() in (".csv", ".tsv") else pd.read_parquet(path)
-    table = T.realdata_table(raw, cfg["columns"], chars_per_token=cfg["chars_per_token"],
-                             hidden_think_tokens=cfg["hidden_think_tokens"])
-    display(T.group_summary(table).round(2))
+    table = realdata.read_realdata(path, cfg)
+    display(realdata.group_summary(table).round(2))
 
 # %% [markdown]
-# ## Run PAC, G-PAC and C-PAC (paper and valid settings)
+# ## Run PAC, G-PAC and C-PAC (paper and valid recipes)
+# The same code path as the paper tables (notebooks 21–23), on the real table: PAC vs G-PAC on
+# the subjects, PAC vs C-PAC with disjoint and joint clustering. No paper numbers exist for this
+# table. "Violation" is the largest per-group share of trials in which the group's risk over the
+# whole table exceeds $\varepsilon$ (groups: the subjects for PAC vs G-PAC, C-PAC's learned
+# groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
 if available:
-    results = T.run_realdata(table, eps=cfg["eps"], scores=cfg["scores"], alpha=cfg["alpha"], pi=cfg["pi"],
-                             trials=cfg["trials"], cal_ratio=cfg["cal_ratio"], bound=cfg["bound"],
-                             sampling=cfg["sampling"], rule=cfg["rule"], valid_bounds=cfg["valid_bounds"],
-                             k=cfg["k"], seed=cfg["seed"])
-    summary = T.summarize_table(results)
-    best, comparison = T.pick_valid_bound(summary)
-    print(f"tighter valid bound here: {best}")
-    display(comparison.round(2))
-
-# %% [markdown]
-# ## Results (%), known subjects and learned clusters
-# No paper numbers exist for this table. "Violation" is the largest per-group share of trials in
-# which the group's risk over the whole table exceeds $\varepsilon$ (groups: the subjects for
-# PAC vs G-PAC, C-PAC's learned clusters otherwise).
-
-# %%
-if available:
-    side, layout = T.save_tables(summary, None, best, file_name="realdata_case_study", layout_suffix="_layout",
-                                 rows=T.LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),))
-    display(layout)
-
-# %% [markdown]
-# ## Per-subject violation rates and mean test errors (known groups)
-
-# %%
-if available:
-    gv = T.group_violations(results[results.clustering == "known"])
-    gv = gv[["setting", "method", "score", "bound", "group", "violation", "violation_mcse", "mean_error",
-             "mean_pop_risk", "n_test"]]
-    plotting.save_table(gv, "realdata_group_violations", floatfmt=".3f")
-    display(gv.pivot_table(index="group", columns=["setting", "method", "bound"], values="violation").round(2))
-
-# %% [markdown]
-# ## Per-subject test error, PAC vs G-PAC (paper setting)
-
-# %%
-if available:
-    cat = T.category_errors(results[results.clustering == "known"], setting="paper")
-    fig = T.plot_category_errorbars(cat, {"real": cfg["eps"]}, colors=plotting.METHOD_COLORS,
-                                    scores=cfg["scores"], title=f"{path.name}: eps = {cfg['eps']}")
-    plotting.savefig(fig, "realdata_errorbar_category")
+    built = {"realdata_case_study": realdata.build_case_study(table, cfg, path.name)}
+    for title, frame in R.views(built):
+        print(f"== {title}")
+        display(frame)
 
 # %% [markdown]
 # ## Reading the result

@@ -13,7 +13,7 @@ Generative model (one item ``i`` in group ``g``; all noises independent standard
 1. *Latent difficulty* (benchmark level, shared by both model pairs so that an ``item_id``
    means the same item in both tables)::
 
-       d_i = mu_g + z_i                       mu_g = Group.difficulty
+       d_i = mu_g + z_i                       mu_g = GroupSpec.difficulty
 
 2. *Correctness* (table level). Each model has a latent margin::
 
@@ -55,7 +55,7 @@ Seeding: every draw comes from ``numpy.random.SeedSequence([base_seed, crc32(nam
 Python's salted ``hash()`` — so regeneration is byte-identical.
 
 All parameters live in :data:`SPECS` below (one entry per benchmark, one :class:`PairSpec`
-per model pair); :data:`SCORES` holds the score-model constants shared by all tables.
+per model pair); :data:`SCORE_MODELS` holds the score-model constants shared by all tables.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ import pandas as pd
 
 from .. import data as D
 from ..workflow.paths import SIMULATED
+from .reference import CAL_RATIO, TABLE_SPECS, accuracy, paper_accuracy
 
 BASE_SEED = 20250101
 
@@ -78,7 +79,7 @@ BASE_SEED = 20250101
 
 
 @dataclass(frozen=True)
-class Group:
+class GroupSpec:
     """A known group: label, exact item count (as in the real benchmark), mean difficulty."""
 
     name: str
@@ -88,20 +89,16 @@ class Group:
 
 @dataclass(frozen=True)
 class PairSpec:
-    """One model pair on one benchmark.
+    """One model pair on one benchmark (its overall accuracies come from the paper, see
+    :func:`target_accuracy`).
 
-    ``think_acc`` / ``nothink_acc``: overall accuracies (fractions) from the paper's
-    table:llm_accuracy, matched exactly as counts ``round(acc * n)``. ``eps``: the paper's
-    tolerance for this benchmark and pair. ``a_*``: loadings of the margins on difficulty.
+    ``a_*``: loadings of the margins on difficulty.
     ``think_offset`` / ``nothink_offset``: per-group margin offsets (missing groups: 0).
     ``mean_loss``: target mean semantic loss (Arena-Hard only; not from the paper).
     ``tokens``: (median_think, median_nothink, sigma_think, sigma_nothink, growth_think,
     growth_nothink) of the lognormal token counts.
     """
 
-    think_acc: float | None
-    nothink_acc: float | None
-    eps: float
     a_think: float = 1.0
     a_nothink: float = 1.0
     think_offset: dict[str, float] = field(default_factory=dict)
@@ -113,14 +110,13 @@ class PairSpec:
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """A benchmark: display name, type (paper table:splitting_settings), loss kind,
-    size, groups (``()`` when it has none), the paper's calibration ratio, and the pairs."""
+    size, groups (``()`` when it has none) and the pairs."""
 
     title: str
     kind: str
     loss: str  # "binary" or "semantic"
     n: int
-    groups: tuple[Group, ...]
-    cal_ratio: float
+    groups: tuple[GroupSpec, ...]
     pairs: dict[str, PairSpec]
     #: the group where the paper reports marginal PAC failing (None: no known groups)
     heterogeneous: str | None = None
@@ -132,22 +128,18 @@ SPECS: dict[str, BenchmarkSpec] = {
         kind="Math Reasoning",
         loss="binary",
         n=500,
-        cal_ratio=0.6,
         heterogeneous="Precalculus",
         groups=(
-            Group("Algebra", 124, -0.4),
-            Group("Intermediate Algebra", 97, 0.4),
-            Group("Prealgebra", 82, -0.6),
-            Group("Number Theory", 62, 0.0),
-            Group("Precalculus", 56, 0.2),
-            Group("Geometry", 41, 0.3),
-            Group("Counting & Probability", 38, 0.1),
+            GroupSpec("Algebra", 124, -0.4),
+            GroupSpec("Intermediate Algebra", 97, 0.4),
+            GroupSpec("Prealgebra", 82, -0.6),
+            GroupSpec("Number Theory", 62, 0.0),
+            GroupSpec("Precalculus", 56, 0.2),
+            GroupSpec("Geometry", 41, 0.3),
+            GroupSpec("Counting & Probability", 38, 0.1),
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.962,
-                nothink_acc=0.928,
-                eps=0.05,
                 a_think=1.2,
                 a_nothink=1.0,
                 think_offset={"Precalculus": 0.8},
@@ -155,9 +147,6 @@ SPECS: dict[str, BenchmarkSpec] = {
                 tokens=(4500, 750, 0.5, 0.45, 0.35, 0.15),
             ),
             "llama": PairSpec(
-                think_acc=0.858,
-                nothink_acc=0.452,
-                eps=0.42,
                 a_think=1.0,
                 a_nothink=1.0,
                 think_offset={"Precalculus": 0.8},
@@ -171,19 +160,15 @@ SPECS: dict[str, BenchmarkSpec] = {
         kind="Text reasoning",
         loss="binary",
         n=1000,
-        cal_ratio=0.5,
         heterogeneous="X-Large",
         groups=(
-            Group("Small", 320, -0.6),
-            Group("Medium", 280, -0.1),
-            Group("Large", 200, 0.3),
-            Group("X-Large", 200, 0.6),
+            GroupSpec("Small", 320, -0.6),
+            GroupSpec("Medium", 280, -0.1),
+            GroupSpec("Large", 200, 0.3),
+            GroupSpec("X-Large", 200, 0.6),
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.892,
-                nothink_acc=0.804,
-                eps=0.08,
                 a_think=1.0,
                 a_nothink=1.0,
                 think_offset={"X-Large": 0.6},
@@ -191,9 +176,6 @@ SPECS: dict[str, BenchmarkSpec] = {
                 tokens=(9000, 1300, 0.5, 0.45, 0.4, 0.2),
             ),
             "llama": PairSpec(
-                think_acc=0.384,
-                nothink_acc=0.125,
-                eps=0.20,
                 a_think=0.6,
                 a_nothink=0.8,
                 think_offset={"X-Large": 2.0},
@@ -207,18 +189,14 @@ SPECS: dict[str, BenchmarkSpec] = {
         kind="QA Task",
         loss="binary",
         n=448,
-        cal_ratio=0.5,
         heterogeneous="Biology",
         groups=(
-            Group("Physics", 187, 0.0),
-            Group("Chemistry", 183, 0.2),
-            Group("Biology", 78, -0.2),
+            GroupSpec("Physics", 187, 0.0),
+            GroupSpec("Chemistry", 183, 0.2),
+            GroupSpec("Biology", 78, -0.2),
         ),
         pairs={
             "qwen": PairSpec(
-                think_acc=0.4888,
-                nothink_acc=0.4643,
-                eps=0.15,
                 a_think=0.8,
                 a_nothink=0.8,
                 think_offset={"Biology": 0.6},
@@ -226,9 +204,6 @@ SPECS: dict[str, BenchmarkSpec] = {
                 tokens=(7000, 900, 0.5, 0.45, 0.35, 0.15),
             ),
             "llama": PairSpec(
-                think_acc=0.3973,
-                nothink_acc=0.2723,
-                eps=0.20,
                 a_think=0.8,
                 a_nothink=0.8,
                 think_offset={"Biology": 0.6},
@@ -242,21 +217,14 @@ SPECS: dict[str, BenchmarkSpec] = {
         kind="Open-domain",
         loss="semantic",
         n=500,
-        cal_ratio=0.5,
         groups=(),
         pairs={
             "qwen": PairSpec(
-                think_acc=None,
-                nothink_acc=None,
-                eps=0.10,
                 a_nothink=1.0,
                 mean_loss=0.13,
                 tokens=(3000, 1200, 0.5, 0.45, 0.3, 0.15),
             ),
             "llama": PairSpec(
-                think_acc=None,
-                nothink_acc=None,
-                eps=0.15,
                 a_nothink=1.0,
                 mean_loss=0.19,
                 tokens=(2200, 900, 0.55, 0.45, 0.3, 0.15),
@@ -277,7 +245,7 @@ class ScoreModel:
 
 
 #: Score-model constants shared by all tables (the router sees only the difficulty).
-SCORES = {
+SCORE_MODELS = {
     "score_logits": ScoreModel(kappa=0.25, rho=0.4, tau=1.0, scale=1.2),
     "score_verbalized": ScoreModel(kappa=0.25, rho=0.3, tau=1.4, scale=1.0),
     "score_router": ScoreModel(kappa=0.0, rho=0.0, tau=1.5, scale=0.8),
@@ -292,7 +260,7 @@ ROUTER_INTERCEPT = 0.0
 # Public names
 # --------------------------------------------------------------------------------------
 
-BENCHMARKS: tuple[str, ...] = tuple(SPECS)
+SIMULATED_BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 PAIRS: tuple[str, ...] = ("qwen", "llama")
 #: model names per pair: (thinking, non-thinking)
 MODELS = {
@@ -300,12 +268,12 @@ MODELS = {
     "llama": ("DeepSeek-R1-Distill-Llama-8B", "Llama-3.1-8B-Instruct"),
 }
 #: the paper's eps per (benchmark, pair) (Tables 01_results_known, 01_llama_results, arena)
-EPS = {(b, p): SPECS[b].pairs[p].eps for b in BENCHMARKS for p in PAIRS}
+EPS = {(b, s.pair): s.eps[b] for s in TABLE_SPECS.values() if s.family in ("known", "arena") for b in s.benchmarks}
 
 
 def _check(benchmark: str, pair: str | None = None) -> BenchmarkSpec:
     if benchmark not in SPECS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {list(BENCHMARKS)}")
+        raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {list(SIMULATED_BENCHMARKS)}")
     if pair is not None and pair not in PAIRS:
         raise ValueError(f"unknown model pair {pair!r}; choose one of {list(PAIRS)}")
     return SPECS[benchmark]
@@ -353,6 +321,25 @@ def _top_k(margin: np.ndarray, k: int) -> np.ndarray:
 def exact_count(acc: float, n: int) -> int:
     """The number of correct items, ``round(acc * n)`` (half up)."""
     return int(np.floor(acc * n + 0.5))
+
+
+def target_accuracy(benchmark: str, pair: str, role: str) -> float:
+    """The overall accuracy a simulated model is given: the paper's ``table:llm_accuracy``.
+
+    Parameters
+    ----------
+    benchmark, pair : str
+        A verifiable benchmark and a model pair.
+    role : {"think", "nothink"}
+        The thinking or the non-thinking model.
+
+    Returns
+    -------
+    float
+        A fraction, matched exactly as the count ``round(acc * n)``.
+    """
+    _check(benchmark, pair)
+    return accuracy(benchmark, pair, role)
 
 
 def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
@@ -403,7 +390,7 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
         "nothink_margin": -p.a_nothink * d + o_n + e_n,
         "nothink_noise": e_n,
     }
-    for name in SCORES:
+    for name in SCORE_MODELS:
         comp[f"noise_{name}"] = rng.standard_normal(n)
     comp["verbal_trials"] = rng.standard_normal((n, VERBAL_TRIALS))
     comp["token_noise_think"] = rng.standard_normal(n)
@@ -413,7 +400,7 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
 
 def perceived_margin(comp: dict[str, np.ndarray], a_nothink: float, score: str) -> np.ndarray:
     """The score's view of the non-thinking margin (see the module docstring)."""
-    s = SCORES[score]
+    s = SCORE_MODELS[score]
     return (
         -a_nothink * comp["difficulty"]
         + s.kappa * comp["group_offset_nothink"]
@@ -422,13 +409,13 @@ def perceived_margin(comp: dict[str, np.ndarray], a_nothink: float, score: str) 
     )
 
 
-def router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndarray:
+def simulated_router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndarray:
     """Input-only router score: a fixed function of the latent difficulty and its own noise.
 
     It takes no argument about the non-thinking answer, so it cannot depend on whether that
     answer is correct (beyond what the difficulty implies).
     """
-    s = SCORES["score_router"]
+    s = SCORE_MODELS["score_router"]
     z = (difficulty - difficulty.mean()) / difficulty.std()
     return _sigmoid(ROUTER_INTERCEPT + s.scale * z + s.tau * noise)
 
@@ -443,8 +430,8 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     out = it[[c for c in (D.ID, D.GROUP) if c in it.columns]].copy()
 
     if spec.loss == "binary":
-        t = _top_k(comp["think_margin"], exact_count(p.think_acc, n))
-        nt = _top_k(comp["nothink_margin"], exact_count(p.nothink_acc, n))
+        t = _top_k(comp["think_margin"], exact_count(target_accuracy(benchmark, pair, "think"), n))
+        nt = _top_k(comp["nothink_margin"], exact_count(target_accuracy(benchmark, pair, "nothink"), n))
         out[D.LOSS] = D.binary_loss(t, nt)
         out[D.THINK_CORRECT] = t
         out[D.NOTHINK_CORRECT] = nt
@@ -468,13 +455,13 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     ).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
-    sl = SCORES["score_logits"]
+    sl = SCORE_MODELS["score_logits"]
     pl = perceived_margin(comp, p.a_nothink, "score_logits")
     cl = _solve_intercept(lambda c: _sigmoid(c - sl.scale * pl), err_rate)
     out["score_logits"] = _sigmoid(cl - sl.scale * pl)
 
     # verbalized: 10 overconfident confidences on the 0.1 grid
-    sv = SCORES["score_verbalized"]
+    sv = SCORE_MODELS["score_verbalized"]
     pv = perceived_margin(comp, p.a_nothink, "score_verbalized")[:, None]
     trials = VERBAL_TRIAL_NOISE * comp["verbal_trials"]
     target_conf = acc_n + OVERCONFIDENCE * (1.0 - acc_n)
@@ -484,21 +471,21 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     out["score_verbalized"] = (100 - tenths.sum(axis=1)).astype(float) / 100.0
 
     # router: input only
-    out["score_router"] = router_score(d, comp["noise_score_router"])
+    out["score_router"] = simulated_router_score(d, comp["noise_score_router"])
     return out
 
 
 def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
     """Regenerate all 8 tables (4 benchmarks x 2 pairs) as zstd parquet files."""
     paths = []
-    for b in BENCHMARKS:
+    for b in SIMULATED_BENCHMARKS:
         for p in PAIRS:
             df = simulate_table(b, p, seed=seed)
             paths.append(D.write_table(df, table_path(b, p, folder)))
     return paths
 
 
-def load(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
+def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
     """Read one committed simulated table, validated by :func:`gpac_utils.data.read_table`."""
     spec = _check(benchmark, pair)
     return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
@@ -508,13 +495,6 @@ def load(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
 # Paper tables computed from the data
 # --------------------------------------------------------------------------------------
 
-#: the paper's table:llm_accuracy (percent), keyed by (benchmark, model)
-PAPER_ACCURACY = {
-    (b, MODELS[p][i]): 100 * (SPECS[b].pairs[p].think_acc if i == 0 else SPECS[b].pairs[p].nothink_acc)
-    for b in ("math500", "zebralogic", "gpqa")
-    for p in PAIRS
-    for i in (0, 1)
-}
 #: column order of table:llm_accuracy
 ACCURACY_COLUMNS = (MODELS["qwen"][1], MODELS["qwen"][0], MODELS["llama"][1], MODELS["llama"][0])
 VERIFIABLE = ("math500", "zebralogic", "gpqa")
@@ -532,7 +512,8 @@ def splitting_settings(tables: dict[str, pd.DataFrame], cal_ratios: dict[str, fl
     """Paper table:splitting_settings from the tables (``{benchmark: table}``) and cal ratios."""
     rows = []
     for b, df in tables.items():
-        ratio = (cal_ratios or {}).get(b, _check(b).cal_ratio)
+        _check(b)
+        ratio = (cal_ratios or {}).get(b, CAL_RATIO[b])
         n_cal, n_test = split_sizes(len(df), ratio)
         rows.append(
             {
@@ -567,7 +548,8 @@ def accuracy_vs_paper(acc: pd.DataFrame) -> pd.DataFrame:
     """Long form of :func:`llm_accuracy` beside the paper's numbers."""
     title_to_key = {SPECS[b].title: b for b in SPECS}
     long = acc.melt(id_vars="Dataset", var_name="Model", value_name="simulated")
-    long["paper"] = [PAPER_ACCURACY[(title_to_key[d], m)] for d, m in zip(long["Dataset"], long["Model"])]
+    ref = paper_accuracy().set_index(["dataset", "model"])["value"]
+    long["paper"] = [float(ref[(title_to_key[d], m)]) for d, m in zip(long["Dataset"], long["Model"])]
     long["difference"] = long["simulated"] - long["paper"]
     return long
 
@@ -611,9 +593,9 @@ def parameter_table() -> tuple[pd.DataFrame, pd.DataFrame]:
                     "pair": pair,
                     "n": spec.n,
                     "loss": spec.loss,
-                    "think acc": "" if p.think_acc is None else f"{p.think_acc:.4g}",
-                    "nothink acc": "" if p.nothink_acc is None else f"{p.nothink_acc:.4g}",
-                    "eps": f"{p.eps:g}",
+                    "think acc": "" if spec.loss == "semantic" else f"{target_accuracy(b, pair, 'think'):.4g}",
+                    "nothink acc": "" if spec.loss == "semantic" else f"{target_accuracy(b, pair, 'nothink'):.4g}",
+                    "eps": f"{EPS[(b, pair)]:g}",
                     "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}",
                     "a_nothink": f"{p.a_nothink:g}",
                     "offsets o_think / o_nothink": "; ".join(
@@ -629,13 +611,6 @@ def parameter_table() -> tuple[pd.DataFrame, pd.DataFrame]:
 def group_loss_rates(df: pd.DataFrame) -> pd.Series:
     """Mean loss per group (for binary loss: the rate of 'thinking right, non-thinking wrong')."""
     return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()
-
-
-# Notebook presets (notebooks/20_data_overview.py); both profiles are fast (seconds).
-OVERVIEW_PRESETS = {
-    "fast": {"benchmarks": list(VERIFIABLE), "regenerate": False, "seed": BASE_SEED},
-    "paper": {"benchmarks": list(VERIFIABLE), "regenerate": False, "seed": BASE_SEED},
-}
 
 
 def main() -> None:  # pragma: no cover - thin CLI

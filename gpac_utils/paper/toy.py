@@ -26,8 +26,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from scipy import special, stats
+from tqdm.auto import tqdm
 
+from .. import metrics
+from ..calibrate import ALL, CPAC, GPAC, method_class
 from ..data import GROUP, ID, LOSS, NOTHINK_CORRECT, NOTHINK_TOKENS, THINK_CORRECT, THINK_TOKENS, validate
+from ..partition import ScorePartitioner
+from ..recipe import PAPER
 
 SCORE = "score_logits"
 
@@ -101,7 +106,7 @@ def toy_group_share_routed(threshold: float, group: str) -> float:
 
 
 # --------------------------------------------------------------------------- quickstart helpers
-#: Settings of notebooks/00_quickstart.py by run profile (see :func:`gpac_utils.workflow.config.resolve`).
+#: Settings of notebooks/00_quickstart.py by run profile (to move to ``notebooks/config/00_quickstart.yaml``).
 QUICKSTART_PRESETS = {
     "fast": {
         "n_cal": 3000,
@@ -126,8 +131,7 @@ QUICKSTART_PRESETS = {
         "seed": 0,
     },
 }
-QUICKSTART_METHODS = ("pac", "gpac", "cpac")
-ALL = "__all__"
+QUICKSTART_METHODS = ("PAC", "G-PAC", "C-PAC")
 
 
 def loss_by_score_bin(df: pd.DataFrame, bins: int = 10, score: str = SCORE) -> pd.DataFrame:
@@ -154,14 +158,38 @@ def fit_methods(
     seed: int = 0,
     methods=QUICKSTART_METHODS,
 ) -> dict:
-    """Fit PAC, G-PAC and C-PAC on a calibration table; returns ``{printed name: fitted calibrator}``."""
-    from ..calibrate import METHODS
+    """Fit PAC, G-PAC and C-PAC on a calibration table.
 
+    The recipe is the paper's resampling scheme (pi = 0.5) with ``bound`` and the
+    first-crossing rule.
+
+    Parameters
+    ----------
+    cal : pandas.DataFrame
+        A toy calibration table (:func:`toy_population`).
+    eps, alpha : float
+        Target risk and miscoverage.
+    bound : str, default "clt"
+        Upper confidence bound.
+    k : int, default 3
+        C-PAC's number of learned groups.
+    seed : int, default 0
+        Method ``i`` is seeded with ``seed * 1000 + i``.
+    methods : sequence of str
+        Method names (``"PAC"``, ``"G-PAC"``, ``"C-PAC"``).
+
+    Returns
+    -------
+    dict
+        ``{method name: fitted calibrator}``.
+    """
+    recipe = PAPER.replace(bound=bound, rule="first-crossing")
     fitted = {}
     for i, m in enumerate(methods):
-        kw = {"k": k} if m == "cpac" else {}
-        cal_obj = METHODS[m](eps, alpha=alpha, bound=bound, seed=seed * 1000 + i, **kw)
-        groups = cal[GROUP].to_numpy() if m == "gpac" else None
+        cls = method_class(m)
+        kw = {"partitioner": ScorePartitioner(k)} if cls is CPAC else {}
+        cal_obj = cls(eps, alpha, recipe, seed=seed * 1000 + i, **kw)
+        groups = cal[GROUP].to_numpy() if cls is GPAC else None
         cal_obj.fit(cal[SCORE].to_numpy(float), cal[LOSS].to_numpy(float), groups)
         fitted[cal_obj.name] = cal_obj
     return fitted
@@ -185,8 +213,6 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
     (C-PAC's score clusters ``c0..``, when C-PAC is among ``fitted``: every method is measured on
     them) or ``all`` (group ``__all__``, the whole test set).
     """
-    from .. import metrics
-
     u, loss, g = test[SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
     learned = fitted["C-PAC"].assign(u) if "C-PAC" in fitted else None
     rows = []
@@ -235,13 +261,8 @@ def quickstart_sweep(
     Trial ``t`` draws its calibration set with seed ``[seed, 1, t]``; the test set uses ``[seed, 2]``.
     """
     test = toy_population(n_test, seed=np.random.SeedSequence([seed, 2]).generate_state(1)[0])
-    iterator = range(int(trials))
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, desc="trials", leave=False)
     frames = []
-    for t in iterator:
+    for t in tqdm(range(int(trials)), desc="trials", leave=False, disable=not progress):
         cal = toy_population(n_cal, seed=np.random.SeedSequence([seed, 1, t]).generate_state(1)[0])
         for eps in eps_grid:
             fitted = fit_methods(cal, eps=float(eps), alpha=alpha, bound=bound, k=k, seed=t)
@@ -262,5 +283,5 @@ def sweep_summary(sweep: pd.DataFrame) -> pd.DataFrame:
         trials=("trial", "nunique"),
     ).reset_index()
     out["risk_mcse"] = out["risk_sd"].fillna(0.0) / np.sqrt(out["trials"])
-    out["violation_mcse"] = np.sqrt(out["violation_rate"] * (1 - out["violation_rate"]) / out["trials"])
+    out["violation_mcse"] = metrics.mcse(out["violation_rate"], out["trials"])
     return out.drop(columns="risk_sd")

@@ -1,0 +1,256 @@
+r"""The paper's reported numbers and what each of its results tables is, read from data files.
+
+Everything here is transcribed from the paper's LaTeX (Section 5 and App. G) and lives in
+``gpac_utils/paper/data/``, each row with its source label:
+
+* ``paper_tables.csv``: every cell of the six results tables (percent), one row per
+  ``table, dataset, grouping, score, method, metric``;
+* ``llm_accuracy.csv``: ``table:llm_accuracy`` (percent) per benchmark, pair and model;
+* ``table_specs.yaml``: per table its pair, family, group method, benchmarks and the paper's
+  eps; the paper's calibration ratios; display names.
+
+``grouping`` says how a table's groups were obtained: ``known`` (G-PAC tables), ``split`` (the
+paper's "disjoint" clustering, C-PAC ``mode="split"``) or ``joint``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+DATA = Path(__file__).parent / "data"
+#: The paper's three metrics, in the order of its tables.
+PAPER_METRICS = ("Error", "Error_Gap", "STP")
+#: Table families: which notebook builds them and how their groups are obtained.
+FAMILIES = ("known", "cpac", "arena")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One results table of the paper.
+
+    Parameters
+    ----------
+    name : str
+        File stem of the table (e.g. ``"01_results_known"``).
+    label : str
+        The LaTeX label (e.g. ``"table:01_results_known"``).
+    pair : str
+        Model pair (``"qwen"`` or ``"llama"``).
+    family : str
+        ``"known"``, ``"cpac"`` or ``"arena"`` (see :data:`FAMILIES`).
+    method : str
+        The group method compared with PAC (``"G-PAC"`` or ``"C-PAC"``).
+    benchmarks : tuple of str
+        Benchmarks in the table, in the paper's order.
+    eps : Mapping[str, float]
+        The paper's eps per benchmark.
+    """
+
+    name: str
+    label: str
+    pair: str
+    family: str
+    method: str
+    benchmarks: tuple[str, ...]
+    eps: Mapping[str, float]
+
+    @property
+    def groupings(self) -> tuple[str, ...]:
+        """``("known",)`` for G-PAC tables, ``("split", "joint")`` for C-PAC tables."""
+        return ("known",) if self.method == "G-PAC" else ("split", "joint")
+
+
+@cache
+def _specs_file() -> dict:
+    return yaml.safe_load((DATA / "table_specs.yaml").read_text())
+
+
+def table_specs() -> dict[str, TableSpec]:
+    """Every paper results table by name (from ``table_specs.yaml``)."""
+    out = {}
+    for name, t in _specs_file()["tables"].items():
+        if t["family"] not in FAMILIES:
+            raise ValueError(f"table_specs.yaml: table {name!r} has unknown family {t['family']!r}")
+        out[name] = TableSpec(
+            name, t["label"], t["pair"], t["family"], t["method"], tuple(t["benchmarks"]), dict(t["eps"])
+        )
+    return out
+
+
+TABLE_SPECS: dict[str, TableSpec] = table_specs()
+#: The paper's calibration ratio per benchmark.
+CAL_RATIO: dict[str, float] = dict(_specs_file()["cal_ratio"])
+#: Display names of benchmarks, scores and groupings in the saved tables and figures.
+TITLES: dict[str, str] = dict(_specs_file()["titles"])
+SCORE_LABELS: dict[str, str] = dict(_specs_file()["score_labels"])
+GROUPING_LABELS: dict[str, str] = dict(_specs_file()["grouping_labels"])
+
+
+def table_name(family: str, pair: str) -> str:
+    """The paper table of ``family`` (``known`` / ``cpac`` / ``arena``) for model ``pair``.
+
+    Parameters
+    ----------
+    family : str
+        Table family.
+    pair : str
+        Model pair.
+
+    Returns
+    -------
+    str
+        The table's name, e.g. ``"01_llama_results"``.
+    """
+    hits = [s.name for s in TABLE_SPECS.values() if s.family == family and s.pair == pair]
+    if len(hits) != 1:
+        pairs = sorted({s.pair for s in TABLE_SPECS.values()})
+        raise ValueError(f"family/pair: no paper table for ({family!r}, {pair!r}); families {FAMILIES}, pairs {pairs}")
+    return hits[0]
+
+
+def _spec(name: str) -> TableSpec:
+    if name not in TABLE_SPECS:
+        raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
+    return TABLE_SPECS[name]
+
+
+@cache
+def _paper_cells() -> pd.DataFrame:
+    return pd.read_csv(DATA / "paper_tables.csv", float_precision="round_trip")
+
+
+def paper_long(name: str) -> pd.DataFrame:
+    """The paper's numbers of table ``name`` in long form (percent).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`TABLE_SPECS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``table, dataset, grouping, score, method, metric, paper`` (``table`` is the name).
+    """
+    spec = _spec(name)
+    cells = _paper_cells()
+    out = cells[cells["table"] == spec.label].rename(columns={"value": "paper"}).reset_index(drop=True)
+    out["table"] = name
+    return out
+
+
+def paper_value(name: str, dataset: str, score: str, method: str, metric: str, grouping: str | None = None) -> float:
+    """One transcribed number (percent).
+
+    Parameters
+    ----------
+    name, dataset, score, method, metric : str
+        The cell, e.g. ``("01_results_known", "math500", "score_logits", "PAC", "Error")``.
+    grouping : str, optional
+        ``known`` / ``split`` / ``joint``; needed for C-PAC tables.
+
+    Returns
+    -------
+    float
+    """
+    df = paper_long(name)
+    sel = (df.dataset == dataset) & (df.score == score) & (df.method == method) & (df.metric == metric)
+    if grouping is not None:
+        sel &= df.grouping == grouping
+    hit = df[sel]
+    if len(hit) != 1:
+        raise KeyError(f"{len(hit)} paper values for {(name, dataset, grouping, score, method, metric)}")
+    return float(hit["paper"].iloc[0])
+
+
+def resolve_eps(name: str, eps=None) -> dict[str, float]:
+    """eps per benchmark of table ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A paper table.
+    eps : None, float or Mapping[str, float]
+        ``None``: the paper's; a float for every benchmark; a dict overriding some benchmarks.
+
+    Returns
+    -------
+    dict of str to float
+    """
+    spec = _spec(name)
+    if eps is None:
+        return dict(spec.eps)
+    if isinstance(eps, Mapping):
+        unknown = [b for b in eps if b not in spec.benchmarks]
+        if unknown:
+            raise ValueError(f"eps: benchmark(s) {unknown} are not in table {name} ({list(spec.benchmarks)})")
+        return {b: float(eps.get(b, spec.eps[b])) for b in spec.benchmarks}
+    return {b: float(eps) for b in spec.benchmarks}
+
+
+def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, float]:
+    """Calibration ratio per benchmark.
+
+    Parameters
+    ----------
+    benchmarks : sequence of str
+        Benchmarks to resolve.
+    cal_ratio : None, float or Mapping[str, float]
+        ``None``: the paper's (:data:`CAL_RATIO`); a float for all; a dict overriding some.
+
+    Returns
+    -------
+    dict of str to float
+    """
+    unknown = [b for b in benchmarks if b not in CAL_RATIO]
+    if unknown and not (cal_ratio is not None and not isinstance(cal_ratio, Mapping)):
+        raise ValueError(f"cal_ratio: the paper gives no ratio for {unknown}; pass one")
+    if cal_ratio is None:
+        return {b: CAL_RATIO[b] for b in benchmarks}
+    if isinstance(cal_ratio, Mapping):
+        return {b: float(cal_ratio.get(b, CAL_RATIO[b])) for b in benchmarks}
+    return {b: float(cal_ratio) for b in benchmarks}
+
+
+@cache
+def _accuracy_rows() -> pd.DataFrame:
+    return pd.read_csv(DATA / "llm_accuracy.csv", float_precision="round_trip")
+
+
+def paper_accuracy() -> pd.DataFrame:
+    """The paper's ``table:llm_accuracy`` (percent).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``table, dataset, pair, role (think | nothink), model, value``.
+    """
+    return _accuracy_rows().copy()
+
+
+def accuracy(benchmark: str, pair: str, role: str) -> float:
+    """One model's accuracy from ``table:llm_accuracy`` as a fraction.
+
+    Parameters
+    ----------
+    benchmark, pair : str
+        Benchmark and model pair.
+    role : {"think", "nothink"}
+        The thinking or the non-thinking model.
+
+    Returns
+    -------
+    float
+    """
+    acc = _accuracy_rows()
+    hit = acc[(acc.dataset == benchmark) & (acc.pair == pair) & (acc.role == role)]
+    if len(hit) != 1:
+        raise KeyError(f"no paper accuracy for {(benchmark, pair, role)}")
+    # percent with two decimals, back to the fraction as printed (e.g. 96.20 -> 0.962)
+    return round(float(hit["value"].iloc[0]) / 100, 6)

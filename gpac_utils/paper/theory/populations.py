@@ -1,0 +1,234 @@
+r"""Populations with known risk functions (paper Section 4, Appendices B–D).
+
+A :class:`Population` is a mixture of groups. Group ``j`` (a :class:`RiskGroup`) has mass ``w_j``,
+its score is ``U ~ Uniform(lo_j, hi_j)`` and its binary loss has
+``P(loss = 1 | U = u, j) = a_j u^{b_j}`` (increasing for ``b_j > 0``: the score is informative
+within the group). Everything the theory needs is then in closed form:
+
+* :math:`R(u \mid G_j) = E[\ell\,\mathbf 1\{U \le u\} \mid G_j]
+  = a_j\,(c^{b_j+1} - lo_j^{b_j+1}) / ((b_j+1)(hi_j-lo_j))`, ``c = clip(u, lo_j, hi_j)``;
+* the share routed to the non-thinking model, :math:`F_j(u) = P(U \le u \mid G_j)`;
+* the same quantities for any interval of the ``U`` axis (learned partitions of Section 3.2).
+
+For a *fixed* threshold ``u`` the risk :math:`R(u \mid G_j)` is a number, so the event
+:math:`R(u \mid G_j) \le \varepsilon` has probability 0 or 1 and ``alpha`` drops out: the
+PAC-optimal threshold (Eq. pac-optimal-threshold) is
+:math:`u^*_j = \sup\{u : R(u \mid G_j) \le \varepsilon\}` (:func:`oracle_threshold`; ``+inf``
+when the group's risk never exceeds ``eps``); :func:`closed_form_threshold` gives the explicit
+root for a group with ``lo = 0``.
+
+The named populations of the notebooks: :data:`ORACLE_POPULATION` (10),
+:data:`PARTITION_POPULATION` (11) and :data:`AUDIT_POPULATION` (12, 13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RiskGroup:
+    """One group: mass ``weight``, ``U ~ Uniform(lo, hi)``, ``P(loss=1 | U=u) = a * u**b``."""
+
+    name: str
+    weight: float
+    a: float
+    b: float
+    lo: float = 0.0
+    hi: float = 1.0
+
+    def __post_init__(self):
+        if not self.weight > 0:
+            raise ValueError(f"group {self.name!r}: weight must be > 0, got {self.weight}")
+        if not 0 <= self.lo < self.hi <= 1:
+            raise ValueError(f"group {self.name!r}: need 0 <= lo < hi <= 1, got [{self.lo}, {self.hi}]")
+        if self.a < 0 or self.b < 0:
+            raise ValueError(f"group {self.name!r}: need a >= 0 and b >= 0, got a={self.a}, b={self.b}")
+        if self.a * self.hi**self.b > 1 + 1e-12:
+            raise ValueError(f"group {self.name!r}: loss probability a*hi^b = {self.a * self.hi**self.b} > 1")
+
+    def loss_prob(self, u):
+        """``P(loss = 1 | U = u)`` on the group's support."""
+        return self.a * np.asarray(u, dtype=float) ** self.b
+
+    def _primitive(self, c):
+        """``∫_lo^c a s^b ds / (hi - lo)`` for ``c`` in ``[lo, hi]``."""
+        return self.a * (c ** (self.b + 1) - self.lo ** (self.b + 1)) / ((self.b + 1) * (self.hi - self.lo))
+
+    def risk(self, u):
+        r""":math:`R(u \mid G) = E[\ell \mathbf 1\{U \le u\} \mid G]` (``u = -inf`` gives 0)."""
+        c = np.clip(np.asarray(u, dtype=float), self.lo, self.hi)
+        return self._primitive(c)
+
+    def share(self, u):
+        """``F(u) = P(U <= u | G)``: the share routed to the non-thinking model."""
+        c = np.clip(np.asarray(u, dtype=float), self.lo, self.hi)
+        return (c - self.lo) / (self.hi - self.lo)
+
+    def sample(self, size, rng):
+        """Losses and scores of shape ``size`` (last axis: items), seeded by ``rng``."""
+        rng = np.random.default_rng(rng)
+        u = self.lo + (self.hi - self.lo) * rng.random(size)
+        loss = (rng.random(size) < self.loss_prob(u)).astype(float)
+        return loss, u
+
+
+@dataclass(frozen=True)
+class Population:
+    """A mixture of :class:`RiskGroup` s (weights are normalised)."""
+
+    groups: tuple[RiskGroup, ...]
+
+    def __post_init__(self):
+        if len(self.groups) == 0:
+            raise ValueError("a population needs at least one group")
+        names = [g.name for g in self.groups]
+        if len(set(names)) != len(names):
+            raise ValueError(f"group names must be unique, got {names}")
+
+    @property
+    def names(self) -> list[str]:
+        return [g.name for g in self.groups]
+
+    @property
+    def weights(self) -> np.ndarray:
+        w = np.array([g.weight for g in self.groups], dtype=float)
+        return w / w.sum()
+
+    def group(self, name: str) -> RiskGroup:
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(f"unknown group {name!r}; groups are {self.names}")
+
+    # -- marginal (no grouping) ---------------------------------------------------------------
+    def risk(self, u, group: str | None = None):
+        """``R(u | G_group)``; ``group=None``: the marginal risk ``sum_j w_j R(u | G_j)``."""
+        if group is not None:
+            return self.group(group).risk(u)
+        return sum(w * g.risk(u) for w, g in zip(self.weights, self.groups))
+
+    def share(self, u, group: str | None = None):
+        """``P(U <= u | G_group)``; ``group=None``: marginal ``P(U <= u)``."""
+        if group is not None:
+            return self.group(group).share(u)
+        return sum(w * g.share(u) for w, g in zip(self.weights, self.groups))
+
+    # -- quantities on intervals of the U axis (learned partitions) ------------------------------
+    def mass(self, lo, hi):
+        """``P(lo < U <= hi)`` (marginal over groups); vectorised."""
+        return self.share(hi) - self.share(lo)
+
+    def joint_risk(self, lo, hi):
+        """``E[loss 1{lo < U <= hi}]`` (marginal over groups); vectorised."""
+        return self.risk(hi) - self.risk(lo)
+
+    def interval_risk(self, u, lo, hi):
+        r""":math:`R(u \mid lo < U \le hi) = E[\ell \mathbf 1\{U \le u\} \mid lo < U \le hi]`."""
+        u, lo, hi = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (u, lo, hi)))
+        m = self.mass(lo, hi)
+        top = np.minimum(np.maximum(u, lo), hi)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(m > 0, self.joint_risk(lo, top) / np.where(m > 0, m, 1.0), 0.0)
+
+    def sample(self, n: int, rng, size=()):
+        """A mixture sample: ``(loss, scores, group index)`` of shape ``size + (n,)``."""
+        rng = np.random.default_rng(rng)
+        shape = tuple(np.atleast_1d(size).astype(int)) if np.ndim(size) else ((int(size),) if size else ())
+        shape = shape + (int(n),)
+        gi = rng.choice(len(self.groups), size=shape, p=self.weights)
+        lo = np.array([g.lo for g in self.groups])[gi]
+        hi = np.array([g.hi for g in self.groups])[gi]
+        u = lo + (hi - lo) * rng.random(shape)
+        a = np.array([g.a for g in self.groups])[gi]
+        b = np.array([g.b for g in self.groups])[gi]
+        loss = (rng.random(shape) < a * u**b).astype(float)
+        return loss, u, gi
+
+
+def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
+    r"""``sup{u : risk_fn(u) <= eps}`` for a continuous non-decreasing ``risk_fn`` (vectorised in eps).
+
+    ``-inf`` when even ``risk_fn(lo) > eps``; ``+inf`` when ``risk_fn(hi) <= eps`` (the risk never
+    exceeds ``eps``: route everything). Otherwise bisection to ``(hi - lo) 2^-iters``.
+    """
+    eps = np.asarray(eps, dtype=float)
+    lo_arr = np.full(eps.shape, float(lo))
+    hi_arr = np.full(eps.shape, float(hi))
+    never = np.asarray(risk_fn(hi_arr) <= eps)
+    none = np.asarray(risk_fn(lo_arr) > eps)
+    a, b = lo_arr.copy(), hi_arr.copy()
+    for _ in range(iters):
+        mid = 0.5 * (a + b)
+        ok = np.asarray(risk_fn(mid) <= eps)
+        a = np.where(ok, mid, a)
+        b = np.where(ok, b, mid)
+    out = np.where(never, np.inf, np.where(none, -np.inf, a))
+    return out if out.ndim else float(out)
+
+
+def oracle_threshold(pop: Population, eps, group: str | None = None):
+    r"""PAC-optimal threshold :math:`u^* = \sup\{u : R(u \mid G) \le \varepsilon\}`; ``group=None``: marginal PAC."""
+    return sup_feasible(lambda u: pop.risk(u, group), eps)
+
+
+def closed_form_threshold(g: RiskGroup, eps):
+    r"""Explicit :math:`u^*` for a group with ``lo = 0``: :math:`(\varepsilon(b+1)\,hi/a)^{1/(b+1)}`."""
+    if g.lo != 0:
+        raise ValueError("closed_form_threshold needs lo = 0")
+    eps = np.asarray(eps, dtype=float)
+    if g.a == 0:
+        return np.full(eps.shape, np.inf)
+    u = (eps * (g.b + 1) * g.hi / g.a) ** (1.0 / (g.b + 1))
+    return np.where(u >= g.hi, np.inf, u)
+
+
+def efficiency_ratio(pop: Population, group: str, u_hat, u_star):
+    """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share (``-inf`` → 0)."""
+    den = pop.share(u_star, group)
+    if np.any(np.asarray(den) <= 0):
+        raise ValueError(f"oracle threshold of group {group!r} routes nothing; the ratio is undefined")
+    return pop.share(u_hat, group) / den
+
+
+def names_or(pop: Population, groups: Sequence[str] | None) -> list[str]:
+    """The requested groups (validated) or all of them."""
+    if groups is None:
+        return pop.names
+    bad = [g for g in groups if g not in pop.names]
+    if bad:
+        raise KeyError(f"unknown group(s) {bad}; groups are {pop.names}")
+    return list(groups)
+
+
+#: The audit population: two groups, one with an informative score (convex risk), one flat.
+AUDIT_POPULATION = Population(
+    (
+        RiskGroup("informative", 0.5, a=0.8, b=3.0),  # R(u) = 0.2 u^4
+        RiskGroup("flat", 0.5, a=0.5, b=0.0),  # R(u) = 0.5 u
+    )
+)
+
+
+#: Three groups sharing U ~ Uniform(0, 1) whose loss curves differ (heterogeneous risk profiles).
+ORACLE_POPULATION = Population(
+    (
+        RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
+        RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
+        RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
+    )
+)
+
+#: Three groups that *are* intervals of the U axis (equal masses, so U ~ Uniform(0, 1) overall),
+#: with loss curves that jump at the boundaries: 1-D clustering of U can recover the partition.
+PARTITION_POPULATION = Population(
+    (
+        RiskGroup("low-U, risky", 1.0, a=0.3, b=0.0, lo=0.0, hi=1 / 3),  # flat 30 % loss
+        RiskGroup("mid-U, safe", 1.0, a=0.15, b=1.0, lo=1 / 3, hi=2 / 3),  # 5-10 % loss
+        RiskGroup("high-U, steep", 1.0, a=0.6, b=2.0, lo=2 / 3, hi=1.0),  # 27-60 % loss
+    )
+)
+PARTITION_ORACLE = (1 / 3, 2 / 3)

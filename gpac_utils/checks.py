@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["ParameterError", "check_eps", "check_alpha", "check_int", "check_fraction", "check_loss_bound"]
+__all__ = ["ParameterError", "DataError", "check_eps", "check_alpha", "check_int", "check_fraction", "check_loss_bound"]
 
 
 class ParameterError(ValueError):
-    """A parameter is out of its allowed range; the message names it."""
+    """A parameter is out of its allowed range; the message names it (command line: exit status 2)."""
+
+
+class DataError(ValueError):
+    """A missing or malformed file, column or row; the message names it (command line: exit status 1)."""
 
 
 def _number(name: str, value) -> float:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from . import bounds, data, planning, sampling, selection
 from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
-from .checks import ParameterError, check_alpha, check_eps, check_int, check_loss_bound
+from .checks import DataError, ParameterError, check_alpha, check_eps, check_int, check_loss_bound
 from .partition import PARTITION_METHODS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe
 
@@ -51,12 +51,8 @@ SETTINGS_KEYS = (
 )
 
 
-class UsageError(ValueError):
-    """A bad option or parameter value (exit status 2)."""
-
-
-class DataError(ValueError):
-    """A missing or malformed file, column or row (exit status 1)."""
+#: A bad option or parameter value (exit status 2).
+UsageError = ParameterError
 
 
 # --------------------------------------------------------------------------- parser

@@ -70,6 +70,7 @@ True
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,8 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import threshold
+from .checks import DataError, ParameterError
+from .data import read_frame
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
@@ -1044,23 +1047,23 @@ def add_cli(subparsers) -> argparse.ArgumentParser:
 
 
 def _fail(msg: str):
-    raise SystemExit(f"error: {msg}")
+    """A bad option value: exit status 2 through :func:`gpac_utils.cli.main`."""
+    raise ParameterError(msg)
+
+
+def _data_fail(msg: str):
+    """A bad file, column or row: exit status 1 through :func:`gpac_utils.cli.main`."""
+    raise DataError(msg)
 
 
 def _read_cli_table(a):
-    path = a.data
-    if not path.exists():
-        _fail(f"--data: no table at {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        df = pd.read_csv(path)
-    elif suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
-    else:
-        _fail(f"--data: unknown table format {suffix!r}; use .csv or .parquet")
+    try:
+        df = read_frame(a.data)
+    except FileNotFoundError as exc:
+        _data_fail(str(exc))
     for opt, col in (("--score-col", a.score_col), ("--group-col", a.group_col), ("--loss-col", a.loss_col)):
         if col not in df.columns:
-            _fail(f"{opt}: column {col!r} not in {path} (columns: {list(df.columns)})")
+            _data_fail(f"{opt}: column {col!r} not in {a.data} (columns: {list(df.columns)})")
     return df
 
 
@@ -1078,6 +1081,7 @@ def plot_curves(the_plan: Plan, path=None, target: float | None = None):
     if path is not None and matplotlib.get_backend().lower() not in ("agg", "pdf", "svg"):
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     c = the_plan.curves
     lo, hi = c.band()
@@ -1101,6 +1105,8 @@ def plot_curves(the_plan: Plan, path=None, target: float | None = None):
         if target is not None:
             ax.axhline(target, color="C1", lw=0.8, ls="--")
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.set_title(f"{g} ({c.traffic[j]:.0%})", fontsize=9)
         ax.set_xlabel("labels")
     for ax in axes.flat[G:]:
@@ -1145,10 +1151,10 @@ def cli_main(a) -> int:
     s = pd.to_numeric(df[a.score_col], errors="coerce").to_numpy(float)
     bad = ~np.isfinite(s) | (s < 0) | (s > 1)
     if bad.any():
-        _fail(f"--score-col: {a.score_col!r} must lie in [0, 1]; bad rows {np.flatnonzero(bad)[:5].tolist()}")
+        _data_fail(f"--score-col: {a.score_col!r} must lie in [0, 1]; bad rows {np.flatnonzero(bad)[:5].tolist()}")
     missing = np.flatnonzero(df[a.group_col].isna().to_numpy())
     if missing.size:
-        _fail(f"--group-col: {a.group_col!r} has missing labels at rows {missing[:5].tolist()}")
+        _data_fail(f"--group-col: {a.group_col!r} has missing labels at rows {missing[:5].tolist()}")
     g = df[a.group_col].astype(str).to_numpy()
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
     if a.pilot_fraction is not None:
@@ -1160,10 +1166,10 @@ def cli_main(a) -> int:
     else:
         pilot = np.isfinite(loss)
     if not pilot.any():
-        _fail(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
+        _data_fail(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
     badl = (loss[pilot] < 0) | (loss[pilot] > a.loss_bound)
     if badl.any():
-        _fail(
+        _data_fail(
             f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad rows {np.flatnonzero(pilot)[badl][:5].tolist()}"
         )
     names = sorted(set(g.tolist()))
@@ -1194,10 +1200,8 @@ def cli_main(a) -> int:
     if non_concave:
         print(f"non-concave curves (the DP plan is exact on the grid; greedy may fall short): {non_concave}")
     if a.plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print("--plot: matplotlib is not installed (pip install 'gpac-compendium[notebooks]'); no plot written")
+        if importlib.util.find_spec("matplotlib") is None:
+            print("--plot: matplotlib is not installed (pip install 'gpac-utils[notebooks]'); no plot written")
         else:
             plot_curves(the_plan, a.plot, a.target)
             print(f"plot -> {a.plot}")

@@ -272,10 +272,10 @@ def test_cli_plan_writes_table_curves_and_plot(tmp_path, capsys):
         (["--eps", "0.1", "--group-col", "nope"], "--group-col"),
     ],
 )
-def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, extra, match):
+def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, capsys, extra, match):
     path = _write_table(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        cli_main(["plan", "--data", str(path), "--score-col", "score_x", "--pilot-fraction", "0.3",
-                  "-o", str(tmp_path / "p.csv"), *extra])  # fmt: skip
-    msg = str(exc.value)
-    assert match in msg and "\n" not in msg
+    code = cli_main(["plan", "--data", str(path), "--score-col", "score_x", "--pilot-fraction", "0.3",
+                     "-o", str(tmp_path / "p.csv"), *extra])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == (1 if match == "--group-col" else 2), err
+    assert match in err and "\n" not in err and err.startswith("error:")

@@ -21,7 +21,8 @@
 #
 # **Reads** nothing: the population is simulated by `gpac_utils.paper.toy.toy_population`.
 #
-# **Writes** `figures/quickstart_loss_by_score.{png,pdf}`, `figures/quickstart_risk_vs_eps.{png,pdf}`,
+# **Writes** `figures/quickstart_mechanism.{png,pdf}`, `figures/quickstart_loss_by_score.{png,pdf}`,
+# `figures/quickstart_risk_vs_eps.{png,pdf}`,
 # `figures/quickstart_routed_vs_eps.{png,pdf}` and `figures/tables/quickstart_thresholds.{csv,md}`.
 #
 # **Runtime**: about 10 s on the `fast` profile (10 repetitions per ε), about 1 min on `paper` (40).
@@ -31,26 +32,21 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Image, display
 
+from gpac_utils import GPAC, PAPER, VALID
+from gpac_utils.calibrate import risk_curve
 from gpac_utils.paper import plotting, toy
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-n_cal = None  # calibration items per repetition
-n_test = None  # items in the (fixed) test set
+eps = None  # tolerance of the worked example (None keeps the profile's)
 trials = None  # repetitions of calibration for the sweep over eps
-eps = None  # tolerance for the single worked example
-eps_grid = None  # tolerances of the sweep, e.g. [0.05, 0.1, 0.15]
-alpha = None  # 1 - confidence level of the upper confidence bound
-bound = None  # "clt" (paper) or a valid bound such as "wsr"
-k = None  # number of clusters learned by C-PAC
-seed = None  # base seed of every random draw
+overrides = {}  # any other setting of notebooks/config/00_quickstart.yaml
 
 # %%
-cfg = profiles.resolve(profile, toy.QUICKSTART_PRESETS, n_cal=n_cal, n_test=n_test, trials=trials,
-                       eps=eps, eps_grid=eps_grid, alpha=alpha, bound=bound, k=k, seed=seed)
+cfg = config.load("00_quickstart", profile, eps=eps, trials=trials, **overrides)
 cfg
 
 
@@ -84,8 +80,8 @@ def show(fig, name):
 # calibration set where both models' answers (hence the loss) are known.
 
 # %%
-cal = toy.toy_population(cfg["n_cal"], seed=cfg["seed"])
-test = toy.toy_population(cfg["n_test"], seed=cfg["seed"] + 1)
+cal = toy.toy_population(cfg.n_cal, seed=cfg.seed)
+test = toy.toy_population(cfg.n_test, seed=cfg.seed + 1)
 cal.head()
 
 # %%
@@ -93,7 +89,57 @@ cal.groupby("group").agg(items=("item_id", "size"), mean_score=("score_logits", 
                          loss_rate=("loss", "mean")).round(3)
 
 # %% [markdown]
-# ## 2. Why a marginal guarantee can fail inside a group
+# ## 2. The API in four lines
+#
+# `GPAC` is an estimator: construct it with the tolerance ε, the confidence level and a
+# **recipe** (how a threshold is certified), `fit` it on calibration scores, losses and groups,
+# then `route` new queries. The default recipe is the *valid* one
+# (`VALID`: the Hoeffding–Bentkus bound on every labelled item, first-crossing selection); the
+# paper's literal setting is asked for by name (`PAPER`).
+
+# %%
+gpac = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=VALID)
+gpac.fit(cal["score_logits"], cal["loss"], cal["group"])
+print(VALID)
+{g: round(t, 3) for g, t in gpac.thresholds_.items()}
+
+# %%
+routed = gpac.route(test["score_logits"], test["group"])  # True = answered by the non-thinking model
+test.assign(routed=routed, routed_loss=routed * test["loss"]).groupby("group")[["routed", "routed_loss"]].mean().round(3)
+
+# %% [markdown]
+# Each group's share routed to the cheap model differs, and each group's *routed loss* — its risk
+# $R(\hat u_j \mid G_j)$ on the test set — stays below ε.
+#
+# **The mechanism.** For one group, the calibration data give the empirical risk
+# $\hat R(u)$ at every candidate threshold and an upper confidence bound $\mathrm{UCB}(u)$ that
+# holds with probability $1-\alpha$. G-PAC scans $u$ upward and stops just before the bound
+# (its running maximum) first exceeds ε. The paper's recipe (CLT bound, labels drawn with
+# replacement, the literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$) gives a tighter
+# curve — and a guarantee that does not hold in finite samples (notebook `13`).
+
+# %%
+members = cal[cal["group"] == cfg.mechanism_group]
+fig, ax = plt.subplots(figsize=(6.2, 3.8))
+curves = {}
+for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
+    curves[name] = risk_curve(members["loss"], members["score_logits"], eps=cfg.eps, alpha=cfg.alpha,
+                              recipe=recipe, rng=cfg.seed)
+    curve = curves[name]
+    ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
+    chosen = curve.loc[curve["selected"], "u"]
+    if len(chosen):
+        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {name}: {chosen.iloc[0]:.3f}")
+full = curves["valid (HB, every label)"]
+ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk of the calibration items")
+ax.axhline(cfg.eps, color="k", ls="--", lw=1, label="ε")
+ax.set(xlabel="threshold u", ylabel="risk", ylim=(0, 2.5 * cfg.eps),
+       title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)")
+ax.legend(fontsize=7, loc="lower right")
+show(fig, "quickstart_mechanism")
+
+# %% [markdown]
+# ## 3. Why a marginal guarantee can fail inside a group
 #
 # Within each group the loss rate rises with the score, so the score is useful. But at the *same*
 # score a hard query is far more likely to be lost than an easy one: the score is not calibrated
@@ -112,7 +158,7 @@ ax.legend(title="group")
 show(fig, "quickstart_loss_by_score")
 
 # %% [markdown]
-# ## 3. Three calibrators
+# ## 4. Three calibrators
 #
 # All three pick thresholds from the calibration set with an **upper confidence bound** (UCB) on
 # the risk: the largest threshold whose UCB stays below ε, so that the guarantee holds with
@@ -127,8 +173,8 @@ show(fig, "quickstart_loss_by_score")
 # Thresholds for one calibration set at the worked-example tolerance:
 
 # %%
-fitted = toy.fit_methods(cal, eps=cfg["eps"], alpha=cfg["alpha"], bound=cfg["bound"], k=cfg["k"],
-                         seed=cfg["seed"])
+fitted = toy.fit_methods(cal, eps=cfg.eps, alpha=cfg.alpha, bound=cfg.bound, k=cfg.k,
+                         seed=cfg.seed)
 thresholds = toy.thresholds_table(fitted)
 plotting.save_table(thresholds, "quickstart_thresholds", floatfmt=".3f")
 thresholds
@@ -144,7 +190,7 @@ one = toy.evaluate(fitted, test)
 one.pivot_table(index=["partition", "group"], columns="method", values=["risk", "routed"]).round(3)
 
 # %% [markdown]
-# ## 4. Per-group risk as the tolerance varies
+# ## 5. Per-group risk as the tolerance varies
 #
 # One calibration set can be lucky or unlucky, so we repeat calibration on `trials` fresh
 # calibration sets for each ε and average the test risk (a fixed large test set stands in for
@@ -153,14 +199,14 @@ one.pivot_table(index=["partition", "group"], columns="method", values=["risk", 
 # (every method is measured on them).
 
 # %%
-sweep = toy.quickstart_sweep(cfg["eps_grid"], n_cal=cfg["n_cal"], n_test=cfg["n_test"],
-                             trials=cfg["trials"], alpha=cfg["alpha"], bound=cfg["bound"], k=cfg["k"],
-                             seed=cfg["seed"], progress=True)
+sweep = toy.quickstart_sweep(cfg.eps_grid, n_cal=cfg.n_cal, n_test=cfg.n_test,
+                             trials=cfg.trials, alpha=cfg.alpha, bound=cfg.bound, k=cfg.k,
+                             seed=cfg.seed, progress=True)
 summary = toy.sweep_summary(sweep)
 
 # %%
 methods = ["PAC", "G-PAC", "C-PAC"]
-order = {"known": ["easy", "medium", "hard"], "learned": [f"c{j}" for j in range(cfg["k"])]}
+order = {"known": ["easy", "medium", "hard"], "learned": [f"c{j}" for j in range(cfg.k)]}
 fig, axes = plt.subplots(2, 3, figsize=(11, 6.2), sharex=True, sharey=True)
 for row, partition in enumerate(["known", "learned"]):
     for col, m in enumerate(methods):
@@ -170,7 +216,7 @@ for row, partition in enumerate(["known", "learned"]):
             dg = d[d["group"] == g]
             ax.errorbar(dg["eps"], dg["risk"], yerr=2 * dg["risk_mcse"], marker="o", ms=3, capsize=2,
                         color=f"C{j}", label=g)
-        grid = np.asarray(cfg["eps_grid"])
+        grid = np.asarray(cfg.eps_grid)
         ax.plot(grid, grid, "k--", lw=1, label="ε")
         ax.set_title(f"{m} — {partition} groups")
         if row == 1:
@@ -186,11 +232,11 @@ show(fig, "quickstart_risk_vs_eps")
 # about α = 5% for the groups a method calibrates on), at the worked-example tolerance:
 
 # %%
-at = summary[np.isclose(summary["eps"], cfg["eps"]) & (summary["partition"] != "all")]
+at = summary[np.isclose(summary["eps"], cfg.eps) & (summary["partition"] != "all")]
 at.pivot_table(index=["partition", "group"], columns="method", values="violation_rate").round(2)
 
 # %% [markdown]
-# ## 5. What it costs: the share routed to the non-thinking model
+# ## 6. What it costs: the share routed to the non-thinking model
 #
 # Group-conditional control is not free, but it is not wasteful either: G-PAC gives up cheap
 # routing in the hard group and gains it back in the easy group. C-PAC routes somewhat less: it

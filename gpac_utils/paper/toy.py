@@ -34,7 +34,7 @@ from ..data import GROUP, ID, LOSS, NOTHINK_CORRECT, NOTHINK_TOKENS, THINK_CORRE
 from ..partition import ScorePartitioner
 from ..recipe import PAPER
 
-SCORE = "score_logits"
+TOY_SCORE = "score_logits"
 
 #: group -> (share, beta a, beta b, loss intercept, loss slope, think-token median)
 TOY_GROUPS: Mapping[str, tuple[float, float, float, float, float, float]] = {
@@ -77,7 +77,7 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
             NOTHINK_CORRECT: nothink,
             THINK_TOKENS: think_tokens,
             NOTHINK_TOKENS: nothink_tokens,
-            SCORE: u,
+            TOY_SCORE: u,
         }
     )
     return validate(df, require_group=True, require_tokens=True)
@@ -106,35 +106,10 @@ def toy_group_share_routed(threshold: float, group: str) -> float:
 
 
 # --------------------------------------------------------------------------- quickstart helpers
-#: Settings of notebooks/00_quickstart.py by run profile (to move to ``notebooks/config/00_quickstart.yaml``).
-QUICKSTART_PRESETS = {
-    "fast": {
-        "n_cal": 3000,
-        "n_test": 30_000,
-        "trials": 10,
-        "eps": 0.1,
-        "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.2],
-        "alpha": 0.05,
-        "bound": "clt",
-        "k": 3,
-        "seed": 0,
-    },
-    "paper": {
-        "n_cal": 3000,
-        "n_test": 50_000,
-        "trials": 40,
-        "eps": 0.1,
-        "eps_grid": [0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2],
-        "alpha": 0.05,
-        "bound": "clt",
-        "k": 3,
-        "seed": 0,
-    },
-}
 QUICKSTART_METHODS = ("PAC", "G-PAC", "C-PAC")
 
 
-def loss_by_score_bin(df: pd.DataFrame, bins: int = 10, score: str = SCORE) -> pd.DataFrame:
+def loss_by_score_bin(df: pd.DataFrame, bins: int = 10, score: str = TOY_SCORE) -> pd.DataFrame:
     """Mean loss per group and score bin (equal-width bins on [0, 1]) with its standard error."""
     if score not in df.columns:
         raise KeyError(f"no score column {score!r}; the table has {list(df.columns)}")
@@ -190,7 +165,7 @@ def fit_methods(
         kw = {"partitioner": ScorePartitioner(k)} if cls is CPAC else {}
         cal_obj = cls(eps, alpha, recipe, seed=seed * 1000 + i, **kw)
         groups = cal[GROUP].to_numpy() if cls is GPAC else None
-        cal_obj.fit(cal[SCORE].to_numpy(float), cal[LOSS].to_numpy(float), groups)
+        cal_obj.fit(cal[TOY_SCORE].to_numpy(float), cal[LOSS].to_numpy(float), groups)
         fitted[cal_obj.name] = cal_obj
     return fitted
 
@@ -213,7 +188,7 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
     (C-PAC's score clusters ``c0..``, when C-PAC is among ``fitted``: every method is measured on
     them) or ``all`` (group ``__all__``, the whole test set).
     """
-    u, loss, g = test[SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
+    u, loss, g = test[TOY_SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
     learned = fitted["C-PAC"].assign(u) if "C-PAC" in fitted else None
     rows = []
     for name, obj in fitted.items():

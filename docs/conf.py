@@ -83,6 +83,8 @@ html_context = {"default_mode": "light"}
 # -- paper labels --------------------------------------------------------------------------
 paper_labels_file = str(GENERATED / "labels.json")
 
+highlight_language = "text"  # unlabelled code fences (e.g. the README's layout tree) are not Python
+
 nitpicky = False
 if os.environ.get("GPAC_BOOK_NITPICKY"):
     nitpicky = True

@@ -80,6 +80,17 @@ def test_brace_patterns_expand_like_a_shell():
     assert book.expand_braces("plain.png") == ["plain.png"]
 
 
+def test_readme_links_are_made_to_work_inside_the_book():
+    text = (
+        "[21](notebooks/21_table_known_groups.py), [t](build/book/html/notebooks/21_x.html#table-a), "
+        "[`data`](gpac_utils/data.py), [sec](#the-method), [web](https://example.org/), ![f](figures/a.png)"
+    )
+    assert book.readme_for_book(text) == (
+        '<a href="notebooks/21_table_known_groups.html">21</a>, <a href="notebooks/21_x.html#table-a">t</a>, '
+        "`data`, sec, [web](https://example.org/), "
+    )
+
+
 def test_labels_and_figures_are_mapped_to_their_notebooks(tmp_path):
     notebooks = [book.inspect_notebook(p, tmp_path) for p in book.discover()]
     assert notebooks, "no notebooks found"

@@ -534,19 +534,52 @@ def figures_page(figures: Sequence[Figure], owners: dict[str, dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+_MD_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_NB_LINK = re.compile(r"^(?:.*/)?notebooks/(\d{2}_[A-Za-z0-9_\-]+)\.(?:py|ipynb|html)(#[^)\s]*)?$")
+
+
+def readme_for_book(text: str) -> str:
+    """The README with its links made to work inside the book: links to a notebook (its ``.py``, or
+    its page of a built book, ``#fragment`` kept) go to the notebook's page; web links stay; links to
+    other repository files or README sections, which the book does not have, become plain text."""
+    import html as _html
+
+    def inline(label: str) -> str:
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", _html.escape(label, quote=False))
+
+    def fix(match: re.Match) -> str:
+        bang, label, target = match.groups()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            return match.group(0)
+        nb = _NB_LINK.match(target)
+        if nb and not bang:
+            return f'<a href="notebooks/{nb.group(1)}.html{nb.group(2) or ""}">{inline(label)}</a>'
+        return "" if bang else label
+
+    return _MD_LINK.sub(fix, text)
+
+
 def architecture_page(src: Path, readme: Path = README) -> tuple[str, bool]:
     """The architecture page: the README's marked section, or a placeholder while it is absent."""
     text = readme.read_text() if readme.is_file() else ""
     if ARCH_START in text and ARCH_END in text:
+        head, _, rest = text.partition(ARCH_START)
+        section, _, tail = rest.partition(ARCH_END)
+        # A section that opens with its own "## Architecture" heading gives the page its title:
+        # its headings move up one level, and the page adds none of its own.
+        first = next((line for line in section.splitlines() if line.strip()), "")
+        own_title = re.match(r"^##\s", first) is not None
+        if own_title:
+            section = re.sub(r"^#(#+\s)", r"\1", section, flags=re.MULTILINE)
         inc = src / "_include"
         inc.mkdir(exist_ok=True)
-        shutil.copy2(readme, inc / "README.md")
+        (inc / "README.md").write_text(readme_for_book(head + ARCH_START + section + ARCH_END + tail))
         body = (
-            "# Architecture\n\n"
-            "```{include} _include/README.md\n"
-            f":start-after: {ARCH_START}\n"
-            f":end-before: {ARCH_END}\n"
-            "```\n"
+            ("" if own_title else "# Architecture\n\n")
+            + "```{include} _include/README.md\n"
+            + f":start-after: {ARCH_START}\n"
+            + f":end-before: {ARCH_END}\n"
+            + "```\n"
         )
         return body, True
     body = (

@@ -13,7 +13,7 @@ from gpac_utils import data as D
 from gpac_utils.paper import simulate as S
 
 BINARY = ("math500", "zebralogic", "gpqa")
-TABLES = [(b, p) for b in S.BENCHMARKS for p in S.PAIRS]
+TABLES = [(b, p) for b in S.SIMULATED_BENCHMARKS for p in S.PAIRS]
 
 # Independent oracles, copied from the paper (not from SPECS).
 GROUP_COUNTS = {
@@ -54,7 +54,7 @@ PAPER_EPS = {
 
 @pytest.fixture(scope="module")
 def committed():
-    return {(b, p): S.load(b, p) for b, p in TABLES}
+    return {(b, p): S.load_simulated(b, p) for b, p in TABLES}
 
 
 def auroc(y, s):
@@ -211,9 +211,9 @@ def test_score_shapes(committed, benchmark, pair):
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_router_is_function_of_difficulty_and_own_noise(committed, benchmark, pair):
     comp = S.components(benchmark, pair)
-    rebuilt = S.router_score(comp["difficulty"], comp["noise_score_router"])
+    rebuilt = S.simulated_router_score(comp["difficulty"], comp["noise_score_router"])
     np.testing.assert_array_equal(rebuilt, committed[(benchmark, pair)]["score_router"].to_numpy())
-    assert list(inspect.signature(S.router_score).parameters) == ["difficulty", "noise"]
+    assert list(inspect.signature(S.simulated_router_score).parameters) == ["difficulty", "noise"]
 
 
 def test_router_independent_of_nothink_correctness_given_difficulty():
@@ -297,7 +297,7 @@ def test_llm_accuracy_table(committed):
 
 
 def test_category_counts(committed):
-    c = S.category_counts({b: committed[(b, "qwen")] for b in S.BENCHMARKS})
+    c = S.category_counts({b: committed[(b, "qwen")] for b in S.SIMULATED_BENCHMARKS})
     assert set(c["Dataset"]) == {"MATH-500", "ZebraLogic", "GPQA"}  # Arena-Hard has no groups
     for b in BINARY:
         sub = c[c["Dataset"] == S.SPECS[b].title]

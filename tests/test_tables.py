@@ -1,6 +1,7 @@
-"""gpac_utils.paper.tables: the paper's transcribed numbers, the side-by-side builders, the
-per-group violation rates, the real-data mapping, and the paper's qualitative claim on the
-simulated tables; plus the table notebooks on the fast profile."""
+"""The paper's results tables: the transcribed numbers (gpac_utils.paper.reference), the side-by-side
+builders (table_layout), the per-group violation rates and the shared run path (results_tables),
+the real-data mapping (realdata), the paper's qualitative claim on the simulated tables; plus the
+table notebooks on the fast profile."""
 
 from __future__ import annotations
 
@@ -9,13 +10,20 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data as D
-from gpac_utils.paper import tables as T
+from gpac_utils.data import PAPER_SCORES
+from gpac_utils.paper import concept, realdata, reference, table_layout
+from gpac_utils.paper import results_tables as R
+from gpac_utils.paper import simulate as sim
+from gpac_utils.workflow import config
+
+#: The default file's column mapping (notebooks/config/31_realdata_case_study.yaml).
+REALDATA_COLUMNS = config.load("31_realdata_case_study", "fast").columns
 
 # ------------------------------------------------------------------ transcribed paper numbers
 
 
 @pytest.mark.parametrize(
-    "name, dataset, clustering, score, method, metric, value",
+    "name, dataset, grouping, score, method, metric, value",
     [
         # table:01_results_known (Qwen)
         ("01_results_known", "math500", "known", "score_logits", "PAC", "Error", 3.08),
@@ -44,18 +52,18 @@ from gpac_utils.paper import tables as T
         ("arena_results_llama", "arena_hard", "joint", "score_router", "C-PAC", "STP", 35.96),
     ],
 )
-def test_paper_spot_checks(name, dataset, clustering, score, method, metric, value):
-    assert T.paper_value(name, dataset, score, method, metric, clustering) == pytest.approx(value, abs=1e-9)
+def test_paper_spot_checks(name, dataset, grouping, score, method, metric, value):
+    assert reference.paper_value(name, dataset, score, method, metric, grouping) == pytest.approx(value, abs=1e-9)
 
 
-@pytest.mark.parametrize("name", list(T.PAPER_RAW))
+@pytest.mark.parametrize("name", list(reference.TABLE_SPECS))
 def test_paper_tables_complete_and_consistent(name):
-    spec = T.TABLE_SPECS[name]
-    long = T.paper_long(name)
-    n_cols = 6 * len(spec.clusterings)
+    spec = reference.TABLE_SPECS[name]
+    long = reference.paper_long(name)
+    n_cols = 6 * len(spec.groupings)
     assert len(long) == len(spec.benchmarks) * 3 * n_cols
     assert set(long.dataset) == set(spec.benchmarks)
-    assert not long.duplicated(["dataset", "clustering", "score", "method", "metric"]).any()
+    assert not long.duplicated(["dataset", "grouping", "score", "method", "metric"]).any()
     # The paper's headline: the group method always has Error_Gap = 0.00 (green cells).
     gaps = long[(long.method == spec.method) & (long.metric == "Error_Gap")]["paper"]
     assert (gaps == 0).all()
@@ -66,20 +74,31 @@ def test_paper_tables_complete_and_consistent(name):
     assert (long[long.metric == "Error_Gap"]["paper"] >= 0).all()
 
 
+def test_every_transcribed_row_carries_a_known_source_label():
+    cells = pd.read_csv(reference.REFERENCE_DATA / "paper_tables.csv")
+    assert set(cells["table"]) == {s.label for s in reference.TABLE_SPECS.values()}
+    acc = reference.paper_accuracy()
+    assert set(acc["table"]) == {"table:llm_accuracy"} and len(acc) == 12
+    assert reference.accuracy("math500", "qwen", "think") == 0.962
+
+
 def test_table_specs_eps_and_ratios():
-    assert T.TABLE_SPECS["01_results_known"].eps == {"math500": 0.05, "zebralogic": 0.08, "gpqa": 0.15}
-    assert T.TABLE_SPECS["01_results_unknown"].eps["zebralogic"] == 0.10
-    assert T.TABLE_SPECS["01_llama_results"].eps == {"math500": 0.42, "zebralogic": 0.20, "gpqa": 0.20}
-    assert T.TABLE_SPECS["01_results_unknown_llama"].eps == {"math500": 0.40, "zebralogic": 0.20, "gpqa": 0.15}
-    assert T.TABLE_SPECS["arena_results"].eps == {"arena_hard": 0.10}
-    assert T.TABLE_SPECS["arena_results_llama"].eps == {"arena_hard": 0.15}
-    assert T.resolve_cal_ratio(["math500", "gpqa"]) == {"math500": 0.6, "gpqa": 0.5}
-    assert T.resolve_eps("01_results_known", 0.1) == {"math500": 0.1, "zebralogic": 0.1, "gpqa": 0.1}
-    assert T.resolve_eps("01_results_known", {"gpqa": 0.2})["gpqa"] == 0.2
+    assert reference.TABLE_SPECS["01_results_known"].eps == {"math500": 0.05, "zebralogic": 0.08, "gpqa": 0.15}
+    assert reference.TABLE_SPECS["01_results_unknown"].eps["zebralogic"] == 0.10
+    assert reference.TABLE_SPECS["01_llama_results"].eps == {"math500": 0.42, "zebralogic": 0.20, "gpqa": 0.20}
+    assert reference.TABLE_SPECS["01_results_unknown_llama"].eps == {"math500": 0.40, "zebralogic": 0.20, "gpqa": 0.15}
+    assert reference.TABLE_SPECS["arena_results"].eps == {"arena_hard": 0.10}
+    assert reference.TABLE_SPECS["arena_results_llama"].eps == {"arena_hard": 0.15}
+    assert reference.resolve_cal_ratio(["math500", "gpqa"]) == {"math500": 0.6, "gpqa": 0.5}
+    assert reference.resolve_eps("01_results_known", 0.1) == {"math500": 0.1, "zebralogic": 0.1, "gpqa": 0.1}
+    assert reference.resolve_eps("01_results_known", {"gpqa": 0.2})["gpqa"] == 0.2
+    with pytest.raises(ValueError, match="eps: benchmark"):
+        reference.resolve_eps("01_results_known", {"arena_hard": 0.2})
     with pytest.raises(ValueError, match="unknown paper table"):
-        T.paper_long("no_such_table")
-    for name in T.TABLE_NAMES.values():
-        assert name in T.TABLE_SPECS and name in T.PAPER_RAW
+        reference.paper_long("no_such_table")
+    assert reference.table_name("arena", "llama") == "arena_results_llama"
+    with pytest.raises(ValueError, match="family/pair"):
+        reference.table_name("known", "gpt")
 
 
 # ------------------------------------------------------------------ side-by-side builders
@@ -88,7 +107,7 @@ def test_table_specs_eps_and_ratios():
 def _summary_rows():
     base = {
         "dataset": "math500",
-        "clustering": "known",
+        "grouping": "known",
         "score": "score_logits",
         "sampling": "resample",
         "rule": "max",
@@ -136,7 +155,7 @@ def _summary_rows():
 
 
 def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
-    side = T.side_by_side(_summary_rows(), "01_results_known")
+    side = table_layout.side_by_side(_summary_rows(), "01_results_known")
     assert len(side) == 3  # nothing dropped
     pac = side[(side.method == "PAC")].iloc[0]
     assert pac["paper_Error"] == pytest.approx(3.08)
@@ -150,22 +169,22 @@ def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
 
 
 def test_side_by_side_without_paper_and_bad_input():
-    side = T.side_by_side(_summary_rows(), None)
+    side = table_layout.side_by_side(_summary_rows(), None)
     assert side["paper_Error"].isna().all()
     with pytest.raises(ValueError, match="lacks column"):
-        T.side_by_side(_summary_rows().drop(columns=["STP"]), "01_results_known")
+        table_layout.side_by_side(_summary_rows().drop(columns=["STP"]), "01_results_known")
 
 
 def test_paper_layout_cells_and_report_table():
-    side = T.side_by_side(_summary_rows(), "01_results_known")
-    layout = T.paper_layout(side, "hoeffding_bentkus")
+    side = table_layout.side_by_side(_summary_rows(), "01_results_known")
+    layout = table_layout.paper_layout(side, "hoeffding_bentkus")
     err = layout[layout.Metric == "Error (%)"].iloc[0]
     assert err["Logits PAC"] == "3.00 (3.08)"
     assert err["Logits G-PAC"] == "2.00 (2.78)"
     assert err["Logits G-PAC valid"] == "0.50"
     viol = layout[layout.Metric == "Violation (%)"].iloc[0]
     assert viol["Logits PAC"] == "40.00" and viol["Logits G-PAC valid"] == "2.00"
-    rep = T.report_table(side)
+    rep = table_layout.report_table(side)
     assert rep["Dataset"].unique().tolist() == ["MATH-500"]
     assert {"Error (%)", "Error paper (%)", "Max group violation (%)"} <= set(rep.columns)
 
@@ -173,10 +192,10 @@ def test_paper_layout_cells_and_report_table():
 def test_pick_valid_bound_takes_the_most_efficient():
     s = _summary_rows()
     extra = s.iloc[[2]].assign(bound="wsr", Efficiency=90.0)
-    best, comp = T.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
+    best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}
-    assert T.pick_valid_bound(s[s.setting == "paper"])[0] is None
+    assert R.pick_valid_bound(s[s.setting == "paper"])[0] is None
 
 
 # ------------------------------------------------------------------ violation rates
@@ -189,7 +208,7 @@ def test_group_violations_counts_trials_and_mcse():
             rows.append(
                 {
                     "dataset": "d",
-                    "clustering": "known",
+                    "grouping": "known",
                     "setting": "paper",
                     "method": "G-PAC",
                     "score": "s",
@@ -205,7 +224,7 @@ def test_group_violations_counts_trials_and_mcse():
                 }
             )
         rows.append({**rows[-1], "group": "__all__"})
-    gv = T.group_violations(pd.DataFrame(rows)).set_index("group")
+    gv = R.group_violations(pd.DataFrame(rows)).set_index("group")
     assert gv.loc["a", "violation"] == pytest.approx(0.3)
     assert gv.loc["b", "violation"] == 0.0
     assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))
@@ -217,27 +236,27 @@ def test_group_violations_counts_trials_and_mcse():
 
 @pytest.fixture(scope="module")
 def known_qwen():
-    from gpac_utils.paper import simulate as sim
-
     name = "01_results_known"
-    data = {b: sim.load(b, "qwen") for b in T.TABLE_SPECS[name].benchmarks}
-    results = T.run_table(name, data, trials=100, valid_bounds=(), seed=0)
-    return results, T.summarize_table(results)
+    cfg = config.load("21_table_known_groups", "paper", valid_bounds=[])
+    data = {b: sim.load_simulated(b, "qwen") for b in reference.TABLE_SPECS[name].benchmarks}
+    spec = reference.TABLE_SPECS[name]
+    results = R.run_results(
+        data, cfg, eps=spec.eps, cal_ratio=reference.resolve_cal_ratio(spec.benchmarks), groupings=["known"]
+    )
+    return results, R.summarize_results(results)
 
 
 def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwen):
     """PAC overshoots eps in the category the paper names (Precalculus / X-Large / Biology) for
     every score, by more than 3 Monte Carlo standard errors over T = 100 seeded splits; G-PAC has
     Error_Gap = 0, every category's mean test error at least one standard error below eps."""
-    from gpac_utils.paper import simulate as sim
-
     results, summary = known_qwen
     per = results[results.group != "__all__"]
     stats = per.groupby(["dataset", "score", "method", "group"])["error"].agg(["mean", "std", "count"])
     stats["se"] = stats["std"] / np.sqrt(stats["count"])
-    for b, eps in T.TABLE_SPECS["01_results_known"].eps.items():
+    for b, eps in reference.TABLE_SPECS["01_results_known"].eps.items():
         het = sim.SPECS[b].heterogeneous
-        for s in T.SCORES:
+        for s in PAPER_SCORES:
             pac = stats.loc[(b, s, "PAC", het)]
             assert pac["mean"] - eps > 3 * pac["se"], (b, s, pac.to_dict())
             g = stats.loc[(b, s, "G-PAC")]
@@ -246,6 +265,21 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
             assert row.loc["PAC", "Error_Gap"] > 0
             assert row.loc["G-PAC", "Error_Gap"] == 0
             assert row.loc["PAC", "worst_group"] == het
+
+
+def test_make_tables_refuses_groupings_the_table_does_not_have():
+    cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
+    with pytest.raises(ValueError, match="groupings"):
+        R.make_tables(cfg)
+
+
+def test_run_results_refuses_unknown_groupings_and_missing_eps():
+    cfg = config.load("22_table_cpac", "fast")
+    table = sim.load_simulated("gpqa", "qwen")
+    with pytest.raises(ValueError, match="groupings"):
+        R.run_results({"gpqa": table}, cfg, eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"])
+    with pytest.raises(ValueError, match="eps"):
+        R.run_results({"gpqa": table}, cfg, eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
 
 
 # ------------------------------------------------------------------ figures' helpers
@@ -260,14 +294,14 @@ def test_population_thresholds_and_risk_curves_on_a_tiny_table():
             "score_x": [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4],
         }
     )
-    thr = T.population_thresholds(df, "score_x", eps=0.25).set_index("group")
+    thr = concept.population_thresholds(df, "score_x", eps=0.25).set_index("group")
     # overall: risk(u) = (0, 1, 2, 4) / 8 at u = .1 .. .4 -> largest u with risk <= .25 is .3
     assert thr.loc["a", "pac_threshold"] == pytest.approx(0.3)
     assert thr.loc["b", "pac_risk"] == pytest.approx(0.5)  # group b: losses at .2 and .3 routed
     assert thr.loc["a", "gpac_threshold"] == pytest.approx(0.4)
     assert thr.loc["b", "gpac_threshold"] == pytest.approx(0.2)  # risk 1/4 at .2, 2/4 at .3
     assert thr.loc["b", "oracle_routed"] == pytest.approx(0.25)
-    curves = T.group_risk_curves(df, "score_x", grid=np.array([0.0, 0.25, 1.0]))
+    curves = concept.group_risk_curves(df, "score_x", grid=np.array([0.0, 0.25, 1.0]))
     b = curves[curves.group == "b"].set_index("u")["risk"]
     assert b.tolist() == pytest.approx([0.0, 0.25, 0.75])
 
@@ -292,13 +326,13 @@ def _raw():
 
 
 def test_realdata_table_maps_columns_and_applies_the_cost_model():
-    tab = T.realdata_table(_raw(), T.REALDATA_COLUMNS, chars_per_token=4.0, hidden_think_tokens=1000)
+    tab = realdata.realdata_table(_raw(), REALDATA_COLUMNS, chars_per_token=4.0, hidden_think_tokens=1000)
     assert {"think_correct", "nothink_correct", "score_disagree", "score_length", "think_tokens"} <= set(tab.columns)
     assert tab["think_tokens"].tolist() == [1100.0, 1200.0, 1300.0]
     assert tab["nothink_tokens"].tolist() == [50.0, 100.0, 10.0]
-    no_cost = T.realdata_table(_raw(), T.REALDATA_COLUMNS, hidden_think_tokens=None)
+    no_cost = realdata.realdata_table(_raw(), REALDATA_COLUMNS, hidden_think_tokens=None)
     assert D.THINK_TOKENS not in no_cost.columns
-    summ = T.group_summary(tab).set_index("group")
+    summ = realdata.group_summary(tab).set_index("group")
     assert summ.loc["ALL", "n"] == 3 and summ.loc["A", "loss"] == pytest.approx(50.0)
 
 
@@ -306,19 +340,19 @@ def test_realdata_table_rejects_inconsistent_or_incomplete_input():
     bad = _raw()
     bad.loc[2, "loss"] = 1
     with pytest.raises(D.SchemaError, match="disagrees"):
-        T.realdata_table(bad, T.REALDATA_COLUMNS)
+        realdata.realdata_table(bad, REALDATA_COLUMNS)
     with pytest.raises(D.SchemaError, match="weak_chars"):
-        T.realdata_table(_raw().drop(columns=["weak_chars"]), T.REALDATA_COLUMNS, hidden_think_tokens=10)
+        realdata.realdata_table(_raw().drop(columns=["weak_chars"]), REALDATA_COLUMNS, hidden_think_tokens=10)
     with pytest.raises(D.SchemaError, match="lacks"):
-        T.realdata_table(_raw(), {"no_such_column": "score_x"})
+        realdata.realdata_table(_raw(), {"no_such_column": "score_x"})
 
 
 def test_resolve_data_path(tmp_path):
     from gpac_utils.workflow import paths
 
-    assert T.resolve_data_path(None) == paths.REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv"
-    assert T.resolve_data_path(tmp_path / "x.csv") == tmp_path / "x.csv"
-    assert T.resolve_data_path("data/x.csv") == paths.REPO_ROOT / "data" / "x.csv"
+    assert realdata.resolve_data_path(None) == paths.REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv"
+    assert realdata.resolve_data_path(tmp_path / "x.csv") == tmp_path / "x.csv"
+    assert realdata.resolve_data_path("data/x.csv") == paths.REPO_ROOT / "data" / "x.csv"
 
 
 # ------------------------------------------------------------------ the notebooks (fast profile)
@@ -381,7 +415,7 @@ def test_realdata_notebook_fast_profile(tmp_path):
     )
     assert out.exists()
     written = paths.TABLES / "realdata_case_study.csv"
-    if T.resolve_data_path(None).exists():
+    if realdata.resolve_data_path(None).exists():
         t = pd.read_csv(written)
         assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}
         assert set(t["Setting"]) == {"paper", "valid"}

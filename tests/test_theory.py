@@ -7,13 +7,16 @@ import numpy as np
 import pytest
 
 from gpac_utils import bounds, calibrate, sampling, selection
-from gpac_utils.paper import theory as th
+from gpac_utils.paper.theory import audit, oracle, populations
+from gpac_utils.paper.theory import partition_gap as pg
+from gpac_utils.paper.theory.populations import Population, RiskGroup
+from gpac_utils.recipe import Recipe
 
-POP = th.Population(
+POP = Population(
     (
-        th.Group("easy", 0.5, a=0.8, b=3.0),
-        th.Group("flat", 0.3, a=0.5, b=0.0),
-        th.Group("mid", 0.2, a=0.6, b=1.0, lo=0.2, hi=0.9),
+        RiskGroup("easy", 0.5, a=0.8, b=3.0),
+        RiskGroup("flat", 0.3, a=0.5, b=0.0),
+        RiskGroup("mid", 0.2, a=0.6, b=1.0, lo=0.2, hi=0.9),
     )
 )
 
@@ -53,9 +56,9 @@ def test_risk_edge_cases_and_bad_groups():
     assert float(g.risk(np.inf)) == pytest.approx(0.2)
     assert float(POP.group("mid").risk(0.1)) == 0.0  # below the support
     with pytest.raises(ValueError, match="loss probability"):
-        th.Group("bad", 1.0, a=2.0, b=1.0)
+        RiskGroup("bad", 1.0, a=2.0, b=1.0)
     with pytest.raises(ValueError, match="lo < hi"):
-        th.Group("bad", 1.0, a=0.1, b=1.0, lo=0.5, hi=0.5)
+        RiskGroup("bad", 1.0, a=0.1, b=1.0, lo=0.5, hi=0.5)
     with pytest.raises(KeyError, match="unknown group"):
         POP.group("nope")
 
@@ -67,7 +70,7 @@ def test_oracle_threshold_against_grid_search(eps):
     for name in POP.names + [None]:
         r = POP.risk(grid, name)
         feasible = grid[r <= eps]
-        u = th.oracle_threshold(POP, eps, name)
+        u = populations.oracle_threshold(POP, eps, name)
         if r[-1] <= eps:
             assert u == np.inf
         else:
@@ -79,12 +82,12 @@ def test_closed_form_threshold():
     for name in ("easy", "flat"):
         g = POP.group(name)
         for eps in (0.02, 0.1, 0.19):
-            assert float(th.closed_form_threshold(g, eps)) == pytest.approx(
-                th.oracle_threshold(POP, eps, name), abs=1e-9
+            assert float(populations.closed_form_threshold(g, eps)) == pytest.approx(
+                populations.oracle_threshold(POP, eps, name), abs=1e-9
             )
-    assert float(th.closed_form_threshold(POP.group("easy"), 0.25)) == np.inf  # R(1) = 0.2 < 0.25
+    assert float(populations.closed_form_threshold(POP.group("easy"), 0.25)) == np.inf  # R(1) = 0.2 < 0.25
     with pytest.raises(ValueError):
-        th.closed_form_threshold(POP.group("mid"), 0.1)
+        populations.closed_form_threshold(POP.group("mid"), 0.1)
 
 
 # ------------------------------------------------------------------ Proposition 3.3
@@ -94,8 +97,8 @@ def _random_population(rng, k=3, identical=False):
     for j in range(k):
         if not identical:
             a, b = rng.uniform(0.2, 1.0), rng.uniform(0, 4)
-        groups.append(th.Group(f"g{j}", rng.uniform(0.1, 1), a=a, b=b))
-    return th.Population(tuple(groups))
+        groups.append(RiskGroup(f"g{j}", rng.uniform(0.1, 1), a=a, b=b))
+    return Population(tuple(groups))
 
 
 def test_grouping_never_hurts_against_a_common_valid_threshold():
@@ -105,7 +108,7 @@ def test_grouping_never_hurts_against_a_common_valid_threshold():
     for _ in range(200):
         pop = _random_population(rng)
         for eps in (0.03, 0.1):
-            s = th.oracle_summary(pop, eps)
+            s = oracle.oracle_summary(pop, eps)
             assert s["eff_grouped"] >= s["eff_common"] - 1e-12
             us = [s[f"u_{g}"] for g in pop.names]
             if max(us) - min(us) > 1e-6:
@@ -119,7 +122,7 @@ def test_equality_when_groups_identical():
     for _ in range(50):
         pop = _random_population(rng, identical=True)
         for eps in (0.03, 0.1):
-            s = th.oracle_summary(pop, eps)
+            s = oracle.oracle_summary(pop, eps)
             assert s["eff_grouped"] == pytest.approx(s["eff_marginal"], abs=1e-9)
             assert s["eff_common"] == pytest.approx(s["eff_marginal"], abs=1e-9)
 
@@ -127,8 +130,8 @@ def test_equality_when_groups_identical():
 def test_paper_prop_3_3_counterexample():
     """Against marginal PAC (marginal constraint) grouping can lose: the paper's proof step
     "u* is feasible for the group-conditional problem" fails when R(u* | G_j) > eps."""
-    pop = th.Population((th.Group("flat", 0.5, a=0.16, b=0.0), th.Group("late", 0.5, a=0.3, b=16.0)))
-    s = th.oracle_summary(pop, 0.1)
+    pop = Population((RiskGroup("flat", 0.5, a=0.16, b=0.0), RiskGroup("late", 0.5, a=0.3, b=16.0)))
+    s = oracle.oracle_summary(pop, 0.1)
     assert s["eff_marginal"] == pytest.approx(1.0)  # marginal risk R(1) = 0.08 + 0.0088 <= 0.1
     assert s["eff_grouped"] == pytest.approx(0.5 * 0.625 + 0.5 * 1.0)
     assert s["max_group_risk_marginal"] > 0.1  # marginal threshold violates a group
@@ -139,43 +142,46 @@ def test_paper_prop_3_3_counterexample():
 # ------------------------------------------------------------------ partition gap
 def test_partition_gap_bruteforce_tiny_example():
     # three oracle groups, learned labels permuted and with two mistakes out of ten items
-    oracle = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
+    reference = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
     learned = np.array([2, 2, 1, 0, 0, 0, 1, 1, 1, 0])  # sigma: 0->2, 1->0, 2->1; items 2 and 9 wrong
-    assert th.partition_gap_from_labels(learned, oracle) == pytest.approx(0.2)
+    assert pg.partition_gap_from_labels(learned, reference) == pytest.approx(0.2)
     # hand brute force over all 3! relabelings
-    best = min(np.mean(learned != np.array(p)[oracle]) for p in itertools.permutations(range(3)))
+    best = min(np.mean(learned != np.array(p)[reference]) for p in itertools.permutations(range(3)))
     assert best == pytest.approx(0.2)
     rng = np.random.default_rng(5)
     for _ in range(30):
         C = rng.dirichlet(np.ones(16)).reshape(4, 4)
-        assert th.partition_gap(C) == pytest.approx(th.partition_gap_bruteforce(C), abs=1e-12)
+        assert pg.partition_gap(C) == pytest.approx(pg.partition_gap_bruteforce(C), abs=1e-12)
 
 
 def test_interval_confusion_and_gap():
-    pop = th.Population((th.Group("only", 1.0, a=0.5, b=1.0),))  # U ~ Uniform(0, 1)
-    C = th.interval_confusion(pop, [0.3, 0.7], [1 / 3, 2 / 3])
+    pop = Population((RiskGroup("only", 1.0, a=0.5, b=1.0),))  # U ~ Uniform(0, 1)
+    C = pg.interval_confusion(pop, [0.3, 0.7], [1 / 3, 2 / 3])
     assert C.sum() == pytest.approx(1.0)
-    assert th.partition_gap(C) == pytest.approx(abs(0.3 - 1 / 3) + abs(0.7 - 2 / 3))
-    assert th.partition_gap(th.interval_confusion(pop, [1 / 3, 2 / 3], [1 / 3, 2 / 3])) == pytest.approx(0.0)
+    assert pg.partition_gap(C) == pytest.approx(abs(0.3 - 1 / 3) + abs(0.7 - 2 / 3))
+    assert pg.partition_gap(pg.interval_confusion(pop, [1 / 3, 2 / 3], [1 / 3, 2 / 3])) == pytest.approx(0.0)
     # fewer learned groups than oracle groups: padded, the missing group counts as misassigned
-    assert th.partition_gap(th.interval_confusion(pop, [0.5], [1 / 3, 2 / 3])) == pytest.approx(1 / 3)
+    assert pg.partition_gap(pg.interval_confusion(pop, [0.5], [1 / 3, 2 / 3])) == pytest.approx(1 / 3)
 
 
 def test_interval_partition_efficiency_matches_groups_when_groups_are_intervals():
-    pop = th.Population(
-        (th.Group("a", 1, a=0.6, b=1.0, lo=0.0, hi=0.5), th.Group("b", 1, a=0.2, b=0.0, lo=0.5, hi=1.0))
+    pop = Population(
+        (
+            RiskGroup("a", 1, a=0.6, b=1.0, lo=0.0, hi=0.5),
+            RiskGroup("b", 1, a=0.2, b=0.0, lo=0.5, hi=1.0),
+        )
     )
     eps = 0.05
-    u = th.interval_thresholds(pop, [0.5], eps)
+    u = pg.interval_thresholds(pop, [0.5], eps)
     for j, name in enumerate(pop.names):
-        assert u[j] == pytest.approx(th.oracle_threshold(pop, eps, name), abs=1e-9)
-    eff = th.interval_partition_efficiency(pop, [0.5], eps)
-    assert eff == pytest.approx(th.oracle_summary(pop, eps)["eff_grouped"], abs=1e-9)
+        assert u[j] == pytest.approx(populations.oracle_threshold(pop, eps, name), abs=1e-9)
+    eff = pg.interval_partition_efficiency(pop, [0.5], eps)
+    assert eff == pytest.approx(oracle.oracle_summary(pop, eps)["eff_grouped"], abs=1e-9)
 
 
 def test_fit_power_law_recovers_rate():
     n = np.array([100, 300, 1000, 3000])
-    c, beta = th.fit_power_law(n, 2.0 * n**-0.5)
+    c, beta = pg.fit_power_law(n, 2.0 * n**-0.5)
     assert beta == pytest.approx(0.5) and c == pytest.approx(2.0)
 
 
@@ -183,29 +189,31 @@ def test_fit_power_law_recovers_rate():
 @pytest.mark.parametrize("bound", ["clt", "hoeffding_bentkus", "clopper_pearson"])
 @pytest.mark.parametrize("scheme,pi", [("resample", 0.5), ("bernoulli", 0.5), ("full", 1.0)])
 def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
-    loss, u = th.AUDIT_POPULATION.group("flat").sample((20, 80), np.random.default_rng(6))
+    loss, u = populations.AUDIT_POPULATION.group("flat").sample((20, 80), np.random.default_rng(6))
     for rule in ("first-crossing", "max"):
-        ref = calibrate.threshold(
-            loss, u, eps=0.1, alpha=0.05, bound=bound, sampling=scheme, pi=pi, rule=rule, rng=np.random.default_rng(7)
-        )
+        recipe = Recipe(bound=bound, sampling=scheme, pi=None if scheme == "full" else pi, rule=rule)
+        ref = calibrate.threshold(loss, u, eps=0.1, alpha=0.05, recipe=recipe, rng=np.random.default_rng(7))
         d = sampling.draw(loss, u, scheme, pi, np.random.default_rng(7), shuffle=False)
-        cand = th.audit_candidates(u, bound)
+        cand = selection.candidate_grid(u, "auto", bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.value_range), 0.1, rule)
         np.testing.assert_array_equal(got, ref)
 
 
+AUDIT_CFG = {
+    "bounds": ["clt", "clopper_pearson"],
+    "pis": [1.0, 0.5],
+    "group_sizes": [40],
+    "eps_list": [0.1],
+    "rules": ["first-crossing", "max"],
+    "alpha": 0.05,
+    "calibrations": 200,
+    "seed": 1,
+    "jobs": 1,
+}
+
+
 def test_validity_audit_small_run():
-    df = th.validity_audit(
-        th.AUDIT_POPULATION,
-        bounds=["clt", "clopper_pearson"],
-        pis=[1.0, 0.5],
-        n_groups=[40],
-        eps_list=[0.1],
-        rules=["first-crossing", "max"],
-        alpha=0.05,
-        calibrations=200,
-        seed=1,
-    )
+    df = audit.validity_audit(populations.AUDIT_POPULATION, AUDIT_CFG)
     # schemes: (resample, 1), (resample, .5), (bernoulli, .5), (full, 1); 2 bounds, 2 rules, 2 groups
     assert len(df) == 4 * 2 * 2 * 2
     assert set(df["scheme"]) == {"resample", "bernoulli", "full"}
@@ -213,15 +221,5 @@ def test_validity_audit_small_run():
     cp = df[(df["bound"] == "clopper_pearson") & df["scheme"].isin(["bernoulli", "full"])]
     # exact binomial bound, i.i.d. terms: violation rate <= alpha + 3 MCSE
     assert (cp["violation_rate"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)).all()
-    again = th.validity_audit(
-        th.AUDIT_POPULATION,
-        bounds=["clt", "clopper_pearson"],
-        pis=[1.0, 0.5],
-        n_groups=[40],
-        eps_list=[0.1],
-        rules=["first-crossing", "max"],
-        alpha=0.05,
-        calibrations=200,
-        seed=1,
-    )
+    again = audit.validity_audit(populations.AUDIT_POPULATION, {**AUDIT_CFG, "jobs": 2})
     assert df.drop(columns="ucb_seconds").equals(again.drop(columns="ucb_seconds"))

@@ -16,8 +16,8 @@ from ..experiment import ExperimentConfig, summarize
 from .reference import SCORE_LABELS, TITLES
 from .results_tables import paper_recipe, quiet_run
 
-#: Summary columns reported in percent.
-PERCENT_COLUMNS = ("Error", "Error_Gap", "STP", "efficiency", "violation_rate", "worst_group_error")
+# Summary columns reported in percent.
+_PERCENT_COLUMNS = ("Error", "Error_Gap", "STP", "efficiency", "violation_rate", "worst_group_error")
 #: Marker and line style per score.
 SCORE_STYLES = {"score_logits": ("o", "-"), "score_verbalized": ("s", "--"), "score_router": ("^", ":")}
 
@@ -61,7 +61,7 @@ def run_calibration_ratio(tables: Mapping[str, pd.DataFrame], eps: Mapping[str, 
             s["eps"] = eps[b]
             rows.append(s)
     out = pd.concat(rows, ignore_index=True)
-    for c in PERCENT_COLUMNS:
+    for c in _PERCENT_COLUMNS:
         out[c] = 100 * out[c]
     return out
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-DATA = Path(__file__).parent / "data"
+REFERENCE_DATA = Path(__file__).parent / "data"
 #: The paper's three metrics, in the order of its tables.
 PAPER_METRICS = ("Error", "Error_Gap", "STP")
 #: Table families: which notebook builds them and how their groups are obtained.
@@ -68,7 +68,7 @@ class TableSpec:
 
 @cache
 def _specs_file() -> dict:
-    return yaml.safe_load((DATA / "table_specs.yaml").read_text())
+    return yaml.safe_load((REFERENCE_DATA / "table_specs.yaml").read_text())
 
 
 def table_specs() -> dict[str, TableSpec]:
@@ -120,9 +120,16 @@ def _spec(name: str) -> TableSpec:
     return TABLE_SPECS[name]
 
 
+def _read_values(name: str) -> pd.DataFrame:
+    # ``value`` is parsed by Python's float(), so that "3.08" is exactly the literal 3.08.
+    df = pd.read_csv(REFERENCE_DATA / name, dtype={"value": str})
+    df["value"] = df["value"].map(float)
+    return df
+
+
 @cache
 def _paper_cells() -> pd.DataFrame:
-    return pd.read_csv(DATA / "paper_tables.csv", float_precision="round_trip")
+    return _read_values("paper_tables.csv")
 
 
 def paper_long(name: str) -> pd.DataFrame:
@@ -220,7 +227,7 @@ def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, fl
 
 @cache
 def _accuracy_rows() -> pd.DataFrame:
-    return pd.read_csv(DATA / "llm_accuracy.csv", float_precision="round_trip")
+    return _read_values("llm_accuracy.csv")
 
 
 def paper_accuracy() -> pd.DataFrame:

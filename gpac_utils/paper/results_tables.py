@@ -191,7 +191,7 @@ def group_violations(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-PERCENT_COLUMNS = (
+_PERCENT_COLUMNS = (
     "Error",
     "Error_Gap",
     "STP",
@@ -247,7 +247,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
         how="left",
     )
     s = s.rename(columns={"efficiency": "Efficiency", "violation_rate": "Violation"})
-    for c in PERCENT_COLUMNS:
+    for c in _PERCENT_COLUMNS:
         s[c] = 100 * s[c]
     return s
 

@@ -78,9 +78,7 @@ def side_by_side(summary: pd.DataFrame, name: str | None) -> pd.DataFrame:
         wide = paper_long(name).pivot_table(index=_KEYS, columns="metric", values="paper").reset_index()
         wide = wide.rename(columns={m: f"paper_{m}" for m in PAPER_METRICS})
         wide["setting"] = "paper"
-        out = out.drop(columns=[f"paper_{m}" for m in PAPER_METRICS]).merge(
-            wide, on=_KEYS + ["setting"], how="left"
-        )
+        out = out.drop(columns=[f"paper_{m}" for m in PAPER_METRICS]).merge(wide, on=_KEYS + ["setting"], how="left")
     for m in PAPER_METRICS:
         out[f"diff_{m}"] = out[m] - out[f"paper_{m}"]
     return out

@@ -493,16 +493,13 @@ def artefacts_page(owners: dict[str, dict], notebooks: Sequence[Notebook]) -> st
         "Every paper label the notebooks name, with the notebook section that reproduces it. The anchors",
         "are stable: `notebooks/<notebook>.html#table-<name>` or `#fig-<name>` (the label with `:` -> `-`).",
         "",
-        "| label | kind | reproduced in | anchor |",
-        "|---|---|---|---|",
+        "| label | reproduced in |",
+        "|---|---|",
     ]
     for label in sorted(owners, key=lambda lab: (lab.split(":")[0] != "table", lab)):
         info = owners[label]
         nb = titles[info["notebook"]]
-        kind = "table" if label.startswith("table:") else "figure"
-        lines.append(
-            f"| {_ref(label)} | {kind} | {{doc}}`{_md_escape_cell(nb.title)} <{nb.docname}>` | `#{info['id']}` |"
-        )
+        lines.append(f"| {_ref(label)} | {{doc}}`{_md_escape_cell(nb.title)} <{nb.docname}>` |")
     return "\n".join(lines) + "\n"
 
 

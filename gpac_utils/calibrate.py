@@ -224,8 +224,8 @@ class PAC:
 
     References
     ----------
-    .. [1] Zeng et al. (2025). PAC reasoning: controlling the performance loss of efficient
-       reasoning.
+    Zeng et al. (2025). PAC reasoning: controlling the performance loss of efficient
+    reasoning.
     """
 
     name = "PAC"
@@ -371,7 +371,7 @@ class GPAC(PAC):
 
     References
     ----------
-    .. [1] The G-PAC paper, Section 3.1 and Algorithm 2.
+    The G-PAC paper, Section 3.1 and Algorithm 2.
     """
 
     name = "G-PAC"
@@ -454,7 +454,7 @@ class CPAC:
 
     References
     ----------
-    .. [1] The G-PAC paper, Section 3.2 ("Clustering in U space") and Theorem 3.4.
+    The G-PAC paper, Section 3.2 ("Clustering in U space") and Theorem 3.4.
     """
 
     name = "C-PAC"

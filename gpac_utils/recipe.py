@@ -76,8 +76,8 @@ class Recipe:
 
     References
     ----------
-    .. [1] Bates, Angelopoulos, Lei, Malik, Jordan (2021). Distribution-free, risk-controlling
-       prediction sets. JACM.
+    Bates, Angelopoulos, Lei, Malik, Jordan (2021). Distribution-free, risk-controlling
+    prediction sets. JACM.
     """
 
     bound: str = "hoeffding_bentkus"

@@ -98,3 +98,12 @@ def test_reads_real_math_table():
     )
     assert len(t) == 721 and t["group"].nunique() == 7
     np.testing.assert_array_equal(t["loss"], data.binary_loss(t["think_correct"], t["nothink_correct"]))
+
+
+def test_a_column_named_score_counts_as_a_score():
+    df = pd.DataFrame({"item_id": [1, 2], "loss": [0, 1], "score": [0.2, 0.9]})
+    assert data.score_columns(df) == ["score"]
+    out = data.validate(df)
+    assert list(out["score"]) == [0.2, 0.9]
+    with pytest.raises(data.SchemaError, match="'score'"):
+        data.validate(df.assign(score=[0.2, 1.5]))

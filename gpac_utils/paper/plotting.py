@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib as mpl
 import pandas as pd
+import seaborn as sns
 
 from ..workflow.paths import FIGURES, TABLES, ensure
 
@@ -23,9 +25,6 @@ METHOD_COLORS = {"PAC": "#1f3b73", "G-PAC": "#2a9d8f", "C-PAC": "#e9c46a", "orac
 
 def apply_style() -> None:
     """Set the compendium's matplotlib style (deterministic fonts, no timestamps)."""
-    import matplotlib as mpl
-    import seaborn as sns
-
     # No backend switch here: inline figures in notebooks; tests and CI set MPLBACKEND=Agg.
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
     mpl.rcParams.update(
@@ -41,7 +40,21 @@ def apply_style() -> None:
 
 
 def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
-    """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` (metadata stripped, fixed dpi)."""
+    """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` (metadata stripped, fixed dpi).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    name : str
+        File stem.
+    folder : Path, optional
+        Default ``figures/`` (or ``$GPAC_FIGURES``).
+
+    Returns
+    -------
+    list of Path
+    """
     folder = ensure(folder or FIGURES)
     png, pdf = folder / f"{name}.png", folder / f"{name}.pdf"
     fig.savefig(png, dpi=DPI, metadata=PNG_METADATA)
@@ -50,7 +63,23 @@ def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
 
 
 def save_table(df: pd.DataFrame, name: str, folder: Path | None = None, floatfmt: str = ".2f") -> list[Path]:
-    """Save ``df`` as ``<name>.csv`` (full precision) and ``<name>.md`` (rounded for reading)."""
+    """Save ``df`` as ``<name>.csv`` (full precision) and ``<name>.md`` (rounded for reading).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    name : str
+        File stem.
+    folder : Path, optional
+        Default ``figures/tables/``.
+    floatfmt : str, default ".2f"
+        Number format of the Markdown file.
+
+    Returns
+    -------
+    list of Path
+    """
     folder = ensure(folder or TABLES)
     csv, md = folder / f"{name}.csv", folder / f"{name}.md"
     df.to_csv(csv, index=False, lineterminator="\n")

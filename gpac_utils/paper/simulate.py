@@ -410,10 +410,20 @@ def perceived_margin(comp: dict[str, np.ndarray], a_nothink: float, score: str) 
 
 
 def simulated_router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndarray:
-    """Input-only router score: a fixed function of the latent difficulty and its own noise.
+    """Input-only router score of the simulator: a fixed function of the latent difficulty and its own noise.
 
     It takes no argument about the non-thinking answer, so it cannot depend on whether that
     answer is correct (beyond what the difficulty implies).
+
+    Parameters
+    ----------
+    difficulty, noise : numpy.ndarray
+        Latent difficulty and the router's standard-normal noise, per item.
+
+    Returns
+    -------
+    numpy.ndarray
+        Scores in (0, 1).
     """
     s = SCORE_MODELS["score_router"]
     z = (difficulty - difficulty.mean()) / difficulty.std()
@@ -486,7 +496,19 @@ def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
 
 
 def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
-    """Read one committed simulated table, validated by :func:`gpac_utils.data.read_table`."""
+    """Read one committed simulated table, validated by :func:`gpac_utils.data.read_table`.
+
+    Parameters
+    ----------
+    benchmark, pair : str
+        A key of :data:`SPECS` and a model pair.
+    folder : Path, optional
+        Where the tables live (default ``data/simulated/``).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
     spec = _check(benchmark, pair)
     return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
 

@@ -31,7 +31,19 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RiskGroup:
-    """One group: mass ``weight``, ``U ~ Uniform(lo, hi)``, ``P(loss=1 | U=u) = a * u**b``."""
+    """One group of a :class:`Population`: mass ``weight``, ``U ~ Uniform(lo, hi)``, ``P(loss=1 | U=u) = a u^b``.
+
+    Parameters
+    ----------
+    name : str
+        Group name.
+    weight : float
+        Mass (normalised by the population).
+    a, b : float
+        Loss curve ``a u^b`` (``a hi^b <= 1``).
+    lo, hi : float
+        Support of the score, ``0 <= lo < hi <= 1``.
+    """
 
     name: str
     weight: float
@@ -78,7 +90,13 @@ class RiskGroup:
 
 @dataclass(frozen=True)
 class Population:
-    """A mixture of :class:`RiskGroup` s (weights are normalised)."""
+    """A mixture of :class:`RiskGroup` s (weights are normalised).
+
+    Parameters
+    ----------
+    groups : tuple of RiskGroup
+        The groups (unique names).
+    """
 
     groups: tuple[RiskGroup, ...]
 
@@ -152,8 +170,22 @@ class Population:
 def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
     r"""``sup{u : risk_fn(u) <= eps}`` for a continuous non-decreasing ``risk_fn`` (vectorised in eps).
 
-    ``-inf`` when even ``risk_fn(lo) > eps``; ``+inf`` when ``risk_fn(hi) <= eps`` (the risk never
-    exceeds ``eps``: route everything). Otherwise bisection to ``(hi - lo) 2^-iters``.
+    Parameters
+    ----------
+    risk_fn : callable
+        ``u -> R(u)``, vectorised.
+    eps : float or array_like
+        Target risk(s).
+    lo, hi : float
+        The search interval.
+    iters : int, default 60
+        Bisection steps (precision ``(hi - lo) 2^-iters``).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``-inf`` when even ``risk_fn(lo) > eps``; ``+inf`` when ``risk_fn(hi) <= eps`` (the risk
+        never exceeds ``eps``: route everything).
     """
     eps = np.asarray(eps, dtype=float)
     lo_arr = np.full(eps.shape, float(lo))
@@ -171,12 +203,39 @@ def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
 
 
 def oracle_threshold(pop: Population, eps, group: str | None = None):
-    r"""PAC-optimal threshold :math:`u^* = \sup\{u : R(u \mid G) \le \varepsilon\}`; ``group=None``: marginal PAC."""
+    r"""PAC-optimal threshold :math:`u^* = \sup\{u : R(u \mid G) \le \varepsilon\}`.
+
+    Parameters
+    ----------
+    pop : Population
+        The population.
+    eps : float or array_like
+        Target risk(s).
+    group : str, optional
+        A group; ``None``: the marginal threshold of PAC.
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
     return sup_feasible(lambda u: pop.risk(u, group), eps)
 
 
 def closed_form_threshold(g: RiskGroup, eps):
-    r"""Explicit :math:`u^*` for a group with ``lo = 0``: :math:`(\varepsilon(b+1)\,hi/a)^{1/(b+1)}`."""
+    r"""Explicit :math:`u^* = (\varepsilon(b+1)\,hi/a)^{1/(b+1)}` for a group with ``lo = 0``.
+
+    Parameters
+    ----------
+    g : RiskGroup
+        A group with ``lo = 0``.
+    eps : float or array_like
+        Target risk(s).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``+inf`` where the group's risk never exceeds ``eps``.
+    """
     if g.lo != 0:
         raise ValueError("closed_form_threshold needs lo = 0")
     eps = np.asarray(eps, dtype=float)
@@ -187,7 +246,23 @@ def closed_form_threshold(g: RiskGroup, eps):
 
 
 def efficiency_ratio(pop: Population, group: str, u_hat, u_star):
-    """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share (``-inf`` → 0)."""
+    """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share.
+
+    Parameters
+    ----------
+    pop : Population
+        The population.
+    group : str
+        The group.
+    u_hat : float or array_like
+        Calibrated thresholds (``-inf`` counts as 0).
+    u_star : float
+        The oracle threshold.
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
     den = pop.share(u_star, group)
     if np.any(np.asarray(den) <= 0):
         raise ValueError(f"oracle threshold of group {group!r} routes nothing; the ratio is undefined")
@@ -195,7 +270,19 @@ def efficiency_ratio(pop: Population, group: str, u_hat, u_star):
 
 
 def names_or(pop: Population, groups: Sequence[str] | None) -> list[str]:
-    """The requested groups (validated) or all of them."""
+    """The requested groups (validated) or all of them.
+
+    Parameters
+    ----------
+    pop : Population
+        The population.
+    groups : sequence of str, optional
+        Group names; ``None``: all.
+
+    Returns
+    -------
+    list of str
+    """
     if groups is None:
         return pop.names
     bad = [g for g in groups if g not in pop.names]

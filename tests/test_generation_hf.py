@@ -105,3 +105,27 @@ def test_transformers_runner_end_to_end(tiny, tmp_path):
     alone = tmp_path / "alone"
     run_generation(items.iloc[[1]], eng, alone, role="think", sampling=s, thinking=True, progress=False)
     assert load_generations(alone, "think")["text"].iloc[0] == g["text"].iloc[1]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_batched_equals_one_at_a_time(tiny, temperature):
+    """Left padding, per-row generators: a request's record does not depend on its batch."""
+    eng = TransformersEngine(str(tiny), device="cpu")
+    convs = [CONV, [{"role": "user", "content": "yes"}], [{"role": "user", "content": "what is two plus three so"}]]
+    ss = [Sampling(temperature=temperature, top_k=5, max_tokens=9, n=2, seed=k) for k in range(3)]
+    batch = eng.generate(convs, ss)
+    for c, s, b in zip(convs, ss, batch):
+        [alone] = eng.generate([c], [s])
+        assert [x.token_ids for x in alone] == [x.token_ids for x in b]
+        for x, y in zip(alone, b):
+            np.testing.assert_allclose(x.token_logprobs, y.token_logprobs, atol=1e-4)
+    capped = TransformersEngine(str(tiny), device="cpu", max_batch_rows=2)  # one request per generate call
+    assert [[x.token_ids for x in r] for r in capped.generate(convs, ss)] == [[x.token_ids for x in r] for r in batch]
+
+
+def test_bad_arguments(tiny):
+    with pytest.raises(ValueError, match="max_batch_rows"):
+        TransformersEngine(str(tiny), device="cpu", max_batch_rows=0)
+    eng = TransformersEngine(str(tiny), device="cpu")
+    with pytest.raises(ValueError, match="samplings"):
+        eng.generate([CONV], [])

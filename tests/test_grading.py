@@ -137,3 +137,16 @@ def test_dispatch():
         gr.grade("arena_hard", "x", "")
     with pytest.raises(ValueError, match="unknown benchmark"):
         gr.grade("mmlu", "x", "")
+
+
+def test_walk_lenient_grader():
+    from gpac_utils.llm import grading as g
+
+    assert g.grade("walk", "2 + 3 = 5", "5") and g.grade("walk", "The answer is 5.", "5")
+    assert g.grade("walk", "x = -3", "-3") and g.grade("walk", "1,250 apples", "1250")
+    assert not g.grade("walk", "5 is the answer to 2 + 3", "5")  # documented: the last number counts
+    assert g.grade("walk", "42 ... \\boxed{12} then 5", "12")  # a box wins over later numbers
+    assert not g.grade("walk", "no number here", "1")
+    assert g.last_number("3/4 of it") == "3/4" and g.last_number("") is None
+    with pytest.raises(ValueError, match="role"):
+        g.walk_messages("q", "other")

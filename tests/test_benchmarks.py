@@ -76,3 +76,15 @@ def test_bad_columns_are_named(tmp_path):
         load_benchmark("math500", p)
     with pytest.raises(ValueError, match="unknown benchmark"):
         load_benchmark("mmlu", p)
+
+
+def test_walk_is_shipped_with_two_conversations():
+    df = load_benchmark("walk")
+    assert len(df) == 48 and df["item_id"].is_unique
+    assert df["group"].value_counts().to_dict() == {
+        g: 12 for g in ("Arithmetic", "Prealgebra", "Algebra", "Number Theory")
+    }
+    think, nothink = df["messages"].iloc[0], df["messages_nothink"].iloc[0]
+    assert think[-1]["content"].startswith(df["question"].iloc[0]) and "\\boxed{" in think[1]["content"]
+    assert nothink == grading.walk_messages(df["question"].iloc[0], "nothink")
+    assert all(grading.grade("walk", f"\\boxed{{{g}}}", g) for g in df["gold"])

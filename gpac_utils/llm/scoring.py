@@ -39,25 +39,6 @@ VERBALIZED_USER = (
     "your answer is correct. Only output the probability."
 )
 
-#: 02_scores presets (``max_tables``: how many embedded tables to summarise; ``None`` = all).
-PRESETS = {
-    "fast": {
-        "benchmark": "math500",
-        "pair": "qwen",
-        "embedder": DEFAULT_EMBEDDER,
-        "router_folds": 5,
-        "n_bins": 10,
-        "max_tables": 2,
-    },
-    "paper": {
-        "benchmark": "math500",
-        "pair": "qwen",
-        "embedder": DEFAULT_EMBEDDER,
-        "router_folds": 5,
-        "n_bins": 10,
-        "max_tables": None,
-    },
-}
 
 
 # --------------------------------------------------------------------------- logits-based

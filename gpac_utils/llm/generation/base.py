@@ -57,6 +57,8 @@ SAMPLING_DEFAULTS: dict[str, Sampling] = {
 MODEL_PAIRS: dict[str, dict[str, str]] = {
     "qwen": {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"},
     "llama": {"think": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "nothink": "meta-llama/Llama-3.1-8B-Instruct"},
+    # the CPU walk: one packaged tiny model in both roles, under two prompts (gpac_utils.llm.walk)
+    "smollm2": {"think": "smollm2-135m", "nothink": "smollm2-135m"},
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...workflow.paths import DATA
+from .. import tiny
 from .base import MODEL_PAIRS, Sampling, default_sampling, is_thinking_model
 from .runner import load_generations, run_generation, shard_items
 
@@ -18,34 +19,6 @@ GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
 #: ``fake``: :class:`~.fake.FakeLLM` behind the vLLM backend (tests, launcher checks, CPU benchmark)
 BACKENDS = ("auto", "vllm", "transformers", "validate", "fake")
-
-#: 01_generate presets. ``max_tokens=None`` keeps the per-family defaults (32k thinking).
-PRESETS = {
-    "fast": {
-        "benchmark": "math500",
-        "pair": "qwen",
-        "backend": "auto",
-        "n_items": 8,
-        "max_tokens": 256,
-        "tensor_parallel_size": 1,
-        "shard": "0/1",
-        "batch_size": 8,
-        "n_verbalized": 10,
-        "verbalized_max_tokens": 32,
-    },
-    "paper": {
-        "benchmark": "math500",
-        "pair": "qwen",
-        "backend": "auto",
-        "n_items": None,
-        "max_tokens": None,
-        "tensor_parallel_size": 1,
-        "shard": "0/1",
-        "batch_size": 256,
-        "n_verbalized": 10,
-        "verbalized_max_tokens": 64,
-    },
-}
 
 
 def run_dir(benchmark: str, pair: str, root: Path | None = None) -> Path:
@@ -76,14 +49,15 @@ def vllm_available() -> bool:
 
 def resolve_backend(backend: str, models: dict[str, str]) -> str:
     """``auto``: vLLM when it is installed and a GPU is visible; else transformers when both models
-    are local folders; else ``validate`` (no generation: validate the embedded tables instead)."""
+    are local folders or packaged tiny models (:mod:`gpac_utils.llm.tiny`); else ``validate`` (no
+    generation: validate the embedded tables instead)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
         return backend
     if vllm_available():
         return "vllm"
-    if all(Path(m).is_dir() for m in models.values()):
+    if all(Path(m).is_dir() or tiny.is_tiny(m) for m in models.values()):
         return "transformers"
     return "validate"
 
@@ -108,6 +82,8 @@ def make_engine(
     if backend == "vllm":
         from .vllm_backend import VLLMEngine
 
+        if tiny.is_tiny(model):  # vLLM reads a plain transformers folder: convert the packaged file once
+            model = str(tiny.model_dir(model))
         return VLLMEngine(
             model, seed=seed, tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len, **kw
         )

@@ -370,3 +370,21 @@ def test_sigterm_stops_kernels_and_workers(tmp_path, jobs):
     proc.wait(timeout=60)
     gone, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left running after SIGTERM: {[p.cmdline() for p in alive]}"
+
+
+def test_outputs_of_a_non_paper_profile_never_reach_figures(monkeypatch):
+    """Whatever command ran the notebook (plain papermill sets no GPAC_FIGURES), config.load with
+    profile 'fast' sends figures and tables under build/fast/."""
+    from gpac_utils.workflow import config, paths
+
+    monkeypatch.delenv("GPAC_FIGURES", raising=False)
+    try:
+        config.load("21_table_known_groups", "fast")
+        assert paths.figures_dir() == paths.BUILD / "fast" / "figures"
+        assert paths.tables_dir() == paths.BUILD / "fast" / "figures" / "tables"
+        config.load("21_table_known_groups", "paper")
+        assert paths.figures_dir() == paths.FIGURES
+        monkeypatch.setenv("GPAC_FIGURES", "/tmp/elsewhere")
+        assert str(paths.figures_dir()) == "/tmp/elsewhere"
+    finally:
+        paths.set_profile(None)

@@ -314,14 +314,14 @@ def test_notebook_20_data_overview(tmp_path):
         paths.NOTEBOOKS / "20_data_overview.py", profile="fast", out_dir=tmp_path, progress_bar=False
     )
     assert out.exists()
-    splits = pd.read_csv(paths.TABLES / "splitting_settings.csv")
+    splits = pd.read_csv(paths.tables_dir() / "splitting_settings.csv")
     assert splits["PAC Calibration"].tolist() == [300, 500, 224]
     assert splits["PAC Test"].tolist() == [200, 500, 224]
-    acc = pd.read_csv(paths.TABLES / "llm_accuracy.csv").set_index("Dataset")
+    acc = pd.read_csv(paths.tables_dir() / "llm_accuracy.csv").set_index("Dataset")
     assert acc.loc["MATH-500", "Llama-3.1-8B-Instruct"] == pytest.approx(45.20)
     assert acc.loc["GPQA", "DeepSeek-R1-Distill-Llama-8B"] == pytest.approx(39.73, abs=0.005)
     for ext in ("png", "pdf"):
-        assert (paths.FIGURES / f"dataset_category_distribution.{ext}").stat().st_size > 0
+        assert (paths.figures_dir() / f"dataset_category_distribution.{ext}").stat().st_size > 0
 
 
 def test_data_card_states_simulation_and_current_parameters():

@@ -391,10 +391,10 @@ def test_table_notebooks_fast_profile(notebook, tmp_path):
     out = run.run_notebook(paths.NOTEBOOKS / f"{notebook}.py", profile="fast", out_dir=tmp_path, progress_bar=False)
     assert out.exists()
     for rel in NOTEBOOK_OUTPUTS[notebook]:
-        f = paths.FIGURES / rel
+        f = paths.figures_dir() / rel
         assert f.exists() and f.stat().st_size > 0, f
     if notebook == "21_table_known_groups":
-        t = pd.read_csv(paths.TABLES / "01_results_known.csv")
+        t = pd.read_csv(paths.tables_dir() / "01_results_known.csv")
         paper_rows = t[t["Setting"] == "paper"]
         assert paper_rows["Error paper (%)"].notna().all()
         assert (t["Setting"] == "valid").any()
@@ -414,7 +414,7 @@ def test_realdata_notebook_fast_profile(tmp_path):
         paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path, progress_bar=False
     )
     assert out.exists()
-    written = paths.TABLES / "realdata_case_study.csv"
+    written = paths.tables_dir() / "realdata_case_study.csv"
     if realdata.resolve_data_path(None).exists():
         t = pd.read_csv(written)
         assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}

@@ -14,7 +14,7 @@ import matplotlib as mpl
 import pandas as pd
 import seaborn as sns
 
-from ..workflow.paths import FIGURES, TABLES, ensure
+from ..workflow.paths import ensure, figures_dir, tables_dir
 
 DPI = 150
 PNG_METADATA = {"Software": None}
@@ -55,7 +55,7 @@ def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
     -------
     list of Path
     """
-    folder = ensure(folder or FIGURES)
+    folder = ensure(folder or figures_dir())
     png, pdf = folder / f"{name}.png", folder / f"{name}.pdf"
     fig.savefig(png, dpi=DPI, metadata=PNG_METADATA)
     fig.savefig(pdf, dpi=DPI, metadata=PDF_METADATA)
@@ -80,7 +80,7 @@ def save_table(df: pd.DataFrame, name: str, folder: Path | None = None, floatfmt
     -------
     list of Path
     """
-    folder = ensure(folder or TABLES)
+    folder = ensure(folder or tables_dir())
     csv, md = folder / f"{name}.csv", folder / f"{name}.md"
     df.to_csv(csv, index=False, lineterminator="\n")
     md.write_text(to_markdown(df, floatfmt) + "\n")

@@ -17,7 +17,9 @@ The notebook's ``parameters`` cell holds the profile, a few literal overrides an
     cfg = config.load("21_table_known_groups", profile, trials=trials, **overrides)
 
 Overrides that are ``None`` are ignored, so a parameter left at ``None`` keeps the profile's
-value; a key that the file does not define is refused with the list of known keys.
+value; a key that the file does not define is refused with the list of known keys. Loading a
+configuration also records its profile for :func:`gpac_utils.workflow.paths.figures_dir`, so a
+notebook run on any profile but ``paper`` writes under ``build/<profile>/`` whatever command ran it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from .paths import NOTEBOOKS
+from .paths import NOTEBOOKS, set_profile
 
 PROFILES = ("fast", "paper")
 CONFIG_DIR = NOTEBOOKS / "config"
@@ -137,4 +139,5 @@ def load(notebook: str, profile: str = "paper", folder: Path | None = None, **ov
     given = {k: v for k, v in overrides.items() if v is not None}
     _check_keys(notebook, values, given)
     values.update(given)
+    set_profile(profile)  # outputs of any profile but paper go under build/<profile>/
     return Config(values, Path(notebook).stem, profile)

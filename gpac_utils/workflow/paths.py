@@ -9,12 +9,40 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "data"
 SIMULATED = DATA / "simulated"
-#: Where notebooks write figures and tables. ``GPAC_FIGURES`` redirects them (the test suite and
-#: non-paper profiles do, so that the committed paper-profile outputs stay untouched).
-FIGURES = Path(os.environ.get("GPAC_FIGURES", REPO_ROOT / "figures"))
-TABLES = FIGURES / "tables"
+#: The committed outputs: paper-profile figures, and their tables under ``tables/``.
+FIGURES = REPO_ROOT / "figures"
 NOTEBOOKS = REPO_ROOT / "notebooks"
 BUILD = REPO_ROOT / "build"
+#: Environment variable that sends figures and tables elsewhere (the test suite, grid runs).
+FIGURES_ENV = "GPAC_FIGURES"
+_profile: str | None = None
+
+
+def set_profile(profile: str | None) -> None:
+    """Record the run profile of this process (``config.load`` does): it decides where outputs go."""
+    global _profile
+    _profile = profile
+
+
+def figures_dir() -> Path:
+    """Where figures are written, decided at write time.
+
+    ``$GPAC_FIGURES`` if set; else ``build/<profile>/figures`` for any profile but ``paper``
+    (so a quick run, by whatever command, never overwrites the committed outputs); else
+    ``figures/``.
+    """
+    if os.environ.get(FIGURES_ENV):
+        return Path(os.environ[FIGURES_ENV])
+    if _profile is not None and _profile != "paper":
+        return BUILD / _profile / "figures"
+    return FIGURES
+
+
+def tables_dir() -> Path:
+    """Where tables are written: ``tables/`` under :func:`figures_dir`."""
+    return figures_dir() / "tables"
+
+
 #: ``../shared`` beside the repository (real per-item model outputs); may be absent.
 SHARED = Path(os.environ.get("GPAC_SHARED", REPO_ROOT.parent / "shared"))
 REALDATA = SHARED / "realdata"

@@ -72,7 +72,7 @@ from papermill.exceptions import PapermillExecutionError
 from tqdm.auto import tqdm
 
 from .config import PROFILES
-from .paths import BUILD, NOTEBOOKS, REPO_ROOT
+from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, REPO_ROOT
 
 #: ``NN_topic.py``: the notebooks the runner discovers.
 NOTEBOOK_PATTERN = re.compile(r"^(\d{2})_[A-Za-z0-9][A-Za-z0-9_\-]*\.py$")
@@ -83,8 +83,6 @@ DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 START_TIMEOUT = 180
 #: Notebooks numbered below this produce data the others read: always run first, in order.
 PRODUCER_LIMIT = 10
-#: Environment variable that redirects the figures/tables a notebook writes (gpac_utils.workflow.paths).
-FIGURES_ENV = "GPAC_FIGURES"
 #: Environment variable telling a notebook how many cores it may use (its share when several run at once).
 CPUS_ENV = "GPAC_CPUS"
 #: Thread-pool variables of BLAS / OpenMP set to the notebook's share of cores: two notebooks, each with a

@@ -333,3 +333,14 @@ def test_data_card_states_simulation_and_current_parameters():
     groups, pairs = S.parameter_table()
     assert plotting.to_markdown(groups, ".4g") in card  # the card's parameter tables are current
     assert plotting.to_markdown(pairs) in card
+
+
+def test_help_prints_help_and_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    before = {p: p.stat().st_mtime_ns for p in S.SIMULATED.glob("*.parquet")} if hasattr(S, "SIMULATED") else {}
+    r = subprocess.run([sys.executable, "-m", "gpac_utils.paper.simulate", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage:" in r.stdout and "--folder" in r.stdout
+    after = {p: p.stat().st_mtime_ns for p in before}
+    assert before == after

@@ -60,6 +60,7 @@ per model pair); :data:`SCORE_MODELS` holds the score-model constants shared by 
 
 from __future__ import annotations
 
+import argparse
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -635,10 +636,20 @@ def group_loss_rates(df: pd.DataFrame) -> pd.Series:
     return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()
 
 
-def main() -> None:  # pragma: no cover - thin CLI
-    for path in write_all():
+def main(argv=None) -> int:
+    """``python -m gpac_utils.paper.simulate [--folder DIR] [--seed N]``: regenerate the stand-ins."""
+    ap = argparse.ArgumentParser(
+        prog="python -m gpac_utils.paper.simulate",
+        description="Regenerate the simulated stand-in tables (byte for byte at the default seed).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--folder", type=Path, default=None, help="output folder (default: data/simulated)")
+    ap.add_argument("--seed", type=int, default=BASE_SEED, help="base seed of every table")
+    a = ap.parse_args(argv)
+    for path in write_all(a.folder, a.seed):
         print(path)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    raise SystemExit(main())

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..metrics import expected_calibration_error, reliability_curve
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -38,7 +39,6 @@ VERBALIZED_USER = (
     "Question: {question}\nAnswer: {answer}\nProvide a probability (between 0.0 and 1.0) that "
     "your answer is correct. Only output the probability."
 )
-
 
 
 # --------------------------------------------------------------------------- logits-based
@@ -269,52 +269,6 @@ def holdout_router_scores(
 
 
 # --------------------------------------------------------------------------- calibration
-def _check_conf(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
-    c = np.asarray(confidence, float).ravel()
-    y = np.asarray(correct, float).ravel()
-    if c.shape != y.shape:
-        raise ValueError(f"confidence and correct have different lengths ({c.size} vs {y.size})")
-    if c.size == 0:
-        raise ValueError("empty input")
-    bad = ~np.isfinite(c) | (c < 0) | (c > 1)
-    if bad.any():
-        raise ValueError(f"confidence must lie in [0, 1]; bad at index {np.flatnonzero(bad)[:5].tolist()}")
-    bad = ~np.isin(y, (0.0, 1.0))
-    if bad.any():
-        raise ValueError(f"correct must be 0/1; bad at index {np.flatnonzero(bad)[:5].tolist()}")
-    return c, y
-
-
-def _bin_index(c: np.ndarray, n_bins: int) -> np.ndarray:
-    # equal-width bins [0, 1/B), ..., [(B-1)/B, 1]; the last bin is closed
-    return np.minimum((c * n_bins).astype(int), n_bins - 1)
-
-
-def reliability_curve(confidence, correct, n_bins: int = 10) -> pd.DataFrame:
-    """Per equal-width bin: ``bin_lo, bin_hi, n, mean_confidence, accuracy, gap`` (empty bins have n = 0
-    and NaN means)."""
-    if int(n_bins) < 1:
-        raise ValueError("n_bins must be >= 1")
-    c, y = _check_conf(confidence, correct)
-    b = _bin_index(c, n_bins)
-    n = np.bincount(b, minlength=n_bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        conf = np.bincount(b, weights=c, minlength=n_bins) / n
-        acc = np.bincount(b, weights=y, minlength=n_bins) / n
-    edges = np.linspace(0, 1, n_bins + 1)
-    return pd.DataFrame(
-        {"bin_lo": edges[:-1], "bin_hi": edges[1:], "n": n, "mean_confidence": conf, "accuracy": acc, "gap": acc - conf}
-    )
-
-
-def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
-    """ECE = sum_b (n_b / n) |accuracy_b - mean confidence_b| over equal-width bins."""
-    curve = reliability_curve(confidence, correct, n_bins)
-    filled = curve["n"] > 0
-    w = curve.loc[filled, "n"] / curve["n"].sum()
-    return float((w * (curve.loc[filled, "accuracy"] - curve.loc[filled, "mean_confidence"]).abs()).sum())
-
-
 def score_ece(table: pd.DataFrame, score_cols: Sequence[str] | None = None, n_bins: int = 10) -> pd.DataFrame:
     """ECE of the confidence ``1 - U`` against non-thinking correctness, per score column."""
     if data.NOTHINK_CORRECT not in table.columns:

@@ -22,7 +22,7 @@ Two fixes over a naive ``from_pretrained(folder, gguf_file=...)``:
 Example
 -------
 >>> from gpac_utils.llm import tiny
->>> model, tok = tiny.load("smollm2-135m")  # doctest: +SKIP
+>>> model, tok = tiny.load_model("smollm2-135m")  # doctest: +SKIP
 >>> tiny.chat("smollm2-135m", "What is 2+3?")  # doctest: +SKIP
 '2 + 3 = 5'
 """
@@ -245,7 +245,7 @@ def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Pa
     return folder
 
 
-def load(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = "float32", cache=None):
+def load_model(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = "float32", cache=None):
     """Model and tokenizer of tiny model ``name`` from its cached converted folder.
 
     Parameters
@@ -283,7 +283,7 @@ def chat(name: str, question: str, *, max_new_tokens: int = 32, device: str = "c
     """Greedy answer of tiny model ``name`` to one user message (a smoke test)."""
     import torch
 
-    model, tok = load(name, device=device)
+    model, tok = load_model(name, device=device)
     enc = tok.apply_chat_template(
         [{"role": "user", "content": question}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     ).to(device)

@@ -57,14 +57,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-#: The repository root (computed here, independent of the working directory).
-REPO = Path(__file__).resolve().parents[2]
-DOCS = REPO / "docs"
-NOTEBOOKS = REPO / "notebooks"
-BUILD = REPO / "build"
-README = REPO / "README.md"
+from .paths import BUILD, REPO_ROOT
+from .runner import discover
 
-NOTEBOOK_PATTERN = re.compile(r"^(\d{2})_[A-Za-z0-9][A-Za-z0-9_\-]*\.py$")
+#: The repository root (computed here, independent of the working directory).
+DOCS = REPO_ROOT / "docs"
+README = REPO_ROOT / "README.md"
+
 #: One chapter (toctree caption) per stage, by the notebook number's first digit.
 CHAPTERS = {
     0: "Generation and scoring",
@@ -115,14 +114,6 @@ class Notebook:
     @property
     def docname(self) -> str:
         return f"notebooks/{self.name}"
-
-
-def discover(folder: Path = NOTEBOOKS) -> list[Path]:
-    """Every ``NN_*.py`` notebook in ``folder``, sorted by number then name."""
-    if not folder.is_dir():
-        return []
-    found = [p for p in folder.iterdir() if p.is_file() and NOTEBOOK_PATTERN.match(p.name)]
-    return sorted(found, key=lambda p: (int(p.name[:2]), p.name))
 
 
 def _read_nb(path: Path):
@@ -703,7 +694,7 @@ def build_html(src: Path, out: Path, strict: bool = False, jobs: int = 1) -> tup
     cmd += ["-d", str(doctrees), "-w", str(warn_file), str(src), str(html_dir)]
     if strict:
         cmd.append("-W")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     warns = [w for w in warn_file.read_text().splitlines() if w.strip()] if warn_file.is_file() else []
     if proc.returncode != 0:
@@ -787,7 +778,7 @@ def run_missing(notebooks: Iterable[Path], profile: str, build_dir: Path) -> int
     print(f"book: executing {len(names)} notebook(s) first: {' '.join(names)}", flush=True)
     # One runner call per notebook (in number order): a failure leaves the others to run, and the
     # book shows the failed one as such.
-    codes = [subprocess.run([*cmd, path], cwd=REPO, env=env).returncode for path in paths]
+    codes = [subprocess.run([*cmd, path], cwd=REPO_ROOT, env=env).returncode for path in paths]
     return max(codes)
 
 
@@ -815,7 +806,7 @@ def build_book(
     return BookResult(html_dir, time.perf_counter() - start, nbs, warns, staged["problems"], broken)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m gpac_utils.workflow.book",
         description=__doc__.split("\n\n")[0],
@@ -847,9 +838,9 @@ def _select(specs: Sequence[str]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     executed = args.executed or BUILD / args.profile
-    figures = args.figures or (REPO / "figures" if args.profile == "paper" else executed / "figures")
+    figures = args.figures or (REPO_ROOT / "figures" if args.profile == "paper" else executed / "figures")
     chosen = _select(args.notebooks)
     if not args.no_run:
         missing = [p for p in chosen if not (executed / f"{p.stem}.ipynb").is_file()]

@@ -161,7 +161,7 @@ class TransformersEngine:
         self.chat_template_kwargs = chat_template_kwargs or {}
         self.max_batch_rows = int(max_batch_rows)
         if hf_model is None and tiny.is_tiny(model):
-            hf_model, tok = tiny.load(model, device="cpu", dtype=dtype or "float32")
+            hf_model, tok = tiny.load_model(model, device="cpu", dtype=dtype or "float32")
             tokenizer = tokenizer if tokenizer is not None else tok
         self.tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model)
         if hf_model is None:

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import data
 from ..workflow.paths import DATA
 from . import grading
 
@@ -109,20 +110,17 @@ def find_local(name: str) -> Path | None:
     return None
 
 
-def read_any(path: str | Path) -> pd.DataFrame:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no file at {path}")
-    suf = path.suffix.lower()
-    if suf == ".jsonl":
-        return pd.read_json(path, lines=True, dtype=False)
-    if suf == ".json":
-        return pd.read_json(path, dtype=False)
-    if suf in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if suf == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    raise ValueError(f"unknown file format {suf!r} for {path}: use .jsonl, .parquet or .csv")
+def read_items(path: str | Path) -> pd.DataFrame:
+    """A benchmark item file (.jsonl, .parquet, .csv, .tsv) read as it is: text stays text.
+
+    Uses the one reader of the package (:func:`gpac_utils.data.read_frame`).
+    """
+    fmt = data.table_format(path)
+    if fmt == "jsonl":
+        return data.read_frame(path, dtype=False)
+    if fmt in ("csv", "tsv"):
+        return data.read_frame(path, dtype=str, keep_default_na=False)
+    return data.read_frame(path)
 
 
 def _from_hf_cache(spec: Spec, name: str) -> pd.DataFrame:
@@ -208,21 +206,11 @@ def load_benchmark(
     if path is None:
         path = find_local(name) or SHIPPED.get(name)
     if path is not None:
-        src, where = read_any(path), str(path)
+        src, where = read_items(path), str(path)
     else:
         src, where = _from_hf_cache(spec, name), spec.hf_repo
     df = _canonical_source(src, name, spec, where)
-    if name == "walk":
-        out = pd.DataFrame(
-            {
-                "item_id": df["unique_id"].astype(str),
-                "group": df["subject"].astype(str),
-                "question": df["problem"].astype(str),
-                "prompt": [grading.math_prompt(p) for p in df["problem"]],
-                "gold": df["answer"].astype(str),
-            }
-        )
-    elif name == "math500":
+    if name in ("walk", "math500"):  # the walk's items are in MATH format
         out = pd.DataFrame(
             {
                 "item_id": df["unique_id"].astype(str),

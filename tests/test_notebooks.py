@@ -68,9 +68,8 @@ def test_notebook_static(path):
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_notebook_executes_on_fast_profile(path, tmp_path):
-    out = run.run_notebook(path, "fast", out_dir=tmp_path, timeout=CELL_TIMEOUT, progress_bar=False)
-    assert out == tmp_path / f"{path.stem}.ipynb"
+def test_notebook_executes_on_fast_profile(path, fast_run):
+    out = fast_run(path.stem).nb
     nb = nbformat.read(str(out), as_version=4)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

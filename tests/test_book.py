@@ -244,31 +244,18 @@ def inspect_page(cdp: CDP, url: str, screenshot: Path, scroll_to: str | None = N
     return {"images": images, "math": math, "title": title}
 
 
-def _executed_fast(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of fast-profile executed notebooks holding at least :data:`NEEDED`."""
+def _executed_fast(fast_run) -> Path:
+    """A folder of fast-profile executed notebooks holding :data:`NEEDED` (``GPAC_BOOK_EXECUTED`` wins)."""
     env_dir = os.environ.get("GPAC_BOOK_EXECUTED")
     if env_dir:
         return Path(env_dir)
-    reuse = book.BUILD / "fast"
-    sources = {p.stem: p for p in book.discover()}
-    fresh = all(
-        (reuse / f"{n}.ipynb").is_file() and (reuse / f"{n}.ipynb").stat().st_mtime >= sources[n].stat().st_mtime
-        for n in NEEDED
-    )
-    if fresh and all(book.inspect_notebook(sources[n], reuse).status == "ok" for n in NEEDED):
-        return reuse
-    out = tmp_path / "executed"
-    # The figures beside the executed notebooks, as the runner's fast profile writes them
-    # (the suite's conftest otherwise points GPAC_FIGURES at a scratch folder of its own).
-    monkeypatch.setenv("GPAC_FIGURES", str(out / "fast" / "figures"))
-    rc = book.run_missing([sources[n] for n in NEEDED], "fast", out)
-    assert rc == 0, "executing the notebooks the book test needs failed (see the runner's output above)"
-    return out / "fast"
+    (name,) = NEEDED  # the suite's shared execution (conftest.fast_run): one folder per notebook
+    return fast_run(name).nb.parent
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_book_builds_and_reads_in_a_browser(tmp_path, monkeypatch):
+def test_book_builds_and_reads_in_a_browser(tmp_path, fast_run):
     executable = _chromium()
     if executable is None:
         pytest.skip(
@@ -277,7 +264,7 @@ def test_book_builds_and_reads_in_a_browser(tmp_path, monkeypatch):
         )
     missing = [n for n in NEEDED if n not in {p.stem for p in book.discover()}]
     assert not missing, f"notebooks the book test needs are gone: {missing}"
-    executed = _executed_fast(tmp_path, monkeypatch)
+    executed = _executed_fast(fast_run)
     out = tmp_path / "book"
     result = book.build_book(executed, out, figures_dir=executed / "figures")
     html_dir = result.html

@@ -79,3 +79,11 @@ $(VENV)/.browser: | $(PY)
 	  else echo "note: chromium is missing and cannot be installed here (needs root + apt-get)"; fi; \
 	fi
 	@if command -v chromium >/dev/null 2>&1; then touch $@; fi
+
+# ---- the CPU walk (gpac_utils/workflow/walk.py): 01_generate -> 02_scores -> 21 and 25 on the generated
+# table (data_source="generated"), the tiny SmolLM2-135M on CPU, everything under build/walk/ (never
+# figures/); prints the table it produced. WALK_ARGS, e.g. --n-items 24 --eps 0.3 --trials 5.
+WALK_ARGS ?=
+
+walk: $(STAMP)
+	$(PY) -m gpac_utils.workflow.walk $(WALK_ARGS)

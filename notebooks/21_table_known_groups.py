@@ -53,6 +53,7 @@ pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
+data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
 scores = None  # uncertainty score columns
 eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
@@ -60,7 +61,8 @@ trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/21_table_known_groups.yaml
 
 # %%
-cfg = config.load("21_table_known_groups", profile, pairs=pairs, scores=scores, eps=eps, trials=trials, **overrides)
+cfg = config.load("21_table_known_groups", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
+                  trials=trials, **overrides)
 cfg
 
 # %% [markdown]

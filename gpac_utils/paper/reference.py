@@ -11,6 +11,10 @@ Everything here is transcribed from the paper's LaTeX (Section 5 and App. G) and
 
 ``grouping`` says how a table's groups were obtained: ``known`` (G-PAC tables), ``split`` (the
 paper's "disjoint" clustering, C-PAC ``mode="split"``) or ``joint``.
+
+Benchmarks the paper does not have (the CPU walk's ``walk``, a table of your own) have no
+reference eps, so :func:`benchmark_eps` asks for one, and they are split half and half between
+calibration and test (:data:`DEFAULT_CAL_RATIO`) unless a ratio is given.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ def table_specs() -> dict[str, TableSpec]:
 TABLE_SPECS: dict[str, TableSpec] = table_specs()
 #: The paper's calibration ratio per benchmark.
 CAL_RATIO: dict[str, float] = dict(_specs_file()["cal_ratio"])
+#: Calibration ratio of a benchmark the paper does not list (the walk, your own tables).
+DEFAULT_CAL_RATIO = 0.5
 #: Display names of benchmarks, scores and groupings in the saved tables and figures.
 TITLES: dict[str, str] = dict(_specs_file()["titles"])
 SCORE_LABELS: dict[str, str] = dict(_specs_file()["score_labels"])
@@ -201,6 +207,45 @@ def resolve_eps(name: str, eps=None) -> dict[str, float]:
     return {b: float(eps) for b in spec.benchmarks}
 
 
+def benchmark_eps(
+    benchmarks: Sequence[str], eps=None, paper_eps: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """eps per benchmark for any benchmarks, the paper's where it has one.
+
+    Parameters
+    ----------
+    benchmarks : sequence of str
+        Benchmarks to resolve (paper benchmarks or others, e.g. ``walk``).
+    eps : None, float or Mapping[str, float]
+        ``None``: the paper's; a float for every benchmark; a dict overriding some.
+    paper_eps : Mapping[str, float], optional
+        The paper's eps per benchmark (a :class:`TableSpec`'s ``eps``; default: none).
+
+    Returns
+    -------
+    dict of str to float
+
+    Raises
+    ------
+    ValueError
+        For a benchmark without a paper eps and no explicit one, or dict keys outside ``benchmarks``.
+    """
+    paper_eps = dict(paper_eps or {})
+    if eps is not None and not isinstance(eps, Mapping):
+        return {b: float(eps) for b in benchmarks}
+    given = dict(eps or {})
+    unknown = [b for b in given if b not in benchmarks]
+    if unknown:
+        raise ValueError(f"eps: benchmark(s) {unknown} are not among the benchmarks run ({list(benchmarks)})")
+    missing = [b for b in benchmarks if b not in given and b not in paper_eps]
+    if missing:
+        raise ValueError(
+            f"eps: benchmark(s) {missing} are not in the paper, so there is no default eps; "
+            f"give one (eps=0.2 or eps={{{missing[0]!r}: 0.2}})"
+        )
+    return {b: float(given.get(b, paper_eps.get(b))) for b in benchmarks}
+
+
 def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, float]:
     """Calibration ratio per benchmark.
 
@@ -209,20 +254,17 @@ def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, fl
     benchmarks : sequence of str
         Benchmarks to resolve.
     cal_ratio : None, float or Mapping[str, float]
-        ``None``: the paper's (:data:`CAL_RATIO`); a float for all; a dict overriding some.
+        ``None``: the paper's (:data:`CAL_RATIO`), :data:`DEFAULT_CAL_RATIO` (0.5) for a benchmark
+        the paper does not list; a float for all; a dict overriding some.
 
     Returns
     -------
     dict of str to float
     """
-    unknown = [b for b in benchmarks if b not in CAL_RATIO]
-    if unknown and not (cal_ratio is not None and not isinstance(cal_ratio, Mapping)):
-        raise ValueError(f"cal_ratio: the paper gives no ratio for {unknown}; pass one")
-    if cal_ratio is None:
-        return {b: CAL_RATIO[b] for b in benchmarks}
-    if isinstance(cal_ratio, Mapping):
-        return {b: float(cal_ratio.get(b, CAL_RATIO[b])) for b in benchmarks}
-    return {b: float(cal_ratio) for b in benchmarks}
+    if cal_ratio is not None and not isinstance(cal_ratio, Mapping):
+        return {b: float(cal_ratio) for b in benchmarks}
+    given = dict(cal_ratio or {})
+    return {b: float(given.get(b, CAL_RATIO.get(b, DEFAULT_CAL_RATIO))) for b in benchmarks}
 
 
 @cache

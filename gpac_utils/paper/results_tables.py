@@ -13,15 +13,20 @@ calls it on a real table. Each run compares, on the same seeded splits,
 
 The configuration (one ``cfg`` mapping, from ``notebooks/config/<notebook>.yaml``) holds
 ``scores, alpha, trials, pi, recipe, valid_bounds, valid_recipe, partition, loss_bound, seed``
-and, for :func:`make_tables`, ``family, pairs, eps, cal_ratio, groupings, figures``.
-All rates are fractions in the raw results and percent in the summaries.
+and, for :func:`make_tables`, ``family, pairs, eps, cal_ratio, groupings, figures`` and the data
+source (:mod:`gpac_utils.paper.sources`): ``data_source, benchmarks, columns, generated_root``.
+The paper's numbers stand beside ours only when the simulated stand-ins are run at the paper's
+eps (:func:`~gpac_utils.paper.sources.reproduces_paper`); other sources give ours alone, in
+files named after the source (``known__generated__walk__smollm2.csv``, ``..._layout``, and
+``..._groups``: the mean test error per group). All rates are fractions in the raw results and
+percent in the summaries.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -31,13 +36,16 @@ from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
 from ..metrics import mcse
 from ..partition import ScorePartitioner
 from ..recipe import Recipe
-from . import plotting, simulate
+from . import plotting, sources
 from .errorbars import category_errors, plot_category_errorbars
-from .reference import TABLE_SPECS, resolve_cal_ratio, resolve_eps, table_name
+from .reference import TABLE_SPECS, benchmark_eps, resolve_cal_ratio, table_name
 from .table_layout import LAYOUT_ROWS, save_tables
 
 #: The columns that identify one configuration of a results table.
 GROUP_KEYS = ["dataset", "grouping", "setting"] + KEYS
+_PAPER_PAIRS = frozenset(s.pair for s in TABLE_SPECS.values())
+#: The notebook that builds each table family (named in the data sources' messages).
+FAMILY_NOTEBOOKS = {"known": "21_table_known_groups", "cpac": "22_table_cpac", "arena": "23_table_arena"}
 
 
 def paper_recipe(cfg: Mapping) -> Recipe:
@@ -293,6 +301,10 @@ class ResultsTable:
         The valid bounds compared.
     side, layout : pandas.DataFrame
         Ours beside the paper's numbers, long and in the paper's layout.
+    paper_table : str or None
+        The paper table whose numbers stand beside ours (``None``: ours alone).
+    notes : list of str
+        What the data could not give (e.g. no token counts: no STP).
     """
 
     name: str
@@ -303,6 +315,45 @@ class ResultsTable:
     comparison: pd.DataFrame
     side: pd.DataFrame
     layout: pd.DataFrame
+    paper_table: str | None = None
+    notes: list = field(default_factory=list)
+
+
+def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Mean test error (%) per group, paper recipe: one row per (dataset, grouping, group), ``Overall`` last.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Rows of :func:`run_results`.
+    tables : Mapping[str, pandas.DataFrame]
+        The data by dataset (for the known groups' sizes and loss rates).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset, grouping, group, n, loss (%)`` (known groups) and one column per ``score method``.
+    """
+    cat = category_errors(results, setting="paper")
+    cat["column"] = cat["score"] + " " + cat["method"]
+    wide = cat.pivot_table(index=["dataset", "grouping", "group"], columns="column", values="mean", sort=False)
+    wide = (100 * wide).reset_index()
+    wide.columns.name = None
+    order = wide["group"].eq("Overall").astype(int)
+    wide = wide.assign(_last=order).sort_values(["dataset", "grouping", "_last", "group"], kind="stable")
+    sizes = []
+    for b, g, grp in zip(wide["dataset"], wide["grouping"], wide["group"]):
+        t = tables[b]
+        if grp == "Overall":
+            sel = t
+        elif g == "known" and D.GROUP in t.columns:
+            sel = t[t[D.GROUP] == grp]
+        else:
+            sel = None
+        sizes.append((len(sel), 100 * sel[D.LOSS].mean()) if sel is not None else (float("nan"), float("nan")))
+    wide.insert(3, "n", [n for n, _ in sizes])
+    wide.insert(4, "loss (%)", [m for _, m in sizes])
+    return wide.drop(columns="_last").reset_index(drop=True)
 
 
 def build_table(
@@ -318,6 +369,7 @@ def build_table(
     rows: Sequence[tuple[str, str]] = LAYOUT_ROWS,
     figure: str | None = None,
     title: str = "",
+    groups_table: bool = False,
 ) -> ResultsTable:
     """Run, summarize, pick the valid bound, save the tables and draw the error bars.
 
@@ -339,58 +391,116 @@ def build_table(
         Save the per-group error bars of the ``known`` grouping (paper recipe) under this name.
     title : str
         The figure's title.
+    groups_table : bool, default False
+        Also save ``<file>_groups``: the mean test error per group (:func:`group_table`).
 
     Returns
     -------
     ResultsTable
+
+    Notes
+    -----
+    A table without token counts gets no STP: NaN in the long table, and the STP row is left out
+    of the layout (the notes say so).
     """
     file_name = file_name or paper_table
     if file_name is None:
         raise ValueError("file_name: give a file name for a table without paper numbers")
+    notes = sources.source_notes(tables)
+    if not all(sources.has_tokens(t) for t in tables.values()):
+        rows = tuple(r for r in rows if r[0] != "STP")
     results = run_results(tables, cfg, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
     summary = summarize_results(results)
     valid_bound, comparison = pick_valid_bound(summary)
     side, layout = save_tables(summary, paper_table, valid_bound, file_name, layout_suffix, rows)
+    if groups_table:
+        plotting.save_table(group_table(results, tables), f"{file_name}_groups")
     if figure is not None:
         cat = category_errors(results[results.grouping == "known"], setting="paper")
         fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=cfg["scores"], title=title)
         plotting.savefig(fig, figure)
-    return ResultsTable(file_name, dict(tables), results, summary, valid_bound, comparison, side, layout)
+    return ResultsTable(
+        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes
+    )
+
+
+def _family_groupings(family: str) -> tuple[str, ...]:
+    return ("known",) if family == "known" else ("split", "joint")
 
 
 def make_tables(cfg: Mapping) -> dict[str, ResultsTable]:
-    """Build the paper tables of ``cfg["family"]`` for every pair in ``cfg["pairs"]`` on the simulated data.
+    """Build the tables of ``cfg["family"]`` for every pair in ``cfg["pairs"]`` from ``cfg["data_source"]``.
 
     Parameters
     ----------
     cfg : Mapping
         The notebook configuration: method settings plus ``family`` (``known`` / ``cpac`` /
-        ``arena``), ``pairs``, ``eps`` and ``cal_ratio`` (``None``: the paper's; a float or a
-        per-benchmark dict overrides), ``groupings`` (``None``: the table's) and ``figures``
-        (``{pair: figure name}`` or ``None``).
+        ``arena``), ``pairs``, ``eps`` and ``cal_ratio`` (``None``: the paper's, which a benchmark
+        outside the paper lacks for eps (then give one) and has as 0.5 for the ratio; a float or a
+        per-benchmark dict overrides), ``groupings`` (``None``: the family's) and ``figures``
+        (``{pair: figure name}`` or ``None``); the data source: ``data_source`` (``simulated``,
+        default; ``generated``; or a path), ``benchmarks`` (``None``: the paper table's),
+        ``columns`` (a path's column mapping) and ``generated_root``.
 
     Returns
     -------
     dict of str to ResultsTable
-        By paper table name.
+        By file name: the paper table's name for the simulated stand-ins, else
+        ``<family>__<source tag>`` (e.g. ``known__generated__smollm2``).
     """
+    family = cfg["family"]
+    notebook = getattr(cfg, "name", "") or FAMILY_NOTEBOOKS.get(family, "")
+    source = sources.resolve_source(
+        cfg.get("data_source"), columns=cfg.get("columns"), generated_root=cfg.get("generated_root")
+    )
+    allowed = _family_groupings(family)
+    groupings = tuple(cfg["groupings"]) if cfg["groupings"] is not None else allowed
+    pairs = list(cfg["pairs"]) if source.kind != "path" else [None]
     out = {}
-    for pair in cfg["pairs"]:
-        name = table_name(cfg["family"], pair)
-        spec = TABLE_SPECS[name]
-        groupings = tuple(cfg["groupings"]) if cfg["groupings"] is not None else spec.groupings
-        bad = [g for g in groupings if g not in spec.groupings]
+    for pair in pairs:
+        spec = TABLE_SPECS[table_name(family, pair)] if source.is_simulated or pair in _PAPER_PAIRS else None
+        name = spec.name if spec is not None else family
+        bad = [g for g in groupings if g not in (spec.groupings if spec is not None else allowed)]
         if bad:
-            raise ValueError(f"groupings: {bad} do not apply to {name} (it has {list(spec.groupings)})")
-        out[name] = build_table(
+            raise ValueError(f"groupings: {bad} do not apply to {name} (it has {list(allowed)})")
+        if source.kind == "path":
+            benchmarks = [source.dataset]
+        elif cfg.get("benchmarks"):
+            benchmarks = list(cfg["benchmarks"])
+        elif spec is not None:
+            benchmarks = list(spec.benchmarks)
+        else:
+            raise ValueError(
+                f"benchmarks: pair {pair!r} has no paper table, so name its benchmarks, "
+                "e.g. overrides={'benchmarks': ['walk']}"
+            )
+        eps = benchmark_eps(benchmarks, cfg["eps"], spec.eps if spec is not None else None)
+        paper = sources.reproduces_paper(source, benchmarks, eps, spec.eps if spec is not None else None)
+        tables = {
+            b: sources.load_table(
+                source, b, pair, notebook=notebook, scores=cfg["scores"], loss_bound=cfg["loss_bound"]
+            )
+            for b in benchmarks
+        }
+        if source.is_simulated:
+            file_name, suffix, figure = name, "_paper_layout", (cfg["figures"] or {}).get(pair)
+            title = f"{pair} pair — simulated data"
+        else:
+            file_name, suffix = f"{family}__{source.tag(None, pair)}", "_layout"
+            figure = f"errorbar_category__{source.tag(None, pair)}" if cfg["figures"] and "known" in groupings else None
+            title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
+        out[file_name] = build_table(
             cfg,
-            name,
-            {b: simulate.load_simulated(b, pair) for b in spec.benchmarks},
-            eps=resolve_eps(name, cfg["eps"]),
-            cal_ratio=resolve_cal_ratio(spec.benchmarks, cfg["cal_ratio"]),
+            spec.name if paper else None,
+            tables,
+            eps=eps,
+            cal_ratio=resolve_cal_ratio(benchmarks, cfg["cal_ratio"]),
             groupings=groupings,
-            figure=(cfg["figures"] or {}).get(pair),
-            title=f"{pair} pair — simulated data",
+            file_name=file_name,
+            layout_suffix=suffix,
+            figure=figure,
+            title=title,
+            groups_table=not source.is_simulated,
         )
     return out
 
@@ -412,9 +522,12 @@ def views(built: Mapping[str, ResultsTable]) -> Iterator[tuple[str, pd.DataFrame
     (str, pandas.DataFrame)
     """
     for name, t in built.items():
+        for note in t.notes:
+            print(note)
         yield f"{name}: loss per dataset", pd.DataFrame({b: df[D.LOSS].describe() for b, df in t.data.items()}).round(3)
         yield f"{name}: valid bounds compared (tighter: {t.valid_bound})", t.comparison.round(2)
-        yield f"{name}: ours (paper), trials = {int(t.summary['trials'].max())}", t.layout
+        cells = "ours (paper)" if t.paper_table is not None else "ours (no paper numbers for this setting)"
+        yield f"{name}: {cells}, trials = {int(t.summary['trials'].max())}", t.layout
         gv = group_violations(t.results)
         gv = gv[gv.setting == "paper"]
         view = gv.pivot_table(index=["dataset", "grouping", "group"], columns=["score", "method"], values="violation")

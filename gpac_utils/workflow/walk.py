@@ -1,0 +1,241 @@
+"""``make walk``: the whole walk on CPU, from generation to a table, with the tiny model, in minutes.
+
+Four notebooks through the runner (:func:`gpac_utils.workflow.runner.run_notebook`), everything
+under one folder (default ``build/walk/``, never the committed ``figures/``):
+
+1. ``01_generate`` on its ``fast`` profile: the tiny SmolLM2-135M-Instruct plays both roles on the
+   shipped ``data/walk/items.jsonl`` (:mod:`gpac_utils.llm.walk`), records under ``generations/``;
+2. ``02_scores`` (``fast``): grades and scores them into ``generated/<benchmark>__<pair>.parquet``;
+3. ``21_table_known_groups`` with ``data_source="generated"`` (groups = the items' subjects,
+   eps = ``--eps``: the walk is not a paper benchmark, so it has no paper eps; calibration ratio
+   0.5, the default for benchmarks outside the paper);
+4. ``25_ece_scores`` with ``data_source="generated"``.
+
+Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25.
+The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``, ``smollm2``).
+
+Command line::
+
+    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import config
+from .paths import BUILD, NOTEBOOKS, REPO_ROOT
+from .runner import NotebookFailed, run_notebook
+
+#: Where the walk writes by default.
+WALK_DIR = BUILD / "walk"
+#: eps of the walk's tables (its loss rate is about 0.2: the tiny model's think role is seldom right).
+WALK_EPS = 0.3
+#: The notebooks of the walk, in order.
+WALK_NOTEBOOKS = ("01_generate", "02_scores", "21_table_known_groups", "25_ece_scores")
+
+
+@dataclass
+class WalkResult:
+    """What a walk produced.
+
+    Attributes
+    ----------
+    out : pathlib.Path
+        The walk's folder.
+    benchmark, pair : str
+        The generated table's benchmark and pair.
+    seconds : dict of str to float
+        Wall time per notebook.
+    notebooks : dict of str to pathlib.Path
+        The executed notebooks.
+    """
+
+    out: Path
+    benchmark: str
+    pair: str
+    seconds: dict = field(default_factory=dict)
+    notebooks: dict = field(default_factory=dict)
+
+    @property
+    def generations(self) -> Path:
+        """The run folder of ``01_generate``."""
+        return self.out / "generations" / f"{self.benchmark}__{self.pair}"
+
+    @property
+    def scored_table(self) -> Path:
+        """The scored table of ``02_scores``."""
+        return self.out / "generated" / f"{self.benchmark}__{self.pair}.parquet"
+
+    @property
+    def tables(self) -> Path:
+        """Where the notebooks' tables went."""
+        return self.out / "figures" / "tables"
+
+    @property
+    def table_name(self) -> str:
+        """File stem of notebook 21's long table."""
+        return f"known__generated__{self.pair}"
+
+
+def walk_target() -> tuple[str, str]:
+    """The walk's ``(benchmark, pair)``: those of ``01_generate``'s ``fast`` profile."""
+    raw = config.read_config("01_generate")
+    values = {**raw["common"], **(raw["profiles"]["fast"] or {})}
+    return str(values["benchmark"]), str(values["pair"])
+
+
+def walk_parameters(out: Path, benchmark: str, pair: str, *, n_items=None, eps=WALK_EPS, trials=None) -> dict:
+    """The runner parameters of each walk notebook.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The walk's folder (absolute: notebooks run in a scratch folder).
+    benchmark, pair : str
+        The generated table's benchmark and pair.
+    n_items : int, optional
+        A seeded subset of the walk's items (``None``: all).
+    eps : float
+        eps of the table notebook.
+    trials : int, optional
+        Trials of the table notebook (``None``: the ``fast`` profile's).
+
+    Returns
+    -------
+    dict of str to dict
+        By notebook stem.
+    """
+    generations, generated = str(out / "generations"), str(out / "generated")
+    source = {"benchmarks": [benchmark], "generated_root": generated}
+    return {
+        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
+        "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
+        "21_table_known_groups": {
+            "data_source": "generated",
+            "pairs": [pair],
+            "eps": float(eps),
+            "trials": trials,
+            "overrides": source,
+        },
+        "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
+    }
+
+
+def run_walk(
+    out: str | Path = WALK_DIR,
+    *,
+    n_items: int | None = None,
+    eps: float = WALK_EPS,
+    trials: int | None = None,
+    timeout: float | None = None,
+    progress_bar: bool = False,
+) -> WalkResult:
+    """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
+
+    Parameters
+    ----------
+    out : str or Path, default ``build/walk``
+        The walk's folder (relative: from the repository root); executed notebooks, generations,
+        the scored table and the figures and tables (``figures/``) go there.
+    n_items : int, optional
+        A seeded subset of the walk's 48 items (``None``: all).
+    eps : float, default 0.3
+        eps of the table notebook.
+    trials : int, optional
+        Trials of the table notebook (``None``: the ``fast`` profile's, 5).
+    timeout : float, optional
+        Per-cell timeout (default: the runner's for ``fast``).
+    progress_bar : bool, default False
+        papermill's progress bars.
+
+    Returns
+    -------
+    WalkResult
+
+    Raises
+    ------
+    gpac_utils.workflow.runner.NotebookFailed
+        A notebook failed; its executed copy (with the error) is kept under ``out``.
+    """
+    out = Path(out)
+    out = (out if out.is_absolute() else REPO_ROOT / out).resolve()
+    if not 0 < float(eps) < 1:
+        raise ValueError(f"eps must lie in (0, 1), got {eps}")
+    benchmark, pair = walk_target()
+    params = walk_parameters(out, benchmark, pair, n_items=n_items, eps=eps, trials=trials)
+    result = WalkResult(out, benchmark, pair)
+    for stem in WALK_NOTEBOOKS:
+        print(f"== walk: {stem}", flush=True)
+        start = time.perf_counter()
+        result.notebooks[stem] = run_notebook(
+            NOTEBOOKS / f"{stem}.py",
+            "fast",
+            {k: v for k, v in params[stem].items() if v is not None},
+            out,
+            timeout,
+            figures_dir=out / "figures",
+            progress_bar=progress_bar,
+        )
+        result.seconds[stem] = time.perf_counter() - start
+        print(f"   {stem}: {result.seconds[stem]:.1f} s", flush=True)
+    return result
+
+
+def walk_report(result: WalkResult) -> str:
+    """The tables a walk produced, as text: notebook 21's layout and per-group table, 25's ECE.
+
+    Parameters
+    ----------
+    result : WalkResult
+        From :func:`run_walk`.
+
+    Returns
+    -------
+    str
+    """
+    parts = []
+    for stem, title in (
+        (f"{result.table_name}_layout", "21_table_known_groups: the layout (ours; no paper numbers)"),
+        (f"{result.table_name}_groups", "21_table_known_groups: mean test error per group (%), paper recipe"),
+        (f"ece_scores__generated__{result.pair}", "25_ece_scores: ECE per score (%)"),
+    ):
+        md = result.tables / f"{stem}.md"
+        parts.append(f"== {title}\n{md.read_text().rstrip() if md.exists() else f'(missing: {md})'}")
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
+    parts.append(f"walk: {sum(result.seconds.values()):.0f} s in the notebooks ({times}); outputs in {result.out}")
+    return "\n\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gpac_utils.workflow.walk``: run the walk and print its tables."""
+    ap = argparse.ArgumentParser(
+        prog="python -m gpac_utils.workflow.walk",
+        description="The CPU walk: 01_generate -> 02_scores -> 21 and 25 on the generated table, under build/walk/.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--out", type=Path, default=WALK_DIR, help="output folder")
+    ap.add_argument("--n-items", type=int, default=None, help="a seeded subset of the walk's items (default: all)")
+    ap.add_argument("--eps", type=float, default=WALK_EPS, help="eps of the table notebook")
+    ap.add_argument("--trials", type=int, default=None, help="trials of the table notebook (default: fast profile's)")
+    ap.add_argument("--timeout", type=float, default=None, help="per-cell timeout in seconds")
+    a = ap.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials, timeout=a.timeout)
+    except (NotebookFailed, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print()
+    print(walk_report(result))
+    print(f"walk wall time: {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

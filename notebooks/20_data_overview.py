@@ -17,13 +17,19 @@
 # `table:splitting_settings` (dataset type, size, calibration/test sizes) and
 # `table:llm_accuracy` (accuracy of the four LLMs), recomputed from the default tables.
 #
-# **Reads** the simulated default tables `data/simulated/<benchmark>__<pair>.parquet`
-# (or regenerates them in memory with `regenerate=True`). These are **simulated stand-ins**
-# for the paper's unpublished model outputs — see `data/simulated/README.md`: category
-# counts and overall accuracies match the paper exactly, everything per item is simulated.
+# **Reads** (parameter `data_source`) the simulated default tables
+# `data/simulated/<benchmark>__<pair>.parquet` (or regenerates them in memory with
+# `regenerate=True`). These are **simulated stand-ins** for the paper's unpublished model outputs —
+# see `data/simulated/README.md`: category counts and overall accuracies match the paper exactly,
+# everything per item is simulated. With `data_source="generated"`: the scored tables of
+# `02_scores` for `benchmarks` and `pairs` (e.g. `overrides={"benchmarks": ["walk"], "pairs":
+# ["smollm2"]}`); or a path to a table in the data schema (with `columns`). The accuracy table
+# needs both correctness columns; the paper's accuracies are set beside ours only for the
+# simulated stand-ins.
 #
 # **Writes** `figures/dataset_category_distribution.{png,pdf}`,
-# `figures/tables/splitting_settings.{csv,md}`, `figures/tables/llm_accuracy.{csv,md}`.
+# `figures/tables/splitting_settings.{csv,md}`, `figures/tables/llm_accuracy.{csv,md}`; from
+# another source the same names ending in `__<source>` (e.g. `llm_accuracy__generated`).
 #
 # **Runtime**: a few seconds on both profiles (`fast` and `paper` are identical here).
 
@@ -32,7 +38,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils.paper import plotting
+from gpac_utils import data as D
+from gpac_utils.paper import plotting, reference, sources
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
 
@@ -40,78 +47,124 @@ plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
+data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 benchmarks = None  # verifiable benchmarks to show, e.g. ["math500", "gpqa"]
 regenerate = None  # True simulates the tables in memory instead of reading data/simulated/
 overrides = {}  # any other setting of notebooks/config/20_data_overview.yaml
 
 # %%
-cfg = config.load("20_data_overview", profile, benchmarks=benchmarks, regenerate=regenerate, **overrides)
+cfg = config.load("20_data_overview", profile, data_source=data_source, benchmarks=benchmarks,
+                  regenerate=regenerate, **overrides)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+suffix = "" if source.is_simulated else f"__{source.tag()}"
 cfg
 
 # %% [markdown]
 # ## Load the tables
-# One table per benchmark and model pair. Both pairs share the items (same `item_id`, same
-# category), so category counts and sizes are read from the Qwen tables.
+# One table per benchmark and model pair. Both simulated pairs share the items (same `item_id`,
+# same category), so category counts and sizes are read from the first pair's tables.
 
 # %%
 def get(benchmark, pair):
+    if not source.is_simulated:
+        return sources.load_table(source, benchmark, pair, notebook="20_data_overview")
     if cfg.regenerate:
         return sim.simulate_table(benchmark, pair, seed=cfg.seed)
     return sim.load_simulated(benchmark, pair)
 
 
-tables = {(b, p): get(b, p) for b in cfg.benchmarks for p in sim.PAIRS}
+if source.kind == "path":
+    targets = [(source.dataset, None)]
+else:
+    targets = [(b, p) for b in cfg.benchmarks for p in (sim.PAIRS if source.is_simulated else cfg.pairs)]
+tables = {(b, p): get(b, p) for b, p in targets}
+first = {}
+for (b, _p), t in tables.items():
+    first.setdefault(b, t)
 {k: len(v) for k, v in tables.items()}
 
 # %% [markdown]
 # ## fig:dataset_category_distribution
 # The number of items per category: MATH-500 subjects, ZebraLogic size classes by search
 # space $(N!)^M$ (Small $<10^3$, Medium $<10^6$, Large $<10^{10}$, X-Large), GPQA domains.
-# The category where the paper reports marginal PAC failing is highlighted.
+# The category where the paper reports marginal PAC failing is highlighted (simulated data only).
 
 # %%
-counts = sim.category_counts({b: tables[(b, "qwen")] for b in cfg.benchmarks})
-titles = [sim.SPECS[b].title for b in cfg.benchmarks if sim.SPECS[b].groups]
-fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.4), squeeze=False)
-for ax, b in zip(axes[0], [b for b in cfg.benchmarks if sim.SPECS[b].groups]):
-    sub = counts[counts["Dataset"] == sim.SPECS[b].title]
-    colors = ["#e76f51" if c == sim.SPECS[b].heterogeneous else "#1f3b73" for c in sub["Category"]]
-    y = np.arange(len(sub))[::-1]
-    ax.barh(y, sub["Count"], color=colors)
-    ax.set_yticks(y, sub["Category"])
-    for yi, (n, share) in zip(y, zip(sub["Count"], sub["Share (%)"])):
-        ax.text(n, yi, f" {n} ({share:.0f}%)", va="center", fontsize=8)
-    ax.set_xlim(0, sub["Count"].max() * 1.35)
-    ax.set_xlabel("items")
-    ax.set_title(f"{sim.SPECS[b].title} (n={int(sub['Count'].sum())})")
-fig.tight_layout()
-plotting.savefig(fig, "dataset_category_distribution")
+if source.is_simulated:
+    counts = sim.category_counts(first)
+    highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first}
+else:
+    counts = pd.DataFrame([
+        {"Dataset": b, "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
+        for b, t in first.items() if D.GROUP in t.columns
+        for g, n in t[D.GROUP].value_counts().sort_index().items()
+    ])
+    highlight = {}
+    if counts.empty:
+        print("note: no known groups (column 'group') in these tables: no category distribution")
+if len(counts):
+    titles = list(dict.fromkeys(counts["Dataset"]))
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.4), squeeze=False)
+    for ax, title in zip(axes[0], titles):
+        sub = counts[counts["Dataset"] == title]
+        colors = ["#e76f51" if c == highlight.get(title) else "#1f3b73" for c in sub["Category"]]
+        y = np.arange(len(sub))[::-1]
+        ax.barh(y, sub["Count"], color=colors)
+        ax.set_yticks(y, sub["Category"])
+        for yi, (n, share) in zip(y, zip(sub["Count"], sub["Share (%)"])):
+            ax.text(n, yi, f" {n} ({share:.0f}%)", va="center", fontsize=8)
+        ax.set_xlim(0, sub["Count"].max() * 1.35)
+        ax.set_xlabel("items")
+        ax.set_title(f"{title} (n={int(sub['Count'].sum())})")
+    fig.tight_layout()
+    plotting.savefig(fig, f"dataset_category_distribution{suffix}")
 counts
 
 # %% [markdown]
 # ## table:splitting_settings
 # Calibration/test sizes follow from each benchmark's size and the paper's calibration
-# ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA).
+# ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA; 0.5 for benchmarks outside the paper).
 
 # %%
-splits = sim.splitting_settings({b: tables[(b, "qwen")] for b in cfg.benchmarks})
-plotting.save_table(splits, "splitting_settings")
+if source.is_simulated:
+    splits = sim.splitting_settings(first)
+else:
+    ratios = reference.resolve_cal_ratio(list(first))
+    splits = pd.DataFrame([
+        {"Dataset": b, "Dataset Type": "verifiable" if set(t[D.LOSS].unique()) <= {0.0, 1.0} else "semantic loss",
+         "Dataset Size": len(t), "Calibration ratio": ratios[b],
+         **dict(zip(["PAC Calibration", "PAC Test"], sim.split_sizes(len(t), ratios[b])))}
+        for b, t in first.items()
+    ])
+plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
 # %% [markdown]
 # ## table:llm_accuracy
-# Accuracy (%) recomputed from the tables, then set beside the paper's numbers: the
-# simulation picks exactly `round(acc * n)` correct items per model, so they agree to the item.
+# Accuracy (%) recomputed from the tables. For the simulated stand-ins they are set beside the
+# paper's numbers: the simulation picks exactly `round(acc * n)` correct items per model, so they
+# agree to the item. Other sources: our accuracies alone, per benchmark, pair and role.
 
 # %%
-acc = sim.llm_accuracy({k: v for k, v in tables.items() if sim.SPECS[k[0]].loss == "binary"})
-plotting.save_table(acc, "llm_accuracy")
+if source.is_simulated:
+    acc = sim.llm_accuracy({k: v for k, v in tables.items() if sim.SPECS[k[0]].loss == "binary"})
+else:
+    acc = pd.DataFrame([
+        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[D.THINK_CORRECT].mean(),
+         "non-thinking": 100 * t[D.NOTHINK_CORRECT].mean()}
+        for (b, p), t in tables.items()
+    ])
+plotting.save_table(acc, f"llm_accuracy{suffix}")
 acc
 
 # %%
-comparison = sim.accuracy_vs_paper(acc)
-assert (comparison["difference"].abs() < 0.005).all(), comparison
-comparison.round(2)
+if source.is_simulated:
+    comparison = sim.accuracy_vs_paper(acc)
+    assert (comparison["difference"].abs() < 0.005).all(), comparison
+    display_comparison = comparison.round(2)
+else:
+    display_comparison = "no paper accuracies for this data source"
+display_comparison
 
 # %% [markdown]
 # ## What the categories hide: loss rates per category
@@ -120,6 +173,11 @@ comparison.round(2)
 # data the heterogeneous categories are built in (see the data card).
 
 # %%
-rates = {f"{sim.SPECS[b].title} / {p}": 100 * sim.group_loss_rates(tables[(b, p)])
-         for (b, p) in tables if sim.SPECS[b].groups}
+def label(b, p):
+    name = sim.SPECS[b].title if source.is_simulated else b
+    return f"{name} / {p}" if p else name
+
+
+rates = {label(b, p): 100 * sim.group_loss_rates(t) for (b, p), t in tables.items()
+         if D.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
 pd.DataFrame(rates).round(1)

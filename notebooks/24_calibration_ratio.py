@@ -22,49 +22,58 @@
 # **Settings** (`notebooks/config/24_calibration_ratio.yaml`). The paper's (`resample`, CLT, `max`, $\pi=0.5$, $T=100$). The paper does not
 # list the ratios it used; we use 0.3, 0.4, …, 0.8.
 #
-# **Reads** `data/simulated/<benchmark>__qwen.parquet` (simulated stand-ins, see
-# `data/simulated/README.md`). **Writes** `figures/results_calibration_ratio_math500.{png,pdf}`,
-# `figures/results_calibration_ratio_other.{png,pdf}`, `figures/tables/calibration_ratio.{csv,md}`.
+# **Reads** (parameter `data_source`) `data/simulated/<benchmark>__qwen.parquet` by default
+# (simulated stand-ins, see `data/simulated/README.md`); `"generated"`: the scored tables of
+# `02_scores` for `benchmarks` and `pair`; or a path to a table in the data schema (with `columns`).
+# The table needs known groups (`group`). Benchmarks outside the paper need an explicit `eps`.
+# **Writes** `figures/results_calibration_ratio_math500.{png,pdf}`,
+# `figures/results_calibration_ratio_other.{png,pdf}`, `figures/tables/calibration_ratio.{csv,md}`;
+# from another source the names end in `__<source>` (e.g. `calibration_ratio__generated__smollm2`).
 #
 # **Runtime** (2 cores, measured): fast profile ~7 s; paper profile ~20–25 s.
 
 # %%
 from gpac_utils.paper import calibration_ratio as C
-from gpac_utils.paper import plotting, reference
-from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import plotting, reference, sources
 from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
+data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 ratios = None  # calibration ratios
 trials = None  # random calibration/test splits per ratio
 overrides = {}  # any other setting of notebooks/config/24_calibration_ratio.yaml
 
 # %%
-cfg = config.load("24_calibration_ratio", profile, ratios=ratios, trials=trials, **overrides)
-eps_map = reference.resolve_eps(reference.table_name("known", cfg.pair), cfg.eps)
-eps_map = {b: eps_map[b] for b in cfg.benchmarks}
+cfg = config.load("24_calibration_ratio", profile, data_source=data_source, ratios=ratios, trials=trials, **overrides)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+pair = cfg.pair if source.kind != "path" else None
+benchmarks = [source.dataset] if source.kind == "path" else cfg.benchmarks
+eps_map = reference.benchmark_eps(benchmarks, cfg.eps, sources.paper_eps("known", pair))
+suffix = "" if source.is_simulated else f"__{source.tag(None, pair)}"
 cfg, eps_map
 
 # %% [markdown]
 # ## Run PAC and G-PAC at every ratio
 
 # %%
-data = {b: sim.load_simulated(b, cfg.pair) for b in cfg.benchmarks}
+data = {b: sources.load_table(source, b, pair, notebook="24_calibration_ratio", scores=cfg.scores) for b in benchmarks}
+for note in sources.source_notes(data):
+    print(note)
 summary = C.run_calibration_ratio(data, eps_map, cfg)
 cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_rate", "trials"]
-plotting.save_table(summary[cols], "calibration_ratio")
+plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 
 # %% [markdown]
 # ## fig:results_calibration_ratio_math500
 
 # %%
-if "math500" in cfg.benchmarks:
+if "math500" in benchmarks:
     fig = C.plot_calibration_ratio(summary[summary.dataset == "math500"], colors=plotting.METHOD_COLORS)
-    plotting.savefig(fig, "results_calibration_ratio_math500")
+    plotting.savefig(fig, f"results_calibration_ratio_math500{suffix}")
 
 # %% [markdown]
 # ## fig:results_calibration_ratio_other
@@ -73,7 +82,7 @@ if "math500" in cfg.benchmarks:
 other = summary[summary.dataset != "math500"]
 if len(other):
     fig = C.plot_calibration_ratio(other, colors=plotting.METHOD_COLORS)
-    plotting.savefig(fig, "results_calibration_ratio_other")
+    plotting.savefig(fig, f"results_calibration_ratio_other{suffix}")
 # %% [markdown]
 # ## Reading the result
 # Error$_{\rm Gap}$ per method and ratio (%): G-PAC stays at zero at every ratio while marginal

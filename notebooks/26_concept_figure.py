@@ -23,28 +23,35 @@
 # and the share of each group routed to the cheap model, compared with an item-wise oracle.
 #
 # **Reads** `data/simulated/math500__qwen.parquet` by default (simulated; parameters `dataset`,
-# `pair`, `score`). **Writes** `figures/clustered-pac.{png,pdf}` and
-# `figures/tables/clustered-pac_thresholds.{csv,md}`.
+# `pair`, `score`); with `data_source="generated"` the scored table of `02_scores` for `dataset`
+# and `pair`, or a path to a table in the data schema (with `columns`). The table needs known
+# groups (`group`); a benchmark outside the paper needs an explicit `eps`.
+# **Writes** `figures/clustered-pac.{png,pdf}` and `figures/tables/clustered-pac_thresholds.{csv,md}`
+# (from another source the names end in `__<source>`).
 #
 # **Runtime**: a few seconds on both profiles (no randomness).
 
 # %%
-from gpac_utils.paper import concept, plotting, reference
-from gpac_utils.paper import simulate as sim
+from gpac_utils.paper import concept, plotting, reference, sources
 from gpac_utils.workflow import config
 
 plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
+data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 dataset = None  # a benchmark with known groups
 score = None  # score column
 overrides = {}  # any other setting of notebooks/config/26_concept_figure.yaml
 
 # %%
-cfg = config.load("26_concept_figure", profile, dataset=dataset, score=score, **overrides)
-eps = reference.resolve_eps(reference.table_name("known", cfg.pair))[cfg.dataset] if cfg.eps is None else cfg.eps
-table = sim.load_simulated(cfg.dataset, cfg.pair)
+cfg = config.load("26_concept_figure", profile, data_source=data_source, dataset=dataset, score=score, **overrides)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+pair = cfg.pair if source.kind != "path" else None
+name = source.dataset if source.kind == "path" else cfg.dataset
+eps = reference.benchmark_eps([name], cfg.eps, sources.paper_eps("known", pair))[name]
+table = sources.load_table(source, name, pair, notebook="26_concept_figure", scores=[cfg.score])
+suffix = "" if source.is_simulated else f"__{source.tag(name if pair else None, pair)}"
 cfg, eps
 
 # %% [markdown]
@@ -55,7 +62,7 @@ cfg, eps
 
 # %%
 thr = concept.population_thresholds(table, cfg.score, eps)
-plotting.save_table(thr, "clustered-pac_thresholds", floatfmt=".3f")
+plotting.save_table(thr, f"clustered-pac_thresholds{suffix}", floatfmt=".3f")
 thr.round(3)
 
 # %% [markdown]
@@ -63,7 +70,7 @@ thr.round(3)
 
 # %%
 curves = concept.group_risk_curves(table, cfg.score)
-title = (f"{reference.TITLES[cfg.dataset]}, {cfg.pair} pair, {reference.SCORE_LABELS.get(cfg.score, cfg.score)} "
-         f"score, eps = {eps} (simulated data)")
+title = (f"{reference.TITLES.get(name, name)}, {pair or 'own'} pair, {reference.SCORE_LABELS.get(cfg.score, cfg.score)} "
+         f"score, eps = {eps} ({source.kind if source.kind != 'path' else 'own'} data)")
 fig = concept.plot_concept(curves, thr, eps, title=title)
-plotting.savefig(fig, "clustered-pac")
+plotting.savefig(fig, f"clustered-pac{suffix}")

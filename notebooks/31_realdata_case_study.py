@@ -31,6 +31,12 @@
 # (a weak length proxy) can be added with `scores=["score_disagree", "score_length"]`.
 # If the file is absent, the notebook says how to point it at one and stops without output.
 #
+# **Other data** (parameter `data_source`, default `None` = the real table above): `"simulated"`
+# (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen), `"generated"`
+# (the scored table that `02_scores` wrote for them, e.g. `overrides={"benchmark": "walk",
+# "pair": "smollm2"}`), or a path to any table in the data schema, mapped with `columns`. Their
+# outputs carry the source in their names (e.g. `realdata_case_study__generated__walk__smollm2`).
+#
 # **Token cost (assumed).** The table has no token counts, only the characters of the visible
 # replies, and o1-mini's hidden reasoning tokens are not recorded (its visible reply is even
 # shorter than gpt-4o-mini's). STP therefore needs a cost model; we use
@@ -60,23 +66,26 @@ pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
-data_path = None  # CSV or parquet table; None reads the default file under ../shared/realdata
+data_source = None  # None: the real table (config data_path); "simulated" | "generated" | a path
 scores = None  # score columns (after the column mapping)
 eps = None  # risk tolerance
 trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/31_realdata_case_study.yaml, e.g. columns
 
 # %%
-cfg = config.load("31_realdata_case_study", profile, data_path=data_path, scores=scores, eps=eps, trials=trials,
+cfg = config.load("31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, trials=trials,
                   **overrides)
-path = realdata.resolve_data_path(cfg.data_path)
+source = realdata.case_study_source(cfg)
+path = source.table_path(cfg.benchmark, cfg.pair)
 available = path.exists()
+suffix = "" if cfg.data_source is None else f"__{source.tag(cfg.benchmark, cfg.pair)}"
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
-    print("No real table here. Point the notebook at one, e.g.\n"
-          "  python -m gpac_utils.workflow.runner 31 --profile paper -p data_path=/path/to/table.csv "
+    print("No table here. Point the notebook at one, e.g.\n"
+          "  python -m gpac_utils.workflow.runner 31 --profile paper -p data_source=/path/to/table.csv "
           "-p \"overrides={'columns': {'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
           "'my_score': 'score_mine'}}\" -p \"scores=['score_mine']\"\n"
+          "  (or -p data_source=simulated, or -p data_source=generated after 01_generate and 02_scores)\n"
           "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
           "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
           "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder.")
@@ -89,7 +98,7 @@ cfg
 
 # %%
 if available:
-    table = realdata.read_realdata(path, cfg)
+    table = realdata.load_case_study(source, cfg)
     display(realdata.group_summary(table).round(2))
 
 # %% [markdown]
@@ -102,7 +111,9 @@ if available:
 
 # %%
 if available:
-    built = {"realdata_case_study": realdata.build_case_study(table, cfg, path.name)}
+    dataset = "real" if source.kind == "path" else cfg.benchmark
+    built = {f"realdata_case_study{suffix}": realdata.build_case_study(table, cfg, path.name, dataset=dataset,
+                                                                        suffix=suffix)}
     for title, frame in R.views(built):
         print(f"== {title}")
         display(frame)

@@ -3,6 +3,9 @@
 :func:`read_realdata` reads and maps a real table into the schema with an explicit token-cost
 model (:func:`realdata_table`); :func:`build_case_study` runs PAC vs G-PAC on its known groups
 and PAC vs C-PAC (split and joint) through :func:`gpac_utils.paper.results_tables.build_table`.
+:func:`case_study_source` and :func:`load_case_study` let the notebook read any data source
+(:mod:`gpac_utils.paper.sources`): by default the real table (``data_source = None``), or the
+simulated stand-in / the generated table of ``cfg["benchmark"]`` and ``cfg["pair"]``, or a path.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pandas as pd
 
 from .. import data as D
 from ..workflow import paths
-from . import plotting
+from . import plotting, sources
 from .results_tables import ResultsTable, build_table, group_violations
 from .table_layout import LAYOUT_ROWS
 
@@ -144,7 +147,55 @@ def read_realdata(path: Path, cfg: Mapping) -> pd.DataFrame:
     )
 
 
-def build_case_study(table: pd.DataFrame, cfg: Mapping, source: str) -> ResultsTable:
+def case_study_source(cfg: Mapping) -> sources.DataSource:
+    """The data source of the case study.
+
+    Parameters
+    ----------
+    cfg : Mapping
+        ``data_source`` (``None``: the real table at ``data_path``, :func:`resolve_data_path`),
+        ``data_path``, ``columns`` and ``generated_root``.
+
+    Returns
+    -------
+    DataSource
+    """
+    if cfg["data_source"] is None:
+        return sources.DataSource("path", resolve_data_path(cfg["data_path"]), dict(cfg["columns"] or {}))
+    return sources.resolve_source(cfg["data_source"], columns=cfg["columns"], generated_root=cfg["generated_root"])
+
+
+def load_case_study(source: sources.DataSource, cfg: Mapping) -> pd.DataFrame:
+    """Read the case study's table from ``source``, checked for notebook 31.
+
+    A path goes through :func:`read_realdata` (its column mapping and token-cost model); the
+    simulated and generated tables of ``cfg["benchmark"]`` and ``cfg["pair"]`` are read as they are.
+
+    Parameters
+    ----------
+    source : DataSource
+        From :func:`case_study_source`.
+    cfg : Mapping
+        ``benchmark``, ``pair``, ``scores``, ``columns``, ``chars_per_token``, ``hidden_think_tokens``.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    if source.kind == "path":
+        if not source.path.is_file():
+            raise sources.SourceError(f"data_source: no table at {source.path}")
+        table = read_realdata(source.path, {**cfg, "columns": source.columns})
+        where = source.where()
+    else:
+        table = sources.read_source(source, cfg["benchmark"], cfg["pair"], loss_bound=cfg["loss_bound"])
+        where = source.where(cfg["benchmark"], cfg["pair"])
+    return sources.check_table(table, "31_realdata_case_study", where, scores=cfg["scores"])
+
+
+def build_case_study(
+    table: pd.DataFrame, cfg: Mapping, source: str, *, dataset: str = "real", suffix: str = ""
+) -> ResultsTable:
     """PAC vs G-PAC (known groups, if any) and PAC vs C-PAC (split, joint) on one real table.
 
     Saves ``realdata_case_study`` (long), ``realdata_case_study_layout`` (with an Efficiency
@@ -159,6 +210,10 @@ def build_case_study(table: pd.DataFrame, cfg: Mapping, source: str) -> ResultsT
         (floats).
     source : str
         The table's name, for the figure title.
+    dataset : str, default "real"
+        The dataset's name in the tables.
+    suffix : str, default ""
+        Appended to every output's name (e.g. ``"__generated__walk__smollm2"``).
 
     Returns
     -------
@@ -168,17 +223,17 @@ def build_case_study(table: pd.DataFrame, cfg: Mapping, source: str) -> ResultsT
     built = build_table(
         cfg,
         None,
-        {"real": table},
-        eps={"real": cfg["eps"]},
-        cal_ratio={"real": cfg["cal_ratio"]},
+        {dataset: table},
+        eps={dataset: cfg["eps"]},
+        cal_ratio={dataset: cfg["cal_ratio"]},
         groupings=groupings,
-        file_name="realdata_case_study",
+        file_name=f"realdata_case_study{suffix}",
         layout_suffix="_layout",
         rows=LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),),
-        figure="realdata_errorbar_category" if "known" in groupings else None,
+        figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{source}: eps = {cfg['eps']}",
     )
     if "known" in groupings:
         gv = group_violations(built.results[built.results.grouping == "known"])[VIOLATION_COLUMNS]
-        plotting.save_table(gv, "realdata_group_violations", floatfmt=".3f")
+        plotting.save_table(gv, f"realdata_group_violations{suffix}", floatfmt=".3f")
     return built

@@ -31,6 +31,7 @@ import pandas as pd
 from .. import data as D
 from ..workflow import paths
 from . import simulate
+from .reference import TABLE_SPECS
 
 #: The named sources; anything else is a path.
 SOURCE_KINDS = ("simulated", "generated")
@@ -382,3 +383,21 @@ def reproduces_paper(
     if not source.is_simulated or not paper_eps:
         return False
     return all(b in paper_eps and float(eps[b]) == float(paper_eps[b]) for b in benchmarks)
+
+
+def paper_eps(family: str, pair: str | None) -> dict[str, float] | None:
+    """The paper's eps per benchmark for table ``family`` and ``pair`` (``None`` for a pair outside the paper).
+
+    Parameters
+    ----------
+    family : str
+        ``known``, ``cpac`` or ``arena``.
+    pair : str or None
+        Model pair.
+
+    Returns
+    -------
+    dict of str to float, or None
+    """
+    hits = [s for s in TABLE_SPECS.values() if s.family == family and s.pair == pair]
+    return dict(hits[0].eps) if len(hits) == 1 else None

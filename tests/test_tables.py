@@ -434,8 +434,8 @@ def test_realdata_notebook_without_data_explains_and_writes_nothing(tmp_path):
         paths.NOTEBOOKS / "31_realdata_case_study.py",
         profile="fast",
         out_dir=tmp_path,
-        parameters={"data_path": str(missing)},
+        parameters={"data_source": str(missing)},
         progress_bar=False,
     )
     text = out.read_text()
-    assert "NOT FOUND" in text and "data_path" in text
+    assert "NOT FOUND" in text and "data_source" in text

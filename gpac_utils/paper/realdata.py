@@ -232,6 +232,8 @@ def build_case_study(
         rows=LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),),
         figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{source}: eps = {cfg['eps']}",
+        # the real table's long table keeps its (empty) paper columns, as committed in figures/tables/
+        paper_columns=not suffix,
     )
     if "known" in groupings:
         gv = group_violations(built.results[built.results.grouping == "known"])[VIOLATION_COLUMNS]

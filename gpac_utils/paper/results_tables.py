@@ -370,6 +370,7 @@ def build_table(
     figure: str | None = None,
     title: str = "",
     groups_table: bool = False,
+    paper_columns: bool | None = None,
 ) -> ResultsTable:
     """Run, summarize, pick the valid bound, save the tables and draw the error bars.
 
@@ -393,6 +394,9 @@ def build_table(
         The figure's title.
     groups_table : bool, default False
         Also save ``<file>_groups``: the mean test error per group (:func:`group_table`).
+    paper_columns : bool, optional
+        Keep the (empty) ``… paper (%)`` columns in the long table without a paper table
+        (default: only with one, :func:`~gpac_utils.paper.table_layout.save_tables`).
 
     Returns
     -------
@@ -412,7 +416,7 @@ def build_table(
     results = run_results(tables, cfg, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
     summary = summarize_results(results)
     valid_bound, comparison = pick_valid_bound(summary)
-    side, layout = save_tables(summary, paper_table, valid_bound, file_name, layout_suffix, rows)
+    side, layout = save_tables(summary, paper_table, valid_bound, file_name, layout_suffix, rows, paper_columns)
     if groups_table:
         plotting.save_table(group_table(results, tables), f"{file_name}_groups")
     if figure is not None:

@@ -84,19 +84,22 @@ def side_by_side(summary: pd.DataFrame, name: str | None) -> pd.DataFrame:
     return out
 
 
-def report_table(side: pd.DataFrame) -> pd.DataFrame:
+def report_table(side: pd.DataFrame, paper_columns: bool = True) -> pd.DataFrame:
     """The saved long table: display column names, one row per method and recipe.
 
     Parameters
     ----------
     side : pandas.DataFrame
         Output of :func:`side_by_side`.
+    paper_columns : bool, default True
+        Keep the ``… paper (%)`` columns (``False``: ours alone).
 
     Returns
     -------
     pandas.DataFrame
     """
-    out = side[[c for c in REPORT_COLUMNS if c in side.columns]].rename(columns=REPORT_COLUMNS)
+    keep = [c for c in REPORT_COLUMNS if c in side.columns and (paper_columns or not c.startswith("paper_"))]
+    out = side[keep].rename(columns=REPORT_COLUMNS)
     out["Dataset"] = out["Dataset"].map(lambda b: TITLES.get(b, b))
     out["Clustering"] = out["Clustering"].map(lambda c: GROUPING_LABELS.get(c, c))
     out["Score"] = out["Score"].map(lambda s: SCORE_LABELS.get(s, s))
@@ -166,6 +169,7 @@ def save_tables(
     file_name: str | None = None,
     layout_suffix: str = "_paper_layout",
     rows: Sequence[tuple[str, str]] = LAYOUT_ROWS,
+    paper_columns: bool | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write the long table ``<file>.csv|.md`` and the layout ``<file><suffix>.csv|.md``.
 
@@ -183,6 +187,8 @@ def save_tables(
         Suffix of the layout's file stem.
     rows : sequence of (str, str)
         Rows of the layout.
+    paper_columns : bool, optional
+        Keep the ``… paper (%)`` columns in the long table (default: only with a paper table).
 
     Returns
     -------
@@ -195,7 +201,8 @@ def save_tables(
     if file_name is None:
         raise ValueError("file_name: give a file name for a table without paper numbers")
     side = side_by_side(summary, name)
-    plotting.save_table(report_table(side), file_name)
+    paper_columns = name is not None if paper_columns is None else paper_columns
+    plotting.save_table(report_table(side, paper_columns), file_name)
     layout = paper_layout(side, valid_bound, rows=rows)
     plotting.save_table(layout, f"{file_name}{layout_suffix}")
     return side, layout

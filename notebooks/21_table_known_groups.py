@@ -33,6 +33,15 @@
 # stand-ins for the paper's unpublished outputs (see `data/simulated/README.md`): the numbers
 # below illustrate the methods and are **not** the paper's measurements.
 #
+# **Other data** (parameter `data_source`, `gpac_utils.paper.sources`): `"generated"` reads the
+# scored tables that `02_scores` wrote, `data/generated/<benchmark>__<pair>.parquet`, for `pairs`
+# and `overrides={"benchmarks": [...]}`; a path reads any table in the data schema (mapped with
+# `overrides={"columns": {...}}`). The table needs a `group` column (else use 22). A benchmark outside the paper
+# (e.g. the CPU walk's `walk`) needs an explicit `eps`, and its calibration ratio is 0.5. The
+# paper's numbers are set beside ours only for the simulated tables at the paper's $\varepsilon$;
+# otherwise the tables show ours alone and are named after the source
+# (`known__generated__<pair>{,_layout,_groups}.{csv,md}`, `_groups`: mean test error per group).
+#
 # **Writes** `figures/tables/01_results_known.{csv,md}`, `figures/tables/01_llama_results.{csv,md}`
 # (long form: ours beside the paper's), `figures/tables/<name>_paper_layout.{csv,md}` (the
 # paper's layout, cells "ours (paper)"), `figures/errorbar_category{,_llama}.{png,pdf}`.

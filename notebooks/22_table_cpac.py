@@ -30,6 +30,15 @@
 # **Reads** the simulated tables `data/simulated/<benchmark>__<pair>.parquet` (simulated
 # stand-ins, see `data/simulated/README.md`; not the paper's measurements).
 #
+# **Other data** (parameter `data_source`, `gpac_utils.paper.sources`): `"generated"` reads the
+# scored tables that `02_scores` wrote, `data/generated/<benchmark>__<pair>.parquet`, for `pairs`
+# and `overrides={"benchmarks": [...]}`; a path reads any table in the data schema (mapped with
+# `overrides={"columns": {...}}`). The table needs only the schema (C-PAC learns groups). A benchmark outside the paper
+# (e.g. the CPU walk's `walk`) needs an explicit `eps`, and its calibration ratio is 0.5. The
+# paper's numbers are set beside ours only for the simulated tables at the paper's $\varepsilon$;
+# otherwise the tables show ours alone and are named after the source
+# (`cpac__generated__<pair>{,_layout,_groups}.{csv,md}`, `_groups`: mean test error per group).
+#
 # **Writes** `figures/tables/01_results_unknown{,_llama}.{csv,md}` (long form, ours beside the
 # paper's) and `figures/tables/01_results_unknown{,_llama}_paper_layout.{csv,md}`.
 #

@@ -32,6 +32,15 @@
 # losses 0.13 / 0.19 are the simulator's choice). Not the paper's measurements. The paper prints
 # these tables as rows (score, method); here they share the layout of the other C-PAC tables.
 #
+# **Other data** (parameter `data_source`, `gpac_utils.paper.sources`): `"generated"` reads the
+# scored tables that `02_scores` wrote, `data/generated/<benchmark>__<pair>.parquet`, for `pairs`
+# and `overrides={"benchmarks": [...]}`; a path reads any table in the data schema (mapped with
+# `overrides={"columns": {...}}`). The table needs only the schema (any loss in [0, `loss_bound`]). A benchmark outside the paper
+# (e.g. the CPU walk's `walk`) needs an explicit `eps`, and its calibration ratio is 0.5. The
+# paper's numbers are set beside ours only for the simulated tables at the paper's $\varepsilon$;
+# otherwise the tables show ours alone and are named after the source
+# (`arena__generated__<pair>{,_layout,_groups}.{csv,md}`, `_groups`: mean test error per group).
+#
 # **Writes** `figures/tables/arena_results{,_llama}.{csv,md}` and
 # `figures/tables/arena_results{,_llama}_paper_layout.{csv,md}`.
 #

@@ -54,7 +54,7 @@ plotting.apply_style()
 profile = "paper"
 bounds = None  # UCBs to audit, e.g. ["clt", "wsr"]
 calibrations = None  # independent calibrations per cell (and group)
-jobs = None  # worker processes
+jobs = None  # worker processes (an int, or "auto": the cores the runner gives this notebook)
 overrides = {}  # any other setting of notebooks/config/13_validity_audit.yaml
 
 # %%
@@ -84,7 +84,7 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 t0 = time.perf_counter()
 audit = A.validity_audit(pop, cfg)
 elapsed = time.perf_counter() - t0
-print(f"audit: {len(audit)} rows in {elapsed:.1f} s ({cfg['jobs']} process(es))")
+print(f"audit: {len(audit)} rows in {elapsed:.1f} s ({A.resolve_jobs(cfg.jobs)} process(es))")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
 
 # %%

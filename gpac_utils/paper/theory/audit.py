@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +24,30 @@ from .populations import Population, efficiency_ratio, names_or, oracle_threshol
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
+
+
+#: Environment variable with the cores this notebook may use (set by the notebook runner, its share when
+#: several notebooks run at once).
+CPUS_ENV = "GPAC_CPUS"
+
+
+def resolve_jobs(jobs) -> int:
+    """Worker processes for ``jobs``: an int, or ``"auto"`` / ``None`` = ``$GPAC_CPUS``, else ``os.cpu_count()``.
+
+    Parameters
+    ----------
+    jobs : int, "auto" or None
+        The ``jobs`` setting.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    if jobs is None or jobs == "auto":
+        env = os.environ.get(CPUS_ENV, "").strip()
+        jobs = int(env) if env.isdigit() else (os.cpu_count() or 1)
+    return max(1, int(jobs))
 
 
 def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
@@ -69,12 +94,20 @@ def _audit_unit(
     scores = np.concatenate([d[1] for d in data])
     d = _sampling.draw(loss, scores, scheme, pi, np.random.default_rng([seed, ni, si, 1]))
     u_star = {eps: {g: oracle_threshold(pop, eps, g) for g in names} for eps in eps_list}
+    # bounds on the same candidate grid share one call (and its prefix sums): the curves are those of ucb()
+    by_grid: dict = {}
+    for bound in bounds:
+        by_grid.setdefault(_selection.resolve_candidates("auto", bound, int(n)), []).append(bound)
+    curves = {}
+    for same in by_grid.values():
+        t0 = time.perf_counter()
+        cand = _selection.candidate_grid(scores, "auto", same[0])
+        ucbs = _bounds.ucb_many(same, d.z, d.scores, cand, alpha, d.value_range)
+        secs = (time.perf_counter() - t0) / len(same)
+        curves.update({b: (cand, ucbs[b], secs) for b in same})
     rows = []
     for bound in bounds:
-        t0 = time.perf_counter()
-        cand = _selection.candidate_grid(scores, "auto", bound)
-        ucb = _bounds.ucb(bound, d.z, d.scores, cand, alpha, d.value_range)
-        secs = time.perf_counter() - t0
+        cand, ucb, secs = curves[bound]
         for rule in rules:
             for eps in eps_list:
                 thr = _selection.select(cand, ucb, eps, rule).reshape(G, B)
@@ -121,7 +154,8 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with
     ``candidates="auto"`` and the same random draws. ``jobs > 1`` spreads the (n, scheme, pi) cells over
-    processes; results do not depend on ``jobs`` (every cell has its own seeds).
+    processes (``"auto"``: the cores the runner gave this notebook, :func:`resolve_jobs`); results do not
+    depend on ``jobs`` (every cell has its own seeds).
 
     Parameters
     ----------
@@ -129,7 +163,7 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
         The population (exact risks).
     cfg : Mapping
         ``bounds, pis, group_sizes`` (calibration items per group), ``eps_list, rules, alpha,
-        calibrations`` (per cell and group), ``seed, jobs`` (worker processes).
+        calibrations`` (per cell and group), ``seed, jobs`` (worker processes: an int or ``"auto"``).
     groups : sequence of str, optional
         Groups audited (default: all).
 
@@ -165,8 +199,9 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
     ]
     # the most expensive cells first (cost ~ n / pi for resample), for load balance
     order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))
+    jobs = min(resolve_jobs(jobs), len(units))
     if jobs > 1:
-        with ProcessPoolExecutor(max_workers=int(jobs)) as pool:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = dict(zip(order, pool.map(_audit_unit_star, [units[i] for i in order])))
     else:
         results = {i: _audit_unit_star(units[i]) for i in order}

@@ -58,6 +58,8 @@ def fast_run(tmp_path_factory, worker_id):
             if not status.exists():
                 out_dir.mkdir(parents=True, exist_ok=True)
                 path = runner.resolve_notebook(name)
+                # Kernels use their inline backend, as in a real run (figures shown in the notebook).
+                backend = os.environ.pop("MPLBACKEND", None)
                 try:
                     runner.run_notebook(
                         path, "fast", parameters, out_dir, timeout=600, figures_dir=figures, progress_bar=False
@@ -65,6 +67,9 @@ def fast_run(tmp_path_factory, worker_id):
                     status.write_text("ok")
                 except runner.NotebookFailed as exc:
                     status.write_text(f"failed: {exc.reason}")
+                finally:
+                    if backend is not None:
+                        os.environ["MPLBACKEND"] = backend
             text = status.read_text()
         if text != "ok":
             pytest.fail(f"{key}: {text}")

@@ -22,7 +22,7 @@ from ...calibrate import CPAC, GroupWarning
 from ...metrics import mcse
 from ...partition import PARTITION_METHODS, ScorePartitioner
 from ...recipe import Recipe
-from .populations import Population, sup_feasible
+from .populations import Population, ScalarView, sup_feasible, sup_feasible_scalar
 
 
 def interval_edges(boundaries) -> np.ndarray:
@@ -38,11 +38,14 @@ def interval_confusion(pop: Population, learned_boundaries, oracle_boundaries) -
     e1, e2 = interval_edges(learned_boundaries), interval_edges(oracle_boundaries)
     k = max(len(e1), len(e2)) - 1
     C = np.zeros((k, k))
+    view = ScalarView(pop)
+    mass = view.mass if view.exact else pop.mass
+    e1, e2 = e1.tolist(), e2.tolist()
     for i in range(len(e1) - 1):
         for j in range(len(e2) - 1):
             lo, hi = max(e1[i], e2[j]), min(e1[i + 1], e2[j + 1])
             if hi > lo:
-                C[i, j] = float(pop.mass(lo, hi))
+                C[i, j] = float(mass(lo, hi))
     return C
 
 
@@ -78,11 +81,16 @@ def partition_gap_from_labels(learned, oracle, k: int | None = None) -> float:
 def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
     """PAC-optimal threshold of every interval group ``b_{j-1} < U <= b_j`` (``+inf``: route all)."""
     e = interval_edges(boundaries)
+    view = ScalarView(pop)
+    scalar = view.exact and np.ndim(eps) == 0  # same floating-point operations, in Python floats
     out = []
-    for lo, hi in zip(e[:-1], e[1:]):
+    for lo, hi in zip(e[:-1].tolist(), e[1:].tolist()):
         lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        if hi_c <= lo_c or pop.mass(lo_c, hi_c) <= 0:
+        if hi_c <= lo_c or (view.mass(lo_c, hi_c) if scalar else pop.mass(lo_c, hi_c)) <= 0:
             out.append(np.inf)  # an empty group routes nothing and risks nothing
+            continue
+        if scalar:
+            out.append(sup_feasible_scalar(view.interval_risk_fn(lo_c, hi_c), float(eps), lo=lo_c, hi=hi_c))
             continue
         out.append(
             sup_feasible(lambda u, lo_c=lo_c, hi_c=hi_c: pop.interval_risk(u, lo_c, hi_c), eps, lo=lo_c, hi=hi_c)
@@ -94,11 +102,13 @@ def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=N
     """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given."""
     e = interval_edges(boundaries)
     u = interval_thresholds(pop, boundaries, eps) if thresholds is None else np.asarray(thresholds, float)
+    view = ScalarView(pop)
+    mass = view.mass if view.exact else pop.mass
     total = 0.0
-    for lo, hi, t in zip(e[:-1], e[1:], u):
+    for lo, hi, t in zip(e[:-1].tolist(), e[1:].tolist(), u.tolist()):
         lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
         top = min(max(t, lo_c), hi_c)
-        total += float(pop.mass(lo_c, top)) if top > lo_c else 0.0
+        total += float(mass(lo_c, top)) if top > lo_c else 0.0
     return total
 
 

@@ -63,7 +63,8 @@ data = {b: sources.load_table(source, b, pair, notebook="24_calibration_ratio", 
 for note in sources.source_notes(data):
     print(note)
 summary = C.run_calibration_ratio(data, eps_map, cfg)
-cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_rate", "trials"]
+cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_max_group",
+        "violation_any_group", "trials"]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 

@@ -182,7 +182,8 @@ def test_experiment_layout_and_summary():
     assert len(res) == 4 * 2 * 2 * 2 * 4
     s = experiment.summarize(res, 0.05)
     assert len(s) == 8
-    assert {"Error", "Error_Gap", "STP", "violation_rate"} <= set(s.columns)
+    assert {"Error", "Error_Gap", "STP", "violation_any_group", "violation_max_group"} <= set(s.columns)
+    assert (s["violation_max_group"] <= s["violation_any_group"]).all()
     # The same split is used for every method within a trial.
     a = res[(res.group == "__all__") & (res.trial == 0)]
     assert a.n_test.nunique() == 1
@@ -210,3 +211,22 @@ def test_gpac_removes_the_gap_pac_leaves():
     s = experiment.summarize(res, 0.05).set_index("method")
     assert s.loc["PAC", "Error_Gap"] > 0.01
     assert s.loc["G-PAC", "Error_Gap"] == 0.0
+
+
+def test_summary_names_per_group_and_any_group_violations_apart():
+    """14 groups, each violated in about 1 trial of 20: every group is fine (max rate 1/20 + noise),
+    while the share of trials with *some* violated group is large. The two are reported apart."""
+    rows = []
+    for trial in range(20):
+        for j in range(14):
+            violated = (trial + j) % 20 == 0
+            rows.append({"trial": trial, "method": "G-PAC", "score": "s", "bound": "wsr", "sampling": "full",
+                         "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0, "efficiency": 1.0,
+                         "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5, "stp": 0.0})  # fmt: skip
+        rows.append({**rows[-1], "group": "__all__", "pop_risk": 0.0})
+    s = experiment.summarize(pd.DataFrame(rows), 0.05).iloc[0]
+    assert s["violation_max_group"] == pytest.approx(1 / 20)
+    assert s["violation_max_group_mcse"] == pytest.approx(np.sqrt(0.05 * 0.95 / 20))
+    assert s["violation_any_group"] == pytest.approx(14 / 20)
+    gv = experiment.group_violations(pd.DataFrame(rows), 0.05)
+    assert len(gv) == 14 and (gv["violation_rate"] == 1 / 20).all()

@@ -17,7 +17,9 @@ from .reference import SCORE_LABELS, TITLES
 from .results_tables import paper_recipe, quiet_run
 
 # Summary columns reported in percent.
-_PERCENT_COLUMNS = ("Error", "Error_Gap", "STP", "efficiency", "violation_rate", "worst_group_error")
+_PERCENT_COLUMNS = (
+    "Error", "Error_Gap", "STP", "efficiency", "violation_max_group", "violation_any_group", "worst_group_error",
+)  # fmt: skip
 #: Marker and line style per score.
 SCORE_STYLES = {"score_logits": ("o", "-"), "score_verbalized": ("s", "--"), "score_router": ("^", ":")}
 

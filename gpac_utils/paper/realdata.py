@@ -31,7 +31,7 @@ VIOLATION_COLUMNS = [
     "score",
     "bound",
     "group",
-    "violation",
+    "violation_rate",
     "violation_mcse",
     "mean_error",
     "mean_pop_risk",

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .. import data as D
-from ..calibrate import ALL, GroupWarning
+from .. import experiment
+from ..calibrate import GroupWarning
 from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
-from ..metrics import mcse
 from ..partition import ScorePartitioner
 from ..recipe import Recipe
 from . import plotting, sources
@@ -167,36 +167,18 @@ def run_results(
 
 
 def group_violations(results: pd.DataFrame) -> pd.DataFrame:
-    """Per group: the share of trials whose risk over the whole table exceeds eps, with its MCSE.
-
-    Treating the table as the population, a valid group-conditional method keeps every group's
-    rate at most ``alpha`` (up to Monte Carlo error); ``summarize``'s ``violation_rate`` is
-    instead the share of trials in which *any* group is violated (up to ``k * alpha``).
+    """Per table configuration and group: violation rate and MCSE (:func:`gpac_utils.experiment.group_violations`).
 
     Parameters
     ----------
     results : pandas.DataFrame
-        Rows of :func:`run_results`.
+        Rows of :func:`run_results` (with their ``eps`` column).
 
     Returns
     -------
     pandas.DataFrame
-        One row per configuration and group: ``violation``, ``trials``, ``mean_error``,
-        ``sd_error``, ``mean_pop_risk``, ``n_test``, ``violation_mcse``.
     """
-    per = results[results.group != ALL]
-    viol = (per["pop_risk"] > per["eps"]).astype(float)
-    g = per.assign(violated=viol).groupby(GROUP_KEYS + ["group"], sort=False)
-    out = g.agg(
-        violation=("violated", "mean"),
-        trials=("trial", "nunique"),
-        mean_error=("error", "mean"),
-        sd_error=("error", "std"),
-        mean_pop_risk=("pop_risk", "mean"),
-        n_test=("n_test", "mean"),
-    ).reset_index()
-    out["violation_mcse"] = mcse(out["violation"].to_numpy(), out["trials"].to_numpy())
-    return out
+    return experiment.group_violations(results, None, GROUP_KEYS)
 
 
 _PERCENT_COLUMNS = (
@@ -236,25 +218,17 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
         s["eps"] = eps
         rows.append(s)
     s = pd.concat(rows, ignore_index=True)
-    worst = (
-        group_violations(results)
-        .sort_values("violation", ascending=False, kind="stable")
-        .groupby(GROUP_KEYS, sort=False)
-        .head(1)
-        .rename(
-            columns={
-                "violation": "Max_group_violation",
-                "violation_mcse": "Max_group_violation_mcse",
-                "group": "most_violated_group",
-            }
-        )
+    s = s.rename(
+        columns={
+            "efficiency": "Efficiency",
+            "violation_any_group": "Violation",
+            "violation_max_group": "Max_group_violation",
+            "violation_max_group_mcse": "Max_group_violation_mcse",
+        }
     )
-    s = s.merge(
-        worst[GROUP_KEYS + ["Max_group_violation", "Max_group_violation_mcse", "most_violated_group"]],
-        on=GROUP_KEYS,
-        how="left",
-    )
-    s = s.rename(columns={"efficiency": "Efficiency", "violation_rate": "Violation"})
+    # the display order of the saved tables: the per-group columns last
+    last = ["Max_group_violation", "Max_group_violation_mcse", "most_violated_group"]
+    s = s[[c for c in s.columns if c not in last and c != "violation_any_group_mcse"] + last]
     for c in _PERCENT_COLUMNS:
         s[c] = 100 * s[c]
     return s
@@ -534,7 +508,9 @@ def views(built: Mapping[str, ResultsTable]) -> Iterator[tuple[str, pd.DataFrame
         yield f"{name}: {cells}, trials = {int(t.summary['trials'].max())}", t.layout
         gv = group_violations(t.results)
         gv = gv[gv.setting == "paper"]
-        view = gv.pivot_table(index=["dataset", "grouping", "group"], columns=["score", "method"], values="violation")
+        view = gv.pivot_table(
+            index=["dataset", "grouping", "group"], columns=["score", "method"], values="violation_rate"
+        )
         yield f"{name}: per-group violation rate (%), paper recipe", (100 * view).round(0)
         cat = category_errors(t.results, setting="paper")
         view = cat.pivot_table(index=["dataset", "grouping", "group"], columns=["score", "method"], values="mean")

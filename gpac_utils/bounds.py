@@ -72,9 +72,18 @@ def prefix_sums(z, scores, candidates):
     zero = np.zeros((zs.shape[0], 1))
     c1 = np.concatenate([zero, np.cumsum(zs, axis=1)], axis=1)
     c2 = np.concatenate([zero, np.cumsum(zs * zs, axis=1)], axis=1)
-    idx = np.empty(cand.shape, dtype=np.intp)
-    for b in range(cand.shape[0]):  # exact ties: searchsorted per row (cheap, O(K log m))
-        idx[b] = np.searchsorted(sorted_scores[b], cand[b], side="right")
+    if np.array_equal(cand, sorted_scores):
+        # candidates = the sorted scores themselves ("all"): the count of scores <= s_k is one past the
+        # last score equal to s_k, read off the sorted rows in O(m) (what searchsorted(side="right") returns)
+        m = sorted_scores.shape[1]
+        last = np.ones(sorted_scores.shape, dtype=bool)
+        last[:, :-1] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
+        idx = np.where(last, np.arange(1, m + 1), m)
+        idx = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
+    else:
+        idx = np.empty(cand.shape, dtype=np.intp)
+        for b in range(cand.shape[0]):  # exact ties: searchsorted per row (cheap, O(K log m))
+            idx[b] = np.searchsorted(sorted_scores[b], cand[b], side="right")
     s1 = np.take_along_axis(c1, idx, axis=1)
     s2 = np.take_along_axis(c2, idx, axis=1)
     k = cand.shape[-1]

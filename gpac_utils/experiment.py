@@ -37,7 +37,7 @@ from .recipe import VALID, Recipe, as_recipe
 __all__ = ["KEYS", "ExperimentConfig", "run_experiment", "summarize", "group_violations", "default_stp_form"]
 
 #: The columns that identify one calibrated configuration in the results.
-KEYS = ["method", "score", "bound", "sampling", "rule"]
+KEYS = ["method", "score", "bound", "sampling", "pi", "rule"]
 
 
 def default_stp_form(score: str) -> str:
@@ -203,6 +203,7 @@ def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln,
             "score": score,
             "bound": recipe.bound,
             "sampling": recipe.sampling,
+            "pi": recipe.label_rate,
             "rule": recipe.rule,
             "group": g,
             "n_test": len(t),

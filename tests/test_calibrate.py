@@ -221,8 +221,9 @@ def test_summary_names_per_group_and_any_group_violations_apart():
         for j in range(14):
             violated = (trial + j) % 20 == 0
             rows.append({"trial": trial, "method": "G-PAC", "score": "s", "bound": "wsr", "sampling": "full",
-                         "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0, "efficiency": 1.0,
-                         "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5, "stp": 0.0})  # fmt: skip
+                         "pi": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
+                         "efficiency": 1.0, "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5,
+                         "stp": 0.0})  # fmt: skip
         rows.append({**rows[-1], "group": "__all__", "pop_risk": 0.0})
     s = experiment.summarize(pd.DataFrame(rows), 0.05).iloc[0]
     assert s["violation_max_group"] == pytest.approx(1 / 20)
@@ -230,3 +231,32 @@ def test_summary_names_per_group_and_any_group_violations_apart():
     assert s["violation_any_group"] == pytest.approx(14 / 20)
     gv = experiment.group_violations(pd.DataFrame(rows), 0.05)
     assert len(gv) == 14 and (gv["violation_rate"] == 1 / 20).all()
+
+
+def test_experiment_honours_each_recipes_pi_and_simultaneous():
+    """Every setting of a recipe reaches the calibrators: pi = 0.1 routes less than pi = 0.5
+    (fewer labels), and Bonferroni (simultaneous) routes no more than per-group calibration."""
+    t = _table(n=1500, seed=4)
+    recipes = [Recipe("hoeffding_bentkus", "bernoulli", 0.1), Recipe("hoeffding_bentkus", "bernoulli", 0.5)]
+    res = experiment.run_experiment(t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=5,
+                                                        recipes=recipes))  # fmt: skip
+    assert set(res["pi"]) == {0.1, 0.5}
+    share = res[res.group == "__all__"].groupby("pi")["efficiency"].mean()
+    assert share[0.1] < share[0.5]
+    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=5, recipes=[HB_FULL])
+    plain = experiment.run_experiment(t, cfg)
+    bonf = experiment.run_experiment(t, cfg.replace(simultaneous=True))
+    a = plain[plain.group == "__all__"]["efficiency"].mean()
+    b = bonf[bonf.group == "__all__"]["efficiency"].mean()
+    assert b < a
+
+
+def test_evaluation_groups_do_not_depend_on_the_methods():
+    """G-PAC's rows are judged on the known groups whether or not C-PAC runs beside it."""
+    t = _table(n=900, seed=2)
+    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=3, recipes=[HB_FULL])
+    alone = experiment.run_experiment(t, cfg)
+    with_cpac = experiment.run_experiment(t, cfg.replace(methods=("gpac", "cpac")))
+    g = with_cpac[with_cpac.method == "G-PAC"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone.reset_index(drop=True), g)
+    assert set(with_cpac.group) == {"__all__", "easy", "mid", "hard"}

@@ -83,6 +83,9 @@ DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 START_TIMEOUT = 180
 #: Notebooks numbered below this produce data the others read: always run first, in order.
 PRODUCER_LIMIT = 10
+#: Notebooks below :data:`PRODUCER_LIMIT` that produce nothing another notebook reads (the quickstart):
+#: with ``--jobs > 1`` they run beside the others instead of before them.
+NOT_PRODUCERS = frozenset({0})
 #: Environment variable telling a notebook how many cores it may use (its share when several run at once).
 CPUS_ENV = "GPAC_CPUS"
 #: Thread-pool variables of BLAS / OpenMP set to the notebook's share of cores: two notebooks, each with a
@@ -467,6 +470,12 @@ def expected_seconds(notebooks: Sequence[Path], timings_csv: Path) -> dict[str, 
     return {p.stem: out.get(p.stem, 0.0) for p in notebooks}
 
 
+def is_producer(path: Path) -> bool:
+    """Whether a notebook writes data that others read (runs before the parallel phase)."""
+    number = int(path.name[:2])
+    return number < PRODUCER_LIMIT and number not in NOT_PRODUCERS
+
+
 def write_timings(results: Sequence[Result], csv_path: Path, profile: str) -> Path:
     """Update ``timings.csv``: rows of this run replace earlier rows of the same notebooks."""
     rows: dict[str, dict] = {}
@@ -516,9 +525,9 @@ def run_pipeline(
 ) -> list[Result]:
     """Run notebooks in order, stopping at the first failure; returns one :class:`Result` each.
 
-    With ``jobs > 1`` the data producers (numbers below :data:`PRODUCER_LIMIT`) still run one by
-    one, first; the other notebooks then run ``jobs`` at a time, longest first (by the last
-    measured timings), each with its share of the cores (no new one starts after a failure).
+    With ``jobs > 1`` the data producers (:func:`is_producer`) still run one by one, first; the
+    other notebooks then run ``jobs`` at a time, longest first (by the last measured timings),
+    each with its share of the cores (no new one starts after a failure).
     SIGINT / SIGTERM stop the workers and their kernels, then re-raise.
     """
     out_dir = Path(build_dir if build_dir is not None else BUILD) / profile
@@ -527,7 +536,7 @@ def run_pipeline(
         check_parameters(read_notebook(path), {"profile": profile, **dict(parameters or {})}, path.stem)
     ensure_kernel(out_dir)
     results = {p: Result(p.stem, "not run") for p in notebooks}
-    serial = list(notebooks) if jobs <= 1 else [p for p in notebooks if int(p.name[:2]) < PRODUCER_LIMIT]
+    serial = list(notebooks) if jobs <= 1 else [p for p in notebooks if is_producer(p)]
     parallel = [p for p in notebooks if p not in serial]
     if parallel:
         expected = expected_seconds(parallel, out_dir / "timings.csv")

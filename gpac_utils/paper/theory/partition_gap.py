@@ -123,14 +123,24 @@ def interval_group_risks(pop: Population, boundaries, thresholds) -> np.ndarray:
 
 
 def fit_power_law(n, delta):
-    """Least-squares fit of ``delta = C n^{-beta}`` on the log scale: returns ``(C, beta)``."""
+    """Least-squares fit of ``delta = C n^{-beta}`` on the log scale: returns ``(C, beta)``.
+
+    The closed form of the two-parameter regression with correctly rounded sums (:func:`math.fsum`), so the
+    fitted numbers do not depend on the BLAS (``np.polyfit`` solves it by an SVD whose last digits do).
+    """
     n = np.asarray(n, dtype=float)
     d = np.asarray(delta, dtype=float)
     ok = d > 0
     if ok.sum() < 2:
         raise ValueError("need at least two positive gaps to fit a rate")
-    slope, icpt = np.polyfit(np.log(n[ok]), np.log(d[ok]), 1)
-    return float(math.exp(icpt)), float(-slope)
+    x = [math.log(v) for v in n[ok].tolist()]
+    y = [math.log(v) for v in d[ok].tolist()]
+    mx, my = math.fsum(x) / len(x), math.fsum(y) / len(y)
+    sxx = math.fsum((a - mx) * (a - mx) for a in x)
+    if sxx == 0:
+        raise ValueError("need at least two distinct sample sizes to fit a rate")
+    slope = math.fsum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+    return float(math.exp(my - slope * mx)), float(-slope)
 
 
 def partition_gap_experiment(

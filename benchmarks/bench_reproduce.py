@@ -1,0 +1,101 @@
+"""Time the library calls behind the slowest notebooks of ``make reproduce`` (paper profile), one by one.
+
+Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
+lowered) in this process, with the cores it is given: the validity audit per group size (13),
+the partition-gap experiment and C-PAC coverage (11), the Prop. 3.3 scan (10), the quickstart
+sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
+(the audit at n <= 300). The per-notebook wall times of a whole run are in
+``benchmarks/reproduce_timings.csv`` (written by the runner: ``python -m gpac_utils.workflow
+--profile paper --jobs 2``).
+
+Usage: python benchmarks/bench_reproduce.py [--quick] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from gpac_utils import data as D
+from gpac_utils import planning
+from gpac_utils.paper import toy
+from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
+from gpac_utils.recipe import as_recipe
+from gpac_utils.workflow import config, paths
+
+
+def audit_rows(quick: bool):
+    cfg = dict(config.load("13_validity_audit", "paper"))
+    sizes = [n for n in cfg["group_sizes"] if not quick or n <= 300]
+    for n in sizes:
+        c = dict(cfg, group_sizes=[n], jobs=1)
+        yield f"13 audit n={n}", lambda c=c: audit.validity_audit(populations.AUDIT_POPULATION, c)
+
+
+def partition_rows():
+    cfg = config.load("11_partition_gap", "paper")
+    pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
+    yield "11 partition_gap_experiment", lambda: partition_gap.partition_gap_experiment(pop, ref, cfg)
+    yield "11 cpac_coverage", lambda: partition_gap.cpac_coverage(pop, cfg, oracle_boundaries=ref)
+    yield (
+        "11 best_interval_partition",
+        lambda: partition_gap.best_interval_partition(pop, cfg.eps, grid=cfg.search_grid, k=cfg.k),
+    )
+
+
+def oracle_rows():
+    cfg = config.load("10_oracle_partition", "paper")
+    yield "10 proposition_scan", lambda: oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
+    yield "10 calibrated_efficiency", lambda: oracle.calibrated_efficiency(populations.ORACLE_POPULATION, cfg)
+
+
+def quickstart_rows():
+    cfg = config.load("00_quickstart", "paper")
+    yield "00 quickstart_sweep", lambda: toy.quickstart_sweep(
+        cfg.eps_grid, n_cal=cfg.n_cal, n_test=cfg.n_test, trials=cfg.trials, alpha=cfg.alpha, bound=cfg.bound,
+        k=cfg.k, seed=cfg.seed,
+    )  # fmt: skip
+
+
+def planning_rows():
+    cfg = config.load("32_label_budget", "paper")
+    sim = D.read_table(paths.REPO_ROOT / cfg.sim_table)
+
+    def curves():
+        for score in cfg.sim_scores:
+            planning.predict(
+                sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
+                recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
+            )  # fmt: skip
+
+    yield "32 predict (simulated)", curves
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="only the audit at n <= 300 and the cheap rows")
+    ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these strings")
+    a = ap.parse_args(argv)
+    rows = [
+        *audit_rows(a.quick),
+        *oracle_rows(),
+        *partition_rows(),
+        *quickstart_rows(),
+        *planning_rows(),
+    ]
+    if a.only:
+        rows = [(name, fn) for name, fn in rows if any(s in name for s in a.only)]
+    print(f"{'call':<32} {'seconds':>8}")
+    total = 0.0
+    for name, fn in rows:
+        t0 = time.perf_counter()
+        fn()
+        secs = time.perf_counter() - t0
+        total += secs
+        print(f"{name:<32} {secs:8.1f}", flush=True)
+    print(f"{'total':<32} {total:8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

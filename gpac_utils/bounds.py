@@ -162,9 +162,31 @@ def _unique_apply(values, fn):
     return np.asarray(fn(uniq)).reshape(-1)[inverse].reshape(np.shape(values))
 
 
+#: Hoeffding-Bentkus inversions already computed, per (kind, m, alpha): value -> root. Every root depends
+#: only on its own value (elementwise arithmetic, per-element stopping), so a stored one is the one a new
+#: call would compute; calibrations repeated at the same ``m`` (audits, planning, C-PAC) reuse them.
+_HB_MEMO: dict = {}
+_HB_MEMO_MAX = 2_000_000
+
+
+def _memo_apply(kind, m, alpha, uniq, fn):
+    """``fn(uniq)`` with the results of earlier calls (same ``kind, m, alpha``) reused."""
+    key = (kind, m, float(alpha))
+    memo = _HB_MEMO.get(key)
+    if memo is None:
+        if sum(len(v) for v in _HB_MEMO.values()) > _HB_MEMO_MAX:
+            _HB_MEMO.clear()
+        memo = _HB_MEMO[key] = {}
+    vals = uniq.tolist()
+    missing = [v for v in vals if v not in memo]
+    if missing:
+        memo.update(zip(missing, np.asarray(fn(np.array(missing, dtype=float))).reshape(-1).tolist()))
+    return np.array([memo[v] for v in vals], dtype=float)
+
+
 def _hoeffding_bentkus(s1, s2, m, alpha, R):
     mu = np.clip(s1 / (R * m), 0.0, 1.0)
-    t_h = _unique_apply(mu, lambda u: _hoeffding_root(u, m, alpha))
+    t_h = _unique_apply(mu, lambda u: _memo_apply("hoeffding", m, alpha, u, lambda v: _hoeffding_root(v, m, alpha)))
     k = np.ceil(np.clip(s1 / R, 0, m))  # the binomial tail is evaluated at ceil(m * mu)
 
     def bentkus(kk):
@@ -174,7 +196,7 @@ def _hoeffding_bentkus(s1, s2, m, alpha, R):
         out[inside] = special.betaincinv(kk[inside] + 1, m - kk[inside], 1 - alpha / math.e)
         return out
 
-    t_b = _unique_apply(k, bentkus)
+    t_b = _unique_apply(k, lambda kk: _memo_apply("bentkus", m, alpha, kk, bentkus))
     return R * np.minimum(t_h, t_b)
 
 

@@ -116,3 +116,17 @@ def test_ucb_many_equals_ucb_per_bound():
     many = bounds.ucb_many(names, d.z, d.scores, cand, 0.05, d.value_range)
     for name in names:
         assert np.array_equal(many[name], bounds.ucb(name, d.z, d.scores, cand, 0.05, d.value_range))
+
+
+def test_hoeffding_bentkus_memo_reuses_exactly_what_a_fresh_call_computes():
+    rng = np.random.default_rng(11)
+    z, u = (rng.random((6, 90)) < 0.3).astype(float), rng.random((6, 90))
+    cand = np.sort(u, axis=1)
+    bounds._HB_MEMO.clear()
+    fresh = bounds.ucb("hoeffding_bentkus", z, u, cand, 0.05, 1.0)
+    for _ in range(3):  # other calls at the same m fill the memo with other values
+        z2 = (rng.random((4, 90)) < rng.random()).astype(float)
+        bounds.ucb("hoeffding_bentkus", z2, rng.random((4, 90)), cand[:4], 0.05, 1.0)
+    assert np.array_equal(bounds.ucb("hoeffding_bentkus", z, u, cand, 0.05, 1.0), fresh)
+    mu = np.unique(np.clip(bounds.prefix_sums(z, u, cand)[0] / 90, 0, 1))
+    assert np.array_equal(bounds._memo_apply("hoeffding", 90, 0.05, mu, None), bounds._hoeffding_root(mu, 90, 0.05))

@@ -334,7 +334,7 @@ def test_pipeline_generate_then_score(tmp_path):
 
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_02_scores_notebook_scores_a_generation_run(tmp_path):
+def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
     """02_scores in generation mode on a fake-engine run (papermill, fast profile)."""
     jupytext = pytest.importorskip("jupytext")
     papermill = pytest.importorskip("papermill")
@@ -346,6 +346,7 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path):
         items, models, runs / "math500__qwen", backend="vllm", max_tokens=64, engine_factory=fake_engine, progress=False
     )
     nb = jupytext.read(Path(__file__).parents[1] / "notebooks" / "02_scores.py")
+    monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "figures"))  # the kernel's output folder
     papermill.execute_notebook(
         nb,
         str(tmp_path / "out.ipynb"),
@@ -354,10 +355,10 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path):
         progress_bar=False,
         parameters={
             "profile": "fast",
-            "generations_root": str(runs),
+            "benchmark": "math500",
+            "pair": "qwen",
             "router_folds": 2,
-            "output_root": str(tmp_path / "generated"),
-            "figures_dir": str(tmp_path / "figures"),
+            "overrides": {"generations_root": str(runs), "output_root": str(tmp_path / "generated")},
         },
     )
     t = data.read_table(

@@ -28,7 +28,7 @@
 # `figures/tables/oracle_partition_efficiency.{csv,md}`, `figures/tables/prop33_check.{csv,md}`,
 # `figures/tables/oracle_partition_calibrated.{csv,md}`.
 #
-# **Runtime** (measured on 2 shared cores): fast ≈ 7–11 s, paper ≈ 42 s.
+# **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
 
 # %%
 import matplotlib.pyplot as plt

@@ -28,7 +28,7 @@
 # **Reads** nothing. **Writes** `figures/partition_gap.{png,pdf}`,
 # `figures/tables/partition_gap.{csv,md}`, `figures/tables/partition_gap_coverage.{csv,md}`.
 #
-# **Runtime** (measured on 2 shared cores): fast ≈ 9–18 s, paper ≈ 76 s.
+# **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s, paper ≈ 18–35 s.
 
 # %%
 import matplotlib.pyplot as plt

@@ -30,10 +30,11 @@
 # `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_efficiency.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
-# ≈ 12–20 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
-# 1 440 cells) 307 s for the audit (314 s for the notebook) with `jobs = 2` on a 2-core machine
-# shared with other jobs (load ≈ 4). `wsr` dominates: O(m · 64) per calibration with m = n/π
-# terms under resampling — the (resample, π = 0.1, n = 1000) cell alone is ≈ 2–3 CPU-minutes.
+# ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
+# 1 440 cells) ≈ 70 s for the audit in one process, 91 s for the notebook beside another
+# notebook under `make reproduce` (2 shared cores; `jobs: auto` takes the runner's share of the
+# cores, `$GPAC_CPUS`). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
+# resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py`).
 
 # %%
 import time

@@ -44,7 +44,7 @@
 # `figures/label_budget_real.{png,pdf}`, `figures/tables/label_budget_sim.{csv,md}`,
 # `figures/tables/label_budget_real.{csv,md}`, `figures/tables/label_budget_real_groups.{csv,md}`.
 #
-# **Runtime** (2 shared cores): fast profile ~20 s; paper profile ~2–3 min.
+# **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
 
 # %%
 import numpy as np

@@ -41,13 +41,13 @@ class Executed:
 
 
 @pytest.fixture(scope="session")
-def fast_run(tmp_path_factory, worker_id):
+def fast_run(shared_root, worker_id):
     """``fast_run(name, parameters=None, tag=None) -> Executed``: run once, share the result."""
     from gpac_utils.workflow import runner
 
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if worker_id != "master" else base) / "fast-notebooks"
+    root = shared_root / "fast-notebooks"
     root.mkdir(parents=True, exist_ok=True)
+    cpus = 1 if worker_id != "master" else None  # two workers share two cores
 
     def run(name: str, parameters: dict | None = None, tag: str | None = None) -> Executed:
         key = tag or name
@@ -62,8 +62,9 @@ def fast_run(tmp_path_factory, worker_id):
                 backend = os.environ.pop("MPLBACKEND", None)
                 try:
                     runner.run_notebook(
-                        path, "fast", parameters, out_dir, timeout=600, figures_dir=figures, progress_bar=False
-                    )
+                        path, "fast", parameters, out_dir, timeout=600, figures_dir=figures, progress_bar=False,
+                        cpus=cpus,
+                    )  # fmt: skip
                     status.write_text("ok")
                 except runner.NotebookFailed as exc:
                     status.write_text(f"failed: {exc.reason}")
@@ -76,3 +77,43 @@ def fast_run(tmp_path_factory, worker_id):
         return Executed(out_dir / f"{runner.resolve_notebook(name).stem}.ipynb", figures)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def shared_root(tmp_path_factory, worker_id) -> Path:
+    """A folder shared by every xdist worker of this session."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
+@pytest.fixture(scope="session")
+def walked(shared_root, worker_id):
+    """The CPU walk (01 -> 02 -> 21 -> 25 on the fast profile, 24 of its 48 items), run once per session."""
+    from gpac_utils.workflow import paths, walk
+
+    out = shared_root / "walk"
+    with FileLock(str(shared_root / "walk.lock")):
+        status = shared_root / "walk.STATUS"
+        if not status.exists():
+            before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
+            backend = os.environ.pop("MPLBACKEND", None)
+            try:
+                walk.run_walk(out, n_items=WALK_ITEMS, cpus=1 if worker_id != "master" else None)
+                after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
+                status.write_text("ok" if after == before else "failed: the walk touched the committed figures/")
+            except Exception as exc:  # recorded for every worker, each then fails with it
+                status.write_text(f"failed: {type(exc).__name__}: {exc}")
+            finally:
+                if backend is not None:
+                    os.environ["MPLBACKEND"] = backend
+        text = status.read_text()
+    if text != "ok":
+        pytest.fail(f"the walk: {text}")
+    benchmark, pair = walk.walk_target()
+    result = walk.WalkResult(out, benchmark, pair)
+    result.notebooks.update({stem: out / f"{stem}.ipynb" for stem in walk.WALK_NOTEBOOKS})
+    return result
+
+
+#: Items of the shared walk (a seeded subset of the shipped 48).
+WALK_ITEMS = 24

@@ -11,7 +11,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from gpac_utils import data  # noqa: E402
 from gpac_utils.llm import tiny  # noqa: E402
 
 try:
@@ -67,27 +66,3 @@ def test_batch_of_four_equals_one_at_a_time(engine, temperature):
         for ca, cb in zip(a, b):
             assert ca.token_ids == cb.token_ids and ca.text == cb.text and ca.finish_reason == cb.finish_reason
             assert max(abs(x - y) for x, y in zip(ca.token_logprobs, cb.token_logprobs)) < 1e-3
-
-
-def test_walk_generation_records_and_scored_table(engine, tmp_path):
-    from gpac_utils.llm import scoring, walk
-    from gpac_utils.llm.benchmarks import load_benchmark
-    from gpac_utils.llm.generation import RECORD_COLUMNS, ROLES, load_generations
-
-    items = load_benchmark("walk").iloc[::6].reset_index(drop=True)  # 8 items, all 4 subjects
-    samplings = walk.walk_samplings(think_max_tokens=24, nothink_max_tokens=8, n_verbalized=2, verbalized_max_tokens=6)
-    folder = tmp_path / "walk__smollm2"
-    assert walk.generations_status(folder) == "missing"
-    walk.generate_walk(items, folder, samplings=samplings, engine=engine, batch_size=4, progress=False)
-    assert walk.generations_status(folder) == "complete"
-    for role in ROLES:
-        g = load_generations(folder, role, items["item_id"])
-        assert set(RECORD_COLUMNS) <= set(g.columns)
-        n = samplings[role].n
-        assert len(g) == n * len(items) and g.groupby("item_id").size().eq(n).all()
-        assert (g["n_tokens"] == g["token_logprobs"].map(len)).all() and (g["n_tokens"] > 0).all()
-        assert g["finish_reason"].isin(["stop", "length"]).all() and (g["model"] == "smollm2-135m").all()
-    res = scoring.score_run(folder, "walk", router_folds=2)
-    table = data.validate(res.table, require_group=True, require_tokens=True)
-    assert len(table) == len(items) and set(table["group"]) == set(items["group"])
-    assert set(data.PAPER_SCORES) <= set(table.columns)

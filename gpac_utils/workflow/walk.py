@@ -135,6 +135,7 @@ def run_walk(
     trials: int | None = None,
     timeout: float | None = None,
     progress_bar: bool = False,
+    cpus: int | None = None,
 ) -> WalkResult:
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
 
@@ -153,6 +154,8 @@ def run_walk(
         Per-cell timeout (default: the runner's for ``fast``).
     progress_bar : bool, default False
         papermill's progress bars.
+    cpus : int, optional
+        Cores the kernels may use (torch and BLAS threads; default: all).
 
     Returns
     -------
@@ -181,6 +184,7 @@ def run_walk(
             timeout,
             figures_dir=out / "figures",
             progress_bar=progress_bar,
+            cpus=cpus,
         )
         result.seconds[stem] = time.perf_counter() - start
         print(f"   {stem}: {result.seconds[stem]:.1f} s", flush=True)

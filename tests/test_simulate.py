@@ -306,22 +306,16 @@ def test_category_counts(committed):
 
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_notebook_20_data_overview(tmp_path):
-    from gpac_utils.workflow import paths
-    from gpac_utils.workflow import runner as run
-
-    out = run.run_notebook(
-        paths.NOTEBOOKS / "20_data_overview.py", profile="fast", out_dir=tmp_path, progress_bar=False
-    )
-    assert out.exists()
-    splits = pd.read_csv(paths.tables_dir() / "splitting_settings.csv")
+def test_notebook_20_data_overview(fast_run):
+    ran = fast_run("20_data_overview")
+    splits = pd.read_csv(ran.tables / "splitting_settings.csv")
     assert splits["PAC Calibration"].tolist() == [300, 500, 224]
     assert splits["PAC Test"].tolist() == [200, 500, 224]
-    acc = pd.read_csv(paths.tables_dir() / "llm_accuracy.csv").set_index("Dataset")
+    acc = pd.read_csv(ran.tables / "llm_accuracy.csv").set_index("Dataset")
     assert acc.loc["MATH-500", "Llama-3.1-8B-Instruct"] == pytest.approx(45.20)
     assert acc.loc["GPQA", "DeepSeek-R1-Distill-Llama-8B"] == pytest.approx(39.73, abs=0.005)
     for ext in ("png", "pdf"):
-        assert (paths.figures_dir() / f"dataset_category_distribution.{ext}").stat().st_size > 0
+        assert (ran.figures / f"dataset_category_distribution.{ext}").stat().st_size > 0
 
 
 def test_data_card_states_simulation_and_current_parameters():

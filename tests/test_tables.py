@@ -385,17 +385,13 @@ NOTEBOOK_OUTPUTS = {
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook", list(NOTEBOOK_OUTPUTS))
-def test_table_notebooks_fast_profile(notebook, tmp_path):
-    from gpac_utils.workflow import paths
-    from gpac_utils.workflow import runner as run
-
-    out = run.run_notebook(paths.NOTEBOOKS / f"{notebook}.py", profile="fast", out_dir=tmp_path, progress_bar=False)
-    assert out.exists()
+def test_table_notebooks_fast_profile(notebook, fast_run):
+    ran = fast_run(notebook)
     for rel in NOTEBOOK_OUTPUTS[notebook]:
-        f = paths.figures_dir() / rel
+        f = ran.figures / rel
         assert f.exists() and f.stat().st_size > 0, f
     if notebook == "21_table_known_groups":
-        t = pd.read_csv(paths.tables_dir() / "01_results_known.csv")
+        t = pd.read_csv(ran.tables / "01_results_known.csv")
         paper_rows = t[t["Setting"] == "paper"]
         assert paper_rows["Error paper (%)"].notna().all()
         assert (t["Setting"] == "valid").any()
@@ -407,15 +403,8 @@ def test_table_notebooks_fast_profile(notebook, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_realdata_notebook_fast_profile(tmp_path):
-    from gpac_utils.workflow import paths
-    from gpac_utils.workflow import runner as run
-
-    out = run.run_notebook(
-        paths.NOTEBOOKS / "31_realdata_case_study.py", profile="fast", out_dir=tmp_path, progress_bar=False
-    )
-    assert out.exists()
-    written = paths.tables_dir() / "realdata_case_study.csv"
+def test_realdata_notebook_fast_profile(fast_run):
+    written = fast_run("31_realdata_case_study").tables / "realdata_case_study.csv"
     if realdata.resolve_data_path(None).exists():
         t = pd.read_csv(written)
         assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}

@@ -64,7 +64,28 @@ def _as_batch(z, scores, candidates):
 
 
 def prefix_sums(z, scores, candidates):
-    """``S1[..., k] = sum_t z_t 1{U_t <= c_k}`` and ``S2`` (same with ``z_t**2``); ties included exactly."""
+    """``S1[..., k] = sum_t z_t 1{U_t <= c_k}`` and ``S2`` (same with ``z_t**2``); ties included exactly.
+
+    Parameters
+    ----------
+    z : array_like, shape (..., m)
+        The terms.
+    scores : array_like, shape (..., m)
+        The score of each term's item.
+    candidates : array_like, shape (..., K) or (K,)
+        Candidate thresholds, ascending along the last axis.
+
+    Returns
+    -------
+    S1, S2 : numpy.ndarray, shape (..., K)
+        The sums of ``z`` and of ``z**2`` over the terms whose score is at most each candidate.
+
+    Raises
+    ------
+    ValueError
+        When ``z`` and ``scores`` differ in shape, there is no term, or the candidates are not
+        ascending.
+    """
     z2, s2d, cand, batch = _as_batch(z, scores, candidates)
     order = np.argsort(s2d, axis=1)  # tie order is irrelevant: candidates include all ties
     sorted_scores = np.take_along_axis(s2d, order, axis=1)
@@ -240,6 +261,18 @@ def wsr_bets(x, alpha):
     ``x`` has shape (..., m) with values in [0, 1]; ``nu_t`` uses only ``x_1..x_{t-1}``:
     ``nu_t = min(1, sqrt(2 log(1/alpha) / (m sigma2_{t-1})))`` with the regularised running
     mean and variance ``muhat_t = (1/2 + sum x) / (t + 1)``, ``sigma2_t = (1/4 + sum (x - muhat)^2) / (t + 1)``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (..., m)
+        The terms scaled to ``[0, 1]`` (``z / R``), in their sequential order.
+    alpha : float
+        Miscoverage level, in ``(0, 1)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., m)
+        The bets ``nu_t``, in ``(0, 1]``.
     """
     m = x.shape[-1]
     denom = np.arange(2, m + 2, dtype=float)
@@ -261,7 +294,23 @@ def wsr_bets(x, alpha):
 
 
 def wsr_log_capital(x, nu, mu):
-    """``max_t sum_{s<=t} log(1 - nu_s (x_s - mu))`` — the running-max log capital at ``mu``."""
+    """``max_t sum_{s<=t} log(1 - nu_s (x_s - mu))`` — the running-max log capital at ``mu``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (..., m)
+        The terms scaled to ``[0, 1]``, in their sequential order.
+    nu : numpy.ndarray, shape (..., m)
+        The bets (:func:`wsr_bets`).
+    mu : float or array_like, shape (...)
+        The candidate mean(s) at which the capital is evaluated.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        The maximal log capital over time; ``mu`` lies above the upper bound when it reaches
+        ``log(1 / alpha)`` (``-inf`` where a capital factor is zero).
+    """
     mu = np.asarray(mu, float)[..., None]
     with np.errstate(divide="ignore"):
         return np.max(np.cumsum(np.log(1.0 - nu * (x - mu)), axis=-1), axis=-1)
@@ -489,12 +538,31 @@ def ucb(bound: str, z, scores, candidates, alpha: float, value_range: float) -> 
 
     Parameters
     ----------
-    bound : one of :data:`BOUNDS`.
-    z, scores : arrays of shape ``(..., m)``; ``z`` in ``[0, value_range]``.
-    candidates : shape ``(..., K)`` or ``(K,)``, ascending.
-    alpha : miscoverage level in (0, 1).
-    value_range : the range ``R`` of ``z`` (``B / pi_min`` for importance-weighted terms); a float, or
-        one value per calibration (shape of the batch dimensions).
+    bound : str
+        A name in :data:`BOUNDS`.
+    z : array_like, shape (..., m)
+        The terms, in ``[0, value_range]``.
+    scores : array_like, shape (..., m)
+        The score of each term's item.
+    candidates : array_like, shape (..., K) or (K,)
+        Candidate thresholds, ascending along the last axis.
+    alpha : float
+        Miscoverage level, in ``(0, 1)``.
+    value_range : float or array_like
+        The range ``R`` of ``z`` (``B / pi_min`` for importance-weighted terms); a float, or one
+        value per calibration (shape of the batch dimensions).
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., K)
+        The upper confidence bound at level ``1 - alpha`` at each candidate.
+
+    Raises
+    ------
+    ValueError
+        For an unknown bound, ``alpha`` outside ``(0, 1)``, mismatched shapes, candidates not
+        ascending, a non-positive ``value_range``, terms outside ``[0, value_range]``, or
+        non-binary terms for ``clopper_pearson``.
     """
     return ucb_many([bound], z, scores, candidates, alpha, value_range)[bound]
 

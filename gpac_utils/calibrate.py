@@ -564,7 +564,29 @@ METHODS: dict[str, type] = {"PAC": PAC, "G-PAC": GPAC, "C-PAC": CPAC}
 
 
 def method_class(name: str) -> type:
-    """The calibrator class for a method name; ``"gpac"``, ``"G-PAC"`` and ``"g-pac"`` all work."""
+    """The calibrator class for a method name; ``"gpac"``, ``"G-PAC"`` and ``"g-pac"`` all work.
+
+    Parameters
+    ----------
+    name : str
+        A method name of :data:`METHODS`; case, hyphens, underscores and surrounding spaces are
+        ignored.
+
+    Returns
+    -------
+    type
+        :class:`PAC`, :class:`GPAC` or :class:`CPAC`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+
+    Examples
+    --------
+    >>> method_class("g_pac").__name__, method_class("C-PAC").__name__
+    ('GPAC', 'CPAC')
+    """
     key = str(name).strip().lower().replace("-", "").replace("_", "")
     for canonical, cls in METHODS.items():
         if canonical.lower().replace("-", "") == key:
@@ -573,7 +595,26 @@ def method_class(name: str) -> type:
 
 
 def from_json(text: str) -> PAC | GPAC | CPAC:
-    """Rebuild a fitted calibrator from its ``to_json()`` output."""
+    """Rebuild a fitted calibrator from its ``to_json()`` output.
+
+    Parameters
+    ----------
+    text : str
+        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`).
+
+    Returns
+    -------
+    PAC, GPAC or CPAC
+        A fitted calibrator with the settings, thresholds, group sizes (and, for C-PAC, the
+        partition) of ``text``; ``null`` thresholds become ``-inf`` (always think).
+
+    Raises
+    ------
+    ValueError
+        For text that is not JSON, an unknown ``method``, or settings a calibrator refuses.
+    KeyError
+        For a missing field (``settings``, ``thresholds`` or one of the settings).
+    """
     payload = json.loads(text)
     cls = METHODS.get(payload.get("method"))
     if cls is None:

@@ -30,7 +30,23 @@ def _number(name: str, value) -> float:
 
 
 def check_loss_bound(loss_bound) -> float:
-    """``loss_bound > 0``."""
+    """``loss_bound > 0``.
+
+    Parameters
+    ----------
+    loss_bound : float
+        The loss bound ``B`` to check.
+
+    Returns
+    -------
+    float
+        ``loss_bound`` as a float.
+
+    Raises
+    ------
+    ParameterError
+        When it is not a finite number > 0 (``True``/``False`` refused).
+    """
     v = _number("loss_bound", loss_bound)
     if v <= 0:
         raise ParameterError(f"loss_bound: must be > 0, got {loss_bound!r}")
@@ -38,7 +54,25 @@ def check_loss_bound(loss_bound) -> float:
 
 
 def check_eps(eps, loss_bound: float = 1.0) -> float:
-    """``0 < eps < loss_bound`` (at ``eps >= loss_bound`` every item could be routed unchecked)."""
+    """``0 < eps < loss_bound`` (at ``eps >= loss_bound`` every item could be routed unchecked).
+
+    Parameters
+    ----------
+    eps : float
+        The target risk to check.
+    loss_bound : float, default 1.0
+        The loss bound ``B`` (checked already, e.g. by :func:`check_loss_bound`).
+
+    Returns
+    -------
+    float
+        ``eps`` as a float.
+
+    Raises
+    ------
+    ParameterError
+        When it is not a finite number in ``(0, loss_bound)``.
+    """
     v = _number("eps", eps)
     if not 0 < v < loss_bound:
         raise ParameterError(f"eps: must lie in (0, {loss_bound}) (the loss bound), got {eps!r}")
@@ -46,7 +80,23 @@ def check_eps(eps, loss_bound: float = 1.0) -> float:
 
 
 def check_alpha(alpha) -> float:
-    """``0 < alpha < 1``."""
+    """``0 < alpha < 1``.
+
+    Parameters
+    ----------
+    alpha : float
+        The miscoverage level to check.
+
+    Returns
+    -------
+    float
+        ``alpha`` as a float.
+
+    Raises
+    ------
+    ParameterError
+        When it is not a finite number in ``(0, 1)``.
+    """
     v = _number("alpha", alpha)
     if not 0 < v < 1:
         raise ParameterError(f"alpha: must lie in (0, 1), got {alpha!r}")
@@ -54,7 +104,27 @@ def check_alpha(alpha) -> float:
 
 
 def check_int(name: str, value, minimum: int) -> int:
-    """An integer ``>= minimum`` (``True``/``False`` and non-integral floats refused)."""
+    """An integer ``>= minimum`` (``True``/``False`` and non-integral floats refused).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : int
+        The value to check; an integral float such as ``3.0`` is accepted.
+    minimum : int
+        The smallest allowed value.
+
+    Returns
+    -------
+    int
+        ``value`` as an int.
+
+    Raises
+    ------
+    ParameterError
+        When it is not an integer, or is below ``minimum``.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
             value = int(value)
@@ -66,7 +136,27 @@ def check_int(name: str, value, minimum: int) -> int:
 
 
 def check_fraction(name: str, value, *, closed_right: bool = False) -> float:
-    """A number in ``(0, 1)`` (or ``(0, 1]`` with ``closed_right``)."""
+    """A number in ``(0, 1)`` (or ``(0, 1]`` with ``closed_right``).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : float
+        The value to check.
+    closed_right : bool, default False
+        Allow ``1``.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    ParameterError
+        When it is not a finite number in the interval.
+    """
     v = _number(name, value)
     ok = 0 < v <= 1 if closed_right else 0 < v < 1
     if not ok:

@@ -243,7 +243,22 @@ def _calibrate(a) -> int:
 
 # --------------------------------------------------------------------------- route
 def validate_thresholds(payload, where: str) -> None:
-    """Check a thresholds JSON (as written by ``calibrate``); raise :class:`DataError` naming the field."""
+    """Check a thresholds JSON (as written by ``calibrate``); raise :class:`DataError` naming the field.
+
+    Parameters
+    ----------
+    payload : object
+        The parsed JSON.
+    where : str
+        Where it came from (the file name), to start the message.
+
+    Raises
+    ------
+    DataError
+        When it is not an object, lacks ``method``, ``settings`` (with every key of
+        :data:`SETTINGS_KEYS`) or ``thresholds``, names an unknown method, has a threshold that is
+        neither a number in ``[0, 1]`` nor ``null``, or is a C-PAC file without a partition.
+    """
     if not isinstance(payload, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(payload).__name__}")
     for key in ("method", "settings", "thresholds"):
@@ -332,7 +347,25 @@ def _route(a) -> int:
 
 # --------------------------------------------------------------------------- entry point
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 data error, 2 usage error)."""
+    """Run the command line; returns the exit status (0 ok, 1 data error, 2 usage error).
+
+    Errors are printed as one ``error:`` line on stderr, not raised.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments without the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        :data:`EXIT_OK` (0), :data:`EXIT_DATA` (1) or :data:`EXIT_USAGE` (2).
+
+    Raises
+    ------
+    SystemExit
+        From :mod:`argparse`, for ``--help`` or a command line it cannot parse (status 2).
+    """
     a = _parser().parse_args(argv)
     try:
         if a.command == "plan":

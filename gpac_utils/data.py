@@ -52,7 +52,18 @@ class SchemaError(ValueError):
 
 
 def score_columns(df: pd.DataFrame) -> list[str]:
-    """The score columns of ``df``: every column named ``score`` or starting with ``score_``."""
+    """The score columns of ``df``: every column named ``score`` or starting with ``score_``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Any table.
+
+    Returns
+    -------
+    list of str
+        The score column names, in the table's column order (empty when there are none).
+    """
     return [c for c in df.columns if str(c) == "score" or str(c).startswith(SCORE_PREFIX)]
 
 
@@ -60,6 +71,25 @@ def describe_rows(df: pd.DataFrame, mask) -> str:
     """Name the rows where ``mask`` is true: 1-based data row (header excluded) and ``item_id``.
 
     The one way rows are named in every message (validation, calibrate, route).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table the rows belong to; ``item_id`` is shown only when it has that column.
+    mask : array_like of bool
+        One flag per row of ``df``; true marks a row to name.
+
+    Returns
+    -------
+    str
+        ``"<count> row(s): row 2 (item_id='b'), ..."``: the number of flagged rows and the first
+        five of them, with ``" and <rest> more"`` when there are more.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> describe_rows(pd.DataFrame({"item_id": ["a", "b", "c"]}), [False, True, True])
+    "2 row(s): row 2 (item_id='b'), row 3 (item_id='c')"
     """
     bad = np.flatnonzero(np.asarray(mask, dtype=bool))
     ids = df[ID].iloc[bad[:_SHOW]].tolist() if ID in df.columns else [None] * len(bad[:_SHOW])
@@ -104,6 +134,47 @@ def validate(
     Raises :class:`SchemaError` for: an empty table, missing columns, NaN/inf values,
     scores outside [0, 1], losses outside [0, ``loss_bound``], negative token counts,
     correctness flags other than 0/1, duplicate ``item_id``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table, with schema column names (rename foreign ones with :func:`apply_mapping`).
+    loss_bound : float, default 1.0
+        The loss bound ``B``: every loss must lie in ``[0, B]``; must be > 0.
+    score_cols : sequence of str, optional
+        The score columns to check; default every ``score`` / ``score_*`` column
+        (:func:`score_columns`). At least one is required.
+    require_group : bool, default False
+        Require a ``group`` column.
+    require_tokens : bool, default False
+        Require the ``think_tokens`` and ``nothink_tokens`` columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``df``: losses, scores and token counts as float, correctness flags as int8,
+        group labels as str; other columns unchanged. No row is dropped or clipped.
+
+    Raises
+    ------
+    SchemaError
+        At the first problem found; the message names the column and the first offending rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from gpac_utils.data import validate
+    >>> df = pd.DataFrame({"item_id": ["a", "b"], "loss": [0, 1], "score_logits": [0.2, 0.9]})
+    >>> validate(df)["loss"].tolist()
+    [0.0, 1.0]
+    >>> validate(df.assign(score_logits=[0.2, 1.5]))
+    Traceback (most recent call last):
+    ...
+    gpac_utils.data.SchemaError: column 'score_logits' must lie in [0.0, 1.0]; out of range in 1 row(s): row 2 ...
+    >>> validate(df, require_group=True)
+    Traceback (most recent call last):
+    ...
+    gpac_utils.data.SchemaError: missing column(s) ['group']; the table has ['item_id', 'loss', 'score_logits']
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -147,7 +218,25 @@ def validate(
 
 
 def binary_loss(think_correct, nothink_correct) -> np.ndarray:
-    """Paper Eq. ``binary_loss``: 1 when the thinking model is right and the non-thinking one wrong."""
+    """Paper Eq. ``binary_loss``: 1 when the thinking model is right and the non-thinking one wrong.
+
+    Parameters
+    ----------
+    think_correct : array_like
+        0/1 correctness of the thinking model, one per item.
+    nothink_correct : array_like
+        0/1 correctness of the non-thinking model, same shape.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``1.0`` where ``think_correct == 1`` and ``nothink_correct == 0``, else ``0.0``.
+
+    Examples
+    --------
+    >>> binary_loss([1, 1, 0, 0], [0, 1, 0, 1]).tolist()
+    [1.0, 0.0, 0.0, 0.0]
+    """
     t = np.asarray(think_correct, dtype=int)
     n = np.asarray(nothink_correct, dtype=int)
     return ((t == 1) & (n == 0)).astype(float)
@@ -158,6 +247,40 @@ def apply_mapping(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.Dat
 
     A mapped source column that does not exist raises :class:`SchemaError`. When ``loss`` is
     absent but both correctness columns are present, the binary loss is derived from them.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table as read, with foreign column names.
+    columns : mapping of str to str, or None
+        Source name → schema name; ``None`` or an empty mapping renames nothing.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The renamed table (``df`` itself when nothing changes), plus a derived ``loss`` column
+        when it had none but had both correctness columns. It is not validated (:func:`validate`).
+
+    Raises
+    ------
+    SchemaError
+        When a mapped source column is absent, or a mapped name would overwrite an existing column.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from gpac_utils.data import apply_mapping
+    >>> raw = pd.DataFrame({"id": ["q1", "q2"], "strong_correct": [1, 1], "weak_correct": [0, 1]})
+    >>> names = {"id": "item_id", "strong_correct": "think_correct", "weak_correct": "nothink_correct"}
+    >>> out = apply_mapping(raw, names)
+    >>> list(out.columns)
+    ['item_id', 'think_correct', 'nothink_correct', 'loss']
+    >>> out["loss"].tolist()
+    [1.0, 0.0]
+    >>> apply_mapping(raw, {"score": "score_logits"})
+    Traceback (most recent call last):
+    ...
+    gpac_utils.data.SchemaError: column mapping names column(s) ['score'] that the table lacks; ...
     """
     out = df
     if columns:
@@ -181,7 +304,28 @@ FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"
 
 
 def table_format(path: str | Path) -> str:
-    """The format of ``path`` from its suffix; an unknown suffix is refused with the known ones."""
+    """The format of ``path`` from its suffix; an unknown suffix is refused with the known ones.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file name; only its suffix (case-insensitive) is read.
+
+    Returns
+    -------
+    str
+        ``"csv"``, ``"tsv"``, ``"parquet"`` or ``"jsonl"`` (see :data:`FORMATS`).
+
+    Raises
+    ------
+    SchemaError
+        When the suffix is not in :data:`FORMATS`.
+
+    Examples
+    --------
+    >>> table_format("runs/items.PQ")
+    'parquet'
+    """
     suffix = Path(path).suffix.lower()
     try:
         return FORMATS[suffix]
@@ -221,7 +365,26 @@ def read_frame(path: str | Path, **kw) -> pd.DataFrame:
 
 
 def write_frame(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` in the format its suffix names, byte-stable across reruns."""
+    """Write ``df`` in the format its suffix names, byte-stable across reruns.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table; its index is not written.
+    path : str or Path
+        The destination; its suffix picks the format (:func:`table_format`). Missing parent
+        directories are created.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    SchemaError
+        When the suffix names no known format.
+    """
     path = Path(path)
     fmt = table_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,5 +433,23 @@ def read_table(
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table in the data schema (see :func:`write_frame`)."""
+    """Write a table in the data schema (see :func:`write_frame`).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table (not validated here; see :func:`validate`).
+    path : str or Path
+        The destination; its suffix picks the format.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    SchemaError
+        When the suffix names no known format.
+    """
     return write_frame(df, path)

@@ -41,7 +41,19 @@ KEYS = ["method", "score", "bound", "sampling", "pi", "rule"]
 
 
 def default_stp_form(score: str) -> str:
-    """Router-based scores use the router STP form (App. F), the others the cascade form."""
+    """Router-based scores use the router STP form (App. F), the others the cascade form.
+
+    Parameters
+    ----------
+    score : str
+        A score column name (``score_router``, ``score_logits``, ...).
+
+    Returns
+    -------
+    str
+        ``"router"`` when the name contains ``router``, else ``"cascade"`` (the ``form`` of
+        :func:`gpac_utils.metrics.stp`).
+    """
     return "router" if "router" in score else "cascade"
 
 

@@ -23,14 +23,52 @@ STP_FORMS = ("cascade", "router")
 
 
 def error(route, loss) -> float:
-    """Empirical risk of the routed test set."""
+    """Empirical risk of the routed test set.
+
+    Parameters
+    ----------
+    route : array_like of bool
+        True where an item is routed to the non-thinking model.
+    loss : array_like of float
+        The loss of each item (same length).
+
+    Returns
+    -------
+    float
+        ``mean(loss * route)`` over *all* items (not only the routed ones); NaN for no items.
+
+    Examples
+    --------
+    >>> error([True, True, False, False], [1.0, 0.0, 1.0, 1.0])
+    0.25
+    """
     r = np.asarray(route, dtype=bool)
     l = np.asarray(loss, dtype=float)
     return float(np.mean(l * r)) if r.size else float("nan")
 
 
 def group_errors(route, loss, groups) -> dict[str, float]:
-    """Per-group empirical risk ``E_j``."""
+    """Per-group empirical risk ``E_j``.
+
+    Parameters
+    ----------
+    route : array_like of bool
+        True where an item is routed to the non-thinking model.
+    loss : array_like of float
+        The loss of each item.
+    groups : array_like
+        The group label of each item (compared as strings).
+
+    Returns
+    -------
+    dict of str to float
+        :func:`error` within each group, keys sorted.
+
+    Examples
+    --------
+    >>> group_errors([True, True, True, False], [1, 0, 1, 1], ["a", "a", "b", "b"])
+    {'a': 0.5, 'b': 0.5}
+    """
     r = np.asarray(route, dtype=bool)
     l = np.asarray(loss, dtype=float)
     g = np.asarray(groups).astype(str)
@@ -38,13 +76,57 @@ def group_errors(route, loss, groups) -> dict[str, float]:
 
 
 def efficiency(route) -> float:
-    """Share of items routed to the non-thinking model."""
+    """Share of items routed to the non-thinking model.
+
+    Parameters
+    ----------
+    route : array_like of bool
+        True where an item is routed to the non-thinking model.
+
+    Returns
+    -------
+    float
+        The mean of ``route``; NaN for no items.
+    """
     r = np.asarray(route, dtype=bool)
     return float(r.mean()) if r.size else float("nan")
 
 
 def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
-    """Saved token percentage (App. F) as a fraction; negative when routing costs more."""
+    """Saved token percentage (App. F) as a fraction; negative when routing costs more.
+
+    Parameters
+    ----------
+    route : array_like of bool
+        True where an item is routed to the non-thinking model.
+    think_tokens : array_like of float
+        Tokens the thinking model generates for each item; every one must be > 0.
+    nothink_tokens : array_like of float
+        Tokens the non-thinking model generates for each item.
+    form : {"cascade", "router"}, default "cascade"
+        ``"cascade"``: the non-thinking answer is always generated (cost ``ln + (1 - r) lt``);
+        ``"router"``: only when routed there (cost ``r ln + (1 - r) lt``). See
+        :func:`gpac_utils.experiment.default_stp_form`.
+
+    Returns
+    -------
+    float
+        ``mean(1 - cost / think_tokens)`` over the items.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``form``, or a ``think_tokens`` entry that is not > 0.
+
+    Examples
+    --------
+    >>> from gpac_utils.metrics import stp
+    >>> route = [True, False]
+    >>> stp(route, [100, 100], [25, 25], form="router")  # (1 - 25/100 + 1 - 100/100) / 2
+    0.375
+    >>> stp(route, [100, 100], [25, 25])  # cascade: the second item pays for both answers
+    0.25
+    """
     if form not in STP_FORMS:
         raise ValueError(f"unknown STP form {form!r}; choose one of {STP_FORMS}")
     r = np.asarray(route, dtype=bool)
@@ -61,13 +143,47 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
 
 
 def error_gap(mean_group_errors: Mapping[str, float], eps: float) -> float:
-    """``sum_j (Ebar_j - eps)_+`` over groups (the paper's Error_Gap)."""
+    """``sum_j (Ebar_j - eps)_+`` over groups (the paper's Error_Gap).
+
+    Parameters
+    ----------
+    mean_group_errors : mapping of str to float
+        ``Ebar_j``: each group's test error averaged over trials.
+    eps : float
+        The target risk.
+
+    Returns
+    -------
+    float
+        The summed excess of the group errors over ``eps``; 0 when every group is within it.
+
+    Examples
+    --------
+    >>> from gpac_utils.metrics import error_gap
+    >>> error_gap({"a": 0.125, "b": 0.375, "c": 0.5}, eps=0.25)
+    0.375
+    >>> error_gap({"a": 0.125}, eps=0.25)
+    0.0
+    """
     v = np.asarray(list(mean_group_errors.values()), dtype=float)
     return float(np.sum(np.clip(v - eps, 0.0, None)))
 
 
 def violation_rate(group_risks, eps: float) -> np.ndarray:
-    """Share of trials whose risk exceeds ``eps`` (per column for a (T, k) array)."""
+    """Share of trials whose risk exceeds ``eps`` (per column for a (T, k) array).
+
+    Parameters
+    ----------
+    group_risks : array_like, shape (T,) or (T, k)
+        The risk of each trial (and group).
+    eps : float
+        The target risk; a trial violates it when its risk is strictly greater.
+
+    Returns
+    -------
+    float or numpy.ndarray, shape (k,)
+        The share of the ``T`` trials above ``eps`` (per column); see :func:`mcse` for its error.
+    """
     r = np.asarray(group_risks, dtype=float)
     return np.mean(r > eps, axis=0)
 

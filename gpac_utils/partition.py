@@ -85,7 +85,40 @@ class ScorePartitioner:
 
 
 def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
-    """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores)."""
+    """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores).
+
+    Parameters
+    ----------
+    scores : array_like
+        Calibration scores (flattened); finite, at least one.
+    k : int
+        The number of groups wanted, >= 1.
+    method : {"kmeans", "quantile"}, default "kmeans"
+        Exact 1-D k-means (boundaries at the midpoints of the gaps between clusters) or
+        equal-mass bins at the score quantiles ``j/k``.
+
+    Returns
+    -------
+    Partition
+        Ascending boundaries of at most ``min(k, distinct scores)`` groups (``quantile`` may give
+        fewer, when quantiles coincide).
+
+    Raises
+    ------
+    ValueError
+        For no scores, NaN or infinite scores, ``k < 1`` or an unknown method.
+
+    Examples
+    --------
+    >>> from gpac_utils.partition import fit_partition
+    >>> p = fit_partition([0.1, 0.12, 0.15, 0.8, 0.85], k=2)
+    >>> p.k, p.labels([0.11, 0.5, 0.9]).tolist()
+    (2, ['c0', 'c1', 'c1'])
+    >>> fit_partition([0.1, 0.2, 0.3, 0.4], k=2, method="quantile").boundaries.tolist()
+    [0.2]
+    >>> fit_partition([0.5, 0.5, 0.5], k=3).k  # one distinct score: one group
+    1
+    """
     s = np.asarray(scores, dtype=float).ravel()
     if s.size == 0:
         raise ValueError("cannot cluster an empty set of scores")

@@ -702,6 +702,23 @@ def uniform_levels(budget, cap) -> np.ndarray:
 
     Labels a capped group cannot use go to the other groups equally; rounded down to integers.
 
+    Parameters
+    ----------
+    budget : int or float
+        Total labels, >= 0 (a float is rounded down).
+    cap : array_like, shape (G,)
+        The most labels each group can use (``inf``: no cap).
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (G,)
+        Labels per group; they sum to at most ``budget``.
+
+    Raises
+    ------
+    ValueError
+        When ``budget`` is not a non-negative number.
+
     Examples
     --------
     >>> uniform_levels(100, [10, 1000, 1000]).tolist()
@@ -726,6 +743,24 @@ def uniform_allocation(curves: PlanCurves, budget) -> Allocation:
     """The uniform baseline: equal labels per group (:func:`uniform_levels`), down to the grid.
 
     :func:`plan` puts these label counts on the grid, so that nothing is lost to rounding.
+
+    Parameters
+    ----------
+    curves : PlanCurves
+        The predicted curves (:func:`predict`).
+    budget : int or float
+        Total labels, >= 0.
+
+    Returns
+    -------
+    Allocation
+        The allocation named ``"uniform"``: per group, the largest grid count at most its
+        uniform level.
+
+    Raises
+    ------
+    ValueError
+        When ``budget`` is not a non-negative number.
     """
     budget = _check_budget(budget)
     target = uniform_levels(budget, curves.cap)
@@ -1019,7 +1054,18 @@ CLI_HELP = "plan how many expert labels each group needs, from a labelled pilot"
 
 
 def add_cli(subparsers) -> argparse.ArgumentParser:
-    """Add the ``plan`` sub-command to an :mod:`argparse` sub-parser collection."""
+    """Add the ``plan`` sub-command to an :mod:`argparse` sub-parser collection.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What :meth:`argparse.ArgumentParser.add_subparsers` returned.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``plan`` sub-parser, its options added.
+    """
     p = subparsers.add_parser("plan", help=CLI_HELP, description=CLI_HELP)
     p.add_argument("--data", required=True, type=Path, help="table (.csv or .parquet), one row per item")
     p.add_argument("--score-col", required=True)
@@ -1121,7 +1167,29 @@ def plot_curves(the_plan: Plan, path=None, target: float | None = None):
 
 
 def cli_main(a) -> int:
-    """Run ``gpac plan`` with parsed arguments ``a`` (see :func:`add_cli`)."""
+    """Run ``gpac plan`` with parsed arguments ``a`` (see :func:`add_cli`).
+
+    Writes the plan CSV, the curves CSV next to it and, with ``--plot``, a PNG.
+
+    Parameters
+    ----------
+    a : argparse.Namespace
+        The parsed ``gpac plan`` arguments.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    ParameterError
+        For a bad option value (exit status 2 through :func:`gpac_utils.cli.main`).
+    DataError
+        For a missing file, a missing column or a bad row (exit status 1).
+    gpac_utils.data.SchemaError
+        For a file that cannot be read as its suffix says (exit status 1).
+    """
     for name, v, hi in (("--eps", a.eps, a.loss_bound), ("--alpha", a.alpha, 1.0)):
         if not (math.isfinite(v) and 0 < v < hi):
             _fail(f"{name}: must lie in (0, {hi}), got {v}")

@@ -148,7 +148,27 @@ RECIPES: dict[str, Recipe] = {"valid": VALID, "valid-bernoulli": VALID_BERNOULLI
 
 
 def as_recipe(recipe: Recipe | str | None) -> Recipe:
-    """A :class:`Recipe` from a recipe, a recipe name, or ``None`` (the valid default)."""
+    """A :class:`Recipe` from a recipe, a recipe name, or ``None`` (the valid default).
+
+    Parameters
+    ----------
+    recipe : Recipe, str or None
+        A recipe (returned as it is), a name in :data:`RECIPES`, or ``None`` for :data:`VALID`.
+
+    Returns
+    -------
+    Recipe
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or an argument of another type.
+
+    Examples
+    --------
+    >>> as_recipe(None) is VALID, as_recipe("paper") is PAPER
+    (True, True)
+    """
     if recipe is None:
         return VALID
     if isinstance(recipe, Recipe):

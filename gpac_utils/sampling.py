@@ -31,6 +31,21 @@ SCHEMES = ("resample", "bernoulli", "full")
 
 @dataclass(frozen=True)
 class Draw:
+    """The expert-label terms of one or many calibrations (what :func:`draw` returns).
+
+    Attributes
+    ----------
+    z : numpy.ndarray, shape (..., m)
+        The terms ``Z``, in ``[0, value_range]``; their mean estimates the thresholded risk.
+    scores : numpy.ndarray, shape (..., m)
+        The score of each term's item.
+    value_range : float or numpy.ndarray
+        The range ``R = loss_bound / pi_min`` of the terms, per calibration (a float for a single
+        calibration, else the shape of the batch dimensions).
+    n_queried : int or numpy.ndarray, shape (...)
+        The number of expert labels used, per calibration.
+    """
+
     z: np.ndarray  # (..., m) terms in [0, value_range]
     scores: np.ndarray  # (..., m) the score of each term's item
     value_range: float | np.ndarray  # R = loss_bound / pi_min, per calibration (shape of the batch)
@@ -49,6 +64,53 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, s
 
     ``shuffle=False`` keeps the input order for ``bernoulli`` / ``full`` (enough for bounds that
     depend on the terms only through sums; sequential bounds need the default).
+
+    Parameters
+    ----------
+    loss : array_like, shape (..., n)
+        Calibration losses, in ``[0, loss_bound]``.
+    scores : array_like, shape (..., n)
+        The scores of the same items.
+    scheme : {"resample", "bernoulli", "full"}
+        The sampling scheme (see the module description).
+    pi : float or array_like, default 0.5
+        Labelling probability of each item, in ``(0, 1]``, broadcast against ``loss``; ignored by
+        ``"full"``. ``"resample"`` needs the same ``mean(pi)`` for every calibration of a batch.
+    rng : None, int or numpy.random.Generator, optional
+        Seed or generator (passed to :func:`numpy.random.default_rng`).
+    loss_bound : float, default 1.0
+        The loss bound ``B``.
+    shuffle : bool, default True
+        Return the ``bernoulli`` / ``full`` terms in uniformly random order (``resample`` draws are
+        in random order anyway).
+
+    Returns
+    -------
+    Draw
+        The terms, their items' scores, their range and the number of labels used. ``resample``
+        gives ``m = ceil(n / mean(pi))`` terms per calibration, the other schemes ``n``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown scheme, empty or mismatched ``loss`` / ``scores``, a loss outside
+        ``[0, loss_bound]``, a ``pi`` outside ``(0, 1]``, or unequal ``mean(pi)`` in a
+        ``resample`` batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils.sampling import draw
+    >>> d = draw([0.0, 1.0, 0.0, 1.0], [0.1, 0.4, 0.2, 0.9], "full", shuffle=False)
+    >>> d.z.tolist(), d.value_range, int(d.n_queried)
+    ([0.0, 1.0, 0.0, 1.0], 1.0, 4)
+    >>> d = draw([0.0, 1.0, 0.0, 1.0], [0.1, 0.4, 0.2, 0.9], "bernoulli", pi=0.5, rng=0)
+    >>> d.value_range  # loss_bound / min(pi)
+    2.0
+    >>> set(d.z.tolist()) <= {0.0, 2.0}  # an unlabelled item gives 0, a labelled one loss / pi
+    True
+    >>> draw(np.zeros((3, 10)), np.zeros((3, 10)), "resample", pi=0.5, rng=1).z.shape  # 3 calibrations
+    (3, 20)
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown sampling scheme {scheme!r}; choose one of {SCHEMES}")

@@ -31,7 +31,27 @@ WSR_AUTO_GRID = 64
 
 
 def resolve_candidates(candidates, bound: str, n: int):
-    """The candidate setting actually used: ``"auto"`` becomes ``"all"`` or :data:`WSR_AUTO_GRID`."""
+    """The candidate setting actually used: ``"auto"`` becomes ``"all"`` or :data:`WSR_AUTO_GRID`.
+
+    Parameters
+    ----------
+    candidates : {"auto", "all"} or int
+        The requested setting; anything but ``"auto"`` is returned unchanged.
+    bound : str or None
+        The bound the candidates are for (``"auto"`` gives a grid for ``"wsr"`` only).
+    n : int
+        The number of calibration scores.
+
+    Returns
+    -------
+    str or int
+        ``"all"`` or a grid size.
+
+    Examples
+    --------
+    >>> resolve_candidates("auto", "wsr", 1000), resolve_candidates("auto", "hoeffding_bentkus", 1000)
+    (64, 'all')
+    """
     if candidates == "auto":
         return WSR_AUTO_GRID if (bound == "wsr" and n > WSR_AUTO_GRID) else "all"
     return candidates
@@ -73,6 +93,16 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
 
 def upper_envelope(ucb) -> np.ndarray:
     """The running maximum of a bound over ascending candidates (last axis): monotone, still valid.
+
+    Parameters
+    ----------
+    ucb : array_like, shape (..., K)
+        The bound at each candidate, candidates ascending.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., K)
+        ``E[..., k] = max_{k' <= k} ucb[..., k']``.
 
     Examples
     --------

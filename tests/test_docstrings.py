@@ -7,7 +7,16 @@ import importlib
 
 import pytest
 
-CORE = ["gpac_utils", "gpac_utils.recipe", "gpac_utils.calibrate", "gpac_utils.partition", "gpac_utils.selection"]
+CORE = [
+    "gpac_utils",
+    "gpac_utils.recipe",
+    "gpac_utils.calibrate",
+    "gpac_utils.partition",
+    "gpac_utils.selection",
+    "gpac_utils.data",
+    "gpac_utils.metrics",
+    "gpac_utils.sampling",
+]
 
 
 @pytest.mark.parametrize("name", CORE)

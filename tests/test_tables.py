@@ -225,7 +225,7 @@ def test_group_violations_counts_trials_and_mcse():
                 }
             )
         rows.append({**rows[-1], "group": "__all__"})
-    gv = R.group_violations(pd.DataFrame(rows)).set_index("group")
+    gv = R.table_group_violations(pd.DataFrame(rows)).set_index("group")
     assert gv.loc["a", "violation_rate"] == pytest.approx(0.3)
     assert gv.loc["b", "violation_rate"] == 0.0
     assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))

@@ -19,7 +19,7 @@ import pandas as pd
 from .. import data as D
 from ..workflow import paths
 from . import plotting, sources
-from .results_tables import ResultsTable, build_table, group_violations
+from .results_tables import ResultsTable, build_table, table_group_violations
 from .table_layout import LAYOUT_ROWS
 
 #: The default real table, under the shared folder (absent on machines without it).
@@ -236,6 +236,6 @@ def build_case_study(
         paper_columns=not suffix,
     )
     if "known" in groupings:
-        gv = group_violations(built.results[built.results.grouping == "known"])[VIOLATION_COLUMNS]
+        gv = table_group_violations(built.results[built.results.grouping == "known"])[VIOLATION_COLUMNS]
         plotting.save_table(gv, f"realdata_group_violations{suffix}", floatfmt=".3f")
     return built

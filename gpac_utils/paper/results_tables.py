@@ -166,7 +166,7 @@ def run_results(
     return pd.concat(out, ignore_index=True)
 
 
-def group_violations(results: pd.DataFrame) -> pd.DataFrame:
+def table_group_violations(results: pd.DataFrame) -> pd.DataFrame:
     """Per table configuration and group: violation rate and MCSE (:func:`gpac_utils.experiment.group_violations`).
 
     Parameters
@@ -506,7 +506,7 @@ def views(built: Mapping[str, ResultsTable]) -> Iterator[tuple[str, pd.DataFrame
         yield f"{name}: valid bounds compared (tighter: {t.valid_bound})", t.comparison.round(2)
         cells = "ours (paper)" if t.paper_table is not None else "ours (no paper numbers for this setting)"
         yield f"{name}: {cells}, trials = {int(t.summary['trials'].max())}", t.layout
-        gv = group_violations(t.results)
+        gv = table_group_violations(t.results)
         gv = gv[gv.setting == "paper"]
         view = gv.pivot_table(
             index=["dataset", "grouping", "group"], columns=["score", "method"], values="violation_rate"

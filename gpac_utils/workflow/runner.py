@@ -72,7 +72,7 @@ from papermill.exceptions import PapermillExecutionError
 from tqdm.auto import tqdm
 
 from .config import PROFILES
-from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, REPO_ROOT
+from .paths import BUILD, CPUS_ENV, FIGURES_ENV, NOTEBOOKS, REPO_ROOT
 
 #: ``NN_topic.py``: the notebooks the runner discovers.
 NOTEBOOK_PATTERN = re.compile(r"^(\d{2})_[A-Za-z0-9][A-Za-z0-9_\-]*\.py$")
@@ -86,8 +86,6 @@ PRODUCER_LIMIT = 10
 #: Notebooks below :data:`PRODUCER_LIMIT` that produce nothing another notebook reads (the quickstart):
 #: with ``--jobs > 1`` they run beside the others instead of before them.
 NOT_PRODUCERS = frozenset({0})
-#: Environment variable telling a notebook how many cores it may use (its share when several run at once).
-CPUS_ENV = "GPAC_CPUS"
 #: Thread-pool variables of BLAS / OpenMP set to the notebook's share of cores: two notebooks, each with a
 #: multi-threaded BLAS, on two cores would otherwise oversubscribe the machine.
 THREAD_ENVS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")

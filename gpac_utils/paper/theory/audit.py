@@ -20,6 +20,7 @@ from ... import bounds as _bounds
 from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
+from ...workflow.paths import CPUS_ENV
 from .populations import Population, efficiency_ratio, names_or, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
@@ -28,7 +29,6 @@ VALID_SCHEMES = ("bernoulli", "full")
 
 #: Environment variable with the cores this notebook may use (set by the notebook runner, its share when
 #: several notebooks run at once).
-CPUS_ENV = "GPAC_CPUS"
 
 
 def resolve_jobs(jobs) -> int:

@@ -78,5 +78,6 @@ def test_notebook_executes_on_fast_profile(path, fast_run, request):
     nb = nbformat.read(str(out), as_version=4)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+    assert "IProgress not found" not in out.read_text(), f"{path.name}: progress bars do not render (ipywidgets)"
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'profile = "fast"' in injected[0].source

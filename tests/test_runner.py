@@ -234,6 +234,8 @@ def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
     # a non-paper profile writes figures under the build folder, not over the committed ones
     assert fig_of(out) == str(tmp_path / "out" / "figures")
     assert "GPAC_FIGURES" not in __import__("os").environ  # restored after the run
+    # the notebook left its scratch working folder empty: nothing stays behind
+    assert not (tmp_path / "out" / "_scratch").exists()
 
 
 def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
@@ -388,3 +390,10 @@ def test_outputs_of_a_non_paper_profile_never_reach_figures(monkeypatch):
         assert str(paths.figures_dir()) == "/tmp/elsewhere"
     finally:
         paths.set_profile(None)
+
+
+def test_make_lab_opens_the_repository_root_with_py_notebooks_as_notebooks():
+    text = (REPO_ROOT / "Makefile").read_text()
+    lab = text[text.index("\nlab:") :].split("\n\n")[0]
+    assert "--ServerApp.root_dir=$(CURDIR)" in lab and "notebooks" not in lab.split("root_dir=$(CURDIR)")[1]
+    assert '"defaultViewers": {"python": "Jupytext Notebook"}' in lab

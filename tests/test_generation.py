@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,46 +25,14 @@ from gpac_utils.llm.generation import (
     run_generation,
     split_thinking,
 )
+from gpac_utils.llm.generation.fake import CompletionOutput, FakeSamplingParams, Logprob, RequestOutput
 from gpac_utils.llm.generation.vllm_backend import VLLMEngine
 
 FIX = Path(__file__).parent / "fixtures"
 
 
 # ----------------------------------------------------------------- vLLM-shaped fakes
-@dataclass
-class Logprob:  # vllm.logprobs.Logprob
-    logprob: float
-    rank: int | None = None
-    decoded_token: str | None = None
-
-
-@dataclass
-class CompletionOutput:  # vllm.outputs.CompletionOutput
-    index: int
-    text: str
-    token_ids: list
-    cumulative_logprob: float | None
-    logprobs: list | None
-    finish_reason: str | None = None
-    stop_reason: int | str | None = None
-
-
-@dataclass
-class RequestOutput:  # vllm.outputs.RequestOutput
-    request_id: str
-    prompt: str | None
-    prompt_token_ids: list | None
-    prompt_logprobs: list | None
-    outputs: list
-    finished: bool
-
-
-class FakeSamplingParams:
-    def __init__(self, *, temperature, top_p, top_k, max_tokens, n, seed, logprobs):
-        self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
-        self.max_tokens, self.n, self.seed, self.logprobs = max_tokens, n, seed, logprobs
-
-
+# The record types and SamplingParams stand-in are the package's (gpac_utils.llm.generation.fake).
 class FakeTokenizer:
     """Whitespace 'tokenizer': one token per word, stable ids, ``</think>`` is one token."""
 

@@ -316,14 +316,23 @@ def wsr_log_capital(x, nu, mu):
         return np.max(np.cumsum(np.log(1.0 - nu * (x - mu)), axis=-1), axis=-1)
 
 
-def _running_sum(rows, n, carry):
-    """In-place running sum over the first ``n`` of ``rows`` (views of one block's time steps), continuing from
-    ``carry`` (None: the first block). One vectorised addition per time step, in the order of ``np.cumsum``."""
-    add = np.add
+#: Below this many columns a block's running sum is one ``np.cumsum`` along time; from it on, one vectorised
+#: addition per time step (contiguous rows). Both add in the same order, so the bits are the same.
+_WSR_ROWWISE_MIN_COLUMNS = 256
+
+
+def _running_sum(block, n, carry):
+    """In-place running sum over the first ``n`` time steps (rows) of ``block``, continuing from ``carry``
+    (None: the first block), in the order of ``np.cumsum``: ``row_t += row_{t-1}``, sequentially."""
     if carry is not None:
-        add(carry, rows[0], rows[0])
-    prev = rows[0]
-    for row in rows[1:n]:
+        np.add(carry, block[0], out=block[0])
+    if block.shape[1] < _WSR_ROWWISE_MIN_COLUMNS:  # few columns: Python overhead per step would dominate
+        np.cumsum(block[:n], axis=0, out=block[:n])
+        return
+    add = np.add
+    prev = block[0]
+    for t in range(1, n):
+        row = block[t]
         add(prev, row, row)
         prev = row
 
@@ -336,20 +345,19 @@ def _wsr_bets_tm(X, alpha):
     scale = 2 * math.log(1 / alpha) / m
     cx = cv = last = None
     h = np.empty((min(T, m), P))
-    h_rows = list(h)
     for t0 in range(0, m, T):
         t1 = min(m, t0 + T)
         n = t1 - t0
         xb, hb, nb = X[t0:t1], h[:n], NU[t0:t1]
         denom = np.arange(t0 + 2, t1 + 2, dtype=float)[:, None]
         np.copyto(hb, xb)
-        _running_sum(h_rows, n, cx)
+        _running_sum(hb, n, cx)
         cx = hb[-1].copy()
         hb += 0.5
         hb /= denom
         np.subtract(xb, hb, out=hb)
         np.square(hb, out=hb)
-        _running_sum(h_rows, n, cv)
+        _running_sum(hb, n, cv)
         cv = hb[-1].copy()
         hb += 0.25
         hb /= denom
@@ -374,7 +382,6 @@ def _wsr_evaluate(X, NU, mu, c):
     m, P = X.shape
     T = max(4, _WSR_BLOCK_ELEMENTS // max(P, 1))
     a_buf, s_buf = np.empty((min(T, m), P)), np.empty((min(T, m), P))
-    a_rows, s_rows = list(a_buf), list(s_buf)
     smax = np.full(P, -np.inf)
     step = np.full(P, np.nan)
     cs = cd = None
@@ -387,11 +394,11 @@ def _wsr_evaluate(X, NU, mu, c):
             a *= nb
             np.subtract(1.0, a, out=a)
             np.log(a, out=s)
-            _running_sum(s_rows, t1 - t0, cs)
+            _running_sum(s, t1 - t0, cs)
             cs = s[-1].copy()
             np.maximum(smax, s.max(axis=0), out=smax)
             np.divide(nb, a, out=a)  # S'_t terms nu / (1 - nu (x - mu))
-            _running_sum(a_rows, t1 - t0, cd)
+            _running_sum(a, t1 - t0, cd)
             cd = a[-1].copy()
             np.subtract(c, s, out=s)  # fl(c - S) == -fl(S - c)
             s /= a

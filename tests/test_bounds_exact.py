@@ -130,3 +130,17 @@ def test_hoeffding_bentkus_memo_reuses_exactly_what_a_fresh_call_computes():
     assert np.array_equal(bounds.ucb("hoeffding_bentkus", z, u, cand, 0.05, 1.0), fresh)
     mu = np.unique(np.clip(bounds.prefix_sums(z, u, cand)[0] / 90, 0, 1))
     assert np.array_equal(bounds._memo_apply("hoeffding", 90, 0.05, mu, None), bounds._hoeffding_root(mu, 90, 0.05))
+
+
+@pytest.mark.parametrize("m,B", [(500, 3), (60, 40)])
+def test_running_sum_paths_give_the_same_bits(monkeypatch, m, B):
+    """The per-step row additions and the blockwise np.cumsum add in the same order: same WSR bits."""
+    rng = np.random.default_rng(11)
+    z = (rng.random((B, m)) < 0.3) * rng.random((B, m))
+    u = rng.random((B, m))
+    cand = np.sort(rng.random((B, 16)), axis=1)
+    monkeypatch.setattr(bounds, "_WSR_ROWWISE_MIN_COLUMNS", 0)
+    rowwise = bounds.ucb("wsr", z, u, cand, 0.05, 1.0)
+    monkeypatch.setattr(bounds, "_WSR_ROWWISE_MIN_COLUMNS", 1 << 30)
+    blockwise = bounds.ucb("wsr", z, u, cand, 0.05, 1.0)
+    assert np.array_equal(rowwise, blockwise)

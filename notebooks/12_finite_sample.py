@@ -56,7 +56,9 @@ cfg
 # and the finite-sample statement inherits the excess.
 
 # %%
-res, draws = finite_sample.finite_sample_experiment(pop, cfg)
+res, draws = finite_sample.finite_sample_experiment(
+    pop, group=cfg.group, n_cal=cfg.n_cal, N_grid=cfg.N_grid, t_grid=cfg.t_grid, eps=cfg.eps, alpha=cfg.alpha,
+    calibrations=cfg.calibrations, settings=[tuple(s) for s in cfg.settings], pi=cfg.pi, seed=cfg.seed)
 plotting.save_table(res, "finite_sample", floatfmt=".4f")
 res.groupby(["bound", "scheme"])[["violation_rate", "calibrations"]].first()
 

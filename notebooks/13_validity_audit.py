@@ -83,7 +83,8 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 
 # %%
 t0 = time.perf_counter()
-audit = A.validity_audit(pop, cfg)
+audit = A.validity_audit(pop, bounds=cfg.bounds, pis=cfg.pis, group_sizes=cfg.group_sizes, eps_list=cfg.eps_list,
+                         rules=cfg.rules, alpha=cfg.alpha, calibrations=cfg.calibrations, seed=cfg.seed, jobs=cfg.jobs)
 elapsed = time.perf_counter() - t0
 print(f"audit: {len(audit)} rows in {elapsed:.1f} s ({A.resolve_jobs(cfg.jobs)} process(es))")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)

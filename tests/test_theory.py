@@ -213,7 +213,7 @@ AUDIT_CFG = {
 
 
 def test_validity_audit_small_run():
-    df = audit.validity_audit(populations.AUDIT_POPULATION, AUDIT_CFG)
+    df = audit.validity_audit(populations.AUDIT_POPULATION, **AUDIT_CFG)
     # schemes: (resample, 1), (resample, .5), (bernoulli, .5), (full, 1); 2 bounds, 2 rules, 2 groups
     assert len(df) == 4 * 2 * 2 * 2
     assert set(df["scheme"]) == {"resample", "bernoulli", "full"}
@@ -221,5 +221,5 @@ def test_validity_audit_small_run():
     cp = df[(df["bound"] == "clopper_pearson") & df["scheme"].isin(["bernoulli", "full"])]
     # exact binomial bound, i.i.d. terms: violation rate <= alpha + 3 MCSE
     assert (cp["violation_rate"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)).all()
-    again = audit.validity_audit(populations.AUDIT_POPULATION, {**AUDIT_CFG, "jobs": 2})
+    again = audit.validity_audit(populations.AUDIT_POPULATION, **{**AUDIT_CFG, "jobs": 2})
     assert df.drop(columns="ucb_seconds").equals(again.drop(columns="ucb_seconds"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -142,7 +142,20 @@ def _audit_unit_star(args):
     return _audit_unit(*args)
 
 
-def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None = None) -> pd.DataFrame:
+def validity_audit(
+    pop: Population,
+    *,
+    bounds: Sequence[str],
+    pis: Sequence[float],
+    group_sizes: Sequence[int],
+    eps_list: Sequence[float],
+    rules: Sequence[str] = ("first-crossing", "max"),
+    alpha: float = 0.05,
+    calibrations: int = 1000,
+    seed: int = 0,
+    jobs=1,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Per-group violation rate and efficiency of every (bound, scheme, pi, rule, n, eps) cell.
 
     For each ``n`` one set of ``calibrations`` calibration samples per group is drawn and shared
@@ -161,9 +174,24 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
     ----------
     pop : Population
         The population (exact risks).
-    cfg : Mapping
-        ``bounds, pis, group_sizes`` (calibration items per group), ``eps_list, rules, alpha,
-        calibrations`` (per cell and group), ``seed, jobs`` (worker processes: an int or ``"auto"``).
+    bounds : sequence of str
+        The upper confidence bounds audited.
+    pis : sequence of float
+        Labelling probabilities of ``resample`` and ``bernoulli`` (:func:`audit_schemes`).
+    group_sizes : sequence of int
+        Calibration items per group.
+    eps_list : sequence of float
+        Target risks.
+    rules : sequence of str
+        Selection rules.
+    alpha : float, default 0.05
+        Nominal miscoverage.
+    calibrations : int, default 1000
+        Independent calibrations per cell and group.
+    seed : int, default 0
+        Seed of the calibration samples and label draws.
+    jobs : int, "auto" or None, default 1
+        Worker processes.
     groups : sequence of str, optional
         Groups audited (default: all).
 
@@ -174,9 +202,6 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
         for the cell (shared by the rows of the cell). The pass criterion for a nominal level
         ``alpha`` is ``violation_rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)``.
     """
-    bounds, rules, eps_list = cfg["bounds"], cfg["rules"], cfg["eps_list"]
-    alpha, calibrations, seed, jobs = cfg["alpha"], cfg["calibrations"], cfg["seed"], cfg["jobs"]
-
     names = names_or(pop, groups)
     units = [
         (
@@ -194,8 +219,8 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
             int(calibrations),
             int(seed),
         )
-        for ni, n in enumerate(cfg["group_sizes"])
-        for si, (scheme, pi) in enumerate(audit_schemes(cfg["pis"]))
+        for ni, n in enumerate(group_sizes)
+        for si, (scheme, pi) in enumerate(audit_schemes(pis))
     ]
     # the most expensive cells first (cost ~ n / pi for resample), for load balance
     order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))

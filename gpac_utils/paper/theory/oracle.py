@@ -2,18 +2,14 @@
 
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
 threshold valid in every group and G-PAC; :func:`proposition_scan` checks Prop. 3.3 on random
-populations; :func:`calibrated_efficiency` repeats the comparison with finite calibration data.
+populations (the notebook repeats the comparison with finite calibration data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
-from ...calibrate import ALL, threshold
-from ...recipe import Recipe
 from .populations import Population, RiskGroup, oracle_threshold
 
 
@@ -186,73 +182,3 @@ def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     )
     check["share_holding"] = check["holds"] / check["cases"]
     return check
-
-
-def calibrated_efficiency(pop: Population, cfg: Mapping) -> pd.DataFrame:
-    """Calibrated marginal PAC vs G-PAC against the oracle, over ``cfg["calibrations"]`` repetitions.
-
-    G-PAC calibrates each group on its ``round(w_j n_cal)`` items (Algorithm 2); marginal PAC
-    calibrates one threshold on ``n_cal`` mixture items.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    cfg : Mapping
-        ``n_cal, eps, alpha, bound, sampling`` (a recipe with the first-crossing rule),
-        ``calibrations, seed``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows method x group (and ``__all__``): the mean routed share, the oracle share and the
-        group violation rate ``P(R(u_hat | G_j) > eps)``.
-    """
-    n_cal, eps, alpha, calibrations = cfg["n_cal"], cfg["eps"], cfg["alpha"], cfg["calibrations"]
-    recipe = Recipe(bound=cfg["bound"], sampling=cfg["sampling"])
-    rng = np.random.default_rng(cfg["seed"])
-    T = int(calibrations)
-    names, w = pop.names, pop.weights
-    loss, u, _ = pop.sample(n_cal, rng, size=T)
-    thr_marg = threshold(loss, u, eps=eps, alpha=alpha, recipe=recipe, rng=rng)
-    thr_group = {}
-    for g, wj in zip(names, w):
-        nj = max(2, int(round(wj * n_cal)))
-        lj, uj = pop.group(g).sample((T, nj), rng)
-        thr_group[g] = threshold(lj, uj, eps=eps, alpha=alpha, recipe=recipe, rng=rng)
-    rows = []
-    u_marg, u_grp = oracle_threshold(pop, eps), {g: oracle_threshold(pop, eps, g) for g in names}
-    for method, get, oracle in (
-        ("PAC", lambda g: thr_marg, lambda g: u_marg),
-        ("G-PAC", lambda g: thr_group[g], lambda g: u_grp[g]),
-    ):
-        total, total_oracle = 0.0, 0.0
-        for g, wj in zip(names, w):
-            t = get(g)
-            share = pop.share(t, g)
-            risk = pop.risk(t, g)
-            rows.append(
-                {
-                    "method": method,
-                    "group": g,
-                    "share": float(np.mean(share)),
-                    "share_oracle": float(pop.share(oracle(g), g)),
-                    "violation_rate": float(np.mean(risk > eps)),
-                    "mean_risk": float(np.mean(risk)),
-                }
-            )
-            total += wj * float(np.mean(share))
-            total_oracle += wj * float(pop.share(oracle(g), g))
-        rows.append(
-            {
-                "method": method,
-                "group": ALL,
-                "share": total,
-                "share_oracle": total_oracle,
-                "violation_rate": np.nan,
-                "mean_risk": np.nan,
-            }
-        )
-    out = pd.DataFrame(rows)
-    out["calibrations"] = T
-    return out

@@ -3,25 +3,20 @@ r"""Learned partitions of the U axis (notebook 11): the partition gap and Theore
 :func:`partition_gap` takes a confusion matrix ``C[i, j] = P(g_hat = i, g_star = j)`` and returns
 :math:`\delta = \min_\sigma P(\hat g \ne \sigma(g^*))` (an assignment problem, Eq. partition-gap);
 :func:`interval_confusion` builds ``C`` for two partitions of the ``U`` axis given by boundaries.
-:func:`partition_gap_experiment` measures δ and the efficiency loss of learned partitions,
-:func:`cpac_coverage` the per-learned-group violation rate of C-PAC (split vs joint).
+:func:`gap_summary` and :func:`coverage_summary` summarize notebook 11's runs: δ and the
+efficiency loss of learned partitions, the per-learned-group violation rate of C-PAC.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from ...calibrate import CPAC, GroupWarning
 from ...metrics import mcse
-from ...partition import PARTITION_METHODS, ScorePartitioner
-from ...recipe import Recipe
 from .populations import Population, ScalarView, sup_feasible, sup_feasible_scalar
 
 
@@ -143,65 +138,13 @@ def fit_power_law(n, delta):
     return float(math.exp(my - slope * mx)), float(-slope)
 
 
-def partition_gap_experiment(
-    pop: Population, oracle_boundaries, cfg: Mapping, methods: Sequence[str] = PARTITION_METHODS
-) -> pd.DataFrame:
-    """δ and the efficiency loss of learned interval partitions, ``cfg["reps"]`` samples per ``n``.
-
-    Each row: the learned boundaries' partition gap δ (Eq. partition-gap, exact from the
-    population), the population efficiency of the learned partition with its own PAC-optimal
-    thresholds, that of the oracle partition, and the loss ``Eff(G*) - Eff(G_hat)`` to compare
-    with Theorem 3.4's ``2 δ``.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    oracle_boundaries : array_like
-        The reference partition of the U axis.
-    cfg : Mapping
-        ``n_grid`` (sample sizes), ``reps``, ``eps``, ``k``, ``seed``.
-    methods : sequence of str
-        Partition methods (:data:`gpac_utils.partition.PARTITION_METHODS`).
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    eps, k, seed = cfg["eps"], cfg["k"], cfg["seed"]
-    eff_star = interval_partition_efficiency(pop, oracle_boundaries, eps)
-    rows = []
-    for ni, n in enumerate(cfg["n_grid"]):
-        rng = np.random.default_rng([seed, ni, int(n)])
-        for r in range(int(cfg["reps"])):
-            _, u, _ = pop.sample(int(n), rng)
-            for method in methods:
-                b = ScorePartitioner(k, method).fit(u).boundaries
-                delta = partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                eff = interval_partition_efficiency(pop, b, eps)
-                rows.append(
-                    {
-                        "n": int(n),
-                        "rep": r,
-                        "method": method,
-                        "delta": delta,
-                        "eff_oracle": eff_star,
-                        "eff_learned": eff,
-                        "eff_loss": eff_star - eff,
-                        "bound_2delta": 2 * delta,
-                        "boundaries": ",".join(f"{x:.4f}" for x in b),
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
 def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
     """Mean δ per (method, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
 
     Parameters
     ----------
     gap : pandas.DataFrame
-        Output of :func:`partition_gap_experiment`.
+        Rows ``n, method, delta, eff_loss, bound_2delta`` (one per learned partition).
 
     Returns
     -------
@@ -230,74 +173,13 @@ def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float,
     return agg, rates
 
 
-def cpac_coverage(pop: Population, cfg: Mapping, oracle_boundaries=None, modes=("split", "joint")) -> pd.DataFrame:
-    """Per-learned-group violation rate of C-PAC, split vs joint (Theorem 3.4).
-
-    Each repetition draws ``n`` calibration items, fits :class:`gpac_utils.calibrate.CPAC` and
-    computes the exact risk ``R(u_hat_j | G_hat_j)`` of every learned interval group.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    cfg : Mapping
-        ``cover_n`` (sizes), ``cover_reps``, ``eps``, ``alpha``, ``bound``, ``sampling``, ``k``,
-        ``partition`` (method), ``seed``.
-    oracle_boundaries : array_like, optional
-        The reference partition (for δ of every learned partition).
-    modes : sequence of str
-        C-PAC modes.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (n, repetition, mode, learned group).
-    """
-    eps = cfg["eps"]
-    recipe = Recipe(bound=cfg["bound"], sampling=cfg["sampling"])
-    partitioner = ScorePartitioner(cfg["k"], cfg["partition"])
-    rows = []
-    for ni, n in enumerate(cfg["cover_n"]):
-        rng = np.random.default_rng([cfg["seed"], ni, int(n), 7])
-        for r in range(int(cfg["cover_reps"])):
-            loss, u, _ = pop.sample(int(n), rng)
-            for mode in modes:
-                seed = int(rng.integers(2**31))
-                model = CPAC(eps, cfg["alpha"], recipe, partitioner=partitioner, mode=mode, seed=seed)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", GroupWarning)
-                    model.fit(u, loss)
-                b = model.partition_.boundaries
-                thr = np.array([model.thresholds_.get(f"c{j}", -np.inf) for j in range(len(b) + 1)])
-                risks = interval_group_risks(pop, b, thr)
-                delta = (
-                    partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                    if oracle_boundaries is not None
-                    else np.nan
-                )
-                for j, (t, risk) in enumerate(zip(thr, risks)):
-                    rows.append(
-                        {
-                            "n": int(n),
-                            "rep": r,
-                            "mode": mode,
-                            "group": f"c{j}",
-                            "threshold": float(t),
-                            "risk": float(risk),
-                            "violated": bool(risk > eps),
-                            "delta": delta,
-                        }
-                    )
-    return pd.DataFrame(rows)
-
-
 def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """Violation rate per (mode, n, learned group), with an MCSE floored at ``alpha``.
 
     Parameters
     ----------
     cov : pandas.DataFrame
-        Output of :func:`cpac_coverage`.
+        Rows ``mode, n, group, violated, delta, risk`` (one per calibration and learned group).
     alpha : float
         Nominal miscoverage (the MCSE uses ``max(rate, alpha)``).
 

@@ -259,7 +259,9 @@ def test_regeneration_is_byte_identical(tmp_path, cpu, request):
         paths = S.write_all(tmp_path)
         assert len(paths) == 8
     else:
-        request.getfixturevalue("run_narrowed")([sys.executable, "-m", "gpac_utils.paper.simulate", "--folder", str(tmp_path)])
+        request.getfixturevalue("run_narrowed")(
+            [sys.executable, "-m", "gpac_utils.paper.simulate", "--folder", str(tmp_path)]
+        )
     for b, p in TABLES:
         assert S.table_path(b, p, tmp_path).read_bytes() == S.table_path(b, p).read_bytes(), (b, p)
 

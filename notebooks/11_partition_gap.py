@@ -89,7 +89,6 @@ pd.DataFrame([
 # consistent here (k-means' population optimum for a uniform U is the thirds), so δ → 0.
 
 # %%
-eff_star = pg.interval_partition_efficiency(pop, G_star, cfg.eps)
 rows = []
 for ni, n in enumerate(cfg.n_grid):
     rng = np.random.default_rng([cfg.seed, ni, int(n)])
@@ -98,13 +97,23 @@ for ni, n in enumerate(cfg.n_grid):
         for method in PARTITION_METHODS:
             b = ScorePartitioner(cfg.k, method).fit(u).boundaries  # the learned partition
             delta = pg.partition_gap(pg.interval_confusion(pop, b, G_star))
-            eff = pg.interval_partition_efficiency(pop, b, cfg.eps)  # with its own oracle thresholds
-            rows.append({"n": int(n), "rep": r, "method": method, "delta": delta, "eff_oracle": eff_star,
-                         "eff_learned": eff, "eff_loss": eff_star - eff, "bound_2delta": 2 * delta,
-                         "boundaries": ",".join(f"{x:.4f}" for x in b)})
+            rows.append({"n": int(n), "rep": r, "method": method, "delta": delta, "boundaries": b})
 gap = pd.DataFrame(rows)
+
+# %% [markdown]
+# The efficiency of every learned partition with its own PAC-optimal thresholds (all partitions
+# in one vectorised bisection), against that of the reference partition. The efficiencies agree
+# with a one-partition-at-a-time computation to the last few bits only (vectorised `numpy.power`
+# rounds differently), so the saved efficiency losses are rounded to 12 decimals.
+
+# %%
+eff_star = pg.interval_partition_efficiency(pop, G_star, cfg.eps)
+gap["eff_oracle"] = eff_star
+gap["eff_learned"] = pg.interval_partition_efficiency(pop, np.stack(gap["boundaries"]), cfg.eps)
+gap["eff_loss"] = eff_star - gap["eff_learned"]
+gap["bound_2delta"] = 2 * gap["delta"]
 agg, rates = pg.gap_summary(gap)
-plotting.save_table(agg, "partition_gap", floatfmt=".4f")
+plotting.save_table(agg.round({"eff_loss_mean": 12, "eff_loss_max": 12}), "partition_gap", floatfmt=".4f")
 agg.round(4)
 
 # %%

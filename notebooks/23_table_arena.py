@@ -133,7 +133,8 @@ for setting, (recipe, vi, mi) in recipes.items():  # (recipe, recipe index, meth
                  seed=seed).fit(cal[score], cal["loss"])
     thresholds[f"{setting} ({recipe.bound}, terms in [0, {settings.loss_bound / recipe.label_rate:g}])"] = f.thresholds_
     rows = built_table.results.query("dataset == @dataset and grouping == 'split' and setting == @setting"
-                                     " and trial == 0 and score == @score and method == 'C-PAC'")
+                                     " and bound == @recipe.bound and trial == 0 and score == @score"
+                                     " and method == 'C-PAC'")
     run_thr = rows.set_index("group")["threshold"]
     assert all(run_thr[g] == t for g, t in f.thresholds_.items() if g in run_thr.index and np.isfinite(run_thr[g]))
 pd.DataFrame(thresholds).round(3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from table_config import make_tables, table_settings
 
 from gpac_utils import data as D
 from gpac_utils.data import PAPER_SCORES
@@ -242,7 +243,11 @@ def known_qwen():
     data = {b: sim.load_simulated(b, "qwen") for b in reference.TABLE_SPECS[name].benchmarks}
     spec = reference.TABLE_SPECS[name]
     results = R.run_results(
-        data, cfg, eps=spec.eps, cal_ratio=reference.resolve_cal_ratio(spec.benchmarks), groupings=["known"]
+        data,
+        table_settings(cfg),
+        eps=spec.eps,
+        cal_ratio=reference.resolve_cal_ratio(spec.benchmarks),
+        groupings=["known"],
     )
     return results, R.summarize_results(results)
 
@@ -271,16 +276,18 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
 def test_make_tables_refuses_groupings_the_table_does_not_have():
     cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
     with pytest.raises(ValueError, match="groupings"):
-        R.make_tables(cfg)
+        make_tables(cfg)
 
 
 def test_run_results_refuses_unknown_groupings_and_missing_eps():
     cfg = config.load("22_table_cpac", "fast")
     table = sim.load_simulated("gpqa", "qwen")
     with pytest.raises(ValueError, match="groupings"):
-        R.run_results({"gpqa": table}, cfg, eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"])
+        R.run_results(
+            {"gpqa": table}, table_settings(cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
+        )
     with pytest.raises(ValueError, match="eps"):
-        R.run_results({"gpqa": table}, cfg, eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
+        R.run_results({"gpqa": table}, table_settings(cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
 
 
 # ------------------------------------------------------------------ figures' helpers

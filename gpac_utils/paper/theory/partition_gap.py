@@ -17,15 +17,23 @@ import pandas as pd
 from scipy import optimize
 
 from ...metrics import mcse
-from .populations import Population, ScalarView, sup_feasible, sup_feasible_scalar
+from .populations import Population, sup_feasible
 
 
 def interval_edges(boundaries) -> np.ndarray:
-    """``[-inf, b_1, ..., b_{k-1}, +inf]`` for a partition ``b_{j-1} < U <= b_j`` of the U axis."""
-    b = np.asarray(boundaries, dtype=float).ravel()
-    if np.any(np.diff(b) < 0):
+    """``[-inf, b_1, ..., b_{k-1}, +inf]`` for a partition ``b_{j-1} < U <= b_j`` (batch dims lead)."""
+    b = np.asarray(boundaries, dtype=float)
+    b = b[None] if b.ndim == 0 else b
+    if np.any(np.diff(b, axis=-1) < 0):
         raise ValueError(f"partition boundaries must be ascending, got {b}")
-    return np.concatenate([[-np.inf], b, [np.inf]])
+    pad = np.ones(b.shape[:-1] + (1,))
+    return np.concatenate([-np.inf * pad, b, np.inf * pad], axis=-1)
+
+
+def _clipped(boundaries):
+    """The intervals ``(lo_j, hi_j]`` of a partition, clipped to the score range [0, 1]."""
+    e = interval_edges(boundaries)
+    return np.maximum(e[..., :-1], 0.0), np.minimum(e[..., 1:], 1.0)
 
 
 def interval_confusion(pop: Population, learned_boundaries, oracle_boundaries) -> np.ndarray:
@@ -33,14 +41,9 @@ def interval_confusion(pop: Population, learned_boundaries, oracle_boundaries) -
     e1, e2 = interval_edges(learned_boundaries), interval_edges(oracle_boundaries)
     k = max(len(e1), len(e2)) - 1
     C = np.zeros((k, k))
-    view = ScalarView(pop)
-    mass = view.mass if view.exact else pop.mass
-    e1, e2 = e1.tolist(), e2.tolist()
-    for i in range(len(e1) - 1):
-        for j in range(len(e2) - 1):
-            lo, hi = max(e1[i], e2[j]), min(e1[i + 1], e2[j + 1])
-            if hi > lo:
-                C[i, j] = float(mass(lo, hi))
+    lo = np.maximum.outer(e1[:-1], e2[:-1])  # the overlap of learned group i and oracle group j
+    hi = np.minimum.outer(e1[1:], e2[1:])
+    C[: len(e1) - 1, : len(e2) - 1] = np.where(hi > lo, pop.mass(lo, hi), 0.0)
     return C
 
 
@@ -74,46 +77,37 @@ def partition_gap_from_labels(learned, oracle, k: int | None = None) -> float:
 
 
 def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
-    """PAC-optimal threshold of every interval group ``b_{j-1} < U <= b_j`` (``+inf``: route all)."""
-    e = interval_edges(boundaries)
-    view = ScalarView(pop)
-    scalar = view.exact and np.ndim(eps) == 0  # same floating-point operations, in Python floats
-    out = []
-    for lo, hi in zip(e[:-1].tolist(), e[1:].tolist()):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        if hi_c <= lo_c or (view.mass(lo_c, hi_c) if scalar else pop.mass(lo_c, hi_c)) <= 0:
-            out.append(np.inf)  # an empty group routes nothing and risks nothing
-            continue
-        if scalar:
-            out.append(sup_feasible_scalar(view.interval_risk_fn(lo_c, hi_c), float(eps), lo=lo_c, hi=hi_c))
-            continue
-        out.append(
-            sup_feasible(lambda u, lo_c=lo_c, hi_c=hi_c: pop.interval_risk(u, lo_c, hi_c), eps, lo=lo_c, hi=hi_c)
-        )
-    return np.array(out, dtype=float)
+    """PAC-optimal threshold of every interval group ``b_{j-1} < U <= b_j`` (``+inf``: route all).
+
+    ``boundaries`` of shape ``(..., k - 1)`` give thresholds of shape ``(..., k)``: many partitions
+    at once. An empty group routes nothing and risks nothing (``+inf``).
+    """
+    lo, hi = _clipped(boundaries)
+    empty = (hi <= lo) | (pop.mass(lo, hi) <= 0)
+    u = sup_feasible(lambda u: pop.interval_risk(u, lo, hi), eps, lo=lo, hi=hi)
+    return np.where(empty, np.inf, u)
 
 
-def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=None) -> float:
-    """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given."""
-    e = interval_edges(boundaries)
+def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=None):
+    """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given.
+
+    Vectorised over leading dimensions of ``boundaries`` (one efficiency per partition).
+    """
+    lo, hi = _clipped(boundaries)
     u = interval_thresholds(pop, boundaries, eps) if thresholds is None else np.asarray(thresholds, float)
-    view = ScalarView(pop)
-    mass = view.mass if view.exact else pop.mass
+    top = np.minimum(np.maximum(u, lo), hi)
+    routed = np.where(top > lo, pop.mass(lo, top), 0.0)
     total = 0.0
-    for lo, hi, t in zip(e[:-1].tolist(), e[1:].tolist(), u.tolist()):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        top = min(max(t, lo_c), hi_c)
-        total += float(mass(lo_c, top)) if top > lo_c else 0.0
-    return total
+    for j in range(routed.shape[-1]):  # group by group, left to right
+        total = total + routed[..., j]
+    return total if np.ndim(total) else float(total)
 
 
 def interval_group_risks(pop: Population, boundaries, thresholds) -> np.ndarray:
-    r""":math:`R(u_j \mid \hat G_j)` of every interval group at the given thresholds."""
-    e = interval_edges(boundaries)
+    r""":math:`R(u_j \mid \hat G_j)` of every interval group at the given thresholds (one partition)."""
     out = []
-    for lo, hi, t in zip(e[:-1], e[1:], np.asarray(thresholds, dtype=float)):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        out.append(float(pop.interval_risk(t, lo_c, hi_c)) if hi_c > lo_c else 0.0)
+    for lo, hi, t in zip(*_clipped(boundaries), np.asarray(thresholds, dtype=float)):
+        out.append(float(pop.interval_risk(t, lo, hi)) if hi > lo else 0.0)
     return np.array(out)
 
 
@@ -221,10 +215,7 @@ def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int 
     efficiency : float
     """
     pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
-    best = (-1.0, None)
-    combos = itertools.combinations(pts, k - 1)
-    for b in combos:
-        e = interval_partition_efficiency(pop, list(b), eps)
-        if e > best[0]:
-            best = (e, b)
-    return best[1], best[0]
+    combos = np.array(list(itertools.combinations(pts, k - 1)))
+    eff = interval_partition_efficiency(pop, combos, eps)
+    best = int(np.argmax(eff))  # the first of equals, in the order of the grid
+    return tuple(combos[best]), float(eff[best])

@@ -127,6 +127,23 @@ def test_equality_when_groups_identical():
             assert s["eff_common"] == pytest.approx(s["eff_marginal"], abs=1e-9)
 
 
+def test_uniform_summaries_are_oracle_summary_at_once():
+    """The batched bisection of the Prop. 3.3 scan gives the per-population thresholds and efficiencies."""
+    rng = np.random.default_rng(5)
+    pops = [_random_population(rng, identical=i % 3 == 0) for i in range(30)]
+    eps_list = [0.03, 0.1, 0.3]
+    batch = oracle.uniform_summaries(pops, eps_list)
+    for pi, pop in enumerate(pops):
+        for ei, eps in enumerate(eps_list):
+            s = oracle.oracle_summary(pop, eps)
+            assert batch["u_marginal"][pi, ei] == pytest.approx(s["u_marginal"], abs=1e-12)
+            assert batch["u_groups"][pi, ei] == pytest.approx([s[f"u_{g}"] for g in pop.names], abs=1e-12)
+            for key in ("eff_marginal", "eff_common", "eff_grouped", "max_group_risk_marginal"):
+                assert batch[key][pi, ei] == pytest.approx(s[key], abs=1e-12), key
+    with pytest.raises(ValueError, match="Uniform"):
+        oracle.uniform_summaries([POP], [0.1])
+
+
 def test_paper_prop_3_3_counterexample():
     """Against marginal PAC (marginal constraint) grouping can lose: the paper's proof step
     "u* is feasible for the group-conditional problem" fails when R(u* | G_j) > eps."""

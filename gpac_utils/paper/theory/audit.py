@@ -1,8 +1,7 @@
 """The validity audit (notebook 13): does every upper confidence bound deliver P(R <= eps) >= 1 - alpha?
 
 :func:`validity_audit` computes the exact per-group violation rate and efficiency of every
-(bound, scheme, pi, rule, n, eps) cell on a population with known risk;
-:func:`audit_summary`, :func:`efficiency_vs_clt` and :func:`audit_paragraph` summarize it.
+(bound, scheme, pi, rule, n, eps) cell on a population with known risk; the notebook summarizes it.
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ from .populations import Population, efficiency_ratio, names_or, oracle_threshol
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
-
-
-#: Environment variable with the cores this notebook may use (set by the notebook runner, its share when
-#: several notebooks run at once).
 
 
 def resolve_jobs(jobs) -> int:
@@ -234,163 +229,3 @@ def validity_audit(
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
     return out
-
-
-def audit_summary(audit: pd.DataFrame) -> pd.DataFrame:
-    """One row per (bound, scheme): cells, failing cells, worst violation rate, mean efficiency.
-
-    Parameters
-    ----------
-    audit : pandas.DataFrame
-        Output of :func:`validity_audit`.
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    rows = []
-    for (bound, scheme), d in audit.groupby(["bound", "scheme"], sort=False):
-        worst = d.loc[d["violation_rate"].idxmax()]
-        rows.append(
-            {
-                "bound": bound,
-                "kind": d["kind"].iloc[0],
-                "scheme": scheme,
-                "cells": len(d),
-                "failing_cells": int((~d["pass"]).sum()),
-                "max_violation": float(d["violation_rate"].max()),
-                "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
-                "mean_efficiency": float(d["efficiency"].mean()),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "first-crossing") -> pd.DataFrame:
-    """Efficiency of every valid bound (valid schemes) relative to ``clt`` (paper's ``resample``) at ``n_group``.
-
-    For each (pi, eps, group): ``clt`` uses ``resample`` at that pi; a valid bound uses
-    ``bernoulli`` at the same pi (``full`` for pi = 1).
-
-    Parameters
-    ----------
-    audit : pandas.DataFrame
-        Output of :func:`validity_audit`.
-    n_group : int, default 300
-        Calibration items per group.
-    rule : str, default "first-crossing"
-        Selection rule compared.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Per (bound, scheme, pi, eps, group): efficiency, that of ``clt`` and their ratio.
-    """
-
-    d = audit[(audit["n_group"] == n_group) & (audit["rule"] == rule)]
-    clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["efficiency"]
-    rows = []
-    for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
-        for (pi, eps, group), e_clt in clt.items():
-            scheme = "full" if pi == 1 else "bernoulli"
-            sel = d[
-                (d["bound"] == bound)
-                & (d["scheme"] == scheme)
-                & (d["pi"] == pi)
-                & (d["eps"] == eps)
-                & (d["group"] == group)
-            ]
-            if len(sel):
-                e = float(sel["efficiency"].iloc[0])
-                rows.append(
-                    {
-                        "bound": bound,
-                        "scheme": scheme,
-                        "pi": pi,
-                        "eps": eps,
-                        "group": group,
-                        "efficiency": e,
-                        "efficiency_clt": float(e_clt),
-                        "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan,
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-def audit_paragraph(audit: pd.DataFrame, n_group: int = 300, alpha: float = 0.05) -> str:
-    """The README paragraph: which bounds were valid in every cell, and the efficiency cost at ``n_group``.
-
-    Parameters
-    ----------
-    audit : pandas.DataFrame
-        Output of :func:`validity_audit`.
-    n_group : int, default 300
-        Calibration items per group of the efficiency comparison.
-    alpha : float, default 0.05
-        Nominal miscoverage.
-
-    Returns
-    -------
-    str
-    """
-    B = int(audit["calibrations"].min())
-    thr = alpha + 3 * math.sqrt(alpha * (1 - alpha) / B)
-    valid_cells = audit[audit["scheme"].isin(VALID_SCHEMES)]
-    fc = valid_cells[valid_cells["rule"] == "first-crossing"]
-    parts = []
-    always, never = [], []
-    for bound, d in fc.groupby("bound", sort=False):
-        (always if d["pass"].all() else never).append(
-            (bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()), len(d))
-        )
-    res = audit[audit["scheme"] == "resample"]
-    res_worst = res.groupby("bound")["violation_rate"].max()
-    clt = res[res["bound"] == "clt"]
-    eff = efficiency_vs_clt(audit, n_group)
-    passing = [b for b, *_ in always]
-    mean_eff = eff[eff["bound"].isin(passing)].groupby("bound")["efficiency"].mean()
-    tight = mean_eff.idxmax() if len(mean_eff) else None
-    n_cells = audit.groupby(["bound", "scheme", "pi", "rule", "n_group", "eps", "group"]).ngroups
-    parts.append(
-        f"Validity audit ({B} calibrations per cell, nominal alpha = {alpha:g}, pass if the violation rate "
-        f"P(R(u_hat | G_j) > eps) <= {thr:.3f} = alpha + 3 MCSE; {n_cells} cells in all). "
-        f"Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
-        + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always)
-        + " passed in every cell"
-        + (
-            "; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never)
-            if never
-            else ""
-        )
-        + ". "
-    )
-    parts.append(
-        "The paper's CLT bound with its resampling scheme (Alg. 1) violated in up to "
-        f"{100 * clt['violation_rate'].max():.1f}% "
-        f"of calibrations (median over cells {100 * clt['violation_rate'].median():.1f}%, "
-        f"{int((~clt['pass']).sum())}/{len(clt)} cells failing); under resampling every bound targets the empirical "
-        f"calibration risk, and the worst violation rates were "
-        + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res_worst.items())
-        + ". "
-    )
-    mx = audit[(audit["rule"] == "max") & audit["scheme"].isin(VALID_SCHEMES)]
-    if len(mx):
-        bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
-        parts.append(
-            f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
-            f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". "
-        )
-    if tight is not None:
-        t = eff[eff["bound"] == tight]
-        per_pi = "; ".join(
-            f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['efficiency'].mean():.1f}% vs "
-            f"{100 * g['efficiency_clt'].mean():.1f}%, ratio {g['efficiency'].mean() / g['efficiency_clt'].mean():.2f}"
-            for pi, g in t.groupby("pi", sort=False)
-        )
-        parts.append(
-            f"At n_group = {n_group} the tightest bound that passed everywhere is {tight}; its mean efficiency "
-            f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
-            f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
-            f"resampling about n, so the pi = 1 comparison is the like-for-like one."
-        )
-    return "".join(parts)

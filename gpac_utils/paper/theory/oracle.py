@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .populations import Population, RiskGroup, oracle_threshold
+from .populations import Population, RiskGroup, oracle_threshold, sup_feasible
 
 
 def oracle_summary(pop: Population, eps: float) -> dict:
@@ -104,27 +104,75 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFram
         One row per (population, kind, eps).
     """
     rng = np.random.default_rng(seed)
+    pops = [
+        (i, identical, random_population(rng, k=k, identical=identical))
+        for i in range(int(n))
+        for identical in (False, True)
+    ]
+    eff = uniform_summaries([p for *_, p in pops], eps_list)
     rows = []
-    for i in range(int(n)):
-        for identical in (False, True):
-            pop = random_population(rng, k=k, identical=identical)
-            for eps in eps_list:
-                s = oracle_summary(pop, float(eps))
-                us = np.array([s[f"u_{g}"] for g in pop.names])
-                rows.append(
-                    {
-                        "population": i,
-                        "identical_groups": identical,
-                        "eps": float(eps),
-                        "eff_marginal": s["eff_marginal"],
-                        "eff_common": s["eff_common"],
-                        "eff_grouped": s["eff_grouped"],
-                        "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
-                        "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
-                        "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
-                    }
-                )
+    for pi, (i, identical, pop) in enumerate(pops):
+        for ei, eps in enumerate(eps_list):
+            us = eff["u_groups"][pi, ei]
+            rows.append(
+                {
+                    "population": i,
+                    "identical_groups": identical,
+                    "eps": float(eps),
+                    "eff_marginal": float(eff["eff_marginal"][pi, ei]),
+                    "eff_common": float(eff["eff_common"][pi, ei]),
+                    "eff_grouped": float(eff["eff_grouped"][pi, ei]),
+                    "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                    "marginal_violates_a_group": bool(eff["max_group_risk_marginal"][pi, ei] > eps + 1e-12),
+                    "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
+                }
+            )
     return pd.DataFrame(rows)
+
+
+def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
+    r""":func:`oracle_summary`'s thresholds and efficiencies for many populations at once.
+
+    Every population has the same number of groups, each with ``U ~ Uniform(0, 1)``, so that a
+    group's risk is :math:`a_j\,u^{b_j+1}/(b_j+1)` and its routed share is ``u``: one bisection
+    (:func:`~.populations.sup_feasible`) over all populations, eps and groups at once.
+
+    Parameters
+    ----------
+    pops : sequence of Population
+        The populations.
+    eps_list : sequence of float
+        Target risks.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``u_marginal``, ``eff_marginal``, ``eff_common``, ``eff_grouped``,
+        ``max_group_risk_marginal`` of shape ``(populations, eps)`` and ``u_groups`` of shape
+        ``(populations, eps, groups)``.
+    """
+    if any(g.lo != 0 or g.hi != 1 for p in pops for g in p.groups):
+        raise ValueError("uniform_summaries: every group needs U ~ Uniform(0, 1) (lo = 0, hi = 1)")
+    w = np.array([p.weights for p in pops])[:, None, :]  # (populations, 1, groups)
+    a = np.array([[g.a for g in p.groups] for p in pops], dtype=float)[:, None, :]
+    e = np.array([[g.b + 1 for g in p.groups] for p in pops], dtype=float)[:, None, :]
+    eps = np.asarray(eps_list, dtype=float)[None, :]  # (1, eps)
+
+    def group_risk(u):  # R(u | G_j) = a_j u^(b_j + 1) / (b_j + 1), u in [0, 1]
+        return a * np.clip(u, 0.0, 1.0) ** e / e
+
+    u_groups = sup_feasible(group_risk, np.broadcast_to(eps[..., None], np.broadcast_shapes(a.shape, eps.shape + (1,))))
+    u_marg = sup_feasible(
+        lambda u: (w * group_risk(u[..., None])).sum(axis=-1), np.broadcast_to(eps, w.shape[:1] + eps.shape[1:])
+    )
+    return {
+        "u_marginal": u_marg,
+        "u_groups": u_groups,
+        "eff_marginal": np.clip(u_marg, 0.0, 1.0),
+        "eff_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
+        "eff_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
+        "max_group_risk_marginal": group_risk(u_marg[..., None]).max(axis=-1),
+    }
 
 
 def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:

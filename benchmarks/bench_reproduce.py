@@ -46,7 +46,7 @@ def partition_rows():
 def oracle_rows():
     cfg = config.load("10_oracle_partition", "paper")
     yield "10 proposition_scan", lambda: oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
-    yield "10 calibrated_efficiency", lambda: oracle.calibrated_efficiency(populations.ORACLE_POPULATION, cfg)
+    yield "10 calibrated_routed_share", lambda: oracle.calibrated_routed_share(populations.ORACLE_POPULATION, cfg)
 
 
 def quickstart_rows():

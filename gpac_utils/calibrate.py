@@ -422,7 +422,7 @@ class CPAC:
     eps, alpha, recipe, loss_bound, min_group_size, seed
         As for :class:`PAC`.
     partitioner : ScorePartitioner, optional
-        How groups are learned from the score; default ``ScorePartitioner(k=3, method="kmeans")``.
+        How groups are learned from the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``.
     mode : {"split", "joint"}, default "split"
         ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set
         and calibrates on the rest (exact per-group validity, Thm 3.4.1); ``"joint"`` uses the
@@ -496,7 +496,7 @@ class CPAC:
         return {
             **self.gpac_.settings,
             "k": self.partitioner.k,
-            "partition": self.partitioner.method,
+            "partition": self.partitioner.algorithm,
             "mode": self.mode,
             "cluster_fraction": self.cluster_fraction,
         }
@@ -509,7 +509,7 @@ class CPAC:
         payload.update(
             method=self.name,
             settings=self.settings,
-            partition={"method": self.partition_.method, "boundaries": self.partition_.boundaries.tolist()},
+            partition={"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()},
         )
         return json.dumps(payload, indent=2, sort_keys=True)
 
@@ -637,7 +637,7 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         )  # fmt: skip
         inner = obj.gpac_
         part = payload["partition"]
-        obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["method"])
+        obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["algorithm"])
     inner.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
     inner.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
     return obj

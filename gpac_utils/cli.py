@@ -32,7 +32,7 @@ import pandas as pd
 from . import bounds, data, planning, sampling, selection
 from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
 from .checks import DataError, ParameterError, check_alpha, check_eps, check_int, check_loss_bound
-from .partition import PARTITION_METHODS, ScorePartitioner
+from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
@@ -84,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
     c.add_argument("--k", type=int, default=3, help="C-PAC: number of learned groups")
-    c.add_argument("--partition", choices=list(PARTITION_METHODS), default="kmeans", help="C-PAC: partition method")
+    c.add_argument(
+        "--partition", choices=list(PARTITION_ALGORITHMS), default="kmeans", help="C-PAC: partition algorithm"
+    )
     c.add_argument("--mode", choices=["split", "joint"], default="split", help="C-PAC: split or joint calibration")
     c.add_argument("--loss-bound", type=float, default=1.0, help="upper end of the loss range (2 for 1 - cos)")
     c.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
@@ -282,7 +284,7 @@ def validate_thresholds(payload, where: str) -> None:
     if payload["method"] == "C-PAC":
         part = payload.get("partition")
         if not isinstance(part, dict) or not isinstance(part.get("boundaries"), list):
-            raise DataError(f"{where}: a C-PAC file needs 'partition': {{'method', 'boundaries'}}")
+            raise DataError(f"{where}: a C-PAC file needs 'partition': {{'algorithm', 'boundaries'}}")
 
 
 def _route(a) -> int:

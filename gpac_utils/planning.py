@@ -28,7 +28,7 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
-* ``method="bootstrap"`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
+* ``pilot_model="bootstrap"`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the
   low scores are loss-free.
@@ -37,7 +37,7 @@ It is an *estimate*, not a guarantee. The pilot stands in for the unknown popula
   also reflects how little a small pilot says about the population, not only the calibration
   noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
   and is too narrow for small pilots.
-* ``method="smoothed"`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
+* ``pilot_model="smoothed"`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
   items, and always when the pilot has no group labels) draws the scores from the group's
   unlabelled scores and each loss from pilot items in the same score bin: from the group's own
   pilot items with probability ``m_gb / (m_gb + shrinkage)``, else from the pooled pilot. This
@@ -246,7 +246,7 @@ class PlanCurves:
         Calibration items behind ``n`` labels (differs from ``n`` for ``bernoulli`` sampling).
     pilot_sizes : dict of str to int
         Pilot items per group.
-    methods : dict of str to str
+    pilot_models : dict of str to str
         The pilot model used per group (``bootstrap`` / ``smoothed``).
     settings : dict
         eps, alpha, recipe, resamples, seed, ...
@@ -259,7 +259,7 @@ class PlanCurves:
     cap: np.ndarray
     n_items: np.ndarray
     pilot_sizes: dict
-    methods: dict
+    pilot_models: dict
     settings: dict = field(default_factory=dict)
 
     @property
@@ -320,7 +320,7 @@ class PlanCurves:
                         "p_certify": float(pc[j, k]),
                         "traffic": float(self.traffic[j]),
                         "pilot_n": int(self.pilot_sizes[g]),
-                        "method": self.methods[g],
+                        "pilot_model": self.pilot_models[g],
                     }
                 )
         return pd.DataFrame(rows)
@@ -376,7 +376,7 @@ def predict(
     recipe: Recipe | str = VALID,
     n_grid=None,
     resamples: int = 200,
-    method: str = "auto",
+    pilot_model: str = "auto",
     pilot_uncertainty: bool = True,
     traffic=None,
     cap=None,
@@ -398,7 +398,7 @@ def predict(
     pilot_scores, pilot_loss : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
-        Group of each pilot item; ``None``: a pooled pilot (``method`` becomes ``smoothed`` and
+        Group of each pilot item; ``None``: a pooled pilot (``pilot_model`` becomes ``smoothed`` and
         every group borrows the pooled loss-given-score).
     eps : float
         Target risk.
@@ -410,7 +410,7 @@ def predict(
         Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
     resamples : int, default 200
         Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
-    method : {"auto", "bootstrap", "smoothed"}, default "auto"
+    pilot_model : {"auto", "bootstrap", "smoothed"}, default "auto"
         Pilot model (see the module docstring); ``auto``: ``bootstrap`` for groups with at
         least ``min_pilot`` pilot items, ``smoothed`` otherwise.
     pilot_uncertainty : bool, default True
@@ -451,8 +451,8 @@ def predict(
     eps = _check_level("eps", eps, hi=float(loss_bound))
     alpha = _check_level("alpha", alpha)
     recipe = as_recipe(recipe)
-    if method not in PILOT_MODELS:
-        raise ValueError(f"method: unknown {method!r}; choose one of {list(PILOT_MODELS)}")
+    if pilot_model not in PILOT_MODELS:
+        raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")
     if isinstance(resamples, bool) or int(resamples) != resamples or int(resamples) < 2:
         raise ValueError(f"resamples: must be an integer >= 2, got {resamples!r}")
     resamples = int(resamples)
@@ -505,19 +505,19 @@ def predict(
     G, K = len(names), grid.size
     shares = np.full((G, K, resamples), np.nan)
     n_items = np.zeros((G, K), dtype=int)
-    methods, pilot_sizes = {}, {}
+    pilot_models, pilot_sizes = {}, {}
     for j, name in enumerate(names):
         unl = np.sort(s[g == name])
         in_group = pg == name
         pilot_sizes[name] = int(in_group.sum())
-        use = method
+        use = pilot_model
         if pooled:
             use = "smoothed"
-        elif method == "auto":
+        elif pilot_model == "auto":
             use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
         if use == "bootstrap" and pilot_sizes[name] == 0:
-            raise ValueError(f"method: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
-        methods[name] = use
+            raise ValueError(f"pilot_model: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+        pilot_models[name] = use
         shrink = math.inf if pooled else float(shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
         for k, n in enumerate(grid):
@@ -542,12 +542,12 @@ def predict(
         "alpha": alpha,
         **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
         "resamples": resamples,
-        "method": method,
+        "pilot_model": pilot_model,
         "pilot_uncertainty": bool(pilot_uncertainty),
         "seed": int(seed),
         "loss_bound": float(loss_bound),
     }
-    return PlanCurves(names, grid, shares, traffic_arr, cap_arr, n_items, pilot_sizes, methods, settings)
+    return PlanCurves(names, grid, shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
 
 
 # --------------------------------------------------------------------------------------------
@@ -658,7 +658,7 @@ def _alloc_from_levels(curves, opts, levels, name) -> Allocation:
     return Allocation(name, n, share, total)
 
 
-def allocate(curves: PlanCurves, budget, *, method: str = "dp") -> Allocation:
+def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation:
     """Choose labels per group on the grid to maximise the expected routed share of all traffic.
 
     Parameters
@@ -667,7 +667,7 @@ def allocate(curves: PlanCurves, budget, *, method: str = "dp") -> Allocation:
         From :func:`predict`.
     budget : int
         Total labels ``L``; the allocation satisfies ``sum_j n_j <= L``.
-    method : {"dp", "greedy"}, default "dp"
+    algorithm : {"dp", "greedy"}, default "dp"
         ``dp``: exact dynamic programme over the budget (the objective is separable, so this is
         the optimum on the grid whatever the curves' shape). ``greedy``: repeatedly buy the
         jump up some group's grid with the best gain per label; optimal for concave curves,
@@ -686,11 +686,11 @@ def allocate(curves: PlanCurves, budget, *, method: str = "dp") -> Allocation:
     >>> allocate(c, 30).n
     {'a': 20, 'b': 10}
     """
-    if method not in ("dp", "greedy"):
-        raise ValueError(f"method: unknown {method!r}; choose 'dp' or 'greedy'")
+    if algorithm not in ("dp", "greedy"):
+        raise ValueError(f"algorithm: unknown {algorithm!r}; choose 'dp' or 'greedy'")
     budget = _check_budget(budget)
     opts = [_options(curves, j) for j in range(len(curves.groups))]
-    if method == "dp":
+    if algorithm == "dp":
         levels, _ = _dp(opts, budget)
         return _alloc_from_levels(curves, opts, levels, "planned")
     levels, _ = _greedy(opts, budget)
@@ -928,7 +928,7 @@ def plan(
     eps, alpha, recipe, n_grid, cap
         As for :func:`predict`.
     **kw
-        Further keywords of :func:`predict` (``resamples``, ``method``, ``seed``, ...).
+        Further keywords of :func:`predict` (``resamples``, ``pilot_model``, ``seed``, ...).
 
     Returns
     -------
@@ -958,8 +958,8 @@ def plan(
     common = dict(eps=eps, alpha=alpha, recipe=recipe, **kw)
     curves = predict(scores, groups, pilot_scores, pilot_loss, pilot_groups, n_grid=n_grid, cap=cap, **common)
     allocs = {
-        "planned": allocate(curves, budget, method="dp"),
-        "greedy": allocate(curves, budget, method="greedy"),
+        "planned": allocate(curves, budget, algorithm="dp"),
+        "greedy": allocate(curves, budget, algorithm="greedy"),
         "uniform": uniform_allocation(curves, budget),
     }
     pi_half = {}
@@ -1083,7 +1083,7 @@ def add_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
     p.add_argument("--resamples", type=int, default=200)
-    p.add_argument("--method", choices=list(PILOT_MODELS), default="auto")
+    p.add_argument("--pilot-model", choices=list(PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument("--loss-bound", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
@@ -1246,7 +1246,7 @@ def cli_main(a) -> int:
         the_plan = plan(
             s, g, s[pilot], loss[pilot], g[pilot], budget=a.budget, pool=pool, eps=a.eps, alpha=a.alpha,
             recipe=recipe, n_grid=grid, cap=({x: np.inf for x in names} if a.no_cap else None),
-            resamples=a.resamples, method=a.method, loss_bound=a.loss_bound, seed=a.seed,
+            resamples=a.resamples, pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
         )  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))

@@ -75,7 +75,7 @@ cfg
 # For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
 # paper's recipe, then the group method alone with each valid bound, all on the same splits.
 # `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
-# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
+# tighter valid bound (higher mean routed share) for the layout, and draws the figures the
 # configuration names.
 
 # %%

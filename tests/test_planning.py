@@ -49,14 +49,14 @@ def test_dp_matches_exhaustive_search(seed):
         a = planning.allocate(c, budget)
         assert a.labels <= budget
         assert a.total == pytest.approx(_brute_force(c, budget), abs=1e-12)
-        assert planning.allocate(c, budget, method="greedy").total <= a.total + 1e-12
+        assert planning.allocate(c, budget, algorithm="greedy").total <= a.total + 1e-12
 
 
 def test_greedy_falls_short_at_a_step_and_dp_does_not():
     # Group a: a small early gain; group b: nothing until 20 labels, then more. Budget 20.
     c = _curves(np.array([[0.2, 0.2], [0.0, 0.3]]), [10, 20], [0.5, 0.5])
     assert c.concave == {"g0": True, "g1": False}
-    greedy, dp = planning.allocate(c, 20, method="greedy"), planning.allocate(c, 20)
+    greedy, dp = planning.allocate(c, 20, algorithm="greedy"), planning.allocate(c, 20)
     assert greedy.n == {"g0": 10, "g1": 0} and dp.n == {"g0": 0, "g1": 20}
     assert dp.total == pytest.approx(0.15) and greedy.total == pytest.approx(0.10)
 
@@ -70,7 +70,7 @@ def test_uniform_levels_water_fill_and_allocation_rounds_down_to_grid():
 
 @pytest.mark.parametrize(
     "kw, match",
-    [({"budget": -1}, "budget"), ({"budget": "x"}, "budget"), ({"budget": 10, "method": "lp"}, "method")],
+    [({"budget": -1}, "budget"), ({"budget": "x"}, "budget"), ({"budget": 10, "algorithm": "lp"}, "algorithm")],
 )
 def test_allocate_rejects_bad_parameters(kw, match):
     c = _curves(np.array([[0.1, 0.2]]), [10, 20], [1.0])
@@ -116,7 +116,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     c2 = planning.predict(u, g, u[:300], loss[:300], g[:300], **kw)
     np.testing.assert_array_equal(c1.shares, c2.shares)
     pooled = planning.predict(u, g, u[:300], loss[:300], None, **kw)
-    assert set(pooled.methods.values()) == {"smoothed"}
+    assert set(pooled.pilot_models.values()) == {"smoothed"}
     assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "share_mean"]
     capped = planning.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
     assert np.isnan(capped.mean[0, 1]) and np.isfinite(capped.mean[1, 1])
@@ -127,7 +127,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     [
         ({"eps": 0.0}, "eps"),
         ({"alpha": 1.5}, "alpha"),
-        ({"method": "magic"}, "method"),
+        ({"pilot_model": "magic"}, "pilot_model"),
         ({"resamples": 1}, "resamples"),
         ({"n_grid": [0, 10]}, "n_grid"),
         ({"recipe": "nope"}, "recipe"),

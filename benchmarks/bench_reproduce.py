@@ -17,7 +17,7 @@ import argparse
 import time
 
 from gpac_utils import data as D
-from gpac_utils import planning
+from gpac_utils import prediction
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
@@ -63,7 +63,7 @@ def planning_rows():
 
     def curves():
         for score in cfg.sim_scores:
-            planning.predict(
+            prediction.predict(
                 sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
                 recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
             )  # fmt: skip

@@ -9,7 +9,9 @@ route
     read such a JSON and a table; write the table with ``threshold`` and ``route_nothink`` in the
     format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl).
 plan
-    how many expert labels each group needs (see ``gpac plan --help``).
+    how many expert labels each group needs, from a labelled pilot: the predicted routed share per
+    group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
+    (:mod:`gpac_utils.allocation`, exact DP, with greedy beside it).
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -29,9 +31,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import bounds, data, planning, sampling, selection
+from . import allocation, bounds, data, prediction, sampling, selection
 from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
-from .checks import DataError, ParameterError, check_alpha, check_eps, check_int, check_loss_bound
+from .checks import (
+    DataError,
+    ParameterError,
+    check_alpha,
+    check_budget,
+    check_eps,
+    check_fraction,
+    check_int,
+    check_loss_bound,
+)  # fmt: skip
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe
 
@@ -100,7 +111,25 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--group-col", default=None, help="default: the group column used at calibration")
     r.add_argument("--id-col", default=None, help="default: the id column used at calibration (if present)")
     r.add_argument("-o", "--output", required=True, type=Path, help="routed table; its suffix sets the format")
-    planning.add_cli(sub)
+    p = sub.add_parser("plan", help="plan how many expert labels each group needs, from a labelled pilot")
+    p.add_argument("--data", required=True, type=Path, help="table (.csv or .parquet), one row per item")
+    p.add_argument("--score-col", required=True)
+    p.add_argument("--loss-col", default="loss", help="losses; rows without one are unlabelled")
+    p.add_argument("--group-col", default="group")
+    p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
+    p.add_argument("--eps", type=float, required=True)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--recipe", default="valid", help="valid (default), valid-bernoulli or paper")
+    p.add_argument("--bound", default=None, help="override the recipe's bound")
+    p.add_argument("--budget", type=float, default=None, help="total labels (default: pi = 0.5 of every row)")
+    p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
+    p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
+    p.add_argument("--resamples", type=int, default=200)
+    p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
+    p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
+    p.add_argument("--loss-bound", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
     return ap
 
 
@@ -347,6 +376,72 @@ def _route(a) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- plan
+def _plan(a) -> int:
+    try:
+        eps, alpha = check_eps(a.eps, check_loss_bound(a.loss_bound)), check_alpha(a.alpha)
+        resamples = check_int("resamples", a.resamples, 2)
+        if a.pilot_fraction is not None:
+            check_fraction("pilot_fraction", a.pilot_fraction, closed_right=True)
+        budget = None if a.budget is None else check_budget(a.budget)
+        if a.target is not None:
+            check_fraction("target", a.target, closed_right=True)
+        recipe = Recipe.named(a.recipe) if a.bound is None else Recipe.named(a.recipe).replace(bound=a.bound)
+    except ValueError as exc:
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+    try:
+        grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
+    if grid is not None and (not grid or min(grid) < 1):
+        raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s = pd.to_numeric(df[a.score_col], errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(s) | (s < 0) | (s > 1)
+    if bad.any():
+        raise DataError(f"--score-col: {a.score_col!r} must lie in [0, 1]; bad in {data.describe_rows(df, bad)}")
+    missing = df[a.group_col].isna().to_numpy()
+    if missing.any():
+        raise DataError(f"--group-col: {a.group_col!r} has missing labels in {data.describe_rows(df, missing)}")
+    g = df[a.group_col].astype(str).to_numpy()
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    pilot = np.isfinite(loss)
+    if a.pilot_fraction is not None:
+        pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
+        pilot[pick[int(round(a.pilot_fraction * pilot.sum())) :]] = False
+    if not pilot.any():
+        raise DataError(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
+    badl = pilot & ((loss < 0) | (loss > a.loss_bound))
+    if badl.any():
+        raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
+    pool = {x: int(np.sum(g == x)) for x in sorted(set(g.tolist()))}
+    budget = sum(pool.values()) // 2 if budget is None else budget
+    try:
+        curves = prediction.predict(
+            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, resamples=resamples,
+            n_grid=grid or prediction.default_grid(max(pool.values())), cap=None if a.no_cap else pool,
+            pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    plans = [allocation.allocate(curves, budget, algorithm=x) for x in allocation.ALGORITHMS]
+    table = allocation.allocation_table(curves, plans)
+    if a.target is not None:
+        need = prediction.labels_needed(curves, a.target)
+        table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
+    a.output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(a.output, index=False, lineterminator="\n")
+    curves_path = a.output.with_name(a.output.stem + "_curves.csv")
+    curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    totals = ", ".join(f"{x.name} {x.total:.1%}" for x in plans)
+    print(f"budget {budget} labels; predicted routed share of all traffic: {totals} -> {a.output}, {curves_path}")
+    non_concave = [x for x, ok in curves.concave.items() if not ok]
+    if non_concave:
+        print(f"non-concave curves (the DP plan is exact on the grid; greedy may fall short): {non_concave}")
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- entry point
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 data error, 2 usage error).
@@ -370,9 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        if a.command == "plan":
-            return planning.cli_main(a)
-        return _calibrate(a) if a.command == "calibrate" else _route(a)
+        return {"calibrate": _calibrate, "route": _route, "plan": _plan}[a.command](a)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -266,3 +266,50 @@ def check_budget(budget) -> int:
     if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (math.isfinite(budget) and budget >= 0):
         raise ParameterError(f"budget: must be a non-negative number of labels, got {budget!r}")
     return int(budget)
+
+
+def check_thresholds_file(payload, where: str, methods, settings_keys) -> None:
+    """Check a thresholds JSON (as written by ``calibrate``); raise :class:`DataError` naming the field.
+
+    Parameters
+    ----------
+    payload : object
+        The parsed JSON.
+    where : str
+        Where it came from (the file name), to start the message.
+    methods : sequence of str
+        The method names a file may give (``PAC``, ``G-PAC``, ``C-PAC``).
+    settings_keys : sequence of str
+        The keys ``settings`` must have.
+
+    Raises
+    ------
+    DataError
+        When it is not an object, lacks ``method``, ``settings`` (with every key of
+        ``settings_keys``) or ``thresholds``, names an unknown method, has a threshold that is
+        neither a number in ``[0, 1]`` nor ``null``, or is a C-PAC file without a partition.
+    """
+    if not isinstance(payload, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(payload).__name__}")
+    for key in ("method", "settings", "thresholds"):
+        if key not in payload:
+            raise DataError(f"{where}: missing field {key!r}")
+    if payload["method"] not in methods:
+        raise DataError(f"{where}: 'method' must be one of {list(methods)}, got {payload['method']!r}")
+    st = payload["settings"]
+    if not isinstance(st, dict):
+        raise DataError(f"{where}: 'settings' must be an object")
+    missing = [k for k in settings_keys if k not in st]
+    if missing:
+        raise DataError(f"{where}: 'settings' lacks {missing}")
+    thr = payload["thresholds"]
+    if not isinstance(thr, dict) or not thr:
+        raise DataError(f"{where}: 'thresholds' must be a non-empty object of group -> number or null")
+    for g, t in thr.items():
+        ok = t is None or (isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t <= 1)
+        if not ok:
+            raise DataError(f"{where}: thresholds[{g!r}] must be a number in [0, 1] or null (always think), got {t!r}")
+    if payload["method"] == "C-PAC":
+        part = payload.get("partition")
+        if not isinstance(part, dict) or not isinstance(part.get("boundaries"), list):
+            raise DataError(f"{where}: a C-PAC file needs 'partition': {{'algorithm', 'boundaries'}}")

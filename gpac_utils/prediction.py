@@ -389,8 +389,7 @@ def predict(
             if missing:
                 raise ValueError(f"{name}: no value for group(s) {missing}")
             return np.array([float(value[x]) for x in names])
-        arr = np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
-        return arr
+        return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
 
     cap_arr = per_group("cap", cap, np.inf)
     if np.any(cap_arr < 0):
@@ -411,7 +410,6 @@ def predict(
         raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
     grid = np.unique(grid.astype(int))
 
-    rng = np.random.default_rng(seed)
     edges = _bin_edges(ps, max(1, int(bins)))
     G, K = len(names), grid.size
     shares = np.full((G, K, resamples), np.nan)
@@ -447,17 +445,11 @@ def predict(
                 )
             t = threshold(cl, cs, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, pi=rate)
             shares[j, k] = _routed_share(t, unl)
-    del rng
     settings = {
-        "eps": eps,
-        "alpha": alpha,
-        **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
-        "resamples": resamples,
-        "pilot_model": pilot_model,
-        "pilot_uncertainty": bool(pilot_uncertainty),
-        "seed": int(seed),
+        "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()}, "resamples": resamples,
+        "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
         "loss_bound": float(loss_bound),
-    }
+    }  # fmt: skip
     return PlanCurves(names, grid, shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
 
 

@@ -2,7 +2,7 @@
 
 Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
 lowered) in this process, with the cores it is given: the validity audit per group size (13),
-the learned partitions' efficiencies and the best interval partition (11), the Prop. 3.3 scan
+the learned partitions' routed shares and the best interval partition (11), the Prop. 3.3 scan
 (10), the quickstart sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
 (the audit at n <= 300). The per-notebook wall times of a whole run are in
 ``benchmarks/reproduce_timings.csv`` (written by the runner: ``python -m gpac_utils.workflow
@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from gpac_utils import data as D
-from gpac_utils import planning
+from gpac_utils import prediction
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
@@ -40,7 +40,8 @@ def partition_rows():
     pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
     rng = np.random.default_rng(cfg.seed)
     learned = np.sort(rng.random((len(cfg.n_grid) * cfg.reps * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
-    yield "11 interval_partition_efficiency", lambda: partition_gap.interval_partition_efficiency(pop, learned, cfg.eps)
+    share = partition_gap.interval_partition_routed_share
+    yield "11 interval_partition_routed_share", lambda: share(pop, learned, cfg.eps)
     yield "11 interval_confusion", lambda: [partition_gap.interval_confusion(pop, b, ref) for b in learned]
     yield (
         "11 best_interval_partition",
@@ -67,7 +68,7 @@ def planning_rows():
 
     def curves():
         for score in cfg.sim_scores:
-            planning.predict(
+            prediction.predict(
                 sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
                 recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
             )  # fmt: skip

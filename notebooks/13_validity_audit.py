@@ -26,8 +26,8 @@
 # beyond the calibrations themselves.
 #
 # **Reads** nothing. **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
-# `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_efficiency.{csv,md}`,
-# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_efficiency.{png,pdf}`.
+# `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_oracle_ratio.{csv,md}`,
+# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_oracle_ratio.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
 # ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
@@ -65,8 +65,8 @@ cfg
 # %% [markdown]
 # ## The population and its oracle thresholds
 # `u*_j = sup{u : R(u | G_j) ≤ ε}` — the PAC-optimal threshold of Eq. (pac-optimal-threshold);
-# for a fixed threshold the PAC probability is 0 or 1, so it does not depend on α. Efficiency
-# below is `P(U ≤ û | G_j) / P(U ≤ u*_j | G_j)` = `û / u*_j` (û = −∞, "always think", counts 0).
+# for a fixed threshold the PAC probability is 0 or 1, so it does not depend on α. The oracle
+# ratio below is `P(U ≤ û | G_j) / P(U ≤ u*_j | G_j)` = `û / u*_j` (û = −∞, "always think", counts 0).
 
 # %%
 pop = populations.AUDIT_POPULATION
@@ -91,7 +91,7 @@ audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_lis
 
 # %%
 cols = ["bound", "kind", "scheme", "pi", "rule", "n_group", "eps", "group", "calibrations", "violation_rate",
-        "mcse", "pass", "efficiency", "efficiency_se", "always_think", "mean_labels"]
+        "mcse", "pass", "oracle_ratio", "oracle_ratio_se", "always_think", "mean_labels"]
 plotting.save_table(audit[cols], "validity_audit", floatfmt=".3f")
 rows = []
 for (bound, scheme), d in audit.groupby(["bound", "scheme"], sort=False):  # one row per (bound, scheme)
@@ -99,7 +99,7 @@ for (bound, scheme), d in audit.groupby(["bound", "scheme"], sort=False):  # one
     rows.append({"bound": bound, "kind": d["kind"].iloc[0], "scheme": scheme, "cells": len(d),
                  "failing_cells": int((~d["pass"]).sum()), "max_violation": float(d["violation_rate"].max()),
                  "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
-                 "mean_efficiency": float(d["efficiency"].mean())})
+                 "mean_oracle_ratio": float(d["oracle_ratio"].mean())})
 summary = pd.DataFrame(rows)
 plotting.save_table(summary, "validity_audit_summary", floatfmt=".3f")
 summary
@@ -136,8 +136,8 @@ fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
 plotting.savefig(fig, "validity_audit")
 
 # %% [markdown]
-# ## Efficiency: what validity costs
-# Mean efficiency relative to the oracle threshold (first-crossing), per n_group, for the paper's
+# ## Oracle ratio: what validity costs
+# Mean oracle ratio (routed share relative to the oracle threshold's; first-crossing), per n_group, for the paper's
 # `clt` + `resample` and every valid bound under its valid scheme (`full` at π = 1, `bernoulli`
 # at π < 1). Bernoulli labelling at π queries about π·n items, resampling about n — compare
 # like with like at π = 1.
@@ -152,25 +152,25 @@ for (i, eps), (j, g) in [((i, e), (j, g)) for i, e in enumerate(cfg.eps_list) fo
     for (bound, scheme), s in d.groupby(["bound", "scheme"]):
         if (bound == "clt" and scheme == "resample") or (scheme == "full" and bound != "clt"):
             s = s.sort_values("n_group")
-            ax.errorbar(s["n_group"], s["efficiency"], yerr=2 * s["efficiency_se"], marker="o", ms=3,
+            ax.errorbar(s["n_group"], s["oracle_ratio"], yerr=2 * s["oracle_ratio_se"], marker="o", ms=3,
                         label=f"{bound} ({scheme})", lw=2.5 if bound == "clt" else 1.2)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_title(f"{g}, ε = {eps:g}, π = 1", fontsize=9)
     ax.set_xlabel("n_group")
-    ax.set_ylabel("efficiency / oracle")
+    ax.set_ylabel("routed share / oracle's (oracle ratio)")
 axes[0][-1].legend(fontsize=7)
 fig.tight_layout()
-plotting.savefig(fig, "validity_audit_efficiency")
+plotting.savefig(fig, "validity_audit_oracle_ratio")
 
 # %% [markdown]
 # Every valid bound against the paper's `clt` with resampling at one group size `n_ref`: for each
 # (π, ε, group) the valid bound runs `bernoulli` at the same π (`full` at π = 1), first-crossing.
 
 # %%
-def efficiency_vs_clt(audit, n_group, rule="first-crossing"):
+def oracle_ratio_vs_clt(audit, n_group, rule="first-crossing"):
     d = audit[(audit["n_group"] == n_group) & (audit["rule"] == rule)]
-    clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["efficiency"]
+    clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["oracle_ratio"]
     rows = []
     for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
         for (pi, eps, group), e_clt in clt.items():
@@ -178,15 +178,15 @@ def efficiency_vs_clt(audit, n_group, rule="first-crossing"):
             sel = d[(d["bound"] == bound) & (d["scheme"] == scheme) & (d["pi"] == pi) & (d["eps"] == eps)
                     & (d["group"] == group)]
             if len(sel):
-                e = float(sel["efficiency"].iloc[0])
-                rows.append({"bound": bound, "scheme": scheme, "pi": pi, "eps": eps, "group": group, "efficiency": e,
-                             "efficiency_clt": float(e_clt), "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan})
+                e = float(sel["oracle_ratio"].iloc[0])
+                rows.append({"bound": bound, "scheme": scheme, "pi": pi, "eps": eps, "group": group, "oracle_ratio": e,
+                             "oracle_ratio_clt": float(e_clt), "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan})
     return pd.DataFrame(rows)
 
 
 n_ref = 300 if 300 in cfg.group_sizes else max(cfg.group_sizes)
-eff = efficiency_vs_clt(audit, n_group=n_ref)
-plotting.save_table(eff, "validity_audit_efficiency", floatfmt=".3f")
+eff = oracle_ratio_vs_clt(audit, n_group=n_ref)
+plotting.save_table(eff, "validity_audit_oracle_ratio", floatfmt=".3f")
 eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to_clt").round(2)
 
 # %% [markdown]
@@ -221,14 +221,14 @@ if len(mx):
     bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
     text += (f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
              f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". ")
-mean_eff = eff[eff["bound"].isin([b for b, *_ in always])].groupby("bound")["efficiency"].mean()
+mean_eff = eff[eff["bound"].isin([b for b, *_ in always])].groupby("bound")["oracle_ratio"].mean()
 if len(mean_eff):
     tight = mean_eff.idxmax()
     per_pi = "; ".join(
-        f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['efficiency'].mean():.1f}% vs "
-        f"{100 * g['efficiency_clt'].mean():.1f}%, ratio {g['efficiency'].mean() / g['efficiency_clt'].mean():.2f}"
+        f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['oracle_ratio'].mean():.1f}% vs "
+        f"{100 * g['oracle_ratio_clt'].mean():.1f}%, ratio {g['oracle_ratio'].mean() / g['oracle_ratio_clt'].mean():.2f}"
         for pi, g in eff[eff["bound"] == tight].groupby("pi", sort=False))
-    text += (f"At n_group = {n_ref} the tightest bound that passed everywhere is {tight}; its mean efficiency "
+    text += (f"At n_group = {n_ref} the tightest bound that passed everywhere is {tight}; its mean oracle ratio "
              f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
              f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
              f"resampling about n, so the pi = 1 comparison is the like-for-like one.")
@@ -243,4 +243,4 @@ print(text)
 # %%
 valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(A.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 assert valid_fc["pass"].mean() >= 0.99, valid_fc[~valid_fc["pass"]]
-assert (audit["efficiency"] >= 0).all()
+assert (audit["oracle_ratio"] >= 0).all()

@@ -97,7 +97,7 @@ settings
 # For each pair and benchmark: $T$ seeded splits; on each, PAC and G-PAC with the paper's
 # recipe, then G-PAC alone with each valid bound, all on the same splits
 # (`gpac_utils.experiment.run_experiment`). `make_tables` saves the long table (ours beside the
-# paper's) and the paper layout, picks the tighter valid bound (higher mean share routed) for the
+# paper's) and the paper layout, picks the tighter valid bound (higher mean routed share) for the
 # layout, and draws the error bars the configuration names.
 
 # %%
@@ -183,6 +183,6 @@ for title, frame in R.views(built):
 # (ZebraLogic) and *Biology* (GPQA). G-PAC's per-group violation rate under the paper's recipe,
 # however, is well above $\alpha$: the CLT bound on resampled labels targets the *empirical*
 # calibration risk, and `max` may jump past a crossing. With the valid recipe the violation
-# rate stays near or below $\alpha$, at a cost in efficiency that is largest on small groups
+# rate stays near or below $\alpha$, at a cost in routed share that is largest on small groups
 # (on MATH-500 with $\varepsilon=0.05$ most categories are too small to certify anything and
 # always think).

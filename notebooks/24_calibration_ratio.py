@@ -80,9 +80,9 @@ for b, df in data.items():
         s = summarize(quiet_run(df, exp), eps_map[b])
         rows.append(s.assign(eps=eps_map[b]).assign(dataset=b, cal_ratio=float(ratio)))
 summary = pd.concat(rows, ignore_index=True)
-percent = ["Error", "Error_Gap", "STP", "efficiency", "violation_max_group", "violation_any_group", "worst_group_error"]
+percent = ["Error", "Error_Gap", "STP", "routed_share", "violation_max_group", "violation_any_group", "worst_group_error"]
 summary[percent] = 100 * summary[percent]
-cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_max_group",
+cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "routed_share", "violation_max_group",
         "violation_any_group", "trials"]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
@@ -138,7 +138,7 @@ if len(other):
 # %% [markdown]
 # ## Reading the result
 # Error$_{\rm Gap}$ per method and ratio (%): G-PAC stays at zero at every ratio while marginal
-# PAC's gap does not vanish; a larger calibration set mostly buys efficiency (STP) for G-PAC,
+# PAC's gap does not vanish; a larger calibration set mostly buys routed share (STP) for G-PAC,
 # whose small groups are the binding constraint.
 
 # %%

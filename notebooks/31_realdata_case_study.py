@@ -43,8 +43,8 @@
 # `think_tokens = strong_chars / chars_per_token + hidden_think_tokens` and
 # `nothink_tokens = weak_chars / chars_per_token`, with 4 characters per token and **2000 hidden
 # reasoning tokens per problem — an assumption, not a measurement** (both are parameters). The
-# share of queries routed to the cheap model (Efficiency) needs no cost model and is the
-# primary efficiency measure here.
+# share of queries routed to the cheap model (the routed share) needs no cost model and is the
+# primary measure of the savings here.
 #
 # **Writes** (only when the data are present) `figures/tables/realdata_case_study.{csv,md}`,
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
@@ -139,7 +139,7 @@ if available:
     built = {name: R.build_table(
         settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
         groupings=groupings, file_name=name, layout_suffix="_layout",
-        rows=LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),),
+        rows=LAYOUT_ROWS + (("Routed_share", "Routed share (%)"),),
         figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{path.name}: eps = {cfg.eps}",
         paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns

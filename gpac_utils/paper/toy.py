@@ -204,7 +204,7 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
                         "partition": partition,
                         "group": grp,
                         "risk": metrics.error(route[mine], loss[mine]),
-                        "routed": metrics.efficiency(route[mine]),
+                        "routed": metrics.routed_share(route[mine]),
                     }
                 )
         rows.append(
@@ -213,7 +213,7 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
                 "partition": "all",
                 "group": ALL,
                 "risk": metrics.error(route, loss),
-                "routed": metrics.efficiency(route),
+                "routed": metrics.routed_share(route),
             }
         )
     return pd.DataFrame(rows)

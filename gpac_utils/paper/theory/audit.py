@@ -1,7 +1,8 @@
 """The validity audit (notebook 13): does every upper confidence bound deliver P(R <= eps) >= 1 - alpha?
 
-:func:`validity_audit` computes the exact per-group violation rate and efficiency of every
-(bound, scheme, pi, rule, n, eps) cell on a population with known risk; the notebook summarizes it.
+:func:`validity_audit` computes the exact per-group violation rate and oracle ratio (routed share
+over the oracle threshold's) of every (bound, scheme, pi, rule, n, eps) cell on a population
+with known risk; the notebook summarizes it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
 from ...workflow.paths import CPUS_ENV
-from .populations import Population, efficiency_ratio, names_or, oracle_threshold
+from .populations import Population, names_or, oracle_ratio, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
@@ -108,7 +109,7 @@ def _audit_unit(
                 thr = _selection.select(cand, ucb, eps, rule).reshape(G, B)
                 for gi, g in enumerate(names):
                     risk = pop.risk(thr[gi], g)
-                    eff = efficiency_ratio(pop, g, thr[gi], u_star[eps][g])
+                    eff = oracle_ratio(pop, g, thr[gi], u_star[eps][g])
                     rate = float(np.mean(risk > eps))
                     rows.append(
                         {
@@ -123,8 +124,8 @@ def _audit_unit(
                             "calibrations": B,
                             "violation_rate": rate,
                             "mcse": float(mcse(rate, B)),
-                            "efficiency": float(np.mean(eff)),
-                            "efficiency_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
+                            "oracle_ratio": float(np.mean(eff)),
+                            "oracle_ratio_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
                             "always_think": float(np.mean(~np.isfinite(thr[gi]))),
                             "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])),
                             "ucb_seconds": secs,
@@ -151,13 +152,13 @@ def validity_audit(
     jobs=1,
     groups: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Per-group violation rate and efficiency of every (bound, scheme, pi, rule, n, eps) cell.
+    """Per-group violation rate and oracle ratio of every (bound, scheme, pi, rule, n, eps) cell.
 
     For each ``n`` one set of ``calibrations`` calibration samples per group is drawn and shared
     by all schemes and bounds (common random numbers); for each (scheme, pi) one draw of the
     sampling terms is shared by all bounds; each bound's UCB curves are computed once (all groups
     and calibrations in one batched call) and reused for both selection rules and every ``eps``.
-    The violation event is ``R(u_hat | G_j) > eps`` with the exact risk; efficiency is
+    The violation event is ``R(u_hat | G_j) > eps`` with the exact risk; the oracle ratio is
     ``P(U <= u_hat | G_j) / P(U <= u*_j | G_j)`` (``u_hat = -inf`` counts as 0).
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with

@@ -1,4 +1,4 @@
-"""The oracle partition (notebook 10): PAC-optimal efficiencies and Proposition 3.3.
+"""The oracle partition (notebook 10): PAC-optimal routed shares and Proposition 3.3.
 
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
 threshold valid in every group and G-PAC; :func:`proposition_scan` checks Prop. 3.3 on random
@@ -14,7 +14,7 @@ from .populations import Population, RiskGroup, oracle_threshold, sup_feasible
 
 
 def oracle_summary(pop: Population, eps: float) -> dict:
-    """Efficiency of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
+    """Routed share of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
 
     All at the population level (PAC-optimal thresholds, infinite calibration data):
 
@@ -27,21 +27,21 @@ def oracle_summary(pop: Population, eps: float) -> dict:
     u_marg = oracle_threshold(pop, eps)
     u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
     u_common = float(np.min(u_j))
-    eff_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
+    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
     return {
         "eps": eps,
         "u_marginal": u_marg,
         "u_common": u_common,
         **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
-        "eff_marginal": float(pop.share(u_marg)),
-        "eff_common": float(pop.share(u_common)),
-        "eff_grouped": eff_grouped,
+        "routed_share_marginal": float(pop.share(u_marg)),
+        "routed_share_common": float(pop.share(u_common)),
+        "routed_share_grouped": routed_share_grouped,
         **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
         "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
     }
 
 
-def efficiency_table(pop: Population, eps_grid) -> pd.DataFrame:
+def routed_share_table(pop: Population, eps_grid) -> pd.DataFrame:
     """:func:`oracle_summary` for every ``eps`` in the grid (one row each).
 
     Parameters
@@ -85,7 +85,7 @@ def random_population(rng, k: int = 3, identical: bool = False) -> Population:
 
 
 def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFrame:
-    """Oracle efficiencies on ``n`` random heterogeneous and ``n`` identical-group populations.
+    """Oracle routed shares on ``n`` random heterogeneous and ``n`` identical-group populations.
 
     Parameters
     ----------
@@ -109,21 +109,21 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFram
         for i in range(int(n))
         for identical in (False, True)
     ]
-    eff = uniform_summaries([p for *_, p in pops], eps_list)
+    share = uniform_summaries([p for *_, p in pops], eps_list)
     rows = []
     for pi, (i, identical, pop) in enumerate(pops):
         for ei, eps in enumerate(eps_list):
-            us = eff["u_groups"][pi, ei]
+            us = share["u_groups"][pi, ei]
             rows.append(
                 {
                     "population": i,
                     "identical_groups": identical,
                     "eps": float(eps),
-                    "eff_marginal": float(eff["eff_marginal"][pi, ei]),
-                    "eff_common": float(eff["eff_common"][pi, ei]),
-                    "eff_grouped": float(eff["eff_grouped"][pi, ei]),
+                    "routed_share_marginal": float(share["routed_share_marginal"][pi, ei]),
+                    "routed_share_common": float(share["routed_share_common"][pi, ei]),
+                    "routed_share_grouped": float(share["routed_share_grouped"][pi, ei]),
                     "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
-                    "marginal_violates_a_group": bool(eff["max_group_risk_marginal"][pi, ei] > eps + 1e-12),
+                    "marginal_violates_a_group": bool(share["max_group_risk_marginal"][pi, ei] > eps + 1e-12),
                     "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
                 }
             )
@@ -131,7 +131,7 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFram
 
 
 def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
-    r""":func:`oracle_summary`'s thresholds and efficiencies for many populations at once.
+    r""":func:`oracle_summary`'s thresholds and routed shares for many populations at once.
 
     Every population has the same number of groups, each with ``U ~ Uniform(0, 1)``, so that a
     group's risk is :math:`a_j\,u^{b_j+1}/(b_j+1)` and its routed share is ``u``: one bisection
@@ -147,7 +147,7 @@ def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
     Returns
     -------
     dict of str to numpy.ndarray
-        ``u_marginal``, ``eff_marginal``, ``eff_common``, ``eff_grouped``,
+        ``u_marginal``, ``routed_share_marginal``, ``routed_share_common``, ``routed_share_grouped``,
         ``max_group_risk_marginal`` of shape ``(populations, eps)`` and ``u_groups`` of shape
         ``(populations, eps, groups)``.
     """
@@ -168,9 +168,9 @@ def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
     return {
         "u_marginal": u_marg,
         "u_groups": u_groups,
-        "eff_marginal": np.clip(u_marg, 0.0, 1.0),
-        "eff_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
-        "eff_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
+        "routed_share_marginal": np.clip(u_marg, 0.0, 1.0),
+        "routed_share_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
+        "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
         "max_group_risk_marginal": group_risk(u_marg[..., None]).max(axis=-1),
     }
 
@@ -200,31 +200,31 @@ def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
                 "statement": "corrected: grouped >= common valid threshold",
                 "populations": "heterogeneous",
                 "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_common"] - tol).sum()),
+                "holds": int((het["routed_share_grouped"] >= het["routed_share_common"] - tol).sum()),
             },
             {
                 "statement": "corrected, strict when thresholds differ",
                 "populations": "heterogeneous",
                 "cases": len(differ),
-                "holds": int((differ["eff_grouped"] > differ["eff_common"]).sum()),
+                "holds": int((differ["routed_share_grouped"] > differ["routed_share_common"]).sum()),
             },
             {
                 "statement": "equality: grouped == marginal",
                 "populations": "identical groups",
                 "cases": len(ident),
-                "holds": int((np.abs(ident["eff_grouped"] - ident["eff_marginal"]) <= 1e-7).sum()),
+                "holds": int((np.abs(ident["routed_share_grouped"] - ident["routed_share_marginal"]) <= 1e-7).sum()),
             },
             {
                 "statement": "as stated: grouped >= marginal",
                 "populations": "heterogeneous",
                 "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_marginal"] - tol).sum()),
+                "holds": int((het["routed_share_grouped"] >= het["routed_share_marginal"] - tol).sum()),
             },
             {
                 "statement": "as stated, when the marginal threshold is valid in every group",
                 "populations": "heterogeneous",
                 "cases": len(valid),
-                "holds": int((valid["eff_grouped"] >= valid["eff_marginal"] - tol).sum()),
+                "holds": int((valid["routed_share_grouped"] >= valid["routed_share_marginal"] - tol).sum()),
             },
         ]
     )

@@ -4,7 +4,7 @@ r"""Learned partitions of the U axis (notebook 11): the partition gap and Theore
 :math:`\delta = \min_\sigma P(\hat g \ne \sigma(g^*))` (an assignment problem, Eq. partition-gap);
 :func:`interval_confusion` builds ``C`` for two partitions of the ``U`` axis given by boundaries.
 :func:`gap_summary` and :func:`coverage_summary` summarize notebook 11's runs: δ and the
-efficiency loss of learned partitions, the per-learned-group violation rate of C-PAC.
+routed-share loss of learned partitions, the per-learned-group violation rate of C-PAC.
 """
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
     return np.where(empty, np.inf, u)
 
 
-def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=None):
+def interval_partition_routed_share(pop: Population, boundaries, eps, thresholds=None):
     """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given.
 
-    Vectorised over leading dimensions of ``boundaries`` (one efficiency per partition).
+    Vectorised over leading dimensions of ``boundaries`` (one routed share per partition).
     """
     lo, hi = _clipped(boundaries)
     u = interval_thresholds(pop, boundaries, eps) if thresholds is None else np.asarray(thresholds, float)
@@ -133,37 +133,37 @@ def fit_power_law(n, delta):
 
 
 def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
-    """Mean δ per (method, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
+    """Mean δ per (algorithm, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
 
     Parameters
     ----------
     gap : pandas.DataFrame
-        Rows ``n, method, delta, eff_loss, bound_2delta`` (one per learned partition).
+        Rows ``n, algorithm, delta, routed_share_loss, bound_2delta`` (one per learned partition).
 
     Returns
     -------
     summary : pandas.DataFrame
-        Per (method, n): ``delta_mean, delta_se, eff_loss_mean, eff_loss_max,
+        Per (algorithm, n): ``delta_mean, delta_se, routed_share_loss_mean, routed_share_loss_max,
         share_within_2delta, fitted_C, fitted_beta``.
     rates : dict of str to (float, float)
-        ``(C, beta)`` per method.
+        ``(C, beta)`` per algorithm.
     """
     agg = (
-        gap.groupby(["method", "n"])
+        gap.groupby(["algorithm", "n"])
         .agg(
             delta_mean=("delta", "mean"),
             delta_se=("delta", "sem"),
-            eff_loss_mean=("eff_loss", "mean"),
-            eff_loss_max=("eff_loss", "max"),
+            routed_share_loss_mean=("routed_share_loss", "mean"),
+            routed_share_loss_max=("routed_share_loss", "max"),
         )
         .reset_index()
     )
     agg["share_within_2delta"] = [
-        float((g["eff_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["method", "n"])
+        float((g["routed_share_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["algorithm", "n"])
     ]
-    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("method")}
-    agg["fitted_C"] = agg["method"].map(lambda m: rates[m][0])
-    agg["fitted_beta"] = agg["method"].map(lambda m: rates[m][1])
+    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("algorithm")}
+    agg["fitted_C"] = agg["algorithm"].map(lambda m: rates[m][0])
+    agg["fitted_beta"] = agg["algorithm"].map(lambda m: rates[m][1])
     return agg, rates
 
 
@@ -196,7 +196,7 @@ def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 
 def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int = 3):
-    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population efficiency.
+    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population routed share.
 
     Parameters
     ----------
@@ -212,10 +212,10 @@ def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int 
     Returns
     -------
     boundaries : tuple of float
-    efficiency : float
+    routed_share : float
     """
     pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
     combos = np.array(list(itertools.combinations(pts, k - 1)))
-    eff = interval_partition_efficiency(pop, combos, eps)
-    best = int(np.argmax(eff))  # the first of equals, in the order of the grid
-    return tuple(combos[best]), float(eff[best])
+    share = interval_partition_routed_share(pop, combos, eps)
+    best = int(np.argmax(share))  # the first of equals, in the order of the grid
+    return tuple(combos[best]), float(share[best])

@@ -151,7 +151,21 @@ for g in pop.groups:
 # %%
 scan = oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
 het = scan[~scan["identical_groups"]]
-check = oracle.proposition_check(scan)
+ident = scan[scan["identical_groups"]]
+differ, valid = het[~het["thresholds_equal"]], het[~het["marginal_violates_a_group"]]
+grouped, common, marginal = "routed_share_grouped", "routed_share_common", "routed_share_marginal"
+tol = 1e-9  # numerical tolerance of the inequalities
+statements = [  # (statement, populations, cases, how many hold)
+    ("corrected: grouped >= common valid threshold", "heterogeneous", het, het[grouped] >= het[common] - tol),
+    ("corrected, strict when thresholds differ", "heterogeneous", differ, differ[grouped] > differ[common]),
+    ("equality: grouped == marginal", "identical groups", ident, (ident[grouped] - ident[marginal]).abs() <= 1e-7),
+    ("as stated: grouped >= marginal", "heterogeneous", het, het[grouped] >= het[marginal] - tol),
+    ("as stated, when the marginal threshold is valid in every group", "heterogeneous", valid,
+     valid[grouped] >= valid[marginal] - tol),
+]
+check = pd.DataFrame([{"statement": st, "populations": who, "cases": len(d), "holds": int(ok.sum())}
+                      for st, who, d, ok in statements])
+check["share_holding"] = check["holds"] / check["cases"]
 plotting.save_table(check, "prop33_check", floatfmt=".3f")
 check
 

@@ -12,7 +12,7 @@ from table_config import make_tables, table_settings
 
 from gpac_utils import data as D
 from gpac_utils.data import PAPER_SCORES
-from gpac_utils.paper import concept, realdata, reference, table_layout
+from gpac_utils.paper import realdata, reference, table_layout
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
@@ -288,30 +288,6 @@ def test_run_results_refuses_unknown_groupings_and_missing_eps():
         )
     with pytest.raises(ValueError, match="eps"):
         R.run_results({"gpqa": table}, table_settings(cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
-
-
-# ------------------------------------------------------------------ figures' helpers
-
-
-def test_population_thresholds_and_risk_curves_on_a_tiny_table():
-    df = pd.DataFrame(
-        {
-            "item_id": range(8),
-            "group": ["a"] * 4 + ["b"] * 4,
-            "loss": [0, 0, 0, 1, 0, 1, 1, 1],
-            "score_x": [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4],
-        }
-    )
-    thr = concept.population_thresholds(df, "score_x", eps=0.25).set_index("group")
-    # overall: risk(u) = (0, 1, 2, 4) / 8 at u = .1 .. .4 -> largest u with risk <= .25 is .3
-    assert thr.loc["a", "pac_threshold"] == pytest.approx(0.3)
-    assert thr.loc["b", "pac_risk"] == pytest.approx(0.5)  # group b: losses at .2 and .3 routed
-    assert thr.loc["a", "gpac_threshold"] == pytest.approx(0.4)
-    assert thr.loc["b", "gpac_threshold"] == pytest.approx(0.2)  # risk 1/4 at .2, 2/4 at .3
-    assert thr.loc["b", "oracle_routed"] == pytest.approx(0.25)
-    curves = concept.group_risk_curves(df, "score_x", grid=np.array([0.0, 0.25, 1.0]))
-    b = curves[curves.group == "b"].set_index("u")["risk"]
-    assert b.tolist() == pytest.approx([0.0, 0.25, 0.75])
 
 
 # ------------------------------------------------------------------ real-data mapping

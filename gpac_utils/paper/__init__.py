@@ -11,8 +11,6 @@ results_tables      Tables 1–5 and the real-data case study: one run / summari
                     :class:`~.results_tables.TableSettings`
 table_layout        our numbers beside the paper's: the long table and the paper's layout
 errorbars           fig:errorbar_category (per-group test error)
-ece                 fig:expected_error_uncertainty (notebook 25)
-concept             fig:clustered-pac drawn from a table (notebook 26)
 realdata            the real table's path, mapping and token-cost model (notebook 31)
 simulate            the simulated stand-ins for the paper's per-item outputs (``data/simulated``)
 theory              populations with known risk; notebooks 10–13 (see its package docstring)

@@ -1,8 +1,9 @@
 """The oracle partition (notebook 10): PAC-optimal routed shares and Proposition 3.3.
 
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
-threshold valid in every group and G-PAC; :func:`proposition_scan` checks Prop. 3.3 on random
-populations (the notebook repeats the comparison with finite calibration data).
+threshold valid in every group and G-PAC; :func:`proposition_scan` gives them on random
+populations, where the notebook checks Prop. 3.3 (and repeats the comparison with finite
+calibration data).
 """
 
 from __future__ import annotations
@@ -173,60 +174,3 @@ def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
         "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
         "max_group_risk_marginal": group_risk(u_marg[..., None]).max(axis=-1),
     }
-
-
-def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """Prop. 3.3 checked on :func:`proposition_scan`: the corrected statement, the equality case
-    and the statement as printed in the paper.
-
-    Parameters
-    ----------
-    scan : pandas.DataFrame
-        Output of :func:`proposition_scan`.
-    tol : float, default 1e-9
-        Numerical tolerance of the inequalities.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Per statement: the populations, the number of cases, how many hold and the share.
-    """
-    het, ident = scan[~scan["identical_groups"]], scan[scan["identical_groups"]]
-    differ = het[~het["thresholds_equal"]]
-    valid = het[~het["marginal_violates_a_group"]]
-    check = pd.DataFrame(
-        [
-            {
-                "statement": "corrected: grouped >= common valid threshold",
-                "populations": "heterogeneous",
-                "cases": len(het),
-                "holds": int((het["routed_share_grouped"] >= het["routed_share_common"] - tol).sum()),
-            },
-            {
-                "statement": "corrected, strict when thresholds differ",
-                "populations": "heterogeneous",
-                "cases": len(differ),
-                "holds": int((differ["routed_share_grouped"] > differ["routed_share_common"]).sum()),
-            },
-            {
-                "statement": "equality: grouped == marginal",
-                "populations": "identical groups",
-                "cases": len(ident),
-                "holds": int((np.abs(ident["routed_share_grouped"] - ident["routed_share_marginal"]) <= 1e-7).sum()),
-            },
-            {
-                "statement": "as stated: grouped >= marginal",
-                "populations": "heterogeneous",
-                "cases": len(het),
-                "holds": int((het["routed_share_grouped"] >= het["routed_share_marginal"] - tol).sum()),
-            },
-            {
-                "statement": "as stated, when the marginal threshold is valid in every group",
-                "populations": "heterogeneous",
-                "cases": len(valid),
-                "holds": int((valid["routed_share_grouped"] >= valid["routed_share_marginal"] - tol).sum()),
-            },
-        ]
-    )
-    check["share_holding"] = check["holds"] / check["cases"]
-    return check

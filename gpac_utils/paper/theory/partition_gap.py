@@ -56,14 +56,6 @@ def partition_gap(confusion) -> float:
     return float(C.sum() - C[rows, cols].sum())
 
 
-def partition_gap_bruteforce(confusion) -> float:
-    """:func:`partition_gap` by enumerating all ``k!`` permutations (small ``k``; for tests)."""
-    C = np.asarray(confusion, dtype=float)
-    k = C.shape[0]
-    best = max(sum(C[i, s[i]] for i in range(k)) for s in itertools.permutations(range(k)))
-    return float(C.sum() - best)
-
-
 def partition_gap_from_labels(learned, oracle, k: int | None = None) -> float:
     """δ estimated from per-item labels (integers in ``[0, k)``), each item weighted equally."""
     learned = np.asarray(learned, dtype=int)

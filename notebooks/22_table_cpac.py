@@ -51,11 +51,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import CPAC, Recipe, metrics
+from gpac_utils import CPAC, metrics
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting, reference, sources
+from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
-from gpac_utils.partition import ScorePartitioner
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -82,12 +81,9 @@ cfg
 # recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
 
 # %%
-settings = R.TableSettings(
-    scores=tuple(cfg.scores), alpha=cfg.alpha, trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed,
-    paper=Recipe(pi=cfg.pi, **cfg.recipe),
-    valid=tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds),
-    partitioner=ScorePartitioner(**cfg.partition),
-)
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 settings
 
@@ -114,12 +110,9 @@ built = R.make_tables(settings, family="cpac", source=source, pairs=cfg.pairs, e
 # %%
 name, built_table = next(iter(built.items()))
 dataset, table = next(iter(built_table.data.items()))
-eps_b = float(built_table.results.query("dataset == @dataset")["eps"].iloc[0])
-ratio = reference.resolve_cal_ratio([dataset], cfg.cal_ratio)[dataset]
+eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
 score, trial = settings.scores[0], 0
-perm = np.random.default_rng([settings.seed, trial]).permutation(len(table))
-n_cal = int(round(ratio * len(table)))
-cal, test = table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
+cal, test = R.trial_split(table, ratio, settings.seed, trial)  # the split of notebook 21's walk-through
 seed = int(np.random.SeedSequence([settings.seed, trial, 0, 0, 1]).generate_state(1)[0])  # C-PAC's, as in the run
 fits = {}
 with warnings.catch_warnings():

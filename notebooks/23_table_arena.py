@@ -53,11 +53,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import CPAC, Recipe
+from gpac_utils import CPAC
 from gpac_utils.calibrate import GroupWarning
 from gpac_utils.paper import plotting, reference, sources
 from gpac_utils.paper import results_tables as R
-from gpac_utils.partition import ScorePartitioner
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -84,12 +83,9 @@ cfg
 # recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
 
 # %%
-settings = R.TableSettings(
-    scores=tuple(cfg.scores), alpha=cfg.alpha, trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed,
-    paper=Recipe(pi=cfg.pi, **cfg.recipe),
-    valid=tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds),
-    partitioner=ScorePartitioner(**cfg.partition),
-)
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 settings
 
@@ -120,8 +116,7 @@ display(table["loss"].describe(percentiles=[0.1, 0.5, 0.9]).round(3).to_frame(f"
 eps_b = float(built_table.results.query("dataset == @dataset")["eps"].iloc[0])
 ratio = reference.resolve_cal_ratio([dataset], cfg.cal_ratio)[dataset]
 score, trial = settings.scores[0], 0
-perm = np.random.default_rng([settings.seed, trial]).permutation(len(table))
-cal = table.iloc[perm[:int(round(ratio * len(table)))]]
+cal, _ = R.trial_split(table, ratio, settings.seed, trial)
 valid_index = [r.bound for r in settings.valid].index(built_table.valid_bound)
 recipes = {"paper": (settings.paper, 0, 1), "valid": (settings.valid[valid_index], valid_index, 0)}
 thresholds = {}

@@ -56,12 +56,10 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import Recipe
 from gpac_utils import data as D
 from gpac_utils.paper import plotting, realdata, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper.table_layout import LAYOUT_ROWS
-from gpac_utils.partition import ScorePartitioner
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -126,12 +124,9 @@ if available:
 # groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
-settings = R.TableSettings(
-    scores=tuple(cfg.scores), alpha=cfg.alpha, trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed,
-    paper=Recipe(pi=cfg.pi, **cfg.recipe),
-    valid=tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds),
-    partitioner=ScorePartitioner(**cfg.partition),
-)
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark
     groupings = (["known"] if D.GROUP in table.columns else []) + ["split", "joint"]

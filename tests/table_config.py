@@ -5,24 +5,15 @@ The notebooks 21–23 do the same in their own cells: the library never reads a 
 
 from __future__ import annotations
 
-from gpac_utils import Recipe
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper import sources
-from gpac_utils.partition import ScorePartitioner
 
 
 def table_settings(cfg) -> R.TableSettings:
     """The method settings of a table notebook's configuration."""
-    return R.TableSettings(
-        scores=tuple(cfg.scores),
-        alpha=cfg.alpha,
-        trials=cfg.trials,
-        loss_bound=cfg.loss_bound,
-        seed=cfg.seed,
-        paper=Recipe(pi=cfg.pi, **cfg.recipe),
-        valid=tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds),
-        partitioner=ScorePartitioner(**cfg.partition),
-    )
+    keys = ("scores", "pi", "recipe", "valid_bounds", "valid_recipe", "partition")
+    keys += ("alpha", "trials", "loss_bound", "seed")
+    return R.table_settings(**{k: cfg[k] for k in keys})
 
 
 def make_tables(cfg) -> dict[str, R.ResultsTable]:

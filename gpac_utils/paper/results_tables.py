@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .. import data as D
@@ -96,6 +97,76 @@ class TableSettings:
             loss_bound=self.loss_bound,
             seed=self.seed,
         )
+
+
+def table_settings(
+    *,
+    scores: Sequence[str],
+    pi: float,
+    recipe: Mapping,
+    valid_bounds: Sequence[str],
+    valid_recipe: Mapping,
+    partition: Mapping,
+    alpha: float = 0.05,
+    trials: int = 100,
+    loss_bound: float = 1.0,
+    seed: int = 0,
+) -> TableSettings:
+    """:class:`TableSettings` from the table notebooks' settings.
+
+    Parameters
+    ----------
+    scores : sequence of str
+        Score columns.
+    pi : float
+        Labelling probability of both recipes.
+    recipe : Mapping
+        The paper's recipe without ``pi`` (``bound``, ``sampling``, ``rule``).
+    valid_bounds : sequence of str
+        One valid recipe per bound ...
+    valid_recipe : Mapping
+        ... with these ``sampling`` and ``rule``.
+    partition : Mapping
+        :class:`~gpac_utils.partition.ScorePartitioner` arguments (``k``, ``algorithm``).
+    alpha, trials, loss_bound, seed
+        As in :class:`TableSettings`.
+
+    Returns
+    -------
+    TableSettings
+    """
+    return TableSettings(
+        scores=tuple(scores),
+        paper=Recipe(pi=pi, **recipe),
+        valid=tuple(Recipe(bound=b, pi=pi, **valid_recipe) for b in valid_bounds),
+        alpha=alpha,
+        trials=trials,
+        partitioner=ScorePartitioner(**partition),
+        loss_bound=loss_bound,
+        seed=seed,
+    )
+
+
+def trial_split(table: pd.DataFrame, cal_ratio: float, seed: int, trial: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One trial's calibration and test parts of ``table``, as :func:`~gpac_utils.experiment.run_experiment` splits it.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table.
+    cal_ratio : float
+        Share of the items in the calibration part.
+    seed, trial : int
+        The experiment's seed and the trial.
+
+    Returns
+    -------
+    calibration, test : pandas.DataFrame
+        The items in the order of the trial's seeded permutation.
+    """
+    perm = np.random.default_rng([seed, trial]).permutation(len(table))
+    n_cal = int(round(cal_ratio * len(table)))
+    return table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
 
 
 def quiet_run(table: pd.DataFrame, exp: ExperimentConfig) -> pd.DataFrame:
@@ -285,6 +356,8 @@ class ResultsTable:
         The paper table whose numbers stand beside ours (``None``: ours alone).
     notes : list of str
         What the data could not give (e.g. no token counts: no STP).
+    eps, cal_ratio : dict of str to float
+        Per dataset, as run.
     """
 
     name: str
@@ -297,6 +370,8 @@ class ResultsTable:
     layout: pd.DataFrame
     paper_table: str | None = None
     notes: list = field(default_factory=list)
+    eps: dict = field(default_factory=dict)
+    cal_ratio: dict = field(default_factory=dict)
 
 
 def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -404,8 +479,9 @@ def build_table(
         fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=title)
         plotting.savefig(fig, figure)
     return ResultsTable(
-        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes
-    )
+        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes,
+        dict(eps), dict(cal_ratio),
+    )  # fmt: skip
 
 
 def _family_groupings(family: str) -> tuple[str, ...]:

@@ -54,6 +54,7 @@ import pandas as pd
 from IPython.display import display
 
 from gpac_utils import GPAC, PAC, metrics
+from gpac_utils.experiment import default_stp_form
 from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
@@ -153,6 +154,21 @@ rows = built_table.results.query("dataset == @dataset and setting == 'paper' and
 from_run = rows.pivot_table(index="group", columns="method", values="error").rename(index={"__all__": "Overall"})
 assert np.allclose(from_run.loc[by_hand.index, by_hand.columns], by_hand, rtol=1e-12, atol=0)
 from_run.round(4)
+
+# %% [markdown]
+# The savings: the share of test items routed to the non-thinking model and, with token counts,
+# the saved token percentage STP (App. F; router scores use its router form). Again trial 0's
+# overall rows.
+
+# %%
+overall = rows.query("group == '__all__'").set_index("method")
+has_tokens = {"think_tokens", "nothink_tokens"} <= set(test.columns)
+for m, r in routes.items():
+    share = metrics.routed_share(r)
+    stp = metrics.stp(r, test["think_tokens"], test["nothink_tokens"], default_stp_form(score)) if has_tokens else np.nan
+    assert np.isclose(share, overall.loc[m, "routed_share"], rtol=1e-12, atol=0)
+    assert np.isclose(stp, overall.loc[m, "stp"], rtol=1e-12, atol=0, equal_nan=True)
+    print(f"{m}: routed share {share:.3f}, STP {stp:.3f}")
 
 # %% [markdown]
 # ## The results

@@ -55,7 +55,7 @@ from IPython.display import display
 
 from gpac_utils import CPAC
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting, reference, sources
+from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
@@ -112,15 +112,23 @@ built = R.make_tables(settings, family="arena", source=source, pairs=cfg.pairs, 
 # %%
 name, built_table = next(iter(built.items()))
 dataset, table = next(iter(built_table.data.items()))
-display(table["loss"].describe(percentiles=[0.1, 0.5, 0.9]).round(3).to_frame(f"{dataset} loss").T)
-eps_b = float(built_table.results.query("dataset == @dataset")["eps"].iloc[0])
-ratio = reference.resolve_cal_ratio([dataset], cfg.cal_ratio)[dataset]
+table["loss"].describe(percentiles=[0.1, 0.5, 0.9]).round(3).to_frame(f"{dataset} loss").T
+
+# %% [markdown]
+# Each calibrator gets the seed `run_experiment` derives from (seed, trial, score, recipe,
+# method); C-PAC is the second method beside PAC in the paper's run and the only one in the
+# valid run.
+
+# %%
+eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
 score, trial = settings.scores[0], 0
 cal, _ = R.trial_split(table, ratio, settings.seed, trial)
-valid_index = [r.bound for r in settings.valid].index(built_table.valid_bound)
-recipes = {"paper": (settings.paper, 0, 1), "valid": (settings.valid[valid_index], valid_index, 0)}
+recipes = {"paper": (settings.paper, 0, 1)}  # setting: (recipe, recipe index, method index)
+if built_table.valid_bound is not None:
+    vi = [r.bound for r in settings.valid].index(built_table.valid_bound)
+    recipes["valid"] = (settings.valid[vi], vi, 0)
 thresholds = {}
-for setting, (recipe, vi, mi) in recipes.items():  # (recipe, recipe index, method index) as in the run
+for setting, (recipe, vi, mi) in recipes.items():
     seed = int(np.random.SeedSequence([settings.seed, trial, 0, vi, mi]).generate_state(1)[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)

@@ -36,7 +36,7 @@ class Allocation:
         ``planned`` (the exact DP) or ``greedy``.
     n : dict of str to int
         Labels per group (expected labels for Bernoulli sampling).
-    share : dict of str to float
+    routed_share : dict of str to float
         Predicted expected routed share of each group's traffic.
     total : float
         Predicted expected routed share of all traffic, ``sum_j p_j share_j``.
@@ -44,7 +44,7 @@ class Allocation:
 
     name: str
     n: dict
-    share: dict
+    routed_share: dict
     total: float
 
     @property
@@ -113,12 +113,12 @@ def _greedy(opts, budget: int):
 
 def _alloc_from_levels(curves, opts, levels, name) -> Allocation:
     n = {g: int(opts[j][0][k]) for j, (g, k) in enumerate(zip(curves.groups, levels))}
-    share = {}
+    routed_share = {}
     for j, g in enumerate(curves.groups):
         k = levels[j]
-        share[g] = float(opts[j][1][k] / curves.traffic[j]) if curves.traffic[j] > 0 else 0.0
+        routed_share[g] = float(opts[j][1][k] / curves.traffic[j]) if curves.traffic[j] > 0 else 0.0
     total = float(sum(opts[j][1][k] for j, k in enumerate(levels)))
-    return Allocation(name, n, share, total)
+    return Allocation(name, n, routed_share, total)
 
 
 def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation:
@@ -173,8 +173,8 @@ def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``allocation, group, traffic, n_labels, share_mean, share_q10, share_q90, p_certify``;
-        the ``ALL`` row has the total labels and the traffic-weighted mean.
+        Columns ``allocation, group, traffic, n_labels, routed_share_mean, routed_share_q10,
+        routed_share_q90, p_certify``; the ``ALL`` row has the total labels and the traffic-weighted mean.
     """
     lo, hi = curves.band()
     rows = []
@@ -185,11 +185,11 @@ def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
             k = np.flatnonzero(curves.n_grid == a.n[g])
             if k.size:
                 k = int(k[0])
-                d.update(share_mean=curves.mean[j, k], share_q10=lo[j, k], share_q90=hi[j, k])
+                d.update(routed_share_mean=curves.mean[j, k], routed_share_q10=lo[j, k], routed_share_q90=hi[j, k])
                 d["p_certify"] = curves.p_certify[j, k]
             else:  # no labels: always think
-                d.update(share_mean=0.0, share_q10=0.0, share_q90=0.0, p_certify=0.0)
+                d.update(routed_share_mean=0.0, routed_share_q10=0.0, routed_share_q90=0.0, p_certify=0.0)
             part.append(d)
-        total = {"n_labels": sum(d["n_labels"] for d in part), "share_mean": a.total}
+        total = {"n_labels": sum(d["n_labels"] for d in part), "routed_share_mean": a.total}
         rows += part + [{"allocation": a.name, "group": "ALL", "traffic": 1.0, **total}]
     return pd.DataFrame(rows)

@@ -56,7 +56,7 @@ Examples
 >>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], eps=0.05, alpha=0.05,
 ...                             n_grid=[100, 400, 1000], resamples=50, seed=0)
 >>> curves.summary().columns.tolist()[:4]
-['group', 'n_labels', 'n_items', 'share_mean']
+['group', 'n_labels', 'n_items', 'routed_share_mean']
 >>> alloc = allocation.allocate(curves, budget=1100)
 >>> int(sum(alloc.n.values())) <= 1100
 True
@@ -149,7 +149,7 @@ class PlanCurves:
         Group names, sorted.
     n_grid : numpy.ndarray, shape (K,)
         Label counts (``0`` is implied: no labels, nothing routed).
-    shares : numpy.ndarray, shape (G, K, R)
+    routed_shares : numpy.ndarray, shape (G, K, R)
         Routed share of the group's traffic for each resample; ``nan`` where ``n`` exceeds the
         group's ``cap``.
     traffic : numpy.ndarray, shape (G,)
@@ -168,7 +168,7 @@ class PlanCurves:
 
     groups: list
     n_grid: np.ndarray
-    shares: np.ndarray
+    routed_shares: np.ndarray
     traffic: np.ndarray
     cap: np.ndarray
     n_items: np.ndarray
@@ -179,20 +179,20 @@ class PlanCurves:
     @property
     def mean(self) -> np.ndarray:
         """Expected routed share, shape (G, K) (``nan`` above the cap)."""
-        ok = np.isfinite(self.shares)
-        total = np.where(ok, self.shares, 0.0).sum(axis=-1)
+        ok = np.isfinite(self.routed_shares)
+        total = np.where(ok, self.routed_shares, 0.0).sum(axis=-1)
         count = ok.sum(axis=-1)
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
     @property
     def p_certify(self) -> np.ndarray:
         """Probability that the group certifies a threshold (routes anything), shape (G, K)."""
-        p = (self.shares > 0).mean(axis=-1)
-        return np.where(np.isnan(self.shares[..., 0]), np.nan, p)
+        p = (self.routed_shares > 0).mean(axis=-1)
+        return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
 
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper quantiles of the routed share, each of shape (G, K)."""
-        lo, hi = np.quantile(self.shares, q, axis=-1)
+        lo, hi = np.quantile(self.routed_shares, q, axis=-1)
         return lo, hi
 
     @property
@@ -228,9 +228,9 @@ class PlanCurves:
                         "group": g,
                         "n_labels": int(n),
                         "n_items": int(self.n_items[j, k]),
-                        "share_mean": float(mean[j, k]),
-                        "share_q10": float(lo[j, k]),
-                        "share_q90": float(hi[j, k]),
+                        "routed_share_mean": float(mean[j, k]),
+                        "routed_share_q10": float(lo[j, k]),
+                        "routed_share_q90": float(hi[j, k]),
                         "p_certify": float(pc[j, k]),
                         "traffic": float(self.traffic[j]),
                         "pilot_n": int(self.pilot_sizes[g]),
@@ -412,7 +412,7 @@ def predict(
 
     edges = _bin_edges(ps, max(1, int(bins)))
     G, K = len(names), grid.size
-    shares = np.full((G, K, resamples), np.nan)
+    routed_shares = np.full((G, K, resamples), np.nan)
     n_items = np.zeros((G, K), dtype=int)
     pilot_models, pilot_sizes = {}, {}
     for j, name in enumerate(names):
@@ -444,13 +444,13 @@ def predict(
                     unl, ps, pl, in_group, edges, m_items, resamples, grs, pilot_uncertainty, shrink
                 )
             t = threshold(cl, cs, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, pi=rate)
-            shares[j, k] = _routed_share(t, unl)
+            routed_shares[j, k] = _routed_share(t, unl)
     settings = {
         "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()}, "resamples": resamples,
         "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
         "loss_bound": float(loss_bound),
     }  # fmt: skip
-    return PlanCurves(names, grid, shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
+    return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
 
 
 def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.Series:
@@ -478,7 +478,7 @@ def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.S
     elif stat == "q10":
         v = curves.band()[0]
     elif stat == "median":
-        v = np.quantile(curves.shares, 0.5, axis=-1)
+        v = np.quantile(curves.routed_shares, 0.5, axis=-1)
     else:
         raise ValueError(f"stat: unknown {stat!r}; choose 'mean', 'q10' or 'median'")
     out = {}
@@ -527,7 +527,7 @@ def calibrate_repeatedly(
     Returns
     -------
     dict
-        ``thresholds``, ``share`` (routed share of the eval traffic) and, with a loss, ``risk``
+        ``thresholds``, ``routed_share`` (routed share of the eval traffic) and, with a loss, ``risk``
         (each of shape ``(repeats,)``).
     """
     ps = check_array("pool_scores", pool_scores, 0.0, 1.0)
@@ -549,7 +549,7 @@ def calibrate_repeatedly(
     else:
         idx = rng.permuted(np.broadcast_to(np.arange(ps.size), (int(repeats), ps.size)), axis=-1)[:, :n_items]
         t = threshold(pl[idx], ps[idx], eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, pi=pi)
-    out = {"thresholds": t, "share": _routed_share(t, np.sort(es))}
+    out = {"thresholds": t, "routed_share": _routed_share(t, np.sort(es))}
     if el is not None:
         order = np.argsort(es, kind="stable")
         cum = np.concatenate([[0.0], np.cumsum(el[order])])

@@ -237,10 +237,10 @@ for trial in range(cfg.trials):
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
     pi_half = predict_pi_half(u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool, seed)
     predicted += [
-        {"trial": trial, "allocation": "planned", "predicted_share": planned.total},
-        {"trial": trial, "allocation": "uniform", "predicted_share": predicted_total(curves, uniform)},
+        {"trial": trial, "allocation": "planned", "predicted_routed_share": planned.total},
+        {"trial": trial, "allocation": "uniform", "predicted_routed_share": predicted_total(curves, uniform)},
         {"trial": trial, "allocation": "pi=0.5",
-         "predicted_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names)))},
+         "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names)))},
     ]  # fmt: skip
     whole = {g: int(np.sum(cal & (g_all == g))) for g in names}
     plus = dict(zip(names, uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
@@ -261,28 +261,28 @@ for trial in range(cfg.trials):
             t = float(r["thresholds"][0])
             labels = n[g] * (pi or 1.0)
             records.append({"trial": trial, "allocation": name, "group": g, "labels": labels,
-                            "share": float(r["share"][0]), "violation": table_risk(t, g) > eps})  # fmt: skip
+                            "routed_share": float(r["routed_share"][0]), "violation": table_risk(t, g) > eps})  # fmt: skip
 
 res = pd.DataFrame(records)
 pred = pd.DataFrame(predicted)
 
 # %%
-res["weighted"] = res["group"].map(traffic) * res["share"]
-totals = res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), share=("weighted", "sum")).reset_index()
+res["weighted"] = res["group"].map(traffic) * res["routed_share"]
+totals = res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), routed_share=("weighted", "sum")).reset_index()
 order = ["planned", "uniform", "pi=0.5", "uniform + pilot"]
 summary = (
     totals.groupby("allocation")
-    .agg(labels=("labels", "mean"), share_mean=("share", "mean"), share_sd=("share", "std"))
+    .agg(labels=("labels", "mean"), routed_share_mean=("routed_share", "mean"), routed_share_sd=("routed_share", "std"))
     .reindex(order)
     .reset_index()
 )
-pm = pred.groupby("allocation")["predicted_share"].mean()
-summary["predicted_share"] = summary["allocation"].map(pm)
+pm = pred.groupby("allocation")["predicted_routed_share"].mean()
+summary["predicted_routed_share"] = summary["allocation"].map(pm)
 viol = res.groupby("allocation")["violation"].agg(["mean", "max"])
 summary["violation_rate_mean"] = summary["allocation"].map(viol["mean"])
 by_group_viol = res.groupby(["allocation", "group"])["violation"].mean().groupby("allocation").max()
 summary["violation_rate_worst_group"] = summary["allocation"].map(by_group_viol)
-gain = totals.pivot(index="trial", columns="allocation", values="share")
+gain = totals.pivot(index="trial", columns="allocation", values="routed_share")
 summary["gain_vs_uniform"] = summary["allocation"].map((gain.sub(gain["uniform"], axis=0)).mean())
 summary.insert(0, "trials", cfg.trials)
 display(summary)
@@ -290,7 +290,7 @@ plotting.save_table(summary, "label_budget_real", floatfmt=".3f")
 
 groups_table = (
     res.groupby(["allocation", "group"])
-    .agg(labels=("labels", "mean"), share=("share", "mean"), violation_rate=("violation", "mean"))
+    .agg(labels=("labels", "mean"), routed_share=("routed_share", "mean"), violation_rate=("violation", "mean"))
     .reset_index()
 )
 groups_table["allocation"] = pd.Categorical(groups_table["allocation"], order)
@@ -300,8 +300,8 @@ display(groups_table)
 plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 
 # %% [markdown]
-# `predicted_share` is the plan's own forecast (from the 30 % pilot) for the same allocation;
-# `share_mean` is what calibrating on the split and routing the held-out half actually gave. The
+# `predicted_routed_share` is the plan's own forecast (from the 30 % pilot) for the same allocation;
+# `routed_share_mean` is what calibrating on the split and routing the held-out half actually gave. The
 # violation rates are per group and split (the guarantee bounds each by $\alpha$ in expectation
 # over splits; with the table standing in for the population they are noisy at these sizes).
 
@@ -309,9 +309,9 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
-ax.bar(x, summary["share_mean"], yerr=summary["share_sd"], color=["C3", "C0", "C2", "C7"], alpha=0.8,
+ax.bar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], color=["C3", "C0", "C2", "C7"], alpha=0.8,
        label="realised (held-out)")  # fmt: skip
-ax.plot(x[:3], summary["predicted_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
+ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
 ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=8)
 ax.set_ylabel("routed share of all traffic")
 ax.legend(fontsize=7, loc="lower right")
@@ -319,7 +319,7 @@ ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):
     part = groups_table[groups_table["allocation"] == name].set_index("group").reindex(names)
-    ax.bar(np.arange(len(names)) + (i - 1.5) * w, part["share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}")
+    ax.bar(np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}")
 ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
 ax.set_ylabel("routed share of the group")
 ax.legend(fontsize=7, ncol=2)
@@ -336,6 +336,6 @@ plotting.savefig(fig, "label_budget_real")
 #   Uniform and $\pi=0.5$ spread labels over groups that then certify nothing.
 # * $\pi=0.5$ Bernoulli labelling is less efficient per label than labelling a chosen subset fully:
 #   the bound runs over twice the items with terms of range $1/\pi=2$.
-# * The prediction is an estimate: compare `predicted_share` with `share_mean` above. It is made
+# * The prediction is an estimate: compare `predicted_routed_share` with `routed_share_mean` above. It is made
 #   from a 30 % pilot and will be off when the pilot misses structure; the guarantee itself never
 #   depends on it.

@@ -107,10 +107,10 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     kw = dict(eps=0.05, n_grid=[50, 200], resamples=20, seed=1)
     c1 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
     c2 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
-    np.testing.assert_array_equal(c1.shares, c2.shares)
+    np.testing.assert_array_equal(c1.routed_shares, c2.routed_shares)
     pooled = prediction.predict(u, g, u[:300], loss[:300], None, **kw)
     assert set(pooled.pilot_models.values()) == {"smoothed"}
-    assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "share_mean"]
+    assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "routed_share_mean"]
     capped = prediction.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
     assert np.isnan(capped.mean[0, 1]) and np.isfinite(capped.mean[1, 1])
 
@@ -186,7 +186,7 @@ def test_planned_share_is_realised_within_the_predicted_band():
                 u[mask], loss[mask], int(curves.n_items[j, k]), eps=eps, recipe=recipe, repeats=100,
                 seed=100 * setting + j,
             )  # fmt: skip
-            mean = float(real["share"].mean())
+            mean = float(real["routed_share"].mean())
             ok = lo[j, k] - 1e-9 <= mean <= hi[j, k] + 1e-9
             checks, inside = checks + 1, inside + ok
             lines.append(
@@ -203,7 +203,7 @@ def test_calibrate_repeatedly_controls_risk_on_the_pool():
     g, u, loss = _population(seed=5, size=3000)
     mask = g == "hard"
     r = prediction.calibrate_repeatedly(u[mask], loss[mask], 1000, eps=0.05, repeats=100, seed=0)
-    assert r["share"].shape == (100,) and (r["risk"] > 0.05).mean() <= 0.10
+    assert r["routed_share"].shape == (100,) and (r["risk"] > 0.05).mean() <= 0.10
     with pytest.raises(ValueError, match="n_items"):
         prediction.calibrate_repeatedly(u[mask], loss[mask], 5000, eps=0.05)
 
@@ -239,9 +239,9 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
     t = pd.read_csv(out)
     assert set(t["allocation"]) == {"planned", "greedy"}
     assert set(t["group"]) == set(POPULATION) | {"ALL"}
-    assert {"n_labels", "share_mean", "share_q10", "share_q90", "p_certify"} <= set(t.columns)
+    assert {"n_labels", "routed_share_mean", "routed_share_q10", "routed_share_q90", "p_certify"} <= set(t.columns)
     planned, greedy = (t[(t["allocation"] == x) & (t["group"] == "ALL")].iloc[0] for x in ("planned", "greedy"))
-    assert planned["n_labels"] <= g_budget(path) and planned["share_mean"] >= greedy["share_mean"] - 1e-12
+    assert planned["n_labels"] <= g_budget(path) and planned["routed_share_mean"] >= greedy["routed_share_mean"] - 1e-12
     assert "labels_for_0.2" in t.columns
     assert (tmp_path / "out" / "plan_curves.csv").exists()
     assert "predicted routed share of all traffic" in capsys.readouterr().out

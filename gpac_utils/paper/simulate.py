@@ -151,26 +151,21 @@ def load_specs(path: Path = SPECS_FILE) -> dict:
     -------
     dict
         ``base_seed`` (int), ``specs`` (benchmark -> :class:`BenchmarkSpec`), ``score_models``
-        (score -> :class:`ScoreModel`), ``verbalized`` (dict), ``router_intercept`` (float) and
-        ``models`` (pair -> (thinking, non-thinking)).
+        (score -> :class:`ScoreModel`), ``verbalized`` (trials, trial noise, overconfidence),
+        ``router_intercept`` (float) and ``models`` (pair -> (thinking, non-thinking)).
     """
     raw = yaml.safe_load(Path(path).read_text())
-    specs = {
-        b: BenchmarkSpec(
-            title=s["title"],
-            kind=s["kind"],
-            loss=s["loss"],
-            n=s["n"],
-            heterogeneous=s.get("heterogeneous"),
-            groups=tuple(GroupSpec(**g) for g in s.get("groups", ())),
-            pairs={p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s["pairs"].items()},
-        )  # fmt: skip
-        for b, s in raw["benchmarks"].items()
-    }
+    specs = {}
+    for b, s in raw["benchmarks"].items():
+        groups = tuple(GroupSpec(**g) for g in s.pop("groups", ()))
+        pairs = {p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s.pop("pairs").items()}
+        specs[b] = BenchmarkSpec(**s, groups=groups, pairs=pairs)
+    v = raw["verbalized"]
     return {
-        "base_seed": int(raw["base_seed"]), "specs": specs, "verbalized": raw["verbalized"],
-        "score_models": {k: ScoreModel(**v) for k, v in raw["score_models"].items()},
-        "router_intercept": float(raw["router_intercept"]), "models": {p: tuple(m) for p, m in raw["models"].items()},
+        "base_seed": int(raw["base_seed"]), "specs": specs, "router_intercept": float(raw["router_intercept"]),
+        "verbalized": (int(v["trials"]), float(v["trial_noise"]), float(v["overconfidence"])),
+        "score_models": {k: ScoreModel(**m) for k, m in raw["score_models"].items()},
+        "models": {pair: tuple(m) for pair, m in raw["models"].items()},
     }  # fmt: skip
 
 
@@ -182,9 +177,7 @@ SPECS: dict[str, BenchmarkSpec] = _PARAMETERS["specs"]
 SCORE_MODELS: dict[str, ScoreModel] = _PARAMETERS["score_models"]
 #: verbalized score: number of trials, per-trial noise, share of the gap to 1 closed by
 #: overconfidence (mean confidence = acc + OVERCONFIDENCE * (1 - acc))
-VERBAL_TRIALS = int(_PARAMETERS["verbalized"]["trials"])
-VERBAL_TRIAL_NOISE = float(_PARAMETERS["verbalized"]["trial_noise"])
-OVERCONFIDENCE = float(_PARAMETERS["verbalized"]["overconfidence"])
+VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = _PARAMETERS["verbalized"]
 #: router: intercept on the logit scale (fixed, not fitted: the router was trained elsewhere)
 ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
 

@@ -258,16 +258,11 @@ def table_group_violations(results: pd.DataFrame) -> pd.DataFrame:
     return experiment.group_violations(results, None, GROUP_KEYS)
 
 
+#: Summary columns reported in percent.
 _PERCENT_COLUMNS = (
-    "Error",
-    "Error_Gap",
-    "STP",
-    "Routed_share",
-    "Violation",
-    "Max_group_violation",
-    "Max_group_violation_mcse",
+    "Error", "Error_Gap", "STP", "Routed_share", "Violation", "Max_group_violation", "Max_group_violation_mcse",
     "worst_group_error",
-)
+)  # fmt: skip
 
 
 def summarize_results(results: pd.DataFrame) -> pd.DataFrame:

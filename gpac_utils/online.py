@@ -301,7 +301,9 @@ class OnlineGPAC:
         g = _group_labels(groups, s.size)
         lab = np.asarray(labelled)
         if lab.shape != s.shape or not (lab.dtype == bool or np.isin(lab, (0, 1)).all()):
-            raise ValueError(f"labelled: need one boolean per item ({s.size}), got shape {lab.shape}, dtype {lab.dtype}")
+            raise ValueError(
+                f"labelled: need one boolean per item ({s.size}), got shape {lab.shape}, dtype {lab.dtype}"
+            )
         lab = lab.astype(bool)
         loss = np.asarray(losses, dtype=float)
         if loss.shape != s.shape:

@@ -262,3 +262,21 @@ def test_bad_label_draw_arguments():
         draw_labels(10, 0.0, seed=0)
     with pytest.raises(ParameterError, match="^n:"):
         draw_labels(-1, 0.5, seed=0)
+
+
+# --------------------------------------------------------------------------- notebook 33
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_notebook_33_writes_its_savings_and_group_tables(fast_run):
+    import pandas as pd
+
+    tables = fast_run("33_online_gpac").tables
+    savings = pd.read_csv(tables / "online_gpac_savings.csv")
+    assert savings["method"].tolist() == [
+        "online G-PAC (mixture)", "online G-PAC (grapa)", "marginal online PAC", "offline G-PAC, equal labels",
+    ]  # fmt: skip
+    assert savings["labels"].nunique() == 1  # every method gets the labels online G-PAC used
+    assert savings["saved_mean"].between(0, 1).all()
+    groups = pd.read_csv(tables / "online_gpac_groups.csv")
+    assert len(groups) == 4 * 7 and groups["traffic"].groupby(groups["method"]).sum().round(6).eq(1).all()
+    assert (tables.parent / "online_gpac_stream.png").exists() and (tables.parent / "online_gpac_drift.pdf").exists()

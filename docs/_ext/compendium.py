@@ -60,7 +60,10 @@ def papermill_runtimes(app, doctree) -> None:
         LOG.warning(f"{path.name}: no papermill metadata (not executed by papermill?)", location=app.env.docname)
         return
     end = datetime.fromisoformat(run["end_time"])
-    failed = bool(run.get("exception"))
+    errors = [out for cell in nb["cells"] for out in cell.get("outputs", []) if out["output_type"] == "error"]
+    failed = bool(run.get("exception") or errors)
+    if failed:  # shown as failed (a warning: -W stops a book built from a failed run)
+        LOG.warning(f"{path.name}: its papermill run failed; the page stops at the failing cell", location=path)
     NbMetadataCollector.set_exec_data(
         app.env,
         app.env.docname,

@@ -88,7 +88,7 @@ def papermill_runtimes(app, doctree) -> None:
         + ", ".join(f"[{count}] {_seconds(sec)}" for count, sec in slowest)
         + (". The run failed: its outputs stop at the failing cell." if failed else ".")
     )
-    note = nodes.note("", nodes.paragraph(text=text), classes=["papermill-runtime"])
+    note = nodes.admonition("", nodes.title(text="This run"), nodes.paragraph(text=text), classes=["note"])
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is not None:
         title = section.next_node(nodes.title)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
-from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -36,8 +35,8 @@ def copy_executed(app, config) -> None:
     found = sorted(p for p in executed.glob("*.ipynb") if NOTEBOOK.match(p.name)) if executed.is_dir() else []
     sources = {p.stem for p in Path(config.book_notebooks).glob("[0-9][0-9]_*.py")}
     missing = sorted(sources - {p.stem for p in found})
-    if missing or not found:
-        raise ConfigError(f"book_executed={executed}: not executed: {', '.join(missing) or 'any notebook'}")
+    if missing or not found:  # a warning, which -W makes an error
+        LOG.warning(f"book_executed={executed}: not executed: {', '.join(missing) or 'any notebook'}")
     dest = Path(app.srcdir) / "notebooks"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir()
@@ -96,9 +95,9 @@ def papermill_runtimes(app, doctree) -> None:
 
 
 def copy_mathjax(app, exception) -> None:
-    if exception is not None or app.builder.format != "html":
-        return
     es5, dest = Path(app.config.book_mathjax), Path(app.outdir) / "_static" / "mathjax"
+    if exception is not None or app.builder.format != "html" or not es5.is_dir():
+        return
     for part in MATHJAX_PARTS:
         (dest / part).parent.mkdir(parents=True, exist_ok=True)
         if (es5 / part).is_dir():
@@ -110,7 +109,7 @@ def copy_mathjax(app, exception) -> None:
 
 def check_mathjax(app) -> None:
     if app.builder.format == "html" and not (Path(app.config.book_mathjax) / "tex-mml-chtml.js").is_file():
-        raise ConfigError(f"book_mathjax={app.config.book_mathjax}: no MathJax 3 (npm ci --prefix docs/_mathjax)")
+        LOG.warning(f"book_mathjax={app.config.book_mathjax}: no MathJax 3 (npm ci --prefix docs/_mathjax)")
 
 
 def setup(app):

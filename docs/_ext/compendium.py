@@ -56,13 +56,13 @@ def papermill_runtimes(app, doctree) -> None:
     nb = json.loads(path.read_text())
     run = nb["metadata"].get("papermill")
     if not run or run.get("duration") is None:
-        LOG.warning(f"{path.name}: no papermill metadata (not executed by papermill?)", location=app.env.docname)
+        LOG.warning("no papermill metadata (not executed by papermill?)", location=app.env.docname)
         return
     end = datetime.fromisoformat(run["end_time"])
     errors = [out for cell in nb["cells"] for out in cell.get("outputs", []) if out["output_type"] == "error"]
     failed = bool(run.get("exception") or errors)
     if failed:  # shown as failed (a warning: -W stops a book built from a failed run)
-        LOG.warning(f"{path.name}: its papermill run failed; the page stops at the failing cell", location=path)
+        LOG.warning("its papermill run failed: the page stops at the failing cell", location=app.env.docname)
     NbMetadataCollector.set_exec_data(
         app.env,
         app.env.docname,

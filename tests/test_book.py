@@ -39,13 +39,24 @@ CHROMIUM_ARGS = [
 ]
 
 
-def sphinx(builder: str, src: Path, out: Path, executed: Path) -> subprocess.CompletedProcess:
+def sphinx(builder: str, src: Path, out: Path, executed: Path, keep_going: bool = True) -> subprocess.CompletedProcess:
     """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders)."""
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder, "-d", str(out / "doctrees")]
+    cmd = [sys.executable, "-m", "sphinx", "-W", *(["--keep-going"] if keep_going else []), "-q", "-b", builder]
+    cmd += ["-d", str(out / "doctrees")]
     settings = {"book_executed": executed, "book_notebooks": REPO_ROOT / "notebooks", "book_mathjax": MATHJAX}
     cmd += [arg for name, value in settings.items() for arg in ("-D", f"{name}={value}")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([*cmd, str(src), str(out / builder)], capture_output=True, text=True, env=env)
+
+
+def test_a_book_without_every_executed_notebook_fails_naming_them(tmp_path):
+    src = tmp_path / "repo" / "docs"
+    shutil.copytree(REPO_ROOT / "docs", src, ignore=shutil.ignore_patterns("notebooks", "node_modules", "_build"))
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    proc = sphinx("html", src, tmp_path / "out", executed, keep_going=False)
+    assert proc.returncode != 0
+    assert f"book_executed={executed}: not executed: {', '.join(NOTEBOOKS)}" in proc.stderr, proc.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

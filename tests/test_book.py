@@ -56,7 +56,7 @@ def test_a_book_without_every_executed_notebook_fails_naming_them(tmp_path):
     executed.mkdir()
     proc = sphinx("html", src, tmp_path / "out", executed, keep_going=False)
     assert proc.returncode != 0
-    assert f"book_executed={executed}: not executed: {', '.join(NOTEBOOKS)}" in proc.stderr, proc.stderr[-2000:]
+    assert f"book_executed={executed}: not executed: {', '.join(NOTEBOOKS)} (" in proc.stderr, proc.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

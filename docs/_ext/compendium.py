@@ -36,7 +36,8 @@ def copy_executed(app, config) -> None:
     sources = {p.stem for p in Path(config.book_notebooks).glob("[0-9][0-9]_*.py")}
     missing = sorted(sources - {p.stem for p in found})
     if missing or not found:  # a warning, which -W makes an error
-        LOG.warning(f"book_executed={executed}: not executed: {', '.join(missing) or 'any notebook'}")
+        names = ", ".join(missing) or "any notebook"
+        LOG.warning(f"book_executed={executed}: not executed: {names} (run them first: make reproduce)")
     dest = Path(app.srcdir) / "notebooks"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir()

@@ -59,7 +59,7 @@ lab: $(STAMP)
 	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR)
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache docs/notebooks
 
 # ---- the book (docs/conf.py): Sphinx + myst-nb renders the executed notebooks build/$(PROFILE)/*.ipynb
 # (run them first: make reproduce PROFILE=...) into build/book/html/; -W turns every warning (a broken

@@ -98,7 +98,7 @@ def test_book_pages_labels_and_runtimes(book):
     runtimes = (book / "runtimes.html").read_text()
     for name in NOTEBOOKS:
         assert f"notebooks/{name}.html" in runtimes, name
-    assert "Executed by papermill on" in page21 and "slowest cells" in page21
+    assert "Executed by papermill on" in page21 and "Slowest cells: <code" in page21
     # The exercise and its solution (with its code cell) are rendered by sphinx-exercise.
     page12 = (book / EXERCISE_PAGE).read_text()
     assert 'id="ex-finite-sample-size"' in page12 and "solution" in page12 and "n_needed" in page12

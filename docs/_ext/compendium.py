@@ -75,20 +75,22 @@ def papermill_runtimes(app, doctree) -> None:
             "error": "the run stopped at an exception" if failed else None,
         },
     )
-    cells = [
-        (cell.get("execution_count"), cell["metadata"]["papermill"]["duration"])
+    cells = [  # (first line of the code, seconds)
+        (("".join(cell["source"]).strip() or "(empty)").splitlines()[0][:60], cell["metadata"]["papermill"]["duration"])
         for cell in nb["cells"]
         if cell["cell_type"] == "code" and (cell["metadata"].get("papermill") or {}).get("duration") is not None
     ]
-    slowest = sorted(cells, key=lambda c: -c[1])[:3]
     params = ", ".join(f"{k}={v!r}" for k, v in run.get("parameters", {}).items())
-    text = (
-        f"Executed by papermill on {end:%Y-%m-%d %H:%M} UTC in {_seconds(run['duration'])}"
-        f" ({params or 'default parameters'}); slowest cells: "
-        + ", ".join(f"[{count}] {_seconds(sec)}" for count, sec in slowest)
-        + (". The run failed: its outputs stop at the failing cell." if failed else ".")
+    para = nodes.paragraph(
+        text=f"Executed by papermill on {end:%Y-%m-%d %H:%M} UTC in {_seconds(run['duration'])}"
+        f" ({params or 'default parameters'})"
+        + (", failed: the outputs stop at the failing cell" if failed else "")
+        + ". Slowest cells: "
     )
-    note = nodes.admonition("", nodes.title(text="This run"), nodes.paragraph(text=text), classes=["note"])
+    for i, (line, sec) in enumerate(sorted(cells, key=lambda c: -c[1])[:3]):
+        para += [nodes.Text(", " if i else ""), nodes.literal(text=line), nodes.Text(f" {_seconds(sec)}")]
+    para += nodes.Text(".")
+    note = nodes.admonition("", nodes.title(text="This run"), para, classes=["note"])
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is not None:
         title = section.next_node(nodes.title)

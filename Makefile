@@ -1,7 +1,12 @@
 # gpac-compendium — two commands on a fresh machine:
 #   make reproduce   create .venv, install, run every notebook (paper profile) on the embedded data
 #   make test        create .venv if needed, install, lint, run the test suite
-PYTHON ?= python3.11
+# The interpreter that creates .venv: python3.11 when there is one (this environment's CPU torch wheel
+# is built for 3.11), else the first python3.12 ... python3.19, else python3 if it is 3.11 or newer.
+# `make PYTHON=/path/to/python` picks one by hand.
+PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.14 python3.15 python3.16 python3.17 \
+	python3.18 python3.19 python3; do command -v $$p >/dev/null 2>&1 && \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -18,7 +23,8 @@ help:
 	@echo "make reproduce | test | test-fast | lint | format | bench | walk | book | lab | clean"
 
 $(PY):
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
+	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
+	@echo "creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1), $$(command -v $(PYTHON)))"
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)

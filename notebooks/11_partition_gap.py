@@ -32,7 +32,6 @@
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from gpac_utils.paper import plotting
@@ -96,8 +95,11 @@ for m, a in agg.groupby("method"):
     c, beta = rates[m]
     axes[0].errorbar(a["n"], a["delta_mean"], yerr=2 * a["delta_se"], marker="o", ms=3, color=colors[m],
                      label=f"{m}: δ ≈ {c:.2f} n^-{beta:.2f}", ls="none")
-    nn = np.geomspace(a["n"].min(), a["n"].max(), 50)
-    axes[0].plot(nn, c * nn ** -beta, color=colors[m], lw=1)
+    # c n^-beta is a straight line on log-log axes: its two end points draw it. (Many points on one
+    # line would leave matplotlib's path simplification to decide on last floating-point bits,
+    # and those differ between CPUs.)
+    nn = [float(a["n"].min()), float(a["n"].max())]
+    axes[0].plot(nn, [c * n**-beta for n in nn], color=colors[m], lw=1)
 axes[0].set(xscale="log", yscale="log", xlabel="n (calibration items)", ylabel="mean δ", title="partition gap")
 axes[0].legend(fontsize=8)
 for m, g in gap.groupby("method"):

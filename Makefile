@@ -10,6 +10,8 @@ PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.14 python3.1
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# the book's MathJax (npm ci --prefix docs/_mathjax; see the book target)
+MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 EXTRAS ?= notebooks,generate,tiny,book,test
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
@@ -73,7 +75,6 @@ clean:
 # The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
 BOOK_OUT ?= build/book
 SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
-MATHJAX  := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 
 book: $(STAMP) $(MATHJAX)
 	$(SPHINX) -b html docs $(BOOK_OUT)/html

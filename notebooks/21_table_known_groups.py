@@ -86,6 +86,10 @@ cfg
 built = R.make_tables(cfg)
 
 # %% [markdown]
+# (table:01_results_known)=
+# (table:01_llama_results)=
+# (fig:errorbar_category)=
+# (fig:errorbar_category_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -82,6 +82,8 @@ cfg
 built = R.make_tables(cfg)
 
 # %% [markdown]
+# (table:01_results_unknown)=
+# (table:01_results_unknown_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

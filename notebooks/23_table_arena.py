@@ -84,6 +84,8 @@ cfg
 built = R.make_tables(cfg)
 
 # %% [markdown]
+# (table:arena_results)=
+# (table:arena_results_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -69,6 +69,7 @@ plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 
 # %% [markdown]
+# (fig:results_calibration_ratio_math500)=
 # ## fig:results_calibration_ratio_math500
 
 # %%
@@ -77,6 +78,7 @@ if "math500" in benchmarks:
     plotting.savefig(fig, f"results_calibration_ratio_math500{suffix}")
 
 # %% [markdown]
+# (fig:results_calibration_ratio_other)=
 # ## fig:results_calibration_ratio_other
 
 # %%

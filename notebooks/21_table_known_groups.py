@@ -171,6 +171,10 @@ for m, r in routes.items():
     print(f"{m}: routed share {share:.3f}, STP {stp:.3f}")
 
 # %% [markdown]
+# (table:01_results_known)=
+# (table:01_llama_results)=
+# (fig:errorbar_category)=
+# (fig:errorbar_category_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -139,6 +139,8 @@ for mode, f in fits.items():
     print(mode, {g: round(e, 4) for g, e in mine.items()})
 
 # %% [markdown]
+# (table:01_results_unknown)=
+# (table:01_results_unknown_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -143,6 +143,8 @@ for setting, (recipe, vi, mi) in recipes.items():
 pd.DataFrame(thresholds).round(3)
 
 # %% [markdown]
+# (table:arena_results)=
+# (table:arena_results_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

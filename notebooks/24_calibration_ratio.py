@@ -120,6 +120,7 @@ def plot_calibration_ratio(summary):
 
 
 # %% [markdown]
+# (fig:results_calibration_ratio_math500)=
 # ## fig:results_calibration_ratio_math500
 
 # %%
@@ -128,6 +129,7 @@ if "math500" in benchmarks:
     plotting.savefig(fig, f"results_calibration_ratio_math500{suffix}")
 
 # %% [markdown]
+# (fig:results_calibration_ratio_other)=
 # ## fig:results_calibration_ratio_other
 
 # %%

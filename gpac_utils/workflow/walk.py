@@ -1,6 +1,6 @@
 """``make walk``: the whole walk on CPU, from generation to a table, with the tiny model, in minutes.
 
-Four notebooks through the runner (:func:`gpac_utils.workflow.runner.run_notebook`), everything
+Four notebooks through papermill (:func:`gpac_utils.workflow.runner.run_notebook`), everything
 under one folder (default ``build/walk/``, never the committed ``figures/``):
 
 1. ``01_generate`` on its ``fast`` profile: the tiny SmolLM2-135M-Instruct plays both roles on the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
-from .runner import NotebookFailed, run_notebook
+from .runner import NotebookFailed, duration, run_notebook
 
 #: Where the walk writes by default.
 WALK_DIR = BUILD / "walk"
@@ -90,43 +90,6 @@ def walk_target() -> tuple[str, str]:
     return str(values["benchmark"]), str(values["pair"])
 
 
-def walk_parameters(out: Path, benchmark: str, pair: str, *, n_items=None, eps=WALK_EPS, trials=None) -> dict:
-    """The runner parameters of each walk notebook.
-
-    Parameters
-    ----------
-    out : pathlib.Path
-        The walk's folder (absolute: notebooks run in a scratch folder).
-    benchmark, pair : str
-        The generated table's benchmark and pair.
-    n_items : int, optional
-        A seeded subset of the walk's items (``None``: all).
-    eps : float
-        eps of the table notebook.
-    trials : int, optional
-        Trials of the table notebook (``None``: the ``fast`` profile's).
-
-    Returns
-    -------
-    dict of str to dict
-        By notebook stem.
-    """
-    generations, generated = str(out / "generations"), str(out / "generated")
-    source = {"benchmarks": [benchmark], "generated_root": generated}
-    return {
-        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
-        "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
-        "21_table_known_groups": {
-            "data_source": "generated",
-            "pairs": [pair],
-            "eps": float(eps),
-            "trials": trials,
-            "overrides": source,
-        },
-        "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
-    }
-
-
 def run_walk(
     out: str | Path = WALK_DIR,
     *,
@@ -135,7 +98,6 @@ def run_walk(
     trials: int | None = None,
     timeout: float | None = None,
     progress_bar: bool = False,
-    cpus: int | None = None,
 ) -> WalkResult:
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
 
@@ -154,8 +116,6 @@ def run_walk(
         Per-cell timeout (default: the runner's for ``fast``).
     progress_bar : bool, default False
         papermill's progress bars.
-    cpus : int, optional
-        Cores the kernels may use (torch and BLAS threads; default: all).
 
     Returns
     -------
@@ -166,27 +126,25 @@ def run_walk(
     gpac_utils.workflow.runner.NotebookFailed
         A notebook failed; its executed copy (with the error) is kept under ``out``.
     """
-    out = Path(out)
-    out = (out if out.is_absolute() else REPO_ROOT / out).resolve()
+    out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
     if not 0 < float(eps) < 1:
         raise ValueError(f"eps must lie in (0, 1), got {eps}")
     benchmark, pair = walk_target()
-    params = walk_parameters(out, benchmark, pair, n_items=n_items, eps=eps, trials=trials)
+    generations, generated = str(out / "generations"), str(out / "generated")
+    source = {"benchmarks": [benchmark], "generated_root": generated}
+    table = {"data_source": "generated", "pairs": [pair], "eps": float(eps), "overrides": source}
+    params = {
+        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
+        "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
+        "21_table_known_groups": {**table, **({"trials": trials} if trials else {})},
+        "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
+    }
     result = WalkResult(out, benchmark, pair)
     for stem in WALK_NOTEBOOKS:
         print(f"== walk: {stem}", flush=True)
-        start = time.perf_counter()
-        result.notebooks[stem] = run_notebook(
-            NOTEBOOKS / f"{stem}.py",
-            "fast",
-            {k: v for k, v in params[stem].items() if v is not None},
-            out,
-            timeout,
-            figures_dir=out / "figures",
-            progress_bar=progress_bar,
-            cpus=cpus,
-        )
-        result.seconds[stem] = time.perf_counter() - start
+        nb = run_notebook(NOTEBOOKS / f"{stem}.py", "fast", params[stem], out, timeout,
+                          figures_dir=out / "figures", progress_bar=progress_bar)  # fmt: skip
+        result.notebooks[stem], result.seconds[stem] = nb, duration(nb)
         print(f"   {stem}: {result.seconds[stem]:.1f} s", flush=True)
     return result
 

@@ -1,5 +1,6 @@
 # gpac-compendium — two commands on a fresh machine:
 #   make reproduce   create .venv, install, run every notebook (paper profile) on the embedded data
+#                    (Snakemake: only the notebooks whose inputs changed since the last run)
 #   make test        create .venv if needed, install, lint, run the test suite
 PYTHON ?= python3.11
 VENV   := .venv
@@ -12,10 +13,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv reproduce test test-fast lint format bench lab walk book clean
+.PHONY: help venv reproduce batch test test-fast lint format bench lab walk book clean
 
 help:
-	@echo "make reproduce | test | test-fast | lint | format | bench | walk | book | lab | clean"
+	@echo "make reproduce | batch | test | test-fast | lint | format | bench | walk | book | lab | clean"
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
@@ -31,8 +32,19 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 
 venv: $(STAMP)
 
+# Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
+# notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run) or --forceall.
+SNAKEMAKE_ARGS ?=
+
 reproduce: $(STAMP)
-	$(PY) -m gpac_utils.workflow --profile $(PROFILE) --jobs $(JOBS)
+	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete --config profile=$(PROFILE) $(SNAKEMAKE_ARGS)
+
+# A papermill batch: one notebook over the grid in $(GRID), $(JOBS) runs at a time, one combined table
+# under build/batch/<grid name>/combined.csv (workflow/batch.smk).
+GRID ?= notebooks/grids/known_groups_eps_score.yaml
+
+batch: $(STAMP)
+	$(PY) -m snakemake -s workflow/batch.smk --cores $(JOBS) --config grid=$(GRID) $(SNAKEMAKE_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gpac_utils tests notebooks benchmarks

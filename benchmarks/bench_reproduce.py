@@ -4,16 +4,25 @@ Each row runs one call exactly as its notebook does with the ``paper`` configura
 lowered) in this process, with the cores it is given: the validity audit per group size (13),
 the partition-gap experiment and C-PAC coverage (11), the Prop. 3.3 scan (10), the quickstart
 sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
-(the audit at n <= 300). The per-notebook wall times of a whole run are in
-``benchmarks/reproduce_timings.csv`` (written by the runner: ``python -m gpac_utils.workflow
---profile paper --jobs 2``).
+(the audit at n <= 300).
+
+``--workflow`` times the whole ``make reproduce`` instead (Snakemake, paper profile, 2 jobs): a
+full run (every executed notebook removed first), then an incremental rerun after touching one
+notebook (``--touch``, default ``26_concept_figure``), which must run that notebook alone. It writes
+the per-notebook times papermill recorded (``metadata.papermill.duration`` of each
+``build/paper/<name>.ipynb``) to ``benchmarks/reproduce_timings.csv`` and prints both wall times.
 
 Usage: python benchmarks/bench_reproduce.py [--quick] [--only NAME ...]
+       python benchmarks/bench_reproduce.py --workflow [--touch NOTEBOOK] [--jobs 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import subprocess
+import sys
 import time
 
 from gpac_utils import data as D
@@ -21,7 +30,7 @@ from gpac_utils import planning
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
-from gpac_utils.workflow import config, paths
+from gpac_utils.workflow import config, paths, runner
 
 
 def audit_rows(quick: bool):
@@ -71,11 +80,46 @@ def planning_rows():
     yield "32 predict (simulated)", curves
 
 
+def snakemake(jobs: int) -> tuple[float, str]:
+    """Run the paper-profile workflow; return its wall time and Snakemake's log."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", "workflow/Snakefile", "--cores", str(jobs)]
+    cmd += ["--config", "profile=paper"]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=paths.REPO_ROOT, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"snakemake failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - t0, done.stderr
+
+
+def workflow(touch: str, jobs: int) -> int:
+    """Full run, then an incremental run after touching one notebook; write reproduce_timings.csv."""
+    build = paths.BUILD / "paper"
+    for executed in build.glob("*.ipynb"):
+        executed.unlink()
+    full, _ = snakemake(jobs)
+    rows = [(p.stem, f"{runner.duration(p):.1f}") for p in sorted(build.glob("*.ipynb"))]
+    out = paths.REPO_ROOT / "benchmarks" / "reproduce_timings.csv"
+    with out.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([("notebook", "seconds"), *rows])
+    os.utime(runner.resolve_notebook(touch))
+    incremental, log = snakemake(jobs)
+    ran = sorted(line.split()[1].rstrip(":") for line in log.splitlines() if line.startswith("rule nb_"))
+    print(f"full run ({len(rows)} notebooks, {jobs} jobs): {full:.0f} s; notebook seconds in {out.name}")
+    print(f"after touching {touch}: {incremental:.0f} s, ran {ran}")
+    print(f"incremental_over_full={incremental / full:.3f}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the audit at n <= 300 and the cheap rows")
     ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these strings")
+    ap.add_argument("--workflow", action="store_true", help="time make reproduce: a full and an incremental run")
+    ap.add_argument("--touch", default="26_concept_figure", help="the notebook touched before the incremental run")
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
+    if a.workflow:
+        return workflow(a.touch, a.jobs)
     rows = [
         *audit_rows(a.quick),
         *oracle_rows(),

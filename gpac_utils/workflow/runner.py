@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-f", "--parameters-file", type=Path, help="YAML file of parameters (as papermill -f)")
     ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds")
     ap.add_argument("--build-dir", type=Path, default=BUILD, help="executed notebooks go to BUILD_DIR/<profile>/")
-    ap.add_argument("--no-progress-bar", action="store_true", help="no per-cell progress bar")
+    ap.add_argument("--no-progress-bar", dest="progress", action="store_false", help="no per-cell progress bar")
     a = ap.parse_args(argv)
     try:
         params = (yaml.safe_load(a.parameters_file.read_text()) or {}) if a.parameters_file else {}
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notebooks = [resolve_notebook(s) for s in a.notebooks] or discover()
         for path in notebooks:
             print(f"== {path.stem} ({a.profile})", flush=True)
-            out = run_notebook(path, a.profile, params, a.build_dir / a.profile, a.timeout, progress_bar=not a.no_progress_bar)
+            out = run_notebook(path, a.profile, params, a.build_dir / a.profile, a.timeout, progress_bar=a.progress)
             print(f"   {out}: {duration(out):.1f} s", flush=True)
     except (RunnerError, OSError, yaml.YAMLError) as exc:
         print(f"error: {exc}", file=sys.stderr)

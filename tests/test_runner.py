@@ -55,8 +55,10 @@ time.sleep(sleep)
 if fail:
     raise RuntimeError("planned failure")
 if os.environ.get("GPAC_FIGURES"):
-    (Path(os.environ["GPAC_FIGURES"]) / "tables").mkdir(parents=True, exist_ok=True)
-    (Path(os.environ["GPAC_FIGURES"]) / "tables" / "t.csv").write_text(f"x,profile,sq\\n{x!r},{profile},{x * x}\\n")
+    tables = Path(os.environ["GPAC_FIGURES"]) / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
+    sq = x * x if isinstance(x, int) else None
+    (tables / "t.csv").write_text(f"x,profile,sq\\n{x!r},{profile},{sq}\\n")
 print("DONE")
 """
 )

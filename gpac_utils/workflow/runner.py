@@ -127,7 +127,7 @@ def run_notebook(
     out = out_dir / f"{path.stem}.ipynb"
     if figures_dir is None and profile != "paper" and not os.environ.get(FIGURES_ENV):
         figures_dir = out_dir / "figures"
-    env = {FIGURES_ENV: str(figures_dir)} if figures_dir is not None else {}
+    env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(

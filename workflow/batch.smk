@@ -23,6 +23,7 @@ import yaml
 
 from gpac_utils.workflow.runner import check_parameters, resolve_notebook
 
+PYTHON = sys.executable
 GRID_FILE = Path(config["grid"])
 SPEC = yaml.safe_load(GRID_FILE.read_text())
 NOTEBOOK_PY = resolve_notebook(SPEC["notebook"])  # a name, a number or a path
@@ -61,7 +62,7 @@ rule ipynb:
     output:
         f"{OUT}/{NOTEBOOK}.ipynb",
     shell:
-        f"{sys.executable} -m jupytext --quiet --to ipynb --output {{output}} {{input}}"
+        "{PYTHON} -m jupytext --quiet --to ipynb --output {output} {input}"
 
 
 rule parameters:
@@ -86,6 +87,6 @@ rule papermill:
     threads: 1
     shell:
         # The kernel runs in an empty temporary folder; its figures and tables go to the run's folder.
-        f"GPAC_FIGURES={OUT}/{{wildcards.run}}/figures GPAC_CPUS={{threads}} {sys.executable} -m papermill"
+        "GPAC_FIGURES={OUT}/{wildcards.run}/figures GPAC_CPUS={threads} {PYTHON} -m papermill"
         " {input.notebook} {output} -f {input.parameters} -k python3 --cwd $(mktemp -d) --no-progress-bar"
         " > {log} 2>&1"

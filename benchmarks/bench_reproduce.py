@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 import time
@@ -93,8 +94,8 @@ def snakemake(jobs: int) -> tuple[float, str]:
 
 
 def ran(log: str) -> list[str]:
-    """The notebooks a Snakemake run executed (its log's ``rule nb_<name>:`` lines)."""
-    return sorted(line.split()[1][3:].rstrip(":") for line in log.splitlines() if line.startswith("rule nb_"))
+    """The notebooks a Snakemake run executed (its log's ``Finished jobid: N (Rule: nb_<name>)`` lines)."""
+    return sorted(re.findall(r"\(Rule: nb_(\S+)\)", log))
 
 
 def workflow(touch: str, jobs: int, full: bool) -> int:

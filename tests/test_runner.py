@@ -294,17 +294,18 @@ def test_batch_runs_a_small_grid_and_combines_one_table(tmp_path):
     args = ["-s", str(REPO_ROOT / "workflow" / "batch.smk"), "--cores", "2", "--config", f"grid={grid}", f"out={out}"]
     snakemake(*args, cwd=REPO_ROOT)
     combined = pd.read_csv(out / "combined.csv")
-    assert combined["run"].tolist() == ["run000", "run001", "run002", "run003"]
+    runs = ["x=2__sleep=0.0", "x=2__sleep=0.1", "x=3__sleep=0.0", "x=3__sleep=0.1"]
+    assert combined["run"].tolist() == runs
     # the grid's columns in front; "x" is also a column of the runs' table
     assert combined.columns[:3].tolist() == ["run", "x (grid)", "sleep"]
     assert combined[["x (grid)", "sleep"]].values.tolist() == [[2, 0.0], [2, 0.1], [3, 0.0], [3, 0.1]]
     assert combined["x"].tolist() == [2, 2, 3, 3]
     assert combined["sq"].tolist() == [4, 4, 9, 9]  # computed inside each run from its parameters
     assert set(combined["profile"]) == {"fast"}
-    assert yaml.safe_load((out / "run002" / "params.yaml").read_text()) == {
+    assert yaml.safe_load((out / runs[2] / "params.yaml").read_text()) == {
         "profile": "fast", "fail": False, "x": 3, "sleep": 0.0,
     }  # fmt: skip
-    assert printed(out / "run001" / "07_tiny.ipynb", "FIG") == str(out / "run001" / "figures")
+    assert printed(out / runs[1] / "07_tiny.ipynb", "FIG") == str(out / runs[1] / "figures")
 
 
 def test_example_grid_declares_parameters_of_its_notebook():

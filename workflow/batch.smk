@@ -7,13 +7,14 @@
 # (parameter -> list of values; every combination is one run) and the `table` each run writes (a path
 # under the run's figures folder). Under build/batch/<grid file name>/ (or --config out=DIR):
 #   <notebook>.ipynb             the jupytext notebook as .ipynb (jupytext --to ipynb)
-#   run<i>/params.yaml           the run's papermill parameter file
-#   run<i>/<notebook>.ipynb      the executed run: papermill <notebook>.ipynb ... -f run<i>/params.yaml
-#   run<i>/figures/              its figures and tables (GPAC_FIGURES: runs never share a folder)
+#   <run>/params.yaml            the run's papermill parameter file (<run>: e.g. eps=0.05__scores=score_logits)
+#   <run>/<notebook>.ipynb       the executed run: papermill <notebook>.ipynb ... -f <run>/params.yaml
+#   <run>/figures/               its figures and tables (GPAC_FIGURES: runs never share a folder)
 #   combined.csv                 every run's table stacked, the run and its parameters in front
 # A run is rerun only when its parameters, the notebook, its configuration or the package changed.
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -32,7 +33,11 @@ CONFIG = [p for p in [f"notebooks/config/{NOTEBOOK}.yaml"] if Path(p).exists()]
 FIXED = {"profile": SPEC.get("profile", "fast"), **SPEC.get("parameters", {})}
 OUT = os.path.abspath(config.get("out", f"build/batch/{GRID_FILE.stem}"))
 COMBOS = [dict(zip(SPEC["grid"], values)) for values in itertools.product(*SPEC["grid"].values())]
-RUNS = {f"run{i:03d}": combo for i, combo in enumerate(COMBOS)}
+# A run's name comes from its parameters (eps=0.05__scores=score_logits): adding a value to the grid
+# adds runs and leaves the others' names, parameter files and results as they are.
+RUNS = {"__".join(f"{k}={re.sub(r'[^A-Za-z0-9._+-]+', '-', str(v)).strip('-')}" for k, v in c.items()): c for c in COMBOS}
+if len(RUNS) < len(COMBOS):
+    raise ValueError(f"{GRID_FILE}: two runs of the grid get the same name; use distinguishable values")
 PACKAGE = sorted(str(p) for p in Path("gpac_utils").rglob("*.py"))
 # Fail before anything runs on a parameter the notebook does not declare (papermill would only warn).
 check_parameters(jupytext.read(NOTEBOOK_PY), {**FIXED, **SPEC["grid"]}, NOTEBOOK)

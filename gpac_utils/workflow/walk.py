@@ -16,7 +16,7 @@ The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``
 
 Command line::
 
-    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5]
+    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--timeout S]
 """
 
 from __future__ import annotations
@@ -180,9 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--n-items", type=int, help="a seeded subset of the walk's items (default: all)")
     ap.add_argument("--eps", type=float, default=WALK_EPS, help=f"eps of the table notebook (default {WALK_EPS})")
     ap.add_argument("--trials", type=int, help="trials of the table notebook (default: the fast profile's)")
+    ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds (default: the fast profile's)")
     a = ap.parse_args(argv)
     try:
-        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials)
+        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials, timeout=a.timeout)
     except (NotebookFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

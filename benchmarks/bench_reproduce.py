@@ -28,7 +28,7 @@ import sys
 import time
 
 from gpac_utils import data as D
-from gpac_utils import planning
+from gpac_utils import prediction
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
@@ -57,7 +57,7 @@ def partition_rows():
 def oracle_rows():
     cfg = config.load("10_oracle_partition", "paper")
     yield "10 proposition_scan", lambda: oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
-    yield "10 calibrated_efficiency", lambda: oracle.calibrated_efficiency(populations.ORACLE_POPULATION, cfg)
+    yield "10 calibrated_routed_share", lambda: oracle.calibrated_routed_share(populations.ORACLE_POPULATION, cfg)
 
 
 def quickstart_rows():
@@ -74,7 +74,7 @@ def planning_rows():
 
     def curves():
         for score in cfg.sim_scores:
-            planning.predict(
+            prediction.predict(
                 sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
                 recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
             )  # fmt: skip

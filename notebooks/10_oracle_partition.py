@@ -14,7 +14,7 @@
 # # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Prop. 3.3)
 #
 # **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
-# (Eq. pac-optimal-threshold), the efficiency of marginal PAC vs G-PAC vs the oracle, and
+# (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
 # Proposition 3.3 ("grouping never hurts, strictly helps under heterogeneity") checked
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
@@ -25,7 +25,7 @@
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
 #
 # **Reads** nothing. **Writes** `figures/oracle_partition.{png,pdf}`,
-# `figures/tables/oracle_partition_efficiency.{csv,md}`, `figures/tables/prop33_check.{csv,md}`,
+# `figures/tables/oracle_partition_routed_share.{csv,md}`, `figures/tables/prop33_check.{csv,md}`,
 # `figures/tables/oracle_partition_calibrated.{csv,md}`.
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
@@ -77,26 +77,26 @@ axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at
 axes[0].legend()
 axes[1].legend(fontsize=8)
 
-table = oracle.efficiency_table(pop, cfg.eps_grid)
-for col, lab in (("eff_marginal", "PAC (marginal constraint)"), ("eff_common", "one threshold, valid in every group"),
-                 ("eff_grouped", "G-PAC oracle (per-group)")):
+table = oracle.routed_share_table(pop, cfg.eps_grid)
+for col, lab in (("routed_share_marginal", "PAC (marginal constraint)"), ("routed_share_common", "one threshold, valid in every group"),
+                 ("routed_share_grouped", "G-PAC oracle (per-group)")):
     axes[2].plot(table["eps"], table[col], marker="o", ms=3, label=lab,
-                 color={"eff_marginal": "#1f3b73", "eff_common": "grey", "eff_grouped": "#2a9d8f"}[col])
-axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population efficiency")
+                 color={"routed_share_marginal": "#1f3b73", "routed_share_common": "grey", "routed_share_grouped": "#2a9d8f"}[col])
+axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
 axes[2].legend(fontsize=8)
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 
 # %%
-plotting.save_table(table, "oracle_partition_efficiency", floatfmt=".4f")
-table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "eff_marginal", "eff_common", "eff_grouped",
+plotting.save_table(table, "oracle_partition_routed_share", floatfmt=".4f")
+table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_marginal", "routed_share_common", "routed_share_grouped",
        "max_group_risk_marginal"]].round(3)
 
 # %% [markdown]
 # Read the last column: under the marginal threshold the *hard* group's risk exceeds ε at every
 # tolerance — marginal PAC is efficient because it spends the hard group's budget. G-PAC
 # gives every group its own guarantee, and against the best single threshold that offers the
-# same guarantee (`eff_common` = `P(U ≤ min_j u*_j)`) it is always more efficient here.
+# same guarantee (`routed_share_common` = `P(U ≤ min_j u*_j)`) it is always more efficient here.
 
 # %% [markdown]
 # ## Proposition 3.3, checked numerically
@@ -115,7 +115,7 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "eff_marginal", "eff
 # For the *oracle* partition (the argmax over all partitions, Def. 3.x) statement 3 does hold, but
 # trivially: a partition into `k` pieces that each reproduce the population's joint law of
 # (U, loss) — a random split — has `u*_j = u*` for all `j` (case 2), so the maximum over
-# partitions is at least the marginal efficiency.
+# partitions is at least the marginal routed share.
 
 # %%
 scan = oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
@@ -127,12 +127,12 @@ check
 # %%
 assert check.loc[0, "share_holding"] == 1.0 and check.loc[1, "share_holding"] == 1.0
 assert check.loc[2, "share_holding"] == 1.0 and check.loc[4, "share_holding"] == 1.0
-worst = het.assign(loss=het["eff_marginal"] - het["eff_grouped"]).sort_values("loss", ascending=False).head(3)
-worst[["eps", "eff_marginal", "eff_common", "eff_grouped", "groups"]].round(3)
+worst = het.assign(loss=het["routed_share_marginal"] - het["routed_share_grouped"]).sort_values("loss", ascending=False).head(3)
+worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grouped", "groups"]].round(3)
 
 # %% [markdown]
 # The largest losses of G-PAC against marginal PAC come from a group whose risk the marginal
-# threshold pushes above ε: the "efficiency" of marginal PAC there is the price of the per-group
+# threshold pushes above ε: the routed share of marginal PAC there is the price of the per-group
 # guarantee, not a failure of grouping.
 
 # %% [markdown]
@@ -142,7 +142,7 @@ worst[["eps", "eff_marginal", "eff_common", "eff_grouped", "groups"]].round(3)
 # oracle, and the per-group violation rates show what each method guarantees.
 
 # %%
-cal = oracle.calibrated_efficiency(pop, cfg)
+cal = oracle.calibrated_routed_share(pop, cfg)
 plotting.save_table(cal, "oracle_partition_calibrated", floatfmt=".4f")
 cal.round(3)
 

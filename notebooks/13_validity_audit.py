@@ -26,8 +26,8 @@
 # beyond the calibrations themselves.
 #
 # **Reads** nothing. **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
-# `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_efficiency.{csv,md}`,
-# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_efficiency.{png,pdf}`.
+# `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_oracle_ratio.{csv,md}`,
+# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_oracle_ratio.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
 # ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
@@ -90,7 +90,7 @@ audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_lis
 
 # %%
 cols = ["bound", "kind", "scheme", "pi", "rule", "n_group", "eps", "group", "calibrations", "violation_rate",
-        "mcse", "pass", "efficiency", "efficiency_se", "always_think", "mean_labels"]
+        "mcse", "pass", "oracle_ratio", "oracle_ratio_se", "always_think", "mean_labels"]
 plotting.save_table(audit[cols], "validity_audit", floatfmt=".3f")
 summary = A.audit_summary(audit)
 plotting.save_table(summary, "validity_audit_summary", floatfmt=".3f")
@@ -128,8 +128,8 @@ fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
 plotting.savefig(fig, "validity_audit")
 
 # %% [markdown]
-# ## Efficiency: what validity costs
-# Mean efficiency relative to the oracle threshold (first-crossing), per n_group, for the paper's
+# ## Oracle ratio: what validity costs
+# Mean oracle ratio (routed share relative to the oracle threshold's) (first-crossing), per n_group, for the paper's
 # `clt` + `resample` and every valid bound under its valid scheme (`full` at π = 1, `bernoulli`
 # at π < 1). Bernoulli labelling at π queries about π·n items, resampling about n — compare
 # like with like at π = 1.
@@ -144,21 +144,21 @@ for (i, eps), (j, g) in [((i, e), (j, g)) for i, e in enumerate(cfg.eps_list) fo
     for (bound, scheme), s in d.groupby(["bound", "scheme"]):
         if (bound == "clt" and scheme == "resample") or (scheme == "full" and bound != "clt"):
             s = s.sort_values("n_group")
-            ax.errorbar(s["n_group"], s["efficiency"], yerr=2 * s["efficiency_se"], marker="o", ms=3,
+            ax.errorbar(s["n_group"], s["oracle_ratio"], yerr=2 * s["oracle_ratio_se"], marker="o", ms=3,
                         label=f"{bound} ({scheme})", lw=2.5 if bound == "clt" else 1.2)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_title(f"{g}, ε = {eps:g}, π = 1", fontsize=9)
     ax.set_xlabel("n_group")
-    ax.set_ylabel("efficiency / oracle")
+    ax.set_ylabel("routed share / oracle's (oracle ratio)")
 axes[0][-1].legend(fontsize=7)
 fig.tight_layout()
-plotting.savefig(fig, "validity_audit_efficiency")
+plotting.savefig(fig, "validity_audit_oracle_ratio")
 
 # %%
 n_ref = 300 if 300 in cfg.group_sizes else max(cfg.group_sizes)
-eff = A.efficiency_vs_clt(audit, n_group=n_ref)
-plotting.save_table(eff, "validity_audit_efficiency", floatfmt=".3f")
+eff = A.oracle_ratio_vs_clt(audit, n_group=n_ref)
+plotting.save_table(eff, "validity_audit_oracle_ratio", floatfmt=".3f")
 eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to_clt").round(2)
 
 # %% [markdown]
@@ -178,4 +178,4 @@ print(A.audit_paragraph(audit, n_group=n_ref, alpha=cfg.alpha))
 # %%
 valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(A.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 assert valid_fc["pass"].mean() >= 0.99, valid_fc[~valid_fc["pass"]]
-assert (audit["efficiency"] >= 0).all()
+assert (audit["oracle_ratio"] >= 0).all()

@@ -79,13 +79,17 @@ cfg
 # For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
 # paper's recipe, then the group method alone with each valid bound, all on the same splits.
 # `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
-# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
+# tighter valid bound (higher mean routed share) for the layout, and draws the figures the
 # configuration names.
 
 # %%
 built = R.make_tables(cfg)
 
 # %% [markdown]
+# (table:01_results_known)=
+# (table:01_llama_results)=
+# (fig:errorbar_category)=
+# (fig:errorbar_category_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read
@@ -109,6 +113,6 @@ for title, frame in R.views(built):
 # (ZebraLogic) and *Biology* (GPQA). G-PAC's per-group violation rate under the paper's recipe,
 # however, is well above $\alpha$: the CLT bound on resampled labels targets the *empirical*
 # calibration risk, and `max` may jump past a crossing. With the valid recipe the violation
-# rate stays near or below $\alpha$, at a cost in efficiency that is largest on small groups
+# rate stays near or below $\alpha$, at a cost in routed share that is largest on small groups
 # (on MATH-500 with $\varepsilon=0.05$ most categories are too small to certify anything and
 # always think).

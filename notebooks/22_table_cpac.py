@@ -75,13 +75,15 @@ cfg
 # For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
 # paper's recipe, then the group method alone with each valid bound, all on the same splits.
 # `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
-# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
+# tighter valid bound (higher mean routed share) for the layout, and draws the figures the
 # configuration names.
 
 # %%
 built = R.make_tables(cfg)
 
 # %% [markdown]
+# (table:01_results_unknown)=
+# (table:01_results_unknown_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -63,12 +63,13 @@ data = {b: sources.load_table(source, b, pair, notebook="24_calibration_ratio", 
 for note in sources.source_notes(data):
     print(note)
 summary = C.run_calibration_ratio(data, eps_map, cfg)
-cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_max_group",
+cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "routed_share", "violation_max_group",
         "violation_any_group", "trials"]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 
 # %% [markdown]
+# (fig:results_calibration_ratio_math500)=
 # ## fig:results_calibration_ratio_math500
 
 # %%
@@ -77,6 +78,7 @@ if "math500" in benchmarks:
     plotting.savefig(fig, f"results_calibration_ratio_math500{suffix}")
 
 # %% [markdown]
+# (fig:results_calibration_ratio_other)=
 # ## fig:results_calibration_ratio_other
 
 # %%
@@ -87,7 +89,7 @@ if len(other):
 # %% [markdown]
 # ## Reading the result
 # Error$_{\rm Gap}$ per method and ratio (%): G-PAC stays at zero at every ratio while marginal
-# PAC's gap does not vanish; a larger calibration set mostly buys efficiency (STP) for G-PAC,
+# PAC's gap does not vanish; a larger calibration set mostly buys routed share (STP) for G-PAC,
 # whose small groups are the binding constraint.
 
 # %%

@@ -77,6 +77,7 @@ plotting.save_table(ece_pairs, f"ece_scores{suffix}")
 ece_pairs.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
 
 # %% [markdown]
+# (fig:expected_error_uncertainty)=
 # ## fig:expected_error_uncertainty
 # Bars: accuracy per confidence bin; hatched: the gap to the mean confidence in the bin;
 # dashed: perfect calibration.

@@ -66,6 +66,7 @@ plotting.save_table(thr, f"clustered-pac_thresholds{suffix}", floatfmt=".3f")
 thr.round(3)
 
 # %% [markdown]
+# (fig:clustered-pac)=
 # ## fig:clustered-pac
 
 # %%

@@ -43,7 +43,7 @@
 # `think_tokens = strong_chars / chars_per_token + hidden_think_tokens` and
 # `nothink_tokens = weak_chars / chars_per_token`, with 4 characters per token and **2000 hidden
 # reasoning tokens per problem — an assumption, not a measurement** (both are parameters). The
-# share of queries routed to the cheap model (Efficiency) needs no cost model and is the
+# share of queries routed to the cheap model (the routed share) needs no cost model and is the
 # primary efficiency measure here.
 #
 # **Writes** (only when the data are present) `figures/tables/realdata_case_study.{csv,md}`,

@@ -112,7 +112,7 @@ def _summary_rows():
         "sampling": "resample",
         "rule": "max",
         "eps": 0.05,
-        "Efficiency": 80.0,
+        "Routed_share": 80.0,
         "Violation": 50.0,
         "Max_group_violation": 40.0,
         "Max_group_violation_mcse": 4.9,
@@ -189,9 +189,9 @@ def test_paper_layout_cells_and_report_table():
     assert {"Error (%)", "Error paper (%)", "Max group violation (%)"} <= set(rep.columns)
 
 
-def test_pick_valid_bound_takes_the_most_efficient():
+def test_pick_valid_bound_takes_the_highest_routed_share():
     s = _summary_rows()
-    extra = s.iloc[[2]].assign(bound="wsr", Efficiency=90.0)
+    extra = s.iloc[[2]].assign(bound="wsr", Routed_share=90.0)
     best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}

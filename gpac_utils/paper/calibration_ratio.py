@@ -18,7 +18,7 @@ from .results_tables import paper_recipe, quiet_run
 
 # Summary columns reported in percent.
 _PERCENT_COLUMNS = (
-    "Error", "Error_Gap", "STP", "efficiency", "violation_max_group", "violation_any_group", "worst_group_error",
+    "Error", "Error_Gap", "STP", "routed_share", "violation_max_group", "violation_any_group", "worst_group_error",
 )  # fmt: skip
 #: Marker and line style per score.
 SCORE_STYLES = {"score_logits": ("o", "-"), "score_verbalized": ("s", "--"), "score_router": ("^", ":")}

@@ -198,7 +198,7 @@ def build_case_study(
 ) -> ResultsTable:
     """PAC vs G-PAC (known groups, if any) and PAC vs C-PAC (split, joint) on one real table.
 
-    Saves ``realdata_case_study`` (long), ``realdata_case_study_layout`` (with an Efficiency
+    Saves ``realdata_case_study`` (long), ``realdata_case_study_layout`` (with a Routed share
     row), ``realdata_group_violations`` (known groups) and ``realdata_errorbar_category``.
 
     Parameters
@@ -229,7 +229,7 @@ def build_case_study(
         groupings=groupings,
         file_name=f"realdata_case_study{suffix}",
         layout_suffix="_layout",
-        rows=LAYOUT_ROWS + (("Efficiency", "Efficiency (%)"),),
+        rows=LAYOUT_ROWS + (("Routed_share", "Routed share (%)"),),
         figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{source}: eps = {cfg['eps']}",
         # the real table's long table keeps its (empty) paper columns, as committed in figures/tables/

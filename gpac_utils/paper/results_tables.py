@@ -82,7 +82,7 @@ def quiet_run(table: pd.DataFrame, cfg: ExperimentConfig) -> pd.DataFrame:
     """:func:`~gpac_utils.experiment.run_experiment` without :class:`GroupWarning`.
 
     Small groups that cannot be calibrated always think: that is part of the method, and the
-    tables report efficiency, so the warnings are silenced here.
+    tables report the routed share, so the warnings are silenced here.
 
     Parameters
     ----------
@@ -185,7 +185,7 @@ _PERCENT_COLUMNS = (
     "Error",
     "Error_Gap",
     "STP",
-    "Efficiency",
+    "Routed_share",
     "Violation",
     "Max_group_violation",
     "Max_group_violation_mcse",
@@ -204,7 +204,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Error, Error_Gap, STP, Efficiency (% routed to the non-thinking model), Violation (share
+        Error, Error_Gap, STP, Routed_share (% routed to the non-thinking model), Violation (share
         of trials with *some* group's whole-table risk above eps), Max_group_violation (largest
         per-group violation rate) and its MCSE, most_violated_group, worst_group, trials.
     """
@@ -220,7 +220,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     s = pd.concat(rows, ignore_index=True)
     s = s.rename(
         columns={
-            "efficiency": "Efficiency",
+            "routed_share": "Routed_share",
             "violation_any_group": "Violation",
             "violation_max_group": "Max_group_violation",
             "violation_max_group_mcse": "Max_group_violation_mcse",
@@ -235,7 +235,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
-    """The valid bound with the highest mean efficiency of the group method (ties: the first).
+    """The valid bound with the highest mean routed share of the group method (ties: the first).
 
     Parameters
     ----------
@@ -247,13 +247,13 @@ def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
     name : str or None
         The bound (``None`` without valid rows).
     comparison : pandas.DataFrame
-        Mean Efficiency, STP, Error and Max_group_violation per bound, over datasets and scores.
+        Mean Routed_share, STP, Error and Max_group_violation per bound, over datasets and scores.
     """
     v = summary[summary.setting == "valid"]
     if v.empty:
         return None, pd.DataFrame()
-    comp = v.groupby("bound", sort=False)[["Efficiency", "STP", "Error", "Max_group_violation"]].mean().reset_index()
-    best = comp.sort_values("Efficiency", ascending=False, kind="stable")["bound"].iloc[0]
+    comp = v.groupby("bound", sort=False)[["Routed_share", "STP", "Error", "Max_group_violation"]].mean().reset_index()
+    best = comp.sort_values("Routed_share", ascending=False, kind="stable")["bound"].iloc[0]
     return str(best), comp
 
 

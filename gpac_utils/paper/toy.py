@@ -207,14 +207,14 @@ class _Positions:
         self.index = dict(zip(names.tolist(), np.split(order, ends)))
 
     def errors_and_routed(self, route, loss):
-        """``(group, E_j, routed share)`` per group, as ``group_errors`` and ``efficiency(route[labels == g])``."""
+        """``(group, E_j, routed share)`` per group, as ``group_errors`` and ``routed_share(route[labels == g])``."""
         r = np.asarray(route, dtype=bool)
         l = np.asarray(loss, dtype=float)
         same_mask = self.labels.dtype.kind == "U"  # labels == g is then labels.astype(str) == g
         out = []
         for grp, idx in self.index.items():
             routed = r[idx] if same_mask else np.asarray(route)[self.labels == grp]
-            out.append((grp, metrics.error(r[idx], l[idx]), metrics.efficiency(routed)))
+            out.append((grp, metrics.error(r[idx], l[idx]), metrics.routed_share(routed)))
         return out
 
 
@@ -245,7 +245,7 @@ def _evaluate(fitted: Mapping, ts: _TestSet) -> pd.DataFrame:
                 "partition": "all",
                 "group": ALL,
                 "risk": metrics.error(route, loss),
-                "routed": metrics.efficiency(route),
+                "routed": metrics.routed_share(route),
             }
         )
     return pd.DataFrame(rows)

@@ -5,7 +5,7 @@ module             what it holds
 =================  ==========================================================================
 populations        :class:`~.populations.RiskGroup`, :class:`~.populations.Population`, oracle
                    thresholds, the named populations of the notebooks
-oracle             notebook 10: PAC-optimal efficiencies, Proposition 3.3, calibrated efficiency
+oracle             notebook 10: PAC-optimal routed shares, Proposition 3.3, calibrated routed share
 partition_gap      notebook 11: the partition gap δ, Theorem 3.4, C-PAC coverage
 finite_sample      notebook 12: Theorem 3.2
 audit              notebook 13: the validity audit of every bound, scheme and rule

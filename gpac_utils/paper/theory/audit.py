@@ -1,8 +1,8 @@
 """The validity audit (notebook 13): does every upper confidence bound deliver P(R <= eps) >= 1 - alpha?
 
-:func:`validity_audit` computes the exact per-group violation rate and efficiency of every
-(bound, scheme, pi, rule, n, eps) cell on a population with known risk;
-:func:`audit_summary`, :func:`efficiency_vs_clt` and :func:`audit_paragraph` summarize it.
+:func:`validity_audit` computes the exact per-group violation rate and oracle ratio (routed share
+over the oracle threshold's) of every (bound, scheme, pi, rule, n, eps) cell on a population with known risk;
+:func:`audit_summary`, :func:`oracle_ratio_vs_clt` and :func:`audit_paragraph` summarize it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
 from ...workflow.paths import CPUS_ENV
-from .populations import Population, efficiency_ratio, names_or, oracle_threshold
+from .populations import Population, names_or, oracle_ratio, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
@@ -113,7 +113,7 @@ def _audit_unit(
                 thr = _selection.select(cand, ucb, eps, rule).reshape(G, B)
                 for gi, g in enumerate(names):
                     risk = pop.risk(thr[gi], g)
-                    eff = efficiency_ratio(pop, g, thr[gi], u_star[eps][g])
+                    eff = oracle_ratio(pop, g, thr[gi], u_star[eps][g])
                     rate = float(np.mean(risk > eps))
                     rows.append(
                         {
@@ -128,8 +128,8 @@ def _audit_unit(
                             "calibrations": B,
                             "violation_rate": rate,
                             "mcse": float(mcse(rate, B)),
-                            "efficiency": float(np.mean(eff)),
-                            "efficiency_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
+                            "oracle_ratio": float(np.mean(eff)),
+                            "oracle_ratio_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
                             "always_think": float(np.mean(~np.isfinite(thr[gi]))),
                             "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])),
                             "ucb_seconds": secs,
@@ -143,13 +143,13 @@ def _audit_unit_star(args):
 
 
 def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per-group violation rate and efficiency of every (bound, scheme, pi, rule, n, eps) cell.
+    """Per-group violation rate and oracle ratio of every (bound, scheme, pi, rule, n, eps) cell.
 
     For each ``n`` one set of ``calibrations`` calibration samples per group is drawn and shared
     by all schemes and bounds (common random numbers); for each (scheme, pi) one draw of the
     sampling terms is shared by all bounds; each bound's UCB curves are computed once (all groups
     and calibrations in one batched call) and reused for both selection rules and every ``eps``.
-    The violation event is ``R(u_hat | G_j) > eps`` with the exact risk; efficiency is
+    The violation event is ``R(u_hat | G_j) > eps`` with the exact risk; the oracle ratio is
     ``P(U <= u_hat | G_j) / P(U <= u*_j | G_j)`` (``u_hat = -inf`` counts as 0).
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with
@@ -212,7 +212,7 @@ def validity_audit(pop: Population, cfg: Mapping, groups: Sequence[str] | None =
 
 
 def audit_summary(audit: pd.DataFrame) -> pd.DataFrame:
-    """One row per (bound, scheme): cells, failing cells, worst violation rate, mean efficiency.
+    """One row per (bound, scheme): cells, failing cells, worst violation rate, mean oracle ratio.
 
     Parameters
     ----------
@@ -235,14 +235,14 @@ def audit_summary(audit: pd.DataFrame) -> pd.DataFrame:
                 "failing_cells": int((~d["pass"]).sum()),
                 "max_violation": float(d["violation_rate"].max()),
                 "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
-                "mean_efficiency": float(d["efficiency"].mean()),
+                "mean_oracle_ratio": float(d["oracle_ratio"].mean()),
             }
         )
     return pd.DataFrame(rows)
 
 
-def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "first-crossing") -> pd.DataFrame:
-    """Efficiency of every valid bound (valid schemes) relative to ``clt`` (paper's ``resample``) at ``n_group``.
+def oracle_ratio_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "first-crossing") -> pd.DataFrame:
+    """Oracle ratio of every valid bound (valid schemes) relative to ``clt`` (paper's ``resample``) at ``n_group``.
 
     For each (pi, eps, group): ``clt`` uses ``resample`` at that pi; a valid bound uses
     ``bernoulli`` at the same pi (``full`` for pi = 1).
@@ -259,11 +259,11 @@ def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "firs
     Returns
     -------
     pandas.DataFrame
-        Per (bound, scheme, pi, eps, group): efficiency, that of ``clt`` and their ratio.
+        Per (bound, scheme, pi, eps, group): oracle ratio, that of ``clt`` and their ratio.
     """
 
     d = audit[(audit["n_group"] == n_group) & (audit["rule"] == rule)]
-    clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["efficiency"]
+    clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["oracle_ratio"]
     rows = []
     for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
         for (pi, eps, group), e_clt in clt.items():
@@ -276,7 +276,7 @@ def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "firs
                 & (d["group"] == group)
             ]
             if len(sel):
-                e = float(sel["efficiency"].iloc[0])
+                e = float(sel["oracle_ratio"].iloc[0])
                 rows.append(
                     {
                         "bound": bound,
@@ -284,8 +284,8 @@ def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "firs
                         "pi": pi,
                         "eps": eps,
                         "group": group,
-                        "efficiency": e,
-                        "efficiency_clt": float(e_clt),
+                        "oracle_ratio": e,
+                        "oracle_ratio_clt": float(e_clt),
                         "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan,
                     }
                 )
@@ -293,14 +293,14 @@ def efficiency_vs_clt(audit: pd.DataFrame, n_group: int = 300, rule: str = "firs
 
 
 def audit_paragraph(audit: pd.DataFrame, n_group: int = 300, alpha: float = 0.05) -> str:
-    """The README paragraph: which bounds were valid in every cell, and the efficiency cost at ``n_group``.
+    """The README paragraph: which bounds were valid in every cell, and the routed-share cost at ``n_group``.
 
     Parameters
     ----------
     audit : pandas.DataFrame
         Output of :func:`validity_audit`.
     n_group : int, default 300
-        Calibration items per group of the efficiency comparison.
+        Calibration items per group of the oracle-ratio comparison.
     alpha : float, default 0.05
         Nominal miscoverage.
 
@@ -321,9 +321,9 @@ def audit_paragraph(audit: pd.DataFrame, n_group: int = 300, alpha: float = 0.05
     res = audit[audit["scheme"] == "resample"]
     res_worst = res.groupby("bound")["violation_rate"].max()
     clt = res[res["bound"] == "clt"]
-    eff = efficiency_vs_clt(audit, n_group)
+    eff = oracle_ratio_vs_clt(audit, n_group)
     passing = [b for b, *_ in always]
-    mean_eff = eff[eff["bound"].isin(passing)].groupby("bound")["efficiency"].mean()
+    mean_eff = eff[eff["bound"].isin(passing)].groupby("bound")["oracle_ratio"].mean()
     tight = mean_eff.idxmax() if len(mean_eff) else None
     n_cells = audit.groupby(["bound", "scheme", "pi", "rule", "n_group", "eps", "group"]).ngroups
     parts.append(
@@ -358,12 +358,13 @@ def audit_paragraph(audit: pd.DataFrame, n_group: int = 300, alpha: float = 0.05
     if tight is not None:
         t = eff[eff["bound"] == tight]
         per_pi = "; ".join(
-            f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['efficiency'].mean():.1f}% vs "
-            f"{100 * g['efficiency_clt'].mean():.1f}%, ratio {g['efficiency'].mean() / g['efficiency_clt'].mean():.2f}"
+            f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['oracle_ratio'].mean():.1f}% vs "
+            f"{100 * g['oracle_ratio_clt'].mean():.1f}%, "
+            f"ratio {g['oracle_ratio'].mean() / g['oracle_ratio_clt'].mean():.2f}"
             for pi, g in t.groupby("pi", sort=False)
         )
         parts.append(
-            f"At n_group = {n_group} the tightest bound that passed everywhere is {tight}; its mean efficiency "
+            f"At n_group = {n_group} the tightest bound that passed everywhere is {tight}; its mean oracle ratio "
             f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
             f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
             f"resampling about n, so the pi = 1 comparison is the like-for-like one."

@@ -1,8 +1,8 @@
-"""The oracle partition (notebook 10): PAC-optimal efficiencies and Proposition 3.3.
+"""The oracle partition (notebook 10): PAC-optimal routed shares and Proposition 3.3.
 
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
 threshold valid in every group and G-PAC; :func:`proposition_scan` checks Prop. 3.3 on random
-populations; :func:`calibrated_efficiency` repeats the comparison with finite calibration data.
+populations; :func:`calibrated_routed_share` repeats the comparison with finite calibration data.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .populations import Population, RiskGroup, oracle_threshold
 
 
 def oracle_summary(pop: Population, eps: float) -> dict:
-    """Efficiency of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
+    """Routed share of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
 
     All at the population level (PAC-optimal thresholds, infinite calibration data):
 
@@ -31,21 +31,21 @@ def oracle_summary(pop: Population, eps: float) -> dict:
     u_marg = oracle_threshold(pop, eps)
     u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
     u_common = float(np.min(u_j))
-    eff_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
+    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
     return {
         "eps": eps,
         "u_marginal": u_marg,
         "u_common": u_common,
         **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
-        "eff_marginal": float(pop.share(u_marg)),
-        "eff_common": float(pop.share(u_common)),
-        "eff_grouped": eff_grouped,
+        "routed_share_marginal": float(pop.share(u_marg)),
+        "routed_share_common": float(pop.share(u_common)),
+        "routed_share_grouped": routed_share_grouped,
         **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
         "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
     }
 
 
-def efficiency_table(pop: Population, eps_grid) -> pd.DataFrame:
+def routed_share_table(pop: Population, eps_grid) -> pd.DataFrame:
     """:func:`oracle_summary` for every ``eps`` in the grid (one row each).
 
     Parameters
@@ -89,7 +89,7 @@ def random_population(rng, k: int = 3, identical: bool = False) -> Population:
 
 
 def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFrame:
-    """Oracle efficiencies on ``n`` random heterogeneous and ``n`` identical-group populations.
+    """Oracle routed shares on ``n`` random heterogeneous and ``n`` identical-group populations.
 
     Parameters
     ----------
@@ -120,9 +120,9 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFram
                         "population": i,
                         "identical_groups": identical,
                         "eps": float(eps),
-                        "eff_marginal": s["eff_marginal"],
-                        "eff_common": s["eff_common"],
-                        "eff_grouped": s["eff_grouped"],
+                        "routed_share_marginal": s["routed_share_marginal"],
+                        "routed_share_common": s["routed_share_common"],
+                        "routed_share_grouped": s["routed_share_grouped"],
                         "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
                         "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
                         "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
@@ -156,31 +156,31 @@ def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
                 "statement": "corrected: grouped >= common valid threshold",
                 "populations": "heterogeneous",
                 "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_common"] - tol).sum()),
+                "holds": int((het["routed_share_grouped"] >= het["routed_share_common"] - tol).sum()),
             },
             {
                 "statement": "corrected, strict when thresholds differ",
                 "populations": "heterogeneous",
                 "cases": len(differ),
-                "holds": int((differ["eff_grouped"] > differ["eff_common"]).sum()),
+                "holds": int((differ["routed_share_grouped"] > differ["routed_share_common"]).sum()),
             },
             {
                 "statement": "equality: grouped == marginal",
                 "populations": "identical groups",
                 "cases": len(ident),
-                "holds": int((np.abs(ident["eff_grouped"] - ident["eff_marginal"]) <= 1e-7).sum()),
+                "holds": int((np.abs(ident["routed_share_grouped"] - ident["routed_share_marginal"]) <= 1e-7).sum()),
             },
             {
                 "statement": "as stated: grouped >= marginal",
                 "populations": "heterogeneous",
                 "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_marginal"] - tol).sum()),
+                "holds": int((het["routed_share_grouped"] >= het["routed_share_marginal"] - tol).sum()),
             },
             {
                 "statement": "as stated, when the marginal threshold is valid in every group",
                 "populations": "heterogeneous",
                 "cases": len(valid),
-                "holds": int((valid["eff_grouped"] >= valid["eff_marginal"] - tol).sum()),
+                "holds": int((valid["routed_share_grouped"] >= valid["routed_share_marginal"] - tol).sum()),
             },
         ]
     )
@@ -188,7 +188,7 @@ def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     return check
 
 
-def calibrated_efficiency(pop: Population, cfg: Mapping) -> pd.DataFrame:
+def calibrated_routed_share(pop: Population, cfg: Mapping) -> pd.DataFrame:
     """Calibrated marginal PAC vs G-PAC against the oracle, over ``cfg["calibrations"]`` repetitions.
 
     G-PAC calibrates each group on its ``round(w_j n_cal)`` items (Algorithm 2); marginal PAC
@@ -235,8 +235,8 @@ def calibrated_efficiency(pop: Population, cfg: Mapping) -> pd.DataFrame:
                 {
                     "method": method,
                     "group": g,
-                    "share": float(np.mean(share)),
-                    "share_oracle": float(pop.share(oracle(g), g)),
+                    "routed_share": float(np.mean(share)),
+                    "routed_share_oracle": float(pop.share(oracle(g), g)),
                     "violation_rate": float(np.mean(risk > eps)),
                     "mean_risk": float(np.mean(risk)),
                 }
@@ -247,8 +247,8 @@ def calibrated_efficiency(pop: Population, cfg: Mapping) -> pd.DataFrame:
             {
                 "method": method,
                 "group": ALL,
-                "share": total,
-                "share_oracle": total_oracle,
+                "routed_share": total,
+                "routed_share_oracle": total_oracle,
                 "violation_rate": np.nan,
                 "mean_risk": np.nan,
             }

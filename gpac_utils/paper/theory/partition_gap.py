@@ -3,7 +3,7 @@ r"""Learned partitions of the U axis (notebook 11): the partition gap and Theore
 :func:`partition_gap` takes a confusion matrix ``C[i, j] = P(g_hat = i, g_star = j)`` and returns
 :math:`\delta = \min_\sigma P(\hat g \ne \sigma(g^*))` (an assignment problem, Eq. partition-gap);
 :func:`interval_confusion` builds ``C`` for two partitions of the ``U`` axis given by boundaries.
-:func:`partition_gap_experiment` measures δ and the efficiency loss of learned partitions,
+:func:`partition_gap_experiment` measures δ and the routed-share loss of learned partitions,
 :func:`cpac_coverage` the per-learned-group violation rate of C-PAC (split vs joint).
 """
 
@@ -20,7 +20,7 @@ from scipy import optimize
 
 from ...calibrate import CPAC, GroupWarning
 from ...metrics import mcse
-from ...partition import PARTITION_METHODS, ScorePartitioner
+from ...partition import PARTITION_ALGORITHMS, ScorePartitioner
 from ...recipe import Recipe
 from .populations import Population, ScalarView, sup_feasible, sup_feasible_scalar
 
@@ -98,7 +98,7 @@ def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
-def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=None) -> float:
+def interval_partition_routed_share(pop: Population, boundaries, eps, thresholds=None) -> float:
     """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given."""
     e = interval_edges(boundaries)
     u = interval_thresholds(pop, boundaries, eps) if thresholds is None else np.asarray(thresholds, float)
@@ -144,12 +144,12 @@ def fit_power_law(n, delta):
 
 
 def partition_gap_experiment(
-    pop: Population, oracle_boundaries, cfg: Mapping, methods: Sequence[str] = PARTITION_METHODS
+    pop: Population, oracle_boundaries, cfg: Mapping, algorithms: Sequence[str] = PARTITION_ALGORITHMS
 ) -> pd.DataFrame:
-    """δ and the efficiency loss of learned interval partitions, ``cfg["reps"]`` samples per ``n``.
+    """δ and the routed-share loss of learned interval partitions, ``cfg["reps"]`` samples per ``n``.
 
     Each row: the learned boundaries' partition gap δ (Eq. partition-gap, exact from the
-    population), the population efficiency of the learned partition with its own PAC-optimal
+    population), the population routed share of the learned partition with its own PAC-optimal
     thresholds, that of the oracle partition, and the loss ``Eff(G*) - Eff(G_hat)`` to compare
     with Theorem 3.4's ``2 δ``.
 
@@ -161,33 +161,33 @@ def partition_gap_experiment(
         The reference partition of the U axis.
     cfg : Mapping
         ``n_grid`` (sample sizes), ``reps``, ``eps``, ``k``, ``seed``.
-    methods : sequence of str
-        Partition methods (:data:`gpac_utils.partition.PARTITION_METHODS`).
+    algorithms : sequence of str
+        Partition algorithms (:data:`gpac_utils.partition.PARTITION_ALGORITHMS`).
 
     Returns
     -------
     pandas.DataFrame
     """
     eps, k, seed = cfg["eps"], cfg["k"], cfg["seed"]
-    eff_star = interval_partition_efficiency(pop, oracle_boundaries, eps)
+    share_star = interval_partition_routed_share(pop, oracle_boundaries, eps)
     rows = []
     for ni, n in enumerate(cfg["n_grid"]):
         rng = np.random.default_rng([seed, ni, int(n)])
         for r in range(int(cfg["reps"])):
             _, u, _ = pop.sample(int(n), rng)
-            for method in methods:
-                b = ScorePartitioner(k, method).fit(u).boundaries
+            for algorithm in algorithms:
+                b = ScorePartitioner(k, algorithm).fit(u).boundaries
                 delta = partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                eff = interval_partition_efficiency(pop, b, eps)
+                share = interval_partition_routed_share(pop, b, eps)
                 rows.append(
                     {
                         "n": int(n),
                         "rep": r,
-                        "method": method,
+                        "algorithm": algorithm,
                         "delta": delta,
-                        "eff_oracle": eff_star,
-                        "eff_learned": eff,
-                        "eff_loss": eff_star - eff,
+                        "routed_share_oracle": share_star,
+                        "routed_share_learned": share,
+                        "routed_share_loss": share_star - share,
                         "bound_2delta": 2 * delta,
                         "boundaries": ",".join(f"{x:.4f}" for x in b),
                     }
@@ -196,7 +196,7 @@ def partition_gap_experiment(
 
 
 def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
-    """Mean δ per (method, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
+    """Mean δ per (algorithm, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
 
     Parameters
     ----------
@@ -206,27 +206,27 @@ def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float,
     Returns
     -------
     summary : pandas.DataFrame
-        Per (method, n): ``delta_mean, delta_se, eff_loss_mean, eff_loss_max,
+        Per (algorithm, n): ``delta_mean, delta_se, routed_share_loss_mean, routed_share_loss_max,
         share_within_2delta, fitted_C, fitted_beta``.
     rates : dict of str to (float, float)
-        ``(C, beta)`` per method.
+        ``(C, beta)`` per algorithm.
     """
     agg = (
-        gap.groupby(["method", "n"])
+        gap.groupby(["algorithm", "n"])
         .agg(
             delta_mean=("delta", "mean"),
             delta_se=("delta", "sem"),
-            eff_loss_mean=("eff_loss", "mean"),
-            eff_loss_max=("eff_loss", "max"),
+            routed_share_loss_mean=("routed_share_loss", "mean"),
+            routed_share_loss_max=("routed_share_loss", "max"),
         )
         .reset_index()
     )
     agg["share_within_2delta"] = [
-        float((g["eff_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["method", "n"])
+        float((g["routed_share_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["algorithm", "n"])
     ]
-    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("method")}
-    agg["fitted_C"] = agg["method"].map(lambda m: rates[m][0])
-    agg["fitted_beta"] = agg["method"].map(lambda m: rates[m][1])
+    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("algorithm")}
+    agg["fitted_C"] = agg["algorithm"].map(lambda m: rates[m][0])
+    agg["fitted_beta"] = agg["algorithm"].map(lambda m: rates[m][1])
     return agg, rates
 
 
@@ -242,7 +242,7 @@ def cpac_coverage(pop: Population, cfg: Mapping, oracle_boundaries=None, modes=(
         The population.
     cfg : Mapping
         ``cover_n`` (sizes), ``cover_reps``, ``eps``, ``alpha``, ``bound``, ``sampling``, ``k``,
-        ``partition`` (method), ``seed``.
+        ``partition`` (algorithm), ``seed``.
     oracle_boundaries : array_like, optional
         The reference partition (for δ of every learned partition).
     modes : sequence of str
@@ -320,7 +320,7 @@ def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 
 def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int = 3):
-    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population efficiency.
+    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population routed share.
 
     Parameters
     ----------
@@ -336,13 +336,13 @@ def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int 
     Returns
     -------
     boundaries : tuple of float
-    efficiency : float
+    routed_share : float
     """
     pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
     best = (-1.0, None)
     combos = itertools.combinations(pts, k - 1)
     for b in combos:
-        e = interval_partition_efficiency(pop, list(b), eps)
+        e = interval_partition_routed_share(pop, list(b), eps)
         if e > best[0]:
             best = (e, b)
     return best[1], best[0]

@@ -329,7 +329,7 @@ def closed_form_threshold(g: RiskGroup, eps):
     return np.where(u >= g.hi, np.inf, u)
 
 
-def efficiency_ratio(pop: Population, group: str, u_hat, u_star):
+def oracle_ratio(pop: Population, group: str, u_hat, u_star):
     """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share.
 
     Parameters

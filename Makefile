@@ -41,18 +41,19 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 venv: $(STAMP)
 
 # Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
-# notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run) or --forceall.
+# notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run), --forceall or targets
+# (build/paper/21_table_known_groups.ipynb).
 SNAKEMAKE_ARGS ?=
 
 reproduce: $(STAMP)
-	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete --config profile=$(PROFILE) $(SNAKEMAKE_ARGS)
+	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE)
 
 # A papermill batch: one notebook over the grid in $(GRID), $(JOBS) runs at a time, one combined table
 # under build/batch/<grid name>/combined.csv (workflow/batch.smk).
 GRID ?= notebooks/grids/known_groups_eps_score.yaml
 
 batch: $(STAMP)
-	$(PY) -m snakemake -s workflow/batch.smk --cores $(JOBS) --config grid=$(GRID) $(SNAKEMAKE_ARGS)
+	$(PY) -m snakemake -s workflow/batch.smk --cores $(JOBS) $(SNAKEMAKE_ARGS) --config grid=$(GRID)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gpac_utils tests notebooks benchmarks

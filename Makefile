@@ -46,7 +46,7 @@ venv: $(STAMP)
 SNAKEMAKE_ARGS ?=
 
 reproduce: $(STAMP)
-	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE)
+	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete --rerun-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE)
 
 # A papermill batch: one notebook over the grid in $(GRID), $(JOBS) runs at a time, one combined table
 # under build/batch/<grid name>/combined.csv (workflow/batch.smk).

@@ -46,17 +46,12 @@ def items():
 
 
 def _walk(items, folder, backend, engine=None, roles=gen.ROLES):
-    """The walk through :func:`gen.generate`, with ``engine`` when given (one engine for the module)."""
-    mp = pytest.MonkeyPatch()
-    if engine is not None:
-        mp.setattr(gen, "make_engine", lambda *a, **k: engine)
-    try:
-        kw = {} if backend == "vllm" else {"engine_kwargs": {"batch_size": 16, "device": "cpu"}}
-        return gen.generate(
-            items, MODELS, folder, backend=backend, samplings=gen.walk_samplings(), roles=roles, progress=False, **kw
-        )
-    finally:
-        mp.undo()
+    """The walk through :func:`gen.generate`, on ``engine`` when given (one engine for the module)."""
+    kw = {} if backend == "vllm" else {"engine_kwargs": {"batch_size": 16, "device": "cpu"}}
+    return gen.generate(
+        items, MODELS, folder, backend=backend, samplings=gen.walk_samplings(), roles=roles, engine=engine,
+        progress=False, **kw,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

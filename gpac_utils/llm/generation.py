@@ -457,6 +457,7 @@ def generate(
     roles=ROLES,
     shard="0/1",
     seed: int = 0,
+    engine=None,
     engine_kwargs: dict | None = None,
     progress: bool = True,
 ) -> dict:
@@ -465,7 +466,8 @@ def generate(
     ``samplings``: per role (default :func:`pair_samplings`; the walk: :func:`walk_samplings`).
     Each role reads its conversation from the items' ``messages_<role>`` column when there is one
     (the walk's ``messages_nothink``), else ``messages``; ``verbalized`` is built from the first
-    ``nothink`` answer. ``engine_kwargs`` go to the engine (:func:`make_engine`).
+    ``nothink`` answer. ``engine``: one engine for every role (the walk's one model; e.g. shared
+    by several calls), else one is built per model by :func:`make_engine` with ``engine_kwargs``.
     """
     from .scoring import verbalized_messages
 
@@ -473,7 +475,9 @@ def generate(
     if [r for r in roles if r not in ROLES] or [r for r in roles if r not in samplings]:
         raise ValueError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
     save_items(items, folder)
-    report, engine = {}, None
+    report = {}
+    if engine is not None and {models["think"], models["nothink"]} != {engine.model}:
+        raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
     for role in roles:
         model, sampling, role_items = models["think" if role == "think" else "nothink"], samplings[role], items
         if engine is None or engine.model != model:

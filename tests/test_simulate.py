@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import math
+import sys
 
 import numpy as np
 import pandas as pd
@@ -249,11 +251,28 @@ def test_tokens(committed, benchmark, pair):
 # ---------------------------------------------------------------- seeding, files, errors
 
 
-def test_regeneration_is_byte_identical(tmp_path):
-    paths = S.write_all(tmp_path)
-    assert len(paths) == 8
+@pytest.mark.parametrize("cpu", ["native", "no-avx512"])
+def test_regeneration_is_byte_identical(tmp_path, cpu, request):
+    """The committed tables come out byte for byte, with numpy's full SIMD dispatch and with its
+    AVX-512 code paths and OpenBLAS's kernels narrowed to AVX2 (what an AVX2-only machine runs)."""
+    if cpu == "native":
+        paths = S.write_all(tmp_path)
+        assert len(paths) == 8
+    else:
+        request.getfixturevalue("run_narrowed")(
+            [sys.executable, "-m", "gpac_utils.paper.simulate", "--folder", str(tmp_path)]
+        )
     for b, p in TABLES:
         assert S.table_path(b, p, tmp_path).read_bytes() == S.table_path(b, p).read_bytes(), (b, p)
+
+
+def test_portable_exp_is_within_one_ulp_of_libm():
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-40, 40, 20_000), rng.uniform(-700, 700, 5_000), np.linspace(-1, 1, 2001)])
+    ref = np.array([math.exp(v) for v in x])
+    ulps = np.abs(S.portable_exp(x) - ref) / np.spacing(ref)
+    assert ulps.max() <= 1.0
+    assert S.portable_exp(np.array([0.0]))[0] == 1.0
 
 
 def test_seed_changes_table_and_paths():

@@ -61,6 +61,7 @@ per model pair); :data:`SCORE_MODELS` holds the score-model constants shared by 
 from __future__ import annotations
 
 import argparse
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,15 +297,44 @@ def rng_for(name: str, seed: int = BASE_SEED) -> np.random.Generator:
 # --------------------------------------------------------------------------------------
 
 
+# The simulator's exp uses IEEE-754 basic operations only (+, -, *, rint, ldexp), which round the same
+# way on every machine. numpy's own ``np.exp`` dispatches to CPU-specific SIMD code (AVX-512 vs libm
+# on AVX2) whose last bit differs, and the committed tables must not depend on the CPU.
+_LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of log(2): the low 32 bits of _LN2_HI are zero,
+_LN2_LO = 1.90821492927058770002e-10  # so k * _LN2_HI is exact for |k| < 2**20
+_INV_LN2 = 1.44269504088896338700e00
+_EXP_TAYLOR = [1.0 / math.factorial(j) for j in range(13, -1, -1)]  # 1/13!, ..., 1/1!, 1/0!
+
+
+def portable_exp(x) -> np.ndarray:
+    """``exp(x)`` within 2 ulp of the exact value, bit-identical on every IEEE-754 machine.
+
+    Range reduction ``x = k log 2 + r`` with ``|r| <= log(2) / 2`` (Cody-Waite), the Taylor
+    polynomial of degree 13 in ``r`` by Horner's rule (truncation error below 1e-17 relative),
+    then ``2**k`` by ``ldexp``. Inputs are the simulator's: finite, ``|x| < 700``.
+    """
+    x = np.asarray(x, dtype=float)
+    k = np.rint(x * _INV_LN2)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _EXP_TAYLOR[0])
+    for c in _EXP_TAYLOR[1:]:
+        p = p * r + c
+    return np.ldexp(p, k.astype(np.int32))
+
+
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    return 1.0 / (1.0 + portable_exp(-np.asarray(x, dtype=float)))
 
 
 def _solve_intercept(f, target: float, lo: float = -30.0, hi: float = 30.0) -> float:
-    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``)."""
+    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``).
+
+    The mean is an exactly rounded sum (``math.fsum``), so no comparison depends on the CPU.
+    """
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if f(mid).mean() < target:
+        values = f(mid)
+        if math.fsum(values.ravel()) / values.size < target:
             lo = mid
         else:
             hi = mid
@@ -427,7 +457,10 @@ def simulated_router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndar
         Scores in (0, 1).
     """
     s = SCORE_MODELS["score_router"]
-    z = (difficulty - difficulty.mean()) / difficulty.std()
+    # mean and standard deviation from exactly rounded sums (CPU-independent)
+    mean = math.fsum(difficulty) / difficulty.size
+    sd = math.sqrt(math.fsum((difficulty - mean) ** 2) / difficulty.size)
+    z = (difficulty - mean) / sd
     return _sigmoid(ROUTER_INTERCEPT + s.scale * z + s.tau * noise)
 
 
@@ -459,10 +492,10 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
     out[D.THINK_TOKENS] = np.maximum(
-        1, np.rint(np.exp(np.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
+        1, np.rint(portable_exp(math.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
     ).astype(np.int64)
     out[D.NOTHINK_TOKENS] = np.maximum(
-        1, np.rint(np.exp(np.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
+        1, np.rint(portable_exp(math.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
     ).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)

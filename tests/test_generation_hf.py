@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from gpac_utils.llm.generation import Sampling, load_generations, run_generation  # noqa: E402
-from gpac_utils.llm.generation.hf_backend import TransformersEngine  # noqa: E402
+from gpac_utils.llm.engines import Sampling, TransformersEngine  # noqa: E402
+from gpac_utils.llm.generation import load_generations, run_generation  # noqa: E402
 
 WORDS = ["the", "answer", "is", "two", "three", "step", "so", "boxed", "yes", "no", "what", "plus", "one"]
 SPECIAL = ["<pad>", "<eos>", "<unk>", "</think>"]
@@ -58,7 +58,7 @@ def test_raw_logprobs_match_teacher_forcing(tiny):
     eng = TransformersEngine(str(tiny), device="cpu")
     [comps] = eng.generate([CONV], [Sampling(temperature=1.0, top_p=0.9, top_k=5, max_tokens=12, n=2, seed=4)])
     assert len(comps) == 2
-    prompt = eng._encode(CONV)[0]
+    prompt = torch.tensor(eng._encode(CONV))
     for c in comps:
         assert 0 < len(c.token_ids) <= 12 and len(c.token_logprobs) == len(c.token_ids)
         assert c.finish_reason in ("stop", "length")
@@ -78,7 +78,7 @@ def test_processed_logprobs_and_seed(tiny):
     a, b = raw.generate([CONV], [s])[0][0], proc.generate([CONV], [s])[0][0]
     assert a.token_ids == b.token_ids  # same seed, same sample
     # independent reference: logits / T, keep the top 3, renormalise, take the sampled token
-    prompt = raw._encode(CONV)[0]
+    prompt = torch.tensor(raw._encode(CONV))
     ids = torch.cat([prompt, torch.tensor(a.token_ids)]).unsqueeze(0)
     with torch.no_grad():
         logits = raw.hf_model(ids).logits[0, len(prompt) - 1 : -1].float() / 0.7
@@ -90,10 +90,10 @@ def test_processed_logprobs_and_seed(tiny):
 
 
 def test_transformers_runner_end_to_end(tiny, tmp_path):
-    eng = TransformersEngine(str(tiny), device="cpu")
+    eng = TransformersEngine(str(tiny), device="cpu", batch_size=2)
     items = pd.DataFrame({"item_id": ["a", "b", "c"], "messages": [CONV, CONV, [{"role": "user", "content": "yes"}]]})
     s = Sampling(temperature=1.0, max_tokens=8)
-    run_generation(items, eng, tmp_path, role="think", sampling=s, thinking=True, batch_size=2, progress=False)
+    run_generation(items, eng, tmp_path, role="think", sampling=s, thinking=True, progress=False)
     g = load_generations(tmp_path, "think", items["item_id"])
     assert list(g["item_id"]) == ["a", "b", "c"] and (g["backend"] == "transformers").all()
     assert ((g["reasoning_tokens"] + g["answer_tokens"]) == g["n_tokens"]).all()

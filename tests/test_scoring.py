@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import data
+from gpac_utils import data, metrics
 from gpac_utils.llm import scoring as sc
 
 FIX = Path(__file__).parent / "fixtures"
@@ -79,38 +79,29 @@ def test_ece_matches_bruteforce_and_calibrated_is_small():
         c = rng.uniform(size=200)
         c[:5] = [0.0, 1.0, 0.1, 0.5, 0.9]  # bin edges
         y = (rng.uniform(size=200) < rng.uniform(size=200)).astype(int)
-        assert sc.expected_calibration_error(c, y, 10) == pytest.approx(_ece_bruteforce(c, y, 10), abs=1e-12)
+        assert metrics.expected_calibration_error(c, y, 10) == pytest.approx(_ece_bruteforce(c, y, 10), abs=1e-12)
     # perfectly calibrated: y ~ Bern(c). E[ECE] is O(sqrt(B / n)); over 200 reps its mean is small
     eces = []
     for _ in range(200):
         c = rng.uniform(size=2000)
-        eces.append(sc.expected_calibration_error(c, rng.uniform(size=2000) < c))
+        eces.append(metrics.expected_calibration_error(c, rng.uniform(size=2000) < c))
     eces = np.asarray(eces)
     # each bin's |gap| has sd ~ sqrt(0.25/200); the mean ECE must be below 3 x that scale + 3 MCSE
     assert eces.mean() < 3 * np.sqrt(0.25 / 200) + 3 * eces.std() / np.sqrt(len(eces))
     # constant overconfidence 0.9 vs 50% accuracy: ECE -> 0.4
-    assert sc.expected_calibration_error(np.full(4000, 0.9), rng.uniform(size=4000) < 0.5) == pytest.approx(
+    assert metrics.expected_calibration_error(np.full(4000, 0.9), rng.uniform(size=4000) < 0.5) == pytest.approx(
         0.4, abs=4 * np.sqrt(0.25 / 4000)
     )
 
 
 def test_reliability_curve_and_errors():
-    curve = sc.reliability_curve([0.05, 0.15, 0.95, 1.0], [0, 1, 1, 1], n_bins=10)
+    curve = metrics.reliability_curve([0.05, 0.15, 0.95, 1.0], [0, 1, 1, 1], n_bins=10)
     assert curve["n"].tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 0, 2]
     assert curve.loc[9, "accuracy"] == 1.0 and curve.loc[9, "mean_confidence"] == pytest.approx(0.975)
     with pytest.raises(ValueError, match="index \\[1\\]"):
-        sc.reliability_curve([0.1, 1.2], [0, 1])
+        metrics.reliability_curve([0.1, 1.2], [0, 1])
     with pytest.raises(ValueError, match="0/1"):
-        sc.reliability_curve([0.1, 0.2], [0, 2])
-
-
-def test_score_ece_on_table():
-    t = pd.DataFrame({"nothink_correct": [1, 0, 1, 1], "score_a": [0.1, 0.9, 0.2, 0.0]})
-    out = sc.score_ece(t, n_bins=5)
-    assert out["score"].tolist() == ["score_a"]
-    assert out["ece"].iloc[0] == pytest.approx(
-        _ece_bruteforce(1 - t["score_a"].to_numpy(), t["nothink_correct"].to_numpy(), 5)
-    )
+        metrics.reliability_curve([0.1, 0.2], [0, 2])
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +143,6 @@ def test_router_on_fixture(embedder):
     k = next(StratifiedKFold(4, shuffle=True, random_state=0).split(X, y))
     manual = sc.router_score(sc.fit_router(X[k[0]], y[k[0]]), X[k[1]])
     np.testing.assert_allclose(u[k[1]], manual)
-    held, mask = sc.holdout_router_scores(X, y, train_fraction=0.5, seed=1)
-    assert mask.sum() == len(held) == len(y) - 12
     with pytest.raises(ValueError, match="each class"):
         sc.crossfit_router_scores(X[:6], y[:6], folds=4)
 

@@ -24,7 +24,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def engine():
-    from gpac_utils.llm.generation.hf_backend import TransformersEngine
+    from gpac_utils.llm.engines import TransformersEngine
 
     return TransformersEngine("smollm2-135m", device="cpu")
 
@@ -46,7 +46,7 @@ def test_converted_folder_is_plain(engine):
 
 
 def test_answers_two_plus_three(engine):
-    from gpac_utils.llm.generation import Sampling
+    from gpac_utils.llm.engines import Sampling
 
     [[c]] = engine.generate([[{"role": "user", "content": "What is 2+3?"}]], [Sampling(temperature=0, max_tokens=16)])
     assert "5" in c.text and c.finish_reason == "stop" and c.token_ids[-1] == 2
@@ -55,7 +55,7 @@ def test_answers_two_plus_three(engine):
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_batch_of_four_equals_one_at_a_time(engine, temperature):
     from gpac_utils.llm.benchmarks import load_benchmark
-    from gpac_utils.llm.generation import Sampling
+    from gpac_utils.llm.engines import Sampling
 
     items = load_benchmark("walk").iloc[[0, 13, 26, 40]]  # one per subject, different prompt lengths
     convs = list(items["messages_nothink"])

@@ -17,8 +17,7 @@ pytest.importorskip("gguf")
 
 from gpac_utils import data as D  # noqa: E402
 from gpac_utils.llm import tiny  # noqa: E402
-from gpac_utils.llm import walk as llm_walk  # noqa: E402
-from gpac_utils.llm.generation import ROLES, load_generations  # noqa: E402
+from gpac_utils.llm.generation import ROLES, generations_status, load_generations  # noqa: E402
 from gpac_utils.workflow import walk  # noqa: E402
 
 try:
@@ -45,7 +44,7 @@ def test_notebooks_ran_without_errors(walked):
 
 def test_generation_records_are_complete(walked):
     folder = walked.generations
-    assert llm_walk.generations_status(folder) == "complete"
+    assert generations_status(folder) == "complete"
     items = pd.read_parquet(folder / "items.parquet")
     assert len(items) == N_ITEMS
     for role in ROLES:

@@ -31,7 +31,6 @@ import math
 import re
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -312,8 +311,3 @@ def grade(benchmark: str, response: str, gold) -> bool:
     if benchmark == "arena_hard":
         raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.llm.scoring.semantic_loss)")
     raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {GRADED}")
-
-
-@lru_cache(maxsize=1)
-def _warm() -> None:  # pragma: no cover - convenience for notebooks
-    grade_math("\\boxed{1}", "1")

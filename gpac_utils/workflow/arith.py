@@ -83,7 +83,13 @@ def make_engine(backend: str, seed: int = SEED):
 
 
 def generate(
-    folder: str | Path, items: pd.DataFrame, *, backend: str = "vllm", seed: int = SEED, chunks: int = 1
+    folder: str | Path,
+    items: pd.DataFrame,
+    *,
+    backend: str = "vllm",
+    seed: int = SEED,
+    chunks: int = 1,
+    only: Sequence[int] | None = None,
 ) -> list[dict]:
     """``01_generate``'s walk branch on ``items`` into the run folder ``folder`` (resumable).
 
@@ -101,6 +107,9 @@ def generate(
         Run the items as ``chunks`` shards one after the other with one engine (all roles of
         shard ``i/chunks`` before shard ``i+1``), so that a long run has finished items early.
         Records do not depend on it (per-item seeds).
+    only : sequence of int, optional
+        Run only these chunks (another process, e.g. bound to another core with
+        ``VLLM_CPU_OMP_THREADS_BIND``, runs the others; never two processes on one chunk).
 
     Returns
     -------
@@ -112,7 +121,7 @@ def generate(
     engine = make_engine(backend, seed)
     samplings = walk.walk_samplings(n_verbalized=N_VERBALIZED)
     reports = []
-    for i in range(int(chunks)):
+    for i in range(int(chunks)) if only is None else only:
         start = time.perf_counter()
         reports.append(
             walk.generate_walk(
@@ -278,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--out", type=Path, default=BUILD / "arith" / "generations", help="generations root")
     g.add_argument("--n-items", type=int, default=None, help="a seeded subset (default: all)")
     g.add_argument("--chunks", type=int, default=8, help="shards run one after the other (finished items early)")
+    g.add_argument("--only", type=int, nargs="*", default=None, help="run only these chunks")
     c = sub.add_parser("check", help="regenerate a few committed items and compare")
     c.add_argument("--n-per-group", type=int, default=2)
     c.add_argument("--backend", choices=("auto", "vllm", "transformers"), default="auto")
@@ -288,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..llm.benchmarks import load_benchmark
 
         items = load_benchmark(BENCHMARK, n_items=a.n_items, seed=SEED)
-        report = generate(Path(a.out) / f"{BENCHMARK}__{PAIR}", items, backend="vllm", chunks=a.chunks)
+        report = generate(Path(a.out) / f"{BENCHMARK}__{PAIR}", items, backend="vllm", chunks=a.chunks, only=a.only)
         print(report)
         print(f"generate: {len(items)} items in {time.perf_counter() - start:.0f} s")
         return 0

@@ -176,3 +176,40 @@ def test_vllm_reproduces_a_subset_of_the_committed_table(tmp_path):
     result = arith.check(tmp_path, n_per_group=1, backend="vllm")
     assert result.same_engine and result.n_items >= 5
     assert result.passed, result.summary()
+
+
+@pytest.mark.slow
+def test_transformers_agrees_with_the_committed_greedy_think_role(tmp_path):
+    """Another engine (transformers, fp32, CPU): the greedy think role's correctness agrees."""
+    pytest.importorskip("transformers")
+    from gpac_utils.workflow import arith
+
+    if not arith.TABLE.exists():
+        pytest.skip(f"{arith.TABLE} not generated yet")
+    result = arith.check(tmp_path, n_per_group=1, backend="transformers")
+    assert not result.same_engine and result.n_items >= 5
+    assert result.passed, result.summary()
+
+
+@pytest.mark.parametrize(
+    "reply, gold, ok",
+    [
+        ("7 times 6 is 42. Then 42 + 5 = 47. The answer is \\boxed{47}.", "47", True),
+        ("The answer is \\boxed{47}. (42 + 5)", "47", True),  # the box wins over later numbers
+        ("\\boxed{x = 5}", "5", True),
+        ("\\boxed{46}", "47", False),
+        ("47", "47", True),
+        ("It is 47.0", "47", True),
+        ("1,250", "1250", True),
+        ("-12", "-12", True),
+        ("12", "-12", False),
+        ("47 is the answer to 40 + 7", "47", False),  # the last number counts
+        ("no number here", "3", False),
+        ("", "3", False),
+    ],
+)
+def test_grade_is_exact(reply, gold, ok):
+    from gpac_utils.llm import grading
+
+    assert arithmetic.grade(reply, gold) is ok
+    assert grading.grade("arith", reply, gold) is ok

@@ -16,6 +16,9 @@ group never changes another's. Operands are drawn with replacement: small groups
 1-digit`` has 64 distinct questions) repeat questions, as i.i.d. draws from the group's question
 distribution do. Items are ordered group by group; ``item_id`` is ``arith/<group>/<k>``.
 
+Grading (:func:`grade`) is exact and needs no symbolic parser: the reply's last ``\\boxed{}``
+(else the whole reply) is read for its last number, which must equal the gold integer.
+
 The items are in MATH-500's columns (``problem``, ``answer``, ``subject`` = the group,
 ``level``, ``unique_id``), so :func:`gpac_utils.llm.benchmarks.load_benchmark` treats them like
 the shipped ``walk`` items (one-shot ``think`` and final-answer-only ``nothink`` conversations).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -141,3 +145,23 @@ def make_items(n_per_group: int = ITEMS_PER_GROUP, seed: int = SEED, groups=GROU
                 }
             )
     return pd.DataFrame(rows)
+
+
+def grade(response: str, gold: str) -> bool:
+    r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
+    equals ``gold``.
+
+    Numbers as :func:`gpac_utils.llm.grading.last_number` reads them (``-3``, ``1,250``, ``2.5``,
+    ``3/4``), compared as fractions, so ``47.0`` counts as ``47``. Deterministic and fast (no
+    symbolic parser, no timeout), unlike the walk's lenient grader.
+    """
+    from .grading import last_boxed, last_number
+
+    boxed = last_boxed(response or "")
+    num = last_number(boxed if boxed is not None else (response or ""))
+    if num is None:
+        return False
+    try:
+        return Fraction(num) == Fraction(str(gold).strip())
+    except (ValueError, ZeroDivisionError):
+        return False

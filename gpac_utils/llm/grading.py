@@ -302,8 +302,12 @@ def grade(benchmark: str, response: str, gold) -> bool:
     """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
     if benchmark == "math500":
         return grade_math(response, gold)
-    if benchmark in ("walk", "arith"):  # arith: the walk's prompts on drawn items
+    if benchmark == "walk":
         return grade_lenient(response, gold)
+    if benchmark == "arith":  # exact integers: no symbolic parser
+        from .arithmetic import grade as grade_arith
+
+        return grade_arith(response, gold)
     if benchmark == "gpqa":
         return grade_gpqa(response, gold)
     if benchmark == "zebralogic":

@@ -1,10 +1,17 @@
 # gpac-compendium — two commands on a fresh machine:
 #   make reproduce   create .venv, install, run every notebook (paper profile) on the embedded data
 #   make test        create .venv if needed, install, lint, run the test suite
-PYTHON ?= python3.11
+# The interpreter that creates .venv: python3.11 when there is one (this environment's CPU torch wheel
+# is built for 3.11), else the first python3.12 ... python3.19, else python3 if it is 3.11 or newer.
+# `make PYTHON=/path/to/python` picks one by hand.
+PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.14 python3.15 python3.16 python3.17 \
+	python3.18 python3.19 python3; do command -v $$p >/dev/null 2>&1 && \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# the book's MathJax (npm ci --prefix docs/_mathjax; see the book target)
+MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 EXTRAS ?= notebooks,generate,tiny,book,test
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
@@ -18,7 +25,8 @@ help:
 	@echo "make reproduce | test | test-fast | lint | format | bench | walk | book | lab | clean"
 
 $(PY):
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
+	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
+	@echo "creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1), $$(command -v $(PYTHON)))"
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
@@ -42,7 +50,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix gpac_utils tests notebooks benchmarks
 	$(VENV)/bin/ruff format gpac_utils tests benchmarks
 
-test: $(STAMP) $(VENV)/.browser lint
+test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
@@ -59,22 +67,31 @@ lab: $(STAMP)
 	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR)
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache docs/notebooks
 
-# ---- the book (gpac_utils/workflow/book.py): HTML from the executed notebooks, under build/book/html/
-# `make book` executes the notebooks missing under build/$(PROFILE)/ first (the runner), then builds.
-# The output folder is self-contained (relative links, .nojekyll): copy it to any static host.
-BOOK_ARGS ?=
+# ---- the book (docs/conf.py): Sphinx + myst-nb renders the executed notebooks build/$(PROFILE)/*.ipynb
+# (run them first: make reproduce PROFILE=...) into build/book/html/; -W turns every warning (a broken
+# reference, a notebook not executed) into an error, and linkcheck checks the local links (offline).
+# The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
+BOOK_OUT ?= build/book
+SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
 
-book: $(STAMP)
-	$(PY) -m gpac_utils.workflow.book --profile $(PROFILE) $(BOOK_ARGS)
+book: $(STAMP) $(MATHJAX)
+	$(SPHINX) -b html docs $(BOOK_OUT)/html
+	$(SPHINX) -b linkcheck docs $(BOOK_OUT)/linkcheck
+	@echo "book: $(BOOK_OUT)/html/index.html"
 
-# Debian's Chromium for the book's browser test (tests/test_book.py); needs root and apt-get.
+# MathJax 3 for the book, pinned with its integrity hash in docs/_mathjax/package-lock.json (npm ci).
+$(MATHJAX): docs/_mathjax/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix docs/_mathjax --no-audit --no-fund && touch $@; \
+	else echo "note: npm is missing: the book's MathJax cannot be installed (docs/_mathjax)"; fi
+
+# Debian's Chromium for the book's browser test (tests/test_book.py, Playwright); needs root and apt-get.
 # Without them the stamp is not written and the test skips its browser check, saying why.
 $(VENV)/.browser: | $(PY)
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; } \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
 	      || echo "note: apt-get could not install chromium"; \
 	  else echo "note: chromium is missing and cannot be installed here (needs root + apt-get)"; fi; \
 	fi

@@ -7,6 +7,10 @@ literal loop, same data, one group, every distinct score a candidate).
 Paper bounds run with the paper's ``resample`` scheme, valid bounds with ``bernoulli``;
 pi = 0.5, alpha = 0.05, eps = 0.05, binary loss, candidates = "auto" (all distinct scores;
 a 64-quantile grid for wsr). Usage: python benchmarks/bench_calibration.py [--quick]
+
+The WSR bound runs through its fast path (:mod:`gpac_utils.wsr_fast`); the last lines time the plain
+definition (:func:`gpac_utils.bounds.wsr_upper`, same bits) on one calibration of 1e4 items and on an
+audit-like batch of 3,000 calibrations of 300 items, and print ``wsr_fast_vs_plain_...=<ratio>``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from gpac_utils import Recipe, bounds
+from gpac_utils import Recipe, bounds, sampling, selection, wsr_fast
 from gpac_utils.calibrate import GPAC, PAC
 
 
@@ -52,6 +56,21 @@ def literal_algorithm_1(u, loss, eps, alpha, pi, seed=0):
         if mu + zq * sd / math.sqrt(m) <= eps:
             best = max(best, c)
     return best
+
+
+def wsr_plain_vs_fast(n, calibrations, seed=0):
+    """Seconds of the plain and the fast WSR curves on ``calibrations`` calibrations of ``n`` items (same bits)."""
+    rng = np.random.default_rng(seed)
+    u = rng.random((calibrations, n))
+    loss = (rng.random((calibrations, n)) < 0.2 * u).astype(float)
+    d = sampling.draw(loss, u, "bernoulli", 0.5, rng)
+    z, s, cand, _ = bounds._as_batch(d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"))
+    R = np.asarray(d.value_range, float).reshape(-1, 1)
+    out = {}
+    plain = timed(lambda: out.setdefault("plain", bounds._wsr(z, s, cand, 0.05, R)))
+    fast = timed(lambda: out.setdefault("fast", wsr_fast.wsr(z, s, cand, 0.05, R)))
+    assert np.array_equal(out["plain"], out["fast"])
+    return plain, fast
 
 
 def timed(fn, repeat=1):
@@ -103,6 +122,9 @@ def main():
     lit = next(s for n, g, b, k, s in rows if n == 10_000 and b.startswith("literal"))
     vec = next(s for n, g, b, k, s in rows if n == 10_000 and g == 1 and b == "clt")
     print(f"speedup_vs_literal_n1e4={lit / vec:.1f}")
+    for name, n, cals in (("n1e4", 10_000, 1), ("audit_3000x300", 300, 3000)):
+        plain, fast = wsr_plain_vs_fast(n, cals)
+        print(f"wsr plain {plain:.3f} s, fast {fast:.3f} s (same bits): wsr_fast_vs_plain_{name}={plain / fast:.1f}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
 lowered) in this process, with the cores it is given: the validity audit per group size (13),
-the partition-gap experiment and C-PAC coverage (11), the Prop. 3.3 scan (10), the quickstart
-sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
+the learned partitions' routed shares and the best interval partition (11), the Prop. 3.3 scan
+(10), the quickstart sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
 (the audit at n <= 300). The per-notebook wall times of a whole run are in
 ``benchmarks/reproduce_timings.csv`` (written by the runner: ``python -m gpac_utils.workflow
 --profile paper --jobs 2``).
@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from gpac_utils import data as D
-from gpac_utils import planning
+from gpac_utils import prediction
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
@@ -25,18 +27,22 @@ from gpac_utils.workflow import config, paths
 
 
 def audit_rows(quick: bool):
-    cfg = dict(config.load("13_validity_audit", "paper"))
-    sizes = [n for n in cfg["group_sizes"] if not quick or n <= 300]
-    for n in sizes:
-        c = dict(cfg, group_sizes=[n], jobs=1)
-        yield f"13 audit n={n}", lambda c=c: audit.validity_audit(populations.AUDIT_POPULATION, c)
+    cfg = config.load("13_validity_audit", "paper")
+    settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
+                    calibrations=cfg.calibrations, seed=cfg.seed, jobs=1)  # fmt: skip
+    pop = populations.AUDIT_POPULATION
+    for n in [n for n in cfg.group_sizes if not quick or n <= 300]:
+        yield f"13 audit n={n}", lambda n=n: audit.validity_audit(pop, group_sizes=[n], **settings)
 
 
 def partition_rows():
     cfg = config.load("11_partition_gap", "paper")
     pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
-    yield "11 partition_gap_experiment", lambda: partition_gap.partition_gap_experiment(pop, ref, cfg)
-    yield "11 cpac_coverage", lambda: partition_gap.cpac_coverage(pop, cfg, oracle_boundaries=ref)
+    rng = np.random.default_rng(cfg.seed)
+    learned = np.sort(rng.random((len(cfg.n_grid) * cfg.reps * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
+    share = partition_gap.interval_partition_routed_share
+    yield "11 interval_partition_routed_share", lambda: share(pop, learned, cfg.eps)
+    yield "11 interval_confusion", lambda: [partition_gap.interval_confusion(pop, b, ref) for b in learned]
     yield (
         "11 best_interval_partition",
         lambda: partition_gap.best_interval_partition(pop, cfg.eps, grid=cfg.search_grid, k=cfg.k),
@@ -46,7 +52,6 @@ def partition_rows():
 def oracle_rows():
     cfg = config.load("10_oracle_partition", "paper")
     yield "10 proposition_scan", lambda: oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
-    yield "10 calibrated_efficiency", lambda: oracle.calibrated_efficiency(populations.ORACLE_POPULATION, cfg)
 
 
 def quickstart_rows():
@@ -63,7 +68,7 @@ def planning_rows():
 
     def curves():
         for score in cfg.sim_scores:
-            planning.predict(
+            prediction.predict(
                 sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
                 recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
             )  # fmt: skip

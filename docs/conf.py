@@ -1,31 +1,27 @@
-"""Sphinx configuration of the compendium's book.
+"""Sphinx configuration of the compendium's book (Sphinx + myst-nb + sphinx-book-theme).
 
-This file is copied with the rest of ``docs/`` into the staging source folder
-(``build/book-src/`` by default) by :mod:`gpac_utils.workflow.book`, which also writes the
-generated pages (landing page, paper-artefact index, figure gallery, architecture page) and the
-executed notebooks there. Build the book with ``make book`` or
-``python -m gpac_utils.workflow.book``, not with ``sphinx-build`` on ``docs/`` directly.
+Build it with ``make book`` (``PROFILE=fast`` for the fast profile's notebooks), which runs::
 
-Nothing is executed here: the notebooks were executed by the runner
-(:mod:`gpac_utils.workflow.runner`) and are rendered with their stored outputs.
+    python -m sphinx -W -b html -D book_executed=build/<profile> docs build/book/html
+
+The notebooks are rendered from the outputs papermill stored in ``build/<profile>/NN_name.ipynb``;
+nothing is executed here (``nb_execution_mode = "off"``). The table of contents is ``index.md``;
+the paper's labels (``table:...``, ``fig:...``) are MyST targets in the notebooks' markdown. The
+glue (copying the executed notebooks in, the papermill runtimes, the local MathJax) is the
+``compendium`` extension in ``_ext/``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "_ext"))
-GENERATED = HERE / "_generated"
-SETTINGS = json.loads((GENERATED / "settings.json").read_text()) if (GENERATED / "settings.json").exists() else {}
+sys.path[:0] = [str(HERE / "_ext"), str(HERE.parent)]  # the glue; the checkout's gpac_utils for autodoc
 
 project = "G-PAC / C-PAC reasoning — a compendium"
 author = "gpac-compendium contributors"
 copyright = "the gpac-compendium contributors"  # noqa: A001 (Sphinx's name)
-release = SETTINGS.get("release", "")
 
 extensions = [
     "myst_nb",
@@ -33,10 +29,15 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
-    "paper_labels",
+    "sphinx.ext.githubpages",  # .nojekyll: the folder is served as it is
+    "sphinx_exercise",
+    "sphinx_togglebutton",
+    "compendium",
 ]
 
-# -- notebooks: rendered from their stored outputs, never executed again -------------------
+# -- the executed notebooks: copied in from here, rendered with their stored outputs ------------
+book_executed = str(HERE.parent / "build" / "paper")  # make book: -D book_executed=build/<profile>
+book_notebooks = str(HERE.parent / "notebooks")  # every notebooks/NN_name.py must have been executed
 nb_execution_mode = "off"
 nb_merge_streams = True
 nb_output_stderr = "show"
@@ -44,10 +45,9 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 myst_dmath_double_inline = True
 suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
+exclude_patterns = ["_build", "_ext", "_mathjax", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 
-exclude_patterns = ["_build", "_generated", "_ext", "_include", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
-
-# -- API reference -------------------------------------------------------------------------
+# -- API reference ----------------------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
@@ -56,16 +56,14 @@ napoleon_google_docstring = True
 napoleon_use_rtype = False
 napoleon_use_ivar = True  # an "Attributes" section must not duplicate the documented properties
 
-# -- math: a local copy of MathJax (the book must render offline, no CDN) ------------------
-# gpac_utils.workflow.book copies MathJax 3 into _static/mathjax/ (see its module docstring).
-if (HERE / "_static" / "mathjax" / "tex-mml-chtml.js").exists():
-    mathjax_path = "mathjax/tex-mml-chtml.js"
+# -- math: MathJax 3 from npm (docs/_mathjax/package-lock.json), served by the book, no CDN -------
+book_mathjax = str(HERE / "_mathjax" / "node_modules" / "mathjax" / "es5")
+mathjax_path = "mathjax/tex-mml-chtml.js"
 mathjax3_config = {"tex": {"tags": "ams"}, "options": {"enableMenu": False}}
 
-# -- HTML ----------------------------------------------------------------------------------
+# -- HTML -------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = "G-PAC / C-PAC compendium"
-html_static_path = ["_static"]
 html_copy_source = True
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -79,12 +77,7 @@ html_theme_options = {
     "use_repository_button": False,
 }
 html_context = {"default_mode": "light"}
-
-# -- paper labels --------------------------------------------------------------------------
-paper_labels_file = str(GENERATED / "labels.json")
-
 highlight_language = "text"  # unlabelled code fences (e.g. the README's layout tree) are not Python
 
-nitpicky = False
-if os.environ.get("GPAC_BOOK_NITPICKY"):
-    nitpicky = True
+# -- linkcheck: offline; the internal references are checked by the -W html build ---------------
+linkcheck_ignore = [r"https?://"]

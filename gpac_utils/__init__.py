@@ -12,13 +12,18 @@ core module     what it owns
 data            the per-item table schema: validation, one reader and writer by suffix
 recipe          the calibration recipe (bound, sampling, pi, rule, candidates); named recipes
 bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
+wsr_fast        the fast path of the wsr bound (bit for bit ``bounds.wsr_upper``)
 sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
 selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
 partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
 calibrate       the PAC, GPAC and CPAC calibrators
-metrics         Error, per-group error, Error_Gap, STP, efficiency, violation rates, ECE
+online          online G-PAC: per-group thresholds certified by betting on a stream
+metrics         Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
 experiment      repeated calibration/test splits over methods x scores x recipes
-cli             ``gpac calibrate`` / ``gpac route``
+prediction      label planning: each group's routed share per number of labels, from a pilot
+allocation      label planning: the exact DP allocation of a label budget across groups
+checks          parameter checks with one-line errors
+cli             ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
 ==============  ==========================================================================
 
 Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),

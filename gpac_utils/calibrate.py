@@ -231,15 +231,9 @@ class PAC:
     name = "PAC"
 
     def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
+        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0,
+        min_group_size: int = 10, seed: int = 0,
+    ):  # fmt: skip
         self.loss_bound = check_loss_bound(loss_bound)
         self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
         self.recipe = as_recipe(recipe)
@@ -253,13 +247,9 @@ class PAC:
     def settings(self) -> dict[str, Any]:
         """Every setting, flat (the recipe's fields included), as written to JSON."""
         return {
-            "eps": self.eps,
-            "alpha": self.alpha,
-            **self.recipe.to_dict(),
-            "loss_bound": self.loss_bound,
-            "min_group_size": self.min_group_size,
-            "seed": self.seed,
-        }
+            "eps": self.eps, "alpha": self.alpha, **self.recipe.to_dict(), "loss_bound": self.loss_bound,
+            "min_group_size": self.min_group_size, "seed": self.seed,
+        }  # fmt: skip
 
     def to_json(self) -> str:
         """The fitted thresholds and every setting as JSON (``-inf`` written as ``null``)."""
@@ -377,16 +367,9 @@ class GPAC(PAC):
     name = "G-PAC"
 
     def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        simultaneous: bool = False,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
+        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, simultaneous: bool = False,
+        loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
+    ):  # fmt: skip
         super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
         self.simultaneous = bool(simultaneous)
 
@@ -422,7 +405,7 @@ class CPAC:
     eps, alpha, recipe, loss_bound, min_group_size, seed
         As for :class:`PAC`.
     partitioner : ScorePartitioner, optional
-        How groups are learned from the score; default ``ScorePartitioner(k=3, method="kmeans")``.
+        How groups are learned from the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``.
     mode : {"split", "joint"}, default "split"
         ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set
         and calibrates on the rest (exact per-group validity, Thm 3.4.1); ``"joint"`` uses the
@@ -460,19 +443,10 @@ class CPAC:
     name = "C-PAC"
 
     def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        partitioner: ScorePartitioner | None = None,
-        mode: str = "split",
-        cluster_fraction: float = 0.5,
-        simultaneous: bool = False,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
+        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *,
+        partitioner: ScorePartitioner | None = None, mode: str = "split", cluster_fraction: float = 0.5,
+        simultaneous: bool = False, loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
+    ):  # fmt: skip
         if mode not in ("split", "joint"):
             raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
         self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
@@ -494,12 +468,9 @@ class CPAC:
     @property
     def settings(self) -> dict[str, Any]:
         return {
-            **self.gpac_.settings,
-            "k": self.partitioner.k,
-            "partition": self.partitioner.method,
-            "mode": self.mode,
-            "cluster_fraction": self.cluster_fraction,
-        }
+            **self.gpac_.settings, "k": self.partitioner.k, "partition": self.partitioner.algorithm,
+            "mode": self.mode, "cluster_fraction": self.cluster_fraction,
+        }  # fmt: skip
 
     def to_json(self) -> str:
         """The fitted partition, thresholds and every setting as JSON."""
@@ -509,7 +480,7 @@ class CPAC:
         payload.update(
             method=self.name,
             settings=self.settings,
-            partition={"method": self.partition_.method, "boundaries": self.partition_.boundaries.tolist()},
+            partition={"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()},
         )
         return json.dumps(payload, indent=2, sort_keys=True)
 
@@ -637,7 +608,7 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         )  # fmt: skip
         inner = obj.gpac_
         part = payload["partition"]
-        obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["method"])
+        obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["algorithm"])
     inner.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
     inner.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
     return obj

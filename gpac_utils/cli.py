@@ -9,7 +9,9 @@ route
     read such a JSON and a table; write the table with ``threshold`` and ``route_nothink`` in the
     format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl).
 plan
-    how many expert labels each group needs (see ``gpac plan --help``).
+    how many expert labels each group needs, from a labelled pilot: the predicted routed share per
+    group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
+    (:mod:`gpac_utils.allocation`, exact DP, with greedy beside it).
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -29,26 +31,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import bounds, data, planning, sampling, selection
+from . import allocation, bounds, checks, data, prediction, sampling, selection
 from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
-from .checks import DataError, ParameterError, check_alpha, check_eps, check_int, check_loss_bound
-from .partition import PARTITION_METHODS, ScorePartitioner
+from .checks import DataError, ParameterError
+from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
 SETTINGS_KEYS = (
-    "eps",
-    "alpha",
-    "bound",
-    "sampling",
-    "pi",
-    "rule",
-    "candidates",
-    "loss_bound",
-    "min_group_size",
-    "seed",
-)
+    "eps", "alpha", "bound", "sampling", "pi", "rule", "candidates", "loss_bound", "min_group_size", "seed",
+)  # fmt: skip
 
 
 #: A bad option or parameter value (exit status 2).
@@ -56,20 +49,27 @@ UsageError = ParameterError
 
 
 # --------------------------------------------------------------------------- parser
+def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
+    """The options ``calibrate`` and ``plan`` share."""
+    p.add_argument("--data", required=True, type=Path, help="table, one row per item (.csv, .tsv, .parquet, .jsonl)")
+    p.add_argument("--score-col", required=True, help="uncertainty score in [0, 1]; larger = less certain")
+    p.add_argument("--loss-col", default="loss", help=loss_help)
+    p.add_argument("--group-col", default=group_default, help=group_help)
+    p.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
+    p.add_argument("--alpha", type=float, default=0.05, help="the guarantee holds with probability 1 - alpha")
+    p.add_argument("--loss-bound", type=float, default=1.0, help="upper end of the loss range (2 for 1 - cos)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the label sampling (and C-PAC's split, the pilot)")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gpac", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     fmt = argparse.ArgumentDefaultsHelpFormatter
     c = sub.add_parser("calibrate", help="fit thresholds and write them as JSON", formatter_class=fmt)
-    c.add_argument("--data", required=True, type=Path, help="table of calibration items (.csv, .tsv, .parquet, .jsonl)")
-    c.add_argument("--score-col", required=True, help="uncertainty score in [0, 1]; larger = less certain")
-    c.add_argument("--loss-col", default="loss", help="loss in [0, loss-bound] of the non-thinking answer")
-    c.add_argument("--group-col", default=None, help="known group labels (needed by --method gpac)")
+    _add_common(c, "loss in [0, loss-bound] of the non-thinking answer", None, "known group labels (for --method gpac)")
     c.add_argument("--id-col", default="item_id", help="unique item identifier")
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     c.add_argument("--method", choices=["pac", "gpac", "cpac"], default="pac", help="calibrator")
-    c.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
-    c.add_argument("--alpha", type=float, default=0.05, help="the guarantee holds with probability 1 - alpha")
     c.add_argument(
         "--recipe", choices=list(RECIPES), default="valid",
         help=f"named calibration recipe; 'valid' = {VALID.bound}, every item labelled, first-crossing",
@@ -84,12 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
     c.add_argument("--k", type=int, default=3, help="C-PAC: number of learned groups")
-    c.add_argument("--partition", choices=list(PARTITION_METHODS), default="kmeans", help="C-PAC: partition method")
+    c.add_argument(
+        "--partition", choices=list(PARTITION_ALGORITHMS), default="kmeans", help="C-PAC: partition algorithm"
+    )
     c.add_argument("--mode", choices=["split", "joint"], default="split", help="C-PAC: split or joint calibration")
-    c.add_argument("--loss-bound", type=float, default=1.0, help="upper end of the loss range (2 for 1 - cos)")
     c.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
     c.add_argument("--simultaneous", action="store_true", help="Bonferroni alpha/k across groups")
-    c.add_argument("--seed", type=int, default=0, help="seed of the label sampling and of C-PAC's split")
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -98,7 +98,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--group-col", default=None, help="default: the group column used at calibration")
     r.add_argument("--id-col", default=None, help="default: the id column used at calibration (if present)")
     r.add_argument("-o", "--output", required=True, type=Path, help="routed table; its suffix sets the format")
-    planning.add_cli(sub)
+    p = sub.add_parser(
+        "plan", help="plan how many expert labels each group needs, from a labelled pilot", formatter_class=fmt
+    )
+    _add_common(p, "losses; rows without one are unlabelled", "group", "group labels")
+    p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
+    p.add_argument("--recipe", default="valid", help="valid (default), valid-bernoulli or paper")
+    p.add_argument("--bound", default=None, help="override the recipe's bound")
+    p.add_argument("--budget", type=float, default=None, help="total labels (default: pi = 0.5 of every row)")
+    p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
+    p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
+    p.add_argument("--resamples", type=int, default=200)
+    p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
+    p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
+    p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
     return ap
 
 
@@ -113,31 +126,18 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _candidates(text: str | None, default):
-    if text is None:
-        return default
-    if text in ("auto", "all"):
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"--candidates: must be 'auto', 'all' or a grid size >= 1, got {text!r}") from None
-
-
 def _recipe(a) -> Recipe:
     base = Recipe.named(a.recipe)
     sampling_ = a.sampling or base.sampling
-    if sampling_ == "full":
-        if a.pi is not None and a.pi != 1:
-            raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
-        pi = None
-    else:
-        pi = a.pi if a.pi is not None else (base.pi if base.pi is not None else 0.5)
+    if sampling_ == "full" and a.pi is not None and a.pi != 1:
+        raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
+    pi = None if sampling_ == "full" else next(p for p in (a.pi, base.pi, 0.5) if p is not None)
+    cand = base.candidates if a.candidates is None else a.candidates
+    if cand not in ("auto", "all") and not str(cand).isdigit():
+        raise UsageError(f"--candidates: must be 'auto', 'all' or a grid size >= 1, got {cand!r}")
     try:
-        return Recipe(
-            bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule,
-            candidates=_candidates(a.candidates, base.candidates),
-        )  # fmt: skip
+        cand = cand if cand in ("auto", "all") else int(cand)
+        return Recipe(bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule, candidates=cand)
     except ValueError as exc:
         raise UsageError(f"--{exc}") from None
 
@@ -155,40 +155,48 @@ def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> 
             raise DataError(f"{option} {col!r}: no such column in {path}; it has {list(df.columns)}")
 
 
+def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
+    s = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(s) | (s < 0) | (s > 1)
+    if bad.any():
+        raise DataError(f"column {col!r} must lie in [0, 1]; bad in {data.describe_rows(named, bad)}")
+    return s
+
+
+def _groups(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
+    missing = df[col].isna().to_numpy()
+    if missing.any():
+        raise DataError(f"column {col!r} has missing group labels in {data.describe_rows(named, missing)}")
+    return df[col].astype(str).to_numpy()
+
+
 def _threshold_text(t) -> str:
     return "always think" if t is None or (isinstance(t, float) and not math.isfinite(t)) else f"{t:.4g}"
 
 
+def _warn(groups, what: str) -> None:
+    """One ``warning:`` line for a kind of group, with a count and the first five names."""
+    if groups:
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+        print(f"warning: {len(groups)} group(s) {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
+
+
 def _report_small_groups(cal, min_group_size: int) -> None:
-    sizes = cal.group_sizes_
-    small = sorted(g for g, n in sizes.items() if n < min_group_size)
-    if small:
-        shown = ", ".join(repr(g) for g in small[:5]) + (f" and {len(small) - 5} more" if len(small) > 5 else "")
-        print(
-            f"warning: {len(small)} group(s) have fewer than {min_group_size} calibration items and always think: "
-            f"{shown}",
-            file=sys.stderr,
-        )
+    small = sorted(g for g, n in cal.group_sizes_.items() if n < min_group_size)
+    _warn(small, f"have fewer than {min_group_size} calibration items and always think")
     uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small)
-    if uncertified:
-        shown = ", ".join(repr(g) for g in uncertified[:5]) + (
-            f" and {len(uncertified) - 5} more" if len(uncertified) > 5 else ""
-        )
-        print(
-            f"warning: {len(uncertified)} group(s) could not be certified at eps and always think: {shown}",
-            file=sys.stderr,
-        )
+    _warn(uncertified, "could not be certified at eps and always think")
 
 
 # --------------------------------------------------------------------------- calibrate
 def _calibrate(a) -> int:
     # Parameters first (usage errors, exit 2), then the data (exit 1).
     try:
-        loss_bound = check_loss_bound(a.loss_bound)
-        eps, alpha = check_eps(a.eps, loss_bound), check_alpha(a.alpha)
-        min_group_size = check_int("min_group_size", a.min_group_size, 1)
-        seed = check_int("seed", a.seed, 0)
-        k = check_int("k", a.k, 1)
+        loss_bound = checks.check_loss_bound(a.loss_bound)
+        eps, alpha = checks.check_eps(a.eps, loss_bound), checks.check_alpha(a.alpha)
+        min_group_size = checks.check_int("min_group_size", a.min_group_size, 1)
+        seed = checks.check_int("seed", a.seed, 0)
+        k = checks.check_int("k", a.k, 1)
     except ParameterError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None
     recipe = _recipe(a)
@@ -230,9 +238,8 @@ def _calibrate(a) -> int:
             cal = CPAC(eps, alpha, recipe, partitioner=part, mode=a.mode, simultaneous=a.simultaneous, **kw)
             cal.fit(u, loss)
     payload = json.loads(cal.to_json())
-    payload["columns"] = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
-    payload["data"] = str(a.data)
-    payload["n_items"] = int(len(table))
+    columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
+    payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     _report_small_groups(cal, min_group_size)
@@ -242,49 +249,6 @@ def _calibrate(a) -> int:
 
 
 # --------------------------------------------------------------------------- route
-def validate_thresholds(payload, where: str) -> None:
-    """Check a thresholds JSON (as written by ``calibrate``); raise :class:`DataError` naming the field.
-
-    Parameters
-    ----------
-    payload : object
-        The parsed JSON.
-    where : str
-        Where it came from (the file name), to start the message.
-
-    Raises
-    ------
-    DataError
-        When it is not an object, lacks ``method``, ``settings`` (with every key of
-        :data:`SETTINGS_KEYS`) or ``thresholds``, names an unknown method, has a threshold that is
-        neither a number in ``[0, 1]`` nor ``null``, or is a C-PAC file without a partition.
-    """
-    if not isinstance(payload, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(payload).__name__}")
-    for key in ("method", "settings", "thresholds"):
-        if key not in payload:
-            raise DataError(f"{where}: missing field {key!r}")
-    if payload["method"] not in METHODS:
-        raise DataError(f"{where}: 'method' must be one of {list(METHODS)}, got {payload['method']!r}")
-    st = payload["settings"]
-    if not isinstance(st, dict):
-        raise DataError(f"{where}: 'settings' must be an object")
-    missing = [k for k in SETTINGS_KEYS if k not in st]
-    if missing:
-        raise DataError(f"{where}: 'settings' lacks {missing}")
-    thr = payload["thresholds"]
-    if not isinstance(thr, dict) or not thr:
-        raise DataError(f"{where}: 'thresholds' must be a non-empty object of group -> number or null")
-    for g, t in thr.items():
-        ok = t is None or (isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t <= 1)
-        if not ok:
-            raise DataError(f"{where}: thresholds[{g!r}] must be a number in [0, 1] or null (always think), got {t!r}")
-    if payload["method"] == "C-PAC":
-        part = payload.get("partition")
-        if not isinstance(part, dict) or not isinstance(part.get("boundaries"), list):
-            raise DataError(f"{where}: a C-PAC file needs 'partition': {{'method', 'boundaries'}}")
-
-
 def _route(a) -> int:
     try:
         payload = json.loads(a.thresholds.read_text())
@@ -292,7 +256,7 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: no such file") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    validate_thresholds(payload, str(a.thresholds))
+    checks.check_thresholds_file(payload, str(a.thresholds), list(METHODS), SETTINGS_KEYS)
     cols = payload.get("columns", {}) or {}
     score_col = a.score_col or cols.get("score")
     group_col = a.group_col or cols.get("group")
@@ -304,44 +268,83 @@ def _route(a) -> int:
     df = _read(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
-    s = pd.to_numeric(df[score_col], errors="coerce").to_numpy(float)
-    bad = ~np.isfinite(s) | (s < 0) | (s > 1)
-    if bad.any():
-        raise DataError(f"column {score_col!r} must lie in [0, 1]; bad in {data.describe_rows(named, bad)}")
+    s = _scores(df, score_col, named)
     groups = None
     if payload["method"] == "G-PAC":
         if not group_col:
             raise UsageError("--group-col: G-PAC thresholds need the column of group labels")
         _need_columns(df, a.data, {"--group-col": group_col})
-        missing = df[group_col].isna().to_numpy()
-        if missing.any():
-            raise DataError(f"column {group_col!r} has missing group labels in {data.describe_rows(named, missing)}")
-        groups = df[group_col].astype(str).to_numpy()
-        known = set(cal.thresholds_)
-        present = set(np.unique(groups).tolist())
+        groups = _groups(df, group_col, named)
+        known, present = set(cal.thresholds_), set(np.unique(groups).tolist())
         unseen = sorted(present - known)
-        if unseen:
-            n = int(np.isin(groups, unseen).sum())
-            print(
-                f"warning: {len(unseen)} group(s) in the data are not in the thresholds file; their {n} item(s) "
-                f"always think: {', '.join(map(repr, unseen[:5]))}",
-                file=sys.stderr,
-            )
-        absent = sorted(known - present)
-        if absent:
-            print(
-                f"warning: {len(absent)} group(s) of the thresholds file do not occur in the data: "
-                f"{', '.join(map(repr, absent[:5]))}",
-                file=sys.stderr,
-            )
+        n = int(np.isin(groups, unseen).sum())
+        _warn(unseen, f"in the data are not in the thresholds file; their {n} item(s) always think")
+        _warn(sorted(known - present), "of the thresholds file do not occur in the data")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported above
         thr = cal.thresholds_for(s, groups)
-    out = df.copy()
-    out["threshold"] = thr
-    out["route_nothink"] = s <= thr
+    out = df.assign(threshold=thr, route_nothink=s <= thr)
     data.write_frame(out, a.output)
     print(f"routed {int(out['route_nothink'].sum())}/{len(out)} items to the non-thinking model -> {a.output}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- plan
+def _plan(a) -> int:
+    try:
+        eps, alpha = checks.check_eps(a.eps, checks.check_loss_bound(a.loss_bound)), checks.check_alpha(a.alpha)
+        resamples = checks.check_int("resamples", a.resamples, 2)
+        if a.pilot_fraction is not None:
+            checks.check_fraction("pilot_fraction", a.pilot_fraction, closed_right=True)
+        budget = None if a.budget is None else checks.check_budget(a.budget)
+        if a.target is not None:
+            checks.check_fraction("target", a.target, closed_right=True)
+        recipe = Recipe.named(a.recipe) if a.bound is None else Recipe.named(a.recipe).replace(bound=a.bound)
+    except ValueError as exc:
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+    try:
+        grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
+    if grid is not None and (not grid or min(grid) < 1):
+        raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    pilot = np.isfinite(loss)
+    if a.pilot_fraction is not None:
+        pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
+        pilot[pick[int(round(a.pilot_fraction * pilot.sum())) :]] = False
+    if not pilot.any():
+        raise DataError(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
+    badl = pilot & ((loss < 0) | (loss > a.loss_bound))
+    if badl.any():
+        raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
+    pool = {x: int(np.sum(g == x)) for x in sorted(set(g.tolist()))}
+    budget = sum(pool.values()) // 2 if budget is None else budget
+    try:
+        curves = prediction.predict(
+            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, resamples=resamples,
+            n_grid=grid or prediction.default_grid(max(pool.values())), cap=None if a.no_cap else pool,
+            pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    plans = [allocation.allocate(curves, budget, algorithm=x) for x in allocation.ALGORITHMS]
+    table = allocation.allocation_table(curves, plans)
+    if a.target is not None:
+        need = prediction.labels_needed(curves, a.target)
+        table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
+    a.output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(a.output, index=False, lineterminator="\n")
+    curves_path = a.output.with_name(a.output.stem + "_curves.csv")
+    curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    totals = ", ".join(f"{x.name} {x.total:.1%}" for x in plans)
+    print(f"budget {budget} labels; predicted routed share of all traffic: {totals} -> {a.output}, {curves_path}")
+    non_concave = [x for x, ok in curves.concave.items() if not ok]
+    if non_concave:
+        print(f"non-concave curves (the DP plan is exact on the grid; greedy may fall short): {non_concave}")
     return EXIT_OK
 
 
@@ -368,9 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        if a.command == "plan":
-            return planning.cli_main(a)
-        return _calibrate(a) if a.command == "calibrate" else _route(a)
+        return {"calibrate": _calibrate, "route": _route, "plan": _plan}[a.command](a)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -159,7 +159,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     -------
     pandas.DataFrame
         One row per trial x method x score x recipe x group (``group == "__all__"``: the whole
-        test set), with ``error``, ``efficiency``, ``pop_risk``, ``threshold`` and ``stp``.
+        test set), with ``error``, ``routed_share``, ``pop_risk``, ``threshold`` and ``stp``.
     """
     scores = list(cfg.scores) if cfg.scores is not None else D.score_columns(table)
     table = D.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
@@ -220,7 +220,7 @@ def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln,
             "group": g,
             "n_test": len(t),
             "error": float(np.mean(loss[t] * r)) if len(t) else np.nan,
-            "efficiency": float(np.mean(r)) if len(t) else np.nan,
+            "routed_share": float(np.mean(r)) if len(t) else np.nan,
             "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
         }
@@ -271,7 +271,7 @@ def group_violations(
 
 
 def summarize(results: pd.DataFrame, eps: float) -> pd.DataFrame:
-    """Paper metrics per method x score x recipe: Error, Error_Gap, STP, efficiency (fractions).
+    """Paper metrics per method x score x recipe: Error, Error_Gap, STP, routed share (fractions).
 
     Two violation rates, each with its Monte Carlo standard error, clearly apart:
 
@@ -310,7 +310,7 @@ def summarize(results: pd.DataFrame, eps: float) -> pd.DataFrame:
                 "Error": overall["error"].mean(),
                 "Error_Gap": error_gap(mean_e.to_dict(), eps),
                 "STP": overall["stp"].mean(),
-                "efficiency": overall["efficiency"].mean(),
+                "routed_share": overall["routed_share"].mean(),
                 "violation_any_group": any_rate,
                 "violation_any_group_mcse": float(mcse(any_rate, trials)),
                 "violation_max_group": float(top["violation_rate"]) if top is not None else np.nan,

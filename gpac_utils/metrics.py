@@ -5,7 +5,7 @@ r"""Evaluation metrics of paper App. F (all as fractions; tables show percentage
 * ``error_gap``: :math:`\sum_j (\bar E_j - \varepsilon)_+` with :math:`\bar E_j` averaged over trials;
 * ``stp``: saved token percentage, cascade form (the non-thinking answer is always generated,
   logits/verbalized scores) or router form (it is generated only when routed there);
-* ``efficiency``: share of items routed to the non-thinking model;
+* ``routed_share``: share of items routed to the non-thinking model;
 * ``violation_rate``: share of trials whose group risk exceeds ``eps``, and its Monte Carlo
   standard error ``mcse``;
 * ``reliability_curve`` / ``expected_calibration_error``: how calibrated a confidence is
@@ -75,7 +75,7 @@ def group_errors(route, loss, groups) -> dict[str, float]:
     return {k: error(r[g == k], l[g == k]) for k in sorted(set(g.tolist()))}
 
 
-def efficiency(route) -> float:
+def routed_share(route) -> float:
     """Share of items routed to the non-thinking model.
 
     Parameters

@@ -1,6 +1,6 @@
 """Learned partitions of the score axis for C-PAC (paper Section 3.2, "Clustering in U space").
 
-:class:`ScorePartitioner` is the estimator (``k`` and the method); its ``fit`` returns a
+:class:`ScorePartitioner` is the estimator (``k`` and the algorithm); its ``fit`` returns a
 :class:`Partition` (the boundaries).
 
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import ckmeans
 import numpy as np
 
-#: Partition methods: exact 1-D k-means or equal-mass quantile bins.
-PARTITION_METHODS = ("kmeans", "quantile")
+#: Partition algorithms: exact 1-D k-means or equal-mass quantile bins.
+PARTITION_ALGORITHMS = ("kmeans", "quantile")
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,12 @@ class Partition:
     ----------
     boundaries : numpy.ndarray, shape (k - 1,)
         Ascending interior boundaries; score ``U`` is in group ``j`` when ``b_{j-1} < U <= b_j``.
-    method : str
-        The partition method that produced it.
+    algorithm : str
+        The partition algorithm that produced it.
     """
 
     boundaries: np.ndarray
-    method: str = "kmeans"
+    algorithm: str = "kmeans"
 
     @property
     def k(self) -> int:
@@ -59,7 +59,7 @@ class ScorePartitioner:
     ----------
     k : int, default 3
         Number of groups (fewer when there are fewer distinct scores).
-    method : {"kmeans", "quantile"}, default "kmeans"
+    algorithm : {"kmeans", "quantile"}, default "kmeans"
         Exact 1-D k-means (Wang & Song's dynamic programme) or equal-mass quantile bins.
 
     Examples
@@ -71,20 +71,20 @@ class ScorePartitioner:
     """
 
     k: int = 3
-    method: str = "kmeans"
+    algorithm: str = "kmeans"
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
             raise ValueError(f"k: must be an integer >= 1, got {self.k!r}")
-        if self.method not in PARTITION_METHODS:
-            raise ValueError(f"partition: unknown method {self.method!r}; choose one of {PARTITION_METHODS}")
+        if self.algorithm not in PARTITION_ALGORITHMS:
+            raise ValueError(f"partition: unknown algorithm {self.algorithm!r}; choose one of {PARTITION_ALGORITHMS}")
 
     def fit(self, scores) -> Partition:
         """The partition learned from ``scores``."""
-        return fit_partition(scores, self.k, self.method)
+        return fit_partition(scores, self.k, self.algorithm)
 
 
-def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
+def fit_partition(scores, k: int, algorithm: str = "kmeans") -> Partition:
     """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores).
 
     Parameters
@@ -93,7 +93,7 @@ def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
         Calibration scores (flattened); finite, at least one.
     k : int
         The number of groups wanted, >= 1.
-    method : {"kmeans", "quantile"}, default "kmeans"
+    algorithm : {"kmeans", "quantile"}, default "kmeans"
         Exact 1-D k-means (boundaries at the midpoints of the gaps between clusters) or
         equal-mass bins at the score quantiles ``j/k``.
 
@@ -106,7 +106,7 @@ def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
     Raises
     ------
     ValueError
-        For no scores, NaN or infinite scores, ``k < 1`` or an unknown method.
+        For no scores, NaN or infinite scores, ``k < 1`` or an unknown algorithm.
 
     Examples
     --------
@@ -114,7 +114,7 @@ def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
     >>> p = fit_partition([0.1, 0.12, 0.15, 0.8, 0.85], k=2)
     >>> p.k, p.labels([0.11, 0.5, 0.9]).tolist()
     (2, ['c0', 'c1', 'c1'])
-    >>> fit_partition([0.1, 0.2, 0.3, 0.4], k=2, method="quantile").boundaries.tolist()
+    >>> fit_partition([0.1, 0.2, 0.3, 0.4], k=2, algorithm="quantile").boundaries.tolist()
     [0.2]
     >>> fit_partition([0.5, 0.5, 0.5], k=3).k  # one distinct score: one group
     1
@@ -127,12 +127,12 @@ def fit_partition(scores, k: int, method: str = "kmeans") -> Partition:
     if int(k) < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     k = min(int(k), np.unique(s).size)
-    if method == "kmeans":
+    if algorithm == "kmeans":
         clusters = ckmeans.ckmeans(s, k) if k > 1 else [np.sort(s)]
         bounds = np.array([(a[-1] + b[0]) / 2 for a, b in zip(clusters[:-1], clusters[1:])])
-    elif method == "quantile":
+    elif algorithm == "quantile":
         bounds = np.unique(np.quantile(s, np.arange(1, k) / k, method="inverted_cdf"))
         bounds = bounds[bounds < s.max()]  # a boundary at the maximum would leave an empty top bin
     else:
-        raise ValueError(f"partition: unknown method {method!r}; choose one of {PARTITION_METHODS}")
-    return Partition(np.asarray(bounds, dtype=float), method)
+        raise ValueError(f"partition: unknown algorithm {algorithm!r}; choose one of {PARTITION_ALGORITHMS}")
+    return Partition(np.asarray(bounds, dtype=float), algorithm)

@@ -31,6 +31,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Image, display
+from scipy import special, stats
 
 from gpac_utils import GPAC, PAPER, VALID
 from gpac_utils.calibrate import risk_curve
@@ -139,7 +140,161 @@ ax.legend(fontsize=7, loc="lower right")
 show(fig, "quickstart_mechanism")
 
 # %% [markdown]
-# ## 3. Why a marginal guarantee can fail inside a group
+# ## 3. Inside `fit`: the two recipes in plain numpy
+#
+# `GPAC.fit` runs the paper's Algorithm 2: for each group $G_j$, build an upper confidence bound
+# $\hat L_{j,u}(\alpha)$ on the group's calibration items at every candidate threshold $u$ (the
+# group's sorted scores) and read the threshold off it. Both steps fit in a few lines of numpy,
+# which you can change and compare with the library.
+#
+# **The paper's recipe** (Algorithm 1, then $\hat u_j = \max\{u : \hat L_{j,u}(\alpha) \le
+# \varepsilon\}$): draw $m = n/\pi$ item indices uniformly *with replacement*; query the expert on
+# each draw with probability $\pi$; the terms $Z_t = \xi_t \ell_{i_t} / \pi$ have mean equal to
+# the calibration risk; the bound is their mean plus $z_{1-\alpha}$ standard errors (CLT).
+
+# %%
+def ucb_paper(loss, u, candidates, alpha, pi, rng):
+    """Paper Algorithm 1: the CLT upper confidence bound of R(c) at every candidate c."""
+    n = len(loss)
+    m = int(np.ceil(n / pi))  # sampling size
+    i = rng.integers(0, n, size=m)  # i_t ~ Unif{1..n}, with replacement
+    xi = rng.random(m) < pi  # query the expert with probability pi
+    z = xi * loss[i] / pi  # Z_t: importance-weighted loss
+    z_u = z * (u[i] <= candidates[:, None])  # Z_t(c), one row per candidate c
+    return z_u.mean(axis=1) + stats.norm.ppf(1 - alpha) * z_u.std(axis=1, ddof=1) / np.sqrt(m)
+
+
+def rule_max(candidates, ucb, eps):
+    """The paper's rule: the largest candidate whose bound is at most eps (-inf: always think)."""
+    ok = ucb <= eps
+    return candidates[ok].max() if ok.any() else -np.inf
+
+
+def gpac_by_hand(loss, u, groups, bound, rule, seed):
+    """Algorithm 2: one threshold per group; the groups, in sorted order, share one random stream."""
+    rng = np.random.default_rng(seed)
+    thresholds = {}
+    for g in sorted(set(groups)):
+        mine = groups == g
+        candidates = np.sort(u[mine])
+        thresholds[g] = float(rule(candidates, bound(loss[mine], u[mine], candidates, rng), cfg.eps))
+    return thresholds
+
+
+loss, u, groups = cal["loss"].to_numpy(), cal["score_logits"].to_numpy(), cal["group"].to_numpy()
+paper_ucb = lambda l, s, c, rng: ucb_paper(l, s, c, cfg.alpha, PAPER.pi, rng)  # noqa: E731
+mine = gpac_by_hand(loss, u, groups, paper_ucb, rule_max, seed=cfg.seed)
+library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=PAPER, seed=cfg.seed).fit(u, loss, groups).thresholds_
+assert mine == library, (mine, library)
+mine
+
+# %% [markdown]
+# **The valid recipe** (`VALID`): every calibration item is labelled, so the terms are the
+# losses themselves and i.i.d. with mean $R(u)$. The Hoeffding–Bentkus bound is the smaller of
+# two exact tail inversions of the empirical risk $\hat\mu$: Hoeffding's
+# ($\mathrm{KL}(\hat\mu \,\|\, t) = \log(1/\alpha)/n$, solved by bisection) and Bentkus's
+# (a binomial tail at level $\alpha/e$). **First-crossing** scans $u$ upward and stops just before
+# the bound first exceeds $\varepsilon$; unlike `max`, it never jumps past a crossing.
+
+# %%
+def ucb_hoeffding_bentkus(loss, u, candidates, alpha, rng=None):
+    """Hoeffding-Bentkus bound (Bates et al. 2021) of R(c) at every candidate c, losses in {0, 1}."""
+    n = len(loss)
+    k = (loss * (u <= candidates[:, None])).sum(axis=1)  # lossy items at or below c
+    mu = k / n
+    kl = lambda t: special.xlogy(mu, mu / t) + special.xlogy(1 - mu, (1 - mu) / (1 - t))  # noqa: E731
+    lo, hi = mu.copy(), np.full(mu.shape, 1 - 1e-15)
+    for _ in range(60):  # bisection for KL(mu || t) = log(1/alpha) / n
+        mid = (lo + hi) / 2
+        over = kl(mid) >= np.log(1 / alpha) / n
+        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
+    hoeffding = np.where(kl(hi) >= np.log(1 / alpha) / n, hi, 1.0)
+    bentkus = np.where(k < n, special.betaincinv(k + 1, np.maximum(n - k, 1), 1 - alpha / np.e), 1.0)
+    return np.minimum(hoeffding, bentkus)
+
+
+def rule_first_crossing(candidates, ucb, eps):
+    """Stop just before the first candidate whose bound (its running maximum) exceeds eps."""
+    crossed = np.maximum.accumulate(ucb) > eps
+    first = crossed.argmax() if crossed.any() else len(candidates)
+    return candidates[first - 1] if first > 0 else -np.inf
+
+
+valid_ucb = lambda l, s, c, rng: ucb_hoeffding_bentkus(l, s, c, cfg.alpha)  # noqa: E731
+mine = gpac_by_hand(loss, u, groups, valid_ucb, rule_first_crossing, seed=cfg.seed)
+library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=VALID, seed=cfg.seed).fit(u, loss, groups).thresholds_
+assert mine == library, (mine, library)
+mine
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-quickstart-hoeffding
+#
+# The paper's Appendix A also offers Hoeffding's inequality: replace the CLT line of `ucb_paper`
+# by $\hat\mu_Z(u) + R\sqrt{\log(2/\alpha)/(2m)}$ with the range $R = 1/\pi$ of the terms.
+# Compute the thresholds with `gpac_by_hand` and check them against
+# `GPAC(..., recipe=PAPER.replace(bound="hoeffding"))`. Which group's threshold falls most, and why?
+# :::
+
+# %% [markdown]
+# ```{solution-start} ex-quickstart-hoeffding
+# :class: dropdown
+# ```
+# Hoeffding's bound uses only the range of the terms, not their variance, so it is much wider
+# than the CLT bound when losses are rare: thresholds fall, most in the easy group.
+
+# %%
+def ucb_paper_hoeffding(loss, u, candidates, alpha, pi, rng):
+    n = len(loss)
+    m = int(np.ceil(n / pi))
+    i = rng.integers(0, n, size=m)
+    xi = rng.random(m) < pi
+    z_u = (xi * loss[i] / pi) * (u[i] <= candidates[:, None])
+    return z_u.mean(axis=1) + (1 / pi) * np.sqrt(np.log(2 / alpha) / (2 * m))
+
+
+hoeffding_ucb = lambda l, s, c, rng: ucb_paper_hoeffding(l, s, c, cfg.alpha, PAPER.pi, rng)  # noqa: E731
+mine = gpac_by_hand(loss, u, groups, hoeffding_ucb, rule_max, seed=cfg.seed)
+recipe = PAPER.replace(bound="hoeffding")
+library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed).fit(u, loss, groups).thresholds_
+assert mine == library, (mine, library)
+clt = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=PAPER, seed=cfg.seed).fit(u, loss, groups).thresholds_
+assert all(mine[g] <= clt[g] for g in mine)
+{g: (round(clt[g], 3), round(mine[g], 3)) for g in mine}
+
+# %% [markdown]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-quickstart-alpha
+#
+# Ask for more confidence: rerun your paper-recipe calibration with $\alpha = 0.01$ (same seed,
+# hence the same draws). Can any threshold go up? Argue from the formula before you run it.
+# :::
+
+# %% [markdown]
+# ```{solution-start} ex-quickstart-alpha
+# :class: dropdown
+# ```
+# With the same draws only $z_{1-\alpha}$ changes, and it grows as $\alpha$ shrinks: the bound
+# rises at every candidate, the set $\{u : \hat L_u \le \varepsilon\}$ shrinks, and so does its
+# maximum. No threshold can go up.
+
+# %%
+strict_ucb = lambda l, s, c, rng: ucb_paper(l, s, c, 0.01, PAPER.pi, rng)  # noqa: E731
+strict = gpac_by_hand(loss, u, groups, strict_ucb, rule_max, seed=cfg.seed)
+default = gpac_by_hand(loss, u, groups, paper_ucb, rule_max, seed=cfg.seed)
+assert all(strict[g] <= default[g] for g in default)
+{g: (round(default[g], 3), round(strict[g], 3)) for g in default}
+
+# %% [markdown]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# ## 4. Why a marginal guarantee can fail inside a group
 #
 # Within each group the loss rate rises with the score, so the score is useful. But at the *same*
 # score a hard query is far more likely to be lost than an easy one: the score is not calibrated
@@ -158,7 +313,7 @@ ax.legend(title="group")
 show(fig, "quickstart_loss_by_score")
 
 # %% [markdown]
-# ## 4. Three calibrators
+# ## 5. Three calibrators
 #
 # All three pick thresholds from the calibration set with an **upper confidence bound** (UCB) on
 # the risk: the largest threshold whose UCB stays below ε, so that the guarantee holds with
@@ -190,7 +345,7 @@ one = toy.evaluate(fitted, test)
 one.pivot_table(index=["partition", "group"], columns="method", values=["risk", "routed"]).round(3)
 
 # %% [markdown]
-# ## 5. Per-group risk as the tolerance varies
+# ## 6. Per-group risk as the tolerance varies
 #
 # One calibration set can be lucky or unlucky, so we repeat calibration on `trials` fresh
 # calibration sets for each ε and average the test risk (a fixed large test set stands in for
@@ -236,7 +391,7 @@ at = summary[np.isclose(summary["eps"], cfg.eps) & (summary["partition"] != "all
 at.pivot_table(index=["partition", "group"], columns="method", values="violation_rate").round(2)
 
 # %% [markdown]
-# ## 6. What it costs: the share routed to the non-thinking model
+# ## 7. What it costs: the share routed to the non-thinking model
 #
 # Group-conditional control is not free, but it is not wasteful either: G-PAC gives up cheap
 # routing in the hard group and gains it back in the easy group. C-PAC routes somewhat less: it

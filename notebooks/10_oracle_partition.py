@@ -14,7 +14,7 @@
 # # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Prop. 3.3)
 #
 # **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
-# (Eq. pac-optimal-threshold), the efficiency of marginal PAC vs G-PAC vs the oracle, and
+# (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
 # Proposition 3.3 ("grouping never hurts, strictly helps under heterogeneity") checked
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
@@ -25,7 +25,7 @@
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
 #
 # **Reads** nothing. **Writes** `figures/oracle_partition.{png,pdf}`,
-# `figures/tables/oracle_partition_efficiency.{csv,md}`, `figures/tables/prop33_check.{csv,md}`,
+# `figures/tables/oracle_partition_routed_share.{csv,md}`, `figures/tables/prop33_check.{csv,md}`,
 # `figures/tables/oracle_partition_calibrated.{csv,md}`.
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
@@ -33,9 +33,10 @@
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
-from gpac_utils import metrics
-from gpac_utils.calibrate import ALL
+from gpac_utils import Recipe, metrics
+from gpac_utils.calibrate import ALL, threshold
 from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import oracle, populations
 from gpac_utils.workflow import config
@@ -77,26 +78,56 @@ axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at
 axes[0].legend()
 axes[1].legend(fontsize=8)
 
-table = oracle.efficiency_table(pop, cfg.eps_grid)
-for col, lab in (("eff_marginal", "PAC (marginal constraint)"), ("eff_common", "one threshold, valid in every group"),
-                 ("eff_grouped", "G-PAC oracle (per-group)")):
+table = oracle.routed_share_table(pop, cfg.eps_grid)
+for col, lab in (("routed_share_marginal", "PAC (marginal constraint)"), ("routed_share_common", "one threshold, valid in every group"),
+                 ("routed_share_grouped", "G-PAC oracle (per-group)")):
     axes[2].plot(table["eps"], table[col], marker="o", ms=3, label=lab,
-                 color={"eff_marginal": "#1f3b73", "eff_common": "grey", "eff_grouped": "#2a9d8f"}[col])
-axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population efficiency")
+                 color={"routed_share_marginal": "#1f3b73", "routed_share_common": "grey", "routed_share_grouped": "#2a9d8f"}[col])
+axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
 axes[2].legend(fontsize=8)
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 
 # %%
-plotting.save_table(table, "oracle_partition_efficiency", floatfmt=".4f")
-table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "eff_marginal", "eff_common", "eff_grouped",
+plotting.save_table(table, "oracle_partition_routed_share", floatfmt=".4f")
+table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_marginal", "routed_share_common", "routed_share_grouped",
        "max_group_risk_marginal"]].round(3)
 
 # %% [markdown]
 # Read the last column: under the marginal threshold the *hard* group's risk exceeds ε at every
 # tolerance — marginal PAC is efficient because it spends the hard group's budget. G-PAC
 # gives every group its own guarantee, and against the best single threshold that offers the
-# same guarantee (`eff_common` = `P(U ≤ min_j u*_j)`) it is always more efficient here.
+# same guarantee (`routed_share_common` = `P(U ≤ min_j u*_j)`) it is always more efficient here.
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-oracle-closed-form
+#
+# Every group here has $U \sim \mathrm{Uniform}(0, 1)$ and $P(\ell = 1 \mid U = u) = a_j u^{b_j}$.
+# Integrate to get $R(u \mid G_j)$, solve $R(u \mid G_j) = \varepsilon$ for $u$, and check your
+# formula against `populations.oracle_threshold` for the three groups at $\varepsilon$ = `cfg.eps`.
+# When is the answer $+\infty$?
+# :::
+
+# %% [markdown]
+# ```{solution-start} ex-oracle-closed-form
+# :class: dropdown
+# ```
+# $R(u \mid G_j) = \int_0^u a_j s^{b_j}\,ds = a_j u^{b_j+1}/(b_j+1)$, so
+# $u^*_j = (\varepsilon (b_j+1)/a_j)^{1/(b_j+1)}$ — unless that exceeds 1: then even routing
+# everything keeps the risk at most $\varepsilon$ and $u^*_j = +\infty$.
+
+# %%
+for g in pop.groups:
+    by_hand = (cfg.eps * (g.b + 1) / g.a) ** (1 / (g.b + 1))
+    by_hand = np.inf if by_hand >= 1 else by_hand
+    library = populations.oracle_threshold(pop, cfg.eps, g.name)
+    assert by_hand == library == np.inf or abs(by_hand - library) < 1e-12, (g.name, by_hand, library)
+    print(f"{g.name}: u* = {by_hand:.4f}")
+
+# %% [markdown]
+# ```{solution-end}
+# ```
 
 # %% [markdown]
 # ## Proposition 3.3, checked numerically
@@ -115,24 +146,38 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "eff_marginal", "eff
 # For the *oracle* partition (the argmax over all partitions, Def. 3.x) statement 3 does hold, but
 # trivially: a partition into `k` pieces that each reproduce the population's joint law of
 # (U, loss) — a random split — has `u*_j = u*` for all `j` (case 2), so the maximum over
-# partitions is at least the marginal efficiency.
+# partitions is at least the marginal routed share.
 
 # %%
 scan = oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
 het = scan[~scan["identical_groups"]]
-check = oracle.proposition_check(scan)
+ident = scan[scan["identical_groups"]]
+differ, valid = het[~het["thresholds_equal"]], het[~het["marginal_violates_a_group"]]
+grouped, common, marginal = "routed_share_grouped", "routed_share_common", "routed_share_marginal"
+tol = 1e-9  # numerical tolerance of the inequalities
+statements = [  # (statement, populations, cases, how many hold)
+    ("corrected: grouped >= common valid threshold", "heterogeneous", het, het[grouped] >= het[common] - tol),
+    ("corrected, strict when thresholds differ", "heterogeneous", differ, differ[grouped] > differ[common]),
+    ("equality: grouped == marginal", "identical groups", ident, (ident[grouped] - ident[marginal]).abs() <= 1e-7),
+    ("as stated: grouped >= marginal", "heterogeneous", het, het[grouped] >= het[marginal] - tol),
+    ("as stated, when the marginal threshold is valid in every group", "heterogeneous", valid,
+     valid[grouped] >= valid[marginal] - tol),
+]
+check = pd.DataFrame([{"statement": st, "populations": who, "cases": len(d), "holds": int(ok.sum())}
+                      for st, who, d, ok in statements])
+check["share_holding"] = check["holds"] / check["cases"]
 plotting.save_table(check, "prop33_check", floatfmt=".3f")
 check
 
 # %%
 assert check.loc[0, "share_holding"] == 1.0 and check.loc[1, "share_holding"] == 1.0
 assert check.loc[2, "share_holding"] == 1.0 and check.loc[4, "share_holding"] == 1.0
-worst = het.assign(loss=het["eff_marginal"] - het["eff_grouped"]).sort_values("loss", ascending=False).head(3)
-worst[["eps", "eff_marginal", "eff_common", "eff_grouped", "groups"]].round(3)
+worst = het.assign(loss=het["routed_share_marginal"] - het["routed_share_grouped"]).sort_values("loss", ascending=False).head(3)
+worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grouped", "groups"]].round(3)
 
 # %% [markdown]
 # The largest losses of G-PAC against marginal PAC come from a group whose risk the marginal
-# threshold pushes above ε: the "efficiency" of marginal PAC there is the price of the per-group
+# threshold pushes above ε: the routed share of marginal PAC there is the price of the per-group
 # guarantee, not a failure of grouping.
 
 # %% [markdown]
@@ -141,8 +186,41 @@ worst[["eps", "eff_marginal", "eff_common", "eff_grouped", "groups"]].round(3)
 # across groups by their mass) and a valid bound, the calibrated thresholds sit below the
 # oracle, and the per-group violation rates show what each method guarantees.
 
+# %% [markdown]
+# **Calibrate.** `calibrations` times: marginal PAC on `n_cal` mixture items, G-PAC on each
+# group's `round(w_j n_cal)` items (Algorithm 2), with the recipe `bound`, `sampling` and the
+# first-crossing rule. `threshold` calibrates all repetitions at once (one row each).
+
 # %%
-cal = oracle.calibrated_efficiency(pop, cfg)
+recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
+rng = np.random.default_rng(cfg.seed)
+loss, u, _ = pop.sample(cfg.n_cal, rng, size=cfg.calibrations)
+thr = {"PAC": dict.fromkeys(pop.names, threshold(loss, u, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))}
+thr["G-PAC"] = {}
+for g, wj in zip(pop.names, pop.weights):
+    lj, uj = pop.group(g).sample((cfg.calibrations, max(2, int(round(wj * cfg.n_cal)))), rng)
+    thr["G-PAC"][g] = threshold(lj, uj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
+oracle_thr = {"PAC": dict.fromkeys(pop.names, populations.oracle_threshold(pop, cfg.eps)),
+              "G-PAC": {g: populations.oracle_threshold(pop, cfg.eps, g) for g in pop.names}}
+
+# %% [markdown]
+# **Measure** with the exact risks: per group the mean share routed, the oracle's share and the
+# violation rate `P(R(û | G_j) > ε)`; over all groups the mass-weighted shares.
+
+# %%
+rows = []
+for method, per_group in thr.items():
+    total, total_oracle = 0.0, 0.0
+    for g, wj in zip(pop.names, pop.weights):
+        share, risk = pop.share(per_group[g], g), pop.risk(per_group[g], g)
+        share_oracle = float(pop.share(oracle_thr[method][g], g))
+        rows.append({"method": method, "group": g, "routed_share": float(np.mean(share)), "routed_share_oracle": share_oracle,
+                     "violation_rate": float(np.mean(risk > cfg.eps)), "mean_risk": float(np.mean(risk))})
+        total += wj * float(np.mean(share))
+        total_oracle += wj * share_oracle
+    rows.append({"method": method, "group": ALL, "routed_share": total, "routed_share_oracle": total_oracle,
+                 "violation_rate": np.nan, "mean_risk": np.nan})
+cal = pd.DataFrame(rows).assign(calibrations=cfg.calibrations)
 plotting.save_table(cal, "oracle_partition_calibrated", floatfmt=".4f")
 cal.round(3)
 

@@ -56,7 +56,9 @@ cfg
 # and the finite-sample statement inherits the excess.
 
 # %%
-res, draws = finite_sample.finite_sample_experiment(pop, cfg)
+res, draws = finite_sample.finite_sample_experiment(
+    pop, group=cfg.group, n_cal=cfg.n_cal, N_grid=cfg.N_grid, t_grid=cfg.t_grid, eps=cfg.eps, alpha=cfg.alpha,
+    calibrations=cfg.calibrations, settings=[tuple(s) for s in cfg.settings], pi=cfg.pi, seed=cfg.seed)
 plotting.save_table(res, "finite_sample", floatfmt=".4f")
 res.groupby(["bound", "scheme"])[["violation_rate", "calibrations"]].first()
 
@@ -108,3 +110,29 @@ plotting.savefig(fig, "finite_sample")
 valid_rows = res[res["bound"] != "clt"]
 assert valid_rows["holds"].all(), valid_rows[~valid_rows["holds"]]
 res.groupby(["bound", "scheme"])["holds"].mean()
+
+# %% [markdown]
+# ## Exercise
+#
+# ```{exercise}
+# :label: ex-finite-sample-size
+#
+# The theorem's slack term is $\exp(-2 N_j t^2)$ (loss bound $B = 1$). How many test items
+# $N_j$ make it at most $0.05$ at $t = 0.05$? Compute the smallest such $N_j$ and check that one
+# item fewer is not enough.
+# ```
+#
+# ```{solution-start} ex-finite-sample-size
+# :class: dropdown
+# ```
+# Solve $\exp(-2 N t^2) \le \delta$ for $N$: $N \ge \log(1/\delta) / (2 t^2)$.
+
+# %%
+t, delta = 0.05, 0.05
+n_needed = int(np.ceil(np.log(1 / delta) / (2 * t**2)))
+assert np.exp(-2 * n_needed * t**2) <= delta < np.exp(-2 * (n_needed - 1) * t**2)
+n_needed
+
+# %% [markdown]
+# ```{solution-end}
+# ```

@@ -84,6 +84,7 @@ for (b, _p), t in tables.items():
 {k: len(v) for k, v in tables.items()}
 
 # %% [markdown]
+# (fig:dataset_category_distribution)=
 # ## fig:dataset_category_distribution
 # The number of items per category: MATH-500 subjects, ZebraLogic size classes by search
 # space $(N!)^M$ (Small $<10^3$, Medium $<10^6$, Large $<10^{10}$, X-Large), GPQA domains.
@@ -121,6 +122,7 @@ if len(counts):
 counts
 
 # %% [markdown]
+# (table:splitting_settings)=
 # ## table:splitting_settings
 # Calibration/test sizes follow from each benchmark's size and the paper's calibration
 # ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA; 0.5 for benchmarks outside the paper).
@@ -140,6 +142,7 @@ plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
 # %% [markdown]
+# (table:llm_accuracy)=
 # ## table:llm_accuracy
 # Accuracy (%) recomputed from the tables. For the simulated stand-ins they are set beside the
 # paper's numbers: the simulation picks exactly `round(acc * n)` correct items per model, so they

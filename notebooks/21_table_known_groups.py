@@ -49,10 +49,13 @@
 # **Runtime** (2 cores, measured): fast profile (5 trials) ~7 s; paper profile (100 trials) ~30 s.
 
 # %%
+import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils.paper import plotting
+from gpac_utils import GPAC, PAC, metrics
+from gpac_utils.experiment import default_stp_form
+from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
@@ -75,17 +78,103 @@ cfg = config.load("21_table_known_groups", profile, data_source=data_source, pai
 cfg
 
 # %% [markdown]
-# ## Run, summarize, save
-# For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
-# paper's recipe, then the group method alone with each valid bound, all on the same splits.
-# `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
-# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
-# configuration names.
+# ## The settings that matter
+# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and G-PAC, and one finite-sample valid
+# recipe per bound in `valid_bounds` for G-PAC alone. The data come from `data_source`.
 
 # %%
-built = R.make_tables(cfg)
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+settings
 
 # %% [markdown]
+# ## Run, summarize, save
+# For each pair and benchmark: $T$ seeded splits; on each, PAC and G-PAC with the paper's
+# recipe, then G-PAC alone with each valid bound, all on the same splits
+# (`gpac_utils.experiment.run_experiment`). `make_tables` saves the long table (ours beside the
+# paper's) and the paper layout, picks the tighter valid bound (higher mean routed share) for the
+# layout, and draws the error bars the configuration names.
+
+# %%
+built = R.make_tables(settings, family="known", source=source, pairs=cfg.pairs, eps=cfg.eps,
+                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
+                      figures=cfg.figures, notebook="21_table_known_groups")
+
+# %% [markdown]
+# ## Inside one trial: split → fit → route → metrics
+# What `run_experiment` does in each of the $T$ trials, written out for trial 0 of the first
+# table, benchmark and score. **Split**: a seeded permutation puts the first `cal_ratio` share
+# of the items in the calibration set.
+
+# %%
+name, built_table = next(iter(built.items()))
+dataset, table = next(iter(built_table.data.items()))
+eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
+score, trial = settings.scores[0], 0
+perm = np.random.default_rng([settings.seed, trial]).permutation(len(table))
+n_cal = int(round(ratio * len(table)))
+cal, test = table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
+print(f"{name} / {dataset} / {score}: {len(cal)} calibration and {len(test)} test items, eps = {eps_b}")
+
+# %% [markdown]
+# **Fit**: PAC calibrates one threshold on all calibration items, G-PAC one per known group
+# (groups with fewer than 10 items always think). Each calibrator gets the seed
+# `run_experiment` derives from (seed, trial, score, recipe, method).
+
+# %%
+def calibrator_seed(method_index):
+    return int(np.random.SeedSequence([settings.seed, trial, 0, 0, method_index]).generate_state(1)[0])
+
+
+pac = PAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound, seed=calibrator_seed(0))
+pac.fit(cal[score], cal["loss"])
+gpac = GPAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound, seed=calibrator_seed(1))
+gpac.fit(cal[score], cal["loss"], cal["group"])
+pd.DataFrame({"PAC": pd.Series(pac.thresholds_), "G-PAC": pd.Series(gpac.thresholds_)}).round(3)
+
+# %% [markdown]
+# **Route** the test items (`True`: the non-thinking model answers) and **measure**: the error
+# is the mean of `loss × routed` (the extra error against always thinking), overall and per group.
+
+# %%
+routes = {"PAC": pac.route(test[score]), "G-PAC": gpac.route(test[score], test["group"])}
+by_hand = pd.DataFrame({
+    m: {"Overall": metrics.error(r, test["loss"]), **metrics.group_errors(r, test["loss"], test["group"])}
+    for m, r in routes.items()
+})
+by_hand.round(4)
+
+# %% [markdown]
+# The same numbers are trial 0's rows of the $T$-trial run above:
+
+# %%
+rows = built_table.results.query("dataset == @dataset and setting == 'paper' and trial == 0 and score == @score")
+from_run = rows.pivot_table(index="group", columns="method", values="error").rename(index={"__all__": "Overall"})
+assert np.allclose(from_run.loc[by_hand.index, by_hand.columns], by_hand, rtol=1e-12, atol=0)
+from_run.round(4)
+
+# %% [markdown]
+# The savings: the share of test items routed to the non-thinking model and, with token counts,
+# the saved token percentage STP (App. F; router scores use its router form). Again trial 0's
+# overall rows.
+
+# %%
+overall = rows.query("group == '__all__'").set_index("method")
+has_tokens = {"think_tokens", "nothink_tokens"} <= set(test.columns)
+for m, r in routes.items():
+    share = metrics.routed_share(r)
+    stp = metrics.stp(r, test["think_tokens"], test["nothink_tokens"], default_stp_form(score)) if has_tokens else np.nan
+    assert np.isclose(share, overall.loc[m, "routed_share"], rtol=1e-12, atol=0)
+    assert np.isclose(stp, overall.loc[m, "stp"], rtol=1e-12, atol=0, equal_nan=True)
+    print(f"{m}: routed share {share:.3f}, STP {stp:.3f}")
+
+# %% [markdown]
+# (table:01_results_known)=
+# (table:01_llama_results)=
+# (fig:errorbar_category)=
+# (fig:errorbar_category_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read
@@ -109,6 +198,6 @@ for title, frame in R.views(built):
 # (ZebraLogic) and *Biology* (GPQA). G-PAC's per-group violation rate under the paper's recipe,
 # however, is well above $\alpha$: the CLT bound on resampled labels targets the *empirical*
 # calibration risk, and `max` may jump past a crossing. With the valid recipe the violation
-# rate stays near or below $\alpha$, at a cost in efficiency that is largest on small groups
+# rate stays near or below $\alpha$, at a cost in routed share that is largest on small groups
 # (on MATH-500 with $\varepsilon=0.05$ most categories are too small to certify anything and
 # always think).

@@ -45,10 +45,15 @@
 # **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~20–30 s.
 
 # %%
+import warnings
+
+import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils.paper import plotting
+from gpac_utils import CPAC, metrics
+from gpac_utils.calibrate import GroupWarning
+from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
@@ -71,17 +76,71 @@ cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs
 cfg
 
 # %% [markdown]
-# ## Run, summarize, save
-# For each pair and benchmark: $T$ seeded splits; on each, PAC and the group method with the
-# paper's recipe, then the group method alone with each valid bound, all on the same splits.
-# `make_tables` saves the long table (ours beside the paper's) and the paper layout, picks the
-# tighter valid bound (higher mean efficiency) for the layout, and draws the figures the
-# configuration names.
+# ## The settings that matter
+# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and C-PAC, and one finite-sample valid
+# recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
 
 # %%
-built = R.make_tables(cfg)
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+settings
 
 # %% [markdown]
+# ## Run, summarize, save
+# For each pair and benchmark: $T$ seeded splits; on each, PAC and C-PAC with the paper's
+# recipe for each clustering in `groupings`, then C-PAC alone with each valid bound (disjoint
+# clustering only), all on the same splits. `make_tables` saves the long table and the paper
+# layout with the tighter valid bound.
+
+# %%
+built = R.make_tables(settings, family="cpac", source=source, pairs=cfg.pairs, eps=cfg.eps,
+                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
+                      figures=cfg.figures, notebook="22_table_cpac")
+
+# %% [markdown]
+# ## Inside one trial: learning the groups from the score
+# Trial 0 of the first table, benchmark and score, by hand. The split is the seeded permutation
+# of `run_experiment`; C-PAC then clusters the calibration scores into $k$ intervals of the
+# score axis and calibrates one threshold per interval. With **disjoint** clustering
+# (`mode="split"`) one half of the calibration items places the boundaries and the other half
+# calibrates; with **joint** clustering the same items do both.
+
+# %%
+name, built_table = next(iter(built.items()))
+dataset, table = next(iter(built_table.data.items()))
+eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
+score, trial = settings.scores[0], 0
+cal, test = R.trial_split(table, ratio, settings.seed, trial)  # the split of notebook 21's walk-through
+seed = int(np.random.SeedSequence([settings.seed, trial, 0, 0, 1]).generate_state(1)[0])  # C-PAC's, as in the run
+fits = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", GroupWarning)  # a tiny learned group always thinks
+    for mode in ("split", "joint"):
+        fits[mode] = CPAC(eps_b, settings.alpha, settings.paper, partitioner=settings.partitioner, mode=mode,
+                          loss_bound=settings.loss_bound, seed=seed).fit(cal[score], cal["loss"])
+pd.DataFrame({mode: {"boundaries": np.round(f.partition_.boundaries, 3).tolist(),
+                     **{g: round(t, 3) for g, t in f.thresholds_.items()}} for mode, f in fits.items()})
+
+# %% [markdown]
+# **Route and measure on the learned groups.** Each test item falls in one learned interval
+# (`assign`); C-PAC's error per learned group is the mean of `loss × routed` over its items.
+# These are trial 0's C-PAC rows of the run above.
+
+# %%
+for mode, f in fits.items():
+    labels = f.assign(test[score])
+    mine = metrics.group_errors(f.route(test[score]), test["loss"], labels)
+    rows = built_table.results.query(
+        "dataset == @dataset and grouping == @mode and setting == 'paper' and trial == 0 and score == @score"
+        " and method == 'C-PAC' and group != '__all__'")
+    assert np.allclose(rows.set_index("group")["error"].loc[list(mine)], list(mine.values()), rtol=1e-12, atol=0)
+    print(mode, {g: round(e, 4) for g, e in mine.items()})
+
+# %% [markdown]
+# (table:01_results_unknown)=
+# (table:01_results_unknown_llama)=
 # ## The results
 # Per table: the loss of its data; the valid bounds compared (mean share routed to the
 # non-thinking model, STP, largest per-group violation rate); the paper layout — cells read

@@ -33,8 +33,14 @@
 # **Runtime** (2 cores, measured): fast profile ~7 s; paper profile ~20–25 s.
 
 # %%
-from gpac_utils.paper import calibration_ratio as C
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from gpac_utils import Recipe
+from gpac_utils.experiment import ExperimentConfig, summarize
 from gpac_utils.paper import plotting, reference, sources
+from gpac_utils.paper.reference import SCORE_LABELS, TITLES
+from gpac_utils.paper.results_tables import quiet_run
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -57,37 +63,84 @@ cfg, eps_map
 
 # %% [markdown]
 # ## Run PAC and G-PAC at every ratio
+# For each benchmark and ratio: `trials` seeded splits with that share of the items in the
+# calibration set; PAC and G-PAC with the paper's recipe on each
+# (`gpac_utils.experiment.run_experiment`), summarized over the trials in percent.
 
 # %%
 data = {b: sources.load_table(source, b, pair, notebook="24_calibration_ratio", scores=cfg.scores) for b in benchmarks}
 for note in sources.source_notes(data):
     print(note)
-summary = C.run_calibration_ratio(data, eps_map, cfg)
-cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "efficiency", "violation_max_group",
+recipe = Recipe(pi=cfg.pi, **cfg.recipe)
+rows = []
+for b, df in data.items():
+    for ratio in cfg.ratios:
+        exp = ExperimentConfig(eps=eps_map[b], alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(recipe,),
+                               scores=tuple(cfg.scores), trials=cfg.trials, cal_ratio=float(ratio), seed=cfg.seed)
+        s = summarize(quiet_run(df, exp), eps_map[b])
+        rows.append(s.assign(eps=eps_map[b]).assign(dataset=b, cal_ratio=float(ratio)))
+summary = pd.concat(rows, ignore_index=True)
+percent = ["Error", "Error_Gap", "STP", "routed_share", "violation_max_group", "violation_any_group", "worst_group_error"]
+summary[percent] = 100 * summary[percent]
+cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "routed_share", "violation_max_group",
         "violation_any_group", "trials"]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 
 # %% [markdown]
+# ## The figure: one row of panels per benchmark
+# Error, Error$_{\rm Gap}$ and STP against the ratio; colour: method, marker and line: score.
+
+# %%
+SCORE_STYLES = {"score_logits": ("o", "-"), "score_verbalized": ("s", "--"), "score_router": ("^", ":")}
+PANELS = (("Error", "Error (%)"), ("Error_Gap", r"Error$_{Gap}$ (%)"), ("STP", "STP (%)"))
+
+
+def plot_calibration_ratio(summary):
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    fig, axes = plt.subplots(len(datasets), 3, figsize=(13, 3.2 * len(datasets)), squeeze=False)
+    for i, b in enumerate(datasets):
+        sub = summary[summary.dataset == b]
+        for j, (metric, label) in enumerate(PANELS):
+            ax = axes[i, j]
+            for (m, s), d in sub.groupby(["method", "score"], sort=False):
+                mk, ls = SCORE_STYLES.get(s, ("o", "-"))
+                d = d.sort_values("cal_ratio")
+                ax.plot(d["cal_ratio"], d[metric], marker=mk, ls=ls, color=plotting.METHOD_COLORS.get(m), ms=4,
+                        label=f"{m} / {SCORE_LABELS.get(s, s)}")
+            if metric == "Error":
+                ax.axhline(100 * float(sub["eps"].iloc[0]), color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
+            ax.set_xlabel("calibration ratio")
+            ax.set_ylabel(label)
+            ax.set_title(f"{TITLES.get(b, b)}: {label}", fontsize=9)
+            if i == 0 and j == 2:
+                ax.legend(fontsize=6, ncol=2, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+# %% [markdown]
+# (fig:results_calibration_ratio_math500)=
 # ## fig:results_calibration_ratio_math500
 
 # %%
 if "math500" in benchmarks:
-    fig = C.plot_calibration_ratio(summary[summary.dataset == "math500"], colors=plotting.METHOD_COLORS)
+    fig = plot_calibration_ratio(summary[summary.dataset == "math500"])
     plotting.savefig(fig, f"results_calibration_ratio_math500{suffix}")
 
 # %% [markdown]
+# (fig:results_calibration_ratio_other)=
 # ## fig:results_calibration_ratio_other
 
 # %%
 other = summary[summary.dataset != "math500"]
 if len(other):
-    fig = C.plot_calibration_ratio(other, colors=plotting.METHOD_COLORS)
+    fig = plot_calibration_ratio(other)
     plotting.savefig(fig, f"results_calibration_ratio_other{suffix}")
 # %% [markdown]
 # ## Reading the result
 # Error$_{\rm Gap}$ per method and ratio (%): G-PAC stays at zero at every ratio while marginal
-# PAC's gap does not vanish; a larger calibration set mostly buys efficiency (STP) for G-PAC,
+# PAC's gap does not vanish; a larger calibration set mostly buys routed share (STP) for G-PAC,
 # whose small groups are the binding constraint.
 
 # %%

@@ -33,10 +33,14 @@
 # **Runtime**: a few seconds on both profiles (no randomness).
 
 # %%
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from gpac_utils.paper import ece, plotting, sources
+from gpac_utils.metrics import expected_calibration_error, reliability_curve
+from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import simulate as sim
+from gpac_utils.paper.reference import SCORE_LABELS, TITLES
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -64,23 +68,55 @@ cfg
 
 # %% [markdown]
 # ## ECE per benchmark and score, both pairs (%)
+# The confidence of the non-thinking model is $1 - U$, the outcome its correctness
+# (`nothink_correct`); the expected calibration error averages $|$accuracy $-$ mean confidence$|$
+# over `n_bins` equal-width confidence bins, weighted by the bins' sizes.
 # (From a generated table or a path: the chosen pair only.)
 
 # %%
-ece_pairs = []
+rows = []
 for p in pairs:
-    t = ece.ece_table({b: load(b, p) for b in benchmarks}, cfg.scores, cfg.n_bins)
-    t.insert(0, "pair", p if source.kind != "path" else "")
-    ece_pairs.append(t)
-ece_pairs = pd.concat(ece_pairs, ignore_index=True)
+    for b in benchmarks:
+        df = load(b, p)
+        for s in cfg.scores:
+            conf, correct = 1.0 - df[s].to_numpy(float), df["nothink_correct"].to_numpy(float)
+            rows.append({"pair": p if source.kind != "path" else "", "dataset": b, "score": s, "n": len(df),
+                         "ECE": 100 * expected_calibration_error(conf, correct, cfg.n_bins),
+                         "mean_confidence": 100 * conf.mean(), "accuracy": 100 * df["nothink_correct"].mean()})
+ece_pairs = pd.DataFrame(rows)
 plotting.save_table(ece_pairs, f"ece_scores{suffix}")
 ece_pairs.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
 
 # %% [markdown]
+# (fig:expected_error_uncertainty)=
 # ## fig:expected_error_uncertainty
 # Bars: accuracy per confidence bin; hatched: the gap to the mean confidence in the bin;
 # dashed: perfect calibration.
 
 # %%
-fig = ece.plot_reliability_grid({b: load(b, cfg.pair) for b in benchmarks}, cfg.scores, cfg.n_bins)
+fig, axes = plt.subplots(len(benchmarks), len(cfg.scores), figsize=(3.4 * len(cfg.scores), 3.2 * len(benchmarks)),
+                         squeeze=False)
+width = 1.0 / cfg.n_bins
+for i, b in enumerate(benchmarks):
+    df = load(b, cfg.pair)
+    for j, s in enumerate(cfg.scores):
+        ax = axes[i, j]
+        conf, correct = 1.0 - df[s].to_numpy(float), df["nothink_correct"].to_numpy(float)
+        c = reliability_curve(conf, correct, cfg.n_bins).query("n > 0")
+        ece = expected_calibration_error(conf, correct, cfg.n_bins)
+        ax.bar(c["bin_lo"], c["accuracy"], width=width, align="edge", color="#2a9d8f", edgecolor="white",
+               label="accuracy")
+        ax.bar(c["bin_lo"], (c["mean_confidence"] - c["accuracy"]).abs(),
+               bottom=np.minimum(c["accuracy"], c["mean_confidence"]), width=width, align="edge", color="none",
+               edgecolor="#e76f51", hatch="///", lw=0.8, label="gap to mean confidence")
+        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{TITLES.get(b, b)} ({SCORE_LABELS.get(s, s)}): ECE = {100 * ece:.1f}%", fontsize=8)
+        ax.set_xlabel("confidence 1 - U")
+        if j == 0:
+            ax.set_ylabel("accuracy (non-thinking)")
+        if i == 0 and j == 0:
+            ax.legend(fontsize=7, loc="upper left")
+fig.tight_layout()
 plotting.savefig(fig, f"expected_error_uncertainty{suffix}")

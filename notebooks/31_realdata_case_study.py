@@ -43,8 +43,8 @@
 # `think_tokens = strong_chars / chars_per_token + hidden_think_tokens` and
 # `nothink_tokens = weak_chars / chars_per_token`, with 4 characters per token and **2000 hidden
 # reasoning tokens per problem — an assumption, not a measurement** (both are parameters). The
-# share of queries routed to the cheap model (Efficiency) needs no cost model and is the
-# primary efficiency measure here.
+# share of queries routed to the cheap model (the routed share) needs no cost model and is the
+# primary measure of the savings here.
 #
 # **Writes** (only when the data are present) `figures/tables/realdata_case_study.{csv,md}`,
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
@@ -56,8 +56,10 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils.paper import plotting, realdata
+from gpac_utils import data as D
+from gpac_utils.paper import plotting, realdata, sources
 from gpac_utils.paper import results_tables as R
+from gpac_utils.paper.table_layout import LAYOUT_ROWS
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -75,7 +77,10 @@ overrides = {}  # any other setting of notebooks/config/31_realdata_case_study.y
 # %%
 cfg = config.load("31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, trials=trials,
                   **overrides)
-source = realdata.case_study_source(cfg)
+if cfg.data_source is None:  # the real table, mapped with the config's columns
+    source = sources.DataSource("path", realdata.resolve_data_path(cfg.data_path), dict(cfg.columns or {}))
+else:
+    source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 path = source.table_path(cfg.benchmark, cfg.pair)
 available = path.exists()
 suffix = "" if cfg.data_source is None else f"__{source.tag(cfg.benchmark, cfg.pair)}"
@@ -93,12 +98,21 @@ cfg
 
 # %% [markdown]
 # ## The table
-# Size, accuracies and loss rate per subject (%): the loss rate differs by a factor of two
-# between subjects, which is what a single marginal threshold cannot see.
+# A path is read with its column mapping, and the token-cost model above turns character counts
+# into token counts (`realdata.realdata_table`); the simulated and generated tables are in the
+# schema already. Size, accuracies and loss rate per subject (%): the loss rate differs by a
+# factor of two between subjects, which is what a single marginal threshold cannot see.
 
 # %%
 if available:
-    table = realdata.load_case_study(source, cfg)
+    if source.kind == "path":
+        table = realdata.realdata_table(D.read_table(path, source.columns), None, chars_per_token=cfg.chars_per_token,
+                                        hidden_think_tokens=cfg.hidden_think_tokens)
+        where = source.where()
+    else:
+        table = sources.read_source(source, cfg.benchmark, cfg.pair, loss_bound=cfg.loss_bound)
+        where = source.where(cfg.benchmark, cfg.pair)
+    table = sources.check_table(table, "31_realdata_case_study", where, scores=cfg.scores)
     display(realdata.group_summary(table).round(2))
 
 # %% [markdown]
@@ -110,10 +124,25 @@ if available:
 # groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
+settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark
-    built = {f"realdata_case_study{suffix}": realdata.build_case_study(table, cfg, path.name, dataset=dataset,
-                                                                        suffix=suffix)}
+    groupings = (["known"] if D.GROUP in table.columns else []) + ["split", "joint"]
+    name = f"realdata_case_study{suffix}"
+    built = {name: R.build_table(
+        settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
+        groupings=groupings, file_name=name, layout_suffix="_layout",
+        rows=LAYOUT_ROWS + (("Routed_share", "Routed share (%)"),),
+        figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
+        title=f"{path.name}: eps = {cfg.eps}",
+        paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
+    )}
+    if "known" in groupings:
+        known = built[name].results.query("grouping == 'known'")
+        gv = R.table_group_violations(known)[realdata.VIOLATION_COLUMNS]
+        plotting.save_table(gv, f"realdata_group_violations{suffix}", floatfmt=".3f")
     for title, frame in R.views(built):
         print(f"== {title}")
         display(frame)

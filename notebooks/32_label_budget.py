@@ -16,7 +16,7 @@
 # **Not in the paper** (it fixes $\pi=0.5$). A group-conditional guarantee needs enough *labelled*
 # calibration items in every group: with a valid bound a group with too few labels certifies
 # nothing and always thinks. Labels (a thinking-model answer plus a grade) are the expensive part,
-# so this notebook plans them with `gpac_utils.planning`:
+# so this notebook plans them with `gpac_utils.prediction` and `gpac_utils.allocation`:
 #
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
@@ -47,12 +47,14 @@
 # **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import display
+from matplotlib import ticker
 
+from gpac_utils import allocation, prediction
 from gpac_utils import data as D
-from gpac_utils import planning
 from gpac_utils.paper import plotting
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.workflow import config, paths
@@ -87,13 +89,13 @@ cfg
 sim = D.read_table(paths.REPO_ROOT / cfg.sim_table)
 rows, sim_curves = [], {}
 for score in cfg.sim_scores:
-    c = planning.predict(
+    c = prediction.predict(
         sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
         recipe=recipe, n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
     )  # fmt: skip
     sim_curves[score] = c
-    need_mean = planning.labels_needed(c, cfg.target, "mean")
-    need_q10 = planning.labels_needed(c, cfg.target, "q10")
+    need_mean = prediction.labels_needed(c, cfg.target, "mean")
+    need_q10 = prediction.labels_needed(c, cfg.target, "q10")
     first = {g: (c.n_grid[c.p_certify[j] >= 0.5][:1].tolist() or [np.nan])[0] for j, g in enumerate(c.groups)}
     for g in c.groups:
         rows.append({
@@ -110,9 +112,34 @@ plotting.save_table(sim_table, "label_budget_sim")
 # the smallest $n$ whose *expected* routed share reaches 30 %; `…_q10`: reached in 90 % of the
 # resamples. `nan`: not within the grid (up to 1,600 labels). None of the curves is concave.
 
+# %% [markdown]
+# Each panel: one subject's predicted routed share against its number of labels (log axis), the
+# 10–90 % band over the resamples, and $P(\text{certify})$; the dashed line is the 30 % target.
+
 # %%
 main_score = cfg.sim_scores[0]
-fig = planning.plot_curves(planning.Plan(sim_curves[main_score], {}, 0, {}), target=cfg.target)
+c = sim_curves[main_score]
+lo, hi = c.band()
+cols = min(len(c.groups), 4)
+rows_ = -(-len(c.groups) // cols)
+fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), sharey=True, squeeze=False)
+for j, g in enumerate(c.groups):
+    ax = axes.flat[j]
+    ok = np.isfinite(c.mean[j])
+    ax.fill_between(c.n_grid[ok], lo[j, ok], hi[j, ok], color="0.8", label="10-90 %")
+    ax.plot(c.n_grid[ok], c.mean[j, ok], color="k", lw=1.2, label="mean")
+    ax.plot(c.n_grid[ok], c.p_certify[j, ok], color="0.5", lw=0.8, ls=":", label="P(certify)")
+    ax.axhline(cfg.target, color="C1", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_title(f"{g} ({c.traffic[j]:.0%})", fontsize=9)
+    ax.set_xlabel("labels")
+for ax in axes.flat[len(c.groups):]:
+    ax.axis("off")
+axes[0, 0].set_ylabel("routed share")
+axes[0, 0].legend(fontsize=6, loc="upper left")
+fig.tight_layout()
 fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
 plotting.savefig(fig, "label_budget_sim")
 
@@ -124,9 +151,9 @@ plotting.savefig(fig, "label_budget_sim")
 # method) and the rest $A_j$ is what may be labelled. The budget is the paper's: $L=\sum_j|A_j|/2$
 # (expected labels of $\pi=0.5$). Allocations, all calibrated with the valid recipe on $A_j$:
 #
-# * **planned**: the DP allocation of $L$ from the pilot's curves (each group labels a random
-#   $n_j$-subset of $A_j$);
-# * **uniform**: $L/k$ per group (water-filled at the group sizes);
+# * **planned**: the DP allocation of $L$ from the pilot's curves (`allocation.allocate`; each
+#   group labels a random $n_j$-subset of $A_j$);
+# * **uniform**: $L/k$ per group, water-filled at the group sizes (`uniform_levels` below);
 # * **$\pi=0.5$**: every item of $A_j$ labelled with probability 1/2 (Bernoulli, same bound and rule);
 # * **uniform + pilot**: uniform with the pilot's labels added to its budget, calibrating on the
 #   whole pool — what the pilot's labels would have bought if spent directly.
@@ -150,6 +177,41 @@ def table_risk(t, g):
     return float(np.mean(l_all[m] * (u_all[m] <= t)))
 
 
+def uniform_levels(budget, cap):
+    """Equal labels per group spending `budget`, n_j = min(cap_j, lam) (water-filling), rounded down."""
+    cap = np.asarray(cap, dtype=float)
+    left, lam = float(budget), float(np.max(cap))
+    for i, c_ in enumerate(np.sort(cap)):
+        if c_ >= left / (cap.size - i):  # every group from here on takes an equal share
+            lam = left / (cap.size - i)
+            break
+        left -= c_
+    return np.floor(np.minimum(cap, lam) + 1e-9).astype(int)
+
+
+assert uniform_levels(100, [10, 1000, 1000]).tolist() == [10, 45, 45]
+assert uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
+
+
+def predicted_total(curves, n):
+    """The curves' expected routed share of all traffic for n[g] labels per group (0 labels: 0)."""
+    return float(sum(curves.traffic[j] * curves.mean[j, curves.n_grid == n[g]][0] if n[g] else 0.0
+                     for j, g in enumerate(curves.groups)))  # fmt: skip
+
+
+def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
+    """Per group: the predicted routed share of pi = 0.5 Bernoulli labelling of its `pool` items."""
+    out = {}
+    for g in sorted(pool):
+        m = groups == g
+        c = prediction.predict(
+            scores[m], groups[m], pilot_u, pilot_l, pilot_g, eps=eps, alpha=cfg.alpha, recipe=half,
+            n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, resamples=cfg.resamples, seed=seed,
+        )  # fmt: skip
+        out[g] = float(c.mean[0, 0])
+    return out
+
+
 records, predicted = [], []
 for trial in range(cfg.trials):
     rng = np.random.default_rng([cfg.seed, trial])
@@ -161,54 +223,66 @@ for trial in range(cfg.trials):
         pilot[idx[:n_pilot]], avail[idx[n_pilot:n_cal]], test[idx[n_cal:]] = True, True, True
     pool = {g: int(np.sum(avail & (g_all == g))) for g in names}
     cal = pilot | avail  # unlabelled scores of the calibration pool: free
-    p = planning.plan(
-        u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool=pool, eps=eps, alpha=cfg.alpha,
-        recipe=recipe, traffic=traffic, resamples=cfg.resamples, seed=1000 * cfg.seed + trial,
+    budget = sum(pool.values()) // 2  # the labels pi = 0.5 spends in expectation
+    uniform = dict(zip(names, uniform_levels(budget, [pool[g] for g in names])))
+    # the grid: geometric up to the largest pool, plus the uniform levels (so the baseline is on it)
+    grid = np.union1d(prediction.default_grid(max(pool.values())), list(uniform.values()))
+    grid = grid[(grid >= 1) & (grid <= max(pool.values()))]
+    seed = 1000 * cfg.seed + trial
+    curves = prediction.predict(
+        u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], eps=eps, alpha=cfg.alpha,
+        recipe=recipe, n_grid=grid, cap=pool, traffic=traffic, resamples=cfg.resamples, seed=seed,
     )  # fmt: skip
-    budget = p.budget
+    planned = allocation.allocate(curves, budget)
+    assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
+    pi_half = predict_pi_half(u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool, seed)
+    predicted += [
+        {"trial": trial, "allocation": "planned", "predicted_routed_share": planned.total},
+        {"trial": trial, "allocation": "uniform", "predicted_routed_share": predicted_total(curves, uniform)},
+        {"trial": trial, "allocation": "pi=0.5",
+         "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names)))},
+    ]  # fmt: skip
     whole = {g: int(np.sum(cal & (g_all == g))) for g in names}
-    plus = dict(zip(names, planning.uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
+    plus = dict(zip(names, uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
     allocs = {
-        "planned": (p.allocations["planned"].n, avail, recipe, None),
-        "uniform": (p.allocations["uniform"].n, avail, recipe, None),
+        "planned": (planned.n, avail, recipe, None),
+        "uniform": (uniform, avail, recipe, None),
         "pi=0.5": ({g: pool[g] for g in names}, avail, half, 0.5),
         "uniform + pilot": (plus, cal, recipe, None),
     }
-    for name, a in p.allocations.items():
-        predicted.append({"trial": trial, "allocation": name, "predicted_share": a.total, "labels": a.labels})
     for name, (n, source, rec, pi) in allocs.items():
         for j, g in enumerate(names):
             src = source & (g_all == g)
             te = test & (g_all == g)
-            r = planning.calibrate_repeatedly(
+            r = prediction.calibrate_repeatedly(
                 u_all[src], l_all[src], int(n[g]), eps=eps, alpha=cfg.alpha, recipe=rec, repeats=1,
                 eval_scores=u_all[te], eval_loss=l_all[te], pi=pi, seed=[cfg.seed, trial, j],
             )  # fmt: skip
             t = float(r["thresholds"][0])
             labels = n[g] * (pi or 1.0)
             records.append({"trial": trial, "allocation": name, "group": g, "labels": labels,
-                            "share": float(r["share"][0]), "violation": table_risk(t, g) > eps})  # fmt: skip
+                            "routed_share": float(r["routed_share"][0]), "violation": table_risk(t, g) > eps})  # fmt: skip
 
 res = pd.DataFrame(records)
 pred = pd.DataFrame(predicted)
 
 # %%
-res["weighted"] = res["group"].map(traffic) * res["share"]
-totals = res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), share=("weighted", "sum")).reset_index()
+res["weighted"] = res["group"].map(traffic) * res["routed_share"]
+totals = res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), routed_share=("weighted", "sum")).reset_index()
 order = ["planned", "uniform", "pi=0.5", "uniform + pilot"]
 summary = (
     totals.groupby("allocation")
-    .agg(labels=("labels", "mean"), share_mean=("share", "mean"), share_sd=("share", "std"))
+    .agg(labels=("labels", "mean"), routed_share_mean=("routed_share", "mean"), routed_share_sd=("routed_share", "std"))
     .reindex(order)
     .reset_index()
 )
-pm = pred.groupby("allocation")["predicted_share"].mean()
-summary["predicted_share"] = summary["allocation"].map(pm)
+pm = pred.groupby("allocation")["predicted_routed_share"].mean()
+summary["predicted_routed_share"] = summary["allocation"].map(pm)
 viol = res.groupby("allocation")["violation"].agg(["mean", "max"])
 summary["violation_rate_mean"] = summary["allocation"].map(viol["mean"])
 by_group_viol = res.groupby(["allocation", "group"])["violation"].mean().groupby("allocation").max()
 summary["violation_rate_worst_group"] = summary["allocation"].map(by_group_viol)
-gain = totals.pivot(index="trial", columns="allocation", values="share")
+gain = totals.pivot(index="trial", columns="allocation", values="routed_share")
 summary["gain_vs_uniform"] = summary["allocation"].map((gain.sub(gain["uniform"], axis=0)).mean())
 summary.insert(0, "trials", cfg.trials)
 display(summary)
@@ -216,7 +290,7 @@ plotting.save_table(summary, "label_budget_real", floatfmt=".3f")
 
 groups_table = (
     res.groupby(["allocation", "group"])
-    .agg(labels=("labels", "mean"), share=("share", "mean"), violation_rate=("violation", "mean"))
+    .agg(labels=("labels", "mean"), routed_share=("routed_share", "mean"), violation_rate=("violation", "mean"))
     .reset_index()
 )
 groups_table["allocation"] = pd.Categorical(groups_table["allocation"], order)
@@ -226,20 +300,18 @@ display(groups_table)
 plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 
 # %% [markdown]
-# `predicted_share` is the plan's own forecast (from the 30 % pilot) for the same allocation;
-# `share_mean` is what calibrating on the split and routing the held-out half actually gave. The
+# `predicted_routed_share` is the plan's own forecast (from the 30 % pilot) for the same allocation;
+# `routed_share_mean` is what calibrating on the split and routing the held-out half actually gave. The
 # violation rates are per group and split (the guarantee bounds each by $\alpha$ in expectation
 # over splits; with the table standing in for the population they are noisy at these sizes).
 
 # %%
-import matplotlib.pyplot as plt  # noqa: E402
-
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
-ax.bar(x, summary["share_mean"], yerr=summary["share_sd"], color=["C3", "C0", "C2", "C7"], alpha=0.8,
+ax.bar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], color=["C3", "C0", "C2", "C7"], alpha=0.8,
        label="realised (held-out)")  # fmt: skip
-ax.plot(x[:3], summary["predicted_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
+ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
 ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=8)
 ax.set_ylabel("routed share of all traffic")
 ax.legend(fontsize=7, loc="lower right")
@@ -247,7 +319,7 @@ ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):
     part = groups_table[groups_table["allocation"] == name].set_index("group").reindex(names)
-    ax.bar(np.arange(len(names)) + (i - 1.5) * w, part["share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}")
+    ax.bar(np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}")
 ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
 ax.set_ylabel("routed share of the group")
 ax.legend(fontsize=7, ncol=2)
@@ -264,6 +336,6 @@ plotting.savefig(fig, "label_budget_real")
 #   Uniform and $\pi=0.5$ spread labels over groups that then certify nothing.
 # * $\pi=0.5$ Bernoulli labelling is less efficient per label than labelling a chosen subset fully:
 #   the bound runs over twice the items with terms of range $1/\pi=2$.
-# * The prediction is an estimate: compare `predicted_share` with `share_mean` above. It is made
+# * The prediction is an estimate: compare `predicted_routed_share` with `routed_share_mean` above. It is made
 #   from a 30 % pilot and will be off when the pilot misses structure; the guarantee itself never
 #   depends on it.

@@ -6,6 +6,8 @@ started by the tests inherit these variables.
 
 import dataclasses
 import os
+import platform
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,42 @@ if "GPAC_FIGURES" not in os.environ:
     import tempfile
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
+
+
+# --------------------------------------------------------------------------- another CPU's arithmetic
+# What an x86-64 machine without AVX-512 computes, on this one: numpy's dispatch narrowed to its AVX2
+# targets (every dispatch target above X86_V3 disabled; the names are numpy's own) and OpenBLAS's
+# Haswell kernels. Byte-identity tests run once natively and once like this.
+
+
+def narrowed_cpu_env() -> dict[str, str]:
+    """Environment variables that make numpy and OpenBLAS compute as on an AVX2-only machine."""
+    import numpy as np
+
+    dispatch = np._core._multiarray_umath.__cpu_dispatch__
+    above_v3 = [f for f in dispatch if f == "X86_V4" or f.startswith("AVX512")]
+    return {"NPY_DISABLE_CPU_FEATURES": " ".join(above_v3), "OPENBLAS_CORETYPE": "Haswell"}
+
+
+@pytest.fixture
+def narrowed_env() -> dict[str, str]:
+    """:func:`narrowed_cpu_env` (the test skips where it is not defined: not x86-64)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("narrowed CPU dispatch is defined for x86-64 only")
+    return narrowed_cpu_env()
+
+
+@pytest.fixture
+def run_narrowed(narrowed_env):
+    """``run_narrowed(argv)``: run a command under :func:`narrowed_cpu_env`; fails with its stderr."""
+
+    def run(argv, **kwargs):
+        env = {**os.environ, **narrowed_env}
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, **kwargs)
+        assert r.returncode == 0, f"{argv} failed under {narrowed_env}:\n{r.stderr[-3000:]}"
+        return r
+
+    return run
 
 
 # --------------------------------------------------------------------------- notebook executions

@@ -16,6 +16,7 @@ CORE = [
     "gpac_utils.data",
     "gpac_utils.metrics",
     "gpac_utils.sampling",
+    "gpac_utils.online",
 ]
 
 

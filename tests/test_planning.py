@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import VALID, VALID_BERNOULLI, planning
+from gpac_utils import VALID, VALID_BERNOULLI, allocation, prediction
 from gpac_utils.cli import main as cli_main
-from gpac_utils.planning import PlanCurves
+from gpac_utils.prediction import PlanCurves
 
 # --------------------------------------------------------------------------------------------
 # allocation: DP against brute force
@@ -46,36 +46,29 @@ def test_dp_matches_exhaustive_search(seed):
     traffic = rng.dirichlet(np.ones(3))
     c = _curves(values, grid, traffic)
     for budget in (0, 7, 30, 55, 100, 500):
-        a = planning.allocate(c, budget)
+        a = allocation.allocate(c, budget)
         assert a.labels <= budget
         assert a.total == pytest.approx(_brute_force(c, budget), abs=1e-12)
-        assert planning.allocate(c, budget, method="greedy").total <= a.total + 1e-12
+        assert allocation.allocate(c, budget, algorithm="greedy").total <= a.total + 1e-12
 
 
 def test_greedy_falls_short_at_a_step_and_dp_does_not():
     # Group a: a small early gain; group b: nothing until 20 labels, then more. Budget 20.
     c = _curves(np.array([[0.2, 0.2], [0.0, 0.3]]), [10, 20], [0.5, 0.5])
     assert c.concave == {"g0": True, "g1": False}
-    greedy, dp = planning.allocate(c, 20, method="greedy"), planning.allocate(c, 20)
+    greedy, dp = allocation.allocate(c, 20, algorithm="greedy"), allocation.allocate(c, 20)
     assert greedy.n == {"g0": 10, "g1": 0} and dp.n == {"g0": 0, "g1": 20}
     assert dp.total == pytest.approx(0.15) and greedy.total == pytest.approx(0.10)
 
 
-def test_uniform_levels_water_fill_and_allocation_rounds_down_to_grid():
-    assert planning.uniform_levels(100, [10, 1000, 1000]).tolist() == [10, 45, 45]
-    assert planning.uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
-    c = _curves(np.array([[0.1, 0.2], [0.3, 0.4]]), [10, 40], [0.5, 0.5])
-    assert planning.uniform_allocation(c, 60).n == {"g0": 10, "g1": 10}
-
-
 @pytest.mark.parametrize(
     "kw, match",
-    [({"budget": -1}, "budget"), ({"budget": "x"}, "budget"), ({"budget": 10, "method": "lp"}, "method")],
+    [({"budget": -1}, "budget"), ({"budget": "x"}, "budget"), ({"budget": 10, "algorithm": "lp"}, "algorithm")],
 )
 def test_allocate_rejects_bad_parameters(kw, match):
     c = _curves(np.array([[0.1, 0.2]]), [10, 20], [1.0])
     with pytest.raises(ValueError, match=match):
-        planning.allocate(c, **kw)
+        allocation.allocate(c, **kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -86,7 +79,7 @@ def test_allocate_rejects_bad_parameters(kw, match):
 def test_weighted_choice_follows_the_weights():
     rng = np.random.default_rng(0)
     w = np.array([[0.7, 0.2, 0.1], [0.0, 0.0, 1.0]])
-    idx = planning._weighted_choice(w, 20_000, rng)
+    idx = prediction._weighted_choice(w, 20_000, rng)
     assert np.bincount(idx[0], minlength=3) / 20_000 == pytest.approx([0.7, 0.2, 0.1], abs=0.02)
     assert (idx[1] == 2).all()
 
@@ -94,11 +87,11 @@ def test_weighted_choice_follows_the_weights():
 def test_all_zero_pilot_certifies_from_59_labels():
     # Hoeffding-Bentkus at eps = alpha = 0.05: an all-zero-loss group needs 59 labels (issue 13).
     u = np.linspace(0, 1, 500)
-    c = planning.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], resamples=10)
+    c = prediction.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], resamples=10)
     assert c.p_certify[0].tolist() == [0.0, 1.0]
     assert c.mean[0, 1] == pytest.approx(1.0, abs=0.02)
     # pi = 0.5 Bernoulli labelling needs about twice the items for the same expected labels
-    b = planning.predict(
+    b = prediction.predict(
         u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[59, 120], recipe=VALID_BERNOULLI,
         resamples=40,
     )  # fmt: skip
@@ -112,13 +105,13 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     u = rng.uniform(size=1600)
     loss = (rng.uniform(size=1600) < 0.2 * u).astype(float)
     kw = dict(eps=0.05, n_grid=[50, 200], resamples=20, seed=1)
-    c1 = planning.predict(u, g, u[:300], loss[:300], g[:300], **kw)
-    c2 = planning.predict(u, g, u[:300], loss[:300], g[:300], **kw)
-    np.testing.assert_array_equal(c1.shares, c2.shares)
-    pooled = planning.predict(u, g, u[:300], loss[:300], None, **kw)
-    assert set(pooled.methods.values()) == {"smoothed"}
-    assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "share_mean"]
-    capped = planning.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
+    c1 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
+    c2 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
+    np.testing.assert_array_equal(c1.routed_shares, c2.routed_shares)
+    pooled = prediction.predict(u, g, u[:300], loss[:300], None, **kw)
+    assert set(pooled.pilot_models.values()) == {"smoothed"}
+    assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "routed_share_mean"]
+    capped = prediction.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
     assert np.isnan(capped.mean[0, 1]) and np.isfinite(capped.mean[1, 1])
 
 
@@ -127,7 +120,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     [
         ({"eps": 0.0}, "eps"),
         ({"alpha": 1.5}, "alpha"),
-        ({"method": "magic"}, "method"),
+        ({"pilot_model": "magic"}, "pilot_model"),
         ({"resamples": 1}, "resamples"),
         ({"n_grid": [0, 10]}, "n_grid"),
         ({"recipe": "nope"}, "recipe"),
@@ -139,15 +132,15 @@ def test_predict_rejects_bad_parameters(kw, match):
     args = dict(eps=0.05, n_grid=[10], resamples=5)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
-        planning.predict(u, np.zeros(50), u, np.zeros(50), np.zeros(50), **args)
+        prediction.predict(u, np.zeros(50), u, np.zeros(50), np.zeros(50), **args)
 
 
 def test_predict_rejects_bad_pilot():
     u = np.linspace(0, 1, 50)
     with pytest.raises(ValueError, match="pilot_loss"):
-        planning.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), eps=0.05, n_grid=[10])
+        prediction.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), eps=0.05, n_grid=[10])
     with pytest.raises(ValueError, match="pilot_loss"):
-        planning.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), eps=0.05, n_grid=[10])
+        prediction.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), eps=0.05, n_grid=[10])
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,23 +170,23 @@ def test_planned_share_is_realised_within_the_predicted_band():
     for setting, (eps, recipe, budget) in enumerate(
         [(0.05, VALID, 1600), (0.10, VALID, 800), (0.05, VALID_BERNOULLI, 1600), (0.10, VALID_BERNOULLI, 1200)]
     ):
-        curves = planning.predict(
+        curves = prediction.predict(
             u, g, u[pilot], loss[pilot], g[pilot], eps=eps, recipe=recipe, n_grid=grid, resamples=100,
             seed=setting,
         )  # fmt: skip
-        planned = planning.allocate(curves, budget)
+        planned = allocation.allocate(curves, budget)
         lo, hi = curves.band()
         for j, name in enumerate(curves.groups):
             n = planned.n[name]
-            if n == 0:  # nothing to check at zero labels: check the group at the uniform allocation instead
-                n = planning.uniform_allocation(curves, budget).n[name]
+            if n == 0:  # nothing to check at zero labels: check the group at its equal share of the budget
+                n = int(curves.n_grid[curves.n_grid <= budget // len(curves.groups)][-1])
             k = int(np.flatnonzero(curves.n_grid == n)[0])
             mask = g == name
-            real = planning.calibrate_repeatedly(
+            real = prediction.calibrate_repeatedly(
                 u[mask], loss[mask], int(curves.n_items[j, k]), eps=eps, recipe=recipe, repeats=100,
                 seed=100 * setting + j,
             )  # fmt: skip
-            mean = float(real["share"].mean())
+            mean = float(real["routed_share"].mean())
             ok = lo[j, k] - 1e-9 <= mean <= hi[j, k] + 1e-9
             checks, inside = checks + 1, inside + ok
             lines.append(
@@ -209,30 +202,15 @@ def test_planned_share_is_realised_within_the_predicted_band():
 def test_calibrate_repeatedly_controls_risk_on_the_pool():
     g, u, loss = _population(seed=5, size=3000)
     mask = g == "hard"
-    r = planning.calibrate_repeatedly(u[mask], loss[mask], 1000, eps=0.05, repeats=100, seed=0)
-    assert r["share"].shape == (100,) and (r["risk"] > 0.05).mean() <= 0.10
+    r = prediction.calibrate_repeatedly(u[mask], loss[mask], 1000, eps=0.05, repeats=100, seed=0)
+    assert r["routed_share"].shape == (100,) and (r["risk"] > 0.05).mean() <= 0.10
     with pytest.raises(ValueError, match="n_items"):
-        planning.calibrate_repeatedly(u[mask], loss[mask], 5000, eps=0.05)
+        prediction.calibrate_repeatedly(u[mask], loss[mask], 5000, eps=0.05)
 
 
 # --------------------------------------------------------------------------------------------
 # plan() and the CLI
 # --------------------------------------------------------------------------------------------
-
-
-def test_plan_puts_baselines_beside_the_planned_allocation():
-    g, u, loss = _population(seed=2, size=400)
-    pilot = np.random.default_rng(0).random(g.size) < 0.3
-    pool = {x: 400 for x in POPULATION}
-    p = planning.plan(u, g, u[pilot], loss[pilot], g[pilot], pool=pool, eps=0.10, resamples=30, seed=0)
-    assert p.budget == 800
-    assert set(p.allocations) == {"planned", "greedy", "uniform", "pi=0.5"}
-    assert p.allocations["planned"].total >= p.allocations["uniform"].total - 1e-12
-    assert p.allocations["planned"].total >= p.allocations["greedy"].total - 1e-12
-    assert p.allocations["uniform"].labels == 800  # water-filled levels are on the grid
-    t = p.table()
-    assert set(t["group"]) == set(POPULATION) | {"ALL"}
-    assert {"n_labels", "share_mean", "share_q10", "share_q90", "p_certify"} <= set(t.columns)
 
 
 def _write_table(tmp_path, with_loss=True):
@@ -245,18 +223,27 @@ def _write_table(tmp_path, with_loss=True):
     return path
 
 
-def test_cli_plan_writes_table_curves_and_plot(tmp_path, capsys):
+def g_budget(path) -> int:
+    """The default budget of ``gpac plan``: half of every group's rows (the labels of pi = 0.5)."""
+    return len(pd.read_csv(path)) // 2
+
+
+def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
     path = _write_table(tmp_path, with_loss=False)  # the pilot = the rows with a loss
     out = tmp_path / "out" / "plan.csv"
     rc = cli_main(
         ["plan", "--data", str(path), "--score-col", "score_x", "--eps", "0.1", "--resamples", "20",
-         "--target", "0.2", "-o", str(out), "--plot", str(tmp_path / "out" / "plan.png")]
+         "--target", "0.2", "-o", str(out)]
     )  # fmt: skip
     assert rc == 0
     t = pd.read_csv(out)
-    assert set(t["allocation"]) == {"planned", "greedy", "uniform", "pi=0.5"}
+    assert set(t["allocation"]) == {"planned", "greedy"}
+    assert set(t["group"]) == set(POPULATION) | {"ALL"}
+    assert {"n_labels", "routed_share_mean", "routed_share_q10", "routed_share_q90", "p_certify"} <= set(t.columns)
+    planned, greedy = (t[(t["allocation"] == x) & (t["group"] == "ALL")].iloc[0] for x in ("planned", "greedy"))
+    assert planned["n_labels"] <= g_budget(path) and planned["routed_share_mean"] >= greedy["routed_share_mean"] - 1e-12
     assert "labels_for_0.2" in t.columns
-    assert (tmp_path / "out" / "plan_curves.csv").exists() and (tmp_path / "out" / "plan.png").exists()
+    assert (tmp_path / "out" / "plan_curves.csv").exists()
     assert "predicted routed share of all traffic" in capsys.readouterr().out
 
 

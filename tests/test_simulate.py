@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import math
+import sys
 
 import numpy as np
 import pandas as pd
@@ -249,11 +251,28 @@ def test_tokens(committed, benchmark, pair):
 # ---------------------------------------------------------------- seeding, files, errors
 
 
-def test_regeneration_is_byte_identical(tmp_path):
-    paths = S.write_all(tmp_path)
-    assert len(paths) == 8
+@pytest.mark.parametrize("cpu", ["native", "no-avx512"])
+def test_regeneration_is_byte_identical(tmp_path, cpu, request):
+    """The committed tables come out byte for byte, with numpy's full SIMD dispatch and with its
+    AVX-512 code paths and OpenBLAS's kernels narrowed to AVX2 (what an AVX2-only machine runs)."""
+    if cpu == "native":
+        paths = S.write_all(tmp_path)
+        assert len(paths) == 8
+    else:
+        request.getfixturevalue("run_narrowed")(
+            [sys.executable, "-m", "gpac_utils.paper.simulate", "--folder", str(tmp_path)]
+        )
     for b, p in TABLES:
         assert S.table_path(b, p, tmp_path).read_bytes() == S.table_path(b, p).read_bytes(), (b, p)
+
+
+def test_portable_exp_is_within_one_ulp_of_libm():
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-40, 40, 20_000), rng.uniform(-700, 700, 5_000), np.linspace(-1, 1, 2001)])
+    ref = np.array([math.exp(v) for v in x])
+    ulps = np.abs(S.portable_exp(x) - ref) / np.spacing(ref)
+    assert ulps.max() <= 1.0
+    assert S.portable_exp(np.array([0.0]))[0] == 1.0
 
 
 def test_seed_changes_table_and_paths():
@@ -318,13 +337,48 @@ def test_notebook_20_data_overview(fast_run):
         assert (ran.figures / f"dataset_category_distribution.{ext}").stat().st_size > 0
 
 
+def _parameter_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The parameters (data/simulated/specs.yaml) as the data card's two tables: groups (benchmark, group,
+    n, mu_g) and pairs (one row per benchmark x pair; offsets listed as ``group: o_think / o_nothink``)."""
+    groups = pd.DataFrame(
+        [
+            {"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
+            for b, spec in S.SPECS.items()
+            for g in spec.groups
+        ]
+    )
+    pairs = []
+    for b, spec in S.SPECS.items():
+        for pair, p in spec.pairs.items():
+            offsets = sorted(set(p.think_offset) | set(p.nothink_offset))
+            pairs.append(
+                {
+                    "benchmark": b,
+                    "pair": pair,
+                    "n": spec.n,
+                    "loss": spec.loss,
+                    "think acc": "" if spec.loss == "semantic" else f"{S.target_accuracy(b, pair, 'think'):.4g}",
+                    "nothink acc": "" if spec.loss == "semantic" else f"{S.target_accuracy(b, pair, 'nothink'):.4g}",
+                    "eps": f"{S.EPS[(b, pair)]:g}",
+                    "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}",
+                    "a_nothink": f"{p.a_nothink:g}",
+                    "offsets o_think / o_nothink": "; ".join(
+                        f"{g}: {p.think_offset.get(g, 0.0):+g} / {p.nothink_offset.get(g, 0.0):+g}" for g in offsets
+                    ),
+                    "mean loss": "" if p.mean_loss is None else f"{p.mean_loss:g}",
+                    "tokens med_T, med_N, sd_T, sd_N, gr_T, gr_N": ", ".join(f"{t:g}" for t in p.tokens),
+                }
+            )
+    return groups, pd.DataFrame(pairs)
+
+
 def test_data_card_states_simulation_and_current_parameters():
     from gpac_utils.paper import plotting
     from gpac_utils.workflow import paths
 
     card = (paths.SIMULATED / "README.md").read_text()
     assert "SIMULATED" in card
-    groups, pairs = S.parameter_table()
+    groups, pairs = _parameter_tables()
     assert plotting.to_markdown(groups, ".4g") in card  # the card's parameter tables are current
     assert plotting.to_markdown(pairs) in card
 

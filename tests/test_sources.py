@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from table_config import make_tables
 
 from gpac_utils import data as D
 from gpac_utils.paper import reference, sources
@@ -141,7 +142,7 @@ def test_without_token_counts_stp_is_nan_and_left_out_of_the_layout(tmp_path, fi
     f = tmp_path / "notokens.parquet"
     D.write_table(_table(tokens=False), f)
     cfg = config.load("21_table_known_groups", "fast", data_source=str(f), eps=0.3, trials=2, valid_bounds=["wsr"])
-    built = R.make_tables(cfg)
+    built = make_tables(cfg)
     (t,) = built.values()
     assert any("STP is not computed" in n for n in t.notes)
     assert t.summary["STP"].isna().all()
@@ -166,10 +167,10 @@ def test_generated_walk_without_eps_is_refused(generated):
         "21_table_known_groups", "fast", data_source="generated", pairs=["smollm2"], benchmarks=["walk"], trials=2
     )
     with pytest.raises(ValueError, match="eps: .*'walk'.* no default eps"):
-        R.make_tables(cfg.replace(generated_root=str(generated)))
+        make_tables(cfg.replace(generated_root=str(generated)))
     cfg = cfg.replace(benchmarks=None)
     with pytest.raises(ValueError, match="benchmarks: pair 'smollm2' has no paper table"):
-        R.make_tables(cfg)
+        make_tables(cfg)
 
 
 # ------------------------------------------------------------------ the paper-reference switch
@@ -190,21 +191,21 @@ def _has_paper(t: R.ResultsTable, figures) -> bool:
 
 
 def test_paper_numbers_for_simulated_data_at_the_papers_eps(figures):
-    (t,) = R.make_tables(_known()).values()
+    (t,) = make_tables(_known()).values()
     assert t.name == "01_results_known" and _has_paper(t, figures)
     long = pd.read_csv(figures / "tables" / "01_results_known.csv")
     assert long.loc[long.Setting == "paper", "Error paper (%)"].notna().all()
 
 
 def test_no_paper_numbers_at_another_eps(figures):
-    (t,) = R.make_tables(_known(eps=0.2)).values()
+    (t,) = make_tables(_known(eps=0.2)).values()
     assert t.name == "01_results_known" and not _has_paper(t, figures)
 
 
 def test_no_paper_numbers_for_generated_data_even_of_a_paper_benchmark(tmp_path, figures):
     root = tmp_path / "generated"
     D.write_table(sim.load_simulated("gpqa", "qwen"), root / "gpqa__qwen.parquet")
-    (t,) = R.make_tables(_known(data_source="generated", generated_root=str(root))).values()
+    (t,) = make_tables(_known(data_source="generated", generated_root=str(root))).values()
     assert t.name == "known__generated__qwen" and not _has_paper(t, figures)
     assert t.summary["eps"].iloc[0] == reference.TABLE_SPECS["01_results_known"].eps["gpqa"]
     assert (figures / "tables" / "known__generated__qwen_groups.csv").exists()
@@ -212,7 +213,7 @@ def test_no_paper_numbers_for_generated_data_even_of_a_paper_benchmark(tmp_path,
 
 def test_generated_table_has_one_row_per_group(generated, figures):
     cfg = _known(data_source="generated", generated_root=str(generated), pairs=["smollm2"], benchmarks=["walk"])
-    (t,) = R.make_tables(cfg.replace(eps=0.3)).values()
+    (t,) = make_tables(cfg.replace(eps=0.3)).values()
     groups = pd.read_csv(figures / "tables" / f"{t.name}_groups.csv")
     assert groups["group"].tolist() == ["A", "B", "C", "Overall"]
     assert groups["n"].tolist() == [20, 20, 20, 60]

@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from table_config import make_tables, table_settings
 
 from gpac_utils import data as D
 from gpac_utils.data import PAPER_SCORES
-from gpac_utils.paper import concept, realdata, reference, table_layout
+from gpac_utils.paper import realdata, reference, table_layout
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
@@ -112,7 +113,7 @@ def _summary_rows():
         "sampling": "resample",
         "rule": "max",
         "eps": 0.05,
-        "Efficiency": 80.0,
+        "Routed_share": 80.0,
         "Violation": 50.0,
         "Max_group_violation": 40.0,
         "Max_group_violation_mcse": 4.9,
@@ -189,9 +190,9 @@ def test_paper_layout_cells_and_report_table():
     assert {"Error (%)", "Error paper (%)", "Max group violation (%)"} <= set(rep.columns)
 
 
-def test_pick_valid_bound_takes_the_most_efficient():
+def test_pick_valid_bound_takes_the_highest_routed_share():
     s = _summary_rows()
-    extra = s.iloc[[2]].assign(bound="wsr", Efficiency=90.0)
+    extra = s.iloc[[2]].assign(bound="wsr", Routed_share=90.0)
     best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}
@@ -242,7 +243,11 @@ def known_qwen():
     data = {b: sim.load_simulated(b, "qwen") for b in reference.TABLE_SPECS[name].benchmarks}
     spec = reference.TABLE_SPECS[name]
     results = R.run_results(
-        data, cfg, eps=spec.eps, cal_ratio=reference.resolve_cal_ratio(spec.benchmarks), groupings=["known"]
+        data,
+        table_settings(cfg),
+        eps=spec.eps,
+        cal_ratio=reference.resolve_cal_ratio(spec.benchmarks),
+        groupings=["known"],
     )
     return results, R.summarize_results(results)
 
@@ -271,40 +276,18 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
 def test_make_tables_refuses_groupings_the_table_does_not_have():
     cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
     with pytest.raises(ValueError, match="groupings"):
-        R.make_tables(cfg)
+        make_tables(cfg)
 
 
 def test_run_results_refuses_unknown_groupings_and_missing_eps():
     cfg = config.load("22_table_cpac", "fast")
     table = sim.load_simulated("gpqa", "qwen")
     with pytest.raises(ValueError, match="groupings"):
-        R.run_results({"gpqa": table}, cfg, eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"])
+        R.run_results(
+            {"gpqa": table}, table_settings(cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
+        )
     with pytest.raises(ValueError, match="eps"):
-        R.run_results({"gpqa": table}, cfg, eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
-
-
-# ------------------------------------------------------------------ figures' helpers
-
-
-def test_population_thresholds_and_risk_curves_on_a_tiny_table():
-    df = pd.DataFrame(
-        {
-            "item_id": range(8),
-            "group": ["a"] * 4 + ["b"] * 4,
-            "loss": [0, 0, 0, 1, 0, 1, 1, 1],
-            "score_x": [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4],
-        }
-    )
-    thr = concept.population_thresholds(df, "score_x", eps=0.25).set_index("group")
-    # overall: risk(u) = (0, 1, 2, 4) / 8 at u = .1 .. .4 -> largest u with risk <= .25 is .3
-    assert thr.loc["a", "pac_threshold"] == pytest.approx(0.3)
-    assert thr.loc["b", "pac_risk"] == pytest.approx(0.5)  # group b: losses at .2 and .3 routed
-    assert thr.loc["a", "gpac_threshold"] == pytest.approx(0.4)
-    assert thr.loc["b", "gpac_threshold"] == pytest.approx(0.2)  # risk 1/4 at .2, 2/4 at .3
-    assert thr.loc["b", "oracle_routed"] == pytest.approx(0.25)
-    curves = concept.group_risk_curves(df, "score_x", grid=np.array([0.0, 0.25, 1.0]))
-    b = curves[curves.group == "b"].set_index("u")["risk"]
-    assert b.tolist() == pytest.approx([0.0, 0.25, 0.75])
+        R.run_results({"gpqa": table}, table_settings(cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
 
 
 # ------------------------------------------------------------------ real-data mapping

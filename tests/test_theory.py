@@ -109,10 +109,10 @@ def test_grouping_never_hurts_against_a_common_valid_threshold():
         pop = _random_population(rng)
         for eps in (0.03, 0.1):
             s = oracle.oracle_summary(pop, eps)
-            assert s["eff_grouped"] >= s["eff_common"] - 1e-12
+            assert s["routed_share_grouped"] >= s["routed_share_common"] - 1e-12
             us = [s[f"u_{g}"] for g in pop.names]
             if max(us) - min(us) > 1e-6:
-                assert s["eff_grouped"] > s["eff_common"]
+                assert s["routed_share_grouped"] > s["routed_share_common"]
                 strict += 1
     assert strict > 300
 
@@ -123,8 +123,26 @@ def test_equality_when_groups_identical():
         pop = _random_population(rng, identical=True)
         for eps in (0.03, 0.1):
             s = oracle.oracle_summary(pop, eps)
-            assert s["eff_grouped"] == pytest.approx(s["eff_marginal"], abs=1e-9)
-            assert s["eff_common"] == pytest.approx(s["eff_marginal"], abs=1e-9)
+            assert s["routed_share_grouped"] == pytest.approx(s["routed_share_marginal"], abs=1e-9)
+            assert s["routed_share_common"] == pytest.approx(s["routed_share_marginal"], abs=1e-9)
+
+
+def test_uniform_summaries_are_oracle_summary_at_once():
+    """The batched bisection of the Prop. 3.3 scan gives the per-population thresholds and efficiencies."""
+    rng = np.random.default_rng(5)
+    pops = [_random_population(rng, identical=i % 3 == 0) for i in range(30)]
+    eps_list = [0.03, 0.1, 0.3]
+    batch = oracle.uniform_summaries(pops, eps_list)
+    for pi, pop in enumerate(pops):
+        for ei, eps in enumerate(eps_list):
+            s = oracle.oracle_summary(pop, eps)
+            assert batch["u_marginal"][pi, ei] == pytest.approx(s["u_marginal"], abs=1e-12)
+            assert batch["u_groups"][pi, ei] == pytest.approx([s[f"u_{g}"] for g in pop.names], abs=1e-12)
+            keys = ("routed_share_marginal", "routed_share_common", "routed_share_grouped", "max_group_risk_marginal")
+            for key in keys:
+                assert batch[key][pi, ei] == pytest.approx(s[key], abs=1e-12), key
+    with pytest.raises(ValueError, match="Uniform"):
+        oracle.uniform_summaries([POP], [0.1])
 
 
 def test_paper_prop_3_3_counterexample():
@@ -132,14 +150,20 @@ def test_paper_prop_3_3_counterexample():
     "u* is feasible for the group-conditional problem" fails when R(u* | G_j) > eps."""
     pop = Population((RiskGroup("flat", 0.5, a=0.16, b=0.0), RiskGroup("late", 0.5, a=0.3, b=16.0)))
     s = oracle.oracle_summary(pop, 0.1)
-    assert s["eff_marginal"] == pytest.approx(1.0)  # marginal risk R(1) = 0.08 + 0.0088 <= 0.1
-    assert s["eff_grouped"] == pytest.approx(0.5 * 0.625 + 0.5 * 1.0)
+    assert s["routed_share_marginal"] == pytest.approx(1.0)  # marginal risk R(1) = 0.08 + 0.0088 <= 0.1
+    assert s["routed_share_grouped"] == pytest.approx(0.5 * 0.625 + 0.5 * 1.0)
     assert s["max_group_risk_marginal"] > 0.1  # marginal threshold violates a group
-    assert s["eff_grouped"] < s["eff_marginal"]
-    assert s["eff_grouped"] > s["eff_common"]
+    assert s["routed_share_grouped"] < s["routed_share_marginal"]
+    assert s["routed_share_grouped"] > s["routed_share_common"]
 
 
 # ------------------------------------------------------------------ partition gap
+def _gap_bruteforce(C):
+    """The partition gap by enumerating all k! relabelings (the independent reference)."""
+    k = C.shape[0]
+    return float(C.sum() - max(sum(C[i, s[i]] for i in range(k)) for s in itertools.permutations(range(k))))
+
+
 def test_partition_gap_bruteforce_tiny_example():
     # three oracle groups, learned labels permuted and with two mistakes out of ten items
     reference = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
@@ -151,7 +175,7 @@ def test_partition_gap_bruteforce_tiny_example():
     rng = np.random.default_rng(5)
     for _ in range(30):
         C = rng.dirichlet(np.ones(16)).reshape(4, 4)
-        assert pg.partition_gap(C) == pytest.approx(pg.partition_gap_bruteforce(C), abs=1e-12)
+        assert pg.partition_gap(C) == pytest.approx(_gap_bruteforce(C), abs=1e-12)
 
 
 def test_interval_confusion_and_gap():
@@ -164,7 +188,7 @@ def test_interval_confusion_and_gap():
     assert pg.partition_gap(pg.interval_confusion(pop, [0.5], [1 / 3, 2 / 3])) == pytest.approx(1 / 3)
 
 
-def test_interval_partition_efficiency_matches_groups_when_groups_are_intervals():
+def test_interval_partition_routed_share_matches_groups_when_groups_are_intervals():
     pop = Population(
         (
             RiskGroup("a", 1, a=0.6, b=1.0, lo=0.0, hi=0.5),
@@ -175,8 +199,8 @@ def test_interval_partition_efficiency_matches_groups_when_groups_are_intervals(
     u = pg.interval_thresholds(pop, [0.5], eps)
     for j, name in enumerate(pop.names):
         assert u[j] == pytest.approx(populations.oracle_threshold(pop, eps, name), abs=1e-9)
-    eff = pg.interval_partition_efficiency(pop, [0.5], eps)
-    assert eff == pytest.approx(oracle.oracle_summary(pop, eps)["eff_grouped"], abs=1e-9)
+    eff = pg.interval_partition_routed_share(pop, [0.5], eps)
+    assert eff == pytest.approx(oracle.oracle_summary(pop, eps)["routed_share_grouped"], abs=1e-9)
 
 
 def test_fit_power_law_recovers_rate():
@@ -213,13 +237,13 @@ AUDIT_CFG = {
 
 
 def test_validity_audit_small_run():
-    df = audit.validity_audit(populations.AUDIT_POPULATION, AUDIT_CFG)
+    df = audit.validity_audit(populations.AUDIT_POPULATION, **AUDIT_CFG)
     # schemes: (resample, 1), (resample, .5), (bernoulli, .5), (full, 1); 2 bounds, 2 rules, 2 groups
     assert len(df) == 4 * 2 * 2 * 2
     assert set(df["scheme"]) == {"resample", "bernoulli", "full"}
-    assert df["efficiency"].between(0, 5).all()
+    assert df["oracle_ratio"].between(0, 5).all()
     cp = df[(df["bound"] == "clopper_pearson") & df["scheme"].isin(["bernoulli", "full"])]
     # exact binomial bound, i.i.d. terms: violation rate <= alpha + 3 MCSE
     assert (cp["violation_rate"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)).all()
-    again = audit.validity_audit(populations.AUDIT_POPULATION, {**AUDIT_CFG, "jobs": 2})
+    again = audit.validity_audit(populations.AUDIT_POPULATION, **{**AUDIT_CFG, "jobs": 2})
     assert df.drop(columns="ucb_seconds").equals(again.drop(columns="ucb_seconds"))

@@ -7,19 +7,18 @@ reference           the paper's transcribed numbers and table specifications, re
                     ``paper/data/`` (``paper_tables.csv``, ``llm_accuracy.csv``,
                     ``table_specs.yaml``), each row with its source label
 results_tables      Tables 1–5 and the real-data case study: one run / summarize / pick the
-                    valid bound / save / plot path (notebooks 21, 22, 23, 31)
+                    valid bound / save / plot path (notebooks 21, 22, 23, 31), its settings one
+                    :class:`~.results_tables.TableSettings`
 table_layout        our numbers beside the paper's: the long table and the paper's layout
 errorbars           fig:errorbar_category (per-group test error)
-calibration_ratio   fig:results_calibration_ratio_* (notebook 24)
-ece                 fig:expected_error_uncertainty (notebook 25)
-concept             fig:clustered-pac drawn from a table (notebook 26)
-realdata            the real-table mapping and token-cost model (notebook 31)
+realdata            the real table's path, mapping and token-cost model (notebook 31)
 simulate            the simulated stand-ins for the paper's per-item outputs (``data/simulated``)
 theory              populations with known risk; notebooks 10–13 (see its package docstring)
 toy                 the toy population of the quickstart
 plotting            one figure style; byte-stable saving of figures and tables
 ==================  ==========================================================================
 
-Each notebook's settings live in ``notebooks/config/<notebook>.yaml``; the functions here take
-that configuration as one ``cfg`` mapping.
+Each notebook's settings live in ``notebooks/config/<notebook>.yaml``; the notebook reads them
+and passes the ones that matter to the functions here as explicit arguments (or one typed
+settings object). A step only one notebook takes lives in that notebook.
 """

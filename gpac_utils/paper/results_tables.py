@@ -2,8 +2,8 @@ r"""The paper's results tables (Tables 1–5 and the real-data case study): one 
 
 :func:`build_table` runs one table's experiment, summarizes it, picks the tighter valid bound,
 saves the long table and the paper layout, and draws the per-group error bars; notebooks 21, 22,
-23 call it through :func:`make_tables` and differ only in their configuration, notebook 31
-calls it on a real table. Each run compares, on the same seeded splits,
+23 call it through :func:`make_tables` (each also opens one trial by hand), notebook 31 calls it
+on a real table. Each run compares, on the same seeded splits,
 
 * PAC and the table's group method with the paper's recipe (``clt`` bound, ``resample``
   sampling, literal ``max`` rule), rows ``setting == "paper"``;
@@ -11,15 +11,14 @@ calls it on a real table. Each run compares, on the same seeded splits,
   (``bernoulli`` sampling, ``first-crossing``), rows ``setting == "valid"``; for C-PAC only
   with ``mode="split"``, whose per-group guarantee is exact (joint mode: Thm 3.4.2).
 
-The configuration (one ``cfg`` mapping, from ``notebooks/config/<notebook>.yaml``) holds
-``scores, alpha, trials, pi, recipe, valid_bounds, valid_recipe, partition, loss_bound, seed``
-and, for :func:`make_tables`, ``family, pairs, eps, cal_ratio, groupings, figures`` and the data
-source (:mod:`gpac_utils.paper.sources`): ``data_source, benchmarks, columns, generated_root``.
-The paper's numbers stand beside ours only when the simulated stand-ins are run at the paper's
-eps (:func:`~gpac_utils.paper.sources.reproduces_paper`); other sources give ours alone, in
-files named after the source (``known__generated__walk__smollm2.csv``, ``..._layout``, and
-``..._groups``: the mean test error per group). All rates are fractions in the raw results and
-percent in the summaries.
+The method settings are one :class:`TableSettings` (the notebook builds it from its
+``notebooks/config/<notebook>.yaml``); :func:`make_tables` takes the family, pairs, eps and data
+source (:mod:`gpac_utils.paper.sources`) as arguments. The paper's numbers stand beside ours
+only when the simulated stand-ins are run at the paper's eps
+(:func:`~gpac_utils.paper.sources.reproduces_paper`); other sources give ours alone, in files
+named after the source (``known__generated__walk__smollm2.csv``, ``..._layout``, and ``..._groups``:
+the mean test error per group). All rates are fractions in the raw results and percent in the
+summaries.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .. import data as D
@@ -35,7 +35,7 @@ from .. import experiment
 from ..calibrate import GroupWarning
 from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
 from ..partition import ScorePartitioner
-from ..recipe import Recipe
+from ..recipe import PAPER, Recipe
 from . import plotting, sources
 from .errorbars import category_errors, plot_category_errorbars
 from .reference import TABLE_SPECS, benchmark_eps, resolve_cal_ratio, table_name
@@ -48,47 +48,138 @@ _PAPER_PAIRS = frozenset(s.pair for s in TABLE_SPECS.values())
 FAMILY_NOTEBOOKS = {"known": "21_table_known_groups", "cpac": "22_table_cpac", "arena": "23_table_arena"}
 
 
-def paper_recipe(cfg: Mapping) -> Recipe:
-    """The paper's recipe of a configuration: ``cfg["recipe"]`` with ``pi = cfg["pi"]``.
+@dataclass(frozen=True)
+class TableSettings:
+    """The method settings shared by every run of one results table.
 
     Parameters
     ----------
-    cfg : Mapping
-        Needs ``recipe`` (``bound``, ``sampling``, ``rule``) and ``pi``.
-
-    Returns
-    -------
-    Recipe
+    scores : tuple of str
+        Score columns.
+    paper : Recipe, default PAPER
+        The paper's recipe (rows ``setting == "paper"``, PAC and the group method).
+    valid : tuple of Recipe, default ()
+        One finite-sample valid recipe per bound compared (rows ``setting == "valid"``).
+    alpha : float, default 0.05
+        Miscoverage level.
+    trials : int, default 100
+        Random calibration/test splits.
+    partitioner : ScorePartitioner, default ScorePartitioner()
+        How C-PAC learns its groups.
+    loss_bound : float, default 1.0
+        Upper end of the loss.
+    seed : int, default 0
+        Seed of the splits and calibrations.
     """
-    return Recipe(pi=cfg["pi"], **cfg["recipe"])
+
+    scores: tuple[str, ...]
+    paper: Recipe = PAPER
+    valid: tuple[Recipe, ...] = ()
+    alpha: float = 0.05
+    trials: int = 100
+    partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
+    loss_bound: float = 1.0
+    seed: int = 0
+
+    def experiment(self, method: str, grouping: str, eps: float, cal_ratio: float) -> ExperimentConfig:
+        """The :class:`~gpac_utils.experiment.ExperimentConfig` of PAC and ``method`` on one dataset."""
+        return ExperimentConfig(
+            eps=eps,
+            alpha=self.alpha,
+            methods=("PAC", method),
+            recipes=(self.paper,),
+            scores=tuple(self.scores),
+            trials=self.trials,
+            cal_ratio=cal_ratio,
+            partitioner=self.partitioner,
+            mode="split" if grouping == "known" else grouping,
+            eval_groups="known" if grouping == "known" else "learned",
+            loss_bound=self.loss_bound,
+            seed=self.seed,
+        )
 
 
-def valid_recipes(cfg: Mapping) -> tuple[Recipe, ...]:
-    """One valid recipe per bound in ``cfg["valid_bounds"]`` (``cfg["valid_recipe"]``, ``cfg["pi"]``).
+def table_settings(
+    *,
+    scores: Sequence[str],
+    pi: float,
+    recipe: Mapping,
+    valid_bounds: Sequence[str],
+    valid_recipe: Mapping,
+    partition: Mapping,
+    alpha: float = 0.05,
+    trials: int = 100,
+    loss_bound: float = 1.0,
+    seed: int = 0,
+) -> TableSettings:
+    """:class:`TableSettings` from the table notebooks' settings.
 
     Parameters
     ----------
-    cfg : Mapping
-        Needs ``valid_bounds``, ``valid_recipe`` (``sampling``, ``rule``) and ``pi``.
+    scores : sequence of str
+        Score columns.
+    pi : float
+        Labelling probability of both recipes.
+    recipe : Mapping
+        The paper's recipe without ``pi`` (``bound``, ``sampling``, ``rule``).
+    valid_bounds : sequence of str
+        One valid recipe per bound ...
+    valid_recipe : Mapping
+        ... with these ``sampling`` and ``rule``.
+    partition : Mapping
+        :class:`~gpac_utils.partition.ScorePartitioner` arguments (``k``, ``algorithm``).
+    alpha, trials, loss_bound, seed
+        As in :class:`TableSettings`.
 
     Returns
     -------
-    tuple of Recipe
+    TableSettings
     """
-    return tuple(Recipe(bound=b, pi=cfg["pi"], **cfg["valid_recipe"]) for b in cfg["valid_bounds"])
+    return TableSettings(
+        scores=tuple(scores),
+        paper=Recipe(pi=pi, **recipe),
+        valid=tuple(Recipe(bound=b, pi=pi, **valid_recipe) for b in valid_bounds),
+        alpha=alpha,
+        trials=trials,
+        partitioner=ScorePartitioner(**partition),
+        loss_bound=loss_bound,
+        seed=seed,
+    )
 
 
-def quiet_run(table: pd.DataFrame, cfg: ExperimentConfig) -> pd.DataFrame:
+def trial_split(table: pd.DataFrame, cal_ratio: float, seed: int, trial: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One trial's calibration and test parts of ``table``, as :func:`~gpac_utils.experiment.run_experiment` splits it.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table.
+    cal_ratio : float
+        Share of the items in the calibration part.
+    seed, trial : int
+        The experiment's seed and the trial.
+
+    Returns
+    -------
+    calibration, test : pandas.DataFrame
+        The items in the order of the trial's seeded permutation.
+    """
+    perm = np.random.default_rng([seed, trial]).permutation(len(table))
+    n_cal = int(round(cal_ratio * len(table)))
+    return table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
+
+
+def quiet_run(table: pd.DataFrame, exp: ExperimentConfig) -> pd.DataFrame:
     """:func:`~gpac_utils.experiment.run_experiment` without :class:`GroupWarning`.
 
     Small groups that cannot be calibrated always think: that is part of the method, and the
-    tables report efficiency, so the warnings are silenced here.
+    tables report the routed share, so the warnings are silenced here.
 
     Parameters
     ----------
     table : pandas.DataFrame
         A table in the data schema.
-    cfg : ExperimentConfig
+    exp : ExperimentConfig
         The experiment.
 
     Returns
@@ -97,12 +188,12 @@ def quiet_run(table: pd.DataFrame, cfg: ExperimentConfig) -> pd.DataFrame:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
-        return run_experiment(table, cfg)
+        return run_experiment(table, exp)
 
 
 def run_results(
     tables: Mapping[str, pd.DataFrame],
-    cfg: Mapping,
+    settings: TableSettings,
     *,
     eps: Mapping[str, float],
     cal_ratio: Mapping[str, float],
@@ -114,8 +205,8 @@ def run_results(
     ----------
     tables : Mapping[str, pandas.DataFrame]
         One table per dataset.
-    cfg : Mapping
-        Method settings (see the module docstring).
+    settings : TableSettings
+        Method settings.
     eps, cal_ratio : Mapping[str, float]
         Per dataset.
     groupings : sequence of str
@@ -135,29 +226,15 @@ def run_results(
         missing = [b for b in tables if b not in m]
         if missing:
             raise ValueError(f"{name}: no value for dataset(s) {missing}")
-    paper, valid = paper_recipe(cfg), valid_recipes(cfg)
-    partitioner = ScorePartitioner(**cfg["partition"])
     out = []
     for b, table in tables.items():
         for grouping in groupings:
             method = "G-PAC" if grouping == "known" else "C-PAC"
-            exp = ExperimentConfig(
-                eps=eps[b],
-                alpha=cfg["alpha"],
-                methods=("PAC", method),
-                recipes=(paper,),
-                scores=tuple(cfg["scores"]),
-                trials=cfg["trials"],
-                cal_ratio=cal_ratio[b],
-                partitioner=partitioner,
-                mode="split" if grouping == "known" else grouping,
-                eval_groups="known" if grouping == "known" else "learned",
-                loss_bound=cfg["loss_bound"],
-                seed=cfg["seed"],
-            )
+            exp = settings.experiment(method, grouping, eps[b], cal_ratio[b])
             parts = [quiet_run(table, exp).assign(setting="paper")]
-            if valid and grouping != "joint":
-                parts.append(quiet_run(table, exp.replace(methods=(method,), recipes=valid)).assign(setting="valid"))
+            if settings.valid and grouping != "joint":
+                valid = exp.replace(methods=(method,), recipes=settings.valid)
+                parts.append(quiet_run(table, valid).assign(setting="valid"))
             for p in parts:
                 p.insert(0, "grouping", grouping)
                 p.insert(0, "dataset", b)
@@ -181,16 +258,11 @@ def table_group_violations(results: pd.DataFrame) -> pd.DataFrame:
     return experiment.group_violations(results, None, GROUP_KEYS)
 
 
+#: Summary columns reported in percent.
 _PERCENT_COLUMNS = (
-    "Error",
-    "Error_Gap",
-    "STP",
-    "Efficiency",
-    "Violation",
-    "Max_group_violation",
-    "Max_group_violation_mcse",
+    "Error", "Error_Gap", "STP", "Routed_share", "Violation", "Max_group_violation", "Max_group_violation_mcse",
     "worst_group_error",
-)
+)  # fmt: skip
 
 
 def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -204,7 +276,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Error, Error_Gap, STP, Efficiency (% routed to the non-thinking model), Violation (share
+        Error, Error_Gap, STP, Routed_share (% routed to the non-thinking model), Violation (share
         of trials with *some* group's whole-table risk above eps), Max_group_violation (largest
         per-group violation rate) and its MCSE, most_violated_group, worst_group, trials.
     """
@@ -220,7 +292,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     s = pd.concat(rows, ignore_index=True)
     s = s.rename(
         columns={
-            "efficiency": "Efficiency",
+            "routed_share": "Routed_share",
             "violation_any_group": "Violation",
             "violation_max_group": "Max_group_violation",
             "violation_max_group_mcse": "Max_group_violation_mcse",
@@ -235,7 +307,7 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
-    """The valid bound with the highest mean efficiency of the group method (ties: the first).
+    """The valid bound with the highest mean routed share of the group method (ties: the first).
 
     Parameters
     ----------
@@ -247,13 +319,13 @@ def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
     name : str or None
         The bound (``None`` without valid rows).
     comparison : pandas.DataFrame
-        Mean Efficiency, STP, Error and Max_group_violation per bound, over datasets and scores.
+        Mean Routed_share, STP, Error and Max_group_violation per bound, over datasets and scores.
     """
     v = summary[summary.setting == "valid"]
     if v.empty:
         return None, pd.DataFrame()
-    comp = v.groupby("bound", sort=False)[["Efficiency", "STP", "Error", "Max_group_violation"]].mean().reset_index()
-    best = comp.sort_values("Efficiency", ascending=False, kind="stable")["bound"].iloc[0]
+    comp = v.groupby("bound", sort=False)[["Routed_share", "STP", "Error", "Max_group_violation"]].mean().reset_index()
+    best = comp.sort_values("Routed_share", ascending=False, kind="stable")["bound"].iloc[0]
     return str(best), comp
 
 
@@ -279,6 +351,8 @@ class ResultsTable:
         The paper table whose numbers stand beside ours (``None``: ours alone).
     notes : list of str
         What the data could not give (e.g. no token counts: no STP).
+    eps, cal_ratio : dict of str to float
+        Per dataset, as run.
     """
 
     name: str
@@ -291,6 +365,8 @@ class ResultsTable:
     layout: pd.DataFrame
     paper_table: str | None = None
     notes: list = field(default_factory=list)
+    eps: dict = field(default_factory=dict)
+    cal_ratio: dict = field(default_factory=dict)
 
 
 def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -331,7 +407,7 @@ def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd
 
 
 def build_table(
-    cfg: Mapping,
+    settings: TableSettings,
     paper_table: str | None,
     tables: Mapping[str, pd.DataFrame],
     *,
@@ -350,8 +426,8 @@ def build_table(
 
     Parameters
     ----------
-    cfg : Mapping
-        Method settings (see the module docstring).
+    settings : TableSettings
+        Method settings.
     paper_table : str or None
         The paper table whose numbers are set beside ours (``None``: no paper numbers).
     tables, eps, cal_ratio, groupings
@@ -387,7 +463,7 @@ def build_table(
     notes = sources.source_notes(tables)
     if not all(sources.has_tokens(t) for t in tables.values()):
         rows = tuple(r for r in rows if r[0] != "STP")
-    results = run_results(tables, cfg, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
+    results = run_results(tables, settings, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
     summary = summarize_results(results)
     valid_bound, comparison = pick_valid_bound(summary)
     side, layout = save_tables(summary, paper_table, valid_bound, file_name, layout_suffix, rows, paper_columns)
@@ -395,30 +471,55 @@ def build_table(
         plotting.save_table(group_table(results, tables), f"{file_name}_groups")
     if figure is not None:
         cat = category_errors(results[results.grouping == "known"], setting="paper")
-        fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=cfg["scores"], title=title)
+        fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=title)
         plotting.savefig(fig, figure)
     return ResultsTable(
-        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes
-    )
+        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes,
+        dict(eps), dict(cal_ratio),
+    )  # fmt: skip
 
 
 def _family_groupings(family: str) -> tuple[str, ...]:
     return ("known",) if family == "known" else ("split", "joint")
 
 
-def make_tables(cfg: Mapping) -> dict[str, ResultsTable]:
-    """Build the tables of ``cfg["family"]`` for every pair in ``cfg["pairs"]`` from ``cfg["data_source"]``.
+def make_tables(
+    settings: TableSettings,
+    *,
+    family: str,
+    source: sources.DataSource,
+    pairs: Sequence[str],
+    eps=None,
+    cal_ratio=None,
+    groupings: Sequence[str] | None = None,
+    benchmarks: Sequence[str] | None = None,
+    figures: Mapping[str, str] | None = None,
+    notebook: str = "",
+) -> dict[str, ResultsTable]:
+    """Build the tables of ``family`` for every pair in ``pairs`` from ``source``.
 
     Parameters
     ----------
-    cfg : Mapping
-        The notebook configuration: method settings plus ``family`` (``known`` / ``cpac`` /
-        ``arena``), ``pairs``, ``eps`` and ``cal_ratio`` (``None``: the paper's, which a benchmark
-        outside the paper lacks for eps (then give one) and has as 0.5 for the ratio; a float or a
-        per-benchmark dict overrides), ``groupings`` (``None``: the family's) and ``figures``
-        (``{pair: figure name}`` or ``None``); the data source: ``data_source`` (``simulated``,
-        default; ``generated``; or a path), ``benchmarks`` (``None``: the paper table's),
-        ``columns`` (a path's column mapping) and ``generated_root``.
+    settings : TableSettings
+        Method settings.
+    family : {"known", "cpac", "arena"}
+        The paper tables built.
+    source : DataSource
+        Where the tables come from (:func:`~gpac_utils.paper.sources.resolve_source`); a path
+        source gives one table and ignores ``pairs``.
+    pairs : sequence of str
+        Model pairs: one table each.
+    eps, cal_ratio : None, float or Mapping[str, float]
+        ``None``: the paper's (a benchmark outside the paper has no eps, so give one, and a
+        calibration ratio of 0.5); a float or a per-benchmark dict overrides.
+    groupings : sequence of str, optional
+        ``None``: the family's (``known``; or ``split`` and ``joint``).
+    benchmarks : sequence of str, optional
+        ``None``: the paper table's.
+    figures : Mapping[str, str], optional
+        ``{pair: figure name}`` of the per-group error bars (known groups only).
+    notebook : str
+        The notebook's stem, for the data checks' messages (default: the family's notebook).
 
     Returns
     -------
@@ -426,14 +527,10 @@ def make_tables(cfg: Mapping) -> dict[str, ResultsTable]:
         By file name: the paper table's name for the simulated stand-ins, else
         ``<family>__<source tag>`` (e.g. ``known__generated__smollm2``).
     """
-    family = cfg["family"]
-    notebook = getattr(cfg, "name", "") or FAMILY_NOTEBOOKS.get(family, "")
-    source = sources.resolve_source(
-        cfg.get("data_source"), columns=cfg.get("columns"), generated_root=cfg.get("generated_root")
-    )
+    notebook = notebook or FAMILY_NOTEBOOKS.get(family, "")
     allowed = _family_groupings(family)
-    groupings = tuple(cfg["groupings"]) if cfg["groupings"] is not None else allowed
-    pairs = list(cfg["pairs"]) if source.kind != "path" else [None]
+    groupings = tuple(groupings) if groupings is not None else allowed
+    pairs = list(pairs) if source.kind != "path" else [None]
     out = {}
     for pair in pairs:
         spec = TABLE_SPECS[table_name(family, pair)] if source.is_simulated or pair in _PAPER_PAIRS else None
@@ -442,37 +539,37 @@ def make_tables(cfg: Mapping) -> dict[str, ResultsTable]:
         if bad:
             raise ValueError(f"groupings: {bad} do not apply to {name} (it has {list(allowed)})")
         if source.kind == "path":
-            benchmarks = [source.dataset]
-        elif cfg.get("benchmarks"):
-            benchmarks = list(cfg["benchmarks"])
+            run_on = [source.dataset]
+        elif benchmarks:
+            run_on = list(benchmarks)
         elif spec is not None:
-            benchmarks = list(spec.benchmarks)
+            run_on = list(spec.benchmarks)
         else:
             raise ValueError(
                 f"benchmarks: pair {pair!r} has no paper table, so name its benchmarks, "
                 "e.g. overrides={'benchmarks': ['walk']}"
             )
-        eps = benchmark_eps(benchmarks, cfg["eps"], spec.eps if spec is not None else None)
-        paper = sources.reproduces_paper(source, benchmarks, eps, spec.eps if spec is not None else None)
+        eps_b = benchmark_eps(run_on, eps, spec.eps if spec is not None else None)
+        paper = sources.reproduces_paper(source, run_on, eps_b, spec.eps if spec is not None else None)
         tables = {
             b: sources.load_table(
-                source, b, pair, notebook=notebook, scores=cfg["scores"], loss_bound=cfg["loss_bound"]
+                source, b, pair, notebook=notebook, scores=settings.scores, loss_bound=settings.loss_bound
             )
-            for b in benchmarks
+            for b in run_on
         }
         if source.is_simulated:
-            file_name, suffix, figure = name, "_paper_layout", (cfg["figures"] or {}).get(pair)
+            file_name, suffix, figure = name, "_paper_layout", (figures or {}).get(pair)
             title = f"{pair} pair — simulated data"
         else:
             file_name, suffix = f"{family}__{source.tag(None, pair)}", "_layout"
-            figure = f"errorbar_category__{source.tag(None, pair)}" if cfg["figures"] and "known" in groupings else None
+            figure = f"errorbar_category__{source.tag(None, pair)}" if figures and "known" in groupings else None
             title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
         out[file_name] = build_table(
-            cfg,
+            settings,
             spec.name if paper else None,
             tables,
-            eps=eps,
-            cal_ratio=resolve_cal_ratio(benchmarks, cfg["cal_ratio"]),
+            eps=eps_b,
+            cal_ratio=resolve_cal_ratio(run_on, cal_ratio),
             groupings=groupings,
             file_name=file_name,
             layout_suffix=suffix,

@@ -54,25 +54,26 @@ Seeding: every draw comes from ``numpy.random.SeedSequence([base_seed, crc32(nam
 ``name`` the benchmark (item level) or ``"<benchmark>__<pair>"`` (model level) — never
 Python's salted ``hash()`` — so regeneration is byte-identical.
 
-All parameters live in :data:`SPECS` below (one entry per benchmark, one :class:`PairSpec`
-per model pair); :data:`SCORE_MODELS` holds the score-model constants shared by all tables.
+All parameters live in ``data/simulated/specs.yaml`` beside the data card (:func:`load_specs`
+reads it into :data:`SPECS`, one entry per benchmark with one :class:`PairSpec` per model pair,
+and :data:`SCORE_MODELS`, the score-model constants shared by all tables).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from .. import data as D
 from ..workflow.paths import SIMULATED
 from .reference import CAL_RATIO, TABLE_SPECS, accuracy, paper_accuracy
-
-BASE_SEED = 20250101
 
 # --------------------------------------------------------------------------------------
 # The parameter table
@@ -123,118 +124,6 @@ class BenchmarkSpec:
     heterogeneous: str | None = None
 
 
-SPECS: dict[str, BenchmarkSpec] = {
-    "math500": BenchmarkSpec(
-        title="MATH-500",
-        kind="Math Reasoning",
-        loss="binary",
-        n=500,
-        heterogeneous="Precalculus",
-        groups=(
-            GroupSpec("Algebra", 124, -0.4),
-            GroupSpec("Intermediate Algebra", 97, 0.4),
-            GroupSpec("Prealgebra", 82, -0.6),
-            GroupSpec("Number Theory", 62, 0.0),
-            GroupSpec("Precalculus", 56, 0.2),
-            GroupSpec("Geometry", 41, 0.3),
-            GroupSpec("Counting & Probability", 38, 0.1),
-        ),
-        pairs={
-            "qwen": PairSpec(
-                a_think=1.2,
-                a_nothink=1.0,
-                think_offset={"Precalculus": 0.8},
-                nothink_offset={"Precalculus": -1.6},
-                tokens=(4500, 750, 0.5, 0.45, 0.35, 0.15),
-            ),
-            "llama": PairSpec(
-                a_think=1.0,
-                a_nothink=1.0,
-                think_offset={"Precalculus": 0.8},
-                nothink_offset={"Precalculus": -1.6},
-                tokens=(3500, 650, 0.55, 0.45, 0.35, 0.15),
-            ),
-        },
-    ),
-    "zebralogic": BenchmarkSpec(
-        title="ZebraLogic",
-        kind="Text reasoning",
-        loss="binary",
-        n=1000,
-        heterogeneous="X-Large",
-        groups=(
-            GroupSpec("Small", 320, -0.6),
-            GroupSpec("Medium", 280, -0.1),
-            GroupSpec("Large", 200, 0.3),
-            GroupSpec("X-Large", 200, 0.6),
-        ),
-        pairs={
-            "qwen": PairSpec(
-                a_think=1.0,
-                a_nothink=1.0,
-                think_offset={"X-Large": 0.6},
-                nothink_offset={"X-Large": -1.2},
-                tokens=(9000, 1300, 0.5, 0.45, 0.4, 0.2),
-            ),
-            "llama": PairSpec(
-                a_think=0.6,
-                a_nothink=0.8,
-                think_offset={"X-Large": 2.0},
-                nothink_offset={"X-Large": -2.0},
-                tokens=(6000, 1500, 0.55, 0.5, 0.4, 0.2),
-            ),
-        },
-    ),
-    "gpqa": BenchmarkSpec(
-        title="GPQA",
-        kind="QA Task",
-        loss="binary",
-        n=448,
-        heterogeneous="Biology",
-        groups=(
-            GroupSpec("Physics", 187, 0.0),
-            GroupSpec("Chemistry", 183, 0.2),
-            GroupSpec("Biology", 78, -0.2),
-        ),
-        pairs={
-            "qwen": PairSpec(
-                a_think=0.8,
-                a_nothink=0.8,
-                think_offset={"Biology": 0.6},
-                nothink_offset={"Biology": -1.2},
-                tokens=(7000, 900, 0.5, 0.45, 0.35, 0.15),
-            ),
-            "llama": PairSpec(
-                a_think=0.8,
-                a_nothink=0.8,
-                think_offset={"Biology": 0.6},
-                nothink_offset={"Biology": -1.2},
-                tokens=(5000, 700, 0.55, 0.45, 0.35, 0.15),
-            ),
-        },
-    ),
-    "arena_hard": BenchmarkSpec(
-        title="Arena-Hard",
-        kind="Open-domain",
-        loss="semantic",
-        n=500,
-        groups=(),
-        pairs={
-            "qwen": PairSpec(
-                a_nothink=1.0,
-                mean_loss=0.13,
-                tokens=(3000, 1200, 0.5, 0.45, 0.3, 0.15),
-            ),
-            "llama": PairSpec(
-                a_nothink=1.0,
-                mean_loss=0.19,
-                tokens=(2200, 900, 0.55, 0.45, 0.3, 0.15),
-            ),
-        },
-    ),
-}
-
-
 @dataclass(frozen=True)
 class ScoreModel:
     """Constants of one score's perceived margin ``-a*d + kappa*o + rho*e + tau*eta``."""
@@ -245,17 +134,52 @@ class ScoreModel:
     scale: float  # sigmoid slope
 
 
+#: The parameter file, beside the data card (``data/simulated/README.md``).
+SPECS_FILE = SIMULATED / "specs.yaml"
+
+
+def load_specs(path: Path = SPECS_FILE) -> dict:
+    """The simulator's parameters from ``path`` (default :data:`SPECS_FILE`), as typed records.
+
+    Parameters
+    ----------
+    path : Path
+        A YAML file with ``base_seed``, ``benchmarks``, ``score_models``, ``verbalized``,
+        ``router_intercept`` and ``models`` (see ``data/simulated/specs.yaml``).
+
+    Returns
+    -------
+    dict
+        ``base_seed`` (int), ``specs`` (benchmark -> :class:`BenchmarkSpec`), ``score_models``
+        (score -> :class:`ScoreModel`), ``verbalized`` (trials, trial noise, overconfidence),
+        ``router_intercept`` (float) and ``models`` (pair -> (thinking, non-thinking)).
+    """
+    raw = yaml.safe_load(Path(path).read_text())
+    specs = {}
+    for b, s in raw["benchmarks"].items():
+        groups = tuple(GroupSpec(**g) for g in s.pop("groups", ()))
+        pairs = {p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s.pop("pairs").items()}
+        specs[b] = BenchmarkSpec(**s, groups=groups, pairs=pairs)
+    v = raw["verbalized"]
+    return {
+        "base_seed": int(raw["base_seed"]), "specs": specs, "router_intercept": float(raw["router_intercept"]),
+        "verbalized": (int(v["trials"]), float(v["trial_noise"]), float(v["overconfidence"])),
+        "score_models": {k: ScoreModel(**m) for k, m in raw["score_models"].items()},
+        "models": {pair: tuple(m) for pair, m in raw["models"].items()},
+    }  # fmt: skip
+
+
+_PARAMETERS = load_specs()
+BASE_SEED: int = _PARAMETERS["base_seed"]
+#: The benchmarks' parameters (one :class:`PairSpec` per model pair), from :data:`SPECS_FILE`.
+SPECS: dict[str, BenchmarkSpec] = _PARAMETERS["specs"]
 #: Score-model constants shared by all tables (the router sees only the difficulty).
-SCORE_MODELS = {
-    "score_logits": ScoreModel(kappa=0.25, rho=0.4, tau=1.0, scale=1.2),
-    "score_verbalized": ScoreModel(kappa=0.25, rho=0.3, tau=1.4, scale=1.0),
-    "score_router": ScoreModel(kappa=0.0, rho=0.0, tau=1.5, scale=0.8),
-}
+SCORE_MODELS: dict[str, ScoreModel] = _PARAMETERS["score_models"]
 #: verbalized score: number of trials, per-trial noise, share of the gap to 1 closed by
 #: overconfidence (mean confidence = acc + OVERCONFIDENCE * (1 - acc))
-VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = 10, 0.5, 0.6
+VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = _PARAMETERS["verbalized"]
 #: router: intercept on the logit scale (fixed, not fitted: the router was trained elsewhere)
-ROUTER_INTERCEPT = 0.0
+ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
 
 # --------------------------------------------------------------------------------------
 # Public names
@@ -264,10 +188,7 @@ ROUTER_INTERCEPT = 0.0
 SIMULATED_BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 PAIRS: tuple[str, ...] = ("qwen", "llama")
 #: model names per pair: (thinking, non-thinking)
-MODELS = {
-    "qwen": ("Qwen3-4B-Thinking-2507", "Qwen3-4B-Instruct-2507"),
-    "llama": ("DeepSeek-R1-Distill-Llama-8B", "Llama-3.1-8B-Instruct"),
-}
+MODELS: dict[str, tuple[str, str]] = _PARAMETERS["models"]
 #: the paper's eps per (benchmark, pair) (Tables 01_results_known, 01_llama_results, arena)
 EPS = {(b, s.pair): s.eps[b] for s in TABLE_SPECS.values() if s.family in ("known", "arena") for b in s.benchmarks}
 
@@ -296,15 +217,44 @@ def rng_for(name: str, seed: int = BASE_SEED) -> np.random.Generator:
 # --------------------------------------------------------------------------------------
 
 
+# The simulator's exp uses IEEE-754 basic operations only (+, -, *, rint, ldexp), which round the same
+# way on every machine. numpy's own ``np.exp`` dispatches to CPU-specific SIMD code (AVX-512 vs libm
+# on AVX2) whose last bit differs, and the committed tables must not depend on the CPU.
+_LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of log(2): the low 32 bits of _LN2_HI are zero,
+_LN2_LO = 1.90821492927058770002e-10  # so k * _LN2_HI is exact for |k| < 2**20
+_INV_LN2 = 1.44269504088896338700e00
+_EXP_TAYLOR = [1.0 / math.factorial(j) for j in range(13, -1, -1)]  # 1/13!, ..., 1/1!, 1/0!
+
+
+def portable_exp(x) -> np.ndarray:
+    """``exp(x)`` within 2 ulp of the exact value, bit-identical on every IEEE-754 machine.
+
+    Range reduction ``x = k log 2 + r`` with ``|r| <= log(2) / 2`` (Cody-Waite), the Taylor
+    polynomial of degree 13 in ``r`` by Horner's rule (truncation error below 1e-17 relative),
+    then ``2**k`` by ``ldexp``. Inputs are the simulator's: finite, ``|x| < 700``.
+    """
+    x = np.asarray(x, dtype=float)
+    k = np.rint(x * _INV_LN2)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _EXP_TAYLOR[0])
+    for c in _EXP_TAYLOR[1:]:
+        p = p * r + c
+    return np.ldexp(p, k.astype(np.int32))
+
+
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    return 1.0 / (1.0 + portable_exp(-np.asarray(x, dtype=float)))
 
 
 def _solve_intercept(f, target: float, lo: float = -30.0, hi: float = 30.0) -> float:
-    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``)."""
+    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``).
+
+    The mean is an exactly rounded sum (``math.fsum``), so no comparison depends on the CPU.
+    """
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if f(mid).mean() < target:
+        values = f(mid)
+        if math.fsum(values.ravel()) / values.size < target:
             lo = mid
         else:
             hi = mid
@@ -427,7 +377,10 @@ def simulated_router_score(difficulty: np.ndarray, noise: np.ndarray) -> np.ndar
         Scores in (0, 1).
     """
     s = SCORE_MODELS["score_router"]
-    z = (difficulty - difficulty.mean()) / difficulty.std()
+    # mean and standard deviation from exactly rounded sums (CPU-independent)
+    mean = math.fsum(difficulty) / difficulty.size
+    sd = math.sqrt(math.fsum((difficulty - mean) ** 2) / difficulty.size)
+    z = (difficulty - mean) / sd
     return _sigmoid(ROUTER_INTERCEPT + s.scale * z + s.tau * noise)
 
 
@@ -459,10 +412,10 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
     out[D.THINK_TOKENS] = np.maximum(
-        1, np.rint(np.exp(np.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
+        1, np.rint(portable_exp(math.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
     ).astype(np.int64)
     out[D.NOTHINK_TOKENS] = np.maximum(
-        1, np.rint(np.exp(np.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
+        1, np.rint(portable_exp(math.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
     ).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
@@ -594,41 +547,6 @@ def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
-
-
-def parameter_table() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:data:`SPECS` as two tables for the data card: groups (benchmark, group, n, mu_g) and
-    pairs (one row per benchmark x pair; group offsets listed as ``group: o_think / o_nothink``)."""
-    groups = pd.DataFrame(
-        [
-            {"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
-            for b, spec in SPECS.items()
-            for g in spec.groups
-        ]
-    )
-    pairs = []
-    for b, spec in SPECS.items():
-        for pair, p in spec.pairs.items():
-            offsets = sorted(set(p.think_offset) | set(p.nothink_offset))
-            pairs.append(
-                {
-                    "benchmark": b,
-                    "pair": pair,
-                    "n": spec.n,
-                    "loss": spec.loss,
-                    "think acc": "" if spec.loss == "semantic" else f"{target_accuracy(b, pair, 'think'):.4g}",
-                    "nothink acc": "" if spec.loss == "semantic" else f"{target_accuracy(b, pair, 'nothink'):.4g}",
-                    "eps": f"{EPS[(b, pair)]:g}",
-                    "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}",
-                    "a_nothink": f"{p.a_nothink:g}",
-                    "offsets o_think / o_nothink": "; ".join(
-                        f"{g}: {p.think_offset.get(g, 0.0):+g} / {p.nothink_offset.get(g, 0.0):+g}" for g in offsets
-                    ),
-                    "mean loss": "" if p.mean_loss is None else f"{p.mean_loss:g}",
-                    "tokens med_T, med_N, sd_T, sd_N, gr_T, gr_N": ", ".join(f"{t:g}" for t in p.tokens),
-                }
-            )
-    return groups, pd.DataFrame(pairs)
 
 
 def group_loss_rates(df: pd.DataFrame) -> pd.Series:

@@ -40,7 +40,7 @@ REPORT_COLUMNS = {
     "paper_Error_Gap": "Error_Gap paper (%)",
     "STP": "STP (%)",
     "paper_STP": "STP paper (%)",
-    "Efficiency": "Efficiency (%)",
+    "Routed_share": "Routed share (%)",
     "Violation": "Violation any group (%)",
     "Max_group_violation": "Max group violation (%)",
     "Max_group_violation_mcse": "Max group violation MCSE (%)",
@@ -128,7 +128,7 @@ def paper_layout(
     valid_bound : str, optional
         The valid bound shown.
     rows : sequence of (str, str)
-        (summary column, label) pairs, e.g. add ``("Efficiency", "Efficiency (%)")``.
+        (summary column, label) pairs, e.g. add ``("Routed_share", "Routed share (%)")``.
 
     Returns
     -------

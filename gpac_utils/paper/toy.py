@@ -181,43 +181,6 @@ def thresholds_table(fitted: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-class _TestSet:
-    """The arrays of a test table and the positions of each known group, prepared once for many evaluations."""
-
-    def __init__(self, test: pd.DataFrame):
-        self.u = test[TOY_SCORE].to_numpy(float)
-        self.loss = test[LOSS].to_numpy(float)
-        self.g = test[GROUP].to_numpy(str)
-        self.known = _Positions(self.g)
-
-
-class _Positions:
-    """Positions of every label, in :func:`gpac_utils.metrics.group_errors`' order (sorted label strings).
-
-    ``route[positions[k]]`` is ``route[labels == k]``: the same items in the same order, so every mean
-    below is the one :func:`gpac_utils.metrics.group_errors` and ``route[labels == k]`` give.
-    """
-
-    def __init__(self, labels):
-        self.labels = np.asarray(labels)
-        names, inv = np.unique(self.labels.astype(str), return_inverse=True)
-        inv = inv.reshape(-1)
-        order = np.argsort(inv, kind="stable")
-        ends = np.cumsum(np.bincount(inv, minlength=names.size))[:-1]
-        self.index = dict(zip(names.tolist(), np.split(order, ends)))
-
-    def errors_and_routed(self, route, loss):
-        """``(group, E_j, routed share)`` per group, as ``group_errors`` and ``efficiency(route[labels == g])``."""
-        r = np.asarray(route, dtype=bool)
-        l = np.asarray(loss, dtype=float)
-        same_mask = self.labels.dtype.kind == "U"  # labels == g is then labels.astype(str) == g
-        out = []
-        for grp, idx in self.index.items():
-            routed = r[idx] if same_mask else np.asarray(route)[self.labels == grp]
-            out.append((grp, metrics.error(r[idx], l[idx]), metrics.efficiency(routed)))
-        return out
-
-
 def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
     """Test risk ``E_j`` and share routed to the non-thinking model, per method and group.
 
@@ -225,27 +188,32 @@ def evaluate(fitted: Mapping, test: pd.DataFrame) -> pd.DataFrame:
     (C-PAC's score clusters ``c0..``, when C-PAC is among ``fitted``: every method is measured on
     them) or ``all`` (group ``__all__``, the whole test set).
     """
-    return _evaluate(fitted, test if isinstance(test, _TestSet) else _TestSet(test))
-
-
-def _evaluate(fitted: Mapping, ts: _TestSet) -> pd.DataFrame:
-    u, loss, g = ts.u, ts.loss, ts.g
-    learned = _Positions(fitted["C-PAC"].assign(u)) if "C-PAC" in fitted else None
+    u, loss, known = test[TOY_SCORE].to_numpy(float), test[LOSS].to_numpy(float), test[GROUP].to_numpy(str)
+    learned = fitted["C-PAC"].assign(u) if "C-PAC" in fitted else None
     rows = []
     for name, obj in fitted.items():
-        route = obj.route(u, g if name == "G-PAC" else None)
-        for partition, labels in (("known", ts.known), ("learned", learned)):
+        route = obj.route(u, known if name == "G-PAC" else None)
+        for partition, labels in (("known", known), ("learned", learned)):
             if labels is None:
                 continue
-            for grp, risk, routed in labels.errors_and_routed(route, loss):
-                rows.append({"method": name, "partition": partition, "group": grp, "risk": risk, "routed": routed})
+            for grp in sorted(set(labels.tolist())):
+                mine = labels == grp
+                rows.append(
+                    {
+                        "method": name,
+                        "partition": partition,
+                        "group": grp,
+                        "risk": metrics.error(route[mine], loss[mine]),
+                        "routed": metrics.routed_share(route[mine]),
+                    }
+                )
         rows.append(
             {
                 "method": name,
                 "partition": "all",
                 "group": ALL,
                 "risk": metrics.error(route, loss),
-                "routed": metrics.efficiency(route),
+                "routed": metrics.routed_share(route),
             }
         )
     return pd.DataFrame(rows)
@@ -268,13 +236,13 @@ def quickstart_sweep(
     Returns a tidy table: ``trial, eps, method, partition, group, risk, routed`` (see :func:`evaluate`).
     Trial ``t`` draws its calibration set with seed ``[seed, 1, t]``; the test set uses ``[seed, 2]``.
     """
-    test = _TestSet(toy_population(n_test, seed=np.random.SeedSequence([seed, 2]).generate_state(1)[0]))
+    test = toy_population(n_test, seed=np.random.SeedSequence([seed, 2]).generate_state(1)[0])
     frames = []
     for t in tqdm(range(int(trials)), desc="trials", leave=False, disable=not progress):
         cal = toy_population(n_cal, seed=np.random.SeedSequence([seed, 1, t]).generate_state(1)[0])
         for eps in eps_grid:
             fitted = fit_methods(cal, eps=float(eps), alpha=alpha, bound=bound, k=k, seed=t)
-            frames.append(_evaluate(fitted, test).assign(trial=t, eps=float(eps)))
+            frames.append(evaluate(fitted, test).assign(trial=t, eps=float(eps)))
     out = pd.concat(frames, ignore_index=True)
     return out[["trial", "eps", "method", "partition", "group", "risk", "routed"]]
 

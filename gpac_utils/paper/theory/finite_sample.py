@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,20 @@ from ...recipe import Recipe
 from .populations import Population
 
 
-def finite_sample_experiment(pop: Population, cfg: Mapping) -> tuple[pd.DataFrame, dict]:
+def finite_sample_experiment(
+    pop: Population,
+    *,
+    group: str,
+    n_cal: int,
+    N_grid: Sequence[int],
+    t_grid: Sequence[float],
+    eps: float,
+    alpha: float,
+    calibrations: int,
+    settings: Sequence[tuple[str, str]],
+    pi: float = 0.5,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict]:
     r"""Theorem 3.2: ``P(R_hat > eps + t)`` against ``alpha + exp(-2 N t^2 / B^2)`` (B = 1).
 
     For each (bound, scheme) setting, ``calibrations`` thresholds are calibrated on ``n_cal``
@@ -25,9 +38,24 @@ def finite_sample_experiment(pop: Population, cfg: Mapping) -> tuple[pd.DataFram
     ----------
     pop : Population
         The population.
-    cfg : Mapping
-        ``group, n_cal, N_grid, t_grid, eps, alpha, calibrations``, ``settings`` (``[bound,
-        scheme]`` pairs), ``pi`` (labelling probability of the non-``full`` schemes), ``seed``.
+    group : str
+        The calibrated group.
+    n_cal : int
+        Its calibration items.
+    N_grid : sequence of int
+        Test sizes ``N``.
+    t_grid : sequence of float
+        Slacks ``t``.
+    eps, alpha : float
+        Target risk and miscoverage.
+    calibrations : int
+        Independent calibrations per setting.
+    settings : sequence of (str, str)
+        ``(bound, scheme)`` pairs.
+    pi : float, default 0.5
+        Labelling probability of the non-``full`` schemes.
+    seed : int, default 0
+        Seed.
 
     Returns
     -------
@@ -36,22 +64,21 @@ def finite_sample_experiment(pop: Population, cfg: Mapping) -> tuple[pd.DataFram
     draws : dict
         Per setting, the calibrated thresholds, their exact risks and the test risks per ``N``.
     """
-    group, n_cal, eps, alpha = cfg["group"], cfg["n_cal"], cfg["eps"], cfg["alpha"]
     g = pop.group(group)
-    T = int(cfg["calibrations"])
+    T = int(calibrations)
     rows, draws = [], {}
-    for si, (bound, scheme) in enumerate(cfg["settings"]):
-        recipe = Recipe(bound=bound, sampling=scheme, pi=None if scheme == "full" else cfg["pi"])
-        rng = np.random.default_rng([cfg["seed"], si])
+    for si, (bound, scheme) in enumerate(settings):
+        recipe = Recipe(bound=bound, sampling=scheme, pi=None if scheme == "full" else pi)
+        rng = np.random.default_rng([seed, si])
         loss, u = g.sample((T, int(n_cal)), rng)
         thr = threshold(loss, u, eps=eps, alpha=alpha, recipe=recipe, rng=rng)
         risk = g.risk(thr)
         alpha_hat = float(np.mean(risk > eps))
         draws[(bound, scheme)] = {"threshold": thr, "risk": risk}
-        for N in cfg["N_grid"]:
+        for N in N_grid:
             r_hat = rng.binomial(int(N), risk) / int(N)
             draws[(bound, scheme)][int(N)] = r_hat
-            for t in cfg["t_grid"]:
+            for t in t_grid:
                 p = float(np.mean(r_hat > eps + t + 1e-12))
                 b = alpha + math.exp(-2 * int(N) * t * t)
                 rows.append(

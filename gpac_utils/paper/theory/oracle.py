@@ -1,24 +1,21 @@
-"""The oracle partition (notebook 10): PAC-optimal efficiencies and Proposition 3.3.
+"""The oracle partition (notebook 10): PAC-optimal routed shares and Proposition 3.3.
 
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
-threshold valid in every group and G-PAC; :func:`proposition_scan` checks Prop. 3.3 on random
-populations; :func:`calibrated_efficiency` repeats the comparison with finite calibration data.
+threshold valid in every group and G-PAC; :func:`proposition_scan` gives them on random
+populations, where the notebook checks Prop. 3.3 (and repeats the comparison with finite
+calibration data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
-from ...calibrate import ALL, threshold
-from ...recipe import Recipe
-from .populations import Population, RiskGroup, oracle_threshold
+from .populations import Population, RiskGroup, oracle_threshold, sup_feasible
 
 
 def oracle_summary(pop: Population, eps: float) -> dict:
-    """Efficiency of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
+    """Routed share of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
 
     All at the population level (PAC-optimal thresholds, infinite calibration data):
 
@@ -31,21 +28,21 @@ def oracle_summary(pop: Population, eps: float) -> dict:
     u_marg = oracle_threshold(pop, eps)
     u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
     u_common = float(np.min(u_j))
-    eff_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
+    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
     return {
         "eps": eps,
         "u_marginal": u_marg,
         "u_common": u_common,
         **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
-        "eff_marginal": float(pop.share(u_marg)),
-        "eff_common": float(pop.share(u_common)),
-        "eff_grouped": eff_grouped,
+        "routed_share_marginal": float(pop.share(u_marg)),
+        "routed_share_common": float(pop.share(u_common)),
+        "routed_share_grouped": routed_share_grouped,
         **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
         "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
     }
 
 
-def efficiency_table(pop: Population, eps_grid) -> pd.DataFrame:
+def routed_share_table(pop: Population, eps_grid) -> pd.DataFrame:
     """:func:`oracle_summary` for every ``eps`` in the grid (one row each).
 
     Parameters
@@ -89,7 +86,7 @@ def random_population(rng, k: int = 3, identical: bool = False) -> Population:
 
 
 def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFrame:
-    """Oracle efficiencies on ``n`` random heterogeneous and ``n`` identical-group populations.
+    """Oracle routed shares on ``n`` random heterogeneous and ``n`` identical-group populations.
 
     Parameters
     ----------
@@ -108,151 +105,72 @@ def proposition_scan(n: int, eps_list, seed: int = 0, k: int = 3) -> pd.DataFram
         One row per (population, kind, eps).
     """
     rng = np.random.default_rng(seed)
+    pops = [
+        (i, identical, random_population(rng, k=k, identical=identical))
+        for i in range(int(n))
+        for identical in (False, True)
+    ]
+    share = uniform_summaries([p for *_, p in pops], eps_list)
     rows = []
-    for i in range(int(n)):
-        for identical in (False, True):
-            pop = random_population(rng, k=k, identical=identical)
-            for eps in eps_list:
-                s = oracle_summary(pop, float(eps))
-                us = np.array([s[f"u_{g}"] for g in pop.names])
-                rows.append(
-                    {
-                        "population": i,
-                        "identical_groups": identical,
-                        "eps": float(eps),
-                        "eff_marginal": s["eff_marginal"],
-                        "eff_common": s["eff_common"],
-                        "eff_grouped": s["eff_grouped"],
-                        "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
-                        "marginal_violates_a_group": s["max_group_risk_marginal"] > eps + 1e-12,
-                        "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
-                    }
-                )
+    for pi, (i, identical, pop) in enumerate(pops):
+        for ei, eps in enumerate(eps_list):
+            us = share["u_groups"][pi, ei]
+            rows.append(
+                {
+                    "population": i,
+                    "identical_groups": identical,
+                    "eps": float(eps),
+                    "routed_share_marginal": float(share["routed_share_marginal"][pi, ei]),
+                    "routed_share_common": float(share["routed_share_common"][pi, ei]),
+                    "routed_share_grouped": float(share["routed_share_grouped"][pi, ei]),
+                    "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                    "marginal_violates_a_group": bool(share["max_group_risk_marginal"][pi, ei] > eps + 1e-12),
+                    "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in pop.groups),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def proposition_check(scan: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """Prop. 3.3 checked on :func:`proposition_scan`: the corrected statement, the equality case
-    and the statement as printed in the paper.
+def uniform_summaries(pops, eps_list) -> dict[str, np.ndarray]:
+    r""":func:`oracle_summary`'s thresholds and routed shares for many populations at once.
+
+    Every population has the same number of groups, each with ``U ~ Uniform(0, 1)``, so that a
+    group's risk is :math:`a_j\,u^{b_j+1}/(b_j+1)` and its routed share is ``u``: one bisection
+    (:func:`~.populations.sup_feasible`) over all populations, eps and groups at once.
 
     Parameters
     ----------
-    scan : pandas.DataFrame
-        Output of :func:`proposition_scan`.
-    tol : float, default 1e-9
-        Numerical tolerance of the inequalities.
+    pops : sequence of Population
+        The populations.
+    eps_list : sequence of float
+        Target risks.
 
     Returns
     -------
-    pandas.DataFrame
-        Per statement: the populations, the number of cases, how many hold and the share.
+    dict of str to numpy.ndarray
+        ``u_marginal``, ``routed_share_marginal``, ``routed_share_common``, ``routed_share_grouped``,
+        ``max_group_risk_marginal`` of shape ``(populations, eps)`` and ``u_groups`` of shape
+        ``(populations, eps, groups)``.
     """
-    het, ident = scan[~scan["identical_groups"]], scan[scan["identical_groups"]]
-    differ = het[~het["thresholds_equal"]]
-    valid = het[~het["marginal_violates_a_group"]]
-    check = pd.DataFrame(
-        [
-            {
-                "statement": "corrected: grouped >= common valid threshold",
-                "populations": "heterogeneous",
-                "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_common"] - tol).sum()),
-            },
-            {
-                "statement": "corrected, strict when thresholds differ",
-                "populations": "heterogeneous",
-                "cases": len(differ),
-                "holds": int((differ["eff_grouped"] > differ["eff_common"]).sum()),
-            },
-            {
-                "statement": "equality: grouped == marginal",
-                "populations": "identical groups",
-                "cases": len(ident),
-                "holds": int((np.abs(ident["eff_grouped"] - ident["eff_marginal"]) <= 1e-7).sum()),
-            },
-            {
-                "statement": "as stated: grouped >= marginal",
-                "populations": "heterogeneous",
-                "cases": len(het),
-                "holds": int((het["eff_grouped"] >= het["eff_marginal"] - tol).sum()),
-            },
-            {
-                "statement": "as stated, when the marginal threshold is valid in every group",
-                "populations": "heterogeneous",
-                "cases": len(valid),
-                "holds": int((valid["eff_grouped"] >= valid["eff_marginal"] - tol).sum()),
-            },
-        ]
+    if any(g.lo != 0 or g.hi != 1 for p in pops for g in p.groups):
+        raise ValueError("uniform_summaries: every group needs U ~ Uniform(0, 1) (lo = 0, hi = 1)")
+    w = np.array([p.weights for p in pops])[:, None, :]  # (populations, 1, groups)
+    a = np.array([[g.a for g in p.groups] for p in pops], dtype=float)[:, None, :]
+    e = np.array([[g.b + 1 for g in p.groups] for p in pops], dtype=float)[:, None, :]
+    eps = np.asarray(eps_list, dtype=float)[None, :]  # (1, eps)
+
+    def group_risk(u):  # R(u | G_j) = a_j u^(b_j + 1) / (b_j + 1), u in [0, 1]
+        return a * np.clip(u, 0.0, 1.0) ** e / e
+
+    u_groups = sup_feasible(group_risk, np.broadcast_to(eps[..., None], np.broadcast_shapes(a.shape, eps.shape + (1,))))
+    u_marg = sup_feasible(
+        lambda u: (w * group_risk(u[..., None])).sum(axis=-1), np.broadcast_to(eps, w.shape[:1] + eps.shape[1:])
     )
-    check["share_holding"] = check["holds"] / check["cases"]
-    return check
-
-
-def calibrated_efficiency(pop: Population, cfg: Mapping) -> pd.DataFrame:
-    """Calibrated marginal PAC vs G-PAC against the oracle, over ``cfg["calibrations"]`` repetitions.
-
-    G-PAC calibrates each group on its ``round(w_j n_cal)`` items (Algorithm 2); marginal PAC
-    calibrates one threshold on ``n_cal`` mixture items.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    cfg : Mapping
-        ``n_cal, eps, alpha, bound, sampling`` (a recipe with the first-crossing rule),
-        ``calibrations, seed``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows method x group (and ``__all__``): the mean routed share, the oracle share and the
-        group violation rate ``P(R(u_hat | G_j) > eps)``.
-    """
-    n_cal, eps, alpha, calibrations = cfg["n_cal"], cfg["eps"], cfg["alpha"], cfg["calibrations"]
-    recipe = Recipe(bound=cfg["bound"], sampling=cfg["sampling"])
-    rng = np.random.default_rng(cfg["seed"])
-    T = int(calibrations)
-    names, w = pop.names, pop.weights
-    loss, u, _ = pop.sample(n_cal, rng, size=T)
-    thr_marg = threshold(loss, u, eps=eps, alpha=alpha, recipe=recipe, rng=rng)
-    thr_group = {}
-    for g, wj in zip(names, w):
-        nj = max(2, int(round(wj * n_cal)))
-        lj, uj = pop.group(g).sample((T, nj), rng)
-        thr_group[g] = threshold(lj, uj, eps=eps, alpha=alpha, recipe=recipe, rng=rng)
-    rows = []
-    u_marg, u_grp = oracle_threshold(pop, eps), {g: oracle_threshold(pop, eps, g) for g in names}
-    for method, get, oracle in (
-        ("PAC", lambda g: thr_marg, lambda g: u_marg),
-        ("G-PAC", lambda g: thr_group[g], lambda g: u_grp[g]),
-    ):
-        total, total_oracle = 0.0, 0.0
-        for g, wj in zip(names, w):
-            t = get(g)
-            share = pop.share(t, g)
-            risk = pop.risk(t, g)
-            rows.append(
-                {
-                    "method": method,
-                    "group": g,
-                    "share": float(np.mean(share)),
-                    "share_oracle": float(pop.share(oracle(g), g)),
-                    "violation_rate": float(np.mean(risk > eps)),
-                    "mean_risk": float(np.mean(risk)),
-                }
-            )
-            total += wj * float(np.mean(share))
-            total_oracle += wj * float(pop.share(oracle(g), g))
-        rows.append(
-            {
-                "method": method,
-                "group": ALL,
-                "share": total,
-                "share_oracle": total_oracle,
-                "violation_rate": np.nan,
-                "mean_risk": np.nan,
-            }
-        )
-    out = pd.DataFrame(rows)
-    out["calibrations"] = T
-    return out
+    return {
+        "u_marginal": u_marg,
+        "u_groups": u_groups,
+        "routed_share_marginal": np.clip(u_marg, 0.0, 1.0),
+        "routed_share_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
+        "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
+        "max_group_risk_marginal": group_risk(u_marg[..., None]).max(axis=-1),
+    }

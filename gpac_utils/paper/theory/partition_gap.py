@@ -3,34 +3,37 @@ r"""Learned partitions of the U axis (notebook 11): the partition gap and Theore
 :func:`partition_gap` takes a confusion matrix ``C[i, j] = P(g_hat = i, g_star = j)`` and returns
 :math:`\delta = \min_\sigma P(\hat g \ne \sigma(g^*))` (an assignment problem, Eq. partition-gap);
 :func:`interval_confusion` builds ``C`` for two partitions of the ``U`` axis given by boundaries.
-:func:`partition_gap_experiment` measures δ and the efficiency loss of learned partitions,
-:func:`cpac_coverage` the per-learned-group violation rate of C-PAC (split vs joint).
+:func:`gap_summary` and :func:`coverage_summary` summarize notebook 11's runs: δ and the
+routed-share loss of learned partitions, the per-learned-group violation rate of C-PAC.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from ...calibrate import CPAC, GroupWarning
 from ...metrics import mcse
-from ...partition import PARTITION_METHODS, ScorePartitioner
-from ...recipe import Recipe
-from .populations import Population, ScalarView, sup_feasible, sup_feasible_scalar
+from .populations import Population, sup_feasible
 
 
 def interval_edges(boundaries) -> np.ndarray:
-    """``[-inf, b_1, ..., b_{k-1}, +inf]`` for a partition ``b_{j-1} < U <= b_j`` of the U axis."""
-    b = np.asarray(boundaries, dtype=float).ravel()
-    if np.any(np.diff(b) < 0):
+    """``[-inf, b_1, ..., b_{k-1}, +inf]`` for a partition ``b_{j-1} < U <= b_j`` (batch dims lead)."""
+    b = np.asarray(boundaries, dtype=float)
+    b = b[None] if b.ndim == 0 else b
+    if np.any(np.diff(b, axis=-1) < 0):
         raise ValueError(f"partition boundaries must be ascending, got {b}")
-    return np.concatenate([[-np.inf], b, [np.inf]])
+    pad = np.ones(b.shape[:-1] + (1,))
+    return np.concatenate([-np.inf * pad, b, np.inf * pad], axis=-1)
+
+
+def _clipped(boundaries):
+    """The intervals ``(lo_j, hi_j]`` of a partition, clipped to the score range [0, 1]."""
+    e = interval_edges(boundaries)
+    return np.maximum(e[..., :-1], 0.0), np.minimum(e[..., 1:], 1.0)
 
 
 def interval_confusion(pop: Population, learned_boundaries, oracle_boundaries) -> np.ndarray:
@@ -38,14 +41,9 @@ def interval_confusion(pop: Population, learned_boundaries, oracle_boundaries) -
     e1, e2 = interval_edges(learned_boundaries), interval_edges(oracle_boundaries)
     k = max(len(e1), len(e2)) - 1
     C = np.zeros((k, k))
-    view = ScalarView(pop)
-    mass = view.mass if view.exact else pop.mass
-    e1, e2 = e1.tolist(), e2.tolist()
-    for i in range(len(e1) - 1):
-        for j in range(len(e2) - 1):
-            lo, hi = max(e1[i], e2[j]), min(e1[i + 1], e2[j + 1])
-            if hi > lo:
-                C[i, j] = float(mass(lo, hi))
+    lo = np.maximum.outer(e1[:-1], e2[:-1])  # the overlap of learned group i and oracle group j
+    hi = np.minimum.outer(e1[1:], e2[1:])
+    C[: len(e1) - 1, : len(e2) - 1] = np.where(hi > lo, pop.mass(lo, hi), 0.0)
     return C
 
 
@@ -56,14 +54,6 @@ def partition_gap(confusion) -> float:
         raise ValueError(f"confusion must be a square matrix, got shape {C.shape}")
     rows, cols = optimize.linear_sum_assignment(C, maximize=True)
     return float(C.sum() - C[rows, cols].sum())
-
-
-def partition_gap_bruteforce(confusion) -> float:
-    """:func:`partition_gap` by enumerating all ``k!`` permutations (small ``k``; for tests)."""
-    C = np.asarray(confusion, dtype=float)
-    k = C.shape[0]
-    best = max(sum(C[i, s[i]] for i in range(k)) for s in itertools.permutations(range(k)))
-    return float(C.sum() - best)
 
 
 def partition_gap_from_labels(learned, oracle, k: int | None = None) -> float:
@@ -79,46 +69,37 @@ def partition_gap_from_labels(learned, oracle, k: int | None = None) -> float:
 
 
 def interval_thresholds(pop: Population, boundaries, eps) -> np.ndarray:
-    """PAC-optimal threshold of every interval group ``b_{j-1} < U <= b_j`` (``+inf``: route all)."""
-    e = interval_edges(boundaries)
-    view = ScalarView(pop)
-    scalar = view.exact and np.ndim(eps) == 0  # same floating-point operations, in Python floats
-    out = []
-    for lo, hi in zip(e[:-1].tolist(), e[1:].tolist()):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        if hi_c <= lo_c or (view.mass(lo_c, hi_c) if scalar else pop.mass(lo_c, hi_c)) <= 0:
-            out.append(np.inf)  # an empty group routes nothing and risks nothing
-            continue
-        if scalar:
-            out.append(sup_feasible_scalar(view.interval_risk_fn(lo_c, hi_c), float(eps), lo=lo_c, hi=hi_c))
-            continue
-        out.append(
-            sup_feasible(lambda u, lo_c=lo_c, hi_c=hi_c: pop.interval_risk(u, lo_c, hi_c), eps, lo=lo_c, hi=hi_c)
-        )
-    return np.array(out, dtype=float)
+    """PAC-optimal threshold of every interval group ``b_{j-1} < U <= b_j`` (``+inf``: route all).
+
+    ``boundaries`` of shape ``(..., k - 1)`` give thresholds of shape ``(..., k)``: many partitions
+    at once. An empty group routes nothing and risks nothing (``+inf``).
+    """
+    lo, hi = _clipped(boundaries)
+    empty = (hi <= lo) | (pop.mass(lo, hi) <= 0)
+    u = sup_feasible(lambda u: pop.interval_risk(u, lo, hi), eps, lo=lo, hi=hi)
+    return np.where(empty, np.inf, u)
 
 
-def interval_partition_efficiency(pop: Population, boundaries, eps, thresholds=None) -> float:
-    """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given."""
-    e = interval_edges(boundaries)
+def interval_partition_routed_share(pop: Population, boundaries, eps, thresholds=None):
+    """``sum_j P(b_{j-1} < U <= min(u_j, b_j))`` with ``u_j`` PAC-optimal unless ``thresholds`` given.
+
+    Vectorised over leading dimensions of ``boundaries`` (one routed share per partition).
+    """
+    lo, hi = _clipped(boundaries)
     u = interval_thresholds(pop, boundaries, eps) if thresholds is None else np.asarray(thresholds, float)
-    view = ScalarView(pop)
-    mass = view.mass if view.exact else pop.mass
+    top = np.minimum(np.maximum(u, lo), hi)
+    routed = np.where(top > lo, pop.mass(lo, top), 0.0)
     total = 0.0
-    for lo, hi, t in zip(e[:-1].tolist(), e[1:].tolist(), u.tolist()):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        top = min(max(t, lo_c), hi_c)
-        total += float(mass(lo_c, top)) if top > lo_c else 0.0
-    return total
+    for j in range(routed.shape[-1]):  # group by group, left to right
+        total = total + routed[..., j]
+    return total if np.ndim(total) else float(total)
 
 
 def interval_group_risks(pop: Population, boundaries, thresholds) -> np.ndarray:
-    r""":math:`R(u_j \mid \hat G_j)` of every interval group at the given thresholds."""
-    e = interval_edges(boundaries)
+    r""":math:`R(u_j \mid \hat G_j)` of every interval group at the given thresholds (one partition)."""
     out = []
-    for lo, hi, t in zip(e[:-1], e[1:], np.asarray(thresholds, dtype=float)):
-        lo_c, hi_c = max(lo, 0.0), min(hi, 1.0)
-        out.append(float(pop.interval_risk(t, lo_c, hi_c)) if hi_c > lo_c else 0.0)
+    for lo, hi, t in zip(*_clipped(boundaries), np.asarray(thresholds, dtype=float)):
+        out.append(float(pop.interval_risk(t, lo, hi)) if hi > lo else 0.0)
     return np.array(out)
 
 
@@ -143,152 +124,39 @@ def fit_power_law(n, delta):
     return float(math.exp(my - slope * mx)), float(-slope)
 
 
-def partition_gap_experiment(
-    pop: Population, oracle_boundaries, cfg: Mapping, methods: Sequence[str] = PARTITION_METHODS
-) -> pd.DataFrame:
-    """δ and the efficiency loss of learned interval partitions, ``cfg["reps"]`` samples per ``n``.
-
-    Each row: the learned boundaries' partition gap δ (Eq. partition-gap, exact from the
-    population), the population efficiency of the learned partition with its own PAC-optimal
-    thresholds, that of the oracle partition, and the loss ``Eff(G*) - Eff(G_hat)`` to compare
-    with Theorem 3.4's ``2 δ``.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    oracle_boundaries : array_like
-        The reference partition of the U axis.
-    cfg : Mapping
-        ``n_grid`` (sample sizes), ``reps``, ``eps``, ``k``, ``seed``.
-    methods : sequence of str
-        Partition methods (:data:`gpac_utils.partition.PARTITION_METHODS`).
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    eps, k, seed = cfg["eps"], cfg["k"], cfg["seed"]
-    eff_star = interval_partition_efficiency(pop, oracle_boundaries, eps)
-    rows = []
-    for ni, n in enumerate(cfg["n_grid"]):
-        rng = np.random.default_rng([seed, ni, int(n)])
-        for r in range(int(cfg["reps"])):
-            _, u, _ = pop.sample(int(n), rng)
-            for method in methods:
-                b = ScorePartitioner(k, method).fit(u).boundaries
-                delta = partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                eff = interval_partition_efficiency(pop, b, eps)
-                rows.append(
-                    {
-                        "n": int(n),
-                        "rep": r,
-                        "method": method,
-                        "delta": delta,
-                        "eff_oracle": eff_star,
-                        "eff_learned": eff,
-                        "eff_loss": eff_star - eff,
-                        "bound_2delta": 2 * delta,
-                        "boundaries": ",".join(f"{x:.4f}" for x in b),
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
 def gap_summary(gap: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
-    """Mean δ per (method, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
+    """Mean δ per (algorithm, n) with the fitted rate ``δ ≈ C n^-β`` and the share within ``2δ``.
 
     Parameters
     ----------
     gap : pandas.DataFrame
-        Output of :func:`partition_gap_experiment`.
+        Rows ``n, algorithm, delta, routed_share_loss, bound_2delta`` (one per learned partition).
 
     Returns
     -------
     summary : pandas.DataFrame
-        Per (method, n): ``delta_mean, delta_se, eff_loss_mean, eff_loss_max,
+        Per (algorithm, n): ``delta_mean, delta_se, routed_share_loss_mean, routed_share_loss_max,
         share_within_2delta, fitted_C, fitted_beta``.
     rates : dict of str to (float, float)
-        ``(C, beta)`` per method.
+        ``(C, beta)`` per algorithm.
     """
     agg = (
-        gap.groupby(["method", "n"])
+        gap.groupby(["algorithm", "n"])
         .agg(
             delta_mean=("delta", "mean"),
             delta_se=("delta", "sem"),
-            eff_loss_mean=("eff_loss", "mean"),
-            eff_loss_max=("eff_loss", "max"),
+            routed_share_loss_mean=("routed_share_loss", "mean"),
+            routed_share_loss_max=("routed_share_loss", "max"),
         )
         .reset_index()
     )
     agg["share_within_2delta"] = [
-        float((g["eff_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["method", "n"])
+        float((g["routed_share_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in gap.groupby(["algorithm", "n"])
     ]
-    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("method")}
-    agg["fitted_C"] = agg["method"].map(lambda m: rates[m][0])
-    agg["fitted_beta"] = agg["method"].map(lambda m: rates[m][1])
+    rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("algorithm")}
+    agg["fitted_C"] = agg["algorithm"].map(lambda m: rates[m][0])
+    agg["fitted_beta"] = agg["algorithm"].map(lambda m: rates[m][1])
     return agg, rates
-
-
-def cpac_coverage(pop: Population, cfg: Mapping, oracle_boundaries=None, modes=("split", "joint")) -> pd.DataFrame:
-    """Per-learned-group violation rate of C-PAC, split vs joint (Theorem 3.4).
-
-    Each repetition draws ``n`` calibration items, fits :class:`gpac_utils.calibrate.CPAC` and
-    computes the exact risk ``R(u_hat_j | G_hat_j)`` of every learned interval group.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    cfg : Mapping
-        ``cover_n`` (sizes), ``cover_reps``, ``eps``, ``alpha``, ``bound``, ``sampling``, ``k``,
-        ``partition`` (method), ``seed``.
-    oracle_boundaries : array_like, optional
-        The reference partition (for δ of every learned partition).
-    modes : sequence of str
-        C-PAC modes.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (n, repetition, mode, learned group).
-    """
-    eps = cfg["eps"]
-    recipe = Recipe(bound=cfg["bound"], sampling=cfg["sampling"])
-    partitioner = ScorePartitioner(cfg["k"], cfg["partition"])
-    rows = []
-    for ni, n in enumerate(cfg["cover_n"]):
-        rng = np.random.default_rng([cfg["seed"], ni, int(n), 7])
-        for r in range(int(cfg["cover_reps"])):
-            loss, u, _ = pop.sample(int(n), rng)
-            for mode in modes:
-                seed = int(rng.integers(2**31))
-                model = CPAC(eps, cfg["alpha"], recipe, partitioner=partitioner, mode=mode, seed=seed)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", GroupWarning)
-                    model.fit(u, loss)
-                b = model.partition_.boundaries
-                thr = np.array([model.thresholds_.get(f"c{j}", -np.inf) for j in range(len(b) + 1)])
-                risks = interval_group_risks(pop, b, thr)
-                delta = (
-                    partition_gap(interval_confusion(pop, b, oracle_boundaries))
-                    if oracle_boundaries is not None
-                    else np.nan
-                )
-                for j, (t, risk) in enumerate(zip(thr, risks)):
-                    rows.append(
-                        {
-                            "n": int(n),
-                            "rep": r,
-                            "mode": mode,
-                            "group": f"c{j}",
-                            "threshold": float(t),
-                            "risk": float(risk),
-                            "violated": bool(risk > eps),
-                            "delta": delta,
-                        }
-                    )
-    return pd.DataFrame(rows)
 
 
 def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -297,7 +165,7 @@ def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
     Parameters
     ----------
     cov : pandas.DataFrame
-        Output of :func:`cpac_coverage`.
+        Rows ``mode, n, group, violated, delta, risk`` (one per calibration and learned group).
     alpha : float
         Nominal miscoverage (the MCSE uses ``max(rate, alpha)``).
 
@@ -320,7 +188,7 @@ def coverage_summary(cov: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 
 def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int = 3):
-    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population efficiency.
+    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population routed share.
 
     Parameters
     ----------
@@ -336,13 +204,10 @@ def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int 
     Returns
     -------
     boundaries : tuple of float
-    efficiency : float
+    routed_share : float
     """
     pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
-    best = (-1.0, None)
-    combos = itertools.combinations(pts, k - 1)
-    for b in combos:
-        e = interval_partition_efficiency(pop, list(b), eps)
-        if e > best[0]:
-            best = (e, b)
-    return best[1], best[0]
+    combos = np.array(list(itertools.combinations(pts, k - 1)))
+    share = interval_partition_routed_share(pop, combos, eps)
+    best = int(np.argmax(share))  # the first of equals, in the order of the grid
+    return tuple(combos[best]), float(share[best])

@@ -23,7 +23,6 @@ The named populations of the notebooks: :data:`ORACLE_POPULATION` (10),
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -168,93 +167,19 @@ class Population:
         return loss, u, gi
 
 
-class ScalarView:
-    """A :class:`Population` evaluated at one point at a time, in Python floats, bit for bit as the array methods.
-
-    The bisections (:func:`sup_feasible`) evaluate a risk about 60 times per threshold, one point at a
-    time; through the array methods every evaluation costs dozens of numpy-scalar operations. This view
-    does the same floating-point operations in the same order on Python floats (``x ** y`` is the C
-    library's ``pow`` for both numpy scalars and Python floats; the vectorised numpy ``power`` is *not*,
-    so the array methods are left as they are). ``exact`` is False when a group has non-float
-    parameters; callers then use the array methods.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    """
-
-    def __init__(self, pop: Population):
-        self.exact = all(isinstance(v, float) for g in pop.groups for v in (g.a, g.b, g.lo, g.hi))
-        self.weights = [float(w) for w in pop.weights]
-        # per group: a, b + 1, lo, hi, lo ** (b + 1), (b + 1) * (hi - lo) -- as in RiskGroup._primitive
-        self.groups = {
-            g.name: (g.a, g.b + 1, g.lo, g.hi, g.lo ** (g.b + 1), (g.b + 1) * (g.hi - g.lo)) for g in pop.groups
-        }
-        self._all = list(zip(self.weights, self.groups.values()))
-
-    @staticmethod
-    def _clip(u, lo, hi):
-        return lo if u < lo else (hi if u > hi else u)
-
-    def group_risk(self, u: float, group: str) -> float:
-        """``RiskGroup.risk(u)`` of one group."""
-        a, e, lo, hi, lo_e, den = self.groups[group]
-        return a * (self._clip(u, lo, hi) ** e - lo_e) / den
-
-    def risk(self, u: float) -> float:
-        """``Population.risk(u)`` (marginal)."""
-        acc = 0.0
-        for w, (a, e, lo, hi, lo_e, den) in self._all:
-            acc = acc + w * (a * (self._clip(u, lo, hi) ** e - lo_e) / den)
-        return acc
-
-    def share(self, u: float) -> float:
-        """``Population.share(u)`` (marginal)."""
-        acc = 0.0
-        for w, (_a, _e, lo, hi, _lo_e, _den) in self._all:
-            acc = acc + w * ((self._clip(u, lo, hi) - lo) / (hi - lo))
-        return acc
-
-    def mass(self, lo: float, hi: float) -> float:
-        """``Population.mass(lo, hi)``."""
-        return self.share(hi) - self.share(lo)
-
-    def interval_risk_fn(self, lo: float, hi: float):
-        """``u -> Population.interval_risk(u, lo, hi)`` (``lo``, ``hi`` fixed, their terms computed once)."""
-        m = self.mass(lo, hi)
-        r_lo = self.risk(lo)
-        if not m > 0:
-            return lambda u: 0.0
-        return lambda u: (self.risk(min(max(u, lo), hi)) - r_lo) / m
-
-
-def sup_feasible_scalar(risk_fn, eps: float, lo: float = 0.0, hi: float = 1.0, iters: int = 60) -> float:
-    """:func:`sup_feasible` for one ``eps`` and a scalar ``risk_fn`` (Python floats): same bisection, same result."""
-    lo, hi = float(lo), float(hi)
-    never = risk_fn(hi) <= eps
-    none = risk_fn(lo) > eps
-    a, b = lo, hi
-    for _ in range(iters):
-        mid = 0.5 * (a + b)
-        if risk_fn(mid) <= eps:
-            a = mid
-        else:
-            b = mid
-    return math.inf if never else (-math.inf if none else a)
-
-
 def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
-    r"""``sup{u : risk_fn(u) <= eps}`` for a continuous non-decreasing ``risk_fn`` (vectorised in eps).
+    r"""``sup{u in [lo, hi] : risk_fn(u) <= eps}`` for a continuous non-decreasing ``risk_fn``, by bisection.
+
+    Vectorised: ``eps``, ``lo`` and ``hi`` broadcast together, and every entry is its own search.
 
     Parameters
     ----------
     risk_fn : callable
-        ``u -> R(u)``, vectorised.
+        ``u -> R(u)``, elementwise on an array of the broadcast shape.
     eps : float or array_like
         Target risk(s).
-    lo, hi : float
-        The search interval.
+    lo, hi : float or array_like
+        The search intervals.
     iters : int, default 60
         Bisection steps (precision ``(hi - lo) 2^-iters``).
 
@@ -264,12 +189,10 @@ def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
         ``-inf`` when even ``risk_fn(lo) > eps``; ``+inf`` when ``risk_fn(hi) <= eps`` (the risk
         never exceeds ``eps``: route everything).
     """
-    eps = np.asarray(eps, dtype=float)
-    lo_arr = np.full(eps.shape, float(lo))
-    hi_arr = np.full(eps.shape, float(hi))
-    never = np.asarray(risk_fn(hi_arr) <= eps)
-    none = np.asarray(risk_fn(lo_arr) > eps)
-    a, b = lo_arr.copy(), hi_arr.copy()
+    eps, lo, hi = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (eps, lo, hi)))
+    never = np.asarray(risk_fn(hi) <= eps)
+    none = np.asarray(risk_fn(lo) > eps)
+    a, b = lo.copy(), hi.copy()
     for _ in range(iters):
         mid = 0.5 * (a + b)
         ok = np.asarray(risk_fn(mid) <= eps)
@@ -295,13 +218,8 @@ def oracle_threshold(pop: Population, eps, group: str | None = None):
     -------
     float or numpy.ndarray
     """
-    if np.ndim(eps) == 0:
-        view = ScalarView(pop)
-        if view.exact:
-            fn = view.risk if group is None else (lambda u: view.group_risk(u, group))
-            if group is not None:
-                pop.group(group)  # unknown names raise as before
-            return sup_feasible_scalar(fn, float(eps))
+    if group is not None:
+        pop.group(group)  # an unknown name raises here, with the group names
     return sup_feasible(lambda u: pop.risk(u, group), eps)
 
 
@@ -329,7 +247,7 @@ def closed_form_threshold(g: RiskGroup, eps):
     return np.where(u >= g.hi, np.inf, u)
 
 
-def efficiency_ratio(pop: Population, group: str, u_hat, u_star):
+def oracle_ratio(pop: Population, group: str, u_hat, u_star):
     """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share.
 
     Parameters

@@ -1,0 +1,195 @@
+r"""Label planning, step 2: spend a label budget on the groups, from the predicted curves.
+
+:func:`allocate` chooses ``n_j`` on the grid of :class:`~gpac_utils.prediction.PlanCurves` to
+maximise the expected routed share of all traffic, ``sum_j p_j E[share_j(n_j)]``, subject to
+``sum_j n_j <= L``. The objective is separable, so a dynamic programme over the budget is **exact
+on the grid**; a greedy on marginal gains is offered for comparison and is only right when the
+curves are concave, which they usually are not: with a valid bound nothing certifies until ``n``
+reaches a group-dependent minimum, so each curve starts with a step
+(:attr:`~gpac_utils.prediction.PlanCurves.concave`). Baselines (equal labels per group, the
+paper's ``pi = 0.5``) are compared with the plan in notebook 32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .checks import ParameterError, check_budget
+from .prediction import PlanCurves
+
+__all__ = ["Allocation", "allocate", "allocation_table", "ALGORITHMS"]
+
+#: Allocation algorithms: the exact dynamic programme, or greedy on marginal gains.
+ALGORITHMS = ("dp", "greedy")
+
+
+@dataclass
+class Allocation:
+    """Labels per group and the predicted routed share they buy.
+
+    Attributes
+    ----------
+    name : str
+        ``planned`` (the exact DP) or ``greedy``.
+    n : dict of str to int
+        Labels per group (expected labels for Bernoulli sampling).
+    routed_share : dict of str to float
+        Predicted expected routed share of each group's traffic.
+    total : float
+        Predicted expected routed share of all traffic, ``sum_j p_j share_j``.
+    """
+
+    name: str
+    n: dict
+    routed_share: dict
+    total: float
+
+    @property
+    def labels(self) -> int:
+        """Total labels."""
+        return int(sum(self.n.values()))
+
+
+def _options(curves: PlanCurves, j: int):
+    """(labels, expected weighted share) options of group ``j``, ``n = 0`` first."""
+    mean = curves.mean[j]
+    ok = np.isfinite(mean)
+    n = np.concatenate([[0], curves.n_grid[ok]]).astype(int)
+    v = np.concatenate([[0.0], curves.traffic[j] * mean[ok]])
+    return n, v
+
+
+def _dp(opts, budget: int):
+    """Exact max of ``sum_j v_j[k_j]`` s.t. ``sum_j n_j[k_j] <= budget`` (multiple-choice knapsack)."""
+    all_n = np.concatenate([o[0] for o in opts] + [[budget]])
+    unit = int(np.gcd.reduce(all_n[all_n > 0])) if np.any(all_n > 0) else 1
+    B = budget // unit
+    V = np.zeros(B + 1)
+    choice = np.zeros((len(opts), B + 1), dtype=int)
+    for j, (n, v) in enumerate(opts):
+        best = np.full(B + 1, -np.inf)
+        arg = np.zeros(B + 1, dtype=int)
+        for k, (c, val) in enumerate(zip(n // unit, v)):
+            if c > B:
+                continue
+            cand = np.full(B + 1, -np.inf)
+            cand[c:] = V[: B + 1 - c] + val
+            better = cand > best + 1e-15
+            best = np.where(better, cand, best)
+            arg = np.where(better, k, arg)
+        V, choice[j] = best, arg
+    picks, b = [], B
+    for j in range(len(opts) - 1, -1, -1):
+        k = choice[j, b]
+        picks.append(k)
+        b -= opts[j][0][k] // unit
+    return picks[::-1], float(V[B])
+
+
+def _greedy(opts, budget: int):
+    """Greedy on the best gain per label among all jumps up the grid (upper-hull greedy)."""
+    level = [0] * len(opts)
+    spent = 0
+    while True:
+        best = None
+        for j, (n, v) in enumerate(opts):
+            k0 = level[j]
+            for k in range(k0 + 1, n.size):
+                cost = n[k] - n[k0]
+                if spent + cost > budget or v[k] <= v[k0]:
+                    continue
+                rate = (v[k] - v[k0]) / cost
+                if best is None or rate > best[0]:
+                    best = (rate, j, k, cost)
+        if best is None:
+            break
+        _, j, k, cost = best
+        level[j], spent = k, spent + cost
+    return level, float(sum(o[1][k] for o, k in zip(opts, level)))
+
+
+def _alloc_from_levels(curves, opts, levels, name) -> Allocation:
+    n = {g: int(opts[j][0][k]) for j, (g, k) in enumerate(zip(curves.groups, levels))}
+    routed_share = {}
+    for j, g in enumerate(curves.groups):
+        k = levels[j]
+        routed_share[g] = float(opts[j][1][k] / curves.traffic[j]) if curves.traffic[j] > 0 else 0.0
+    total = float(sum(opts[j][1][k] for j, k in enumerate(levels)))
+    return Allocation(name, n, routed_share, total)
+
+
+def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation:
+    """Choose labels per group on the grid to maximise the expected routed share of all traffic.
+
+    Parameters
+    ----------
+    curves : PlanCurves
+        From :func:`~gpac_utils.prediction.predict`.
+    budget : int
+        Total labels ``L``; the allocation satisfies ``sum_j n_j <= L``.
+    algorithm : {"dp", "greedy"}, default "dp"
+        ``dp``: exact dynamic programme over the budget (the objective is separable, so this is
+        the optimum on the grid whatever the curves' shape). ``greedy``: repeatedly buy the
+        jump up some group's grid with the best gain per label; optimal for concave curves,
+        possibly short of the optimum at the steps where a group first certifies.
+
+    Returns
+    -------
+    Allocation
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = PlanCurves(["a", "b"], np.array([10, 20]), np.array([[[0.1] * 4, [0.5] * 4], [[0.3] * 4, [0.35] * 4]]),
+    ...                np.array([0.5, 0.5]), np.array([np.inf, np.inf]), np.array([[10, 20], [10, 20]]),
+    ...                {"a": 0, "b": 0}, {"a": "bootstrap", "b": "bootstrap"})
+    >>> allocate(c, 30).n
+    {'a': 20, 'b': 10}
+    """
+    if algorithm not in ALGORITHMS:
+        raise ParameterError(f"algorithm: unknown {algorithm!r}; choose one of {list(ALGORITHMS)}")
+    budget = check_budget(budget)
+    opts = [_options(curves, j) for j in range(len(curves.groups))]
+    if algorithm == "dp":
+        levels, _ = _dp(opts, budget)
+        return _alloc_from_levels(curves, opts, levels, "planned")
+    levels, _ = _greedy(opts, budget)
+    return _alloc_from_levels(curves, opts, levels, "greedy")
+
+
+def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
+    """One row per allocation and group (plus ``ALL``): labels, predicted mean, 10–90 % band, P(certify).
+
+    Parameters
+    ----------
+    curves : PlanCurves
+        The curves the allocations were chosen on.
+    allocations : sequence of Allocation
+        E.g. the ``dp`` and ``greedy`` allocations of one budget.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``allocation, group, traffic, n_labels, routed_share_mean, routed_share_q10,
+        routed_share_q90, p_certify``; the ``ALL`` row has the total labels and the traffic-weighted mean.
+    """
+    lo, hi = curves.band()
+    rows = []
+    for a in allocations:
+        part = []
+        for j, g in enumerate(curves.groups):
+            d = {"allocation": a.name, "group": g, "traffic": curves.traffic[j], "n_labels": a.n[g]}
+            k = np.flatnonzero(curves.n_grid == a.n[g])
+            if k.size:
+                k = int(k[0])
+                d.update(routed_share_mean=curves.mean[j, k], routed_share_q10=lo[j, k], routed_share_q90=hi[j, k])
+                d["p_certify"] = curves.p_certify[j, k]
+            else:  # no labels: always think
+                d.update(routed_share_mean=0.0, routed_share_q10=0.0, routed_share_q90=0.0, p_certify=0.0)
+            part.append(d)
+        total = {"n_labels": sum(d["n_labels"] for d in part), "routed_share_mean": a.total}
+        rows += part + [{"allocation": a.name, "group": "ALL", "traffic": 1.0, **total}]
+    return pd.DataFrame(rows)

@@ -1,0 +1,558 @@
+r"""Label planning, step 1: predict each group's routed share from a pilot, per number of labels.
+
+A group-conditional guarantee needs enough *labelled* calibration items in every group: with
+a valid bound, a group with too few labels certifies nothing and always thinks. Labels (a
+thinking-model answer plus a grade) are the expensive part, so before calibrating G-PAC one
+wants to know, per group ``j`` and per number of labels ``n_j``, the share of that group's
+traffic the calibrated router will send to the cheap model.
+
+This module predicts it from a small labelled **pilot** and the (free) unlabelled scores:
+
+1. :func:`predict`: for each group and each ``n`` of a grid, draw ``R`` synthetic calibration
+   sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``R`` at
+   once with the library's batched :func:`~gpac_utils.calibrate.threshold` (exactly as
+   :class:`~gpac_utils.calibrate.GPAC` does), and read each threshold's routed share off the
+   group's unlabelled scores. The result, :class:`PlanCurves`, holds the distribution of the
+   routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
+2. :func:`gpac_utils.allocation.allocate` (step 2) spends a label budget on the groups.
+
+:func:`calibrate_repeatedly` is the realised counterpart: calibrate for real on random subsets
+of a labelled pool, to check a prediction.
+
+What the prediction is, honestly
+--------------------------------
+It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
+
+* ``pilot_model="bootstrap"`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
+  Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
+  does not show; in particular a pilot with no loss among its lowest scores predicts that the
+  low scores are loss-free.
+* ``pilot_uncertainty=True`` (default) draws each resample from a **Bayesian bootstrap** of the
+  pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per resample), so the band
+  also reflects how little a small pilot says about the population, not only the calibration
+  noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
+  and is too narrow for small pilots.
+* ``pilot_model="smoothed"`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
+  items, and always when the pilot has no group labels) draws the scores from the group's
+  unlabelled scores and each loss from pilot items in the same score bin: from the group's own
+  pilot items with probability ``m_gb / (m_gb + shrinkage)``, else from the pooled pilot. This
+  borrows strength across groups and is biased when groups differ at equal scores; within a bin
+  the loss is taken as unrelated to the score.
+
+Labels vs items. With ``recipe.sampling == "full"`` ``n`` labels are ``n`` calibration items.
+With ``"bernoulli"`` / ``"resample"`` and a rate ``pi``, ``n`` *expected* labels come from
+``ceil(n / pi)`` calibration items, unless ``pool`` fixes the items available per group, in
+which case the rate is ``n / pool_j`` (planning over the labelling rate ``pi_j``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from gpac_utils import allocation, prediction
+>>> rng = np.random.default_rng(0)
+>>> g = np.repeat(["easy", "hard"], 2000)
+>>> u = rng.uniform(size=4000)
+>>> loss = (rng.uniform(size=4000) < np.where(g == "easy", 0.05, 0.4) * u).astype(float)
+>>> pilot = rng.choice(4000, 600, replace=False)
+>>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], eps=0.05, alpha=0.05,
+...                             n_grid=[100, 400, 1000], resamples=50, seed=0)
+>>> curves.summary().columns.tolist()[:4]
+['group', 'n_labels', 'n_items', 'routed_share_mean']
+>>> alloc = allocation.allocate(curves, budget=1100)
+>>> int(sum(alloc.n.values())) <= 1100
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .calibrate import threshold
+from .checks import check_alpha, check_array, check_eps, check_int, check_labels
+from .recipe import VALID, Recipe, as_recipe
+
+__all__ = ["PlanCurves", "predict", "labels_needed", "calibrate_repeatedly", "default_grid", "PILOT_MODELS", "BAND"]
+
+PILOT_MODELS = ("auto", "bootstrap", "smoothed")
+#: Quantiles of the routed share reported as the prediction band.
+BAND = (0.10, 0.90)
+
+
+def default_grid(max_labels: int, size: int = 16, min_labels: int = 10) -> np.ndarray:
+    """A roughly geometric grid of label counts from ``min_labels`` to ``max_labels``.
+
+    Parameters
+    ----------
+    max_labels : int
+        Largest number of labels.
+    size : int, default 16
+        Number of grid points (fewer if rounding merges some).
+    min_labels : int, default 10
+        Smallest positive number of labels.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Sorted distinct label counts.
+
+    Examples
+    --------
+    >>> default_grid(100, size=5).tolist()
+    [10, 18, 32, 56, 100]
+    """
+    if int(max_labels) < 1:
+        raise ValueError(f"max_labels: must be >= 1, got {max_labels}")
+    if int(size) < 1:
+        raise ValueError(f"size: must be >= 1, got {size}")
+    lo = max(1, min(int(min_labels), int(max_labels)))
+    return np.unique(np.round(np.geomspace(lo, int(max_labels), int(size))).astype(int))
+
+
+def _routed_share(thresholds, sorted_scores: np.ndarray) -> np.ndarray:
+    """Share of the (sorted) traffic scores at or below each threshold (``-inf``: none)."""
+    return np.searchsorted(sorted_scores, np.asarray(thresholds, dtype=float), side="right") / max(
+        sorted_scores.size, 1
+    )
+
+
+def _weighted_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Per row ``r`` of ``weights`` (R, m), ``size`` indices drawn with probabilities ``weights[r]``."""
+    R, m = weights.shape
+    cw = np.cumsum(weights, axis=1)
+    cw /= cw[:, -1:]
+    offs = np.arange(R, dtype=float)[:, None]
+    flat = (cw + offs).ravel()
+    u = rng.random((R, size)) + offs
+    idx = np.searchsorted(flat, u.ravel(), side="right").reshape(R, size) - (np.arange(R) * m)[:, None]
+    return np.clip(idx, 0, m - 1)
+
+
+def _items_for(n_labels: int, recipe: Recipe, pool: int | None) -> tuple[int, float | None]:
+    """Calibration items and labelling rate giving ``n_labels`` (expected) labels."""
+    if recipe.sampling == "full":
+        return int(n_labels), None
+    if pool is not None:
+        return int(pool), min(1.0, n_labels / pool)
+    return int(math.ceil(n_labels / recipe.label_rate - 1e-9)), None
+
+
+@dataclass
+class PlanCurves:
+    """Predicted routed share per group and number of labels (output of :func:`predict`).
+
+    Attributes
+    ----------
+    groups : list of str
+        Group names, sorted.
+    n_grid : numpy.ndarray, shape (K,)
+        Label counts (``0`` is implied: no labels, nothing routed).
+    routed_shares : numpy.ndarray, shape (G, K, R)
+        Routed share of the group's traffic for each resample; ``nan`` where ``n`` exceeds the
+        group's ``cap``.
+    traffic : numpy.ndarray, shape (G,)
+        Each group's share of all traffic (from the unlabelled scores, or given).
+    cap : numpy.ndarray, shape (G,)
+        Most labels a group can get (``inf``: no cap).
+    n_items : numpy.ndarray, shape (G, K)
+        Calibration items behind ``n`` labels (differs from ``n`` for ``bernoulli`` sampling).
+    pilot_sizes : dict of str to int
+        Pilot items per group.
+    pilot_models : dict of str to str
+        The pilot model used per group (``bootstrap`` / ``smoothed``).
+    settings : dict
+        eps, alpha, recipe, resamples, seed, ...
+    """
+
+    groups: list
+    n_grid: np.ndarray
+    routed_shares: np.ndarray
+    traffic: np.ndarray
+    cap: np.ndarray
+    n_items: np.ndarray
+    pilot_sizes: dict
+    pilot_models: dict
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Expected routed share, shape (G, K) (``nan`` above the cap)."""
+        ok = np.isfinite(self.routed_shares)
+        total = np.where(ok, self.routed_shares, 0.0).sum(axis=-1)
+        count = ok.sum(axis=-1)
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+    @property
+    def p_certify(self) -> np.ndarray:
+        """Probability that the group certifies a threshold (routes anything), shape (G, K)."""
+        p = (self.routed_shares > 0).mean(axis=-1)
+        return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
+
+    def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper quantiles of the routed share, each of shape (G, K)."""
+        lo, hi = np.quantile(self.routed_shares, q, axis=-1)
+        return lo, hi
+
+    @property
+    def concave(self) -> dict:
+        """Per group: whether the expected-share curve (with ``n = 0``) is concave on the grid.
+
+        A valid bound certifies nothing below a minimum ``n``, so curves typically start flat
+        and then jump: not concave, and greedy allocation on marginal gains can then stop short.
+        """
+        out = {}
+        for j, g in enumerate(self.groups):
+            ok = np.isfinite(self.mean[j])
+            n = np.concatenate([[0], self.n_grid[ok]])
+            v = np.concatenate([[0.0], self.mean[j][ok]])
+            if n.size < 3:
+                out[g] = True
+                continue
+            slope = np.diff(v) / np.diff(n)
+            out[g] = bool(np.all(np.diff(slope) <= 1e-4 / max(1.0, float(np.mean(np.diff(n))))))
+        return out
+
+    def summary(self) -> pd.DataFrame:
+        """Long table: one row per group and ``n`` (n_labels, n_items, mean, band, P(certify))."""
+        lo, hi = self.band()
+        mean, pc = self.mean, self.p_certify
+        rows = []
+        for j, g in enumerate(self.groups):
+            for k, n in enumerate(self.n_grid):
+                if not np.isfinite(mean[j, k]):
+                    continue
+                rows.append(
+                    {
+                        "group": g,
+                        "n_labels": int(n),
+                        "n_items": int(self.n_items[j, k]),
+                        "routed_share_mean": float(mean[j, k]),
+                        "routed_share_q10": float(lo[j, k]),
+                        "routed_share_q90": float(hi[j, k]),
+                        "p_certify": float(pc[j, k]),
+                        "traffic": float(self.traffic[j]),
+                        "pilot_n": int(self.pilot_sizes[g]),
+                        "pilot_model": self.pilot_models[g],
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def _bin_edges(pilot_scores: np.ndarray, bins: int) -> np.ndarray:
+    inner = np.quantile(pilot_scores, np.linspace(0, 1, bins + 1)[1:-1])
+    return np.unique(inner)
+
+
+def _draw_bootstrap(ps, pl, n_items, R, rng, bayes):
+    m = ps.size
+    if bayes:
+        idx = _weighted_choice(rng.dirichlet(np.ones(m), size=R), n_items, rng)
+    else:
+        idx = rng.integers(0, m, size=(R, n_items))
+    return ps[idx], pl[idx]
+
+
+def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, R, rng, bayes, shrinkage):
+    """Scores from the group's unlabelled scores; losses from the same score bin of the pilot."""
+    s = unl[rng.integers(0, unl.size, size=(R, n_items))]
+    b = np.searchsorted(edges, s, side="right")
+    pb = np.searchsorted(edges, ps, side="right")
+    M = ps.size
+    w = rng.dirichlet(np.ones(M), size=R) if bayes else np.ones((R, M))
+    loss = np.zeros((R, n_items))
+    for bin_ in np.unique(b):
+        mask = b == bin_
+        pooled = np.flatnonzero(pb == bin_)
+        if pooled.size == 0:  # an empty pilot bin: borrow from the nearest non-empty one
+            near = np.argmin(np.abs(pb - bin_))
+            pooled = np.flatnonzero(pb == pb[near])
+        own = pooled[in_group[pooled]]
+        draw = pl[pooled][_weighted_choice(w[:, pooled], n_items, rng)]
+        if own.size and math.isfinite(shrinkage):
+            lam = own.size / (own.size + shrinkage)
+            own_draw = pl[own][_weighted_choice(w[:, own], n_items, rng)]
+            draw = np.where(rng.random((R, n_items)) < lam, own_draw, draw)
+        loss[mask] = draw[mask]
+    return s, loss
+
+
+def predict(
+    scores,
+    groups,
+    pilot_scores,
+    pilot_loss,
+    pilot_groups=None,
+    *,
+    eps: float,
+    alpha: float = 0.05,
+    recipe: Recipe | str = VALID,
+    n_grid=None,
+    resamples: int = 200,
+    pilot_model: str = "auto",
+    pilot_uncertainty: bool = True,
+    traffic=None,
+    cap=None,
+    pool=None,
+    min_pilot: int = 30,
+    bins: int = 5,
+    shrinkage: float = 20.0,
+    loss_bound: float = 1.0,
+    seed: int = 0,
+) -> PlanCurves:
+    """Predict each group's routed share as a function of its number of labels.
+
+    Parameters
+    ----------
+    scores : array_like, shape (N,)
+        Unlabelled scores in ``[0, 1]`` of the traffic (free to collect).
+    groups : array_like, shape (N,)
+        Group of each unlabelled item.
+    pilot_scores, pilot_loss : array_like, shape (M,)
+        The labelled pilot: scores and losses in ``[0, loss_bound]``.
+    pilot_groups : array_like, shape (M,), optional
+        Group of each pilot item; ``None``: a pooled pilot (``pilot_model`` becomes ``smoothed`` and
+        every group borrows the pooled loss-given-score).
+    eps : float
+        Target risk.
+    alpha : float, default 0.05
+        Miscoverage level.
+    recipe : Recipe or str, default ``"valid"``
+        How each group is calibrated (as in :class:`~gpac_utils.calibrate.GPAC`).
+    n_grid : array_like of int, optional
+        Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
+    resamples : int, default 200
+        Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
+    pilot_model : {"auto", "bootstrap", "smoothed"}, default "auto"
+        Pilot model (see the module docstring); ``auto``: ``bootstrap`` for groups with at
+        least ``min_pilot`` pilot items, ``smoothed`` otherwise.
+    pilot_uncertainty : bool, default True
+        Bayesian-bootstrap weights on the pilot, new per resample (propagates pilot noise).
+    traffic : dict or array_like, optional
+        Each group's share of traffic; default the groups' shares of ``scores``.
+    cap : dict, int or array_like, optional
+        Most labels per group (e.g. the items available to label); default no cap.
+    pool : dict, int or array_like, optional
+        Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
+        ``n`` labels mean the rate ``pi_j = n / pool_j`` on ``pool_j`` items.
+    min_pilot : int, default 30
+        Smallest per-group pilot for ``bootstrap`` under ``auto``.
+    bins : int, default 5
+        Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
+    shrinkage : float, default 20
+        Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    seed : int, default 0
+        Seed of every draw.
+
+    Returns
+    -------
+    PlanCurves
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> u = rng.uniform(size=1000)
+    >>> loss = (rng.uniform(size=1000) < 0.05 * u).astype(float)
+    >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), eps=0.05,
+    ...             n_grid=[20, 200], resamples=40)
+    >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
+    True
+    """
+    eps, alpha = check_eps(eps, float(loss_bound)), check_alpha(alpha)
+    recipe = as_recipe(recipe)
+    if pilot_model not in PILOT_MODELS:
+        raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")
+    resamples = check_int("resamples", resamples, 2)
+    s = check_array("scores", scores, 0.0, 1.0)
+    g = check_labels("groups", groups, s.size)
+    ps = check_array("pilot_scores", pilot_scores, 0.0, 1.0)
+    pl = check_array("pilot_loss", pilot_loss, 0.0, float(loss_bound))
+    if pl.size != ps.size:
+        raise ValueError(f"pilot_loss: need one loss per pilot score ({ps.size}), got {pl.size}")
+    if ps.size == 0:
+        raise ValueError("pilot_scores: the pilot is empty; label a few items first")
+    pooled = pilot_groups is None
+    pg = np.full(ps.size, "") if pooled else check_labels("pilot_groups", pilot_groups, ps.size)
+    names = sorted(set(g.tolist()))
+    if not names:
+        raise ValueError("scores: no unlabelled items")
+
+    def per_group(name, value, default):
+        if value is None:
+            return np.full(len(names), default, dtype=float)
+        if isinstance(value, dict):
+            missing = [x for x in names if x not in value]
+            if missing:
+                raise ValueError(f"{name}: no value for group(s) {missing}")
+            return np.array([float(value[x]) for x in names])
+        return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
+
+    cap_arr = per_group("cap", cap, np.inf)
+    if np.any(cap_arr < 0):
+        raise ValueError(f"cap: must be >= 0, got {cap_arr.tolist()}")
+    pool_arr = per_group("pool", pool, np.nan)
+    if traffic is None:
+        traffic_arr = np.array([np.mean(g == x) for x in names])
+    else:
+        traffic_arr = per_group("traffic", traffic, np.nan)
+        if np.any(~np.isfinite(traffic_arr)) or np.any(traffic_arr < 0) or traffic_arr.sum() <= 0:
+            raise ValueError(f"traffic: must be non-negative shares, got {traffic_arr.tolist()}")
+        traffic_arr = traffic_arr / traffic_arr.sum()
+    if n_grid is None:
+        top = np.nanmax(np.where(np.isfinite(cap_arr), cap_arr, np.nan)) if np.isfinite(cap_arr).any() else 4 * s.size
+        n_grid = default_grid(int(max(top, 1)))
+    grid = np.asarray(n_grid)
+    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 1) or np.any(grid != np.round(grid)):
+        raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
+    grid = np.unique(grid.astype(int))
+
+    edges = _bin_edges(ps, max(1, int(bins)))
+    G, K = len(names), grid.size
+    routed_shares = np.full((G, K, resamples), np.nan)
+    n_items = np.zeros((G, K), dtype=int)
+    pilot_models, pilot_sizes = {}, {}
+    for j, name in enumerate(names):
+        unl = np.sort(s[g == name])
+        in_group = pg == name
+        pilot_sizes[name] = int(in_group.sum())
+        use = pilot_model
+        if pooled:
+            use = "smoothed"
+        elif pilot_model == "auto":
+            use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
+        if use == "bootstrap" and pilot_sizes[name] == 0:
+            raise ValueError(f"pilot_model: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+        pilot_models[name] = use
+        shrink = math.inf if pooled else float(shrinkage)
+        grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
+        for k, n in enumerate(grid):
+            if n > cap_arr[j]:
+                continue
+            pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
+            if pj is not None and recipe.sampling != "full" and n > pj:
+                continue
+            m_items, rate = _items_for(int(n), recipe, pj)
+            n_items[j, k] = m_items
+            if use == "bootstrap":
+                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, resamples, grs, pilot_uncertainty)
+            else:
+                cs, cl = _draw_smoothed(
+                    unl, ps, pl, in_group, edges, m_items, resamples, grs, pilot_uncertainty, shrink
+                )
+            t = threshold(cl, cs, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, pi=rate)
+            routed_shares[j, k] = _routed_share(t, unl)
+    settings = {
+        "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()}, "resamples": resamples,
+        "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
+        "loss_bound": float(loss_bound),
+    }  # fmt: skip
+    return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
+
+
+def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.Series:
+    """Smallest ``n`` on the grid whose predicted routed share reaches ``target``, per group.
+
+    Parameters
+    ----------
+    curves : PlanCurves
+    target : float
+        Routed share of the group's traffic, in (0, 1].
+    stat : {"mean", "q10", "median"}, default "mean"
+        ``q10``: reached in at least 90 % of the resamples.
+
+    Returns
+    -------
+    pandas.Series of float
+        Per group; ``nan`` when no grid point reaches the target (more labels than the grid, or
+        never: the group's loss is too high among its low scores).
+    """
+    target = float(target)
+    if not 0 < target <= 1:
+        raise ValueError(f"target: must lie in (0, 1], got {target}")
+    if stat == "mean":
+        v = curves.mean
+    elif stat == "q10":
+        v = curves.band()[0]
+    elif stat == "median":
+        v = np.quantile(curves.routed_shares, 0.5, axis=-1)
+    else:
+        raise ValueError(f"stat: unknown {stat!r}; choose 'mean', 'q10' or 'median'")
+    out = {}
+    for j, g in enumerate(curves.groups):
+        hit = np.flatnonzero(np.nan_to_num(v[j], nan=-1.0) >= target)
+        out[g] = float(curves.n_grid[hit[0]]) if hit.size else math.nan
+    return pd.Series(out, name=f"labels_for_{target:g}_{stat}")
+
+
+def calibrate_repeatedly(
+    pool_scores,
+    pool_loss,
+    n_items: int,
+    *,
+    eps: float,
+    alpha: float = 0.05,
+    recipe: Recipe | str = VALID,
+    repeats: int = 100,
+    eval_scores=None,
+    eval_loss=None,
+    pi=None,
+    loss_bound: float = 1.0,
+    seed: int = 0,
+) -> dict:
+    """Calibrate one group ``repeats`` times on random ``n_items``-subsets of a labelled pool.
+
+    The realised counterpart of :func:`predict`: each repeat draws ``n_items`` calibration items
+    *without replacement* from the pool, calibrates them (all repeats in one batched call), and
+    evaluates the threshold on ``eval_scores`` / ``eval_loss`` (default: the pool itself).
+
+    Parameters
+    ----------
+    pool_scores, pool_loss : array_like, shape (m,)
+        The labelled items to draw calibration sets from.
+    n_items : int
+        Calibration items per repeat (``<= m``; ``0``: nothing routed).
+    eps, alpha, recipe, loss_bound
+        As for :func:`~gpac_utils.calibrate.threshold`.
+    repeats : int, default 100
+    eval_scores, eval_loss : array_like, optional
+        Held-out traffic for the routed share and the realised risk ``mean(loss 1{U <= t})``.
+    pi : float, optional
+        Labelling rate (overrides ``recipe.pi``), for ``bernoulli`` recipes.
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        ``thresholds``, ``routed_share`` (routed share of the eval traffic) and, with a loss, ``risk``
+        (each of shape ``(repeats,)``).
+    """
+    ps = check_array("pool_scores", pool_scores, 0.0, 1.0)
+    pl = check_array("pool_loss", pool_loss, 0.0, float(loss_bound))
+    if pl.size != ps.size:
+        raise ValueError(f"pool_loss: need one loss per pool score ({ps.size}), got {pl.size}")
+    n_items = int(n_items)
+    if not 0 <= n_items <= ps.size:
+        raise ValueError(f"n_items: must lie in [0, {ps.size}] (the pool size), got {n_items}")
+    es = ps if eval_scores is None else check_array("eval_scores", eval_scores, 0.0, 1.0)
+    el = (
+        (pl if eval_scores is None else None)
+        if eval_loss is None
+        else check_array("eval_loss", eval_loss, 0.0, loss_bound)
+    )
+    rng = np.random.default_rng(seed)
+    if n_items == 0:
+        t = np.full(int(repeats), -np.inf)
+    else:
+        idx = rng.permuted(np.broadcast_to(np.arange(ps.size), (int(repeats), ps.size)), axis=-1)[:, :n_items]
+        t = threshold(pl[idx], ps[idx], eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, pi=pi)
+    out = {"thresholds": t, "routed_share": _routed_share(t, np.sort(es))}
+    if el is not None:
+        order = np.argsort(es, kind="stable")
+        cum = np.concatenate([[0.0], np.cumsum(el[order])])
+        k = np.searchsorted(es[order], t, side="right")
+        out["risk"] = cum[k] / max(es.size, 1)
+    return out

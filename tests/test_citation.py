@@ -1,0 +1,32 @@
+"""CITATION.cff: parses as YAML and has the keys Citation File Format 1.2.0 requires.
+
+(Checked once against the CFF 1.2.0 JSON schema with ``cffconvert --validate``; this test keeps
+the required structure without a schema download.)
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from gpac_utils.workflow.paths import REPO_ROOT
+
+
+def _check_authors(authors, where: str) -> None:
+    assert isinstance(authors, list) and authors, f"{where}: authors must be a non-empty list"
+    for person in authors:
+        assert "name" in person or "family-names" in person, f"{where}: author without a name: {person}"
+
+
+def test_citation_cff_has_the_required_keys():
+    cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    for key in ("message", "title", "authors"):
+        assert cff.get(key), f"CITATION.cff: missing {key!r}"
+    assert cff["title"].startswith("gpac-compendium")
+    _check_authors(cff["authors"], "authors")
+    paper = cff["preferred-citation"]
+    for key in ("type", "title", "authors"):
+        assert paper.get(key), f"preferred-citation: missing {key!r}"
+    assert paper["title"] == "Conditional Performance Guarantee for Large Reasoning Models"
+    _check_authors(paper["authors"], "preferred-citation")
+    assert [a["family-names"] for a in paper["authors"]] == ["Huang", "Zeng", "Jing", "Wei", "An"]

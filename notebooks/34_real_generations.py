@@ -100,14 +100,13 @@ exp = ExperimentConfig(eps=cfg.eps, alpha=cfg.alpha, methods=("PAC", "G-PAC"), r
                        scores=tuple(cfg.scores), trials=cfg.trials, cal_ratio=cfg.cal_ratio, seed=cfg.seed)
 results = run_experiment(table, exp)
 per_group = group_violations(results, cfg.eps)
-routed = (results[results.group != "__all__"].groupby(["method", "score", "group"], sort=False)["efficiency"].mean()
-          .rename("routed_share"))
+routed = results[results.group != "__all__"].groupby(["method", "score", "group"], sort=False)["routed_share"].mean()
 per_group = per_group.join(routed, on=["method", "score", "group"])
 per_group["limit"] = cfg.alpha + 3 * per_group["violation_mcse"]
 cols = ["method", "score", "group", "violation_rate", "violation_mcse", "routed_share", "mean_pop_risk", "n_test"]
 plotting.save_table(per_group[cols], "real_generations_groups", floatfmt=".3f")
-overall = (results[results.group == "__all__"].groupby(["method", "score"], sort=False)[["efficiency", "error"]]
-           .mean().rename(columns={"efficiency": "routed_share", "error": "test_error"}))
+overall = (results[results.group == "__all__"].groupby(["method", "score"], sort=False)[["routed_share", "error"]]
+           .mean().rename(columns={"error": "test_error"}))
 display(per_group.pivot_table(index="group", columns=["score", "method"], values="violation_rate").round(3))
 display(per_group.pivot_table(index="group", columns=["score", "method"], values="routed_share").round(3))
 display(overall.round(3))
@@ -120,9 +119,13 @@ display(overall.round(3))
 # (`figures/errorbar_category__generated__smollm2.{png,pdf}`, tables `known__generated__smollm2*`).
 
 # %%
-cfg21 = config.load("21_table_known_groups", profile, data_source=cfg.data_source, pairs=[cfg.pair], eps=cfg.eps,
-                    trials=cfg.trials21, benchmarks=[cfg.benchmark], generated_root=cfg.generated_root)
-for title, frame in R.views(R.make_tables(cfg21)):
+cfg21 = config.load("21_table_known_groups", profile, trials=cfg.trials21)
+settings21 = R.table_settings(scores=cfg.scores, pi=cfg21.pi, recipe=cfg21.recipe, valid_bounds=cfg21.valid_bounds,
+                              valid_recipe=cfg21.valid_recipe, partition=cfg21.partition, alpha=cfg.alpha,
+                              trials=cfg.trials21, loss_bound=cfg21.loss_bound, seed=cfg.seed)
+built21 = R.make_tables(settings21, family="known", source=source, pairs=[cfg.pair], eps=cfg.eps,
+                        benchmarks=[cfg.benchmark], figures=cfg21.figures, notebook="21_table_known_groups")
+for title, frame in R.views(built21):
     print(f"== {title}")
     display(frame)
 
@@ -162,7 +165,7 @@ def beside_row(name, tab, score, eps_):
            "score": score, "eps": eps_}
     for m in ("PAC", "G-PAC"):
         row[f"{m} max violation"] = gv[gv.method == m].violation_rate.max()
-        row[f"{m} routed share"] = res[(res.method == m) & (res.group == "__all__")].efficiency.mean()
+        row[f"{m} routed share"] = res[(res.method == m) & (res.group == "__all__")].routed_share.mean()
     return row
 
 

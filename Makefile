@@ -1,5 +1,6 @@
 # gpac-compendium — two commands on a fresh machine:
 #   make reproduce   create .venv, install, run every notebook (paper profile) on the embedded data
+#                    (Snakemake: only the notebooks whose inputs changed since the last run)
 #   make test        create .venv if needed, install, lint, run the test suite
 # The interpreter that creates .venv: python3.11 when there is one (this environment's CPU torch wheel
 # is built for 3.11), else the first python3.12 ... python3.19, else python3 if it is 3.11 or newer.
@@ -19,10 +20,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv reproduce test test-fast lint format bench lab walk book clean
+.PHONY: help venv reproduce batch test test-fast lint format bench lab walk book clean
 
 help:
-	@echo "make reproduce | test | test-fast | lint | format | bench | walk | book | lab | clean"
+	@echo "make reproduce | batch | test | test-fast | lint | format | bench | walk | book | lab | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -39,8 +40,20 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 
 venv: $(STAMP)
 
+# Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
+# notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run), --forceall or targets
+# (build/paper/21_table_known_groups.ipynb).
+SNAKEMAKE_ARGS ?=
+
 reproduce: $(STAMP)
-	$(PY) -m gpac_utils.workflow --profile $(PROFILE) --jobs $(JOBS)
+	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete --rerun-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE)
+
+# A papermill batch: one notebook over the grid in $(GRID), $(JOBS) runs at a time, one combined table
+# under build/batch/<grid name>/combined.csv (workflow/batch.smk).
+GRID ?= notebooks/grids/known_groups_eps_score.yaml
+
+batch: $(STAMP)
+	$(PY) -m snakemake -s workflow/batch.smk --cores $(JOBS) $(SNAKEMAKE_ARGS) --config grid=$(GRID)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gpac_utils tests notebooks benchmarks

@@ -3,17 +3,28 @@
 Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
 lowered) in this process, with the cores it is given: the validity audit per group size (13),
 the learned partitions' routed shares and the best interval partition (11), the Prop. 3.3 scan
-(10), the quickstart sweep (00) and the simulated label-planning curves (32). ``--quick`` times the cheap rows only
-(the audit at n <= 300). The per-notebook wall times of a whole run are in
-``benchmarks/reproduce_timings.csv`` (written by the runner: ``python -m gpac_utils.workflow
---profile paper --jobs 2``).
+(10), the quickstart sweep (00) and the simulated label-planning curves (32). ``--quick`` times the
+cheap rows only (the audit at n <= 300).
+
+``--workflow`` times the whole ``make reproduce`` instead (Snakemake, paper profile, 2 jobs): a
+full run (every executed notebook removed first; it writes the per-notebook times papermill
+recorded, ``metadata.papermill.duration`` of each ``build/paper/<name>.ipynb``, to
+``benchmarks/reproduce_timings.csv``), then three incremental runs around one notebook (``--touch``,
+default ``26_concept_figure``): after ``touch`` (new mtime, same content: Snakemake compares
+checksums, nothing runs), after an edit (that notebook alone runs), after restoring it (again).
 
 Usage: python benchmarks/bench_reproduce.py [--quick] [--only NAME ...]
+       python benchmarks/bench_reproduce.py --workflow [--touch NOTEBOOK] [--jobs 2] [--no-full]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import re
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -23,7 +34,7 @@ from gpac_utils import prediction
 from gpac_utils.paper import toy
 from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
 from gpac_utils.recipe import as_recipe
-from gpac_utils.workflow import config, paths
+from gpac_utils.workflow import config, paths, runner
 
 
 def audit_rows(quick: bool):
@@ -76,11 +87,61 @@ def planning_rows():
     yield "32 predict (simulated)", curves
 
 
+def snakemake(jobs: int) -> tuple[float, str]:
+    """Run the paper-profile workflow; return its wall time and Snakemake's log."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", "workflow/Snakefile", "--cores", str(jobs)]
+    cmd += ["--config", "profile=paper"]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=paths.REPO_ROOT, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"snakemake failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - t0, done.stderr
+
+
+def ran(log: str) -> list[str]:
+    """The notebooks a Snakemake run executed (its log's ``Finished jobid: N (Rule: nb_<name>)`` lines)."""
+    return sorted(re.findall(r"\(Rule: nb_(\S+)\)", log))
+
+
+def workflow(touch: str, jobs: int, full: bool) -> int:
+    """Full run, then reruns after touching and after editing one notebook; write reproduce_timings.csv."""
+    build = paths.BUILD / "paper"
+    if full:
+        for executed in build.glob("*.ipynb"):
+            executed.unlink()
+        seconds, log = snakemake(jobs)
+        rows = [(p.stem, f"{runner.duration(p):.1f}") for p in sorted(build.glob("*.ipynb"))]
+        out = paths.REPO_ROOT / "benchmarks" / "reproduce_timings.csv"
+        with out.open("w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerows([("notebook", "seconds"), *rows])
+        print(f"full run: {seconds:.0f} s, ran {len(ran(log))} notebooks ({jobs} jobs); per notebook in {out.name}")
+    path = runner.resolve_notebook(touch)
+    os.utime(path)  # a new mtime, the same content: Snakemake compares checksums, nothing reruns
+    seconds, log = snakemake(jobs)
+    print(f"after `touch {path.name}`: {seconds:.0f} s, ran {ran(log)}")
+    text = path.read_text()
+    try:
+        path.write_text(text + "\n# edited by bench_reproduce.py\n")
+        seconds, log = snakemake(jobs)
+        print(f"after editing {path.name}: {seconds:.0f} s, ran {ran(log)}")
+    finally:
+        path.write_text(text)
+    seconds, log = snakemake(jobs)
+    print(f"after restoring it: {seconds:.0f} s, ran {ran(log)}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the audit at n <= 300 and the cheap rows")
     ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these strings")
+    ap.add_argument("--workflow", action="store_true", help="time make reproduce: a full and an incremental run")
+    ap.add_argument("--touch", default="26_concept_figure", help="the notebook touched, then edited")
+    ap.add_argument("--no-full", action="store_true", help="skip the full run (reuse build/paper/)")
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
+    if a.workflow:
+        return workflow(a.touch, a.jobs, not a.no_full)
     rows = [
         *audit_rows(a.quick),
         *oracle_rows(),

@@ -87,10 +87,10 @@ suffix = "" if cfg.data_source is None else f"__{source.tag(cfg.benchmark, cfg.p
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
     print("No table here. Point the notebook at one, e.g.\n"
-          "  python -m gpac_utils.workflow.runner 31 --profile paper -p data_source=/path/to/table.csv "
-          "-p \"overrides={'columns': {'strong_correct': 'think_correct', 'weak_correct': 'nothink_correct', "
-          "'my_score': 'score_mine'}}\" -p \"scores=['score_mine']\"\n"
-          "  (or -p data_source=simulated, or -p data_source=generated after 01_generate and 02_scores)\n"
+          "  python -m gpac_utils.workflow 31 --profile paper -p data_source /path/to/table.csv "
+          "-p overrides \"{columns: {strong_correct: think_correct, weak_correct: nothink_correct, "
+          "my_score: score_mine}}\" -p scores \"[score_mine]\"\n"
+          "  (or -p data_source simulated, or -p data_source generated after 01_generate and 02_scores)\n"
           "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
           "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
           "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder.")

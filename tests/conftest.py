@@ -24,6 +24,11 @@ if "GPAC_FIGURES" not in os.environ:
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
 
+# Two xdist workers share two cores: each notebook kernel (and its BLAS and process pools) gets one.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for var in ("GPAC_CPUS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
 
 # --------------------------------------------------------------------------- another CPU's arithmetic
 # What an x86-64 machine without AVX-512 computes, on this one: numpy's dispatch narrowed to its AVX2
@@ -79,13 +84,12 @@ class Executed:
 
 
 @pytest.fixture(scope="session")
-def fast_run(shared_root, worker_id):
+def fast_run(shared_root):
     """``fast_run(name, parameters=None, tag=None) -> Executed``: run once, share the result."""
     from gpac_utils.workflow import runner
 
     root = shared_root / "fast-notebooks"
     root.mkdir(parents=True, exist_ok=True)
-    cpus = 1 if worker_id != "master" else None  # two workers share two cores
 
     def run(name: str, parameters: dict | None = None, tag: str | None = None) -> Executed:
         key = tag or name
@@ -99,10 +103,7 @@ def fast_run(shared_root, worker_id):
                 # Kernels use their inline backend, as in a real run (figures shown in the notebook).
                 backend = os.environ.pop("MPLBACKEND", None)
                 try:
-                    runner.run_notebook(
-                        path, "fast", parameters, out_dir, timeout=600, figures_dir=figures, progress_bar=False,
-                        cpus=cpus,
-                    )  # fmt: skip
+                    runner.run_notebook(path, "fast", parameters, out_dir, 600, figures_dir=figures, progress_bar=False)
                     status.write_text("ok")
                 except runner.NotebookFailed as exc:
                     status.write_text(f"failed: {exc.reason}")
@@ -125,7 +126,7 @@ def shared_root(tmp_path_factory, worker_id) -> Path:
 
 
 @pytest.fixture(scope="session")
-def walked(shared_root, worker_id):
+def walked(shared_root):
     """The CPU walk (01 -> 02 -> 21 -> 25 on the fast profile, 24 of its 48 items), run once per session."""
     from gpac_utils.workflow import paths, walk
 
@@ -136,7 +137,7 @@ def walked(shared_root, worker_id):
             before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
             backend = os.environ.pop("MPLBACKEND", None)
             try:
-                walk.run_walk(out, n_items=WALK_ITEMS, cpus=1 if worker_id != "master" else None)
+                walk.run_walk(out, n_items=WALK_ITEMS)
                 after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
                 status.write_text("ok" if after == before else "failed: the walk touched the committed figures/")
             except Exception as exc:  # recorded for every worker, each then fails with it

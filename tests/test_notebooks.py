@@ -7,8 +7,10 @@ figures/, as the notebooks themselves decide).
 
 from __future__ import annotations
 
+import ast
 import re
 
+import jupytext
 import nbformat
 import pytest
 
@@ -45,14 +47,14 @@ def test_notebook_static(path):
     for what, pattern in FORBIDDEN.items():
         hit = pattern.search(text)
         assert hit is None, f"{path.name} contains {what!r} at character {hit.start() if hit else ''}"
-    nb = run.read_notebook(path)
+    nb = jupytext.read(path)
     spec = nb.metadata.get("kernelspec", {})
     assert spec.get("name") == "python3", f"{path.name}: kernelspec name is {spec.get('name')!r}, not 'python3'"
     assert spec.get("language", "python") == "python"
     assert nb.cells and nb.cells[0].cell_type == "markdown", f"{path.name}: the first cell must be markdown"
     assert nb.cells[0].source.strip(), f"{path.name}: the first markdown cell is empty"
-    # exactly one parameters cell, literals only (raises RunnerError with the offending line)
-    declared = run.notebook_parameters(nb, path.name)
+    # exactly one parameters cell (papermill's parser), literals only
+    declared = {name: ast.literal_eval(value) for name, value in run.declared_parameters(nb, path.name).items()}
     assert "profile" in declared, f"{path.name}: the parameters cell must declare `profile`"
     assert declared["profile"] == "paper", f"{path.name}: `profile` must default to 'paper'"
     assert len(declared) <= MAX_PARAMETERS, f"{path.name}: {len(declared)} parameters; keep the rest in its config file"
@@ -62,7 +64,7 @@ def test_notebook_static(path):
     assert set(raw["profiles"]) >= {"fast", "paper"}
     assert f'config.load("{path.stem}"' in text, f'{path.name}: build cfg with config.load("{path.stem}", ...)'
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
-    (params_at,) = run.parameters_cells(nb)
+    (params_at,) = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
     assert params_at > first_code, f"{path.name}: imports come before the parameters cell"
     assert nb.cells[params_at].cell_type == "code"
 

@@ -1,14 +1,19 @@
-"""The notebook runner (gpac_utils.workflow.runner) on tiny notebooks written into tmp_path."""
+"""Running notebooks: the thin papermill layer (gpac_utils.workflow.runner) on tiny notebooks written
+into tmp_path, the Snakemake DAG of the real notebooks (dry runs), and a papermill batch over a small grid."""
 
 from __future__ import annotations
 
-import csv
-import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import jupytext
 import nbformat
+import pandas as pd
 import pytest
+import yaml
 
 from gpac_utils.workflow import runner as run
 from gpac_utils.workflow.paths import REPO_ROOT
@@ -16,10 +21,6 @@ from gpac_utils.workflow.paths import REPO_ROOT
 HEADER = """\
 # ---
 # jupyter:
-#   jupytext:
-#     text_representation:
-#       extension: .py
-#       format_name: percent
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -37,6 +38,7 @@ TINY = (
 import os
 import sys
 import time
+from pathlib import Path
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -52,6 +54,11 @@ print("FIG=" + str(os.environ.get("GPAC_FIGURES")))
 time.sleep(sleep)
 if fail:
     raise RuntimeError("planned failure")
+if os.environ.get("GPAC_FIGURES"):
+    tables = Path(os.environ["GPAC_FIGURES"]) / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
+    sq = x * x if isinstance(x, int) else None
+    (tables / "t.csv").write_text(f"x,profile,sq\\n{x!r},{profile},{sq}\\n")
 print("DONE")
 """
 )
@@ -71,6 +78,10 @@ def stdout_of(ipynb: Path) -> str:
     )
 
 
+def printed(ipynb: Path, key: str) -> str:
+    return stdout_of(ipynb).split(f"{key}=")[1].splitlines()[0]
+
+
 def errors_of(ipynb: Path) -> list[str]:
     nb = nbformat.read(str(ipynb), as_version=4)
     return [o["ename"] for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -87,291 +98,35 @@ def test_discover_and_resolve(tmp_path):
     for name in ("10_b", "02_a", "01_z", "notes", "1_bad"):
         write_nb(folder, name)
     (folder / "03_data.txt").write_text("not a notebook")
-    found = run.discover(folder)
-    assert [p.stem for p in found] == ["01_z", "02_a", "10_b"]
+    assert [p.stem for p in run.discover(folder)] == ["01_z", "02_a", "10_b"]
     assert run.resolve_notebook("10_b", folder) == folder / "10_b.py"
     assert run.resolve_notebook("10_b.py", folder) == folder / "10_b.py"
     assert run.resolve_notebook("2", folder) == folder / "02_a.py"
     assert run.resolve_notebook(folder / "notes.py", folder) == (folder / "notes.py").resolve()
-    with pytest.raises(run.RunnerError, match="no notebook '99'"):
+    with pytest.raises(run.RunnerError, match="'99' matches no notebook; known notebooks: 01_z, 02_a, 10_b"):
         run.resolve_notebook("99", folder)
     write_nb(folder, "10_c")
     with pytest.raises(run.RunnerError, match="ambiguous"):
         run.resolve_notebook("10", folder)
 
 
-def test_parse_parameters_accepts_only_literals():
-    got = run.parse_parameters('profile = "paper"\nseed: int = 3\neps = [0.05, 0.1]\nn = None\nneg = -1e-3')
-    assert got == {"profile": "paper", "seed": 3, "eps": [0.05, 0.1], "n": None, "neg": -1e-3}
-    for bad, what in [
-        ("import numpy", "only `name = <literal>`"),
-        ("x = f(1)", "not a literal"),
-        ("a = b = 1", "only `name = <literal>`"),
-        ("x += 1", "only `name = <literal>`"),
-        ("x = [i for i in range(3)]", "not a literal"),
-        ("x = ", "not valid Python"),
-    ]:
-        with pytest.raises(run.RunnerError, match=what.replace("`", ".").replace("<", ".").replace(">", ".")):
-            run.parse_parameters(bad)
-
-
-def test_notebook_must_have_exactly_one_parameters_cell(tmp_path):
+def test_declared_parameters_need_exactly_one_parameters_cell(tmp_path):
+    nb = jupytext.read(write_nb(tmp_path, "01_one"))
+    assert run.declared_parameters(nb) == {"profile": '"paper"', "x": "1", "fail": "False", "sleep": "0.0"}
     two = TINY.replace("# %%\nprint(", '# %% tags=["parameters"]\nprint(')
-    nb = run.read_notebook(write_nb(tmp_path, "01_two", two))
-    with pytest.raises(run.RunnerError, match="exactly one cell tagged 'parameters', found 2"):
-        run.notebook_parameters(nb, "01_two")
+    with pytest.raises(run.RunnerError, match='one cell tagged "parameters", found 2'):
+        run.declared_parameters(jupytext.read(write_nb(tmp_path, "01_two", two)), "01_two")
     none = TINY.replace('# %% tags=["parameters"]', "# %%")
-    nb = run.read_notebook(write_nb(tmp_path, "01_none", none))
     with pytest.raises(run.RunnerError, match="found 0"):
-        run.notebook_parameters(nb, "01_none")
-
-
-def test_run_name_is_filesystem_safe_and_keeps_grid_order():
-    assert run.run_name({"dataset": "math500", "eps": 0.05}) == "dataset=math500__eps=0.05"
-    assert run.run_name({"eps": 0.05, "dataset": "math500"}) == "eps=0.05__dataset=math500"
-    name = run.run_name({"path": "a/b c:d", "flag": True, "k": [1, 2], "none": None})
-    assert name == "path=a_b_c_d__flag=True__k=1-2__none=None"
-    assert "/" not in name and " " not in name
-    long = run.run_name({"x": "y" * 500})
-    assert len(long) <= 150 and long != run.run_name({"x": "y" * 499})
-
-
-def test_grid_expansion(tmp_path, tiny):
-    grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(
-        f"notebook: {tiny}\nprofile: fast\nparameters: {{sleep: 0.0}}\ngrid:\n  x: [1, 2, 3]\n  fail: [false, true]\n"
-    )
-    grid = run.load_grid(grid_file, build_dir=tmp_path / "build")
-    runs = grid.runs()
-    assert len(runs) == 6
-    assert runs[0] == {"x": 1, "fail": False} and runs[1] == {"x": 1, "fail": True}
-    assert {run.run_name(r) for r in runs} == {f"x={x}__fail={f}" for x in (1, 2, 3) for f in (False, True)}
-    assert grid.fixed == {"sleep": 0.0}
-    assert grid.output_dir == tmp_path / "build" / "grid" / "01_tiny"
-
-
-@pytest.mark.parametrize(
-    "body, message",
-    [
-        ("grid:\n  x: [1]\n", "needs 'notebook' and 'grid'"),
-        ("notebook: NB\ngrid:\n  x: 1\n", "must be a non-empty list"),
-        ("notebook: NB\ngrid: {}\n", "non-empty mapping"),
-        ("notebook: NB\nparameters: {x: 1}\ngrid:\n  x: [1]\n", "both fixed and in the grid"),
-        ("notebook: NB\nprofile: slow\ngrid:\n  x: [1]\n", "unknown profile"),
-        ("notebook: NB\ngrid:\n  x: [1]\njobs: 3\n", "unknown key"),
-        ("notebook: 77_missing\ngrid:\n  x: [1]\n", "no notebook"),
-    ],
-)
-def test_grid_file_errors(tmp_path, tiny, body, message):
-    grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(body.replace("NB", str(tiny)))
-    with pytest.raises(run.RunnerError, match=message):
-        run.load_grid(grid_file, build_dir=tmp_path / "build")
-
-
-def test_example_grid_file_is_well_formed():
-    import yaml
-
-    spec = yaml.safe_load((REPO_ROOT / "notebooks" / "grids" / "example_known_groups.yaml").read_text())
-    assert spec["notebook"] == "21_table_known_groups"
-    assert list(spec["grid"]) == ["pairs", "scores", "eps"]
-    assert all(isinstance(v, list) and v for v in spec["grid"].values())
-    path = REPO_ROOT / "notebooks" / "21_table_known_groups.py"
-    if path.exists():  # once notebook 21 lands, every grid/fixed key must be one of its parameters
-        grid = run.load_grid(REPO_ROOT / "notebooks" / "grids" / "example_known_groups.yaml")
-        run.check_parameters(run.read_notebook(path), {**grid.fixed, **grid.grid}, path.stem)
-
-
-def test_kernel_python3_is_this_interpreter():
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    run.ensure_kernel()
-    spec = KernelSpecManager().get_kernel_spec(run.KERNEL_NAME)
-    assert run._is_this_python(spec.argv[0]), spec.argv
-
-
-def test_ensure_kernel_overrides_a_foreign_python3(tmp_path, monkeypatch):
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    foreign = tmp_path / "foreign" / "kernels" / "python3"
-    foreign.mkdir(parents=True)
-    (foreign / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": ["/opt/other/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "other",
-                "language": "python",
-            }
-        )
-    )
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "foreign"))
-    assert KernelSpecManager().get_kernel_spec("python3").argv[0] == "/opt/other/bin/python"
-    root = run.ensure_kernel(tmp_path / "scratch")
-    assert root == tmp_path / "scratch" / "jupyter"
-    assert KernelSpecManager().get_kernel_spec("python3").argv[0] == sys.executable
-    assert run.ensure_kernel(tmp_path / "scratch") is None  # now it is right: nothing to do
-
-
-# ------------------------------------------------------------------ executions (one kernel each)
-def fig_of(ipynb: Path) -> str:
-    return stdout_of(ipynb).split("FIG=")[1].splitlines()[0]
-
-
-def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
-    monkeypatch.delenv("GPAC_FIGURES", raising=False)
-    out = run.run_notebook(tiny, "fast", {"x": 42}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
-    assert out == tmp_path / "out" / "01_tiny.ipynb" and out.exists()
-    text = stdout_of(out)
-    assert "X=42 PROFILE=fast" in text and "DONE" in text
-    cwd = Path(text.split("CWD=")[1].splitlines()[0])
-    assert cwd.resolve() != REPO_ROOT.resolve()
-    assert cwd.resolve() == (tmp_path / "out" / "_scratch" / "01_tiny").resolve()
-    exe = text.split("EXE=")[1].splitlines()[0]
-    assert Path(exe).absolute() == Path(sys.executable).absolute()
-    nb = nbformat.read(str(out), as_version=4)
-    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert len(injected) == 1 and "x = 42" in injected[0].source
-    # a non-paper profile writes figures under the build folder, not over the committed ones
-    assert fig_of(out) == str(tmp_path / "out" / "figures")
-    assert "GPAC_FIGURES" not in __import__("os").environ  # restored after the run
-    # the notebook left its scratch working folder empty: nothing stays behind
-    assert not (tmp_path / "out" / "_scratch").exists()
-
-
-def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
-    monkeypatch.delenv("GPAC_FIGURES", raising=False)
-    out = run.run_notebook(tiny, "paper", out_dir=tmp_path / "p", timeout=120, progress_bar=False)
-    assert fig_of(out) == "None"  # paper profile: gpac_utils.workflow.paths uses figures/
-    monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "mine"))
-    out = run.run_notebook(tiny, "fast", out_dir=tmp_path / "f", timeout=120, progress_bar=False)
-    assert fig_of(out) == str(tmp_path / "mine")
-
-
-def test_run_notebook_failure_keeps_notebook(tmp_path, tiny):
-    with pytest.raises(run.NotebookFailed, match="RuntimeError: planned failure") as info:
-        run.run_notebook(tiny, "fast", {"fail": True}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
-    assert info.value.output == tmp_path / "out" / "01_tiny.ipynb"
-    assert info.value.output.exists()
-    assert errors_of(info.value.output) == ["RuntimeError"]
-    assert "DONE" not in stdout_of(info.value.output)
-
-
-def test_cell_timeout_fails_and_keeps_notebook(tmp_path, tiny):
-    with pytest.raises(run.NotebookFailed) as info:
-        run.run_notebook(tiny, "fast", {"sleep": 60.0}, out_dir=tmp_path / "out", timeout=3, progress_bar=False)
-    assert info.value.output.exists()
-    assert "DONE" not in stdout_of(info.value.output)
+        run.declared_parameters(jupytext.read(write_nb(tmp_path, "01_none", none)), "01_none")
 
 
 def test_unknown_parameter_is_a_clear_error_before_running(tmp_path, tiny):
-    with pytest.raises(run.UnknownParameterError, match=r"unknown parameter\(s\) \['epsilon'\].*declares"):
+    with pytest.raises(run.UnknownParameterError, match=r"unknown parameter\(s\) \['epsilon'\]; it declares"):
         run.run_notebook(tiny, "fast", {"epsilon": 0.1}, out_dir=tmp_path / "out")
     assert not (tmp_path / "out" / "01_tiny.ipynb").exists()
-    with pytest.raises(run.RunnerError, match="unknown profile"):
+    with pytest.raises(run.RunnerError, match="profile: unknown 'slow'"):
         run.run_notebook(tiny, "slow", out_dir=tmp_path / "out")
-
-
-def test_cli_stops_at_first_failure(tmp_path, capsys):
-    folder = tmp_path / "nbs"
-    first = write_nb(folder, "01_ok")
-    bad = write_nb(folder, "02_bad", TINY.replace("fail = False", "fail = True"))
-    never = write_nb(folder, "03_never")
-    build = tmp_path / "build"
-    code = run.main(
-        ["--profile", "fast", "--timeout", "120", "--build-dir", str(build), str(first), str(bad), str(never)]
-    )
-    assert code == run.EXIT_FAILED
-    printed = capsys.readouterr().out
-    assert "02_bad" in printed and "failed" in printed and "not run" in printed
-    assert (build / "fast" / "01_ok.ipynb").exists()
-    assert errors_of(build / "fast" / "02_bad.ipynb") == ["RuntimeError"]
-    assert not (build / "fast" / "03_never.ipynb").exists()
-    with (build / "fast" / "timings.csv").open() as fh:
-        rows = {r["notebook"]: r for r in csv.DictReader(fh)}
-    assert rows["01_ok"]["status"] == "ok" and rows["02_bad"]["status"] == "failed"
-    assert "03_never" not in rows and float(rows["01_ok"]["seconds"]) > 0
-
-
-def test_cli_usage_errors_exit_2(tmp_path, tiny, capsys):
-    build = ["--build-dir", str(tmp_path / "build")]
-    assert run.main(["--profile", "fast", *build, str(tiny), "-p", "nope=1"]) == run.EXIT_USAGE
-    assert "unknown parameter(s) ['nope']" in capsys.readouterr().err
-    assert run.main(["--profile", "fast", *build, "98_no_such_notebook"]) == run.EXIT_USAGE
-    assert not (tmp_path / "build" / "fast" / "01_tiny.ipynb").exists()
-
-
-def test_cli_grid_runs_product_reports_failures(tmp_path, tiny, capsys):
-    grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(f"notebook: {tiny}\nprofile: fast\ngrid:\n  x: [1, 'a b']\n  fail: [false, true]\n")
-    code = run.main(
-        ["--grid", str(grid_file), "--jobs", "2", "--timeout", "120", "--build-dir", str(tmp_path / "build")]
-    )
-    assert code == run.EXIT_FAILED
-    out_dir = tmp_path / "build" / "grid" / "01_tiny"
-    with (out_dir / "summary.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
-    assert [r["run"] for r in rows] == ["x=1__fail=False", "x=1__fail=True", "x=a_b__fail=False", "x=a_b__fail=True"]
-    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "failed"]
-    assert rows[2]["x"] == "a b" and rows[1]["fail"] == "True"
-    assert "planned failure" in rows[3]["error"]
-    for r in rows:
-        assert Path(r["output"]).exists()
-    assert "X='a b' PROFILE=fast" in stdout_of(out_dir / "x=a_b__fail=False.ipynb")
-    assert fig_of(out_dir / "x=a_b__fail=False.ipynb") == str(out_dir / "figures" / "x=a_b__fail=False")
-    captured = capsys.readouterr()
-    assert "FAILED x=1__fail=True" in captured.out + captured.err
-
-
-def test_grid_rejects_unknown_parameter_before_running(tmp_path, tiny):
-    grid_file = tmp_path / "grid.yaml"
-    grid_file.write_text(f"notebook: {tiny}\ngrid:\n  eps: [0.1]\n")
-    assert run.main(["--grid", str(grid_file), "--build-dir", str(tmp_path / "build")]) == run.EXIT_USAGE
-    assert not (tmp_path / "build" / "grid" / "01_tiny" / "summary.csv").exists()
-
-
-def test_pipeline_parallel_stage(tmp_path):
-    folder = tmp_path / "nbs"
-    paths = [write_nb(folder, n) for n in ("01_producer", "11_a", "12_b")]
-    results = run.run_pipeline(paths, "fast", timeout=120, jobs=2, build_dir=tmp_path / "build")
-    assert [(r.notebook, r.status) for r in results] == [("01_producer", "ok"), ("11_a", "ok"), ("12_b", "ok")]
-    assert all((tmp_path / "build" / "fast" / f"{p.stem}.ipynb").exists() for p in paths)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_sigterm_stops_kernels_and_workers(tmp_path, jobs):
-    """An interrupted runner (SIGTERM, as from `timeout`) leaves no kernel or worker behind."""
-    import signal
-    import subprocess
-    import time
-
-    import psutil
-
-    folder = tmp_path / "nbs"
-    folder.mkdir()
-    # Two notebooks numbered >= 10 so that jobs=2 runs them in worker processes.
-    paths = [write_nb(folder, f"{n}_sleepy.py") for n in (21, 22)]
-    script = (
-        "import sys\n"
-        "from gpac_utils.workflow import runner as run\n"
-        f"paths = [run.Path(p) for p in {[str(p) for p in paths]!r}]\n"
-        f"run.run_pipeline(paths, 'fast', jobs={jobs}, build_dir=run.Path({str(tmp_path / 'build')!r}),\n"
-        "                  parameters={'sleep': 120.0})\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
-    parent = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 120
-    kernels: list[psutil.Process] = []
-    while time.monotonic() < deadline and len(kernels) < jobs:
-        time.sleep(0.5)
-        kernels = [c for c in parent.children(recursive=True) if "ipykernel" in " ".join(c.cmdline())]
-    assert len(kernels) >= 1, "no kernel started within 120 s"
-    time.sleep(3)  # let the kernels reach the sleeping cell
-    family = parent.children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    gone, alive = psutil.wait_procs(family, timeout=30)
-    assert not alive, f"left running after SIGTERM: {[p.cmdline() for p in alive]}"
 
 
 def test_outputs_of_a_non_paper_profile_never_reach_figures(monkeypatch):
@@ -397,3 +152,166 @@ def test_make_lab_opens_the_repository_root_with_py_notebooks_as_notebooks():
     lab = text[text.index("\nlab:") :].split("\n\n")[0]
     assert "--ServerApp.root_dir=$(CURDIR)" in lab and "notebooks" not in lab.split("root_dir=$(CURDIR)")[1]
     assert '"defaultViewers": {"python": "Jupytext Notebook"}' in lab
+
+
+# ------------------------------------------------------------------ executions (one kernel each)
+def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
+    monkeypatch.delenv("GPAC_FIGURES", raising=False)
+    out = run.run_notebook(tiny, "fast", {"x": 42}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
+    assert out == tmp_path / "out" / "01_tiny.ipynb"
+    assert "X=42 PROFILE=fast" in stdout_of(out) and "DONE" in stdout_of(out)
+    assert Path(printed(out, "CWD")).resolve() != REPO_ROOT.resolve()
+    assert Path(printed(out, "EXE")).absolute() == Path(sys.executable).absolute()
+    nb = nbformat.read(str(out), as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "x = 42" in injected[0].source
+    # the measured runtime the book shows
+    assert nb.metadata.papermill.duration > 0 and run.duration(out) == nb.metadata.papermill.duration
+    # a non-paper profile writes figures under the build folder, not over the committed ones
+    assert printed(out, "FIG") == str(tmp_path / "out" / "figures")
+    assert (tmp_path / "out" / "figures" / "tables" / "t.csv").exists()
+    assert "GPAC_FIGURES" not in os.environ  # restored after the run
+
+
+def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
+    monkeypatch.delenv("GPAC_FIGURES", raising=False)
+    out = run.run_notebook(tiny, "paper", out_dir=tmp_path / "p", timeout=120, progress_bar=False)
+    assert printed(out, "FIG") == "None"  # paper profile: gpac_utils.workflow.paths uses figures/
+    monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "mine"))
+    out = run.run_notebook(tiny, "fast", out_dir=tmp_path / "f", timeout=120, progress_bar=False)
+    assert printed(out, "FIG") == str(tmp_path / "mine")
+
+
+def test_failure_and_cell_timeout_keep_the_notebook(tmp_path, tiny):
+    with pytest.raises(run.NotebookFailed, match="RuntimeError: planned failure") as info:
+        run.run_notebook(tiny, "fast", {"fail": True}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
+    assert info.value.output == tmp_path / "out" / "01_tiny.ipynb"
+    assert errors_of(info.value.output) == ["RuntimeError"] and "DONE" not in stdout_of(info.value.output)
+    with pytest.raises(run.NotebookFailed, match="Timeout") as info:
+        run.run_notebook(tiny, "fast", {"sleep": 60.0}, out_dir=tmp_path / "t", timeout=3, progress_bar=False)
+    assert info.value.output.exists() and "DONE" not in stdout_of(info.value.output)
+
+
+def test_cli_parameters_from_flags_and_file_reach_the_notebook(tmp_path, tiny, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_text("x: [1, 2]\nsleep: 0.1\n")
+    build = ["--build-dir", str(tmp_path / "build"), "--no-progress-bar"]
+    assert run.main(["--profile", "fast", *build, "-f", str(params), str(tiny)]) == run.EXIT_OK
+    assert "X=[1, 2] PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
+    assert run.main(["--profile", "fast", *build, "-f", str(params), "-p", "x", "'a b'", str(tiny)]) == run.EXIT_OK
+    assert "X='a b' PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
+    assert run.main(["--profile", "fast", *build, "-p", "fail", "true", str(tiny)]) == run.EXIT_FAILED
+    assert "planned failure" in capsys.readouterr().err
+    assert run.main(["--profile", "fast", *build, "-p", "nope", "1", str(tiny)]) == run.EXIT_USAGE
+    assert "unknown parameter(s) ['nope']" in capsys.readouterr().err
+    assert run.main(["--profile", "fast", *build, "98_no_such_notebook"]) == run.EXIT_USAGE
+
+
+# ------------------------------------------------------------------ the Snakemake workflow
+NOTEBOOKS_YAML = yaml.safe_load((REPO_ROOT / "workflow" / "notebooks.yaml").read_text())
+
+
+def snakemake(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "snakemake", "--nolock", *args]
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A folder that looks like the repository (links to its sources and data), so that Snakemake's
+    bookkeeping (.snakemake/) and outputs stay in tmp_path; figures/ is empty."""
+    for name in ("notebooks", "gpac_utils", "data", "workflow"):
+        (tmp_path / name).symlink_to(REPO_ROOT / name)
+    return tmp_path
+
+
+def summary(checkout: Path, profile: str = "paper") -> pd.DataFrame:
+    """Snakemake's --summary: one row per output file (its rule, status, plan)."""
+    text = snakemake("-s", "workflow/Snakefile", "--summary", "--config", f"profile={profile}", cwd=checkout).stdout
+    rows = [line.split("\t") for line in text.splitlines() if "\t" in line]
+    return pd.DataFrame(rows[1:], columns=rows[0])
+
+
+def test_every_committed_figure_and_table_has_one_notebook_writing_it():
+    declared = []
+    for spec in NOTEBOOKS_YAML.values():
+        for name in spec.get("writes", []) + spec.get("realdata", []):
+            suffixes = (".csv", ".md") if name.startswith("tables/") else (".png", ".pdf")
+            declared += [f"figures/{name}{suffix}" for suffix in suffixes]
+    assert len(declared) == len(set(declared)), "a file is declared by two notebooks"
+    committed = sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "figures").rglob("*") if p.is_file())
+    assert sorted(declared) == committed
+    assert set(NOTEBOOKS_YAML) == {p.stem for p in run.discover()}
+
+
+def test_snakefile_dag_paper_profile(checkout):
+    table = summary(checkout)
+    outputs = dict(zip(table["output_file"], table["rule"]))
+    assert outputs["build/paper/21_table_known_groups.ipynb"] == "nb_21_table_known_groups"
+    assert outputs["figures/tables/01_results_known.csv"] == "nb_21_table_known_groups"
+    assert outputs["figures/validity_audit.png"] == "nb_13_validity_audit"
+    assert {f"build/paper/{p.stem}.ipynb" for p in run.discover()} <= set(outputs)
+    assert set(table["plan"]) == {"update pending"}  # nothing built in this checkout yet
+    dag = snakemake("-s", "workflow/Snakefile", "--dag", cwd=checkout).stdout
+    assert dag.count("->") == 1 + len(NOTEBOOKS_YAML)  # 01 -> 02, and every notebook -> all
+
+
+def test_fast_profile_declares_nothing_under_figures(checkout):
+    table = summary(checkout, "fast")
+    assert len(table) == len(NOTEBOOKS_YAML)
+    assert all(f.startswith("build/fast/") and f.endswith(".ipynb") for f in table["output_file"])
+
+
+def test_snakemake_reruns_only_the_notebook_that_changed(checkout):
+    """Mark every fast-profile notebook as built (stand-in executed notebooks, then --touch), then make
+    one notebook newer than its executed copy: Snakemake plans that notebook alone."""
+    (checkout / "build" / "fast").mkdir(parents=True)
+    for name in NOTEBOOKS_YAML:
+        (checkout / "build" / "fast" / f"{name}.ipynb").write_text("{}")
+    snakemake("-s", "workflow/Snakefile", "--touch", "--cores", "1", "--config", "profile=fast", cwd=checkout)
+    assert set(summary(checkout, "fast")["plan"]) == {"no update"}
+    executed = checkout / "build" / "fast" / "21_table_known_groups.ipynb"
+    old = time.time() - 3600
+    os.utime(executed, (old, old))  # now older than notebooks/21_table_known_groups.py
+    table = summary(checkout, "fast")
+    assert table.loc[table["plan"] != "no update", "rule"].tolist() == ["nb_21_table_known_groups"]
+
+
+@pytest.mark.notebook
+def test_batch_runs_a_small_grid_and_combines_one_table(tmp_path):
+    """A 2 x 2 grid of the tiny notebook through workflow/batch.smk: four papermill runs with
+    parameter files, each with its own figures folder, stacked into combined.csv."""
+    notebook = write_nb(tmp_path / "nbs", "07_tiny")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        f"notebook: {notebook}\nprofile: fast\nparameters: {{fail: false}}\n"
+        "grid:\n  x: [2, 3]\n  sleep: [0.0, 0.1]\ntable: tables/t.csv\n"
+    )
+    out = tmp_path / "batch"
+    args = ["-s", str(REPO_ROOT / "workflow" / "batch.smk"), "--cores", "2", "--config", f"grid={grid}", f"out={out}"]
+    snakemake(*args, cwd=REPO_ROOT)
+    combined = pd.read_csv(out / "combined.csv")
+    runs = ["x=2__sleep=0.0", "x=2__sleep=0.1", "x=3__sleep=0.0", "x=3__sleep=0.1"]
+    assert combined["run"].tolist() == runs
+    # the grid's columns in front; "x" is also a column of the runs' table
+    assert combined.columns[:3].tolist() == ["run", "x (grid)", "sleep"]
+    assert combined[["x (grid)", "sleep"]].values.tolist() == [[2, 0.0], [2, 0.1], [3, 0.0], [3, 0.1]]
+    assert combined["x"].tolist() == [2, 2, 3, 3]
+    assert combined["sq"].tolist() == [4, 4, 9, 9]  # computed inside each run from its parameters
+    assert set(combined["profile"]) == {"fast"}
+    assert yaml.safe_load((out / runs[2] / "params.yaml").read_text()) == {
+        "profile": "fast", "fail": False, "x": 3, "sleep": 0.0,
+    }  # fmt: skip
+    assert printed(out / runs[1] / "07_tiny.ipynb", "FIG") == str(out / runs[1] / "figures")
+
+
+def test_example_grid_declares_parameters_of_its_notebook():
+    for path in (REPO_ROOT / "notebooks" / "grids").glob("*.yaml"):
+        spec = yaml.safe_load(path.read_text())
+        assert set(spec) <= {"notebook", "profile", "parameters", "grid", "table"}, path.name
+        assert spec["grid"] and all(isinstance(v, list) and v for v in spec["grid"].values()), path.name
+        nb = jupytext.read(run.resolve_notebook(spec["notebook"]))
+        run.check_parameters(nb, {**spec.get("parameters", {}), **spec["grid"]}, path.name)

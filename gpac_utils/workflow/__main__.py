@@ -1,4 +1,4 @@
-"""``python -m gpac_utils.workflow``: the notebook runner (see :mod:`.runner`)."""
+"""``python -m gpac_utils.workflow``: run notebooks with papermill (see :mod:`.runner`)."""
 
 import sys
 

@@ -75,11 +75,6 @@ class Config(Mapping):
     def __len__(self) -> int:
         return len(self._values)
 
-    def replace(self, **changes: Any) -> Config:
-        """A copy with some values changed (keys must exist)."""
-        _check_keys(self.name, self._values, changes)
-        return Config({**self._values, **changes}, self.name, self.profile)
-
     def __repr__(self) -> str:
         body = yaml.safe_dump(self._values, sort_keys=False, default_flow_style=None, width=100).rstrip()
         return f"# {self.name} — profile {self.profile!r}\n{body}"
@@ -91,14 +86,9 @@ def _check_keys(name: str, known: Mapping[str, Any], given: Mapping[str, Any]) -
         raise ConfigError(f"{name}: unknown setting(s) {unknown}; known settings are {sorted(known)}")
 
 
-def config_path(notebook: str, folder: Path | None = None) -> Path:
-    """The YAML file of ``notebook`` (its stem, e.g. ``"21_table_known_groups"``)."""
-    return (folder or CONFIG_DIR) / f"{Path(notebook).stem}.yaml"
-
-
 def read_config(notebook: str, folder: Path | None = None) -> dict[str, Any]:
     """The raw ``{"common": ..., "profiles": {...}}`` content of a notebook's config file."""
-    path = config_path(notebook, folder)
+    path = (folder or CONFIG_DIR) / f"{Path(notebook).stem}.yaml"
     if not path.exists():
         raise ConfigError(f"{notebook}: no configuration file at {path}")
     raw = yaml.safe_load(path.read_text()) or {}

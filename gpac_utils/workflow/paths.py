@@ -29,12 +29,13 @@ def set_profile(profile: str | None) -> None:
 def figures_dir() -> Path:
     """Where figures are written, decided at write time.
 
-    ``$GPAC_FIGURES`` if set; else ``build/<profile>/figures`` for any profile but ``paper``
+    ``$GPAC_FIGURES`` if set (a relative path: from the repository root); else
+    ``build/<profile>/figures`` for any profile but ``paper``
     (so a quick run, by whatever command, never overwrites the committed outputs); else
     ``figures/``.
     """
     if os.environ.get(FIGURES_ENV):
-        return Path(os.environ[FIGURES_ENV])
+        return REPO_ROOT / os.environ[FIGURES_ENV]  # an absolute path stays as it is
     if _profile is not None and _profile != "paper":
         return BUILD / _profile / "figures"
     return FIGURES

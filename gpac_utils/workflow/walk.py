@@ -1,6 +1,6 @@
 """``make walk``: the whole walk on CPU, from generation to a table, with the tiny model, in minutes.
 
-Four notebooks through the runner (:func:`gpac_utils.workflow.runner.run_notebook`), everything
+Four notebooks through papermill (:func:`gpac_utils.workflow.runner.run_notebook`), everything
 under one folder (default ``build/walk/``, never the committed ``figures/``):
 
 1. ``01_generate`` on its ``fast`` profile: the tiny SmolLM2-135M-Instruct plays both roles on the
@@ -19,21 +19,21 @@ The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``
 
 Command line::
 
-    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--check-per-group 2]
+    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--timeout S]
+        [--check-per-group 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
-from .runner import NotebookFailed, run_notebook
+from .runner import NotebookFailed, duration, run_notebook
 
 #: Where the walk writes by default.
 WALK_DIR = BUILD / "walk"
@@ -93,43 +93,6 @@ def walk_target() -> tuple[str, str]:
     return str(values["benchmark"]), str(values["pair"])
 
 
-def walk_parameters(out: Path, benchmark: str, pair: str, *, n_items=None, eps=WALK_EPS, trials=None) -> dict:
-    """The runner parameters of each walk notebook.
-
-    Parameters
-    ----------
-    out : pathlib.Path
-        The walk's folder (absolute: notebooks run in a scratch folder).
-    benchmark, pair : str
-        The generated table's benchmark and pair.
-    n_items : int, optional
-        A seeded subset of the walk's items (``None``: all).
-    eps : float
-        eps of the table notebook.
-    trials : int, optional
-        Trials of the table notebook (``None``: the ``fast`` profile's).
-
-    Returns
-    -------
-    dict of str to dict
-        By notebook stem.
-    """
-    generations, generated = str(out / "generations"), str(out / "generated")
-    source = {"benchmarks": [benchmark], "generated_root": generated}
-    return {
-        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
-        "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
-        "21_table_known_groups": {
-            "data_source": "generated",
-            "pairs": [pair],
-            "eps": float(eps),
-            "trials": trials,
-            "overrides": source,
-        },
-        "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
-    }
-
-
 def run_walk(
     out: str | Path = WALK_DIR,
     *,
@@ -138,7 +101,6 @@ def run_walk(
     trials: int | None = None,
     timeout: float | None = None,
     progress_bar: bool = False,
-    cpus: int | None = None,
 ) -> WalkResult:
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
 
@@ -157,8 +119,6 @@ def run_walk(
         Per-cell timeout (default: the runner's for ``fast``).
     progress_bar : bool, default False
         papermill's progress bars.
-    cpus : int, optional
-        Cores the kernels may use (torch and BLAS threads; default: all).
 
     Returns
     -------
@@ -169,27 +129,25 @@ def run_walk(
     gpac_utils.workflow.runner.NotebookFailed
         A notebook failed; its executed copy (with the error) is kept under ``out``.
     """
-    out = Path(out)
-    out = (out if out.is_absolute() else REPO_ROOT / out).resolve()
+    out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
     if not 0 < float(eps) < 1:
         raise ValueError(f"eps must lie in (0, 1), got {eps}")
     benchmark, pair = walk_target()
-    params = walk_parameters(out, benchmark, pair, n_items=n_items, eps=eps, trials=trials)
+    generations, generated = str(out / "generations"), str(out / "generated")
+    source = {"benchmarks": [benchmark], "generated_root": generated}
+    table = {"data_source": "generated", "pairs": [pair], "eps": float(eps), "overrides": source}
+    params = {
+        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
+        "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
+        "21_table_known_groups": {**table, **({"trials": trials} if trials else {})},
+        "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
+    }
     result = WalkResult(out, benchmark, pair)
     for stem in WALK_NOTEBOOKS:
         print(f"== walk: {stem}", flush=True)
-        start = time.perf_counter()
-        result.notebooks[stem] = run_notebook(
-            NOTEBOOKS / f"{stem}.py",
-            "fast",
-            {k: v for k, v in params[stem].items() if v is not None},
-            out,
-            timeout,
-            figures_dir=out / "figures",
-            progress_bar=progress_bar,
-            cpus=cpus,
-        )
-        result.seconds[stem] = time.perf_counter() - start
+        nb = run_notebook(NOTEBOOKS / f"{stem}.py", "fast", params[stem], out, timeout,
+                          figures_dir=out / "figures", progress_bar=progress_bar)  # fmt: skip
+        result.notebooks[stem], result.seconds[stem] = nb, duration(nb)
         print(f"   {stem}: {result.seconds[stem]:.1f} s", flush=True)
     return result
 
@@ -221,35 +179,27 @@ def walk_report(result: WalkResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gpac_utils.workflow.walk``: run the walk and print its tables."""
-    ap = argparse.ArgumentParser(
-        prog="python -m gpac_utils.workflow.walk",
-        description="The CPU walk: 01_generate -> 02_scores -> 21 and 25 on the generated table, under build/walk/.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    ap.add_argument("--out", type=Path, default=WALK_DIR, help="output folder")
-    ap.add_argument("--n-items", type=int, default=None, help="a seeded subset of the walk's items (default: all)")
-    ap.add_argument("--eps", type=float, default=WALK_EPS, help="eps of the table notebook")
-    ap.add_argument("--trials", type=int, default=None, help="trials of the table notebook (default: fast profile's)")
-    ap.add_argument("--timeout", type=float, default=None, help="per-cell timeout in seconds")
+    ap = argparse.ArgumentParser(prog="python -m gpac_utils.workflow.walk", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=WALK_DIR, help="output folder (default build/walk)")
+    ap.add_argument("--n-items", type=int, help="a seeded subset of the walk's items (default: all)")
+    ap.add_argument("--eps", type=float, default=WALK_EPS, help=f"eps of the table notebook (default {WALK_EPS})")
+    ap.add_argument("--trials", type=int, help="trials of the table notebook (default: the fast profile's)")
+    ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds (default: the fast profile's)")
     ap.add_argument("--check-per-group", type=int, default=2, help="arith items per group to regenerate (0: no check)")
     a = ap.parse_args(argv)
-    start = time.perf_counter()
     try:
         result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials, timeout=a.timeout)
     except (NotebookFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print()
-    print(walk_report(result))
-    status = 0
+    print(f"\n{walk_report(result)}")
     if a.check_per_group > 0:
         from . import arith
 
         check = arith.check(Path(a.out) / "arith-check", n_per_group=a.check_per_group)
         print(f"\n== the committed generated table {arith.TABLE.name}: {check.summary()}")
-        status = 0 if check.passed else 1
-    print(f"walk wall time: {time.perf_counter() - start:.0f} s")
-    return status
+        return 0 if check.passed else 1
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

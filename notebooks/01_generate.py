@@ -51,13 +51,13 @@ from pathlib import Path
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
-from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
 from gpac_utils.llm.scoring import embedded_tables
 from gpac_utils.workflow import config
 
 # %% tags=["parameters"]
 profile = "paper"
-benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk
+benchmark = None  # math500 | gpqa | zebralogic | arena_hard | walk | arith
 pair = None  # qwen | llama (see gpac_utils.llm.generation.MODEL_PAIRS); smollm2 for the walk
 backend = None  # auto | vllm | transformers
 n_items = None  # None: the profile's (all items); else a seeded subset
@@ -104,7 +104,7 @@ else:
 if mode != "validate":
     items = load_benchmark(cfg.benchmark, cfg.data_path, n_items=cfg.n_items, seed=cfg.seed)
     folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-    if cfg.benchmark == "walk":
+    if cfg.benchmark in WALK_LIKE:  # the walk's items, or the generated arith benchmark
         if models["think"] != models["nothink"]:
             raise ValueError(f"the walk runs both roles from one model; got {models}")
         samplings = gen.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
@@ -113,6 +113,7 @@ if mode != "validate":
         samplings = gen.pair_samplings(models, cfg.max_tokens, cfg.n_verbalized, cfg.verbalized_max_tokens)
     engine_kwargs = ({"tensor_parallel_size": cfg.tensor_parallel_size} if mode == "vllm"
                      else {"batch_size": cfg.batch_size, "device": cfg.device})
+    engine_kwargs |= dict(cfg.engine_kwargs or {})  # e.g. vLLM on CPU: {dtype: float32, gpu_memory_utilization: 0.3}
     report = gen.generate(items, models, folder, backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed,
                           engine_kwargs=engine_kwargs)
     print(report)

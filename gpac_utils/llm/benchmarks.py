@@ -42,7 +42,7 @@ import pandas as pd
 
 from .. import data
 from ..workflow.paths import DATA
-from . import grading
+from . import arithmetic, grading
 
 BENCHMARK_DIR = DATA / "benchmarks"
 #: Item files that the repository ships (used when no local file overrides them).
@@ -94,7 +94,10 @@ BENCHMARKS: dict[str, Spec] = {
     "zebralogic": Spec("WildEval/ZebraLogic", "grid_mode", "test", ("id", "size", "puzzle", "solution"), {}),
     "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"), {"uid": "question_id"}),
     "walk": Spec("", None, "", ("problem", "answer", "subject", "unique_id"), {"id": "unique_id", "type": "subject"}),
+    "arith": Spec("", None, "", ("problem", "answer", "subject", "unique_id"), {}),  # drawn by .arithmetic
 }
+#: Benchmarks that share the walk's two conversations (one-shot ``think``, answer-only ``nothink``).
+WALK_LIKE = ("walk", "arith")
 
 
 def benchmark_dir() -> Path:
@@ -207,10 +210,12 @@ def load_benchmark(
         path = find_local(name) or SHIPPED.get(name)
     if path is not None:
         src, where = read_items(path), str(path)
+    elif name == "arith":  # procedurally generated: gpac_utils.llm.arithmetic (seed 0, its default size)
+        src, where = arithmetic.make_items(), "gpac_utils.llm.arithmetic"
     else:
         src, where = _from_hf_cache(spec, name), spec.hf_repo
     df = _canonical_source(src, name, spec, where)
-    if name in ("walk", "math500"):  # the walk's items are in MATH format
+    if name in (*WALK_LIKE, "math500"):  # the walk's items are in MATH format
         out = pd.DataFrame(
             {
                 "item_id": df["unique_id"].astype(str),
@@ -265,7 +270,7 @@ def load_benchmark(
         keep = np.sort(np.random.default_rng(seed).choice(len(out), size=int(n_items), replace=False))
         out = out.iloc[keep].reset_index(drop=True)
     sys_msg = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    if name == "walk":
+    if name in WALK_LIKE:
         out["messages"] = [sys_msg + grading.walk_messages(q, "think") for q in out["question"]]
         out["messages_nothink"] = [sys_msg + grading.walk_messages(q, "nothink") for q in out["question"]]
         return out

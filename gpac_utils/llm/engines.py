@@ -109,22 +109,29 @@ class VLLMEngine:
         text = self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
         return {"prompt_token_ids": list(self.tokenizer.encode(text, add_special_tokens=False))}
 
-    def stream(self, requests: Iterable[Request]) -> Iterator[tuple[Hashable, list[Completion]]]:
-        """Continuous batching: every request in flight, each yielded the step it finishes.
+    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
+        """Continuous batching: every request in flight (at most ``window`` when given), each yielded
+        the step it finishes.
 
         Requests still in flight when the consumer stops or fails are aborted (the engine stays usable).
         """
-        engine, pending = self.llm.llm_engine, {}
-        for key, conv, s in requests:
-            rid = f"gpac-{self._next_id}"
-            self._next_id += 1
-            engine.add_request(rid, self.render(conv), self.params(s))
-            pending[rid] = key  # outputs carry the id given here (vLLM >= 0.11 returns an internal one)
+        engine, pending, todo = self.llm.llm_engine, {}, iter(requests)
+
+        def submit(count):
+            for key, conv, s in islice(todo, count):
+                rid = f"gpac-{self._next_id}"
+                self._next_id += 1
+                engine.add_request(rid, self.render(conv), self.params(s))
+                pending[rid] = key  # outputs carry the id given here (vLLM >= 0.11 returns an internal one)
+
+        submit(window)
         try:
             while pending:
                 for out in engine.step():
                     if out.finished and out.request_id in pending:
                         yield pending.pop(out.request_id), self.convert(out)
+                        if window:
+                            submit(1)
         finally:
             if pending:
                 engine.abort_request(list(pending))
@@ -250,8 +257,8 @@ class TransformersEngine:
             text = "\n\n".join(f"{m['role']}: {m['content']}" for m in conversation) + "\n\nassistant:"
         return tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"][0].tolist()
 
-    def stream(self, requests: Iterable[Request]) -> Iterator[tuple[Hashable, list[Completion]]]:
-        """Chunks of ``batch_size`` requests, each chunk yielded when it is done."""
+    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
+        """Chunks of ``batch_size`` requests, each chunk yielded when it is done (``window``: unused)."""
         it = iter(requests)
         while chunk := list(islice(it, self.batch_size)):
             yield from zip([k for k, _, _ in chunk], self.generate([c for _, c, _ in chunk], [s for *_, s in chunk]))

@@ -320,12 +320,14 @@ def run_generation(
     messages_col: str = "messages",
     progress: bool = True,
     sampling_overrides: Mapping | None = None,
+    window: int | None = None,
 ) -> dict:
     """Generate ``role`` for every item of this shard not yet on disk (see the module doc).
 
     ``items`` need ``item_id`` (unique) and ``messages_col`` (lists of ``{"role", "content"}``);
     ``thinking``: split reasoning from answer at ``</think>``; ``sampling_overrides``
-    ``{item_id: {"max_tokens": ...}}``: per-item changes (benchmarks). Returns ``done_before``,
+    ``{item_id: {"max_tokens": ...}}``: per-item changes (benchmarks); ``window``: requests in flight
+    at a time on a streaming engine (default all; records do not depend on it). Returns ``done_before``,
     ``generated``, ``shard``, ``tokens``, ``wall_s``, ``tokens_per_s``.
     """
     if role not in ROLES:
@@ -364,7 +366,7 @@ def run_generation(
     status = "running"
     try:
         with open(path, "a") as f:
-            for iid, comps in engine.stream(requests):
+            for iid, comps in engine.stream(requests, window):
                 rows = []
                 for k, c in enumerate(comps):
                     sp = split_thinking(c, thinking=thinking, end_ids=end_ids, count_tokens=engine.count_tokens)
@@ -460,6 +462,7 @@ def generate(
     engine=None,
     engine_kwargs: dict | None = None,
     progress: bool = True,
+    windows: Mapping[str, int] | None = None,
 ) -> dict:
     """Run ``roles`` for this shard, one model in memory at a time; ``{role: run_generation(...)}``.
 
@@ -468,6 +471,9 @@ def generate(
     (the walk's ``messages_nothink``), else ``messages``; ``verbalized`` is built from the first
     ``nothink`` answer. ``engine``: one engine for every role (the walk's one model; e.g. shared
     by several calls), else one is built per model by :func:`make_engine` with ``engine_kwargs``.
+    ``windows``: per role, requests in flight at a time on vLLM (default all). vLLM's CPU build fails
+    on seeded sampling when a prompt's prefill is split over engine steps ("CPU Generator does not use
+    offset"): a sampled role's window times its prompt tokens must stay below one step's tokens.
     """
     from .scoring import verbalized_messages
 
@@ -495,6 +501,7 @@ def generate(
         report[role] = run_generation(
             role_items, engine, folder, role=role, sampling=sampling, shard=shard, seed=seed, messages_col=col,
             thinking=role == "think" and is_thinking_model(model), progress=progress,
+            window=(windows or {}).get(role),
         )  # fmt: skip
     return report
 

@@ -294,7 +294,7 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 
 # --------------------------------------------------------------------------- dispatch
-GRADED = ("math500", "gpqa", "zebralogic", "walk")
+GRADED = ("math500", "gpqa", "zebralogic", "walk", "arith")
 
 
 def grade(benchmark: str, response: str, gold) -> bool:
@@ -303,6 +303,10 @@ def grade(benchmark: str, response: str, gold) -> bool:
         return grade_math(response, gold)
     if benchmark == "walk":
         return grade_lenient(response, gold)
+    if benchmark == "arith":  # exact integers: no symbolic parser
+        from .arithmetic import grade as grade_arith
+
+        return grade_arith(response, gold)
     if benchmark == "gpqa":
         return grade_gpqa(response, gold)
     if benchmark == "zebralogic":

@@ -11,12 +11,16 @@ under one folder (default ``build/walk/``, never the committed ``figures/``):
    0.5, the default for benchmarks outside the paper);
 4. ``25_ece_scores`` with ``data_source="generated"``.
 
-Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25.
+Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25, and
+checks the committed generated table ``data/generated/arith__smollm2.parquet``: it regenerates a
+few of its items per group and compares the records (:func:`gpac_utils.workflow.arith.check`;
+exact on the vLLM engine that wrote it, the greedy ``think`` role only on transformers).
 The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``, ``smollm2``).
 
 Command line::
 
     python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--timeout S]
+        [--check-per-group 2]
 """
 
 from __future__ import annotations
@@ -181,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--eps", type=float, default=WALK_EPS, help=f"eps of the table notebook (default {WALK_EPS})")
     ap.add_argument("--trials", type=int, help="trials of the table notebook (default: the fast profile's)")
     ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds (default: the fast profile's)")
+    ap.add_argument("--check-per-group", type=int, default=2, help="arith items per group to regenerate (0: no check)")
     a = ap.parse_args(argv)
     try:
         result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials, timeout=a.timeout)
@@ -188,6 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"\n{walk_report(result)}")
+    if a.check_per_group > 0:
+        from . import arith
+
+        check = arith.check(Path(a.out) / "arith-check", n_per_group=a.check_per_group)
+        print(f"\n== the committed generated table {arith.TABLE.name}: {check.summary()}")
+        return 0 if check.passed else 1
     return 0
 
 

@@ -1,0 +1,167 @@
+"""``arith``: a procedurally generated arithmetic benchmark with exact gold answers, shipped as code.
+
+The items are drawn, not downloaded: every group is a template (``What is 7 times 6 plus 5?``)
+whose integer operands are drawn uniformly from fixed ranges by a seeded NumPy generator, and the
+gold answer is computed exactly with Python integers. The groups differ in how much the walk's
+tiny model (SmolLM2-135M-Instruct, :mod:`gpac_utils.llm.walk`) gains from its ``think`` prompt (a
+one-shot worked example that ends in ``\\boxed{}``) over its ``nothink`` prompt ("final answer
+only"): a probe with the real vLLM CPU engine gave losses (think right, nothink wrong) from 0 on
+``1-digit x 1-digit`` to 0.6 on ``a x b + c``. See :data:`GROUPS`.
+
+Drawing
+-------
+Group ``g`` (its position in :data:`GROUPS`) draws its ``n`` items from
+``numpy.random.default_rng([seed, g])``: one independent stream per group, so adding items to one
+group never changes another's. Operands are drawn with replacement: small groups (``1-digit x
+1-digit`` has 64 distinct questions) repeat questions, as i.i.d. draws from the group's question
+distribution do. Items are ordered group by group; ``item_id`` is ``arith/<group>/<k>``.
+
+Grading (:func:`grade`) is exact and needs no symbolic parser: the reply's last ``\\boxed{}``
+(else the whole reply) is read for its last number, which must equal the gold integer.
+
+The items are in MATH-500's columns (``problem``, ``answer``, ``subject`` = the group,
+``level``, ``unique_id``), so :func:`gpac_utils.llm.benchmarks.load_benchmark` treats them like
+the shipped ``walk`` items (one-shot ``think`` and final-answer-only ``nothink`` conversations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+#: Default seed of the benchmark's draw.
+SEED = 0
+#: Default number of items per group (7 groups: 2,030 items).
+ITEMS_PER_GROUP = 290
+
+
+@dataclass(frozen=True)
+class Group:
+    """One template: ``draw(rng) -> (question, exact integer answer)``; ``level`` orders difficulty."""
+
+    name: str
+    level: int
+    description: str
+    draw: Callable[[np.random.Generator], tuple[str, int]]
+
+
+def _int(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """A uniform integer in ``[lo, hi]`` (both included), as a Python int."""
+    return int(rng.integers(lo, hi + 1))
+
+
+def _add_1d(rng):
+    a, b = _int(rng, 0, 9), _int(rng, 0, 9)
+    return f"What is {a} + {b}?", a + b
+
+
+def _add_2d(rng):
+    a, b = _int(rng, 10, 99), _int(rng, 10, 99)
+    return f"What is {a} + {b}?", a + b
+
+
+def _sub_2d(rng):
+    a, b = _int(rng, 10, 99), _int(rng, 10, 99)
+    return f"What is {a} - {b}?", a - b
+
+
+def _mul_1d(rng):
+    a, b = _int(rng, 2, 9), _int(rng, 2, 9)
+    return f"What is {a} times {b}?", a * b
+
+
+def _mul_2d1d(rng):
+    a, b = _int(rng, 10, 99), _int(rng, 2, 9)
+    return f"What is {a} times {b}?", a * b
+
+
+def _mul_add(rng):
+    a, b, c = _int(rng, 2, 9), _int(rng, 2, 9), _int(rng, 1, 9)
+    return f"What is {a} times {b} plus {c}?", a * b + c
+
+
+def _solve_x(rng):
+    x, a = _int(rng, 1, 20), _int(rng, 1, 20)
+    return f"Solve for x: x + {a} = {x + a}. What is x?", x
+
+
+#: The groups, easiest first by construction (not by the model's accuracy).
+GROUPS: tuple[Group, ...] = (
+    Group("add_1d", 1, "a + b, a and b in 0..9", _add_1d),
+    Group("mul_1d", 1, "a times b, a and b in 2..9", _mul_1d),
+    Group("add_2d", 2, "a + b, a and b in 10..99", _add_2d),
+    Group("sub_2d", 2, "a - b, a and b in 10..99 (negative answers possible)", _sub_2d),
+    Group("solve_x", 2, "solve x + a = b for x, x and a in 1..20", _solve_x),
+    Group("mul_2d1d", 3, "a times b, a in 10..99, b in 2..9", _mul_2d1d),
+    Group("mul_add", 3, "a times b plus c, a and b in 2..9, c in 1..9", _mul_add),
+)
+GROUP_NAMES = tuple(g.name for g in GROUPS)
+
+
+def make_items(n_per_group: int = ITEMS_PER_GROUP, seed: int = SEED, groups=GROUP_NAMES) -> pd.DataFrame:
+    """Draw the benchmark: ``n_per_group`` items of each group, in MATH-500's columns.
+
+    Parameters
+    ----------
+    n_per_group : int
+        Items per group (>= 1).
+    seed : int
+        Seed of the draw; group ``g`` uses ``numpy.random.default_rng([seed, g])``.
+    groups : sequence of str
+        Names from :data:`GROUP_NAMES` (default all, in that order).
+
+    Returns
+    -------
+    DataFrame
+        ``problem``, ``answer`` (exact integer, as text), ``subject`` (the group), ``level``,
+        ``unique_id`` (``arith/<group>/<k>``) and ``solution`` (a one-line worked answer).
+    """
+    if int(n_per_group) < 1:
+        raise ValueError(f"n_per_group must be >= 1, got {n_per_group}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    unknown = [g for g in groups if g not in GROUP_NAMES]
+    if unknown:
+        raise ValueError(f"groups: unknown {unknown}; choose from {list(GROUP_NAMES)}")
+    rows = []
+    for name in groups:
+        index = GROUP_NAMES.index(name)
+        group = GROUPS[index]
+        rng = np.random.default_rng([int(seed), index])
+        for k in range(int(n_per_group)):
+            question, answer = group.draw(rng)
+            rows.append(
+                {
+                    "problem": question,
+                    "answer": str(answer),
+                    "subject": name,
+                    "level": group.level,
+                    "unique_id": f"arith/{name}/{k:04d}",
+                    "solution": f"The answer is \\boxed{{{answer}}}.",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def grade(response: str, gold: str) -> bool:
+    r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
+    equals ``gold``.
+
+    Numbers as :func:`gpac_utils.llm.grading.last_number` reads them (``-3``, ``1,250``, ``2.5``,
+    ``3/4``), compared as fractions, so ``47.0`` counts as ``47``. Deterministic and fast (no
+    symbolic parser, no timeout), unlike the walk's lenient grader.
+    """
+    from .grading import last_boxed, last_number
+
+    boxed = last_boxed(response or "")
+    num = last_number(boxed if boxed is not None else (response or ""))
+    if num is None:
+        return False
+    try:
+        return Fraction(num) == Fraction(str(gold).strip())
+    except (ValueError, ZeroDivisionError):
+        return False

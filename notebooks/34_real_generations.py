@@ -1,0 +1,182 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 34 — Real generations: marginal PAC fails a group, G-PAC repairs it, on outputs this compendium generated
+#
+# **What it does.** The one table in this compendium that its own pipeline generated from a real
+# model at scale: `data/generated/arith__smollm2.parquet` (data card: `data/generated/README.md`).
+# SmolLM2-135M-Instruct answered the 2,030 items of the procedurally generated `arith` benchmark
+# (`gpac_utils.llm.arithmetic`: 7 groups of arithmetic / short algebra, exact gold answers) in the
+# walk's two roles — *think*: a one-shot worked example ending in `\boxed{}`; *nothink*: "final
+# answer only" — on the real vLLM engine on CPU (`01_generate`), then `02_scores` graded both
+# answers and computed the three scores. Here: accuracy per group and role, each score's AUROC,
+# and PAC vs G-PAC, **both with the valid recipe** (Hoeffding–Bentkus on every calibration item,
+# first-crossing), over repeated calibration/test splits: per group, the violation rate (share of
+# trials in which the group's risk over the whole table exceeds $\varepsilon$) with its Monte
+# Carlo standard error, and the routed share (items answered by the non-thinking role).
+# Beside it, the same summary on the external real table of notebook 31 (MATH Level 5,
+# o1-mini / gpt-4o-mini).
+#
+# **Reads** the generated table through `data_source` (`"generated"`: `data/generated/<benchmark>__<pair>.parquet`;
+# or `"simulated"` / a path, see `gpac_utils.paper.sources`) and, when present,
+# `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`.
+#
+# **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `real_generations_scores.{csv,md}`,
+# `real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE, routed share)
+# and `real_generations_beside.{csv,md}`.
+#
+# Notebook 21's table and figure on the same data:
+# `python -m gpac_utils.workflow.runner 21 -p data_source=generated -p "pairs=['smollm2']" -p eps=0.1
+# -p "overrides={'benchmarks': ['arith']}"`.
+#
+# **Runtime** (2 cores): fast profile (20 trials) ~20 s; paper profile (200 trials) ~2 min.
+
+# %%
+import pandas as pd
+from IPython.display import display
+
+from gpac_utils import data as D
+from gpac_utils.experiment import ExperimentConfig, group_violations, run_experiment
+from gpac_utils.paper import plotting, realdata, sources
+from gpac_utils.paper import results_tables as R
+from gpac_utils.workflow import arith, config, paths
+
+pd.set_option("display.width", 200)
+pd.set_option("display.max_columns", 40)
+
+# %% tags=["parameters"]
+profile = "paper"
+data_source = None  # None: the config's ("generated"); "simulated" | a path to a table
+eps = None  # risk tolerance
+trials = None  # random calibration/test splits
+overrides = {}  # any other setting of notebooks/config/34_real_generations.yaml
+
+# %%
+cfg = config.load("34_real_generations", profile, data_source=data_source, eps=eps, trials=trials, **overrides)
+source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+where = source.where(cfg.benchmark, cfg.pair)
+table = sources.check_table(sources.read_source(source, cfg.benchmark, cfg.pair), "21_table_known_groups", where,
+                            scores=cfg.scores)
+print(f"{where}: {len(table)} items, {table[D.GROUP].nunique()} groups")
+cfg
+
+# %% [markdown]
+# ## Accuracy per group and role, and the scores' quality
+# The groups were chosen so that the gain from thinking differs: the loss (think right, nothink
+# wrong) ranges from about zero in groups where the worked prompt does not help (multiplications
+# without an addition: the one-shot example makes the model add a spurious step) to most items
+# in `mul_add`, the template of the one-shot example. AUROC: how well each score (higher = less
+# confident) ranks the non-thinking role's errors, and the loss.
+
+# %%
+acc = arith.accuracy_table(table)
+plotting.save_table(acc.reset_index(), "real_generations_accuracy", floatfmt=".3f")
+quality = arith.score_quality(table)
+plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
+display(acc.round(3))
+display(quality.round(3))
+
+# %% [markdown]
+# ## PAC vs G-PAC (valid recipe) over repeated splits
+# On each of `trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
+# threshold on the whole calibration set, G-PAC one per group; both certify the risk
+# $R(u)=E[\ell\,1\{U\le u\}]\le\varepsilon$ with probability $1-\alpha$. A group is *violated* in
+# a trial when its risk over the whole table, at the fitted threshold, exceeds $\varepsilon$.
+# A group-conditional guarantee keeps every group's violation rate at most $\alpha$ (up to Monte
+# Carlo error); a marginal one does not promise that.
+
+# %%
+exp = ExperimentConfig(eps=cfg.eps, alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(cfg.recipe,),
+                       scores=tuple(cfg.scores), trials=cfg.trials, cal_ratio=cfg.cal_ratio, seed=cfg.seed)
+results = run_experiment(table, exp)
+per_group = group_violations(results, cfg.eps)
+routed = results[results.group != "__all__"].groupby(["method", "score", "group"], sort=False)["routed_share"].mean()
+per_group = per_group.join(routed, on=["method", "score", "group"])
+per_group["limit"] = cfg.alpha + 3 * per_group["violation_mcse"]
+cols = ["method", "score", "group", "violation_rate", "violation_mcse", "routed_share", "mean_pop_risk", "n_test"]
+plotting.save_table(per_group[cols], "real_generations_groups", floatfmt=".3f")
+overall = (results[results.group == "__all__"].groupby(["method", "score"], sort=False)[["routed_share", "error"]]
+           .mean().rename(columns={"error": "test_error"}))
+display(per_group.pivot_table(index="group", columns=["score", "method"], values="violation_rate").round(3))
+display(per_group.pivot_table(index="group", columns=["score", "method"], values="routed_share").round(3))
+display(overall.round(3))
+
+# %% [markdown]
+# ## Notebook 21's table and figure on the same data
+# The library call of `21_table_known_groups` (`results_tables.make_tables`) with
+# `data_source` = this table: PAC and G-PAC with the paper's recipe, G-PAC with the valid bounds,
+# the paper layout, per-group violation rates and the per-group error figure
+# (`figures/errorbar_category__generated__smollm2.{png,pdf}`, tables `known__generated__smollm2*`).
+
+# %%
+cfg21 = config.load("21_table_known_groups", profile, trials=cfg.trials21)
+settings21 = R.table_settings(scores=cfg.scores, pi=cfg21.pi, recipe=cfg21.recipe, valid_bounds=cfg21.valid_bounds,
+                              valid_recipe=cfg21.valid_recipe, partition=cfg21.partition, alpha=cfg.alpha,
+                              trials=cfg.trials21, loss_bound=cfg21.loss_bound, seed=cfg.seed)
+built21 = R.make_tables(settings21, family="known", source=source, pairs=[cfg.pair], eps=cfg.eps,
+                        benchmarks=[cfg.benchmark], figures=cfg21.figures, notebook="21_table_known_groups")
+for title, frame in R.views(built21):
+    print(f"== {title}")
+    display(frame)
+
+# %% [markdown]
+# ## The claim, checked
+# Per score: the largest per-group violation rate of PAC (above $\alpha$ means marginal PAC
+# fails a group), whether every G-PAC group stays within $\alpha + 3\,$MCSE, and G-PAC's routed share.
+
+# %%
+claim = []
+for score, g in per_group.groupby("score", sort=False):
+    pac, gpac = g[g.method == "PAC"], g[g.method == "G-PAC"]
+    claim.append({
+        "score": score,
+        "PAC max violation": pac.violation_rate.max(),
+        "PAC worst group": pac.loc[pac.violation_rate.idxmax(), "group"],
+        "G-PAC max violation": gpac.violation_rate.max(),
+        "G-PAC within alpha + 3 MCSE": bool((gpac.violation_rate <= gpac.limit).all()),
+        "G-PAC routed share": overall.loc[("G-PAC", score), "routed_share"],
+        "PAC routed share": overall.loc[("PAC", score), "routed_share"],
+    })
+claim = pd.DataFrame(claim)
+claim["PAC fails a group"] = claim["PAC max violation"] > cfg.alpha
+display(claim.round(3))
+
+# %% [markdown]
+# ## Beside the external real tables
+# The same experiment on the external real table of notebook 31 (only when the shared folder is
+# there): size, groups, loss rate, and per method the largest per-group violation rate and the
+# routed share.
+
+# %%
+def beside_row(name, tab, score, eps_):
+    res = run_experiment(tab, exp.replace(eps=eps_, scores=(score,)))
+    gv = group_violations(res, eps_)
+    row = {"table": name, "n": len(tab), "groups": tab[D.GROUP].nunique(), "loss": tab[D.LOSS].mean(),
+           "score": score, "eps": eps_}
+    for m in ("PAC", "G-PAC"):
+        row[f"{m} max violation"] = gv[gv.method == m].violation_rate.max()
+        row[f"{m} routed share"] = res[(res.method == m) & (res.group == "__all__")].routed_share.mean()
+    return row
+
+
+rows = [beside_row(f"{cfg.benchmark}__{cfg.pair} ({source.kind})", table, s, cfg.eps) for s in cfg.scores]
+for name, ext in cfg.external.items():
+    path = paths.REALDATA / ext["path"]
+    if not path.is_file():
+        print(f"{name}: not found at {path} (skipped)")
+        continue
+    rows.append(beside_row(name, realdata.realdata_table(D.read_table(path, ext["columns"]), None), ext["score"],
+                           ext["eps"]))
+beside = pd.DataFrame(rows)
+plotting.save_table(beside, "real_generations_beside", floatfmt=".3f")
+display(beside.round(3))

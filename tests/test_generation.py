@@ -66,7 +66,7 @@ class StubEngine:
     def __init__(self, model: str, fail_after: int | None = None):
         self.model, self.fail_after, self.seen = model, fail_after, []
 
-    def stream(self, requests):
+    def stream(self, requests, window=None):
         for k, (key, conv, s) in enumerate(requests):
             if self.fail_after is not None and k >= self.fail_after:
                 raise RuntimeError("CUDA error: injected failure")

@@ -16,6 +16,12 @@ from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config, paths
 
 
+def _with(cfg, **changes):
+    """``cfg`` with some settings changed (as ``config.load(..., **overrides)`` would give)."""
+    assert set(changes) <= set(cfg), set(changes) - set(cfg)
+    return config.Config({**cfg, **changes}, cfg.name, cfg.profile)
+
+
 def _table(n: int = 60, *, groups: bool = True, tokens: bool = True, correctness: bool = True) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     think = rng.integers(0, 2, n)
@@ -167,8 +173,8 @@ def test_generated_walk_without_eps_is_refused(generated):
         "21_table_known_groups", "fast", data_source="generated", pairs=["smollm2"], benchmarks=["walk"], trials=2
     )
     with pytest.raises(ValueError, match="eps: .*'walk'.* no default eps"):
-        make_tables(cfg.replace(generated_root=str(generated)))
-    cfg = cfg.replace(benchmarks=None)
+        make_tables(_with(cfg, generated_root=str(generated)))
+    cfg = _with(cfg, benchmarks=None)
     with pytest.raises(ValueError, match="benchmarks: pair 'smollm2' has no paper table"):
         make_tables(cfg)
 
@@ -213,7 +219,7 @@ def test_no_paper_numbers_for_generated_data_even_of_a_paper_benchmark(tmp_path,
 
 def test_generated_table_has_one_row_per_group(generated, figures):
     cfg = _known(data_source="generated", generated_root=str(generated), pairs=["smollm2"], benchmarks=["walk"])
-    (t,) = make_tables(cfg.replace(eps=0.3)).values()
+    (t,) = make_tables(_with(cfg, eps=0.3)).values()
     groups = pd.read_csv(figures / "tables" / f"{t.name}_groups.csv")
     assert groups["group"].tolist() == ["A", "B", "C", "Overall"]
     assert groups["n"].tolist() == [20, 20, 20, 60]

@@ -16,7 +16,7 @@ group never changes another's. Operands are drawn with replacement: small groups
 1-digit`` has 64 distinct questions) repeat questions, as i.i.d. draws from the group's question
 distribution do. Items are ordered group by group; ``item_id`` is ``arith/<group>/<k>``.
 
-Grading (:func:`grade`) is exact and needs no symbolic parser: the reply's last ``\\boxed{}``
+Grading (:func:`grade_exact`) is exact and needs no symbolic parser: the reply's last ``\\boxed{}``
 (else the whole reply) is read for its last number, which must equal the gold integer.
 
 The items are in MATH-500's columns (``problem``, ``answer``, ``subject`` = the group,
@@ -147,7 +147,7 @@ def make_items(n_per_group: int = ITEMS_PER_GROUP, seed: int = SEED, groups=GROU
     return pd.DataFrame(rows)
 
 
-def grade(response: str, gold: str) -> bool:
+def grade_exact(response: str, gold: str) -> bool:
     r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
     equals ``gold``.
 

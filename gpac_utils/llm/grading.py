@@ -304,7 +304,7 @@ def grade(benchmark: str, response: str, gold) -> bool:
     if benchmark == "walk":
         return grade_lenient(response, gold)
     if benchmark == "arith":  # exact integers: no symbolic parser
-        from .arithmetic import grade as grade_arith
+        from .arithmetic import grade_exact as grade_arith
 
         return grade_arith(response, gold)
     if benchmark == "gpqa":

@@ -7,7 +7,7 @@ walk roles (:data:`gpac_utils.llm.generation.WALK_SAMPLING`: one-shot ``\\boxed{
 
 Two steps, each the library calls of a notebook:
 
-* :func:`generate` -- ``01_generate``'s walk branch (:func:`gpac_utils.llm.generation.generate`) with
+* :func:`generate_table` -- ``01_generate``'s walk branch (:func:`gpac_utils.llm.generation.generate`) with
   the real vLLM engine on CPU (:data:`VLLM_CPU`: fp32, ``gpu_memory_utilization=0.3``); needs
   ``vllm-cpu`` (see ``shared/vllm-cpu.md``); then ``02_scores`` scores the run folder.
 * :func:`check` -- regenerates a few items per group with the same roles, samplings and per-item
@@ -43,7 +43,7 @@ PAIR = "smollm2"
 #: The committed scored table.
 TABLE = DATA / "generated" / f"{BENCHMARK}__{PAIR}.parquet"
 #: Generation seed (base of the per-item seeds) and the seed of the check's item choice.
-SEED = 0
+GENERATION_SEED = 0
 #: The walk's model (both roles), by name (gpac_utils.llm.tiny).
 WALK_MODEL = "smollm2-135m"
 #: ``vllm.LLM`` settings of the committed run (real vLLM on CPU: fp32; see shared/vllm-cpu.md).
@@ -54,7 +54,7 @@ VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 
 WINDOWS = {"nothink": 48, "verbalized": 40}
 #: Verbalized confidences per item: the walk's samplings (:data:`gpac_utils.llm.generation.WALK_SAMPLING`)
 #: with one instead of three, as on 2 shared CPU cores the verbalized prompts' prefill dominated the run.
-N_VERBALIZED = 1
+VERBALIZED_SAMPLES = 1
 #: Same engine, same seeds: scores may differ only in the last float bits.
 SAME_ENGINE_ATOL = 1e-4
 #: Another engine: least share of items whose greedy ``think`` correctness agrees.
@@ -72,7 +72,7 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def make_engine(backend: str, seed: int = SEED):
+def walk_engine(backend: str, seed: int = GENERATION_SEED):
     """The walk model's engine: real vLLM on CPU (:data:`VLLM_CPU`) or transformers on CPU."""
     from ..llm import generation as gen
 
@@ -83,12 +83,12 @@ def make_engine(backend: str, seed: int = SEED):
     raise ValueError(f"backend must be 'vllm' or 'transformers', got {backend!r}")
 
 
-def generate(
+def generate_table(
     folder: str | Path,
     items: pd.DataFrame,
     *,
     backend: str = "vllm",
-    seed: int = SEED,
+    seed: int = GENERATION_SEED,
     chunks: int = 1,
     only: Sequence[int] | None = None,
 ) -> list[dict]:
@@ -119,8 +119,8 @@ def generate(
     """
     from ..llm import generation as gen
 
-    engine = make_engine(backend, seed)
-    samplings = gen.walk_samplings(n_verbalized=N_VERBALIZED)
+    engine = walk_engine(backend, seed)
+    samplings = gen.walk_samplings(n_verbalized=VERBALIZED_SAMPLES)
     reports = []
     for i in range(int(chunks)) if only is None else only:
         start = time.perf_counter()
@@ -142,7 +142,7 @@ def generate(
     return reports
 
 
-def check_items(table: pd.DataFrame, n_per_group: int, seed: int = SEED) -> pd.DataFrame:
+def check_items(table: pd.DataFrame, n_per_group: int, seed: int = GENERATION_SEED) -> pd.DataFrame:
     """A seeded choice of ``n_per_group`` committed items per group, as ``load_benchmark`` items."""
     from ..llm.benchmarks import load_benchmark
 
@@ -263,7 +263,7 @@ def check(
     table: str | Path = TABLE,
     n_per_group: int = 2,
     backend: str = "auto",
-    seed: int = SEED,
+    seed: int = GENERATION_SEED,
 ) -> CheckResult:
     """Regenerate ``n_per_group`` committed items per group and compare them (:func:`compare`).
 
@@ -278,7 +278,7 @@ def check(
     items = check_items(committed, n_per_group, seed)
     folder = Path(out) / f"{BENCHMARK}__{PAIR}"
     shutil.rmtree(folder, ignore_errors=True)
-    generate(folder, items, backend=backend, seed=SEED)
+    generate_table(folder, items, backend=backend, seed=GENERATION_SEED)
     return compare(records(folder), committed, same_engine=backend == "vllm")
 
 
@@ -300,8 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "generate":
         from ..llm.benchmarks import load_benchmark
 
-        items = load_benchmark(BENCHMARK, n_items=a.n_items, seed=SEED)
-        report = generate(Path(a.out) / f"{BENCHMARK}__{PAIR}", items, backend="vllm", chunks=a.chunks, only=a.only)
+        items = load_benchmark(BENCHMARK, n_items=a.n_items, seed=GENERATION_SEED)
+        folder = Path(a.out) / f"{BENCHMARK}__{PAIR}"
+        report = generate_table(folder, items, backend="vllm", chunks=a.chunks, only=a.only)
         print(report)
         print(f"generate: {len(items)} items in {time.perf_counter() - start:.0f} s")
         return 0

@@ -36,8 +36,8 @@
 # and `real_generations_beside.{csv,md}`.
 #
 # Notebook 21's table and figure on the same data:
-# `python -m gpac_utils.workflow.runner 21 -p data_source=generated -p "pairs=['smollm2']" -p eps=0.1
-# -p "overrides={'benchmarks': ['arith']}"`.
+# `python -m gpac_utils.workflow 21 -p data_source generated -p pairs "['smollm2']" -p eps 0.1
+# -p overrides "{'benchmarks': ['arith']}"`.
 #
 # **Runtime** (2 cores): fast profile (20 trials) ~20 s; paper profile (200 trials) ~2 min.
 

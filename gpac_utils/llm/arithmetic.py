@@ -3,7 +3,7 @@
 The items are drawn, not downloaded: every group is a template (``What is 7 times 6 plus 5?``)
 whose integer operands are drawn uniformly from fixed ranges by a seeded NumPy generator, and the
 gold answer is computed exactly with Python integers. The groups differ in how much the walk's
-tiny model (SmolLM2-135M-Instruct, :mod:`gpac_utils.llm.walk`) gains from its ``think`` prompt (a
+tiny model (SmolLM2-135M-Instruct, :data:`gpac_utils.llm.generation.WALK_SAMPLING`) gains from its ``think`` prompt (a
 one-shot worked example that ends in ``\\boxed{}``) over its ``nothink`` prompt ("final answer
 only"): a probe with the real vLLM CPU engine gave losses (think right, nothink wrong) from 0 on
 ``1-digit x 1-digit`` to 0.6 on ``a x b + c``. See :data:`GROUPS`.

@@ -4,7 +4,7 @@ Four notebooks through papermill (:func:`gpac_utils.workflow.runner.run_notebook
 under one folder (default ``build/walk/``, never the committed ``figures/``):
 
 1. ``01_generate`` on its ``fast`` profile: the tiny SmolLM2-135M-Instruct plays both roles on the
-   shipped ``data/walk/items.jsonl`` (:mod:`gpac_utils.llm.walk`), records under ``generations/``;
+   shipped ``data/walk/items.jsonl`` (:data:`gpac_utils.llm.generation.WALK_SAMPLING`), records under ``generations/``;
 2. ``02_scores`` (``fast``): grades and scores them into ``generated/<benchmark>__<pair>.parquet``;
 3. ``21_table_known_groups`` with ``data_source="generated"`` (groups = the items' subjects,
    eps = ``--eps``: the walk is not a paper benchmark, so it has no paper eps; calibration ratio

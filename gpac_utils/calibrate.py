@@ -30,7 +30,7 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_alpha, check_eps, check_fraction, check_int, check_loss_bound
+from .checks import check_alpha, check_eps, check_fraction, check_int, check_labels, check_loss_bound
 from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
@@ -174,13 +174,7 @@ def _as_arrays(scores, loss, loss_bound):
 def _group_labels(groups, n: int) -> np.ndarray:
     if groups is None:
         raise ValueError("groups: G-PAC needs one group label per item (groups=...)")
-    g = np.asarray(groups)
-    if g.shape != (n,):
-        raise ValueError(f"groups: need one label per item ({n}), got shape {g.shape}")
-    missing = pd.isna(g)
-    if missing.any():
-        raise ValueError(f"groups: missing labels at rows {np.flatnonzero(missing)[:5].tolist()}")
-    return g if g.dtype.kind == "U" else g.astype(str)
+    return check_labels("groups", groups, n)
 
 
 class PAC:

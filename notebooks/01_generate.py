@@ -52,8 +52,8 @@ from pathlib import Path
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
-from gpac_utils.llm.scoring import embedded_tables
 from gpac_utils.workflow import config
+from gpac_utils.workflow.paths import SIMULATED
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -82,7 +82,7 @@ cfg
 if mode == "validate":
     print("MODE: validate embedded tables -- no GPU with vLLM and no local model folders, so nothing is "
           "generated on this machine. Validating data/simulated/*.parquet against the data schema instead.")
-    paths = embedded_tables()
+    paths = sorted(SIMULATED.glob("*__*.parquet"))  # data/simulated/<benchmark>__<pair>.parquet
     if not paths:
         print("No embedded tables found under data/simulated/ (run `python -m gpac_utils.paper.simulate`).")
     for p in paths:

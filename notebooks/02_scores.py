@@ -36,13 +36,17 @@
 # %%
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm import scoring as sc
+from gpac_utils.metrics import expected_calibration_error, reliability_curve
 from gpac_utils.paper import plotting
 from gpac_utils.workflow import config
+from gpac_utils.workflow.paths import SIMULATED
 
 plotting.apply_style()
 
@@ -98,7 +102,8 @@ if have_generations:
 # %%
 if not have_generations:
     # the chosen benchmark's tables first, so that the fast profile shows them
-    paths = sorted(sc.embedded_tables(), key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
+    embedded = sorted(SIMULATED.glob("*__*.parquet"))  # data/simulated/<benchmark>__<pair>.parquet
+    paths = sorted(embedded, key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
     if not paths:
         print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
               "nothing to summarise.")
@@ -108,19 +113,75 @@ if not have_generations:
 
 # %% [markdown]
 # ## Summary: sizes, accuracies, losses, tokens and ECE of each score
-# ECE of the confidence 1 − U against the non-thinking model's correctness (equal-width bins);
-# empty for Arena-Hard (no correctness, semantic loss).
+# One row per table: its size and groups, the mean and largest loss, each role's accuracy and mean
+# tokens, and the ECE of the confidence 1 − U of each score against the non-thinking model's
+# correctness (equal-width bins); the ECE is empty for Arena-Hard (no correctness, semantic loss).
 
 # %%
-summary = pd.DataFrame([sc.summarize_table(t, name, cfg.n_bins) for name, t in tables.items()])
+def summarize_table(df, name, n_bins=10):
+    """One summary row: size, groups, accuracies, loss, tokens, and ECE of each score."""
+    row = {
+        "table": name,
+        "n": len(df),
+        "groups": df[data.GROUP].nunique() if data.GROUP in df.columns else 0,
+        "mean_loss": float(df[data.LOSS].mean()),
+        "max_loss": float(df[data.LOSS].max()),
+    }
+    for col in data.CORRECTNESS:
+        row[f"acc_{col.split('_')[0]}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.TOKENS:
+        row[f"mean_{col}"] = float(df[col].mean()) if col in df.columns else np.nan
+    for col in data.score_columns(df):
+        row[f"ece_{col[len(data.SCORE_PREFIX) :]}"] = (
+            expected_calibration_error(1 - df[col].to_numpy(float), df[data.NOTHINK_CORRECT], n_bins)
+            if data.NOTHINK_CORRECT in df.columns
+            else np.nan
+        )
+    return row
+
+
+summary = pd.DataFrame([summarize_table(t, name, cfg.n_bins) for name, t in tables.items()])
 if len(summary):
     plotting.save_table(summary, "02_scores_summary", floatfmt=".3f")
 summary
 
 # %% [markdown]
 # ## Score histograms per group and reliability diagrams
+# Top row: the histogram of each score per group (does a score separate the groups?). Bottom row,
+# when the table has the non-thinking model's correctness: the reliability diagram of the confidence
+# 1 − U (accuracy per equal-width bin against the diagonal of perfect calibration), with its ECE.
 
 # %%
+def plot_score_panels(df, title, n_bins=10):
+    """Histograms of each score per group; reliability diagrams of 1 - U with their ECE."""
+    cols = data.score_columns(df)
+    has_correct = data.NOTHINK_CORRECT in df.columns
+    nrows = 2 if has_correct else 1
+    fig, axes = plt.subplots(nrows, len(cols), figsize=(4 * len(cols), 3.3 * nrows), squeeze=False)
+    groups = sorted(df[data.GROUP].unique()) if data.GROUP in df.columns else [None]
+    edges = np.linspace(0, 1, 21)
+    for j, col in enumerate(cols):
+        ax = axes[0, j]
+        for g in groups:
+            v = df[col] if g is None else df.loc[df[data.GROUP] == g, col]
+            ax.hist(v, bins=edges, histtype="step", density=True, linewidth=1.3, label=g or "all")
+        ax.set(title=col, xlabel="U (uncertainty)", ylabel="density" if j == 0 else None)
+        if has_correct:
+            conf = 1 - df[col].to_numpy(float)
+            curve = reliability_curve(conf, df[data.NOTHINK_CORRECT], n_bins)
+            ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
+            filled = curve["n"] > 0
+            axes[1, j].bar(curve["bin_lo"][filled], curve["accuracy"][filled], width=1 / n_bins, align="edge",
+                           edgecolor="black", alpha=0.7, label="accuracy")
+            axes[1, j].plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
+            axes[1, j].set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence 1 - U", title=f"ECE = {ece:.3f}",
+                           ylabel="non-thinking accuracy" if j == 0 else None)
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 for name, t in tables.items():
-    fig = sc.plot_score_panels(t, name, cfg.n_bins)
+    fig = plot_score_panels(t, name, cfg.n_bins)
     plotting.savefig(fig, f"02_scores__{name}")

@@ -42,14 +42,16 @@
 # **Runtime** (2 cores): fast profile (20 trials) ~20 s; paper profile (200 trials) ~2 min.
 
 # %%
+import numpy as np
 import pandas as pd
 from IPython.display import display
+from scipy.stats import rankdata
 
 from gpac_utils import data as D
 from gpac_utils.experiment import ExperimentConfig, group_violations, run_experiment
 from gpac_utils.paper import plotting, realdata, sources
 from gpac_utils.paper import results_tables as R
-from gpac_utils.workflow import arith, config, paths
+from gpac_utils.workflow import config, paths
 
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 40)
@@ -79,9 +81,35 @@ cfg
 # confident) ranks the non-thinking role's errors, and the loss.
 
 # %%
-acc = arith.accuracy_table(table)
+cols = [D.THINK_CORRECT, D.NOTHINK_CORRECT, D.LOSS]
+acc = table.groupby(D.GROUP, sort=True)[cols].mean()
+acc.loc["all"] = table[cols].mean()
+acc.insert(0, "n", table.groupby(D.GROUP, sort=True).size().reindex(acc.index).fillna(len(table)).astype(int))
+acc = acc.rename(columns={D.THINK_CORRECT: "think_acc", D.NOTHINK_CORRECT: "nothink_acc"})
 plotting.save_table(acc.reset_index(), "real_generations_accuracy", floatfmt=".3f")
-quality = arith.score_quality(table)
+
+# %% [markdown]
+# The AUROC of a score for a binary outcome is the chance that a random positive item (say, a
+# non-thinking error) scores above a random negative one, ties counting one half: the Mann–Whitney
+# form below, from the scores' ranks. It is checked against the pairwise definition on one score.
+
+# %%
+def auroc(score, positive):
+    """Area under the ROC curve of ``score`` for the binary ``positive`` (ties count one half)."""
+    score, positive = np.asarray(score, float), np.asarray(positive, bool)
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    ranks = rankdata(score)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+quality = pd.DataFrame([
+    {"score": col, "auroc_nothink_error": auroc(table[col], table[D.NOTHINK_CORRECT] == 0),
+     "auroc_loss": auroc(table[col], table[D.LOSS] > 0)}
+    for col in D.score_columns(table)
+])
+s, pos = table["score_logits"].to_numpy(), (table[D.NOTHINK_CORRECT] == 0).to_numpy()
+pairwise = np.mean((s[pos][:, None] > s[~pos][None, :]) + 0.5 * (s[pos][:, None] == s[~pos][None, :]))
+assert np.isclose(quality.loc[quality.score == "score_logits", "auroc_nothink_error"].item(), pairwise)
 plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
 display(acc.round(3))
 display(quality.round(3))

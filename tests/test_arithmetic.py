@@ -110,51 +110,34 @@ def _records(n=6):
 
 
 def test_compare_same_engine_is_exact():
-    from gpac_utils.workflow import arith
-
     ref = _records()
-    assert arith.compare(ref, ref, same_engine=True).passed
-    near = ref.assign(score_logits=ref["score_logits"] + arith.SAME_ENGINE_ATOL / 2)
-    assert arith.compare(near, ref, same_engine=True).passed
+    assert arithmetic.compare(ref, ref, same_engine=True).passed
+    near = ref.assign(score_logits=ref["score_logits"] + arithmetic.SAME_ENGINE_ATOL / 2)
+    assert arithmetic.compare(near, ref, same_engine=True).passed
     flipped = ref.copy()
     flipped.loc[2, "nothink_correct"] = 0
-    result = arith.compare(flipped, ref, same_engine=True)
+    result = arithmetic.compare(flipped, ref, same_engine=True)
     assert not result.passed and result.agreement["nothink_correct"] == pytest.approx(5 / 6)
-    far = ref.assign(score_logits=ref["score_logits"] + 10 * arith.SAME_ENGINE_ATOL)
-    assert not arith.compare(far, ref, same_engine=True).passed
+    far = ref.assign(score_logits=ref["score_logits"] + 10 * arithmetic.SAME_ENGINE_ATOL)
+    assert not arithmetic.compare(far, ref, same_engine=True).passed
 
 
 def test_compare_other_engine_checks_think_only():
-    from gpac_utils.workflow import arith
-
     ref = _records()
     other = ref.assign(nothink_correct=1 - ref["nothink_correct"], score_logits=0.9)
-    assert arith.compare(other, ref, same_engine=False).passed
+    assert arithmetic.compare(other, ref, same_engine=False).passed
     other.loc[:1, "think_correct"] = 1 - other.loc[:1, "think_correct"]  # 2 of 6 disagree: 67% < 80%
-    assert not arith.compare(other, ref, same_engine=False).passed
+    assert not arithmetic.compare(other, ref, same_engine=False).passed
     with pytest.raises(ValueError, match="not in the committed table"):
-        arith.compare(ref.assign(item_id="arith/x/0"), ref, same_engine=True)
-
-
-def test_auroc_matches_the_pairwise_definition():
-    import numpy as np
-
-    from gpac_utils.workflow import arith
-
-    rng = np.random.default_rng(0)
-    score, pos = rng.integers(0, 5, 60).astype(float), rng.random(60) < 0.3
-    pairs = [(1.0 if a > b else 0.5 if a == b else 0.0) for a in score[pos] for b in score[~pos]]
-    assert arith.auroc(score, pos) == pytest.approx(np.mean(pairs))
-    assert np.isnan(arith.auroc(score, np.zeros(60, bool)))
+        arithmetic.compare(ref.assign(item_id="arith/x/0"), ref, same_engine=True)
 
 
 def test_committed_table_matches_the_benchmark():
     from gpac_utils import data
-    from gpac_utils.workflow import arith
 
-    if not arith.TABLE.exists():
-        pytest.skip(f"{arith.TABLE} not generated yet")
-    table = data.read_table(arith.TABLE)
+    if not arithmetic.TABLE.exists():
+        pytest.skip(f"{arithmetic.TABLE} not generated yet")
+    table = data.read_table(arithmetic.TABLE)
     items = load_benchmark("arith").set_index("item_id")
     assert table[data.GROUP].nunique() >= 5 and table[data.ID].is_unique
     # its items are benchmark items (the data card says how many), in the benchmark's order
@@ -162,9 +145,9 @@ def test_committed_table_matches_the_benchmark():
     assert table[data.ID].map(items.index.get_loc).is_monotonic_increasing
     assert (table[data.GROUP].to_numpy() == items.loc[table[data.ID], "group"].to_numpy()).all()
     assert (table[data.LOSS] == table[data.THINK_CORRECT] * (1 - table[data.NOTHINK_CORRECT])).all()
-    chosen = arith.check_items(table, 2)
+    chosen = arithmetic.check_items(table, 2)
     assert len(chosen) == 2 * table[data.GROUP].nunique()
-    assert chosen["item_id"].tolist() == arith.check_items(table, 2)["item_id"].tolist()
+    assert chosen["item_id"].tolist() == arithmetic.check_items(table, 2)["item_id"].tolist()
 
 
 @pytest.mark.parametrize(
@@ -178,11 +161,9 @@ def test_regenerating_a_subset_agrees_with_the_committed_table(tmp_path, backend
     """vLLM on CPU (the table's engine, fp32, same seeds): the records equal the committed ones.
     transformers (another engine): the greedy think role's correctness agrees on >= 80 % of the items."""
     pytest.importorskip(backend)
-    from gpac_utils.workflow import arith
-
-    if not arith.TABLE.exists():
-        pytest.skip(f"{arith.TABLE} not generated yet")
-    result = arith.check(tmp_path, n_per_group=1, backend=backend)
+    if not arithmetic.TABLE.exists():
+        pytest.skip(f"{arithmetic.TABLE} not generated yet")
+    result = arithmetic.check(tmp_path, n_per_group=1, backend=backend)
     assert result.same_engine == (backend == "vllm") and result.n_items >= 5
     assert result.passed, result.summary()
 

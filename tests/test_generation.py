@@ -24,10 +24,10 @@ from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.engines import Completion, item_seed
 from gpac_utils.llm.generation import (
-    default_sampling,
     generate,
     load_generations,
     load_run_facts,
+    model_defaults,
     pair_samplings,
     parse_shard,
     run_generation,
@@ -57,11 +57,16 @@ def fake_reply(content: str, model: str, rng: np.random.Generator) -> str:
     return body
 
 
-class StubEngine:
-    """The engine interface (``stream``, ``count_tokens``, ``end_think_ids``) with replies known in
-    advance and an optional failure after ``fail_after`` items. Whitespace tokens, ``</think>`` = 7."""
+class StubTokenizer:
+    def get_vocab(self):
+        return {"</think>": 7}
 
-    backend, logprobs_mode = "stub", "raw_logprobs"
+
+class StubEngine:
+    """The engine interface (``stream``, ``tokenizer.get_vocab``) with replies known in advance and an
+    optional failure after ``fail_after`` items. Whitespace tokens, ``</think>`` = 7."""
+
+    backend, logprobs_mode, tokenizer = "stub", "raw_logprobs", StubTokenizer()
 
     def __init__(self, model: str, fail_after: int | None = None):
         self.model, self.fail_after, self.seen = model, fail_after, []
@@ -81,12 +86,6 @@ class StubEngine:
                 comps.append(Completion(" ".join(words), [_id(w) for w in words], lps, finish))
             yield key, comps
 
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def end_think_ids(self):
-        return {7}
-
 
 def _items(n=11):
     return pd.DataFrame(
@@ -98,7 +97,7 @@ def _items(n=11):
 
 
 MODEL = "Qwen/Qwen3-4B-Instruct-2507"
-S = default_sampling(MODEL).with_(max_tokens=64)
+S = model_defaults(MODEL)[0].with_(max_tokens=64)
 
 
 def _run(out, shard="0/1", engine=None, items=None, **kw):
@@ -120,17 +119,19 @@ def test_sampling_defaults_of_the_pairs():
     assert (s["verbalized"].n, s["verbalized"].max_tokens, s["verbalized"].temperature) == (3, 7, 0.7)
     w = gen.walk_samplings(think_max_tokens=8)
     assert (w["think"].temperature, w["think"].max_tokens, w["verbalized"].n) == (0.0, 8, 3)
-    with pytest.raises(ValueError, match="n_verbalized"):
+    with pytest.raises(ValueError, match="n must be >= 1"):
         gen.walk_samplings(n_verbalized=0)
+    assert model_defaults("deepseek-ai/DeepSeek-R1-Distill-Llama-8B")[1] and not model_defaults("my/model")[1]
+    assert model_defaults("meta-llama/Llama-3.1-8B-Instruct")[0].top_p == 0.9
 
 
 def test_split_thinking_cases():
     text = "<think> a b </think> x </think> y z"
     c = Completion(text, [_id(w) for w in text.split()], None, "stop")
-    with_ids = split_thinking(c, thinking=True, end_ids={7})
-    no_ids = split_thinking(c, thinking=True, end_ids=set(), count_tokens=lambda t: len(t.split()))
-    assert with_ids == no_ids == ("a b </think> x", "y z", 6, 2)
-    assert split_thinking(Completion("a b c", [1, 2, 3], None, "length"), thinking=True, end_ids={7})[1:] == ("", 3, 0)
+    assert split_thinking(c, thinking=True, end_id=7) == ("a b </think> x", "y z", 6, 2)
+    with pytest.raises(ValueError, match="end_id"):
+        split_thinking(c, thinking=True, end_id=None)
+    assert split_thinking(Completion("a b c", [1, 2, 3], None, "length"), thinking=True, end_id=7)[1:] == ("", 3, 0)
     assert split_thinking(Completion("a b c", [1, 2, 3], None, "stop"), thinking=True)[1:] == ("a b c", 0, 3)
     assert split_thinking(Completion("x </think> y", [1, 7, 2], None, "stop"), thinking=False)[1] == "x </think> y"
 
@@ -216,6 +217,7 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
     res = score_run(tmp_path, "math500", router_folds=2)
     t = res.table
     assert list(t["item_id"]) == list(items["item_id"])
+    assert list(t.columns) == [data.ID, data.GROUP, data.LOSS, *data.CORRECTNESS, *data.TOKENS, *data.PAPER_SCORES]
     data.validate(t, require_group=True, require_tokens=True, score_cols=data.PAPER_SCORES)
     np.testing.assert_array_equal(t["loss"], data.binary_loss(t["think_correct"], t["nothink_correct"]))
     think = load_generations(tmp_path, "think", items["item_id"])
@@ -227,7 +229,8 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
 
 
 def test_cli_rejects_bad_options_in_one_line():
-    for args, msg in ((["--shard", "3/2"], "shard"), (["--engine-arg", "x"], "KEY=VALUE"), (["--pair", "x"], "pair")):
+    cases = (["--shard", "3/2"], "shard"), (["--engine-arg", "x"], "KEY=VALUE"), (["--pair", "x"], "pair")
+    for args, msg in (*cases, (["--window", "nothink"], "KEY=VALUE")):
         p = subprocess.run(
             [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "math500", *args],
             cwd=ROOT, capture_output=True, text=True,

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from gpac_utils.llm.engines import Sampling, TransformersEngine  # noqa: E402
+from gpac_utils.llm.engines import Sampling, TransformersEngine, prompt_ids  # noqa: E402
 from gpac_utils.llm.generation import load_generations, run_generation  # noqa: E402
 
 WORDS = ["the", "answer", "is", "two", "three", "step", "so", "boxed", "yes", "no", "what", "plus", "one"]
@@ -58,7 +58,7 @@ def test_raw_logprobs_match_teacher_forcing(tiny):
     eng = TransformersEngine(str(tiny), device="cpu")
     [comps] = eng.generate([CONV], [Sampling(temperature=1.0, top_p=0.9, top_k=5, max_tokens=12, n=2, seed=4)])
     assert len(comps) == 2
-    prompt = torch.tensor(eng._encode(CONV))
+    prompt = torch.tensor(prompt_ids(eng.tokenizer, CONV))
     for c in comps:
         assert 0 < len(c.token_ids) <= 12 and len(c.token_logprobs) == len(c.token_ids)
         assert c.finish_reason in ("stop", "length")
@@ -78,7 +78,7 @@ def test_processed_logprobs_and_seed(tiny):
     a, b = raw.generate([CONV], [s])[0][0], proc.generate([CONV], [s])[0][0]
     assert a.token_ids == b.token_ids  # same seed, same sample
     # independent reference: logits / T, keep the top 3, renormalise, take the sampled token
-    prompt = torch.tensor(raw._encode(CONV))
+    prompt = torch.tensor(prompt_ids(raw.tokenizer, CONV))
     ids = torch.cat([prompt, torch.tensor(a.token_ids)]).unsqueeze(0)
     with torch.no_grad():
         logits = raw.hf_model(ids).logits[0, len(prompt) - 1 : -1].float() / 0.7
@@ -119,13 +119,15 @@ def test_batched_equals_one_at_a_time(tiny, temperature):
         assert [x.token_ids for x in alone] == [x.token_ids for x in b]
         for x, y in zip(alone, b):
             np.testing.assert_allclose(x.token_logprobs, y.token_logprobs, atol=1e-4)
-    capped = TransformersEngine(str(tiny), device="cpu", max_batch_rows=2)  # one request per generate call
+    capped = TransformersEngine(str(tiny), device="cpu", batch_size=2)  # one request per generate call
     assert [[x.token_ids for x in r] for r in capped.generate(convs, ss)] == [[x.token_ids for x in r] for r in batch]
 
 
 def test_bad_arguments(tiny):
-    with pytest.raises(ValueError, match="max_batch_rows"):
-        TransformersEngine(str(tiny), device="cpu", max_batch_rows=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        TransformersEngine(str(tiny), device="cpu", batch_size=0)
+    with pytest.raises(ValueError, match="logprobs_mode"):
+        TransformersEngine(str(tiny), device="cpu", logprobs_mode="raw")
     eng = TransformersEngine(str(tiny), device="cpu")
     with pytest.raises(ValueError, match="samplings"):
         eng.generate([CONV], [])

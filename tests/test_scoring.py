@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import data, metrics
+from gpac_utils import metrics
 from gpac_utils.llm import scoring as sc
 
 FIX = Path(__file__).parent / "fixtures"
@@ -141,49 +141,7 @@ def test_router_on_fixture(embedder):
     assert auc > 0.9
     # out-of-fold: identical to training on the other folds by hand
     k = next(StratifiedKFold(4, shuffle=True, random_state=0).split(X, y))
-    manual = sc.router_score(sc.fit_router(X[k[0]], y[k[0]]), X[k[1]])
+    manual = 1 - sc.make_router().fit(X[k[0]], y[k[0]]).predict_proba(X[k[1]])[:, 1]
     np.testing.assert_allclose(u[k[1]], manual)
     with pytest.raises(ValueError, match="each class"):
         sc.crossfit_router_scores(X[:6], y[:6], folds=4)
-
-
-def test_assemble_table_follows_schema():
-    items = pd.DataFrame({"item_id": ["a", "b", "c"], "group": ["g1", "g1", "g2"]})
-    t = sc.assemble_table(
-        items,
-        think_correct=[1, 1, 0],
-        nothink_correct=[1, 0, 0],
-        think_tokens=[10, 20, 30],
-        nothink_tokens=[1, 2, 3],
-        scores={"score_router": [0.1, 0.5, 0.9], "score_logits": [0.2, 0.3, 0.4]},
-    )
-    assert list(t.columns) == [
-        "item_id",
-        "group",
-        "loss",
-        "think_correct",
-        "nothink_correct",
-        "think_tokens",
-        "nothink_tokens",
-        "score_logits",
-        "score_router",
-    ]
-    assert t["loss"].tolist() == [0.0, 1.0, 0.0]
-    with pytest.raises(data.SchemaError, match="score_logits"):
-        sc.assemble_table(
-            items,
-            think_correct=[1, 1, 0],
-            nothink_correct=[1, 0, 0],
-            think_tokens=[1, 1, 1],
-            nothink_tokens=[1, 1, 1],
-            scores={"score_logits": [0.2, 1.3, 0.4]},
-        )
-    semantic = sc.assemble_table(
-        items,
-        loss=[0.0, 1.5, 0.2],
-        think_tokens=[1, 1, 1],
-        nothink_tokens=[1, 1, 1],
-        scores={"score_logits": [0.2, 0.3, 0.4]},
-        loss_bound=sc.SEMANTIC_LOSS_BOUND,
-    )
-    assert semantic["loss"].max() == 1.5

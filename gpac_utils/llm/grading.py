@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arithmetic import grade_exact
+
 LETTERS = "ABCD"
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -76,40 +78,24 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-def _timeouts_allowed() -> bool:
-    # math-verify's timeouts use signal.alarm, which only works in the main thread.
-    return threading.current_thread() is threading.main_thread()
-
-
 def grade_math(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
     r"""Is the last ``\boxed{}`` of ``response`` equal to ``gold`` (math-verify, gold first)?
 
-    Works in worker threads: there the signal-based timeouts of math-verify are switched off
-    (``parsing_timeout=None``, ``timeout_seconds=None``) instead of raising.
+    Works in worker threads: there the signal-based timeouts of math-verify (``signal.alarm``, main
+    thread only) are switched off (``parsing_timeout=None``, ``timeout_seconds=None``) instead of raising.
     """
     from math_verify import LatexExtractionConfig, parse, verify
 
     boxed = last_boxed(response or "")
-    if boxed is None or not boxed.strip():
+    if not boxed:
         return False
-    t = timeout_seconds if _timeouts_allowed() else None
-    gold_parsed = _parse_gold(str(gold), t)
+    t = timeout_seconds if threading.current_thread() is threading.main_thread() else None
+    config = [LatexExtractionConfig(boxed_match_priority=0)]
+    gold_parsed = parse(f"\\boxed{{{gold}}}", extraction_config=config, parsing_timeout=t)
     if not gold_parsed:
         raise ValueError(f"math-verify cannot parse the gold answer {gold!r}")
-    pred = parse(
-        f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=t
-    )
-    if not pred:
-        return False
-    return bool(verify(gold_parsed, pred, timeout_seconds=t))
-
-
-def _parse_gold(gold: str, t):
-    from math_verify import LatexExtractionConfig, parse
-
-    return parse(
-        f"\\boxed{{{gold}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=t
-    )
+    pred = parse(f"\\boxed{{{boxed}}}", extraction_config=config, parsing_timeout=t)
+    return bool(pred) and bool(verify(gold_parsed, pred, timeout_seconds=t))
 
 
 # --------------------------------------------------------------------------- walk (tiny models)
@@ -237,25 +223,18 @@ def zebra_prompt(puzzle: str, solution: dict) -> str:
 
 
 def extract_json(text: str) -> dict | None:
-    """The last parseable JSON object in ``text`` (code fences allowed); ``None`` if there is none,
-    e.g. a truncated output."""
-    if not text:
-        return None
-    dec = json.JSONDecoder()
-    objects = []
-    for m in re.finditer(r"\{", text):
+    """The last parseable JSON object in ``text`` (code fences allowed; one with a ``solution`` object
+    preferred); ``None`` if there is none, e.g. a truncated output."""
+    decoder, objects = json.JSONDecoder(), []
+    for m in re.finditer(r"\{", text or ""):
         try:
-            obj, _ = dec.raw_decode(text, m.start())
+            obj = decoder.raw_decode(text, m.start())[0]
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):
             objects.append(obj)
-    with_solution = [o for o in objects if _contains_solution(o)]
+    with_solution = [o for o in objects if isinstance(o.get("solution"), dict)]
     return (with_solution or objects or [None])[-1]
-
-
-def _contains_solution(obj: dict) -> bool:
-    return isinstance(obj.get("solution"), dict)
 
 
 def _norm(v) -> str:
@@ -294,24 +273,21 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 
 # --------------------------------------------------------------------------- dispatch
-GRADED = ("math500", "gpqa", "zebralogic", "walk", "arith")
+GRADERS = {
+    "math500": grade_math,
+    "gpqa": grade_gpqa,
+    "zebralogic": lambda response, gold: (
+        grade_zebra(response, json.loads(gold) if isinstance(gold, str) else gold).correct
+    ),
+    "walk": grade_lenient,
+    "arith": grade_exact,  # exact integers: no symbolic parser
+}
 
 
 def grade(benchmark: str, response: str, gold) -> bool:
     """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
-    if benchmark == "math500":
-        return grade_math(response, gold)
-    if benchmark == "walk":
-        return grade_lenient(response, gold)
-    if benchmark == "arith":  # exact integers: no symbolic parser
-        from .arithmetic import grade_exact as grade_arith
-
-        return grade_arith(response, gold)
-    if benchmark == "gpqa":
-        return grade_gpqa(response, gold)
-    if benchmark == "zebralogic":
-        sol = json.loads(gold) if isinstance(gold, str) else gold
-        return grade_zebra(response, sol).correct
     if benchmark == "arena_hard":
         raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.llm.scoring.semantic_loss)")
-    raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {GRADED}")
+    if benchmark not in GRADERS:
+        raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {tuple(GRADERS)}")
+    return GRADERS[benchmark](response, gold)

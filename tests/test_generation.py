@@ -230,7 +230,7 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
 
 def test_cli_rejects_bad_options_in_one_line():
     cases = (["--shard", "3/2"], "shard"), (["--engine-arg", "x"], "KEY=VALUE"), (["--pair", "x"], "pair")
-    for args, msg in (*cases, (["--window", "nothink"], "KEY=VALUE")):
+    for args, msg in (*cases, (["--windows", "nothink=3"], "windows")):
         p = subprocess.run(
             [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "math500", *args],
             cwd=ROOT, capture_output=True, text=True,

@@ -59,8 +59,6 @@ def test_verbalized_counts_unparsable_and_never_drops():
     assert rep.scores["b"] == 1.0 and rep.items_all_unparsable == ["b"]
     assert rep.n_unparsable.to_dict() == {"a": 1, "b": 2} and rep.n_replies.to_dict() == {"a": 3, "b": 2}
     assert "3 of 5 replies unparsable" in rep.summary()
-    with pytest.raises(ValueError, match="no parsable"):
-        sc.verbalized_scores(g, all_unparsable="raise")
 
 
 def _ece_bruteforce(c, y, B):
@@ -121,11 +119,7 @@ def test_minilm_embeddings_and_semantic_loss(embedder):
     )
     assert loss[0] == pytest.approx(0.0, abs=1e-5)
     assert 0 < loss[1] < loss[2] <= sc.SEMANTIC_LOSS_BOUND
-
-
-def test_cosine_loss_zero_vector():
-    with pytest.raises(ValueError, match="zero embedding"):
-        sc.cosine_loss(np.zeros((1, 3)), np.ones((1, 3)))
+    np.testing.assert_allclose(loss, 1 - v @ v[0], atol=1e-6)  # 1 - cos of unit vectors
 
 
 def test_router_on_fixture(embedder):

@@ -27,6 +27,7 @@ the shipped ``walk`` items (one-shot ``think`` and final-answer-only ``nothink``
 from __future__ import annotations
 
 import importlib.util
+import operator
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,7 +52,6 @@ class Group:
 
     name: str
     level: int
-    description: str
     draw: Callable[[np.random.Generator], tuple[str, int]]
 
 
@@ -60,29 +60,14 @@ def _int(rng: np.random.Generator, lo: int, hi: int) -> int:
     return int(rng.integers(lo, hi + 1))
 
 
-def _add_1d(rng):
-    a, b = _int(rng, 0, 9), _int(rng, 0, 9)
-    return f"What is {a} + {b}?", a + b
+def _two(template: str, op: Callable[[int, int], int], a: tuple[int, int], b: tuple[int, int]):
+    """A draw: ``template`` with two operands, uniform in the ranges ``a`` and ``b`` (in this order); ``op`` of them."""
 
+    def draw(rng):
+        x, y = _int(rng, *a), _int(rng, *b)
+        return template.format(x, y), op(x, y)
 
-def _add_2d(rng):
-    a, b = _int(rng, 10, 99), _int(rng, 10, 99)
-    return f"What is {a} + {b}?", a + b
-
-
-def _sub_2d(rng):
-    a, b = _int(rng, 10, 99), _int(rng, 10, 99)
-    return f"What is {a} - {b}?", a - b
-
-
-def _mul_1d(rng):
-    a, b = _int(rng, 2, 9), _int(rng, 2, 9)
-    return f"What is {a} times {b}?", a * b
-
-
-def _mul_2d1d(rng):
-    a, b = _int(rng, 10, 99), _int(rng, 2, 9)
-    return f"What is {a} times {b}?", a * b
+    return draw
 
 
 def _mul_add(rng):
@@ -97,13 +82,13 @@ def _solve_x(rng):
 
 #: The groups, easiest first by construction (not by the model's accuracy).
 GROUPS: tuple[Group, ...] = (
-    Group("add_1d", 1, "a + b, a and b in 0..9", _add_1d),
-    Group("mul_1d", 1, "a times b, a and b in 2..9", _mul_1d),
-    Group("add_2d", 2, "a + b, a and b in 10..99", _add_2d),
-    Group("sub_2d", 2, "a - b, a and b in 10..99 (negative answers possible)", _sub_2d),
-    Group("solve_x", 2, "solve x + a = b for x, x and a in 1..20", _solve_x),
-    Group("mul_2d1d", 3, "a times b, a in 10..99, b in 2..9", _mul_2d1d),
-    Group("mul_add", 3, "a times b plus c, a and b in 2..9, c in 1..9", _mul_add),
+    Group("add_1d", 1, _two("What is {} + {}?", operator.add, (0, 9), (0, 9))),
+    Group("mul_1d", 1, _two("What is {} times {}?", operator.mul, (2, 9), (2, 9))),
+    Group("add_2d", 2, _two("What is {} + {}?", operator.add, (10, 99), (10, 99))),
+    Group("sub_2d", 2, _two("What is {} - {}?", operator.sub, (10, 99), (10, 99))),  # negative answers possible
+    Group("solve_x", 2, _solve_x),  # solve x + a = b for x; x and a in 1..20
+    Group("mul_2d1d", 3, _two("What is {} times {}?", operator.mul, (10, 99), (2, 9))),
+    Group("mul_add", 3, _mul_add),  # a times b plus c; a and b in 2..9, c in 1..9
 )
 GROUP_NAMES = tuple(g.name for g in GROUPS)
 
@@ -136,21 +121,12 @@ def make_items(n_per_group: int = ITEMS_PER_GROUP, seed: int = SEED, groups=GROU
     rows = []
     for name in groups:
         index = GROUP_NAMES.index(name)
-        group = GROUPS[index]
         rng = np.random.default_rng([int(seed), index])
         for k in range(int(n_per_group)):
-            question, answer = group.draw(rng)
-            rows.append(
-                {
-                    "problem": question,
-                    "answer": str(answer),
-                    "subject": name,
-                    "level": group.level,
-                    "unique_id": f"arith/{name}/{k:04d}",
-                    "solution": f"The answer is \\boxed{{{answer}}}.",
-                }
-            )
-    return pd.DataFrame(rows)
+            question, answer = GROUPS[index].draw(rng)
+            solution = f"The answer is \\boxed{{{answer}}}."
+            rows.append((question, str(answer), name, GROUPS[index].level, f"arith/{name}/{k:04d}", solution))
+    return pd.DataFrame(rows, columns=["problem", "answer", "subject", "level", "unique_id", "solution"])
 
 
 def grade_exact(response: str, gold: str) -> bool:
@@ -234,14 +210,8 @@ def check_items(table: pd.DataFrame, n_per_group: int, seed: int = 0) -> pd.Data
 
     if int(n_per_group) < 1:
         raise ValueError(f"n_per_group must be >= 1, got {n_per_group}")
-    rng, ids = np.random.default_rng(seed), []
-    for _, g in table.groupby(data.GROUP, sort=True):
-        ids += sorted(rng.choice(g[data.ID].to_numpy(str), size=min(int(n_per_group), len(g)), replace=False))
-    items = load_benchmark("arith").set_index("item_id")
-    missing = sorted(set(ids) - set(items.index))
-    if missing:
-        raise ValueError(f"table: item ids {missing[:3]} are not items of the arith benchmark (other seed or size?)")
-    return items.loc[ids].reset_index()
+    chosen = table.groupby(data.GROUP).sample(n=int(n_per_group), random_state=seed)[data.ID]
+    return load_benchmark("arith").set_index("item_id").loc[chosen].reset_index()
 
 
 def check(out=BUILD / "arith-check", *, table=TABLE, n_per_group: int = 2, backend: str = "auto") -> CheckResult:

@@ -1,10 +1,8 @@
 """Benchmark loaders: MATH-500, GPQA, ZebraLogic and Arena-Hard from local files, and the shipped walk.
 
-Nothing downloads at import or in tests. Put a ``.jsonl``, ``.parquet`` or ``.csv`` file at
-``data/benchmarks/<name>.<ext>`` (or pass ``path=``; or set ``GPAC_BENCHMARKS`` to a folder).
-When no local file exists and the optional ``datasets`` library is installed, the loader uses
-its local cache only (``HF_DATASETS_OFFLINE=1``; run ``datasets.load_dataset(<repo>)`` once
-yourself, online, to fill it).
+Nothing downloads. Put a ``.jsonl``, ``.parquet`` or ``.csv`` file at
+``data/benchmarks/<name>.<ext>`` (or pass ``path=``; or set ``GPAC_BENCHMARKS`` to a folder); the
+error for a missing file gives the ``datasets`` command that writes it from Hugging Face (online).
 
 Expected source columns (the public releases' names; other case and ``_`` for a space are
 accepted too, and the aliases in :data:`BENCHMARKS`):
@@ -100,20 +98,15 @@ def read_items(path: str | Path) -> pd.DataFrame:
     return data.read_frame(path)
 
 
-def _from_hf_cache(name: str) -> pd.DataFrame:
-    """``name``'s source from the local cache of the optional ``datasets`` library (never downloads)."""
+def _missing(name: str) -> FileNotFoundError:
+    """Where to put ``name``'s file, and the one command that writes it from Hugging Face (online)."""
     (repo, config, split), required = BENCHMARKS[name].hf, list(BENCHMARKS[name].required)
-    try:
-        import datasets  # optional
-
-        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-        return datasets.load_dataset(repo, config, split=split).to_pandas()
-    except Exception as exc:  # not installed, or offline and not cached
-        raise FileNotFoundError(
-            f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
-            f"{required} into {benchmark_dir()} (or pass path=..., or set GPAC_BENCHMARKS); nor is {repo} in the "
-            f"local `datasets` cache ({type(exc).__name__}). Source: https://huggingface.co/datasets/{repo}"
-        ) from exc
+    export = f"datasets.load_dataset({repo!r}, {config!r}, split={split!r}).to_json('{name}.jsonl')"
+    return FileNotFoundError(
+        f"no local file for benchmark {name!r}: put {name}.jsonl, {name}.parquet or {name}.csv with columns "
+        f"{required} into {benchmark_dir()} (or pass path=..., or set GPAC_BENCHMARKS), e.g. with `{export}` "
+        f"(Source: https://huggingface.co/datasets/{repo})"
+    )
 
 
 def _canonical_source(df: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
@@ -151,12 +144,7 @@ def _solution(v, row) -> dict:
 
 
 def load_benchmark(
-    name: str,
-    path: str | Path | None = None,
-    *,
-    n_items: int | None = None,
-    seed: int = 0,
-    system_prompt: str | None = None,
+    name: str, path: str | Path | None = None, *, n_items: int | None = None, seed: int = 0
 ) -> pd.DataFrame:
     """Load ``name`` into canonical columns (see module doc). ``n_items`` keeps a seeded random subset
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
@@ -168,7 +156,7 @@ def load_benchmark(
     elif name == "arith":  # procedurally generated: gpac_utils.llm.arithmetic (seed 0, its default size)
         src, where = arithmetic.make_items(), "gpac_utils.llm.arithmetic"
     else:
-        src, where = _from_hf_cache(name), BENCHMARKS[name].hf[0]
+        raise _missing(name)
     df = _canonical_source(src, name, where)
     if name in (*WALK_LIKE, "math500"):  # the walk's items are in MATH format
         ids, groups, questions, gold = df["unique_id"], df["subject"], df["problem"], df["answer"]
@@ -196,10 +184,9 @@ def load_benchmark(
     if n_items is not None and n_items < len(out):
         keep = np.sort(np.random.default_rng(seed).choice(len(out), size=int(n_items), replace=False))
         out = out.iloc[keep].reset_index(drop=True)
-    sys_msg = [{"role": "system", "content": system_prompt}] if system_prompt else []
     if name in WALK_LIKE:
-        out["messages"] = [sys_msg + grading.walk_messages(q, "think") for q in out["question"]]
-        out["messages_nothink"] = [sys_msg + grading.walk_messages(q, "nothink") for q in out["question"]]
+        out["messages"] = [grading.walk_messages(q, "think") for q in out["question"]]
+        out["messages_nothink"] = [grading.walk_messages(q, "nothink") for q in out["question"]]
     else:
-        out["messages"] = [sys_msg + [{"role": "user", "content": p}] for p in out["prompt"]]
+        out["messages"] = [[{"role": "user", "content": p}] for p in out["prompt"]]
     return out

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from itertools import groupby, islice
 from pathlib import Path
 
@@ -33,7 +33,6 @@ from . import tiny
 
 LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
 BACKENDS = ("auto", "vllm", "transformers", "validate")
-Request = tuple[Hashable, list[dict], "Sampling"]
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,6 @@ class Sampling:
 
     def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def item_seed(seed: int, item_id) -> int:
@@ -118,7 +114,9 @@ class VLLMEngine:
         """A conversation as vLLM's ``TokensPrompt`` (:func:`prompt_ids`)."""
         return {"prompt_token_ids": prompt_ids(self.tokenizer, conversation)}
 
-    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
+    def stream(
+        self, requests: Iterable[tuple[Hashable, list[dict], Sampling]], window: int | None = None
+    ) -> Iterator[tuple[Hashable, list]]:
         """Continuous batching: every request in flight (at most ``window`` when given), each yielded
         the step it finishes.
 
@@ -138,10 +136,8 @@ class VLLMEngine:
             while pending:
                 for out in engine.step():
                     if out.finished and out.request_id in pending:
-                        yield (
-                            pending.pop(out.request_id),
-                            [_completion(c) for c in sorted(out.outputs, key=lambda c: c.index)],
-                        )
+                        outputs = sorted(out.outputs, key=lambda c: c.index)
+                        yield pending.pop(out.request_id), [_completion(c) for c in outputs]
                         if window:
                             submit(1)
         finally:
@@ -166,29 +162,14 @@ class RowSampler:
 
     def __init__(self, sampling: Sampling, seeds):
         import torch
+        from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-        self.temperature, self.top_p = float(sampling.temperature), float(sampling.top_p)
-        self.top_k = int(sampling.top_k) if sampling.top_k and sampling.top_k > 0 else 0
-        self.greedy = self.temperature <= 0
+        self.greedy = sampling.temperature <= 0
+        self.warpers = [] if self.greedy else [TemperatureLogitsWarper(sampling.temperature)]
+        self.warpers += [TopKLogitsWarper(sampling.top_k)] if sampling.top_k > 0 else []
+        self.warpers += [TopPLogitsWarper(sampling.top_p)] if sampling.top_p < 1 else []
         self.generators = [] if self.greedy else [torch.Generator(device="cpu").manual_seed(int(s)) for s in seeds]
         self.raw, self.processed = [], []  # per step, (rows,) tensors
-
-    def processed_logits(self, logits):
-        """Logits after temperature, top-k and top-p (masked entries are ``-inf``)."""
-        import torch
-
-        x = logits / self.temperature
-        if self.top_k and self.top_k < x.shape[-1]:
-            kth = torch.topk(x, self.top_k, dim=-1).values[:, -1:]
-            x = x.masked_fill(x < kth, float("-inf"))
-        if self.top_p < 1.0:
-            sorted_x, order = torch.sort(x, dim=-1, descending=True)
-            probs = torch.softmax(sorted_x, dim=-1)
-            # drop a token when the tokens before it already reach top_p (the first one always stays)
-            drop_sorted = (torch.cumsum(probs, dim=-1) - probs) > self.top_p
-            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-            x = x.masked_fill(drop, float("-inf"))
-        return x
 
     def __call__(self, input_ids, scores):
         import torch
@@ -198,7 +179,10 @@ class RowSampler:
         if self.greedy:
             chosen, proc_lp = torch.argmax(logits, dim=-1), raw_lp
         else:
-            proc_lp = torch.log_softmax(self.processed_logits(logits), dim=-1)
+            warped = logits
+            for warper in self.warpers:  # temperature, top-k, top-p: masked entries are -inf
+                warped = warper(input_ids, warped)
+            proc_lp = torch.log_softmax(warped, dim=-1)
             u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators])
             cdf = torch.cumsum(proc_lp.double().exp(), dim=-1)
             u = (u.to(cdf.device) * cdf[:, -1]).unsqueeze(-1)
@@ -243,19 +227,15 @@ class TransformersEngine:
         self._eos = set(eos) if isinstance(eos, (list, tuple)) else {eos}
         self._pad = min(self._eos) if self.tokenizer.pad_token_id is None else int(self.tokenizer.pad_token_id)
 
-    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
+    def stream(
+        self, requests: Iterable[tuple[Hashable, list[dict], Sampling]], window: int | None = None
+    ) -> Iterator[tuple[Hashable, list]]:
         """Runs of requests with the same settings (all but the seed), ``batch_size // n`` requests per
         ``generate`` call, each call's requests yielded when it is done (``window``: unused)."""
         for s, run in groupby(requests, key=lambda r: r[2].with_(seed=0)):
             while chunk := list(islice(run, max(1, self.batch_size // s.n))):
                 prompts = [prompt_ids(self.tokenizer, conv) for _, conv, _ in chunk]
                 yield from zip([k for k, _, _ in chunk], self._batch(prompts, s, [r[2].seed for r in chunk]))
-
-    def generate(self, conversations, samplings) -> list[list[Completion]]:
-        """One list of ``n`` completions per conversation, in input order (:meth:`stream`)."""
-        if len(conversations) != len(samplings):
-            raise ValueError("samplings: one Sampling per conversation")
-        return [comps for _, comps in self.stream(zip(range(len(samplings)), conversations, samplings))]
 
     def _batch(self, prompts: list[list[int]], sampling: Sampling, seeds: list[int]) -> list[list[Completion]]:
         """One ``generate`` call: left-padded prompts, ``n`` rows per request, per-row generators."""

@@ -47,6 +47,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,20 +55,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..workflow.paths import DATA
+from . import records
 from .engines import Sampling, item_seed, make_engine, resolve_backend
-from .records import (  # noqa: F401 (gen.<name> too)
-    RECORD_COLUMNS,
-    ROLES,
-    check_manifest,
-    generations_status,
-    load_generations,
-    load_items,
-    load_run_facts,
-    parse_shard,
-    read_records,
-    run_facts,
-    save_items,
-)
+from .records import ROLES, generations_status, load_generations, load_items, load_run_facts, parse_shard  # noqa: F401
 
 GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
@@ -129,16 +119,12 @@ def split_thinking(completion, *, thinking: bool, end_id: int | None = None) -> 
     if not thinking or (cut < 0 and completion.finish_reason != "length"):
         return "", text, 0, n
     if cut < 0:
-        return _strip_start(text), "", n, 0
+        return text.strip().removeprefix("<think>").strip(), "", n, 0
     last = max((i for i, t in enumerate(ids) if t == end_id), default=-1)
     if last < 0:
         raise ValueError(f"end_id: {end_id} is not among the tokens of a completion that writes {END_THINK}")
-    return _strip_start(text[:cut]), text[cut + len(END_THINK) :].strip(), last + 1, n - last - 1
-
-
-def _strip_start(s: str) -> str:
-    s = s.strip()
-    return s[len("<think>") :].strip() if s.startswith("<think>") else s
+    reasoning = text[:cut].strip().removeprefix("<think>").strip()
+    return reasoning, text[cut + len(END_THINK) :].strip(), last + 1, n - last - 1
 
 
 def run_dir(benchmark: str, pair: str, root: Path | None = None) -> Path:
@@ -151,26 +137,11 @@ def pair_models(pair: str, think_model: str | None = None, nothink_model: str | 
     return {**MODEL_PAIRS.get(pair, {}), **{k: v for k, v in (("think", think_model), ("nothink", nothink_model)) if v}}
 
 
-def _plain(x):
-    """numpy scalars -> Python (item ids are written to JSON and compared as keys)."""
-    return x.item() if hasattr(x, "item") and not isinstance(x, (str, bytes)) else x
-
-
 def run_generation(
-    items: pd.DataFrame,
-    engine,
-    out_dir,
-    *,
-    role: str,
-    sampling: Sampling,
-    thinking: bool = False,
-    shard=None,
-    seed: int = 0,
-    messages_col: str = "messages",
-    progress: bool = True,
-    sampling_overrides: Mapping | None = None,
+    items: pd.DataFrame, engine, out_dir, *, role: str, sampling: Sampling, thinking: bool = False, shard=None,
+    seed: int = 0, messages_col: str = "messages", progress: bool = True, sampling_overrides: Mapping | None = None,
     window: int | None = None,
-) -> dict:
+) -> dict:  # fmt: skip
     """Generate ``role`` for every item of this shard not yet on disk (see the module doc).
 
     ``items`` need ``item_id`` (unique) and ``messages_col`` (lists of ``{"role", "content"}``);
@@ -189,21 +160,21 @@ def run_generation(
     t0, started = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     (i, n), role_dir = parse_shard(shard), Path(out_dir) / role
     (role_dir / "runs").mkdir(parents=True, exist_ok=True)
-    overrides = {_plain(k): dict(v) for k, v in (sampling_overrides or {}).items()}
+    overrides = {k: dict(v) for k, v in (sampling_overrides or {}).items()}
     settings = {
         "model": engine.model, "backend": engine.backend, "logprobs_mode": engine.logprobs_mode,
-        "thinking": bool(thinking), "sampling": {k: v for k, v in sampling.to_dict().items() if k != "seed"},
+        "thinking": bool(thinking), "sampling": {k: v for k, v in asdict(sampling).items() if k != "seed"},
         "seed": int(seed), **({"sampling_overrides": {str(k): v for k, v in overrides.items()}} if overrides else {}),
     }  # fmt: skip
-    check_manifest(role_dir, settings)
+    records.check_manifest(role_dir, settings)
     path = role_dir / f"shard-{i:02d}-of-{n:02d}.jsonl"
-    read_records(path, repair=True)
-    done = {e[0]["item_id"] for p in role_dir.glob("shard-*.jsonl") for e in read_records(p) if e}
+    records.read_records(path, repair=True)
+    done = {e[0]["item_id"] for p in role_dir.glob("shard-*.jsonl") for e in records.read_records(p) if e}
     mine = items.iloc[i::n]
-    todo = mine[~mine["item_id"].map(_plain).isin(done)]
+    todo = mine[~mine["item_id"].isin(done)]
     requests = [
         (iid, conv, sampling.with_(seed=item_seed(seed, iid), **overrides.get(iid, {})))
-        for iid, conv in zip(todo["item_id"].map(_plain), todo[messages_col])
+        for iid, conv in zip(todo["item_id"].tolist(), todo[messages_col])  # Python ids: JSON keys
     ]
     end_id = engine.tokenizer.get_vocab().get(END_THINK) if thinking else None
     bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"{role} shard {i}/{n}", disable=not progress)
@@ -215,7 +186,7 @@ def run_generation(
                 rows = []
                 for k, c in enumerate(comps):
                     sp = split_thinking(c, thinking=thinking, end_id=end_id)
-                    rows.append(dict(zip(RECORD_COLUMNS, (
+                    rows.append(dict(zip(records.RECORD_COLUMNS, (
                         iid, role, k, engine.model, engine.backend, engine.logprobs_mode, item_seed(seed, iid),
                         c.text, *sp[:2], len(c.token_ids), *sp[2:], c.token_logprobs, c.finish_reason,
                     ))))  # fmt: skip
@@ -235,7 +206,7 @@ def run_generation(
             "shard": f"{i}/{n}", "status": status, "started": started, "wall_s": round(wall, 3),
             "done_before": len(mine) - len(todo), "generated": generated, "tokens": tokens,
             "tokens_per_s": round(tokens / wall, 2) if wall > 0 else None, "model": engine.model,
-            "backend": engine.backend, "sampling": sampling.to_dict(), "seed": int(seed), **run_facts(),
+            "backend": engine.backend, "sampling": asdict(sampling), "seed": int(seed), **records.run_facts(),
         }  # fmt: skip
         with open(role_dir / "runs" / path.name, "a") as f:
             f.write(json.dumps(report, default=str) + "\n")
@@ -244,20 +215,10 @@ def run_generation(
 
 # --------------------------------------------------------------------------- a whole run
 def generate(
-    items: pd.DataFrame,
-    models: dict[str, str],
-    folder,
-    *,
-    backend: str,
-    samplings: Mapping[str, Sampling] | None = None,
-    roles=ROLES,
-    shard="0/1",
-    seed: int = 0,
-    engine=None,
-    engine_kwargs: dict | None = None,
-    progress: bool = True,
+    items: pd.DataFrame, models: dict[str, str], folder, *, backend: str, samplings: Mapping | None = None, roles=ROLES,
+    shard="0/1", seed: int = 0, engine=None, engine_kwargs: dict | None = None, progress: bool = True,
     windows: Mapping[str, int] | None = None,
-) -> dict:
+) -> dict:  # fmt: skip
     """Run ``roles`` for this shard, one model in memory at a time; ``{role: run_generation(...)}``.
 
     ``samplings``: per role (default :func:`pair_samplings`; the walk: :func:`walk_samplings`).
@@ -276,7 +237,7 @@ def generate(
         raise ValueError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
     if engine is not None and {models["think"], models["nothink"]} != {engine.model}:
         raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
-    save_items(items, folder)
+    records.save_items(items, folder)
     report = {}
     for role in roles:
         model, sampling, role_items = models["think" if role == "think" else "nothink"], samplings[role], items
@@ -302,20 +263,6 @@ def generate(
 
 
 # --------------------------------------------------------------------------- command line
-def _key_values(ap, texts, option: str) -> dict:
-    """``KEY=VALUE`` options as a dict (values read as JSON when they parse, else as text)."""
-    out = {}
-    for text in texts:
-        key, sep, raw = text.partition("=")
-        if not sep:
-            ap.error(f"{option} must look like KEY=VALUE, got {text!r}")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
-
-
 def main(argv=None) -> int:
     """``python -m gpac_utils.llm.generation``: one shard of one benchmark x model pair."""
     from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
@@ -330,16 +277,24 @@ def main(argv=None) -> int:
     ap.add_argument("--n-verbalized", type=int, help="verbalized confidences per item")
     ap.add_argument("--shard", default="0/1", help="i/n: this process handles items k with k mod n == i")
     ap.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", help="tensor_parallel_size=2")
-    ap.add_argument("--window", action="append", default=[], metavar="ROLE=N", help="vLLM requests in flight")
+    ap.add_argument("--windows", type=json.loads, default={}, help='vLLM requests in flight per role: {"nothink": 48}')
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", help="local benchmark file (jsonl/parquet/csv)")
     ap.add_argument("--out", help="run folder (default: data/generations/<benchmark>__<pair>)")
     ap.add_argument("--progress", action="store_true", help="tqdm bars on stderr")
     a = ap.parse_args(argv)
-    kw, windows = _key_values(ap, a.engine_arg, "--engine-arg"), _key_values(ap, a.window, "--window")
+    kw = {}
+    for text in a.engine_arg:
+        key, sep, value = text.partition("=")
+        if not sep:
+            ap.error(f"--engine-arg must look like KEY=VALUE, got {text!r}")
+        try:
+            kw[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kw[key] = value
     try:
         parse_shard(a.shard)
-        models, windows = pair_models(a.pair), {role: int(n) for role, n in windows.items()}
+        models = pair_models(a.pair)
     except ValueError as exc:
         ap.error(str(exc))
     backend = resolve_backend(a.backend, models)
@@ -353,7 +308,7 @@ def main(argv=None) -> int:
     items = load_benchmark(a.benchmark, a.data, n_items=a.n_items, seed=a.seed)
     result = generate(
         items, models, out, backend=backend, samplings=samplings, roles=a.roles.split(","), shard=a.shard,
-        seed=a.seed, engine_kwargs=kw, progress=a.progress, windows=windows,
+        seed=a.seed, engine_kwargs=kw, progress=a.progress, windows=a.windows,
     )  # fmt: skip
     parts = ", ".join(f"{r} {v['generated']} new/{v['done_before']} before" for r, v in result.items())
     print(f"{out} shard {a.shard} [{backend}]: {parts}; reports under <role>/runs/", file=sys.stderr)

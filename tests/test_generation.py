@@ -119,7 +119,7 @@ def test_sampling_defaults_of_the_pairs():
     assert (s["verbalized"].n, s["verbalized"].max_tokens, s["verbalized"].temperature) == (3, 7, 0.7)
     w = gen.walk_samplings(think_max_tokens=8)
     assert (w["think"].temperature, w["think"].max_tokens, w["verbalized"].n) == (0.0, 8, 3)
-    with pytest.raises(ValueError, match="n must be >= 1"):
+    with pytest.raises(ValueError, match="n and max_tokens must be >= 1"):
         gen.walk_samplings(n_verbalized=0)
     assert model_defaults("deepseek-ai/DeepSeek-R1-Distill-Llama-8B")[1] and not model_defaults("my/model")[1]
     assert model_defaults("meta-llama/Llama-3.1-8B-Instruct")[0].top_p == 0.9

@@ -86,8 +86,8 @@ def test_extract_letter(text, letter):
 def test_shuffle_is_seeded_and_uniformish():
     a = gr.shuffle_choices("right", ["w1", "w2", "w3"], "rec7", seed=1)
     assert a == gr.shuffle_choices("right", ["w1", "w2", "w3"], "rec7", seed=1)
-    assert a.choices[gr.LETTERS.index(a.answer)] == "right"
-    pos = np.array([gr.LETTERS.index(gr.shuffle_choices("r", ["a", "b", "c"], f"id{k}").answer) for k in range(2000)])
+    assert a[0][gr.LETTERS.index(a[1])] == "right"
+    pos = np.array([gr.LETTERS.index(gr.shuffle_choices("r", ["a", "b", "c"], f"id{k}")[1]) for k in range(2000)])
     counts = np.bincount(pos, minlength=4)
     # each letter ~ Binomial(2000, 1/4): mean 500, sd ~19.4; 5 sd band
     assert np.all(np.abs(counts - 500) < 5 * np.sqrt(2000 * 0.25 * 0.75))

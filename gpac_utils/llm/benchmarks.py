@@ -90,12 +90,9 @@ def read_items(path: str | Path) -> pd.DataFrame:
 
     Uses the one reader of the package (:func:`gpac_utils.data.read_frame`).
     """
-    fmt = data.table_format(path)
-    if fmt == "jsonl":
-        return data.read_frame(path, dtype=False)
-    if fmt in ("csv", "tsv"):
-        return data.read_frame(path, dtype=str, keep_default_na=False)
-    return data.read_frame(path)
+    text = {"dtype": str, "keep_default_na": False}
+    kw = {"jsonl": {"dtype": False}, "csv": text, "tsv": text}.get(data.table_format(path), {})
+    return data.read_frame(path, **kw)
 
 
 def _missing(name: str) -> FileNotFoundError:
@@ -143,9 +140,7 @@ def _solution(v, row) -> dict:
     return {"header": [str(h) for h in sol["header"]], "rows": [[str(x) for x in r] for r in sol["rows"]]}
 
 
-def load_benchmark(
-    name: str, path: str | Path | None = None, *, n_items: int | None = None, seed: int = 0
-) -> pd.DataFrame:
+def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | None = None, seed=0) -> pd.DataFrame:
     """Load ``name`` into canonical columns (see module doc). ``n_items`` keeps a seeded random subset
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
     if name not in BENCHMARKS:
@@ -165,10 +160,8 @@ def load_benchmark(
         wrong = df[[f"Incorrect Answer {k}" for k in (1, 2, 3)]].to_numpy().tolist()
         mcs = [grading.shuffle_choices(*x, seed) for x in zip(df["Correct Answer"], wrong, df["Record ID"])]
         ids, groups, questions = df["Record ID"], df["High-level domain"], df["Question"].astype(str).str.strip()
-        prompts, gold = (
-            [grading.gpqa_prompt(q, mc.choices) for q, mc in zip(df["Question"], mcs)],
-            [m.answer for m in mcs],
-        )
+        prompts = [grading.gpqa_prompt(q, choices) for q, (choices, _) in zip(df["Question"], mcs)]
+        gold = [letter for _, letter in mcs]
     elif name == "zebralogic":
         sols = [_solution(v, i) for i, v in enumerate(df["solution"])]
         ids, groups, questions = df["id"], [grading.zebra_size_group(s) for s in df["size"]], df["puzzle"]

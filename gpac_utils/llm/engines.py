@@ -23,16 +23,18 @@ the distribution sampled from (after temperature, top-k, top-p), as vLLM's ``log
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from itertools import groupby, islice
+from itertools import count, groupby, islice
 from pathlib import Path
 
 from . import tiny
 
 LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
 BACKENDS = ("auto", "vllm", "transformers", "validate")
+Request = tuple[Hashable, list[dict], "Sampling"]  # (key, conversation, sampling)
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,8 @@ class Sampling:
     ignore_eos: bool = False  # generate up to max_tokens whatever the model says (benchmarks only)
 
     def __post_init__(self):
-        for name in ("n", "max_tokens"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"Sampling: {name} must be >= 1, got {getattr(self, name)}")
+        if min(int(self.n), int(self.max_tokens)) < 1:
+            raise ValueError(f"Sampling: n and max_tokens must be >= 1, got n={self.n}, max_tokens={self.max_tokens}")
 
     def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -101,7 +102,7 @@ class VLLMEngine:
         self.model, self.logprobs_mode = str(model), logprobs_mode
         self.llm = vllm.LLM(model=_weights(model), seed=int(seed), logprobs_mode=logprobs_mode, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
-        self._params, self._final_only, self._next_id = vllm.SamplingParams, RequestOutputKind.FINAL_ONLY, 0
+        self._params, self._final_only, self._ids = vllm.SamplingParams, RequestOutputKind.FINAL_ONLY, count()
 
     def params(self, s: Sampling):
         """vLLM's ``SamplingParams`` of ``s`` (the sampled tokens' logprobs, only finished outputs)."""
@@ -114,9 +115,7 @@ class VLLMEngine:
         """A conversation as vLLM's ``TokensPrompt`` (:func:`prompt_ids`)."""
         return {"prompt_token_ids": prompt_ids(self.tokenizer, conversation)}
 
-    def stream(
-        self, requests: Iterable[tuple[Hashable, list[dict], Sampling]], window: int | None = None
-    ) -> Iterator[tuple[Hashable, list]]:
+    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
         """Continuous batching: every request in flight (at most ``window`` when given), each yielded
         the step it finishes.
 
@@ -126,8 +125,7 @@ class VLLMEngine:
 
         def submit(count):
             for key, conv, s in islice(todo, count):
-                rid = f"gpac-{self._next_id}"
-                self._next_id += 1
+                rid = f"gpac-{next(self._ids)}"
                 engine.add_request(rid, self.render(conv), self.params(s))
                 pending[rid] = key  # outputs carry the id given here (vLLM >= 0.11 returns an internal one)
 
@@ -227,9 +225,7 @@ class TransformersEngine:
         self._eos = set(eos) if isinstance(eos, (list, tuple)) else {eos}
         self._pad = min(self._eos) if self.tokenizer.pad_token_id is None else int(self.tokenizer.pad_token_id)
 
-    def stream(
-        self, requests: Iterable[tuple[Hashable, list[dict], Sampling]], window: int | None = None
-    ) -> Iterator[tuple[Hashable, list]]:
+    def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
         """Runs of requests with the same settings (all but the seed), ``batch_size // n`` requests per
         ``generate`` call, each call's requests yielded when it is done (``window``: unused)."""
         for s, run in groupby(requests, key=lambda r: r[2].with_(seed=0)):
@@ -246,6 +242,7 @@ class TransformersEngine:
         rows = [[self._pad] * (width - len(p)) + p for p in prompts for _ in range(n)]
         mask = [[0] * (width - len(p)) + [1] * len(p) for p in prompts for _ in range(n)]
         sampler = RowSampler(sampling, [s if n == 1 else item_seed(s, f"sample{k}") for s in seeds for k in range(n)])
+        # a fresh generation config: none of the checkpoint's own sampling settings (or penalties) apply
         gc = GenerationConfig(
             max_new_tokens=sampling.max_tokens, do_sample=False, num_beams=1, eos_token_id=sorted(self._eos),
             pad_token_id=self._pad,
@@ -272,11 +269,8 @@ def resolve_backend(backend: str, models: dict[str, str]) -> str:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
         return backend
-    if importlib.util.find_spec("vllm") is not None:
-        import torch
-
-        if torch.cuda.is_available():
-            return "vllm"
+    if importlib.util.find_spec("vllm") is not None and importlib.import_module("torch").cuda.is_available():
+        return "vllm"
     return "transformers" if all(Path(m).is_dir() or tiny.is_tiny(m) for m in models.values()) else "validate"
 
 

@@ -243,10 +243,8 @@ def generate(
         model, sampling, role_items = models["think" if role == "think" else "nothink"], samplings[role], items
         if engine is None or engine.model != model:
             engine = None  # one model in memory at a time
-            kw = dict(engine_kwargs or {})
-            if backend == "vllm":  # room for a prompt beside the longest answer
-                kw.setdefault("max_model_len", int(sampling.max_tokens) + 4096)
-            engine = make_engine(backend, model, seed=seed, **kw)
+            room = {"max_model_len": int(sampling.max_tokens) + 4096} if backend == "vllm" else {}  # prompt + answer
+            engine = make_engine(backend, model, seed=seed, **{**room, **(engine_kwargs or {})})
         col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
         if role == "verbalized":
             k, n = parse_shard(shard)

@@ -135,35 +135,23 @@ def grade_lenient(response: str, gold: str, *, timeout_seconds: int = 5) -> bool
     Lenient on purpose (tiny models seldom box their answer); a reply that ends with another number
     than its answer ("5 is the answer to 2+3") is graded on that last number.
     """
-    if last_boxed(response or "") is not None:
-        return grade_math(response, gold, timeout_seconds=timeout_seconds)
-    num = last_number(response or "")
-    if num is None:
-        return False
-    return grade_math(f"\\boxed{{{num}}}", gold, timeout_seconds=timeout_seconds)
+    if last_boxed(response or "") is None:
+        if (num := last_number(response or "")) is None:
+            return False
+        response = f"\\boxed{{{num}}}"
+    return grade_math(response, gold, timeout_seconds=timeout_seconds)
 
 
 # --------------------------------------------------------------------------- GPQA
-def permutation(item_id, seed: int = 0, k: int = 4) -> np.ndarray:
-    """Seeded per-item permutation of ``k`` choices (stable across runs and machines)."""
-    digest = hashlib.sha256(f"gpqa:{int(seed)}:{item_id}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(k)
-
-
-@dataclass(frozen=True)
-class MultipleChoice:
-    choices: tuple[str, str, str, str]
-    answer: str  # the correct letter
-
-
-def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) -> MultipleChoice:
-    """Place the correct answer and three distractors in a seeded per-item order."""
+def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) -> tuple[tuple[str, ...], str]:
+    """``(choices, correct letter)``: the correct answer and three distractors in a seeded per-item order."""
     if len(incorrect) != 3:
         raise ValueError(f"GPQA item {item_id!r}: expected 3 incorrect answers, got {len(incorrect)}")
     options = [str(correct).strip()] + [str(x).strip() for x in incorrect]
-    perm = permutation(item_id, seed)
+    digest = hashlib.sha256(f"gpqa:{int(seed)}:{item_id}".encode()).digest()  # stable across runs and machines
+    perm = np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(4)
     choices = tuple(options[j] for j in perm)
-    return MultipleChoice(choices=choices, answer=LETTERS[int(np.flatnonzero(perm == 0)[0])])
+    return choices, LETTERS[int(np.flatnonzero(perm == 0)[0])]
 
 
 def gpqa_prompt(question: str, choices) -> str:
@@ -182,9 +170,7 @@ def extract_letter(response: str) -> str | None:
 
     Letters elsewhere in the prose never count; the letter itself must be upper case.
     """
-    if not response:
-        return None
-    hits = [m for m in _ANSWER_RE.finditer(response) if m.group(1).isupper()]
+    hits = [m for m in _ANSWER_RE.finditer(response or "") if m.group(1).isupper()]
     return hits[-1].group(1) if hits else None
 
 
@@ -258,11 +244,9 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
     for r, row in enumerate(rows):
         house = keyed.get(str(r + 1))
         house = {_norm(k): v for k, v in house.items()} if isinstance(house, dict) else {}
-        for c, attr in enumerate(header):
-            if attr.lower() == "house":
-                continue
-            total += 1
-            right += _norm(house.get(_norm(attr), "\0")) == _norm(row[c])
+        cells = [(attr, value) for attr, value in zip(header, row) if attr.lower() != "house"]
+        total += len(cells)
+        right += sum(_norm(house.get(_norm(attr), "\0")) == _norm(value) for attr, value in cells)
     return ZebraGrade(right / total if total else 0.0, total > 0 and right == total, True)
 
 

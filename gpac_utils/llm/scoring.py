@@ -51,13 +51,11 @@ def logits_score(token_logprobs: Sequence[float]) -> float:
 
 def logits_scores(generations: pd.DataFrame) -> pd.Series:
     """Per item (first sample) logits score from a ``nothink`` generation table."""
-    first = generations[generations["sample"] == 0]
-    out = {}
-    for iid, lps in zip(first["item_id"], first["token_logprobs"]):
-        if lps is None or len(lps) == 0:
-            raise ValueError(f"item {iid!r}: no token logprobs recorded (empty answer or logprobs off)")
-        out[iid] = logits_score(lps)
-    return pd.Series(out, name="score_logits")
+    first = generations[generations["sample"] == 0].set_index("item_id")["token_logprobs"]
+    empty = first.map(lambda lps: lps is None or len(lps) == 0)
+    if empty.any():
+        raise ValueError(f"item {first.index[empty][0]!r}: no token logprobs recorded (empty answer or logprobs off)")
+    return first.map(logits_score).rename("score_logits")
 
 
 # --------------------------------------------------------------------------- verbalized
@@ -222,6 +220,4 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
         "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
         "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(), "score_router": router,
     })  # fmt: skip
-    return RunScores(
-        data.validate(table, loss_bound=bound, require_group=True, require_tokens=True), bound, vrep, notes
-    )
+    return RunScores(data.validate(table, loss_bound=bound, require_group=True, require_tokens=True), vrep, notes)

@@ -89,8 +89,7 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     )
     if missing or result.unexpected_keys:
         raise RuntimeError(
-            f"{path.name}: weights do not match the model (missing {sorted(missing)[:5]}, "
-            f"unexpected {list(result.unexpected_keys)[:5]})"
+            f"{path.name}: weights misfit: {sorted(missing)[:5]} missing, {result.unexpected_keys[:5]} unexpected"
         )
     model.tie_weights()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

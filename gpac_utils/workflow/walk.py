@@ -94,14 +94,9 @@ def walk_target() -> tuple[str, str]:
 
 
 def run_walk(
-    out: str | Path = WALK_DIR,
-    *,
-    n_items: int | None = None,
-    eps: float = WALK_EPS,
-    trials: int | None = None,
-    timeout: float | None = None,
-    progress_bar: bool = False,
-) -> WalkResult:
+    out: str | Path = WALK_DIR, *, n_items: int | None = None, eps: float = WALK_EPS, trials: int | None = None,
+    timeout: float | None = None, progress_bar: bool = False,
+) -> WalkResult:  # fmt: skip
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
 
     Parameters

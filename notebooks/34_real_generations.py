@@ -107,9 +107,10 @@ quality = pd.DataFrame([
      "auroc_loss": auroc(table[col], table[D.LOSS] > 0)}
     for col in D.score_columns(table)
 ])
-s, pos = table["score_logits"].to_numpy(), (table[D.NOTHINK_CORRECT] == 0).to_numpy()
-pairwise = np.mean((s[pos][:, None] > s[~pos][None, :]) + 0.5 * (s[pos][:, None] == s[~pos][None, :]))
-assert np.isclose(quality.loc[quality.score == "score_logits", "auroc_nothink_error"].item(), pairwise)
+first = quality.iloc[0]  # the pairwise definition, on the first score
+u, pos = table[first.score].to_numpy(), (table[D.NOTHINK_CORRECT] == 0).to_numpy()
+pairwise = np.mean((u[pos][:, None] > u[~pos][None, :]) + 0.5 * (u[pos][:, None] == u[~pos][None, :]))
+assert np.isclose(first.auroc_nothink_error, pairwise)
 plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
 display(acc.round(3))
 display(quality.round(3))

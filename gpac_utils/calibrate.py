@@ -30,7 +30,7 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_alpha, check_eps, check_fraction, check_int, check_labels, check_loss_bound
+from .checks import check_int, check_labels, check_range, check_risk
 from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
@@ -228,8 +228,7 @@ class PAC:
         self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0,
         min_group_size: int = 10, seed: int = 0,
     ):  # fmt: skip
-        self.loss_bound = check_loss_bound(loss_bound)
-        self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
+        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         self.recipe = as_recipe(recipe)
         self.min_group_size = check_int("min_group_size", min_group_size, 1)
         self.seed = check_int("seed", seed, 0)
@@ -444,7 +443,7 @@ class CPAC:
         if mode not in ("split", "joint"):
             raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
         self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
-        self.mode, self.cluster_fraction = mode, check_fraction("cluster_fraction", cluster_fraction)
+        self.mode, self.cluster_fraction = mode, check_range("cluster_fraction", cluster_fraction)
         self.gpac_ = GPAC(
             eps, alpha, recipe, simultaneous=simultaneous, loss_bound=loss_bound,
             min_group_size=min_group_size, seed=seed,

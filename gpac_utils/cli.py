@@ -192,8 +192,7 @@ def _report_small_groups(cal, min_group_size: int) -> None:
 def _calibrate(a) -> int:
     # Parameters first (usage errors, exit 2), then the data (exit 1).
     try:
-        loss_bound = checks.check_loss_bound(a.loss_bound)
-        eps, alpha = checks.check_eps(a.eps, loss_bound), checks.check_alpha(a.alpha)
+        eps, alpha, loss_bound = checks.check_risk(a.eps, a.alpha, a.loss_bound)
         min_group_size = checks.check_int("min_group_size", a.min_group_size, 1)
         seed = checks.check_int("seed", a.seed, 0)
         k = checks.check_int("k", a.k, 1)
@@ -292,13 +291,13 @@ def _route(a) -> int:
 # --------------------------------------------------------------------------- plan
 def _plan(a) -> int:
     try:
-        eps, alpha = checks.check_eps(a.eps, checks.check_loss_bound(a.loss_bound)), checks.check_alpha(a.alpha)
+        eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
         resamples = checks.check_int("resamples", a.resamples, 2)
         if a.pilot_fraction is not None:
-            checks.check_fraction("pilot_fraction", a.pilot_fraction, closed_right=True)
+            checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
         if a.target is not None:
-            checks.check_fraction("target", a.target, closed_right=True)
+            checks.check_range("target", a.target, closed_right=True)
         recipe = Recipe.named(a.recipe) if a.bound is None else Recipe.named(a.recipe).replace(bound=a.bound)
     except ValueError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from . import data as D
 from .calibrate import ALL, CPAC, GPAC, method_class
-from .checks import check_alpha, check_eps, check_fraction, check_int, check_loss_bound
+from .checks import check_int, check_range, check_risk
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .partition import ScorePartitioner
@@ -118,11 +118,10 @@ class ExperimentConfig:
             object.__setattr__(self, "scores", tuple(self.scores))
         if not self.recipes:
             raise ValueError("recipes: give at least one calibration recipe")
-        check_eps(self.eps, check_loss_bound(self.loss_bound))
-        check_alpha(self.alpha)
+        check_risk(self.eps, self.alpha, self.loss_bound)
         check_int("trials", self.trials, 1)
         check_int("min_group_size", self.min_group_size, 1)
-        check_fraction("cal_ratio", self.cal_ratio)
+        check_range("cal_ratio", self.cal_ratio)
         if self.eval_groups not in ("known", "learned"):
             raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
         if self.mode not in ("split", "joint"):

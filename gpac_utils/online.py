@@ -60,7 +60,7 @@ import math
 import numpy as np
 
 from .calibrate import _factorize, _group_labels
-from .checks import ParameterError, check_alpha, check_eps, check_fraction, check_int, check_loss_bound
+from .checks import ParameterError, check_int, check_range, check_risk
 from .selection import candidate_grid
 
 __all__ = ["BETS", "OnlineGPAC", "draw_labels", "grid_points", "terms", "certify", "prefix_thresholds"]
@@ -92,7 +92,7 @@ def draw_labels(n: int, label_rate: float, seed) -> np.ndarray:
     [False, True, True, True, False, False]
     """
     n = check_int("n", n, 0)
-    rate = check_fraction("label_rate", label_rate, closed_right=True)
+    rate = check_range("label_rate", label_rate, closed_right=True)
     return np.random.default_rng(seed).random(n) < rate
 
 
@@ -258,9 +258,8 @@ class OnlineGPAC:
     """
 
     def __init__(self, eps, alpha=0.05, *, label_rate, grid=101, loss_bound=1.0, bet="mixture"):
-        self.loss_bound = check_loss_bound(loss_bound)
-        self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
-        self.label_rate = check_fraction("label_rate", label_rate, closed_right=True)
+        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
+        self.label_rate = check_range("label_rate", label_rate, closed_right=True)
         self.grid = grid_points(grid)
         if bet not in BETS:
             raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")

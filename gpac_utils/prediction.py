@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import threshold
-from .checks import check_alpha, check_array, check_eps, check_int, check_labels
+from .checks import check_array, check_int, check_labels, check_risk
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = ["PlanCurves", "predict", "labels_needed", "calibrate_repeatedly", "default_grid", "PILOT_MODELS", "BAND"]
@@ -362,7 +362,7 @@ def predict(
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
-    eps, alpha = check_eps(eps, float(loss_bound)), check_alpha(alpha)
+    eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     recipe = as_recipe(recipe)
     if pilot_model not in PILOT_MODELS:
         raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import allocation, bounds, checks, data, prediction, sampling, selection
-from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
+from .calibrate import METHODS, GroupWarning, calibrator, from_json
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe
@@ -226,16 +226,11 @@ def _calibrate(a) -> int:
             )
     kw = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
+    part = ScorePartitioner(k, a.partition)
+    cal = calibrator(a.method, eps, alpha, recipe, simultaneous=a.simultaneous, partitioner=part, mode=a.mode, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
-        if a.method == "pac":
-            cal = PAC(eps, alpha, recipe, **kw).fit(u, loss)
-        elif a.method == "gpac":
-            cal = GPAC(eps, alpha, recipe, simultaneous=a.simultaneous, **kw).fit(u, loss, table[data.GROUP])
-        else:
-            part = ScorePartitioner(k, a.partition)
-            cal = CPAC(eps, alpha, recipe, partitioner=part, mode=a.mode, simultaneous=a.simultaneous, **kw)
-            cal.fit(u, loss)
+        cal.fit(u, loss, table[data.GROUP] if a.method == "gpac" else None)
     payload = json.loads(cal.to_json())
     columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))

@@ -27,12 +27,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import data as D
-from .calibrate import ALL, CPAC, GPAC, method_class
+from .calibrate import ALL, calibrator, method_class
 from .checks import check_int, check_range, check_risk
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .partition import ScorePartitioner
-from .recipe import VALID, Recipe, as_recipe
+from .recipe import VALID, as_recipe
 
 __all__ = ["KEYS", "ExperimentConfig", "run_experiment", "summarize", "group_violations", "default_stp_form"]
 
@@ -132,16 +132,6 @@ class ExperimentConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _calibrator(method: str, cfg: ExperimentConfig, recipe: Recipe, seed: int):
-    common = dict(loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=seed)
-    if method == "C-PAC":
-        return CPAC(cfg.eps, cfg.alpha, recipe, partitioner=cfg.partitioner, mode=cfg.mode,
-                    simultaneous=cfg.simultaneous, **common)  # fmt: skip
-    if method == "G-PAC":
-        return GPAC(cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, **common)
-    return method_class(method)(cfg.eps, cfg.alpha, recipe, **common)
-
-
 def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool = False) -> pd.DataFrame:
     """Run ``cfg.trials`` random splits; see the module docstring for the output layout.
 
@@ -185,7 +175,10 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 fitted = {}
                 for mi, m in enumerate(cfg.methods):
                     cseed = int(np.random.SeedSequence([cfg.seed, trial, si, vi, mi]).generate_state(1)[0])
-                    obj = _calibrator(m, cfg, recipe, cseed)
+                    obj = calibrator(
+                        m, cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, partitioner=cfg.partitioner,
+                        mode=cfg.mode, loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=cseed,
+                    )  # fmt: skip
                     obj.fit(u[cal], loss[cal], known[cal] if m == "G-PAC" else None)
                     fitted[m] = obj
                 if cfg.eval_groups == "known":

@@ -11,7 +11,7 @@ route
 plan
     how many expert labels each group needs, from a labelled pilot: the predicted routed share per
     group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
-    (:mod:`gpac_utils.allocation`, exact DP, with greedy beside it).
+    (:mod:`gpac_utils.allocation`, an exact dynamic programme).
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -325,8 +325,8 @@ def _plan(a) -> int:
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    plans = [allocation.allocate(curves, budget, algorithm=x) for x in allocation.ALGORITHMS]
-    table = allocation.allocation_table(curves, plans)
+    plan = allocation.allocate(curves, budget)
+    table = allocation.allocation_table(curves, [plan])
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
@@ -334,11 +334,12 @@ def _plan(a) -> int:
     table.to_csv(a.output, index=False, lineterminator="\n")
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
     curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
-    totals = ", ".join(f"{x.name} {x.total:.1%}" for x in plans)
-    print(f"budget {budget} labels; predicted routed share of all traffic: {totals} -> {a.output}, {curves_path}")
+    print(
+        f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
+    )
     non_concave = [x for x, ok in curves.concave.items() if not ok]
     if non_concave:
-        print(f"non-concave curves (the DP plan is exact on the grid; greedy may fall short): {non_concave}")
+        print(f"non-concave curves (the plan is exact on the grid; a greedy one may fall short): {non_concave}")
     return EXIT_OK
 
 

@@ -278,7 +278,7 @@ def _route(a) -> int:
         warnings.simplefilter("ignore", GroupWarning)  # reported above
         thr = cal.thresholds_for(s, groups)
     out = df.assign(threshold=thr, route_nothink=s <= thr)
-    data.write_frame(out, a.output)
+    data.write_table(out, a.output)
     print(f"routed {int(out['route_nothink'].sum())}/{len(out)} items to the non-thinking model -> {a.output}")
     return EXIT_OK
 

@@ -364,13 +364,13 @@ def read_frame(path: str | Path, **kw) -> pd.DataFrame:
         raise SchemaError(f"{path}: cannot be read as {fmt}: {first}") from exc
 
 
-def write_frame(df: pd.DataFrame, path: str | Path) -> Path:
+def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` in the format its suffix names, byte-stable across reruns.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        The table; its index is not written.
+        The table (not validated here; see :func:`validate`); its index is not written.
     path : str or Path
         The destination; its suffix picks the format (:func:`table_format`). Missing parent
         directories are created.
@@ -430,26 +430,3 @@ def read_table(
             raise SchemaError(f"missing column(s) {missing} in {path}")
         df = df[list(keep)]
     return validate(df, **validate_kw)
-
-
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table in the data schema (see :func:`write_frame`).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table (not validated here; see :func:`validate`).
-    path : str or Path
-        The destination; its suffix picks the format.
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    SchemaError
-        When the suffix names no known format.
-    """
-    return write_frame(df, path)

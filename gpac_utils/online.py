@@ -60,7 +60,7 @@ import math
 import numpy as np
 
 from .calibrate import _factorize, _group_labels
-from .checks import ParameterError, check_int, check_range, check_risk
+from .checks import ParameterError, check_array, check_int, check_range, check_risk
 from .selection import candidate_grid
 
 __all__ = ["BETS", "OnlineGPAC", "draw_labels", "grid_points", "terms", "certify", "prefix_thresholds"]
@@ -203,14 +203,6 @@ def prefix_thresholds(certified, grid) -> np.ndarray:
     return np.where(count > 0, grid[np.maximum(count - 1, 0)], -np.inf)
 
 
-def _check_range(name, values, lo, hi, where=None):
-    bad = ~np.isfinite(values) | (values < lo) | (values > hi)
-    if where is not None:
-        bad &= where
-    if bad.any():
-        raise ValueError(f"{name}: values must lie in [{lo}, {hi}]; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-
-
 class OnlineGPAC:
     """Online G-PAC: per-group thresholds certified by betting, valid at every moment of a stream.
 
@@ -270,16 +262,9 @@ class OnlineGPAC:
         self.n_labelled_: dict[str, int] = {}
         self._states: dict[str, dict] = {}
 
-    def _scores(self, scores) -> np.ndarray:
-        s = np.asarray(scores, dtype=float)
-        if s.ndim != 1:
-            raise ValueError(f"scores: must be 1-D, got shape {s.shape}")
-        _check_range("scores", s, 0.0, 1.0)
-        return s
-
     def route(self, scores, groups) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <= its group's threshold``)."""
-        s = self._scores(scores)
+        s = check_array("scores", scores, 0.0, 1.0)
         codes, names = _factorize(_group_labels(groups, s.size))
         per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
         return s <= per_name[codes] if s.size else np.zeros(0, bool)
@@ -298,7 +283,7 @@ class OnlineGPAC:
         labelled : array_like of bool, shape (n,)
             Whether each item's loss is known (drawn with probability ``label_rate``).
         """
-        s = self._scores(scores)
+        s = check_array("scores", scores, 0.0, 1.0)
         g = _group_labels(groups, s.size)
         lab = np.asarray(labelled)
         if lab.shape != s.shape or not (lab.dtype == bool or np.isin(lab, (0, 1)).all()):
@@ -309,7 +294,7 @@ class OnlineGPAC:
         loss = np.asarray(losses, dtype=float)
         if loss.shape != s.shape:
             raise ValueError(f"losses: need one loss per item ({s.size}), got shape {loss.shape}")
-        _check_range("losses", loss, 0.0, self.loss_bound, where=lab)
+        check_array("losses", np.where(lab, loss, 0.0), 0.0, self.loss_bound)  # read only where labelled
         codes, names = _factorize(g)
         for c, name in enumerate(names.tolist()):
             idx = np.flatnonzero(codes == c)  # the group's items, in arrival order

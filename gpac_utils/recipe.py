@@ -27,12 +27,12 @@ Two named recipes cover the two uses of this compendium:
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
+from .checks import check_range
 
 __all__ = ["Recipe", "VALID", "VALID_BERNOULLI", "PAPER", "RECIPES", "as_recipe"]
 
@@ -99,16 +99,9 @@ class Recipe:
         else:
             if self.pi is None:
                 raise ValueError(f"pi: sampling={self.sampling!r} needs a labelling probability pi in (0, 1]")
-            if isinstance(self.pi, bool) or not isinstance(self.pi, int | float):
-                raise ValueError(f"pi: must be a number in (0, 1], got {self.pi!r}")
-            if not (math.isfinite(self.pi) and 0 < self.pi <= 1):
-                raise ValueError(f"pi: must lie in (0, 1], got {self.pi}")
-            object.__setattr__(self, "pi", float(self.pi))
+            object.__setattr__(self, "pi", check_range("pi", self.pi, closed_right=True))
         c = self.candidates
-        if isinstance(c, str):
-            if c not in ("auto", "all"):
-                raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
-        elif isinstance(c, bool) or not isinstance(c, int) or c < 1:
+        if c not in ("auto", "all") and (isinstance(c, bool | str) or not isinstance(c, int) or c < 1):
             raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
 
     @property

@@ -324,21 +324,18 @@ class GPAC(PAC):
 
     Attributes
     ----------
-    thresholds_ : dict of str to float
-        Fitted threshold per group (``-inf``: always think).
-    group_sizes_ : dict of str to int
-        Calibration items per group.
+    thresholds_, group_sizes_ : dict
+        As for :class:`PAC`: the threshold (``-inf``: always think) and calibration items per group.
 
     Examples
     --------
-    >>> import numpy as np
+    Two groups with the same scores, one of them five times as lossy at every score:
+
     >>> from gpac_utils import GPAC
-    >>> rng = np.random.default_rng(0)
-    >>> groups = np.repeat(["easy", "hard"], 1000)
-    >>> u = rng.uniform(size=2000)
-    >>> p_loss = np.where(groups == "hard", 0.5 * u, 0.05 * u)
-    >>> loss = (rng.uniform(size=2000) < p_loss).astype(float)
-    >>> g = GPAC(eps=0.05).fit(u, loss, groups)
+    >>> import numpy as np
+    >>> groups, u = np.repeat(["easy", "hard"], 1000), np.tile(np.linspace(0, 1, 1000), 2)
+    >>> lossy = np.random.default_rng(0).uniform(size=2000) < np.where(groups == "hard", 0.5, 0.1) * u
+    >>> g = GPAC(eps=0.05).fit(u, lossy.astype(float), groups)
     >>> g.thresholds_["easy"] > g.thresholds_["hard"]
     True
 

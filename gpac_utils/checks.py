@@ -184,7 +184,7 @@ def check_labels(name: str, labels, n: int) -> np.ndarray:
     Parameters
     ----------
     name : str
-        The parameter's name, for the message.
+        Named in the error message.
     labels : array_like
         The labels to check.
     n : int

@@ -119,9 +119,9 @@ def _parser() -> argparse.ArgumentParser:
 def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     out = {}
     for p in pairs:
-        if "=" not in p or not p.split("=", 1)[0] or not p.split("=", 1)[1]:
+        src, eq, dst = p.partition("=")
+        if not (src and eq and dst):
             raise UsageError(f"--map: expects SOURCE=TARGET, got {p!r}")
-        src, dst = p.split("=", 1)
         out[src] = dst
     return out
 
@@ -133,20 +133,11 @@ def _recipe(a) -> Recipe:
         raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
     pi = None if sampling_ == "full" else next(p for p in (a.pi, base.pi, 0.5) if p is not None)
     cand = base.candidates if a.candidates is None else a.candidates
-    if cand not in ("auto", "all") and not str(cand).isdigit():
-        raise UsageError(f"--candidates: must be 'auto', 'all' or a grid size >= 1, got {cand!r}")
-    try:
-        cand = cand if cand in ("auto", "all") else int(cand)
+    try:  # Recipe refuses a bad grid size, with the message
+        cand = int(cand) if str(cand).isdigit() else cand
         return Recipe(bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule, candidates=cand)
     except ValueError as exc:
         raise UsageError(f"--{exc}") from None
-
-
-def _read(path: Path) -> pd.DataFrame:
-    try:
-        return data.read_frame(path)
-    except FileNotFoundError as exc:
-        raise DataError(str(exc)) from None
 
 
 def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
@@ -202,7 +193,7 @@ def _calibrate(a) -> int:
     if a.method == "gpac" and not a.group_col:
         raise UsageError("--group-col: --method gpac needs the column of known group labels")
     extra = _mapping(a.map)
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--id-col": a.id_col, "--group-col": a.group_col}
     _need_columns(df, a.data, cols)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
@@ -259,7 +250,7 @@ def _route(a) -> int:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{a.thresholds}: settings cannot be read back ({exc})") from None
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
     s = _scores(df, score_col, named)
@@ -302,7 +293,7 @@ def _plan(a) -> int:
         raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
     if grid is not None and (not grid or min(grid) < 1):
         raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
     s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)

@@ -181,28 +181,20 @@ def _hoeffding_bentkus(s1, s2, m, alpha, R):
     mu = np.clip(s1 / (R * m), 0.0, 1.0)
     t_h = _unique_apply(mu, lambda v: _hoeffding_root(v, m, alpha))
     k = np.ceil(np.clip(s1 / R, 0, m))  # the binomial tail is evaluated at ceil(m * mu)
+    return R * np.minimum(t_h, _unique_apply(k, lambda kk: _binomial_upper(kk, m, alpha / math.e)))
 
-    def bentkus(kk):
-        out = np.ones_like(kk)
-        inside = kk < m
-        # P(Bin(m, t) <= k) = alpha / e  <=>  t = I^{-1}_{1 - alpha/e}(k + 1, m - k)
-        out[inside] = special.betaincinv(kk[inside] + 1, m - kk[inside], 1 - alpha / math.e)
-        return out
 
-    t_b = _unique_apply(k, bentkus)
-    return R * np.minimum(t_h, t_b)
+def _binomial_upper(k, m, level):
+    """The ``t`` with ``P(Bin(m, t) <= k) = level`` (1 where ``k = m``), for each ``k``."""
+    out = np.ones_like(k)
+    inside = k < m
+    # P(Bin(m, t) <= k) = level  <=>  t = I^{-1}_{1 - level}(k + 1, m - k)
+    out[inside] = special.betaincinv(k[inside] + 1, m - k[inside], 1 - level)
+    return out
 
 
 def _clopper_pearson(s1, s2, m, alpha, R):
-    k = np.rint(s1 / R)
-
-    def cp(kk):
-        out = np.ones_like(kk)
-        inside = kk < m
-        out[inside] = special.betaincinv(kk[inside] + 1, m - kk[inside], 1 - alpha)
-        return out
-
-    return R * _unique_apply(k, cp)
+    return R * _unique_apply(np.rint(s1 / R), lambda k: _binomial_upper(k, m, alpha))
 
 
 _FROM_SUMS = {

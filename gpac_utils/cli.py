@@ -35,7 +35,7 @@ from . import allocation, bounds, checks, data, prediction, sampling, selection
 from .calibrate import METHODS, GroupWarning, calibrator, from_json
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
-from .recipe import RECIPES, VALID, Recipe
+from .recipe import RECIPES, VALID, Recipe, as_recipe
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
@@ -127,7 +127,7 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def _recipe(a) -> Recipe:
-    base = Recipe.named(a.recipe)
+    base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
     if sampling_ == "full" and a.pi is not None and a.pi != 1:
         raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
@@ -284,7 +284,7 @@ def _plan(a) -> int:
         budget = None if a.budget is None else checks.check_budget(a.budget)
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
-        recipe = Recipe.named(a.recipe) if a.bound is None else Recipe.named(a.recipe).replace(bound=a.bound)
+        recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
     except ValueError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None
     try:

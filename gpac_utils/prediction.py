@@ -267,28 +267,11 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, R, rng, bayes, shrinka
 
 
 def predict(
-    scores,
-    groups,
-    pilot_scores,
-    pilot_loss,
-    pilot_groups=None,
-    *,
-    eps: float,
-    alpha: float = 0.05,
-    recipe: Recipe | str = VALID,
-    n_grid=None,
-    resamples: int = 200,
-    pilot_model: str = "auto",
-    pilot_uncertainty: bool = True,
-    traffic=None,
-    cap=None,
-    pool=None,
-    min_pilot: int = 30,
-    bins: int = 5,
-    shrinkage: float = 20.0,
-    loss_bound: float = 1.0,
-    seed: int = 0,
-) -> PlanCurves:
+    scores, groups, pilot_scores, pilot_loss, pilot_groups=None, *, eps: float, alpha: float = 0.05,
+    recipe: Recipe | str = VALID, n_grid=None, resamples: int = 200, pilot_model: str = "auto",
+    pilot_uncertainty: bool = True, traffic=None, cap=None, pool=None, min_pilot: int = 30, bins: int = 5,
+    shrinkage: float = 20.0, loss_bound: float = 1.0, seed: int = 0,
+) -> PlanCurves:  # fmt: skip
     """Predict each group's routed share as a function of its number of labels.
 
     Parameters

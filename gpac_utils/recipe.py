@@ -71,7 +71,7 @@ class Recipe:
     ('hoeffding_bentkus', 'full')
     >>> PAPER.replace(rule="first-crossing").rule
     'first-crossing'
-    >>> Recipe.named("paper") == PAPER
+    >>> as_recipe("paper") == PAPER
     True
 
     References
@@ -122,14 +122,6 @@ class Recipe:
         """The recipe's fields, plus ``bound_kind`` (``valid`` / ``paper``)."""
         return {**dataclasses.asdict(self), "bound_kind": _bounds.BOUNDS[self.bound]}
 
-    @classmethod
-    def named(cls, name: str) -> Recipe:
-        """One of :data:`RECIPES` by name (``"valid"``, ``"valid-bernoulli"``, ``"paper"``)."""
-        try:
-            return RECIPES[name]
-        except KeyError:
-            raise ValueError(f"recipe: unknown name {name!r}; choose one of {list(RECIPES)}") from None
-
 
 #: The library's default: finite-sample valid, every calibration item labelled.
 VALID = Recipe()
@@ -166,6 +158,6 @@ def as_recipe(recipe: Recipe | str | None) -> Recipe:
         return VALID
     if isinstance(recipe, Recipe):
         return recipe
-    if isinstance(recipe, str):
-        return Recipe.named(recipe)
-    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {type(recipe).__name__}")
+    if isinstance(recipe, str) and recipe in RECIPES:
+        return RECIPES[recipe]
+    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {recipe!r}")

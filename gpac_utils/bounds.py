@@ -56,9 +56,7 @@ def _as_batch(z, scores, candidates):
     if z.ndim == 0 or z.shape[-1] == 0:
         raise ValueError("need at least one sample (z has no last-axis entries)")
     batch = z.shape[:-1]
-    cand = np.asarray(candidates, dtype=float)
-    if cand.ndim == 0:
-        cand = cand[None]
+    cand = np.atleast_1d(np.asarray(candidates, dtype=float))
     cand = np.broadcast_to(cand, batch + cand.shape[-1:])
     if np.any(np.diff(cand, axis=-1) < 0):
         raise ValueError("candidates must be sorted ascending along the last axis")

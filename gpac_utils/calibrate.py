@@ -251,9 +251,12 @@ class PAC:
         return json.dumps(payload, indent=2, sort_keys=True)
 
     # -- calibration ---------------------------------------------------------------------------
-    def _calibrate(self, scores, loss, labels, alpha, rng) -> None:
+    simultaneous = False  # G-PAC's Bonferroni option; PAC has one group
+
+    def _calibrate(self, scores, loss, labels, rng) -> None:
         self.thresholds_, self.group_sizes_ = {}, {}
         codes, names = _factorize(labels)
+        alpha = self.alpha / len(names) if self.simultaneous else self.alpha
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         for g, idx in zip(names.tolist(), members):
@@ -277,15 +280,16 @@ class PAC:
         return np.full(len(scores), ALL)
 
     def fit(self, scores, loss, groups=None) -> PAC:
-        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss`` (``groups`` is ignored by PAC).
+        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss``, one threshold per group.
+
+        ``groups`` (one label per item) is needed by G-PAC and ignored by PAC.
 
         Returns
         -------
         self
         """
         s, l = _as_arrays(scores, loss, self.loss_bound)
-        rng = np.random.default_rng(self.seed)
-        self._calibrate(s, l, self._labels(s, groups), self.alpha, rng)
+        self._calibrate(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
         return self
 
     # -- deployment ----------------------------------------------------------------------------
@@ -359,22 +363,6 @@ class GPAC(PAC):
 
     def _labels(self, scores, groups):
         return _group_labels(groups, len(scores))
-
-    def _fit_labels(self, s, l, labels, rng) -> GPAC:
-        k = len(_factorize(labels)[1])
-        alpha = self.alpha / k if self.simultaneous else self.alpha
-        self._calibrate(s, l, labels, alpha, rng)
-        return self
-
-    def fit(self, scores, loss, groups=None) -> GPAC:
-        """Calibrate one threshold per group of ``groups`` (one label per item).
-
-        Returns
-        -------
-        self
-        """
-        s, l = _as_arrays(scores, loss, self.loss_bound)
-        return self._fit_labels(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
 
 
 class CPAC:
@@ -494,7 +482,7 @@ class CPAC:
         else:
             self.partition_ = self.partitioner.fit(s)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_._fit_labels(s, l, self.assign(s), rng)
+        self.gpac_._calibrate(s, l, self.assign(s), rng)
         return self
 
     def thresholds_for(self, scores, groups=None) -> np.ndarray:

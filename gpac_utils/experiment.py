@@ -215,11 +215,8 @@ def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln,
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
             "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
+            "stp": _stp(r, lt[t], ln[t], form) if lt is not None and len(t) else np.nan,
         }
-        if lt is not None and len(t):
-            row["stp"] = _stp(r, lt[t], ln[t], form)
-        else:
-            row["stp"] = np.nan
         out.append(row)
     return out
 

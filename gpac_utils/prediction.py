@@ -103,12 +103,9 @@ def default_grid(max_labels: int, size: int = 16, min_labels: int = 10) -> np.nd
     >>> default_grid(100, size=5).tolist()
     [10, 18, 32, 56, 100]
     """
-    if int(max_labels) < 1:
-        raise ValueError(f"max_labels: must be >= 1, got {max_labels}")
-    if int(size) < 1:
-        raise ValueError(f"size: must be >= 1, got {size}")
-    lo = max(1, min(int(min_labels), int(max_labels)))
-    return np.unique(np.round(np.geomspace(lo, int(max_labels), int(size))).astype(int))
+    max_labels, size = check_int("max_labels", int(max_labels), 1), check_int("size", int(size), 1)
+    lo = max(1, min(int(min_labels), max_labels))
+    return np.unique(np.round(np.geomspace(lo, max_labels, size)).astype(int))
 
 
 def _weighted_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:

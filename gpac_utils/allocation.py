@@ -144,19 +144,14 @@ def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
         routed_share_q90, p_certify``; the ``ALL`` row has the total labels and the traffic-weighted mean.
     """
     lo, hi = curves.band()
+    stats = {"routed_share_mean": curves.mean, "routed_share_q10": lo, "routed_share_q90": hi}
+    stats["p_certify"] = curves.p_certify
     rows = []
     for a in allocations:
-        part = []
         for j, g in enumerate(curves.groups):
-            d = {"allocation": a.name, "group": g, "traffic": curves.traffic[j], "n_labels": a.n[g]}
-            k = np.flatnonzero(curves.n_grid == a.n[g])
-            if k.size:
-                k = int(k[0])
-                d.update(routed_share_mean=curves.mean[j, k], routed_share_q10=lo[j, k], routed_share_q90=hi[j, k])
-                d["p_certify"] = curves.p_certify[j, k]
-            else:  # no labels: always think
-                d.update(routed_share_mean=0.0, routed_share_q10=0.0, routed_share_q90=0.0, p_certify=0.0)
-            part.append(d)
-        total = {"n_labels": sum(d["n_labels"] for d in part), "routed_share_mean": a.total}
-        rows += part + [{"allocation": a.name, "group": "ALL", "traffic": 1.0, **total}]
+            k = np.flatnonzero(curves.n_grid == a.n[g])  # none for no labels: always think, all zero
+            row = {name: v[j, k[0]] if k.size else 0.0 for name, v in stats.items()}
+            rows.append({"allocation": a.name, "group": g, "traffic": curves.traffic[j], "n_labels": a.n[g], **row})
+        total = {"n_labels": a.labels, "routed_share_mean": a.total}
+        rows.append({"allocation": a.name, "group": "ALL", "traffic": 1.0, **total})
     return pd.DataFrame(rows)

@@ -209,8 +209,8 @@ def _calibrate(a) -> int:
         raise DataError(msg) from None
     if recipe.bound == "clopper_pearson":
         z = table[data.LOSS].to_numpy(float) / loss_bound
-        if not np.all((z == 0) | (z == 1)):
-            bad = ~((z == 0) | (z == 1))
+        bad = (z != 0) & (z != 1)
+        if bad.any():
             raise DataError(
                 f"--bound clopper_pearson needs losses of exactly 0 or {loss_bound} (the loss bound); "
                 f"{data.describe_rows(table, bad)} have other values: use hoeffding_bentkus or wsr"

@@ -197,11 +197,8 @@ class PlanCurves:
             ok = np.isfinite(self.mean[j])
             n = np.concatenate([[0], self.n_grid[ok]])
             v = np.concatenate([[0.0], self.mean[j][ok]])
-            if n.size < 3:
-                out[g] = True
-                continue
             slope = np.diff(v) / np.diff(n)
-            out[g] = bool(np.all(np.diff(slope) <= 1e-4 / max(1.0, float(np.mean(np.diff(n))))))
+            out[g] = n.size < 3 or bool(np.all(np.diff(slope) <= 1e-4 / max(1.0, float(np.mean(np.diff(n))))))
         return out
 
     def summary(self) -> pd.DataFrame:
@@ -223,11 +220,6 @@ class PlanCurves:
                 "pilot_model": [self.pilot_models[g] for g in groups],
             }
         )
-
-
-def _bin_edges(pilot_scores: np.ndarray, bins: int) -> np.ndarray:
-    inner = np.quantile(pilot_scores, np.linspace(0, 1, bins + 1)[1:-1])
-    return np.unique(inner)
 
 
 def _draw_bootstrap(ps, pl, n_items, R, rng, bayes):
@@ -378,7 +370,7 @@ def predict(
         raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
     grid = np.unique(grid.astype(int))
 
-    edges = _bin_edges(ps, max(1, int(bins)))
+    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))  # inner pilot-score bins
     G, K = len(names), grid.size
     routed_shares = np.full((G, K, resamples), np.nan)
     n_items = np.zeros((G, K), dtype=int)

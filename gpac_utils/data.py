@@ -188,8 +188,9 @@ def validate(
     if not scores:
         raise SchemaError(f"no score column: name at least one column '{SCORE_PREFIX}<name>'")
     out = df.copy()
-    if out[ID].isna().any():
-        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, out[ID].isna().to_numpy())}")
+    missing = out[ID].isna().to_numpy()
+    if missing.any():
+        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, missing)}")
     dup = out[ID].duplicated(keep=False).to_numpy()
     if dup.any():
         raise SchemaError(f"column {ID!r} has duplicate ids in {describe_rows(out, dup)}")
@@ -209,10 +210,9 @@ def validate(
         if col in out.columns:
             out[col] = _check_range(out, col, 0.0, None)
     if GROUP in out.columns:
-        if out[GROUP].isna().any():
-            raise SchemaError(
-                f"column {GROUP!r} has missing labels in {describe_rows(out, out[GROUP].isna().to_numpy())}"
-            )
+        missing = out[GROUP].isna().to_numpy()
+        if missing.any():
+            raise SchemaError(f"column {GROUP!r} has missing labels in {describe_rows(out, missing)}")
         out[GROUP] = out[GROUP].astype(str)
     return out
 

@@ -271,7 +271,7 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
         Evaluations per row; a row that does not converge gets the trivial bound 1.
     evaluate : callable, optional
         ``evaluate(mu, rows)``: ``max_t S_t(mu)`` and the smallest Newton target of the given rows. Default:
-        :func:`_log_capital` on the rows of ``x`` with the bets :func:`wsr_bets`; the fast path
+        ``_log_capital`` on the rows of ``x`` with the bets :func:`wsr_bets`; the fast path
         :mod:`gpac_utils.wsr_fast` passes the same computation laid out by time step (same bits).
 
     Returns

@@ -50,7 +50,7 @@ def _running_sum(block, n, carry):
 
 
 def _evaluate(X, NU, mu, c):
-    """:func:`gpac_utils.bounds._log_capital` of every column of the time-major ``X``, ``NU`` (shape (m, P)).
+    """``bounds._log_capital`` of every column of the time-major ``X``, ``NU`` (shape (m, P)).
 
     For every column: ``max_t S_t(mu)`` and the smallest Newton target ``min_t (c - S_t) / S'_t`` (NaN-skipping).
     """

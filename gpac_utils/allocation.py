@@ -3,11 +3,11 @@ r"""Label planning, step 2: spend a label budget on the groups, from the predict
 :func:`allocate` chooses ``n_j`` on the grid of :class:`~gpac_utils.prediction.PlanCurves` to
 maximise the expected routed share of all traffic, ``sum_j p_j E[share_j(n_j)]``, subject to
 ``sum_j n_j <= L``. The objective is separable, so a dynamic programme over the budget is **exact
-on the grid**; a greedy on marginal gains is offered for comparison and is only right when the
-curves are concave, which they usually are not: with a valid bound nothing certifies until ``n``
+on the grid**, whatever the curves' shape. A greedy on marginal gains would only be right for
+concave curves, which they usually are not: with a valid bound nothing certifies until ``n``
 reaches a group-dependent minimum, so each curve starts with a step
-(:attr:`~gpac_utils.prediction.PlanCurves.concave`). Baselines (equal labels per group, the
-paper's ``pi = 0.5``) are compared with the plan in notebook 32.
+(:attr:`~gpac_utils.prediction.PlanCurves.concave`). Notebook 32 shows greedy falling short, and
+compares the plan with the baselines (equal labels per group, the paper's ``pi = 0.5``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .checks import ParameterError, check_budget
+from .checks import check_budget
 from .prediction import PlanCurves
 
-__all__ = ["Allocation", "allocate", "allocation_table", "ALGORITHMS"]
-
-#: Allocation algorithms: the exact dynamic programme, or greedy on marginal gains.
-ALGORITHMS = ("dp", "greedy")
+__all__ = ["Allocation", "allocate", "allocation_table"]
 
 
 @dataclass
@@ -33,7 +30,7 @@ class Allocation:
     Attributes
     ----------
     name : str
-        ``planned`` (the exact DP) or ``greedy``.
+        ``planned`` (the exact DP) or the name of another allocation.
     n : dict of str to int
         Labels per group (expected labels for Bernoulli sampling).
     routed_share : dict of str to float
@@ -89,29 +86,8 @@ def _dp(opts, budget: int):
     return picks[::-1], float(V[B])
 
 
-def _greedy(opts, budget: int):
-    """Greedy on the best gain per label among all jumps up the grid (upper-hull greedy)."""
-    level = [0] * len(opts)
-    spent = 0
-    while True:
-        best = None
-        for j, (n, v) in enumerate(opts):
-            k0 = level[j]
-            for k in range(k0 + 1, n.size):
-                cost = n[k] - n[k0]
-                if spent + cost > budget or v[k] <= v[k0]:
-                    continue
-                rate = (v[k] - v[k0]) / cost
-                if best is None or rate > best[0]:
-                    best = (rate, j, k, cost)
-        if best is None:
-            break
-        _, j, k, cost = best
-        level[j], spent = k, spent + cost
-    return level, float(sum(o[1][k] for o, k in zip(opts, level)))
-
-
-def _alloc_from_levels(curves, opts, levels, name) -> Allocation:
+def _allocation(curves, opts, levels, name) -> Allocation:
+    """The allocation that takes option ``levels[j]`` of each group ``j``."""
     n = {g: int(opts[j][0][k]) for j, (g, k) in enumerate(zip(curves.groups, levels))}
     routed_share = {}
     for j, g in enumerate(curves.groups):
@@ -121,7 +97,7 @@ def _alloc_from_levels(curves, opts, levels, name) -> Allocation:
     return Allocation(name, n, routed_share, total)
 
 
-def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation:
+def allocate(curves: PlanCurves, budget) -> Allocation:
     """Choose labels per group on the grid to maximise the expected routed share of all traffic.
 
     Parameters
@@ -130,15 +106,12 @@ def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation
         From :func:`~gpac_utils.prediction.predict`.
     budget : int
         Total labels ``L``; the allocation satisfies ``sum_j n_j <= L``.
-    algorithm : {"dp", "greedy"}, default "dp"
-        ``dp``: exact dynamic programme over the budget (the objective is separable, so this is
-        the optimum on the grid whatever the curves' shape). ``greedy``: repeatedly buy the
-        jump up some group's grid with the best gain per label; optimal for concave curves,
-        possibly short of the optimum at the steps where a group first certifies.
 
     Returns
     -------
     Allocation
+        Named ``planned``: the optimum on the grid of a dynamic programme over the budget (the
+        objective is separable, so this is exact whatever the curves' shape).
 
     Examples
     --------
@@ -149,15 +122,9 @@ def allocate(curves: PlanCurves, budget, *, algorithm: str = "dp") -> Allocation
     >>> allocate(c, 30).n
     {'a': 20, 'b': 10}
     """
-    if algorithm not in ALGORITHMS:
-        raise ParameterError(f"algorithm: unknown {algorithm!r}; choose one of {list(ALGORITHMS)}")
-    budget = check_budget(budget)
     opts = [_options(curves, j) for j in range(len(curves.groups))]
-    if algorithm == "dp":
-        levels, _ = _dp(opts, budget)
-        return _alloc_from_levels(curves, opts, levels, "planned")
-    levels, _ = _greedy(opts, budget)
-    return _alloc_from_levels(curves, opts, levels, "greedy")
+    levels, _ = _dp(opts, check_budget(budget))
+    return _allocation(curves, opts, levels, "planned")
 
 
 def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
@@ -168,7 +135,7 @@ def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
     curves : PlanCurves
         The curves the allocations were chosen on.
     allocations : sequence of Allocation
-        E.g. the ``dp`` and ``greedy`` allocations of one budget.
+        E.g. the planned allocation of one budget and baselines on the same grid.
 
     Returns
     -------
@@ -177,19 +144,14 @@ def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:
         routed_share_q90, p_certify``; the ``ALL`` row has the total labels and the traffic-weighted mean.
     """
     lo, hi = curves.band()
+    stats = {"routed_share_mean": curves.mean, "routed_share_q10": lo, "routed_share_q90": hi}
+    stats["p_certify"] = curves.p_certify
     rows = []
     for a in allocations:
-        part = []
         for j, g in enumerate(curves.groups):
-            d = {"allocation": a.name, "group": g, "traffic": curves.traffic[j], "n_labels": a.n[g]}
-            k = np.flatnonzero(curves.n_grid == a.n[g])
-            if k.size:
-                k = int(k[0])
-                d.update(routed_share_mean=curves.mean[j, k], routed_share_q10=lo[j, k], routed_share_q90=hi[j, k])
-                d["p_certify"] = curves.p_certify[j, k]
-            else:  # no labels: always think
-                d.update(routed_share_mean=0.0, routed_share_q10=0.0, routed_share_q90=0.0, p_certify=0.0)
-            part.append(d)
-        total = {"n_labels": sum(d["n_labels"] for d in part), "routed_share_mean": a.total}
-        rows += part + [{"allocation": a.name, "group": "ALL", "traffic": 1.0, **total}]
+            k = np.flatnonzero(curves.n_grid == a.n[g])  # none for no labels: always think, all zero
+            row = {name: v[j, k[0]] if k.size else 0.0 for name, v in stats.items()}
+            rows.append({"allocation": a.name, "group": g, "traffic": curves.traffic[j], "n_labels": a.n[g], **row})
+        total = {"n_labels": a.labels, "routed_share_mean": a.total}
+        rows.append({"allocation": a.name, "group": "ALL", "traffic": 1.0, **total})
     return pd.DataFrame(rows)

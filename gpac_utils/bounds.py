@@ -56,9 +56,7 @@ def _as_batch(z, scores, candidates):
     if z.ndim == 0 or z.shape[-1] == 0:
         raise ValueError("need at least one sample (z has no last-axis entries)")
     batch = z.shape[:-1]
-    cand = np.asarray(candidates, dtype=float)
-    if cand.ndim == 0:
-        cand = cand[None]
+    cand = np.atleast_1d(np.asarray(candidates, dtype=float))
     cand = np.broadcast_to(cand, batch + cand.shape[-1:])
     if np.any(np.diff(cand, axis=-1) < 0):
         raise ValueError("candidates must be sorted ascending along the last axis")
@@ -181,28 +179,20 @@ def _hoeffding_bentkus(s1, s2, m, alpha, R):
     mu = np.clip(s1 / (R * m), 0.0, 1.0)
     t_h = _unique_apply(mu, lambda v: _hoeffding_root(v, m, alpha))
     k = np.ceil(np.clip(s1 / R, 0, m))  # the binomial tail is evaluated at ceil(m * mu)
+    return R * np.minimum(t_h, _unique_apply(k, lambda kk: _binomial_upper(kk, m, alpha / math.e)))
 
-    def bentkus(kk):
-        out = np.ones_like(kk)
-        inside = kk < m
-        # P(Bin(m, t) <= k) = alpha / e  <=>  t = I^{-1}_{1 - alpha/e}(k + 1, m - k)
-        out[inside] = special.betaincinv(kk[inside] + 1, m - kk[inside], 1 - alpha / math.e)
-        return out
 
-    t_b = _unique_apply(k, bentkus)
-    return R * np.minimum(t_h, t_b)
+def _binomial_upper(k, m, level):
+    """The ``t`` with ``P(Bin(m, t) <= k) = level`` (1 where ``k = m``), for each ``k``."""
+    out = np.ones_like(k)
+    inside = k < m
+    # P(Bin(m, t) <= k) = level  <=>  t = I^{-1}_{1 - level}(k + 1, m - k)
+    out[inside] = special.betaincinv(k[inside] + 1, m - k[inside], 1 - level)
+    return out
 
 
 def _clopper_pearson(s1, s2, m, alpha, R):
-    k = np.rint(s1 / R)
-
-    def cp(kk):
-        out = np.ones_like(kk)
-        inside = kk < m
-        out[inside] = special.betaincinv(kk[inside] + 1, m - kk[inside], 1 - alpha)
-        return out
-
-    return R * _unique_apply(k, cp)
+    return R * _unique_apply(np.rint(s1 / R), lambda k: _binomial_upper(k, m, alpha))
 
 
 _FROM_SUMS = {
@@ -244,30 +234,21 @@ def wsr_bets(x, alpha):
     return np.minimum(np.sqrt(1.0 / prev * (2 * math.log(1 / alpha) / m)), 1.0)
 
 
-def wsr_log_capital(x, nu, mu):
-    """``max_t sum_{s<=t} log(1 - nu_s (x_s - mu))`` — the running-max log capital at ``mu``.
+def _log_capital(x, nu, mu, c):
+    """Per row: ``max_t S_t(mu)`` and the smallest Newton target ``min_t (c - S_t(mu)) / S_t'(mu)``.
 
-    Parameters
-    ----------
-    x : numpy.ndarray, shape (..., m)
-        The terms scaled to ``[0, 1]``, in their sequential order.
-    nu : numpy.ndarray, shape (..., m)
-        The bets (:func:`wsr_bets`).
-    mu : float or array_like, shape (...)
-        The candidate mean(s) at which the capital is evaluated.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        The maximal log capital over time; ``mu`` lies above the upper bound when it reaches
-        ``log(1 / alpha)`` (``-inf`` where a capital factor is zero).
+    ``S_t(mu) = sum_{s<=t} log(1 - nu_s (x_s - mu))`` is the log capital at ``mu`` (``-inf`` where a
+    capital factor is zero); ``mu`` lies above the upper bound when ``max_t S_t(mu)`` reaches ``c``.
+    NaN Newton targets (a zero factor) are skipped.
     """
-    mu = np.asarray(mu, float)[..., None]
-    with np.errstate(divide="ignore"):
-        return np.max(np.cumsum(np.log(1.0 - nu * (x - mu)), axis=-1), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = 1.0 - nu * (x - mu[:, None])
+        S = np.cumsum(np.log(factor), axis=1)
+        dS = np.cumsum(nu / factor, axis=1)  # dS_t / dmu
+        return S.max(axis=1), np.fmin.reduce((c - S) / dS, axis=1)
 
 
-def wsr_upper(x, alpha, tol=1e-7, max_iter=100):
+def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
     """The WSR upper confidence bound for the mean of each row of ``x`` (shape (B, m), values in [0, 1]).
 
     The bound is the smallest ``mu`` at which the log capital ``S_t(mu) = sum_{s<=t} log(1 - nu_s (x_s - mu))``
@@ -275,7 +256,8 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100):
     concave and increasing in ``mu``, so a Newton step from the left never passes the root of any ``S_t``:
     stepping to the smallest Newton target over ``t`` climbs monotonically to the smallest root (3–5 steps in
     practice). Convergence is certified by checking that ``mu (1 + 2 tol)`` is rejected, and that point is
-    returned: conservative by at most ``2 tol`` relative.
+    returned: conservative by at most ``2 tol`` relative. The certification is one more evaluation at that
+    point; when it does not reject, the climb goes on from there.
 
     Parameters
     ----------
@@ -286,7 +268,11 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100):
     tol : float, default 1e-7
         Relative tolerance of the root.
     max_iter : int, default 100
-        Newton steps per row; a row that does not converge gets the trivial bound 1.
+        Evaluations per row; a row that does not converge gets the trivial bound 1.
+    evaluate : callable, optional
+        ``evaluate(mu, rows)``: ``max_t S_t(mu)`` and the smallest Newton target of the given rows. Default:
+        ``_log_capital`` on the rows of ``x`` with the bets :func:`wsr_bets`; the fast path
+        :mod:`gpac_utils.wsr_fast` passes the same computation laid out by time step (same bits).
 
     Returns
     -------
@@ -294,38 +280,45 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100):
         The upper bounds, in ``[0, 1]``.
     """
     c = math.log(1 / alpha)
-    nu = wsr_bets(x, alpha)
+    if evaluate is None:
+        nu = wsr_bets(x, alpha)
+
+        def evaluate(mu, rows):
+            return _log_capital(x[rows], nu[rows], mu, c)
+
+    n = x.shape[0]
     mu = x.mean(axis=1)  # start at the sample mean, which is (almost always) below the root
-    out = np.ones(x.shape[0])
-    done = np.zeros(x.shape[0], dtype=bool)
-    stepped = np.zeros(x.shape[0], dtype=bool)
-    for _ in range(max_iter):
+    out = np.ones(n)
+    done, stepped, certifying = np.zeros((3, n), dtype=bool)
+    evals = np.zeros(n, dtype=np.intp)
+    while not done.all():
         act = np.flatnonzero(~done)
-        if act.size == 0:
-            break
-        xa, na, ma = x[act], nu[act], mu[act]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = 1.0 - na * (xa - ma[:, None])
-            S = np.cumsum(np.log(factor), axis=1)  # S_t(mu)
-            dS = np.cumsum(na / factor, axis=1)  # dS_t / dmu
-            too_high = S.max(axis=1) >= c
-            step = np.nanmin((c - S) / dS, axis=1)  # the smallest Newton target over t
-        # A rejected iterate after a Newton step is a root up to rounding: a valid (conservative) upper
-        # end, accept it. A rejected *start* (rare) restarts from a tenth of the way down.
+        ma = mu[act]
+        smax, step = evaluate(ma, act)
+        too_high = smax >= c
+        # A rejected point after a Newton step (or a certification) is a root up to rounding: a valid
+        # (conservative) upper end, accept it. A rejected *start* (rare) restarts from a tenth of the way down.
         accept = too_high & stepped[act]
         out[act[accept]], done[act[accept]] = ma[accept], True
         restart = too_high & ~stepped[act]
         mu[act[restart]] = ma[restart] * 0.1
+        certifying[act] = False
+        evals[act] += 1
         ok = ~too_high
+        over = ok & (evals[act] > max_iter)  # only a pending certification gets here: the trivial bound 1
+        done[act[over]] = True
+        ok &= ~over
         stepped[act[ok]] = True
         new = np.minimum(ma[ok] + np.maximum(step[ok], 0.0), 1.0)
         mu[act[ok]] = new
         conv = (step[ok] <= tol * np.maximum(new, 1e-9)) | (new >= 1.0)
         rows = act[ok][conv]
         hi = np.minimum(mu[rows] * (1 + 2 * tol) + 1e-15, 1.0)
-        certified = (wsr_log_capital(x[rows], nu[rows], hi) >= c) | (hi >= 1.0)
-        out[rows[certified]], done[rows[certified]] = hi[certified], True
-        mu[rows[~certified]] = hi[~certified]  # not rejected yet: climb on from there
+        top = hi >= 1.0
+        done[rows[top]] = True  # the trivial bound 1
+        mu[rows[~top]], certifying[rows[~top]] = hi[~top], True
+        spent = ~done[act] & ~certifying[act] & (evals[act] >= max_iter)
+        done[act[spent]] = True  # the trivial bound 1
     return out
 
 

@@ -30,12 +30,13 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_alpha, check_eps, check_fraction, check_int, check_labels, check_loss_bound
+from .checks import check_array, check_int, check_labels, check_range, check_risk
 from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
-    "ALL", "GroupWarning", "threshold", "risk_curve", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "from_json",
+    "ALL", "GroupWarning", "threshold", "risk_curve", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "calibrator",
+    "from_json",
 ]  # fmt: skip
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
@@ -92,15 +93,17 @@ def threshold(
     True
     """
     recipe = as_recipe(recipe)
-    loss = np.asarray(loss, dtype=float)
-    scores = np.asarray(scores, dtype=float)
-    rng = np.random.default_rng(rng)
+    _, cand, ucb = _bound_curve(loss, scores, alpha, recipe, loss_bound, rng, pi)
+    return _selection.select(cand, ucb, eps, recipe.rule)
+
+
+def _bound_curve(loss, scores, alpha, recipe, loss_bound, rng, pi=None):
+    """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     p = recipe.pi if pi is None else pi
     # Only the sequential wsr bound depends on the order of the terms.
     d = _sampling.draw(loss, scores, recipe.sampling, p, rng, loss_bound, shuffle=recipe.bound == "wsr")
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
-    ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
-    return _selection.select(cand, ucb, eps, recipe.rule)
+    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
 
 
 def risk_curve(
@@ -138,10 +141,7 @@ def risk_curve(
     scores = np.asarray(scores, dtype=float)
     if loss.ndim != 1 or loss.shape != scores.shape:
         raise ValueError(f"loss and scores must be 1-D of equal length, got {loss.shape} and {scores.shape}")
-    rng = np.random.default_rng(rng)
-    d = _sampling.draw(loss, scores, recipe.sampling, recipe.pi, rng, loss_bound, shuffle=recipe.bound == "wsr")
-    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
-    ucb = _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
+    d, cand, ucb = _bound_curve(loss, scores, alpha, recipe, loss_bound, rng)
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
     envelope = _selection.upper_envelope(ucb)
@@ -157,17 +157,11 @@ def _factorize(labels):
 
 
 def _as_arrays(scores, loss, loss_bound):
-    s = np.asarray(scores, dtype=float)
-    l = np.asarray(loss, dtype=float)
-    if s.ndim != 1 or l.shape != s.shape:
-        raise ValueError(f"scores and loss must be 1-D of equal length, got {s.shape} and {l.shape}")
+    s, l = check_array("scores", scores, 0.0, 1.0), check_array("loss", loss, 0.0, loss_bound)
+    if l.shape != s.shape:
+        raise ValueError(f"loss: scores and loss must be of equal length, got {s.shape} and {l.shape}")
     if s.size == 0:
-        raise ValueError("empty calibration set")
-    for name, v, lo, hi in (("score", s, 0.0, 1.0), ("loss", l, 0.0, loss_bound)):
-        bad = ~np.isfinite(v) | (v < lo) | (v > hi)
-        if bad.any():
-            rows = np.flatnonzero(bad)[:5].tolist()
-            raise ValueError(f"{name} values must lie in [{lo}, {hi}]; bad at rows {rows}")
+        raise ValueError("scores: empty calibration set")
     return s, l
 
 
@@ -228,8 +222,7 @@ class PAC:
         self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0,
         min_group_size: int = 10, seed: int = 0,
     ):  # fmt: skip
-        self.loss_bound = check_loss_bound(loss_bound)
-        self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
+        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         self.recipe = as_recipe(recipe)
         self.min_group_size = check_int("min_group_size", min_group_size, 1)
         self.seed = check_int("seed", seed, 0)
@@ -255,16 +248,15 @@ class PAC:
             "thresholds": {g: (None if not math.isfinite(t) else float(t)) for g, t in self.thresholds_.items()},
             "group_sizes": self.group_sizes_,
         }
-        payload.update(self._extra_json())
         return json.dumps(payload, indent=2, sort_keys=True)
 
-    def _extra_json(self) -> dict:
-        return {}
-
     # -- calibration ---------------------------------------------------------------------------
-    def _calibrate(self, scores, loss, labels, alpha, rng) -> None:
+    simultaneous = False  # G-PAC's Bonferroni option; PAC has one group
+
+    def _calibrate(self, scores, loss, labels, rng) -> None:
         self.thresholds_, self.group_sizes_ = {}, {}
         codes, names = _factorize(labels)
+        alpha = self.alpha / len(names) if self.simultaneous else self.alpha
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         for g, idx in zip(names.tolist(), members):
@@ -288,15 +280,16 @@ class PAC:
         return np.full(len(scores), ALL)
 
     def fit(self, scores, loss, groups=None) -> PAC:
-        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss`` (``groups`` is ignored by PAC).
+        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss``, one threshold per group.
+
+        ``groups`` (one label per item) is needed by G-PAC and ignored by PAC.
 
         Returns
         -------
         self
         """
         s, l = _as_arrays(scores, loss, self.loss_bound)
-        rng = np.random.default_rng(self.seed)
-        self._calibrate(s, l, self._labels(s, groups), self.alpha, rng)
+        self._calibrate(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
         return self
 
     # -- deployment ----------------------------------------------------------------------------
@@ -335,21 +328,18 @@ class GPAC(PAC):
 
     Attributes
     ----------
-    thresholds_ : dict of str to float
-        Fitted threshold per group (``-inf``: always think).
-    group_sizes_ : dict of str to int
-        Calibration items per group.
+    thresholds_, group_sizes_ : dict
+        As for :class:`PAC`: the threshold (``-inf``: always think) and calibration items per group.
 
     Examples
     --------
-    >>> import numpy as np
+    Two groups with the same scores, one of them five times as lossy at every score:
+
     >>> from gpac_utils import GPAC
-    >>> rng = np.random.default_rng(0)
-    >>> groups = np.repeat(["easy", "hard"], 1000)
-    >>> u = rng.uniform(size=2000)
-    >>> p_loss = np.where(groups == "hard", 0.5 * u, 0.05 * u)
-    >>> loss = (rng.uniform(size=2000) < p_loss).astype(float)
-    >>> g = GPAC(eps=0.05).fit(u, loss, groups)
+    >>> import numpy as np
+    >>> groups, u = np.repeat(["easy", "hard"], 1000), np.tile(np.linspace(0, 1, 1000), 2)
+    >>> lossy = np.random.default_rng(0).uniform(size=2000) < np.where(groups == "hard", 0.5, 0.1) * u
+    >>> g = GPAC(eps=0.05).fit(u, lossy.astype(float), groups)
     >>> g.thresholds_["easy"] > g.thresholds_["hard"]
     True
 
@@ -373,22 +363,6 @@ class GPAC(PAC):
 
     def _labels(self, scores, groups):
         return _group_labels(groups, len(scores))
-
-    def _fit_labels(self, s, l, labels, rng) -> GPAC:
-        k = len(_factorize(labels)[1])
-        alpha = self.alpha / k if self.simultaneous else self.alpha
-        self._calibrate(s, l, labels, alpha, rng)
-        return self
-
-    def fit(self, scores, loss, groups=None) -> GPAC:
-        """Calibrate one threshold per group of ``groups`` (one label per item).
-
-        Returns
-        -------
-        self
-        """
-        s, l = _as_arrays(scores, loss, self.loss_bound)
-        return self._fit_labels(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
 
 
 class CPAC:
@@ -444,7 +418,7 @@ class CPAC:
         if mode not in ("split", "joint"):
             raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
         self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
-        self.mode, self.cluster_fraction = mode, check_fraction("cluster_fraction", cluster_fraction)
+        self.mode, self.cluster_fraction = mode, check_range("cluster_fraction", cluster_fraction)
         self.gpac_ = GPAC(
             eps, alpha, recipe, simultaneous=simultaneous, loss_bound=loss_bound,
             min_group_size=min_group_size, seed=seed,
@@ -508,7 +482,7 @@ class CPAC:
         else:
             self.partition_ = self.partitioner.fit(s)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_._fit_labels(s, l, self.assign(s), rng)
+        self.gpac_._calibrate(s, l, self.assign(s), rng)
         return self
 
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
@@ -518,10 +492,7 @@ class CPAC:
         s = np.asarray(scores, dtype=float)
         return self.gpac_.thresholds_for(s, self.assign(s))
 
-    def route(self, scores, groups=None) -> np.ndarray:
-        """True where the item goes to the non-thinking model (``U <= threshold``)."""
-        s = np.asarray(scores, dtype=float)
-        return s <= self.thresholds_for(s, groups)
+    route = PAC.route  # the same rule: U <= the item's threshold
 
 
 #: The calibrators by their one name (as in tables and JSON).
@@ -559,6 +530,45 @@ def method_class(name: str) -> type:
     raise ValueError(f"method: unknown {name!r}; choose one of {list(METHODS)}")
 
 
+def calibrator(
+    method: str, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, simultaneous: bool = False,
+    partitioner: ScorePartitioner | None = None, mode: str = "split", cluster_fraction: float = 0.5,
+    loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
+) -> PAC | GPAC | CPAC:  # fmt: skip
+    """An unfitted calibrator of a method, given every setting (those the method lacks are ignored).
+
+    Parameters
+    ----------
+    method : str
+        A method name (:func:`method_class`).
+    eps, alpha, recipe, loss_bound, min_group_size, seed
+        As for :class:`PAC`.
+    simultaneous : bool, default False
+        G-PAC and C-PAC (:class:`GPAC`).
+    partitioner, mode, cluster_fraction
+        C-PAC only (:class:`CPAC`).
+
+    Returns
+    -------
+    PAC, GPAC or CPAC
+
+    Examples
+    --------
+    >>> calibrator("g-pac", 0.1, simultaneous=True, mode="joint").settings["simultaneous"]
+    True
+    """
+    cls = method_class(method)
+    common = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
+    if cls is CPAC:
+        return CPAC(
+            eps, alpha, recipe, partitioner=partitioner, mode=mode, cluster_fraction=cluster_fraction,
+            simultaneous=simultaneous, **common,
+        )  # fmt: skip
+    if cls is GPAC:
+        return GPAC(eps, alpha, recipe, simultaneous=simultaneous, **common)
+    return PAC(eps, alpha, recipe, **common)
+
+
 def from_json(text: str) -> PAC | GPAC | CPAC:
     """Rebuild a fitted calibrator from its ``to_json()`` output.
 
@@ -581,26 +591,22 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         For a missing field (``settings``, ``thresholds`` or one of the settings).
     """
     payload = json.loads(text)
-    cls = METHODS.get(payload.get("method"))
-    if cls is None:
-        raise ValueError(f"unknown calibrator method {payload.get('method')!r} in JSON")
+    method = payload.get("method")
+    if method not in METHODS:
+        raise ValueError(f"unknown calibrator method {method!r} in JSON")
     st = dict(payload["settings"])
     recipe = Recipe(
         bound=st["bound"], sampling=st["sampling"], pi=st.get("pi"), rule=st["rule"], candidates=st["candidates"]
     )
-    common = dict(loss_bound=st["loss_bound"], min_group_size=st["min_group_size"], seed=st["seed"])
-    if cls is PAC:
-        obj = PAC(st["eps"], st["alpha"], recipe, **common)
-        inner = obj
-    elif cls is GPAC:
-        obj = GPAC(st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False), **common)
-        inner = obj
-    else:
-        obj = CPAC(
-            st["eps"], st["alpha"], recipe, partitioner=ScorePartitioner(st["k"], st["partition"]), mode=st["mode"],
-            cluster_fraction=st["cluster_fraction"], simultaneous=st.get("simultaneous", False), **common,
-        )  # fmt: skip
-        inner = obj.gpac_
+    cpac = method == "C-PAC"
+    obj = calibrator(
+        method, st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False),
+        partitioner=ScorePartitioner(st["k"], st["partition"]) if cpac else None, mode=st["mode"] if cpac else "split",
+        cluster_fraction=st["cluster_fraction"] if cpac else 0.5, loss_bound=st["loss_bound"],
+        min_group_size=st["min_group_size"], seed=st["seed"],
+    )  # fmt: skip
+    inner = obj.gpac_ if cpac else obj
+    if cpac:
         part = payload["partition"]
         obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["algorithm"])
     inner.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}

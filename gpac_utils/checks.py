@@ -1,7 +1,7 @@
 """Parameter checks shared by the calibrators, the experiment runner and the command line.
 
 Each check raises :class:`ParameterError` (a ``ValueError``) with a one-line message that names
-the parameter and its allowed range, e.g. ``eps: must lie in (0, 1.0) (the loss bound), got 1.5``.
+the parameter and its allowed range, e.g. ``eps: must lie in (0.0, 1.0), got 1.5``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ import pandas as pd
 __all__ = [
     "ParameterError",
     "DataError",
-    "check_eps",
-    "check_alpha",
+    "check_range",
+    "check_risk",
     "check_int",
-    "check_fraction",
-    "check_loss_bound",
     "check_array",
     "check_labels",
     "check_budget",
@@ -43,78 +41,71 @@ def _number(name: str, value) -> float:
     return v
 
 
-def check_loss_bound(loss_bound) -> float:
-    """``loss_bound > 0``.
+def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_right: bool = False) -> float:
+    """A finite number in ``(lo, hi)`` (or ``(lo, hi]`` with ``closed_right``).
 
     Parameters
     ----------
-    loss_bound : float
-        The loss bound ``B`` to check.
+    name : str
+        The parameter's name, for the message.
+    value : float
+        The value to check (``True``/``False`` refused).
+    lo, hi : float, default 0 and 1
+        The open interval's ends (``hi`` may be ``inf``).
+    closed_right : bool, default False
+        Allow ``hi``.
 
     Returns
     -------
     float
-        ``loss_bound`` as a float.
+        ``value`` as a float.
 
     Raises
     ------
     ParameterError
-        When it is not a finite number > 0 (``True``/``False`` refused).
+        When it is not a finite number in the interval.
+
+    Examples
+    --------
+    >>> check_range("label_rate", 1, closed_right=True)
+    1.0
+    >>> check_range("alpha", 1.5)
+    Traceback (most recent call last):
+    ...
+    gpac_utils.checks.ParameterError: alpha: must lie in (0.0, 1.0), got 1.5
     """
-    v = _number("loss_bound", loss_bound)
-    if v <= 0:
-        raise ParameterError(f"loss_bound: must be > 0, got {loss_bound!r}")
+    v = _number(name, value)
+    if not (lo < v < hi or (closed_right and v == hi)):
+        raise ParameterError(f"{name}: must lie in ({lo}, {hi}{']' if closed_right else ')'}, got {value!r}")
     return v
 
 
-def check_eps(eps, loss_bound: float = 1.0) -> float:
-    """``0 < eps < loss_bound`` (at ``eps >= loss_bound`` every item could be routed unchecked).
+def check_risk(eps, alpha, loss_bound=1.0) -> tuple[float, float, float]:
+    """The settings of every guarantee: ``loss_bound > 0``, ``0 < eps < loss_bound``, ``0 < alpha < 1``.
+
+    At ``eps >= loss_bound`` every item could be routed unchecked.
 
     Parameters
     ----------
     eps : float
-        The target risk to check.
-    loss_bound : float, default 1.0
-        The loss bound ``B`` (checked already, e.g. by :func:`check_loss_bound`).
-
-    Returns
-    -------
-    float
-        ``eps`` as a float.
-
-    Raises
-    ------
-    ParameterError
-        When it is not a finite number in ``(0, loss_bound)``.
-    """
-    v = _number("eps", eps)
-    if not 0 < v < loss_bound:
-        raise ParameterError(f"eps: must lie in (0, {loss_bound}) (the loss bound), got {eps!r}")
-    return v
-
-
-def check_alpha(alpha) -> float:
-    """``0 < alpha < 1``.
-
-    Parameters
-    ----------
+        The target risk.
     alpha : float
-        The miscoverage level to check.
+        The miscoverage level.
+    loss_bound : float, default 1.0
+        The loss bound ``B``.
 
     Returns
     -------
-    float
-        ``alpha`` as a float.
+    tuple of float
+        ``(eps, alpha, loss_bound)`` as floats.
 
     Raises
     ------
     ParameterError
-        When it is not a finite number in ``(0, 1)``.
+        Naming the first of ``loss_bound``, ``eps``, ``alpha`` that is out of its range.
     """
-    v = _number("alpha", alpha)
-    if not 0 < v < 1:
-        raise ParameterError(f"alpha: must lie in (0, 1), got {alpha!r}")
-    return v
+    loss_bound = check_range("loss_bound", loss_bound, 0.0, math.inf)
+    return check_range("eps", eps, 0.0, loss_bound), check_range("alpha", alpha), loss_bound
 
 
 def check_int(name: str, value, minimum: int) -> int:
@@ -147,35 +138,6 @@ def check_int(name: str, value, minimum: int) -> int:
     if value < minimum:
         raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
     return int(value)
-
-
-def check_fraction(name: str, value, *, closed_right: bool = False) -> float:
-    """A number in ``(0, 1)`` (or ``(0, 1]`` with ``closed_right``).
-
-    Parameters
-    ----------
-    name : str
-        The parameter's name, for the message.
-    value : float
-        The value to check.
-    closed_right : bool, default False
-        Allow ``1``.
-
-    Returns
-    -------
-    float
-        ``value`` as a float.
-
-    Raises
-    ------
-    ParameterError
-        When it is not a finite number in the interval.
-    """
-    v = _number(name, value)
-    ok = 0 < v <= 1 if closed_right else 0 < v < 1
-    if not ok:
-        raise ParameterError(f"{name}: must lie in (0, 1{']' if closed_right else ')'}, got {value!r}")
-    return v
 
 
 def check_array(name: str, values, lo: float | None = None, hi: float | None = None) -> np.ndarray:
@@ -222,7 +184,7 @@ def check_labels(name: str, labels, n: int) -> np.ndarray:
     Parameters
     ----------
     name : str
-        The parameter's name, for the message.
+        Named in the error message.
     labels : array_like
         The labels to check.
     n : int

@@ -11,7 +11,7 @@ route
 plan
     how many expert labels each group needs, from a labelled pilot: the predicted routed share per
     group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
-    (:mod:`gpac_utils.allocation`, exact DP, with greedy beside it).
+    (:mod:`gpac_utils.allocation`, an exact dynamic programme).
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -32,10 +32,10 @@ import numpy as np
 import pandas as pd
 
 from . import allocation, bounds, checks, data, prediction, sampling, selection
-from .calibrate import CPAC, GPAC, METHODS, PAC, GroupWarning, from_json
+from .calibrate import METHODS, GroupWarning, calibrator, from_json
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
-from .recipe import RECIPES, VALID, Recipe
+from .recipe import RECIPES, VALID, Recipe, as_recipe
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
@@ -119,34 +119,25 @@ def _parser() -> argparse.ArgumentParser:
 def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     out = {}
     for p in pairs:
-        if "=" not in p or not p.split("=", 1)[0] or not p.split("=", 1)[1]:
+        src, eq, dst = p.partition("=")
+        if not (src and eq and dst):
             raise UsageError(f"--map: expects SOURCE=TARGET, got {p!r}")
-        src, dst = p.split("=", 1)
         out[src] = dst
     return out
 
 
 def _recipe(a) -> Recipe:
-    base = Recipe.named(a.recipe)
+    base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
     if sampling_ == "full" and a.pi is not None and a.pi != 1:
         raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
     pi = None if sampling_ == "full" else next(p for p in (a.pi, base.pi, 0.5) if p is not None)
     cand = base.candidates if a.candidates is None else a.candidates
-    if cand not in ("auto", "all") and not str(cand).isdigit():
-        raise UsageError(f"--candidates: must be 'auto', 'all' or a grid size >= 1, got {cand!r}")
-    try:
-        cand = cand if cand in ("auto", "all") else int(cand)
+    try:  # Recipe refuses a bad grid size, with the message
+        cand = int(cand) if str(cand).isdigit() else cand
         return Recipe(bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule, candidates=cand)
     except ValueError as exc:
         raise UsageError(f"--{exc}") from None
-
-
-def _read(path: Path) -> pd.DataFrame:
-    try:
-        return data.read_frame(path)
-    except FileNotFoundError as exc:
-        raise DataError(str(exc)) from None
 
 
 def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
@@ -192,8 +183,7 @@ def _report_small_groups(cal, min_group_size: int) -> None:
 def _calibrate(a) -> int:
     # Parameters first (usage errors, exit 2), then the data (exit 1).
     try:
-        loss_bound = checks.check_loss_bound(a.loss_bound)
-        eps, alpha = checks.check_eps(a.eps, loss_bound), checks.check_alpha(a.alpha)
+        eps, alpha, loss_bound = checks.check_risk(a.eps, a.alpha, a.loss_bound)
         min_group_size = checks.check_int("min_group_size", a.min_group_size, 1)
         seed = checks.check_int("seed", a.seed, 0)
         k = checks.check_int("k", a.k, 1)
@@ -203,7 +193,7 @@ def _calibrate(a) -> int:
     if a.method == "gpac" and not a.group_col:
         raise UsageError("--group-col: --method gpac needs the column of known group labels")
     extra = _mapping(a.map)
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--id-col": a.id_col, "--group-col": a.group_col}
     _need_columns(df, a.data, cols)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
@@ -219,24 +209,19 @@ def _calibrate(a) -> int:
         raise DataError(msg) from None
     if recipe.bound == "clopper_pearson":
         z = table[data.LOSS].to_numpy(float) / loss_bound
-        if not np.all((z == 0) | (z == 1)):
-            bad = ~((z == 0) | (z == 1))
+        bad = (z != 0) & (z != 1)
+        if bad.any():
             raise DataError(
                 f"--bound clopper_pearson needs losses of exactly 0 or {loss_bound} (the loss bound); "
                 f"{data.describe_rows(table, bad)} have other values: use hoeffding_bentkus or wsr"
             )
     kw = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
+    part = ScorePartitioner(k, a.partition)
+    cal = calibrator(a.method, eps, alpha, recipe, simultaneous=a.simultaneous, partitioner=part, mode=a.mode, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
-        if a.method == "pac":
-            cal = PAC(eps, alpha, recipe, **kw).fit(u, loss)
-        elif a.method == "gpac":
-            cal = GPAC(eps, alpha, recipe, simultaneous=a.simultaneous, **kw).fit(u, loss, table[data.GROUP])
-        else:
-            part = ScorePartitioner(k, a.partition)
-            cal = CPAC(eps, alpha, recipe, partitioner=part, mode=a.mode, simultaneous=a.simultaneous, **kw)
-            cal.fit(u, loss)
+        cal.fit(u, loss, table[data.GROUP] if a.method == "gpac" else None)
     payload = json.loads(cal.to_json())
     columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
@@ -265,7 +250,7 @@ def _route(a) -> int:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{a.thresholds}: settings cannot be read back ({exc})") from None
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
     s = _scores(df, score_col, named)
@@ -284,7 +269,7 @@ def _route(a) -> int:
         warnings.simplefilter("ignore", GroupWarning)  # reported above
         thr = cal.thresholds_for(s, groups)
     out = df.assign(threshold=thr, route_nothink=s <= thr)
-    data.write_frame(out, a.output)
+    data.write_table(out, a.output)
     print(f"routed {int(out['route_nothink'].sum())}/{len(out)} items to the non-thinking model -> {a.output}")
     return EXIT_OK
 
@@ -292,14 +277,14 @@ def _route(a) -> int:
 # --------------------------------------------------------------------------- plan
 def _plan(a) -> int:
     try:
-        eps, alpha = checks.check_eps(a.eps, checks.check_loss_bound(a.loss_bound)), checks.check_alpha(a.alpha)
+        eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
         resamples = checks.check_int("resamples", a.resamples, 2)
         if a.pilot_fraction is not None:
-            checks.check_fraction("pilot_fraction", a.pilot_fraction, closed_right=True)
+            checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
         if a.target is not None:
-            checks.check_fraction("target", a.target, closed_right=True)
-        recipe = Recipe.named(a.recipe) if a.bound is None else Recipe.named(a.recipe).replace(bound=a.bound)
+            checks.check_range("target", a.target, closed_right=True)
+        recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
     except ValueError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None
     try:
@@ -308,7 +293,7 @@ def _plan(a) -> int:
         raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
     if grid is not None and (not grid or min(grid) < 1):
         raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
-    df = _read(a.data)
+    df = data.read_frame(a.data)
     _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
     s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
@@ -331,8 +316,8 @@ def _plan(a) -> int:
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    plans = [allocation.allocate(curves, budget, algorithm=x) for x in allocation.ALGORITHMS]
-    table = allocation.allocation_table(curves, plans)
+    plan = allocation.allocate(curves, budget)
+    table = allocation.allocation_table(curves, [plan])
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
@@ -340,11 +325,12 @@ def _plan(a) -> int:
     table.to_csv(a.output, index=False, lineterminator="\n")
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
     curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
-    totals = ", ".join(f"{x.name} {x.total:.1%}" for x in plans)
-    print(f"budget {budget} labels; predicted routed share of all traffic: {totals} -> {a.output}, {curves_path}")
+    print(
+        f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
+    )
     non_concave = [x for x, ok in curves.concave.items() if not ok]
     if non_concave:
-        print(f"non-concave curves (the DP plan is exact on the grid; greedy may fall short): {non_concave}")
+        print(f"non-concave curves (the plan is exact on the grid; a greedy one may fall short): {non_concave}")
     return EXIT_OK
 
 

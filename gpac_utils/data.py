@@ -188,8 +188,9 @@ def validate(
     if not scores:
         raise SchemaError(f"no score column: name at least one column '{SCORE_PREFIX}<name>'")
     out = df.copy()
-    if out[ID].isna().any():
-        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, out[ID].isna().to_numpy())}")
+    missing = out[ID].isna().to_numpy()
+    if missing.any():
+        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, missing)}")
     dup = out[ID].duplicated(keep=False).to_numpy()
     if dup.any():
         raise SchemaError(f"column {ID!r} has duplicate ids in {describe_rows(out, dup)}")
@@ -209,10 +210,9 @@ def validate(
         if col in out.columns:
             out[col] = _check_range(out, col, 0.0, None)
     if GROUP in out.columns:
-        if out[GROUP].isna().any():
-            raise SchemaError(
-                f"column {GROUP!r} has missing labels in {describe_rows(out, out[GROUP].isna().to_numpy())}"
-            )
+        missing = out[GROUP].isna().to_numpy()
+        if missing.any():
+            raise SchemaError(f"column {GROUP!r} has missing labels in {describe_rows(out, missing)}")
         out[GROUP] = out[GROUP].astype(str)
     return out
 
@@ -364,13 +364,13 @@ def read_frame(path: str | Path, **kw) -> pd.DataFrame:
         raise SchemaError(f"{path}: cannot be read as {fmt}: {first}") from exc
 
 
-def write_frame(df: pd.DataFrame, path: str | Path) -> Path:
+def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` in the format its suffix names, byte-stable across reruns.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        The table; its index is not written.
+        The table (not validated here; see :func:`validate`); its index is not written.
     path : str or Path
         The destination; its suffix picks the format (:func:`table_format`). Missing parent
         directories are created.
@@ -430,26 +430,3 @@ def read_table(
             raise SchemaError(f"missing column(s) {missing} in {path}")
         df = df[list(keep)]
     return validate(df, **validate_kw)
-
-
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table in the data schema (see :func:`write_frame`).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table (not validated here; see :func:`validate`).
-    path : str or Path
-        The destination; its suffix picks the format.
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    SchemaError
-        When the suffix names no known format.
-    """
-    return write_frame(df, path)

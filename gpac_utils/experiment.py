@@ -27,12 +27,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import data as D
-from .calibrate import ALL, CPAC, GPAC, method_class
-from .checks import check_alpha, check_eps, check_fraction, check_int, check_loss_bound
+from .calibrate import ALL, calibrator, method_class
+from .checks import check_int, check_range, check_risk
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .partition import ScorePartitioner
-from .recipe import VALID, Recipe, as_recipe
+from .recipe import VALID, as_recipe
 
 __all__ = ["KEYS", "ExperimentConfig", "run_experiment", "summarize", "group_violations", "default_stp_form"]
 
@@ -118,11 +118,10 @@ class ExperimentConfig:
             object.__setattr__(self, "scores", tuple(self.scores))
         if not self.recipes:
             raise ValueError("recipes: give at least one calibration recipe")
-        check_eps(self.eps, check_loss_bound(self.loss_bound))
-        check_alpha(self.alpha)
+        check_risk(self.eps, self.alpha, self.loss_bound)
         check_int("trials", self.trials, 1)
         check_int("min_group_size", self.min_group_size, 1)
-        check_fraction("cal_ratio", self.cal_ratio)
+        check_range("cal_ratio", self.cal_ratio)
         if self.eval_groups not in ("known", "learned"):
             raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
         if self.mode not in ("split", "joint"):
@@ -131,16 +130,6 @@ class ExperimentConfig:
     def replace(self, **changes) -> ExperimentConfig:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
-
-
-def _calibrator(method: str, cfg: ExperimentConfig, recipe: Recipe, seed: int):
-    common = dict(loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=seed)
-    if method == "C-PAC":
-        return CPAC(cfg.eps, cfg.alpha, recipe, partitioner=cfg.partitioner, mode=cfg.mode,
-                    simultaneous=cfg.simultaneous, **common)  # fmt: skip
-    if method == "G-PAC":
-        return GPAC(cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, **common)
-    return method_class(method)(cfg.eps, cfg.alpha, recipe, **common)
 
 
 def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool = False) -> pd.DataFrame:
@@ -186,7 +175,10 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 fitted = {}
                 for mi, m in enumerate(cfg.methods):
                     cseed = int(np.random.SeedSequence([cfg.seed, trial, si, vi, mi]).generate_state(1)[0])
-                    obj = _calibrator(m, cfg, recipe, cseed)
+                    obj = calibrator(
+                        m, cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, partitioner=cfg.partitioner,
+                        mode=cfg.mode, loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=cseed,
+                    )  # fmt: skip
                     obj.fit(u[cal], loss[cal], known[cal] if m == "G-PAC" else None)
                     fitted[m] = obj
                 if cfg.eval_groups == "known":
@@ -223,11 +215,8 @@ def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln,
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
             "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
+            "stp": _stp(r, lt[t], ln[t], form) if lt is not None and len(t) else np.nan,
         }
-        if lt is not None and len(t):
-            row["stp"] = _stp(r, lt[t], ln[t], form)
-        else:
-            row["stp"] = np.nan
         out.append(row)
     return out
 

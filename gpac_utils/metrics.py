@@ -135,10 +135,7 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     bad = ~(lt > 0)
     if bad.any():
         raise ValueError(f"think_tokens must be > 0 for STP; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-    if form == "cascade":
-        cost = ln + (~r) * lt
-    else:
-        cost = r * ln + (~r) * lt
+    cost = (ln if form == "cascade" else r * ln) + (~r) * lt  # the non-thinking answer, then the thinking one
     return float(np.mean(1.0 - cost / lt))
 
 

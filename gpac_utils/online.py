@@ -60,7 +60,7 @@ import math
 import numpy as np
 
 from .calibrate import _factorize, _group_labels
-from .checks import ParameterError, check_alpha, check_eps, check_fraction, check_int, check_loss_bound
+from .checks import ParameterError, check_array, check_int, check_range, check_risk
 from .selection import candidate_grid
 
 __all__ = ["BETS", "OnlineGPAC", "draw_labels", "grid_points", "terms", "certify", "prefix_thresholds"]
@@ -92,7 +92,7 @@ def draw_labels(n: int, label_rate: float, seed) -> np.ndarray:
     [False, True, True, True, False, False]
     """
     n = check_int("n", n, 0)
-    rate = check_fraction("label_rate", label_rate, closed_right=True)
+    rate = check_range("label_rate", label_rate, closed_right=True)
     return np.random.default_rng(seed).random(n) < rate
 
 
@@ -203,14 +203,6 @@ def prefix_thresholds(certified, grid) -> np.ndarray:
     return np.where(count > 0, grid[np.maximum(count - 1, 0)], -np.inf)
 
 
-def _check_range(name, values, lo, hi, where=None):
-    bad = ~np.isfinite(values) | (values < lo) | (values > hi)
-    if where is not None:
-        bad &= where
-    if bad.any():
-        raise ValueError(f"{name}: values must lie in [{lo}, {hi}]; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-
-
 class OnlineGPAC:
     """Online G-PAC: per-group thresholds certified by betting, valid at every moment of a stream.
 
@@ -258,9 +250,8 @@ class OnlineGPAC:
     """
 
     def __init__(self, eps, alpha=0.05, *, label_rate, grid=101, loss_bound=1.0, bet="mixture"):
-        self.loss_bound = check_loss_bound(loss_bound)
-        self.eps, self.alpha = check_eps(eps, self.loss_bound), check_alpha(alpha)
-        self.label_rate = check_fraction("label_rate", label_rate, closed_right=True)
+        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
+        self.label_rate = check_range("label_rate", label_rate, closed_right=True)
         self.grid = grid_points(grid)
         if bet not in BETS:
             raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")
@@ -271,16 +262,9 @@ class OnlineGPAC:
         self.n_labelled_: dict[str, int] = {}
         self._states: dict[str, dict] = {}
 
-    def _scores(self, scores) -> np.ndarray:
-        s = np.asarray(scores, dtype=float)
-        if s.ndim != 1:
-            raise ValueError(f"scores: must be 1-D, got shape {s.shape}")
-        _check_range("scores", s, 0.0, 1.0)
-        return s
-
     def route(self, scores, groups) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <= its group's threshold``)."""
-        s = self._scores(scores)
+        s = check_array("scores", scores, 0.0, 1.0)
         codes, names = _factorize(_group_labels(groups, s.size))
         per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
         return s <= per_name[codes] if s.size else np.zeros(0, bool)
@@ -299,7 +283,7 @@ class OnlineGPAC:
         labelled : array_like of bool, shape (n,)
             Whether each item's loss is known (drawn with probability ``label_rate``).
         """
-        s = self._scores(scores)
+        s = check_array("scores", scores, 0.0, 1.0)
         g = _group_labels(groups, s.size)
         lab = np.asarray(labelled)
         if lab.shape != s.shape or not (lab.dtype == bool or np.isin(lab, (0, 1)).all()):
@@ -310,7 +294,7 @@ class OnlineGPAC:
         loss = np.asarray(losses, dtype=float)
         if loss.shape != s.shape:
             raise ValueError(f"losses: need one loss per item ({s.size}), got shape {loss.shape}")
-        _check_range("losses", loss, 0.0, self.loss_bound, where=lab)
+        check_array("losses", np.where(lab, loss, 0.0), 0.0, self.loss_bound)  # read only where labelled
         codes, names = _factorize(g)
         for c, name in enumerate(names.tolist()):
             idx = np.flatnonzero(codes == c)  # the group's items, in arrival order

@@ -80,59 +80,45 @@ class ScorePartitioner:
             raise ValueError(f"partition: unknown algorithm {self.algorithm!r}; choose one of {PARTITION_ALGORITHMS}")
 
     def fit(self, scores) -> Partition:
-        """The partition learned from ``scores``."""
-        return fit_partition(scores, self.k, self.algorithm)
+        """Learn the partition from ``scores`` (fewer groups than ``k`` if fewer distinct scores).
 
+        Parameters
+        ----------
+        scores : array_like
+            Calibration scores (flattened); finite, at least one.
 
-def fit_partition(scores, k: int, algorithm: str = "kmeans") -> Partition:
-    """Learn a ``k``-group partition of the scores (fewer groups if fewer distinct scores).
+        Returns
+        -------
+        Partition
+            Ascending boundaries of at most ``min(k, distinct scores)`` groups (``quantile`` may give
+            fewer, when quantiles coincide). For ``kmeans`` the boundaries are the midpoints of the gaps
+            between clusters; for ``quantile`` the score quantiles ``j/k``.
 
-    Parameters
-    ----------
-    scores : array_like
-        Calibration scores (flattened); finite, at least one.
-    k : int
-        The number of groups wanted, >= 1.
-    algorithm : {"kmeans", "quantile"}, default "kmeans"
-        Exact 1-D k-means (boundaries at the midpoints of the gaps between clusters) or
-        equal-mass bins at the score quantiles ``j/k``.
+        Raises
+        ------
+        ValueError
+            For no scores, or NaN or infinite scores.
 
-    Returns
-    -------
-    Partition
-        Ascending boundaries of at most ``min(k, distinct scores)`` groups (``quantile`` may give
-        fewer, when quantiles coincide).
-
-    Raises
-    ------
-    ValueError
-        For no scores, NaN or infinite scores, ``k < 1`` or an unknown algorithm.
-
-    Examples
-    --------
-    >>> from gpac_utils.partition import fit_partition
-    >>> p = fit_partition([0.1, 0.12, 0.15, 0.8, 0.85], k=2)
-    >>> p.k, p.labels([0.11, 0.5, 0.9]).tolist()
-    (2, ['c0', 'c1', 'c1'])
-    >>> fit_partition([0.1, 0.2, 0.3, 0.4], k=2, algorithm="quantile").boundaries.tolist()
-    [0.2]
-    >>> fit_partition([0.5, 0.5, 0.5], k=3).k  # one distinct score: one group
-    1
-    """
-    s = np.asarray(scores, dtype=float).ravel()
-    if s.size == 0:
-        raise ValueError("cannot cluster an empty set of scores")
-    if not np.all(np.isfinite(s)):
-        raise ValueError("scores to cluster contain NaN or infinite values")
-    if int(k) < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    k = min(int(k), np.unique(s).size)
-    if algorithm == "kmeans":
-        clusters = ckmeans.ckmeans(s, k) if k > 1 else [np.sort(s)]
-        bounds = np.array([(a[-1] + b[0]) / 2 for a, b in zip(clusters[:-1], clusters[1:])])
-    elif algorithm == "quantile":
-        bounds = np.unique(np.quantile(s, np.arange(1, k) / k, method="inverted_cdf"))
-        bounds = bounds[bounds < s.max()]  # a boundary at the maximum would leave an empty top bin
-    else:
-        raise ValueError(f"partition: unknown algorithm {algorithm!r}; choose one of {PARTITION_ALGORITHMS}")
-    return Partition(np.asarray(bounds, dtype=float), algorithm)
+        Examples
+        --------
+        >>> p = ScorePartitioner(k=2).fit([0.1, 0.12, 0.15, 0.8, 0.85])
+        >>> p.k, p.labels([0.11, 0.5, 0.9]).tolist()
+        (2, ['c0', 'c1', 'c1'])
+        >>> ScorePartitioner(k=2, algorithm="quantile").fit([0.1, 0.2, 0.3, 0.4]).boundaries.tolist()
+        [0.2]
+        >>> ScorePartitioner(k=3).fit([0.5, 0.5, 0.5]).k  # one distinct score: one group
+        1
+        """
+        s = np.asarray(scores, dtype=float).ravel()
+        if s.size == 0:
+            raise ValueError("cannot cluster an empty set of scores")
+        if not np.all(np.isfinite(s)):
+            raise ValueError("scores to cluster contain NaN or infinite values")
+        k = min(int(self.k), np.unique(s).size)
+        if self.algorithm == "kmeans":
+            clusters = ckmeans.ckmeans(s, k) if k > 1 else [np.sort(s)]
+            bounds = np.array([(a[-1] + b[0]) / 2 for a, b in zip(clusters[:-1], clusters[1:])])
+        else:
+            bounds = np.unique(np.quantile(s, np.arange(1, k) / k, method="inverted_cdf"))
+            bounds = bounds[bounds < s.max()]  # a boundary at the maximum would leave an empty top bin
+        return Partition(np.asarray(bounds, dtype=float), self.algorithm)

@@ -16,8 +16,8 @@ This module predicts it from a small labelled **pilot** and the (free) unlabelle
    routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
 2. :func:`gpac_utils.allocation.allocate` (step 2) spends a label budget on the groups.
 
-:func:`calibrate_repeatedly` is the realised counterpart: calibrate for real on random subsets
-of a labelled pool, to check a prediction.
+Notebook 32 and ``tests/test_planning.py`` check predictions against their realised counterpart:
+calibrating for real on random subsets of a labelled pool.
 
 What the prediction is, honestly
 --------------------------------
@@ -71,10 +71,10 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import threshold
-from .checks import check_alpha, check_array, check_eps, check_int, check_labels
+from .checks import check_array, check_int, check_labels, check_risk
 from .recipe import VALID, Recipe, as_recipe
 
-__all__ = ["PlanCurves", "predict", "labels_needed", "calibrate_repeatedly", "default_grid", "PILOT_MODELS", "BAND"]
+__all__ = ["PlanCurves", "predict", "labels_needed", "default_grid", "PILOT_MODELS", "BAND"]
 
 PILOT_MODELS = ("auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
@@ -103,19 +103,9 @@ def default_grid(max_labels: int, size: int = 16, min_labels: int = 10) -> np.nd
     >>> default_grid(100, size=5).tolist()
     [10, 18, 32, 56, 100]
     """
-    if int(max_labels) < 1:
-        raise ValueError(f"max_labels: must be >= 1, got {max_labels}")
-    if int(size) < 1:
-        raise ValueError(f"size: must be >= 1, got {size}")
-    lo = max(1, min(int(min_labels), int(max_labels)))
-    return np.unique(np.round(np.geomspace(lo, int(max_labels), int(size))).astype(int))
-
-
-def _routed_share(thresholds, sorted_scores: np.ndarray) -> np.ndarray:
-    """Share of the (sorted) traffic scores at or below each threshold (``-inf``: none)."""
-    return np.searchsorted(sorted_scores, np.asarray(thresholds, dtype=float), side="right") / max(
-        sorted_scores.size, 1
-    )
+    max_labels, size = check_int("max_labels", int(max_labels), 1), check_int("size", int(size), 1)
+    lo = max(1, min(int(min_labels), max_labels))
+    return np.unique(np.round(np.geomspace(lo, max_labels, size)).astype(int))
 
 
 def _weighted_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -207,42 +197,29 @@ class PlanCurves:
             ok = np.isfinite(self.mean[j])
             n = np.concatenate([[0], self.n_grid[ok]])
             v = np.concatenate([[0.0], self.mean[j][ok]])
-            if n.size < 3:
-                out[g] = True
-                continue
             slope = np.diff(v) / np.diff(n)
-            out[g] = bool(np.all(np.diff(slope) <= 1e-4 / max(1.0, float(np.mean(np.diff(n))))))
+            out[g] = n.size < 3 or bool(np.all(np.diff(slope) <= 1e-4 / max(1.0, float(np.mean(np.diff(n))))))
         return out
 
     def summary(self) -> pd.DataFrame:
         """Long table: one row per group and ``n`` (n_labels, n_items, mean, band, P(certify))."""
         lo, hi = self.band()
-        mean, pc = self.mean, self.p_certify
-        rows = []
-        for j, g in enumerate(self.groups):
-            for k, n in enumerate(self.n_grid):
-                if not np.isfinite(mean[j, k]):
-                    continue
-                rows.append(
-                    {
-                        "group": g,
-                        "n_labels": int(n),
-                        "n_items": int(self.n_items[j, k]),
-                        "routed_share_mean": float(mean[j, k]),
-                        "routed_share_q10": float(lo[j, k]),
-                        "routed_share_q90": float(hi[j, k]),
-                        "p_certify": float(pc[j, k]),
-                        "traffic": float(self.traffic[j]),
-                        "pilot_n": int(self.pilot_sizes[g]),
-                        "pilot_model": self.pilot_models[g],
-                    }
-                )
-        return pd.DataFrame(rows)
-
-
-def _bin_edges(pilot_scores: np.ndarray, bins: int) -> np.ndarray:
-    inner = np.quantile(pilot_scores, np.linspace(0, 1, bins + 1)[1:-1])
-    return np.unique(inner)
+        j, k = np.nonzero(np.isfinite(self.mean))  # the (group, n) pairs within the cap
+        groups = np.asarray(self.groups, dtype=object)[j]
+        return pd.DataFrame(
+            {
+                "group": groups,
+                "n_labels": self.n_grid[k].astype(int),
+                "n_items": self.n_items[j, k].astype(int),
+                "routed_share_mean": self.mean[j, k],
+                "routed_share_q10": lo[j, k],
+                "routed_share_q90": hi[j, k],
+                "p_certify": self.p_certify[j, k],
+                "traffic": self.traffic[j].astype(float),
+                "pilot_n": [int(self.pilot_sizes[g]) for g in groups],
+                "pilot_model": [self.pilot_models[g] for g in groups],
+            }
+        )
 
 
 def _draw_bootstrap(ps, pl, n_items, R, rng, bayes):
@@ -279,28 +256,11 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, R, rng, bayes, shrinka
 
 
 def predict(
-    scores,
-    groups,
-    pilot_scores,
-    pilot_loss,
-    pilot_groups=None,
-    *,
-    eps: float,
-    alpha: float = 0.05,
-    recipe: Recipe | str = VALID,
-    n_grid=None,
-    resamples: int = 200,
-    pilot_model: str = "auto",
-    pilot_uncertainty: bool = True,
-    traffic=None,
-    cap=None,
-    pool=None,
-    min_pilot: int = 30,
-    bins: int = 5,
-    shrinkage: float = 20.0,
-    loss_bound: float = 1.0,
-    seed: int = 0,
-) -> PlanCurves:
+    scores, groups, pilot_scores, pilot_loss, pilot_groups=None, *, eps: float, alpha: float = 0.05,
+    recipe: Recipe | str = VALID, n_grid=None, resamples: int = 200, pilot_model: str = "auto",
+    pilot_uncertainty: bool = True, traffic=None, cap=None, pool=None, min_pilot: int = 30, bins: int = 5,
+    shrinkage: float = 20.0, loss_bound: float = 1.0, seed: int = 0,
+) -> PlanCurves:  # fmt: skip
     """Predict each group's routed share as a function of its number of labels.
 
     Parameters
@@ -362,7 +322,7 @@ def predict(
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
-    eps, alpha = check_eps(eps, float(loss_bound)), check_alpha(alpha)
+    eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     recipe = as_recipe(recipe)
     if pilot_model not in PILOT_MODELS:
         raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")
@@ -410,7 +370,7 @@ def predict(
         raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
     grid = np.unique(grid.astype(int))
 
-    edges = _bin_edges(ps, max(1, int(bins)))
+    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))  # inner pilot-score bins
     G, K = len(names), grid.size
     routed_shares = np.full((G, K, resamples), np.nan)
     n_items = np.zeros((G, K), dtype=int)
@@ -444,7 +404,7 @@ def predict(
                     unl, ps, pl, in_group, edges, m_items, resamples, grs, pilot_uncertainty, shrink
                 )
             t = threshold(cl, cs, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, pi=rate)
-            routed_shares[j, k] = _routed_share(t, unl)
+            routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     settings = {
         "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()}, "resamples": resamples,
         "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
@@ -461,7 +421,7 @@ def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.S
     curves : PlanCurves
     target : float
         Routed share of the group's traffic, in (0, 1].
-    stat : {"mean", "q10", "median"}, default "mean"
+    stat : {"mean", "q10"}, default "mean"
         ``q10``: reached in at least 90 % of the resamples.
 
     Returns
@@ -473,86 +433,11 @@ def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.S
     target = float(target)
     if not 0 < target <= 1:
         raise ValueError(f"target: must lie in (0, 1], got {target}")
-    if stat == "mean":
-        v = curves.mean
-    elif stat == "q10":
-        v = curves.band()[0]
-    elif stat == "median":
-        v = np.quantile(curves.routed_shares, 0.5, axis=-1)
-    else:
-        raise ValueError(f"stat: unknown {stat!r}; choose 'mean', 'q10' or 'median'")
+    if stat not in ("mean", "q10"):
+        raise ValueError(f"stat: unknown {stat!r}; choose 'mean' or 'q10'")
+    v = curves.mean if stat == "mean" else curves.band()[0]
     out = {}
     for j, g in enumerate(curves.groups):
         hit = np.flatnonzero(np.nan_to_num(v[j], nan=-1.0) >= target)
         out[g] = float(curves.n_grid[hit[0]]) if hit.size else math.nan
     return pd.Series(out, name=f"labels_for_{target:g}_{stat}")
-
-
-def calibrate_repeatedly(
-    pool_scores,
-    pool_loss,
-    n_items: int,
-    *,
-    eps: float,
-    alpha: float = 0.05,
-    recipe: Recipe | str = VALID,
-    repeats: int = 100,
-    eval_scores=None,
-    eval_loss=None,
-    pi=None,
-    loss_bound: float = 1.0,
-    seed: int = 0,
-) -> dict:
-    """Calibrate one group ``repeats`` times on random ``n_items``-subsets of a labelled pool.
-
-    The realised counterpart of :func:`predict`: each repeat draws ``n_items`` calibration items
-    *without replacement* from the pool, calibrates them (all repeats in one batched call), and
-    evaluates the threshold on ``eval_scores`` / ``eval_loss`` (default: the pool itself).
-
-    Parameters
-    ----------
-    pool_scores, pool_loss : array_like, shape (m,)
-        The labelled items to draw calibration sets from.
-    n_items : int
-        Calibration items per repeat (``<= m``; ``0``: nothing routed).
-    eps, alpha, recipe, loss_bound
-        As for :func:`~gpac_utils.calibrate.threshold`.
-    repeats : int, default 100
-    eval_scores, eval_loss : array_like, optional
-        Held-out traffic for the routed share and the realised risk ``mean(loss 1{U <= t})``.
-    pi : float, optional
-        Labelling rate (overrides ``recipe.pi``), for ``bernoulli`` recipes.
-    seed : int, default 0
-
-    Returns
-    -------
-    dict
-        ``thresholds``, ``routed_share`` (routed share of the eval traffic) and, with a loss, ``risk``
-        (each of shape ``(repeats,)``).
-    """
-    ps = check_array("pool_scores", pool_scores, 0.0, 1.0)
-    pl = check_array("pool_loss", pool_loss, 0.0, float(loss_bound))
-    if pl.size != ps.size:
-        raise ValueError(f"pool_loss: need one loss per pool score ({ps.size}), got {pl.size}")
-    n_items = int(n_items)
-    if not 0 <= n_items <= ps.size:
-        raise ValueError(f"n_items: must lie in [0, {ps.size}] (the pool size), got {n_items}")
-    es = ps if eval_scores is None else check_array("eval_scores", eval_scores, 0.0, 1.0)
-    el = (
-        (pl if eval_scores is None else None)
-        if eval_loss is None
-        else check_array("eval_loss", eval_loss, 0.0, loss_bound)
-    )
-    rng = np.random.default_rng(seed)
-    if n_items == 0:
-        t = np.full(int(repeats), -np.inf)
-    else:
-        idx = rng.permuted(np.broadcast_to(np.arange(ps.size), (int(repeats), ps.size)), axis=-1)[:, :n_items]
-        t = threshold(pl[idx], ps[idx], eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, pi=pi)
-    out = {"thresholds": t, "routed_share": _routed_share(t, np.sort(es))}
-    if el is not None:
-        order = np.argsort(es, kind="stable")
-        cum = np.concatenate([[0.0], np.cumsum(el[order])])
-        k = np.searchsorted(es[order], t, side="right")
-        out["risk"] = cum[k] / max(es.size, 1)
-    return out

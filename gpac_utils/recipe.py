@@ -27,12 +27,12 @@ Two named recipes cover the two uses of this compendium:
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
+from .checks import check_range
 
 __all__ = ["Recipe", "VALID", "VALID_BERNOULLI", "PAPER", "RECIPES", "as_recipe"]
 
@@ -71,7 +71,7 @@ class Recipe:
     ('hoeffding_bentkus', 'full')
     >>> PAPER.replace(rule="first-crossing").rule
     'first-crossing'
-    >>> Recipe.named("paper") == PAPER
+    >>> as_recipe("paper") == PAPER
     True
 
     References
@@ -99,16 +99,9 @@ class Recipe:
         else:
             if self.pi is None:
                 raise ValueError(f"pi: sampling={self.sampling!r} needs a labelling probability pi in (0, 1]")
-            if isinstance(self.pi, bool) or not isinstance(self.pi, int | float):
-                raise ValueError(f"pi: must be a number in (0, 1], got {self.pi!r}")
-            if not (math.isfinite(self.pi) and 0 < self.pi <= 1):
-                raise ValueError(f"pi: must lie in (0, 1], got {self.pi}")
-            object.__setattr__(self, "pi", float(self.pi))
+            object.__setattr__(self, "pi", check_range("pi", self.pi, closed_right=True))
         c = self.candidates
-        if isinstance(c, str):
-            if c not in ("auto", "all"):
-                raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
-        elif isinstance(c, bool) or not isinstance(c, int) or c < 1:
+        if c not in ("auto", "all") and (isinstance(c, bool | str) or not isinstance(c, int) or c < 1):
             raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
 
     @property
@@ -128,14 +121,6 @@ class Recipe:
     def to_dict(self) -> dict:
         """The recipe's fields, plus ``bound_kind`` (``valid`` / ``paper``)."""
         return {**dataclasses.asdict(self), "bound_kind": _bounds.BOUNDS[self.bound]}
-
-    @classmethod
-    def named(cls, name: str) -> Recipe:
-        """One of :data:`RECIPES` by name (``"valid"``, ``"valid-bernoulli"``, ``"paper"``)."""
-        try:
-            return RECIPES[name]
-        except KeyError:
-            raise ValueError(f"recipe: unknown name {name!r}; choose one of {list(RECIPES)}") from None
 
 
 #: The library's default: finite-sample valid, every calibration item labelled.
@@ -173,6 +158,6 @@ def as_recipe(recipe: Recipe | str | None) -> Recipe:
         return VALID
     if isinstance(recipe, Recipe):
         return recipe
-    if isinstance(recipe, str):
-        return Recipe.named(recipe)
-    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {type(recipe).__name__}")
+    if isinstance(recipe, str) and recipe in RECIPES:
+        return RECIPES[recipe]
+    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {recipe!r}")

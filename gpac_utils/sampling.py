@@ -122,10 +122,7 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, s
     if loss.min() < 0 or loss.max() > loss_bound:
         raise ValueError(f"losses must lie in [0, loss_bound={loss_bound}]")
     n = loss.shape[-1]
-    if scheme == "full":
-        p = np.ones_like(loss)
-    else:
-        p = _check_pi(pi, loss.shape)
+    p = np.ones_like(loss) if scheme == "full" else _check_pi(pi, loss.shape)
     # The range of the terms is per calibration (per batch row): one calibration's labelling
     # probabilities never widen another's bound.
     value_range = loss_bound / p.min(axis=-1)

@@ -125,13 +125,13 @@ def test_calibrator_bad_input(kw, match):
 
 def test_partition_assign_and_ties():
     s = np.array([0.0, 0.01, 0.02, 0.5, 0.51, 0.9, 0.95, 1.0])
-    p = cluster.fit_partition(s, 3, "kmeans")
+    p = cluster.ScorePartitioner(3, "kmeans").fit(s)
     np.testing.assert_array_equal(p.assign(s), [0, 0, 0, 1, 1, 2, 2, 2])
     np.testing.assert_allclose(p.boundaries, [(0.02 + 0.5) / 2, (0.51 + 0.9) / 2])
-    q = cluster.fit_partition(np.repeat([0.1, 0.2], 10), 3, "quantile")
+    q = cluster.ScorePartitioner(3, "quantile").fit(np.repeat([0.1, 0.2], 10))
     assert q.k <= 2  # fewer distinct scores than groups: fewer groups, none empty
     with pytest.raises(ValueError):
-        cluster.fit_partition([0.1, np.nan], 2)
+        cluster.ScorePartitioner(2).fit([0.1, np.nan])
 
 
 def test_metrics_by_hand():

@@ -147,7 +147,7 @@ def test_cli_parameters_exit_status(tmp_path_factory, capsys, eps, alpha, pi, sa
     tmp = tmp_path_factory.mktemp("cli")
     u, loss, _ = _population(200)
     path = tmp / "t.parquet"
-    data.write_frame(pd.DataFrame({"item_id": range(200), "loss": loss, "u": u}), path)
+    data.write_table(pd.DataFrame({"item_id": range(200), "loss": loss, "u": u}), path)
     argv = ["calibrate", "--data", str(path), "--score-col", "u", f"--eps={float(eps)!r}", f"--alpha={float(alpha)!r}",
             "--sampling", sampling, f"--pi={float(pi)!r}", "-o", str(tmp / "t.json")]  # fmt: skip
     capsys.readouterr()

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
 from ...workflow.paths import CPUS_ENV
-from .populations import Population, names_or, oracle_ratio, oracle_threshold
+from .populations import Population, oracle_ratio, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
@@ -67,23 +68,14 @@ def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
     return cells
 
 
-def _audit_unit(
-    pop: Population,
-    names: Sequence[str],
-    ni: int,
-    n: int,
-    si: int,
-    scheme: str,
-    pi: float,
-    bounds: Sequence[str],
-    rules: Sequence[str],
-    eps_list: Sequence[float],
-    alpha: float,
-    calibrations: int,
-    seed: int,
-) -> list[dict]:
-    """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`."""
-    G, B = len(names), int(calibrations)
+def _audit_cell(pop: Population, settings: tuple, ni: int, n: int, si: int, scheme: str, pi: float) -> list[dict]:
+    """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`.
+
+    ``settings`` is ``(bounds, rules, eps_list, alpha, calibrations, seed)``.
+    """
+    bounds, rules, eps_list, alpha, B, seed = settings
+    names = pop.names
+    G = len(names)
     rng = np.random.default_rng([seed, ni, int(n)])  # same calibration sets for every scheme
     data = [pop.group(g).sample((B, int(n)), rng) for g in names]
     loss = np.concatenate([d[0] for d in data])  # (G*B, n)
@@ -134,10 +126,6 @@ def _audit_unit(
     return rows
 
 
-def _audit_unit_star(args):
-    return _audit_unit(*args)
-
-
 def validity_audit(
     pop: Population,
     *,
@@ -150,7 +138,6 @@ def validity_audit(
     calibrations: int = 1000,
     seed: int = 0,
     jobs=1,
-    groups: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Per-group violation rate and oracle ratio of every (bound, scheme, pi, rule, n, eps) cell.
 
@@ -188,8 +175,6 @@ def validity_audit(
         Seed of the calibration samples and label draws.
     jobs : int, "auto" or None, default 1
         Worker processes.
-    groups : sequence of str, optional
-        Groups audited (default: all).
 
     Returns
     -------
@@ -198,35 +183,22 @@ def validity_audit(
         for the cell (shared by the rows of the cell). The pass criterion for a nominal level
         ``alpha`` is ``violation_rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)``.
     """
-    names = names_or(pop, groups)
-    units = [
-        (
-            pop,
-            names,
-            ni,
-            int(n),
-            si,
-            scheme,
-            float(pi),
-            list(bounds),
-            list(rules),
-            list(eps_list),
-            float(alpha),
-            int(calibrations),
-            int(seed),
-        )
+    settings = (list(bounds), list(rules), list(eps_list), float(alpha), int(calibrations), int(seed))
+    cells = [
+        (ni, int(n), si, scheme, float(pi))
         for ni, n in enumerate(group_sizes)
         for si, (scheme, pi) in enumerate(audit_schemes(pis))
     ]
     # the most expensive cells first (cost ~ n / pi for resample), for load balance
-    order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))
-    jobs = min(resolve_jobs(jobs), len(units))
+    order = sorted(cells, key=lambda c: -c[1] / (c[4] if c[3] == "resample" else 1))
+    run = partial(_audit_cell, pop, settings)
+    jobs = min(resolve_jobs(jobs), len(cells))
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = dict(zip(order, pool.map(_audit_unit_star, [units[i] for i in order])))
+            results = dict(zip(order, pool.map(run, *zip(*order))))
     else:
-        results = {i: _audit_unit_star(units[i]) for i in order}
-    out = pd.DataFrame([r for i in range(len(units)) for r in results[i]])
+        results = {c: run(*c) for c in order}
+    out = pd.DataFrame([r for c in cells for r in results[c]])
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
     return out

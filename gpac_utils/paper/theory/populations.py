@@ -14,8 +14,10 @@ For a *fixed* threshold ``u`` the risk :math:`R(u \mid G_j)` is a number, so the
 :math:`R(u \mid G_j) \le \varepsilon` has probability 0 or 1 and ``alpha`` drops out: the
 PAC-optimal threshold (Eq. pac-optimal-threshold) is
 :math:`u^*_j = \sup\{u : R(u \mid G_j) \le \varepsilon\}` (:func:`oracle_threshold`; ``+inf``
-when the group's risk never exceeds ``eps``); :func:`closed_form_threshold` gives the explicit
-root for a group with ``lo = 0``.
+when the group's risk never exceeds ``eps``); for a group with ``lo = 0`` it is the root
+:math:`(\varepsilon (b_j+1)\,hi_j / a_j)^{1/(b_j+1)}` (notebook 10's exercise).
+:func:`oracle_summary` compares, at the population level, marginal PAC, the best single
+threshold valid in every group and G-PAC (Proposition 3.3).
 
 The named populations of the notebooks: :data:`ORACLE_POPULATION` (10),
 :data:`PARTITION_POPULATION` (11) and :data:`AUDIT_POPULATION` (12, 13).
@@ -23,7 +25,6 @@ The named populations of the notebooks: :data:`ORACLE_POPULATION` (10),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,30 +224,6 @@ def oracle_threshold(pop: Population, eps, group: str | None = None):
     return sup_feasible(lambda u: pop.risk(u, group), eps)
 
 
-def closed_form_threshold(g: RiskGroup, eps):
-    r"""Explicit :math:`u^* = (\varepsilon(b+1)\,hi/a)^{1/(b+1)}` for a group with ``lo = 0``.
-
-    Parameters
-    ----------
-    g : RiskGroup
-        A group with ``lo = 0``.
-    eps : float or array_like
-        Target risk(s).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``+inf`` where the group's risk never exceeds ``eps``.
-    """
-    if g.lo != 0:
-        raise ValueError("closed_form_threshold needs lo = 0")
-    eps = np.asarray(eps, dtype=float)
-    if g.a == 0:
-        return np.full(eps.shape, np.inf)
-    u = (eps * (g.b + 1) * g.hi / g.a) ** (1.0 / (g.b + 1))
-    return np.where(u >= g.hi, np.inf, u)
-
-
 def oracle_ratio(pop: Population, group: str, u_hat, u_star):
     """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share.
 
@@ -271,26 +248,32 @@ def oracle_ratio(pop: Population, group: str, u_hat, u_star):
     return pop.share(u_hat, group) / den
 
 
-def names_or(pop: Population, groups: Sequence[str] | None) -> list[str]:
-    """The requested groups (validated) or all of them.
+def oracle_summary(pop: Population, eps: float) -> dict:
+    """Routed share of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
 
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    groups : sequence of str, optional
-        Group names; ``None``: all.
+    All at the population level (PAC-optimal thresholds, infinite calibration data):
 
-    Returns
-    -------
-    list of str
+    * ``marginal``: one threshold, marginal constraint ``R(u) <= eps`` (PAC reasoning);
+    * ``common``: one threshold, every group's constraint (``min_j u_j*``) — the best a single
+      threshold can do when the *group-conditional* guarantee is required;
+    * ``grouped``: one threshold per group (G-PAC), every group's constraint.
     """
-    if groups is None:
-        return pop.names
-    bad = [g for g in groups if g not in pop.names]
-    if bad:
-        raise KeyError(f"unknown group(s) {bad}; groups are {pop.names}")
-    return list(groups)
+    w = pop.weights
+    u_marg = oracle_threshold(pop, eps)
+    u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
+    u_common = float(np.min(u_j))
+    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
+    return {
+        "eps": eps,
+        "u_marginal": u_marg,
+        "u_common": u_common,
+        **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
+        "routed_share_marginal": float(pop.share(u_marg)),
+        "routed_share_common": float(pop.share(u_common)),
+        "routed_share_grouped": routed_share_grouped,
+        **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
+        "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
+    }
 
 
 #: The audit population: two groups, one with an informative score (convex risk), one flat.

@@ -73,7 +73,7 @@ import yaml
 
 from .. import data as D
 from ..workflow.paths import SIMULATED
-from .reference import CAL_RATIO, TABLE_SPECS, accuracy, paper_accuracy
+from .reference import accuracy
 
 # --------------------------------------------------------------------------------------
 # The parameter table
@@ -91,8 +91,8 @@ class GroupSpec:
 
 @dataclass(frozen=True)
 class PairSpec:
-    """One model pair on one benchmark (its overall accuracies come from the paper, see
-    :func:`target_accuracy`).
+    """One model pair on one benchmark (its overall accuracies are the paper's ``table:llm_accuracy``,
+    :func:`gpac_utils.paper.reference.accuracy`, matched exactly as the count ``round(acc * n)``).
 
     ``a_*``: loadings of the margins on difficulty.
     ``think_offset`` / ``nothink_offset``: per-group margin offsets (missing groups: 0).
@@ -189,8 +189,6 @@ SIMULATED_BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 PAIRS: tuple[str, ...] = ("qwen", "llama")
 #: model names per pair: (thinking, non-thinking)
 MODELS: dict[str, tuple[str, str]] = _PARAMETERS["models"]
-#: the paper's eps per (benchmark, pair) (Tables 01_results_known, 01_llama_results, arena)
-EPS = {(b, s.pair): s.eps[b] for s in TABLE_SPECS.values() if s.family in ("known", "arena") for b in s.benchmarks}
 
 
 def _check(benchmark: str, pair: str | None = None) -> BenchmarkSpec:
@@ -272,25 +270,6 @@ def _top_k(margin: np.ndarray, k: int) -> np.ndarray:
 def exact_count(acc: float, n: int) -> int:
     """The number of correct items, ``round(acc * n)`` (half up)."""
     return int(np.floor(acc * n + 0.5))
-
-
-def target_accuracy(benchmark: str, pair: str, role: str) -> float:
-    """The overall accuracy a simulated model is given: the paper's ``table:llm_accuracy``.
-
-    Parameters
-    ----------
-    benchmark, pair : str
-        A verifiable benchmark and a model pair.
-    role : {"think", "nothink"}
-        The thinking or the non-thinking model.
-
-    Returns
-    -------
-    float
-        A fraction, matched exactly as the count ``round(acc * n)``.
-    """
-    _check(benchmark, pair)
-    return accuracy(benchmark, pair, role)
 
 
 def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
@@ -394,8 +373,8 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     out = it[[c for c in (D.ID, D.GROUP) if c in it.columns]].copy()
 
     if spec.loss == "binary":
-        t = _top_k(comp["think_margin"], exact_count(target_accuracy(benchmark, pair, "think"), n))
-        nt = _top_k(comp["nothink_margin"], exact_count(target_accuracy(benchmark, pair, "nothink"), n))
+        t = _top_k(comp["think_margin"], exact_count(accuracy(benchmark, pair, "think"), n))
+        nt = _top_k(comp["nothink_margin"], exact_count(accuracy(benchmark, pair, "nothink"), n))
         out[D.LOSS] = D.binary_loss(t, nt)
         out[D.THINK_CORRECT] = t
         out[D.NOTHINK_CORRECT] = nt
@@ -465,93 +444,6 @@ def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.
     """
     spec = _check(benchmark, pair)
     return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
-
-
-# --------------------------------------------------------------------------------------
-# Paper tables computed from the data
-# --------------------------------------------------------------------------------------
-
-#: column order of table:llm_accuracy
-ACCURACY_COLUMNS = (MODELS["qwen"][1], MODELS["qwen"][0], MODELS["llama"][1], MODELS["llama"][0])
-VERIFIABLE = ("math500", "zebralogic", "gpqa")
-
-
-def split_sizes(n: int, cal_ratio: float) -> tuple[int, int]:
-    """(calibration size, test size) for ``n`` items: ``n_cal = round(n * cal_ratio)``."""
-    if not 0.0 < cal_ratio < 1.0:
-        raise ValueError(f"cal_ratio must lie in (0, 1), got {cal_ratio}")
-    n_cal = int(np.floor(n * cal_ratio + 0.5))
-    return n_cal, n - n_cal
-
-
-def splitting_settings(tables: dict[str, pd.DataFrame], cal_ratios: dict[str, float] | None = None) -> pd.DataFrame:
-    """Paper table:splitting_settings from the tables (``{benchmark: table}``) and cal ratios."""
-    rows = []
-    for b, df in tables.items():
-        _check(b)
-        ratio = (cal_ratios or {}).get(b, CAL_RATIO[b])
-        n_cal, n_test = split_sizes(len(df), ratio)
-        rows.append(
-            {
-                "Dataset": SPECS[b].title,
-                "Dataset Type": SPECS[b].kind,
-                "Dataset Size": len(df),
-                "Calibration ratio": ratio,
-                "PAC Calibration": n_cal,
-                "PAC Test": n_test,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def llm_accuracy(tables: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
-    """Paper table:llm_accuracy (percent) recomputed from ``{(benchmark, pair): table}``."""
-    rows = []
-    for b in dict.fromkeys(k[0] for k in tables):
-        row = {"Dataset": SPECS[b].title}
-        for p in PAIRS:
-            if (b, p) not in tables:
-                continue
-            df = tables[(b, p)]
-            row[MODELS[p][1]] = 100 * df[D.NOTHINK_CORRECT].mean()
-            row[MODELS[p][0]] = 100 * df[D.THINK_CORRECT].mean()
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    return out[["Dataset"] + [c for c in ACCURACY_COLUMNS if c in out.columns]]
-
-
-def accuracy_vs_paper(acc: pd.DataFrame) -> pd.DataFrame:
-    """Long form of :func:`llm_accuracy` beside the paper's numbers."""
-    title_to_key = {SPECS[b].title: b for b in SPECS}
-    long = acc.melt(id_vars="Dataset", var_name="Model", value_name="simulated")
-    ref = paper_accuracy().set_index(["dataset", "model"])["value"]
-    long["paper"] = [float(ref[(title_to_key[d], m)]) for d, m in zip(long["Dataset"], long["Model"])]
-    long["difference"] = long["simulated"] - long["paper"]
-    return long
-
-
-def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Counts per (benchmark, group) for fig:dataset_category_distribution, in spec order."""
-    rows = []
-    for b, df in tables.items():
-        if D.GROUP not in df.columns:
-            continue
-        counts = df[D.GROUP].value_counts()
-        for g in SPECS[b].groups:
-            rows.append(
-                {
-                    "Dataset": SPECS[b].title,
-                    "Category": g.name,
-                    "Count": int(counts.get(g.name, 0)),
-                    "Share (%)": 100 * counts.get(g.name, 0) / len(df),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def group_loss_rates(df: pd.DataFrame) -> pd.Series:
-    """Mean loss per group (for binary loss: the rate of 'thinking right, non-thinking wrong')."""
-    return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()
 
 
 def main(argv=None) -> int:

@@ -158,55 +158,6 @@ def paper_long(name: str) -> pd.DataFrame:
     return out
 
 
-def paper_value(name: str, dataset: str, score: str, method: str, metric: str, grouping: str | None = None) -> float:
-    """One transcribed number (percent).
-
-    Parameters
-    ----------
-    name, dataset, score, method, metric : str
-        The cell, e.g. ``("01_results_known", "math500", "score_logits", "PAC", "Error")``.
-    grouping : str, optional
-        ``known`` / ``split`` / ``joint``; needed for C-PAC tables.
-
-    Returns
-    -------
-    float
-    """
-    df = paper_long(name)
-    sel = (df.dataset == dataset) & (df.score == score) & (df.method == method) & (df.metric == metric)
-    if grouping is not None:
-        sel &= df.grouping == grouping
-    hit = df[sel]
-    if len(hit) != 1:
-        raise KeyError(f"{len(hit)} paper values for {(name, dataset, grouping, score, method, metric)}")
-    return float(hit["paper"].iloc[0])
-
-
-def resolve_eps(name: str, eps=None) -> dict[str, float]:
-    """eps per benchmark of table ``name``.
-
-    Parameters
-    ----------
-    name : str
-        A paper table.
-    eps : None, float or Mapping[str, float]
-        ``None``: the paper's; a float for every benchmark; a dict overriding some benchmarks.
-
-    Returns
-    -------
-    dict of str to float
-    """
-    spec = _spec(name)
-    if eps is None:
-        return dict(spec.eps)
-    if isinstance(eps, Mapping):
-        unknown = [b for b in eps if b not in spec.benchmarks]
-        if unknown:
-            raise ValueError(f"eps: benchmark(s) {unknown} are not in table {name} ({list(spec.benchmarks)})")
-        return {b: float(eps.get(b, spec.eps[b])) for b in spec.benchmarks}
-    return {b: float(eps) for b in spec.benchmarks}
-
-
 def benchmark_eps(
     benchmarks: Sequence[str], eps=None, paper_eps: Mapping[str, float] | None = None
 ) -> dict[str, float]:

@@ -54,9 +54,9 @@ Seeding: every draw comes from ``numpy.random.SeedSequence([base_seed, crc32(nam
 ``name`` the benchmark (item level) or ``"<benchmark>__<pair>"`` (model level) — never
 Python's salted ``hash()`` — so regeneration is byte-identical.
 
-All parameters live in ``data/simulated/specs.yaml`` beside the data card (:func:`load_specs`
-reads it into :data:`SPECS`, one entry per benchmark with one :class:`PairSpec` per model pair,
-and :data:`SCORE_MODELS`, the score-model constants shared by all tables).
+All parameters live in ``data/simulated/specs.yaml`` beside the data card, read at import into
+:data:`SPECS` (one entry per benchmark with one :class:`PairSpec` per model pair) and
+:data:`SCORE_MODELS` (the score-model constants shared by all tables).
 """
 
 from __future__ import annotations
@@ -138,48 +138,26 @@ class ScoreModel:
 SPECS_FILE = SIMULATED / "specs.yaml"
 
 
-def load_specs(path: Path = SPECS_FILE) -> dict:
-    """The simulator's parameters from ``path`` (default :data:`SPECS_FILE`), as typed records.
-
-    Parameters
-    ----------
-    path : Path
-        A YAML file with ``base_seed``, ``benchmarks``, ``score_models``, ``verbalized``,
-        ``router_intercept`` and ``models`` (see ``data/simulated/specs.yaml``).
-
-    Returns
-    -------
-    dict
-        ``base_seed`` (int), ``specs`` (benchmark -> :class:`BenchmarkSpec`), ``score_models``
-        (score -> :class:`ScoreModel`), ``verbalized`` (trials, trial noise, overconfidence),
-        ``router_intercept`` (float) and ``models`` (pair -> (thinking, non-thinking)).
-    """
-    raw = yaml.safe_load(Path(path).read_text())
-    specs = {}
-    for b, s in raw["benchmarks"].items():
-        groups = tuple(GroupSpec(**g) for g in s.pop("groups", ()))
-        pairs = {p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s.pop("pairs").items()}
-        specs[b] = BenchmarkSpec(**s, groups=groups, pairs=pairs)
-    v = raw["verbalized"]
-    return {
-        "base_seed": int(raw["base_seed"]), "specs": specs, "router_intercept": float(raw["router_intercept"]),
-        "verbalized": (int(v["trials"]), float(v["trial_noise"]), float(v["overconfidence"])),
-        "score_models": {k: ScoreModel(**m) for k, m in raw["score_models"].items()},
-        "models": {pair: tuple(m) for pair, m in raw["models"].items()},
-    }  # fmt: skip
-
-
-_PARAMETERS = load_specs()
-BASE_SEED: int = _PARAMETERS["base_seed"]
+_RAW = yaml.safe_load(SPECS_FILE.read_text())
+BASE_SEED: int = int(_RAW["base_seed"])
 #: The benchmarks' parameters (one :class:`PairSpec` per model pair), from :data:`SPECS_FILE`.
-SPECS: dict[str, BenchmarkSpec] = _PARAMETERS["specs"]
+SPECS: dict[str, BenchmarkSpec] = {
+    b: BenchmarkSpec(
+        **{key: value for key, value in s.items() if key not in ("groups", "pairs")},
+        groups=tuple(GroupSpec(**g) for g in s.get("groups", ())),
+        pairs={p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s["pairs"].items()},
+    )
+    for b, s in _RAW["benchmarks"].items()
+}
 #: Score-model constants shared by all tables (the router sees only the difficulty).
-SCORE_MODELS: dict[str, ScoreModel] = _PARAMETERS["score_models"]
+SCORE_MODELS: dict[str, ScoreModel] = {k: ScoreModel(**m) for k, m in _RAW["score_models"].items()}
 #: verbalized score: number of trials, per-trial noise, share of the gap to 1 closed by
 #: overconfidence (mean confidence = acc + OVERCONFIDENCE * (1 - acc))
-VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = _PARAMETERS["verbalized"]
+VERBAL_TRIALS = int(_RAW["verbalized"]["trials"])
+VERBAL_TRIAL_NOISE = float(_RAW["verbalized"]["trial_noise"])
+OVERCONFIDENCE = float(_RAW["verbalized"]["overconfidence"])
 #: router: intercept on the logit scale (fixed, not fitted: the router was trained elsewhere)
-ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
+ROUTER_INTERCEPT: float = float(_RAW["router_intercept"])
 
 # --------------------------------------------------------------------------------------
 # Public names
@@ -188,7 +166,7 @@ ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
 SIMULATED_BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 PAIRS: tuple[str, ...] = ("qwen", "llama")
 #: model names per pair: (thinking, non-thinking)
-MODELS: dict[str, tuple[str, str]] = _PARAMETERS["models"]
+MODELS: dict[str, tuple[str, str]] = {pair: tuple(m) for pair, m in _RAW["models"].items()}
 
 
 def _check(benchmark: str, pair: str | None = None) -> BenchmarkSpec:
@@ -387,15 +365,14 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
         err_rate = p.mean_loss
         acc_n = 1.0 - p.mean_loss
 
-    # tokens
+    # tokens: lognormal, rounded to integers >= 1
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
-    out[D.THINK_TOKENS] = np.maximum(
-        1, np.rint(portable_exp(math.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
-    ).astype(np.int64)
-    out[D.NOTHINK_TOKENS] = np.maximum(
-        1, np.rint(portable_exp(math.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
-    ).astype(np.int64)
+    for col, median, growth, sigma, noise in (
+        (D.THINK_TOKENS, med_t, gr_t, sig_t, comp["token_noise_think"]),
+        (D.NOTHINK_TOKENS, med_n, gr_n, sig_n, comp["token_noise_nothink"]),
+    ):
+        out[col] = np.maximum(1, np.rint(portable_exp(math.log(median) + growth * d + sigma * noise))).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
     sl = SCORE_MODELS["score_logits"]

@@ -19,7 +19,7 @@
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
 #
-# **Population** (`gpac_utils.paper.theory.populations.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
+# **Population** (`pop` below, a `gpac_utils.paper.theory.populations.Population`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
 # (30 %, `0.6 u`), hard (20 %, `0.9 u^0.5`). The same score means very different risks across
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
@@ -52,7 +52,11 @@ overrides = {}  # any other setting of notebooks/config/10_oracle_partition.yaml
 
 # %%
 cfg = config.load("10_oracle_partition", profile, eps=eps, n_random=n_random, calibrations=calibrations, **overrides)
-pop = populations.ORACLE_POPULATION
+pop = populations.Population((  # heterogeneous risk profiles: the same score, very different risks
+    populations.RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
+    populations.RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
+    populations.RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
+))
 cfg
 
 # %% [markdown]

@@ -120,12 +120,6 @@ def table_name(family: str, pair: str) -> str:
     return hits[0]
 
 
-def _spec(name: str) -> TableSpec:
-    if name not in TABLE_SPECS:
-        raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
-    return TABLE_SPECS[name]
-
-
 def _read_values(name: str) -> pd.DataFrame:
     # ``value`` is parsed by Python's float(), so that "3.08" is exactly the literal 3.08.
     df = pd.read_csv(REFERENCE_DATA / name, dtype={"value": str})
@@ -151,9 +145,10 @@ def paper_long(name: str) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``table, dataset, grouping, score, method, metric, paper`` (``table`` is the name).
     """
-    spec = _spec(name)
+    if name not in TABLE_SPECS:
+        raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
     cells = _paper_cells()
-    out = cells[cells["table"] == spec.label].rename(columns={"value": "paper"}).reset_index(drop=True)
+    out = cells[cells["table"] == TABLE_SPECS[name].label].rename(columns={"value": "paper"}).reset_index(drop=True)
     out["table"] = name
     return out
 
@@ -219,19 +214,15 @@ def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, fl
 
 
 @cache
-def _accuracy_rows() -> pd.DataFrame:
-    return _read_values("llm_accuracy.csv")
-
-
 def paper_accuracy() -> pd.DataFrame:
-    """The paper's ``table:llm_accuracy`` (percent).
+    """The paper's ``table:llm_accuracy`` (percent), read once (a shared table: do not modify it).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``table, dataset, pair, role (think | nothink), model, value``.
     """
-    return _accuracy_rows().copy()
+    return _read_values("llm_accuracy.csv")
 
 
 def accuracy(benchmark: str, pair: str, role: str) -> float:
@@ -248,7 +239,7 @@ def accuracy(benchmark: str, pair: str, role: str) -> float:
     -------
     float
     """
-    acc = _accuracy_rows()
+    acc = paper_accuracy()
     hit = acc[(acc.dataset == benchmark) & (acc.pair == pair) & (acc.role == role)]
     if len(hit) != 1:
         raise KeyError(f"no paper accuracy for {(benchmark, pair, role)}")

@@ -79,15 +79,12 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
     return validate(df, require_group=True, require_tokens=True)
 
 
-def toy_group_risk(threshold: float, group: str | None = None) -> float:
-    """Exact population risk ``E[loss * 1{U <= threshold} | group]`` (``group=None``: all groups).
+def toy_group_risk(threshold: float, group: str) -> float:
+    """Exact population risk ``E[loss * 1{U <= threshold} | group]``.
 
     For U ~ Beta(a, b) and P(loss | U) = c + s U:
     ``E[(c + s U) 1{U <= t}] = c F_{a,b}(t) + s a/(a+b) F_{a+1,b}(t)``.
     """
-    if group is None:
-        total = sum(v[0] for v in TOY_GROUPS.values())
-        return float(sum(v[0] / total * toy_group_risk(threshold, g) for g, v in TOY_GROUPS.items()))
     if group not in TOY_GROUPS:
         raise KeyError(f"unknown toy group {group!r}; groups are {list(TOY_GROUPS)}")
     _, a, b, c, s, _ = TOY_GROUPS[group]

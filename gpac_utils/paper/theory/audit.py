@@ -22,7 +22,7 @@ from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
 from ...workflow.paths import CPUS_ENV
-from .populations import Population, oracle_ratio, oracle_threshold
+from .populations import Population, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
@@ -81,7 +81,12 @@ def _audit_cell(pop: Population, settings: tuple, ni: int, n: int, si: int, sche
     loss = np.concatenate([d[0] for d in data])  # (G*B, n)
     scores = np.concatenate([d[1] for d in data])
     d = _sampling.draw(loss, scores, scheme, pi, np.random.default_rng([seed, ni, si, 1]))
-    u_star = {eps: {g: oracle_threshold(pop, eps, g) for g in names} for eps in eps_list}
+    # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
+    oracle_share = {eps: {g: pop.share(oracle_threshold(pop, eps, g), g) for g in names} for eps in eps_list}
+    if any(share <= 0 for per_group in oracle_share.values() for share in per_group.values()):
+        raise ValueError(
+            f"an oracle threshold of {names} routes nothing at eps in {eps_list}; the oracle ratio is undefined"
+        )
     # bounds on the same candidate grid share one call (and its prefix sums): the curves are those of ucb()
     by_grid: dict = {}
     for bound in bounds:
@@ -101,7 +106,7 @@ def _audit_cell(pop: Population, settings: tuple, ni: int, n: int, si: int, sche
                 thr = _selection.select(cand, ucb, eps, rule).reshape(G, B)
                 for gi, g in enumerate(names):
                     risk = pop.risk(thr[gi], g)
-                    eff = oracle_ratio(pop, g, thr[gi], u_star[eps][g])
+                    eff = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
                     rate = float(np.mean(risk > eps))
                     rows.append(
                         {

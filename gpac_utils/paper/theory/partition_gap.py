@@ -9,8 +9,6 @@ thresholds and routed share of interval partitions, many at once. Notebook 11 su
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from scipy import optimize
 
@@ -78,29 +76,3 @@ def interval_partition_routed_share(pop: Population, boundaries, eps):
     for j in range(routed.shape[-1]):  # group by group, left to right
         total = total + routed[..., j]
     return total if np.ndim(total) else float(total)
-
-
-def best_interval_partition(pop: Population, eps: float, grid: int = 40, k: int = 3):
-    """Best ``k``-interval partition of [0, 1] on a grid of boundaries, by population routed share.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    eps : float
-        Target risk.
-    grid : int, default 40
-        Boundaries are searched on ``j / grid``.
-    k : int, default 3
-        Number of intervals.
-
-    Returns
-    -------
-    boundaries : tuple of float
-    routed_share : float
-    """
-    pts = np.linspace(0, 1, int(grid) + 1)[1:-1]
-    combos = np.array(list(itertools.combinations(pts, k - 1)))
-    share = interval_partition_routed_share(pop, combos, eps)
-    best = int(np.argmax(share))  # the first of equals, in the order of the grid
-    return tuple(combos[best]), float(share[best])

@@ -310,6 +310,7 @@ curve = test.assign(bin=score_bin).groupby(["group", "bin"], observed=True)["los
 curve = curve.reset_index()
 curve["se"] = curve["sd"].fillna(0.0) / np.sqrt(curve["n"])
 curve["score_mid"] = (edges[curve["bin"]] + edges[curve["bin"] + 1]) / 2
+assert curve["n"].sum() == len(test) and curve["bin"].between(0, 9).all()  # every test item in one bin
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for g in ["easy", "medium", "hard"]:
     d = curve[(curve["group"] == g) & (curve["n"] >= 50)]
@@ -353,6 +354,9 @@ fitted = fit_methods(cal, cfg.eps, seed=cfg.seed)
 thresholds = pd.DataFrame([{"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
                            for name, obj in fitted.items() for g, t in obj.thresholds_.items()])
 plotting.save_table(thresholds, "quickstart_thresholds", floatfmt=".3f")
+by_method = thresholds.groupby("method")["threshold group"].apply(set)
+assert by_method["G-PAC"] == {"easy", "medium", "hard"} and by_method["C-PAC"] == {f"c{j}" for j in range(cfg.k)}
+assert thresholds.loc[thresholds["method"] == "PAC", "calibration items"].item() == len(cal)
 g_thresholds = fitted["G-PAC"].thresholds_
 assert g_thresholds["hard"] < g_thresholds["easy"]  # the point of G-PAC on this population
 thresholds
@@ -424,6 +428,7 @@ by = sweep.assign(violation_rate=sweep["risk"] > sweep["eps"]).groupby(["eps", "
 summary = by[["risk", "routed", "violation_rate"]].mean()
 summary["risk_mcse"] = by["risk"].std().fillna(0.0) / np.sqrt(by["trial"].nunique())
 summary = summary.reset_index()
+assert (by["trial"].nunique() == cfg.trials).all()  # every cell has every trial
 
 # %%
 methods = ["PAC", "G-PAC", "C-PAC"]

@@ -41,7 +41,7 @@ from gpac_utils.workflow import config, paths, runner
 def audit_rows(quick: bool):
     cfg = config.load("13_validity_audit", "paper")
     settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
-                    calibrations=cfg.calibrations, seed=cfg.seed, jobs=1)  # fmt: skip
+                    calibrations=cfg.calibrations, seed=cfg.seed)  # fmt: skip
     pop = populations.AUDIT_POPULATION
     for n in [n for n in cfg.group_sizes if not quick or n <= 300]:
         yield f"13 audit n={n}", lambda n=n: audit.validity_audit(pop, group_sizes=[n], **settings)

@@ -8,11 +8,8 @@ with known risk; the notebook summarizes it.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -21,30 +18,10 @@ from ... import bounds as _bounds
 from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
-from ...workflow.paths import CPUS_ENV
 from .populations import Population, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
-
-
-def resolve_jobs(jobs) -> int:
-    """Worker processes for ``jobs``: an int, or ``"auto"`` / ``None`` = ``$GPAC_CPUS``, else ``os.cpu_count()``.
-
-    Parameters
-    ----------
-    jobs : int, "auto" or None
-        The ``jobs`` setting.
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
-    if jobs is None or jobs == "auto":
-        env = os.environ.get(CPUS_ENV, "").strip()
-        jobs = int(env) if env.isdigit() else (os.cpu_count() or 1)
-    return max(1, int(jobs))
 
 
 def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
@@ -142,7 +119,6 @@ def validity_audit(
     alpha: float = 0.05,
     calibrations: int = 1000,
     seed: int = 0,
-    jobs=1,
 ) -> pd.DataFrame:
     """Per-group violation rate and oracle ratio of every (bound, scheme, pi, rule, n, eps) cell.
 
@@ -154,9 +130,8 @@ def validity_audit(
     ``P(U <= u_hat | G_j) / P(U <= u*_j | G_j)`` (``u_hat = -inf`` counts as 0).
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with
-    ``candidates="auto"`` and the same random draws. ``jobs > 1`` spreads the (n, scheme, pi) cells over
-    processes (``"auto"``: the cores the runner gave this notebook, :func:`resolve_jobs`); results do not
-    depend on ``jobs`` (every cell has its own seeds).
+    ``candidates="auto"`` and the same random draws. Every (n, scheme, pi) cell has its own seeds, so a
+    cell's rows do not depend on the other cells.
 
     Parameters
     ----------
@@ -178,8 +153,6 @@ def validity_audit(
         Independent calibrations per cell and group.
     seed : int, default 0
         Seed of the calibration samples and label draws.
-    jobs : int, "auto" or None, default 1
-        Worker processes.
 
     Returns
     -------
@@ -194,16 +167,7 @@ def validity_audit(
         for ni, n in enumerate(group_sizes)
         for si, (scheme, pi) in enumerate(audit_schemes(pis))
     ]
-    # the most expensive cells first (cost ~ n / pi for resample), for load balance
-    order = sorted(cells, key=lambda c: -c[1] / (c[4] if c[3] == "resample" else 1))
-    run = partial(_audit_cell, pop, settings)
-    jobs = min(resolve_jobs(jobs), len(cells))
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = dict(zip(order, pool.map(run, *zip(*order))))
-    else:
-        results = {c: run(*c) for c in order}
-    out = pd.DataFrame([r for c in cells for r in results[c]])
+    out = pd.DataFrame([row for cell in cells for row in _audit_cell(pop, settings, *cell)])
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
     return out

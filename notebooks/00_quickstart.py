@@ -351,8 +351,10 @@ def fit_methods(cal, eps, seed):
 
 
 fitted = fit_methods(cal, cfg.eps, seed=cfg.seed)
-thresholds = pd.DataFrame([{"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
-                           for name, obj in fitted.items() for g, t in obj.thresholds_.items()])
+thresholds = pd.DataFrame([
+    {"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
+    for name, obj in fitted.items() for g, t in obj.thresholds_.items()
+])
 plotting.save_table(thresholds, "quickstart_thresholds", floatfmt=".3f")
 by_method = thresholds.groupby("method")["threshold group"].apply(set)
 assert by_method["G-PAC"] == {"easy", "medium", "hard"} and by_method["C-PAC"] == {f"c{j}" for j in range(cfg.k)}

@@ -2,8 +2,9 @@
 
 Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
 lowered) in this process, with the cores it is given: the validity audit per group size (13),
-the learned partitions' routed shares and the best interval partition (11), the Prop. 3.3 scan
-(10), the quickstart sweep (00) and the simulated label-planning curves (32). ``--quick`` times the
+the learned partitions' routed shares and the grid search for the best interval partition (11)
+and the simulated label-planning curves (32). (The Prop. 3.3 scan of 10 and the quickstart sweep
+of 00 are steps of their notebooks; ``--workflow`` times every notebook.) ``--quick`` times the
 cheap rows only (the audit at n <= 300).
 
 ``--workflow`` times the whole ``make reproduce`` instead (Snakemake, paper profile, 2 jobs): a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import os
 import re
 import subprocess
@@ -31,8 +33,7 @@ import numpy as np
 
 from gpac_utils import data as D
 from gpac_utils import prediction
-from gpac_utils.paper import toy
-from gpac_utils.paper.theory import audit, oracle, partition_gap, populations
+from gpac_utils.paper.theory import audit, partition_gap, populations
 from gpac_utils.recipe import as_recipe
 from gpac_utils.workflow import config, paths, runner
 
@@ -40,7 +41,7 @@ from gpac_utils.workflow import config, paths, runner
 def audit_rows(quick: bool):
     cfg = config.load("13_validity_audit", "paper")
     settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
-                    calibrations=cfg.calibrations, seed=cfg.seed, jobs=1)  # fmt: skip
+                    calibrations=cfg.calibrations, seed=cfg.seed)  # fmt: skip
     pop = populations.AUDIT_POPULATION
     for n in [n for n in cfg.group_sizes if not quick or n <= 300]:
         yield f"13 audit n={n}", lambda n=n: audit.validity_audit(pop, group_sizes=[n], **settings)
@@ -54,23 +55,9 @@ def partition_rows():
     share = partition_gap.interval_partition_routed_share
     yield "11 interval_partition_routed_share", lambda: share(pop, learned, cfg.eps)
     yield "11 interval_confusion", lambda: [partition_gap.interval_confusion(pop, b, ref) for b in learned]
-    yield (
-        "11 best_interval_partition",
-        lambda: partition_gap.best_interval_partition(pop, cfg.eps, grid=cfg.search_grid, k=cfg.k),
-    )
-
-
-def oracle_rows():
-    cfg = config.load("10_oracle_partition", "paper")
-    yield "10 proposition_scan", lambda: oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
-
-
-def quickstart_rows():
-    cfg = config.load("00_quickstart", "paper")
-    yield "00 quickstart_sweep", lambda: toy.quickstart_sweep(
-        cfg.eps_grid, n_cal=cfg.n_cal, n_test=cfg.n_test, trials=cfg.trials, alpha=cfg.alpha, bound=cfg.bound,
-        k=cfg.k, seed=cfg.seed,
-    )  # fmt: skip
+    pts = np.linspace(0, 1, int(cfg.search_grid) + 1)[1:-1]
+    grid = np.array(list(itertools.combinations(pts, cfg.k - 1)))  # notebook 11's search for the best partition
+    yield "11 best interval partition (grid search)", lambda: share(pop, grid, cfg.eps)
 
 
 def planning_rows():
@@ -144,9 +131,7 @@ def main(argv=None) -> int:
         return workflow(a.touch, a.jobs, not a.no_full)
     rows = [
         *audit_rows(a.quick),
-        *oracle_rows(),
         *partition_rows(),
-        *quickstart_rows(),
         *planning_rows(),
     ]
     if a.only:

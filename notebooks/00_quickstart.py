@@ -30,10 +30,11 @@
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 from IPython.display import Image, display
 from scipy import special, stats
 
-from gpac_utils import GPAC, PAPER, VALID
+from gpac_utils import ALL, CPAC, GPAC, PAC, PAPER, VALID, ScorePartitioner, metrics
 from gpac_utils.calibrate import risk_curve
 from gpac_utils.paper import plotting, toy
 from gpac_utils.workflow import config
@@ -300,10 +301,16 @@ assert all(strict[g] <= default[g] for g in default)
 # score a hard query is far more likely to be lost than an easy one: the score is not calibrated
 # across groups. A single threshold chosen so that the *average* risk is at most ε therefore
 # routes too many hard queries. (Score bins with fewer than 50 test items are not drawn; bars
-# are ±2 standard errors.)
+# are ±2 standard errors.) The loss rate per group in ten equal-width score bins of the test set:
 
 # %%
-curve = toy.loss_by_score_bin(test, bins=10)
+edges = np.linspace(0.0, 1.0, 11)
+score_bin = np.clip(np.searchsorted(edges, test["score_logits"].to_numpy(float), side="right") - 1, 0, 9)
+curve = test.assign(bin=score_bin).groupby(["group", "bin"], observed=True)["loss"].agg(loss="mean", n="size", sd="std")
+curve = curve.reset_index()
+curve["se"] = curve["sd"].fillna(0.0) / np.sqrt(curve["n"])
+curve["score_mid"] = (edges[curve["bin"]] + edges[curve["bin"] + 1]) / 2
+assert curve["n"].sum() == len(test) and curve["bin"].between(0, 9).all()  # every test item in one bin
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for g in ["easy", "medium", "hard"]:
     d = curve[(curve["group"] == g) & (curve["n"] >= 50)]
@@ -325,23 +332,70 @@ show(fig, "quickstart_loss_by_score")
 # * **C-PAC** (unknown groups): learns $k$ groups by clustering the scores $U$ (1-D k-means) on
 #   half of the calibration set, then runs G-PAC on those learned groups with the other half.
 #
-# Thresholds for one calibration set at the worked-example tolerance:
+# **Fit.** The three calibrators share the paper's recipe (its resampling scheme, π = 0.5) with the
+# sweep's `bound` and the first-crossing rule; method `i` is seeded with `seed * 1000 + i`. Only
+# G-PAC is given the group labels. Thresholds for one calibration set at the worked-example tolerance:
 
 # %%
-fitted = toy.fit_methods(cal, eps=cfg.eps, alpha=cfg.alpha, bound=cfg.bound, k=cfg.k,
-                         seed=cfg.seed)
-thresholds = toy.thresholds_table(fitted)
+recipe = PAPER.replace(bound=cfg.bound, rule="first-crossing")
+
+
+def fit_methods(cal, eps, seed):
+    """PAC, G-PAC and C-PAC fitted on one calibration table."""
+    u, loss = cal["score_logits"].to_numpy(float), cal["loss"].to_numpy(float)
+    return {
+        "PAC": PAC(eps, cfg.alpha, recipe, seed=seed * 1000).fit(u, loss),
+        "G-PAC": GPAC(eps, cfg.alpha, recipe, seed=seed * 1000 + 1).fit(u, loss, cal["group"].to_numpy()),
+        "C-PAC": CPAC(eps, cfg.alpha, recipe, seed=seed * 1000 + 2, partitioner=ScorePartitioner(cfg.k)).fit(u, loss),
+    }
+
+
+fitted = fit_methods(cal, cfg.eps, seed=cfg.seed)
+thresholds = pd.DataFrame([
+    {"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
+    for name, obj in fitted.items() for g, t in obj.thresholds_.items()
+])
 plotting.save_table(thresholds, "quickstart_thresholds", floatfmt=".3f")
+by_method = thresholds.groupby("method")["threshold group"].apply(set)
+assert by_method["G-PAC"] == {"easy", "medium", "hard"} and by_method["C-PAC"] == {f"c{j}" for j in range(cfg.k)}
+assert thresholds.loc[thresholds["method"] == "PAC", "calibration items"].item() == len(cal)
+g_thresholds = fitted["G-PAC"].thresholds_
+assert g_thresholds["hard"] < g_thresholds["easy"]  # the point of G-PAC on this population
 thresholds
 
 # %% [markdown]
 # G-PAC gives the easy group a high threshold (almost every easy query can skip thinking) and the
 # hard group a low one. C-PAC's thresholds belong to score clusters `c0` (lowest scores) to
-# `c{k-1}` (highest). The per-group risk on the large test set, and the share of each group
-# routed to the non-thinking model:
+# `c{k-1}` (highest).
+#
+# **Route and measure.** Each calibrator routes every test query (G-PAC with the query's group);
+# per method we measure the test risk and the share routed to the non-thinking model in three
+# partitions of the test set: the `known` groups (easy/medium/hard), the `learned` groups (C-PAC's
+# score clusters `c0..`: every method is measured on them) and `all` (group `__all__`).
 
 # %%
-one = toy.evaluate(fitted, test)
+def evaluate(fitted, test):
+    """Test risk and share routed per method, partition and group."""
+    u, loss = test["score_logits"].to_numpy(float), test["loss"].to_numpy(float)
+    partitions = {"known": test["group"].to_numpy(str), "learned": fitted["C-PAC"].assign(u),
+                  "all": np.full(len(test), ALL)}
+    rows = []
+    for name, obj in fitted.items():
+        route = obj.route(u, partitions["known"] if name == "G-PAC" else None)
+        for partition, labels in partitions.items():
+            for grp in sorted(set(labels.tolist())):
+                mine = labels == grp
+                rows.append({"method": name, "partition": partition, "group": grp,
+                             "risk": metrics.error(route[mine], loss[mine]), "routed": metrics.routed_share(route[mine])})
+    return pd.DataFrame(rows)
+
+
+one = evaluate(fitted, test)
+share = test["group"].value_counts(normalize=True)
+for _, d in one.groupby("method"):  # the overall risk and share are the share-weighted group values
+    known, overall = d[d["partition"] == "known"].set_index("group"), d[d["partition"] == "all"].iloc[0]
+    for col in ("risk", "routed"):
+        assert np.isclose(overall[col], sum(share[g] * known.loc[g, col] for g in share.index))
 one.pivot_table(index=["partition", "group"], columns="method", values=["risk", "routed"]).round(3)
 
 # %% [markdown]
@@ -351,13 +405,32 @@ one.pivot_table(index=["partition", "group"], columns="method", values=["risk", 
 # calibration sets for each ε and average the test risk (a fixed large test set stands in for
 # the population). Dots above the dashed line $y = \varepsilon$ are groups whose risk is not
 # controlled. The top row uses the known groups, the bottom row C-PAC's learned score clusters
-# (every method is measured on them).
+# (every method is measured on them). Trial `t` draws its calibration set with the seed sequence
+# `[seed, 1, t]`; the test set uses `[seed, 2]`.
 
 # %%
-sweep = toy.quickstart_sweep(cfg.eps_grid, n_cal=cfg.n_cal, n_test=cfg.n_test,
-                             trials=cfg.trials, alpha=cfg.alpha, bound=cfg.bound, k=cfg.k,
-                             seed=cfg.seed, progress=True)
-summary = toy.sweep_summary(sweep)
+def seed_of(*keys):
+    return np.random.SeedSequence([cfg.seed, *keys]).generate_state(1)[0]
+
+
+sweep_test = toy.toy_population(cfg.n_test, seed=seed_of(2))
+frames = []
+for t in range(int(cfg.trials)):
+    cal_t = toy.toy_population(cfg.n_cal, seed=seed_of(1, t))
+    for e in cfg.eps_grid:
+        frames.append(evaluate(fit_methods(cal_t, float(e), seed=t), sweep_test).assign(trial=t, eps=float(e)))
+sweep = pd.concat(frames, ignore_index=True)
+
+# %% [markdown]
+# **Summarize** per (ε, method, partition, group): the mean test risk with its Monte Carlo standard
+# error, the mean share routed, and the violation rate (the share of trials whose test risk exceeds ε).
+
+# %%
+by = sweep.assign(violation_rate=sweep["risk"] > sweep["eps"]).groupby(["eps", "method", "partition", "group"])
+summary = by[["risk", "routed", "violation_rate"]].mean()
+summary["risk_mcse"] = by["risk"].std().fillna(0.0) / np.sqrt(by["trial"].nunique())
+summary = summary.reset_index()
+assert (by["trial"].nunique() == cfg.trials).all()  # every cell has every trial
 
 # %%
 methods = ["PAC", "G-PAC", "C-PAC"]

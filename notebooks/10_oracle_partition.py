@@ -19,7 +19,7 @@
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
 #
-# **Population** (`gpac_utils.paper.theory.populations.ORACLE_POPULATION`): three groups with `U ~ Uniform(0, 1)`
+# **Population** (`pop` below, a `gpac_utils.paper.theory.populations.Population`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
 # (30 %, `0.6 u`), hard (20 %, `0.9 u^0.5`). The same score means very different risks across
 # groups. Every risk is in closed form: `R(u | G_j) = a_j u^{b_j+1} / (b_j + 1)`.
@@ -38,7 +38,7 @@ import pandas as pd
 from gpac_utils import Recipe, metrics
 from gpac_utils.calibrate import ALL, threshold
 from gpac_utils.paper import plotting
-from gpac_utils.paper.theory import oracle, populations
+from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -52,7 +52,11 @@ overrides = {}  # any other setting of notebooks/config/10_oracle_partition.yaml
 
 # %%
 cfg = config.load("10_oracle_partition", profile, eps=eps, n_random=n_random, calibrations=calibrations, **overrides)
-pop = populations.ORACLE_POPULATION
+pop = populations.Population((  # heterogeneous risk profiles: the same score, very different risks
+    populations.RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
+    populations.RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
+    populations.RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
+))
 cfg
 
 # %% [markdown]
@@ -78,7 +82,7 @@ axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at
 axes[0].legend()
 axes[1].legend(fontsize=8)
 
-table = oracle.routed_share_table(pop, cfg.eps_grid)
+table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps_grid])
 for col, lab in (("routed_share_marginal", "PAC (marginal constraint)"), ("routed_share_common", "one threshold, valid in every group"),
                  ("routed_share_grouped", "G-PAC oracle (per-group)")):
     axes[2].plot(table["eps"], table[col], marker="o", ms=3, label=lab,
@@ -148,8 +152,73 @@ for g in pop.groups:
 # (U, loss) — a random split — has `u*_j = u*` for all `j` (case 2), so the maximum over
 # partitions is at least the marginal routed share.
 
+# %% [markdown]
+# **The random populations.** `n_random` populations of three groups, each drawn twice: once with
+# a loss curve of its own per group (`a_j ~ U(0.1, 1)`, `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`) and once
+# with one curve shared by all groups; masses `~ U(0.1, 1)`. Every group has `U ~ Uniform(0, 1)`,
+# so its risk is `a_j u^{b_j+1} / (b_j+1)` and its routed share is `u`: one vectorised bisection
+# (`populations.sup_feasible`) over all populations, ε and groups gives every `u*_j`, another the
+# marginal `u*`.
+
 # %%
-scan = oracle.proposition_scan(cfg.n_random, cfg.prop_eps, seed=cfg.seed)
+B_CHOICES = [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+
+
+def random_population(rng, identical):
+    a, b = rng.uniform(0.1, 1.0), rng.choice(B_CHOICES)
+    groups = []
+    for j in range(3):
+        if not identical:
+            a, b = rng.uniform(0.1, 1.0), rng.choice(B_CHOICES)
+        groups.append(populations.RiskGroup(f"g{j}", float(rng.uniform(0.1, 1.0)), a=float(a), b=float(b)))
+    return populations.Population(tuple(groups))
+
+
+rng = np.random.default_rng(cfg.seed)
+kinds = [(i, identical) for i in range(int(cfg.n_random)) for identical in (False, True)]
+pops = [random_population(rng, identical) for _, identical in kinds]
+w = np.array([p.weights for p in pops])[:, None, :]  # (populations, 1, groups)
+a = np.array([[g.a for g in p.groups] for p in pops], dtype=float)[:, None, :]
+e = np.array([[g.b + 1 for g in p.groups] for p in pops], dtype=float)[:, None, :]
+eps_scan = np.asarray(cfg.prop_eps, dtype=float)[None, :]  # (1, eps)
+
+
+def group_risk(u):  # R(u | G_j) = a_j u^(b_j + 1) / (b_j + 1), u in [0, 1]
+    return a * np.clip(u, 0.0, 1.0) ** e / e
+
+
+u_groups = populations.sup_feasible(group_risk, np.broadcast_to(eps_scan[..., None],
+                                                                np.broadcast_shapes(a.shape, eps_scan.shape + (1,))))
+u_marg = populations.sup_feasible(lambda u: (w * group_risk(u[..., None])).sum(axis=-1),
+                                  np.broadcast_to(eps_scan, w.shape[:1] + eps_scan.shape[1:]))
+shares = {"routed_share_marginal": np.clip(u_marg, 0.0, 1.0),
+          "routed_share_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
+          "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1)}
+max_group_risk = group_risk(u_marg[..., None]).max(axis=-1)
+rows = []
+for k, ((i, identical), p) in enumerate(zip(kinds, pops)):
+    for j, e_j in enumerate(cfg.prop_eps):
+        us = u_groups[k, j]
+        rows.append({"population": i, "identical_groups": identical, "eps": float(e_j),
+                     **{name: float(v[k, j]) for name, v in shares.items()},
+                     "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                     "marginal_violates_a_group": bool(max_group_risk[k, j] > e_j + 1e-12),
+                     "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in p.groups)})
+scan = pd.DataFrame(rows)
+
+# %% [markdown]
+# The batched bisection must give what `populations.oracle_summary` gives population by population:
+
+# %%
+for k in range(20):
+    for j, e_j in enumerate(cfg.prop_eps):
+        one = populations.oracle_summary(pops[k], e_j)
+        batched = [u_marg[k, j], *u_groups[k, j], *(v[k, j] for v in shares.values()), max_group_risk[k, j]]
+        exact = [one["u_marginal"], *(one[f"u_{g}"] for g in pops[k].names), *(one[name] for name in shares),
+                 one["max_group_risk_marginal"]]
+        assert np.allclose(batched, exact, rtol=0, atol=1e-12), (k, e_j, batched, exact)  # +inf: route everything
+
+# %%
 het = scan[~scan["identical_groups"]]
 ident = scan[scan["identical_groups"]]
 differ, valid = het[~het["thresholds_equal"]], het[~het["marginal_violates_a_group"]]

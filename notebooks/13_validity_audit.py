@@ -32,8 +32,7 @@
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
 # ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
 # 1 440 cells) ≈ 70 s for the audit in one process, 91 s for the notebook beside another
-# notebook under `make reproduce` (2 shared cores; `jobs: auto` takes the runner's share of the
-# cores, `$GPAC_CPUS`). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
+# notebook under `make reproduce` (2 shared cores, one per notebook). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
 # resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py`).
 
 # %%
@@ -55,11 +54,10 @@ plotting.apply_style()
 profile = "paper"
 bounds = None  # UCBs to audit, e.g. ["clt", "wsr"]
 calibrations = None  # independent calibrations per cell (and group)
-jobs = None  # worker processes (an int, or "auto": the cores the runner gives this notebook)
 overrides = {}  # any other setting of notebooks/config/13_validity_audit.yaml
 
 # %%
-cfg = config.load("13_validity_audit", profile, bounds=bounds, calibrations=calibrations, jobs=jobs, **overrides)
+cfg = config.load("13_validity_audit", profile, bounds=bounds, calibrations=calibrations, **overrides)
 cfg
 
 # %% [markdown]
@@ -84,9 +82,9 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 # %%
 t0 = time.perf_counter()
 audit = A.validity_audit(pop, bounds=cfg.bounds, pis=cfg.pis, group_sizes=cfg.group_sizes, eps_list=cfg.eps_list,
-                         rules=cfg.rules, alpha=cfg.alpha, calibrations=cfg.calibrations, seed=cfg.seed, jobs=cfg.jobs)
+                         rules=cfg.rules, alpha=cfg.alpha, calibrations=cfg.calibrations, seed=cfg.seed)
 elapsed = time.perf_counter() - t0
-print(f"audit: {len(audit)} rows in {elapsed:.1f} s ({A.resolve_jobs(cfg.jobs)} process(es))")
+print(f"audit: {len(audit)} rows in {elapsed:.1f} s")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
 
 # %%

@@ -81,6 +81,13 @@ tables = {(b, p): get(b, p) for b, p in targets}
 first = {}
 for (b, _p), t in tables.items():
     first.setdefault(b, t)
+
+
+def display_name(b):
+    """The display name of a benchmark (the simulator's for the stand-ins)."""
+    return sim.SPECS[b].title if source.is_simulated else b
+
+
 {k: len(v) for k, v in tables.items()}
 
 # %% [markdown]
@@ -89,20 +96,21 @@ for (b, _p), t in tables.items():
 # The number of items per category: MATH-500 subjects, ZebraLogic size classes by search
 # space $(N!)^M$ (Small $<10^3$, Medium $<10^6$, Large $<10^{10}$, X-Large), GPQA domains.
 # The category where the paper reports marginal PAC failing is highlighted (simulated data only).
+# Categories are in the simulator's order for the stand-ins, else sorted by name.
 
 # %%
-if source.is_simulated:
-    counts = sim.category_counts(first)
-    highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first}
-else:
-    counts = pd.DataFrame([
-        {"Dataset": b, "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
-        for b, t in first.items() if D.GROUP in t.columns
-        for g, n in t[D.GROUP].value_counts().sort_index().items()
-    ])
-    highlight = {}
-    if counts.empty:
-        print("note: no known groups (column 'group') in these tables: no category distribution")
+def categories(b, t):
+    return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[D.GROUP].unique())
+
+
+counts = pd.DataFrame([
+    {"Dataset": display_name(b), "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
+    for b, t in first.items() if D.GROUP in t.columns
+    for g, n in t[D.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
+])
+highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first} if source.is_simulated else {}
+if counts.empty:
+    print("note: no known groups (column 'group') in these tables: no category distribution")
 if len(counts):
     titles = list(dict.fromkeys(counts["Dataset"]))
     fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.4), squeeze=False)
@@ -125,19 +133,23 @@ counts
 # (table:splitting_settings)=
 # ## table:splitting_settings
 # Calibration/test sizes follow from each benchmark's size and the paper's calibration
-# ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA; 0.5 for benchmarks outside the paper).
+# ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA; 0.5 for benchmarks outside the paper):
+# `n_cal = round(n · ratio)` (half up), the rest is the test set.
 
 # %%
-if source.is_simulated:
-    splits = sim.splitting_settings(first)
-else:
-    ratios = reference.resolve_cal_ratio(list(first))
-    splits = pd.DataFrame([
-        {"Dataset": b, "Dataset Type": "verifiable" if set(t[D.LOSS].unique()) <= {0.0, 1.0} else "semantic loss",
-         "Dataset Size": len(t), "Calibration ratio": ratios[b],
-         **dict(zip(["PAC Calibration", "PAC Test"], sim.split_sizes(len(t), ratios[b])))}
-        for b, t in first.items()
-    ])
+def kind(b, t):
+    if source.is_simulated:
+        return sim.SPECS[b].kind
+    return "verifiable" if set(t[D.LOSS].unique()) <= {0.0, 1.0} else "semantic loss"
+
+
+ratios = reference.resolve_cal_ratio(list(first))
+n_cal = {b: int(np.floor(len(t) * ratios[b] + 0.5)) for b, t in first.items()}
+splits = pd.DataFrame([
+    {"Dataset": display_name(b), "Dataset Type": kind(b, t), "Dataset Size": len(t), "Calibration ratio": ratios[b],
+     "PAC Calibration": n_cal[b], "PAC Test": len(t) - n_cal[b]}
+    for b, t in first.items()
+])
 plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
@@ -149,8 +161,12 @@ splits
 # agree to the item. Other sources: our accuracies alone, per benchmark, pair and role.
 
 # %%
-if source.is_simulated:
-    acc = sim.llm_accuracy({k: v for k, v in tables.items() if sim.SPECS[k[0]].loss == "binary"})
+if source.is_simulated:  # one row per verifiable benchmark; per pair the non-thinking, then the thinking model
+    acc = pd.DataFrame([
+        {"Dataset": display_name(b), **{sim.MODELS[p][role]: 100 * tables[(b, p)][col].mean()
+                                 for p in sim.PAIRS for role, col in ((1, D.NOTHINK_CORRECT), (0, D.THINK_CORRECT))}}
+        for b in first if sim.SPECS[b].loss == "binary"
+    ])
 else:
     acc = pd.DataFrame([
         {"Dataset": b, "Pair": p or "", "thinking": 100 * t[D.THINK_CORRECT].mean(),
@@ -162,8 +178,12 @@ acc
 
 # %%
 if source.is_simulated:
-    comparison = sim.accuracy_vs_paper(acc)
-    assert (comparison["difference"].abs() < 0.005).all(), comparison
+    comparison = acc.melt(id_vars="Dataset", var_name="Model", value_name="simulated")
+    paper = reference.paper_accuracy().set_index(["dataset", "model"])["value"]
+    key = {sim.SPECS[b].title: b for b in sim.SPECS}
+    comparison["paper"] = [float(paper[(key[d], m)]) for d, m in zip(comparison["Dataset"], comparison["Model"])]
+    comparison["difference"] = comparison["simulated"] - comparison["paper"]
+    assert len(comparison) == 4 * len(acc) and (comparison["difference"].abs() < 0.005).all(), comparison
     display_comparison = comparison.round(2)
 else:
     display_comparison = "no paper accuracies for this data source"
@@ -177,10 +197,9 @@ display_comparison
 
 # %%
 def label(b, p):
-    name = sim.SPECS[b].title if source.is_simulated else b
-    return f"{name} / {p}" if p else name
+    return f"{display_name(b)} / {p}" if p else display_name(b)
 
 
-rates = {label(b, p): 100 * sim.group_loss_rates(t) for (b, p), t in tables.items()
+rates = {label(b, p): 100 * t.groupby(D.GROUP, sort=False)[D.LOSS].mean() for (b, p), t in tables.items()
          if D.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
 pd.DataFrame(rates).round(1)

@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from gpac_utils import data as D
 from gpac_utils.paper import simulate as S
+from gpac_utils.paper.reference import TABLE_SPECS, accuracy
 
 BINARY = ("math500", "zebralogic", "gpqa")
 TABLES = [(b, p) for b in S.SIMULATED_BENCHMARKS for p in S.PAIRS]
@@ -113,7 +114,10 @@ def test_accuracies_match_paper_to_the_item(committed, benchmark, pair):
 
 
 def test_eps_table():
-    assert S.EPS == PAPER_EPS
+    """The paper's eps per (benchmark, pair) in the table specifications (Tables 01_results_known,
+    01_llama_results, arena), against the oracle copied from the paper."""
+    eps = {(b, s.pair): s.eps[b] for s in TABLE_SPECS.values() if s.family in ("known", "arena") for b in s.benchmarks}
+    assert eps == PAPER_EPS
 
 
 # ---------------------------------------------------------------- heterogeneity
@@ -121,7 +125,7 @@ def test_eps_table():
 
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
 def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
-    rates = S.group_loss_rates(committed[(benchmark, pair)])
+    rates = committed[(benchmark, pair)].groupby(D.GROUP)[D.LOSS].mean()
     het = HETEROGENEOUS[benchmark]
     assert S.SPECS[benchmark].heterogeneous == het
     assert rates.idxmax() == het
@@ -137,7 +141,7 @@ def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
 def test_heterogeneity_is_a_design_property_not_seed_luck(benchmark, pair):
     het = HETEROGENEOUS[benchmark]
     for seed in (1, 2, 3):
-        rates = S.group_loss_rates(S.simulate_table(benchmark, pair, seed=seed))
+        rates = S.simulate_table(benchmark, pair, seed=seed).groupby(D.GROUP)[D.LOSS].mean()
         assert rates.idxmax() == het
 
 
@@ -292,35 +296,7 @@ def test_bad_names_raise():
         S.table_path("gpqa", "gpt")
 
 
-# ---------------------------------------------------------------- paper tables
-
-
-def test_splitting_settings(committed):
-    t = S.splitting_settings({b: committed[(b, "qwen")] for b in BINARY})
-    got = t.set_index("Dataset")[["Dataset Size", "PAC Calibration", "PAC Test"]].to_dict("index")
-    assert got == {
-        "MATH-500": {"Dataset Size": 500, "PAC Calibration": 300, "PAC Test": 200},
-        "ZebraLogic": {"Dataset Size": 1000, "PAC Calibration": 500, "PAC Test": 500},
-        "GPQA": {"Dataset Size": 448, "PAC Calibration": 224, "PAC Test": 224},
-    }
-    assert S.split_sizes(448, 0.6) == (269, 179)
-    with pytest.raises(ValueError, match="cal_ratio"):
-        S.split_sizes(10, 1.0)
-
-
-def test_llm_accuracy_table(committed):
-    acc = S.llm_accuracy({k: v for k, v in committed.items() if k[0] in BINARY})
-    long = S.accuracy_vs_paper(acc)
-    assert len(long) == 12
-    assert (long["difference"].abs() < 0.005).all()
-
-
-def test_category_counts(committed):
-    c = S.category_counts({b: committed[(b, "qwen")] for b in S.SIMULATED_BENCHMARKS})
-    assert set(c["Dataset"]) == {"MATH-500", "ZebraLogic", "GPQA"}  # Arena-Hard has no groups
-    for b in BINARY:
-        sub = c[c["Dataset"] == S.SPECS[b].title]
-        assert dict(zip(sub["Category"], sub["Count"])) == GROUP_COUNTS[b]
+# ---------------------------------------------------------------- paper tables (notebook 20 computes them)
 
 
 @pytest.mark.slow
@@ -328,11 +304,17 @@ def test_category_counts(committed):
 def test_notebook_20_data_overview(fast_run):
     ran = fast_run("20_data_overview")
     splits = pd.read_csv(ran.tables / "splitting_settings.csv")
+    assert splits["Dataset"].tolist() == ["MATH-500", "ZebraLogic", "GPQA"]
+    assert splits["Dataset Size"].tolist() == [500, 1000, 448]
     assert splits["PAC Calibration"].tolist() == [300, 500, 224]
     assert splits["PAC Test"].tolist() == [200, 500, 224]
     acc = pd.read_csv(ran.tables / "llm_accuracy.csv").set_index("Dataset")
     assert acc.loc["MATH-500", "Llama-3.1-8B-Instruct"] == pytest.approx(45.20)
     assert acc.loc["GPQA", "DeepSeek-R1-Distill-Llama-8B"] == pytest.approx(39.73, abs=0.005)
+    for (b, pair), (think, nothink) in PAPER_ACC.items():  # every cell, against the oracle copied from the paper
+        row = acc.loc[S.SPECS[b].title]
+        assert row[S.MODELS[pair][0]] == pytest.approx(think, abs=0.005)
+        assert row[S.MODELS[pair][1]] == pytest.approx(nothink, abs=0.005)
     for ext in ("png", "pdf"):
         assert (ran.figures / f"dataset_category_distribution.{ext}").stat().st_size > 0
 
@@ -357,9 +339,9 @@ def _parameter_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
                     "pair": pair,
                     "n": spec.n,
                     "loss": spec.loss,
-                    "think acc": "" if spec.loss == "semantic" else f"{S.target_accuracy(b, pair, 'think'):.4g}",
-                    "nothink acc": "" if spec.loss == "semantic" else f"{S.target_accuracy(b, pair, 'nothink'):.4g}",
-                    "eps": f"{S.EPS[(b, pair)]:g}",
+                    "think acc": "" if spec.loss == "semantic" else f"{accuracy(b, pair, 'think'):.4g}",
+                    "nothink acc": "" if spec.loss == "semantic" else f"{accuracy(b, pair, 'nothink'):.4g}",
+                    "eps": f"{PAPER_EPS[(b, pair)]:g}",
                     "a_think": "" if spec.loss == "semantic" else f"{p.a_think:g}",
                     "a_nothink": f"{p.a_nothink:g}",
                     "offsets o_think / o_nothink": "; ".join(

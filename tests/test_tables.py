@@ -54,7 +54,9 @@ REALDATA_COLUMNS = config.load("31_realdata_case_study", "fast").columns
     ],
 )
 def test_paper_spot_checks(name, dataset, grouping, score, method, metric, value):
-    assert reference.paper_value(name, dataset, score, method, metric, grouping) == pytest.approx(value, abs=1e-9)
+    df = reference.paper_long(name)
+    hit = df[(df.dataset == dataset) & (df.grouping == grouping) & (df.score == score) & (df.method == method)]
+    assert hit.loc[hit.metric == metric, "paper"].item() == pytest.approx(value, abs=1e-9)
 
 
 @pytest.mark.parametrize("name", list(reference.TABLE_SPECS))
@@ -91,10 +93,11 @@ def test_table_specs_eps_and_ratios():
     assert reference.TABLE_SPECS["arena_results"].eps == {"arena_hard": 0.10}
     assert reference.TABLE_SPECS["arena_results_llama"].eps == {"arena_hard": 0.15}
     assert reference.resolve_cal_ratio(["math500", "gpqa"]) == {"math500": 0.6, "gpqa": 0.5}
-    assert reference.resolve_eps("01_results_known", 0.1) == {"math500": 0.1, "zebralogic": 0.1, "gpqa": 0.1}
-    assert reference.resolve_eps("01_results_known", {"gpqa": 0.2})["gpqa"] == 0.2
+    known = reference.TABLE_SPECS["01_results_known"]
+    assert reference.benchmark_eps(known.benchmarks, 0.1) == {"math500": 0.1, "zebralogic": 0.1, "gpqa": 0.1}
+    assert reference.benchmark_eps(known.benchmarks, {"gpqa": 0.2}, known.eps)["gpqa"] == 0.2
     with pytest.raises(ValueError, match="eps: benchmark"):
-        reference.resolve_eps("01_results_known", {"arena_hard": 0.2})
+        reference.benchmark_eps(known.benchmarks, {"arena_hard": 0.2}, known.eps)
     with pytest.raises(ValueError, match="unknown paper table"):
         reference.paper_long("no_such_table")
     assert reference.table_name("arena", "llama") == "arena_results_llama"

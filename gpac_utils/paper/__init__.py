@@ -14,7 +14,7 @@ errorbars           fig:errorbar_category (per-group test error)
 realdata            the real table's path, mapping and token-cost model (notebook 31)
 simulate            the simulated stand-ins for the paper's per-item outputs (``data/simulated``)
 theory              populations with known risk; notebooks 10–13 (see its package docstring)
-toy                 the toy population of the quickstart
+toy                 the toy population of the quickstart (notebook 00 fits, routes and measures on it)
 plotting            one figure style; byte-stable saving of figures and tables
 ==================  ==========================================================================
 

@@ -100,16 +100,10 @@ def plot_category_errorbars(
                 mm = sub[sub.method == m].set_index("group").reindex(groups)
                 sd = mm["std"].fillna(0).to_numpy()
                 lower = np.minimum(sd, mm["mean"].to_numpy())  # errors cannot go below 0
-                ax.bar(
-                    x + (mi - (len(methods) - 1) / 2) * width,
-                    100 * mm["mean"],
-                    width,
-                    yerr=100 * np.vstack([lower, sd]),
-                    capsize=2,
-                    color=colors.get(m),
-                    label=m,
-                    error_kw={"elinewidth": 0.8},
-                )
+                left = x + (mi - (len(methods) - 1) / 2) * width
+                yerr = 100 * np.vstack([lower, sd])
+                style = {"capsize": 2, "color": colors.get(m), "label": m, "error_kw": {"elinewidth": 0.8}}
+                ax.bar(left, 100 * mm["mean"], width, yerr=yerr, **style)
             ax.axhline(100 * eps[b], color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
             ax.set_xticks(x, [short_label(g) for g in groups], rotation=35, ha="right", fontsize=7)
             ax.set_title(f"{TITLES.get(b, b)} — {SCORE_LABELS.get(s, s)}", fontsize=9)

@@ -120,12 +120,6 @@ def table_name(family: str, pair: str) -> str:
     return hits[0]
 
 
-def _spec(name: str) -> TableSpec:
-    if name not in TABLE_SPECS:
-        raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
-    return TABLE_SPECS[name]
-
-
 def _read_values(name: str) -> pd.DataFrame:
     # ``value`` is parsed by Python's float(), so that "3.08" is exactly the literal 3.08.
     df = pd.read_csv(REFERENCE_DATA / name, dtype={"value": str})
@@ -151,60 +145,12 @@ def paper_long(name: str) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``table, dataset, grouping, score, method, metric, paper`` (``table`` is the name).
     """
-    spec = _spec(name)
+    if name not in TABLE_SPECS:
+        raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
     cells = _paper_cells()
-    out = cells[cells["table"] == spec.label].rename(columns={"value": "paper"}).reset_index(drop=True)
+    out = cells[cells["table"] == TABLE_SPECS[name].label].rename(columns={"value": "paper"}).reset_index(drop=True)
     out["table"] = name
     return out
-
-
-def paper_value(name: str, dataset: str, score: str, method: str, metric: str, grouping: str | None = None) -> float:
-    """One transcribed number (percent).
-
-    Parameters
-    ----------
-    name, dataset, score, method, metric : str
-        The cell, e.g. ``("01_results_known", "math500", "score_logits", "PAC", "Error")``.
-    grouping : str, optional
-        ``known`` / ``split`` / ``joint``; needed for C-PAC tables.
-
-    Returns
-    -------
-    float
-    """
-    df = paper_long(name)
-    sel = (df.dataset == dataset) & (df.score == score) & (df.method == method) & (df.metric == metric)
-    if grouping is not None:
-        sel &= df.grouping == grouping
-    hit = df[sel]
-    if len(hit) != 1:
-        raise KeyError(f"{len(hit)} paper values for {(name, dataset, grouping, score, method, metric)}")
-    return float(hit["paper"].iloc[0])
-
-
-def resolve_eps(name: str, eps=None) -> dict[str, float]:
-    """eps per benchmark of table ``name``.
-
-    Parameters
-    ----------
-    name : str
-        A paper table.
-    eps : None, float or Mapping[str, float]
-        ``None``: the paper's; a float for every benchmark; a dict overriding some benchmarks.
-
-    Returns
-    -------
-    dict of str to float
-    """
-    spec = _spec(name)
-    if eps is None:
-        return dict(spec.eps)
-    if isinstance(eps, Mapping):
-        unknown = [b for b in eps if b not in spec.benchmarks]
-        if unknown:
-            raise ValueError(f"eps: benchmark(s) {unknown} are not in table {name} ({list(spec.benchmarks)})")
-        return {b: float(eps.get(b, spec.eps[b])) for b in spec.benchmarks}
-    return {b: float(eps) for b in spec.benchmarks}
 
 
 def benchmark_eps(
@@ -268,19 +214,15 @@ def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, fl
 
 
 @cache
-def _accuracy_rows() -> pd.DataFrame:
-    return _read_values("llm_accuracy.csv")
-
-
 def paper_accuracy() -> pd.DataFrame:
-    """The paper's ``table:llm_accuracy`` (percent).
+    """The paper's ``table:llm_accuracy`` (percent), read once (a shared table: do not modify it).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``table, dataset, pair, role (think | nothink), model, value``.
     """
-    return _accuracy_rows().copy()
+    return _read_values("llm_accuracy.csv")
 
 
 def accuracy(benchmark: str, pair: str, role: str) -> float:
@@ -297,7 +239,7 @@ def accuracy(benchmark: str, pair: str, role: str) -> float:
     -------
     float
     """
-    acc = _accuracy_rows()
+    acc = paper_accuracy()
     hit = acc[(acc.dataset == benchmark) & (acc.pair == pair) & (acc.role == role)]
     if len(hit) != 1:
         raise KeyError(f"no paper accuracy for {(benchmark, pair, role)}")

@@ -54,9 +54,9 @@ Seeding: every draw comes from ``numpy.random.SeedSequence([base_seed, crc32(nam
 ``name`` the benchmark (item level) or ``"<benchmark>__<pair>"`` (model level) — never
 Python's salted ``hash()`` — so regeneration is byte-identical.
 
-All parameters live in ``data/simulated/specs.yaml`` beside the data card (:func:`load_specs`
-reads it into :data:`SPECS`, one entry per benchmark with one :class:`PairSpec` per model pair,
-and :data:`SCORE_MODELS`, the score-model constants shared by all tables).
+All parameters live in ``data/simulated/specs.yaml`` beside the data card, read at import into
+:data:`SPECS` (one entry per benchmark with one :class:`PairSpec` per model pair) and
+:data:`SCORE_MODELS` (the score-model constants shared by all tables).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ import yaml
 
 from .. import data as D
 from ..workflow.paths import SIMULATED
-from .reference import CAL_RATIO, TABLE_SPECS, accuracy, paper_accuracy
+from .reference import accuracy
 
 # --------------------------------------------------------------------------------------
 # The parameter table
@@ -91,8 +91,8 @@ class GroupSpec:
 
 @dataclass(frozen=True)
 class PairSpec:
-    """One model pair on one benchmark (its overall accuracies come from the paper, see
-    :func:`target_accuracy`).
+    """One model pair on one benchmark (its overall accuracies are the paper's ``table:llm_accuracy``,
+    :func:`gpac_utils.paper.reference.accuracy`, matched exactly as the count ``round(acc * n)``).
 
     ``a_*``: loadings of the margins on difficulty.
     ``think_offset`` / ``nothink_offset``: per-group margin offsets (missing groups: 0).
@@ -138,48 +138,26 @@ class ScoreModel:
 SPECS_FILE = SIMULATED / "specs.yaml"
 
 
-def load_specs(path: Path = SPECS_FILE) -> dict:
-    """The simulator's parameters from ``path`` (default :data:`SPECS_FILE`), as typed records.
-
-    Parameters
-    ----------
-    path : Path
-        A YAML file with ``base_seed``, ``benchmarks``, ``score_models``, ``verbalized``,
-        ``router_intercept`` and ``models`` (see ``data/simulated/specs.yaml``).
-
-    Returns
-    -------
-    dict
-        ``base_seed`` (int), ``specs`` (benchmark -> :class:`BenchmarkSpec`), ``score_models``
-        (score -> :class:`ScoreModel`), ``verbalized`` (trials, trial noise, overconfidence),
-        ``router_intercept`` (float) and ``models`` (pair -> (thinking, non-thinking)).
-    """
-    raw = yaml.safe_load(Path(path).read_text())
-    specs = {}
-    for b, s in raw["benchmarks"].items():
-        groups = tuple(GroupSpec(**g) for g in s.pop("groups", ()))
-        pairs = {p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s.pop("pairs").items()}
-        specs[b] = BenchmarkSpec(**s, groups=groups, pairs=pairs)
-    v = raw["verbalized"]
-    return {
-        "base_seed": int(raw["base_seed"]), "specs": specs, "router_intercept": float(raw["router_intercept"]),
-        "verbalized": (int(v["trials"]), float(v["trial_noise"]), float(v["overconfidence"])),
-        "score_models": {k: ScoreModel(**m) for k, m in raw["score_models"].items()},
-        "models": {pair: tuple(m) for pair, m in raw["models"].items()},
-    }  # fmt: skip
-
-
-_PARAMETERS = load_specs()
-BASE_SEED: int = _PARAMETERS["base_seed"]
+_RAW = yaml.safe_load(SPECS_FILE.read_text())
+BASE_SEED: int = int(_RAW["base_seed"])
 #: The benchmarks' parameters (one :class:`PairSpec` per model pair), from :data:`SPECS_FILE`.
-SPECS: dict[str, BenchmarkSpec] = _PARAMETERS["specs"]
+SPECS: dict[str, BenchmarkSpec] = {
+    b: BenchmarkSpec(
+        **{key: value for key, value in s.items() if key not in ("groups", "pairs")},
+        groups=tuple(GroupSpec(**g) for g in s.get("groups", ())),
+        pairs={p: PairSpec(**{**v, "tokens": tuple(v["tokens"])}) for p, v in s["pairs"].items()},
+    )
+    for b, s in _RAW["benchmarks"].items()
+}
 #: Score-model constants shared by all tables (the router sees only the difficulty).
-SCORE_MODELS: dict[str, ScoreModel] = _PARAMETERS["score_models"]
+SCORE_MODELS: dict[str, ScoreModel] = {k: ScoreModel(**m) for k, m in _RAW["score_models"].items()}
 #: verbalized score: number of trials, per-trial noise, share of the gap to 1 closed by
 #: overconfidence (mean confidence = acc + OVERCONFIDENCE * (1 - acc))
-VERBAL_TRIALS, VERBAL_TRIAL_NOISE, OVERCONFIDENCE = _PARAMETERS["verbalized"]
+VERBAL_TRIALS = int(_RAW["verbalized"]["trials"])
+VERBAL_TRIAL_NOISE = float(_RAW["verbalized"]["trial_noise"])
+OVERCONFIDENCE = float(_RAW["verbalized"]["overconfidence"])
 #: router: intercept on the logit scale (fixed, not fitted: the router was trained elsewhere)
-ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
+ROUTER_INTERCEPT: float = float(_RAW["router_intercept"])
 
 # --------------------------------------------------------------------------------------
 # Public names
@@ -188,9 +166,7 @@ ROUTER_INTERCEPT: float = _PARAMETERS["router_intercept"]
 SIMULATED_BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 PAIRS: tuple[str, ...] = ("qwen", "llama")
 #: model names per pair: (thinking, non-thinking)
-MODELS: dict[str, tuple[str, str]] = _PARAMETERS["models"]
-#: the paper's eps per (benchmark, pair) (Tables 01_results_known, 01_llama_results, arena)
-EPS = {(b, s.pair): s.eps[b] for s in TABLE_SPECS.values() if s.family in ("known", "arena") for b in s.benchmarks}
+MODELS: dict[str, tuple[str, str]] = {pair: tuple(m) for pair, m in _RAW["models"].items()}
 
 
 def _check(benchmark: str, pair: str | None = None) -> BenchmarkSpec:
@@ -272,25 +248,6 @@ def _top_k(margin: np.ndarray, k: int) -> np.ndarray:
 def exact_count(acc: float, n: int) -> int:
     """The number of correct items, ``round(acc * n)`` (half up)."""
     return int(np.floor(acc * n + 0.5))
-
-
-def target_accuracy(benchmark: str, pair: str, role: str) -> float:
-    """The overall accuracy a simulated model is given: the paper's ``table:llm_accuracy``.
-
-    Parameters
-    ----------
-    benchmark, pair : str
-        A verifiable benchmark and a model pair.
-    role : {"think", "nothink"}
-        The thinking or the non-thinking model.
-
-    Returns
-    -------
-    float
-        A fraction, matched exactly as the count ``round(acc * n)``.
-    """
-    _check(benchmark, pair)
-    return accuracy(benchmark, pair, role)
 
 
 def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
@@ -394,8 +351,8 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     out = it[[c for c in (D.ID, D.GROUP) if c in it.columns]].copy()
 
     if spec.loss == "binary":
-        t = _top_k(comp["think_margin"], exact_count(target_accuracy(benchmark, pair, "think"), n))
-        nt = _top_k(comp["nothink_margin"], exact_count(target_accuracy(benchmark, pair, "nothink"), n))
+        t = _top_k(comp["think_margin"], exact_count(accuracy(benchmark, pair, "think"), n))
+        nt = _top_k(comp["nothink_margin"], exact_count(accuracy(benchmark, pair, "nothink"), n))
         out[D.LOSS] = D.binary_loss(t, nt)
         out[D.THINK_CORRECT] = t
         out[D.NOTHINK_CORRECT] = nt
@@ -408,15 +365,14 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
         err_rate = p.mean_loss
         acc_n = 1.0 - p.mean_loss
 
-    # tokens
+    # tokens: lognormal, rounded to integers >= 1
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
-    out[D.THINK_TOKENS] = np.maximum(
-        1, np.rint(portable_exp(math.log(med_t) + gr_t * d + sig_t * comp["token_noise_think"]))
-    ).astype(np.int64)
-    out[D.NOTHINK_TOKENS] = np.maximum(
-        1, np.rint(portable_exp(math.log(med_n) + gr_n * d + sig_n * comp["token_noise_nothink"]))
-    ).astype(np.int64)
+    for col, median, growth, sigma, noise in (
+        (D.THINK_TOKENS, med_t, gr_t, sig_t, comp["token_noise_think"]),
+        (D.NOTHINK_TOKENS, med_n, gr_n, sig_n, comp["token_noise_nothink"]),
+    ):
+        out[col] = np.maximum(1, np.rint(portable_exp(math.log(median) + growth * d + sigma * noise))).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
     sl = SCORE_MODELS["score_logits"]
@@ -465,93 +421,6 @@ def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.
     """
     spec = _check(benchmark, pair)
     return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
-
-
-# --------------------------------------------------------------------------------------
-# Paper tables computed from the data
-# --------------------------------------------------------------------------------------
-
-#: column order of table:llm_accuracy
-ACCURACY_COLUMNS = (MODELS["qwen"][1], MODELS["qwen"][0], MODELS["llama"][1], MODELS["llama"][0])
-VERIFIABLE = ("math500", "zebralogic", "gpqa")
-
-
-def split_sizes(n: int, cal_ratio: float) -> tuple[int, int]:
-    """(calibration size, test size) for ``n`` items: ``n_cal = round(n * cal_ratio)``."""
-    if not 0.0 < cal_ratio < 1.0:
-        raise ValueError(f"cal_ratio must lie in (0, 1), got {cal_ratio}")
-    n_cal = int(np.floor(n * cal_ratio + 0.5))
-    return n_cal, n - n_cal
-
-
-def splitting_settings(tables: dict[str, pd.DataFrame], cal_ratios: dict[str, float] | None = None) -> pd.DataFrame:
-    """Paper table:splitting_settings from the tables (``{benchmark: table}``) and cal ratios."""
-    rows = []
-    for b, df in tables.items():
-        _check(b)
-        ratio = (cal_ratios or {}).get(b, CAL_RATIO[b])
-        n_cal, n_test = split_sizes(len(df), ratio)
-        rows.append(
-            {
-                "Dataset": SPECS[b].title,
-                "Dataset Type": SPECS[b].kind,
-                "Dataset Size": len(df),
-                "Calibration ratio": ratio,
-                "PAC Calibration": n_cal,
-                "PAC Test": n_test,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def llm_accuracy(tables: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
-    """Paper table:llm_accuracy (percent) recomputed from ``{(benchmark, pair): table}``."""
-    rows = []
-    for b in dict.fromkeys(k[0] for k in tables):
-        row = {"Dataset": SPECS[b].title}
-        for p in PAIRS:
-            if (b, p) not in tables:
-                continue
-            df = tables[(b, p)]
-            row[MODELS[p][1]] = 100 * df[D.NOTHINK_CORRECT].mean()
-            row[MODELS[p][0]] = 100 * df[D.THINK_CORRECT].mean()
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    return out[["Dataset"] + [c for c in ACCURACY_COLUMNS if c in out.columns]]
-
-
-def accuracy_vs_paper(acc: pd.DataFrame) -> pd.DataFrame:
-    """Long form of :func:`llm_accuracy` beside the paper's numbers."""
-    title_to_key = {SPECS[b].title: b for b in SPECS}
-    long = acc.melt(id_vars="Dataset", var_name="Model", value_name="simulated")
-    ref = paper_accuracy().set_index(["dataset", "model"])["value"]
-    long["paper"] = [float(ref[(title_to_key[d], m)]) for d, m in zip(long["Dataset"], long["Model"])]
-    long["difference"] = long["simulated"] - long["paper"]
-    return long
-
-
-def category_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Counts per (benchmark, group) for fig:dataset_category_distribution, in spec order."""
-    rows = []
-    for b, df in tables.items():
-        if D.GROUP not in df.columns:
-            continue
-        counts = df[D.GROUP].value_counts()
-        for g in SPECS[b].groups:
-            rows.append(
-                {
-                    "Dataset": SPECS[b].title,
-                    "Category": g.name,
-                    "Count": int(counts.get(g.name, 0)),
-                    "Share (%)": 100 * counts.get(g.name, 0) / len(df),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def group_loss_rates(df: pd.DataFrame) -> pd.Series:
-    """Mean loss per group (for binary loss: the rate of 'thinking right, non-thinking wrong')."""
-    return df.groupby(D.GROUP, sort=False)[D.LOSS].mean()
 
 
 def main(argv=None) -> int:

@@ -4,11 +4,13 @@
 module             what it holds
 =================  ==========================================================================
 populations        :class:`~.populations.RiskGroup`, :class:`~.populations.Population`, oracle
-                   thresholds, the named populations of the notebooks
-oracle             notebook 10: PAC-optimal routed shares, Proposition 3.3
+                   thresholds, the oracle routed shares of Proposition 3.3 (notebook 10), the
+                   populations of notebooks 11-13
 partition_gap      notebook 11: the partition gap δ of interval partitions, their thresholds
                    and routed shares (Theorem 3.4)
-finite_sample      notebook 12: Theorem 3.2
 audit              notebook 13: the validity audit of every bound, scheme and rule
 =================  ==========================================================================
+
+Notebooks 10-12 take their remaining steps (the Prop. 3.3 scan, the summaries of the partition gap,
+Theorem 3.2's experiment) in their own cells.
 """

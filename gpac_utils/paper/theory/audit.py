@@ -8,10 +8,8 @@ with known risk; the notebook summarizes it.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -20,30 +18,10 @@ from ... import bounds as _bounds
 from ... import sampling as _sampling
 from ... import selection as _selection
 from ...metrics import mcse
-from ...workflow.paths import CPUS_ENV
-from .populations import Population, names_or, oracle_ratio, oracle_threshold
+from .populations import Population, oracle_threshold
 
 #: Labelling schemes whose terms are i.i.d. given the data (finite-sample valid bounds apply).
 VALID_SCHEMES = ("bernoulli", "full")
-
-
-def resolve_jobs(jobs) -> int:
-    """Worker processes for ``jobs``: an int, or ``"auto"`` / ``None`` = ``$GPAC_CPUS``, else ``os.cpu_count()``.
-
-    Parameters
-    ----------
-    jobs : int, "auto" or None
-        The ``jobs`` setting.
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
-    if jobs is None or jobs == "auto":
-        env = os.environ.get(CPUS_ENV, "").strip()
-        jobs = int(env) if env.isdigit() else (os.cpu_count() or 1)
-    return max(1, int(jobs))
 
 
 def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
@@ -67,29 +45,25 @@ def audit_schemes(pis: Sequence[float]) -> list[tuple[str, float]]:
     return cells
 
 
-def _audit_unit(
-    pop: Population,
-    names: Sequence[str],
-    ni: int,
-    n: int,
-    si: int,
-    scheme: str,
-    pi: float,
-    bounds: Sequence[str],
-    rules: Sequence[str],
-    eps_list: Sequence[float],
-    alpha: float,
-    calibrations: int,
-    seed: int,
-) -> list[dict]:
-    """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`."""
-    G, B = len(names), int(calibrations)
+def _audit_cell(pop: Population, settings: tuple, ni: int, n: int, si: int, scheme: str, pi: float) -> list[dict]:
+    """All bounds, rules and eps of one (n, scheme, pi) cell; see :func:`validity_audit`.
+
+    ``settings`` is ``(bounds, rules, eps_list, alpha, calibrations, seed)``.
+    """
+    bounds, rules, eps_list, alpha, B, seed = settings
+    names = pop.names
+    G = len(names)
     rng = np.random.default_rng([seed, ni, int(n)])  # same calibration sets for every scheme
     data = [pop.group(g).sample((B, int(n)), rng) for g in names]
     loss = np.concatenate([d[0] for d in data])  # (G*B, n)
     scores = np.concatenate([d[1] for d in data])
     d = _sampling.draw(loss, scores, scheme, pi, np.random.default_rng([seed, ni, si, 1]))
-    u_star = {eps: {g: oracle_threshold(pop, eps, g) for g in names} for eps in eps_list}
+    # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
+    oracle_share = {eps: {g: pop.share(oracle_threshold(pop, eps, g), g) for g in names} for eps in eps_list}
+    if any(share <= 0 for per_group in oracle_share.values() for share in per_group.values()):
+        raise ValueError(
+            f"an oracle threshold of {names} routes nothing at eps in {eps_list}; the oracle ratio is undefined"
+        )
     # bounds on the same candidate grid share one call (and its prefix sums): the curves are those of ucb()
     by_grid: dict = {}
     for bound in bounds:
@@ -109,7 +83,7 @@ def _audit_unit(
                 thr = _selection.select(cand, ucb, eps, rule).reshape(G, B)
                 for gi, g in enumerate(names):
                     risk = pop.risk(thr[gi], g)
-                    eff = oracle_ratio(pop, g, thr[gi], u_star[eps][g])
+                    eff = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
                     rate = float(np.mean(risk > eps))
                     rows.append(
                         {
@@ -134,10 +108,6 @@ def _audit_unit(
     return rows
 
 
-def _audit_unit_star(args):
-    return _audit_unit(*args)
-
-
 def validity_audit(
     pop: Population,
     *,
@@ -149,8 +119,6 @@ def validity_audit(
     alpha: float = 0.05,
     calibrations: int = 1000,
     seed: int = 0,
-    jobs=1,
-    groups: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Per-group violation rate and oracle ratio of every (bound, scheme, pi, rule, n, eps) cell.
 
@@ -162,9 +130,8 @@ def validity_audit(
     ``P(U <= u_hat | G_j) / P(U <= u*_j | G_j)`` (``u_hat = -inf`` counts as 0).
 
     Thresholds are exactly those of :func:`gpac_utils.calibrate.threshold` with
-    ``candidates="auto"`` and the same random draws. ``jobs > 1`` spreads the (n, scheme, pi) cells over
-    processes (``"auto"``: the cores the runner gave this notebook, :func:`resolve_jobs`); results do not
-    depend on ``jobs`` (every cell has its own seeds).
+    ``candidates="auto"`` and the same random draws. Every (n, scheme, pi) cell has its own seeds, so a
+    cell's rows do not depend on the other cells.
 
     Parameters
     ----------
@@ -186,10 +153,6 @@ def validity_audit(
         Independent calibrations per cell and group.
     seed : int, default 0
         Seed of the calibration samples and label draws.
-    jobs : int, "auto" or None, default 1
-        Worker processes.
-    groups : sequence of str, optional
-        Groups audited (default: all).
 
     Returns
     -------
@@ -198,35 +161,13 @@ def validity_audit(
         for the cell (shared by the rows of the cell). The pass criterion for a nominal level
         ``alpha`` is ``violation_rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)``.
     """
-    names = names_or(pop, groups)
-    units = [
-        (
-            pop,
-            names,
-            ni,
-            int(n),
-            si,
-            scheme,
-            float(pi),
-            list(bounds),
-            list(rules),
-            list(eps_list),
-            float(alpha),
-            int(calibrations),
-            int(seed),
-        )
+    settings = (list(bounds), list(rules), list(eps_list), float(alpha), int(calibrations), int(seed))
+    cells = [
+        (ni, int(n), si, scheme, float(pi))
         for ni, n in enumerate(group_sizes)
         for si, (scheme, pi) in enumerate(audit_schemes(pis))
     ]
-    # the most expensive cells first (cost ~ n / pi for resample), for load balance
-    order = sorted(range(len(units)), key=lambda i: -units[i][3] / (units[i][6] if units[i][5] == "resample" else 1))
-    jobs = min(resolve_jobs(jobs), len(units))
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = dict(zip(order, pool.map(_audit_unit_star, [units[i] for i in order])))
-    else:
-        results = {i: _audit_unit_star(units[i]) for i in order}
-    out = pd.DataFrame([r for i in range(len(units)) for r in results[i]])
+    out = pd.DataFrame([row for cell in cells for row in _audit_cell(pop, settings, *cell)])
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
     return out

@@ -14,16 +14,17 @@ For a *fixed* threshold ``u`` the risk :math:`R(u \mid G_j)` is a number, so the
 :math:`R(u \mid G_j) \le \varepsilon` has probability 0 or 1 and ``alpha`` drops out: the
 PAC-optimal threshold (Eq. pac-optimal-threshold) is
 :math:`u^*_j = \sup\{u : R(u \mid G_j) \le \varepsilon\}` (:func:`oracle_threshold`; ``+inf``
-when the group's risk never exceeds ``eps``); :func:`closed_form_threshold` gives the explicit
-root for a group with ``lo = 0``.
+when the group's risk never exceeds ``eps``); for a group with ``lo = 0`` it is the root
+:math:`(\varepsilon (b_j+1)\,hi_j / a_j)^{1/(b_j+1)}` (notebook 10's exercise).
+:func:`oracle_summary` compares, at the population level, marginal PAC, the best single
+threshold valid in every group and G-PAC (Proposition 3.3).
 
-The named populations of the notebooks: :data:`ORACLE_POPULATION` (10),
-:data:`PARTITION_POPULATION` (11) and :data:`AUDIT_POPULATION` (12, 13).
+The named populations shared by notebooks and benchmarks: :data:`PARTITION_POPULATION` (11) and
+:data:`AUDIT_POPULATION` (12, 13); notebook 10 defines its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,18 +32,11 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RiskGroup:
-    """One group of a :class:`Population`: mass ``weight``, ``U ~ Uniform(lo, hi)``, ``P(loss=1 | U=u) = a u^b``.
+    """One group of a :class:`Population`, called ``name``.
 
-    Parameters
-    ----------
-    name : str
-        Group name.
-    weight : float
-        Mass (normalised by the population).
-    a, b : float
-        Loss curve ``a u^b`` (``a hi^b <= 1``).
-    lo, hi : float
-        Support of the score, ``0 <= lo < hi <= 1``.
+    Its mass is ``weight`` (normalised by the population), its score ``U ~ Uniform(lo, hi)`` with
+    ``0 <= lo < hi <= 1``, and its loss curve ``P(loss = 1 | U = u) = a u^b`` with ``a, b >= 0``
+    and ``a hi^b <= 1``.
     """
 
     name: str
@@ -66,14 +60,10 @@ class RiskGroup:
         """``P(loss = 1 | U = u)`` on the group's support."""
         return self.a * np.asarray(u, dtype=float) ** self.b
 
-    def _primitive(self, c):
-        """``∫_lo^c a s^b ds / (hi - lo)`` for ``c`` in ``[lo, hi]``."""
-        return self.a * (c ** (self.b + 1) - self.lo ** (self.b + 1)) / ((self.b + 1) * (self.hi - self.lo))
-
     def risk(self, u):
         r""":math:`R(u \mid G) = E[\ell \mathbf 1\{U \le u\} \mid G]` (``u = -inf`` gives 0)."""
-        c = np.clip(np.asarray(u, dtype=float), self.lo, self.hi)
-        return self._primitive(c)
+        c = np.clip(np.asarray(u, dtype=float), self.lo, self.hi)  # ∫_lo^c a s^b ds / (hi - lo):
+        return self.a * (c ** (self.b + 1) - self.lo ** (self.b + 1)) / ((self.b + 1) * (self.hi - self.lo))
 
     def share(self, u):
         """``F(u) = P(U <= u | G)``: the share routed to the non-thinking model."""
@@ -140,23 +130,19 @@ class Population:
         """``P(lo < U <= hi)`` (marginal over groups); vectorised."""
         return self.share(hi) - self.share(lo)
 
-    def joint_risk(self, lo, hi):
-        """``E[loss 1{lo < U <= hi}]`` (marginal over groups); vectorised."""
-        return self.risk(hi) - self.risk(lo)
-
     def interval_risk(self, u, lo, hi):
         r""":math:`R(u \mid lo < U \le hi) = E[\ell \mathbf 1\{U \le u\} \mid lo < U \le hi]`."""
         u, lo, hi = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (u, lo, hi)))
         m = self.mass(lo, hi)
         top = np.minimum(np.maximum(u, lo), hi)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(m > 0, self.joint_risk(lo, top) / np.where(m > 0, m, 1.0), 0.0)
+            joint = self.risk(top) - self.risk(lo)  # E[loss 1{lo < U <= top}]
+            return np.where(m > 0, joint / np.where(m > 0, m, 1.0), 0.0)
 
-    def sample(self, n: int, rng, size=()):
-        """A mixture sample: ``(loss, scores, group index)`` of shape ``size + (n,)``."""
+    def sample(self, n: int, rng, size: int | None = None):
+        """A mixture sample: ``(loss, scores, group index)`` of shape ``(n,)``, or ``(size, n)``."""
         rng = np.random.default_rng(rng)
-        shape = tuple(np.atleast_1d(size).astype(int)) if np.ndim(size) else ((int(size),) if size else ())
-        shape = shape + (int(n),)
+        shape = (int(n),) if size is None else (int(size), int(n))
         gi = rng.choice(len(self.groups), size=shape, p=self.weights)
         lo = np.array([g.lo for g in self.groups])[gi]
         hi = np.array([g.hi for g in self.groups])[gi]
@@ -223,74 +209,32 @@ def oracle_threshold(pop: Population, eps, group: str | None = None):
     return sup_feasible(lambda u: pop.risk(u, group), eps)
 
 
-def closed_form_threshold(g: RiskGroup, eps):
-    r"""Explicit :math:`u^* = (\varepsilon(b+1)\,hi/a)^{1/(b+1)}` for a group with ``lo = 0``.
+def oracle_summary(pop: Population, eps: float) -> dict:
+    """Routed share of marginal PAC, of G-PAC, and of the best *common* threshold valid in every group.
 
-    Parameters
-    ----------
-    g : RiskGroup
-        A group with ``lo = 0``.
-    eps : float or array_like
-        Target risk(s).
+    All at the population level (PAC-optimal thresholds, infinite calibration data):
 
-    Returns
-    -------
-    numpy.ndarray
-        ``+inf`` where the group's risk never exceeds ``eps``.
+    * ``marginal``: one threshold, marginal constraint ``R(u) <= eps`` (PAC reasoning);
+    * ``common``: one threshold, every group's constraint (``min_j u_j*``) — the best a single
+      threshold can do when the *group-conditional* guarantee is required;
+    * ``grouped``: one threshold per group (G-PAC), every group's constraint.
     """
-    if g.lo != 0:
-        raise ValueError("closed_form_threshold needs lo = 0")
-    eps = np.asarray(eps, dtype=float)
-    if g.a == 0:
-        return np.full(eps.shape, np.inf)
-    u = (eps * (g.b + 1) * g.hi / g.a) ** (1.0 / (g.b + 1))
-    return np.where(u >= g.hi, np.inf, u)
-
-
-def oracle_ratio(pop: Population, group: str, u_hat, u_star):
-    """``P(U <= u_hat | G) / P(U <= u_star | G)``: calibrated vs oracle routing share.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    group : str
-        The group.
-    u_hat : float or array_like
-        Calibrated thresholds (``-inf`` counts as 0).
-    u_star : float
-        The oracle threshold.
-
-    Returns
-    -------
-    float or numpy.ndarray
-    """
-    den = pop.share(u_star, group)
-    if np.any(np.asarray(den) <= 0):
-        raise ValueError(f"oracle threshold of group {group!r} routes nothing; the ratio is undefined")
-    return pop.share(u_hat, group) / den
-
-
-def names_or(pop: Population, groups: Sequence[str] | None) -> list[str]:
-    """The requested groups (validated) or all of them.
-
-    Parameters
-    ----------
-    pop : Population
-        The population.
-    groups : sequence of str, optional
-        Group names; ``None``: all.
-
-    Returns
-    -------
-    list of str
-    """
-    if groups is None:
-        return pop.names
-    bad = [g for g in groups if g not in pop.names]
-    if bad:
-        raise KeyError(f"unknown group(s) {bad}; groups are {pop.names}")
-    return list(groups)
+    w = pop.weights
+    u_marg = oracle_threshold(pop, eps)
+    u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
+    u_common = float(np.min(u_j))
+    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
+    return {
+        "eps": eps,
+        "u_marginal": u_marg,
+        "u_common": u_common,
+        **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
+        "routed_share_marginal": float(pop.share(u_marg)),
+        "routed_share_common": float(pop.share(u_common)),
+        "routed_share_grouped": routed_share_grouped,
+        **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
+        "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
+    }
 
 
 #: The audit population: two groups, one with an informative score (convex risk), one flat.
@@ -301,15 +245,6 @@ AUDIT_POPULATION = Population(
     )
 )
 
-
-#: Three groups sharing U ~ Uniform(0, 1) whose loss curves differ (heterogeneous risk profiles).
-ORACLE_POPULATION = Population(
-    (
-        RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
-        RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
-        RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
-    )
-)
 
 #: Three groups that *are* intervals of the U axis (equal masses, so U ~ Uniform(0, 1) overall),
 #: with loss curves that jump at the boundaries: 1-D clustering of U can recover the partition.

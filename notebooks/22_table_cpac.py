@@ -53,7 +53,7 @@ from IPython.display import display
 
 from gpac_utils import CPAC, metrics
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting, sources
+from gpac_utils.paper import plotting
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
@@ -70,21 +70,17 @@ eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
 trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml
 
+# %% [markdown]
+# ## The settings
+# Every setting of `notebooks/config/22_table_cpac.yaml` (the profile's values, then the parameters
+# above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$) for PAC and
+# C-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for C-PAC alone — and the
+# data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
+
 # %%
 cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
                   trials=trials, **overrides)
-cfg
-
-# %% [markdown]
-# ## The settings that matter
-# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and C-PAC, and one finite-sample valid
-# recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
-
-# %%
-settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
-source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+settings = R.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -95,9 +91,7 @@ settings
 # layout with the tighter valid bound.
 
 # %%
-built = R.make_tables(settings, family="cpac", source=source, pairs=cfg.pairs, eps=cfg.eps,
-                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
-                      figures=cfg.figures, notebook="22_table_cpac")
+built = R.make_tables(settings)
 
 # %% [markdown]
 # ## Inside one trial: learning the groups from the score

@@ -7,13 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_config import make_tables
 
 from gpac_utils import data as D
 from gpac_utils.paper import reference, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config, paths
+
+
+def make_tables(cfg) -> dict[str, R.ResultsTable]:
+    """What a table notebook does with its configuration."""
+    return R.make_tables(R.TableSettings(**cfg))
 
 
 def _with(cfg, **changes):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_config import make_tables, table_settings
 
 from gpac_utils import data as D
+from gpac_utils import experiment
 from gpac_utils.data import PAPER_SCORES
 from gpac_utils.paper import realdata, reference, table_layout
 from gpac_utils.paper import results_tables as R
@@ -226,7 +226,7 @@ def test_group_violations_counts_trials_and_mcse():
                 }
             )
         rows.append({**rows[-1], "group": "__all__"})
-    gv = R.table_group_violations(pd.DataFrame(rows)).set_index("group")
+    gv = experiment.group_violations(pd.DataFrame(rows), None, R.GROUP_KEYS).set_index("group")
     assert gv.loc["a", "violation_rate"] == pytest.approx(0.3)
     assert gv.loc["b", "violation_rate"] == 0.0
     assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))
@@ -244,7 +244,7 @@ def known_qwen():
     spec = reference.TABLE_SPECS[name]
     results = R.run_results(
         data,
-        table_settings(cfg),
+        R.TableSettings(**cfg),
         eps=spec.eps,
         cal_ratio=reference.resolve_cal_ratio(spec.benchmarks),
         groupings=["known"],
@@ -276,7 +276,7 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
 def test_make_tables_refuses_groupings_the_table_does_not_have():
     cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
     with pytest.raises(ValueError, match="groupings"):
-        make_tables(cfg)
+        R.make_tables(R.TableSettings(**cfg))
 
 
 def test_run_results_refuses_unknown_groupings_and_missing_eps():
@@ -284,10 +284,10 @@ def test_run_results_refuses_unknown_groupings_and_missing_eps():
     table = sim.load_simulated("gpqa", "qwen")
     with pytest.raises(ValueError, match="groupings"):
         R.run_results(
-            {"gpqa": table}, table_settings(cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
+            {"gpqa": table}, R.TableSettings(**cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
         )
     with pytest.raises(ValueError, match="eps"):
-        R.run_results({"gpqa": table}, table_settings(cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
+        R.run_results({"gpqa": table}, R.TableSettings(**cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
 
 
 # ------------------------------------------------------------------ real-data mapping

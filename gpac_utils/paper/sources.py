@@ -186,8 +186,6 @@ def resolve_source(
     if isinstance(data_source, str) and data_source in SOURCE_KINDS:
         return DataSource(data_source, root=root)
     text = str(data_source)
-    if not text.strip():
-        raise SourceError("data_source: empty; give 'simulated', 'generated' or a path to a table")
     if columns is not None and not isinstance(columns, Mapping):
         raise SourceError(f"columns: expected a mapping {{source: schema column}}, got {type(columns).__name__}")
     path = _from_root(text)
@@ -203,46 +201,6 @@ def resolve_source(
 def _from_root(p: str | Path) -> Path:
     p = Path(p).expanduser()
     return p if p.is_absolute() else paths.REPO_ROOT / p
-
-
-def read_source(
-    source: DataSource,
-    benchmark: str | None = None,
-    pair: str | None = None,
-    *,
-    loss_bound: float = 1.0,
-) -> pd.DataFrame:
-    """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`).
-
-    Parameters
-    ----------
-    source : DataSource
-        From :func:`resolve_source`.
-    benchmark, pair : str, optional
-        The table of the simulated and generated kinds.
-    loss_bound : float, default 1.0
-        Upper bound of the loss.
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    if source.kind == "simulated":
-        try:
-            return simulate.load_simulated(benchmark, pair)
-        except ValueError as exc:
-            raise SourceError(
-                f"data_source='simulated': {exc}; for other benchmarks or pairs use data_source='generated' or a path"
-            ) from None
-    path = source.table_path(benchmark, pair)
-    if not path.is_file():
-        if source.kind == "generated":
-            raise SourceError(
-                f"data_source='generated': no scored table at {path}; run 01_generate then 02_scores with "
-                f"benchmark={benchmark!r}, pair={pair!r} (or choose benchmarks and pairs with overrides)"
-            )
-        raise SourceError(f"data_source: no table at {path}")
-    return D.read_table(path, source.columns or None, loss_bound=loss_bound)
 
 
 def check_table(
@@ -308,7 +266,7 @@ def load_table(
     scores: Sequence[str] = (),
     loss_bound: float = 1.0,
 ) -> pd.DataFrame:
-    """Read one table of ``source`` (:func:`read_source`) and check it for ``notebook`` (:func:`check_table`).
+    """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`), and check it for ``notebook``.
 
     Parameters
     ----------
@@ -317,7 +275,7 @@ def load_table(
     benchmark, pair : str, optional
         The table of the simulated and generated kinds.
     notebook : str
-        The notebook's stem.
+        The notebook's stem (:func:`check_table`).
     scores : sequence of str
         Score columns the notebook will use.
     loss_bound : float, default 1.0
@@ -327,7 +285,23 @@ def load_table(
     -------
     pandas.DataFrame
     """
-    table = read_source(source, benchmark, pair, loss_bound=loss_bound)
+    if source.kind == "simulated":
+        try:
+            table = simulate.load_simulated(benchmark, pair)
+        except ValueError as exc:
+            raise SourceError(
+                f"data_source='simulated': {exc}; for other benchmarks or pairs use data_source='generated' or a path"
+            ) from None
+    else:
+        path = source.table_path(benchmark, pair)
+        if not path.is_file() and source.kind == "generated":
+            raise SourceError(
+                f"data_source='generated': no scored table at {path}; run 01_generate then 02_scores with "
+                f"benchmark={benchmark!r}, pair={pair!r} (or choose benchmarks and pairs with overrides)"
+            )
+        if not path.is_file():
+            raise SourceError(f"data_source: no table at {path}")
+        table = D.read_table(path, source.columns or None, loss_bound=loss_bound)
     return check_table(table, notebook, source.where(benchmark, pair), scores=scores)
 
 

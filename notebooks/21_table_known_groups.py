@@ -60,8 +60,6 @@ from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
 plotting.apply_style()
-pd.set_option("display.width", 200)
-pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -74,10 +72,11 @@ overrides = {}  # any other setting of notebooks/config/21_table_known_groups.ya
 
 # %% [markdown]
 # ## The settings
-# Every setting of `notebooks/config/21_table_known_groups.yaml` (the profile's values, then the parameters
-# above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$) for PAC and
-# G-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for G-PAC alone — and the
-# data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
+# Every setting of `notebooks/config/21_table_known_groups.yaml` (the profile's values, then the
+# parameters above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$)
+# for PAC and G-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for G-PAC alone —
+# and the data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the
+# paper's). A key the class does not know is an error naming it.
 
 # %%
 cfg = config.load("21_table_known_groups", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,

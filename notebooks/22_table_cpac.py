@@ -53,22 +53,16 @@ from IPython.display import display
 
 from gpac_utils import CPAC, metrics
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
-
-plotting.apply_style()
-pd.set_option("display.width", 200)
-pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
-scores = None  # uncertainty score columns
 eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
 trials = None  # random calibration/test splits
-overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml
+overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml, e.g. {"scores": ["score_logits"]}
 
 # %% [markdown]
 # ## The settings
@@ -78,10 +72,17 @@ overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml
 # data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
 
 # %%
-cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
-                  trials=trials, **overrides)
+cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, trials=trials, **overrides)
 settings = R.TableSettings(**cfg)
 settings
+
+# %% [markdown]
+# C-PAC's groups come from `partition`: `k` intervals of the score axis, placed by exact 1-D
+# k-means on the calibration scores (`ScorePartitioner`); `groupings` lists the two ways the paper
+# uses them, disjoint (`split`) and joint clustering.
+
+# %%
+settings.partitioner
 
 # %% [markdown]
 # ## Run, summarize, save

@@ -134,7 +134,7 @@ if available:
     built = {name: R.build_table(
         settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
         groupings=groupings, file_name=name, layout_suffix="_layout",
-        rows=LAYOUT_ROWS + (("Routed_share", "Routed share (%)"),),
+        rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
         figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{path.name}: eps = {cfg.eps}",
         paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns

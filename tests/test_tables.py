@@ -113,10 +113,10 @@ def _summary_rows():
         "sampling": "resample",
         "rule": "max",
         "eps": 0.05,
-        "Routed_share": 80.0,
-        "Violation": 50.0,
-        "Max_group_violation": 40.0,
-        "Max_group_violation_mcse": 4.9,
+        "routed_share": 80.0,
+        "violation_any_group": 50.0,
+        "violation_max_group": 40.0,
+        "violation_max_group_mcse": 4.9,
         "trials": 100,
     }
     return pd.DataFrame(
@@ -149,7 +149,7 @@ def _summary_rows():
                 "Error": 0.5,
                 "Error_Gap": 0.0,
                 "STP": 10.0,
-                "Max_group_violation": 2.0,
+                "violation_max_group": 2.0,
             },
         ]
     )
@@ -162,11 +162,10 @@ def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
     assert pac["paper_Error"] == pytest.approx(3.08)
     assert pac["paper_Error_Gap"] == pytest.approx(1.02)
     assert pac["paper_STP"] == pytest.approx(56.86)
-    assert pac["diff_Error"] == pytest.approx(3.00 - 3.08)
     gp = side[(side.method == "G-PAC") & (side.setting == "paper")].iloc[0]
     assert gp["paper_STP"] == pytest.approx(43.44)
     valid = side[side.setting == "valid"].iloc[0]
-    assert np.isnan(valid["paper_Error"]) and np.isnan(valid["diff_STP"])
+    assert np.isnan(valid["paper_Error"]) and np.isnan(valid["paper_STP"])
 
 
 def test_side_by_side_without_paper_and_bad_input():
@@ -192,7 +191,7 @@ def test_paper_layout_cells_and_report_table():
 
 def test_pick_valid_bound_takes_the_highest_routed_share():
     s = _summary_rows()
-    extra = s.iloc[[2]].assign(bound="wsr", Routed_share=90.0)
+    extra = s.iloc[[2]].assign(bound="wsr", routed_share=90.0)
     best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}

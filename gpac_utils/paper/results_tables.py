@@ -15,7 +15,7 @@ All settings are one typed :class:`TableSettings`, the notebook's
 ``notebooks/config/<notebook>.yaml``: the method's, and the family, pairs, eps and data source
 (:mod:`gpac_utils.paper.sources`) that :func:`make_tables` reads. The paper's numbers stand beside ours
 only when the simulated stand-ins are run at the paper's eps
-(:func:`~gpac_utils.paper.sources.reproduces_paper`); other sources give ours alone, in files
+(:func:`make_tables`); other sources give ours alone, in files
 named after the source (``known__generated__walk__smollm2.csv``, ``..._layout``, and ``..._groups``:
 the mean test error per group). All rates are fractions in the raw results and percent in the
 summaries.
@@ -235,23 +235,21 @@ def run_results(
         for grouping in groupings:
             method = "G-PAC" if grouping == "known" else "C-PAC"
             exp = settings.experiment(method, grouping, eps[b], cal_ratio[b])
-            parts = [quiet_run(table, exp).assign(setting="paper")]
+            where = {"dataset": b, "grouping": grouping}
+            out.append(quiet_run(table, exp).assign(**where, setting="paper", eps=eps[b]))
             if settings.valid and grouping != "joint":
                 valid = exp.replace(methods=(method,), recipes=settings.valid)
-                parts.append(quiet_run(table, valid).assign(setting="valid"))
-            for p in parts:
-                p.insert(0, "grouping", grouping)
-                p.insert(0, "dataset", b)
-                p["eps"] = eps[b]
-            out.extend(parts)
-    return pd.concat(out, ignore_index=True)
+                out.append(quiet_run(table, valid).assign(**where, setting="valid", eps=eps[b]))
+    out = pd.concat(out, ignore_index=True)
+    return out[["dataset", "grouping"] + [c for c in out.columns if c not in ("dataset", "grouping")]]
 
 
 #: Summary columns reported in percent.
-_PERCENT_COLUMNS = (
-    "Error", "Error_Gap", "STP", "Routed_share", "Violation", "Max_group_violation", "Max_group_violation_mcse",
-    "worst_group_error",
-)  # fmt: skip
+PERCENT_COLUMNS = [
+    "Error", "Error_Gap", "STP", "routed_share", "violation_any_group", "violation_max_group",
+    "violation_max_group_mcse", "worst_group_error",
+]  # fmt: skip
+_TABLE_KEYS = ["dataset", "grouping", "setting"]
 
 
 def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -265,34 +263,19 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Error, Error_Gap, STP, Routed_share (% routed to the non-thinking model), Violation (share
-        of trials with *some* group's whole-table risk above eps), Max_group_violation (largest
-        per-group violation rate) and its MCSE, most_violated_group, worst_group, trials.
+        The columns of :func:`~gpac_utils.experiment.summarize` after ``dataset, grouping, setting``:
+        Error, Error_Gap, STP, routed_share (% routed to the non-thinking model),
+        violation_any_group (share of trials with *some* group's whole-table risk above eps),
+        violation_max_group (largest per-group violation rate) and its MCSE, most_violated_group,
+        worst_group, trials; then ``eps``.
     """
-    rows = []
-    for (dataset, grouping, setting), df in results.groupby(["dataset", "grouping", "setting"], sort=False):
+    parts = []
+    for (dataset, grouping, setting), df in results.groupby(_TABLE_KEYS, sort=False):
         eps = float(df["eps"].iloc[0])
-        s = summarize(df, eps)
-        s.insert(0, "setting", setting)
-        s.insert(0, "grouping", grouping)
-        s.insert(0, "dataset", dataset)
-        s["eps"] = eps
-        rows.append(s)
-    s = pd.concat(rows, ignore_index=True)
-    s = s.rename(
-        columns={
-            "routed_share": "Routed_share",
-            "violation_any_group": "Violation",
-            "violation_max_group": "Max_group_violation",
-            "violation_max_group_mcse": "Max_group_violation_mcse",
-        }
-    )
-    # the display order of the saved tables: the per-group columns last
-    last = ["Max_group_violation", "Max_group_violation_mcse", "most_violated_group"]
-    s = s[[c for c in s.columns if c not in last and c != "violation_any_group_mcse"] + last]
-    for c in _PERCENT_COLUMNS:
-        s[c] = 100 * s[c]
-    return s
+        parts.append(summarize(df, eps).assign(dataset=dataset, grouping=grouping, setting=setting, eps=eps))
+    s = pd.concat(parts, ignore_index=True)
+    s[PERCENT_COLUMNS] = 100 * s[PERCENT_COLUMNS]
+    return s[_TABLE_KEYS + [c for c in s.columns if c not in _TABLE_KEYS]]
 
 
 def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
@@ -308,13 +291,13 @@ def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
     name : str or None
         The bound (``None`` without valid rows).
     comparison : pandas.DataFrame
-        Mean Routed_share, STP, Error and Max_group_violation per bound, over datasets and scores.
+        Mean routed_share, STP, Error and violation_max_group per bound, over datasets and scores.
     """
     v = summary[summary.setting == "valid"]
     if v.empty:
         return None, pd.DataFrame()
-    comp = v.groupby("bound", sort=False)[["Routed_share", "STP", "Error", "Max_group_violation"]].mean().reset_index()
-    best = comp.sort_values("Routed_share", ascending=False, kind="stable")["bound"].iloc[0]
+    comp = v.groupby("bound", sort=False)[["routed_share", "STP", "Error", "violation_max_group"]].mean().reset_index()
+    best = comp.sort_values("routed_share", ascending=False, kind="stable")["bound"].iloc[0]
     return str(best), comp
 
 
@@ -471,7 +454,7 @@ def build_table(
     )  # fmt: skip
 
 
-def make_tables(settings: TableSettings, notebook: str = "") -> dict[str, ResultsTable]:
+def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
     """Build the tables of ``settings.family`` for every pair in ``settings.pairs`` from its data source.
 
     Parameters
@@ -479,9 +462,6 @@ def make_tables(settings: TableSettings, notebook: str = "") -> dict[str, Result
     settings : TableSettings
         A table notebook's settings: the method's and which data (source, pairs, benchmarks, eps,
         calibration ratio, groupings, figures).
-    notebook : str
-        The notebook's stem, for the data checks' messages (default: the family's notebook).
-
     Returns
     -------
     dict of str to ResultsTable
@@ -489,7 +469,6 @@ def make_tables(settings: TableSettings, notebook: str = "") -> dict[str, Result
         ``<family>__<source tag>`` (e.g. ``known__generated__smollm2``).
     """
     s, family = settings, settings.family
-    notebook = notebook or FAMILY_NOTEBOOKS.get(family, "")
     source = sources.resolve_source(s.data_source, columns=s.columns, generated_root=s.generated_root)
     allowed = ("known",) if family == "known" else ("split", "joint")
     groupings = tuple(s.groupings) if s.groupings is not None else allowed
@@ -510,10 +489,13 @@ def make_tables(settings: TableSettings, notebook: str = "") -> dict[str, Result
                 f"benchmarks: pair {pair!r} has no paper table, so name its benchmarks, "
                 "e.g. overrides={'benchmarks': ['walk']}"
             )
-        paper_eps = spec.eps if spec is not None else None
-        eps = benchmark_eps(run_on, s.eps, paper_eps)
+        eps = benchmark_eps(run_on, s.eps, spec.eps if spec is not None else None)
+        # the paper's numbers stand beside ours only for the simulated stand-ins at the paper's eps
+        paper = source.is_simulated and all(eps[b] == spec.eps.get(b) for b in run_on)
         tables = {
-            b: sources.load_table(source, b, pair, notebook=notebook, scores=s.scores, loss_bound=s.loss_bound)
+            b: sources.load_table(
+                source, b, pair, notebook=FAMILY_NOTEBOOKS[family], scores=s.scores, loss_bound=s.loss_bound
+            )
             for b in run_on
         }
         if source.is_simulated:
@@ -525,7 +507,7 @@ def make_tables(settings: TableSettings, notebook: str = "") -> dict[str, Result
             title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
         out[file_name] = build_table(
             s,
-            spec.name if sources.reproduces_paper(source, run_on, eps, paper_eps) else None,
+            spec.name if paper else None,
             tables,
             eps=eps,
             cal_ratio=resolve_cal_ratio(run_on, s.cal_ratio),

@@ -17,7 +17,8 @@ Token counts are optional everywhere: without them STP is not computed (NaN in t
 its row dropped from the layouts, see :func:`source_notes`).
 
 The paper's reference numbers are set beside ours only when the paper's setting is reproduced:
-the simulated stand-ins, paper benchmarks and pairs, at the paper's eps (:func:`reproduces_paper`).
+the simulated stand-ins, paper benchmarks and pairs, at the paper's eps
+(:func:`~gpac_utils.paper.results_tables.make_tables`).
 """
 
 from __future__ import annotations
@@ -322,41 +323,9 @@ def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     -------
     list of str
     """
-    out = []
     no_tokens = [n for n, t in tables.items() if not has_tokens(t)]
-    if no_tokens:
-        out.append(
-            f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed "
-            "(NaN in the long table, its row left out of the layout)"
-        )
-    return out
-
-
-def reproduces_paper(
-    source: DataSource, benchmarks: Sequence[str], eps: Mapping[str, float], paper_eps: Mapping[str, float] | None
-) -> bool:
-    """Whether a run reproduces the paper's setting, so that its numbers may stand beside ours.
-
-    True only for the simulated stand-ins, on benchmarks of the paper's table, at the paper's eps.
-
-    Parameters
-    ----------
-    source : DataSource
-        The data source.
-    benchmarks : sequence of str
-        Benchmarks run.
-    eps : Mapping[str, float]
-        eps used per benchmark.
-    paper_eps : Mapping[str, float] or None
-        The paper table's eps per benchmark (``None``: no paper table).
-
-    Returns
-    -------
-    bool
-    """
-    if not source.is_simulated or not paper_eps:
-        return False
-    return all(b in paper_eps and float(eps[b]) == float(paper_eps[b]) for b in benchmarks)
+    note = f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed"
+    return [f"{note} (NaN in the long table, its row left out of the layout)"] if no_tokens else []
 
 
 def paper_eps(family: str, pair: str | None) -> dict[str, float] | None:

@@ -20,7 +20,7 @@ LAYOUT_ROWS = (
     ("Error", "Error (%)"),
     ("Error_Gap", "Error_Gap (%)"),
     ("STP", "STP (%)"),
-    ("Max_group_violation", "Violation (%)"),
+    ("violation_max_group", "Violation (%)"),
 )
 #: Display names of the saved long table's columns.
 REPORT_COLUMNS = {
@@ -39,10 +39,10 @@ REPORT_COLUMNS = {
     "paper_Error_Gap": "Error_Gap paper (%)",
     "STP": "STP (%)",
     "paper_STP": "STP paper (%)",
-    "Routed_share": "Routed share (%)",
-    "Violation": "Violation any group (%)",
-    "Max_group_violation": "Max group violation (%)",
-    "Max_group_violation_mcse": "Max group violation MCSE (%)",
+    "routed_share": "Routed share (%)",
+    "violation_any_group": "Violation any group (%)",
+    "violation_max_group": "Max group violation (%)",
+    "violation_max_group_mcse": "Max group violation MCSE (%)",
     "most_violated_group": "Most violated group",
     "worst_group": "Worst group (test error)",
     "trials": "Trials",
@@ -64,7 +64,7 @@ def side_by_side(summary: pd.DataFrame, name: str | None) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``summary`` plus ``paper_Error``, ``paper_Error_Gap``, ``paper_STP`` (on rows run with
-        the paper's recipe only; NaN elsewhere) and ``diff_*`` = ours - paper.
+        the paper's recipe only; NaN elsewhere).
     """
     need = {"dataset", "grouping", "score", "method", "setting", *PAPER_METRICS}
     missing = sorted(need - set(summary.columns))
@@ -78,8 +78,6 @@ def side_by_side(summary: pd.DataFrame, name: str | None) -> pd.DataFrame:
         wide = wide.rename(columns={m: f"paper_{m}" for m in PAPER_METRICS})
         wide["setting"] = "paper"
         out = out.drop(columns=[f"paper_{m}" for m in PAPER_METRICS]).merge(wide, on=_KEYS + ["setting"], how="left")
-    for m in PAPER_METRICS:
-        out[f"diff_{m}"] = out[m] - out[f"paper_{m}"]
     return out
 
 
@@ -117,26 +115,22 @@ def paper_layout(
     """The paper's layout: rows (dataset, grouping, metric), columns (score, method).
 
     Cells read ``ours (paper)`` in percent. Besides the paper's PAC and G-PAC/C-PAC columns
-    there is one per score for the group method with the valid recipe of ``valid_bound`` (or
-    the first valid bound present).
+    there is one per score for the group method with the valid recipe of ``valid_bound``.
 
     Parameters
     ----------
     side : pandas.DataFrame
         Output of :func:`side_by_side`.
     valid_bound : str, optional
-        The valid bound shown.
+        The valid bound shown (``None``: no valid column).
     rows : sequence of (str, str)
-        (summary column, label) pairs, e.g. add ``("Routed_share", "Routed share (%)")``.
+        (summary column, label) pairs, e.g. add ``("routed_share", "Routed share (%)")``.
 
     Returns
     -------
     pandas.DataFrame
     """
-    valid = side[side.setting == "valid"]
-    if valid_bound is None and not valid.empty:
-        valid_bound = str(valid["bound"].iloc[0])
-    shown = side[(side.setting == "paper") | (side.bound == valid_bound)]
+    shown = side[(side.setting == "paper") | ((side.setting == "valid") & (side.bound == valid_bound))]
     out = []
     for (dataset, grouping), df in shown.groupby(["dataset", "grouping"], sort=False):
         for metric, label in rows:

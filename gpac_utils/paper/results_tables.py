@@ -432,7 +432,7 @@ def build_table(
     of the layout (the notes say so).
     """
     notes = sources.source_notes(tables)
-    if not all(sources.has_tokens(t) for t in tables.values()):
+    if notes:  # a table without token counts: no STP
         rows = tuple(r for r in rows if r[0] != "STP")
     results = run_results(tables, settings, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
     summary = summarize_results(results)

@@ -306,13 +306,8 @@ def load_table(
     return check_table(table, notebook, source.where(benchmark, pair), scores=scores)
 
 
-def has_tokens(table: pd.DataFrame) -> bool:
-    """Whether ``table`` has both token-count columns (STP needs them)."""
-    return all(c in table.columns for c in D.TOKENS)
-
-
 def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
-    """What the tables cannot give, as notes to print (e.g. no token counts: no STP).
+    """What the tables cannot give, as notes to print (today one: no token counts, so no STP).
 
     Parameters
     ----------
@@ -323,7 +318,7 @@ def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     -------
     list of str
     """
-    no_tokens = [n for n, t in tables.items() if not has_tokens(t)]
+    no_tokens = [n for n, t in tables.items() if not set(D.TOKENS) <= set(t.columns)]
     note = f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed"
     return [f"{note} (NaN in the long table, its row left out of the layout)"] if no_tokens else []
 

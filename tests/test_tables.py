@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpac_utils import Recipe, ScorePartitioner, experiment
 from gpac_utils import data as D
-from gpac_utils import experiment
 from gpac_utils.data import PAPER_SCORES
 from gpac_utils.paper import realdata, reference, table_layout
 from gpac_utils.paper import results_tables as R
@@ -270,6 +270,19 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
             assert row.loc["PAC", "Error_Gap"] > 0
             assert row.loc["G-PAC", "Error_Gap"] == 0
             assert row.loc["PAC", "worst_group"] == het
+
+
+def test_table_settings_type_a_table_notebooks_configuration():
+    """Every key of notebooks/config/2[123]_*.yaml is a field; the recipes and the partitioner are built
+    from them; a key the class does not have is refused, named."""
+    for notebook in ("21_table_known_groups", "22_table_cpac", "23_table_arena"):
+        cfg = config.load(notebook, "fast")
+        s = R.TableSettings(**cfg)
+        assert s.paper == Recipe(bound="clt", sampling="resample", rule="max", pi=cfg.pi)
+        assert s.valid == tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds)
+        assert s.partitioner == ScorePartitioner(**cfg.partition) and s.trials == 5
+    with pytest.raises(TypeError, match="nonsense"):
+        R.TableSettings(**cfg, nonsense=1)
 
 
 def test_make_tables_refuses_groupings_the_table_does_not_have():

@@ -472,14 +472,12 @@ def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
     source = sources.resolve_source(s.data_source, columns=s.columns, generated_root=s.generated_root)
     allowed = ("known",) if family == "known" else ("split", "joint")
     groupings = tuple(s.groupings) if s.groupings is not None else allowed
+    bad = [g for g in groupings if g not in allowed]
+    if bad:
+        raise ValueError(f"groupings: {bad} do not apply to the {family} tables (they have {list(allowed)})")
     out = {}
     for pair in list(s.pairs) if source.kind != "path" else [None]:
         spec = TABLE_SPECS[table_name(family, pair)] if source.is_simulated or pair in _PAPER_PAIRS else None
-        bad = [g for g in groupings if g not in (spec.groupings if spec is not None else allowed)]
-        if bad:
-            raise ValueError(
-                f"groupings: {bad} do not apply to {spec.name if spec else family} (it has {list(allowed)})"
-            )
         if source.kind == "path":
             run_on = [source.dataset]
         elif s.benchmarks or spec is not None:

@@ -55,13 +55,11 @@ from IPython.display import display
 
 from gpac_utils import GPAC, PAC, metrics
 from gpac_utils.experiment import default_stp_form
-from gpac_utils.paper import plotting, sources
+from gpac_utils.paper import plotting
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
 
 plotting.apply_style()
-pd.set_option("display.width", 200)
-pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -72,21 +70,18 @@ eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
 trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/21_table_known_groups.yaml
 
+# %% [markdown]
+# ## The settings
+# Every setting of `notebooks/config/21_table_known_groups.yaml` (the profile's values, then the
+# parameters above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$)
+# for PAC and G-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for G-PAC alone —
+# and the data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the
+# paper's). A key the class does not know is an error naming it.
+
 # %%
 cfg = config.load("21_table_known_groups", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
                   trials=trials, **overrides)
-cfg
-
-# %% [markdown]
-# ## The settings that matter
-# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and G-PAC, and one finite-sample valid
-# recipe per bound in `valid_bounds` for G-PAC alone. The data come from `data_source`.
-
-# %%
-settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
-source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+settings = R.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -98,9 +93,7 @@ settings
 # layout, and draws the error bars the configuration names.
 
 # %%
-built = R.make_tables(settings, family="known", source=source, pairs=cfg.pairs, eps=cfg.eps,
-                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
-                      figures=cfg.figures, notebook="21_table_known_groups")
+built = R.make_tables(settings)
 
 # %% [markdown]
 # ## Inside one trial: split → fit → route → metrics

@@ -53,39 +53,36 @@ from IPython.display import display
 
 from gpac_utils import CPAC, metrics
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
-
-plotting.apply_style()
-pd.set_option("display.width", 200)
-pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
-scores = None  # uncertainty score columns
 eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
 trials = None  # random calibration/test splits
-overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml
-
-# %%
-cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
-                  trials=trials, **overrides)
-cfg
+overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml, e.g. {"scores": ["score_logits"]}
 
 # %% [markdown]
-# ## The settings that matter
-# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and C-PAC, and one finite-sample valid
-# recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
+# ## The settings
+# Every setting of `notebooks/config/22_table_cpac.yaml` (the profile's values, then the parameters
+# above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$) for PAC and
+# C-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for C-PAC alone — and the
+# data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
 
 # %%
-settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
-source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, trials=trials, **overrides)
+settings = R.TableSettings(**cfg)
 settings
+
+# %% [markdown]
+# C-PAC's groups come from `partition`: `k` intervals of the score axis, placed by exact 1-D
+# k-means on the calibration scores (`ScorePartitioner`); `groupings` lists the two ways the paper
+# uses them, disjoint (`split`) and joint clustering.
+
+# %%
+settings.partitioner
 
 # %% [markdown]
 # ## Run, summarize, save
@@ -95,9 +92,7 @@ settings
 # layout with the tighter valid bound.
 
 # %%
-built = R.make_tables(settings, family="cpac", source=source, pairs=cfg.pairs, eps=cfg.eps,
-                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
-                      figures=cfg.figures, notebook="22_table_cpac")
+built = R.make_tables(settings)
 
 # %% [markdown]
 # ## Inside one trial: learning the groups from the score

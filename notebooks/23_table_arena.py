@@ -55,38 +55,25 @@ from IPython.display import display
 
 from gpac_utils import CPAC
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import plotting, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.workflow import config
-
-plotting.apply_style()
-pd.set_option("display.width", 200)
-pd.set_option("display.max_columns", 40)
 
 # %% tags=["parameters"]
 profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
-pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
-scores = None  # uncertainty score columns
-eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
-trials = None  # random calibration/test splits
-overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml
-
-# %%
-cfg = config.load("23_table_arena", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
-                  trials=trials, **overrides)
-cfg
+eps = None  # one eps for both pairs' Arena-Hard tables; None keeps the paper's (0.10 Qwen, 0.15 Llama)
+overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml, e.g. {"pairs": ["qwen"], "trials": 20}
 
 # %% [markdown]
-# ## The settings that matter
-# Two recipes: the paper's (`recipe`, with $\pi$) for PAC and C-PAC, and one finite-sample valid
-# recipe per bound in `valid_bounds` for C-PAC alone. The data come from `data_source`.
+# ## The settings
+# Every setting of `notebooks/config/23_table_arena.yaml` (the profile's values, then the parameters
+# above), typed as one `TableSettings`: two recipes — the paper's (`recipe`, with $\pi$) for PAC and
+# C-PAC, and one finite-sample valid recipe per bound in `valid_bounds` for C-PAC alone — the
+# semantic loss's upper bound `loss_bound` $B$, and the data: `data_source`, the model `pairs`, `eps`.
 
 # %%
-settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
-source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
+cfg = config.load("23_table_arena", profile, data_source=data_source, eps=eps, **overrides)
+settings = R.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -97,9 +84,7 @@ settings
 # layout with the tighter valid bound.
 
 # %%
-built = R.make_tables(settings, family="arena", source=source, pairs=cfg.pairs, eps=cfg.eps,
-                      cal_ratio=cfg.cal_ratio, groupings=cfg.groupings, benchmarks=cfg.benchmarks,
-                      figures=cfg.figures, notebook="23_table_arena")
+built = R.make_tables(settings)
 
 # %% [markdown]
 # ## A continuous loss and what it does to the valid recipe

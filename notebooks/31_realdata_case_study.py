@@ -57,6 +57,7 @@ import pandas as pd
 from IPython.display import display
 
 from gpac_utils import data as D
+from gpac_utils.experiment import group_violations
 from gpac_utils.paper import plotting, realdata, sources
 from gpac_utils.paper import results_tables as R
 from gpac_utils.paper.table_layout import LAYOUT_ROWS
@@ -108,11 +109,10 @@ if available:
     if source.kind == "path":
         table = realdata.realdata_table(D.read_table(path, source.columns), None, chars_per_token=cfg.chars_per_token,
                                         hidden_think_tokens=cfg.hidden_think_tokens)
-        where = source.where()
+        table = sources.check_table(table, "31_realdata_case_study", source.where(), scores=cfg.scores)
     else:
-        table = sources.read_source(source, cfg.benchmark, cfg.pair, loss_bound=cfg.loss_bound)
-        where = source.where(cfg.benchmark, cfg.pair)
-    table = sources.check_table(table, "31_realdata_case_study", where, scores=cfg.scores)
+        table = sources.load_table(source, cfg.benchmark, cfg.pair, notebook="31_realdata_case_study",
+                                   scores=cfg.scores, loss_bound=cfg.loss_bound)
     display(realdata.group_summary(table).round(2))
 
 # %% [markdown]
@@ -124,9 +124,9 @@ if available:
 # groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
-settings = R.table_settings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                            trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
+settings = R.TableSettings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+                           valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
+                           trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark
     groupings = (["known"] if D.GROUP in table.columns else []) + ["split", "joint"]
@@ -134,14 +134,14 @@ if available:
     built = {name: R.build_table(
         settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
         groupings=groupings, file_name=name, layout_suffix="_layout",
-        rows=LAYOUT_ROWS + (("Routed_share", "Routed share (%)"),),
+        rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
         figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
         title=f"{path.name}: eps = {cfg.eps}",
         paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
     )}
     if "known" in groupings:
         known = built[name].results.query("grouping == 'known'")
-        gv = R.table_group_violations(known)[realdata.VIOLATION_COLUMNS]
+        gv = group_violations(known, None, R.GROUP_KEYS)[realdata.VIOLATION_COLUMNS]
         plotting.save_table(gv, f"realdata_group_violations{suffix}", floatfmt=".3f")
     for title, frame in R.views(built):
         print(f"== {title}")

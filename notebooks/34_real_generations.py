@@ -67,8 +67,7 @@ overrides = {}  # any other setting of notebooks/config/34_real_generations.yaml
 cfg = config.load("34_real_generations", profile, data_source=data_source, eps=eps, trials=trials, **overrides)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 where = source.where(cfg.benchmark, cfg.pair)
-table = sources.check_table(sources.read_source(source, cfg.benchmark, cfg.pair), "21_table_known_groups", where,
-                            scores=cfg.scores)
+table = sources.load_table(source, cfg.benchmark, cfg.pair, notebook="21_table_known_groups", scores=cfg.scores)
 print(f"{where}: {len(table)} items, {table[D.GROUP].nunique()} groups")
 cfg
 
@@ -148,12 +147,10 @@ display(overall.round(3))
 # (`figures/errorbar_category__generated__smollm2.{png,pdf}`, tables `known__generated__smollm2*`).
 
 # %%
-cfg21 = config.load("21_table_known_groups", profile, trials=cfg.trials21)
-settings21 = R.table_settings(scores=cfg.scores, pi=cfg21.pi, recipe=cfg21.recipe, valid_bounds=cfg21.valid_bounds,
-                              valid_recipe=cfg21.valid_recipe, partition=cfg21.partition, alpha=cfg.alpha,
-                              trials=cfg.trials21, loss_bound=cfg21.loss_bound, seed=cfg.seed)
-built21 = R.make_tables(settings21, family="known", source=source, pairs=[cfg.pair], eps=cfg.eps,
-                        benchmarks=[cfg.benchmark], figures=cfg21.figures, notebook="21_table_known_groups")
+cfg21 = config.load("21_table_known_groups", profile, data_source=cfg.data_source, columns=cfg.columns,
+                    generated_root=cfg.generated_root, pairs=[cfg.pair], benchmarks=[cfg.benchmark], eps=cfg.eps,
+                    scores=cfg.scores, alpha=cfg.alpha, trials=cfg.trials21, seed=cfg.seed)
+built21 = R.make_tables(R.TableSettings(**cfg21))
 for title, frame in R.views(built21):
     print(f"== {title}")
     display(frame)

@@ -122,7 +122,7 @@ def test_declared_parameters_need_exactly_one_parameters_cell(tmp_path):
 
 
 def test_unknown_parameter_is_a_clear_error_before_running(tmp_path, tiny):
-    with pytest.raises(run.UnknownParameterError, match=r"unknown parameter\(s\) \['epsilon'\]; it declares"):
+    with pytest.raises(run.RunnerError, match=r"unknown parameter\(s\) \['epsilon'\]; it declares"):
         run.run_notebook(tiny, "fast", {"epsilon": 0.1}, out_dir=tmp_path / "out")
     assert not (tmp_path / "out" / "01_tiny.ipynb").exists()
     with pytest.raises(run.RunnerError, match="profile: unknown 'slow'"):
@@ -157,7 +157,8 @@ def test_make_lab_opens_the_repository_root_with_py_notebooks_as_notebooks():
 # ------------------------------------------------------------------ executions (one kernel each)
 def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
     monkeypatch.delenv("GPAC_FIGURES", raising=False)
-    out = run.run_notebook(tiny, "fast", {"x": 42}, out_dir=tmp_path / "out", timeout=120, progress_bar=False)
+    figures = tmp_path / "out" / "figures"
+    out = run.run_notebook(tiny, "fast", {"x": 42}, tmp_path / "out", 120, figures_dir=figures, progress_bar=False)
     assert out == tmp_path / "out" / "01_tiny.ipynb"
     assert "X=42 PROFILE=fast" in stdout_of(out) and "DONE" in stdout_of(out)
     assert Path(printed(out, "CWD")).resolve() != REPO_ROOT.resolve()
@@ -167,8 +168,8 @@ def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
     assert len(injected) == 1 and "x = 42" in injected[0].source
     # the measured runtime the book shows
     assert nb.metadata.papermill.duration > 0 and run.duration(out) == nb.metadata.papermill.duration
-    # a non-paper profile writes figures under the build folder, not over the committed ones
-    assert printed(out, "FIG") == str(tmp_path / "out" / "figures")
+    # figures_dir reaches the kernel as GPAC_FIGURES
+    assert printed(out, "FIG") == str(figures)
     assert (tmp_path / "out" / "figures" / "tables" / "t.csv").exists()
     assert "GPAC_FIGURES" not in os.environ  # restored after the run
 
@@ -176,7 +177,7 @@ def test_run_notebook_success_outside_repo_root(tmp_path, tiny, monkeypatch):
 def test_paper_profile_keeps_figures_and_explicit_setting_wins(tmp_path, tiny, monkeypatch):
     monkeypatch.delenv("GPAC_FIGURES", raising=False)
     out = run.run_notebook(tiny, "paper", out_dir=tmp_path / "p", timeout=120, progress_bar=False)
-    assert printed(out, "FIG") == "None"  # paper profile: gpac_utils.workflow.paths uses figures/
+    assert printed(out, "FIG") == "None"  # left alone: gpac_utils.workflow.paths decides (config.load's profile)
     monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "mine"))
     out = run.run_notebook(tiny, "fast", out_dir=tmp_path / "f", timeout=120, progress_bar=False)
     assert printed(out, "FIG") == str(tmp_path / "mine")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_config import make_tables, table_settings
 
+from gpac_utils import Recipe, ScorePartitioner, experiment
 from gpac_utils import data as D
 from gpac_utils.data import PAPER_SCORES
 from gpac_utils.paper import realdata, reference, table_layout
@@ -116,10 +116,10 @@ def _summary_rows():
         "sampling": "resample",
         "rule": "max",
         "eps": 0.05,
-        "Routed_share": 80.0,
-        "Violation": 50.0,
-        "Max_group_violation": 40.0,
-        "Max_group_violation_mcse": 4.9,
+        "routed_share": 80.0,
+        "violation_any_group": 50.0,
+        "violation_max_group": 40.0,
+        "violation_max_group_mcse": 4.9,
         "trials": 100,
     }
     return pd.DataFrame(
@@ -152,7 +152,7 @@ def _summary_rows():
                 "Error": 0.5,
                 "Error_Gap": 0.0,
                 "STP": 10.0,
-                "Max_group_violation": 2.0,
+                "violation_max_group": 2.0,
             },
         ]
     )
@@ -165,11 +165,10 @@ def test_side_by_side_attaches_paper_numbers_to_paper_rows_only():
     assert pac["paper_Error"] == pytest.approx(3.08)
     assert pac["paper_Error_Gap"] == pytest.approx(1.02)
     assert pac["paper_STP"] == pytest.approx(56.86)
-    assert pac["diff_Error"] == pytest.approx(3.00 - 3.08)
     gp = side[(side.method == "G-PAC") & (side.setting == "paper")].iloc[0]
     assert gp["paper_STP"] == pytest.approx(43.44)
     valid = side[side.setting == "valid"].iloc[0]
-    assert np.isnan(valid["paper_Error"]) and np.isnan(valid["diff_STP"])
+    assert np.isnan(valid["paper_Error"]) and np.isnan(valid["paper_STP"])
 
 
 def test_side_by_side_without_paper_and_bad_input():
@@ -195,7 +194,7 @@ def test_paper_layout_cells_and_report_table():
 
 def test_pick_valid_bound_takes_the_highest_routed_share():
     s = _summary_rows()
-    extra = s.iloc[[2]].assign(bound="wsr", Routed_share=90.0)
+    extra = s.iloc[[2]].assign(bound="wsr", routed_share=90.0)
     best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}
@@ -229,7 +228,7 @@ def test_group_violations_counts_trials_and_mcse():
                 }
             )
         rows.append({**rows[-1], "group": "__all__"})
-    gv = R.table_group_violations(pd.DataFrame(rows)).set_index("group")
+    gv = experiment.group_violations(pd.DataFrame(rows), None, R.GROUP_KEYS).set_index("group")
     assert gv.loc["a", "violation_rate"] == pytest.approx(0.3)
     assert gv.loc["b", "violation_rate"] == 0.0
     assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))
@@ -247,7 +246,7 @@ def known_qwen():
     spec = reference.TABLE_SPECS[name]
     results = R.run_results(
         data,
-        table_settings(cfg),
+        R.TableSettings(**cfg),
         eps=spec.eps,
         cal_ratio=reference.resolve_cal_ratio(spec.benchmarks),
         groupings=["known"],
@@ -276,10 +275,23 @@ def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwe
             assert row.loc["PAC", "worst_group"] == het
 
 
+def test_table_settings_type_a_table_notebooks_configuration():
+    """Every key of notebooks/config/2[123]_*.yaml is a field; the recipes and the partitioner are built
+    from them; a key the class does not have is refused, named."""
+    for notebook in ("21_table_known_groups", "22_table_cpac", "23_table_arena"):
+        cfg = config.load(notebook, "fast")
+        s = R.TableSettings(**cfg)
+        assert s.paper == Recipe(bound="clt", sampling="resample", rule="max", pi=cfg.pi)
+        assert s.valid == tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds)
+        assert s.partitioner == ScorePartitioner(**cfg.partition) and s.trials == 5
+    with pytest.raises(TypeError, match="nonsense"):
+        R.TableSettings(**cfg, nonsense=1)
+
+
 def test_make_tables_refuses_groupings_the_table_does_not_have():
     cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
     with pytest.raises(ValueError, match="groupings"):
-        make_tables(cfg)
+        R.make_tables(R.TableSettings(**cfg))
 
 
 def test_run_results_refuses_unknown_groupings_and_missing_eps():
@@ -287,10 +299,10 @@ def test_run_results_refuses_unknown_groupings_and_missing_eps():
     table = sim.load_simulated("gpqa", "qwen")
     with pytest.raises(ValueError, match="groupings"):
         R.run_results(
-            {"gpqa": table}, table_settings(cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
+            {"gpqa": table}, R.TableSettings(**cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
         )
     with pytest.raises(ValueError, match="eps"):
-        R.run_results({"gpqa": table}, table_settings(cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
+        R.run_results({"gpqa": table}, R.TableSettings(**cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
 
 
 # ------------------------------------------------------------------ real-data mapping

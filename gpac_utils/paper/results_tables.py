@@ -11,11 +11,11 @@ on a real table. Each run compares, on the same seeded splits,
   (``bernoulli`` sampling, ``first-crossing``), rows ``setting == "valid"``; for C-PAC only
   with ``mode="split"``, whose per-group guarantee is exact (joint mode: Thm 3.4.2).
 
-The method settings are one :class:`TableSettings` (the notebook builds it from its
-``notebooks/config/<notebook>.yaml``); :func:`make_tables` takes the family, pairs, eps and data
-source (:mod:`gpac_utils.paper.sources`) as arguments. The paper's numbers stand beside ours
+All settings are one typed :class:`TableSettings`, the notebook's
+``notebooks/config/<notebook>.yaml``: the method's, and the family, pairs, eps and data source
+(:mod:`gpac_utils.paper.sources`) that :func:`make_tables` reads. The paper's numbers stand beside ours
 only when the simulated stand-ins are run at the paper's eps
-(:func:`~gpac_utils.paper.sources.reproduces_paper`); other sources give ours alone, in files
+(:func:`make_tables`); other sources give ours alone, in files
 named after the source (``known__generated__walk__smollm2.csv``, ``..._layout``, and ``..._groups``:
 the mean test error per group). All rates are fractions in the raw results and percent in the
 summaries.
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,11 +36,11 @@ from .. import experiment
 from ..calibrate import GroupWarning
 from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
 from ..partition import ScorePartitioner
-from ..recipe import PAPER, Recipe
+from ..recipe import Recipe
 from . import plotting, sources
 from .errorbars import category_errors, plot_category_errorbars
 from .reference import TABLE_SPECS, benchmark_eps, resolve_cal_ratio, table_name
-from .table_layout import LAYOUT_ROWS, save_tables
+from .table_layout import LAYOUT_ROWS, paper_layout, report_table, side_by_side
 
 #: The columns that identify one configuration of a results table.
 GROUP_KEYS = ["dataset", "grouping", "setting"] + KEYS
@@ -48,38 +49,89 @@ _PAPER_PAIRS = frozenset(s.pair for s in TABLE_SPECS.values())
 FAMILY_NOTEBOOKS = {"known": "21_table_known_groups", "cpac": "22_table_cpac", "arena": "23_table_arena"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TableSettings:
-    """The method settings shared by every run of one results table.
+    """The settings of one results table: a table notebook's ``notebooks/config/<notebook>.yaml``, typed.
+
+    The table notebooks build it from their configuration (``R.TableSettings(**cfg)``: a key the
+    class does not have is a ``TypeError`` naming it); notebook 31 gives the method settings only.
 
     Parameters
     ----------
-    scores : tuple of str
+    scores : sequence of str
         Score columns.
-    paper : Recipe, default PAPER
-        The paper's recipe (rows ``setting == "paper"``, PAC and the group method).
-    valid : tuple of Recipe, default ()
-        One finite-sample valid recipe per bound compared (rows ``setting == "valid"``).
+    pi : float
+        Labelling probability of both recipes.
+    recipe : Mapping
+        The paper's recipe without ``pi`` (``bound``, ``sampling``, ``rule``): rows
+        ``setting == "paper"``, PAC and the group method.
+    valid_bounds : sequence of str
+        One finite-sample valid recipe per bound (rows ``setting == "valid"``) ...
+    valid_recipe : Mapping
+        ... with these ``sampling`` and ``rule``.
+    partition : Mapping
+        :class:`~gpac_utils.partition.ScorePartitioner` arguments (``k``, ``algorithm``): how C-PAC
+        learns its groups.
     alpha : float, default 0.05
         Miscoverage level.
     trials : int, default 100
         Random calibration/test splits.
-    partitioner : ScorePartitioner, default ScorePartitioner()
-        How C-PAC learns its groups.
     loss_bound : float, default 1.0
         Upper end of the loss.
     seed : int, default 0
         Seed of the splits and calibrations.
+    data_source, columns, generated_root
+        Where the tables come from (:func:`~gpac_utils.paper.sources.resolve_source`).
+    family : {"known", "cpac", "arena"}
+        The paper tables built by :func:`make_tables`.
+    pairs : sequence of str
+        Model pairs: one table each (a path source gives one table and ignores them).
+    benchmarks : sequence of str, optional
+        ``None``: the paper table's.
+    eps, cal_ratio : None, float or Mapping[str, float]
+        ``None``: the paper's (a benchmark outside the paper has no eps, so give one, and a
+        calibration ratio of 0.5); a float or a per-benchmark dict overrides.
+    groupings : sequence of str, optional
+        ``None``: the family's (``known``; or ``split`` and ``joint``).
+    figures : Mapping[str, str], optional
+        ``{pair: figure name}`` of the per-group error bars (known groups only).
     """
 
-    scores: tuple[str, ...]
-    paper: Recipe = PAPER
-    valid: tuple[Recipe, ...] = ()
+    scores: Sequence[str]
+    pi: float
+    recipe: Mapping[str, str]
+    valid_bounds: Sequence[str]
+    valid_recipe: Mapping[str, str]
+    partition: Mapping[str, Any]
     alpha: float = 0.05
     trials: int = 100
-    partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
     loss_bound: float = 1.0
     seed: int = 0
+    data_source: str | None = "simulated"
+    columns: Mapping[str, str] | None = None
+    generated_root: str | None = None
+    family: str = "known"
+    pairs: Sequence[str] = ()
+    benchmarks: Sequence[str] | None = None
+    eps: float | Mapping[str, float] | None = None
+    cal_ratio: float | Mapping[str, float] | None = None
+    groupings: Sequence[str] | None = None
+    figures: Mapping[str, str] | None = None
+
+    @property
+    def paper(self) -> Recipe:
+        """The paper's recipe."""
+        return Recipe(pi=self.pi, **self.recipe)
+
+    @property
+    def valid(self) -> tuple[Recipe, ...]:
+        """One valid recipe per bound in ``valid_bounds``."""
+        return tuple(Recipe(bound=b, pi=self.pi, **self.valid_recipe) for b in self.valid_bounds)
+
+    @property
+    def partitioner(self) -> ScorePartitioner:
+        """How C-PAC learns its groups."""
+        return ScorePartitioner(**self.partition)
 
     def experiment(self, method: str, grouping: str, eps: float, cal_ratio: float) -> ExperimentConfig:
         """The :class:`~gpac_utils.experiment.ExperimentConfig` of PAC and ``method`` on one dataset."""
@@ -97,54 +149,6 @@ class TableSettings:
             loss_bound=self.loss_bound,
             seed=self.seed,
         )
-
-
-def table_settings(
-    *,
-    scores: Sequence[str],
-    pi: float,
-    recipe: Mapping,
-    valid_bounds: Sequence[str],
-    valid_recipe: Mapping,
-    partition: Mapping,
-    alpha: float = 0.05,
-    trials: int = 100,
-    loss_bound: float = 1.0,
-    seed: int = 0,
-) -> TableSettings:
-    """:class:`TableSettings` from the table notebooks' settings.
-
-    Parameters
-    ----------
-    scores : sequence of str
-        Score columns.
-    pi : float
-        Labelling probability of both recipes.
-    recipe : Mapping
-        The paper's recipe without ``pi`` (``bound``, ``sampling``, ``rule``).
-    valid_bounds : sequence of str
-        One valid recipe per bound ...
-    valid_recipe : Mapping
-        ... with these ``sampling`` and ``rule``.
-    partition : Mapping
-        :class:`~gpac_utils.partition.ScorePartitioner` arguments (``k``, ``algorithm``).
-    alpha, trials, loss_bound, seed
-        As in :class:`TableSettings`.
-
-    Returns
-    -------
-    TableSettings
-    """
-    return TableSettings(
-        scores=tuple(scores),
-        paper=Recipe(pi=pi, **recipe),
-        valid=tuple(Recipe(bound=b, pi=pi, **valid_recipe) for b in valid_bounds),
-        alpha=alpha,
-        trials=trials,
-        partitioner=ScorePartitioner(**partition),
-        loss_bound=loss_bound,
-        seed=seed,
-    )
 
 
 def trial_split(table: pd.DataFrame, cal_ratio: float, seed: int, trial: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -231,38 +235,21 @@ def run_results(
         for grouping in groupings:
             method = "G-PAC" if grouping == "known" else "C-PAC"
             exp = settings.experiment(method, grouping, eps[b], cal_ratio[b])
-            parts = [quiet_run(table, exp).assign(setting="paper")]
+            where = {"dataset": b, "grouping": grouping}
+            out.append(quiet_run(table, exp).assign(**where, setting="paper", eps=eps[b]))
             if settings.valid and grouping != "joint":
                 valid = exp.replace(methods=(method,), recipes=settings.valid)
-                parts.append(quiet_run(table, valid).assign(setting="valid"))
-            for p in parts:
-                p.insert(0, "grouping", grouping)
-                p.insert(0, "dataset", b)
-                p["eps"] = eps[b]
-            out.extend(parts)
-    return pd.concat(out, ignore_index=True)
-
-
-def table_group_violations(results: pd.DataFrame) -> pd.DataFrame:
-    """Per table configuration and group: violation rate and MCSE (:func:`gpac_utils.experiment.group_violations`).
-
-    Parameters
-    ----------
-    results : pandas.DataFrame
-        Rows of :func:`run_results` (with their ``eps`` column).
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    return experiment.group_violations(results, None, GROUP_KEYS)
+                out.append(quiet_run(table, valid).assign(**where, setting="valid", eps=eps[b]))
+    out = pd.concat(out, ignore_index=True)
+    return out[["dataset", "grouping"] + [c for c in out.columns if c not in ("dataset", "grouping")]]
 
 
 #: Summary columns reported in percent.
-_PERCENT_COLUMNS = (
-    "Error", "Error_Gap", "STP", "Routed_share", "Violation", "Max_group_violation", "Max_group_violation_mcse",
-    "worst_group_error",
-)  # fmt: skip
+PERCENT_COLUMNS = [
+    "Error", "Error_Gap", "STP", "routed_share", "violation_any_group", "violation_max_group",
+    "violation_max_group_mcse", "worst_group_error",
+]  # fmt: skip
+_TABLE_KEYS = ["dataset", "grouping", "setting"]
 
 
 def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -276,34 +263,19 @@ def summarize_results(results: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Error, Error_Gap, STP, Routed_share (% routed to the non-thinking model), Violation (share
-        of trials with *some* group's whole-table risk above eps), Max_group_violation (largest
-        per-group violation rate) and its MCSE, most_violated_group, worst_group, trials.
+        The columns of :func:`~gpac_utils.experiment.summarize` after ``dataset, grouping, setting``:
+        Error, Error_Gap, STP, routed_share (% routed to the non-thinking model),
+        violation_any_group (share of trials with *some* group's whole-table risk above eps),
+        violation_max_group (largest per-group violation rate) and its MCSE, most_violated_group,
+        worst_group, trials; then ``eps``.
     """
-    rows = []
-    for (dataset, grouping, setting), df in results.groupby(["dataset", "grouping", "setting"], sort=False):
+    parts = []
+    for (dataset, grouping, setting), df in results.groupby(_TABLE_KEYS, sort=False):
         eps = float(df["eps"].iloc[0])
-        s = summarize(df, eps)
-        s.insert(0, "setting", setting)
-        s.insert(0, "grouping", grouping)
-        s.insert(0, "dataset", dataset)
-        s["eps"] = eps
-        rows.append(s)
-    s = pd.concat(rows, ignore_index=True)
-    s = s.rename(
-        columns={
-            "routed_share": "Routed_share",
-            "violation_any_group": "Violation",
-            "violation_max_group": "Max_group_violation",
-            "violation_max_group_mcse": "Max_group_violation_mcse",
-        }
-    )
-    # the display order of the saved tables: the per-group columns last
-    last = ["Max_group_violation", "Max_group_violation_mcse", "most_violated_group"]
-    s = s[[c for c in s.columns if c not in last and c != "violation_any_group_mcse"] + last]
-    for c in _PERCENT_COLUMNS:
-        s[c] = 100 * s[c]
-    return s
+        parts.append(summarize(df, eps).assign(dataset=dataset, grouping=grouping, setting=setting, eps=eps))
+    s = pd.concat(parts, ignore_index=True)
+    s[PERCENT_COLUMNS] = 100 * s[PERCENT_COLUMNS]
+    return s[_TABLE_KEYS + [c for c in s.columns if c not in _TABLE_KEYS]]
 
 
 def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
@@ -319,13 +291,13 @@ def pick_valid_bound(summary: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
     name : str or None
         The bound (``None`` without valid rows).
     comparison : pandas.DataFrame
-        Mean Routed_share, STP, Error and Max_group_violation per bound, over datasets and scores.
+        Mean routed_share, STP, Error and violation_max_group per bound, over datasets and scores.
     """
     v = summary[summary.setting == "valid"]
     if v.empty:
         return None, pd.DataFrame()
-    comp = v.groupby("bound", sort=False)[["Routed_share", "STP", "Error", "Max_group_violation"]].mean().reset_index()
-    best = comp.sort_values("Routed_share", ascending=False, kind="stable")["bound"].iloc[0]
+    comp = v.groupby("bound", sort=False)[["routed_share", "STP", "Error", "violation_max_group"]].mean().reset_index()
+    best = comp.sort_values("routed_share", ascending=False, kind="stable")["bound"].iloc[0]
     return str(best), comp
 
 
@@ -345,8 +317,8 @@ class ResultsTable:
         The tighter valid bound (:func:`pick_valid_bound`).
     comparison : pandas.DataFrame
         The valid bounds compared.
-    side, layout : pandas.DataFrame
-        Ours beside the paper's numbers, long and in the paper's layout.
+    layout : pandas.DataFrame
+        Ours beside the paper's numbers in the paper's layout.
     paper_table : str or None
         The paper table whose numbers stand beside ours (``None``: ours alone).
     notes : list of str
@@ -361,12 +333,11 @@ class ResultsTable:
     summary: pd.DataFrame
     valid_bound: str | None
     comparison: pd.DataFrame
-    side: pd.DataFrame
     layout: pd.DataFrame
-    paper_table: str | None = None
-    notes: list = field(default_factory=list)
-    eps: dict = field(default_factory=dict)
-    cal_ratio: dict = field(default_factory=dict)
+    paper_table: str | None
+    notes: list
+    eps: dict
+    cal_ratio: dict
 
 
 def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -391,18 +362,18 @@ def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd
     wide.columns.name = None
     order = wide["group"].eq("Overall").astype(int)
     wide = wide.assign(_last=order).sort_values(["dataset", "grouping", "_last", "group"], kind="stable")
-    sizes = []
-    for b, g, grp in zip(wide["dataset"], wide["grouping"], wide["group"]):
-        t = tables[b]
-        if grp == "Overall":
-            sel = t
-        elif g == "known" and D.GROUP in t.columns:
-            sel = t[t[D.GROUP] == grp]
-        else:
-            sel = None
-        sizes.append((len(sel), 100 * sel[D.LOSS].mean()) if sel is not None else (float("nan"), float("nan")))
-    wide.insert(3, "n", [n for n, _ in sizes])
-    wide.insert(4, "loss (%)", [m for _, m in sizes])
+
+    def size(dataset, grouping, group):  # a learned group has no fixed items: no size
+        t = tables[dataset]
+        if group != "Overall":
+            if grouping != "known" or D.GROUP not in t.columns:
+                return float("nan"), float("nan")
+            t = t[t[D.GROUP] == group]
+        return len(t), 100 * t[D.LOSS].mean()
+
+    n, loss = zip(*map(size, wide["dataset"], wide["grouping"], wide["group"]))
+    wide.insert(3, "n", list(n))
+    wide.insert(4, "loss (%)", list(loss))
     return wide.drop(columns="_last").reset_index(drop=True)
 
 
@@ -414,7 +385,7 @@ def build_table(
     eps: Mapping[str, float],
     cal_ratio: Mapping[str, float],
     groupings: Sequence[str],
-    file_name: str | None = None,
+    file_name: str,
     layout_suffix: str = "_paper_layout",
     rows: Sequence[tuple[str, str]] = LAYOUT_ROWS,
     figure: str | None = None,
@@ -424,16 +395,19 @@ def build_table(
 ) -> ResultsTable:
     """Run, summarize, pick the valid bound, save the tables and draw the error bars.
 
+    Saves the long table ``<file_name>.csv|.md`` (:func:`~gpac_utils.paper.table_layout.report_table`)
+    and the layout ``<file_name><layout_suffix>.csv|.md`` (:func:`~gpac_utils.paper.table_layout.paper_layout`).
+
     Parameters
     ----------
     settings : TableSettings
-        Method settings.
+        Method settings (its data settings are not read here).
     paper_table : str or None
         The paper table whose numbers are set beside ours (``None``: no paper numbers).
     tables, eps, cal_ratio, groupings
         As for :func:`run_results`.
-    file_name : str, optional
-        Stem of the saved tables (default: ``paper_table``).
+    file_name : str
+        Stem of the saved tables.
     layout_suffix : str, default "_paper_layout"
         Suffix of the paper-layout table.
     rows : sequence of (str, str)
@@ -446,7 +420,7 @@ def build_table(
         Also save ``<file>_groups``: the mean test error per group (:func:`group_table`).
     paper_columns : bool, optional
         Keep the (empty) ``… paper (%)`` columns in the long table without a paper table
-        (default: only with one, :func:`~gpac_utils.paper.table_layout.save_tables`).
+        (default: only with one).
 
     Returns
     -------
@@ -457,16 +431,17 @@ def build_table(
     A table without token counts gets no STP: NaN in the long table, and the STP row is left out
     of the layout (the notes say so).
     """
-    file_name = file_name or paper_table
-    if file_name is None:
-        raise ValueError("file_name: give a file name for a table without paper numbers")
     notes = sources.source_notes(tables)
-    if not all(sources.has_tokens(t) for t in tables.values()):
+    if notes:  # a table without token counts: no STP
         rows = tuple(r for r in rows if r[0] != "STP")
     results = run_results(tables, settings, eps=eps, cal_ratio=cal_ratio, groupings=groupings)
     summary = summarize_results(results)
     valid_bound, comparison = pick_valid_bound(summary)
-    side, layout = save_tables(summary, paper_table, valid_bound, file_name, layout_suffix, rows, paper_columns)
+    side = side_by_side(summary, paper_table)
+    paper_columns = paper_table is not None if paper_columns is None else paper_columns
+    plotting.save_table(report_table(side, paper_columns), file_name)
+    layout = paper_layout(side, valid_bound, rows=rows)
+    plotting.save_table(layout, f"{file_name}{layout_suffix}")
     if groups_table:
         plotting.save_table(group_table(results, tables), f"{file_name}_groups")
     if figure is not None:
@@ -474,102 +449,66 @@ def build_table(
         fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=title)
         plotting.savefig(fig, figure)
     return ResultsTable(
-        file_name, dict(tables), results, summary, valid_bound, comparison, side, layout, paper_table, notes,
-        dict(eps), dict(cal_ratio),
+        file_name, dict(tables), results, summary, valid_bound, comparison, layout, paper_table, notes, dict(eps),
+        dict(cal_ratio),
     )  # fmt: skip
 
 
-def _family_groupings(family: str) -> tuple[str, ...]:
-    return ("known",) if family == "known" else ("split", "joint")
-
-
-def make_tables(
-    settings: TableSettings,
-    *,
-    family: str,
-    source: sources.DataSource,
-    pairs: Sequence[str],
-    eps=None,
-    cal_ratio=None,
-    groupings: Sequence[str] | None = None,
-    benchmarks: Sequence[str] | None = None,
-    figures: Mapping[str, str] | None = None,
-    notebook: str = "",
-) -> dict[str, ResultsTable]:
-    """Build the tables of ``family`` for every pair in ``pairs`` from ``source``.
+def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
+    """Build the tables of ``settings.family`` for every pair in ``settings.pairs`` from its data source.
 
     Parameters
     ----------
     settings : TableSettings
-        Method settings.
-    family : {"known", "cpac", "arena"}
-        The paper tables built.
-    source : DataSource
-        Where the tables come from (:func:`~gpac_utils.paper.sources.resolve_source`); a path
-        source gives one table and ignores ``pairs``.
-    pairs : sequence of str
-        Model pairs: one table each.
-    eps, cal_ratio : None, float or Mapping[str, float]
-        ``None``: the paper's (a benchmark outside the paper has no eps, so give one, and a
-        calibration ratio of 0.5); a float or a per-benchmark dict overrides.
-    groupings : sequence of str, optional
-        ``None``: the family's (``known``; or ``split`` and ``joint``).
-    benchmarks : sequence of str, optional
-        ``None``: the paper table's.
-    figures : Mapping[str, str], optional
-        ``{pair: figure name}`` of the per-group error bars (known groups only).
-    notebook : str
-        The notebook's stem, for the data checks' messages (default: the family's notebook).
-
+        A table notebook's settings: the method's and which data (source, pairs, benchmarks, eps,
+        calibration ratio, groupings, figures).
     Returns
     -------
     dict of str to ResultsTable
         By file name: the paper table's name for the simulated stand-ins, else
         ``<family>__<source tag>`` (e.g. ``known__generated__smollm2``).
     """
-    notebook = notebook or FAMILY_NOTEBOOKS.get(family, "")
-    allowed = _family_groupings(family)
-    groupings = tuple(groupings) if groupings is not None else allowed
-    pairs = list(pairs) if source.kind != "path" else [None]
+    s, family = settings, settings.family
+    source = sources.resolve_source(s.data_source, columns=s.columns, generated_root=s.generated_root)
+    allowed = ("known",) if family == "known" else ("split", "joint")
+    groupings = tuple(s.groupings) if s.groupings is not None else allowed
+    bad = [g for g in groupings if g not in allowed]
+    if bad:
+        raise ValueError(f"groupings: {bad} do not apply to the {family} tables (they have {list(allowed)})")
     out = {}
-    for pair in pairs:
+    for pair in list(s.pairs) if source.kind != "path" else [None]:
         spec = TABLE_SPECS[table_name(family, pair)] if source.is_simulated or pair in _PAPER_PAIRS else None
-        name = spec.name if spec is not None else family
-        bad = [g for g in groupings if g not in (spec.groupings if spec is not None else allowed)]
-        if bad:
-            raise ValueError(f"groupings: {bad} do not apply to {name} (it has {list(allowed)})")
         if source.kind == "path":
             run_on = [source.dataset]
-        elif benchmarks:
-            run_on = list(benchmarks)
-        elif spec is not None:
-            run_on = list(spec.benchmarks)
+        elif s.benchmarks or spec is not None:
+            run_on = list(s.benchmarks or spec.benchmarks)
         else:
             raise ValueError(
                 f"benchmarks: pair {pair!r} has no paper table, so name its benchmarks, "
                 "e.g. overrides={'benchmarks': ['walk']}"
             )
-        eps_b = benchmark_eps(run_on, eps, spec.eps if spec is not None else None)
-        paper = sources.reproduces_paper(source, run_on, eps_b, spec.eps if spec is not None else None)
+        eps = benchmark_eps(run_on, s.eps, spec.eps if spec is not None else None)
+        # the paper's numbers stand beside ours only for the simulated stand-ins at the paper's eps
+        paper = source.is_simulated and all(eps[b] == spec.eps.get(b) for b in run_on)
         tables = {
             b: sources.load_table(
-                source, b, pair, notebook=notebook, scores=settings.scores, loss_bound=settings.loss_bound
+                source, b, pair, notebook=FAMILY_NOTEBOOKS[family], scores=s.scores, loss_bound=s.loss_bound
             )
             for b in run_on
         }
         if source.is_simulated:
-            file_name, suffix, figure = name, "_paper_layout", (figures or {}).get(pair)
+            file_name, suffix, figure = spec.name, "_paper_layout", (s.figures or {}).get(pair)
             title = f"{pair} pair — simulated data"
         else:
             file_name, suffix = f"{family}__{source.tag(None, pair)}", "_layout"
-            figure = f"errorbar_category__{source.tag(None, pair)}" if figures and "known" in groupings else None
+            figure = f"errorbar_category__{source.tag(None, pair)}" if s.figures and "known" in groupings else None
             title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
         out[file_name] = build_table(
-            settings,
+            s,
             spec.name if paper else None,
             tables,
-            eps=eps_b,
-            cal_ratio=resolve_cal_ratio(run_on, cal_ratio),
+            eps=eps,
+            cal_ratio=resolve_cal_ratio(run_on, s.cal_ratio),
             groupings=groupings,
             file_name=file_name,
             layout_suffix=suffix,
@@ -603,12 +542,9 @@ def views(built: Mapping[str, ResultsTable]) -> Iterator[tuple[str, pd.DataFrame
         yield f"{name}: valid bounds compared (tighter: {t.valid_bound})", t.comparison.round(2)
         cells = "ours (paper)" if t.paper_table is not None else "ours (no paper numbers for this setting)"
         yield f"{name}: {cells}, trials = {int(t.summary['trials'].max())}", t.layout
-        gv = table_group_violations(t.results)
-        gv = gv[gv.setting == "paper"]
-        view = gv.pivot_table(
-            index=["dataset", "grouping", "group"], columns=["score", "method"], values="violation_rate"
-        )
+        index, columns = ["dataset", "grouping", "group"], ["score", "method"]
+        gv = experiment.group_violations(t.results[t.results.setting == "paper"], None, GROUP_KEYS)
+        view = gv.pivot_table(index=index, columns=columns, values="violation_rate")
         yield f"{name}: per-group violation rate (%), paper recipe", (100 * view).round(0)
-        cat = category_errors(t.results, setting="paper")
-        view = cat.pivot_table(index=["dataset", "grouping", "group"], columns=["score", "method"], values="mean")
+        view = category_errors(t.results, setting="paper").pivot_table(index=index, columns=columns, values="mean")
         yield f"{name}: mean test error per group (%), paper recipe", (100 * view).round(2)

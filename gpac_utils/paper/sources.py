@@ -17,7 +17,8 @@ Token counts are optional everywhere: without them STP is not computed (NaN in t
 its row dropped from the layouts, see :func:`source_notes`).
 
 The paper's reference numbers are set beside ours only when the paper's setting is reproduced:
-the simulated stand-ins, paper benchmarks and pairs, at the paper's eps (:func:`reproduces_paper`).
+the simulated stand-ins, paper benchmarks and pairs, at the paper's eps
+(:func:`~gpac_utils.paper.results_tables.make_tables`).
 """
 
 from __future__ import annotations
@@ -186,8 +187,6 @@ def resolve_source(
     if isinstance(data_source, str) and data_source in SOURCE_KINDS:
         return DataSource(data_source, root=root)
     text = str(data_source)
-    if not text.strip():
-        raise SourceError("data_source: empty; give 'simulated', 'generated' or a path to a table")
     if columns is not None and not isinstance(columns, Mapping):
         raise SourceError(f"columns: expected a mapping {{source: schema column}}, got {type(columns).__name__}")
     path = _from_root(text)
@@ -203,46 +202,6 @@ def resolve_source(
 def _from_root(p: str | Path) -> Path:
     p = Path(p).expanduser()
     return p if p.is_absolute() else paths.REPO_ROOT / p
-
-
-def read_source(
-    source: DataSource,
-    benchmark: str | None = None,
-    pair: str | None = None,
-    *,
-    loss_bound: float = 1.0,
-) -> pd.DataFrame:
-    """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`).
-
-    Parameters
-    ----------
-    source : DataSource
-        From :func:`resolve_source`.
-    benchmark, pair : str, optional
-        The table of the simulated and generated kinds.
-    loss_bound : float, default 1.0
-        Upper bound of the loss.
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    if source.kind == "simulated":
-        try:
-            return simulate.load_simulated(benchmark, pair)
-        except ValueError as exc:
-            raise SourceError(
-                f"data_source='simulated': {exc}; for other benchmarks or pairs use data_source='generated' or a path"
-            ) from None
-    path = source.table_path(benchmark, pair)
-    if not path.is_file():
-        if source.kind == "generated":
-            raise SourceError(
-                f"data_source='generated': no scored table at {path}; run 01_generate then 02_scores with "
-                f"benchmark={benchmark!r}, pair={pair!r} (or choose benchmarks and pairs with overrides)"
-            )
-        raise SourceError(f"data_source: no table at {path}")
-    return D.read_table(path, source.columns or None, loss_bound=loss_bound)
 
 
 def check_table(
@@ -308,7 +267,7 @@ def load_table(
     scores: Sequence[str] = (),
     loss_bound: float = 1.0,
 ) -> pd.DataFrame:
-    """Read one table of ``source`` (:func:`read_source`) and check it for ``notebook`` (:func:`check_table`).
+    """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`), and check it for ``notebook``.
 
     Parameters
     ----------
@@ -317,7 +276,7 @@ def load_table(
     benchmark, pair : str, optional
         The table of the simulated and generated kinds.
     notebook : str
-        The notebook's stem.
+        The notebook's stem (:func:`check_table`).
     scores : sequence of str
         Score columns the notebook will use.
     loss_bound : float, default 1.0
@@ -327,17 +286,28 @@ def load_table(
     -------
     pandas.DataFrame
     """
-    table = read_source(source, benchmark, pair, loss_bound=loss_bound)
+    if source.kind == "simulated":
+        try:
+            table = simulate.load_simulated(benchmark, pair)
+        except ValueError as exc:
+            raise SourceError(
+                f"data_source='simulated': {exc}; for other benchmarks or pairs use data_source='generated' or a path"
+            ) from None
+    else:
+        path = source.table_path(benchmark, pair)
+        if not path.is_file() and source.kind == "generated":
+            raise SourceError(
+                f"data_source='generated': no scored table at {path}; run 01_generate then 02_scores with "
+                f"benchmark={benchmark!r}, pair={pair!r} (or choose benchmarks and pairs with overrides)"
+            )
+        if not path.is_file():
+            raise SourceError(f"data_source: no table at {path}")
+        table = D.read_table(path, source.columns or None, loss_bound=loss_bound)
     return check_table(table, notebook, source.where(benchmark, pair), scores=scores)
 
 
-def has_tokens(table: pd.DataFrame) -> bool:
-    """Whether ``table`` has both token-count columns (STP needs them)."""
-    return all(c in table.columns for c in D.TOKENS)
-
-
 def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
-    """What the tables cannot give, as notes to print (e.g. no token counts: no STP).
+    """What the tables cannot give, as notes to print (today one: no token counts, so no STP).
 
     Parameters
     ----------
@@ -348,41 +318,9 @@ def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     -------
     list of str
     """
-    out = []
-    no_tokens = [n for n, t in tables.items() if not has_tokens(t)]
-    if no_tokens:
-        out.append(
-            f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed "
-            "(NaN in the long table, its row left out of the layout)"
-        )
-    return out
-
-
-def reproduces_paper(
-    source: DataSource, benchmarks: Sequence[str], eps: Mapping[str, float], paper_eps: Mapping[str, float] | None
-) -> bool:
-    """Whether a run reproduces the paper's setting, so that its numbers may stand beside ours.
-
-    True only for the simulated stand-ins, on benchmarks of the paper's table, at the paper's eps.
-
-    Parameters
-    ----------
-    source : DataSource
-        The data source.
-    benchmarks : sequence of str
-        Benchmarks run.
-    eps : Mapping[str, float]
-        eps used per benchmark.
-    paper_eps : Mapping[str, float] or None
-        The paper table's eps per benchmark (``None``: no paper table).
-
-    Returns
-    -------
-    bool
-    """
-    if not source.is_simulated or not paper_eps:
-        return False
-    return all(b in paper_eps and float(eps[b]) == float(paper_eps[b]) for b in benchmarks)
+    no_tokens = [n for n, t in tables.items() if not set(D.TOKENS) <= set(t.columns)]
+    note = f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed"
+    return [f"{note} (NaN in the long table, its row left out of the layout)"] if no_tokens else []
 
 
 def paper_eps(family: str, pair: str | None) -> dict[str, float] | None:

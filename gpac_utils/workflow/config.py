@@ -24,7 +24,7 @@ notebook run on any profile but ``paper`` writes under ``build/<profile>/`` what
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,8 @@ class ConfigError(ValueError):
     """A configuration file or override is invalid; the message names the key."""
 
 
-class Config(Mapping):
-    """A read-only mapping with attribute access (``cfg.trials`` or ``cfg["trials"]``).
+class Config(dict):
+    """A notebook's settings: a dict with attribute access (``cfg.trials`` or ``cfg["trials"]``).
 
     Attributes
     ----------
@@ -51,32 +51,25 @@ class Config(Mapping):
         The profile the values came from.
     """
 
+    name: str = ""
+    profile: str = ""
+
     def __init__(self, values: Mapping[str, Any], name: str = "", profile: str = ""):
-        object.__setattr__(self, "_values", dict(values))
+        super().__init__(values)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "profile", profile)
 
     def __getattr__(self, key: str) -> Any:
         try:
-            return self._values[key]
+            return self[key]
         except KeyError:
-            known = sorted(self._values)
-            raise AttributeError(f"config {self.name!r} has no setting {key!r}; it has {known}") from None
+            raise AttributeError(f"config {self.name!r} has no setting {key!r}; it has {sorted(self)}") from None
 
     def __setattr__(self, key, value):
-        raise AttributeError("Config is read-only: pass overrides to config.load")
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
+        raise AttributeError("set a Config's values through config.load's overrides")
 
     def __repr__(self) -> str:
-        body = yaml.safe_dump(self._values, sort_keys=False, default_flow_style=None, width=100).rstrip()
+        body = yaml.safe_dump(dict(self), sort_keys=False, default_flow_style=None, width=100).rstrip()
         return f"# {self.name} — profile {self.profile!r}\n{body}"
 
 

@@ -3,7 +3,7 @@
 Command line (parameters as with papermill's own ``-p`` and ``-f``)::
 
     python -m gpac_utils.workflow [--profile fast|paper] [-p NAME VALUE ...] [-f params.yaml]
-                                  [--timeout S] [--build-dir DIR] [--no-progress-bar] [NOTEBOOK ...]
+                                  [--build-dir DIR] [--no-progress-bar] [NOTEBOOK ...]
 
 ``NOTEBOOK`` is a name (``13_validity_audit``), a number (``13``) or a path; none means every
 ``notebooks/NN_*.py``, one after the other. The executed notebook goes to
@@ -15,8 +15,9 @@ Everything else is Snakemake's (``workflow/Snakefile``): the order of the notebo
 at a time, rebuilding only what changed (``make reproduce``), and parameter grids (``make batch``).
 
 Where figures and tables go: ``GPAC_FIGURES`` (read by :mod:`gpac_utils.workflow.paths`) if set
-or given as ``figures_dir``; else ``figures/`` on the ``paper`` profile and
-``<build-dir>/<profile>/figures/`` on any other, so a quick run never overwrites the paper's outputs.
+or given as ``figures_dir``; else ``figures/`` on the ``paper`` profile and ``build/<profile>/figures/``
+on any other (the notebook's ``config.load`` records its profile), so a quick run never overwrites
+the paper's outputs.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from papermill.translators import PythonTranslator
 from .config import PROFILES
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
 
-KERNEL_NAME = "python3"
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -48,10 +48,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 class RunnerError(ValueError):
     """A usage error: unknown notebook or profile, no single parameters cell, unknown parameter."""
-
-
-class UnknownParameterError(RunnerError):
-    """A parameter was passed that the notebook's parameters cell does not declare."""
 
 
 class NotebookFailed(RuntimeError):
@@ -90,11 +86,11 @@ def declared_parameters(nb, name: str = "notebook") -> dict[str, str]:
 
 
 def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") -> None:
-    """Raise :class:`UnknownParameterError` if ``parameters`` names anything the notebook does not declare."""
+    """Raise :class:`RunnerError` if ``parameters`` names anything the notebook does not declare."""
     declared = declared_parameters(nb, name)
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
-        raise UnknownParameterError(f"{name}: unknown parameter(s) {unknown}; it declares {sorted(declared)}")
+        raise RunnerError(f"{name}: unknown parameter(s) {unknown}; it declares {sorted(declared)}")
 
 
 def run_notebook(
@@ -113,8 +109,8 @@ def run_notebook(
     there). ``out_dir`` defaults to ``build/<profile>``; ``timeout`` is per cell (default by
     profile). The kernel runs in an empty temporary folder, never the repository root, so a
     notebook relying on its working directory fails here. ``figures_dir`` sets ``GPAC_FIGURES``
-    for the kernel (default: left alone on ``paper``, ``<out_dir>/figures`` on other profiles
-    unless ``GPAC_FIGURES`` is set). Raises :class:`NotebookFailed` if a cell raises or times out.
+    for the kernel (default: left alone, see the module docstring). Raises :class:`NotebookFailed`
+    if a cell raises or times out.
     """
     path = Path(path)
     if profile not in PROFILES:
@@ -125,13 +121,11 @@ def run_notebook(
     out_dir = Path(out_dir) if out_dir is not None else BUILD / profile
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{path.stem}.ipynb"
-    if figures_dir is None and profile != "paper" and not os.environ.get(FIGURES_ENV):
-        figures_dir = out_dir / "figures"
     env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(
-                nb, str(out), parameters=injected, kernel_name=KERNEL_NAME, language="python", cwd=cwd,
+                nb, str(out), parameters=injected, kernel_name="python3", language="python", cwd=cwd,
                 execution_timeout=timeout or DEFAULT_TIMEOUT[profile], start_timeout=180, progress_bar=progress_bar,
             )  # fmt: skip
     except PapermillExecutionError as exc:
@@ -153,7 +147,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", choices=PROFILES, default="paper")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("-f", "--parameters-file", type=Path, help="YAML file of parameters (as papermill -f)")
-    ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds")
     ap.add_argument("--build-dir", type=Path, default=BUILD, help="executed notebooks go to BUILD_DIR/<profile>/")
     ap.add_argument("--no-progress-bar", dest="progress", action="store_false", help="no per-cell progress bar")
     a = ap.parse_args(argv)
@@ -163,16 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         notebooks = [resolve_notebook(s) for s in a.notebooks] or discover()
         for path in notebooks:
             print(f"== {path.stem} ({a.profile})", flush=True)
-            out = run_notebook(path, a.profile, params, a.build_dir / a.profile, a.timeout, progress_bar=a.progress)
+            out = run_notebook(path, a.profile, params, a.build_dir / a.profile, progress_bar=a.progress)
             print(f"   {out}: {duration(out):.1f} s", flush=True)
-    except (RunnerError, OSError, yaml.YAMLError) as exc:
+    except (RunnerError, OSError, yaml.YAMLError, NotebookFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except NotebookFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_FAILED if isinstance(exc, NotebookFailed) else EXIT_USAGE
     return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,10 @@
 """Time the library calls behind the slowest notebooks of ``make reproduce`` (paper profile), one by one.
 
 Each row runs one call exactly as its notebook does with the ``paper`` configuration (nothing
-lowered) in this process, with the cores it is given: the validity audit per group size (13),
-the learned partitions' routed shares and the grid search for the best interval partition (11)
-and the simulated label-planning curves (32). (The Prop. 3.3 scan of 10 and the quickstart sweep
-of 00 are steps of their notebooks; ``--workflow`` times every notebook.) ``--quick`` times the
-cheap rows only (the audit at n <= 300).
+lowered) in this process, with the cores it is given: the learned partitions' routed shares and
+the grid search for the best interval partition (11) and the simulated label-planning curves (32).
+(The Prop. 3.3 scan of 10, the validity audit of 13 and the quickstart sweep of 00 are steps of
+their notebooks; ``--workflow`` times every notebook.)
 
 ``--workflow`` times the whole ``make reproduce`` instead (Snakemake, paper profile, 2 jobs): a
 full run (every executed notebook removed first; it writes the per-notebook times papermill
@@ -14,7 +13,7 @@ recorded, ``metadata.papermill.duration`` of each ``build/paper/<name>.ipynb``, 
 default ``26_concept_figure``): after ``touch`` (new mtime, same content: Snakemake compares
 checksums, nothing runs), after an edit (that notebook alone runs), after restoring it (again).
 
-Usage: python benchmarks/bench_reproduce.py [--quick] [--only NAME ...]
+Usage: python benchmarks/bench_reproduce.py [--only NAME ...]
        python benchmarks/bench_reproduce.py --workflow [--touch NOTEBOOK] [--jobs 2] [--no-full]
 """
 
@@ -33,18 +32,9 @@ import numpy as np
 
 from gpac_utils import data as D
 from gpac_utils import prediction
-from gpac_utils.paper.theory import audit, partition_gap, populations
+from gpac_utils.paper.theory import partition_gap, populations
 from gpac_utils.recipe import as_recipe
 from gpac_utils.workflow import config, paths, runner
-
-
-def audit_rows(quick: bool):
-    cfg = config.load("13_validity_audit", "paper")
-    settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
-                    calibrations=cfg.calibrations, seed=cfg.seed)  # fmt: skip
-    pop = populations.AUDIT_POPULATION
-    for n in [n for n in cfg.group_sizes if not quick or n <= 300]:
-        yield f"13 audit n={n}", lambda n=n: audit.validity_audit(pop, group_sizes=[n], **settings)
 
 
 def partition_rows():
@@ -120,7 +110,6 @@ def workflow(touch: str, jobs: int, full: bool) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="only the audit at n <= 300 and the cheap rows")
     ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these strings")
     ap.add_argument("--workflow", action="store_true", help="time make reproduce: a full and an incremental run")
     ap.add_argument("--touch", default="26_concept_figure", help="the notebook touched, then edited")
@@ -129,11 +118,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.workflow:
         return workflow(a.touch, a.jobs, not a.no_full)
-    rows = [
-        *audit_rows(a.quick),
-        *partition_rows(),
-        *planning_rows(),
-    ]
+    rows = [*partition_rows(), *planning_rows()]
     if a.only:
         rows = [(name, fn) for name, fn in rows if any(s in name for s in a.only)]
     print(f"{'call':<32} {'seconds':>8}")

@@ -33,9 +33,10 @@
 # ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
 # 1 440 cells) ≈ 70 s for the audit in one process, 91 s for the notebook beside another
 # notebook under `make reproduce` (2 shared cores, one per notebook). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
-# resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py`).
+# resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py --workflow` times the notebook).
 
 # %%
+import math
 import time
 
 import matplotlib.pyplot as plt
@@ -43,8 +44,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 
+from gpac_utils import sampling, selection
+from gpac_utils.bounds import BOUNDS, ucb_many
+from gpac_utils.metrics import mcse
 from gpac_utils.paper import plotting
-from gpac_utils.paper.theory import audit as A
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
@@ -73,19 +76,118 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
               for g in pop.groups])
 
 # %% [markdown]
-# ## Run the audit
+# ## The audit, one cell at a time
 # Cells: every bound × (scheme, π) × rule × n_group × ε × group. `full` is π = 1, and
 # `bernoulli` at π = 1 would query every item exactly like `full`, so both appear once as
-# (full, 1). Calibration samples are shared by all schemes and bounds of an `n` (common random
-# numbers), UCB curves by both rules and both ε.
+# (full, 1). The labelling schemes whose terms are i.i.d. given the data — where the
+# finite-sample bounds apply — are `bernoulli` and `full`.
 
 # %%
+VALID_SCHEMES = ("bernoulli", "full")
+
+
+def audit_schemes(pis):
+    """The distinct (scheme, pi) cells for the labelling probabilities ``pis``."""
+    cells = [("resample", float(p)) for p in pis]
+    cells += [("bernoulli", float(p)) for p in pis if p < 1]
+    cells.append(("full", 1.0))
+    return cells
+
+
+audit_schemes(cfg.pis)
+
+# %% [markdown]
+# One (n, scheme, π) cell is the whole experiment, written out. For each group draw
+# `calibrations` independent calibration sets of `n` items from the population (the same sets
+# for every scheme and bound of this `n`: common random numbers), draw the labels of the scheme
+# once, compute every bound's UCB curve on the candidate grid (all groups and calibrations in one
+# batched call, `bounds.ucb_many`), select a threshold with each rule at each ε, and read off
+# the **exact** risk `R(û | G_j)` of the population: the violation rate is the share of
+# calibrations with `R(û | G_j) > ε`, the event the guarantee bounds by α. The oracle ratio is
+# `P(U ≤ û | G_j) / P(U ≤ u*_j | G_j)` (û = −∞, "always think", counts as 0). The thresholds are
+# exactly those of `gpac_utils.calibrate.threshold` with `candidates="auto"` and the same draws
+# (`tests/test_theory.py` checks that), and every cell has its own seeds.
+
+# %%
+def audit_cell(pop, n, seeds, scheme, pi, *, bounds, rules, eps_list, alpha, calibrations):
+    names, G, B = pop.names, len(pop.names), calibrations
+    rng = np.random.default_rng(seeds[:2] + [int(n)])  # same calibration sets for every scheme
+    draws = [pop.group(g).sample((B, int(n)), rng) for g in names]
+    loss = np.concatenate([d[0] for d in draws])  # (G*B, n)
+    scores = np.concatenate([d[1] for d in draws])
+    d = sampling.draw(loss, scores, scheme, pi, np.random.default_rng(seeds + [1]))
+    # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
+    oracle_share = {eps: {g: pop.share(populations.oracle_threshold(pop, eps, g), g) for g in names}
+                    for eps in eps_list}
+    assert all(share > 0 for per_group in oracle_share.values() for share in per_group.values())
+    # bounds on the same candidate grid share one call (and its prefix sums): the curves are those of ucb()
+    by_grid = {}
+    for bound in bounds:
+        by_grid.setdefault(selection.resolve_candidates("auto", bound, int(n)), []).append(bound)
+    curves = {}
+    for same in by_grid.values():
+        t0 = time.perf_counter()
+        cand = selection.candidate_grid(scores, "auto", same[0])
+        ucbs = ucb_many(same, d.z, d.scores, cand, alpha, d.value_range)
+        secs = (time.perf_counter() - t0) / len(same)
+        curves.update({b: (cand, ucbs[b], secs) for b in same})
+    rows = []
+    for bound in bounds:
+        cand, ucb, secs = curves[bound]
+        for rule in rules:
+            for eps in eps_list:
+                thr = selection.select(cand, ucb, eps, rule).reshape(G, B)
+                for gi, g in enumerate(names):
+                    risk = pop.risk(thr[gi], g)
+                    eff = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
+                    rate = float(np.mean(risk > eps))
+                    rows.append({
+                        "bound": bound, "kind": BOUNDS[bound], "scheme": scheme, "pi": pi, "rule": rule,
+                        "n_group": int(n), "eps": eps, "group": g, "calibrations": B, "violation_rate": rate,
+                        "mcse": float(mcse(rate, B)), "oracle_ratio": float(np.mean(eff)),
+                        "oracle_ratio_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
+                        "always_think": float(np.mean(~np.isfinite(thr[gi]))),
+                        "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])), "ucb_seconds": secs,
+                    })
+    return rows
+
+
+def validity_audit(pop, *, bounds, pis, group_sizes, eps_list, rules, alpha, calibrations, seed):
+    """Every cell's rows; a pass is a violation rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)."""
+    settings = dict(bounds=list(bounds), rules=list(rules), eps_list=list(eps_list), alpha=float(alpha),
+                    calibrations=int(calibrations))
+    rows = [row for ni, n in enumerate(group_sizes) for si, (scheme, pi) in enumerate(audit_schemes(pis))
+            for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, pi, **settings)]
+    out = pd.DataFrame(rows)
+    out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
+    out["pass"] = out["violation_rate"] <= out["pass_threshold"]
+    return out
+
+
+# %% [markdown]
+# ## Run the audit
+
+# %%
+settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
+                calibrations=cfg.calibrations, seed=cfg.seed)
 t0 = time.perf_counter()
-audit = A.validity_audit(pop, bounds=cfg.bounds, pis=cfg.pis, group_sizes=cfg.group_sizes, eps_list=cfg.eps_list,
-                         rules=cfg.rules, alpha=cfg.alpha, calibrations=cfg.calibrations, seed=cfg.seed)
+audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
 elapsed = time.perf_counter() - t0
 print(f"audit: {len(audit)} rows in {elapsed:.1f} s")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
+
+# %% [markdown]
+# Two checks of the machinery. The exact binomial bound (Clopper–Pearson) is finite-sample
+# valid under the i.i.d. schemes, so each of its cells passes. And a cell's rows do not depend
+# on the other cells: the smallest `n` with π = 1 alone gives the same rows.
+
+# %%
+cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
+assert len(cp) == 0 or cp["pass"].all(), cp[~cp["pass"]]
+alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], **{**settings, "pis": [1.0]})
+cell = audit[(audit["n_group"] == cfg.group_sizes[0]) & (audit["scheme"] == "resample") & (audit["pi"] == 1.0)]
+same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_index(drop=True)
+assert len(cell) and cell.drop(columns="ucb_seconds").reset_index(drop=True).equals(same)
 
 # %%
 cols = ["bound", "kind", "scheme", "pi", "rule", "n_group", "eps", "group", "calibrations", "violation_rate",
@@ -195,7 +297,7 @@ eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to
 
 # %%
 B = int(audit["calibrations"].min())
-fc = audit[audit["scheme"].isin(A.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
+fc = audit[audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 always, never = [], []
 for bound, d in fc.groupby("bound", sort=False):
     (always if d["pass"].all() else never).append((bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()),
@@ -214,7 +316,7 @@ text += ("The paper's CLT bound with its resampling scheme (Alg. 1) violated in 
          f"{100 * clt['violation_rate'].median():.1f}%, {int((~clt['pass']).sum())}/{len(clt)} cells failing); under "
          "resampling every bound targets the empirical calibration risk, and the worst violation rates were "
          + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res.groupby("bound")["violation_rate"].max().items()) + ". ")
-mx = audit[(audit["rule"] == "max") & audit["scheme"].isin(A.VALID_SCHEMES)]
+mx = audit[(audit["rule"] == "max") & audit["scheme"].isin(VALID_SCHEMES)]
 if len(mx):
     bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
     text += (f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
@@ -239,6 +341,6 @@ print(text)
 # expected to fail somewhere.
 
 # %%
-valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(A.VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
+valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 assert valid_fc["pass"].mean() >= 0.99, valid_fc[~valid_fc["pass"]]
 assert (audit["oracle_ratio"] >= 0).all()

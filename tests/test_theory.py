@@ -1,4 +1,5 @@
-"""gpac_utils.paper.theory: closed-form risks, oracle thresholds, Prop. 3.3, partition gap, audit plumbing."""
+"""gpac_utils.paper.theory: closed-form risks, oracle thresholds, Prop. 3.3, partition gap, and the
+audit's plumbing (the audit itself is notebook 13's, executed by test_notebooks)."""
 
 import itertools
 import math
@@ -7,8 +8,8 @@ import numpy as np
 import pytest
 
 from gpac_utils import bounds, calibrate, sampling, selection
-from gpac_utils.paper.theory import audit, populations
 from gpac_utils.paper.theory import partition_gap as pg
+from gpac_utils.paper.theory import populations
 from gpac_utils.paper.theory.populations import Population, RiskGroup
 from gpac_utils.recipe import Recipe
 
@@ -198,30 +199,3 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
         cand = selection.candidate_grid(u, "auto", bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.value_range), 0.1, rule)
         np.testing.assert_array_equal(got, ref)
-
-
-AUDIT_CFG = {
-    "bounds": ["clt", "clopper_pearson"],
-    "pis": [1.0, 0.5],
-    "group_sizes": [40],
-    "eps_list": [0.1],
-    "rules": ["first-crossing", "max"],
-    "alpha": 0.05,
-    "calibrations": 200,
-    "seed": 1,
-}
-
-
-def test_validity_audit_small_run():
-    df = audit.validity_audit(populations.AUDIT_POPULATION, **AUDIT_CFG)
-    # schemes: (resample, 1), (resample, .5), (bernoulli, .5), (full, 1); 2 bounds, 2 rules, 2 groups
-    assert len(df) == 4 * 2 * 2 * 2
-    assert set(df["scheme"]) == {"resample", "bernoulli", "full"}
-    assert df["oracle_ratio"].between(0, 5).all()
-    cp = df[(df["bound"] == "clopper_pearson") & df["scheme"].isin(["bernoulli", "full"])]
-    # exact binomial bound, i.i.d. terms: violation rate <= alpha + 3 MCSE
-    assert (cp["violation_rate"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)).all()
-    # every (n, scheme, pi) cell has its own seeds: a cell's rows do not depend on the other cells
-    alone = audit.validity_audit(populations.AUDIT_POPULATION, **{**AUDIT_CFG, "pis": [1.0]})
-    cell = [d[(d["scheme"] == "resample") & (d["pi"] == 1.0)].reset_index(drop=True) for d in (df, alone)]
-    assert len(cell[0]) == 2 * 2 * 2 and cell[0].drop(columns="ucb_seconds").equals(cell[1].drop(columns="ucb_seconds"))

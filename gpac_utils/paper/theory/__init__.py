@@ -8,9 +8,8 @@ populations        :class:`~.populations.RiskGroup`, :class:`~.populations.Popul
                    populations of notebooks 11-13
 partition_gap      notebook 11: the partition gap δ of interval partitions, their thresholds
                    and routed shares (Theorem 3.4)
-audit              notebook 13: the validity audit of every bound, scheme and rule
 =================  ==========================================================================
 
-Notebooks 10-12 take their remaining steps (the Prop. 3.3 scan, the summaries of the partition gap,
-Theorem 3.2's experiment) in their own cells.
+Notebooks 10-13 take their remaining steps (the Prop. 3.3 scan, the summaries of the partition gap,
+Theorem 3.2's experiment, the validity audit) in their own cells.
 """

@@ -102,7 +102,7 @@ venv-vllm: $(VLLM_STAMP)
 # Measured here (2 cores, load average about 1.7): 5 passed in 2 min 38 s (make test-vllm: 2 min 50 s).
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	timeout 300 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py
+	timeout 300 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py tests/test_arithmetic.py
 
 bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py

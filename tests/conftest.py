@@ -24,9 +24,9 @@ if "GPAC_FIGURES" not in os.environ:
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
 
-# Two xdist workers share two cores: each notebook kernel (and its BLAS and process pools) gets one.
+# Two xdist workers share two cores: each notebook kernel (and its BLAS) gets one.
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    for var in ("GPAC_CPUS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
         os.environ.setdefault(var, "1")
 
 

@@ -92,6 +92,6 @@ rule papermill:
     threads: 1
     shell:
         # The kernel runs in an empty temporary folder; its figures and tables go to the run's folder.
-        "GPAC_FIGURES={OUT}/{wildcards.run}/figures GPAC_CPUS={threads} {PYTHON} -m papermill"
+        "GPAC_FIGURES={OUT}/{wildcards.run}/figures {PYTHON} -m papermill"
         " {input.notebook} {output} -f {input.parameters} -k python3 --cwd $(mktemp -d) --no-progress-bar"
         " > {log} 2>&1"

@@ -15,8 +15,6 @@ NOTEBOOKS = REPO_ROOT / "notebooks"
 BUILD = REPO_ROOT / "build"
 #: Environment variable that sends figures and tables elsewhere (the test suite, grid runs).
 FIGURES_ENV = "GPAC_FIGURES"
-#: Environment variable telling a notebook how many cores it may use (its share when several run at once).
-CPUS_ENV = "GPAC_CPUS"
 _profile: str | None = None
 
 

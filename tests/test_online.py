@@ -67,6 +67,20 @@ def test_anytime_valid_per_group_in_every_labelling_mode(mode):
     assert np.all(final > 0.2), final  # the thresholds moved: the check has something to catch
 
 
+@pytest.mark.slow
+def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
+    # 80 % easy traffic (R = 0.05 u^2) hides a hard group (R = 0.3 u^3, u* = 0.69): the marginal
+    # risk 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
+    probs, a, k = (0.8, 0.2), (0.1, 0.9), (1, 2)
+    u, loss, g = bpac.closed_form_streams(300, 2000, probs, a, k, seed=4)
+    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
+    marginal = bpac.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
+    hard = bpac.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
+    risk = bpac.closed_form_risk(a[1], k[1])
+    assert np.mean((risk(marginal) > EPS).any(axis=1)) > 0.5  # the hard group, under one marginal threshold
+    assert np.mean((risk(hard) > EPS).any(axis=1)) <= ALPHA + 3 * mcse(ALPHA, 300)
+
+
 def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
     u, loss, g = bpac.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
     kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
@@ -253,3 +267,35 @@ def test_bad_update_arguments(change, name):
         router.update(**(args | change))
     msg = str(err.value)
     assert msg.startswith(f"{name}:") and "\n" not in msg
+
+
+# --------------------------------------------------------------------------- B-PAC and notebook 33
+@pytest.mark.slow
+def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
+    u, loss, g = bpac.closed_form_streams(40, 3000, **VALIDITY, seed=9)
+    risk = bpac.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
+    out = bpac.compare(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
+    assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
+    assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours
+    assert out["online G-PAC, fixed rate"]["no_thinking_call"] < ours["no_thinking_call"]
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_notebook_33_writes_its_comparison_and_group_tables(fast_run):
+    import pandas as pd
+
+    tables = fast_run("33_online_gpac").tables
+    savings = pd.read_csv(tables / "online_gpac_savings.csv").set_index("method")
+    assert savings.index.tolist() == [
+        "online G-PAC, free labels", "online G-PAC, fixed rate", "B-PAC per group",
+        "offline G-PAC, equal paid labels", "online PAC (one group), free labels", "B-PAC (one group)",
+    ]  # fmt: skip
+    paid = savings["paid_labels"]
+    assert paid["B-PAC per group"] >= paid["online G-PAC, free labels"]  # at least equal paid labels
+    assert paid["B-PAC (one group)"] >= paid["online PAC (one group), free labels"]
+    assert savings["no_thinking_call"].between(0, 1).all()
+    groups = pd.read_csv(tables / "online_gpac_groups.csv")
+    assert len(groups) == 4 * 7 and np.allclose(groups["traffic"].groupby(groups["method"]).sum(), 1, atol=1e-3)
+    assert (tables.parent / "online_gpac_stream.png").exists() and (tables.parent / "online_gpac_drift.pdf").exists()

@@ -25,8 +25,8 @@ def _cases():
     for n, (scheme, pi) in [(100, ("resample", 0.1)), (300, ("bernoulli", 0.5)), (80, ("full", 1.0))]:
         data = [pop.group(g).sample((20, n), rng) for g in pop.names]
         loss, u = np.concatenate([d[0] for d in data]), np.concatenate([d[1] for d in data])
-        d = sampling.draw(loss, u, scheme, pi, rng)
-        yield d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"), 0.05, d.value_range
+        d = sampling.draw(u, loss, scheme, pi, rng)
+        yield d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"), 0.05, d.term_range
 
 
 def _plain_wsr(z, u, cand, alpha, R):
@@ -53,12 +53,12 @@ def test_wsr_chunking_does_not_change_bits():
 def test_ucb_many_equals_ucb_per_bound():
     rng = np.random.default_rng(3)
     loss, u = (rng.random((40, 120)) < 0.3).astype(float), rng.random((40, 120))
-    d = sampling.draw(loss, u, "resample", 0.5, rng)
+    d = sampling.draw(u, loss, "resample", 0.5, rng)
     cand = np.sort(u, axis=1)
     names = list(bounds.BOUNDS)
-    many = bounds.ucb_many(names, d.z, d.scores, cand, 0.05, d.value_range)
+    many = bounds.ucb_many(names, d.z, d.scores, cand, 0.05, d.term_range)
     for name in names:
-        assert np.array_equal(many[name], bounds.ucb(name, d.z, d.scores, cand, 0.05, d.value_range))
+        assert np.array_equal(many[name], bounds.ucb(name, d.z, d.scores, cand, 0.05, d.term_range))
 
 
 @pytest.mark.parametrize("m,B", [(500, 3), (60, 40)])

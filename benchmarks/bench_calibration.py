@@ -65,10 +65,10 @@ def wsr_plain_vs_fast(n, calibrations, seed=0):
     loss = (rng.random((calibrations, n)) < 0.2 * u).astype(float)
     d = sampling.draw(u, loss, "bernoulli", 0.5, rng)
     z, s, cand, _ = bounds._as_batch(d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"))
-    R = np.asarray(d.term_range, float).reshape(-1, 1)
+    term_range = np.asarray(d.term_range, float).reshape(-1, 1)
     out = {}
-    plain = timed(lambda: out.setdefault("plain", bounds._wsr(z, s, cand, 0.05, R)))
-    fast = timed(lambda: out.setdefault("fast", wsr_fast.wsr(z, s, cand, 0.05, R)))
+    plain = timed(lambda: out.setdefault("plain", bounds._wsr(z, s, cand, 0.05, term_range)))
+    fast = timed(lambda: out.setdefault("fast", wsr_fast.wsr(z, s, cand, 0.05, term_range)))
     assert np.array_equal(out["plain"], out["fast"])
     return plain, fast
 

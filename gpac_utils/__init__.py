@@ -43,7 +43,7 @@ Examples
 [True]
 """
 
-from .calibrate import ALL, CPAC, GPAC, PAC, GroupWarning, from_json, threshold
+from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, from_json, threshold
 from .data import SchemaError, read_table, validate, write_table
 from .experiment import ExperimentConfig, run_experiment, summarize
 from .partition import Partition, ScorePartitioner
@@ -52,7 +52,7 @@ from .recipe import PAPER, RECIPES, VALID, VALID_BERNOULLI, Recipe
 __version__ = "0.2.0"
 
 __all__ = [
-    "ALL", "CPAC", "GPAC", "PAC", "GroupWarning", "from_json", "threshold", "SchemaError", "read_table", "validate",
-    "write_table", "ExperimentConfig", "run_experiment", "summarize", "Partition", "ScorePartitioner", "PAPER",
-    "RECIPES", "VALID", "VALID_BERNOULLI", "Recipe",
+    "ALL", "CPAC", "GPAC", "PAC", "Calibrator", "GroupWarning", "from_json", "threshold", "SchemaError", "read_table",
+    "validate", "write_table", "ExperimentConfig", "run_experiment", "summarize", "Partition", "ScorePartitioner",
+    "PAPER", "RECIPES", "VALID", "VALID_BERNOULLI", "Recipe",
 ]  # fmt: skip

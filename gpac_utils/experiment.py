@@ -42,9 +42,8 @@ __all__ = [
     "default_stp_form",
 ]  # fmt: skip
 
-#: The columns that identify one calibrated configuration in the results (``pi``: the recipe's
-#: ``label_prob``, under the paper's symbol as in the committed tables).
-KEYS = ["method", "score", "bound", "sampling", "pi", "rule"]
+#: The columns that identify one calibrated configuration in the results.
+KEYS = ["method", "score", "bound", "sampling", "label_prob", "rule"]
 
 
 def trial_split(n: int, cal_ratio: float, seed: int, trial: int) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +264,7 @@ def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, token
             "score": score,
             "bound": recipe.bound,
             "sampling": recipe.sampling,
-            "pi": recipe.label_prob,
+            "label_prob": recipe.label_prob,
             "rule": recipe.rule,
             "group": g,
             "n_test": len(t),

@@ -154,13 +154,13 @@ show(fig, "quickstart_mechanism")
 # the calibration risk; the bound is their mean plus $z_{1-\alpha}$ standard errors (CLT).
 
 # %%
-def ucb_paper(u, loss, candidates, alpha, label_prob, rng):
+def ucb_paper(u, losses, candidates, alpha, label_prob, rng):
     """Paper Algorithm 1: the CLT upper confidence bound of R(c) at every candidate c."""
-    n = len(loss)
+    n = len(losses)
     m = int(np.ceil(n / label_prob))  # sampling size
     i = rng.integers(0, n, size=m)  # i_t ~ Unif{1..n}, with replacement
     xi = rng.random(m) < label_prob  # query the expert with probability pi
-    z = xi * loss[i] / label_prob  # Z_t: importance-weighted loss
+    z = xi * losses[i] / label_prob  # Z_t: importance-weighted losses
     z_u = z * (u[i] <= candidates[:, None])  # Z_t(c), one row per candidate c
     return z_u.mean(axis=1) + stats.norm.ppf(1 - alpha) * z_u.std(axis=1, ddof=1) / np.sqrt(m)
 
@@ -171,14 +171,14 @@ def rule_max(candidates, ucb, eps):
     return candidates[ok].max() if ok.any() else -np.inf
 
 
-def gpac_by_hand(u, loss, groups, bound, rule, seed):
+def gpac_by_hand(u, losses, groups, bound, rule, seed):
     """Algorithm 2: one threshold per group; the groups, in sorted order, share one random stream."""
     rng = np.random.default_rng(seed)
     thresholds = {}
     for g in sorted(set(groups)):
         mine = groups == g
         candidates = np.sort(u[mine])
-        thresholds[g] = float(rule(candidates, bound(u[mine], loss[mine], candidates, rng), cfg.eps))
+        thresholds[g] = float(rule(candidates, bound(u[mine], losses[mine], candidates, rng), cfg.eps))
     return thresholds
 
 
@@ -198,10 +198,10 @@ mine
 # the bound first exceeds $\varepsilon$; unlike `max`, it never jumps past a crossing.
 
 # %%
-def ucb_hoeffding_bentkus(u, loss, candidates, alpha, rng=None):
+def ucb_hoeffding_bentkus(u, losses, candidates, alpha, rng=None):
     """Hoeffding-Bentkus bound (Bates et al. 2021) of R(c) at every candidate c, losses in {0, 1}."""
-    n = len(loss)
-    k = (loss * (u <= candidates[:, None])).sum(axis=1)  # lossy items at or below c
+    n = len(losses)
+    k = (losses * (u <= candidates[:, None])).sum(axis=1)  # lossy items at or below c
     mu = k / n
     kl = lambda t: special.xlogy(mu, mu / t) + special.xlogy(1 - mu, (1 - mu) / (1 - t))  # noqa: E731
     lo, hi = mu.copy(), np.full(mu.shape, 1 - 1e-15)
@@ -245,12 +245,12 @@ mine
 # than the CLT bound when losses are rare: thresholds fall, most in the easy group.
 
 # %%
-def ucb_paper_hoeffding(u, loss, candidates, alpha, label_prob, rng):
-    n = len(loss)
+def ucb_paper_hoeffding(u, losses, candidates, alpha, label_prob, rng):
+    n = len(losses)
     m = int(np.ceil(n / label_prob))
     i = rng.integers(0, n, size=m)
     xi = rng.random(m) < label_prob
-    z_u = (xi * loss[i] / label_prob) * (u[i] <= candidates[:, None])
+    z_u = (xi * losses[i] / label_prob) * (u[i] <= candidates[:, None])
     return z_u.mean(axis=1) + (1 / label_prob) * np.sqrt(np.log(2 / alpha) / (2 * m))
 
 

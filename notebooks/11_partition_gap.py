@@ -90,7 +90,7 @@ pd.DataFrame([
 
 # %% [markdown]
 # ## δ as n grows
-# For each n, `reps` samples of U are clustered into k groups; δ is computed exactly from the
+# For each n, `n_trials` samples of U are clustered into k groups; δ is computed exactly from the
 # population (`interval_confusion` + an assignment over label permutations). Both algorithms are
 # consistent here (k-means' population optimum for a uniform U is the thirds), so δ → 0.
 

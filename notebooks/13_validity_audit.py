@@ -113,7 +113,7 @@ def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, al
     names, n_groups = pop.names, len(pop.names)
     rng = np.random.default_rng(seeds[:2] + [int(n)])  # same calibration sets for every scheme
     draws = [pop.group(g).sample((calibrations, int(n)), rng) for g in names]
-    loss = np.concatenate([d[0] for d in draws])  # (G*B, n)
+    loss = np.concatenate([d[0] for d in draws])  # (groups * calibrations, n)
     scores = np.concatenate([d[1] for d in draws])
     d = sampling.draw(scores, loss, scheme, label_prob, np.random.default_rng(seeds + [1]))
     # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
@@ -297,15 +297,15 @@ ratios.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio
 # CLT with resampling (and the `max` rule) fell short, and what validity costs at `n_ref`.
 
 # %%
-B = int(audit["calibrations"].min())
+n_calibrations = int(audit["calibrations"].min())
 fc = audit[audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 always, never = [], []
 for bound, d in fc.groupby("bound", sort=False):
     (always if d["pass"].all() else never).append((bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()),
                                                    len(d)))
 n_cells = audit.groupby(["bound", "scheme", "pi", "rule", "n_group", "eps", "group"]).ngroups
-text = (f"Validity audit ({B} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
-        f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / B):.3f} = alpha + 3 MCSE; "
+text = (f"Validity audit ({n_calibrations} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
+        f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / n_calibrations):.3f} = alpha + 3 MCSE; "
         f"{n_cells} cells in all). Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
         + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always) + " passed in every cell"
         + ("; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never) if never else "")

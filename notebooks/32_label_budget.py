@@ -240,13 +240,13 @@ def predicted_total(curves, n):
                      for j, g in enumerate(curves.groups)))  # fmt: skip
 
 
-def calibrate_subset(u, loss, n, recipe, label_prob, seed):
+def calibrate_subset(u, losses, n, recipe, label_prob, seed):
     """G-PAC's threshold from a random n-subset of one group's items (n = 0: nothing certified, always think)."""
     rng = np.random.default_rng(seed)
     if n == 0:
         return -np.inf
     pick = rng.permuted(np.arange(u.size))[:n]
-    return float(threshold(u[pick], loss[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob))
+    return float(threshold(u[pick], losses[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob))
 
 
 def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):

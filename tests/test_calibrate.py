@@ -221,7 +221,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
         for j in range(14):
             violated = (trial + j) % 20 == 0
             rows.append({"trial": trial, "method": "G-PAC", "score": "s", "bound": "wsr", "sampling": "full",
-                         "pi": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
+                         "label_prob": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
                          "routed_share": 1.0, "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5,
                          "stp": 0.0})  # fmt: skip
         rows.append({**rows[-1], "group": "__all__", "pop_risk": 0.0})
@@ -240,8 +240,8 @@ def test_experiment_honours_each_recipes_pi_and_simultaneous():
     recipes = [Recipe("hoeffding_bentkus", "bernoulli", 0.1), Recipe("hoeffding_bentkus", "bernoulli", 0.5)]
     res = experiment.run_experiment(t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5,
                                                         recipes=recipes))  # fmt: skip
-    assert set(res["pi"]) == {0.1, 0.5}
-    share = res[res.group == "__all__"].groupby("pi")["routed_share"].mean()
+    assert set(res["label_prob"]) == {0.1, 0.5}
+    share = res[res.group == "__all__"].groupby("label_prob")["routed_share"].mean()
     assert share[0.1] < share[0.5]
     cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5, recipes=[HB_FULL])
     plain = experiment.run_experiment(t, cfg)

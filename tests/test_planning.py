@@ -147,16 +147,16 @@ def test_predict_rejects_bad_pilot():
 POPULATION = {"easy": (0.10, 1.0), "medium": (0.30, 2.0), "hard": (0.60, 1.0), "steep": (0.80, 4.0)}
 
 
-def _calibrate_repeatedly(u, loss, n_items, *, eps, recipe=VALID, n_calibrations=100, seed=0):
+def _calibrate_repeatedly(u, losses, n_items, *, eps, recipe=VALID, n_calibrations=100, seed=0):
     """Calibrate ``n_calibrations`` times on random ``n_items``-subsets of a labelled pool (one batched call).
 
-    Returns each threshold's routed share of the pool and its risk on the pool, ``mean(loss 1{U <= t})``.
+    Returns each threshold's routed share of the pool and its risk on the pool, ``mean(losses 1{U <= t})``.
     """
     rng = np.random.default_rng(seed)
     idx = rng.permuted(np.broadcast_to(np.arange(u.size), (n_calibrations, u.size)), axis=-1)[:, :n_items]
-    t = threshold(u[idx], loss[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
+    t = threshold(u[idx], losses[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
     routed = u[None, :] <= t[:, None]
-    return routed.mean(axis=1), (routed * loss).mean(axis=1)
+    return routed.mean(axis=1), (routed * losses).mean(axis=1)
 
 
 def _population(seed: int, size: int = 2500):

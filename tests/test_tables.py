@@ -215,7 +215,7 @@ def test_group_violations_counts_trials_and_mcse():
                     "score": "s",
                     "bound": "clt",
                     "sampling": "resample",
-                    "pi": 0.5,
+                    "label_prob": 0.5,
                     "rule": "max",
                     "trial": trial,
                     "group": g,

@@ -8,8 +8,8 @@ and CI, ``paper`` for the paper's settings), the values that differ::
       pairs: [qwen, llama]
       alpha: 0.05
     profiles:
-      fast: {trials: 5}
-      paper: {trials: 100}
+      fast: {n_trials: 5}
+      paper: {n_trials: 100}
 
 The notebook's ``parameters`` cell holds the profile, a few literal overrides and an
 ``overrides`` dict for any other key; the notebook then builds one :class:`Config`::
@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 
 
 class Config(dict):
-    """A notebook's settings: a dict with attribute access (``cfg.n_trials`` or ``cfg["trials"]``).
+    """A notebook's settings: a dict with attribute access (``cfg.n_trials`` or ``cfg["n_trials"]``).
 
     Attributes
     ----------

@@ -10,7 +10,7 @@ The core (this package's top-level modules) imports nothing from its three sub-p
 core module     what it owns
 ==============  ==========================================================================
 data            the per-item table schema: validation, one reader and writer by suffix
-recipe          the calibration recipe (bound, sampling, pi, rule, candidates); named recipes
+recipe          the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
 bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
 wsr_fast        the fast path of the wsr bound (bit for bit ``bounds.wsr_upper``)
 sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)

@@ -104,8 +104,8 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     nothink_tokens : array_like of float
         Tokens the non-thinking model generates for each item.
     form : {"cascade", "router"}, default "cascade"
-        ``"cascade"``: the non-thinking answer is always generated (cost ``ln + (1 - r) lt``);
-        ``"router"``: only when routed there (cost ``r ln + (1 - r) lt``). See
+        ``"cascade"``: the non-thinking answer is always generated (cost ``nothink + (1 - r) think`` in tokens);
+        ``"router"``: only when routed there (cost ``r nothink + (1 - r) think``). See
         :func:`gpac_utils.experiment.default_stp_form`.
 
     Returns
@@ -130,13 +130,15 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     if form not in STP_FORMS:
         raise ValueError(f"unknown STP form {form!r}; choose one of {STP_FORMS}")
     r = np.asarray(route, dtype=bool)
-    lt = np.asarray(think_tokens, dtype=float)
-    ln = np.asarray(nothink_tokens, dtype=float)
-    bad = ~(lt > 0)
+    think = np.asarray(think_tokens, dtype=float)
+    nothink = np.asarray(nothink_tokens, dtype=float)
+    bad = ~(think > 0)
     if bad.any():
         raise ValueError(f"think_tokens must be > 0 for STP; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-    cost = (ln if form == "cascade" else r * ln) + (~r) * lt  # the non-thinking answer, then the thinking one
-    return float(np.mean(1.0 - cost / lt))
+    cost = (nothink if form == "cascade" else r * nothink) + (
+        ~r
+    ) * think  # the non-thinking answer, then the thinking one
+    return float(np.mean(1.0 - cost / think))
 
 
 def error_gap(mean_group_errors: Mapping[str, float], eps: float) -> float:

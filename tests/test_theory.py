@@ -183,8 +183,8 @@ def test_interval_partition_routed_share_matches_groups_when_groups_are_interval
     u = pg.interval_thresholds(pop, [0.5], eps)
     for j, name in enumerate(pop.names):
         assert u[j] == pytest.approx(populations.oracle_threshold(pop, eps, name), abs=1e-9)
-    eff = pg.interval_partition_routed_share(pop, [0.5], eps)
-    assert eff == pytest.approx(populations.oracle_summary(pop, eps)["routed_share_grouped"], abs=1e-9)
+    routed = pg.interval_partition_routed_share(pop, [0.5], eps)
+    assert routed == pytest.approx(populations.oracle_summary(pop, eps)["routed_share_grouped"], abs=1e-9)
 
 
 # ------------------------------------------------------------------ audit plumbing

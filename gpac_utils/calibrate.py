@@ -682,13 +682,7 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
     if method not in METHODS:
         raise ValueError(f"unknown calibrator method {method!r} in JSON")
     st = dict(payload["settings"])
-    recipe = Recipe(
-        bound=st["bound"],
-        sampling=st["sampling"],
-        label_prob=st.get("label_prob", st.get("pi")),
-        rule=st["rule"],
-        candidates=st["candidates"],
-    )
+    recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
     cpac = method == "C-PAC"
     obj = calibrator(
         method, st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False),

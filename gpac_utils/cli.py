@@ -129,19 +129,16 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
 def _recipe(a) -> Recipe:
     base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
-    if sampling_ == "full" and a.label_prob is not None and a.label_prob != 1:
+    if sampling_ == "full" and a.label_prob not in (None, 1):
         raise UsageError(
-            f"--label-prob: sampling 'full' labels every item; it applies to bernoulli/resample, got {a.label_prob}"
+            f"--label-prob: sampling 'full' labels every item (bernoulli/resample only), got {a.label_prob}"
         )
     base_prob = None if base.sampling == "full" else base.label_prob
     label_prob = None if sampling_ == "full" else next(p for p in (a.label_prob, base_prob, 0.5) if p is not None)
     cand = base.candidates if a.candidates is None else a.candidates
     try:  # Recipe refuses a bad grid size, with the message
         cand = int(cand) if str(cand).isdigit() else cand
-        return Recipe(
-            bound=a.bound or base.bound, sampling=sampling_, label_prob=label_prob, rule=a.rule or base.rule,
-            candidates=cand,
-        )  # fmt: skip
+        return Recipe(a.bound or base.bound, sampling_, label_prob, a.rule or base.rule, cand)
     except ValueError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None
 

@@ -218,9 +218,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     losses = table[data.LOSS].to_numpy(float)
     known = table[data.GROUP].to_numpy(str) if data.GROUP in table.columns else None
     has_tokens = all(c in table.columns for c in data.TOKENS)
-    tokens = (
-        (table[data.THINK_TOKENS].to_numpy(float), table[data.NOTHINK_TOKENS].to_numpy(float)) if has_tokens else None
-    )
+    tokens = [table[c].to_numpy(float) for c in (data.THINK_TOKENS, data.NOTHINK_TOKENS)] if has_tokens else None
 
     rows = []
     for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):

@@ -230,6 +230,7 @@ def group_labels(groups, n: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of str, shape (n,)
+        The labels, as strings.
 
     Examples
     --------

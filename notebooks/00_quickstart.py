@@ -401,7 +401,7 @@ one.pivot_table(index=["partition", "group"], columns="method", values=["risk", 
 # %% [markdown]
 # ## 6. Per-group risk as the tolerance varies
 #
-# One calibration set can be lucky or unlucky, so we repeat calibration on `trials` fresh
+# One calibration set can be lucky or unlucky, so we repeat calibration on `n_trials` fresh
 # calibration sets for each ε and average the test risk (a fixed large test set stands in for
 # the population). Dots above the dashed line $y = \varepsilon$ are groups whose risk is not
 # controlled. The top row uses the known groups, the bottom row C-PAC's learned score clusters

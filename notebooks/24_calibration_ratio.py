@@ -63,7 +63,7 @@ cfg, eps_map
 
 # %% [markdown]
 # ## Run PAC and G-PAC at every ratio
-# For each benchmark and ratio: `trials` seeded splits with that share of the items in the
+# For each benchmark and ratio: `n_trials` seeded splits with that share of the items in the
 # calibration set; PAC and G-PAC with the paper's recipe on each
 # (`gpac_utils.experiment.run_experiment`), summarized over the trials in percent.
 

@@ -115,7 +115,7 @@ display(quality.round(3))
 
 # %% [markdown]
 # ## PAC vs G-PAC (valid recipe) over repeated splits
-# On each of `trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
+# On each of `n_trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
 # threshold on the whole calibration set, G-PAC one per group; both certify the risk
 # $R(u)=E[\ell\,1\{U\le u\}]\le\varepsilon$ with probability $1-\alpha$. A group is *violated* in
 # a trial when its risk over the whole table, at the fitted threshold, exceeds $\varepsilon$.

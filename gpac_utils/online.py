@@ -72,8 +72,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .calibrate import _factorize as factorize_groups  # TODO(h-vocab merge): public names
-from .calibrate import _group_labels as group_labels
+from .calibrate import factorize_groups, group_labels
 from .checks import ParameterError, check_array, check_int, check_range, check_risk
 from .selection import candidate_grid
 

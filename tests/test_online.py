@@ -299,3 +299,11 @@ def test_notebook_33_writes_its_comparison_and_group_tables(fast_run):
     groups = pd.read_csv(tables / "online_gpac_groups.csv")
     assert len(groups) == 4 * 7 and np.allclose(groups["traffic"].groupby(groups["method"]).sum(), 1, atol=1e-3)
     assert (tables.parent / "online_gpac_stream.png").exists() and (tables.parent / "online_gpac_drift.pdf").exists()
+
+
+def test_online_gpac_is_a_calibrator():
+    from gpac_utils.calibrate import Calibrator
+
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    assert isinstance(router, Calibrator)
+    assert router.fit([0.2, 0.4], [0.0, 1.0], ["a", "b"]) is router and set(router.thresholds_) == {"a", "b"}

@@ -250,8 +250,8 @@ class OnlineGPAC:
     ----------
     thresholds_ : dict of str to float
         The threshold in use per group seen so far (``-inf``: always think; unseen groups think).
-    n_seen_, n_observed_, n_paid_ : dict of str to int
-        Items, observed items and paid labels (observed items routed to the non-thinking model).
+    n_seen_, n_paid_ : dict of str to int
+        Items and paid labels (observed items routed to the non-thinking model) per group.
     alarms_ : dict of str to list of int
         Per group, the group-item counts at which the drift alarm fired.
 
@@ -276,21 +276,16 @@ class OnlineGPAC:
     def __init__(self, eps, alpha=0.05, *, label_prob, free_labels=True, warmup_items=0, warmup_prob=None,
                  label_budget=None, drift_alpha=None, grid=101, loss_bound=1.0, bet="mixture", seed=0):  # fmt: skip
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
-        self.schedule = Schedule(
-            check_range("label_prob", label_prob, closed_right=True),
-            check_int("warmup_items", warmup_items, 0),
-            None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True),
-            None if label_budget is None else check_int("label_budget", label_budget, 0),
-        )
+        warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
+        budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
+        self.schedule = Schedule(check_range("label_prob", label_prob, closed_right=True),
+                                 check_int("warmup_items", warmup_items, 0), warm, budget)  # fmt: skip
         self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
         self.free_labels, self.grid = bool(free_labels), grid_points(grid)
         if bet not in BETS:
             raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")
         self.bet, self._rng = bet, np.random.default_rng(seed)
-        self.thresholds_: dict[str, float] = {}
-        self.n_seen_, self.n_observed_, self.n_paid_ = {}, {}, {}
-        self.alarms_: dict[str, list[int]] = {}
-        self._states: dict[str, dict] = {}
+        self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
 
     def _split(self, scores, groups):
         s = check_array("scores", scores, 0.0, 1.0)
@@ -336,10 +331,9 @@ class OnlineGPAC:
                                               free_labels=self.free_labels, drift_alpha=self.drift_alpha)  # fmt: skip
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))
-            self.thresholds_[name] = float(threshold_of(self._states[name], self.grid))
-            self.n_seen_[name] = int(self._states[name]["seen"])
-            self.n_paid_[name] = int(self._states[name]["paid"])
-            self.n_observed_[name] = self.n_observed_.get(name, 0) + int((member & dec.observe).sum())
+            new = self._states[name]
+            self.thresholds_[name] = float(threshold_of(new, self.grid))
+            self.n_seen_[name], self.n_paid_[name] = int(new["seen"]), int(new["paid"])
         return self
 
     def fit(self, scores, losses, groups=None) -> OnlineGPAC:

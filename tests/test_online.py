@@ -149,7 +149,7 @@ def test_fit_is_one_block_of_a_deployment_and_losses_are_read_only_where_observe
         d = b.decide(u[block], ["g"] * block.size)
         b.update(u[block], np.where(d.observe, loss[block], np.nan), ["g"] * block.size, d)
     assert a.thresholds_ == b.thresholds_ and a.thresholds_["g"] > 0.3
-    assert a.n_observed_ == b.n_observed_ and a.n_paid_["g"] < a.n_observed_["g"]
+    assert a.n_paid_ == b.n_paid_ and 0 < a.n_paid_["g"] < 0.3 * a.n_seen_["g"]
 
 
 # --------------------------------------------------------------------------- an independent oracle

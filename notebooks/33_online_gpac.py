@@ -449,14 +449,16 @@ display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3
 # ```
 # Up to the first alarm both runs see the same decisions and the same statistic $M_n$; only the
 # level $1/\alpha'$ differs, so the larger $\alpha'$ alarms at the same item or earlier. Its bound
-# on a false alarm within $n$ monitored items, $n\alpha'$, is 100 times larger. The delay shrinks
-# by roughly $\log 100$ divided by the evidence per item.
+# on a false alarm within $n$ monitored items, $n\alpha'$, is 100 times larger, and a first alarm
+# before the change is then a false alarm that the looser level no longer makes rare. After a real
+# change the delay shrinks by roughly $\log 100$ divided by the evidence per item.
 
 # %%
 first = drift_run(0, 100 * cfg.drift_alpha)[2]
 assert 0 <= first <= alarm, (first, alarm)
 display(Markdown(
-    f"drift_alpha = {100 * cfg.drift_alpha:g}: first alarm at item {first:,} (vs {alarm:,}); false-alarm bound over "
+    f"drift_alpha = {100 * cfg.drift_alpha:g}: first alarm at item {first:,}, {'before' if first < change else 'after'} "
+    f"the change at {change:,} (vs {alarm:,}); false-alarm bound over "
     f"{change:,} items: {min(1.0, 100 * cfg.drift_alpha * change):.2f} (vs {cfg.drift_alpha * change:.2f})."
 ))  # fmt: skip
 

@@ -101,6 +101,21 @@ def run_online(scores, losses, groups, n_groups, grid, *, eps, alpha, label_prob
     return {"route": route, "observe": observe, "thresholds": thresholds, "alarms": alarms}
 
 
+def run_offline(scores, losses, groups, n_groups, paid, *, eps, alpha) -> dict:
+    """Offline G-PAC (valid recipe) calibrated on the first ``paid[s]`` items of stream ``s``, all
+    labelled (each a thinking call), then routing the rest with those thresholds."""
+    from gpac_utils import GPAC
+
+    route, observe, thresholds = np.zeros(scores.shape, bool), np.zeros(scores.shape, bool), []
+    for s, n_cal in enumerate(np.asarray(paid, int)):
+        names = groups[s].astype(str)
+        fitted = GPAC(eps, alpha, "valid").fit(scores[s, :n_cal], losses[s, :n_cal], names[:n_cal])
+        route[s, :n_cal] = observe[s, :n_cal] = True  # calibration items: paid labels
+        route[s, n_cal:] = fitted.route(scores[s, n_cal:], names[n_cal:])
+        thresholds.append([fitted.thresholds_.get(str(j), -np.inf) for j in range(n_groups)])
+    return {"route": route, "observe": observe, "thresholds": np.array(thresholds)}
+
+
 def summary(result, risk, eps, n_groups) -> dict:
     """Share answered without any thinking call, paid labels per stream, worst per-group anytime
     violation rate and its MCSE. ``risk(thresholds) -> (..., n_groups)`` population risks."""
@@ -150,14 +165,17 @@ def matched_bpac(u, loss, g, n_groups, grid, paid, *, label_prob, tries=4, **kw)
 
 
 def compare(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, every=20, seed=0) -> dict:
-    """Online G-PAC (free labels; fixed rate) and one B-PAC learner per group on the same streams,
-    B-PAC given at least the paid labels of online G-PAC with free labels."""
+    """Online G-PAC (free labels; fixed rate), one B-PAC learner per group and offline G-PAC on the
+    same streams, B-PAC given at least and offline G-PAC exactly the paid labels of online G-PAC
+    with free labels."""
     kw = dict(eps=eps, alpha=alpha, seed=seed)
     free = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, **kw)
     fixed = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, free_labels=False, **kw)
     paid = (free["route"] & free["observe"]).sum(axis=1).mean()
     bpac, prob = matched_bpac(u, loss, g, n_groups, grid, paid, label_prob=label_prob, **kw)
-    runs = {"online G-PAC, free labels": free, "online G-PAC, fixed rate": fixed, "B-PAC per group": bpac}
+    offline = run_offline(u, loss, g, n_groups, (free["route"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha)
+    runs = {"online G-PAC, free labels": free, "online G-PAC, fixed rate": fixed, "B-PAC per group": bpac,
+            "offline G-PAC, equal paid labels": offline}  # fmt: skip
     out = {name: summary(res, risk, eps, n_groups) for name, res in runs.items()}
     out["B-PAC per group"]["label_prob"] = prob
     diff = (free["route"] & ~free["observe"]).mean(axis=1) - (bpac["route"] & ~bpac["observe"]).mean(axis=1)

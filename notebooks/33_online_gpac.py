@@ -50,8 +50,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from gpac_utils import GPAC
-from gpac_utils import data as D
+from gpac_utils import data
 from gpac_utils.online import OnlineGPAC, grid_points
 from gpac_utils.paper import plotting
 from gpac_utils.workflow import config, paths
@@ -114,7 +113,7 @@ cfg
 
 # %%
 raw = pd.read_csv(paths.REALDATA / cfg.real_path)
-table = D.validate(D.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.score], require_group=True)
+table = data.validate(data.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.score], require_group=True)
 U, L, G = table[cfg.score].to_numpy(), table["loss"].to_numpy(float), table["group"].to_numpy()
 names = sorted(set(G))
 codes = np.array([names.index(g) for g in G])
@@ -237,14 +236,7 @@ one = np.zeros_like(g)
 pac = bpac.run_online(u, loss, one, 1, grid, **common)
 pac_paid = (pac["route"] & pac["observe"]).sum(axis=1).mean()
 bpac_one, prob_1 = bpac.matched_bpac(u, loss, one, 1, grid, pac_paid, label_prob=cfg.label_prob, **kw)
-offline = {"route": np.zeros_like(free["route"]), "observe": np.zeros_like(free["observe"]), "thresholds": []}
-for s in range(cfg.n_trials):
-    n_cal = int(paid[s])
-    fitted = GPAC(cfg.eps, cfg.alpha, "valid").fit(u[s, :n_cal], loss[s, :n_cal], g[s, :n_cal].astype(str))
-    offline["route"][s, :n_cal] = offline["observe"][s, :n_cal] = True  # calibration items: paid labels
-    offline["route"][s, n_cal:] = fitted.route(u[s, n_cal:], g[s, n_cal:].astype(str))
-    offline["thresholds"].append([fitted.thresholds_.get(str(j), -np.inf) for j in range(len(names))])
-offline["thresholds"] = np.array(offline["thresholds"])
+offline = bpac.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
 all_rows = np.array([len(names)])
 records, finals = [], {}
 for method, res, rows_of_risk, extra in [

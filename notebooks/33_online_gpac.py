@@ -226,6 +226,7 @@ def summarise(method, res, rows_of_risk, n_groups, extra=None):
     return {"method": method, "n_trials": cfg.n_trials, "label_prob": (extra or {}).get("label_prob", cfg.label_prob),
             "paid_labels": (res["route"] & res["observe"]).sum(axis=1).mean(), "no_thinking_call": no_think.mean(),
             "no_thinking_call_sd": no_think.std(ddof=1), "worst_group_violation_rate": bad.mean(axis=0).max(),
+            "worst_group_violation_mcse": np.sqrt(bad.mean(axis=0).max() * (1 - bad.mean(axis=0).max()) / cfg.n_trials),
             "streams_with_a_violated_group": int(bad.any(axis=1).sum())}, thr  # fmt: skip
 
 

@@ -113,10 +113,8 @@ def grid_points(grid) -> np.ndarray:
     if isinstance(grid, bool) or isinstance(grid, int | np.integer | float):
         return candidate_grid(np.linspace(0.0, 1.0, check_int("grid", grid, 1)), "all")
     g = np.asarray(grid, dtype=float)
-    if g.ndim != 1 or g.size == 0:
-        raise ParameterError(f"grid: must be an int >= 1 or a non-empty 1-D array, got shape {g.shape}")
-    if not np.all(np.isfinite(g)) or g.min() < 0 or g.max() > 1 or np.any(np.diff(g) <= 0):
-        raise ParameterError("grid: must be strictly ascending values in [0, 1]")
+    if g.ndim != 1 or not g.size or not np.all(np.isfinite(g) & (g >= 0) & (g <= 1)) or np.any(np.diff(g) <= 0):
+        raise ParameterError(f"grid: must be an int >= 1 or strictly ascending values in [0, 1], got shape {g.shape}")
     return g
 
 
@@ -298,10 +296,8 @@ class OnlineGPAC:
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its group's threshold)."""
         s, parts = self._split(scores, groups)
-        out = np.zeros(s.size, bool)
-        for name, member in parts:
-            out |= member & (s <= self.thresholds_.get(name, -math.inf))
-        return out
+        cheap = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
+        return np.logical_or.reduce([np.zeros(s.size, bool), *cheap])
 
     def decide(self, scores, groups=None) -> Decisions:
         """Route, observe-or-not and propensity of a block of arriving items (before any loss)."""

@@ -61,8 +61,8 @@ all unweighted losses since monitoring began against a reference bound, so it ne
 inverse-propensity terms with a range that changes per step nor restarts its evidence, and a
 change late in a long stream is seen late.
 
-All running sums are ``np.cumsum`` along time continued from the carried state, so one block or
-many give the same bits. Every core function takes leading batch axes (independent streams).
+All running sums are ``np.cumsum`` along time continued from the carried state, so the same
+decisions fed back in one call or in many give the same bits. Every core function takes leading batch axes (independent streams).
 """
 
 from __future__ import annotations

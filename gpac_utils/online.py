@@ -62,7 +62,8 @@ inverse-propensity terms with a range that changes per step nor restarts its evi
 change late in a long stream is seen late.
 
 All running sums are ``np.cumsum`` along time continued from the carried state, so the same
-decisions fed back in one call or in many give the same bits. Every core function takes leading batch axes (independent streams).
+decisions fed back in one call or in many give the same bits. Every core function takes leading
+batch axes (independent streams).
 """
 
 from __future__ import annotations

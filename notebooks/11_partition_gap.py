@@ -118,7 +118,7 @@ assert inside_risky >= 1
 display(Markdown(
     f"The best of the grid's {len(grid)} partitions routes {share_best:.3f} against the reference's {share_ref:.3f}. "
     f"Its boundaries are {', '.join(f'{b:.3f}' for b in b_best)}; {inside_risky} of them lie inside the risky "
-    f"low-U group (U < {G_star[0]:.3f}), so that group is cut up and its rest pooled with lower-risk inputs."
+    f"low-U group (U < {G_star[0]:.3f}): that group is cut up, and the rest of it shares a group with the safe mid-U inputs."
 ))
 
 # %% [markdown]

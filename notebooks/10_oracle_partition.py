@@ -150,7 +150,7 @@ display(Markdown(
 # When is the answer $+\infty$?
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-oracle-closed-form
 # :class: dropdown
 # ```
@@ -158,7 +158,7 @@ display(Markdown(
 # $u^*_j = (\varepsilon (b_j+1)/a_j)^{1/(b_j+1)}$ — unless that exceeds 1: then even routing
 # everything keeps the risk at most $\varepsilon$ and $u^*_j = +\infty$.
 
-# %%
+# %% tags=["solution"]
 for g in pop.groups:
     by_hand = (cfg.eps * (g.b + 1) / g.a) ** (1 / (g.b + 1))
     by_hand = np.inf if by_hand >= 1 else by_hand
@@ -166,7 +166,7 @@ for g in pop.groups:
     assert by_hand == library == np.inf or abs(by_hand - library) < 1e-12, (g.name, by_hand, library)
     print(f"{g.name}: u* = {by_hand:.4f}")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 

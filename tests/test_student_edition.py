@@ -26,7 +26,7 @@ _spec.loader.exec_module(edition)
 
 LESSONS = edition.lessons()
 EXERCISE_LABEL = re.compile(r"^(?::::+|```+)\{exercise\}[^\n]*\n:label: (\S+)", re.MULTILINE)
-SOLUTION_START = re.compile(r"\{solution-start\} (\S+)")
+SOLUTION_START = re.compile(r"\{solution(?:-start)?\} (\S+)")
 
 
 def _markdown(path) -> str:
@@ -60,6 +60,12 @@ def test_a_solution_without_its_tag_is_refused(tmp_path):
     )
     with pytest.raises(edition.EditionError, match="lacks the tag"):
         edition.student_notebook(bad)
+    prose = tmp_path / "98_prose.py"
+    prose.write_text("# %% [markdown]\n# ```{solution} ex-bad\n# :class: dropdown\n# Because.\n# ```\n")
+    with pytest.raises(edition.EditionError, match="lacks the tag"):
+        edition.student_notebook(prose)
+    prose.write_text(prose.read_text().replace("# %% [markdown]", '# %% [markdown] tags=["solution"]'))
+    assert "Because" not in str(edition.student_notebook(prose).cells)
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda path: path.stem)

@@ -6,7 +6,8 @@ writes ``build/student/NN_name.ipynb`` for each lesson notebook (default: :data:
 exist), unexecuted, ready to hand out. The convention (docs/teaching.md): an exercise is a markdown
 cell holding a sphinx-exercise ``{exercise}`` directive with a ``:label:``; its solution is the run
 of cells from the markdown cell that opens with ``{solution-start} <label>`` to the markdown cell
-holding ``{solution-end}``, and every cell of that run carries the cell tag ``solution``
+holding ``{solution-end}`` (a solution in prose only: one markdown cell holding a ``{solution} <label>``
+directive), and every cell of that run carries the cell tag ``solution``
 (``# %% [markdown] tags=["solution"]``, ``# %% tags=["solution"]``). Here the tagged cells go, as
 nbconvert's ``TagRemovePreprocessor`` with ``remove_cell_tags={"solution"}`` would remove them, and
 each removed run becomes one empty code cell under "Your solution"; the exercise directive becomes
@@ -64,7 +65,8 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
     cells, inside = [], False
     for index, cell in enumerate(nb.cells):
         tagged = TAG in cell.metadata.get("tags", [])
-        starts, ends = "{solution-start}" in cell.source, "{solution-end}" in cell.source
+        whole = "{solution}" in cell.source  # a solution in prose only: one directive, one cell
+        starts, ends = "{solution-start}" in cell.source or whole, "{solution-end}" in cell.source or whole
         if (starts or ends or inside) and not tagged:
             raise EditionError(f"{path.name}: cell {index} is part of a solution but lacks the tag {TAG!r}")
         if tagged and not (starts or inside):

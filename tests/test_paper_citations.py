@@ -48,6 +48,8 @@ KINDS = {
     "app": "Appendix",
     "section": "Section",
     "sec": "Section",
+    "equation": "Equation",
+    "eq": "Equation",
 }
 _NUMBER = r"(?:\d+|[A-Z](?![A-Za-z]))(?:\.(?:\d+|x)(?![\w]))*"
 CITATION = re.compile(
@@ -56,6 +58,13 @@ CITATION = re.compile(
     rf"(?P<numbers>{_NUMBER}(?:\s*(?:–|—|-|,|and|or|to)\s*{_NUMBER})*)"
     r"(?:\s*\(`(?P<label>[^`]+)`\))?"
 )
+#: A statement cited by its label's name ("Thm. `unknown-grouping`", "Eq. (pac-optimal-threshold)").
+BY_NAME = re.compile(
+    r"\b(?P<kind>Theorem|Thm|Proposition|Prop|Definition|Def|Assumption|Algorithm|Alg|Appendix|App|Equation|Eq)"
+    r"s?\.?[ ~]*\(?`?(?P<name>[a-z][\w^-]*-[\w^-]+|[a-z]+_[\w^-]+)`?"
+)
+PREFIX = {"Theorem": "thm", "Proposition": "prop", "Definition": "def", "Assumption": "assump", "Algorithm": "alg"}
+PREFIX |= {"Appendix": "app", "Equation": "eq"}
 LABEL = re.compile(r"`((?:thm|prop|def|assump|alg|app|sec|fig|table|tab|eq|remark):[\w^-][^`\s]*)`")
 OTHER_PAPER_BEFORE = re.compile(r"(?:et al\.?|\(\d{4}[a-z]?\))[^.;:]{0,40}$")
 OTHER_PAPER_AFTER = re.compile(r"^\s*(?:of|in)\s+[A-Z][\w-]+(?:\s+(?:&|and)\s+[A-Z][\w-]+|\s+et al\.?)?,?\s+\(?\d{4}")
@@ -122,6 +131,12 @@ def wrong_citations(text: str, where: str = "") -> list[str]:
             elif match.group("label") and labels.get(match.group("label")) != (kind, numbers[0]):
                 got = labels.get(match.group("label"), ("no such label", ""))
                 problems.append(f"{where}:{lineno}: {match.group(0)!r} (the label is {' '.join(got).strip()})")
+        for match in BY_NAME.finditer(line):
+            kind = KINDS.get(match.group("kind").lower(), "Equation")
+            if f"{PREFIX[kind]}:{match.group('name')}" not in labels:
+                problems.append(
+                    f"{where}:{lineno}: {match.group(0)!r} (the paper has no {PREFIX[kind]}:{match.group('name')})"
+                )
         problems += [
             f"{where}:{lineno}: `{label}` (the paper has no such label)"
             for label in LABEL.findall(line)
@@ -134,13 +149,15 @@ def test_the_checker_finds_wrong_citations_and_passes_right_ones():
     wrong = (
         "Prop. 3.3\nTheorem 3.2: x\nThm 3.4.1\n(Def. 3.x)\nApp. E: models\nAppendices B–H\nTheorems 4.2–4.7\n"
         "Lemma 1\nTheorem 4.2 (`thm:empirical-known-grouping`)\nthe label `thm:nonexistent`\n"
+        "Thm. `known-groupings`\nEq. (pac-optimal)\n"
     )
     found = wrong_citations(wrong, "x")
-    assert [problem.split(":")[1] for problem in found] == [str(line) for line in range(1, 11)], found
+    assert [problem.split(":")[1] for problem in found] == [str(line) for line in range(1, 13)], found
     right = (
         "Theorem 4.3 (`thm:empirical-known-grouping`), Proposition 4.5, Def. 4.4, Assumption 4.1, "
         "Theorems 4.2–4.6, Appendices B–E, App. F.3, Algorithms 1–2, Section 4.2, Remark 4\n"
         "Maurer & Pontil (2009), Theorem 4; Theorem 2 of Howard et al. (2021)\n"
+        "Thm. `unknown-grouping`, Eq. (pac-optimal-threshold), Assumption `ucb-validity`, Eq. `semantic_loss`\n"
     )
     assert wrong_citations(right) == []
 

@@ -176,10 +176,12 @@ for g in pop.groups:
 # **What the paper states.** Proposition 4.5 (`prop:grouping-benefit`): *for the optimal
 # partition* $\mathcal G$ (the {term}`oracle partition` of Definition 4.4, `def:oracle-optimal`),
 # $\mathrm{Eff}(\mathcal G) \ge \mathrm{Eff}(\{\mathcal X\})$, with equality iff the
-# PAC-optimal thresholds of all groups coincide. For the optimal partition this holds, and
-# simply: a partition into `k` pieces that each reproduce the population's joint law of
-# (U, loss) — a split by a coin independent of (U, loss) — has `u*_j = u*` in every piece, so it
-# routes exactly the marginal share, and the optimal partition routes at least as much.
+# PAC-optimal thresholds of all groups coincide. For the optimal partition the inequality
+# holds, and simply: a partition into `k` pieces that each reproduce the population's joint law
+# of (U, loss) — a split by a feature of the input independent of (U, loss), a "coin", which
+# exists whenever the inputs have no atoms — has `u*_j = u*` in every piece, so it routes exactly
+# the marginal share, and the optimal partition routes at least as much. (The "equality iff"
+# clause needs care when several partitions are optimal; it is not checked here.)
 #
 # **What fails is a step of the proof** (Appendix D). The proof takes an *arbitrary* partition
 # and says that "`û*` is feasible for the group-conditional problem": the marginal threshold

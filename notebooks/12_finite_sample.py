@@ -74,6 +74,15 @@ pop = populations.AUDIT_POPULATION
 cfg
 
 # %% [markdown]
+# ## Where the bound comes from
+# The proof (Appendix C) is two lines. The event $\{\hat R > \varepsilon + t\}$ lies inside
+# $\{R(\hat u) > \varepsilon\} \cup \{\hat R - R(\hat u) > t\}$. The first has probability at most
+# α by Theorem 4.2 (`thm:known-grouping`, which needs a valid bound: Assumption 4.1,
+# `assump:ucb-validity`); given $\hat u$, the second is a mean of $N_j$ independent test terms in
+# $[0, B]$ exceeding its expectation by $t$, at most $\exp(-2 N_j t^2 / B^2)$ by Hoeffding's
+# inequality (the test set must be independent of the calibration set). A union bound adds them.
+
+# %% [markdown]
 # ## Calibrate, then test
 # `violation_rate` is `P(R(û) > ε)` — the α the bound actually delivered (exact risk). The
 # theorem's bound is only as good as that: with `clt` and resampling it exceeds the nominal α,

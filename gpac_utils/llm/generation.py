@@ -57,7 +57,9 @@ from tqdm.auto import tqdm
 from ..workflow.paths import DATA
 from . import records
 from .engines import Sampling, item_seed, make_engine, resolve_backend
-from .records import ROLES, generations_status, load_generations, load_items, load_run_facts, parse_shard  # noqa: F401
+from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
+from .records import ROLES, load_generations, parse_shard
+from .scoring import verbalized_messages
 
 GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
@@ -230,8 +232,6 @@ def generate(
     on seeded sampling when a prompt's prefill is split over engine steps ("CPU Generator does not use
     offset"): a sampled role's window times its prompt tokens must stay below one step's tokens.
     """
-    from .scoring import verbalized_messages
-
     folder, samplings = Path(folder), dict(samplings or pair_samplings(models))
     if [r for r in roles if r not in ROLES] or [r for r in roles if r not in samplings]:
         raise ValueError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
@@ -263,8 +263,6 @@ def generate(
 # --------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
     """``python -m gpac_utils.llm.generation``: one shard of one benchmark x model pair."""
-    from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
-
     ap = argparse.ArgumentParser(prog="python -m gpac_utils.llm.generation", description=__doc__.split("\n")[0])
     ap.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS))
     ap.add_argument("--pair", default="qwen")

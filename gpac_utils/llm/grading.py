@@ -31,10 +31,9 @@ import math
 import re
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-
-from .arithmetic import grade_exact
 
 LETTERS = "ABCD"
 
@@ -140,6 +139,24 @@ def grade_lenient(response: str, gold: str, *, timeout_seconds: int = 5) -> bool
             return False
         response = f"\\boxed{{{num}}}"
     return grade_math(response, gold, timeout_seconds=timeout_seconds)
+
+
+def grade_exact(response: str, gold: str) -> bool:
+    r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
+    equals ``gold``.
+
+    Numbers as :func:`last_number` reads them (``-3``, ``1,250``, ``2.5``,
+    ``3/4``), compared as fractions, so ``47.0`` counts as ``47``. Deterministic and fast (no
+    symbolic parser, no timeout), unlike the walk's lenient grader.
+    """
+    boxed = last_boxed(response or "")
+    num = last_number(boxed if boxed is not None else (response or ""))
+    if num is None:
+        return False
+    try:
+        return Fraction(num) == Fraction(str(gold).strip())
+    except (ValueError, ZeroDivisionError):
+        return False
 
 
 # --------------------------------------------------------------------------- GPQA

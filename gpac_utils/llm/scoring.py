@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from .grading import grade
+from .records import ROLES, load_generations, load_items
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -182,9 +184,6 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     whether the non-thinking model "suffices": a loss of 0 (binary loss), or at most 0.1 (semantic
     loss, the paper's Arena-Hard eps).
     """
-    from .generation import ROLES, load_generations, load_items
-    from .grading import grade
-
     items = load_items(folder)
     think, nothink, verbal = (load_generations(folder, role, items["item_id"]) for role in ROLES)
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]

@@ -117,7 +117,9 @@ def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048
     n_candidates = cand.shape[1]
     x = z / term_range
     nonzero = (x != 0) | np.signbit(x)  # a -0.0 term keeps its row apart too
-    kept = np.stack([np.searchsorted(np.sort(scores[b][nonzero[b]]), cand[b], side="right") for b in range(n_calibrations)])
+    kept = np.stack(
+        [np.searchsorted(np.sort(scores[b][nonzero[b]]), cand[b], side="right") for b in range(n_calibrations)]
+    )
     key = np.where(kept == 0, -1, np.arange(n_calibrations)[:, None] * (m + 1) + kept)  # -1: the all-zero row
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     rows, cols = np.divmod(first, n_candidates)

@@ -185,5 +185,7 @@ def test_no_relative_import_inside_a_function(path):
 
 def test_function_level_check_catches_one(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from . import data\n\n\ndef f():\n    from .data import ID\n    import json\n    return ID, json\n")
+    probe.write_text(
+        "from . import data\n\n\ndef f():\n    from .data import ID\n    import json\n\n    return ID, json\n"
+    )
     assert _function_level_relative_imports(probe) == [5]

@@ -56,8 +56,8 @@ from tqdm.auto import tqdm
 
 from ..workflow.paths import DATA
 from . import records
-from .engines import Sampling, item_seed, make_engine, resolve_backend
 from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
+from .engines import Sampling, item_seed, make_engine, resolve_backend
 from .records import ROLES, load_generations, parse_shard
 from .scoring import verbalized_messages
 

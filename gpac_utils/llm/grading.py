@@ -151,10 +151,8 @@ def grade_exact(response: str, gold: str) -> bool:
     """
     boxed = last_boxed(response or "")
     num = last_number(boxed if boxed is not None else (response or ""))
-    if num is None:
-        return False
     try:
-        return Fraction(num) == Fraction(str(gold).strip())
+        return num is not None and Fraction(num) == Fraction(str(gold).strip())
     except (ValueError, ZeroDivisionError):
         return False
 

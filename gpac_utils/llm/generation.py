@@ -307,9 +307,6 @@ def main(argv=None) -> int:
         with contextlib.suppress(json.JSONDecodeError):
             value = json.loads(value)
         engine_kwargs[key] = value
-    backend = resolve_backend(args.backend, models)
-    if backend == "validate":
-        ap.error("--backend: no GPU with vLLM and no local model folders: nothing to generate on this machine")
     out, roles = Path(args.out) if args.out else run_dir(args.benchmark, args.pair), args.roles.split(",")
     try:
         if args.benchmark in WALK_LIKE:
@@ -317,6 +314,8 @@ def main(argv=None) -> int:
         else:
             samplings = pair_samplings(models, args.max_tokens, *[n for n in [args.n_verbalized] if n is not None])
         _check_options(roles, samplings, args.shard, args.windows)
+        if (backend := resolve_backend(args.backend, models)) == "validate":
+            raise ParameterError("--backend: no GPU with vLLM and no local model folders: nothing to generate here")
         items = load_benchmark(args.benchmark, args.data, n_items=args.n_items, seed=args.seed)
         result = generate(
             items, models, out, backend=backend, samplings=samplings, roles=roles, shard=args.shard, seed=args.seed,

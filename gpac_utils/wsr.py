@@ -56,7 +56,7 @@ def _log_capital(x, nu, mu, c):
 
 
 def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
-    """The WSR upper confidence bound for the mean of each row of ``x`` (shape (B, m), values in [0, 1]).
+    """The WSR upper confidence bound for the mean of each row of ``x`` (shape (n_rows, m), values in [0, 1]).
 
     The bound is the smallest ``mu`` at which the log capital ``S_t(mu) = sum_{s<=t} log(1 - nu_s (x_s - mu))``
     reaches ``c = log(1/alpha)`` at some ``t`` (Ville's inequality on the running maximum). Each ``S_t`` is
@@ -68,7 +68,7 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
 
     Parameters
     ----------
-    x : numpy.ndarray, shape (B, m)
+    x : numpy.ndarray, shape (n_rows, m)
         The terms scaled to ``[0, 1]``, in their sequential order.
     alpha : float
         Miscoverage level, in ``(0, 1)``.
@@ -83,7 +83,7 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
 
     Returns
     -------
-    numpy.ndarray, shape (B,)
+    numpy.ndarray, shape (n_rows,)
         The upper bounds, in ``[0, 1]``.
     """
     c = math.log(1 / alpha)

@@ -189,21 +189,21 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
     if benchmark == "arena_hard":
-        correct, loss = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
-        bound, tol = SEMANTIC_LOSS_BOUND, 0.1
+        correct, losses = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
+        loss_bound, tol = SEMANTIC_LOSS_BOUND, 0.1
     else:
         correct = {
             col: np.array([grade(benchmark, a, g) for a, g in zip(answers, items["gold"])], int)
             for col, answers in ((data.THINK_CORRECT, t0["answer"]), (data.NOTHINK_CORRECT, n0["answer"]))
         }
-        loss, bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
+        losses, loss_bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
     notes = []
     trunc = int((t0["finish_reason"] == "length").sum())
     if trunc:
         notes.append(f"{trunc} thinking generation(s) hit max_tokens (graded on their possibly empty answer)")
     vrep = verbalized_scores(verbal)
     notes.append(vrep.summary())
-    y = (np.asarray(loss, float) <= tol).astype(int)  # 1 = the non-thinking model suffices
+    y = (np.asarray(losses, float) <= tol).astype(int)  # 1 = the non-thinking model suffices
     counts = np.bincount(y, minlength=2)
     folds = int(min(router_folds, counts.min()))
     if folds >= 2:
@@ -214,9 +214,9 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
         notes.append(f"router: labels {counts.tolist()} too unbalanced to train; constant score (base rate)")
     table = pd.DataFrame({
         data.ID: items["item_id"].to_numpy(), data.GROUP: items["group"].astype(str).to_numpy(),
-        data.LOSS: np.asarray(loss, float), **correct, data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
+        data.LOSS: np.asarray(losses, float), **correct, data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
         data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
         "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
         "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(), "score_router": router,
     })  # fmt: skip
-    return RunScores(data.validate(table, loss_bound=bound, require_group=True, require_tokens=True), vrep, notes)
+    return RunScores(data.validate(table, loss_bound=loss_bound, require_group=True, require_tokens=True), vrep, notes)

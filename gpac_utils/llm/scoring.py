@@ -63,10 +63,8 @@ def logits_scores(generations: pd.DataFrame) -> pd.Series:
 # --------------------------------------------------------------------------- verbalized
 def verbalized_messages(question: str, answer: str) -> list[dict]:
     """The paper's verbalized-confidence conversation (App. E, Table ``verbalized_score_prompt``)."""
-    return [
-        {"role": "system", "content": VERBALIZED_SYSTEM},
-        {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)},
-    ]
+    user = VERBALIZED_USER.format(question=question, answer=answer)
+    return [{"role": "system", "content": VERBALIZED_SYSTEM}, {"role": "user", "content": user}]
 
 
 _NUM = re.compile(r"(?<![\w.\-])(\d+(?:\.\d*)?|\.\d+)\s*(%?)")

@@ -22,7 +22,7 @@ item already recorded and generates the rest. A rerun with other settings is ref
 records do not depend on batching, scheduling, sharding or restarts.
 
 **One process per GPU.** Shards split the items round-robin (item ``k`` goes to shard ``k mod n``);
-start one process per GPU and read the shards back together with :func:`load_generations`::
+start one process per GPU and read the shards back together with :func:`~.records.load_generations`::
 
     for i in 0 1 2 3; do
       CUDA_VISIBLE_DEVICES=$i python -m gpac_utils.llm.generation --benchmark math500 --pair qwen \\

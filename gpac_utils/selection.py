@@ -27,8 +27,8 @@ r"""Threshold selection from a curve of upper confidence bounds.
     where the bound dips back below ``eps``, so it is kept for reproduction only.
 
 No feasible candidate gives the threshold ``-inf`` (always think), as in the proof of Theorem 4.2
-(``thm:known-grouping``). Candidates are distinct calibration scores by default, evenly spaced
-points of ``[0, 1]`` for ``wsr``, or a grid of score quantiles.
+(``thm:known-grouping``, Appendix B). Candidates are distinct calibration scores by default, evenly
+spaced points of ``[0, 1]`` for ``wsr``, or a grid of score quantiles.
 """
 
 from __future__ import annotations

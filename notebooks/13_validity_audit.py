@@ -13,8 +13,8 @@
 # %% [markdown]
 # # 13 — Validity audit: does every upper confidence bound deliver P(R ≤ ε) ≥ 1 − α?
 #
-# **Reproduces** no paper artefact: it audits the assumption behind Theorems 3.1–3.4
-# (Assumption "UCB validity") for the paper's bounds (App. A: `clt`, `hoeffding`) and four
+# **Reproduces** no paper artefact: it audits the assumption behind Theorems 4.2, 4.3 and 4.6
+# (Assumption 4.1, `assump:ucb-validity`) for the paper's bounds (App. A: `clt`, `hoeffding`) and four
 # finite-sample valid ones (`hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
 # `clopper_pearson`), under each expert-labelling scheme (`resample` = paper Alg. 1,
 # `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`).

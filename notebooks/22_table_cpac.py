@@ -17,8 +17,8 @@
 # (Llama pair): Error, Error$_{\rm Gap}$ and STP of marginal PAC and of C-PAC, which partitions
 # the uncertainty score into $k=3$ groups (1-D k-means) and calibrates one threshold per
 # group, with **disjoint** clustering (C-PAC `mode="split"`: groups learned on half of the
-# calibration set, thresholds on the other half; Thm 3.4.1) and **joint** clustering (the same
-# items for both; Thm 3.4.2). Both methods are judged on the groups C-PAC learned in that trial.
+# calibration set, thresholds on the other half; Theorem 4.6, part 1) and **joint** clustering (the same
+# items for both; Theorem 4.6, part 2). Both methods are judged on the groups C-PAC learned in that trial.
 #
 # **Settings** (`notebooks/config/22_table_cpac.yaml`). The paper's ($\alpha=0.05$, $\pi=0.5$,
 # $T=100$, `resample`, CLT, `max`; calibration ratio 0.6 / 0.5 / 0.5) with $\varepsilon$ =

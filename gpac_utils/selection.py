@@ -26,8 +26,8 @@ r"""Threshold selection from a curve of upper confidence bounds.
     the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
 
-No feasible candidate gives the threshold ``-inf`` (always think), as in the proof of Theorem 4.2
-(``thm:known-grouping``, Appendix B). Candidates are distinct calibration scores by default, evenly
+No feasible candidate gives the threshold ``-inf`` (always think), as in Theorem 4.2's proof
+(``thm:known-grouping``, proof in Appendix B). Candidates are distinct calibration scores by default, evenly
 spaced points of ``[0, 1]`` for ``wsr``, or a grid of score quantiles.
 """
 

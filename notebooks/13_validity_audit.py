@@ -575,7 +575,7 @@ ratios.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio
 # ## The README paragraph
 # Generated from the tables above, so the README quotes the numbers of the committed
 # paper-profile run: which bounds passed every cell under the i.i.d. schemes, how far the paper's
-# CLT with resampling (and the `max` rule) fell short, and what validity costs at `n_ref`.
+# CLT with resampling fell short, whether the `max` rule breaks the valid bounds, and what validity costs at `n_ref`.
 
 # %%
 n_calibrations = int(audit["calibrations"].min())

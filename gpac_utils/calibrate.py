@@ -464,8 +464,8 @@ class CPAC:
         How groups are learned from the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``.
     mode : {"split", "joint"}, default "split"
         ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set
-        and calibrates on the rest (exact per-group validity, Thm 3.4.1); ``"joint"`` uses the
-        same items for both (Thm 3.4.2: an extra ``c * delta`` term).
+        and calibrates on the rest (exact per-group validity, Theorem 4.6, part 1); ``"joint"`` uses the
+        same items for both (Theorem 4.6, part 2: an extra ``c * delta`` term).
     cluster_fraction : float, default 0.5
         Share of the calibration set used to learn the partition in ``"split"`` mode.
     simultaneous : bool, default False
@@ -493,7 +493,7 @@ class CPAC:
 
     References
     ----------
-    The G-PAC paper, Section 3.2 ("Clustering in U space") and Theorem 3.4.
+    The G-PAC paper, Section 3.2 ("Clustering in U space") and Theorem 4.6.
     """
 
     name = "C-PAC"

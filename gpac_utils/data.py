@@ -39,7 +39,7 @@ NOTHINK_CORRECT = "nothink_correct"
 THINK_TOKENS = "think_tokens"
 NOTHINK_TOKENS = "nothink_tokens"
 SCORE_PREFIX = "score_"
-#: The paper's three scores (App. F): logits-based, verbalized, router-based.
+#: The paper's three scores (App. F.2): logits-based, verbalized, router-based.
 PAPER_SCORES = ("score_logits", "score_verbalized", "score_router")
 CORRECTNESS = (THINK_CORRECT, NOTHINK_CORRECT)
 TOKENS = (THINK_TOKENS, NOTHINK_TOKENS)

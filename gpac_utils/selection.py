@@ -14,7 +14,7 @@ r"""Threshold selection from a curve of upper confidence bounds.
     the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
 
-No feasible candidate gives the threshold ``-inf`` (always think), as in the proof of Thm 3.1.
+No feasible candidate gives the threshold ``-inf`` (always think), as in the proof of Theorem 4.2 (Appendix B).
 Candidates are distinct calibration scores by default, or a grid of score quantiles.
 """
 

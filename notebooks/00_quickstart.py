@@ -237,14 +237,14 @@ mine
 # `GPAC(..., recipe=PAPER.replace(bound="hoeffding"))`. Which group's threshold falls most, and why?
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-quickstart-hoeffding
 # :class: dropdown
 # ```
 # Hoeffding's bound uses only the range of the terms, not their variance, so it is much wider
 # than the CLT bound when losses are rare: thresholds fall, most in the easy group.
 
-# %%
+# %% tags=["solution"]
 def ucb_paper_hoeffding(u, losses, candidates, alpha, label_prob, rng):
     n = len(losses)
     m = int(np.ceil(n / label_prob))
@@ -263,7 +263,7 @@ clt = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=PAPER, seed=cfg.seed).fit(u, los
 assert all(mine[g] <= clt[g] for g in mine)
 {g: (round(clt[g], 3), round(mine[g], 3)) for g in mine}
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 
@@ -275,7 +275,7 @@ assert all(mine[g] <= clt[g] for g in mine)
 # hence the same draws). Can any threshold go up? Argue from the formula before you run it.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-quickstart-alpha
 # :class: dropdown
 # ```
@@ -283,14 +283,14 @@ assert all(mine[g] <= clt[g] for g in mine)
 # rises at every candidate, the set $\{u : \hat L_u \le \varepsilon\}$ shrinks, and so does its
 # maximum. No threshold can go up.
 
-# %%
+# %% tags=["solution"]
 strict_ucb = lambda scores, losses, candidates, rng: ucb_paper(scores, losses, candidates, 0.01, PAPER.label_prob, rng)  # noqa: E731
 strict = gpac_by_hand(u, loss, groups, strict_ucb, rule_max, seed=cfg.seed)
 default = gpac_by_hand(u, loss, groups, paper_ucb, rule_max, seed=cfg.seed)
 assert all(strict[g] <= default[g] for g in default)
 {g: (round(default[g], 3), round(strict[g], 3)) for g in default}
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 

@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 02 — Uncertainty scores, losses and their calibration
 #
-# **Reproduces** the per-item tables of Sec. 5 from model outputs (App. E): the logits-based
+# **Reproduces** the per-item tables of Sec. 5 from model outputs (App. F.2, F.4): the logits-based
 # score (1 − mean token probability of the non-thinking answer), the verbalized score
 # (1 − mean of 10 sampled confidences), the router score (1 − P(non-thinking suffices) from a
 # logistic-regression router on prompt embeddings, cross-fitted so no item is scored by a router

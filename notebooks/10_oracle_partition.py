@@ -11,11 +11,11 @@
 # ---
 
 # %% [markdown]
-# # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Prop. 3.3)
+# # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Proposition 4.5)
 #
 # **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
 # (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
-# Proposition 3.3 ("grouping never hurts, strictly helps under heterogeneity") checked
+# Proposition 4.5 (`prop:grouping-benefit`, "grouping never hurts, strictly helps under heterogeneity") checked
 # numerically — including the equality case, and including where the proposition as stated
 # in the paper does *not* hold.
 #
@@ -46,7 +46,7 @@ plotting.apply_style()
 # %% tags=["parameters"]
 profile = "paper"
 eps = None  # tolerance of the single-eps illustrations
-n_random = None  # random populations in the Prop. 3.3 scan (each also with identical groups)
+n_random = None  # random populations in the Proposition 4.5 scan (each also with identical groups)
 calibrations = None  # repetitions of the calibrated comparison
 overrides = {}  # any other setting of notebooks/config/10_oracle_partition.yaml
 
@@ -113,7 +113,7 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_margin
 # When is the answer $+\infty$?
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-oracle-closed-form
 # :class: dropdown
 # ```
@@ -121,7 +121,7 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_margin
 # $u^*_j = (\varepsilon (b_j+1)/a_j)^{1/(b_j+1)}$ — unless that exceeds 1: then even routing
 # everything keeps the risk at most $\varepsilon$ and $u^*_j = +\infty$.
 
-# %%
+# %% tags=["solution"]
 for g in pop.groups:
     by_hand = (cfg.eps * (g.b + 1) / g.a) ** (1 / (g.b + 1))
     by_hand = np.inf if by_hand >= 1 else by_hand
@@ -129,12 +129,12 @@ for g in pop.groups:
     assert by_hand == library == np.inf or abs(by_hand - library) < 1e-12, (g.name, by_hand, library)
     print(f"{g.name}: u* = {by_hand:.4f}")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 
 # %% [markdown]
-# ## Proposition 3.3, checked numerically
+# ## Proposition 4.5, checked numerically
 # The paper states `Eff(G) ≥ Eff({X})` with equality iff all `u*_j` coincide, and argues that
 # "`û*` is feasible for the group-conditional problem". That step fails whenever the marginal
 # threshold violates a group (`R(u* | G_j) > ε`, as above), so we check three statements on
@@ -147,7 +147,7 @@ for g in pop.groups:
 # 3. **as stated**: G-PAC ≥ marginal PAC — true when the marginal threshold happens to be
 #    valid in every group, false in general.
 #
-# For the *oracle* partition (the argmax over all partitions, Def. 3.x) statement 3 does hold, but
+# For the *oracle* partition (the argmax over all partitions, Definition 4.4) statement 3 does hold, but
 # trivially: a partition into `k` pieces that each reproduce the population's joint law of
 # (U, loss) — a random split — has `u*_j = u*` for all `j` (case 2), so the maximum over
 # partitions is at least the marginal routed share.

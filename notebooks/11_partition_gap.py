@@ -11,12 +11,12 @@
 # ---
 
 # %% [markdown]
-# # 11 — Learned partitions: the partition gap δ and Theorem 3.4
+# # 11 — Learned partitions: the partition gap δ and Theorem 4.6
 #
 # **Reproduces** Section 4.3 of the paper: the partition gap δ (Eq. partition-gap, minimised
 # over label permutations) of learned partitions — exact 1-D k-means on U and quantile bins —
 # as the calibration size n grows, with a fitted rate `δ ≈ C n^{-β}`; the routed-share loss of a
-# learned partition against Theorem 3.4's `2δ`; and the per-group coverage of C-PAC with sample
+# learned partition against Theorem 4.6's `2δ`; and the per-group coverage of C-PAC with sample
 # splitting vs the joint approach.
 #
 # **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference partition is a
@@ -62,7 +62,7 @@ pop, G_star = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
 cfg
 
 # %% [markdown]
-# ## The reference partition and the oracle of Definition 3.x
+# ## The reference partition and the oracle of Definition 4.4
 # With the reference partition the PAC-optimal thresholds are below. A caveat the paper does
 # not raise: the *oracle* partition of the definition maximises the routed share over **all**
 # partitions, and that is generally not the partition that generated the data — a grid search
@@ -167,7 +167,7 @@ for m, g in gap.groupby("algorithm"):
 lim = gap["bound_2delta"].max()
 axes[1].plot([0, lim], [0, lim], color="black", lw=0.8, label="Eff loss = 2δ")
 axes[1].axhline(0, color="grey", lw=0.6)
-axes[1].set(xlabel="2δ", ylabel="Eff(G*) − Eff(Ĝ)", title="Theorem 3.4: routed-share loss vs 2δ")
+axes[1].set(xlabel="2δ", ylabel="Eff(G*) − Eff(Ĝ)", title="Theorem 4.6: routed-share loss vs 2δ")
 axes[1].legend(fontsize=8)
 
 # %% [markdown]
@@ -175,8 +175,8 @@ axes[1].legend(fontsize=8)
 # C-PAC (`gpac_utils.calibrate.CPAC`, k-means partition, valid bound `cfg["bound"]` with `cfg["sampling"]`
 # labels) on `n` calibration items; for every learned group `Ĝ_j` the exact risk
 # `R(û_j | Ĝ_j)` is compared with ε. Splitting (half the items cluster, half calibrate) is
-# exactly valid per learned group (Thm 3.4.1); the joint approach reuses the items and carries
-# an extra `c δ` term (Thm 3.4.2).
+# exactly valid per learned group (Theorem 4.6, part 1); the joint approach reuses the items and carries
+# an extra `c δ` term (Theorem 4.6, part 2).
 
 # %%
 recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)

@@ -11,9 +11,9 @@
 # ---
 
 # %% [markdown]
-# # 12 — Theorem 3.2: the empirical test risk of a calibrated group
+# # 12 — Theorem 4.3: the empirical test risk of a calibrated group
 #
-# **Reproduces** Theorem 3.2 (PAC finite-sample guarantee for known grouping):
+# **Reproduces** Theorem 4.3 (`thm:empirical-known-grouping`, PAC finite-sample guarantee for known grouping):
 # `P(R̂(f̂ | G_j) ≤ ε + t) ≥ 1 − α − exp(−2 N_j t² / B²)` for the empirical risk on `N_j` test items.
 # We show the distribution of `R̂` against `ε + t` and the exceedance probability against the
 # bound `α + exp(−2 N_j t²)` as `N_j` varies, for the paper's `clt` bound (with its resampling
@@ -130,7 +130,7 @@ plotting.savefig(fig, "finite_sample")
 # The bound is a union bound and loose: for small `N_j t²` it exceeds 1, and where
 # `exp(−2 N_j t²)` is small the slack `t` already lifts `ε + t` above almost every calibrated
 # risk. That looseness is why even `clt` with resampling — whose actual `P(R(û) > ε)` is above
-# the nominal α, see `violation_rate` — satisfies the inequality in every cell: Theorem 3.2
+# the nominal α, see `violation_rate` — satisfies the inequality in every cell: Theorem 4.3
 # cannot detect an invalid calibration bound; the audit in notebook 13 can.
 
 # %%
@@ -148,18 +148,19 @@ res.groupby(["bound", "scheme"])["holds"].mean()
 # $N_j$ make it at most $0.05$ at $t = 0.05$? Compute the smallest such $N_j$ and check that one
 # item fewer is not enough.
 # ```
-#
+
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-finite-sample-size
 # :class: dropdown
 # ```
 # Solve $\exp(-2 N t^2) \le \delta$ for $N$: $N \ge \log(1/\delta) / (2 t^2)$.
 
-# %%
+# %% tags=["solution"]
 t, delta = 0.05, 0.05
 n_needed = int(np.ceil(np.log(1 / delta) / (2 * t**2)))
 assert np.exp(-2 * n_needed * t**2) <= delta < np.exp(-2 * (n_needed - 1) * t**2)
 n_needed
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```

@@ -62,7 +62,7 @@ from .records import ROLES, generations_status, load_generations, load_items, lo
 GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
 END_THINK = "</think>"
-#: Recommended sampling per model family (model cards; App. E: "following the original paper"), the
+#: Recommended sampling per model family (model cards; App. F.1: "following the settings in the original paper"), the
 #: family found by substrings of the model name, and whether it thinks (its answer follows ``</think>``).
 MODEL_FAMILIES = (
     (("qwen3", "thinking"), Sampling(temperature=0.6, top_p=0.95, top_k=20, max_tokens=32768), True),

@@ -1,4 +1,4 @@
-"""Prompts and graders for the paper's benchmarks (Sec. 5.1, App. E).
+"""Prompts and graders for the paper's benchmarks (Sec. 5.1, App. F.1).
 
 ==============  ===========================================  =====================================
 benchmark       prompt                                       grader

@@ -1,4 +1,4 @@
-"""The paper's three uncertainty scores (App. E) and the semantic loss, from a generation run.
+"""The paper's three uncertainty scores (App. F.2) and the semantic loss, from a generation run.
 
 * logits-based ``U = 1 - mean token probability`` of the non-thinking answer;
 * verbalized ``U = 1 - mean`` of 10 sampled confidences (paper prompt, :data:`VERBALIZED_SYSTEM`);
@@ -60,7 +60,7 @@ def logits_scores(generations: pd.DataFrame) -> pd.Series:
 
 # --------------------------------------------------------------------------- verbalized
 def verbalized_messages(question: str, answer: str) -> list[dict]:
-    """The paper's verbalized-confidence conversation (App. E, Table ``verbalized_score_prompt``)."""
+    """The paper's verbalized-confidence conversation (App. F.2, Table 4 ``tab:verbalized_score_prompt``)."""
     return [
         {"role": "system", "content": VERBALIZED_SYSTEM},
         {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)},

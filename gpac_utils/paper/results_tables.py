@@ -9,7 +9,7 @@ on a real table. Each run compares, on the same seeded splits,
   sampling, literal ``max`` rule), rows ``setting == "paper"``;
 * the group method alone with a finite-sample valid recipe per bound in ``valid_bounds``
   (``bernoulli`` sampling, ``first-crossing``), rows ``setting == "valid"``; for C-PAC only
-  with ``mode="split"``, whose per-group guarantee is exact (joint mode: Thm 3.4.2).
+  with ``mode="split"``, whose per-group guarantee is exact (joint mode: Theorem 4.6, part 2).
 
 All settings are one typed :class:`TableSettings`, the notebook's
 ``notebooks/config/<notebook>.yaml``: the method's, and the family, pairs, eps and data source

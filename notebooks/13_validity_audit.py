@@ -404,7 +404,7 @@ prediction.round(3)
 # simulation (`resampled_clt`) at $n = 300$, $R = 0.15$, $\pi = 0.5$ for $c = 1$ and $c = 4$.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-audit-more-resamples
 # :class: dropdown
 # ```
@@ -414,7 +414,7 @@ prediction.round(3)
 # $\hat R_n - R$ stays of order $1/\sqrt n$, so the miss rate $\Phi(-z_{1-\alpha}/\sqrt\kappa) \to \Phi(0) = 1/2$.
 # More resampling makes the bound *worse*: the resample only measures the empirical risk more precisely.
 
-# %%
+# %% tags=["solution"]
 def kappa_for(m_over_n, risk, label_prob):
     return 1 + m_over_n * label_prob * (1 - risk) / (1 - label_prob * risk)
 
@@ -430,7 +430,7 @@ for factor in (1, 4):
     print(f"m = {factor} n / pi: miss rate simulated {simulated:.3f}, first-order formula {formula:.3f}")
 assert kappa_for(1e6, 0.15, 0.5) > 1e5  # the limit: kappa -> infinity, miss -> 1/2
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 
@@ -444,7 +444,7 @@ assert kappa_for(1e6, 0.15, 0.5) > 1e5  # the limit: kappa -> infinity, miss -> 
 # safer? Check the two ends on a grid of $(R, \pi)$ with `variance_ratio`.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-audit-kappa-range
 # :class: dropdown
 # ```
@@ -454,7 +454,7 @@ assert kappa_for(1e6, 0.15, 0.5) > 1e5  # the limit: kappa -> infinity, miss -> 
 # — 5 % to 12.2 % at $\alpha = 5\%$. No choice of $\pi$ repairs the recipe: a smaller $\pi$ lowers $\kappa$
 # only a little at the small risks one calibrates for ($R = \varepsilon$), because then $\kappa \approx 2 - R(1-\pi)$.
 
-# %%
+# %% tags=["solution"]
 grid_risk, grid_prob = np.meshgrid(np.linspace(0.001, 0.999, 300), np.linspace(0.001, 1.0, 300))
 kappa_grid = variance_ratio(grid_risk, grid_prob)
 miss_grid = predicted_miss(grid_risk, grid_prob, cfg.alpha)
@@ -464,7 +464,7 @@ assert (miss_grid > cfg.alpha).all() and (miss_grid <= upper + 1e-12).all()
 assert np.allclose(kappa_grid[grid_prob == 1.0], 2.0)
 print(f"miss rate over the grid: {miss_grid.min():.4f} to {miss_grid.max():.4f}; the upper end {upper:.4f}")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 

@@ -270,7 +270,7 @@ display(Markdown(
 # $\varepsilon = 0.05$ and check it with `metrics.error_gap` and `metrics.violation_rate`.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-gap-zero-violations
 # :class: dropdown
 # ```
@@ -279,7 +279,7 @@ display(Markdown(
 # $(T-1)(\varepsilon + \delta)/T \le \varepsilon$ whenever $\delta \le \varepsilon/(T-1)$. The violation rate is then
 # $(T-1)/T$ — 99 % for $T = 100$. (All $T$ cannot violate: then $\bar E > \varepsilon$.)
 
-# %%
+# %% tags=["solution"]
 n_toy = 100
 extreme = np.array([eps_toy + eps_toy / (2 * (n_toy - 1))] * (n_toy - 1) + [0.0])
 assert metrics.error_gap({"group": extreme.mean()}, eps_toy) == 0.0
@@ -287,7 +287,7 @@ assert float(metrics.violation_rate(extreme, eps_toy)) == (n_toy - 1) / n_toy
 print(f"mean risk {extreme.mean():.5f} <= eps = {eps_toy}: Error_Gap = 0, violation rate "
       f"{float(metrics.violation_rate(extreme, eps_toy)):.2f}")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 
@@ -300,7 +300,7 @@ print(f"mean risk {extreme.mean():.5f} <= eps = {eps_toy}: Error_Gap = 0, violat
 # negative STP for a method whose Error is 0?
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-stp-always-think
 # :class: dropdown
 # ```
@@ -309,7 +309,7 @@ print(f"mean risk {extreme.mean():.5f} <= eps = {eps_toy}: Error_Gap = 0, violat
 # $c_i = l_{\tilde y_i} + l_{y_i}$ and $\mathrm{STP} = -\frac1N\sum_i l_{\tilde y_i}/l_{y_i} < 0$: a method that
 # always thinks has Error 0 and pays for both answers.
 
-# %%
+# %% tags=["solution"]
 if has_tokens:
     never = np.zeros(len(test), dtype=bool)
     cascade_by_hand = -float(np.mean(test["nothink_tokens"] / test["think_tokens"]))
@@ -317,7 +317,7 @@ if has_tokens:
     assert metrics.stp(never, test["think_tokens"], test["nothink_tokens"], "router") == 0.0
     print(f"always think, trial 0: cascade STP {100 * cascade_by_hand:.2f} %, router STP 0 %")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 

@@ -162,7 +162,8 @@ for m, r in routes.items():
 
 # %% [markdown]
 # ## The metrics as formulas
-# Appendix F.3 (`app:evalution_metrics`) defines the paper's metrics over $T$ trials $t = 1, \dots, T$. In trial $t$
+# Appendix F.3 (`app:evalution_metrics`) defines the paper's metrics, {term}`Error`, {term}`Error_Gap` and {term}`STP`,
+# over $T$ trials $t = 1, \dots, T$. In trial $t$
 # the test set $\mathcal I^{(t)}_{\rm test}$ has $N$ items, $N^{(t)}_j$ of them in group $G_j$; an item is routed to
 # the non-thinking model when $U_i \le \hat u$ ($\hat u = \hat u_j$, its group's threshold, for G-PAC). With the
 # loss $\ell_i$ of item $i$:

@@ -42,6 +42,7 @@ import pandas as pd
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm import scoring as sc
 from gpac_utils.metrics import expected_calibration_error, reliability_curve
 from gpac_utils.paper import plotting
@@ -62,7 +63,7 @@ overrides = {}  # any other setting of notebooks/config/02_scores.yaml
 cfg = config.load("02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder,
                   router_folds=router_folds, **overrides)
 folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-status = gen.generations_status(folder)
+status = records.generations_status(folder)
 have_generations = status == "complete"
 mode = "score generations" if have_generations else "validate embedded tables"
 why = {"missing": f"no generations under {folder}",

@@ -195,7 +195,7 @@ for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed r
     ax.set(xlabel="items seen", title=f"{title} (stream 0; dotted: best valid)")
 axes[0].set(ylabel="threshold in use (below 0: always think)")
 axes[1].legend(fontsize=8, loc="lower right")
-fig.suptitle(f"online G-PAC on MATH L5, eps={cfg.eps}, alpha={cfg.alpha}, label_prob={cfg.label_prob}", fontsize=10)
+fig.suptitle(f"online G-PAC on MATH L5: ε = {cfg.eps}, α = {cfg.alpha}, labelling probability π = {cfg.label_prob}", fontsize=10)
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_stream")
 
@@ -367,7 +367,7 @@ for ax, (a, p), label in [(axes[0], (thr_a, thr_p), "threshold in use"), (axes[1
     if alarm >= 0:
         ax.axvline(alarm, color="C3", lw=0.8, ls=":", label="alarm")
     ax.set(xlabel="items seen", ylabel=label, title=f"{cfg.drift_group}: {label}")
-axes[1].axhline(cfg.eps, color="k", lw=0.6, label="eps")
+axes[1].axhline(cfg.eps, color="k", lw=0.6, label="ε (target risk)")
 axes[1].legend(fontsize=7, loc="upper left")
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_drift")

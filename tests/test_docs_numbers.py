@@ -233,3 +233,60 @@ def test_results_proposition_check():
     # What does hold: the corrected statement and equality, in every population.
     assert check.loc["corrected: grouped >= common valid threshold", "share_holding"] == 1
     assert check.loc["equality: grouped == marginal", "share_holding"] == 1
+
+
+# --- docs/planning.md: notebook 32's tables --------------------------------------------------------------
+
+
+def test_planning_simulated_label_counts():
+    sim = table("label_budget_sim")
+    zero_loss = sim[sim["loss_rate"] == 0]
+    assert len(zero_loss) and (zero_loss["labels_to_certify"] == zero_loss["labels_to_certify"].iloc[0]).all()
+    needed = int(zero_loss["labels_to_certify"].iloc[0])
+    assert_quoted("docs/planning.md", f"needs **{needed}** labelled items before Hoeffding–Bentkus")
+
+    target = sim.pivot(index="group", columns="score", values="labels_for_target_mean")
+    for score in ["score_logits", "score_router"]:
+        assert (target[score] == needed).all(), score
+    assert_quoted("docs/planning.md", f"**{needed} labels per subject** (about {needed * len(target)} in all)")
+    verbalized = target["score_verbalized"]
+    assert_quoted(
+        "docs/planning.md",
+        f"with the verbalized score {needed} for {number_word((verbalized == needed).sum())} subjects, about "
+        f"{verbalized['Intermediate Algebra']:.0f} for Intermediate Algebra, and Precalculus not within",
+    )
+    assert verbalized.drop(["Intermediate Algebra", "Precalculus"]).eq(needed).all()
+    assert pd.isna(verbalized["Precalculus"])
+    sizes = sim.drop_duplicates("group")["pilot_n"]
+    assert_quoted(
+        "docs/planning.md",
+        f"π = 0.5 setting ({0.5 * sizes.min():.0f}–{0.5 * sizes.max():.0f} expected labels per subject)",
+    )
+
+
+def number_word(count: int) -> str:
+    return ["zero", "one", "two", "three", "four", "five", "six", "seven"][count]
+
+
+def test_planning_real_allocation():
+    real = table("label_budget_real").set_index("allocation")
+    groups = table("label_budget_real_groups")
+    trials = int(real["trials"].iloc[0])
+    planned = groups[(groups["allocation"] == "planned") & (groups["labels"] > 0)]
+    uniform = groups[groups["allocation"] == "uniform"]
+
+    def share(name: str) -> str:
+        return pct(real.loc[name, "routed_share_mean"])
+
+    assert_quoted(
+        "docs/planning.md",
+        f"the π = 0.5 budget (~{real.loc['planned', 'labels']:.0f} labels), {trials} seeded splits:* the "
+        f"planned allocation routes **{share('planned')} %** of held-out traffic, against "
+        f"**{real.loc['uniform', 'routed_share_mean'] * 100:.0f} %** for the uniform split (at most "
+        f"{uniform['labels'].max():.0f} labels per subject, below the ~{planned['labels'].min():.0f} the bound "
+        f"needs) and **{share('pi=0.5')} %** for π = 0.5; it beats uniform even when uniform also gets the "
+        f"pilot's labels ({share('uniform + pilot')} % with {real.loc['uniform + pilot', 'labels']:.0f} labels)",
+    )
+    worst = real["violation_rate_worst_group"].max() * trials
+    assert abs(worst - round(worst)) < 1e-6
+    assert_quoted("docs/planning.md", f"Worst per-group violation rate: {round(worst)} in {trials} splits")

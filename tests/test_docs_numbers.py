@@ -290,3 +290,9 @@ def test_planning_real_allocation():
     worst = real["violation_rate_worst_group"].max() * trials
     assert abs(worst - round(worst)) < 1e-6
     assert_quoted("docs/planning.md", f"Worst per-group violation rate: {round(worst)} in {trials} splits")
+
+
+def test_data_walk_item_count():
+    lines = (REPO_ROOT / "data" / "walk" / "items.jsonl").read_text(encoding="utf-8").splitlines()
+    items = sum(1 for line in lines if line.strip())
+    assert_quoted("docs/data.md", f"on {items} shipped items (`data/walk/items.jsonl`)")

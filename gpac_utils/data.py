@@ -399,11 +399,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
 
 
 def read_table(
-    path: str | Path,
-    columns: Mapping[str, str] | None = None,
-    *,
-    keep: Sequence[str] | None = None,
-    **validate_kw,
+    path: str | Path, columns: Mapping[str, str] | None = None, *, keep: Sequence[str] | None = None, **validate_kw
 ) -> pd.DataFrame:
     """Read a table (CSV, TSV, parquet, JSON lines), map foreign column names, and validate it.
 

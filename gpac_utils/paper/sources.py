@@ -69,27 +69,25 @@ class Needs:
 
 
 #: Per notebook: the columns it needs, why, and what works instead.
+_KNOWN = (data.GROUP,)
+_USE_CPAC = "use 22_table_cpac (C-PAC learns groups)"
 NEEDS: dict[str, Needs] = {
     "20_data_overview": Needs(
         data.CORRECTNESS,
         "for the accuracy table",
         "a semantic-loss table has none: use 22_table_cpac or 23_table_arena",
     ),
-    "21_table_known_groups": Needs((data.GROUP,), "", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS),
+    "21_table_known_groups": Needs(_KNOWN, "", _USE_CPAC, MIN_ROWS),
     "22_table_cpac": Needs(min_rows=MIN_ROWS),
     "23_table_arena": Needs(min_rows=MIN_ROWS),
-    "24_calibration_ratio": Needs(
-        (data.GROUP,), "for G-PAC on known groups", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS
-    ),
+    "24_calibration_ratio": Needs(_KNOWN, "for G-PAC on known groups", _USE_CPAC, MIN_ROWS),
     "25_ece_scores": Needs(
         (data.NOTHINK_CORRECT,),
         "(ECE is measured against the non-thinking model's correctness)",
         "a semantic-loss table has no ECE",
         2,
     ),
-    "26_concept_figure": Needs(
-        (data.GROUP,), "for the per-group risk curves", "use 22_table_cpac (C-PAC learns groups)"
-    ),
+    "26_concept_figure": Needs(_KNOWN, "for the per-group risk curves", _USE_CPAC),
     "31_realdata_case_study": Needs(min_rows=MIN_ROWS),
 }
 
@@ -206,13 +204,7 @@ def _from_root(p: str | Path) -> Path:
     return p if p.is_absolute() else paths.REPO_ROOT / p
 
 
-def check_table(
-    table: pd.DataFrame,
-    notebook: str,
-    where: str,
-    *,
-    scores: Sequence[str] = (),
-) -> pd.DataFrame:
+def check_table(table: pd.DataFrame, notebook: str, where: str, *, scores: Sequence[str] = ()) -> pd.DataFrame:
     """Check that ``table`` has what ``notebook`` needs (:data:`NEEDS`); return it unchanged.
 
     Parameters

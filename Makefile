@@ -20,10 +20,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book clean
+.PHONY: help venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
 
 help:
-	@echo "make reproduce | batch | test | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -143,16 +143,25 @@ clean:
 	rm -rf build .pytest_cache docs/notebooks
 
 # ---- the book (docs/conf.py): Sphinx + myst-nb renders the executed notebooks build/$(PROFILE)/*.ipynb
-# (run them first: make reproduce PROFILE=...) into build/book/html/; -W turns every warning (a broken
-# reference, a notebook not executed) into an error, and linkcheck checks the local links (offline).
+# into build/book/html/. They are made first through the workflow (make reproduce PROFILE=$(PROFILE):
+# on a fresh clone every notebook runs, later only what is missing or changed, a few seconds when all
+# is up to date); -W turns every warning (a broken reference, a notebook not executed) into an error,
+# and linkcheck checks the local links (offline).
 # The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
 BOOK_OUT ?= build/book
 SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
 
 book: $(STAMP) $(MATHJAX)
+	@$(MAKE) --no-print-directory reproduce PROFILE=$(PROFILE) || \
+	  { echo "book: stopped, the notebooks must run first: make reproduce PROFILE=$(PROFILE) (its error is above)"; exit 1; }
 	$(SPHINX) -b html docs $(BOOK_OUT)/html
 	$(SPHINX) -b linkcheck docs $(BOOK_OUT)/linkcheck
 	@echo "book: $(BOOK_OUT)/html/index.html"
+
+# The student edition of the lesson notebooks (00, 10-13, 31-33): the cells tagged `solution` removed
+# (the convention: docs/teaching.md), unexecuted, as build/student/NN_name.ipynb, ready to hand out.
+student: $(STAMP)
+	$(PY) workflow/scripts/student_edition.py --out build/student
 
 # MathJax 3 for the book, pinned with its integrity hash in docs/_mathjax/package-lock.json (npm ci).
 $(MATHJAX): docs/_mathjax/package-lock.json
@@ -172,7 +181,7 @@ $(VENV)/.browser: | $(PY)
 
 # ---- the CPU walk (gpac_utils/workflow/walk.py): 01_generate -> 02_scores -> 21 and 25 on the generated
 # table (data_source="generated"), the tiny SmolLM2-135M on CPU, everything under build/walk/ (never
-# figures/); prints the table it produced. WALK_ARGS, e.g. --n-items 24 --eps 0.3 --trials 5.
+# figures/); prints the table it produced. WALK_ARGS, e.g. --n-items 24 --eps 0.3 --n-trials 5.
 WALK_ARGS ?=
 
 walk: $(STAMP)

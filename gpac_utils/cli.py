@@ -40,7 +40,7 @@ from .recipe import RECIPES, VALID, Recipe, as_recipe
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
 SETTINGS_KEYS = (
-    "eps", "alpha", "bound", "sampling", "pi", "rule", "candidates", "loss_bound", "min_group_size", "seed",
+    "eps", "alpha", "bound", "sampling", "label_prob", "rule", "candidates", "loss_bound", "min_group_size", "seed",
 )  # fmt: skip
 
 
@@ -77,10 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--bound", choices=list(bounds.BOUNDS), default=None, help="override the recipe's bound")
     c.add_argument(
         "--sampling", choices=list(sampling.SCHEMES), default=None,
-        help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - pi "
+        help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - label-prob "
         "(use it only to mimic a partly labelled deployment); 'full' uses every label",
     )  # fmt: skip
-    c.add_argument("--pi", type=float, default=None, help="labelling probability for bernoulli / resample")
+    c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
     c.add_argument("--k", type=int, default=3, help="C-PAC: number of learned groups")
@@ -105,10 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
     p.add_argument("--recipe", default="valid", help="valid (default), valid-bernoulli or paper")
     p.add_argument("--bound", default=None, help="override the recipe's bound")
-    p.add_argument("--budget", type=float, default=None, help="total labels (default: pi = 0.5 of every row)")
+    p.add_argument("--budget", type=float, default=None, help="total labels (default: half of the rows)")
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
-    p.add_argument("--resamples", type=int, default=200)
+    p.add_argument("--n-resamples", type=int, default=200)
     p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
@@ -129,15 +129,18 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
 def _recipe(a) -> Recipe:
     base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
-    if sampling_ == "full" and a.pi is not None and a.pi != 1:
-        raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
-    pi = None if sampling_ == "full" else next(p for p in (a.pi, base.pi, 0.5) if p is not None)
+    if sampling_ == "full" and a.label_prob not in (None, 1):
+        raise UsageError(
+            f"--label-prob: sampling 'full' labels every item (bernoulli/resample only), got {a.label_prob}"
+        )
+    base_prob = None if base.sampling == "full" else base.label_prob
+    label_prob = None if sampling_ == "full" else next(p for p in (a.label_prob, base_prob, 0.5) if p is not None)
     cand = base.candidates if a.candidates is None else a.candidates
     try:  # Recipe refuses a bad grid size, with the message
         cand = int(cand) if str(cand).isdigit() else cand
-        return Recipe(bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule, candidates=cand)
+        return Recipe(a.bound or base.bound, sampling_, label_prob, a.rule or base.rule, cand)
     except ValueError as exc:
-        raise UsageError(f"--{exc}") from None
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
 
 
 def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
@@ -243,9 +246,8 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     checks.check_thresholds_file(payload, str(a.thresholds), list(METHODS), SETTINGS_KEYS)
     cols = payload.get("columns", {}) or {}
-    score_col = a.score_col or cols.get("score")
-    group_col = a.group_col or cols.get("group")
-    id_col = a.id_col or cols.get("id")
+    # an option given on the command line wins over the column used at calibration
+    score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
     try:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:
@@ -278,15 +280,19 @@ def _route(a) -> int:
 def _plan(a) -> int:
     try:
         eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
-        resamples = checks.check_int("resamples", a.resamples, 2)
+        n_resamples = checks.check_int("n_resamples", a.n_resamples, 2)
+        checks.check_int("seed", a.seed, 0)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
+        if budget is not None and budget != a.budget:
+            raise ParameterError(f"budget: must be a whole number of labels, got {a.budget}")
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
-    except ValueError as exc:
-        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        option, _, message = str(exc).partition(":")
+        raise UsageError(f"--{option.replace('_', '-')}:{message}") from None
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
@@ -297,6 +303,10 @@ def _plan(a) -> int:
     _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
     s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
+    if text.any():
+        raise DataError(f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
+                        f"{data.describe_rows(df, text)}")  # fmt: skip
     pilot = np.isfinite(loss)
     if a.pilot_fraction is not None:
         pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
@@ -310,7 +320,7 @@ def _plan(a) -> int:
     budget = sum(pool.values()) // 2 if budget is None else budget
     try:
         curves = prediction.predict(
-            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, resamples=resamples,
+            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, n_resamples=n_resamples,
             n_grid=grid or prediction.default_grid(max(pool.values())), cap=None if a.no_cap else pool,
             pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
         )  # fmt: skip
@@ -321,10 +331,13 @@ def _plan(a) -> int:
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
-    a.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(a.output, index=False, lineterminator="\n")
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
-    curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(a.output, index=False, lineterminator="\n")
+        curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
     print(
         f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )

@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 01 — Generate answers with a thinking and a non-thinking LLM
 #
-# **Reproduces** the model outputs behind every table of Sec. 5 (Sec. 5.1 and App. E: Qwen3-4B
+# **Reproduces** the model outputs behind every table of Sec. 5 (Sec. 5.1 and App. F.1: Qwen3-4B
 # Thinking-2507 / Instruct-2507 and DeepSeek-R1-Distill-Llama-8B / Llama-3.1-8B-Instruct on
 # MATH-500, GPQA, ZebraLogic and Arena-Hard): for every item the thinking model's answer, the
 # non-thinking model's answer with its token logprobs, and 10 verbalized confidences.
@@ -51,6 +51,7 @@ from pathlib import Path
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
 from gpac_utils.workflow import config
 from gpac_utils.workflow.paths import SIMULATED
@@ -96,7 +97,7 @@ else:
 # %% [markdown]
 # ## Generate
 # Items are loaded from the benchmark file; the thinking role, then the non-thinking role, then
-# the non-thinking model's verbalized confidences (paper prompt, App. E) are generated for this
+# the non-thinking model's verbalized confidences (paper prompt, App. F.2) are generated for this
 # shard. A progress bar counts finished items; rerunning resumes. The walk runs both roles from
 # one model with its own prompts and samplings (`gpac_utils.llm.generation.WALK_SAMPLING`).
 
@@ -117,8 +118,8 @@ if mode != "validate":
     report = gen.generate(items, models, folder, backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed,
                           engine_kwargs=engine_kwargs)
     print(report)
-    for role in gen.ROLES:
-        g = gen.load_generations(folder, role)
+    for role in records.ROLES:
+        g = records.load_generations(folder, role)
         print(f"{role:10s} {len(g):4d} records, mean {g['n_tokens'].mean():5.1f} tokens, "
               f"{(g['finish_reason'] == 'length').mean():.0%} hit max_tokens")
     print(f"wrote {folder}")

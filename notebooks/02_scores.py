@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 02 — Uncertainty scores, losses and their calibration
 #
-# **Reproduces** the per-item tables of Sec. 5 from model outputs (App. E): the logits-based
+# **Reproduces** the per-item tables of Sec. 5 from model outputs (App. F.2, F.4): the logits-based
 # score (1 − mean token probability of the non-thinking answer), the verbalized score
 # (1 − mean of 10 sampled confidences), the router score (1 − P(non-thinking suffices) from a
 # logistic-regression router on prompt embeddings, cross-fitted so no item is scored by a router
@@ -42,6 +42,7 @@ import pandas as pd
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm import scoring as sc
 from gpac_utils.metrics import expected_calibration_error, reliability_curve
 from gpac_utils.paper import plotting
@@ -62,7 +63,7 @@ overrides = {}  # any other setting of notebooks/config/02_scores.yaml
 cfg = config.load("02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder,
                   router_folds=router_folds, **overrides)
 folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-status = gen.generations_status(folder)
+status = records.generations_status(folder)
 have_generations = status == "complete"
 mode = "score generations" if have_generations else "validate embedded tables"
 why = {"missing": f"no generations under {folder}",

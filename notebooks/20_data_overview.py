@@ -20,8 +20,9 @@
 # **Reads** (parameter `data_source`) the simulated default tables
 # `data/simulated/<benchmark>__<pair>.parquet` (or regenerates them in memory with
 # `regenerate=True`). These are **simulated stand-ins** for the paper's unpublished model outputs —
-# see `data/simulated/README.md`: category counts and overall accuracies match the paper exactly,
-# everything per item is simulated. With `data_source="generated"`: the scored tables of
+# see `data/simulated/README.md`: the category counts are the real benchmarks' (the paper shows them only as a
+# figure), the sizes and calibration/test splits are those of `table:splitting_settings` and the overall
+# accuracies those of `table:llm_accuracy` (both checked below); everything per item is simulated. With `data_source="generated"`: the scored tables of
 # `02_scores` for `benchmarks` and `pairs` (e.g. `overrides={"benchmarks": ["walk"], "pairs":
 # ["smollm2"]}`); or a path to a table in the data schema (with `columns`). The accuracy table
 # needs both correctness columns; the paper's accuracies are set beside ours only for the
@@ -38,7 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils import data as D
+from gpac_utils import data
 from gpac_utils.paper import plotting, reference, sources
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
@@ -100,13 +101,13 @@ def display_name(b):
 
 # %%
 def categories(b, t):
-    return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[D.GROUP].unique())
+    return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[data.GROUP].unique())
 
 
 counts = pd.DataFrame([
     {"Dataset": display_name(b), "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
-    for b, t in first.items() if D.GROUP in t.columns
-    for g, n in t[D.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
+    for b, t in first.items() if data.GROUP in t.columns
+    for g, n in t[data.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
 ])
 highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first} if source.is_simulated else {}
 if counts.empty:
@@ -140,7 +141,7 @@ counts
 def kind(b, t):
     if source.is_simulated:
         return sim.SPECS[b].kind
-    return "verifiable" if set(t[D.LOSS].unique()) <= {0.0, 1.0} else "semantic loss"
+    return "verifiable" if set(t[data.LOSS].unique()) <= {0.0, 1.0} else "semantic loss"
 
 
 ratios = reference.resolve_cal_ratio(list(first))
@@ -154,6 +155,17 @@ plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
 # %% [markdown]
+# For the simulated stand-ins the sizes must be the paper's (`table:splitting_settings`: MATH-500 300/200,
+# ZebraLogic 500/500, GPQA 224/224), typed here from the paper's table:
+
+# %%
+if source.is_simulated:
+    paper_splits = {"math500": (300, 200), "zebralogic": (500, 500), "gpqa": (224, 224)}
+    for b, (cal_size, test_size) in paper_splits.items():
+        if b in first:
+            assert (n_cal[b], len(first[b]) - n_cal[b]) == (cal_size, test_size), (b, n_cal[b])
+
+# %% [markdown]
 # (table:llm_accuracy)=
 # ## table:llm_accuracy
 # Accuracy (%) recomputed from the tables. For the simulated stand-ins they are set beside the
@@ -164,13 +176,13 @@ splits
 if source.is_simulated:  # one row per verifiable benchmark; per pair the non-thinking, then the thinking model
     acc = pd.DataFrame([
         {"Dataset": display_name(b), **{sim.MODELS[p][role]: 100 * tables[(b, p)][col].mean()
-                                 for p in sim.PAIRS for role, col in ((1, D.NOTHINK_CORRECT), (0, D.THINK_CORRECT))}}
+                                 for p in sim.PAIRS for role, col in ((1, data.NOTHINK_CORRECT), (0, data.THINK_CORRECT))}}
         for b in first if sim.SPECS[b].loss == "binary"
     ])
 else:
     acc = pd.DataFrame([
-        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[D.THINK_CORRECT].mean(),
-         "non-thinking": 100 * t[D.NOTHINK_CORRECT].mean()}
+        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[data.THINK_CORRECT].mean(),
+         "non-thinking": 100 * t[data.NOTHINK_CORRECT].mean()}
         for (b, p), t in tables.items()
     ])
 plotting.save_table(acc, f"llm_accuracy{suffix}")
@@ -192,14 +204,21 @@ display_comparison
 # %% [markdown]
 # ## What the categories hide: loss rates per category
 # Not a paper artefact, but the reason the paper needs G-PAC: the rate of the binary loss
-# (thinking right, non-thinking wrong) differs strongly between categories. In the simulated
-# data the heterogeneous categories are built in (see the data card).
+# (thinking right, non-thinking wrong) differs between categories (in %, below; the spread per table is printed
+# under it). In the simulated data the heterogeneous categories are built in (see the data card).
 
 # %%
 def label(b, p):
     return f"{display_name(b)} / {p}" if p else display_name(b)
 
 
-rates = {label(b, p): 100 * t.groupby(D.GROUP, sort=False)[D.LOSS].mean() for (b, p), t in tables.items()
-         if D.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
+rates = {label(b, p): 100 * t.groupby(data.GROUP, sort=False)[data.LOSS].mean() for (b, p), t in tables.items()
+         if data.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
 pd.DataFrame(rates).round(1)
+
+# %%
+loss_rates = pd.DataFrame(rates)
+for name, col in loss_rates.items():
+    col = col.dropna()
+    print(f"{name}: loss rate {col.min():.1f} % ({col.idxmin()}) to {col.max():.1f} % ({col.idxmax()})")
+

@@ -1,4 +1,4 @@
-"""Prompts and graders for the paper's benchmarks (Sec. 5.1, App. E).
+"""Prompts and graders for the paper's benchmarks (Sec. 5.1, App. F.1).
 
 ==============  ===========================================  =====================================
 benchmark       prompt                                       grader
@@ -31,10 +31,9 @@ import math
 import re
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-
-from .arithmetic import grade_exact
 
 LETTERS = "ABCD"
 
@@ -122,9 +121,7 @@ _LAST_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?(
 
 def last_number(text: str) -> str | None:
     """The last number written in ``text`` (``-3``, ``1,250``, ``2.5``, ``3/4``), or ``None``."""
-    if not text:
-        return None
-    hits = _LAST_NUMBER.findall(text)
+    hits = _LAST_NUMBER.findall(text or "")
     return hits[-1].replace(",", "").replace(" ", "") if hits else None
 
 
@@ -142,6 +139,22 @@ def grade_lenient(response: str, gold: str, *, timeout_seconds: int = 5) -> bool
     return grade_math(response, gold, timeout_seconds=timeout_seconds)
 
 
+def grade_exact(response: str, gold: str) -> bool:
+    r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
+    equals ``gold``.
+
+    Numbers as :func:`last_number` reads them (``-3``, ``1,250``, ``2.5``,
+    ``3/4``), compared as fractions, so ``47.0`` counts as ``47``. Deterministic and fast (no
+    symbolic parser, no timeout), unlike the walk's lenient grader.
+    """
+    boxed = last_boxed(response or "")
+    num = last_number(boxed if boxed is not None else (response or ""))
+    try:
+        return num is not None and Fraction(num) == Fraction(str(gold).strip())
+    except (ValueError, ZeroDivisionError):
+        return False
+
+
 # --------------------------------------------------------------------------- GPQA
 def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) -> tuple[tuple[str, ...], str]:
     """``(choices, correct letter)``: the correct answer and three distractors in a seeded per-item order."""
@@ -150,8 +163,7 @@ def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) 
     options = [str(correct).strip()] + [str(x).strip() for x in incorrect]
     digest = hashlib.sha256(f"gpqa:{int(seed)}:{item_id}".encode()).digest()  # stable across runs and machines
     perm = np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(4)
-    choices = tuple(options[j] for j in perm)
-    return choices, LETTERS[int(np.flatnonzero(perm == 0)[0])]
+    return tuple(options[j] for j in perm), LETTERS[int(np.flatnonzero(perm == 0)[0])]
 
 
 def gpqa_prompt(question: str, choices) -> str:
@@ -252,12 +264,9 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 # --------------------------------------------------------------------------- dispatch
 GRADERS = {
-    "math500": grade_math,
-    "gpqa": grade_gpqa,
-    "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
-    "walk": grade_lenient,
-    "arith": grade_exact,  # exact integers: no symbolic parser
-}
+    "math500": grade_math, "gpqa": grade_gpqa, "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
+    "walk": grade_lenient, "arith": grade_exact,  # arith: exact integers, no symbolic parser
+}  # fmt: skip
 
 
 def grade(benchmark: str, response: str, gold) -> bool:

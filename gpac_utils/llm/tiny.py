@@ -22,7 +22,8 @@ Two fixes over a naive ``from_pretrained(folder, gguf_file=...)``:
 Example
 -------
 >>> from gpac_utils.llm import tiny
->>> model, tok = tiny.load_model("smollm2-135m")  # doctest: +SKIP
+>>> from transformers import AutoModelForCausalLM
+>>> model = AutoModelForCausalLM.from_pretrained(tiny.model_dir("smollm2-135m"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -84,9 +85,8 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32)
     result = model.load_state_dict(parsed["tensors"], strict=False)
-    missing = set(result.missing_keys) - (
-        {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    )
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    missing = set(result.missing_keys) - tied
     if missing or result.unexpected_keys:
         raise RuntimeError(
             f"{path.name}: weights misfit: {sorted(missing)[:5]} missing, {result.unexpected_keys[:5]} unexpected"
@@ -102,9 +102,8 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     out = Path(out_dir)
     model.eval().save_pretrained(out)
     tokenizer.save_pretrained(out)
-    (out / "tiny.json").write_text(
-        json.dumps({"name": name, "source": path.name, "conversion": CONVERSION_VERSION}) + "\n"
-    )
+    info = {"name": name, "source": path.name, "conversion": CONVERSION_VERSION}
+    (out / "tiny.json").write_text(json.dumps(info) + "\n")
     return out
 
 
@@ -134,13 +133,3 @@ def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Pa
             if not _is_current(folder, name):
                 raise
     return folder
-
-
-def load_model(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = "float32", cache=None):
-    """Model (eval mode, on ``device``) and tokenizer of tiny model ``name`` from its converted folder."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder = model_dir(name, cache)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype))
-    return model.to(device).eval(), AutoTokenizer.from_pretrained(folder)

@@ -1,4 +1,4 @@
-r"""Learned partitions of the U axis (notebook 11): the partition gap and Theorem 3.4.
+r"""Learned partitions of the U axis (notebook 11): the partition gap and Theorem 4.6.
 
 :func:`partition_gap` takes a confusion matrix ``C[i, j] = P(g_hat = i, g_star = j)`` and returns
 :math:`\delta = \min_\sigma P(\hat g \ne \sigma(g^*))` (an assignment problem, Eq. partition-gap);

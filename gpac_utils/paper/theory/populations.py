@@ -1,4 +1,4 @@
-r"""Populations with known risk functions (paper Section 4, Appendices B–D).
+r"""Populations with known risk functions (paper Section 4, Appendices B–E).
 
 A :class:`Population` is a mixture of groups. Group ``j`` (a :class:`RiskGroup`) has mass ``w_j``,
 its score is ``U ~ Uniform(lo_j, hi_j)`` and its binary loss has
@@ -17,7 +17,7 @@ PAC-optimal threshold (Eq. pac-optimal-threshold) is
 when the group's risk never exceeds ``eps``); for a group with ``lo = 0`` it is the root
 :math:`(\varepsilon (b_j+1)\,hi_j / a_j)^{1/(b_j+1)}` (notebook 10's exercise).
 :func:`oracle_summary` compares, at the population level, marginal PAC, the best single
-threshold valid in every group and G-PAC (Proposition 3.3).
+threshold valid in every group and G-PAC (Proposition 4.5).
 
 The named populations shared by notebooks and benchmarks: :data:`PARTITION_POPULATION` (11) and
 :data:`AUDIT_POPULATION` (12, 13); notebook 10 defines its own.

@@ -157,7 +157,7 @@ $(VENV)/.browser: | $(PY)
 
 # ---- the CPU walk (gpac_utils/workflow/walk.py): 01_generate -> 02_scores -> 21 and 25 on the generated
 # table (data_source="generated"), the tiny SmolLM2-135M on CPU, everything under build/walk/ (never
-# figures/); prints the table it produced. WALK_ARGS, e.g. --n-items 24 --eps 0.3 --trials 5.
+# figures/); prints the table it produced. WALK_ARGS, e.g. --n-items 24 --eps 0.3 --n-trials 5.
 WALK_ARGS ?=
 
 walk: $(STAMP)

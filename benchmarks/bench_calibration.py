@@ -5,7 +5,7 @@ n <= 1e4. Prints a table and, last, ``speedup_vs_literal_n1e4=<ratio>`` (vectori
 literal loop, same data, one group, every distinct score a candidate).
 
 Paper bounds run with the paper's ``resample`` scheme, valid bounds with ``bernoulli``;
-pi = 0.5, alpha = 0.05, eps = 0.05, binary loss, candidates = "auto" (all distinct scores;
+label_prob = 0.5, alpha = 0.05, eps = 0.05, binary loss, candidates = "auto" (all distinct scores;
 a 64-quantile grid for wsr). Usage: python benchmarks/bench_calibration.py [--quick]
 
 The WSR bound runs through its fast path (:mod:`gpac_utils.wsr_fast`); the last lines time the plain
@@ -35,16 +35,16 @@ def population(n, groups, seed=0):
     return u, loss, g
 
 
-def literal_algorithm_1(u, loss, eps, alpha, pi, seed=0):
+def literal_algorithm_1(u, losses, eps, alpha, label_prob, seed=0):
     """Paper Algorithm 1 + max rule, written as in the paper: one pass over the m terms per candidate."""
     rng = np.random.default_rng(seed)
     n = len(u)
-    m = int(math.ceil(n / pi))
+    m = int(math.ceil(n / label_prob))
     z_list, u_list = [], []
     for _ in range(m):
         i = rng.integers(n)
-        xi = rng.random() < pi
-        z_list.append(xi * loss[i] / pi)
+        xi = rng.random() < label_prob
+        z_list.append(xi * losses[i] / label_prob)
         u_list.append(u[i])
     Z, Ut = np.array(z_list), np.array(u_list)
     zq = stats.norm.ppf(1 - alpha)
@@ -63,12 +63,12 @@ def wsr_plain_vs_fast(n, calibrations, seed=0):
     rng = np.random.default_rng(seed)
     u = rng.random((calibrations, n))
     loss = (rng.random((calibrations, n)) < 0.2 * u).astype(float)
-    d = sampling.draw(loss, u, "bernoulli", 0.5, rng)
+    d = sampling.draw(u, loss, "bernoulli", 0.5, rng)
     z, s, cand, _ = bounds._as_batch(d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"))
-    R = np.asarray(d.value_range, float).reshape(-1, 1)
+    term_range = np.asarray(d.term_range, float).reshape(-1, 1)
     out = {}
-    plain = timed(lambda: out.setdefault("plain", bounds._wsr(z, s, cand, 0.05, R)))
-    fast = timed(lambda: out.setdefault("fast", wsr_fast.wsr(z, s, cand, 0.05, R)))
+    plain = timed(lambda: out.setdefault("plain", bounds._wsr(z, s, cand, 0.05, term_range)))
+    fast = timed(lambda: out.setdefault("fast", wsr_fast.wsr(z, s, cand, 0.05, term_range)))
     assert np.array_equal(out["plain"], out["fast"])
     return plain, fast
 

@@ -4,7 +4,7 @@ Requests: ``--n`` chat prompts whose ``max_tokens`` are lognormal (median ``--me
 ``--cap``), generated with ``ignore_eos`` so every request writes exactly its ``max_tokens``: the
 length profile of thinking traces, where a batch barrier would hurt most.
 
-On one engine, alternately (``--repeats`` times each, the fastest kept):
+On one engine, alternately (``--n-trials`` times each, the fastest kept):
 
 * **bare**: one ``LLM.chat`` call on all requests, with the project's own ``SamplingParams``;
 * **project**: :func:`gpac_utils.llm.generation.run_generation` on the same requests (vLLM's step
@@ -78,7 +78,7 @@ def main(argv=None) -> None:
     ap.add_argument("--n", type=int, default=48)
     ap.add_argument("--median", type=float, default=32)
     ap.add_argument("--cap", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--n-trials", type=int, default=2)
     a = ap.parse_args(argv)
     import torch
 
@@ -91,7 +91,7 @@ def main(argv=None) -> None:
     tokens = sum(v["max_tokens"] for v in overrides.values())
     bare_chat(engine, items.head(4), overrides)  # warm-up
     bare, ours = [], []
-    for _ in range(a.repeats):
+    for _ in range(a.n_trials):
         bare.append(bare_chat(engine, items, overrides))
         ours.append(project(engine, items, overrides))
     print(f"{a.n} requests, {tokens} tokens (max_tokens median {a.median:g}, cap {a.cap}), {a.model}, "

@@ -30,8 +30,7 @@ import time
 
 import numpy as np
 
-from gpac_utils import data as D
-from gpac_utils import prediction
+from gpac_utils import data, prediction
 from gpac_utils.paper.theory import partition_gap, populations
 from gpac_utils.recipe import as_recipe
 from gpac_utils.workflow import config, paths, runner
@@ -41,7 +40,7 @@ def partition_rows():
     cfg = config.load("11_partition_gap", "paper")
     pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
     rng = np.random.default_rng(cfg.seed)
-    learned = np.sort(rng.random((len(cfg.n_grid) * cfg.reps * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
+    learned = np.sort(rng.random((len(cfg.n_grid) * cfg.n_trials * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
     share = partition_gap.interval_partition_routed_share
     yield "11 interval_partition_routed_share", lambda: share(pop, learned, cfg.eps)
     yield "11 interval_confusion", lambda: [partition_gap.interval_confusion(pop, b, ref) for b in learned]
@@ -52,13 +51,13 @@ def partition_rows():
 
 def planning_rows():
     cfg = config.load("32_label_budget", "paper")
-    sim = D.read_table(paths.REPO_ROOT / cfg.sim_table)
+    sim = data.read_table(paths.REPO_ROOT / cfg.sim_table)
 
     def curves():
         for score in cfg.sim_scores:
             prediction.predict(
                 sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-                recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
+                recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples, seed=cfg.seed,
             )  # fmt: skip
 
     yield "32 predict (simulated)", curves

@@ -10,7 +10,7 @@ The core (this package's top-level modules) imports nothing from its three sub-p
 core module     what it owns
 ==============  ==========================================================================
 data            the per-item table schema: validation, one reader and writer by suffix
-recipe          the calibration recipe (bound, sampling, pi, rule, candidates); named recipes
+recipe          the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
 bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
 wsr_fast        the fast path of the wsr bound (bit for bit ``bounds.wsr_upper``)
 sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
@@ -43,7 +43,7 @@ Examples
 [True]
 """
 
-from .calibrate import ALL, CPAC, GPAC, PAC, GroupWarning, from_json, threshold
+from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, from_json, threshold
 from .data import SchemaError, read_table, validate, write_table
 from .experiment import ExperimentConfig, run_experiment, summarize
 from .partition import Partition, ScorePartitioner
@@ -52,7 +52,7 @@ from .recipe import PAPER, RECIPES, VALID, VALID_BERNOULLI, Recipe
 __version__ = "0.2.0"
 
 __all__ = [
-    "ALL", "CPAC", "GPAC", "PAC", "GroupWarning", "from_json", "threshold", "SchemaError", "read_table", "validate",
-    "write_table", "ExperimentConfig", "run_experiment", "summarize", "Partition", "ScorePartitioner", "PAPER",
-    "RECIPES", "VALID", "VALID_BERNOULLI", "Recipe",
+    "ALL", "CPAC", "GPAC", "PAC", "Calibrator", "GroupWarning", "from_json", "threshold", "SchemaError", "read_table",
+    "validate", "write_table", "ExperimentConfig", "run_experiment", "summarize", "Partition", "ScorePartitioner",
+    "PAPER", "RECIPES", "VALID", "VALID_BERNOULLI", "Recipe",
 ]  # fmt: skip

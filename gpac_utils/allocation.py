@@ -63,27 +63,27 @@ def _dp(opts, budget: int):
     """Exact max of ``sum_j v_j[k_j]`` s.t. ``sum_j n_j[k_j] <= budget`` (multiple-choice knapsack)."""
     all_n = np.concatenate([o[0] for o in opts] + [[budget]])
     unit = int(np.gcd.reduce(all_n[all_n > 0])) if np.any(all_n > 0) else 1
-    B = budget // unit
-    V = np.zeros(B + 1)
-    choice = np.zeros((len(opts), B + 1), dtype=int)
+    n_units = budget // unit
+    V = np.zeros(n_units + 1)
+    choice = np.zeros((len(opts), n_units + 1), dtype=int)
     for j, (n, v) in enumerate(opts):
-        best = np.full(B + 1, -np.inf)
-        arg = np.zeros(B + 1, dtype=int)
+        best = np.full(n_units + 1, -np.inf)
+        arg = np.zeros(n_units + 1, dtype=int)
         for k, (c, val) in enumerate(zip(n // unit, v)):
-            if c > B:
+            if c > n_units:
                 continue
-            cand = np.full(B + 1, -np.inf)
-            cand[c:] = V[: B + 1 - c] + val
+            cand = np.full(n_units + 1, -np.inf)
+            cand[c:] = V[: n_units + 1 - c] + val
             better = cand > best + 1e-15
             best = np.where(better, cand, best)
             arg = np.where(better, k, arg)
         V, choice[j] = best, arg
-    picks, b = [], B
+    picks, b = [], n_units
     for j in range(len(opts) - 1, -1, -1):
         k = choice[j, b]
         picks.append(k)
         b -= opts[j][0][k] // unit
-    return picks[::-1], float(V[B])
+    return picks[::-1], float(V[n_units])
 
 
 def _allocation(curves, opts, levels, name) -> Allocation:

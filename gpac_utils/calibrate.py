@@ -5,7 +5,7 @@ threshold. Calibration of one group (paper Algorithms 1–2), as set by a
 :class:`~gpac_utils.recipe.Recipe`:
 
 1. draw expert-label terms with the recipe's sampling scheme (:mod:`gpac_utils.sampling`);
-2. compute an upper confidence bound on ``R(u) = E[loss 1{U <= u}]`` at every candidate
+2. compute an upper confidence bound on the risk ``E[loss 1{U <= u}]`` at every candidate
    threshold (:mod:`gpac_utils.bounds`);
 3. select the threshold with the recipe's rule (:mod:`gpac_utils.selection`), ``-inf``
    (always think) when no candidate is certified.
@@ -15,6 +15,12 @@ learns groups from the score, and a :class:`GPAC` calibrates one threshold per l
 
 Groups with fewer than ``min_group_size`` calibration items, and groups unseen at calibration,
 route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`.
+
+Every calibrator follows one protocol, :class:`Calibrator`: ``fit(scores, losses, groups=None)``,
+``route(scores, groups=None)`` (True: the non-thinking model answers) and the fitted
+``thresholds_`` (group label to threshold). Inputs always come in the order scores, losses,
+groups, then the rest. :func:`factorize_groups` and :func:`group_labels` are the group-label
+helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) shares.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -35,8 +41,8 @@ from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
-    "ALL", "GroupWarning", "threshold", "risk_curve", "PAC", "GPAC", "CPAC", "METHODS", "method_class", "calibrator",
-    "from_json",
+    "ALL", "GroupWarning", "Calibrator", "threshold", "risk_curve", "factorize_groups", "group_labels", "PAC", "GPAC",
+    "CPAC", "METHODS", "method_class", "calibrator", "from_json",
 ]  # fmt: skip
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
@@ -47,36 +53,63 @@ class GroupWarning(UserWarning):
     """A group is too small to calibrate, or was not seen at calibration: it always thinks."""
 
 
+@runtime_checkable
+class Calibrator(Protocol):
+    """What every calibrator promises (:class:`PAC`, :class:`GPAC`, :class:`CPAC`, ``OnlineGPAC``).
+
+    ``fit(scores, losses, groups=None)``
+        Calibrate on per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]`` (``groups``:
+        one label per item, for calibrators with known groups); returns the calibrator.
+    ``route(scores, groups=None)``
+        A boolean array: True where the item goes to the non-thinking model (its score is at most
+        its group's threshold), False where the thinking model answers.
+    ``thresholds_``
+        The fitted threshold per group label (``-inf``: the group always thinks).
+
+    Examples
+    --------
+    >>> from gpac_utils import PAC
+    >>> isinstance(PAC(eps=0.1), Calibrator)
+    True
+    """
+
+    thresholds_: dict[str, float]
+
+    def fit(self, scores, losses, groups=None) -> Calibrator: ...
+
+    def route(self, scores, groups=None) -> np.ndarray: ...
+
+
 def threshold(
-    loss,
     scores,
+    losses,
     *,
     eps: float,
     alpha: float,
     recipe: Recipe | str = VALID,
     loss_bound: float = 1.0,
     rng=None,
-    pi=None,
+    label_prob=None,
 ) -> np.ndarray:
     """Calibrate one group, or many independent calibrations at once (batch dims lead).
 
     Parameters
     ----------
-    loss, scores : array_like, shape (..., n)
-        Per-item losses in ``[0, loss_bound]`` and scores in ``[0, 1]``.
+    scores, losses : array_like, shape (..., n)
+        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
     eps : float
         Target risk.
     alpha : float
         Miscoverage level of the upper confidence bound.
     recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
-        Bound, sampling, pi, rule and candidates (or a recipe name).
+        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
     loss_bound : float, default 1.0
-        Upper end ``B`` of the loss range.
+        Upper end of the loss range (the paper's ``B``).
     rng : numpy.random.Generator or int, optional
         Randomness of the label sampling.
-    pi : array_like, optional
-        Labelling probabilities broadcastable to ``loss`` (overrides ``recipe.pi``; e.g. a
-        different rate per calibration in a batch).
+    label_prob : array_like, optional
+        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
+        e.g. a different probability per calibration in a batch).
 
     Returns
     -------
@@ -88,26 +121,26 @@ def threshold(
     >>> import numpy as np
     >>> from gpac_utils.calibrate import threshold
     >>> u = np.linspace(0, 1, 500)
-    >>> loss = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(loss, u, eps=0.05, alpha=0.05)) > 0.8
+    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
+    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
     True
     """
     recipe = as_recipe(recipe)
-    _, cand, ucb = _bound_curve(loss, scores, alpha, recipe, loss_bound, rng, pi)
+    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
-def _bound_curve(loss, scores, alpha, recipe, loss_bound, rng, pi=None):
+def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
-    p = recipe.pi if pi is None else pi
+    probs = recipe.label_prob if label_prob is None else label_prob
     # Only the sequential wsr bound depends on the order of the terms.
-    d = _sampling.draw(loss, scores, recipe.sampling, p, rng, loss_bound, shuffle=recipe.bound == "wsr")
+    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=recipe.bound == "wsr")
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
-    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.value_range)
+    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
 
 def risk_curve(
-    loss, scores, *, eps: float, alpha: float, recipe: Recipe | str = VALID, loss_bound: float = 1.0, rng=None
+    scores, losses, *, eps: float, alpha: float, recipe: Recipe | str = VALID, loss_bound: float = 1.0, rng=None
 ) -> pd.DataFrame:
     """The mechanism of one calibration: empirical risk and its upper confidence bound against ``u``.
 
@@ -117,8 +150,8 @@ def risk_curve(
 
     Parameters
     ----------
-    loss, scores : array_like, shape (n,)
-        One group's calibration losses and scores.
+    scores, losses : array_like, shape (n,)
+        One group's calibration scores and losses.
     eps, alpha, recipe, loss_bound, rng
         As for :func:`threshold`.
 
@@ -132,16 +165,16 @@ def risk_curve(
     --------
     >>> import numpy as np
     >>> u = np.linspace(0, 1, 200)
-    >>> curve = risk_curve((u > 0.7).astype(float), u, eps=0.1, alpha=0.05)
+    >>> curve = risk_curve(u, (u > 0.7).astype(float), eps=0.1, alpha=0.05)
     >>> list(curve.columns)
     ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
     """
     recipe = as_recipe(recipe)
-    loss = np.asarray(loss, dtype=float)
+    losses = np.asarray(losses, dtype=float)
     scores = np.asarray(scores, dtype=float)
-    if loss.ndim != 1 or loss.shape != scores.shape:
-        raise ValueError(f"loss and scores must be 1-D of equal length, got {loss.shape} and {scores.shape}")
-    d, cand, ucb = _bound_curve(loss, scores, alpha, recipe, loss_bound, rng)
+    if losses.ndim != 1 or losses.shape != scores.shape:
+        raise ValueError(f"scores and losses must be 1-D of equal length, got {scores.shape} and {losses.shape}")
+    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng)
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
     envelope = _selection.upper_envelope(ucb)
@@ -150,22 +183,60 @@ def risk_curve(
     )
 
 
-def _factorize(labels):
-    """Integer codes and the sorted distinct labels (hash-based: fast for millions of rows)."""
+def factorize_groups(labels) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and the sorted distinct labels (hash-based: fast for millions of rows).
+
+    Parameters
+    ----------
+    labels : array_like, shape (n,)
+        One group label per item.
+
+    Returns
+    -------
+    codes : numpy.ndarray of int, shape (n,)
+        Each item's index into ``names``.
+    names : numpy.ndarray of str
+        The distinct labels, sorted.
+
+    Examples
+    --------
+    >>> codes, names = factorize_groups(["b", "a", "b"])
+    >>> codes.tolist(), names.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
     codes, names = pd.factorize(np.asarray(labels), sort=True)
     return codes, np.asarray(names).astype(str)
 
 
-def _as_arrays(scores, loss, loss_bound):
-    s, l = check_array("scores", scores, 0.0, 1.0), check_array("loss", loss, 0.0, loss_bound)
-    if l.shape != s.shape:
-        raise ValueError(f"loss: scores and loss must be of equal length, got {s.shape} and {l.shape}")
-    if s.size == 0:
+def _as_arrays(scores, losses, loss_bound):
+    scores, losses = check_array("scores", scores, 0.0, 1.0), check_array("losses", losses, 0.0, loss_bound)
+    if losses.shape != scores.shape:
+        raise ValueError(f"losses: scores and losses must be of equal length, got {scores.shape} and {losses.shape}")
+    if scores.size == 0:
         raise ValueError("scores: empty calibration set")
-    return s, l
+    return scores, losses
 
 
-def _group_labels(groups, n: int) -> np.ndarray:
+def group_labels(groups, n: int) -> np.ndarray:
+    """The checked group labels of ``n`` items (one-line ``ValueError`` naming ``groups`` otherwise).
+
+    Parameters
+    ----------
+    groups : array_like or None
+        One label per item; ``None`` is refused (a calibrator with known groups needs them).
+    n : int
+        The number of items.
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (n,)
+        The labels, as strings.
+
+    Examples
+    --------
+    >>> group_labels(["x", "y"], 2).tolist()
+    ['x', 'y']
+    """
     if groups is None:
         raise ValueError("groups: G-PAC needs one group label per item (groups=...)")
     return check_labels("groups", groups, n)
@@ -203,8 +274,8 @@ class PAC:
     >>> from gpac_utils import PAC
     >>> rng = np.random.default_rng(0)
     >>> u = rng.uniform(size=2000)
-    >>> loss = (rng.uniform(size=2000) < u**4).astype(float)
-    >>> pac = PAC(eps=0.1).fit(u, loss)
+    >>> losses = (rng.uniform(size=2000) < u**4).astype(float)
+    >>> pac = PAC(eps=0.1).fit(u, losses)
     >>> 0 < pac.thresholds_["__all__"] < 1
     True
     >>> pac.route([0.01, 0.99]).tolist()
@@ -253,9 +324,26 @@ class PAC:
     # -- calibration ---------------------------------------------------------------------------
     simultaneous = False  # G-PAC's Bonferroni option; PAC has one group
 
-    def _calibrate(self, scores, loss, labels, rng) -> None:
+    def calibrate(self, scores, losses, labels, rng) -> PAC:
+        """One threshold per distinct label, drawing the label terms from ``rng`` (the step under :meth:`fit`).
+
+        :class:`CPAC` calls it with its learned groups and the generator that drew its split.
+
+        Parameters
+        ----------
+        scores, losses : numpy.ndarray, shape (n,)
+            Checked calibration scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
+        labels : array_like, shape (n,)
+            The group label of each item (all :data:`ALL` for marginal PAC).
+        rng : numpy.random.Generator
+            The generator of the label sampling.
+
+        Returns
+        -------
+        self
+        """
         self.thresholds_, self.group_sizes_ = {}, {}
-        codes, names = _factorize(labels)
+        codes, names = factorize_groups(labels)
         alpha = self.alpha / len(names) if self.simultaneous else self.alpha
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
@@ -271,16 +359,17 @@ class PAC:
                 self.thresholds_[g] = -math.inf
                 continue
             t = threshold(
-                loss[idx], scores[idx], eps=self.eps, alpha=alpha, recipe=self.recipe,
+                scores[idx], losses[idx], eps=self.eps, alpha=alpha, recipe=self.recipe,
                 loss_bound=self.loss_bound, rng=rng,
             )  # fmt: skip
             self.thresholds_[g] = float(t)
+        return self
 
     def _labels(self, scores, groups) -> np.ndarray:
         return np.full(len(scores), ALL)
 
-    def fit(self, scores, loss, groups=None) -> PAC:
-        """Calibrate on per-item ``scores`` (in [0, 1]) and ``loss``, one threshold per group.
+    def fit(self, scores, losses, groups=None) -> PAC:
+        """Calibrate on per-item ``scores`` (in [0, 1]) and ``losses``, one threshold per group.
 
         ``groups`` (one label per item) is needed by G-PAC and ignored by PAC.
 
@@ -288,9 +377,8 @@ class PAC:
         -------
         self
         """
-        s, l = _as_arrays(scores, loss, self.loss_bound)
-        self._calibrate(s, l, self._labels(s, groups), np.random.default_rng(self.seed))
-        return self
+        scores, losses = _as_arrays(scores, losses, self.loss_bound)
+        return self.calibrate(scores, losses, self._labels(scores, groups), np.random.default_rng(self.seed))
 
     # -- deployment ----------------------------------------------------------------------------
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
@@ -298,7 +386,7 @@ class PAC:
         if not self.thresholds_:
             raise RuntimeError("calibrator is not fitted")
         labels = self._labels(np.asarray(scores, dtype=float), groups)
-        codes, names = _factorize(labels)
+        codes, names = factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
             warnings.warn(
@@ -362,7 +450,7 @@ class GPAC(PAC):
         return {**super().settings, "simultaneous": self.simultaneous}
 
     def _labels(self, scores, groups):
-        return _group_labels(groups, len(scores))
+        return group_labels(groups, len(scores))
 
 
 class CPAC:
@@ -398,8 +486,8 @@ class CPAC:
     >>> from gpac_utils import CPAC, ScorePartitioner
     >>> rng = np.random.default_rng(0)
     >>> u = rng.uniform(size=3000)
-    >>> loss = (rng.uniform(size=3000) < u**3).astype(float)
-    >>> c = CPAC(eps=0.1, partitioner=ScorePartitioner(k=3)).fit(u, loss)
+    >>> losses = (rng.uniform(size=3000) < u**3).astype(float)
+    >>> c = CPAC(eps=0.1, partitioner=ScorePartitioner(k=3)).fit(u, losses)
     >>> sorted(c.thresholds_)
     ['c0', 'c1', 'c2']
 
@@ -458,7 +546,7 @@ class CPAC:
             raise RuntimeError("calibrator is not fitted")
         return self.partition_.labels(np.asarray(scores, dtype=float))
 
-    def fit(self, scores, loss, groups=None) -> CPAC:
+    def fit(self, scores, losses, groups=None) -> CPAC:
         """Learn the partition from ``scores`` and calibrate a threshold per learned group.
 
         ``groups`` is not accepted: C-PAC learns its groups (use :class:`GPAC` for known ones).
@@ -469,20 +557,20 @@ class CPAC:
         """
         if groups is not None:
             raise ValueError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
-        s, l = _as_arrays(scores, loss, self.gpac_.loss_bound)
+        scores, losses = _as_arrays(scores, losses, self.gpac_.loss_bound)
         rng = np.random.default_rng(self.seed)
         if self.mode == "split":
-            perm = rng.permutation(s.size)
-            n_cluster = int(round(self.cluster_fraction * s.size))
-            if not 0 < n_cluster < s.size:
-                raise ValueError(f"cannot split {s.size} items with cluster_fraction={self.cluster_fraction}")
+            perm = rng.permutation(scores.size)
+            n_cluster = int(round(self.cluster_fraction * scores.size))
+            if not 0 < n_cluster < scores.size:
+                raise ValueError(f"cannot split {scores.size} items with cluster_fraction={self.cluster_fraction}")
             clus, cal = perm[:n_cluster], perm[n_cluster:]
-            self.partition_ = self.partitioner.fit(s[clus])
-            s, l = s[cal], l[cal]
+            self.partition_ = self.partitioner.fit(scores[clus])
+            scores, losses = scores[cal], losses[cal]
         else:
-            self.partition_ = self.partitioner.fit(s)
+            self.partition_ = self.partitioner.fit(scores)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_._calibrate(s, l, self.assign(s), rng)
+        self.gpac_.calibrate(scores, losses, self.assign(scores), rng)
         return self
 
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
@@ -595,9 +683,7 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
     if method not in METHODS:
         raise ValueError(f"unknown calibrator method {method!r} in JSON")
     st = dict(payload["settings"])
-    recipe = Recipe(
-        bound=st["bound"], sampling=st["sampling"], pi=st.get("pi"), rule=st["rule"], candidates=st["candidates"]
-    )
+    recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
     cpac = method == "C-PAC"
     obj = calibrator(
         method, st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False),

@@ -67,7 +67,7 @@ def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_ri
 
     Examples
     --------
-    >>> check_range("label_rate", 1, closed_right=True)
+    >>> check_range("label_prob", 1, closed_right=True)
     1.0
     >>> check_range("alpha", 1.5)
     Traceback (most recent call last):

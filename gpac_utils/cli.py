@@ -40,7 +40,7 @@ from .recipe import RECIPES, VALID, Recipe, as_recipe
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
 SETTINGS_KEYS = (
-    "eps", "alpha", "bound", "sampling", "pi", "rule", "candidates", "loss_bound", "min_group_size", "seed",
+    "eps", "alpha", "bound", "sampling", "label_prob", "rule", "candidates", "loss_bound", "min_group_size", "seed",
 )  # fmt: skip
 
 
@@ -77,10 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--bound", choices=list(bounds.BOUNDS), default=None, help="override the recipe's bound")
     c.add_argument(
         "--sampling", choices=list(sampling.SCHEMES), default=None,
-        help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - pi "
+        help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - label-prob "
         "(use it only to mimic a partly labelled deployment); 'full' uses every label",
     )  # fmt: skip
-    c.add_argument("--pi", type=float, default=None, help="labelling probability for bernoulli / resample")
+    c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
     c.add_argument("--k", type=int, default=3, help="C-PAC: number of learned groups")
@@ -105,10 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
     p.add_argument("--recipe", default="valid", help="valid (default), valid-bernoulli or paper")
     p.add_argument("--bound", default=None, help="override the recipe's bound")
-    p.add_argument("--budget", type=float, default=None, help="total labels (default: pi = 0.5 of every row)")
+    p.add_argument("--budget", type=float, default=None, help="total labels (default: half of the rows)")
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
-    p.add_argument("--resamples", type=int, default=200)
+    p.add_argument("--n-resamples", type=int, default=200)
     p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
@@ -129,15 +129,18 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
 def _recipe(a) -> Recipe:
     base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
-    if sampling_ == "full" and a.pi is not None and a.pi != 1:
-        raise UsageError(f"--pi: sampling 'full' labels every item; pi applies to bernoulli/resample, got {a.pi}")
-    pi = None if sampling_ == "full" else next(p for p in (a.pi, base.pi, 0.5) if p is not None)
+    if sampling_ == "full" and a.label_prob not in (None, 1):
+        raise UsageError(
+            f"--label-prob: sampling 'full' labels every item (bernoulli/resample only), got {a.label_prob}"
+        )
+    base_prob = None if base.sampling == "full" else base.label_prob
+    label_prob = None if sampling_ == "full" else next(p for p in (a.label_prob, base_prob, 0.5) if p is not None)
     cand = base.candidates if a.candidates is None else a.candidates
     try:  # Recipe refuses a bad grid size, with the message
         cand = int(cand) if str(cand).isdigit() else cand
-        return Recipe(bound=a.bound or base.bound, sampling=sampling_, pi=pi, rule=a.rule or base.rule, candidates=cand)
+        return Recipe(a.bound or base.bound, sampling_, label_prob, a.rule or base.rule, cand)
     except ValueError as exc:
-        raise UsageError(f"--{exc}") from None
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
 
 
 def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
@@ -278,7 +281,7 @@ def _route(a) -> int:
 def _plan(a) -> int:
     try:
         eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
-        resamples = checks.check_int("resamples", a.resamples, 2)
+        n_resamples = checks.check_int("n_resamples", a.n_resamples, 2)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
@@ -310,7 +313,7 @@ def _plan(a) -> int:
     budget = sum(pool.values()) // 2 if budget is None else budget
     try:
         curves = prediction.predict(
-            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, resamples=resamples,
+            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, n_resamples=n_resamples,
             n_grid=grid or prediction.default_grid(max(pool.values())), cap=None if a.no_cap else pool,
             pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
         )  # fmt: skip

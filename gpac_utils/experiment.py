@@ -1,6 +1,6 @@
 r"""Repeated calibration/test splits: the engine behind every paper table.
 
-:func:`run_experiment` draws ``trials`` seeded random splits of a table at a calibration ratio,
+:func:`run_experiment` draws ``n_trials`` seeded random splits of a table at a calibration ratio,
 fits every method × score × recipe (:class:`~gpac_utils.recipe.Recipe`) on the calibration
 part and evaluates it on the test part, returning one tidy DataFrame (one row per trial ×
 method × score × recipe × group, plus ``group == "__all__"`` for the whole test set). All its
@@ -14,6 +14,9 @@ share of trials with a violation in the worst group.
 Evaluation groups are explicit (``ExperimentConfig.eval_groups``): the known ``group`` column,
 or (``"learned"``) the groups learned by C-PAC in that trial, used for PAC too so that both are
 judged on the same partition.
+
+Trial ``t`` splits the table with :func:`trial_split` and seeds each calibrator with
+:func:`calibrator_seed`; a notebook that redoes one trial by hand calls the same two functions.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import data as D
+from . import data
 from .calibrate import ALL, calibrator, method_class
 from .checks import check_int, check_range, check_risk
 from .metrics import error_gap, mcse
@@ -34,10 +37,66 @@ from .metrics import stp as _stp
 from .partition import ScorePartitioner
 from .recipe import VALID, as_recipe
 
-__all__ = ["KEYS", "ExperimentConfig", "run_experiment", "summarize", "group_violations", "default_stp_form"]
+__all__ = [
+    "KEYS", "ExperimentConfig", "trial_split", "calibrator_seed", "run_experiment", "summarize", "group_violations",
+    "default_stp_form",
+]  # fmt: skip
 
 #: The columns that identify one calibrated configuration in the results.
-KEYS = ["method", "score", "bound", "sampling", "pi", "rule"]
+KEYS = ["method", "score", "bound", "sampling", "label_prob", "rule"]
+
+
+def trial_split(n: int, cal_ratio: float, seed: int, trial: int) -> tuple[np.ndarray, np.ndarray]:
+    """The calibration and test positions of one trial of :func:`run_experiment`.
+
+    Parameters
+    ----------
+    n : int
+        Number of items (rows of the table).
+    cal_ratio : float
+        Share of the items that calibrate (``round(cal_ratio * n)`` of them).
+    seed : int
+        The experiment's seed (:attr:`ExperimentConfig.seed`).
+    trial : int
+        The trial number, from 0.
+
+    Returns
+    -------
+    calibration, test : numpy.ndarray of int
+        Row positions, in the order of the trial's seeded permutation.
+
+    Examples
+    --------
+    >>> cal, test = trial_split(10, 0.6, seed=0, trial=0)
+    >>> len(cal), len(test), sorted(cal.tolist() + test.tolist()) == list(range(10))
+    (6, 4, True)
+    """
+    perm = np.random.default_rng([seed, trial]).permutation(n)
+    n_cal = int(round(cal_ratio * n))
+    return perm[:n_cal], perm[n_cal:]
+
+
+def calibrator_seed(seed: int, trial: int, score_index: int = 0, recipe_index: int = 0, method_index: int = 0) -> int:
+    """The seed :func:`run_experiment` gives one calibrator of one trial.
+
+    Parameters
+    ----------
+    seed, trial : int
+        The experiment's seed and the trial number.
+    score_index, recipe_index, method_index : int, default 0
+        Positions of the score, recipe and method in :class:`ExperimentConfig`'s
+        ``scores``, ``recipes`` and ``methods``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> calibrator_seed(0, 0) == calibrator_seed(0, 0, 0, 0, 0) != calibrator_seed(0, 0, method_index=1)
+    True
+    """
+    return int(np.random.SeedSequence([seed, trial, score_index, recipe_index, method_index]).generate_state(1)[0])
 
 
 def default_stp_form(score: str) -> str:
@@ -73,7 +132,7 @@ class ExperimentConfig:
         Calibration recipes; every method is fitted with each of them.
     scores : sequence of str, optional
         Score columns (default: every ``score_*`` column).
-    trials : int, default 100
+    n_trials : int, default 100
         Number of random splits.
     cal_ratio : float, default 0.6
         Share of the table used for calibration in each split.
@@ -100,7 +159,7 @@ class ExperimentConfig:
     methods: tuple = ("PAC", "G-PAC")
     recipes: tuple = (VALID,)
     scores: tuple | None = None
-    trials: int = 100
+    n_trials: int = 100
     cal_ratio: float = 0.6
     partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
     mode: str = "split"
@@ -119,7 +178,7 @@ class ExperimentConfig:
         if not self.recipes:
             raise ValueError("recipes: give at least one calibration recipe")
         check_risk(self.eps, self.alpha, self.loss_bound)
-        check_int("trials", self.trials, 1)
+        check_int("n_trials", self.n_trials, 1)
         check_int("min_group_size", self.min_group_size, 1)
         check_range("cal_ratio", self.cal_ratio)
         if self.eval_groups not in ("known", "learned"):
@@ -133,7 +192,7 @@ class ExperimentConfig:
 
 
 def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool = False) -> pd.DataFrame:
-    """Run ``cfg.trials`` random splits; see the module docstring for the output layout.
+    """Run ``cfg.n_trials`` random splits; see the module docstring for the output layout.
 
     Parameters
     ----------
@@ -150,36 +209,32 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
         One row per trial x method x score x recipe x group (``group == "__all__"``: the whole
         test set), with ``error``, ``routed_share``, ``pop_risk``, ``threshold`` and ``stp``.
     """
-    scores = list(cfg.scores) if cfg.scores is not None else D.score_columns(table)
-    table = D.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
+    scores = list(cfg.scores) if cfg.scores is not None else data.score_columns(table)
+    table = data.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
     needs_known = cfg.eval_groups == "known" or "G-PAC" in cfg.methods
-    if needs_known and D.GROUP not in table.columns:
+    if needs_known and data.GROUP not in table.columns:
         why = "eval_groups='known'" if cfg.eval_groups == "known" else "method 'G-PAC'"
         raise ValueError(f"{why} needs a 'group' column; the table has none (use C-PAC with eval_groups='learned')")
-    n = len(table)
-    n_cal = int(round(cfg.cal_ratio * n))
-    loss = table[D.LOSS].to_numpy(float)
-    known = table[D.GROUP].to_numpy(str) if D.GROUP in table.columns else None
-    has_tokens = all(c in table.columns for c in D.TOKENS)
-    lt = table[D.THINK_TOKENS].to_numpy(float) if has_tokens else None
-    ln = table[D.NOTHINK_TOKENS].to_numpy(float) if has_tokens else None
+    losses = table[data.LOSS].to_numpy(float)
+    known = table[data.GROUP].to_numpy(str) if data.GROUP in table.columns else None
+    has_tokens = all(c in table.columns for c in data.TOKENS)
+    tokens = [table[c].to_numpy(float) for c in (data.THINK_TOKENS, data.NOTHINK_TOKENS)] if has_tokens else None
 
     rows = []
-    for trial in tqdm(range(cfg.trials), desc="trials", leave=False, disable=not progress):
-        perm = np.random.default_rng([cfg.seed, trial]).permutation(n)
-        cal, test = perm[:n_cal], perm[n_cal:]
+    for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):
+        cal, test = trial_split(len(table), cfg.cal_ratio, cfg.seed, trial)
         for si, score in enumerate(scores):
             u = table[score].to_numpy(float)
             form = default_stp_form(score)
             for vi, recipe in enumerate(cfg.recipes):
                 fitted = {}
                 for mi, m in enumerate(cfg.methods):
-                    cseed = int(np.random.SeedSequence([cfg.seed, trial, si, vi, mi]).generate_state(1)[0])
+                    cseed = calibrator_seed(cfg.seed, trial, si, vi, mi)
                     obj = calibrator(
                         m, cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, partitioner=cfg.partitioner,
                         mode=cfg.mode, loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=cseed,
                     )  # fmt: skip
-                    obj.fit(u[cal], loss[cal], known[cal] if m == "G-PAC" else None)
+                    obj.fit(u[cal], losses[cal], known[cal] if m == "G-PAC" else None)
                     fitted[m] = obj
                 if cfg.eval_groups == "known":
                     labels = known
@@ -190,15 +245,15 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if m == "G-PAC" else None)
                     routed = u <= thr
-                    rows.extend(_rows(trial, obj.name, score, recipe, test, routed, loss, labels, thr, lt, ln, form))
+                    rows.extend(_rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln, form):
+def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, tokens, form):
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:
-        in_g = np.ones(len(loss), bool) if g == ALL else labels == g
+        in_g = np.ones(len(losses), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
         row = {
@@ -207,15 +262,15 @@ def _rows(trial, method, score, recipe, test, routed, loss, labels, thr, lt, ln,
             "score": score,
             "bound": recipe.bound,
             "sampling": recipe.sampling,
-            "pi": recipe.label_rate,
+            "label_prob": recipe.label_prob,
             "rule": recipe.rule,
             "group": g,
             "n_test": len(t),
-            "error": float(np.mean(loss[t] * r)) if len(t) else np.nan,
+            "error": float(np.mean(losses[t] * r)) if len(t) else np.nan,
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
-            "pop_risk": float(np.mean(loss[in_g] * routed[in_g])),
+            "pop_risk": float(np.mean(losses[in_g] * routed[in_g])),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
-            "stp": _stp(r, lt[t], ln[t], form) if lt is not None and len(t) else np.nan,
+            "stp": _stp(r, tokens[0][t], tokens[1][t], form) if tokens is not None and len(t) else np.nan,
         }
         out.append(row)
     return out

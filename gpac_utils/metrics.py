@@ -22,20 +22,20 @@ import pandas as pd
 STP_FORMS = ("cascade", "router")
 
 
-def error(route, loss) -> float:
+def error(route, losses) -> float:
     """Empirical risk of the routed test set.
 
     Parameters
     ----------
     route : array_like of bool
         True where an item is routed to the non-thinking model.
-    loss : array_like of float
+    losses : array_like of float
         The loss of each item (same length).
 
     Returns
     -------
     float
-        ``mean(loss * route)`` over *all* items (not only the routed ones); NaN for no items.
+        ``mean(losses * route)`` over *all* items (not only the routed ones); NaN for no items.
 
     Examples
     --------
@@ -43,18 +43,18 @@ def error(route, loss) -> float:
     0.25
     """
     r = np.asarray(route, dtype=bool)
-    l = np.asarray(loss, dtype=float)
-    return float(np.mean(l * r)) if r.size else float("nan")
+    losses = np.asarray(losses, dtype=float)
+    return float(np.mean(losses * r)) if r.size else float("nan")
 
 
-def group_errors(route, loss, groups) -> dict[str, float]:
+def group_errors(route, losses, groups) -> dict[str, float]:
     """Per-group empirical risk ``E_j``.
 
     Parameters
     ----------
     route : array_like of bool
         True where an item is routed to the non-thinking model.
-    loss : array_like of float
+    losses : array_like of float
         The loss of each item.
     groups : array_like
         The group label of each item (compared as strings).
@@ -70,9 +70,9 @@ def group_errors(route, loss, groups) -> dict[str, float]:
     {'a': 0.5, 'b': 0.5}
     """
     r = np.asarray(route, dtype=bool)
-    l = np.asarray(loss, dtype=float)
+    losses = np.asarray(losses, dtype=float)
     g = np.asarray(groups).astype(str)
-    return {k: error(r[g == k], l[g == k]) for k in sorted(set(g.tolist()))}
+    return {k: error(r[g == k], losses[g == k]) for k in sorted(set(g.tolist()))}
 
 
 def routed_share(route) -> float:
@@ -104,8 +104,8 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     nothink_tokens : array_like of float
         Tokens the non-thinking model generates for each item.
     form : {"cascade", "router"}, default "cascade"
-        ``"cascade"``: the non-thinking answer is always generated (cost ``ln + (1 - r) lt``);
-        ``"router"``: only when routed there (cost ``r ln + (1 - r) lt``). See
+        ``"cascade"``: the non-thinking answer is always generated (cost ``nothink + (1 - r) think`` in tokens);
+        ``"router"``: only when routed there (cost ``r nothink + (1 - r) think``). See
         :func:`gpac_utils.experiment.default_stp_form`.
 
     Returns
@@ -130,13 +130,15 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     if form not in STP_FORMS:
         raise ValueError(f"unknown STP form {form!r}; choose one of {STP_FORMS}")
     r = np.asarray(route, dtype=bool)
-    lt = np.asarray(think_tokens, dtype=float)
-    ln = np.asarray(nothink_tokens, dtype=float)
-    bad = ~(lt > 0)
+    think = np.asarray(think_tokens, dtype=float)
+    nothink = np.asarray(nothink_tokens, dtype=float)
+    bad = ~(think > 0)
     if bad.any():
         raise ValueError(f"think_tokens must be > 0 for STP; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-    cost = (ln if form == "cascade" else r * ln) + (~r) * lt  # the non-thinking answer, then the thinking one
-    return float(np.mean(1.0 - cost / lt))
+    cost = (nothink if form == "cascade" else r * nothink) + (
+        ~r
+    ) * think  # the non-thinking answer, then the thinking one
+    return float(np.mean(1.0 - cost / think))
 
 
 def error_gap(mean_group_errors: Mapping[str, float], eps: float) -> float:
@@ -185,23 +187,23 @@ def violation_rate(group_risks, eps: float) -> np.ndarray:
     return np.mean(r > eps, axis=0)
 
 
-def mcse(rate, trials):
-    """Monte Carlo standard error of a proportion estimated from ``trials`` repetitions.
+def mcse(rate, n_trials):
+    """Monte Carlo standard error of a proportion estimated from ``n_trials`` repetitions.
 
     Parameters
     ----------
     rate : float or array_like
         Estimated proportion(s).
-    trials : int or array_like
+    n_trials : int or array_like
         Number of repetitions behind each rate (broadcast against ``rate``).
 
     Returns
     -------
     numpy.ndarray or float
-        ``sqrt(rate (1 - rate) / trials)``.
+        ``sqrt(rate (1 - rate) / n_trials)``.
     """
     rate = np.asarray(rate, dtype=float)
-    return np.sqrt(rate * (1 - rate) / np.asarray(trials, dtype=float))
+    return np.sqrt(rate * (1 - rate) / np.asarray(n_trials, dtype=float))
 
 
 def _check_confidence(confidence, correct) -> tuple[np.ndarray, np.ndarray]:

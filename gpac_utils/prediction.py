@@ -8,8 +8,8 @@ traffic the calibrated router will send to the cheap model.
 
 This module predicts it from a small labelled **pilot** and the (free) unlabelled scores:
 
-1. :func:`predict`: for each group and each ``n`` of a grid, draw ``R`` synthetic calibration
-   sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``R`` at
+1. :func:`predict`: for each group and each ``n`` of a grid, draw ``n_resamples`` synthetic calibration
+   sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``n_resamples`` at
    once with the library's batched :func:`~gpac_utils.calibrate.threshold` (exactly as
    :class:`~gpac_utils.calibrate.GPAC` does), and read each threshold's routed share off the
    group's unlabelled scores. The result, :class:`PlanCurves`, holds the distribution of the
@@ -40,9 +40,9 @@ It is an *estimate*, not a guarantee. The pilot stands in for the unknown popula
   the loss is taken as unrelated to the score.
 
 Labels vs items. With ``recipe.sampling == "full"`` ``n`` labels are ``n`` calibration items.
-With ``"bernoulli"`` / ``"resample"`` and a rate ``pi``, ``n`` *expected* labels come from
-``ceil(n / pi)`` calibration items, unless ``pool`` fixes the items available per group, in
-which case the rate is ``n / pool_j`` (planning over the labelling rate ``pi_j``).
+With ``"bernoulli"`` / ``"resample"`` and a labelling probability ``label_prob``, ``n`` *expected*
+labels come from ``ceil(n / label_prob)`` calibration items, unless ``pool`` fixes the items available per group, in
+which case the rate is ``n / pool_j`` (planning over the per-group labelling probability).
 
 Examples
 --------
@@ -54,7 +54,7 @@ Examples
 >>> loss = (rng.uniform(size=4000) < np.where(g == "easy", 0.05, 0.4) * u).astype(float)
 >>> pilot = rng.choice(4000, 600, replace=False)
 >>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], eps=0.05, alpha=0.05,
-...                             n_grid=[100, 400, 1000], resamples=50, seed=0)
+...                             n_grid=[100, 400, 1000], n_resamples=50, seed=0)
 >>> curves.summary().columns.tolist()[:4]
 ['group', 'n_labels', 'n_items', 'routed_share_mean']
 >>> alloc = allocation.allocate(curves, budget=1100)
@@ -109,14 +109,15 @@ def default_grid(max_labels: int, size: int = 16, min_labels: int = 10) -> np.nd
 
 
 def _weighted_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Per row ``r`` of ``weights`` (R, m), ``size`` indices drawn with probabilities ``weights[r]``."""
-    R, m = weights.shape
+    """Per row ``r`` of ``weights`` (n_resamples, m), ``size`` indices drawn with probabilities ``weights[r]``."""
+    n_resamples, m = weights.shape
     cw = np.cumsum(weights, axis=1)
     cw /= cw[:, -1:]
-    offs = np.arange(R, dtype=float)[:, None]
+    offs = np.arange(n_resamples, dtype=float)[:, None]
     flat = (cw + offs).ravel()
-    u = rng.random((R, size)) + offs
-    idx = np.searchsorted(flat, u.ravel(), side="right").reshape(R, size) - (np.arange(R) * m)[:, None]
+    u = rng.random((n_resamples, size)) + offs
+    starts = (np.arange(n_resamples) * m)[:, None]
+    idx = np.searchsorted(flat, u.ravel(), side="right").reshape(n_resamples, size) - starts
     return np.clip(idx, 0, m - 1)
 
 
@@ -126,7 +127,7 @@ def _items_for(n_labels: int, recipe: Recipe, pool: int | None) -> tuple[int, fl
         return int(n_labels), None
     if pool is not None:
         return int(pool), min(1.0, n_labels / pool)
-    return int(math.ceil(n_labels / recipe.label_rate - 1e-9)), None
+    return int(math.ceil(n_labels / recipe.label_prob - 1e-9)), None
 
 
 @dataclass
@@ -139,7 +140,7 @@ class PlanCurves:
         Group names, sorted.
     n_grid : numpy.ndarray, shape (K,)
         Label counts (``0`` is implied: no labels, nothing routed).
-    routed_shares : numpy.ndarray, shape (G, K, R)
+    routed_shares : numpy.ndarray, shape (G, K, n_resamples)
         Routed share of the group's traffic for each resample; ``nan`` where ``n`` exceeds the
         group's ``cap``.
     traffic : numpy.ndarray, shape (G,)
@@ -153,7 +154,7 @@ class PlanCurves:
     pilot_models : dict of str to str
         The pilot model used per group (``bootstrap`` / ``smoothed``).
     settings : dict
-        eps, alpha, recipe, resamples, seed, ...
+        eps, alpha, recipe, n_resamples, seed, ...
     """
 
     groups: list
@@ -222,23 +223,23 @@ class PlanCurves:
         )
 
 
-def _draw_bootstrap(ps, pl, n_items, R, rng, bayes):
+def _draw_bootstrap(ps, pl, n_items, n_resamples, rng, bayes):
     m = ps.size
     if bayes:
-        idx = _weighted_choice(rng.dirichlet(np.ones(m), size=R), n_items, rng)
+        idx = _weighted_choice(rng.dirichlet(np.ones(m), size=n_resamples), n_items, rng)
     else:
-        idx = rng.integers(0, m, size=(R, n_items))
+        idx = rng.integers(0, m, size=(n_resamples, n_items))
     return ps[idx], pl[idx]
 
 
-def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, R, rng, bayes, shrinkage):
+def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, bayes, shrinkage):
     """Scores from the group's unlabelled scores; losses from the same score bin of the pilot."""
-    s = unl[rng.integers(0, unl.size, size=(R, n_items))]
+    s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
     M = ps.size
-    w = rng.dirichlet(np.ones(M), size=R) if bayes else np.ones((R, M))
-    loss = np.zeros((R, n_items))
+    w = rng.dirichlet(np.ones(M), size=n_resamples) if bayes else np.ones((n_resamples, M))
+    loss = np.zeros((n_resamples, n_items))
     for bin_ in np.unique(b):
         mask = b == bin_
         pooled = np.flatnonzero(pb == bin_)
@@ -250,14 +251,14 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, R, rng, bayes, shrinka
         if own.size and math.isfinite(shrinkage):
             lam = own.size / (own.size + shrinkage)
             own_draw = pl[own][_weighted_choice(w[:, own], n_items, rng)]
-            draw = np.where(rng.random((R, n_items)) < lam, own_draw, draw)
+            draw = np.where(rng.random((n_resamples, n_items)) < lam, own_draw, draw)
         loss[mask] = draw[mask]
     return s, loss
 
 
 def predict(
-    scores, groups, pilot_scores, pilot_loss, pilot_groups=None, *, eps: float, alpha: float = 0.05,
-    recipe: Recipe | str = VALID, n_grid=None, resamples: int = 200, pilot_model: str = "auto",
+    scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, eps: float, alpha: float = 0.05,
+    recipe: Recipe | str = VALID, n_grid=None, n_resamples: int = 200, pilot_model: str = "auto",
     pilot_uncertainty: bool = True, traffic=None, cap=None, pool=None, min_pilot: int = 30, bins: int = 5,
     shrinkage: float = 20.0, loss_bound: float = 1.0, seed: int = 0,
 ) -> PlanCurves:  # fmt: skip
@@ -269,7 +270,7 @@ def predict(
         Unlabelled scores in ``[0, 1]`` of the traffic (free to collect).
     groups : array_like, shape (N,)
         Group of each unlabelled item.
-    pilot_scores, pilot_loss : array_like, shape (M,)
+    pilot_scores, pilot_losses : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
         Group of each pilot item; ``None``: a pooled pilot (``pilot_model`` becomes ``smoothed`` and
@@ -282,7 +283,7 @@ def predict(
         How each group is calibrated (as in :class:`~gpac_utils.calibrate.GPAC`).
     n_grid : array_like of int, optional
         Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
-    resamples : int, default 200
+    n_resamples : int, default 200
         Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
     pilot_model : {"auto", "bootstrap", "smoothed"}, default "auto"
         Pilot model (see the module docstring); ``auto``: ``bootstrap`` for groups with at
@@ -295,7 +296,7 @@ def predict(
         Most labels per group (e.g. the items available to label); default no cap.
     pool : dict, int or array_like, optional
         Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
-        ``n`` labels mean the rate ``pi_j = n / pool_j`` on ``pool_j`` items.
+        ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
     min_pilot : int, default 30
         Smallest per-group pilot for ``bootstrap`` under ``auto``.
     bins : int, default 5
@@ -318,7 +319,7 @@ def predict(
     >>> u = rng.uniform(size=1000)
     >>> loss = (rng.uniform(size=1000) < 0.05 * u).astype(float)
     >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), eps=0.05,
-    ...             n_grid=[20, 200], resamples=40)
+    ...             n_grid=[20, 200], n_resamples=40)
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
@@ -326,13 +327,13 @@ def predict(
     recipe = as_recipe(recipe)
     if pilot_model not in PILOT_MODELS:
         raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")
-    resamples = check_int("resamples", resamples, 2)
+    n_resamples = check_int("n_resamples", n_resamples, 2)
     s = check_array("scores", scores, 0.0, 1.0)
     g = check_labels("groups", groups, s.size)
     ps = check_array("pilot_scores", pilot_scores, 0.0, 1.0)
-    pl = check_array("pilot_loss", pilot_loss, 0.0, float(loss_bound))
+    pl = check_array("pilot_losses", pilot_losses, 0.0, float(loss_bound))
     if pl.size != ps.size:
-        raise ValueError(f"pilot_loss: need one loss per pilot score ({ps.size}), got {pl.size}")
+        raise ValueError(f"pilot_losses: need one loss per pilot score ({ps.size}), got {pl.size}")
     if ps.size == 0:
         raise ValueError("pilot_scores: the pilot is empty; label a few items first")
     pooled = pilot_groups is None
@@ -372,7 +373,7 @@ def predict(
 
     edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))  # inner pilot-score bins
     G, K = len(names), grid.size
-    routed_shares = np.full((G, K, resamples), np.nan)
+    routed_shares = np.full((G, K, n_resamples), np.nan)
     n_items = np.zeros((G, K), dtype=int)
     pilot_models, pilot_sizes = {}, {}
     for j, name in enumerate(names):
@@ -398,15 +399,16 @@ def predict(
             m_items, rate = _items_for(int(n), recipe, pj)
             n_items[j, k] = m_items
             if use == "bootstrap":
-                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, resamples, grs, pilot_uncertainty)
+                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, pilot_uncertainty)
             else:
                 cs, cl = _draw_smoothed(
-                    unl, ps, pl, in_group, edges, m_items, resamples, grs, pilot_uncertainty, shrink
+                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, pilot_uncertainty, shrink
                 )
-            t = threshold(cl, cs, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, pi=rate)
+            t = threshold(cs, cl, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     settings = {
-        "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()}, "resamples": resamples,
+        "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
+        "n_resamples": n_resamples,
         "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
         "loss_bound": float(loss_bound),
     }  # fmt: skip

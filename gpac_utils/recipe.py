@@ -5,7 +5,7 @@ whether the guarantee holds:
 
 * ``bound``: the upper confidence bound on :math:`R(u)=E[\ell\,1\{U\le u\}]`
   (:mod:`gpac_utils.bounds`);
-* ``sampling`` and ``pi``: which calibration items get an expert label
+* ``sampling`` and ``label_prob`` (the paper's :math:`\pi`): which calibration items get an expert label
   (:mod:`gpac_utils.sampling`);
 * ``rule``: how the threshold is read off the bound curve (:mod:`gpac_utils.selection`);
 * ``candidates``: the thresholds the bound is evaluated at.
@@ -21,7 +21,7 @@ Two named recipes cover the two uses of this compendium:
     undercovers (see notebook ``13_validity_audit``); ask for it by name.
 
 ``"valid-bernoulli"`` (:data:`VALID_BERNOULLI`) is the valid recipe when only a random share
-``pi`` of the calibration items is labelled, as in the paper's tables.
+``label_prob`` of the calibration items is labelled, as in the paper's tables.
 """
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ class Recipe:
         Upper confidence bound, a key of :data:`gpac_utils.bounds.BOUNDS`.
     sampling : str
         Label sampling scheme: ``"full"`` (every item labelled), ``"bernoulli"`` (each item
-        labelled once with probability ``pi``) or ``"resample"`` (the paper's draws with
+        labelled once with probability ``label_prob``) or ``"resample"`` (the paper's draws with
         replacement).
-    pi : float or None
-        Labelling probability, in ``(0, 1]``; only for ``"bernoulli"`` and ``"resample"``
-        (``None`` with ``"full"``).
+    label_prob : float or None
+        Labelling probability (the paper's pi), in ``(0, 1]``; needed by
+        ``"bernoulli"`` and ``"resample"``. ``"full"`` labels every item: ``None`` or 1, stored
+        as 1.0.
     rule : str
         Threshold selection rule: ``"first-crossing"`` (valid) or ``"max"`` (the paper's).
     candidates : str or int
@@ -82,7 +83,7 @@ class Recipe:
 
     bound: str = "hoeffding_bentkus"
     sampling: str = "full"
-    pi: float | None = None
+    label_prob: float | None = None
     rule: str = "first-crossing"
     candidates: str | int = "auto"
 
@@ -94,12 +95,16 @@ class Recipe:
         if self.rule not in _selection.RULES:
             raise ValueError(f"rule: unknown {self.rule!r}; choose one of {list(_selection.RULES)}")
         if self.sampling == "full":
-            if self.pi not in (None, 1, 1.0):
-                raise ValueError(f"pi: sampling='full' labels every item, so pi must be None; got {self.pi}")
+            if self.label_prob not in (None, 1, 1.0):
+                got = self.label_prob
+                raise ValueError(
+                    f"label_prob: sampling='full' labels every item, so label_prob must be None or 1; got {got}"
+                )
+            object.__setattr__(self, "label_prob", 1.0)
         else:
-            if self.pi is None:
-                raise ValueError(f"pi: sampling={self.sampling!r} needs a labelling probability pi in (0, 1]")
-            object.__setattr__(self, "pi", check_range("pi", self.pi, closed_right=True))
+            if self.label_prob is None:
+                raise ValueError(f"label_prob: sampling={self.sampling!r} needs a labelling probability in (0, 1]")
+            object.__setattr__(self, "label_prob", check_range("label_prob", self.label_prob, closed_right=True))
         c = self.candidates
         if c not in ("auto", "all") and (isinstance(c, bool | str) or not isinstance(c, int) or c < 1):
             raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
@@ -108,11 +113,6 @@ class Recipe:
     def is_valid(self) -> bool:
         """True for a finite-sample valid recipe (valid bound, no resampling, first-crossing)."""
         return _bounds.BOUNDS[self.bound] == "valid" and self.sampling != "resample" and self.rule == "first-crossing"
-
-    @property
-    def label_rate(self) -> float:
-        """The probability that a calibration item is labelled (1 for ``full``)."""
-        return 1.0 if self.pi is None else float(self.pi)
 
     def replace(self, **changes) -> Recipe:
         """A copy with some fields changed (validated again)."""
@@ -125,10 +125,10 @@ class Recipe:
 
 #: The library's default: finite-sample valid, every calibration item labelled.
 VALID = Recipe()
-#: Valid with a random share ``pi`` of the items labelled (the valid rows of the paper tables).
-VALID_BERNOULLI = Recipe(sampling="bernoulli", pi=0.5)
+#: Valid with a random share ``label_prob`` of the items labelled (the valid rows of the paper tables).
+VALID_BERNOULLI = Recipe(sampling="bernoulli", label_prob=0.5)
 #: The paper's literal setting (reproduction only: it undercovers).
-PAPER = Recipe(bound="clt", sampling="resample", pi=0.5, rule="max")
+PAPER = Recipe(bound="clt", sampling="resample", label_prob=0.5, rule="max")
 RECIPES: dict[str, Recipe] = {"valid": VALID, "valid-bernoulli": VALID_BERNOULLI, "paper": PAPER}
 
 

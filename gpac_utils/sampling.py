@@ -1,10 +1,11 @@
 r"""Expert-label sampling schemes: which calibration items get a thinking-model label.
 
 Each scheme turns per-item losses into terms ``Z`` whose mean (given a threshold) estimates
-the thresholded risk, and reports their range ``R = B / pi_min`` for the bounds.
+the thresholded risk, and reports their range ``term_range = loss_bound / min(label_prob)`` (the paper's
+:math:`B/\pi_{\min}`) for the bounds. ``label_prob`` is the per-item labelling probability (the paper's :math:`\pi_i`).
 
 ``resample`` (paper Algorithm 1)
-    ``m = ceil(n / mean(pi))`` indices drawn uniformly *with replacement*; per draw
+    ``m = ceil(n / mean(label_prob))`` indices drawn uniformly *with replacement*; per draw
     ``xi ~ Bern(pi_i)`` and ``Z = xi * loss / pi_i``. Given the calibration set the terms are
     i.i.d. with mean equal to the *empirical* calibration risk, so a bound on their mean ignores
     the sampling variability of the calibration set itself: not valid for the population risk.
@@ -13,7 +14,7 @@ the thresholded risk, and reports their range ``R = B / pi_min`` for the bounds.
     ``Z_i = xi_i * loss_i / pi_i``. For i.i.d. calibration items these are i.i.d. with mean
     ``R(u)`` — the scheme under which the *valid* bounds are valid.
 ``full``
-    every item labelled (``pi = 1``): ``Z_i = loss_i``.
+    every item labelled (``label_prob = 1``): ``Z_i = loss_i``.
 
 Terms are returned in uniformly random order by default (sequential bounds such as ``wsr``
 need an exchangeable order even when the input table is sorted).
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SCHEMES = ("resample", "bernoulli", "full")
+#: The most terms the ``resample`` scheme draws per calibration (``n / mean(label_prob)``).
+MAX_RESAMPLE_TERMS = 10**8
 
 
 @dataclass(frozen=True)
@@ -36,30 +39,30 @@ class Draw:
     Attributes
     ----------
     z : numpy.ndarray, shape (..., m)
-        The terms ``Z``, in ``[0, value_range]``; their mean estimates the thresholded risk.
+        The terms ``Z``, in ``[0, term_range]``; their mean estimates the thresholded risk.
     scores : numpy.ndarray, shape (..., m)
         The score of each term's item.
-    value_range : float or numpy.ndarray
-        The range ``R = loss_bound / pi_min`` of the terms, per calibration (a float for a single
-        calibration, else the shape of the batch dimensions).
+    term_range : float or numpy.ndarray
+        The range ``loss_bound / min(label_prob)`` of the terms, per calibration (a float for a
+        single calibration, else the shape of the batch dimensions).
     n_queried : int or numpy.ndarray, shape (...)
         The number of expert labels used, per calibration.
     """
 
-    z: np.ndarray  # (..., m) terms in [0, value_range]
+    z: np.ndarray  # (..., m) terms in [0, term_range]
     scores: np.ndarray  # (..., m) the score of each term's item
-    value_range: float | np.ndarray  # R = loss_bound / pi_min, per calibration (shape of the batch)
+    term_range: float | np.ndarray  # loss_bound / min(label_prob), per calibration (shape of the batch)
     n_queried: np.ndarray  # (...) number of expert labels used
 
 
-def _check_pi(pi, shape):
-    p = np.broadcast_to(np.asarray(pi, dtype=float), shape)
-    if not np.all(np.isfinite(p)) or p.min() <= 0 or p.max() > 1:
-        raise ValueError(f"sampling weights pi must lie in (0, 1]; got min {p.min()}, max {p.max()}")
-    return p
+def _check_label_prob(label_prob, shape):
+    probs = np.broadcast_to(np.asarray(label_prob, dtype=float), shape)
+    if not np.all(np.isfinite(probs)) or probs.min() <= 0 or probs.max() > 1:
+        raise ValueError(f"label_prob: must lie in (0, 1]; got min {probs.min()}, max {probs.max()}")
+    return probs
 
 
-def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, shuffle: bool = True) -> Draw:
+def draw(scores, losses, scheme: str, label_prob=0.5, rng=None, loss_bound: float = 1.0, shuffle: bool = True) -> Draw:
     """Draw the terms ``Z`` for one or many calibrations (batch dims lead, items last).
 
     ``shuffle=False`` keeps the input order for ``bernoulli`` / ``full`` (enough for bounds that
@@ -67,19 +70,20 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, s
 
     Parameters
     ----------
-    loss : array_like, shape (..., n)
-        Calibration losses, in ``[0, loss_bound]``.
     scores : array_like, shape (..., n)
-        The scores of the same items.
+        Calibration scores.
+    losses : array_like, shape (..., n)
+        The losses of the same items, in ``[0, loss_bound]``.
     scheme : {"resample", "bernoulli", "full"}
         The sampling scheme (see the module description).
-    pi : float or array_like, default 0.5
-        Labelling probability of each item, in ``(0, 1]``, broadcast against ``loss``; ignored by
-        ``"full"``. ``"resample"`` needs the same ``mean(pi)`` for every calibration of a batch.
+    label_prob : float or array_like, default 0.5
+        Labelling probability of each item, in ``(0, 1]``, broadcast against ``losses``; ignored
+        by ``"full"``. ``"resample"`` needs the same ``mean(label_prob)`` for every calibration
+        of a batch.
     rng : None, int or numpy.random.Generator, optional
         Seed or generator (passed to :func:`numpy.random.default_rng`).
     loss_bound : float, default 1.0
-        The loss bound ``B``.
+        The upper end of the loss range (the paper's ``B``).
     shuffle : bool, default True
         Return the ``bernoulli`` / ``full`` terms in uniformly random order (``resample`` draws are
         in random order anyway).
@@ -88,67 +92,74 @@ def draw(loss, scores, scheme: str, pi=0.5, rng=None, loss_bound: float = 1.0, s
     -------
     Draw
         The terms, their items' scores, their range and the number of labels used. ``resample``
-        gives ``m = ceil(n / mean(pi))`` terms per calibration, the other schemes ``n``.
+        gives ``m = ceil(n / mean(label_prob))`` terms per calibration, the other schemes ``n``.
 
     Raises
     ------
     ValueError
-        For an unknown scheme, empty or mismatched ``loss`` / ``scores``, a loss outside
-        ``[0, loss_bound]``, a ``pi`` outside ``(0, 1]``, or unequal ``mean(pi)`` in a
-        ``resample`` batch.
+        For an unknown scheme, empty or mismatched ``scores`` / ``losses``, a loss outside
+        ``[0, loss_bound]``, a ``label_prob`` outside ``(0, 1]``, or unequal
+        ``mean(label_prob)`` in a ``resample`` batch.
 
     Examples
     --------
     >>> import numpy as np
     >>> from gpac_utils.sampling import draw
-    >>> d = draw([0.0, 1.0, 0.0, 1.0], [0.1, 0.4, 0.2, 0.9], "full", shuffle=False)
-    >>> d.z.tolist(), d.value_range, int(d.n_queried)
+    >>> d = draw([0.1, 0.4, 0.2, 0.9], [0.0, 1.0, 0.0, 1.0], "full", shuffle=False)
+    >>> d.z.tolist(), d.term_range, int(d.n_queried)
     ([0.0, 1.0, 0.0, 1.0], 1.0, 4)
-    >>> d = draw([0.0, 1.0, 0.0, 1.0], [0.1, 0.4, 0.2, 0.9], "bernoulli", pi=0.5, rng=0)
-    >>> d.value_range  # loss_bound / min(pi)
+    >>> d = draw([0.1, 0.4, 0.2, 0.9], [0.0, 1.0, 0.0, 1.0], "bernoulli", label_prob=0.5, rng=0)
+    >>> d.term_range  # loss_bound / min(label_prob)
     2.0
-    >>> set(d.z.tolist()) <= {0.0, 2.0}  # an unlabelled item gives 0, a labelled one loss / pi
+    >>> set(d.z.tolist()) <= {0.0, 2.0}  # an unlabelled item gives 0, a labelled one loss / label_prob
     True
-    >>> draw(np.zeros((3, 10)), np.zeros((3, 10)), "resample", pi=0.5, rng=1).z.shape  # 3 calibrations
+    >>> draw(np.zeros((3, 10)), np.zeros((3, 10)), "resample", label_prob=0.5, rng=1).z.shape  # 3 calibrations
     (3, 20)
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown sampling scheme {scheme!r}; choose one of {SCHEMES}")
     rng = np.random.default_rng(rng)
-    loss = np.asarray(loss, dtype=float)
+    losses = np.asarray(losses, dtype=float)
     scores = np.asarray(scores, dtype=float)
-    if loss.shape != scores.shape or loss.ndim == 0 or loss.shape[-1] == 0:
-        raise ValueError(f"loss and scores must share a non-empty shape, got {loss.shape}, {scores.shape}")
-    if loss.min() < 0 or loss.max() > loss_bound:
+    if losses.shape != scores.shape or losses.ndim == 0 or losses.shape[-1] == 0:
+        raise ValueError(f"scores and losses must share a non-empty shape, got {scores.shape}, {losses.shape}")
+    if losses.min() < 0 or losses.max() > loss_bound:
         raise ValueError(f"losses must lie in [0, loss_bound={loss_bound}]")
-    n = loss.shape[-1]
-    p = np.ones_like(loss) if scheme == "full" else _check_pi(pi, loss.shape)
+    n = losses.shape[-1]
+    probs = np.ones_like(losses) if scheme == "full" else _check_label_prob(label_prob, losses.shape)
     # The range of the terms is per calibration (per batch row): one calibration's labelling
     # probabilities never widen another's bound.
-    value_range = loss_bound / p.min(axis=-1)
-    if value_range.ndim == 0:
-        value_range = float(value_range)
+    term_range = loss_bound / probs.min(axis=-1)
+    if term_range.ndim == 0:
+        term_range = float(term_range)
     if scheme == "resample":
-        means = p.mean(axis=-1)
+        means = probs.mean(axis=-1)
         if np.ndim(means) and not np.all(means == means.flat[0]):
             raise ValueError(
-                "pi: the resample scheme draws n / mean(pi) terms, so mean(pi) must be equal across a batch"
+                "label_prob: the resample scheme draws n / mean(label_prob) terms, so mean(label_prob) must be "
+                "equal across a batch"
             )
-        m = int(math.ceil(n / float(np.mean(means)) - 1e-9))
-        idx = rng.integers(0, n, size=loss.shape[:-1] + (m,))
-        l = np.take_along_axis(loss, idx, axis=-1)
-        u = np.take_along_axis(scores, idx, axis=-1)
-        pp = np.take_along_axis(p, idx, axis=-1)
-        xi = rng.random(idx.shape) < pp
-        return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))
+        n_terms = n / float(np.mean(means))
+        if n_terms > MAX_RESAMPLE_TERMS:
+            raise ValueError(
+                f"label_prob: the resample scheme would draw n / mean(label_prob) = {n_terms:.3g} terms "
+                f"(at most {MAX_RESAMPLE_TERMS:.0e}); use a larger label_prob"
+            )
+        m = int(math.ceil(n_terms - 1e-9))
+        idx = rng.integers(0, n, size=losses.shape[:-1] + (m,))
+        drawn_losses = np.take_along_axis(losses, idx, axis=-1)
+        drawn_scores = np.take_along_axis(scores, idx, axis=-1)
+        drawn_probs = np.take_along_axis(probs, idx, axis=-1)
+        xi = rng.random(idx.shape) < drawn_probs
+        return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1))
     if shuffle:
-        order = rng.permuted(np.broadcast_to(np.arange(n), loss.shape), axis=-1)
-        l = np.take_along_axis(loss, order, axis=-1)
-        u = np.take_along_axis(scores, order, axis=-1)
-        pp = np.take_along_axis(p, order, axis=-1)
+        order = rng.permuted(np.broadcast_to(np.arange(n), losses.shape), axis=-1)
+        drawn_losses = np.take_along_axis(losses, order, axis=-1)
+        drawn_scores = np.take_along_axis(scores, order, axis=-1)
+        drawn_probs = np.take_along_axis(probs, order, axis=-1)
     else:
-        l, u, pp = loss, scores, p
+        drawn_losses, drawn_scores, drawn_probs = losses, scores, probs
     if scheme == "full":
-        return Draw(l, u, value_range, np.full(loss.shape[:-1], n))
-    xi = rng.random(l.shape) < pp
-    return Draw(xi * l / pp, u, value_range, xi.sum(axis=-1))
+        return Draw(drawn_losses, drawn_scores, term_range, np.full(losses.shape[:-1], n))
+    xi = rng.random(drawn_losses.shape) < drawn_probs
+    return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1))

@@ -44,11 +44,11 @@ plotting.apply_style()
 # %% tags=["parameters"]
 profile = "paper"
 eps = None  # tolerance of the worked example (None keeps the profile's)
-trials = None  # repetitions of calibration for the sweep over eps
+n_trials = None  # repetitions of calibration for the sweep over eps
 overrides = {}  # any other setting of notebooks/config/00_quickstart.yaml
 
 # %%
-cfg = config.load("00_quickstart", profile, eps=eps, trials=trials, **overrides)
+cfg = config.load("00_quickstart", profile, eps=eps, n_trials=n_trials, **overrides)
 cfg
 
 
@@ -125,7 +125,7 @@ members = cal[cal["group"] == cfg.mechanism_group]
 fig, ax = plt.subplots(figsize=(6.2, 3.8))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
-    curves[name] = risk_curve(members["loss"], members["score_logits"], eps=cfg.eps, alpha=cfg.alpha,
+    curves[name] = risk_curve(members["score_logits"], members["loss"], eps=cfg.eps, alpha=cfg.alpha,
                               recipe=recipe, rng=cfg.seed)
     curve = curves[name]
     ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
@@ -154,13 +154,13 @@ show(fig, "quickstart_mechanism")
 # the calibration risk; the bound is their mean plus $z_{1-\alpha}$ standard errors (CLT).
 
 # %%
-def ucb_paper(loss, u, candidates, alpha, pi, rng):
+def ucb_paper(u, losses, candidates, alpha, label_prob, rng):
     """Paper Algorithm 1: the CLT upper confidence bound of R(c) at every candidate c."""
-    n = len(loss)
-    m = int(np.ceil(n / pi))  # sampling size
+    n = len(losses)
+    m = int(np.ceil(n / label_prob))  # sampling size
     i = rng.integers(0, n, size=m)  # i_t ~ Unif{1..n}, with replacement
-    xi = rng.random(m) < pi  # query the expert with probability pi
-    z = xi * loss[i] / pi  # Z_t: importance-weighted loss
+    xi = rng.random(m) < label_prob  # query the expert with probability pi
+    z = xi * losses[i] / label_prob  # Z_t: importance-weighted losses
     z_u = z * (u[i] <= candidates[:, None])  # Z_t(c), one row per candidate c
     return z_u.mean(axis=1) + stats.norm.ppf(1 - alpha) * z_u.std(axis=1, ddof=1) / np.sqrt(m)
 
@@ -171,20 +171,20 @@ def rule_max(candidates, ucb, eps):
     return candidates[ok].max() if ok.any() else -np.inf
 
 
-def gpac_by_hand(loss, u, groups, bound, rule, seed):
+def gpac_by_hand(u, losses, groups, bound, rule, seed):
     """Algorithm 2: one threshold per group; the groups, in sorted order, share one random stream."""
     rng = np.random.default_rng(seed)
     thresholds = {}
     for g in sorted(set(groups)):
         mine = groups == g
         candidates = np.sort(u[mine])
-        thresholds[g] = float(rule(candidates, bound(loss[mine], u[mine], candidates, rng), cfg.eps))
+        thresholds[g] = float(rule(candidates, bound(u[mine], losses[mine], candidates, rng), cfg.eps))
     return thresholds
 
 
 loss, u, groups = cal["loss"].to_numpy(), cal["score_logits"].to_numpy(), cal["group"].to_numpy()
-paper_ucb = lambda l, s, c, rng: ucb_paper(l, s, c, cfg.alpha, PAPER.pi, rng)  # noqa: E731
-mine = gpac_by_hand(loss, u, groups, paper_ucb, rule_max, seed=cfg.seed)
+paper_ucb = lambda scores, losses, candidates, rng: ucb_paper(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)  # noqa: E731
+mine = gpac_by_hand(u, loss, groups, paper_ucb, rule_max, seed=cfg.seed)
 library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=PAPER, seed=cfg.seed).fit(u, loss, groups).thresholds_
 assert mine == library, (mine, library)
 mine
@@ -198,10 +198,10 @@ mine
 # the bound first exceeds $\varepsilon$; unlike `max`, it never jumps past a crossing.
 
 # %%
-def ucb_hoeffding_bentkus(loss, u, candidates, alpha, rng=None):
+def ucb_hoeffding_bentkus(u, losses, candidates, alpha, rng=None):
     """Hoeffding-Bentkus bound (Bates et al. 2021) of R(c) at every candidate c, losses in {0, 1}."""
-    n = len(loss)
-    k = (loss * (u <= candidates[:, None])).sum(axis=1)  # lossy items at or below c
+    n = len(losses)
+    k = (losses * (u <= candidates[:, None])).sum(axis=1)  # lossy items at or below c
     mu = k / n
     kl = lambda t: special.xlogy(mu, mu / t) + special.xlogy(1 - mu, (1 - mu) / (1 - t))  # noqa: E731
     lo, hi = mu.copy(), np.full(mu.shape, 1 - 1e-15)
@@ -221,8 +221,8 @@ def rule_first_crossing(candidates, ucb, eps):
     return candidates[first - 1] if first > 0 else -np.inf
 
 
-valid_ucb = lambda l, s, c, rng: ucb_hoeffding_bentkus(l, s, c, cfg.alpha)  # noqa: E731
-mine = gpac_by_hand(loss, u, groups, valid_ucb, rule_first_crossing, seed=cfg.seed)
+valid_ucb = lambda scores, losses, candidates, rng: ucb_hoeffding_bentkus(scores, losses, candidates, cfg.alpha)  # noqa: E731
+mine = gpac_by_hand(u, loss, groups, valid_ucb, rule_first_crossing, seed=cfg.seed)
 library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=VALID, seed=cfg.seed).fit(u, loss, groups).thresholds_
 assert mine == library, (mine, library)
 mine
@@ -245,17 +245,17 @@ mine
 # than the CLT bound when losses are rare: thresholds fall, most in the easy group.
 
 # %% tags=["solution"]
-def ucb_paper_hoeffding(loss, u, candidates, alpha, pi, rng):
-    n = len(loss)
-    m = int(np.ceil(n / pi))
+def ucb_paper_hoeffding(u, losses, candidates, alpha, label_prob, rng):
+    n = len(losses)
+    m = int(np.ceil(n / label_prob))
     i = rng.integers(0, n, size=m)
-    xi = rng.random(m) < pi
-    z_u = (xi * loss[i] / pi) * (u[i] <= candidates[:, None])
-    return z_u.mean(axis=1) + (1 / pi) * np.sqrt(np.log(2 / alpha) / (2 * m))
+    xi = rng.random(m) < label_prob
+    z_u = (xi * losses[i] / label_prob) * (u[i] <= candidates[:, None])
+    return z_u.mean(axis=1) + (1 / label_prob) * np.sqrt(np.log(2 / alpha) / (2 * m))
 
 
-hoeffding_ucb = lambda l, s, c, rng: ucb_paper_hoeffding(l, s, c, cfg.alpha, PAPER.pi, rng)  # noqa: E731
-mine = gpac_by_hand(loss, u, groups, hoeffding_ucb, rule_max, seed=cfg.seed)
+hoeffding_ucb = lambda scores, losses, candidates, rng: ucb_paper_hoeffding(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)  # noqa: E731
+mine = gpac_by_hand(u, loss, groups, hoeffding_ucb, rule_max, seed=cfg.seed)
 recipe = PAPER.replace(bound="hoeffding")
 library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed).fit(u, loss, groups).thresholds_
 assert mine == library, (mine, library)
@@ -284,9 +284,9 @@ assert all(mine[g] <= clt[g] for g in mine)
 # maximum. No threshold can go up.
 
 # %% tags=["solution"]
-strict_ucb = lambda l, s, c, rng: ucb_paper(l, s, c, 0.01, PAPER.pi, rng)  # noqa: E731
-strict = gpac_by_hand(loss, u, groups, strict_ucb, rule_max, seed=cfg.seed)
-default = gpac_by_hand(loss, u, groups, paper_ucb, rule_max, seed=cfg.seed)
+strict_ucb = lambda scores, losses, candidates, rng: ucb_paper(scores, losses, candidates, 0.01, PAPER.label_prob, rng)  # noqa: E731
+strict = gpac_by_hand(u, loss, groups, strict_ucb, rule_max, seed=cfg.seed)
+default = gpac_by_hand(u, loss, groups, paper_ucb, rule_max, seed=cfg.seed)
 assert all(strict[g] <= default[g] for g in default)
 {g: (round(default[g], 3), round(strict[g], 3)) for g in default}
 
@@ -401,7 +401,7 @@ one.pivot_table(index=["partition", "group"], columns="method", values=["risk", 
 # %% [markdown]
 # ## 6. Per-group risk as the tolerance varies
 #
-# One calibration set can be lucky or unlucky, so we repeat calibration on `trials` fresh
+# One calibration set can be lucky or unlucky, so we repeat calibration on `n_trials` fresh
 # calibration sets for each ε and average the test risk (a fixed large test set stands in for
 # the population). Dots above the dashed line $y = \varepsilon$ are groups whose risk is not
 # controlled. The top row uses the known groups, the bottom row C-PAC's learned score clusters
@@ -415,7 +415,7 @@ def seed_of(*keys):
 
 sweep_test = toy.toy_population(cfg.n_test, seed=seed_of(2))
 frames = []
-for t in range(int(cfg.trials)):
+for t in range(int(cfg.n_trials)):
     cal_t = toy.toy_population(cfg.n_cal, seed=seed_of(1, t))
     for e in cfg.eps_grid:
         frames.append(evaluate(fit_methods(cal_t, float(e), seed=t), sweep_test).assign(trial=t, eps=float(e)))
@@ -430,7 +430,7 @@ by = sweep.assign(violation_rate=sweep["risk"] > sweep["eps"]).groupby(["eps", "
 summary = by[["risk", "routed", "violation_rate"]].mean()
 summary["risk_mcse"] = by["risk"].std().fillna(0.0) / np.sqrt(by["trial"].nunique())
 summary = summary.reset_index()
-assert (by["trial"].nunique() == cfg.trials).all()  # every cell has every trial
+assert (by["trial"].nunique() == cfg.n_trials).all()  # every cell has every trial
 
 # %%
 methods = ["PAC", "G-PAC", "C-PAC"]

@@ -264,11 +264,11 @@ worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grou
 recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
 rng = np.random.default_rng(cfg.seed)
 loss, u, _ = pop.sample(cfg.n_cal, rng, size=cfg.calibrations)
-thr = {"PAC": dict.fromkeys(pop.names, threshold(loss, u, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))}
+thr = {"PAC": dict.fromkeys(pop.names, threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))}
 thr["G-PAC"] = {}
 for g, wj in zip(pop.names, pop.weights):
     lj, uj = pop.group(g).sample((cfg.calibrations, max(2, int(round(wj * cfg.n_cal)))), rng)
-    thr["G-PAC"][g] = threshold(lj, uj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
+    thr["G-PAC"][g] = threshold(uj, lj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
 oracle_thr = {"PAC": dict.fromkeys(pop.names, populations.oracle_threshold(pop, cfg.eps)),
               "G-PAC": {g: populations.oracle_threshold(pop, cfg.eps, g) for g in pop.names}}
 

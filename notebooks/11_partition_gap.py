@@ -51,13 +51,13 @@ plotting.apply_style()
 
 # %% tags=["parameters"]
 profile = "paper"
-reps = None  # learned partitions per sample size
-cover_reps = None  # C-PAC calibrations per size and mode
+n_trials = None  # learned partitions per sample size
+n_cover_trials = None  # C-PAC calibrations per size and mode
 eps = None  # risk tolerance
 overrides = {}  # any other setting of notebooks/config/11_partition_gap.yaml
 
 # %%
-cfg = config.load("11_partition_gap", profile, reps=reps, cover_reps=cover_reps, eps=eps, **overrides)
+cfg = config.load("11_partition_gap", profile, n_trials=n_trials, n_cover_trials=n_cover_trials, eps=eps, **overrides)
 pop, G_star = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
 cfg
 
@@ -90,7 +90,7 @@ pd.DataFrame([
 
 # %% [markdown]
 # ## δ as n grows
-# For each n, `reps` samples of U are clustered into k groups; δ is computed exactly from the
+# For each n, `n_trials` samples of U are clustered into k groups; δ is computed exactly from the
 # population (`interval_confusion` + an assignment over label permutations). Both algorithms are
 # consistent here (k-means' population optimum for a uniform U is the thirds), so δ → 0.
 
@@ -98,7 +98,7 @@ pd.DataFrame([
 rows = []
 for ni, n in enumerate(cfg.n_grid):
     rng = np.random.default_rng([cfg.seed, ni, int(n)])
-    for r in range(int(cfg.reps)):
+    for r in range(int(cfg.n_trials)):
         _, u, _ = pop.sample(int(n), rng)
         for algorithm in PARTITION_ALGORITHMS:
             b = ScorePartitioner(cfg.k, algorithm).fit(u).boundaries  # the learned partition
@@ -183,7 +183,7 @@ recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
 rows = []
 for ni, n in enumerate(cfg.cover_n):
     rng = np.random.default_rng([cfg.seed, ni, int(n), 7])
-    for r in range(int(cfg.cover_reps)):
+    for r in range(int(cfg.n_cover_trials)):
         loss, u, _ = pop.sample(int(n), rng)
         for mode in ("split", "joint"):
             model = CPAC(cfg.eps, cfg.alpha, recipe, partitioner=ScorePartitioner(cfg.k, cfg.partition), mode=mode,

@@ -69,10 +69,10 @@ cfg
 group, T = pop.group(cfg.group), int(cfg.calibrations)
 rows, draws = [], {}
 for si, (bound, scheme) in enumerate(tuple(s) for s in cfg.settings):
-    recipe = Recipe(bound=bound, sampling=scheme, pi=None if scheme == "full" else cfg.pi)
+    recipe = Recipe(bound=bound, sampling=scheme, label_prob=None if scheme == "full" else cfg.label_prob)
     rng = np.random.default_rng([cfg.seed, si])
     loss, u = group.sample((T, int(cfg.n_cal)), rng)
-    u_hat = threshold(loss, u, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
+    u_hat = threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
     risk = group.risk(u_hat)
     draws[(bound, scheme)] = {"threshold": u_hat, "risk": risk}
     for N in cfg.N_grid:

@@ -86,15 +86,15 @@ pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float
 VALID_SCHEMES = ("bernoulli", "full")
 
 
-def audit_schemes(pis):
-    """The distinct (scheme, pi) cells for the labelling probabilities ``pis``."""
-    cells = [("resample", float(p)) for p in pis]
-    cells += [("bernoulli", float(p)) for p in pis if p < 1]
+def audit_schemes(label_probs):
+    """The distinct (scheme, labelling probability) cells for the probabilities ``label_probs``."""
+    cells = [("resample", float(p)) for p in label_probs]
+    cells += [("bernoulli", float(p)) for p in label_probs if p < 1]
     cells.append(("full", 1.0))
     return cells
 
 
-audit_schemes(cfg.pis)
+audit_schemes(cfg.label_probs)
 
 # %% [markdown]
 # One (n, scheme, π) cell is the whole experiment, written out. For each group draw
@@ -109,13 +109,13 @@ audit_schemes(cfg.pis)
 # (`tests/test_theory.py` checks that), and every cell has its own seeds.
 
 # %%
-def audit_cell(pop, n, seeds, scheme, pi, *, bounds, rules, eps_list, alpha, calibrations):
-    names, G, B = pop.names, len(pop.names), calibrations
+def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, alpha, calibrations):
+    names, n_groups = pop.names, len(pop.names)
     rng = np.random.default_rng(seeds[:2] + [int(n)])  # same calibration sets for every scheme
-    draws = [pop.group(g).sample((B, int(n)), rng) for g in names]
-    loss = np.concatenate([d[0] for d in draws])  # (G*B, n)
+    draws = [pop.group(g).sample((calibrations, int(n)), rng) for g in names]
+    loss = np.concatenate([d[0] for d in draws])  # (groups * calibrations, n)
     scores = np.concatenate([d[1] for d in draws])
-    d = sampling.draw(loss, scores, scheme, pi, np.random.default_rng(seeds + [1]))
+    d = sampling.draw(scores, loss, scheme, label_prob, np.random.default_rng(seeds + [1]))
     # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
     oracle_share = {eps: {g: pop.share(populations.oracle_threshold(pop, eps, g), g) for g in names}
                     for eps in eps_list}
@@ -128,7 +128,7 @@ def audit_cell(pop, n, seeds, scheme, pi, *, bounds, rules, eps_list, alpha, cal
     for same in by_grid.values():
         t0 = time.perf_counter()
         cand = selection.candidate_grid(scores, "auto", same[0])
-        ucbs = ucb_many(same, d.z, d.scores, cand, alpha, d.value_range)
+        ucbs = ucb_many(same, d.z, d.scores, cand, alpha, d.term_range)
         secs = (time.perf_counter() - t0) / len(same)
         curves.update({b: (cand, ucbs[b], secs) for b in same})
     rows = []
@@ -136,28 +136,28 @@ def audit_cell(pop, n, seeds, scheme, pi, *, bounds, rules, eps_list, alpha, cal
         cand, ucb, secs = curves[bound]
         for rule in rules:
             for eps in eps_list:
-                thr = selection.select(cand, ucb, eps, rule).reshape(G, B)
+                thr = selection.select(cand, ucb, eps, rule).reshape(n_groups, calibrations)
                 for gi, g in enumerate(names):
                     risk = pop.risk(thr[gi], g)
-                    eff = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
+                    ratio = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
                     rate = float(np.mean(risk > eps))
                     rows.append({
-                        "bound": bound, "kind": BOUNDS[bound], "scheme": scheme, "pi": pi, "rule": rule,
-                        "n_group": int(n), "eps": eps, "group": g, "calibrations": B, "violation_rate": rate,
-                        "mcse": float(mcse(rate, B)), "oracle_ratio": float(np.mean(eff)),
-                        "oracle_ratio_se": float(np.std(eff, ddof=1) / math.sqrt(B)),
+                        "bound": bound, "kind": BOUNDS[bound], "scheme": scheme, "pi": label_prob, "rule": rule,
+                        "n_group": int(n), "eps": eps, "group": g, "calibrations": calibrations, "violation_rate": rate,
+                        "mcse": float(mcse(rate, calibrations)), "oracle_ratio": float(np.mean(ratio)),
+                        "oracle_ratio_se": float(np.std(ratio, ddof=1) / math.sqrt(calibrations)),
                         "always_think": float(np.mean(~np.isfinite(thr[gi]))),
-                        "mean_labels": float(np.mean(d.n_queried.reshape(G, B)[gi])), "ucb_seconds": secs,
+                        "mean_labels": float(np.mean(d.n_queried.reshape(n_groups, calibrations)[gi])), "ucb_seconds": secs,
                     })
     return rows
 
 
-def validity_audit(pop, *, bounds, pis, group_sizes, eps_list, rules, alpha, calibrations, seed):
+def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, alpha, calibrations, seed):
     """Every cell's rows; a pass is a violation rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)."""
     settings = dict(bounds=list(bounds), rules=list(rules), eps_list=list(eps_list), alpha=float(alpha),
                     calibrations=int(calibrations))
-    rows = [row for ni, n in enumerate(group_sizes) for si, (scheme, pi) in enumerate(audit_schemes(pis))
-            for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, pi, **settings)]
+    rows = [row for ni, n in enumerate(group_sizes) for si, (scheme, label_prob) in enumerate(audit_schemes(label_probs))
+            for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, label_prob, **settings)]
     out = pd.DataFrame(rows)
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
@@ -168,7 +168,7 @@ def validity_audit(pop, *, bounds, pis, group_sizes, eps_list, rules, alpha, cal
 # ## Run the audit
 
 # %%
-settings = dict(bounds=cfg.bounds, pis=cfg.pis, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
+settings = dict(bounds=cfg.bounds, label_probs=cfg.label_probs, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
                 calibrations=cfg.calibrations, seed=cfg.seed)
 t0 = time.perf_counter()
 audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
@@ -184,7 +184,7 @@ audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_lis
 # %%
 cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
 assert len(cp) == 0 or cp["pass"].all(), cp[~cp["pass"]]
-alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], **{**settings, "pis": [1.0]})
+alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], **{**settings, "label_probs": [1.0]})
 cell = audit[(audit["n_group"] == cfg.group_sizes[0]) & (audit["scheme"] == "resample") & (audit["pi"] == 1.0)]
 same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_index(drop=True)
 assert len(cell) and cell.drop(columns="ucb_seconds").reset_index(drop=True).equals(same)
@@ -273,21 +273,22 @@ def oracle_ratio_vs_clt(audit, n_group, rule="first-crossing"):
     clt = d[(d["bound"] == "clt") & (d["scheme"] == "resample")].set_index(["pi", "eps", "group"])["oracle_ratio"]
     rows = []
     for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
-        for (pi, eps, group), e_clt in clt.items():
-            scheme = "full" if pi == 1 else "bernoulli"
-            sel = d[(d["bound"] == bound) & (d["scheme"] == scheme) & (d["pi"] == pi) & (d["eps"] == eps)
+        for (label_prob, eps, group), e_clt in clt.items():
+            scheme = "full" if label_prob == 1 else "bernoulli"
+            sel = d[(d["bound"] == bound) & (d["scheme"] == scheme) & (d["pi"] == label_prob) & (d["eps"] == eps)
                     & (d["group"] == group)]
             if len(sel):
-                e = float(sel["oracle_ratio"].iloc[0])
-                rows.append({"bound": bound, "scheme": scheme, "pi": pi, "eps": eps, "group": group, "oracle_ratio": e,
-                             "oracle_ratio_clt": float(e_clt), "ratio_to_clt": e / float(e_clt) if e_clt > 0 else np.nan})
+                ratio = float(sel["oracle_ratio"].iloc[0])
+                rows.append({"bound": bound, "scheme": scheme, "pi": label_prob, "eps": eps, "group": group,
+                             "oracle_ratio": ratio, "oracle_ratio_clt": float(e_clt),
+                             "ratio_to_clt": ratio / float(e_clt) if e_clt > 0 else np.nan})
     return pd.DataFrame(rows)
 
 
 n_ref = 300 if 300 in cfg.group_sizes else max(cfg.group_sizes)
-eff = oracle_ratio_vs_clt(audit, n_group=n_ref)
-plotting.save_table(eff, "validity_audit_oracle_ratio", floatfmt=".3f")
-eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to_clt").round(2)
+ratios = oracle_ratio_vs_clt(audit, n_group=n_ref)
+plotting.save_table(ratios, "validity_audit_oracle_ratio", floatfmt=".3f")
+ratios.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to_clt").round(2)
 
 # %% [markdown]
 # ## The README paragraph
@@ -296,15 +297,15 @@ eff.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio_to
 # CLT with resampling (and the `max` rule) fell short, and what validity costs at `n_ref`.
 
 # %%
-B = int(audit["calibrations"].min())
+n_calibrations = int(audit["calibrations"].min())
 fc = audit[audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 always, never = [], []
 for bound, d in fc.groupby("bound", sort=False):
     (always if d["pass"].all() else never).append((bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()),
                                                    len(d)))
 n_cells = audit.groupby(["bound", "scheme", "pi", "rule", "n_group", "eps", "group"]).ngroups
-text = (f"Validity audit ({B} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
-        f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / B):.3f} = alpha + 3 MCSE; "
+text = (f"Validity audit ({n_calibrations} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
+        f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / n_calibrations):.3f} = alpha + 3 MCSE; "
         f"{n_cells} cells in all). Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
         + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always) + " passed in every cell"
         + ("; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never) if never else "")
@@ -321,13 +322,13 @@ if len(mx):
     bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
     text += (f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
              f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". ")
-mean_eff = eff[eff["bound"].isin([b for b, *_ in always])].groupby("bound")["oracle_ratio"].mean()
+mean_eff = ratios[ratios["bound"].isin([b for b, *_ in always])].groupby("bound")["oracle_ratio"].mean()
 if len(mean_eff):
     tight = mean_eff.idxmax()
     per_pi = "; ".join(
-        f"pi = {pi:g} ({'full' if pi == 1 else 'bernoulli'}): {100 * g['oracle_ratio'].mean():.1f}% vs "
+        f"pi = {label_prob:g} ({'full' if label_prob == 1 else 'bernoulli'}): {100 * g['oracle_ratio'].mean():.1f}% vs "
         f"{100 * g['oracle_ratio_clt'].mean():.1f}%, ratio {g['oracle_ratio'].mean() / g['oracle_ratio_clt'].mean():.2f}"
-        for pi, g in eff[eff["bound"] == tight].groupby("pi", sort=False))
+        for label_prob, g in ratios[ratios["bound"] == tight].groupby("pi", sort=False))
     text += (f"At n_group = {n_ref} the tightest bound that passed everywhere is {tight}; its mean oracle ratio "
              f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
              f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "

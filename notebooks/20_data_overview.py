@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from gpac_utils import data as D
+from gpac_utils import data
 from gpac_utils.paper import plotting, reference, sources
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
@@ -100,13 +100,13 @@ def display_name(b):
 
 # %%
 def categories(b, t):
-    return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[D.GROUP].unique())
+    return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[data.GROUP].unique())
 
 
 counts = pd.DataFrame([
     {"Dataset": display_name(b), "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
-    for b, t in first.items() if D.GROUP in t.columns
-    for g, n in t[D.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
+    for b, t in first.items() if data.GROUP in t.columns
+    for g, n in t[data.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
 ])
 highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first} if source.is_simulated else {}
 if counts.empty:
@@ -140,7 +140,7 @@ counts
 def kind(b, t):
     if source.is_simulated:
         return sim.SPECS[b].kind
-    return "verifiable" if set(t[D.LOSS].unique()) <= {0.0, 1.0} else "semantic loss"
+    return "verifiable" if set(t[data.LOSS].unique()) <= {0.0, 1.0} else "semantic loss"
 
 
 ratios = reference.resolve_cal_ratio(list(first))
@@ -164,13 +164,13 @@ splits
 if source.is_simulated:  # one row per verifiable benchmark; per pair the non-thinking, then the thinking model
     acc = pd.DataFrame([
         {"Dataset": display_name(b), **{sim.MODELS[p][role]: 100 * tables[(b, p)][col].mean()
-                                 for p in sim.PAIRS for role, col in ((1, D.NOTHINK_CORRECT), (0, D.THINK_CORRECT))}}
+                                 for p in sim.PAIRS for role, col in ((1, data.NOTHINK_CORRECT), (0, data.THINK_CORRECT))}}
         for b in first if sim.SPECS[b].loss == "binary"
     ])
 else:
     acc = pd.DataFrame([
-        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[D.THINK_CORRECT].mean(),
-         "non-thinking": 100 * t[D.NOTHINK_CORRECT].mean()}
+        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[data.THINK_CORRECT].mean(),
+         "non-thinking": 100 * t[data.NOTHINK_CORRECT].mean()}
         for (b, p), t in tables.items()
     ])
 plotting.save_table(acc, f"llm_accuracy{suffix}")
@@ -200,6 +200,6 @@ def label(b, p):
     return f"{display_name(b)} / {p}" if p else display_name(b)
 
 
-rates = {label(b, p): 100 * t.groupby(D.GROUP, sort=False)[D.LOSS].mean() for (b, p), t in tables.items()
-         if D.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
+rates = {label(b, p): 100 * t.groupby(data.GROUP, sort=False)[data.LOSS].mean() for (b, p), t in tables.items()
+         if data.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
 pd.DataFrame(rates).round(1)

@@ -54,9 +54,8 @@ import pandas as pd
 from IPython.display import display
 
 from gpac_utils import GPAC, PAC, metrics
-from gpac_utils.experiment import default_stp_form
-from gpac_utils.paper import plotting
-from gpac_utils.paper import results_tables as R
+from gpac_utils.experiment import calibrator_seed, default_stp_form, trial_split
+from gpac_utils.paper import plotting, results_tables
 from gpac_utils.workflow import config
 
 plotting.apply_style()
@@ -67,7 +66,7 @@ data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wro
 pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
 scores = None  # uncertainty score columns
 eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
-trials = None  # random calibration/test splits
+n_trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/21_table_known_groups.yaml
 
 # %% [markdown]
@@ -80,8 +79,8 @@ overrides = {}  # any other setting of notebooks/config/21_table_known_groups.ya
 
 # %%
 cfg = config.load("21_table_known_groups", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
-                  trials=trials, **overrides)
-settings = R.TableSettings(**cfg)
+                  n_trials=n_trials, **overrides)
+settings = results_tables.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -93,7 +92,7 @@ settings
 # layout, and draws the error bars the configuration names.
 
 # %%
-built = R.make_tables(settings)
+built = results_tables.make_tables(settings)
 
 # %% [markdown]
 # ## Inside one trial: split → fit → route → metrics
@@ -106,24 +105,21 @@ name, built_table = next(iter(built.items()))
 dataset, table = next(iter(built_table.data.items()))
 eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
 score, trial = settings.scores[0], 0
-perm = np.random.default_rng([settings.seed, trial]).permutation(len(table))
-n_cal = int(round(ratio * len(table)))
-cal, test = table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
+cal_rows, test_rows = trial_split(len(table), ratio, settings.seed, trial)
+cal, test = table.iloc[cal_rows], table.iloc[test_rows]
 print(f"{name} / {dataset} / {score}: {len(cal)} calibration and {len(test)} test items, eps = {eps_b}")
 
 # %% [markdown]
 # **Fit**: PAC calibrates one threshold on all calibration items, G-PAC one per known group
 # (groups with fewer than 10 items always think). Each calibrator gets the seed
-# `run_experiment` derives from (seed, trial, score, recipe, method).
+# `run_experiment` derives from (seed, trial, score, recipe, method): `calibrator_seed`.
 
 # %%
-def calibrator_seed(method_index):
-    return int(np.random.SeedSequence([settings.seed, trial, 0, 0, method_index]).generate_state(1)[0])
-
-
-pac = PAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound, seed=calibrator_seed(0))
+pac = PAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound,
+          seed=calibrator_seed(settings.seed, trial, method_index=0))
 pac.fit(cal[score], cal["loss"])
-gpac = GPAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound, seed=calibrator_seed(1))
+gpac = GPAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound,
+            seed=calibrator_seed(settings.seed, trial, method_index=1))
 gpac.fit(cal[score], cal["loss"], cal["group"])
 pd.DataFrame({"PAC": pd.Series(pac.thresholds_), "G-PAC": pd.Series(gpac.thresholds_)}).round(3)
 
@@ -178,7 +174,7 @@ for m, r in routes.items():
 # exceeds $\varepsilon$); and the mean test error per group, both with the paper's recipe.
 
 # %%
-for title, frame in R.views(built):
+for title, frame in results_tables.views(built):
     print(f"== {title}")
     display(frame)
 

@@ -53,7 +53,8 @@ from IPython.display import display
 
 from gpac_utils import CPAC, metrics
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import results_tables as R
+from gpac_utils.experiment import calibrator_seed, trial_split
+from gpac_utils.paper import results_tables
 from gpac_utils.workflow import config
 
 # %% tags=["parameters"]
@@ -61,7 +62,7 @@ profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 pairs = None  # model pairs, e.g. ["qwen"]: one paper table each
 eps = None  # one eps for every benchmark; None keeps the paper's per benchmark
-trials = None  # random calibration/test splits
+n_trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml, e.g. {"scores": ["score_logits"]}
 
 # %% [markdown]
@@ -72,8 +73,8 @@ overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml, e.g.
 # data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
 
 # %%
-cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, trials=trials, **overrides)
-settings = R.TableSettings(**cfg)
+cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, n_trials=n_trials, **overrides)
+settings = results_tables.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -92,7 +93,7 @@ settings.partitioner
 # layout with the tighter valid bound.
 
 # %%
-built = R.make_tables(settings)
+built = results_tables.make_tables(settings)
 
 # %% [markdown]
 # ## Inside one trial: learning the groups from the score
@@ -107,8 +108,9 @@ name, built_table = next(iter(built.items()))
 dataset, table = next(iter(built_table.data.items()))
 eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
 score, trial = settings.scores[0], 0
-cal, test = R.trial_split(table, ratio, settings.seed, trial)  # the split of notebook 21's walk-through
-seed = int(np.random.SeedSequence([settings.seed, trial, 0, 0, 1]).generate_state(1)[0])  # C-PAC's, as in the run
+cal_rows, test_rows = trial_split(len(table), ratio, settings.seed, trial)  # the split of notebook 21's walk-through
+cal, test = table.iloc[cal_rows], table.iloc[test_rows]
+seed = calibrator_seed(settings.seed, trial, method_index=1)  # C-PAC's, as in the run
 fits = {}
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", GroupWarning)  # a tiny learned group always thinks
@@ -146,7 +148,7 @@ for mode, f in fits.items():
 # exceeds $\varepsilon$); and the mean test error per group, both with the paper's recipe.
 
 # %%
-for title, frame in R.views(built):
+for title, frame in results_tables.views(built):
     print(f"== {title}")
     display(frame)
 

@@ -55,14 +55,15 @@ from IPython.display import display
 
 from gpac_utils import CPAC
 from gpac_utils.calibrate import GroupWarning
-from gpac_utils.paper import results_tables as R
+from gpac_utils.experiment import calibrator_seed, trial_split
+from gpac_utils.paper import results_tables
 from gpac_utils.workflow import config
 
 # %% tags=["parameters"]
 profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 eps = None  # one eps for both pairs' Arena-Hard tables; None keeps the paper's (0.10 Qwen, 0.15 Llama)
-overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml, e.g. {"pairs": ["qwen"], "trials": 20}
+overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml, e.g. {"pairs": ["qwen"], "n_trials": 20}
 
 # %% [markdown]
 # ## The settings
@@ -73,7 +74,7 @@ overrides = {}  # any other setting of notebooks/config/23_table_arena.yaml, e.g
 
 # %%
 cfg = config.load("23_table_arena", profile, data_source=data_source, eps=eps, **overrides)
-settings = R.TableSettings(**cfg)
+settings = results_tables.TableSettings(**cfg)
 settings
 
 # %% [markdown]
@@ -84,7 +85,7 @@ settings
 # layout with the tighter valid bound.
 
 # %%
-built = R.make_tables(settings)
+built = results_tables.make_tables(settings)
 
 # %% [markdown]
 # ## A continuous loss and what it does to the valid recipe
@@ -107,19 +108,19 @@ table["loss"].describe(percentiles=[0.1, 0.5, 0.9]).round(3).to_frame(f"{dataset
 # %%
 eps_b, ratio = built_table.eps[dataset], built_table.cal_ratio[dataset]
 score, trial = settings.scores[0], 0
-cal, _ = R.trial_split(table, ratio, settings.seed, trial)
+cal = table.iloc[trial_split(len(table), ratio, settings.seed, trial)[0]]
 recipes = {"paper": (settings.paper, 0, 1)}  # setting: (recipe, recipe index, method index)
 if built_table.valid_bound is not None:
     vi = [r.bound for r in settings.valid].index(built_table.valid_bound)
     recipes["valid"] = (settings.valid[vi], vi, 0)
 thresholds = {}
 for setting, (recipe, vi, mi) in recipes.items():
-    seed = int(np.random.SeedSequence([settings.seed, trial, 0, vi, mi]).generate_state(1)[0])
+    seed = calibrator_seed(settings.seed, trial, 0, vi, mi)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
         f = CPAC(eps_b, settings.alpha, recipe, partitioner=settings.partitioner, loss_bound=settings.loss_bound,
                  seed=seed).fit(cal[score], cal["loss"])
-    thresholds[f"{setting} ({recipe.bound}, terms in [0, {settings.loss_bound / recipe.label_rate:g}])"] = f.thresholds_
+    thresholds[f"{setting} ({recipe.bound}, terms in [0, {settings.loss_bound / recipe.label_prob:g}])"] = f.thresholds_
     rows = built_table.results.query("dataset == @dataset and grouping == 'split' and setting == @setting"
                                      " and bound == @recipe.bound and trial == 0 and score == @score"
                                      " and method == 'C-PAC'")
@@ -140,7 +141,7 @@ pd.DataFrame(thresholds).round(3)
 # exceeds $\varepsilon$); and the mean test error per group, both with the paper's recipe.
 
 # %%
-for title, frame in R.views(built):
+for title, frame in results_tables.views(built):
     print(f"== {title}")
     display(frame)
 

@@ -49,11 +49,11 @@ plotting.apply_style()
 profile = "paper"
 data_source = "simulated"  # "simulated" | "generated" (the tables 02_scores wrote) | a path to a table
 ratios = None  # calibration ratios
-trials = None  # random calibration/test splits per ratio
+n_trials = None  # random calibration/test splits per ratio
 overrides = {}  # any other setting of notebooks/config/24_calibration_ratio.yaml
 
 # %%
-cfg = config.load("24_calibration_ratio", profile, data_source=data_source, ratios=ratios, trials=trials, **overrides)
+cfg = config.load("24_calibration_ratio", profile, data_source=data_source, ratios=ratios, n_trials=n_trials, **overrides)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 pair = cfg.pair if source.kind != "path" else None
 benchmarks = [source.dataset] if source.kind == "path" else cfg.benchmarks
@@ -63,7 +63,7 @@ cfg, eps_map
 
 # %% [markdown]
 # ## Run PAC and G-PAC at every ratio
-# For each benchmark and ratio: `trials` seeded splits with that share of the items in the
+# For each benchmark and ratio: `n_trials` seeded splits with that share of the items in the
 # calibration set; PAC and G-PAC with the paper's recipe on each
 # (`gpac_utils.experiment.run_experiment`), summarized over the trials in percent.
 
@@ -71,12 +71,12 @@ cfg, eps_map
 data = {b: sources.load_table(source, b, pair, notebook="24_calibration_ratio", scores=cfg.scores) for b in benchmarks}
 for note in sources.source_notes(data):
     print(note)
-recipe = Recipe(pi=cfg.pi, **cfg.recipe)
+recipe = Recipe(label_prob=cfg.label_prob, **cfg.recipe)
 rows = []
 for b, df in data.items():
     for ratio in cfg.ratios:
         exp = ExperimentConfig(eps=eps_map[b], alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(recipe,),
-                               scores=tuple(cfg.scores), trials=cfg.trials, cal_ratio=float(ratio), seed=cfg.seed)
+                               scores=tuple(cfg.scores), n_trials=cfg.n_trials, cal_ratio=float(ratio), seed=cfg.seed)
         s = summarize(quiet_run(df, exp), eps_map[b])
         rows.append(s.assign(eps=eps_map[b]).assign(dataset=b, cal_ratio=float(ratio)))
 summary = pd.concat(rows, ignore_index=True)

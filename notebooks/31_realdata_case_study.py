@@ -56,10 +56,9 @@
 import pandas as pd
 from IPython.display import display
 
-from gpac_utils import data as D
+from gpac_utils import data
 from gpac_utils.experiment import group_violations
-from gpac_utils.paper import plotting, realdata, sources
-from gpac_utils.paper import results_tables as R
+from gpac_utils.paper import plotting, realdata, results_tables, sources
 from gpac_utils.paper.table_layout import LAYOUT_ROWS
 from gpac_utils.workflow import config
 
@@ -72,11 +71,11 @@ profile = "paper"
 data_source = None  # None: the real table (config data_path); "simulated" | "generated" | a path
 scores = None  # score columns (after the column mapping)
 eps = None  # risk tolerance
-trials = None  # random calibration/test splits
+n_trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/31_realdata_case_study.yaml, e.g. columns
 
 # %%
-cfg = config.load("31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, trials=trials,
+cfg = config.load("31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, n_trials=n_trials,
                   **overrides)
 if cfg.data_source is None:  # the real table, mapped with the config's columns
     source = sources.DataSource("path", realdata.resolve_data_path(cfg.data_path), dict(cfg.columns or {}))
@@ -107,7 +106,7 @@ cfg
 # %%
 if available:
     if source.kind == "path":
-        table = realdata.realdata_table(D.read_table(path, source.columns), None, chars_per_token=cfg.chars_per_token,
+        table = realdata.realdata_table(data.read_table(path, source.columns), None, chars_per_token=cfg.chars_per_token,
                                         hidden_think_tokens=cfg.hidden_think_tokens)
         table = sources.check_table(table, "31_realdata_case_study", source.where(), scores=cfg.scores)
     else:
@@ -124,14 +123,14 @@ if available:
 # groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
-settings = R.TableSettings(scores=cfg.scores, pi=cfg.pi, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
+settings = results_tables.TableSettings(scores=cfg.scores, label_prob=cfg.label_prob, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
                            valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                           trials=cfg.trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
+                           n_trials=cfg.n_trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark
-    groupings = (["known"] if D.GROUP in table.columns else []) + ["split", "joint"]
+    groupings = (["known"] if data.GROUP in table.columns else []) + ["split", "joint"]
     name = f"realdata_case_study{suffix}"
-    built = {name: R.build_table(
+    built = {name: results_tables.build_table(
         settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
         groupings=groupings, file_name=name, layout_suffix="_layout",
         rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
@@ -141,9 +140,9 @@ if available:
     )}
     if "known" in groupings:
         known = built[name].results.query("grouping == 'known'")
-        gv = group_violations(known, None, R.GROUP_KEYS)[realdata.VIOLATION_COLUMNS]
+        gv = group_violations(known, None, results_tables.GROUP_KEYS)[realdata.VIOLATION_COLUMNS]
         plotting.save_table(gv, f"realdata_group_violations{suffix}", floatfmt=".3f")
-    for title, frame in R.views(built):
+    for title, frame in results_tables.views(built):
         print(f"== {title}")
         display(frame)
 

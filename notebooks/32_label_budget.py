@@ -53,8 +53,7 @@ import pandas as pd
 from IPython.display import display
 from matplotlib import ticker
 
-from gpac_utils import allocation, prediction, threshold
-from gpac_utils import data as D
+from gpac_utils import allocation, data, prediction, threshold
 from gpac_utils.paper import plotting
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.workflow import config, paths
@@ -65,15 +64,15 @@ pd.set_option("display.max_columns", 30)
 
 # %% tags=["parameters"]
 profile = "paper"
-trials = None  # seeded calibration/test splits of the real table
-resamples = None  # pilot resamples per group and label count
+n_trials = None  # seeded calibration/test splits of the real table
+n_resamples = None  # pilot resamples per group and label count
 real_eps = None
 sim_eps = None
 seed = None
 overrides = {}
 
 # %%
-cfg = config.load("32_label_budget", profile, trials=trials, resamples=resamples, real_eps=real_eps,
+cfg = config.load("32_label_budget", profile, n_trials=n_trials, n_resamples=n_resamples, real_eps=real_eps,
                   sim_eps=sim_eps, seed=seed, **overrides)  # fmt: skip
 recipe = as_recipe(cfg.recipe)
 cfg
@@ -86,12 +85,12 @@ cfg
 # they say what *this* subject's score–loss relation, as far as ~100 items show it, needs.
 
 # %%
-sim = D.read_table(paths.REPO_ROOT / cfg.sim_table)
+sim = data.read_table(paths.REPO_ROOT / cfg.sim_table)
 rows, sim_curves = [], {}
 for score in cfg.sim_scores:
     c = prediction.predict(
         sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-        recipe=recipe, n_grid=cfg.sim_grid, resamples=cfg.resamples, seed=cfg.seed,
+        recipe=recipe, n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples, seed=cfg.seed,
     )  # fmt: skip
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
@@ -205,12 +204,12 @@ print(f"greedy {greedy_n}: {greedy_total:.2f} of all traffic; exact {exact.n}: {
 
 # %%
 raw = pd.read_csv(paths.REALDATA / cfg.real_path)
-real = D.validate(D.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.real_score], require_group=True)
+real = data.validate(data.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.real_score], require_group=True)
 u_all, l_all, g_all = real[cfg.real_score].to_numpy(), real["loss"].to_numpy(), real["group"].to_numpy()
 names = sorted(set(g_all))
 traffic = {g: float(np.mean(g_all == g)) for g in names}
 eps = cfg.real_eps
-half = Recipe(bound=recipe.bound, sampling="bernoulli", pi=0.5, rule=recipe.rule, candidates=recipe.candidates)
+half = Recipe(bound=recipe.bound, sampling="bernoulli", label_prob=0.5, rule=recipe.rule, candidates=recipe.candidates)
 
 
 def table_risk(t, g):
@@ -241,13 +240,13 @@ def predicted_total(curves, n):
                      for j, g in enumerate(curves.groups)))  # fmt: skip
 
 
-def calibrate_subset(u, loss, n, recipe, pi, seed):
+def calibrate_subset(u, losses, n, recipe, label_prob, seed):
     """G-PAC's threshold from a random n-subset of one group's items (n = 0: nothing certified, always think)."""
     rng = np.random.default_rng(seed)
     if n == 0:
         return -np.inf
     pick = rng.permuted(np.arange(u.size))[:n]
-    return float(threshold(loss[pick], u[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, pi=pi))
+    return float(threshold(u[pick], losses[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob))
 
 
 def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
@@ -257,14 +256,14 @@ def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
         m = groups == g
         c = prediction.predict(
             scores[m], groups[m], pilot_u, pilot_l, pilot_g, eps=eps, alpha=cfg.alpha, recipe=half,
-            n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, resamples=cfg.resamples, seed=seed,
+            n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples, seed=seed,
         )  # fmt: skip
         out[g] = float(c.mean[0, 0])
     return out
 
 
 records, predicted = [], []
-for trial in range(cfg.trials):
+for trial in range(cfg.n_trials):
     rng = np.random.default_rng([cfg.seed, trial])
     test, pilot, avail = (np.zeros(len(real), bool) for _ in range(3))
     for g in names:
@@ -282,7 +281,7 @@ for trial in range(cfg.trials):
     seed = 1000 * cfg.seed + trial
     curves = prediction.predict(
         u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], eps=eps, alpha=cfg.alpha,
-        recipe=recipe, n_grid=grid, cap=pool, traffic=traffic, resamples=cfg.resamples, seed=seed,
+        recipe=recipe, n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples, seed=seed,
     )  # fmt: skip
     planned = allocation.allocate(curves, budget)
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
@@ -301,12 +300,12 @@ for trial in range(cfg.trials):
         "pi=0.5": ({g: pool[g] for g in names}, avail, half, 0.5),
         "uniform + pilot": (plus, cal, recipe, None),
     }
-    for name, (n, source, rec, pi) in allocs.items():
+    for name, (n, source, rec, label_prob) in allocs.items():
         for j, g in enumerate(names):
             src = source & (g_all == g)
             te = test & (g_all == g)
-            t = calibrate_subset(u_all[src], l_all[src], int(n[g]), rec, pi, seed=[cfg.seed, trial, j])
-            labels = n[g] * (pi or 1.0)
+            t = calibrate_subset(u_all[src], l_all[src], int(n[g]), rec, label_prob, seed=[cfg.seed, trial, j])
+            labels = n[g] * (label_prob or 1.0)
             records.append({"trial": trial, "allocation": name, "group": g, "labels": labels,
                             "routed_share": float(np.mean(u_all[te] <= t)), "violation": table_risk(t, g) > eps})  # fmt: skip
 
@@ -331,7 +330,7 @@ by_group_viol = res.groupby(["allocation", "group"])["violation"].mean().groupby
 summary["violation_rate_worst_group"] = summary["allocation"].map(by_group_viol)
 gain = totals.pivot(index="trial", columns="allocation", values="routed_share")
 summary["gain_vs_uniform"] = summary["allocation"].map((gain.sub(gain["uniform"], axis=0)).mean())
-summary.insert(0, "trials", cfg.trials)
+summary.insert(0, "trials", cfg.n_trials)
 display(summary)
 plotting.save_table(summary, "label_budget_real", floatfmt=".3f")
 
@@ -370,7 +369,7 @@ for i, name in enumerate(order):
 ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
 ax.set_ylabel("routed share of the group")
 ax.legend(fontsize=7, ncol=2)
-fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, eps={eps}, {cfg.trials} splits", fontsize=10)
+fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, eps={eps}, {cfg.n_trials} splits", fontsize=10)
 fig.tight_layout()
 plotting.savefig(fig, "label_budget_real")
 

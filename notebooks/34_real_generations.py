@@ -47,10 +47,9 @@ import pandas as pd
 from IPython.display import display
 from scipy.stats import rankdata
 
-from gpac_utils import data as D
+from gpac_utils import data
 from gpac_utils.experiment import ExperimentConfig, group_violations, run_experiment
-from gpac_utils.paper import plotting, realdata, sources
-from gpac_utils.paper import results_tables as R
+from gpac_utils.paper import plotting, realdata, results_tables, sources
 from gpac_utils.workflow import config, paths
 
 pd.set_option("display.width", 200)
@@ -60,15 +59,15 @@ pd.set_option("display.max_columns", 40)
 profile = "paper"
 data_source = None  # None: the config's ("generated"); "simulated" | a path to a table
 eps = None  # risk tolerance
-trials = None  # random calibration/test splits
+n_trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/34_real_generations.yaml
 
 # %%
-cfg = config.load("34_real_generations", profile, data_source=data_source, eps=eps, trials=trials, **overrides)
+cfg = config.load("34_real_generations", profile, data_source=data_source, eps=eps, n_trials=n_trials, **overrides)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 where = source.where(cfg.benchmark, cfg.pair)
 table = sources.load_table(source, cfg.benchmark, cfg.pair, notebook="21_table_known_groups", scores=cfg.scores)
-print(f"{where}: {len(table)} items, {table[D.GROUP].nunique()} groups")
+print(f"{where}: {len(table)} items, {table[data.GROUP].nunique()} groups")
 cfg
 
 # %% [markdown]
@@ -80,11 +79,11 @@ cfg
 # confident) ranks the non-thinking role's errors, and the loss.
 
 # %%
-cols = [D.THINK_CORRECT, D.NOTHINK_CORRECT, D.LOSS]
-acc = table.groupby(D.GROUP, sort=True)[cols].mean()
+cols = [data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS]
+acc = table.groupby(data.GROUP, sort=True)[cols].mean()
 acc.loc["all"] = table[cols].mean()
-acc.insert(0, "n", table.groupby(D.GROUP, sort=True).size().reindex(acc.index).fillna(len(table)).astype(int))
-acc = acc.rename(columns={D.THINK_CORRECT: "think_acc", D.NOTHINK_CORRECT: "nothink_acc"})
+acc.insert(0, "n", table.groupby(data.GROUP, sort=True).size().reindex(acc.index).fillna(len(table)).astype(int))
+acc = acc.rename(columns={data.THINK_CORRECT: "think_acc", data.NOTHINK_CORRECT: "nothink_acc"})
 plotting.save_table(acc.reset_index(), "real_generations_accuracy", floatfmt=".3f")
 
 # %% [markdown]
@@ -102,12 +101,12 @@ def auroc(score, positive):
 
 
 quality = pd.DataFrame([
-    {"score": col, "auroc_nothink_error": auroc(table[col], table[D.NOTHINK_CORRECT] == 0),
-     "auroc_loss": auroc(table[col], table[D.LOSS] > 0)}
-    for col in D.score_columns(table)
+    {"score": col, "auroc_nothink_error": auroc(table[col], table[data.NOTHINK_CORRECT] == 0),
+     "auroc_loss": auroc(table[col], table[data.LOSS] > 0)}
+    for col in data.score_columns(table)
 ])
 first = quality.iloc[0]  # the pairwise definition, on the first score
-u, pos = table[first.score].to_numpy(), (table[D.NOTHINK_CORRECT] == 0).to_numpy()
+u, pos = table[first.score].to_numpy(), (table[data.NOTHINK_CORRECT] == 0).to_numpy()
 pairwise = np.mean((u[pos][:, None] > u[~pos][None, :]) + 0.5 * (u[pos][:, None] == u[~pos][None, :]))
 assert np.isclose(first.auroc_nothink_error, pairwise)
 plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
@@ -116,7 +115,7 @@ display(quality.round(3))
 
 # %% [markdown]
 # ## PAC vs G-PAC (valid recipe) over repeated splits
-# On each of `trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
+# On each of `n_trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
 # threshold on the whole calibration set, G-PAC one per group; both certify the risk
 # $R(u)=E[\ell\,1\{U\le u\}]\le\varepsilon$ with probability $1-\alpha$. A group is *violated* in
 # a trial when its risk over the whole table, at the fitted threshold, exceeds $\varepsilon$.
@@ -125,7 +124,7 @@ display(quality.round(3))
 
 # %%
 exp = ExperimentConfig(eps=cfg.eps, alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(cfg.recipe,),
-                       scores=tuple(cfg.scores), trials=cfg.trials, cal_ratio=cfg.cal_ratio, seed=cfg.seed)
+                       scores=tuple(cfg.scores), n_trials=cfg.n_trials, cal_ratio=cfg.cal_ratio, seed=cfg.seed)
 results = run_experiment(table, exp)
 per_group = group_violations(results, cfg.eps)
 routed = results[results.group != "__all__"].groupby(["method", "score", "group"], sort=False)["routed_share"].mean()
@@ -149,9 +148,9 @@ display(overall.round(3))
 # %%
 cfg21 = config.load("21_table_known_groups", profile, data_source=cfg.data_source, columns=cfg.columns,
                     generated_root=cfg.generated_root, pairs=[cfg.pair], benchmarks=[cfg.benchmark], eps=cfg.eps,
-                    scores=cfg.scores, alpha=cfg.alpha, trials=cfg.trials21, seed=cfg.seed)
-built21 = R.make_tables(R.TableSettings(**cfg21))
-for title, frame in R.views(built21):
+                    scores=cfg.scores, alpha=cfg.alpha, n_trials=cfg.n_trials21, seed=cfg.seed)
+built21 = results_tables.make_tables(results_tables.TableSettings(**cfg21))
+for title, frame in results_tables.views(built21):
     print(f"== {title}")
     display(frame)
 
@@ -187,7 +186,7 @@ display(claim.round(3))
 def beside_row(name, tab, score, eps_):
     res = run_experiment(tab, exp.replace(eps=eps_, scores=(score,)))
     gv = group_violations(res, eps_)
-    row = {"table": name, "n": len(tab), "groups": tab[D.GROUP].nunique(), "loss": tab[D.LOSS].mean(),
+    row = {"table": name, "n": len(tab), "groups": tab[data.GROUP].nunique(), "loss": tab[data.LOSS].mean(),
            "score": score, "eps": eps_}
     for m in ("PAC", "G-PAC"):
         row[f"{m} max violation"] = gv[gv.method == m].violation_rate.max()
@@ -201,7 +200,7 @@ for name, ext in cfg.external.items():
     if not path.is_file():
         print(f"{name}: not found at {path} (skipped)")
         continue
-    rows.append(beside_row(name, realdata.realdata_table(D.read_table(path, ext["columns"]), None), ext["score"],
+    rows.append(beside_row(name, realdata.realdata_table(data.read_table(path, ext["columns"]), None), ext["score"],
                            ext["eps"]))
 beside = pd.DataFrame(rows)
 plotting.save_table(beside, "real_generations_beside", floatfmt=".3f")

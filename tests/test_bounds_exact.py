@@ -10,64 +10,64 @@ from gpac_utils.paper.theory import populations
 def _cases():
     rng = np.random.default_rng(2024)
     for m in (1, 2, 3, 7, 8, 9, 64, 129, 300):
-        B = int(rng.integers(1, 30))
-        z = rng.random((B, m)) * (rng.random((B, m)) < rng.random())
+        n_calibrations = int(rng.integers(1, 30))
+        z = rng.random((n_calibrations, m)) * (rng.random((n_calibrations, m)) < rng.random())
         if m % 2:
             z = np.round(z)
-        u = rng.random((B, m))
-        cand = np.sort(rng.random((B, int(rng.integers(1, 20)))), axis=1)
+        u = rng.random((n_calibrations, m))
+        cand = np.sort(rng.random((n_calibrations, int(rng.integers(1, 20)))), axis=1)
         yield z, u, cand, float(rng.choice([0.01, 0.05, 0.2])), 1.0
-        R = 1 + rng.random(B)
-        yield z * R[:, None], u, np.sort(u, axis=1), 0.05, R
+        term_range = 1 + rng.random(n_calibrations)
+        yield z * term_range[:, None], u, np.sort(u, axis=1), 0.05, term_range
     yield np.zeros((3, 50)), rng.random((3, 50)), np.array([0.2, 0.5, 1.0]), 0.05, 1.0
     yield np.ones((3, 50)), rng.random((3, 50)), np.array([0.2, 0.5, 1.0]), 0.05, 1.0
     pop = populations.AUDIT_POPULATION
-    for n, (scheme, pi) in [(100, ("resample", 0.1)), (300, ("bernoulli", 0.5)), (80, ("full", 1.0))]:
+    for n, (scheme, label_prob) in [(100, ("resample", 0.1)), (300, ("bernoulli", 0.5)), (80, ("full", 1.0))]:
         data = [pop.group(g).sample((20, n), rng) for g in pop.names]
         loss, u = np.concatenate([d[0] for d in data]), np.concatenate([d[1] for d in data])
-        d = sampling.draw(loss, u, scheme, pi, rng)
-        yield d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"), 0.05, d.value_range
+        d = sampling.draw(u, loss, scheme, label_prob, rng)
+        yield d.z, d.scores, selection.candidate_grid(u, "auto", "wsr"), 0.05, d.term_range
 
 
-def _plain_wsr(z, u, cand, alpha, R):
+def _plain_wsr(z, u, cand, alpha, term_range):
     z2, s2, c2, batch = bounds._as_batch(z, u, cand)
-    R2 = np.asarray(R, float).reshape(-1, 1) if np.ndim(R) else float(R)
-    return bounds._wsr(z2, s2, c2, alpha, R2).reshape(batch + c2.shape[-1:])
+    term_range2 = np.asarray(term_range, float).reshape(-1, 1) if np.ndim(term_range) else float(term_range)
+    return bounds._wsr(z2, s2, c2, alpha, term_range2).reshape(batch + c2.shape[-1:])
 
 
 @pytest.mark.parametrize("case", list(_cases()))
 def test_fast_wsr_is_bit_identical_to_the_plain_climb(case):
-    z, u, cand, alpha, R = case
-    assert np.array_equal(bounds.ucb("wsr", z, u, cand, alpha, R), _plain_wsr(z, u, cand, alpha, R))
+    z, u, cand, alpha, term_range = case
+    assert np.array_equal(bounds.ucb("wsr", z, u, cand, alpha, term_range), _plain_wsr(z, u, cand, alpha, term_range))
 
 
 def test_wsr_chunking_does_not_change_bits():
-    z, u, cand, alpha, R = list(_cases())[-3]
+    z, u, cand, alpha, term_range = list(_cases())[-3]
     z2, s2, c2, _ = bounds._as_batch(z, u, cand)
-    R2 = np.asarray(R).reshape(-1, 1)
-    want = bounds._wsr(z2, s2, c2, alpha, R2)
+    term_range2 = np.asarray(term_range).reshape(-1, 1)
+    want = bounds._wsr(z2, s2, c2, alpha, term_range2)
     for max_pairs in (1, 7, 100):
-        assert np.array_equal(wsr_fast.wsr(z2, s2, c2, alpha, R2, max_pairs=max_pairs), want)
+        assert np.array_equal(wsr_fast.wsr(z2, s2, c2, alpha, term_range2, max_pairs=max_pairs), want)
 
 
 def test_ucb_many_equals_ucb_per_bound():
     rng = np.random.default_rng(3)
     loss, u = (rng.random((40, 120)) < 0.3).astype(float), rng.random((40, 120))
-    d = sampling.draw(loss, u, "resample", 0.5, rng)
+    d = sampling.draw(u, loss, "resample", 0.5, rng)
     cand = np.sort(u, axis=1)
     names = list(bounds.BOUNDS)
-    many = bounds.ucb_many(names, d.z, d.scores, cand, 0.05, d.value_range)
+    many = bounds.ucb_many(names, d.z, d.scores, cand, 0.05, d.term_range)
     for name in names:
-        assert np.array_equal(many[name], bounds.ucb(name, d.z, d.scores, cand, 0.05, d.value_range))
+        assert np.array_equal(many[name], bounds.ucb(name, d.z, d.scores, cand, 0.05, d.term_range))
 
 
-@pytest.mark.parametrize("m,B", [(500, 3), (60, 40)])
-def test_running_sum_paths_give_the_same_bits(monkeypatch, m, B):
+@pytest.mark.parametrize("m,n_calibrations", [(500, 3), (60, 40)])
+def test_running_sum_paths_give_the_same_bits(monkeypatch, m, n_calibrations):
     """The per-step row additions and the blockwise np.cumsum add in the same order: same WSR bits."""
     rng = np.random.default_rng(11)
-    z = (rng.random((B, m)) < 0.3) * rng.random((B, m))
-    u = rng.random((B, m))
-    cand = np.sort(rng.random((B, 16)), axis=1)
+    z = (rng.random((n_calibrations, m)) < 0.3) * rng.random((n_calibrations, m))
+    u = rng.random((n_calibrations, m))
+    cand = np.sort(rng.random((n_calibrations, 16)), axis=1)
     monkeypatch.setattr(wsr_fast, "ROWWISE_MIN_COLUMNS", 0)
     rowwise = bounds.ucb("wsr", z, u, cand, 0.05, 1.0)
     monkeypatch.setattr(wsr_fast, "ROWWISE_MIN_COLUMNS", 1 << 30)

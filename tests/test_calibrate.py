@@ -173,7 +173,7 @@ def test_experiment_layout_and_summary():
     cfg = ExperimentConfig(
         eps=0.05,
         methods=("pac", "gpac"),
-        trials=4,
+        n_trials=4,
         recipes=[Recipe("clt", "resample", 0.5, "max"), Recipe("wsr", "bernoulli", 0.5)],
     )
     res = experiment.run_experiment(t, cfg)
@@ -195,18 +195,18 @@ def test_experiment_layout_and_summary():
 def test_experiment_cpac_uses_learned_groups():
     t = _table().drop(columns=["group"])
     cfg = ExperimentConfig(
-        eps=0.05, methods=("pac", "cpac"), scores=["score_a"], trials=3, mode="joint", eval_groups="learned"
+        eps=0.05, methods=("pac", "cpac"), scores=["score_a"], n_trials=3, mode="joint", eval_groups="learned"
     )
     res = experiment.run_experiment(t, cfg)
     assert set(res.group) == {"__all__", "c0", "c1", "c2"}
     with pytest.raises(ValueError, match="group"):
-        experiment.run_experiment(t, ExperimentConfig(eps=0.05, methods=("gpac",), trials=1, eval_groups="learned"))
+        experiment.run_experiment(t, ExperimentConfig(eps=0.05, methods=("gpac",), n_trials=1, eval_groups="learned"))
 
 
 def test_gpac_removes_the_gap_pac_leaves():
     """On a heterogeneous population PAC overshoots eps in the hard group; G-PAC does not."""
     t = _table(n=1800, seed=11)
-    cfg = ExperimentConfig(eps=0.05, methods=("pac", "gpac"), scores=["score_a"], trials=30, recipes=[HB_FULL])
+    cfg = ExperimentConfig(eps=0.05, methods=("pac", "gpac"), scores=["score_a"], n_trials=30, recipes=[HB_FULL])
     res = experiment.run_experiment(t, cfg)
     s = experiment.summarize(res, 0.05).set_index("method")
     assert s.loc["PAC", "Error_Gap"] > 0.01
@@ -221,7 +221,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
         for j in range(14):
             violated = (trial + j) % 20 == 0
             rows.append({"trial": trial, "method": "G-PAC", "score": "s", "bound": "wsr", "sampling": "full",
-                         "pi": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
+                         "label_prob": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
                          "routed_share": 1.0, "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5,
                          "stp": 0.0})  # fmt: skip
         rows.append({**rows[-1], "group": "__all__", "pop_risk": 0.0})
@@ -238,12 +238,12 @@ def test_experiment_honours_each_recipes_pi_and_simultaneous():
     (fewer labels), and Bonferroni (simultaneous) routes no more than per-group calibration."""
     t = _table(n=1500, seed=4)
     recipes = [Recipe("hoeffding_bentkus", "bernoulli", 0.1), Recipe("hoeffding_bentkus", "bernoulli", 0.5)]
-    res = experiment.run_experiment(t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=5,
+    res = experiment.run_experiment(t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5,
                                                         recipes=recipes))  # fmt: skip
-    assert set(res["pi"]) == {0.1, 0.5}
-    share = res[res.group == "__all__"].groupby("pi")["routed_share"].mean()
+    assert set(res["label_prob"]) == {0.1, 0.5}
+    share = res[res.group == "__all__"].groupby("label_prob")["routed_share"].mean()
     assert share[0.1] < share[0.5]
-    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=5, recipes=[HB_FULL])
+    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5, recipes=[HB_FULL])
     plain = experiment.run_experiment(t, cfg)
     bonf = experiment.run_experiment(t, cfg.replace(simultaneous=True))
     a = plain[plain.group == "__all__"]["routed_share"].mean()
@@ -254,9 +254,62 @@ def test_experiment_honours_each_recipes_pi_and_simultaneous():
 def test_evaluation_groups_do_not_depend_on_the_methods():
     """G-PAC's rows are judged on the known groups whether or not C-PAC runs beside it."""
     t = _table(n=900, seed=2)
-    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], trials=3, recipes=[HB_FULL])
+    cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=3, recipes=[HB_FULL])
     alone = experiment.run_experiment(t, cfg)
     with_cpac = experiment.run_experiment(t, cfg.replace(methods=("gpac", "cpac")))
     g = with_cpac[with_cpac.method == "G-PAC"].reset_index(drop=True)
     pd.testing.assert_frame_equal(alone.reset_index(drop=True), g)
     assert set(with_cpac.group) == {"__all__", "easy", "mid", "hard"}
+
+
+def test_every_calibrator_satisfies_the_protocol():
+    from gpac_utils.calibrate import Calibrator
+
+    u, loss, g = population()
+    for cal, groups in ((PAC(0.1), None), (GPAC(0.1), g), (CPAC(0.1), None)):
+        assert isinstance(cal, Calibrator)
+        fitted = cal.fit(u, loss, groups)
+        assert fitted is cal and isinstance(fitted, Calibrator)
+        assert isinstance(cal.thresholds_, dict) and cal.thresholds_
+        routed = cal.route(u, groups)
+        assert routed.dtype == bool and routed.shape == u.shape
+    assert not isinstance(object(), Calibrator)
+    assert not isinstance(ScorePartitioner(), Calibrator)
+
+
+def test_cpac_is_gpac_calibrated_on_its_learned_groups():
+    u, loss, _ = population()
+    cpac = CPAC(0.1, recipe=HB_FULL, mode="joint", seed=3).fit(u, loss)
+    gpac = GPAC(0.1, recipe=HB_FULL, seed=3).calibrate(u, loss, cpac.assign(u), np.random.default_rng(3))
+    assert gpac.thresholds_ == cpac.thresholds_ and len(gpac.thresholds_) == 3
+
+
+def test_trial_split_and_calibrator_seed_reproduce_a_trial_of_the_runner():
+    t = _table()
+    bern = Recipe("hoeffding_bentkus", "bernoulli", 0.5)  # the seed matters
+    cfg = ExperimentConfig(eps=0.1, methods=("pac", "gpac"), scores=["score_a", "score_b"], n_trials=2, recipes=[bern])
+    res = experiment.run_experiment(t, cfg)
+    cal, test = experiment.trial_split(len(t), cfg.cal_ratio, cfg.seed, trial=1)
+    assert len(cal) == round(cfg.cal_ratio * len(t)) and len(set(cal) | set(test)) == len(t)
+    part = t.iloc[cal]
+    seed = experiment.calibrator_seed(cfg.seed, 1, score_index=1, method_index=1)
+    by_hand = GPAC(0.1, recipe=bern, seed=seed).fit(part["score_b"], part["loss"], part["group"]).thresholds_
+    rows = res.query("trial == 1 and score == 'score_b' and method == 'G-PAC' and group != '__all__'")
+    assert rows.set_index("group")["threshold"].to_dict() == by_hand
+    assert (
+        by_hand != GPAC(0.1, recipe=bern, seed=seed + 1).fit(part["score_b"], part["loss"], part["group"]).thresholds_
+    )
+
+
+def test_recipe_label_prob_is_one_for_full_labels_and_old_json_still_reads():
+    assert Recipe().label_prob == 1.0 and Recipe(label_prob=1).label_prob == 1.0
+    with pytest.raises(ValueError, match="^label_prob:"):
+        Recipe(sampling="full", label_prob=0.5)
+    with pytest.raises(ValueError, match="^label_prob:"):
+        Recipe(sampling="bernoulli")
+    u, loss, g = population()
+    cal = GPAC(0.1, recipe=Recipe("wsr", "bernoulli", 0.5)).fit(u, loss, g)
+    payload = json.loads(cal.to_json())
+    assert payload["settings"]["label_prob"] == 0.5 and "pi" not in payload["settings"]
+    payload["settings"]["pi"] = payload["settings"].pop("label_prob")  # written before the rename
+    assert from_json(json.dumps(payload)).recipe == cal.recipe

@@ -50,7 +50,7 @@ def test_calibrate_then_route(tmp_path, table, method):
         "hoeffding_bentkus",
         "--sampling",
         "bernoulli",
-        "--pi",
+        "--label-prob",
         "0.5",
         "--rule",
         "first-crossing",

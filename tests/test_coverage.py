@@ -24,30 +24,35 @@ def risk(u):
     return np.where(np.isfinite(u), SLOPE * u**2 / 2, 0.0)
 
 
-def violation_rate(bound, n, pi, sampling, seed):
+def violation_rate(bound, n, label_prob, sampling, seed):
     rng = np.random.default_rng(seed)
     u = rng.random((CALIBRATIONS, n))
     loss = (rng.random((CALIBRATIONS, n)) < SLOPE * u).astype(float)
     thr = calibrate.threshold(
-        loss, u, eps=EPS[n], alpha=ALPHA, recipe=Recipe(bound, sampling, None if sampling == "full" else pi), rng=rng
+        u,
+        loss,
+        eps=EPS[n],
+        alpha=ALPHA,
+        recipe=Recipe(bound, sampling, None if sampling == "full" else label_prob),
+        rng=rng,
     )
     return float(np.mean(risk(thr) > EPS[n])), float(np.mean(np.where(np.isfinite(thr), thr, 0.0)))
 
 
-CELLS = [(n, pi) for n in (50, 300) for pi in (1.0, 0.5)]
+CELLS = [(n, label_prob) for n in (50, 300) for label_prob in (1.0, 0.5)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bound", bounds.VALID_BOUNDS)
-@pytest.mark.parametrize("n,pi", CELLS)
-def test_valid_bounds_cover(bound, n, pi):
-    sampling = "full" if pi == 1.0 else "bernoulli"
-    rate, mean_thr = violation_rate(bound, n, pi, sampling, seed=1234 + n)
+@pytest.mark.parametrize("n,label_prob", CELLS)
+def test_valid_bounds_cover(bound, n, label_prob):
+    sampling = "full" if label_prob == 1.0 else "bernoulli"
+    rate, mean_thr = violation_rate(bound, n, label_prob, sampling, seed=1234 + n)
     limit = ALPHA + 3 * float(mcse(ALPHA, CALIBRATIONS))
-    assert rate <= limit, f"{bound} n={n} pi={pi}: violation {rate:.3f} > {limit:.3f}"
+    assert rate <= limit, f"{bound} n={n} label_prob={label_prob}: violation {rate:.3f} > {limit:.3f}"
     # Not vacuous: the bound routes something. Maurer-Pontil's 7 log(2/alpha) / (3 (n - 1)) term
-    # alone exceeds eps * pi at these sizes, so empirical Bernstein is exempt except with full labels.
-    if bound != "empirical_bernstein" or (n, pi) == (300, 1.0):
+    # alone exceeds eps * label_prob at these sizes, so empirical Bernstein is exempt except with full labels.
+    if bound != "empirical_bernstein" or (n, label_prob) == (300, 1.0):
         assert mean_thr > 0.0
 
 
@@ -55,11 +60,11 @@ def test_valid_bounds_cover(bound, n, pi):
 def test_clt_undercoverage_is_recorded(tmp_path, record_property):
     """The paper's CLT bound with its resampling scheme: record the violation rates (no assertion on validity)."""
     out = {}
-    for n, pi in CELLS:
-        sampling = "full" if pi == 1.0 else "resample"
-        rate, _ = violation_rate("clt", n, pi, sampling, seed=99 + n)
-        out[f"n={n},pi={pi},{sampling}"] = rate
-        record_property(f"clt_violation_n{n}_pi{pi}", rate)
+    for n, label_prob in CELLS:
+        sampling = "full" if label_prob == 1.0 else "resample"
+        rate, _ = violation_rate("clt", n, label_prob, sampling, seed=99 + n)
+        out[f"n={n},label_prob={label_prob},{sampling}"] = rate
+        record_property(f"clt_violation_n{n}_pi{label_prob}", rate)
     print("clt violation rates:", json.dumps(out))
     # Sanity only: the rates are proportions.
     assert all(0.0 <= r <= 1.0 for r in out.values())

@@ -83,13 +83,13 @@ def test_weighted_choice_follows_the_weights():
 def test_all_zero_pilot_certifies_from_59_labels():
     # Hoeffding-Bentkus at eps = alpha = 0.05: an all-zero-loss group needs 59 labels (issue 13).
     u = np.linspace(0, 1, 500)
-    c = prediction.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], resamples=10)
+    c = prediction.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], n_resamples=10)
     assert c.p_certify[0].tolist() == [0.0, 1.0]
     assert c.mean[0, 1] == pytest.approx(1.0, abs=0.02)
     # pi = 0.5 Bernoulli labelling needs about twice the items for the same expected labels
     b = prediction.predict(
         u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[59, 120], recipe=VALID_BERNOULLI,
-        resamples=40,
+        n_resamples=40,
     )  # fmt: skip
     assert b.n_items[0].tolist() == [118, 240]
     assert b.p_certify[0, 0] < 0.6 and b.p_certify[0, 1] == 1.0
@@ -100,7 +100,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     g = np.repeat(["a", "b"], 800)
     u = rng.uniform(size=1600)
     loss = (rng.uniform(size=1600) < 0.2 * u).astype(float)
-    kw = dict(eps=0.05, n_grid=[50, 200], resamples=20, seed=1)
+    kw = dict(eps=0.05, n_grid=[50, 200], n_resamples=20, seed=1)
     c1 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
     c2 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
     np.testing.assert_array_equal(c1.routed_shares, c2.routed_shares)
@@ -117,7 +117,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
         ({"eps": 0.0}, "eps"),
         ({"alpha": 1.5}, "alpha"),
         ({"pilot_model": "magic"}, "pilot_model"),
-        ({"resamples": 1}, "resamples"),
+        ({"n_resamples": 1}, "n_resamples"),
         ({"n_grid": [0, 10]}, "n_grid"),
         ({"recipe": "nope"}, "recipe"),
         ({"cap": -1}, "cap"),
@@ -125,7 +125,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
 )
 def test_predict_rejects_bad_parameters(kw, match):
     u = np.linspace(0, 1, 50)
-    args = dict(eps=0.05, n_grid=[10], resamples=5)
+    args = dict(eps=0.05, n_grid=[10], n_resamples=5)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
         prediction.predict(u, np.zeros(50), u, np.zeros(50), np.zeros(50), **args)
@@ -133,9 +133,9 @@ def test_predict_rejects_bad_parameters(kw, match):
 
 def test_predict_rejects_bad_pilot():
     u = np.linspace(0, 1, 50)
-    with pytest.raises(ValueError, match="pilot_loss"):
+    with pytest.raises(ValueError, match="pilot_losses"):
         prediction.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), eps=0.05, n_grid=[10])
-    with pytest.raises(ValueError, match="pilot_loss"):
+    with pytest.raises(ValueError, match="pilot_losses"):
         prediction.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), eps=0.05, n_grid=[10])
 
 
@@ -147,16 +147,16 @@ def test_predict_rejects_bad_pilot():
 POPULATION = {"easy": (0.10, 1.0), "medium": (0.30, 2.0), "hard": (0.60, 1.0), "steep": (0.80, 4.0)}
 
 
-def _calibrate_repeatedly(u, loss, n_items, *, eps, recipe=VALID, repeats=100, seed=0):
-    """Calibrate ``repeats`` times on random ``n_items``-subsets of a labelled pool (one batched call).
+def _calibrate_repeatedly(u, losses, n_items, *, eps, recipe=VALID, n_calibrations=100, seed=0):
+    """Calibrate ``n_calibrations`` times on random ``n_items``-subsets of a labelled pool (one batched call).
 
-    Returns each threshold's routed share of the pool and its risk on the pool, ``mean(loss 1{U <= t})``.
+    Returns each threshold's routed share of the pool and its risk on the pool, ``mean(losses 1{U <= t})``.
     """
     rng = np.random.default_rng(seed)
-    idx = rng.permuted(np.broadcast_to(np.arange(u.size), (repeats, u.size)), axis=-1)[:, :n_items]
-    t = threshold(loss[idx], u[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
+    idx = rng.permuted(np.broadcast_to(np.arange(u.size), (n_calibrations, u.size)), axis=-1)[:, :n_items]
+    t = threshold(u[idx], losses[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
     routed = u[None, :] <= t[:, None]
-    return routed.mean(axis=1), (routed * loss).mean(axis=1)
+    return routed.mean(axis=1), (routed * losses).mean(axis=1)
 
 
 def _population(seed: int, size: int = 2500):
@@ -179,7 +179,7 @@ def test_planned_share_is_realised_within_the_predicted_band():
         [(0.05, VALID, 1600), (0.10, VALID, 800), (0.05, VALID_BERNOULLI, 1600), (0.10, VALID_BERNOULLI, 1200)]
     ):
         curves = prediction.predict(
-            u, g, u[pilot], loss[pilot], g[pilot], eps=eps, recipe=recipe, n_grid=grid, resamples=100,
+            u, g, u[pilot], loss[pilot], g[pilot], eps=eps, recipe=recipe, n_grid=grid, n_resamples=100,
             seed=setting,
         )  # fmt: skip
         planned = allocation.allocate(curves, budget)
@@ -237,7 +237,7 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
     path = _write_table(tmp_path, with_loss=False)  # the pilot = the rows with a loss
     out = tmp_path / "out" / "plan.csv"
     rc = cli_main(
-        ["plan", "--data", str(path), "--score-col", "score_x", "--eps", "0.1", "--resamples", "20",
+        ["plan", "--data", str(path), "--score-col", "score_x", "--eps", "0.1", "--n-resamples", "20",
          "--target", "0.2", "-o", str(out)]
     )  # fmt: skip
     assert rc == 0

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpac_utils import CPAC, GPAC, PAC, Recipe, ScorePartitioner, cli, data
+from gpac_utils.sampling import MAX_RESAMPLE_TERMS
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -44,18 +45,20 @@ def _population(n=300, seed=0):
 
 
 @SETTINGS
-@given(eps=numbers, alpha=numbers, pi=numbers, sampling=st.sampled_from(["full", "bernoulli", "resample"]))
-def test_api_parameters_clean_error_or_valid_result(eps, alpha, pi, sampling):
+@given(eps=numbers, alpha=numbers, label_prob=numbers, sampling=st.sampled_from(["full", "bernoulli", "resample"]))
+def test_api_parameters_clean_error_or_valid_result(eps, alpha, label_prob, sampling):
     u, loss, groups = _population()
-    ok = _valid_eps(eps) and _valid_fraction(alpha) and (sampling == "full" or _valid_fraction(pi, closed=True))
+    ok = _valid_eps(eps) and _valid_fraction(alpha) and (sampling == "full" or _valid_fraction(label_prob, closed=True))
+    # resample draws n / label_prob terms: a vanishing label_prob is refused by name
+    ok = ok and not (sampling == "resample" and u.size / label_prob > MAX_RESAMPLE_TERMS)
     try:
-        recipe = Recipe(sampling=sampling, pi=None if sampling == "full" else pi)
+        recipe = Recipe(sampling=sampling, label_prob=None if sampling == "full" else label_prob)
         cal = GPAC(eps, alpha, recipe).fit(u, loss, groups)
     except ValueError as exc:
         assert not ok, f"valid parameters refused: {exc}"
         assert "\n" not in str(exc) and str(exc)
         return
-    assert ok, f"invalid parameters accepted: eps={eps!r} alpha={alpha!r} pi={pi!r} ({sampling})"
+    assert ok, f"invalid parameters accepted: eps={eps!r} alpha={alpha!r} label_prob={label_prob!r} ({sampling})"
     assert set(cal.thresholds_) == {"a", "b", "c"}
     routed = cal.route(u, groups)
     assert routed.shape == u.shape
@@ -142,20 +145,20 @@ def test_cli_malformed_tables(tmp_path_factory, capsys, df, method):
 
 
 @SETTINGS
-@given(eps=numbers, alpha=numbers, pi=numbers, sampling=st.sampled_from(["full", "bernoulli"]))
-def test_cli_parameters_exit_status(tmp_path_factory, capsys, eps, alpha, pi, sampling):
+@given(eps=numbers, alpha=numbers, label_prob=numbers, sampling=st.sampled_from(["full", "bernoulli"]))
+def test_cli_parameters_exit_status(tmp_path_factory, capsys, eps, alpha, label_prob, sampling):
     tmp = tmp_path_factory.mktemp("cli")
     u, loss, _ = _population(200)
     path = tmp / "t.parquet"
     data.write_table(pd.DataFrame({"item_id": range(200), "loss": loss, "u": u}), path)
     argv = ["calibrate", "--data", str(path), "--score-col", "u", f"--eps={float(eps)!r}", f"--alpha={float(alpha)!r}",
-            "--sampling", sampling, f"--pi={float(pi)!r}", "-o", str(tmp / "t.json")]  # fmt: skip
+            "--sampling", sampling, f"--label-prob={float(label_prob)!r}", "-o", str(tmp / "t.json")]  # fmt: skip
     capsys.readouterr()
     code = cli.main(argv)
     ok = (
         _valid_eps(eps)
         and _valid_fraction(alpha)
-        and (_valid_fraction(pi, closed=True) if sampling == "bernoulli" else float(pi) == 1.0)
+        and (_valid_fraction(label_prob, closed=True) if sampling == "bernoulli" else float(label_prob) == 1.0)
     )
     assert (code == 0) == ok, (argv, capsys.readouterr().err)
     if not ok:

@@ -78,7 +78,7 @@ def test_ece_matches_bruteforce_and_calibrated_is_small():
         c[:5] = [0.0, 1.0, 0.1, 0.5, 0.9]  # bin edges
         y = (rng.uniform(size=200) < rng.uniform(size=200)).astype(int)
         assert metrics.expected_calibration_error(c, y, 10) == pytest.approx(_ece_bruteforce(c, y, 10), abs=1e-12)
-    # perfectly calibrated: y ~ Bern(c). E[ECE] is O(sqrt(B / n)); over 200 reps its mean is small
+    # perfectly calibrated: y ~ Bern(c). E[ECE] is O(sqrt(B / n)); over 200 repetitions its mean is small
     eces = []
     for _ in range(200):
         c = rng.uniform(size=2000)

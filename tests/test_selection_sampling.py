@@ -42,7 +42,7 @@ def test_ties_in_scores_are_handled_exactly():
     from gpac_utils import Recipe
     from gpac_utils.calibrate import threshold
 
-    t = threshold(z, u, eps=0.1, alpha=0.05, recipe=Recipe("clt", "full"))
+    t = threshold(u, z, eps=0.1, alpha=0.05, recipe=Recipe("clt", "full"))
     assert t == 0.1
 
 
@@ -61,9 +61,9 @@ def test_resample_scheme_matches_algorithm_1():
     rng = np.random.default_rng(0)
     loss = np.array([0.0, 1.0, 1.0, 0.0])
     u = np.array([0.1, 0.2, 0.3, 0.4])
-    d = sampling.draw(loss, u, "resample", 0.5, rng)
+    d = sampling.draw(u, loss, "resample", 0.5, rng)
     assert d.z.shape == (8,)  # m = n / pi
-    assert d.value_range == 2.0  # B / pi_min
+    assert d.term_range == 2.0  # B / pi_min
     assert set(np.unique(d.z)) <= {0.0, 2.0}
     # Each term's score belongs to an item; a term is non-zero only for lossy items.
     for z, s in zip(d.z, d.scores):
@@ -74,13 +74,13 @@ def test_bernoulli_is_unbiased_and_full_is_exact():
     rng = np.random.default_rng(1)
     loss = rng.random((4000, 50))
     u = rng.random((4000, 50))
-    d = sampling.draw(loss, u, "bernoulli", 0.25, rng)
-    assert d.z.shape == (4000, 50) and np.all(d.value_range == 4.0)
+    d = sampling.draw(u, loss, "bernoulli", 0.25, rng)
+    assert d.z.shape == (4000, 50) and np.all(d.term_range == 4.0)
     mean_z, mean_l = d.z.mean(), loss.mean()
     se = d.z.std() / math.sqrt(d.z.size)
     assert abs(mean_z - mean_l) < 4 * se
-    f = sampling.draw(loss[0], u[0], "full", 0.3, rng)
-    assert f.value_range == 1.0 and np.allclose(np.sort(f.z), np.sort(loss[0]))
+    f = sampling.draw(u[0], loss[0], "full", 0.3, rng)
+    assert f.term_range == 1.0 and np.allclose(np.sort(f.z), np.sort(loss[0]))
     # Terms keep their own scores after the random reordering.
     pairs = dict(zip(u[0], loss[0]))
     assert all(pairs[s] == z for s, z in zip(f.scores, f.z))
@@ -89,25 +89,30 @@ def test_bernoulli_is_unbiased_and_full_is_exact():
 def test_per_item_pi():
     rng = np.random.default_rng(2)
     loss = np.ones(1000)
-    pi = np.where(np.arange(1000) < 500, 0.5, 1.0)
-    d = sampling.draw(loss, np.linspace(0, 1, 1000), "bernoulli", pi, rng)
-    assert d.value_range == 2.0
+    label_prob = np.where(np.arange(1000) < 500, 0.5, 1.0)
+    d = sampling.draw(np.linspace(0, 1, 1000), loss, "bernoulli", label_prob, rng)
+    assert d.term_range == 2.0
     assert set(np.unique(d.z)) <= {0.0, 1.0, 2.0}
 
 
 @pytest.mark.parametrize(
     "kw,match",
-    [(dict(scheme="bootstrap"), "scheme"), (dict(pi=0.0), "pi"), (dict(pi=1.5), "pi"), (dict(loss=[0.0, 2.0]), "loss")],
+    [
+        (dict(scheme="bootstrap"), "scheme"),
+        (dict(label_prob=0.0), "label_prob"),
+        (dict(label_prob=1.5), "label_prob"),
+        (dict(losses=[0.0, 2.0]), "losses"),
+    ],
 )
 def test_sampling_bad_input(kw, match):
-    args = dict(loss=[0.0, 1.0], scores=[0.1, 0.2], scheme="bernoulli", pi=0.5)
+    args = dict(scores=[0.1, 0.2], losses=[0.0, 1.0], scheme="bernoulli", label_prob=0.5)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
-        sampling.draw(args["loss"], args["scores"], args["scheme"], args["pi"], 0)
+        sampling.draw(args["scores"], args["losses"], args["scheme"], args["label_prob"], 0)
 
 
 @pytest.mark.parametrize("bound", ["hoeffding_bentkus", "empirical_bernstein", "clopper_pearson", "hoeffding"])
-def test_batched_per_calibration_pi_does_not_leak(bound):
+def test_batched_per_calibration_label_prob_does_not_leak(bound):
     """One calibration's labelling rate never widens another's bound (range per batch row)."""
     from gpac_utils import Recipe
     from gpac_utils.calibrate import threshold
@@ -115,10 +120,10 @@ def test_batched_per_calibration_pi_does_not_leak(bound):
     rng = np.random.default_rng(3)
     u = rng.random((2, 500))
     loss = (rng.random((2, 500)) < u**3).astype(float)
-    pi = np.stack([np.full(500, 0.9), np.full(500, 0.1)])
+    label_prob = np.stack([np.full(500, 0.9), np.full(500, 0.1)])
     recipe = Recipe(bound, "bernoulli", 0.5)
-    batched = threshold(loss, u, eps=0.1, alpha=0.05, recipe=recipe, pi=pi, rng=1)
-    alone = threshold(loss[0], u[0], eps=0.1, alpha=0.05, recipe=recipe, pi=0.9, rng=1)
+    batched = threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, label_prob=label_prob, rng=1)
+    alone = threshold(u[0], loss[0], eps=0.1, alpha=0.05, recipe=recipe, label_prob=0.9, rng=1)
     assert batched[0] == alone
 
 
@@ -131,7 +136,7 @@ def test_first_crossing_scans_the_monotone_envelope():
     rng = np.random.default_rng(7)
     u = rng.random(300)
     loss = (rng.random(300) < 0.2 * (u > 0.5)).astype(float)
-    curve = risk_curve(loss, u, eps=0.05, alpha=0.1, recipe=Recipe("wsr", "bernoulli", 0.5), rng=3)
+    curve = risk_curve(u, loss, eps=0.05, alpha=0.1, recipe=Recipe("wsr", "bernoulli", 0.5), rng=3)
     env = curve["envelope"].to_numpy()
     assert np.all(np.diff(env) >= 0) and np.all(env >= curve["ucb"].to_numpy())
     chosen = curve.loc[curve.selected, "u"]

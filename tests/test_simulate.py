@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from gpac_utils import data as D
-from gpac_utils.paper import simulate as S
+from gpac_utils import data
+from gpac_utils.paper import simulate
 from gpac_utils.paper.reference import TABLE_SPECS, accuracy
 
 BINARY = ("math500", "zebralogic", "gpqa")
-TABLES = [(b, p) for b in S.SIMULATED_BENCHMARKS for p in S.PAIRS]
+TABLES = [(b, p) for b in simulate.SIMULATED_BENCHMARKS for p in simulate.PAIRS]
 
 # Independent oracles, copied from the paper (not from SPECS).
 GROUP_COUNTS = {
@@ -57,7 +57,7 @@ PAPER_EPS = {
 
 @pytest.fixture(scope="module")
 def committed():
-    return {(b, p): S.load_simulated(b, p) for b, p in TABLES}
+    return {(b, p): simulate.load_simulated(b, p) for b, p in TABLES}
 
 
 def auroc(y, s):
@@ -74,31 +74,31 @@ def auroc(y, s):
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_schema(committed, benchmark, pair):
     df = committed[(benchmark, pair)]
-    D.validate(df, require_tokens=True, score_cols=D.PAPER_SCORES)
+    data.validate(df, require_tokens=True, score_cols=data.PAPER_SCORES)
     assert len(df) == SIZES[benchmark]
-    assert df[D.ID].is_unique
-    expected = {D.ID, D.LOSS, D.THINK_TOKENS, D.NOTHINK_TOKENS, *D.PAPER_SCORES}
+    assert df[data.ID].is_unique
+    expected = {data.ID, data.LOSS, data.THINK_TOKENS, data.NOTHINK_TOKENS, *data.PAPER_SCORES}
     if benchmark in BINARY:
-        expected |= {D.GROUP, D.THINK_CORRECT, D.NOTHINK_CORRECT}
-        assert set(np.unique(df[D.LOSS])) <= {0.0, 1.0}
-        np.testing.assert_array_equal(df[D.LOSS], D.binary_loss(df[D.THINK_CORRECT], df[D.NOTHINK_CORRECT]))
+        expected |= {data.GROUP, data.THINK_CORRECT, data.NOTHINK_CORRECT}
+        assert set(np.unique(df[data.LOSS])) <= {0.0, 1.0}
+        np.testing.assert_array_equal(df[data.LOSS], data.binary_loss(df[data.THINK_CORRECT], df[data.NOTHINK_CORRECT]))
     else:  # Arena-Hard: semantic loss, no groups, no correctness
-        assert ((df[D.LOSS] > 0) & (df[D.LOSS] < 1)).all()
-        assert df[D.LOSS].nunique() == len(df)
+        assert ((df[data.LOSS] > 0) & (df[data.LOSS] < 1)).all()
+        assert df[data.LOSS].nunique() == len(df)
     assert set(df.columns) == expected
-    assert (df[D.THINK_TOKENS] >= 1).all() and (df[D.NOTHINK_TOKENS] >= 1).all()
-    assert (df[D.THINK_TOKENS] == np.rint(df[D.THINK_TOKENS])).all()
+    assert (df[data.THINK_TOKENS] >= 1).all() and (df[data.NOTHINK_TOKENS] >= 1).all()
+    assert (df[data.THINK_TOKENS] == np.rint(df[data.THINK_TOKENS])).all()
 
 
 @pytest.mark.parametrize("benchmark", BINARY)
 def test_group_counts_exact(committed, benchmark):
-    for pair in S.PAIRS:
-        counts = committed[(benchmark, pair)][D.GROUP].value_counts().to_dict()
+    for pair in simulate.PAIRS:
+        counts = committed[(benchmark, pair)][data.GROUP].value_counts().to_dict()
         assert counts == GROUP_COUNTS[benchmark]
     # the same item has the same group in both pairs' tables
-    q, l = committed[(benchmark, "qwen")], committed[(benchmark, "llama")]
-    assert q[D.ID].tolist() == l[D.ID].tolist()
-    assert q[D.GROUP].tolist() == l[D.GROUP].tolist()
+    qwen, llama = committed[(benchmark, "qwen")], committed[(benchmark, "llama")]
+    assert qwen[data.ID].tolist() == llama[data.ID].tolist()
+    assert qwen[data.GROUP].tolist() == llama[data.GROUP].tolist()
 
 
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
@@ -107,7 +107,7 @@ def test_accuracies_match_paper_to_the_item(committed, benchmark, pair):
     n = len(df)
     think, nothink = PAPER_ACC[(benchmark, pair)]
     # the count whose percentage rounds to the paper's two decimals, and it is unique
-    for col, pct in ((D.THINK_CORRECT, think), (D.NOTHINK_CORRECT, nothink)):
+    for col, pct in ((data.THINK_CORRECT, think), (data.NOTHINK_CORRECT, nothink)):
         k = int(df[col].sum())
         assert round(100 * k / n, 2) == pct, (col, k, n)
         assert round(100 * (k + 1) / n, 2) != pct and round(100 * (k - 1) / n, 2) != pct
@@ -125,14 +125,14 @@ def test_eps_table():
 
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
 def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
-    rates = committed[(benchmark, pair)].groupby(D.GROUP)[D.LOSS].mean()
+    rates = committed[(benchmark, pair)].groupby(data.GROUP)[data.LOSS].mean()
     het = HETEROGENEOUS[benchmark]
-    assert S.SPECS[benchmark].heterogeneous == het
+    assert simulate.SPECS[benchmark].heterogeneous == het
     assert rates.idxmax() == het
     # clearly higher: a two-proportion z-test against the pooled other groups rejects
     df = committed[(benchmark, pair)]
-    inside = df[D.GROUP] == het
-    p1, p0 = df.loc[inside, D.LOSS].mean(), df.loc[~inside, D.LOSS].mean()
+    inside = df[data.GROUP] == het
+    p1, p0 = df.loc[inside, data.LOSS].mean(), df.loc[~inside, data.LOSS].mean()
     se = np.sqrt(p1 * (1 - p1) / inside.sum() + p0 * (1 - p0) / (~inside).sum())
     assert (p1 - p0) / se > 3.0
 
@@ -141,17 +141,17 @@ def test_heterogeneous_group_has_highest_loss(committed, benchmark, pair):
 def test_heterogeneity_is_a_design_property_not_seed_luck(benchmark, pair):
     het = HETEROGENEOUS[benchmark]
     for seed in (1, 2, 3):
-        rates = S.simulate_table(benchmark, pair, seed=seed).groupby(D.GROUP)[D.LOSS].mean()
+        rates = simulate.simulate_table(benchmark, pair, seed=seed).groupby(data.GROUP)[data.LOSS].mean()
         assert rates.idxmax() == het
 
 
-def _clt_pac_threshold(loss, scores, eps, rng, alpha=0.05, pi=0.5):
+def _clt_pac_threshold(scores, losses, eps, rng, alpha=0.05, label_prob=0.5):
     """Paper Algorithm 1 (resample, CLT bound, max rule), written independently of the core."""
-    n = loss.size
-    m = int(np.ceil(n / pi))
+    n = losses.size
+    m = int(np.ceil(n / label_prob))
     idx = rng.integers(0, n, m)
-    xi = rng.random(m) < pi
-    z, s = xi * loss[idx] / pi, scores[idx]
+    xi = rng.random(m) < label_prob
+    z, s = xi * losses[idx] / label_prob, scores[idx]
     order = np.argsort(s, kind="stable")
     z, s = z[order], s[order]
     last = np.r_[np.flatnonzero(np.diff(s) > 0), m - 1]  # last position of each distinct score
@@ -169,8 +169,8 @@ def test_marginal_pac_overshoots_eps_in_heterogeneous_group(committed, benchmark
     heterogeneous group on average over 50 random splits, by more than 3 MCSE."""
     df = committed[(benchmark, pair)]
     eps = PAPER_EPS[(benchmark, pair)]
-    loss, u = df[D.LOSS].to_numpy(), df["score_logits"].to_numpy()
-    het = (df[D.GROUP] == HETEROGENEOUS[benchmark]).to_numpy()
+    loss, u = df[data.LOSS].to_numpy(), df["score_logits"].to_numpy()
+    het = (df[data.GROUP] == HETEROGENEOUS[benchmark]).to_numpy()
     rng = np.random.default_rng(12345)
     n = len(df)
     n_cal = int(0.6 * n)
@@ -178,7 +178,7 @@ def test_marginal_pac_overshoots_eps_in_heterogeneous_group(committed, benchmark
     for _ in range(50):
         perm = rng.permutation(n)
         cal, test = perm[:n_cal], perm[n_cal:]
-        thr = _clt_pac_threshold(loss[cal], u[cal], eps, rng)
+        thr = _clt_pac_threshold(u[cal], loss[cal], eps, rng)
         routed_loss = loss[test] * (u[test] <= thr)
         errs.append(routed_loss[het[test]].mean())
         overall.append(routed_loss.mean())
@@ -194,8 +194,8 @@ def test_marginal_pac_overshoots_eps_in_heterogeneous_group(committed, benchmark
 @pytest.mark.parametrize("benchmark,pair", list(PAPER_ACC))
 def test_scores_informative_but_imperfect(committed, benchmark, pair):
     df = committed[(benchmark, pair)]
-    wrong = 1 - df[D.NOTHINK_CORRECT]
-    aucs = {s: auroc(wrong, df[s]) for s in D.PAPER_SCORES}
+    wrong = 1 - df[data.NOTHINK_CORRECT]
+    aucs = {s: auroc(wrong, df[s]) for s in data.PAPER_SCORES}
     for s, a in aucs.items():
         assert 0.6 <= a <= 0.9, (s, a)
     assert aucs["score_logits"] == max(aucs.values())
@@ -208,7 +208,7 @@ def test_score_shapes(committed, benchmark, pair):
     np.testing.assert_allclose(v * 100, np.rint(v * 100), atol=1e-9)  # 0.01 grid
     assert df["score_verbalized"].nunique() < len(df) / 4  # coarse, many ties
     # logits score: calibrated in the large (mean = non-thinking error rate or mean loss)
-    target = 1 - df[D.NOTHINK_CORRECT].mean() if D.NOTHINK_CORRECT in df else df[D.LOSS].mean()
+    target = 1 - df[data.NOTHINK_CORRECT].mean() if data.NOTHINK_CORRECT in df else df[data.LOSS].mean()
     assert df["score_logits"].mean() == pytest.approx(target, abs=1e-9)
     # verbalized: overconfident (mean uncertainty below the logits-based one)
     assert df["score_verbalized"].mean() < df["score_logits"].mean()
@@ -216,10 +216,10 @@ def test_score_shapes(committed, benchmark, pair):
 
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_router_is_function_of_difficulty_and_own_noise(committed, benchmark, pair):
-    comp = S.components(benchmark, pair)
-    rebuilt = S.simulated_router_score(comp["difficulty"], comp["noise_score_router"])
+    comp = simulate.components(benchmark, pair)
+    rebuilt = simulate.simulated_router_score(comp["difficulty"], comp["noise_score_router"])
     np.testing.assert_array_equal(rebuilt, committed[(benchmark, pair)]["score_router"].to_numpy())
-    assert list(inspect.signature(S.simulated_router_score).parameters) == ["difficulty", "noise"]
+    assert list(inspect.signature(simulate.simulated_router_score).parameters) == ["difficulty", "noise"]
 
 
 def test_router_independent_of_nothink_correctness_given_difficulty():
@@ -228,10 +228,10 @@ def test_router_independent_of_nothink_correctness_given_difficulty():
     noise, correct, resid = [], [], []
     for seed in range(8):
         for b in BINARY:
-            comp = S.components(b, "qwen", seed=seed)
-            df = S.simulate_table(b, "qwen", seed=seed)
+            comp = simulate.components(b, "qwen", seed=seed)
+            df = simulate.simulate_table(b, "qwen", seed=seed)
             noise.append(comp["noise_score_router"])
-            correct.append(df[D.NOTHINK_CORRECT].to_numpy() - df[D.NOTHINK_CORRECT].mean())
+            correct.append(df[data.NOTHINK_CORRECT].to_numpy() - df[data.NOTHINK_CORRECT].mean())
             # positive control: the non-thinking answer's own noise does drive correctness
             resid.append(comp["nothink_noise"])
     noise, correct, resid = map(np.concatenate, (noise, correct, resid))
@@ -246,9 +246,9 @@ def test_router_independent_of_nothink_correctness_given_difficulty():
 @pytest.mark.parametrize("benchmark,pair", TABLES)
 def test_tokens(committed, benchmark, pair):
     df = committed[(benchmark, pair)]
-    comp = S.components(benchmark, pair)
-    assert df[D.THINK_TOKENS].median() > 1.5 * df[D.NOTHINK_TOKENS].median()
-    r = np.corrcoef(np.log(df[D.THINK_TOKENS]), comp["difficulty"])[0, 1]
+    comp = simulate.components(benchmark, pair)
+    assert df[data.THINK_TOKENS].median() > 1.5 * df[data.NOTHINK_TOKENS].median()
+    r = np.corrcoef(np.log(df[data.THINK_TOKENS]), comp["difficulty"])[0, 1]
     assert r > 4 / np.sqrt(len(df))  # thinking tokens grow with difficulty
 
 
@@ -260,40 +260,40 @@ def test_regeneration_is_byte_identical(tmp_path, cpu, request):
     """The committed tables come out byte for byte, with numpy's full SIMD dispatch and with its
     AVX-512 code paths and OpenBLAS's kernels narrowed to AVX2 (what an AVX2-only machine runs)."""
     if cpu == "native":
-        paths = S.write_all(tmp_path)
+        paths = simulate.write_all(tmp_path)
         assert len(paths) == 8
     else:
         request.getfixturevalue("run_narrowed")(
             [sys.executable, "-m", "gpac_utils.paper.simulate", "--folder", str(tmp_path)]
         )
     for b, p in TABLES:
-        assert S.table_path(b, p, tmp_path).read_bytes() == S.table_path(b, p).read_bytes(), (b, p)
+        assert simulate.table_path(b, p, tmp_path).read_bytes() == simulate.table_path(b, p).read_bytes(), (b, p)
 
 
 def test_portable_exp_is_within_one_ulp_of_libm():
     rng = np.random.default_rng(3)
     x = np.concatenate([rng.uniform(-40, 40, 20_000), rng.uniform(-700, 700, 5_000), np.linspace(-1, 1, 2001)])
     ref = np.array([math.exp(v) for v in x])
-    ulps = np.abs(S.portable_exp(x) - ref) / np.spacing(ref)
+    ulps = np.abs(simulate.portable_exp(x) - ref) / np.spacing(ref)
     assert ulps.max() <= 1.0
-    assert S.portable_exp(np.array([0.0]))[0] == 1.0
+    assert simulate.portable_exp(np.array([0.0]))[0] == 1.0
 
 
 def test_seed_changes_table_and_paths():
-    a = S.simulate_table("gpqa", "qwen", seed=1)
-    b = S.simulate_table("gpqa", "qwen", seed=1)
-    c = S.simulate_table("gpqa", "qwen", seed=2)
+    a = simulate.simulate_table("gpqa", "qwen", seed=1)
+    b = simulate.simulate_table("gpqa", "qwen", seed=1)
+    c = simulate.simulate_table("gpqa", "qwen", seed=2)
     pd.testing.assert_frame_equal(a, b)
     assert not np.array_equal(a["score_logits"], c["score_logits"])
-    assert S.table_path("gpqa", "llama").name == "gpqa__llama.parquet"
-    assert S.table_path("gpqa", "llama").parent.name == "simulated"
+    assert simulate.table_path("gpqa", "llama").name == "gpqa__llama.parquet"
+    assert simulate.table_path("gpqa", "llama").parent.name == "simulated"
 
 
 def test_bad_names_raise():
     with pytest.raises(ValueError, match="benchmark 'math'"):
-        S.simulate_table("math", "qwen")
+        simulate.simulate_table("math", "qwen")
     with pytest.raises(ValueError, match="model pair 'gpt'"):
-        S.table_path("gpqa", "gpt")
+        simulate.table_path("gpqa", "gpt")
 
 
 # ---------------------------------------------------------------- paper tables (notebook 20 computes them)
@@ -312,9 +312,9 @@ def test_notebook_20_data_overview(fast_run):
     assert acc.loc["MATH-500", "Llama-3.1-8B-Instruct"] == pytest.approx(45.20)
     assert acc.loc["GPQA", "DeepSeek-R1-Distill-Llama-8B"] == pytest.approx(39.73, abs=0.005)
     for (b, pair), (think, nothink) in PAPER_ACC.items():  # every cell, against the oracle copied from the paper
-        row = acc.loc[S.SPECS[b].title]
-        assert row[S.MODELS[pair][0]] == pytest.approx(think, abs=0.005)
-        assert row[S.MODELS[pair][1]] == pytest.approx(nothink, abs=0.005)
+        row = acc.loc[simulate.SPECS[b].title]
+        assert row[simulate.MODELS[pair][0]] == pytest.approx(think, abs=0.005)
+        assert row[simulate.MODELS[pair][1]] == pytest.approx(nothink, abs=0.005)
     for ext in ("png", "pdf"):
         assert (ran.figures / f"dataset_category_distribution.{ext}").stat().st_size > 0
 
@@ -325,12 +325,12 @@ def _parameter_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     groups = pd.DataFrame(
         [
             {"benchmark": b, "group": g.name, "n": g.n, "mu_g": g.difficulty}
-            for b, spec in S.SPECS.items()
+            for b, spec in simulate.SPECS.items()
             for g in spec.groups
         ]
     )
     pairs = []
-    for b, spec in S.SPECS.items():
+    for b, spec in simulate.SPECS.items():
         for pair, p in spec.pairs.items():
             offsets = sorted(set(p.think_offset) | set(p.nothink_offset))
             pairs.append(
@@ -369,7 +369,11 @@ def test_help_prints_help_and_writes_nothing(tmp_path):
     import subprocess
     import sys
 
-    before = {p: p.stat().st_mtime_ns for p in S.SIMULATED.glob("*.parquet")} if hasattr(S, "SIMULATED") else {}
+    before = (
+        {p: p.stat().st_mtime_ns for p in simulate.SIMULATED.glob("*.parquet")}
+        if hasattr(simulate, "SIMULATED")
+        else {}
+    )
     r = subprocess.run([sys.executable, "-m", "gpac_utils.paper.simulate", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "usage:" in r.stdout and "--folder" in r.stdout
     after = {p: p.stat().st_mtime_ns for p in before}

@@ -8,16 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import data as D
-from gpac_utils.paper import reference, sources
-from gpac_utils.paper import results_tables as R
+from gpac_utils import data
+from gpac_utils.paper import reference, results_tables, sources
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config, paths
 
 
-def make_tables(cfg) -> dict[str, R.ResultsTable]:
+def make_tables(cfg) -> dict[str, results_tables.ResultsTable]:
     """What a table notebook does with its configuration."""
-    return R.make_tables(R.TableSettings(**cfg))
+    return results_tables.make_tables(results_tables.TableSettings(**cfg))
 
 
 def _with(cfg, **changes):
@@ -33,14 +32,14 @@ def _table(n: int = 60, *, groups: bool = True, tokens: bool = True, correctness
     df = pd.DataFrame({"item_id": [f"i{i}" for i in range(n)]})
     if groups:
         df["group"] = np.array(["A", "B", "C"])[np.arange(n) % 3]
-    df["loss"] = D.binary_loss(think, nothink)
+    df["loss"] = data.binary_loss(think, nothink)
     if correctness:
         df["think_correct"] = think
         df["nothink_correct"] = nothink
     if tokens:
         df["think_tokens"] = rng.integers(100, 1000, n).astype(float)
         df["nothink_tokens"] = rng.integers(10, 100, n).astype(float)
-    for s in D.PAPER_SCORES:
+    for s in data.PAPER_SCORES:
         df[s] = rng.uniform(0, 1, n)
     return df
 
@@ -55,7 +54,7 @@ def figures(tmp_path, monkeypatch):
 @pytest.fixture
 def generated(tmp_path):
     root = tmp_path / "generated"
-    D.write_table(_table(), root / "walk__smollm2.parquet")
+    data.write_table(_table(), root / "walk__smollm2.parquet")
     return root
 
 
@@ -80,7 +79,7 @@ def test_resolve_source_kinds(tmp_path):
 
 def test_simulated_source_reads_the_stand_ins():
     src = sources.resolve_source("simulated")
-    t = sources.load_table(src, "gpqa", "qwen", notebook="21_table_known_groups", scores=D.PAPER_SCORES)
+    t = sources.load_table(src, "gpqa", "qwen", notebook="21_table_known_groups", scores=data.PAPER_SCORES)
     pd.testing.assert_frame_equal(t, sim.load_simulated("gpqa", "qwen"))
     with pytest.raises(sources.SourceError, match="data_source='simulated': unknown model pair 'smollm2'"):
         sources.load_table(src, "gpqa", "smollm2")
@@ -88,7 +87,7 @@ def test_simulated_source_reads_the_stand_ins():
 
 def test_generated_source_reads_02s_tables_and_says_how_to_make_a_missing_one(generated):
     src = sources.resolve_source("generated", generated_root=generated)
-    t = sources.load_table(src, "walk", "smollm2", notebook="21_table_known_groups", scores=D.PAPER_SCORES)
+    t = sources.load_table(src, "walk", "smollm2", notebook="21_table_known_groups", scores=data.PAPER_SCORES)
     assert len(t) == 60 and set(t["group"]) == {"A", "B", "C"}
     with pytest.raises(sources.SourceError, match=r"no scored table at .*math500__qwen\.parquet; run 01_generate"):
         sources.load_table(src, "math500", "qwen")
@@ -103,8 +102,8 @@ def test_path_source_maps_columns_through_read_table(tmp_path):
     src = sources.resolve_source(str(f), columns=cols)
     t = sources.load_table(src, notebook="25_ece_scores", scores=["score_mine"])
     assert {"think_correct", "nothink_correct", "score_mine", "loss"} <= set(t.columns)
-    np.testing.assert_array_equal(t["loss"], D.binary_loss(t["think_correct"], t["nothink_correct"]))
-    with pytest.raises(D.SchemaError, match="lacks"):
+    np.testing.assert_array_equal(t["loss"], data.binary_loss(t["think_correct"], t["nothink_correct"]))
+    with pytest.raises(data.SchemaError, match="lacks"):
         sources.load_table(sources.resolve_source(str(f), columns={"absent": "score_x"}))
     with pytest.raises(sources.SourceError, match="no table at"):
         sources.load_table(sources.resolve_source(str(tmp_path / "absent.csv")))
@@ -136,7 +135,7 @@ def test_path_source_maps_columns_through_read_table(tmp_path):
 )
 def test_missing_capability_messages(tmp_path, notebook, table, message):
     f = tmp_path / "t.parquet"
-    D.write_table(table, f)
+    data.write_table(table, f)
     with pytest.raises(sources.SourceError, match=message) as err:
         sources.load_table(sources.resolve_source(str(f)), notebook=notebook)
     assert "\n" not in str(err.value)
@@ -150,8 +149,8 @@ def test_missing_score_columns_name_what_the_table_has(generated):
 
 def test_without_token_counts_stp_is_nan_and_left_out_of_the_layout(tmp_path, figures):
     f = tmp_path / "notokens.parquet"
-    D.write_table(_table(tokens=False), f)
-    cfg = config.load("21_table_known_groups", "fast", data_source=str(f), eps=0.3, trials=2, valid_bounds=["wsr"])
+    data.write_table(_table(tokens=False), f)
+    cfg = config.load("21_table_known_groups", "fast", data_source=str(f), eps=0.3, n_trials=2, valid_bounds=["wsr"])
     built = make_tables(cfg)
     (t,) = built.values()
     assert any("STP is not computed" in n for n in t.notes)
@@ -174,7 +173,7 @@ def test_benchmarks_outside_the_paper_need_an_eps_and_get_ratio_one_half():
 
 def test_generated_walk_without_eps_is_refused(generated):
     cfg = config.load(
-        "21_table_known_groups", "fast", data_source="generated", pairs=["smollm2"], benchmarks=["walk"], trials=2
+        "21_table_known_groups", "fast", data_source="generated", pairs=["smollm2"], benchmarks=["walk"], n_trials=2
     )
     with pytest.raises(ValueError, match="eps: .*'walk'.* no default eps"):
         make_tables(_with(cfg, generated_root=str(generated)))
@@ -187,11 +186,11 @@ def test_generated_walk_without_eps_is_refused(generated):
 
 
 def _known(**kw):
-    base = dict(trials=2, valid_bounds=["wsr"], pairs=["qwen"], benchmarks=["gpqa"])
+    base = dict(n_trials=2, valid_bounds=["wsr"], pairs=["qwen"], benchmarks=["gpqa"])
     return config.load("21_table_known_groups", "fast", **{**base, **kw})
 
 
-def _has_paper(t: R.ResultsTable, figures) -> bool:
+def _has_paper(t: results_tables.ResultsTable, figures) -> bool:
     long = pd.read_csv(figures / "tables" / f"{t.name}.csv")
     cells = t.layout.drop(columns=["Dataset", "Clustering", "Metric"]).to_numpy().ravel()
     in_layout = any("(" in str(c) for c in cells)
@@ -214,7 +213,7 @@ def test_no_paper_numbers_at_another_eps(figures):
 
 def test_no_paper_numbers_for_generated_data_even_of_a_paper_benchmark(tmp_path, figures):
     root = tmp_path / "generated"
-    D.write_table(sim.load_simulated("gpqa", "qwen"), root / "gpqa__qwen.parquet")
+    data.write_table(sim.load_simulated("gpqa", "qwen"), root / "gpqa__qwen.parquet")
     (t,) = make_tables(_known(data_source="generated", generated_root=str(root))).values()
     assert t.name == "known__generated__qwen" and not _has_paper(t, figures)
     assert t.summary["eps"].iloc[0] == reference.TABLE_SPECS["01_results_known"].eps["gpqa"]

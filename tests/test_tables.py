@@ -9,11 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import Recipe, ScorePartitioner, experiment
-from gpac_utils import data as D
+from gpac_utils import Recipe, ScorePartitioner, data, experiment
 from gpac_utils.data import PAPER_SCORES
-from gpac_utils.paper import realdata, reference, table_layout
-from gpac_utils.paper import results_tables as R
+from gpac_utils.paper import realdata, reference, results_tables, table_layout
 from gpac_utils.paper import simulate as sim
 from gpac_utils.workflow import config
 
@@ -195,10 +193,10 @@ def test_paper_layout_cells_and_report_table():
 def test_pick_valid_bound_takes_the_highest_routed_share():
     s = _summary_rows()
     extra = s.iloc[[2]].assign(bound="wsr", routed_share=90.0)
-    best, comp = R.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
+    best, comp = results_tables.pick_valid_bound(pd.concat([s, extra], ignore_index=True))
     assert best == "wsr"
     assert set(comp["bound"]) == {"hoeffding_bentkus", "wsr"}
-    assert R.pick_valid_bound(s[s.setting == "paper"])[0] is None
+    assert results_tables.pick_valid_bound(s[s.setting == "paper"])[0] is None
 
 
 # ------------------------------------------------------------------ violation rates
@@ -217,7 +215,7 @@ def test_group_violations_counts_trials_and_mcse():
                     "score": "s",
                     "bound": "clt",
                     "sampling": "resample",
-                    "pi": 0.5,
+                    "label_prob": 0.5,
                     "rule": "max",
                     "trial": trial,
                     "group": g,
@@ -228,7 +226,7 @@ def test_group_violations_counts_trials_and_mcse():
                 }
             )
         rows.append({**rows[-1], "group": "__all__"})
-    gv = experiment.group_violations(pd.DataFrame(rows), None, R.GROUP_KEYS).set_index("group")
+    gv = experiment.group_violations(pd.DataFrame(rows), None, results_tables.GROUP_KEYS).set_index("group")
     assert gv.loc["a", "violation_rate"] == pytest.approx(0.3)
     assert gv.loc["b", "violation_rate"] == 0.0
     assert gv.loc["a", "violation_mcse"] == pytest.approx(np.sqrt(0.3 * 0.7 / 10))
@@ -242,16 +240,16 @@ def test_group_violations_counts_trials_and_mcse():
 def known_qwen():
     name = "01_results_known"
     cfg = config.load("21_table_known_groups", "paper", valid_bounds=[])
-    data = {b: sim.load_simulated(b, "qwen") for b in reference.TABLE_SPECS[name].benchmarks}
+    tables = {b: sim.load_simulated(b, "qwen") for b in reference.TABLE_SPECS[name].benchmarks}
     spec = reference.TABLE_SPECS[name]
-    results = R.run_results(
-        data,
-        R.TableSettings(**cfg),
+    results = results_tables.run_results(
+        tables,
+        results_tables.TableSettings(**cfg),
         eps=spec.eps,
         cal_ratio=reference.resolve_cal_ratio(spec.benchmarks),
         groupings=["known"],
     )
-    return results, R.summarize_results(results)
+    return results, results_tables.summarize_results(results)
 
 
 def test_simulated_known_groups_reproduce_the_papers_qualitative_claim(known_qwen):
@@ -280,29 +278,37 @@ def test_table_settings_type_a_table_notebooks_configuration():
     from them; a key the class does not have is refused, named."""
     for notebook in ("21_table_known_groups", "22_table_cpac", "23_table_arena"):
         cfg = config.load(notebook, "fast")
-        s = R.TableSettings(**cfg)
-        assert s.paper == Recipe(bound="clt", sampling="resample", rule="max", pi=cfg.pi)
-        assert s.valid == tuple(Recipe(bound=b, pi=cfg.pi, **cfg.valid_recipe) for b in cfg.valid_bounds)
-        assert s.partitioner == ScorePartitioner(**cfg.partition) and s.trials == 5
+        s = results_tables.TableSettings(**cfg)
+        assert s.paper == Recipe(bound="clt", sampling="resample", rule="max", label_prob=cfg.label_prob)
+        assert s.valid == tuple(
+            Recipe(bound=b, label_prob=cfg.label_prob, **cfg.valid_recipe) for b in cfg.valid_bounds
+        )
+        assert s.partitioner == ScorePartitioner(**cfg.partition) and s.n_trials == 5
     with pytest.raises(TypeError, match="nonsense"):
-        R.TableSettings(**cfg, nonsense=1)
+        results_tables.TableSettings(**cfg, nonsense=1)
 
 
 def test_make_tables_refuses_groupings_the_table_does_not_have():
     cfg = config.load("21_table_known_groups", "fast", groupings=["split"], pairs=["qwen"])
     with pytest.raises(ValueError, match="groupings"):
-        R.make_tables(R.TableSettings(**cfg))
+        results_tables.make_tables(results_tables.TableSettings(**cfg))
 
 
 def test_run_results_refuses_unknown_groupings_and_missing_eps():
     cfg = config.load("22_table_cpac", "fast")
     table = sim.load_simulated("gpqa", "qwen")
     with pytest.raises(ValueError, match="groupings"):
-        R.run_results(
-            {"gpqa": table}, R.TableSettings(**cfg), eps={"gpqa": 0.1}, cal_ratio={"gpqa": 0.5}, groupings=["disjoint"]
+        results_tables.run_results(
+            {"gpqa": table},
+            results_tables.TableSettings(**cfg),
+            eps={"gpqa": 0.1},
+            cal_ratio={"gpqa": 0.5},
+            groupings=["disjoint"],
         )
     with pytest.raises(ValueError, match="eps"):
-        R.run_results({"gpqa": table}, R.TableSettings(**cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"])
+        results_tables.run_results(
+            {"gpqa": table}, results_tables.TableSettings(**cfg), eps={}, cal_ratio={"gpqa": 0.5}, groupings=["split"]
+        )
 
 
 # ------------------------------------------------------------------ real-data mapping
@@ -330,7 +336,7 @@ def test_realdata_table_maps_columns_and_applies_the_cost_model():
     assert tab["think_tokens"].tolist() == [1100.0, 1200.0, 1300.0]
     assert tab["nothink_tokens"].tolist() == [50.0, 100.0, 10.0]
     no_cost = realdata.realdata_table(_raw(), REALDATA_COLUMNS, hidden_think_tokens=None)
-    assert D.THINK_TOKENS not in no_cost.columns
+    assert data.THINK_TOKENS not in no_cost.columns
     summ = realdata.group_summary(tab).set_index("group")
     assert summ.loc["ALL", "n"] == 3 and summ.loc["A", "loss"] == pytest.approx(50.0)
 
@@ -338,11 +344,11 @@ def test_realdata_table_maps_columns_and_applies_the_cost_model():
 def test_realdata_table_rejects_inconsistent_or_incomplete_input():
     bad = _raw()
     bad.loc[2, "loss"] = 1
-    with pytest.raises(D.SchemaError, match="disagrees"):
+    with pytest.raises(data.SchemaError, match="disagrees"):
         realdata.realdata_table(bad, REALDATA_COLUMNS)
-    with pytest.raises(D.SchemaError, match="weak_chars"):
+    with pytest.raises(data.SchemaError, match="weak_chars"):
         realdata.realdata_table(_raw().drop(columns=["weak_chars"]), REALDATA_COLUMNS, hidden_think_tokens=10)
-    with pytest.raises(D.SchemaError, match="lacks"):
+    with pytest.raises(data.SchemaError, match="lacks"):
         realdata.realdata_table(_raw(), {"no_such_column": "score_x"})
 
 

@@ -183,19 +183,19 @@ def test_interval_partition_routed_share_matches_groups_when_groups_are_interval
     u = pg.interval_thresholds(pop, [0.5], eps)
     for j, name in enumerate(pop.names):
         assert u[j] == pytest.approx(populations.oracle_threshold(pop, eps, name), abs=1e-9)
-    eff = pg.interval_partition_routed_share(pop, [0.5], eps)
-    assert eff == pytest.approx(populations.oracle_summary(pop, eps)["routed_share_grouped"], abs=1e-9)
+    routed = pg.interval_partition_routed_share(pop, [0.5], eps)
+    assert routed == pytest.approx(populations.oracle_summary(pop, eps)["routed_share_grouped"], abs=1e-9)
 
 
 # ------------------------------------------------------------------ audit plumbing
 @pytest.mark.parametrize("bound", ["clt", "hoeffding_bentkus", "clopper_pearson"])
-@pytest.mark.parametrize("scheme,pi", [("resample", 0.5), ("bernoulli", 0.5), ("full", 1.0)])
-def test_shared_work_equals_calibrate_threshold(bound, scheme, pi):
+@pytest.mark.parametrize("scheme,label_prob", [("resample", 0.5), ("bernoulli", 0.5), ("full", 1.0)])
+def test_shared_work_equals_calibrate_threshold(bound, scheme, label_prob):
     loss, u = populations.AUDIT_POPULATION.group("flat").sample((20, 80), np.random.default_rng(6))
     for rule in ("first-crossing", "max"):
-        recipe = Recipe(bound=bound, sampling=scheme, pi=None if scheme == "full" else pi, rule=rule)
-        ref = calibrate.threshold(loss, u, eps=0.1, alpha=0.05, recipe=recipe, rng=np.random.default_rng(7))
-        d = sampling.draw(loss, u, scheme, pi, np.random.default_rng(7), shuffle=False)
+        recipe = Recipe(bound=bound, sampling=scheme, label_prob=None if scheme == "full" else label_prob, rule=rule)
+        ref = calibrate.threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, rng=np.random.default_rng(7))
+        d = sampling.draw(u, loss, scheme, label_prob, np.random.default_rng(7), shuffle=False)
         cand = selection.candidate_grid(u, "auto", bound)
-        got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.value_range), 0.1, rule)
+        got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.term_range), 0.1, rule)
         np.testing.assert_array_equal(got, ref)

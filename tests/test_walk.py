@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from gpac_utils import data as D  # noqa: E402
+from gpac_utils import data  # noqa: E402
 from gpac_utils.llm import tiny  # noqa: E402
 from gpac_utils.llm.generation import ROLES, generations_status, load_generations  # noqa: E402
 from gpac_utils.workflow import walk  # noqa: E402
@@ -55,18 +55,18 @@ def test_generation_records_are_complete(walked):
 
 def test_scored_table_passes_validation(walked):
     raw = pd.read_parquet(walked.scored_table)
-    table = D.validate(raw, require_group=True, require_tokens=True, score_cols=D.PAPER_SCORES)
+    table = data.validate(raw, require_group=True, require_tokens=True, score_cols=data.PAPER_SCORES)
     assert len(table) == N_ITEMS
     items = pd.read_parquet(walked.generations / "items.parquet")
-    assert set(table[D.ID]) == set(items["item_id"])
+    assert set(table[data.ID]) == set(items["item_id"])
 
 
 def test_table_notebook_writes_one_row_per_group_and_no_paper_columns(walked):
     table = pd.read_parquet(walked.scored_table)
     groups = pd.read_csv(walked.tables / f"{walked.table_name}_groups.csv")
     known = groups[groups.grouping == "known"]
-    assert known["group"].tolist() == sorted(set(table[D.GROUP])) + ["Overall"]
-    assert known.set_index("group")["n"].to_dict() == {**table[D.GROUP].value_counts().to_dict(), "Overall": N_ITEMS}
+    assert known["group"].tolist() == sorted(set(table[data.GROUP])) + ["Overall"]
+    assert known.set_index("group")["n"].to_dict() == {**table[data.GROUP].value_counts().to_dict(), "Overall": N_ITEMS}
     long = pd.read_csv(walked.tables / f"{walked.table_name}.csv")
     assert set(long["Dataset"]) == {"walk"} and set(long["Method"]) == {"PAC", "G-PAC"}
     assert not [c for c in long.columns if "paper" in c]
@@ -78,7 +78,7 @@ def test_table_notebook_writes_one_row_per_group_and_no_paper_columns(walked):
 
 def test_ece_notebook_reads_the_generated_table(walked):
     ece = pd.read_csv(walked.tables / f"ece_scores__generated__{walked.pair}.csv")
-    assert set(ece["dataset"]) == {"walk"} and set(ece["score"]) == set(D.PAPER_SCORES)
+    assert set(ece["dataset"]) == {"walk"} and set(ece["score"]) == set(data.PAPER_SCORES)
     assert (ece["n"] == N_ITEMS).all()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import data as D
+from .. import data
 from ..workflow import paths
 
 #: The default real table, under the shared folder (absent on machines without it).
@@ -64,8 +64,8 @@ def group_summary(table: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
     """
-    cols = [c for c in (D.THINK_CORRECT, D.NOTHINK_CORRECT, D.LOSS) if c in table.columns]
-    parts = list(table.groupby(D.GROUP, sort=True)) if D.GROUP in table.columns else []
+    cols = [c for c in (data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS) if c in table.columns]
+    parts = list(table.groupby(data.GROUP, sort=True)) if data.GROUP in table.columns else []
     parts.append(("ALL", table))
     return pd.DataFrame([{"group": g, "n": len(df), **{c: 100 * df[c].mean() for c in cols}} for g, df in parts])
 
@@ -103,19 +103,19 @@ def realdata_table(
     pandas.DataFrame
         The validated table (id, group, loss, correctness, tokens, scores).
     """
-    df = D.apply_mapping(raw, dict(columns or {}))
-    if all(c in df.columns for c in D.CORRECTNESS) and D.LOSS in df.columns:
-        derived = D.binary_loss(df[D.THINK_CORRECT], df[D.NOTHINK_CORRECT])
-        bad = np.flatnonzero(derived != df[D.LOSS].to_numpy(float))
+    df = data.apply_mapping(raw, dict(columns or {}))
+    if all(c in df.columns for c in data.CORRECTNESS) and data.LOSS in df.columns:
+        derived = data.binary_loss(df[data.THINK_CORRECT], df[data.NOTHINK_CORRECT])
+        bad = np.flatnonzero(derived != df[data.LOSS].to_numpy(float))
         if bad.size:
-            raise D.SchemaError(f"column 'loss' disagrees with the correctness columns at rows {bad[:5].tolist()}")
-    if hidden_think_tokens is not None and not all(c in df.columns for c in D.TOKENS):
+            raise data.SchemaError(f"column 'loss' disagrees with the correctness columns at rows {bad[:5].tolist()}")
+    if hidden_think_tokens is not None and not all(c in df.columns for c in data.TOKENS):
         for col in (think_chars, nothink_chars):
             if col is None or col not in df.columns:
-                raise D.SchemaError(f"cost model needs character column {col!r}; the table has {list(df.columns)}")
+                raise data.SchemaError(f"cost model needs character column {col!r}; the table has {list(df.columns)}")
         df = df.copy()
-        df[D.THINK_TOKENS] = df[think_chars].to_numpy(float) / chars_per_token + float(hidden_think_tokens)
-        df[D.NOTHINK_TOKENS] = df[nothink_chars].to_numpy(float) / chars_per_token
-    keep = [c for c in (D.ID, D.GROUP, D.LOSS, *D.CORRECTNESS, *D.TOKENS) if c in df.columns]
-    keep += D.score_columns(df)
-    return D.validate(df[keep])
+        df[data.THINK_TOKENS] = df[think_chars].to_numpy(float) / chars_per_token + float(hidden_think_tokens)
+        df[data.NOTHINK_TOKENS] = df[nothink_chars].to_numpy(float) / chars_per_token
+    keep = [c for c in (data.ID, data.GROUP, data.LOSS, *data.CORRECTNESS, *data.TOKENS) if c in df.columns]
+    keep += data.score_columns(df)
+    return data.validate(df[keep])

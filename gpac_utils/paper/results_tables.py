@@ -28,11 +28,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from .. import data as D
-from .. import experiment
+from .. import data, experiment
 from ..calibrate import GroupWarning
 from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
 from ..partition import ScorePartitioner
@@ -53,17 +51,17 @@ FAMILY_NOTEBOOKS = {"known": "21_table_known_groups", "cpac": "22_table_cpac", "
 class TableSettings:
     """The settings of one results table: a table notebook's ``notebooks/config/<notebook>.yaml``, typed.
 
-    The table notebooks build it from their configuration (``R.TableSettings(**cfg)``: a key the
+    The table notebooks build it from their configuration (``results_tables.TableSettings(**cfg)``: a key the
     class does not have is a ``TypeError`` naming it); notebook 31 gives the method settings only.
 
     Parameters
     ----------
     scores : sequence of str
         Score columns.
-    pi : float
-        Labelling probability of both recipes.
+    label_prob : float
+        Labelling probability (the paper's pi) of both recipes.
     recipe : Mapping
-        The paper's recipe without ``pi`` (``bound``, ``sampling``, ``rule``): rows
+        The paper's recipe without ``label_prob`` (``bound``, ``sampling``, ``rule``): rows
         ``setting == "paper"``, PAC and the group method.
     valid_bounds : sequence of str
         One finite-sample valid recipe per bound (rows ``setting == "valid"``) ...
@@ -74,7 +72,7 @@ class TableSettings:
         learns its groups.
     alpha : float, default 0.05
         Miscoverage level.
-    trials : int, default 100
+    n_trials : int, default 100
         Random calibration/test splits.
     loss_bound : float, default 1.0
         Upper end of the loss.
@@ -98,13 +96,13 @@ class TableSettings:
     """
 
     scores: Sequence[str]
-    pi: float
+    label_prob: float
     recipe: Mapping[str, str]
     valid_bounds: Sequence[str]
     valid_recipe: Mapping[str, str]
     partition: Mapping[str, Any]
     alpha: float = 0.05
-    trials: int = 100
+    n_trials: int = 100
     loss_bound: float = 1.0
     seed: int = 0
     data_source: str | None = "simulated"
@@ -121,12 +119,12 @@ class TableSettings:
     @property
     def paper(self) -> Recipe:
         """The paper's recipe."""
-        return Recipe(pi=self.pi, **self.recipe)
+        return Recipe(label_prob=self.label_prob, **self.recipe)
 
     @property
     def valid(self) -> tuple[Recipe, ...]:
         """One valid recipe per bound in ``valid_bounds``."""
-        return tuple(Recipe(bound=b, pi=self.pi, **self.valid_recipe) for b in self.valid_bounds)
+        return tuple(Recipe(bound=b, label_prob=self.label_prob, **self.valid_recipe) for b in self.valid_bounds)
 
     @property
     def partitioner(self) -> ScorePartitioner:
@@ -141,7 +139,7 @@ class TableSettings:
             methods=("PAC", method),
             recipes=(self.paper,),
             scores=tuple(self.scores),
-            trials=self.trials,
+            n_trials=self.n_trials,
             cal_ratio=cal_ratio,
             partitioner=self.partitioner,
             mode="split" if grouping == "known" else grouping,
@@ -149,28 +147,6 @@ class TableSettings:
             loss_bound=self.loss_bound,
             seed=self.seed,
         )
-
-
-def trial_split(table: pd.DataFrame, cal_ratio: float, seed: int, trial: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One trial's calibration and test parts of ``table``, as :func:`~gpac_utils.experiment.run_experiment` splits it.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        The table.
-    cal_ratio : float
-        Share of the items in the calibration part.
-    seed, trial : int
-        The experiment's seed and the trial.
-
-    Returns
-    -------
-    calibration, test : pandas.DataFrame
-        The items in the order of the trial's seeded permutation.
-    """
-    perm = np.random.default_rng([seed, trial]).permutation(len(table))
-    n_cal = int(round(cal_ratio * len(table)))
-    return table.iloc[perm[:n_cal]], table.iloc[perm[n_cal:]]
 
 
 def quiet_run(table: pd.DataFrame, exp: ExperimentConfig) -> pd.DataFrame:
@@ -366,10 +342,10 @@ def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd
     def size(dataset, grouping, group):  # a learned group has no fixed items: no size
         t = tables[dataset]
         if group != "Overall":
-            if grouping != "known" or D.GROUP not in t.columns:
+            if grouping != "known" or data.GROUP not in t.columns:
                 return float("nan"), float("nan")
-            t = t[t[D.GROUP] == group]
-        return len(t), 100 * t[D.LOSS].mean()
+            t = t[t[data.GROUP] == group]
+        return len(t), 100 * t[data.LOSS].mean()
 
     n, loss = zip(*map(size, wide["dataset"], wide["grouping"], wide["group"]))
     wide.insert(3, "n", list(n))
@@ -538,7 +514,10 @@ def views(built: Mapping[str, ResultsTable]) -> Iterator[tuple[str, pd.DataFrame
     for name, t in built.items():
         for note in t.notes:
             print(note)
-        yield f"{name}: loss per dataset", pd.DataFrame({b: df[D.LOSS].describe() for b, df in t.data.items()}).round(3)
+        yield (
+            f"{name}: loss per dataset",
+            pd.DataFrame({b: df[data.LOSS].describe() for b, df in t.data.items()}).round(3),
+        )
         yield f"{name}: valid bounds compared (tighter: {t.valid_bound})", t.comparison.round(2)
         cells = "ours (paper)" if t.paper_table is not None else "ours (no paper numbers for this setting)"
         yield f"{name}: {cells}, trials = {int(t.summary['trials'].max())}", t.layout

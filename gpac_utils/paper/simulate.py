@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .. import data as D
+from .. import data
 from ..workflow.paths import SIMULATED
 from .reference import accuracy
 
@@ -264,9 +264,9 @@ def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
     else:
         labels, base = None, np.zeros(spec.n)
     difficulty = base + rng.standard_normal(spec.n)
-    out = pd.DataFrame({D.ID: [f"{benchmark}-{i:04d}" for i in range(spec.n)]})
+    out = pd.DataFrame({data.ID: [f"{benchmark}-{i:04d}" for i in range(spec.n)]})
     if labels is not None:
-        out[D.GROUP] = labels
+        out[data.GROUP] = labels
     out["difficulty"] = difficulty
     return out
 
@@ -284,7 +284,7 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
     n = spec.n
     rng = rng_for(f"{benchmark}__{pair}", seed)
     d = it["difficulty"].to_numpy()
-    grp = it[D.GROUP].to_numpy() if D.GROUP in it else np.full(n, "")
+    grp = it[data.GROUP].to_numpy() if data.GROUP in it else np.full(n, "")
     o_t = np.array([p.think_offset.get(g, 0.0) for g in grp])
     o_n = np.array([p.nothink_offset.get(g, 0.0) for g in grp])
     # Fixed draw order: changing it changes every table.
@@ -348,20 +348,20 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     it = items(benchmark, seed)
     comp = components(benchmark, pair, seed)
     n = spec.n
-    out = it[[c for c in (D.ID, D.GROUP) if c in it.columns]].copy()
+    out = it[[c for c in (data.ID, data.GROUP) if c in it.columns]].copy()
 
     if spec.loss == "binary":
         t = _top_k(comp["think_margin"], exact_count(accuracy(benchmark, pair, "think"), n))
         nt = _top_k(comp["nothink_margin"], exact_count(accuracy(benchmark, pair, "nothink"), n))
-        out[D.LOSS] = D.binary_loss(t, nt)
-        out[D.THINK_CORRECT] = t
-        out[D.NOTHINK_CORRECT] = nt
+        out[data.LOSS] = data.binary_loss(t, nt)
+        out[data.THINK_CORRECT] = t
+        out[data.NOTHINK_CORRECT] = nt
         err_rate = 1.0 - nt.mean()
         acc_n = nt.mean()
     else:  # semantic loss in (0, 1): larger when the non-thinking margin is low
         m = comp["nothink_margin"]
         c = _solve_intercept(lambda c: _sigmoid(c - m), p.mean_loss)
-        out[D.LOSS] = _sigmoid(c - m)
+        out[data.LOSS] = _sigmoid(c - m)
         err_rate = p.mean_loss
         acc_n = 1.0 - p.mean_loss
 
@@ -369,8 +369,8 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens
     d = comp["difficulty"]
     for col, median, growth, sigma, noise in (
-        (D.THINK_TOKENS, med_t, gr_t, sig_t, comp["token_noise_think"]),
-        (D.NOTHINK_TOKENS, med_n, gr_n, sig_n, comp["token_noise_nothink"]),
+        (data.THINK_TOKENS, med_t, gr_t, sig_t, comp["token_noise_think"]),
+        (data.NOTHINK_TOKENS, med_n, gr_n, sig_n, comp["token_noise_nothink"]),
     ):
         out[col] = np.maximum(1, np.rint(portable_exp(math.log(median) + growth * d + sigma * noise))).astype(np.int64)
 
@@ -401,7 +401,7 @@ def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
     for b in SIMULATED_BENCHMARKS:
         for p in PAIRS:
             df = simulate_table(b, p, seed=seed)
-            paths.append(D.write_table(df, table_path(b, p, folder)))
+            paths.append(data.write_table(df, table_path(b, p, folder)))
     return paths
 
 
@@ -420,7 +420,7 @@ def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.
     pandas.DataFrame
     """
     spec = _check(benchmark, pair)
-    return D.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
+    return data.read_table(table_path(benchmark, pair, folder), require_group=bool(spec.groups), require_tokens=True)
 
 
 def main(argv=None) -> int:

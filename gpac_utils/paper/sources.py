@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import data as D
+from .. import data
 from ..workflow import paths
 from . import simulate
 from .reference import TABLE_SPECS
@@ -71,23 +71,25 @@ class Needs:
 #: Per notebook: the columns it needs, why, and what works instead.
 NEEDS: dict[str, Needs] = {
     "20_data_overview": Needs(
-        D.CORRECTNESS,
+        data.CORRECTNESS,
         "for the accuracy table",
         "a semantic-loss table has none: use 22_table_cpac or 23_table_arena",
     ),
-    "21_table_known_groups": Needs((D.GROUP,), "", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS),
+    "21_table_known_groups": Needs((data.GROUP,), "", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS),
     "22_table_cpac": Needs(min_rows=MIN_ROWS),
     "23_table_arena": Needs(min_rows=MIN_ROWS),
     "24_calibration_ratio": Needs(
-        (D.GROUP,), "for G-PAC on known groups", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS
+        (data.GROUP,), "for G-PAC on known groups", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS
     ),
     "25_ece_scores": Needs(
-        (D.NOTHINK_CORRECT,),
+        (data.NOTHINK_CORRECT,),
         "(ECE is measured against the non-thinking model's correctness)",
         "a semantic-loss table has no ECE",
         2,
     ),
-    "26_concept_figure": Needs((D.GROUP,), "for the per-group risk curves", "use 22_table_cpac (C-PAC learns groups)"),
+    "26_concept_figure": Needs(
+        (data.GROUP,), "for the per-group risk curves", "use 22_table_cpac (C-PAC learns groups)"
+    ),
     "31_realdata_case_study": Needs(min_rows=MIN_ROWS),
 }
 
@@ -191,8 +193,8 @@ def resolve_source(
         raise SourceError(f"columns: expected a mapping {{source: schema column}}, got {type(columns).__name__}")
     path = _from_root(text)
     try:
-        D.table_format(path)
-    except D.SchemaError as exc:
+        data.table_format(path)
+    except data.SchemaError as exc:
         raise SourceError(
             f"data_source: {text!r} is neither 'simulated' nor 'generated' nor a table file ({exc})"
         ) from None
@@ -247,7 +249,7 @@ def check_table(
     absent = [s for s in scores if s not in table.columns]
     if absent:
         raise SourceError(
-            f"{notebook} needs score column(s) {absent}; {where} has {D.score_columns(table)}: "
+            f"{notebook} needs score column(s) {absent}; {where} has {data.score_columns(table)}: "
             f"choose them with scores=[...] or map them with overrides={{'columns': {{...}}}}"
         )
     if len(table) < need.min_rows:
@@ -302,7 +304,7 @@ def load_table(
             )
         if not path.is_file():
             raise SourceError(f"data_source: no table at {path}")
-        table = D.read_table(path, source.columns or None, loss_bound=loss_bound)
+        table = data.read_table(path, source.columns or None, loss_bound=loss_bound)
     return check_table(table, notebook, source.where(benchmark, pair), scores=scores)
 
 
@@ -318,8 +320,8 @@ def source_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     -------
     list of str
     """
-    no_tokens = [n for n, t in tables.items() if not set(D.TOKENS) <= set(t.columns)]
-    note = f"note: {no_tokens} have no token counts ({list(D.TOKENS)}): STP is not computed"
+    no_tokens = [n for n, t in tables.items() if not set(data.TOKENS) <= set(t.columns)]
+    note = f"note: {no_tokens} have no token counts ({list(data.TOKENS)}): STP is not computed"
     return [f"{note} (NaN in the long table, its row left out of the layout)"] if no_tokens else []
 
 

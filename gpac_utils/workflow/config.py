@@ -8,13 +8,13 @@ and CI, ``paper`` for the paper's settings), the values that differ::
       pairs: [qwen, llama]
       alpha: 0.05
     profiles:
-      fast: {trials: 5}
-      paper: {trials: 100}
+      fast: {n_trials: 5}
+      paper: {n_trials: 100}
 
 The notebook's ``parameters`` cell holds the profile, a few literal overrides and an
 ``overrides`` dict for any other key; the notebook then builds one :class:`Config`::
 
-    cfg = config.load("21_table_known_groups", profile, trials=trials, **overrides)
+    cfg = config.load("21_table_known_groups", profile, n_trials=n_trials, **overrides)
 
 Overrides that are ``None`` are ignored, so a parameter left at ``None`` keeps the profile's
 value; a key that the file does not define is refused with the list of known keys. Loading a
@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 
 
 class Config(dict):
-    """A notebook's settings: a dict with attribute access (``cfg.trials`` or ``cfg["trials"]``).
+    """A notebook's settings: a dict with attribute access (``cfg.n_trials`` or ``cfg["n_trials"]``).
 
     Attributes
     ----------

@@ -19,7 +19,7 @@ The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``
 
 Command line::
 
-    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--trials 5] [--timeout S]
+    python -m gpac_utils.workflow.walk [--out build/walk] [--n-items N] [--eps 0.3] [--n-trials 5] [--timeout S]
         [--check-per-group 2]
 """
 
@@ -94,7 +94,7 @@ def walk_target() -> tuple[str, str]:
 
 
 def run_walk(
-    out: str | Path = WALK_DIR, *, n_items: int | None = None, eps: float = WALK_EPS, trials: int | None = None,
+    out: str | Path = WALK_DIR, *, n_items: int | None = None, eps: float = WALK_EPS, n_trials: int | None = None,
     timeout: float | None = None, progress_bar: bool = False,
 ) -> WalkResult:  # fmt: skip
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
@@ -108,7 +108,7 @@ def run_walk(
         A seeded subset of the walk's 48 items (``None``: all).
     eps : float, default 0.3
         eps of the table notebook.
-    trials : int, optional
+    n_trials : int, optional
         Trials of the table notebook (``None``: the ``fast`` profile's, 5).
     timeout : float, optional
         Per-cell timeout (default: the runner's for ``fast``).
@@ -134,7 +134,7 @@ def run_walk(
     params = {
         "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
         "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
-        "21_table_known_groups": {**table, **({"trials": trials} if trials else {})},
+        "21_table_known_groups": {**table, **({"n_trials": n_trials} if n_trials else {})},
         "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
     }
     result = WalkResult(out, benchmark, pair)
@@ -178,12 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=WALK_DIR, help="output folder (default build/walk)")
     ap.add_argument("--n-items", type=int, help="a seeded subset of the walk's items (default: all)")
     ap.add_argument("--eps", type=float, default=WALK_EPS, help=f"eps of the table notebook (default {WALK_EPS})")
-    ap.add_argument("--trials", type=int, help="trials of the table notebook (default: the fast profile's)")
+    ap.add_argument("--n-trials", type=int, help="trials of the table notebook (default: the fast profile's)")
     ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds (default: the fast profile's)")
     ap.add_argument("--check-per-group", type=int, default=2, help="arith items per group to regenerate (0: no check)")
     a = ap.parse_args(argv)
     try:
-        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, trials=a.trials, timeout=a.timeout)
+        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, n_trials=a.n_trials, timeout=a.timeout)
     except (NotebookFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

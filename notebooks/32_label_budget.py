@@ -61,9 +61,9 @@
 # the {term}`UCB` and the {term}`selection rule`) and `12_finite_sample` (a valid,
 # finite-sample bound versus the paper's CLT bound). Terms: {term}`G-PAC`, {term}`recipe`,
 # {term}`sampling scheme`, {term}`violation rate`. The valid recipe here is Hoeffding–Bentkus
-# (Bates et al., 2021) with every chosen item labelled and the first-crossing rule; it satisfies
-# Assumption 4.1 (`assump:ucb-validity`), so Theorem 4.2 (`thm:known-grouping`) gives each group
-# its guarantee whatever its number of labels.
+# (Bates et al., 2021) with every chosen item labelled and the first-crossing rule: its bound
+# satisfies Assumption 4.1 (`assump:ucb-validity`) and nothing is resampled, so each group gets the
+# guarantee of Theorem 4.2 (`thm:known-grouping`) whatever its number of labels.
 
 # %%
 import matplotlib.pyplot as plt

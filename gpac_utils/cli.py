@@ -282,14 +282,18 @@ def _plan(a) -> int:
     try:
         eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
         n_resamples = checks.check_int("n_resamples", a.n_resamples, 2)
+        checks.check_int("seed", a.seed, 0)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
+        if budget is not None and budget != a.budget:
+            raise ParameterError(f"budget: must be a whole number of labels, got {a.budget}")
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
-    except ValueError as exc:
-        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        option, _, message = str(exc).partition(":")
+        raise UsageError(f"--{option.replace('_', '-')}:{message}") from None
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
@@ -300,6 +304,10 @@ def _plan(a) -> int:
     _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
     s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
+    if text.any():
+        raise DataError(f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
+                        f"{data.describe_rows(df, text)}")  # fmt: skip
     pilot = np.isfinite(loss)
     if a.pilot_fraction is not None:
         pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
@@ -324,10 +332,13 @@ def _plan(a) -> int:
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
-    a.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(a.output, index=False, lineterminator="\n")
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
-    curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(a.output, index=False, lineterminator="\n")
+        curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
     print(
         f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )

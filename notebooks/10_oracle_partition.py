@@ -15,9 +15,9 @@
 #
 # **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
 # (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
-# Proposition 4.5 (`prop:grouping-benefit`, "grouping never hurts, strictly helps under heterogeneity") checked
-# numerically — including the equality case, and including where the proposition as stated
-# in the paper does *not* hold.
+# Proposition 4.5 (`prop:grouping-benefit`, "grouping never hurts, strictly helps under
+# heterogeneity") checked numerically — including the equality case, and the step of its proof
+# that does *not* hold (the proposition itself does).
 #
 # **Population** (`pop` below, a `gpac_utils.paper.theory.populations.Population`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
@@ -30,10 +30,35 @@
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
 
+# %% [markdown]
+# ## Learning objectives
+#
+# After this notebook you can
+#
+# - **derive** the PAC-optimal threshold $u^*_j$ of a group from its risk curve, in closed form
+#   for the population used here, and check it against the library;
+# - **explain** why the confidence level α drops out of the PAC-optimal threshold when the risk
+#   is known, and where it comes back (calibration on finite data);
+# - **compare** the routed share of marginal PAC, of the best single threshold that is valid in
+#   every group, and of per-group thresholds;
+# - **diagnose** which step of the paper's proof of Proposition 4.5 fails, construct the
+#   counterexample, and explain why the proposition itself still holds for the
+#   {term}`oracle partition`.
+#
+# ## Prerequisites
+#
+# - Notebook `00_quickstart` (the threshold rule, {term}`PAC` vs {term}`G-PAC`, the
+#   {term}`risk` $R(u \mid G_j)$ of a threshold and the {term}`routed share`).
+# - The paper's Section 4.2: Definition 4.4 (`def:oracle-optimal`) and Proposition 4.5
+#   (`prop:grouping-benefit`) with its proof in Appendix D.
+# - Integrating a power function; a {term}`violation rate` as the share of calibrations whose
+#   threshold breaks ε.
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from gpac_utils import Recipe, metrics
 from gpac_utils.calibrate import ALL, threshold
@@ -101,7 +126,19 @@ table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_margin
 # Read the last column: under the marginal threshold the *hard* group's risk exceeds ε at every
 # tolerance — marginal PAC is efficient because it spends the hard group's budget. G-PAC
 # gives every group its own guarantee, and against the best single threshold that offers the
-# same guarantee (`routed_share_common` = `P(U ≤ min_j u*_j)`) it is always more efficient here.
+# same guarantee (`routed_share_common` = `P(U ≤ min_j u*_j)`) it is more efficient at every
+# tolerance of the grid. Both statements are checked here:
+
+# %%
+assert (table["max_group_risk_marginal"] > table["eps"]).all()  # the marginal threshold breaks a group
+assert (table["risk_marginal_hard"] == table["max_group_risk_marginal"]).all()  # ... the hard one
+assert (table["routed_share_grouped"] > table["routed_share_common"]).all()
+beats = table[table["routed_share_marginal"] > table["routed_share_grouped"]]
+where = ", ".join(f"ε = {e:g}" for e in beats["eps"]) or "none"
+display(Markdown(
+    f"Marginal PAC routes more than G-PAC's oracle thresholds at {len(beats)} of the {len(table)} tolerances of "
+    f"the grid ({where}) — possible only because it breaks the hard group."
+))
 
 # %% [markdown]
 # :::{exercise}
@@ -134,23 +171,49 @@ for g in pop.groups:
 # ```
 
 # %% [markdown]
-# ## Proposition 4.5, checked numerically
-# The paper states `Eff(G) ≥ Eff({X})` with equality iff all `u*_j` coincide, and argues that
-# "`û*` is feasible for the group-conditional problem". That step fails whenever the marginal
-# threshold violates a group (`R(u* | G_j) > ε`, as above), so we check three statements on
-# random populations (`a_j ~ U(0.1, 1)`, `b_j ∈ {0, …, 16}`, random masses) and on populations
-# whose groups are identical:
+# ## Proposition 4.5 and the step of its proof that fails
+#
+# **What the paper states.** Proposition 4.5 (`prop:grouping-benefit`): *for the optimal
+# partition* $\mathcal G$ (the {term}`oracle partition` of Definition 4.4, `def:oracle-optimal`),
+# $\mathrm{Eff}(\mathcal G) \ge \mathrm{Eff}(\{\mathcal X\})$, with equality iff the
+# PAC-optimal thresholds of all groups coincide. For the optimal partition the inequality
+# holds, and simply: a partition into `k` pieces that each reproduce the population's joint law
+# of (U, loss) — a split by a feature of the input independent of (U, loss), a "coin", which
+# exists whenever the inputs have no atoms — has `u*_j = u*` in every piece, so it routes exactly
+# the marginal share, and the optimal partition routes at least as much. (The "equality iff"
+# clause needs care when several partitions are optimal; it is not checked here.)
+#
+# **What fails is a step of the proof** (Appendix D). The proof takes an *arbitrary* partition
+# and says that "`û*` is feasible for the group-conditional problem": the marginal threshold
+# would satisfy `R(û* | G_j) ≤ ε` in every group, hence `û*_j ≥ û*` for every `j`. But `û*`
+# only satisfies the *marginal* constraint `Σ_j p_j R(û* | G_j) ≤ ε`; the proof's own preceding
+# lines note that `R(û* | G_j) > R(û*)` implies `û*_j < û*`. Were the step right, it would prove
+# `Eff(G) ≥ Eff({X})` for *every* partition — and this notebook's population, with its fixed
+# known groups, is a counterexample:
+
+# %%
+counter_eps = 0.2  # a tolerance at which the marginal threshold breaks the hard group
+counter = populations.oracle_summary(pop, counter_eps)
+assert counter["risk_marginal_hard"] > counter_eps  # û* is not feasible for the hard group ...
+assert counter["u_hard"] < counter["u_marginal"]  # ... so its own threshold is lower ...
+assert counter["routed_share_marginal"] > counter["routed_share_grouped"]  # ... and grouping routes less
+display(Markdown(
+    f"At ε = {counter_eps:g}: the marginal threshold û* = {counter['u_marginal']:.4f} gives the hard group "
+    f"R(û* | hard) = {counter['risk_marginal_hard']:.4f} > ε, so û* is not feasible for it; its own threshold is "
+    f"û*_hard = {counter['u_hard']:.4f}. Marginal PAC routes {counter['routed_share_marginal']:.4f} of the "
+    f"queries, G-PAC with these three known groups {counter['routed_share_grouped']:.4f}: less."
+))
+
+# %% [markdown]
+# So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
+# theorem. We check three statements on random populations (`a_j ~ U(0.1, 1)`,
+# `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`, random masses) and on populations whose groups are identical:
 #
 # 1. **corrected**: G-PAC ≥ the best single threshold valid in every group, with equality iff
 #    the `u*_j` coincide — always true (each `u*_j ≥ min_i u*_i`);
 # 2. **equality case**: identical groups give `Eff(G) = Eff({X})` exactly;
-# 3. **as stated**: G-PAC ≥ marginal PAC — true when the marginal threshold happens to be
-#    valid in every group, false in general.
-#
-# For the *oracle* partition (the argmax over all partitions, Definition 4.4) statement 3 does hold, but
-# trivially: a partition into `k` pieces that each reproduce the population's joint law of
-# (U, loss) — a random split — has `u*_j = u*` for all `j` (case 2), so the maximum over
-# partitions is at least the marginal routed share.
+# 3. **fixed partition** (what the proof's step would give): G-PAC ≥ marginal PAC — true when
+#    the marginal threshold happens to be valid in every group, false in general.
 
 # %% [markdown]
 # **The random populations.** `n_random` populations of three groups, each drawn twice: once with
@@ -228,8 +291,8 @@ statements = [  # (statement, populations, cases, how many hold)
     ("corrected: grouped >= common valid threshold", "heterogeneous", het, het[grouped] >= het[common] - tol),
     ("corrected, strict when thresholds differ", "heterogeneous", differ, differ[grouped] > differ[common]),
     ("equality: grouped == marginal", "identical groups", ident, (ident[grouped] - ident[marginal]).abs() <= 1e-7),
-    ("as stated: grouped >= marginal", "heterogeneous", het, het[grouped] >= het[marginal] - tol),
-    ("as stated, when the marginal threshold is valid in every group", "heterogeneous", valid,
+    ("fixed partition (proof step): grouped >= marginal", "heterogeneous", het, het[grouped] >= het[marginal] - tol),
+    ("fixed partition, when the marginal threshold is valid in every group", "heterogeneous", valid,
      valid[grouped] >= valid[marginal] - tol),
 ]
 check = pd.DataFrame([{"statement": st, "populations": who, "cases": len(d), "holds": int(ok.sum())}
@@ -247,7 +310,68 @@ worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grou
 # %% [markdown]
 # The largest losses of G-PAC against marginal PAC come from a group whose risk the marginal
 # threshold pushes above ε: the routed share of marginal PAC there is the price of the per-group
-# guarantee, not a failure of grouping.
+# guarantee, not a failure of grouping. Every population in which grouping routes less is one in
+# which the marginal threshold breaks a group:
+
+# %%
+loses = het[het[grouped] < het[marginal] - tol]
+assert loses["marginal_violates_a_group"].all()
+display(Markdown(
+    f"With fixed heterogeneous groups, grouping routes less than marginal PAC in {len(loses)} of {len(het)} "
+    f"cases ({100 * len(loses) / len(het):.1f} %), by at most {(loses[marginal] - loses[grouped]).max():.3f} of the "
+    f"queries; in all of them the marginal threshold breaks some group."
+))
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-oracle-proof-step
+#
+# *Construct a counterexample; explain it.* Build a population of **two** groups of equal mass,
+# both with $U \sim \mathrm{Uniform}(0, 1)$ and $P(\ell = 1 \mid U = u) = a_j u$ (so
+# $R(u \mid G_j) = a_j u^2/2$), with $a_{\text{easy}} = 0.1$ and $a_{\text{hard}} = 1$, at
+# $\varepsilon = 0.2$.
+#
+# 1. Compute by hand $u^*_{\text{easy}}$, $u^*_{\text{hard}}$, the marginal $u^*$, and the routed
+#    shares of G-PAC (per-group thresholds) and of marginal PAC. Which is larger?
+# 2. Name the sentence of the proof of Proposition 4.5 that fails here, and the number that
+#    shows it.
+# 3. Why is this *not* a counterexample to Proposition 4.5 itself? Exhibit a partition into
+#    two groups that routes at least the marginal share.
+#
+# Check your numbers with `populations.oracle_summary`.
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-oracle-proof-step
+# :class: dropdown
+# ```
+# 1. $u^*_{\text{easy}} = +\infty$ ($R(1 \mid \text{easy}) = 0.05 \le 0.2$: route the whole
+#    group); $u^*_{\text{hard}} = \sqrt{2 \cdot 0.2} = 0.632$; marginally
+#    $R(u) = \tfrac12(0.05 + 0.5) u^2 = 0.275 u^2$, so $u^* = \sqrt{0.2/0.275} = 0.853$. G-PAC
+#    routes $\tfrac12 \cdot 1 + \tfrac12 \cdot 0.632 = 0.816$, marginal PAC $0.853$: more.
+# 2. "$\hat u^*$ is feasible for the group-conditional problem": in the hard group
+#    $R(\hat u^* \mid \text{hard}) = 0.853^2/2 = 0.364 > 0.2$.
+# 3. Proposition 4.5 compares the *optimal* partition with no partition. Split the queries by a
+#    fair coin independent of $(U, \ell)$: each half has the population's law, hence the
+#    threshold $u^*$ and the marginal routed share; the optimal partition routes at least that.
+
+# %% tags=["solution"]
+two = populations.Population((populations.RiskGroup("easy", 0.5, a=0.1, b=1.0),
+                              populations.RiskGroup("hard", 0.5, a=1.0, b=1.0)))
+exact = populations.oracle_summary(two, 0.2)
+assert exact["u_easy"] == np.inf and np.isclose(exact["u_hard"], np.sqrt(0.4))
+assert np.isclose(exact["u_marginal"], np.sqrt(0.2 / 0.275))
+assert np.isclose(exact["routed_share_grouped"], 0.5 + 0.5 * np.sqrt(0.4))
+assert exact["routed_share_grouped"] < exact["routed_share_marginal"]
+assert np.isclose(exact["risk_marginal_hard"], 0.2 / 0.275 / 2) and exact["risk_marginal_hard"] > 0.2
+coin = populations.Population(tuple(populations.RiskGroup(name, 0.5, a=0.55, b=1.0) for name in ("heads", "tails")))
+by_coin = populations.oracle_summary(coin, 0.2)  # each half: loss curve 0.5 * 0.1 u + 0.5 * 1 u = 0.55 u
+assert np.isclose(by_coin["routed_share_grouped"], exact["routed_share_marginal"])
+{key: round(float(exact[key]), 3) for key in ("u_marginal", "u_hard", "routed_share_marginal", "routed_share_grouped")}
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
 
 # %% [markdown]
 # ## With finite calibration data
@@ -300,3 +424,30 @@ mcse = float(metrics.mcse(cfg.alpha, cfg.calibrations))
 print(f"PAC violates the hard group in {100 * g_hard:.1f}% of calibrations; "
       f"G-PAC's worst group: {100 * g_gpac.max():.1f}% (nominal {100 * cfg['alpha']:g}%, MCSE {100 * mcse:.1f}%)")
 assert g_gpac.max() <= cfg.alpha + 3 * mcse
+
+
+# %% [markdown]
+# With finite data every calibrated method routes less than its oracle, in every group:
+
+# %%
+assert (cal["routed_share"] < cal["routed_share_oracle"]).all()
+
+# %% [markdown]
+# ## Common mistakes
+#
+# - **"G-PAC with my groups routes at least as much as PAC."** Not a theorem: Proposition 4.5
+#   is about the *optimal* partition. With fixed known groups grouping routed less in the share
+#   of random populations displayed above (the `fixed partition` row of the check), and at
+#   ε = 0.2 in this notebook's own population.
+# - **Comparing routed shares without the guarantee.** Marginal PAC's extra routing is bought
+#   with the hard group: in the calibrated comparison PAC breaks the hard group in the share of
+#   calibrations printed above (`violation_rate` of PAC · hard). Compare G-PAC with the best single
+#   threshold valid in *every* group (`routed_share_common`) when you want the same guarantee.
+# - **Reading the oracle shares as achievable.** `u*_j` assumes the risk curve is known. With
+#   `n_cal` items the calibrated shares are lower (`routed_share` vs `routed_share_oracle`), and
+#   the smaller a group, the wider its bound.
+# - **Treating `u*_j = +inf` as an error.** It means that even routing the whole group keeps its
+#   risk at most ε (the easy group at the larger tolerances of the first table): the threshold is
+#   above every score.
+# - **Expecting α in the oracle threshold.** For a known risk curve the PAC constraint holds
+#   with probability 0 or 1, so α drops out; it comes back only with estimated thresholds.

@@ -196,3 +196,72 @@ def test_no_traceback_from_a_real_process(table, tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ gpac plan
+def plan(data, tmp_path, *extra):
+    out = tmp_path / "plan.csv"
+    argv = ["plan", "--data", str(data), "--score-col", "u", "--eps", "0.1", "--resamples", "20", "-o", str(out)]
+    return cli.main([*argv, *extra]), out
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--budget", "-5"], "--budget: "),
+        (["--budget", "nan"], "--budget: "),
+        (["--budget", "1.5"], "--budget: must be a whole number of labels, got 1.5"),
+        (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+        (["--pilot-fraction", "0"], "--pilot-fraction: "),
+        (["--pilot-fraction", "2"], "--pilot-fraction: "),
+        (["--target", "2"], "--target: "),
+        (["--resamples", "1"], "--resamples: "),
+        (["--recipe", "nope"], "--recipe: "),
+        (["--bound", "nope"], "--bound: unknown 'nope'; choose one of ['clt', 'hoeffding', 'hoeffding_bentkus'"),
+        (["--grid", "1,x"], "--grid: expected comma-separated integers"),
+        (["--grid", "0,5"], "--grid: label counts must be positive"),
+        (["--eps", "2"], "--eps: "),
+        (["--alpha", "0"], "--alpha: "),
+        (["--loss-bound", "0"], "--loss-bound: "),
+    ],
+)
+def test_plan_bad_parameters_exit_2(table, tmp_path, capsys, extra, needle):
+    code, out = plan(table, tmp_path, *extra)
+    assert code == 2
+    assert needle in one_line_error(capsys)
+    assert not out.exists()
+
+
+def test_plan_bad_data_exit_1_naming_the_column_or_file(table, tmp_path, capsys):
+    df = pd.read_csv(table)
+    for option, col in [("--score-col", "nope"), ("--group-col", "grp"), ("--loss-col", "lz")]:
+        code, _ = plan(table, tmp_path, option, col)
+        assert code == 1 and f"{option} {col!r}: no such column" in one_line_error(capsys)
+    code, _ = plan(tmp_path / "missing.csv", tmp_path)
+    assert code == 1 and "missing.csv: no such file" in one_line_error(capsys)
+    bad = tmp_path / "bad.csv"
+    df.assign(u=df.u.where(df.index != 3, 2.0)).to_csv(bad, index=False)
+    code, _ = plan(bad, tmp_path)
+    assert code == 1 and "column 'u' must lie in [0, 1]; bad in 1 row(s): row 4 (item_id=3)" in one_line_error(capsys)
+    df.assign(loss=df.loss.where(df.index != 3, -1)).to_csv(bad, index=False)
+    code, _ = plan(bad, tmp_path)
+    assert code == 1 and "--loss-col: losses must lie in [0, 1.0]; bad in 1 row(s): row 4" in one_line_error(capsys)
+    df.assign(loss=df.loss.astype(object).where(df.index != 5, "abc")).to_csv(bad, index=False)
+    code, _ = plan(bad, tmp_path)
+    assert code == 1 and "--loss-col 'loss': losses must be numbers (or empty: unlabelled); bad in 1 row(s): row 6" in (
+        one_line_error(capsys)
+    )
+    df.assign(loss=np.nan).to_csv(bad, index=False)
+    code, _ = plan(bad, tmp_path)
+    assert code == 1 and "--loss-col: no labelled rows" in one_line_error(capsys)
+    df.assign(group=df.group.where(df.index != 7, None)).to_csv(bad, index=False)
+    code, _ = plan(bad, tmp_path)
+    assert code == 1 and "column 'group' has missing group labels" in one_line_error(capsys)
+
+
+def test_plan_unwritable_output_names_the_option(table, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code = cli.main(["plan", "--data", str(table), "--score-col", "u", "--eps", "0.1", "--resamples", "20",
+                     "-o", str(blocker / "plan.csv")])  # fmt: skip
+    assert code == 1 and f"-o {blocker / 'plan.csv'}: cannot write it" in one_line_error(capsys)

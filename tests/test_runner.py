@@ -3,6 +3,7 @@ into tmp_path, the Snakemake DAG of the real notebooks (dry runs), and a papermi
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -129,6 +130,77 @@ def test_unknown_parameter_is_a_clear_error_before_running(tmp_path, tiny):
         run.run_notebook(tiny, "slow", out_dir=tmp_path / "out")
 
 
+# Bad input to `python -m gpac_utils.workflow`, as a new user types it: one `error:` line naming the
+# option, parameter or file, exit status 2, and no kernel started (each case returns in well under a second).
+BAD_RUNS = [
+    (["-f", "{list}", "{tiny}"], "-f {list}: expected a mapping of names to values, got [1, 2]"),
+    (["-f", "{scalar}", "{tiny}"], "-f {scalar}: expected a mapping of names to values, got 3"),
+    (["-f", "{broken}", "{tiny}"], "-f {broken}: cannot read it as YAML"),
+    (["-f", "{missing}", "{tiny}"], "-f {missing}: no such file"),
+    (["-f", "{folder}", "{tiny}"], "-f {folder}: cannot read it as YAML"),
+    (["-p", "x", "abc", "{tiny}"], "01_tiny: parameter x: expected an integer, got 'abc'"),
+    (["-p", "x", "1.5", "{tiny}"], "01_tiny: parameter x: expected an integer, got 1.5"),
+    (["-p", "fail", "maybe", "{tiny}"], "01_tiny: parameter fail: expected true or false, got 'maybe'"),
+    (["-p", "sleep", "[1]", "{tiny}"], "01_tiny: parameter sleep: expected a number, got [1]"),
+    (["-p", "x", "[", "{tiny}"], "-p x '[': cannot read it as YAML"),
+    (["-p", "nope", "1", "{tiny}"], "01_tiny: unknown parameter(s) ['nope']"),
+    (["98_no_such_notebook"], "notebook '98_no_such_notebook' matches no notebook"),
+    # the real notebooks: types from the parameters cell, the configuration file, or KNOWN_TYPES
+    (["-p", "eps", "abc", "21"], "21_table_known_groups: parameter eps: expected a number, got 'abc'"),
+    (["-p", "trials", "2.5", "21"], "21_table_known_groups: parameter trials: expected an integer, got 2.5"),
+    (
+        ["-p", "pairs", "qwen", "21"],
+        "parameter pairs: expected a list, got 'qwen' (write [qwen])",
+    ),
+    (["-p", "data_source", "3", "21"], "21_table_known_groups: parameter data_source: expected a string, got 3"),
+    (["-p", "overrides", "3", "21"], "21_table_known_groups: parameter overrides: expected a mapping, got 3"),
+    (["-p", "overrides", "{alpha: x}", "21"], "parameter overrides['alpha']: expected a number, got 'x'"),
+    (["-p", "overrides", "{nope: 1}", "21"], "parameter overrides: unknown setting 'nope'; known: ["),
+    (
+        ["-p", "regenerate", "maybe", "20"],
+        "parameter regenerate: expected true or false, got 'maybe'",
+    ),
+    (["-p", "eps", "0.1"], "01_generate: unknown parameter(s) ['eps']"),  # all notebooks: checked before any runs
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_RUNS)
+def test_bad_input_is_one_error_line_before_any_kernel(tmp_path, tiny, capsys, monkeypatch, argv, message):
+    files = {"list": "- 1\n- 2\n", "scalar": "3\n", "broken": "x: [\n"}
+    names = {name: tmp_path / f"{name}.yaml" for name in files}
+    for name, text in files.items():
+        names[name].write_text(text)
+    names.update(missing=tmp_path / "nope.yaml", folder=tmp_path, tiny=tiny)
+    started = []
+    monkeypatch.setattr(run.papermill, "execute_notebook", lambda *a, **k: started.append(a))
+
+    def fill(text: str) -> str:
+        for name, value in names.items():
+            text = text.replace("{" + name + "}", str(value))
+        return text
+
+    argv = [fill(arg) for arg in argv]
+    assert run.main(["--profile", "fast", "--build-dir", str(tmp_path / "b"), *argv]) == run.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert fill(message) in err[0]
+    assert not started and not (tmp_path / "b").exists()
+
+
+def test_good_parameters_of_every_real_notebook_pass_the_type_check():
+    """The defaults of every parameters cell and every profile's settings as overrides are accepted."""
+    from gpac_utils.workflow import config
+
+    for path in run.discover():
+        nb = jupytext.read(path)
+        declared = run.declared_parameters(nb, path.stem)
+        raw = config.read_config(path.stem)
+        for profile in ("fast", "paper"):
+            values = {**raw["common"], **(raw["profiles"][profile] or {})}
+            shared = {k: v for k, v in values.items() if k in declared and k != "overrides"}
+            run.check_parameters(nb, {"profile": profile, **shared, "overrides": values}, path.stem)
+
+
 def test_outputs_of_a_non_paper_profile_never_reach_figures(monkeypatch):
     """Whatever command ran the notebook (plain papermill sets no GPAC_FIGURES), config.load with
     profile 'fast' sends figures and tables under build/fast/."""
@@ -195,12 +267,12 @@ def test_failure_and_cell_timeout_keep_the_notebook(tmp_path, tiny):
 
 def test_cli_parameters_from_flags_and_file_reach_the_notebook(tmp_path, tiny, capsys):
     params = tmp_path / "params.yaml"
-    params.write_text("x: [1, 2]\nsleep: 0.1\n")
+    params.write_text("x: 7\nsleep: 0.1\n")
     build = ["--build-dir", str(tmp_path / "build"), "--no-progress-bar"]
     assert run.main(["--profile", "fast", *build, "-f", str(params), str(tiny)]) == run.EXIT_OK
-    assert "X=[1, 2] PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
-    assert run.main(["--profile", "fast", *build, "-f", str(params), "-p", "x", "'a b'", str(tiny)]) == run.EXIT_OK
-    assert "X='a b' PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
+    assert "X=7 PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
+    assert run.main(["--profile", "fast", *build, "-f", str(params), "-p", "x", "12", str(tiny)]) == run.EXIT_OK
+    assert "X=12 PROFILE=fast" in stdout_of(tmp_path / "build" / "fast" / "01_tiny.ipynb")
     assert run.main(["--profile", "fast", *build, "-p", "fail", "true", str(tiny)]) == run.EXIT_FAILED
     assert "planned failure" in capsys.readouterr().err
     assert run.main(["--profile", "fast", *build, "-p", "nope", "1", str(tiny)]) == run.EXIT_USAGE
@@ -314,5 +386,72 @@ def test_example_grid_declares_parameters_of_its_notebook():
         spec = yaml.safe_load(path.read_text())
         assert set(spec) <= {"notebook", "profile", "parameters", "grid", "table"}, path.name
         assert spec["grid"] and all(isinstance(v, list) and v for v in spec["grid"].values()), path.name
-        nb = jupytext.read(run.resolve_notebook(spec["notebook"]))
-        run.check_parameters(nb, {**spec.get("parameters", {}), **spec["grid"]}, path.name)
+        notebook = run.resolve_notebook(spec["notebook"])
+        nb = jupytext.read(notebook)
+        for values in itertools.product(*spec["grid"].values()):  # every run's parameters, types included
+            run.check_parameters(nb, {**spec.get("parameters", {}), **dict(zip(spec["grid"], values))}, notebook.stem)
+
+
+BAD_GRIDS = [
+    ("notebook: 21\ngrid: {eps: [0.05]}\ntable: tables/x.csv\nextra: 1\n", "unknown key(s) ['extra']"),
+    ("notebook: 21\ntable: tables/x.csv\n", "missing key(s) ['grid']"),
+    ("- a\n", "expected a mapping of names to values, got ['a']"),
+    ("notebook: [\n", "cannot read it as YAML"),
+    ("notebook: 21\nprofile: slow\ngrid: {eps: [0.1]}\ntable: tables/x.csv\n", "profile: unknown 'slow'"),
+    (
+        "notebook: 21\ngrid: {eps: 0.1}\ntable: tables/x.csv\n",
+        "grid: eps: expected a non-empty list of values, got 0.1",
+    ),
+    ("notebook: 21\ngrid: [eps]\ntable: tables/x.csv\n", "grid: expected a mapping of parameter names to values"),
+    ("notebook: 21\ngrid: {eps: [abc]}\ntable: tables/x.csv\n", "parameter eps: expected a number, got 'abc'"),
+    ("notebook: 21\ngrid: {epsx: [0.1]}\ntable: tables/x.csv\n", "unknown parameter(s) ['epsx']"),
+    ("notebook: 99\ngrid: {eps: [0.1]}\ntable: tables/x.csv\n", "notebook: notebook '99' matches no notebook"),
+    ("notebook: 21\ngrid: {eps: [0.1]}\ntable: tables/x.md\n", "table: expected a CSV"),
+    (
+        "notebook: 21\nparameters: {eps: 0.1}\ngrid: {eps: [0.1]}\ntable: tables/x.csv\n",
+        "both in parameters and in grid",
+    ),
+    ("notebook: 21\ngrid: {pairs: [[a b], [a-b]]}\ntable: tables/x.csv\n", "two runs of the grid get the same name"),
+    (None, "no such file"),
+]
+
+
+@pytest.fixture(scope="module")
+def batch_grid():
+    sys.path.insert(0, str(REPO_ROOT / "workflow"))
+    import batch_grid  # workflow/batch_grid.py: what workflow/batch.smk reads a grid file with
+
+    return batch_grid
+
+
+@pytest.mark.parametrize("text,message", BAD_GRIDS)
+def test_bad_grid_file_names_the_file_and_the_key(tmp_path, batch_grid, text, message):
+    grid = tmp_path / "grid.yaml"
+    if text is not None:
+        grid.write_text(text)
+    with pytest.raises(run.RunnerError) as info:
+        batch_grid.read_grid(grid)
+    assert str(info.value).startswith(f"grid={grid}: ") and message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("text", [BAD_GRIDS[7][0], None])
+def test_make_batch_with_a_bad_grid_is_one_error_line_exit_2(tmp_path, text):
+    """A bad grid file (or none) stops `make batch` before any run: one `error:` line, exit status 2."""
+    grid = tmp_path / "grid.yaml"
+    if text is not None:
+        grid.write_text(text)
+    cmd = [sys.executable, "-m", "snakemake", "--nolock", "-n", "-s", str(REPO_ROOT / "workflow" / "batch.smk")]
+    cmd += ["--config", f"out={tmp_path / 'out'}"] + ([f"grid={grid}"] if text is not None else [])
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: grid"), lines
+
+
+def test_grid_runs_are_named_after_their_parameters(batch_grid):
+    spec, notebook, fixed, runs = batch_grid.read_grid(
+        REPO_ROOT / "notebooks" / "grids" / "known_groups_eps_score.yaml"
+    )
+    assert notebook.stem == "21_table_known_groups" and fixed == {"profile": "fast", "pairs": ["qwen"], "trials": 5}
+    assert len(runs) == 9 and runs["eps=0.1__scores=score_router"] == {"eps": 0.1, "scores": ["score_router"]}

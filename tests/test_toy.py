@@ -94,7 +94,7 @@ def test_pac_fails_in_hard_group_gpac_does_not():
     The quickstart (notebook 00) fits, routes and measures the calibrators on this population; its
     own asserts check the measurements, this test checks the exact risks of the thresholds."""
     eps, pac_hard, gpac_hard = 0.1, [], []
-    recipe = PAPER.replace(bound="clt", rule="first-crossing")
+    recipe = PAPER  # the recipe of the quickstart's sections 5-7
     for t in range(12):
         cal = toy.toy_population(3000, seed=100 + t)
         u, loss = cal["score_logits"].to_numpy(float), cal["loss"].to_numpy(float)

@@ -12,36 +12,31 @@
 #   <run>/figures/               its figures and tables (GPAC_FIGURES: runs never share a folder)
 #   combined.csv                 every run's table stacked, the run and its parameters in front
 # A run is rerun only when its parameters, the notebook, its configuration or the package changed.
-import itertools
 import os
-import re
 import sys
 from pathlib import Path
 
-import jupytext
 import pandas as pd
 import yaml
 
-from gpac_utils.workflow.runner import check_parameters, resolve_notebook
+sys.path.insert(0, workflow.basedir)
+from batch_grid import read_grid  # noqa: E402 (workflow/batch_grid.py)
+
+from gpac_utils.workflow.runner import RunnerError
 
 PYTHON = sys.executable
-GRID_FILE = Path(config["grid"])
-SPEC = yaml.safe_load(GRID_FILE.read_text())
-NOTEBOOK_PY = resolve_notebook(SPEC["notebook"])  # a name, a number or a path
+try:
+    if not config.get("grid"):
+        raise RunnerError("grid: no grid file; make batch GRID=FILE (snakemake ... --config grid=FILE)")
+    GRID_FILE = Path(config["grid"])
+    SPEC, NOTEBOOK_PY, FIXED, RUNS = read_grid(GRID_FILE)
+except RunnerError as exc:  # one line, exit status 2, before anything runs
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
 NOTEBOOK = NOTEBOOK_PY.stem
 CONFIG = [p for p in [f"notebooks/config/{NOTEBOOK}.yaml"] if Path(p).exists()]
-FIXED = {"profile": SPEC.get("profile", "fast"), **SPEC.get("parameters", {})}
 OUT = os.path.abspath(config.get("out", f"build/batch/{GRID_FILE.stem}"))
-COMBOS = [dict(zip(SPEC["grid"], values)) for values in itertools.product(*SPEC["grid"].values())]
-# A run's name comes from its parameters (eps=0.05__scores=score_logits): adding a value to the grid
-# adds runs and leaves the others' names, parameter files and results as they are.
-RUNS = {"__".join(f"{k}={re.sub(r'[^A-Za-z0-9._+-]+', '-', str(v)).strip('-')}" for k, v in c.items()): c for c in COMBOS}
-if len(RUNS) < len(COMBOS):
-    raise ValueError(f"{GRID_FILE}: two runs of the grid get the same name; use distinguishable values")
 PACKAGE = sorted(str(p) for p in Path("gpac_utils").rglob("*.py"))
-# Fail before anything runs on a parameter the notebook does not declare (papermill would only warn).
-check_parameters(jupytext.read(NOTEBOOK_PY), {**FIXED, **SPEC["grid"]}, NOTEBOOK)
-
 
 rule combined:
     input:

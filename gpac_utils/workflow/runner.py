@@ -23,6 +23,7 @@ the paper's outputs.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
@@ -38,7 +39,7 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 from papermill.translators import PythonTranslator
 
-from .config import PROFILES
+from .config import PROFILES, ConfigError, read_config
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
 
 #: Per-cell timeout (seconds) by profile when none is given.
@@ -54,7 +55,8 @@ class NotebookFailed(RuntimeError):
     """A notebook raised or timed out; ``output`` is the executed notebook holding the error."""
 
     def __init__(self, notebook: str, output: Path, reason: str):
-        super().__init__(f"notebook {notebook} failed: {reason}\n  failed notebook kept at {output}")
+        reason = " ".join(str(reason).split())  # one line
+        super().__init__(f"notebook {notebook} failed: {reason} (the failed notebook is kept at {output})")
         self.notebook, self.output, self.reason = notebook, output, reason
 
 
@@ -86,11 +88,56 @@ def declared_parameters(nb, name: str = "notebook") -> dict[str, str]:
 
 
 def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") -> None:
-    """Raise :class:`RunnerError` if ``parameters`` names anything the notebook does not declare."""
+    """Raise :class:`RunnerError` if ``parameters`` names anything the notebook does not declare, or
+    a value of the wrong type, before any kernel starts. A parameter's type is its default's in the
+    parameters cell, else that of the setting of the same name in ``notebooks/config/<name>.yaml``,
+    else :data:`KNOWN_TYPES`'s; ``None`` is always allowed. The keys and values of ``overrides`` are
+    checked against the configuration file's settings."""
     declared = declared_parameters(nb, name)
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
         raise RunnerError(f"{name}: unknown parameter(s) {unknown}; it declares {sorted(declared)}")
+    try:
+        raw = read_config(name)
+        values = {k: [raw["common"][k], *[(p or {}).get(k) for p in raw["profiles"].values()]] for k in raw["common"]}
+        settings = {k: {type(v) for v in vs if v is not None} for k, vs in values.items()}
+    except ConfigError:
+        settings = {}
+    for key, value in parameters.items():
+        default = ast.literal_eval(declared[key]) if declared[key] else None
+        types = {type(default)} if default is not None else settings.get(key) or KNOWN_TYPES.get(key, set())
+        _check_type(f"{name}: parameter {key}", value, types)
+    for key, value in (parameters.get("overrides") or {}).items() if settings else ():
+        if key not in settings:
+            raise RunnerError(f"{name}: parameter overrides: unknown setting {key!r}; known: {sorted(settings)}")
+        _check_type(f"{name}: parameter overrides[{key!r}]", value, settings[key])
+
+
+#: Types of the parameters whose default and configuration value are both None.
+KNOWN_TYPES = {"eps": {float}, "alpha": {float}, "trials": {int}, "n_trials": {int}, "seed": {int}}
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list"}
+_NAMES[dict] = "a mapping"
+
+
+def _check_type(what: str, value: Any, types: set[type]) -> None:
+    if value is None or not types or type(value) in types | ({int} if float in types else set()):
+        return
+    hint = f" (write [{value}])" if list in types and isinstance(value, str) else ""
+    raise RunnerError(f"{what}: expected {' or '.join(sorted(_NAMES[t] for t in types))}, got {value!r}{hint}")
+
+
+def read_yaml(text: str | Path, what: str, mapping: bool = False) -> Any:
+    """YAML from a file (a ``Path``) or a string; a :class:`RunnerError` naming ``what`` if it cannot
+    be read, or (``mapping=True``) is not a mapping of names to values."""
+    try:
+        value = yaml.safe_load(text.read_text() if isinstance(text, Path) else text)
+    except FileNotFoundError:
+        raise RunnerError(f"{what}: no such file") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RunnerError(f"{what}: cannot read it as YAML ({' '.join(str(exc).split())})") from None
+    if mapping and not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
+        raise RunnerError(f"{what}: expected a mapping of names to values, got {value!r:.60}")
+    return value
 
 
 def run_notebook(
@@ -151,9 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-progress-bar", dest="progress", action="store_false", help="no per-cell progress bar")
     a = ap.parse_args(argv)
     try:
-        params = (yaml.safe_load(a.parameters_file.read_text()) or {}) if a.parameters_file else {}
-        params.update({name: yaml.safe_load(value) for name, value in a.parameter})
+        params = (read_yaml(a.parameters_file, f"-f {a.parameters_file}", True) or {}) if a.parameters_file else {}
+        params.update({name: read_yaml(value, f"-p {name} {value!r}") for name, value in a.parameter})
         notebooks = [resolve_notebook(s) for s in a.notebooks] or discover()
+        for path in notebooks:  # every notebook's parameters are checked before the first one runs
+            check_parameters(jupytext.read(path), {"profile": a.profile, **params}, path.stem)
         for path in notebooks:
             print(f"== {path.stem} ({a.profile})", flush=True)
             out = run_notebook(path, a.profile, params, a.build_dir / a.profile, progress_bar=a.progress)

@@ -31,9 +31,11 @@
 # or `"simulated"` / a path, see `gpac_utils.paper.sources`) and, when present,
 # `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`.
 #
-# **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `real_generations_scores.{csv,md}`,
-# `real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE, routed share)
-# and `real_generations_beside.{csv,md}`.
+# **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `figures/tables/real_generations_scores.{csv,md}`,
+# `figures/tables/real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE,
+# routed share), `figures/tables/real_generations_beside.{csv,md}`, and through notebook 21's code
+# `figures/tables/known__generated__smollm2{,_groups,_layout}.{csv,md}` and
+# `figures/errorbar_category__generated__smollm2.{png,pdf}`.
 #
 # Notebook 21's table and figure on the same data:
 # `python -m gpac_utils.workflow 21 -p data_source generated -p pairs "['smollm2']" -p eps 0.1

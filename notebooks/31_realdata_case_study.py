@@ -396,6 +396,10 @@ if available and "known" in groupings:
 #   group" is not bounded by $\alpha$ (exercise above).
 # * **STP as a measurement here.** This table has no token counts: STP comes from the assumed cost
 #   model (`hidden_think_tokens`), the routed share does not.
+# * **A score fitted on the items it is calibrated on.** The guarantee treats the score function
+#   as fixed before calibration. The score here (panel disagreement) is not fitted on this table;
+#   a router trained on the same benchmark is — `02_scores` states that caveat for its
+#   cross-fitted router and measures what it changes (`figures/tables/02_router_disjoint.md`).
 # * **Forgetting that the seed positions matter.** A by-hand rerun with the wrong
 #   `calibrator_seed` indices draws other labels and gives other thresholds — not a bug in either.
 

@@ -315,7 +315,7 @@ display(Markdown(
 #
 # Rerun the by-hand bootstrap with *ordinary* bootstrap resampling instead — every pilot item drawn
 # with probability $1/m$ (the library's `pilot_uncertainty=False`) — for the smallest pilot of
-# part (a). Before you run it: should the 10–90 % band of the routed share be narrower or wider
+# part (a), at $n = 4\,n_{\min}$ labels. Before you run it: should the 10–90 % band of the routed share be narrower or wider
 # than with the Bayesian weights, and why? Which of the two would you trust to plan labels for
 # that group?
 # :::

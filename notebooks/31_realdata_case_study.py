@@ -287,12 +287,14 @@ if available and "known" in groupings:
 
 # %%
 if available and "known" in groupings:
-    gv_paper = gv[(gv["setting"] == "paper") & (gv["method"] == "G-PAC")].set_index("group")
-    gv_pac = gv[(gv["setting"] == "paper") & (gv["method"] == "PAC")].set_index("group")
-    gv_valid = gv[gv["setting"] == "valid"]
+    first_score = cfg.scores[0]  # the reading is about the first score
+    gv_first = gv[gv["score"] == first_score]
+    gv_paper = gv_first[(gv_first["setting"] == "paper") & (gv_first["method"] == "G-PAC")].set_index("group")
+    gv_pac = gv_first[(gv_first["setting"] == "paper") & (gv_first["method"] == "PAC")].set_index("group")
+    gv_valid = gv_first[gv_first["setting"] == "valid"]
     res = built[name].summary
     row = lambda method, setting: res[(res["grouping"] == "known") & (res["method"] == method)  # noqa: E731
-                                      & (res["setting"] == setting)].iloc[0]
+                                      & (res["setting"] == setting) & (res["score"] == first_score)].iloc[0]
     worst = gv_paper["violation_rate"].idxmax()
     worst_rate, worst_mcse = gv_paper.loc[worst, ["violation_rate", "violation_mcse"]]
     sizes = table[data.GROUP].value_counts()
@@ -300,13 +302,18 @@ if available and "known" in groupings:
     mcse_note = (f"{(worst_rate - cfg.alpha) / worst_mcse:.1f} MCSE from $\\alpha$" if worst_mcse > 0
                  else f"its MCSE is 0 over {cfg.n_trials} trials")
     within = gv_paper.index[gv_paper["violation_rate"] <= cfg.alpha + 3 * gv_paper["violation_mcse"]].tolist()
-    assert row("G-PAC", "paper")["Error_Gap"] == 0 and row("G-PAC", "paper")["routed_share"] > row("G-PAC", "valid")["routed_share"]
+    if cfg.data_source is None and profile == "paper":  # the sentences below, on the real table
+        assert row("G-PAC", "paper")["Error_Gap"] == 0
+        assert row("G-PAC", "paper")["routed_share"] > row("G-PAC", "valid")["routed_share"]
+    pac_text = (f"violates {', '.join(pac_over)} in up to {100 * gv_pac.loc[pac_over, 'violation_rate'].max():.0f} % "
+                f"of the trials: the marginal guarantee says nothing per subject" if pac_over
+                else "violates no subject in more than $\\alpha$ of the trials here")
+    gap = row("G-PAC", "paper")["Error_Gap"]
+    gap_text = "every subject's mean test error within $\\varepsilon$" if gap == 0 else "some subject above on average"
     display(Markdown(
-        f"* **PAC** (one threshold) violates {', '.join(pac_over)} in up to "
-        f"{100 * gv_pac.loc[pac_over, 'violation_rate'].max():.0f} % of the trials: the marginal guarantee says "
-        f"nothing per subject.\n"
-        f"* **G-PAC, paper's recipe**: Error_Gap {row('G-PAC', 'paper')['Error_Gap']:.2f} % (every subject's mean test "
-        f"error within $\\varepsilon$), yet its largest per-subject violation rate is {100 * worst_rate:.0f} % "
+        f"Score `{first_score}`.\n\n"
+        f"* **PAC** (one threshold) {pac_text}.\n"
+        f"* **G-PAC, paper's recipe**: Error_Gap {gap:.2f} % ({gap_text}), yet its largest per-subject violation rate is {100 * worst_rate:.0f} % "
         f"({worst}, {sizes[worst]} problems{', the smallest subject' if worst == sizes.idxmin() else ''}), "
         f"{mcse_note}; {len(within)} of {len(gv_paper)} subjects "
         f"are within $\\alpha$ + 3 MCSE.\n"

@@ -32,7 +32,8 @@
 # If the file is absent, the notebook says how to point it at one and stops without output.
 #
 # **Other data** (parameter `data_source`, default `None` = the real table above): `"simulated"`
-# (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen), `"generated"`
+# (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen; choose its score
+# columns with `scores`, e.g. `-p scores "[score_logits]"`), `"generated"`
 # (the scored table that `02_scores` wrote for them, e.g. `overrides={"benchmark": "walk",
 # "pair": "smollm2"}`), or a path to any table in the data schema, mapped with `columns`. Their
 # outputs carry the source in their names (e.g. `realdata_case_study__generated__walk__smollm2`).

@@ -9,7 +9,7 @@ label_prob = 0.5, alpha = 0.05, eps = 0.05, binary loss, candidates = "auto" (al
 a 64-quantile grid for wsr). Usage: python benchmarks/bench_calibration.py [--quick]
 
 The WSR bound runs through its fast path (:mod:`gpac_utils.wsr_fast`); the last lines time the plain
-definition (:func:`gpac_utils.bounds.wsr_upper`, same bits) on one calibration of 1e4 items and on an
+definition (:func:`gpac_utils.wsr.wsr_upper`, same bits) on one calibration of 1e4 items and on an
 audit-like batch of 3,000 calibrations of 300 items, and print ``wsr_fast_vs_plain_...=<ratio>``.
 """
 

@@ -12,7 +12,8 @@ core module     what it owns
 data            the per-item table schema: validation, one reader and writer by suffix
 recipe          the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
 bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
-wsr_fast        the fast path of the wsr bound (bit for bit ``bounds.wsr_upper``)
+wsr             the WSR climb: betting capital, predictable bets, the Newton climb to the bound
+wsr_fast        the fast path of the wsr bound (bit for bit the plain climb of ``wsr.wsr_upper``)
 sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
 selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
 partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)

@@ -1,6 +1,6 @@
-"""The fast path of the WSR bound: the climb of :func:`gpac_utils.bounds.wsr_upper`, same bits, many times faster.
+"""The fast path of the WSR bound: the climb of :func:`gpac_utils.wsr.wsr_upper`, same bits, many times faster.
 
-:func:`gpac_utils.bounds.wsr_upper` is the definition: a Newton climb on every row of terms at once,
+:func:`gpac_utils.wsr.wsr_upper` is the definition: a Newton climb on every row of terms at once,
 each row a full ``np.cumsum``. The validity audit (notebook 13) calibrates thousands of small groups and
 single calibrations reach 10^6 terms, and there the plain climb is slow and memory-bound
 (``benchmarks/bench_calibration.py`` prints both). This module runs the same climb faster:
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from . import bounds
+from .wsr import wsr_bets, wsr_upper
 
 #: Time steps per block of the time-major evaluation (the block of all rows stays in cache).
 BLOCK_ELEMENTS = 1 << 16
@@ -50,19 +50,19 @@ def _running_sum(block, n, carry):
 
 
 def _evaluate(X, NU, mu, c):
-    """``bounds._log_capital`` of every column of the time-major ``X``, ``NU`` (shape (m, P)).
+    """``gpac_utils.wsr._log_capital`` of every column of the time-major ``X``, ``NU`` (shape (m, P)).
 
     For every column: ``max_t S_t(mu)`` and the smallest Newton target ``min_t (c - S_t) / S'_t`` (NaN-skipping).
     """
-    m, P = X.shape
-    T = max(4, BLOCK_ELEMENTS // max(P, 1))
-    a_buf, s_buf = np.empty((min(T, m), P)), np.empty((min(T, m), P))
-    smax = np.full(P, -np.inf)
-    step = np.full(P, np.nan)
+    m, n_columns = X.shape
+    block_steps = max(4, BLOCK_ELEMENTS // max(n_columns, 1))
+    a_buf, s_buf = np.empty((min(block_steps, m), n_columns)), np.empty((min(block_steps, m), n_columns))
+    smax = np.full(n_columns, -np.inf)
+    step = np.full(n_columns, np.nan)
     cs = cd = None
     with np.errstate(divide="ignore", invalid="ignore"):
-        for t0 in range(0, m, T):
-            t1 = min(m, t0 + T)
+        for t0 in range(0, m, block_steps):
+            t1 = min(m, t0 + block_steps)
             a, s = a_buf[: t1 - t0], s_buf[: t1 - t0]
             nb = NU[t0:t1]
             np.subtract(X[t0:t1], mu, out=a)  # 1 - nu (x - mu), as fl(1 + fl((x - mu) * -nu))
@@ -82,12 +82,12 @@ def _evaluate(X, NU, mu, c):
 
 
 def _upper(x, alpha):
-    """:func:`gpac_utils.bounds.wsr_upper` of every row of ``x`` (shape (P, m)), evaluated time-major."""
+    """:func:`gpac_utils.wsr.wsr_upper` of every row of ``x`` (shape (P, m)), evaluated time-major."""
     c = math.log(1 / alpha)
     X, NU = np.ascontiguousarray(x.T), np.empty(x.T.shape)
     size = max(1, BLOCK_ELEMENTS // x.shape[1])  # rows per block: the bets' temporaries stay in cache
     for i in range(0, x.shape[0], size):
-        NU[:, i : i + size] = bounds.wsr_bets(x[i : i + size], alpha).T
+        NU[:, i : i + size] = wsr_bets(x[i : i + size], alpha).T
     held = np.arange(x.shape[0])  # the rows whose terms X and NU hold
 
     def evaluate(mu, rows):
@@ -100,31 +100,33 @@ def _upper(x, alpha):
         smax, step = _evaluate(X, NU, mu_held, c)
         return smax[pos], step[pos]
 
-    return bounds.wsr_upper(x, alpha, evaluate=evaluate)
+    return wsr_upper(x, alpha, evaluate=evaluate)
 
 
-def wsr(z, scores, cand, alpha, R, max_elements=1 << 24, max_pairs=2048):
+def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048):
     """WSR bound at every (calibration, candidate) pair; sequence order = the given (random) order.
 
-    The terms of pair ``(b, k)`` are ``x_b = z_b / R`` with every term scored above ``c_k`` set to 0.
+    The terms of pair ``(b, k)`` are ``x_b = z_b / term_range`` with every term scored above ``c_k`` set to 0.
     Candidates are ascending, so the kept sets are nested in ``k``: two candidates of a calibration give
     the same row iff they keep the same number of nonzero terms, and every pair keeping none gives the
     all-zero row. Each distinct row is solved once, in chunks of up to ``max_pairs`` rows and
     ``max_elements`` terms, each chunk one vectorised climb, so many small calibrations cost as little
     as one large one.
     """
-    B, m = z.shape
-    K = cand.shape[1]
-    x = z / R
+    n_calibrations, m = z.shape
+    n_candidates = cand.shape[1]
+    x = z / term_range
     nonzero = (x != 0) | np.signbit(x)  # a -0.0 term keeps its row apart too
-    kept = np.stack([np.searchsorted(np.sort(scores[b][nonzero[b]]), cand[b], side="right") for b in range(B)])
-    key = np.where(kept == 0, -1, np.arange(B)[:, None] * (m + 1) + kept)  # -1: the all-zero row
+    kept = np.stack(
+        [np.searchsorted(np.sort(scores[b][nonzero[b]]), cand[b], side="right") for b in range(n_calibrations)]
+    )
+    key = np.where(kept == 0, -1, np.arange(n_calibrations)[:, None] * (m + 1) + kept)  # -1: the all-zero row
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    rows, cols = np.divmod(first, K)
+    rows, cols = np.divmod(first, n_candidates)
     vals = np.empty(first.size)
     chunk = int(min(max_pairs, max(1, max_elements // m)))
     for p0 in range(0, first.size, chunk):
         r = rows[p0 : p0 + chunk]
         c = cand[r, cols[p0 : p0 + chunk]]
         vals[p0 : p0 + chunk] = _upper(np.where(scores[r] <= c[:, None], x[r], 0.0), alpha)
-    return R * vals[inverse.reshape(B, K)]
+    return term_range * vals[inverse.reshape(n_calibrations, n_candidates)]

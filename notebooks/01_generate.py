@@ -55,6 +55,7 @@ from pathlib import Path
 
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
 from gpac_utils.workflow import config
 from gpac_utils.workflow.paths import SIMULATED
@@ -121,8 +122,8 @@ if mode != "validate":
     report = gen.generate(items, models, folder, backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed,
                           engine_kwargs=engine_kwargs)
     print(report)
-    for role in gen.ROLES:
-        g = gen.load_generations(folder, role)
+    for role in records.ROLES:
+        g = records.load_generations(folder, role)
         print(f"{role:10s} {len(g):4d} records, mean {g['n_tokens'].mean():5.1f} tokens, "
               f"{(g['finish_reason'] == 'length').mean():.0%} hit max_tokens")
     print(f"wrote {folder}")

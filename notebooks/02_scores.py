@@ -52,6 +52,7 @@ from sklearn.metrics import roc_auc_score
 from gpac_utils import data
 from gpac_utils.experiment import ExperimentConfig, run_experiment, summarize
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm import scoring as sc
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.metrics import expected_calibration_error, reliability_curve
@@ -73,7 +74,7 @@ overrides = {}  # any other setting of notebooks/config/02_scores.yaml
 cfg = config.load("02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder,
                   router_folds=router_folds, **overrides)
 folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-status = gen.generations_status(folder)
+status = records.generations_status(folder)
 have_generations = status == "complete"
 mode = "score generations" if have_generations else "validate embedded tables"
 why = {"missing": f"no generations under {folder}",

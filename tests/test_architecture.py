@@ -82,3 +82,110 @@ def _public_definitions() -> dict[str, list[str]]:
 def test_no_public_name_defined_twice():
     twice = {n: mods for n, mods in _public_definitions().items() if len(mods) > 1}
     assert not twice, f"public names defined in more than one module: {twice}"
+
+
+# --------------------------------------------------------------------------- import cycles
+MODULES = {
+    ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+    for p in sorted(PACKAGE.rglob("*.py"))
+}
+
+
+def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Package module -> the package modules it imports, from every import statement anywhere in it
+    (module level, inside functions and classes, under ``if``). ``from a import b`` imports the
+    module ``a.b`` when there is one, else (a name defined in) ``a``."""
+
+    def known(mod: str) -> str:
+        while mod and mod not in modules:
+            mod = mod.rpartition(".")[0]
+        return mod
+
+    graph = {}
+    for name, path in modules.items():
+        package = list(path.relative_to(PACKAGE.parent).parts[:-1])
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(known(a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - (node.level - 1)] + ([base] if base else []))
+                targets.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base) for a in node.names)
+        graph[name] = targets - {"", name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_package_modules():
+    cycles = _cycles(_import_graph(MODULES))
+    assert not cycles, f"import cycles between package modules (imports inside functions count): {cycles}"
+
+
+def test_cycle_check_catches_a_cycle_through_a_function_level_import():
+    # The checker itself: a cycle closed by an import inside a function is found.
+    a, b = PACKAGE / "_cycle_probe_a.py", PACKAGE / "_cycle_probe_b.py"
+    a.write_text("from . import _cycle_probe_b\n")
+    b.write_text("def f():\n    from ._cycle_probe_a import x\n    return x\n")
+    try:
+        probes = {"gpac_utils._cycle_probe_a": a, "gpac_utils._cycle_probe_b": b}
+        cycles = _cycles(_import_graph({**MODULES, **probes}))
+    finally:
+        a.unlink()
+        b.unlink()
+    assert ["gpac_utils._cycle_probe_a", "gpac_utils._cycle_probe_b"] in cycles
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def _function_level_relative_imports(path: Path) -> list[int]:
+    """Line numbers of relative imports inside a function (or method) of ``path``."""
+    found = []
+    for func in ast.walk(ast.parse(path.read_text())):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            found += [n.lineno for n in ast.walk(func) if isinstance(n, ast.ImportFrom) and n.level]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("path", sorted(MODULES.values()), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_relative_import_inside_a_function(path):
+    lines = _function_level_relative_imports(path)
+    assert not lines, f"{path.relative_to(PACKAGE.parent)}: relative import inside a function at line(s) {lines}"
+
+
+def test_function_level_check_catches_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from . import data\n\n\ndef f():\n    from .data import ID\n    import json\n\n    return ID, json\n"
+    )
+    assert _function_level_relative_imports(probe) == [5]

@@ -5,7 +5,7 @@ import re
 import pandas as pd
 import pytest
 
-from gpac_utils.llm import arithmetic
+from gpac_utils.llm import arith_check, arithmetic, grading
 from gpac_utils.llm.benchmarks import load_benchmark
 
 
@@ -111,33 +111,33 @@ def _records(n=6):
 
 def test_compare_same_engine_is_exact():
     ref = _records()
-    assert arithmetic.compare(ref, ref, same_engine=True).passed
-    near = ref.assign(score_logits=ref["score_logits"] + arithmetic.SAME_ENGINE_ATOL / 2)
-    assert arithmetic.compare(near, ref, same_engine=True).passed
+    assert arith_check.compare(ref, ref, same_engine=True).passed
+    near = ref.assign(score_logits=ref["score_logits"] + arith_check.SAME_ENGINE_ATOL / 2)
+    assert arith_check.compare(near, ref, same_engine=True).passed
     flipped = ref.copy()
     flipped.loc[2, "nothink_correct"] = 0
-    result = arithmetic.compare(flipped, ref, same_engine=True)
+    result = arith_check.compare(flipped, ref, same_engine=True)
     assert not result.passed and result.agreement["nothink_correct"] == pytest.approx(5 / 6)
-    far = ref.assign(score_logits=ref["score_logits"] + 10 * arithmetic.SAME_ENGINE_ATOL)
-    assert not arithmetic.compare(far, ref, same_engine=True).passed
+    far = ref.assign(score_logits=ref["score_logits"] + 10 * arith_check.SAME_ENGINE_ATOL)
+    assert not arith_check.compare(far, ref, same_engine=True).passed
 
 
 def test_compare_other_engine_checks_think_only():
     ref = _records()
     other = ref.assign(nothink_correct=1 - ref["nothink_correct"], score_logits=0.9)
-    assert arithmetic.compare(other, ref, same_engine=False).passed
+    assert arith_check.compare(other, ref, same_engine=False).passed
     other.loc[:1, "think_correct"] = 1 - other.loc[:1, "think_correct"]  # 2 of 6 disagree: 67% < 80%
-    assert not arithmetic.compare(other, ref, same_engine=False).passed
+    assert not arith_check.compare(other, ref, same_engine=False).passed
     with pytest.raises(ValueError, match="not in the committed table"):
-        arithmetic.compare(ref.assign(item_id="arith/x/0"), ref, same_engine=True)
+        arith_check.compare(ref.assign(item_id="arith/x/0"), ref, same_engine=True)
 
 
 def test_committed_table_matches_the_benchmark():
     from gpac_utils import data
 
-    if not arithmetic.TABLE.exists():
-        pytest.skip(f"{arithmetic.TABLE} not generated yet")
-    table = data.read_table(arithmetic.TABLE)
+    if not arith_check.TABLE.exists():
+        pytest.skip(f"{arith_check.TABLE} not generated yet")
+    table = data.read_table(arith_check.TABLE)
     items = load_benchmark("arith").set_index("item_id")
     assert table[data.GROUP].nunique() >= 5 and table[data.ID].is_unique
     # its items are benchmark items (the data card says how many), in the benchmark's order
@@ -145,9 +145,9 @@ def test_committed_table_matches_the_benchmark():
     assert table[data.ID].map(items.index.get_loc).is_monotonic_increasing
     assert (table[data.GROUP].to_numpy() == items.loc[table[data.ID], "group"].to_numpy()).all()
     assert (table[data.LOSS] == table[data.THINK_CORRECT] * (1 - table[data.NOTHINK_CORRECT])).all()
-    chosen = arithmetic.check_items(table, 2)
+    chosen = arith_check.check_items(table, 2)
     assert len(chosen) == 2 * table[data.GROUP].nunique()
-    assert chosen["item_id"].tolist() == arithmetic.check_items(table, 2)["item_id"].tolist()
+    assert chosen["item_id"].tolist() == arith_check.check_items(table, 2)["item_id"].tolist()
 
 
 @pytest.mark.parametrize(
@@ -162,9 +162,9 @@ def test_regenerating_a_subset_agrees_with_the_committed_table(tmp_path, backend
     records): the records equal the committed ones.
     transformers (another engine): the greedy think role's correctness agrees on >= 80 % of the items."""
     pytest.importorskip(backend)
-    if not arithmetic.TABLE.exists():
-        pytest.skip(f"{arithmetic.TABLE} not generated yet")
-    result = arithmetic.check(tmp_path, n_per_group=1, backend=backend, eager=True)  # eager: no compile at start
+    if not arith_check.TABLE.exists():
+        pytest.skip(f"{arith_check.TABLE} not generated yet")
+    result = arith_check.check(tmp_path, n_per_group=1, backend=backend, eager=True)  # eager: no compile at start
     assert result.same_engine == (backend == "vllm") and result.n_items >= 5
     assert result.passed, result.summary()
 
@@ -187,7 +187,5 @@ def test_regenerating_a_subset_agrees_with_the_committed_table(tmp_path, backend
     ],
 )
 def test_grade_is_exact(reply, gold, ok):
-    from gpac_utils.llm import grading
-
-    assert arithmetic.grade_exact(reply, gold) is ok
+    assert grading.grade_exact(reply, gold) is ok
     assert grading.grade("arith", reply, gold) is ok

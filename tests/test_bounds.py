@@ -157,16 +157,16 @@ def test_clopper_pearson_rejects_nonbinary_terms():
         bounds.ucb("clopper_pearson", [0.0, 0.5], [0.1, 0.2], [0.2], 0.05, 1.0)
 
 
-@pytest.mark.parametrize("bad", [dict(bound="nope"), dict(alpha=0.0), dict(alpha=1.0), dict(value_range=0.0)])
+@pytest.mark.parametrize("bad", [dict(bound="nope"), dict(alpha=0.0), dict(alpha=1.0), dict(term_range=0.0)])
 def test_bad_arguments(bad):
-    kw = dict(bound="clt", z=[0.0, 1.0], scores=[0.1, 0.2], candidates=[0.2], alpha=0.05, value_range=1.0)
+    kw = dict(bound="clt", z=[0.0, 1.0], scores=[0.1, 0.2], candidates=[0.2], alpha=0.05, term_range=1.0)
     kw.update(bad)
     with pytest.raises(ValueError):
         bounds.ucb(**kw)
 
 
 def test_out_of_range_terms_and_unsorted_candidates():
-    with pytest.raises(ValueError, match="value_range"):
+    with pytest.raises(ValueError, match="term_range"):
         bounds.ucb("clt", [0.0, 3.0], [0.1, 0.2], [0.2], 0.05, 2.0)
     with pytest.raises(ValueError, match="ascending"):
         bounds.ucb("clt", [0.0, 1.0], [0.1, 0.2], [0.2, 0.1], 0.05, 2.0)

@@ -201,7 +201,7 @@ def test_no_traceback_from_a_real_process(table, tmp_path):
 # ------------------------------------------------------------------ gpac plan
 def plan(data, tmp_path, *extra):
     out = tmp_path / "plan.csv"
-    argv = ["plan", "--data", str(data), "--score-col", "u", "--eps", "0.1", "--resamples", "20", "-o", str(out)]
+    argv = ["plan", "--data", str(data), "--score-col", "u", "--eps", "0.1", "--n-resamples", "20", "-o", str(out)]
     return cli.main([*argv, *extra]), out
 
 
@@ -215,7 +215,7 @@ def plan(data, tmp_path, *extra):
         (["--pilot-fraction", "0"], "--pilot-fraction: "),
         (["--pilot-fraction", "2"], "--pilot-fraction: "),
         (["--target", "2"], "--target: "),
-        (["--resamples", "1"], "--resamples: "),
+        (["--n-resamples", "1"], "--n-resamples: "),
         (["--recipe", "nope"], "--recipe: "),
         (["--bound", "nope"], "--bound: unknown 'nope'; choose one of ['clt', 'hoeffding', 'hoeffding_bentkus'"),
         (["--grid", "1,x"], "--grid: expected comma-separated integers"),
@@ -262,6 +262,6 @@ def test_plan_bad_data_exit_1_naming_the_column_or_file(table, tmp_path, capsys)
 def test_plan_unwritable_output_names_the_option(table, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code = cli.main(["plan", "--data", str(table), "--score-col", "u", "--eps", "0.1", "--resamples", "20",
+    code = cli.main(["plan", "--data", str(table), "--score-col", "u", "--eps", "0.1", "--n-resamples", "20",
                      "-o", str(blocker / "plan.csv")])  # fmt: skip
     assert code == 1 and f"-o {blocker / 'plan.csv'}: cannot write it" in one_line_error(capsys)

@@ -23,16 +23,8 @@ from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.engines import Completion, item_seed
-from gpac_utils.llm.generation import (
-    generate,
-    load_generations,
-    load_run_facts,
-    model_defaults,
-    pair_samplings,
-    parse_shard,
-    run_generation,
-    split_thinking,
-)
+from gpac_utils.llm.generation import generate, model_defaults, pair_samplings, run_generation, split_thinking
+from gpac_utils.llm.records import load_generations, load_run_facts, parse_shard
 
 ROOT = Path(__file__).parents[1]
 FIX = Path(__file__).parent / "fixtures"

@@ -10,7 +10,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from gpac_utils.llm.engines import Sampling, TransformersEngine, prompt_ids  # noqa: E402
-from gpac_utils.llm.generation import load_generations, run_generation  # noqa: E402
+from gpac_utils.llm.generation import run_generation  # noqa: E402
+from gpac_utils.llm.records import load_generations  # noqa: E402
 
 WORDS = ["the", "answer", "is", "two", "three", "step", "so", "boxed", "yes", "no", "what", "plus", "one"]
 SPECIAL = ["<pad>", "<eos>", "<unk>", "</think>"]

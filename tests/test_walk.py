@@ -17,7 +17,7 @@ pytest.importorskip("gguf")
 
 from gpac_utils import data  # noqa: E402
 from gpac_utils.llm import tiny  # noqa: E402
-from gpac_utils.llm.generation import ROLES, generations_status, load_generations  # noqa: E402
+from gpac_utils.llm.records import ROLES, generations_status, load_generations  # noqa: E402
 from gpac_utils.workflow import walk  # noqa: E402
 
 try:

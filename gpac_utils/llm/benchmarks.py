@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..checks import ParameterError
 from ..workflow.paths import DATA
 from . import arithmetic, grading
 
@@ -116,6 +117,8 @@ def _canonical_source(df: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
     missing = [c for c in spec.required if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {missing} for benchmark {name!r}; it has {list(df.columns)}")
+    if df.empty:
+        raise ValueError(f"{where}: no items (the file has a header and no rows)")
     for c in spec.required:
         bad = df[c].isna().to_numpy()
         if bad.any():
@@ -145,6 +148,8 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
+    if n_items is not None and int(n_items) < 1:
+        raise ParameterError(f"n_items: must be >= 1, got {n_items}")
     path = path or find_local(name) or SHIPPED.get(name)
     if path is not None:
         src, where = read_items(path), str(path)

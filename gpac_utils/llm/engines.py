@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from itertools import count, groupby, islice
 from pathlib import Path
 
+from ..checks import ParameterError
 from . import tiny
 
 LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
@@ -51,7 +52,7 @@ class Sampling:
 
     def __post_init__(self):
         if min(int(self.n), int(self.max_tokens)) < 1:
-            raise ValueError(f"Sampling: n and max_tokens must be >= 1, got n={self.n}, max_tokens={self.max_tokens}")
+            raise ParameterError(f"n and max_tokens must be >= 1, got n={self.n}, max_tokens={self.max_tokens}")
 
     def with_(self, **kw) -> Sampling:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -276,9 +277,13 @@ def resolve_backend(backend: str, models: dict[str, str]) -> str:
 
 def make_engine(backend: str, model: str, *, seed: int = 0, **kw):
     """A :class:`VLLMEngine` (``kw`` go to ``vllm.LLM``) or a :class:`TransformersEngine` (``seed``: unused,
-    its requests carry their seeds)."""
-    if backend == "vllm":
-        return VLLMEngine(model, seed=seed, **kw)
-    if backend == "transformers":
-        return TransformersEngine(model, **kw)
+    its requests carry their seeds). Keyword arguments the engine does not take (a ``TypeError``, raised by
+    vLLM's ``EngineArgs`` before any weights load) raise :class:`~gpac_utils.checks.ParameterError`."""
+    try:  # an unknown engine argument is refused before the model loads
+        if backend == "vllm":
+            return VLLMEngine(model, seed=seed, **kw)
+        if backend == "transformers":
+            return TransformersEngine(model, **kw)
+    except TypeError as exc:
+        raise ParameterError(f"engine arguments: {exc}") from exc
     raise ValueError(f"backend must be vllm or transformers to build an engine, got {backend!r}")

@@ -22,7 +22,7 @@ item already recorded and generates the rest. A rerun with other settings is ref
 records do not depend on batching, scheduling, sharding or restarts.
 
 **One process per GPU.** Shards split the items round-robin (item ``k`` goes to shard ``k mod n``);
-start one process per GPU and read the shards back together with :func:`load_generations`::
+start one process per GPU and read the shards back together with :func:`~.records.load_generations`::
 
     for i in 0 1 2 3; do
       CUDA_VISIBLE_DEVICES=$i python -m gpac_utils.llm.generation --benchmark math500 --pair qwen \\
@@ -43,6 +43,7 @@ two prompts and samplings (:data:`WALK_SAMPLING`): ``think`` = a one-shot ``\\bo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -54,10 +55,13 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..checks import ParameterError
 from ..workflow.paths import DATA
 from . import records
+from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
 from .engines import Sampling, item_seed, make_engine, resolve_backend
-from .records import ROLES, generations_status, load_generations, load_items, load_run_facts, parse_shard  # noqa: F401
+from .records import ROLES, load_generations, parse_shard
+from .scoring import verbalized_messages
 
 GENERATIONS = DATA / "generations"
 GENERATED = DATA / "generated"
@@ -214,6 +218,17 @@ def run_generation(
 
 
 # --------------------------------------------------------------------------- a whole run
+def _check_options(roles, samplings: Mapping, shard, windows) -> Mapping:
+    """``windows`` (``{}`` for ``None``) once ``roles``, ``shard`` and ``windows`` are checked (ParameterError)."""
+    if [r for r in roles if r not in ROLES] or [r for r in roles if r not in samplings]:
+        raise ParameterError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
+    parse_shard(shard)
+    windows = windows or {}
+    if not isinstance(windows, Mapping) or not all(r in ROLES and type(v) is int and v > 0 for r, v in windows.items()):
+        raise ParameterError(f"windows: must map roles {ROLES} to integers >= 1, got {windows!r}")
+    return windows
+
+
 def generate(
     items: pd.DataFrame, models: dict[str, str], folder, *, backend: str, samplings: Mapping | None = None, roles=ROLES,
     shard="0/1", seed: int = 0, engine=None, engine_kwargs: dict | None = None, progress: bool = True,
@@ -230,11 +245,8 @@ def generate(
     on seeded sampling when a prompt's prefill is split over engine steps ("CPU Generator does not use
     offset"): a sampled role's window times its prompt tokens must stay below one step's tokens.
     """
-    from .scoring import verbalized_messages
-
     folder, samplings = Path(folder), dict(samplings or pair_samplings(models))
-    if [r for r in roles if r not in ROLES] or [r for r in roles if r not in samplings]:
-        raise ValueError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
+    windows = _check_options(roles, samplings, shard, windows)
     if engine is not None and {models["think"], models["nothink"]} != {engine.model}:
         raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
     records.save_items(items, folder)
@@ -255,19 +267,25 @@ def generate(
         report[role] = run_generation(
             role_items, engine, folder, role=role, sampling=sampling, shard=shard, seed=seed, messages_col=col,
             thinking=role == "think" and model_defaults(model)[1], progress=progress,
-            window=(windows or {}).get(role),
+            window=windows.get(role),
         )  # fmt: skip
     return report
 
 
 # --------------------------------------------------------------------------- command line
-def main(argv=None) -> int:
-    """``python -m gpac_utils.llm.generation``: one shard of one benchmark x model pair."""
-    from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2: a usage error
+        self.exit(2, f"error: {message}\n")
 
-    ap = argparse.ArgumentParser(prog="python -m gpac_utils.llm.generation", description=__doc__.split("\n")[0])
+
+def main(argv=None) -> int:
+    """``python -m gpac_utils.llm.generation``: one shard of one benchmark x model pair.
+
+    Bad input ends in one ``error:`` line before a model loads: exit 2 for an option, 1 for a file.
+    """
+    ap = _Parser(prog="python -m gpac_utils.llm.generation", description=__doc__.split("\n")[0])
     ap.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS))
-    ap.add_argument("--pair", default="qwen")
+    ap.add_argument("--pair", default="qwen", choices=sorted(MODEL_PAIRS))
     ap.add_argument("--backend", default="auto", choices=["auto", "vllm", "transformers"])
     ap.add_argument("--roles", default=",".join(ROLES))
     ap.add_argument("--n-items", type=int)
@@ -280,36 +298,36 @@ def main(argv=None) -> int:
     ap.add_argument("--data", help="local benchmark file (jsonl/parquet/csv)")
     ap.add_argument("--out", help="run folder (default: data/generations/<benchmark>__<pair>)")
     ap.add_argument("--progress", action="store_true", help="tqdm bars on stderr")
-    a = ap.parse_args(argv)
-    kw = {}
-    for text in a.engine_arg:
+    args = ap.parse_args(argv)
+    models, engine_kwargs = pair_models(args.pair), {}
+    for text in args.engine_arg:
         key, sep, value = text.partition("=")
-        if not sep:
-            ap.error(f"--engine-arg must look like KEY=VALUE, got {text!r}")
-        try:
-            kw[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kw[key] = value
+        if not (sep and key):
+            ap.error(f"--engine-arg: must look like KEY=VALUE, got {text!r}")
+        with contextlib.suppress(json.JSONDecodeError):
+            value = json.loads(value)
+        engine_kwargs[key] = value
+    out, roles = Path(args.out) if args.out else run_dir(args.benchmark, args.pair), args.roles.split(",")
     try:
-        parse_shard(a.shard)
-        models = pair_models(a.pair)
-    except ValueError as exc:
+        if args.benchmark in WALK_LIKE:
+            samplings = walk_samplings(args.max_tokens, n_verbalized=args.n_verbalized)
+        else:
+            samplings = pair_samplings(models, args.max_tokens, *[n for n in [args.n_verbalized] if n is not None])
+        _check_options(roles, samplings, args.shard, args.windows)
+        if (backend := resolve_backend(args.backend, models)) == "validate":
+            raise ParameterError("--backend: no GPU with vLLM and no local model folders: nothing to generate here")
+        items = load_benchmark(args.benchmark, args.data, n_items=args.n_items, seed=args.seed)
+        result = generate(
+            items, models, out, backend=backend, samplings=samplings, roles=roles, shard=args.shard, seed=args.seed,
+            engine_kwargs=engine_kwargs, progress=args.progress, windows=args.windows,
+        )  # fmt: skip
+    except ParameterError as exc:  # shard, roles, windows, n_items, max_tokens, engine arguments: before a model loads
         ap.error(str(exc))
-    backend = resolve_backend(a.backend, models)
-    if backend == "validate":
-        ap.error("no GPU with vLLM and no local model folders: nothing to generate on this machine")
-    if a.benchmark in WALK_LIKE:
-        samplings = walk_samplings(a.max_tokens, n_verbalized=a.n_verbalized)
-    else:
-        samplings = pair_samplings(models, a.max_tokens, *([a.n_verbalized] if a.n_verbalized else []))
-    out = Path(a.out) if a.out else run_dir(a.benchmark, a.pair)
-    items = load_benchmark(a.benchmark, a.data, n_items=a.n_items, seed=a.seed)
-    result = generate(
-        items, models, out, backend=backend, samplings=samplings, roles=a.roles.split(","), shard=a.shard,
-        seed=a.seed, engine_kwargs=kw, progress=a.progress, windows=a.windows,
-    )  # fmt: skip
+    except (OSError, ValueError, ImportError) as exc:  # a file, its columns or rows; a run's settings; no vllm
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     parts = ", ".join(f"{r} {v['generated']} new/{v['done_before']} before" for r, v in result.items())
-    print(f"{out} shard {a.shard} [{backend}]: {parts}; reports under <role>/runs/", file=sys.stderr)
+    print(f"{out} shard {args.shard} [{backend}]: {parts}; reports under <role>/runs/", file=sys.stderr)
     return 0
 
 

@@ -31,10 +31,9 @@ import math
 import re
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-
-from .arithmetic import grade_exact
 
 LETTERS = "ABCD"
 
@@ -140,6 +139,22 @@ def grade_lenient(response: str, gold: str, *, timeout_seconds: int = 5) -> bool
             return False
         response = f"\\boxed{{{num}}}"
     return grade_math(response, gold, timeout_seconds=timeout_seconds)
+
+
+def grade_exact(response: str, gold: str) -> bool:
+    r"""Exact grading: the last number of the reply's last ``\boxed{}`` (else of the whole reply)
+    equals ``gold``.
+
+    Numbers as :func:`last_number` reads them (``-3``, ``1,250``, ``2.5``,
+    ``3/4``), compared as fractions, so ``47.0`` counts as ``47``. Deterministic and fast (no
+    symbolic parser, no timeout), unlike the walk's lenient grader.
+    """
+    boxed = last_boxed(response or "")
+    num = last_number(boxed if boxed is not None else (response or ""))
+    try:
+        return num is not None and Fraction(num) == Fraction(str(gold).strip())
+    except (ValueError, ZeroDivisionError):
+        return False
 
 
 # --------------------------------------------------------------------------- GPQA
@@ -252,12 +267,9 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 # --------------------------------------------------------------------------- dispatch
 GRADERS = {
-    "math500": grade_math,
-    "gpqa": grade_gpqa,
-    "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
-    "walk": grade_lenient,
-    "arith": grade_exact,  # exact integers: no symbolic parser
-}
+    "math500": grade_math, "gpqa": grade_gpqa, "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
+    "walk": grade_lenient, "arith": grade_exact,  # arith: exact integers, no symbolic parser
+}  # fmt: skip
 
 
 def grade(benchmark: str, response: str, gold) -> bool:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..checks import ParameterError
+
 ROLES = ("think", "nothink", "verbalized")
 RECORD_COLUMNS = (
     "item_id", "role", "sample", "model", "backend", "logprobs_mode", "seed", "text", "reasoning", "answer",
@@ -52,9 +54,9 @@ def parse_shard(shard) -> tuple[int, int]:
     try:
         i, n = (0, 1) if shard is None else (int(x) for x in (shard.split("/") if isinstance(shard, str) else shard))
     except ValueError as exc:
-        raise ValueError(f"shard must look like 'i/n' (e.g. '0/4'), got {shard!r}") from exc
+        raise ParameterError(f"shard: must look like 'i/n' (e.g. '0/4'), got {shard!r}") from exc
     if not (n >= 1 and 0 <= i < n):
-        raise ValueError(f"shard index must satisfy 0 <= i < n, got {i}/{n}")
+        raise ParameterError(f"shard: must be i/n with 0 <= i < n, got {i}/{n}")
     return i, n
 
 

@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from .grading import grade
+from .records import ROLES, load_generations, load_items
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -61,10 +63,8 @@ def logits_scores(generations: pd.DataFrame) -> pd.Series:
 # --------------------------------------------------------------------------- verbalized
 def verbalized_messages(question: str, answer: str) -> list[dict]:
     """The paper's verbalized-confidence conversation (App. F.2, Table 4 ``tab:verbalized_score_prompt``)."""
-    return [
-        {"role": "system", "content": VERBALIZED_SYSTEM},
-        {"role": "user", "content": VERBALIZED_USER.format(question=question, answer=answer)},
-    ]
+    user = VERBALIZED_USER.format(question=question, answer=answer)
+    return [{"role": "system", "content": VERBALIZED_SYSTEM}, {"role": "user", "content": user}]
 
 
 _NUM = re.compile(r"(?<![\w.\-])(\d+(?:\.\d*)?|\.\d+)\s*(%?)")
@@ -182,29 +182,26 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     whether the non-thinking model "suffices": a loss of 0 (binary loss), or at most 0.1 (semantic
     loss, the paper's Arena-Hard eps).
     """
-    from .generation import ROLES, load_generations, load_items
-    from .grading import grade
-
     items = load_items(folder)
     think, nothink, verbal = (load_generations(folder, role, items["item_id"]) for role in ROLES)
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
     if benchmark == "arena_hard":
-        correct, loss = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
-        bound, tol = SEMANTIC_LOSS_BOUND, 0.1
+        correct, losses = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
+        loss_bound, tol = SEMANTIC_LOSS_BOUND, 0.1
     else:
         correct = {
             col: np.array([grade(benchmark, a, g) for a, g in zip(answers, items["gold"])], int)
             for col, answers in ((data.THINK_CORRECT, t0["answer"]), (data.NOTHINK_CORRECT, n0["answer"]))
         }
-        loss, bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
+        losses, loss_bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
     notes = []
     trunc = int((t0["finish_reason"] == "length").sum())
     if trunc:
         notes.append(f"{trunc} thinking generation(s) hit max_tokens (graded on their possibly empty answer)")
     vrep = verbalized_scores(verbal)
     notes.append(vrep.summary())
-    y = (np.asarray(loss, float) <= tol).astype(int)  # 1 = the non-thinking model suffices
+    y = (np.asarray(losses, float) <= tol).astype(int)  # 1 = the non-thinking model suffices
     counts = np.bincount(y, minlength=2)
     folds = int(min(router_folds, counts.min()))
     if folds >= 2:
@@ -215,9 +212,9 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
         notes.append(f"router: labels {counts.tolist()} too unbalanced to train; constant score (base rate)")
     table = pd.DataFrame({
         data.ID: items["item_id"].to_numpy(), data.GROUP: items["group"].astype(str).to_numpy(),
-        data.LOSS: np.asarray(loss, float), **correct, data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
+        data.LOSS: np.asarray(losses, float), **correct, data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
         data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
         "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
         "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(), "score_router": router,
     })  # fmt: skip
-    return RunScores(data.validate(table, loss_bound=bound, require_group=True, require_tokens=True), vrep, notes)
+    return RunScores(data.validate(table, loss_bound=loss_bound, require_group=True, require_tokens=True), vrep, notes)

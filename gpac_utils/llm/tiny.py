@@ -84,9 +84,8 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32)
     result = model.load_state_dict(parsed["tensors"], strict=False)
-    missing = set(result.missing_keys) - (
-        {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    )
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    missing = set(result.missing_keys) - tied
     if missing or result.unexpected_keys:
         raise RuntimeError(
             f"{path.name}: weights misfit: {sorted(missing)[:5]} missing, {result.unexpected_keys[:5]} unexpected"
@@ -102,9 +101,8 @@ def convert(out_dir, name: str = "smollm2-135m") -> Path:
     out = Path(out_dir)
     model.eval().save_pretrained(out)
     tokenizer.save_pretrained(out)
-    (out / "tiny.json").write_text(
-        json.dumps({"name": name, "source": path.name, "conversion": CONVERSION_VERSION}) + "\n"
-    )
+    info = {"name": name, "source": path.name, "conversion": CONVERSION_VERSION}
+    (out / "tiny.json").write_text(json.dumps(info) + "\n")
     return out
 
 

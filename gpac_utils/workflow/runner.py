@@ -114,7 +114,7 @@ def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") 
 
 
 #: Types of the parameters whose default and configuration value are both None.
-KNOWN_TYPES = {"eps": {float}, "alpha": {float}, "trials": {int}, "n_trials": {int}, "seed": {int}}
+KNOWN_TYPES = {"eps": {float}, "alpha": {float}, "n_trials": {int}, "seed": {int}}
 _NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list"}
 _NAMES[dict] = "a mapping"
 

@@ -13,7 +13,7 @@ under one folder (default ``build/walk/``, never the committed ``figures/``):
 
 Then it prints the layout and the per-group table of notebook 21 and the ECE table of 25, and
 checks the committed generated table ``data/generated/arith__smollm2.parquet``: it regenerates a
-few of its items per group and compares the records (:func:`gpac_utils.llm.arithmetic.check`;
+few of its items per group and compares the records (:func:`gpac_utils.llm.arith_check.check`;
 exact on the vLLM engine that wrote it, the greedy ``think`` role only on transformers).
 The benchmark and pair are those of ``01_generate``'s ``fast`` profile (``walk``, ``smollm2``).
 
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..llm import arith_check
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
 from .runner import NotebookFailed, duration, run_notebook
@@ -189,10 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"\n{walk_report(result)}")
     if a.check_per_group > 0:
-        from ..llm import arithmetic
-
-        check = arithmetic.check(Path(a.out) / "arith-check", n_per_group=a.check_per_group)
-        print(f"\n== the committed generated table {arithmetic.TABLE.name}: {check.summary()}")
+        check = arith_check.check(Path(a.out) / "arith-check", n_per_group=a.check_per_group)
+        print(f"\n== the committed generated table {arith_check.TABLE.name}: {check.summary()}")
         return 0 if check.passed else 1
     return 0
 

@@ -1,206 +1,218 @@
-r"""Online G-PAC: per-group thresholds that stay valid at every moment of a deployment stream.
+r"""Online G-PAC: per-group thresholds valid at every moment of a stream, free labels, a drift alarm.
 
-Items arrive one by one. The caller labels each item (runs the thinking model and grades the
-cheap answer) independently with a fixed probability ``rho = label_rate``, and the router
-certifies ever larger thresholds per group as labels arrive. Setting and notation as in the
-paper: ``U`` in ``[0, 1]`` is the uncertainty score (larger = less certain), an item of group
-``j`` goes to the non-thinking model when ``U <= u_j``, and the group's risk at threshold ``u``
-is :math:`R_j(u) = E[\ell\,1\{U \le u\} \mid G_j]`, non-decreasing in ``u``.
+Items arrive one by one. ``U`` in ``[0, 1]`` is the uncertainty score (larger = less certain); an
+item of group ``j`` goes to the non-thinking model when ``U <= u_j`` (``u_j = -inf``: always
+think), and the group's risk at ``u`` is :math:`R_j(u) = E[\ell\,1\{U \le u\} \mid G_j]`,
+non-decreasing in ``u`` (as in the paper's Section 4).
 
-**Terms.** For item ``i`` of group ``j`` and grid point ``u``,
-:math:`X_i(u) = \xi_i\,\ell_i\,1\{U_i \le u\}/\rho \in [0, M]`, ``M = B / rho``, where
-:math:`\xi_i \sim \mathrm{Bern}(\rho)` says whether the item was labelled (the ``bernoulli``
-inverse-propensity terms of :mod:`gpac_utils.sampling`). Given everything seen before item
-``i`` and that it belongs to group ``j``, :math:`E[X_i(u)] = R_j(u)`.
+**Decisions before the loss.** Per arriving item of group ``j`` the router decides, from the past
+only, its route (threshold in use :math:`\hat u_{j,t}`) and whether its loss will be observed,
+with a propensity :math:`p_i` known at that moment. ``free_labels=True``: an item sent to the
+thinking model is observed with :math:`p_i = 1` (run the cheap model beside it and grade its
+answer against the thinking one: no extra thinking call); an item sent to the non-thinking model
+with :math:`p_i = \pi_t` (``label_prob``: a *paid* label, one extra thinking call).
+``free_labels=False`` (fixed-rate mode, for a caller without the cheap answer on
+thinking-routed items): every item with :math:`p_i = \pi_t`. The schedule :math:`\pi_t` depends
+on the past only: ``warmup_prob`` for a group's first ``warmup_items`` items, then
+``label_prob``, and 0 once the group has used ``label_budget`` paid labels (it then stops
+learning: thresholds and alarm freeze).
 
-**Wealth.** For every group and grid point, a gambler bets against
-:math:`H_0: R_j(u) > \varepsilon` with the wealth
-:math:`K_n(u) = \prod_{i \le n} (1 + \lambda_i(u)\,(\varepsilon - X_i(u)))` over the group's
-items, where the bet :math:`\lambda_i(u) \in [0, c/(M - \varepsilon)]`, ``c < 1``, uses only
-items before ``i`` (predictable). Every factor is ``>= 1 - c > 0``, and under :math:`H_0`
-:math:`E[1 + \lambda_i(\varepsilon - X_i) \mid \text{past}] = 1 + \lambda_i(\varepsilon - R_j(u))
-\le 1`: ``K`` is a nonnegative supermartingale with ``K_0 = 1``. A grid point is **certified**
-once its wealth reaches ``1 / alpha`` (and stays certified). The threshold in use is the largest
-grid point whose whole prefix of the grid is certified (``-inf`` = always think when the
-smallest is not).
+**Terms.** :math:`X_i(u) = \xi_i\,\ell_i\,1\{U_i \le u\}/p_i`, :math:`\xi_i` = observed. Given
+the past :math:`\mathcal F_{i-1}`, :math:`p_i` is a function of :math:`U_i` and of
+:math:`\mathcal F_{i-1}` (the threshold in use and :math:`\pi_t` are predictable) and
+:math:`P(\xi_i = 1 \mid \mathcal F_{i-1}, U_i, \ell_i) = p_i > 0`, so for every ``u``
+:math:`E[X_i(u) \mid \mathcal F_{i-1}] = E[\ell_i 1\{U_i\le u\}] = R_j(u)` for i.i.d. items. The
+range of step ``i`` is ``term_range = loss_bound / p_min`` with :math:`p_\min = \pi_t` (``1``
+while a free-label group always thinks: every item is then observed in full).
+
+**Certification (betting).** Per group and grid point, the wealth
+:math:`K_n(u) = \prod_{i \le n}(1 + \lambda_i(u)(\varepsilon - X_i(u)))` over the group's items,
+with bets chosen from the past only and capped at ``0.9 / (term_range_i - eps)`` *of that step*:
+each factor is ``>= 0.1``, and under :math:`H_0: R_j(u) > \varepsilon` has conditional mean
+:math:`\le 1`, so :math:`K(u)` is a test supermartingale. A point is certified once its wealth
+reaches ``1/alpha``; the threshold in use is the largest point whose grid prefix is certified.
+``bet="grapa"``: B-PAC's bet :math:`\sum_{s<i} D_s/(\sum_{s<i} D_s^2 + B^2)`,
+:math:`D_s = \varepsilon - X_s`; ``"mixture"`` (default): the average of that wealth and the
+wealth of the constant bet half the cap (an average of test supermartingales is one).
 
 **Validity (anytime, per group).** Let :math:`u^*` be the smallest grid point with
-:math:`R_j(u^*) > \varepsilon`. Because :math:`R_j` is non-decreasing, a threshold in use with
-risk above :math:`\varepsilon` is at least :math:`u^*`, so :math:`u^*` was certified: some
-:math:`K_n(u^*) \ge 1/\alpha`. By Ville's inequality for the nonnegative supermartingale
-:math:`K(u^*)`, :math:`P(\exists n: K_n(u^*) \ge 1/\alpha) \le \alpha`. Hence for every group,
-:math:`P(\exists t: R_j(\hat u_{j,t}) > \varepsilon) \le \alpha`: at every moment, under any
-stopping rule, with no union bound over the grid (only :math:`u^*` matters) nor over time. It
-needs i.i.d. items (or at least :math:`E[X_i(u^*)\mid\text{past}] \ge \varepsilon` at every
-step), labelling independent of everything else with the known ``rho``, and a grid fixed before
-the stream (not chosen from its losses). It holds per group (add a Bonferroni ``alpha / k`` for
-all groups at once). Certification is permanent: if a group's risk *rises* after its threshold
-was certified, nothing here detects it (see notebook ``33_online_gpac``).
+:math:`R_j(u^*) > \varepsilon`. As :math:`R_j` is non-decreasing, a threshold in use with risk
+above :math:`\varepsilon` is :math:`\ge u^*`, so :math:`u^*` was certified, and by Ville's
+inequality :math:`P(\exists t: R_j(\hat u_{j,t}) > \varepsilon) \le \alpha` for every group: at
+every moment, under any stopping rule, with no union bound over the grid or over time. It needs
+i.i.d. items, propensities known when the item is decided (never 0 for an item whose term is
+used), the loss of every observed item (a thinking-routed one included) in full, and a grid fixed
+before the stream. It is per group (``alpha / k`` for all ``k`` groups at once).
 
-**Bets** (``bet=``). ``"grapa"``: B-PAC's (Yu et al. 2026) approximately growth-rate optimal
-bet :math:`\lambda_i = \sum_{s<i} D_s / (\sum_{s<i} D_s^2 + \beta)` with
-:math:`D_s = \varepsilon - X_s`, :math:`\beta = B^2`, clipped to ``[0, 0.9 / (M - eps)]`` (aGRAPA
-of Waudby-Smith & Ramdas with a ridge). It bets fast early but too little later: for the skewed
-terms here (mostly 0, sometimes ``M``) its quadratic approximation under-bets. ``"mixture"``
-(default): the average of the ``grapa`` wealth and the wealth of the constant bet
-``0.45 / (M - eps)`` (an average of test supermartingales is one, so validity is unchanged);
-it costs a factor 2 of wealth early and certifies markedly more later. On a group with
-``R(u) = 0.15 u^2``, ``eps = 0.1``, ``rho = 0.5`` (100 seeded streams, ``tests/test_online.py``) the
-mean threshold after 100 items is 0.41 (grapa) vs 0.37 (mixture), equal near 400 items, and 0.64 vs
-0.71 after 2,000; notebook 33 compares them on real data.
+**Drift alarm** (``drift_alpha``). Once a group has a threshold :math:`\hat u`, a Shiryaev–Roberts
+e-detector (Shin, Ramdas & Rinaldo, "E-detectors") tests whether :math:`R_j(\hat u) > \varepsilon`
+on the same terms: :math:`M_n = \frac1{|\Lambda|}\sum_{\lambda\in\Lambda}\sum_{k\le n}\prod_{i=k}^n
+(1 + \lambda (X_i(\hat u_i) - \varepsilon))`, ``Lambda`` = ``0.9 / eps`` times ``2**-b``,
+``b = 0..9``; an alarm when :math:`M_n \ge 1/\alpha'`. While :math:`R_j(\hat u_i) \le \varepsilon`
+at every monitored step (a stationary stream whose certification held), every inner product is
+a test supermartingale, so :math:`E[M_\tau] \le E[\tau]` and the mean number of monitored items
+before a false alarm is ``>= 1/drift_alpha``; and :math:`P(\text{alarm within } n
+\text{ monitored items}) \le n \cdot` ``drift_alpha``. On an alarm the group forgets its
+certification and always thinks; it certifies again from the items after the alarm only, so the
+anytime guarantee above holds again within each stationary stretch that starts after an alarm.
+The detection delay depends on the jump and on :math:`\pi` (about ``log(1/drift_alpha)``
+divided by the per-item evidence). MAPIE's ``RiskMonitoring`` was not used: it tests the mean of
+all unweighted losses since monitoring began against a reference bound, so it neither takes
+inverse-propensity terms with a range that changes per step nor restarts its evidence, and a
+change late in a long stream is seen late.
 
-All running sums are ``np.cumsum`` along time continued from the carried state, so feeding a
-stream in chunks of any size gives the same bits as feeding it at once.
+All running sums are ``np.cumsum`` along time continued from the carried state, so the same
+decisions fed back in one call or in many give the same bits. Every core function takes leading
+batch axes (independent streams).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from .calibrate import _factorize, _group_labels
+from .calibrate import factorize_groups, group_labels
 from .checks import ParameterError, check_array, check_int, check_range, check_risk
 from .selection import candidate_grid
 
-__all__ = ["BETS", "OnlineGPAC", "draw_labels", "grid_points", "terms", "certify", "prefix_thresholds"]
+__all__ = ["BETS", "OnlineGPAC", "Decisions", "Schedule", "grid_points", "new_state", "decide", "learn", "threshold_of"]
 
 BETS = ("grapa", "mixture")
-#: Largest bet as a share of the bet that could zero the wealth, ``1 / (M - eps)`` (B-PAC's ``c_clip``).
+#: Largest bet as a share of the bet that could zero the wealth, ``1 / (term_range - eps)``.
 CLIP = 0.9
+#: The drift detector's bets, in units of ``0.9 / eps``.
+DRIFT_BETS = 2.0 ** -np.arange(10)
 
 
-def draw_labels(n: int, label_rate: float, seed) -> np.ndarray:
-    """Which of ``n`` arriving items to label: independent ``Bernoulli(label_rate)`` draws.
+class Schedule(NamedTuple):
+    """The labelling probability per item of a group: ``warmup_prob`` for its first ``warmup_items``
+    items, then ``label_prob``; 0 once ``label_budget`` paid labels are used (``None``: no budget)."""
 
-    Parameters
-    ----------
-    n : int
-        Number of items.
-    label_rate : float
-        Labelling probability, in ``(0, 1]``.
-    seed : int, sequence of int or numpy.random.Generator
-        Seed of the draws.
+    label_prob: float
+    warmup_items: int = 0
+    warmup_prob: float | None = None
+    label_budget: int | None = None
 
-    Returns
-    -------
-    numpy.ndarray of bool, shape (n,)
 
-    Examples
-    --------
-    >>> draw_labels(6, 0.5, seed=0).tolist()
-    [False, True, True, True, False, False]
-    """
-    n = check_int("n", n, 0)
-    rate = check_range("label_rate", label_rate, closed_right=True)
-    return np.random.default_rng(seed).random(n) < rate
+class Decisions(NamedTuple):
+    """Per item of a block: ``route`` (True: the non-thinking model answers), ``observe`` (the loss
+    is to be computed), ``propensity`` (P(observe), known before the loss), ``rate`` (the schedule's
+    labelling probability at that item, 0: not learned from) and ``threshold`` (the one in use)."""
+
+    route: np.ndarray
+    observe: np.ndarray
+    propensity: np.ndarray
+    rate: np.ndarray
+    threshold: np.ndarray
 
 
 def grid_points(grid) -> np.ndarray:
-    """The candidate thresholds: ``grid`` evenly spaced points of ``[0, 1]``, or an ascending array.
-
-    A grid read off *unlabelled* scores (free, and independent of the losses) is also valid, e.g.
-    ``grid_points(candidate_grid(pilot_scores, 101))`` (:func:`gpac_utils.selection.candidate_grid`).
-    """
+    """The candidate thresholds: ``grid`` evenly spaced points of ``[0, 1]``, or an ascending array
+    fixed before the stream (e.g. read off *unlabelled* scores: ``candidate_grid(pilot_scores, 101)``)."""
     if isinstance(grid, bool) or isinstance(grid, int | np.integer | float):
-        size = check_int("grid", grid, 1)
-        return candidate_grid(np.linspace(0.0, 1.0, size), "all")
+        return candidate_grid(np.linspace(0.0, 1.0, check_int("grid", grid, 1)), "all")
     g = np.asarray(grid, dtype=float)
-    if g.ndim != 1 or g.size == 0:
-        raise ParameterError(f"grid: must be an int >= 1 or a non-empty 1-D array, got shape {g.shape}")
-    if not np.all(np.isfinite(g)) or g.min() < 0 or g.max() > 1 or np.any(np.diff(g) <= 0):
-        raise ParameterError("grid: must be strictly ascending values in [0, 1]")
+    if g.ndim != 1 or not g.size or not np.all(np.isfinite(g) & (g >= 0) & (g <= 1)) or np.any(np.diff(g) <= 0):
+        raise ParameterError(f"grid: must be an int >= 1 or strictly ascending values in [0, 1], got shape {g.shape}")
     return g
 
 
-def terms(scores, losses, labelled, grid, label_rate: float) -> np.ndarray:
-    """Inverse-propensity terms ``X_i(u) = xi_i * loss_i * 1{U_i <= u} / rho``, shape ``(..., n, K)``.
+def new_state(batch=(), size=101, bet="mixture") -> dict:
+    """A fresh group state (wealth 1, nothing certified) for ``size`` grid points, batch axes first."""
+    keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
+    state = {k: np.zeros((*batch, size)) for k in keys}
+    state |= {"certified": np.zeros((*batch, size), bool), "log_sr": np.full((*batch, DRIFT_BETS.size), -np.inf)}
+    return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "alarms")}
 
-    ``losses`` is read only where ``labelled`` (it may be ``nan`` elsewhere).
-    """
-    lab = np.asarray(labelled, dtype=bool)
-    z = np.where(lab, np.asarray(losses, dtype=float), 0.0) / label_rate
-    return z[..., None] * (np.asarray(scores, dtype=float)[..., None] <= np.asarray(grid))
+
+def threshold_of(state, grid) -> np.ndarray:
+    """The largest grid point whose whole grid prefix is certified (``-inf`` if none)."""
+    count = np.logical_and.accumulate(state["certified"], axis=-1).sum(axis=-1)
+    return np.where(count > 0, np.asarray(grid)[np.maximum(count - 1, 0)], -np.inf)
+
+
+def _before(state_count, flags):
+    """How many ``flags`` come before each item, continued from ``state_count``."""
+    return state_count[..., None] + np.cumsum(flags, axis=-1) - flags
+
+
+def decide(state, scores, member, uniforms, schedule: Schedule, grid, free_labels=True) -> Decisions:
+    """Route, observe-or-not and propensity for one group's items (``member``) of a block."""
+    thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
+    cheap = member & (scores <= thr)
+    warm = _before(state["seen"], member) < schedule.warmup_items
+    rate = np.where(warm, schedule.warmup_prob or schedule.label_prob, schedule.label_prob) * member
+    drawn = uniforms < rate
+    if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
+        rate = np.where(_before(state["paid"], drawn & cheap) < schedule.label_budget, rate, 0.0)
+    free = member & ~cheap & free_labels & (rate > 0)
+    observe = free | (drawn & (rate > 0))
+    return Decisions(cheap, observe, np.where(free, 1.0, rate), rate, thr)
 
 
 def _running(carry, steps):
-    """Running sums continued from ``carry``: index 0 is ``carry``, index ``t`` adds ``steps[t - 1]``.
-
-    One ``np.cumsum`` along time (axis ``-2``), so a stream fed in chunks gives the same bits as at once.
-    """
     buf = np.concatenate([carry[..., None, :], steps], axis=-2)
     return np.cumsum(buf, axis=-2, out=buf)
 
 
-def _new_state(shape, bet):
-    keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
-    return {**{k: np.zeros(shape) for k in keys}, "certified": np.zeros(shape, bool)}
-
-
-def certify(x, eps, alpha, value_range, bet="mixture", state=None, member=None, beta=1.0):
-    """Run the wealth processes of one group over its terms, in time order (axis ``-2``).
-
-    Parameters
-    ----------
-    x : numpy.ndarray, shape (..., n, K)
-        The group's terms (:func:`terms`), in arrival order; leading axes are independent streams.
-    eps, alpha : float
-        Target risk and level.
-    value_range : float
-        ``M = loss_bound / label_rate``, the largest term.
-    bet : {"grapa", "mixture"}
-        How the bets are chosen (module description).
-    state : dict, optional
-        The carried state of an earlier call (``None``: a fresh start, wealth 1).
-    member : numpy.ndarray of bool, shape (..., n), optional
-        Which items belong to the group (others leave every process unchanged). Default: all.
-    beta : float, default 1.0
-        Ridge of the ``grapa`` bet (``loss_bound ** 2`` in :class:`OnlineGPAC`).
-
-    Returns
-    -------
-    certified : numpy.ndarray of bool, shape (..., n, K)
-        Whether each grid point is certified after each item.
-    state : dict
-        The state after the last item (pass it to the next call).
-    """
-    state = state if state is not None else _new_state(x.shape[:-2] + x.shape[-1:], bet)
-    if x.shape[-2] == 0:
-        return np.zeros(x.shape, bool), state
-    d = eps - x
-    if member is not None:
-        d *= np.asarray(member, bool)[..., None]  # non-members: D = 0, every sum and factor unchanged
-    cap = CLIP / (value_range - eps)
-    s1 = _running(state["s1"], d)
-    s2 = _running(state["s2"], d * d)
-    # predictable bet: sums over the earlier items only (index t - 1 of the running sums)
-    lam = s1[..., :-1, :] / (s2[..., :-1, :] + beta)
-    np.clip(lam, 0.0, cap, out=lam)
-    lam *= d
-    log_w = _running(state["log_grapa"], np.log1p(lam, out=lam))[..., 1:, :]
+def certify(state, x, used, term_range, *, eps, alpha, bet="mixture", beta=1.0):
+    """Run the wealth of every grid point over the terms ``x`` (..., n, K) of the ``used`` items;
+    return the state's updated certification fields (a new dict)."""
+    d = np.where(used[..., None], eps - x, 0.0)  # unused items: D = 0, every sum and factor unchanged
+    cap = (CLIP / (term_range - eps))[..., None]
+    s1, s2 = _running(state["s1"], d), _running(state["s2"], d * d)
+    lam = np.clip(s1[..., :-1, :] / (s2[..., :-1, :] + beta), 0.0, cap)  # predictable: earlier items only
+    log_w = _running(state["log_grapa"], np.log1p(lam * d))[..., 1:, :]
     new = {"s1": s1[..., -1, :], "s2": s2[..., -1, :], "log_grapa": log_w[..., -1, :]}
-    if bet == "mixture":  # the average of the grapa wealth and that of the constant bet cap / 2
+    if bet == "mixture":
         log_c = _running(state["log_constant"], np.log1p(0.5 * cap * d))[..., 1:, :]
         new["log_constant"] = log_c[..., -1, :]
         log_w = np.logaddexp(log_w, log_c) - math.log(2)
-    certified = log_w >= math.log(1 / alpha)
-    certified |= state["certified"][..., None, :]
-    np.logical_or.accumulate(certified, axis=-2, out=certified)
-    new["certified"] = certified[..., -1, :]
-    return certified, {k: v.copy() for k, v in new.items()}  # copies: the state holds no whole path
+    hit = (log_w >= math.log(1 / alpha)).any(axis=-2)
+    return new | {"certified": state["certified"] | hit}
 
 
-def prefix_thresholds(certified, grid) -> np.ndarray:
-    """The largest grid point whose whole grid prefix is certified (last axis), ``-inf`` if none.
+def _detector(log_sr, x_thr, monitored, eps):
+    """Shiryaev–Roberts statistic of every bet after each item (..., n, bets), carried from ``log_sr``."""
+    log_f = np.where(monitored[..., None], np.log1p((0.9 / eps * DRIFT_BETS) * (x_thr[..., None] - eps)), 0.0)
+    log_p = np.cumsum(log_f, axis=-2)
+    prev = np.concatenate([np.zeros_like(log_p[..., :1, :]), log_p[..., :-1, :]], axis=-2)
+    start = np.where(monitored[..., None], -prev, -np.inf)  # a new product starts at every monitored item
+    acc = np.logaddexp.accumulate(np.concatenate([log_sr[..., None, :], start], axis=-2), axis=-2)[..., 1:, :]
+    return acc + log_p
 
-    Examples
-    --------
-    >>> prefix_thresholds(np.array([True, True, False, True]), [0.1, 0.2, 0.3, 0.4])
-    array(0.2)
+
+def learn(state, scores, losses, member, decisions: Decisions, grid, *, eps, alpha, loss_bound=1.0, bet="mixture",
+          free_labels=True, drift_alpha=None) -> tuple[dict, np.ndarray]:  # fmt: skip
+    """Feed one group's items of a block (decided by :func:`decide`) to its state.
+
+    ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). Returns the
+    new state and, per batch entry, the position of the drift alarm in the block (``-1``: none).
     """
-    count = np.logical_and.accumulate(np.asarray(certified, bool), axis=-1).sum(axis=-1)
-    grid = np.asarray(grid, dtype=float)
-    return np.where(count > 0, grid[np.maximum(count - 1, 0)], -np.inf)
+    used = member & (decisions.rate > 0)
+    observed = decisions.observe & used
+    z = np.where(observed, np.where(observed, losses, 0.0) / np.where(observed, decisions.propensity, 1.0), 0.0)
+    x = z[..., None] * (scores[..., None] <= np.asarray(grid))
+    always = ~np.isfinite(decisions.threshold)
+    p_min = np.where(used, np.where(always & free_labels, 1.0, decisions.rate), 1.0)
+    kw = dict(eps=eps, alpha=alpha, bet=bet, beta=loss_bound**2)
+    alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
+    log_sr = state["log_sr"]
+    if drift_alpha is not None and scores.shape[-1]:
+        sr = _detector(state["log_sr"], np.where(always, 0.0, z * (scores <= decisions.threshold)), used & ~always, eps)
+        over = np.logaddexp.reduce(sr, axis=-1) >= math.log(DRIFT_BETS.size / drift_alpha)
+        alarm, first = over.any(axis=-1), np.where(over.any(axis=-1), np.argmax(over, axis=-1), first)
+        log_sr = np.where(alarm[..., None], -np.inf, sr[..., -1, :])
+    new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, **kw)
+    if alarm.any():  # forget the certification; learn again from the items after the alarm only
+        after = used & (np.arange(scores.shape[-1]) > first[..., None])
+        fresh = certify(new_state(alarm.shape, grid.size, bet), x, after & alarm[..., None], loss_bound / p_min, **kw)
+        new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
+    counts = {"seen": member.sum(-1), "paid": (observed & decisions.route).sum(-1), "alarms": alarm}
+    new |= {k: state[k] + v for k, v in counts.items()} | {"log_sr": log_sr}
+    return new, np.where(alarm, first, -1)
 
 
 class OnlineGPAC:
@@ -212,24 +224,35 @@ class OnlineGPAC:
         Target risk, in ``(0, loss_bound)``.
     alpha : float, default 0.05
         For every group, the probability that its threshold *ever* has risk above ``eps``.
-    label_rate : float
-        The probability ``rho`` with which the caller labels each item, in ``(0, 1]``
-        (:func:`draw_labels` draws these decisions from a seed).
+    label_prob : float
+        Labelling probability ``pi`` of an item routed to the non-thinking model (a paid label),
+        in ``(0, 1]``; with ``free_labels=False``, of every item.
+    free_labels : bool, default True
+        Observe every thinking-routed item (propensity 1). False: the fixed-rate mode.
+    warmup_items, warmup_prob : int and float, optional
+        A group's first ``warmup_items`` items are labelled with ``warmup_prob`` instead.
+    label_budget : int, optional
+        Paid labels per group; after them the group stops learning (thresholds and alarm freeze).
+    drift_alpha : float, optional
+        Enables the drift alarm: the mean number of a group's monitored items before a false alarm
+        is at least ``1 / drift_alpha`` (module description). ``None``: certification is permanent.
     grid : int or array_like, default 101
-        Candidate thresholds: that many evenly spaced points of ``[0, 1]``, or an ascending
-        array in ``[0, 1]`` fixed before the stream.
+        Candidate thresholds: that many evenly spaced points of ``[0, 1]``, or an ascending array.
     loss_bound : float, default 1.0
         Upper end ``B`` of the loss range.
     bet : {"grapa", "mixture"}, default "mixture"
-        How the bets are chosen (module description).
+        How the certification bets are chosen (module description).
+    seed : int, sequence of int or numpy.random.Generator, default 0
+        Seed of the observe-or-not draws of :meth:`decide`.
 
     Attributes
     ----------
     thresholds_ : dict of str to float
-        The threshold in use per group seen so far (``-inf``: always think). Unseen groups
-        always think.
-    n_seen_, n_labelled_ : dict of str to int
-        Items and labelled items per group so far.
+        The threshold in use per group seen so far (``-inf``: always think; unseen groups think).
+    n_seen_, n_paid_ : dict of str to int
+        Items and paid labels (observed items routed to the non-thinking model) per group.
+    alarms_ : dict of str to list of int
+        Per group, the group-item counts at which the drift alarm fired.
 
     Examples
     --------
@@ -238,71 +261,80 @@ class OnlineGPAC:
     >>> n = 4000
     >>> groups = rng.choice(["easy", "hard"], size=n)
     >>> u = rng.uniform(size=n)
-    >>> loss = (rng.uniform(size=n) < np.where(groups == "hard", 0.6, 0.05) * u).astype(float)
-    >>> router = OnlineGPAC(eps=0.05, label_rate=0.5, grid=21)
-    >>> router.route([0.1], ["easy"]).tolist()  # nothing certified yet: think
-    [False]
-    >>> router = router.partial_fit(u, groups, loss, draw_labels(n, 0.5, seed=1))
+    >>> losses = (rng.uniform(size=n) < np.where(groups == "hard", 0.6, 0.05) * u).astype(float)
+    >>> router = OnlineGPAC(eps=0.05, label_prob=0.3, grid=21)
+    >>> for block in np.array_split(np.arange(n), 40):  # decide a block, run the models, feed back
+    ...     d = router.decide(u[block], groups[block])
+    ...     router = router.update(u[block], np.where(d.observe, losses[block], np.nan), groups[block], d)
     >>> router.thresholds_["easy"] > router.thresholds_["hard"]
     True
     >>> router.route([0.1, 0.1], ["easy", "unseen"]).tolist()
     [True, False]
     """
 
-    def __init__(self, eps, alpha=0.05, *, label_rate, grid=101, loss_bound=1.0, bet="mixture"):
+    def __init__(self, eps, alpha=0.05, *, label_prob, free_labels=True, warmup_items=0, warmup_prob=None,
+                 label_budget=None, drift_alpha=None, grid=101, loss_bound=1.0, bet="mixture", seed=0):  # fmt: skip
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
-        self.label_rate = check_range("label_rate", label_rate, closed_right=True)
-        self.grid = grid_points(grid)
+        warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
+        budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
+        self.schedule = Schedule(check_range("label_prob", label_prob, closed_right=True),
+                                 check_int("warmup_items", warmup_items, 0), warm, budget)  # fmt: skip
+        self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
+        self.free_labels, self.grid = bool(free_labels), grid_points(grid)
         if bet not in BETS:
             raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")
-        self.bet = bet
-        self.value_range = self.loss_bound / self.label_rate
-        self.thresholds_: dict[str, float] = {}
-        self.n_seen_: dict[str, int] = {}
-        self.n_labelled_: dict[str, int] = {}
-        self._states: dict[str, dict] = {}
+        self.bet, self._rng = bet, np.random.default_rng(seed)
+        self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
 
-    def route(self, scores, groups) -> np.ndarray:
-        """True where the item goes to the non-thinking model (``U <= its group's threshold``)."""
+    def _split(self, scores, groups):
         s = check_array("scores", scores, 0.0, 1.0)
-        codes, names = _factorize(_group_labels(groups, s.size))
-        per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
-        return s <= per_name[codes] if s.size else np.zeros(0, bool)
+        codes, names = factorize_groups(group_labels(groups, s.size))
+        return s, [(name, codes == c) for c, name in enumerate(names.tolist())]
 
-    def partial_fit(self, scores, groups, losses, labelled) -> OnlineGPAC:
-        """Update every group's wealth with items in arrival order; return ``self``.
+    def _state(self, name):
+        return self._states.get(name) or new_state((), self.grid.size, self.bet)
 
-        Parameters
-        ----------
-        scores : array_like, shape (n,)
-            Scores in ``[0, 1]``.
-        groups : array_like, shape (n,)
-            Group labels.
-        losses : array_like, shape (n,)
-            Losses in ``[0, loss_bound]``; ignored where not ``labelled`` (may be ``nan`` there).
-        labelled : array_like of bool, shape (n,)
-            Whether each item's loss is known (drawn with probability ``label_rate``).
-        """
-        s = check_array("scores", scores, 0.0, 1.0)
-        g = _group_labels(groups, s.size)
-        lab = np.asarray(labelled)
-        if lab.shape != s.shape or not (lab.dtype == bool or np.isin(lab, (0, 1)).all()):
-            raise ValueError(
-                f"labelled: need one boolean per item ({s.size}), got shape {lab.shape}, dtype {lab.dtype}"
-            )
-        lab = lab.astype(bool)
+    def route(self, scores, groups=None) -> np.ndarray:
+        """True where the item goes to the non-thinking model (``U <=`` its group's threshold)."""
+        s, parts = self._split(scores, groups)
+        cheap = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
+        return np.logical_or.reduce([np.zeros(s.size, bool), *cheap])
+
+    def decide(self, scores, groups=None) -> Decisions:
+        """Route, observe-or-not and propensity of a block of arriving items (before any loss)."""
+        s, parts = self._split(scores, groups)
+        uniforms = self._rng.random(s.size)
+        fields = [np.zeros(s.size, bool), np.zeros(s.size, bool), *np.zeros((3, s.size))]
+        for name, member in parts:
+            d = decide(self._state(name), s, member, uniforms, self.schedule, self.grid, self.free_labels)
+            fields = [np.where(member, new, old) for new, old in zip(d, fields)]
+        return Decisions(*fields)
+
+    def update(self, scores, losses, groups, decisions: Decisions) -> OnlineGPAC:
+        """Feed back the losses of a block decided by :meth:`decide` (read where it observes; may be
+        ``nan`` elsewhere); return ``self``."""
+        s, parts = self._split(scores, groups)
+        dec = Decisions(*(np.asarray(f) for f in decisions))
+        if any(f.shape != s.shape for f in dec):
+            raise ValueError(f"decisions: need the decisions of these {s.size} items (from decide)")
         loss = np.asarray(losses, dtype=float)
         if loss.shape != s.shape:
             raise ValueError(f"losses: need one loss per item ({s.size}), got shape {loss.shape}")
-        check_array("losses", np.where(lab, loss, 0.0), 0.0, self.loss_bound)  # read only where labelled
-        codes, names = _factorize(g)
-        for c, name in enumerate(names.tolist()):
-            idx = np.flatnonzero(codes == c)  # the group's items, in arrival order
-            x = terms(s[idx], loss[idx], lab[idx], self.grid, self.label_rate)
-            _, self._states[name] = certify(
-                x, self.eps, self.alpha, self.value_range, self.bet, self._states.get(name), beta=self.loss_bound**2
-            )
-            self.thresholds_[name] = float(prefix_thresholds(self._states[name]["certified"], self.grid))
-            self.n_seen_[name] = self.n_seen_.get(name, 0) + int(idx.size)
-            self.n_labelled_[name] = self.n_labelled_.get(name, 0) + int(lab[idx].sum())
+        check_array("losses", loss[dec.observe], 0.0, self.loss_bound)  # read only where observed
+        kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
+        for name, member in parts:
+            state = self._state(name)
+            self._states[name], alarm = learn(state, s, loss, member, dec, self.grid, **kw,
+                                              free_labels=self.free_labels, drift_alpha=self.drift_alpha)  # fmt: skip
+            if alarm >= 0:
+                self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))
+            new = self._states[name]
+            self.thresholds_[name] = float(threshold_of(new, self.grid))
+            self.n_seen_[name], self.n_paid_[name] = int(new["seen"]), int(new["paid"])
         return self
+
+    def fit(self, scores, losses, groups=None) -> OnlineGPAC:
+        """One block of a deployment in a single call: :meth:`decide`, then :meth:`update` with the
+        losses it observes (``losses`` holds every item's loss; the rest are not read)."""
+        d = self.decide(scores, groups)
+        return self.update(scores, np.where(d.observe, np.asarray(losses, float), np.nan), groups, d)

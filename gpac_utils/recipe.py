@@ -56,8 +56,8 @@ class Recipe:
     rule : str
         Threshold selection rule: ``"first-crossing"`` (valid) or ``"max"`` (the paper's).
     candidates : str or int
-        ``"auto"`` (every distinct score; 64 score quantiles for ``wsr``), ``"all"``, or the
-        size of a score-quantile grid.
+        ``"auto"`` (every distinct score; 64 evenly spaced points of ``[0, 1]`` for ``wsr``),
+        ``"all"``, or the size of a score-quantile grid.
 
     Attributes
     ----------

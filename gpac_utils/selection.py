@@ -4,18 +4,31 @@ r"""Threshold selection from a curve of upper confidence bounds.
     scan candidates from the most conservative (smallest) upward and stop *before* the first
     ``u`` whose UCB exceeds ``eps``. The scan runs on the *monotone upper envelope* of the bound,
     ``E(u) = max_{u' <= u} UCB(u')`` (:func:`upper_envelope`): a running maximum of pointwise-valid
-    bounds is still pointwise valid and is non-decreasing, so first-crossing is exactly valid for
-    every bound (``wsr`` and ``empirical_bernstein`` are not monotone in ``u``) on every grid: R(u)
-    is non-decreasing, so if the chosen threshold had risk above ``eps``, the envelope failed at
-    ``u* = inf{u : R(u) > eps}`` (Bates et al. 2021, Angelopoulos et al. 2021). Its first
-    crossing is the bound's own first crossing, so the envelope changes no threshold; it makes
-    the argument hold as stated.
+    bounds is still pointwise valid and is non-decreasing (``wsr`` and ``empirical_bernstein``
+    are not monotone in ``u``). Its first crossing is the bound's own first crossing, so the
+    envelope changes no threshold; it makes the argument below hold as stated.
+
+    *Why it is valid, and on which grids.* ``R(u)`` is non-decreasing. (a) A grid fixed before
+    the data: if the chosen threshold had risk above ``eps``, the scan passed the smallest grid
+    point ``g*`` with ``R(g*) > eps``, a fixed point, where the bound then failed: probability at
+    most ``alpha`` (Bates et al. 2021, Angelopoulos et al. 2021). (b) Every distinct calibration
+    score (``"all"``): every bound here depends on ``u`` only through the terms
+    ``z_i 1{U_i <= u}``, which are constant between consecutive scores, so the scan over the scores
+    is the scan over all of ``[0, 1]``; a violation means the scan passed a fixed ``v`` with
+    ``R(v) > eps``, where the bound failed. (c) A grid of *quantiles of the calibration scores*
+    is neither: it skips scores, so passing a grid point says nothing about the fixed points in
+    between, and the point ``g*`` is random. The argument then needs a bound that is
+    non-decreasing in every term, which ``wsr``, ``empirical_bernstein`` and ``clt`` are not.
+    Hence ``candidates="auto"`` gives ``wsr`` (whose cost grows with the grid)
+    :data:`WSR_AUTO_GRID` evenly spaced points of ``[0, 1]``, a grid fixed in advance; an explicit
+    int ``candidates`` still gives score quantiles, outside this argument.
 ``max``
     the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
 
-No feasible candidate gives the threshold ``-inf`` (always think), as in the proof of Theorem 4.2 (Appendix B).
-Candidates are distinct calibration scores by default, or a grid of score quantiles.
+No feasible candidate gives the threshold ``-inf`` (always think), as in Theorem 4.2's proof
+(``thm:known-grouping``, proof in Appendix B). Candidates are distinct calibration scores by default, evenly
+spaced points of ``[0, 1]`` for ``wsr``, or a grid of score quantiles.
 """
 
 from __future__ import annotations
@@ -26,7 +39,8 @@ RULES = ("first-crossing", "max")
 
 
 #: ``candidates="auto"`` gives every distinct score, except for the sequential ``wsr`` bound,
-#: which uses this many score quantiles when there are more scores (its cost grows with the grid).
+#: which uses this many evenly spaced points of ``[0, 1]`` when there are more scores (its cost
+#: grows with the grid; a grid fixed in advance keeps first-crossing valid, module description).
 WSR_AUTO_GRID = 64
 
 
@@ -67,7 +81,8 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
     candidates : {"auto", "all"} or int
         ``"all"``: every score (sorted; duplicates share a bound value, so selection is
         unaffected); an int ``G``: ``G`` score quantiles (``inverted_cdf``, so every candidate
-        is an observed score); ``"auto"``: see :func:`resolve_candidates` (needs ``bound``).
+        is an observed score); ``"auto"``: see :func:`resolve_candidates` (needs ``bound``); where
+        that gives a grid size, ``G`` evenly spaced points of ``[0, 1]``.
     bound : str, optional
         The bound the grid is for (only read by ``"auto"``).
 
@@ -88,6 +103,8 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
     if size < 1:
         raise ValueError(f"candidates: grid size must be >= 1, got {candidates}")
     q = np.linspace(0, 1, size)
+    if candidates == "auto":  # fixed in advance, not read off the calibration scores
+        return np.broadcast_to(q, (*s.shape[:-1], size)).copy()
     return np.moveaxis(np.quantile(s, q, axis=-1, method="inverted_cdf"), 0, -1)
 
 

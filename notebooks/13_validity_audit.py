@@ -13,11 +13,11 @@
 # %% [markdown]
 # # 13 — Validity audit: does every upper confidence bound deliver P(R ≤ ε) ≥ 1 − α?
 #
-# **Reproduces** no paper artefact: it audits the assumption behind Theorems 4.2, 4.3 and 4.6
-# (Assumption 4.1, `assump:ucb-validity`) for the paper's bounds (App. A: `clt`, `hoeffding`) and four
+# **Reproduces** no paper artefact: it audits Assumption 4.1 (`assump:ucb-validity`), the premise
+# of Theorems 4.2, 4.3 and 4.6, for the paper's bounds (Appendix A: `clt`, `hoeffding`) and four
 # finite-sample valid ones (`hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
 # `clopper_pearson`), under each expert-labelling scheme (`resample` = paper Alg. 1,
-# `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`).
+# `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`, Eq. (`eq:u^hat_j`)).
 #
 # **Population** (`gpac_utils.paper.theory.populations.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
 # binary loss, `P(loss = 1 | U = u)` = `0.8 u^3` ("informative", `R(u) = 0.2 u^4`) and `0.5`
@@ -27,13 +27,28 @@
 #
 # **Reads** nothing. **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
 # `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_oracle_ratio.{csv,md}`,
-# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_oracle_ratio.{png,pdf}`.
+# `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_summary.{png,pdf}` (the audit on
+# one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
 # ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
 # 1 440 cells) ≈ 70 s for the audit in one process, 91 s for the notebook beside another
 # notebook under `make reproduce` (2 shared cores, one per notebook). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
 # resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py --workflow` times the notebook).
+
+# %% [markdown]
+# **Learning objectives.** After this notebook you can
+# - explain what Assumption 4.1 (`assump:ucb-validity`) demands of a {term}`UCB` and measure it: the
+#   {term}`violation rate` $P(R(\hat u \mid G_j) > \varepsilon)$ of each cell against $\alpha$, within its {term}`MCSE`;
+# - diagnose which part of the paper's {term}`recipe` breaks validity — the {term}`sampling scheme` `resample`
+#   with the CLT bound, not the {term}`selection rule`;
+# - derive the variance of the resampled mean and predict the CLT bound's miss rate from it (about 12 % at
+#   $\alpha = 5\%$), then check the prediction against the audit;
+# - compare the finite-sample valid bounds by what validity costs (the oracle ratio).
+#
+# **Prerequisites.** `00_quickstart` (the calibration loop: a UCB curve, a threshold read off it) and
+# `12_finite_sample` (the bounds); the {term}`risk` $R(u \mid G_j)$ and {term}`G-PAC`'s per-group guarantee;
+# from probability: the central limit theorem and the law of total variance.
 
 # %%
 import math
@@ -236,6 +251,272 @@ fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
 plotting.savefig(fig, "validity_audit")
 
 # %% [markdown]
+# ## Why the paper's bound fails
+# The heat map's `clt / resample` rows stay well above α at every group size, while the same bound on the
+# same items without resampling (`clt / full`, π = 1) settles near α once `n` is large. Resampling is the
+# cause, and its effect can be predicted.
+#
+# Fix a group and a threshold $u$; write $X_i = \ell_i\,\mathbf 1\{U_i \le u\}$ for the $n$ calibration
+# items (i.i.d., mean $R = R(u \mid G_j)$, variance $v$) and $\hat R_n = \frac1n\sum_i X_i$ for the
+# *empirical* risk. Algorithm 1 (`alg:ucb`) draws $m = n/\pi$ indices $i_t$ uniformly *with replacement*,
+# $\xi_t \sim \mathrm{Bern}(\pi)$, and $Z_t = \xi_t X_{i_t}/\pi$. Given the calibration set $\mathcal D$ the
+# $Z_t$ are i.i.d. with mean $\hat R_n$ — not $R$ — and variance $s^2_{\mathcal D} = \frac1n\sum_i X_i^2/\pi - \hat R_n^2$.
+# By the law of total variance the resampled mean $\hat\mu_Z$ varies around $R$ by
+#
+# $$\operatorname{Var}(\hat\mu_Z) = \underbrace{\operatorname{Var}\big(\mathbb E[\hat\mu_Z \mid \mathcal D]\big)}_{\operatorname{Var}(\hat R_n) \,=\, v/n}
+#   + \underbrace{\mathbb E\big[\operatorname{Var}(\hat\mu_Z \mid \mathcal D)\big]}_{\approx\, s^2/m},$$
+#
+# but the CLT bound $\hat\mu_Z + z_{1-\alpha}\hat\sigma_Z/\sqrt m$ uses $\hat\sigma_Z^2/m \approx s^2/m$, the second
+# term alone: it leaves out the variance of the empirical risk. For the binary loss ($X^2 = X$,
+# $v = R(1-R)$, $s^2 \approx R/\pi - R^2$) and $m = n/\pi$, the true variance over the one the bound uses is
+#
+# $$\kappa(R, \pi) = \frac{R(1-R) + R - \pi R^2}{R - \pi R^2} = 1 + \frac{1-R}{1-\pi R} \quad (\kappa = 2 \text{ at } \pi = 1).$$
+#
+# The first-crossing threshold overshoots ($R(\hat u) > \varepsilon$) essentially when the UCB at the point
+# $u_\varepsilon$ with $R(u_\varepsilon) = \varepsilon$ falls below $\varepsilon$, i.e. when
+# $\hat\mu_Z - R < -z_{1-\alpha}\hat\sigma_Z/\sqrt m$. With $\hat\mu_Z - R$ approximately normal with
+# $\kappa$ times the variance the bound assumes, the **predicted miss rate** is
+# $\Phi\big(-z_{1-\alpha}/\sqrt{\kappa(\varepsilon, \pi)}\big)$ — about 12 % at $\alpha = 5\%$, whatever the group's
+# risk curve. Without resampling (`bernoulli`, `full`) the $n$ terms are i.i.d. draws from the population
+# with mean $R$, $\hat\sigma^2/n$ estimates their whole variance, $\kappa = 1$, and the miss rate tends to
+# $\alpha$ as $n$ grows.
+#
+# This is the step of the paper that fails: Section 3.1 and Appendix A state that resampling "yields
+# $m$ i.i.d. random variables" whose expectation is the target risk. Each $Z_t$ does have expectation $R$,
+# but the $Z_t$ are i.i.d. only *given* the calibration set, where their mean is $\hat R_n$; over the
+# calibration draw they are dependent (they share $\mathcal D$), so the CLT bound is not a valid UCB
+# for $R(u \mid G_j)$: Assumption 4.1 (`assump:ucb-validity`) does not hold for Algorithm 1, and Theorems
+# 4.2, 4.3 and 4.6 lose their premise.
+
+# %% [markdown]
+# Algorithm 1 by hand, once: one calibration set of 50 items, $m = n/\pi$ resampled indices, the terms $Z_t$,
+# and the CLT bound at every candidate threshold — the same curve as the library's `clt` bound.
+
+# %%
+from scipy.stats import norm
+
+from gpac_utils.bounds import ucb
+
+hand_rng = np.random.default_rng([cfg.seed, 12])
+n_hand, prob_hand = 50, 0.5
+u_hand = hand_rng.random(n_hand)
+loss_hand = (hand_rng.random(n_hand) < 0.3 * u_hand).astype(float)
+m_hand = int(n_hand / prob_hand)
+idx_hand = hand_rng.integers(0, n_hand, m_hand)  # i_t ~ Unif{1..n}, with replacement
+z_hand = (hand_rng.random(m_hand) < prob_hand) * loss_hand[idx_hand] / prob_hand  # Z_t = xi_t loss_{i_t} / pi
+cand_hand = np.sort(u_hand)
+terms_hand = z_hand[None, :] * (u_hand[idx_hand][None, :] <= cand_hand[:, None])  # Z_t(u) for every candidate u
+ucb_hand = terms_hand.mean(axis=1) + norm.ppf(1 - cfg.alpha) * terms_hand.std(axis=1, ddof=1) / np.sqrt(m_hand)
+assert np.allclose(ucb_hand, ucb("clt", z_hand, u_hand[idx_hand], cand_hand, cfg.alpha, 1 / prob_hand), atol=1e-12)
+print(f"{m_hand} terms, {int((z_hand > 0).sum())} of them non-zero; UCB at the largest candidate {ucb_hand[-1]:.3f}, "
+      f"empirical risk there {loss_hand.mean():.3f}")
+
+# %% [markdown]
+# First the variance formula and the pointwise miss rate, checked by simulation at one point
+# ($n = 1000$ items with $R(u) = 0.15$, $\pi = 0.5$, 4 000 calibration sets): the resampled mean's spread, the
+# spread the bound assumes, and how often the UCB falls below $R(u)$. The formula is first order: it
+# treats $\hat\sigma_Z$ as fixed, while a low $\hat\mu_Z$ comes with a low $\hat\sigma_Z$ (for the binary loss
+# $\hat\sigma_Z^2 \approx \hat\mu_Z/\pi - \hat\mu_Z^2$), which adds a point or two to the simulated rate.
+
+# %%
+from IPython.display import Markdown, display
+
+
+def variance_ratio(risk, label_prob):
+    """kappa: the resampled mean's variance over the one the CLT bound uses (binary loss, m = n / label_prob)."""
+    return 1 + (1 - risk) / (1 - label_prob * risk)
+
+
+def predicted_miss(risk, label_prob, alpha):
+    """P(UCB < R) for the CLT bound on resampled terms, to first order in 1/n."""
+    return norm.cdf(-norm.ppf(1 - alpha) / np.sqrt(variance_ratio(risk, label_prob)))
+
+
+def resampled_clt(n, risk, label_prob, alpha, n_resample, rng, reps=4000):
+    """Simulate Algorithm 1 at one threshold: resampled means, the variance the bound uses, the UCBs."""
+    x = rng.random((reps, n)) < risk  # X_i = loss * 1{U_i <= u}, Bernoulli(R(u)) for the binary loss
+    idx = rng.integers(0, n, (reps, n_resample))
+    terms = np.take_along_axis(x, idx, axis=1) * (rng.random((reps, n_resample)) < label_prob) / label_prob
+    mean, var = terms.mean(axis=1), terms.var(axis=1, ddof=1) / n_resample
+    return mean, var, mean + norm.ppf(1 - alpha) * np.sqrt(var)
+
+
+n_sim, risk_sim, prob_sim = 1000, 0.15, 0.5
+mean, var_used, ucb_sim = resampled_clt(n_sim, risk_sim, prob_sim, cfg.alpha, int(n_sim / prob_sim),
+                                        np.random.default_rng([cfg.seed, 13]))
+true_var = (risk_sim * (1 - risk_sim) + risk_sim - prob_sim * risk_sim**2) / n_sim
+miss_sim = float(np.mean(ucb_sim < risk_sim))
+assert abs(np.var(mean) / true_var - 1) < 4 * np.sqrt(2 / len(mean))  # the variance of a variance estimate
+assert abs(np.var(mean) / var_used.mean() - variance_ratio(risk_sim, prob_sim)) < 0.15
+# first order: within 3 MCSE plus 3 points for the sigma-moves-with-mu effect named above
+assert abs(miss_sim - predicted_miss(risk_sim, prob_sim, cfg.alpha)) < 3 * float(mcse(miss_sim, len(mean))) + 0.03
+pd.Series({"Var(resampled mean), simulated": np.var(mean), "  formula v/n + s^2/m": true_var,
+           "variance the CLT bound uses (mean)": var_used.mean(),
+           "kappa simulated": np.var(mean) / var_used.mean(), "kappa formula": variance_ratio(risk_sim, prob_sim),
+           "P(UCB < R), simulated": miss_sim, "P(UCB < R), predicted": predicted_miss(risk_sim, prob_sim, cfg.alpha)})
+
+# %% [markdown]
+# Now the prediction against the audit: for every (π, ε) of the run, the predicted miss rate
+# $\Phi(-z_{1-\alpha}/\sqrt{\kappa(\varepsilon, \pi)})$ beside the measured violation rate of `clt / resample` at
+# the largest group size (first-crossing, both groups pooled), and beside it the same bound without
+# resampling at the same π (`bernoulli`, or `full` at π = 1).
+
+# %%
+n_big = int(audit["n_group"].max())
+big = audit[(audit["bound"] == "clt") & (audit["n_group"] == n_big) & (audit["rule"] == "first-crossing")]
+prediction_rows = []
+for (label_prob, eps), cell in big[big["scheme"] == "resample"].groupby(["pi", "eps"]):
+    iid = big[(big["scheme"] == ("full" if label_prob == 1 else "bernoulli")) & (big["pi"] == label_prob)
+              & (big["eps"] == eps)]
+    n_cal = int(cell["calibrations"].sum())
+    measured = float(np.average(cell["violation_rate"], weights=cell["calibrations"]))
+    prediction_rows.append({"pi": label_prob, "eps": eps, "kappa": variance_ratio(eps, label_prob),
+                 "predicted": predicted_miss(eps, label_prob, cfg.alpha), "measured (resample)": measured,
+                 "mcse": float(mcse(measured, n_cal)), "calibrations": n_cal,
+                 "measured (no resampling)": float(np.average(iid["violation_rate"], weights=iid["calibrations"]))})
+prediction = pd.DataFrame(prediction_rows)
+pooled = float(np.average(prediction["measured (resample)"], weights=prediction["calibrations"]))
+pooled_mcse = float(mcse(pooled, prediction["calibrations"].sum()))
+predicted_mean = float(prediction["predicted"].mean())
+# within 3 MCSE, plus 2 points for what the first-order formula leaves out (the grid, the skew at small n R)
+assert abs(pooled - predicted_mean) < 3 * pooled_mcse + 0.02, (pooled, predicted_mean)
+assert pooled > cfg.alpha + 3 * pooled_mcse
+no_resampling = prediction.set_index(["pi", "eps"])["measured (no resampling)"]
+worst_iid = no_resampling.idxmax()
+display(Markdown(
+    f"At n = {n_big} per group the formula predicts a miss rate of {100 * prediction['predicted'].min():.1f}–"
+    f"{100 * prediction['predicted'].max():.1f} % (κ = {prediction['kappa'].min():.2f}–{prediction['kappa'].max():.2f}); "
+    f"the audit measured {100 * pooled:.1f} % (MCSE {100 * pooled_mcse:.1f}) over "
+    f"{prediction['calibrations'].sum()} calibrations with resampling, for a nominal α = {100 * cfg.alpha:g} %. "
+    f"Without resampling the same bound missed {100 * no_resampling.median():.1f} % (median over the "
+    f"{len(no_resampling)} (π, ε) pairs); the largest, {100 * no_resampling.max():.1f} % at π = {worst_iid[0]:g}, "
+    f"ε = {worst_iid[1]:g}, is the CLT's own small-count error, not resampling: about "
+    f"{worst_iid[0] * n_big * worst_iid[1]:.0f} labelled losses are expected below the threshold there."))
+prediction.round(3)
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-audit-more-resamples
+#
+# Would more resamples rescue the paper's bound? Keep the $n$ calibration items and the labelling
+# probability $\pi$, but draw $m = c\,n/\pi$ terms instead of $n/\pi$. Derive the variance ratio $\kappa$ as a
+# function of $m/n$ and the limit of the predicted miss rate as $c \to \infty$. Check your formula by
+# simulation (`resampled_clt`) at $n = 300$, $R = 0.15$, $\pi = 0.5$ for $c = 1$ and $c = 4$.
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-audit-more-resamples
+# :class: dropdown
+# ```
+# The law of total variance still gives $\operatorname{Var}(\hat\mu_Z) = v/n + s^2/m$, and the bound still uses
+# $s^2/m$ alone, so $\kappa = 1 + \frac{m}{n}\cdot\frac{v}{s^2} = 1 + \frac{m}{n}\cdot\frac{\pi(1-R)}{1-\pi R}$
+# (binary loss). It grows without bound in $m$: the bound's standard error shrinks like $1/\sqrt m$ while
+# $\hat R_n - R$ stays of order $1/\sqrt n$, so the miss rate $\Phi(-z_{1-\alpha}/\sqrt\kappa) \to \Phi(0) = 1/2$.
+# More resampling makes the bound *worse*: the resample only measures the empirical risk more precisely.
+
+# %% tags=["solution"]
+def kappa_for(m_over_n, risk, label_prob):
+    return 1 + m_over_n * label_prob * (1 - risk) / (1 - label_prob * risk)
+
+
+for factor in (1, 4):
+    n_ex, risk_ex, prob_ex = 300, 0.15, 0.5
+    m_ex = int(factor * n_ex / prob_ex)
+    _, _, ucb_ex = resampled_clt(n_ex, risk_ex, prob_ex, cfg.alpha, m_ex, np.random.default_rng([cfg.seed, 14, factor]))
+    simulated = float(np.mean(ucb_ex < risk_ex))
+    formula = float(norm.cdf(-norm.ppf(1 - cfg.alpha) / np.sqrt(kappa_for(m_ex / n_ex, risk_ex, prob_ex))))
+    assert factor > 1 or abs(kappa_for(1 / prob_ex, risk_ex, prob_ex) - variance_ratio(risk_ex, prob_ex)) < 1e-12
+    assert abs(simulated - formula) < 3 * float(mcse(simulated, len(ucb_ex))) + 0.035, (factor, simulated, formula)
+    print(f"m = {factor} n / pi: miss rate simulated {simulated:.3f}, first-order formula {formula:.3f}")
+assert kappa_for(1e6, 0.15, 0.5) > 1e5  # the limit: kappa -> infinity, miss -> 1/2
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-audit-kappa-range
+#
+# Show that for every labelling probability $\pi \in (0, 1]$ and every risk $R \in (0, 1)$ the first-order
+# miss rate of the resampled CLT bound lies strictly above $\alpha$ and at most $\Phi(-z_{1-\alpha}/\sqrt 2)$.
+# When is the upper end reached, and what does that say about choosing $\pi$ to make the paper's recipe
+# safer? Check the two ends on a grid of $(R, \pi)$ with `variance_ratio`.
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-audit-kappa-range
+# :class: dropdown
+# ```
+# $\kappa = 1 + (1-R)/(1-\pi R)$. Since $0 < \pi R \le R < 1$, the fraction lies in $(0, 1]$, so
+# $1 < \kappa \le 2$, with $\kappa = 2$ exactly when $\pi = 1$ (every resampled item labelled). The miss
+# rate $\Phi(-z_{1-\alpha}/\sqrt\kappa)$ increases with $\kappa$, so it lies in $(\alpha, \Phi(-z_{1-\alpha}/\sqrt 2)]$
+# — 5 % to 12.2 % at $\alpha = 5\%$. No choice of $\pi$ repairs the recipe: a smaller $\pi$ lowers $\kappa$
+# only a little at the small risks one calibrates for ($R = \varepsilon$), because then $\kappa \approx 2 - R(1-\pi)$.
+
+# %% tags=["solution"]
+grid_risk, grid_prob = np.meshgrid(np.linspace(0.001, 0.999, 300), np.linspace(0.001, 1.0, 300))
+kappa_grid = variance_ratio(grid_risk, grid_prob)
+miss_grid = predicted_miss(grid_risk, grid_prob, cfg.alpha)
+upper = norm.cdf(-norm.ppf(1 - cfg.alpha) / np.sqrt(2))
+assert (kappa_grid > 1).all() and (kappa_grid <= 2 + 1e-12).all()
+assert (miss_grid > cfg.alpha).all() and (miss_grid <= upper + 1e-12).all()
+assert np.allclose(kappa_grid[grid_prob == 1.0], 2.0)
+print(f"miss rate over the grid: {miss_grid.min():.4f} to {miss_grid.max():.4f}; the upper end {upper:.4f}")
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# ## The audit on one slide
+# (a) The paper's CLT bound with and without resampling against the prediction; (b) the worst cell of
+# each finite-sample valid bound under the i.i.d. schemes. Each point pools or maximizes over π, ε and
+# the two groups (first-crossing; the `max` rule gives the same picture).
+
+# %%
+def summary_figure(audit, alpha, predicted):
+    fc = audit[audit["rule"] == "first-crossing"]
+    sizes = sorted(fc["n_group"].unique())
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    ax = axes[0]
+    clt = fc[fc["bound"] == "clt"]
+    for scheme, label, color in (("resample", "resample (paper, Alg. 1)", "#c0392b"),
+                                 ("full", "no resampling (full, π = 1)", "#1f3b73")):
+        by_n = clt[clt["scheme"] == scheme].groupby("n_group")["violation_rate"]
+        ax.fill_between(sizes, 100 * by_n.min(), 100 * by_n.max(), color=color, alpha=0.15, lw=0)
+        ax.plot(sizes, 100 * by_n.mean(), marker="o", color=color, lw=2, label=f"{label}: mean, range")
+    ax.axhline(100 * predicted, color="#c0392b", ls=":", lw=1.8, label=f"predicted with resampling ({100 * predicted:.1f} %)")
+    ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
+    ax.set_title("(a) the paper's CLT bound", fontsize=12)
+    ax.set_ylabel("violation rate P(R(û) > ε) (%)", fontsize=11)
+    ax = axes[1]
+    valid = fc[(fc["kind"] == "valid") & fc["scheme"].isin(VALID_SCHEMES)]
+    for bound, d in valid.groupby("bound", sort=False):
+        ax.plot(sizes, 100 * d.groupby("n_group")["violation_rate"].max(), marker="o", lw=1.6, label=bound)
+    ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
+    limit = alpha + 3 * np.sqrt(alpha * (1 - alpha) / fc["calibrations"].min())
+    ax.axhline(100 * limit, color="black", ls=":", lw=1.2, label=f"pass limit α + 3 MCSE ({100 * limit:.1f} %)")
+    ax.set_title("(b) valid bounds, i.i.d. labels: worst cell", fontsize=12)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("calibration items per group n", fontsize=11)
+        ax.tick_params(labelsize=10)
+    axes[0].legend(fontsize=9, loc="upper right", framealpha=0.9)
+    axes[1].legend(fontsize=9, loc="upper left", framealpha=0.9)
+    shown = clt[clt["scheme"].isin(["resample", "full"])]["violation_rate"].max()
+    axes[0].set_ylim(0, max(20.0, 110 * shown))
+    axes[1].set_ylim(0, max(10.0, 110 * valid["violation_rate"].max(), 110 * limit))
+    fig.tight_layout()
+    return fig
+
+
+fig = summary_figure(audit, cfg.alpha, predicted_mean)
+plotting.savefig(fig, "validity_audit_summary")
+
+# %% [markdown]
 # ## Oracle ratio: what validity costs
 # Mean oracle ratio (routed share relative to the oracle threshold's; first-crossing), per n_group, for the paper's
 # `clt` + `resample` and every valid bound under its valid scheme (`full` at π = 1, `bernoulli`
@@ -294,7 +575,7 @@ ratios.pivot_table(index=["bound", "scheme", "pi"], columns="eps", values="ratio
 # ## The README paragraph
 # Generated from the tables above, so the README quotes the numbers of the committed
 # paper-profile run: which bounds passed every cell under the i.i.d. schemes, how far the paper's
-# CLT with resampling (and the `max` rule) fell short, and what validity costs at `n_ref`.
+# CLT with resampling fell short, whether the `max` rule breaks the valid bounds, and what validity costs at `n_ref`.
 
 # %%
 n_calibrations = int(audit["calibrations"].min())
@@ -345,3 +626,46 @@ print(text)
 valid_fc = audit[(audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 assert valid_fc["pass"].mean() >= 0.99, valid_fc[~valid_fc["pass"]]
 assert (audit["oracle_ratio"] >= 0).all()
+
+# %% [markdown]
+# ## Common mistakes
+# Each with its number from this run.
+
+# %%
+by_rule = audit.pivot_table(index=["bound", "scheme", "pi", "n_group", "eps", "group"], columns="rule",
+                            values="violation_rate")
+rule_gap = (by_rule["max"] - by_rule["first-crossing"]).abs() if {"max", "first-crossing"} <= set(by_rule) else None
+never_routes = audit[(audit["bound"] == "hoeffding") & (audit["scheme"] == "bernoulli")]
+small = audit[(audit["bound"] == "clt") & (audit["scheme"] == "full") & (audit["n_group"] == audit["n_group"].min())]
+valid_cells = audit[(audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
+per_cell = valid_cells.groupby(["bound", "scheme", "pi", "n_group", "eps"])["violation_rate"]
+any_group = per_cell.apply(lambda r: 1 - np.prod(1 - r))  # the groups are calibrated independently
+worst_pair = any_group.idxmax()
+mistakes = [
+    "**Resampling to get more terms.** Drawing $n/\\pi$ terms with replacement does not add information about "
+    f"$R(u)$: the paper's CLT bound then missed {100 * pooled:.1f} % of the calibrations at n = {n_big} "
+    f"(predicted {100 * predicted_mean:.1f} %), for a nominal {100 * cfg.alpha:g} %.",
+]
+if rule_gap is not None:
+    differing = by_rule[rule_gap > 0].reset_index()
+    mistakes.append(
+        "**Blaming the `max` rule.** The two selection rules differ in "
+        f"{len(differing)} of {len(by_rule)} cells ({', '.join(sorted(differing['bound'].unique())) or 'none'}), by at most "
+        f"{100 * rule_gap.max():.1f} points; for `clt` in {int((rule_gap.loc['clt'] > 0).sum())} cells. The excess "
+        "violations come from resampling with the CLT bound.")
+mistakes += [
+    "**Reading a 0 % violation rate as a good method.** `hoeffding` under `bernoulli` labelling violated in at most "
+    f"{100 * never_routes['violation_rate'].max():.1f} % of calibrations, but it always thinks in "
+    f"{100 * never_routes['always_think'].mean():.0f} % of them (mean oracle ratio "
+    f"{never_routes['oracle_ratio'].mean():.2f}): validity bought by never routing.",
+    "**Trusting the CLT at small n even without resampling.** At n = "
+    f"{int(small['n_group'].iloc[0])} the CLT bound on fully labelled items violated in up to "
+    f"{100 * small['violation_rate'].max():.1f} % of calibrations: with few losses below the threshold the "
+    "normal approximation fails (an all-zero sample gives a UCB of 0).",
+    "**Reading a per-group rate as a guarantee for all groups at once.** Each rate here is per group. For "
+    f"`{worst_pair[0]}` ({worst_pair[1]}, π = {worst_pair[2]:g}, n = {worst_pair[3]}, ε = {worst_pair[4]:g}) the two "
+    "groups violate in " + " and ".join(f"{100 * r:.1f} %" for r in per_cell.get_group(worst_pair))
+    + f" of calibrations, but at least one of them in {100 * any_group.max():.1f} %: up to about k·α for k groups; "
+    "a simultaneous guarantee needs α/k per group.",
+]
+display(Markdown("\n".join(f"- {m}" for m in mistakes)))

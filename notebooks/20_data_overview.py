@@ -20,8 +20,9 @@
 # **Reads** (parameter `data_source`) the simulated default tables
 # `data/simulated/<benchmark>__<pair>.parquet` (or regenerates them in memory with
 # `regenerate=True`). These are **simulated stand-ins** for the paper's unpublished model outputs —
-# see `data/simulated/README.md`: category counts and overall accuracies match the paper exactly,
-# everything per item is simulated. With `data_source="generated"`: the scored tables of
+# see `data/simulated/README.md`: the category counts are the real benchmarks' (the paper shows them only as a
+# figure), the sizes and calibration/test splits are those of `table:splitting_settings` and the overall
+# accuracies those of `table:llm_accuracy` (both checked below); everything per item is simulated. With `data_source="generated"`: the scored tables of
 # `02_scores` for `benchmarks` and `pairs` (e.g. `overrides={"benchmarks": ["walk"], "pairs":
 # ["smollm2"]}`); or a path to a table in the data schema (with `columns`). The accuracy table
 # needs both correctness columns; the paper's accuracies are set beside ours only for the
@@ -154,6 +155,17 @@ plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
 # %% [markdown]
+# For the simulated stand-ins the sizes must be the paper's (`table:splitting_settings`: MATH-500 300/200,
+# ZebraLogic 500/500, GPQA 224/224), typed here from the paper's table:
+
+# %%
+if source.is_simulated:
+    paper_splits = {"math500": (300, 200), "zebralogic": (500, 500), "gpqa": (224, 224)}
+    for b, (cal_size, test_size) in paper_splits.items():
+        if b in first:
+            assert (n_cal[b], len(first[b]) - n_cal[b]) == (cal_size, test_size), (b, n_cal[b])
+
+# %% [markdown]
 # (table:llm_accuracy)=
 # ## table:llm_accuracy
 # Accuracy (%) recomputed from the tables. For the simulated stand-ins they are set beside the
@@ -192,8 +204,8 @@ display_comparison
 # %% [markdown]
 # ## What the categories hide: loss rates per category
 # Not a paper artefact, but the reason the paper needs G-PAC: the rate of the binary loss
-# (thinking right, non-thinking wrong) differs strongly between categories. In the simulated
-# data the heterogeneous categories are built in (see the data card).
+# (thinking right, non-thinking wrong) differs between categories (in %, below; the spread per table is printed
+# under it). In the simulated data the heterogeneous categories are built in (see the data card).
 
 # %%
 def label(b, p):
@@ -203,3 +215,10 @@ def label(b, p):
 rates = {label(b, p): 100 * t.groupby(data.GROUP, sort=False)[data.LOSS].mean() for (b, p), t in tables.items()
          if data.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
 pd.DataFrame(rates).round(1)
+
+# %%
+loss_rates = pd.DataFrame(rates)
+for name, col in loss_rates.items():
+    col = col.dropna()
+    print(f"{name}: loss rate {col.min():.1f} % ({col.idxmin()}) to {col.max():.1f} % ({col.idxmax()})")
+

@@ -15,21 +15,21 @@
 #
 # **Reproduces** `table:arena_results` (Qwen pair, $\varepsilon=0.10$) and
 # `table:arena_results_llama` (Llama pair, $\varepsilon=0.15$): Arena-Hard answers cannot be
-# verified and carry no category labels, so the loss is semantic (paper Eq. `semantic_loss`,
+# verified and carry no category labels, so the loss is semantic (Eq. (`eq:semantic_loss`), Appendix F.4:
 # one minus the cosine similarity of the two answers' embeddings) and groups are learned by
 # C-PAC ($k=3$ groups of the score; disjoint and joint clustering). PAC is judged on the same
 # learned groups; `c0` holds the most confident answers, `c2` the least confident ones.
 #
 # **Settings** (`notebooks/config/23_table_arena.yaml`). The paper's ($\alpha=0.05$, $\pi=0.5$,
 # $T=100$, `resample`, CLT, `max`). The paper does not state Arena-Hard's calibration split; we
-# use 0.5 (250/250). Added rows: C-PAC with the valid recipe (`bernoulli`, `first-crossing`, the
+# use 0.5 (250/250 of the 500 simulated items). Added rows: C-PAC with the valid recipe (`bernoulli`, `first-crossing`, the
 # tighter of Hoeffding–Bentkus and WSR, disjoint clustering) and the largest per-group
 # violation rate.
 #
 # **Reads** `data/simulated/arena_hard__<pair>.parquet`: *simulated* semantic losses in (0, 1)
 # (`loss_bound = 1`), token counts and three scores — no groups, no correctness columns (see
 # `data/simulated/README.md`; the paper gives no summary of its semantic losses, so the mean
-# losses 0.13 / 0.19 are the simulator's choice). Not the paper's measurements. The paper prints
+# losses, 0.13 (Qwen) and 0.19 (Llama), are settings of the simulator, `mean_loss` in `data/simulated/specs.yaml`). Not the paper's measurements. The paper prints
 # these tables as rows (score, method); here they share the layout of the other C-PAC tables.
 #
 # **Other data** (parameter `data_source`, `gpac_utils.paper.sources`): `"generated"` reads the
@@ -147,8 +147,28 @@ for title, frame in results_tables.views(built):
 
 # %% [markdown]
 # ## Reading the result
-# With a continuous loss the picture matches the verifiable benchmarks: PAC's single threshold
-# leaves one learned group above $\varepsilon$ on average for some scores, C-PAC's per-group
-# thresholds do not. Because the simulated semantic loss is rarely exactly zero, even confident
-# answers cost something, and the valid calibration (importance-weighted terms with range
-# $B/\pi = 2$) certifies much less than the paper's recipe.
+# With a continuous loss the picture matches the verifiable benchmarks: PAC's single threshold leaves a learned
+# group above $\varepsilon$ on average in most configurations (Error$_{\rm Gap} > 0$), C-PAC's per-group thresholds do not;
+# but under the paper's recipe C-PAC's per-group violation rate is again above $\alpha$ (the cause, resampling with
+# the CLT bound, is shown in notebook 13 and quantified in notebook 21). Because the simulated semantic loss is
+# rarely exactly zero, even confident answers cost something, and the valid calibration (importance-weighted
+# terms with range $B/\pi = 2$) certifies much less than the paper's recipe. The numbers:
+
+# %%
+from IPython.display import Markdown
+
+arena = pd.concat([t.summary.assign(pair_table=n) for n, t in built.items()], ignore_index=True)
+paper_pac = arena.query("setting == 'paper' and method == 'PAC'")
+paper_cpac = arena.query("setting == 'paper' and method == 'C-PAC'")
+valid_split = arena[(arena["setting"] == "valid")
+                    & (arena["bound"] == arena["pair_table"].map({n: t.valid_bound for n, t in built.items()}))]
+facts = [
+    f"PAC: Error_Gap > 0 in {int((paper_pac['Error_Gap'] > 0).sum())} of {len(paper_pac)} (score, clustering, pair) "
+    f"configurations; C-PAC (paper recipe): in {int((paper_cpac['Error_Gap'] > 0).sum())} of {len(paper_cpac)}.",
+    f"C-PAC (paper recipe): largest per-group violation rate {paper_cpac['violation_max_group'].min():.0f}–"
+    f"{paper_cpac['violation_max_group'].max():.0f} % (α = {100 * settings.alpha:g} %); the valid recipe (the layout's bound): "
+    f"{valid_split['violation_max_group'].min():.0f}–{valid_split['violation_max_group'].max():.0f} %.",
+    f"STP: C-PAC with the paper's recipe {paper_cpac['STP'].min():.1f} to {paper_cpac['STP'].max():.1f} %, with the valid "
+    f"recipe {valid_split['STP'].min():.1f} to {valid_split['STP'].max():.1f} %.",
+]
+display(Markdown("\n".join(f"- {f}" for f in facts)))

@@ -1,144 +1,169 @@
-"""Online G-PAC (gpac_utils.online): arguments, routing, an independent per-item oracle, and the
-anytime validity per group on populations whose per-group risk is known in closed form."""
+"""Online G-PAC (gpac_utils.online): decisions, free labels, the labelling schedule, an independent
+per-item oracle, and anytime validity per group for every labelling mode on populations whose
+per-group risk is known in closed form. The drift alarm is tested in tests/test_online_drift.py."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gpac_utils import online as O
+from gpac_utils import online
 from gpac_utils.checks import ParameterError
-from gpac_utils.online import OnlineGPAC, draw_labels
+from gpac_utils.online import OnlineGPAC
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bpac  # noqa: E402
 
-# --------------------------------------------------------------------------- populations
-# Group j: U ~ Uniform(0, 1), loss ~ Bernoulli(a_j U^k_j), so R_j(u) = E[loss 1{U <= u}] = a_j u^(k_j+1) / (k_j+1).
-def true_risk(u, a, k):
-    u = np.clip(np.where(np.isfinite(u), u, 0.0), 0.0, 1.0)  # -inf (always think): risk 0
-    return a * u ** (k + 1) / (k + 1)
-
-
-def draw_stream(rng, shape, probs, a, k, rho):
-    g = rng.choice(len(probs), size=shape, p=probs)
-    u = rng.uniform(size=shape)
-    loss = (rng.uniform(size=shape) < np.asarray(a)[g] * u ** np.asarray(k)[g]).astype(float)
-    return g, u, loss, rng.random(shape) < rho
-
-
-def checked_thresholds(g, u, loss, lab, members, *, eps, alpha, rho, grid, bet, every):
-    """Thresholds of the process fed the items of ``members`` (streams x checks), vectorised over streams.
-
-    Each stream's member items are moved to the front (arrival order kept), so the work is over the
-    group's items only; the threshold at check time t is the one after the group's N(t)-th item.
-    """
-    streams, n = g.shape
-    order = np.argsort(~members, axis=1, kind="stable")
-    count = members.sum(axis=1)
-    width = max(int(count.max()), 1)
-    take = order[:, :width]
-    pick = lambda a: np.take_along_axis(a, take, axis=1)  # noqa: E731
-    x = O.terms(pick(u), pick(loss), pick(lab), grid, rho)
-    valid = np.arange(width)[None, :] < count[:, None]
-    cert, _ = O.certify(x, eps, alpha, 1 / rho, bet, member=valid)
-    thr = O.prefix_thresholds(cert, grid)  # (streams, width): after the group's 1st, 2nd, ... item
-    seen = np.cumsum(members, axis=1)[:, every - 1 :: every]  # group items by each check time
-    at = np.take_along_axis(thr, np.maximum(seen - 1, 0), axis=1)
-    return np.where(seen > 0, at, -np.inf)
-
-
-def violation_rates(probs, a, k, *, eps, alpha, rho, streams, n, marginal=False, bet="mixture", every=20, seed=0):
-    """Per group: the share of streams with R_j(u_hat_{j,t}) > eps at some checked t, and the mean
-    threshold (-inf counted as 0) at each checked t (groups x checks)."""
-    grid = O.grid_points(101)
-    hits, mean_thr = np.zeros(len(probs)), np.zeros((len(probs), n // every))
-    chunk = 25
-    for c0 in range(0, streams, chunk):
-        rng = np.random.default_rng([seed, c0])
-        g, u, loss, lab = draw_stream(rng, (chunk, n), probs, a, k, rho)
-        kw = dict(eps=eps, alpha=alpha, rho=rho, grid=grid, bet=bet, every=every)
-        shared = checked_thresholds(g, u, loss, lab, np.ones_like(lab), **kw) if marginal else None
-        for j in range(len(probs)):
-            thr = shared if marginal else checked_thresholds(g, u, loss, lab, g == j, **kw)
-            hits[j] += np.sum((true_risk(thr, a[j], k[j]) > eps).any(axis=1))
-            mean_thr[j] += np.maximum(thr, 0.0).sum(axis=0)
-    return hits / streams, mean_thr / streams
+EPS, ALPHA = 0.1, 0.05
+GRID = online.grid_points(51)
+# Three groups with different risk curves R_j(u) = a_j u^(k_j+1) / (k_j+1) (u* = 0.82, 0.58, 0.67 at eps = 0.1).
+VALIDITY = dict(probs=(0.5, 0.3, 0.2), a=(0.3, 0.6, 1.0), k=(1, 1, 2))
 
 
 def mcse(p, n):
     return math.sqrt(p * (1 - p) / n)
 
 
-# Three groups with different risk curves (u* = 0.82, 0.58, 0.67 at eps = 0.1).
-VALIDITY = dict(probs=(0.5, 0.3, 0.2), a=(0.3, 0.6, 1.0), k=(1, 1, 2))
-# 80 % easy traffic (R = 0.05 u^2) hides a hard group (R = 0.3 u^3, u* = 0.69): the marginal risk
-# 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
-HIDDEN = dict(probs=(0.8, 0.2), a=(0.1, 0.9), k=(1, 2))
-STREAMS, N, EPS, ALPHA, RHO = 300, 2000, 0.1, 0.05, 0.5
+def compact(u, loss, g, j):
+    """Group j's items of every stream moved to the front (arrival order kept); padding is group -1.
+
+    Groups are independent processes, so a group can be simulated on its own items only."""
+    order = np.argsort(g != j, axis=1, kind="stable")
+    width = int((g == j).sum(axis=1).max())
+    take = lambda a: np.take_along_axis(a, order[:, :width], axis=1)  # noqa: E731
+    return take(u), take(loss), np.where(take(g) == j, 0, -1)
 
 
-# --------------------------------------------------------------------------- validity
+def per_group_violations(mode, n_trials=300, n=2000, every=10, seed=0):
+    """Per group: the share of streams in which the threshold in use ever had risk above eps."""
+    u, loss, g = bpac.closed_form_streams(n_trials, n, VALIDITY["probs"], VALIDITY["a"], VALIDITY["k"], seed)
+    rates, final = [], []
+    for j, (a, k) in enumerate(zip(VALIDITY["a"], VALIDITY["k"])):
+        res = bpac.run_online(*compact(u, loss, g, j), 1, GRID, eps=EPS, alpha=ALPHA, every=every, seed=j, **mode)
+        thr = res["thresholds"][..., 0]
+        rates.append(np.mean((bpac.closed_form_risk(a, k)(thr) > EPS).any(axis=1)))
+        final.append(np.maximum(thr[:, -1], 0).mean())
+    return np.array(rates), np.array(final)
+
+
+MODES = {
+    "fixed rate": dict(label_prob=0.5, free_labels=False),
+    "free labels": dict(label_prob=0.2),
+    "free labels, warm-up": dict(label_prob=0.1, warmup_items=200, warmup_prob=0.5),
+    "free labels, budget, grapa": dict(label_prob=0.3, label_budget=60, bet="grapa"),
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("bet", O.BETS)
-def test_anytime_valid_per_group(bet):
-    rates, _ = violation_rates(**VALIDITY, eps=EPS, alpha=ALPHA, rho=RHO, streams=STREAMS, n=N, bet=bet)
-    limit = ALPHA + 3 * mcse(ALPHA, STREAMS)
-    assert np.all(rates <= limit), (bet, rates.tolist(), limit)
+@pytest.mark.parametrize("mode", MODES)
+def test_anytime_valid_per_group_in_every_labelling_mode(mode):
+    rates, final = per_group_violations(MODES[mode])
+    limit = ALPHA + 3 * mcse(ALPHA, 300)
+    assert np.all(rates <= limit), (mode, rates.tolist(), limit)
+    assert np.all(final > 0.2), final  # the thresholds moved: the check has something to catch
 
 
 @pytest.mark.slow
 def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
-    limit = ALPHA + 3 * mcse(ALPHA, STREAMS)
-    marginal, _ = violation_rates(**HIDDEN, eps=EPS, alpha=ALPHA, rho=RHO, streams=STREAMS, n=N, marginal=True)
-    grouped, thr = violation_rates(**HIDDEN, eps=EPS, alpha=ALPHA, rho=RHO, streams=STREAMS, n=N)
-    assert marginal[1] > 0.5, marginal  # the hard group, under one marginal threshold
-    assert np.all(grouped <= limit), (grouped, limit)
-    assert thr[0, -1] > thr[1, -1]  # the easy group is let through further
+    # 80 % easy traffic (R = 0.05 u^2) hides a hard group (R = 0.3 u^3, u* = 0.69): the marginal
+    # risk 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
+    probs, a, k = (0.8, 0.2), (0.1, 0.9), (1, 2)
+    u, loss, g = bpac.closed_form_streams(300, 2000, probs, a, k, seed=4)
+    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
+    marginal = bpac.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
+    hard = bpac.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
+    risk = bpac.closed_form_risk(a[1], k[1])
+    assert np.mean((risk(marginal) > EPS).any(axis=1)) > 0.5  # the hard group, under one marginal threshold
+    assert np.mean((risk(hard) > EPS).any(axis=1)) <= ALPHA + 3 * mcse(ALPHA, 300)
 
 
-@pytest.mark.slow
-def test_mixture_bet_trades_a_slower_start_for_more_certification_later():
-    one = dict(probs=(1.0,), a=(0.3,), k=(1,), eps=EPS, alpha=ALPHA, rho=RHO, streams=100, n=N, every=100, seed=1)
-    _, grapa = violation_rates(**one, bet="grapa")
-    _, mix = violation_rates(**one, bet="mixture")
-    assert grapa[0, 0] > mix[0, 0]  # after 100 items
-    assert np.all(mix[0, 5:] > grapa[0, 5:])  # from 600 items on
+def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
+    u, loss, g = bpac.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
+    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
+    free = bpac.run_online(u, loss, g, 1, GRID, **kw)
+    fixed = bpac.run_online(u, loss, g, 1, GRID, free_labels=False, **kw)
+    paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
+    thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
+    assert thr[0] > thr[1] + 0.1, thr
+    assert np.maximum(free["thresholds"][:, -1, 0], 0).mean() > np.maximum(fixed["thresholds"][:, -1, 0], 0).mean()
+    assert paid[0] < 1.5 * paid[1], paid
 
 
-def test_vectorised_streams_match_the_class():
-    rng = np.random.default_rng(5)
-    g, u, loss, lab = draw_stream(rng, (3, 400), **VALIDITY, rho=RHO)
-    grid = O.grid_points(101)
-    for s in range(3):
-        router = OnlineGPAC(EPS, ALPHA, label_rate=RHO)
-        got = []
-        for t0 in range(0, 400, 20):
-            sl = slice(t0, t0 + 20)
-            router.partial_fit(u[s, sl], g[s, sl], loss[s, sl], lab[s, sl])
-            got.append([router.thresholds_.get(str(j), -np.inf) for j in range(3)])
-        one = [a[s : s + 1] for a in (g, u, loss, lab)]
-        for j in range(3):
-            kw = dict(eps=EPS, alpha=ALPHA, rho=RHO, grid=grid, bet="mixture", every=20)
-            want = checked_thresholds(*one, one[0] == j, **kw)
-            np.testing.assert_array_equal(np.array(got)[:, j], want[0])
+# --------------------------------------------------------------------------- decisions
+def test_decisions_free_labels_schedule_and_budget():
+    router = OnlineGPAC(EPS, label_prob=0.25, warmup_items=30, warmup_prob=1.0, label_budget=40, grid=[0.2, 0.5])
+    d = router.decide(np.full(10, 0.1), ["a"] * 10)
+    assert not d.route.any() and d.observe.all() and np.all(d.propensity == 1)  # always think: free labels
+    router._states["a"] = online.new_state((), 2) | {"certified": np.array([True, True])}
+    router.thresholds_["a"] = 0.5
+    u = np.tile([0.1, 0.9], 200)
+    d = router.decide(u, ["a"] * 400)
+    cheap = u <= 0.5
+    assert np.array_equal(d.route, cheap) and np.all(d.threshold == 0.5)
+    paid = np.cumsum(d.observe & cheap)
+    live = d.rate > 0
+    assert d.observe[~cheap & live].all() and np.all(d.propensity[~cheap & live] == 1)  # thinking-routed: free
+    assert d.observe[:30][cheap[:30]].all() and np.all(d.rate[:30] == 1.0)  # warm-up: every item
+    assert paid[-1] == 40 and np.all(d.rate[np.argmax(paid == 40) + 1 :] == 0)  # the budget, exactly
+    assert not d.observe[np.argmax(paid == 40) + 1 :].any()  # spent: the group stops learning
+    middle = cheap & (np.arange(400) >= 30) & (d.rate > 0)
+    assert np.all(d.propensity[middle] == 0.25) and 0 < d.observe[middle].mean() < 1
+
+
+def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
+    router = OnlineGPAC(EPS, label_prob=0.3, free_labels=False, grid=[0.5], seed=4)
+    d = router.decide(np.random.default_rng(1).uniform(size=20000), ["g"] * 20000)
+    assert np.all(d.propensity == 0.3) and not d.route.any()
+    assert abs(d.observe.mean() - 0.3) < 4 * mcse(0.3, 20000)
+
+
+def test_the_class_matches_the_block_runner():
+    u, loss, g = bpac.closed_form_streams(1, 1200, **VALIDITY, seed=5)
+    want = bpac.run_online(u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7,
+                           drift_alpha=0.01)  # fmt: skip
+    router = OnlineGPAC(EPS, ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
+    names = np.array(["0", "1", "2"])[g[0]]
+    for b, t0 in enumerate(range(0, 1200, 40)):
+        block = slice(t0, t0 + 40)
+        assert [router.thresholds_.get(str(j), -np.inf) for j in range(3)] == want["thresholds"][0, b].tolist()
+        d = router.decide(u[0, block], names[block])
+        assert np.array_equal(d.route, want["route"][0, block]) and np.array_equal(d.observe, want["observe"][0, block])
+        router.update(u[0, block], np.where(d.observe, loss[0, block], np.nan), names[block], d)
+    assert np.isfinite(want["thresholds"][0, -1, 1:]).all()  # certified, and drift_alpha = 0.01 raised alarms:
+    assert sorted(router.alarms_) == [str(j) for j in np.flatnonzero(want["alarms"][0] >= 0)] == ["0"]
+    assert sum(router.n_seen_.values()) == 1200
+    assert sum(router.n_paid_.values()) == int((want["route"] & want["observe"]).sum())
+
+
+def test_fit_is_one_block_of_a_deployment_and_losses_are_read_only_where_observed():
+    rng = np.random.default_rng(2)
+    u = rng.uniform(size=3000)
+    loss = (rng.uniform(size=3000) < 0.1).astype(float)
+    a, b = OnlineGPAC(EPS, label_prob=0.3, seed=1), OnlineGPAC(EPS, label_prob=0.3, seed=1)
+    for block in np.array_split(np.arange(3000), 30):
+        a.fit(u[block], loss[block], ["g"] * block.size)
+        d = b.decide(u[block], ["g"] * block.size)
+        b.update(u[block], np.where(d.observe, loss[block], np.nan), ["g"] * block.size, d)
+    assert a.thresholds_ == b.thresholds_ and a.thresholds_["g"] > 0.3
+    assert a.n_paid_ == b.n_paid_ and 0 < a.n_paid_["g"] < 0.3 * a.n_seen_["g"]
 
 
 # --------------------------------------------------------------------------- an independent oracle
-def oracle_online_pac(u, loss, lab, *, eps, alpha, rho, grid, beta=1.0, clip=0.9, bet="mixture"):
-    """Online PAC item by item, straight from the formulas (B-PAC's update with fixed propensity)."""
-    m = 1 / rho
-    cap = clip / (m - eps)
+def oracle_online_pac(u, loss, lab, *, eps, alpha, rate, grid, beta=1.0, clip=0.9, bet="mixture"):
+    """Fixed-rate online PAC item by item, straight from the formulas (constant propensity ``rate``)."""
+    cap = clip / (1 / rate - eps)
     s1, s2 = np.zeros(len(grid)), np.zeros(len(grid))
     w_grapa, w_const = np.ones(len(grid)), np.ones(len(grid))
     certified = np.zeros(len(grid), bool)
     out = []
     for i in range(len(u)):
-        x = (loss[i] / rho if lab[i] else 0.0) * (u[i] <= np.asarray(grid))
-        d = eps - x
+        d = eps - (loss[i] / rate if lab[i] else 0.0) * (u[i] <= np.asarray(grid))
         lam = np.clip(s1 / (s2 + beta), 0, cap)
-        w_grapa = w_grapa * (1 + lam * d)
-        w_const = w_const * (1 + 0.5 * cap * d)
+        w_grapa, w_const = w_grapa * (1 + lam * d), w_const * (1 + 0.5 * cap * d)
         s1, s2 = s1 + d, s2 + d * d
         wealth = w_grapa if bet == "grapa" else (w_grapa + w_const) / 2
         certified |= wealth >= 1 / alpha * (1 - 1e-12)
@@ -147,68 +172,48 @@ def oracle_online_pac(u, loss, lab, *, eps, alpha, rho, grid, beta=1.0, clip=0.9
     return np.array(out)
 
 
-@pytest.mark.parametrize("bet", O.BETS)
-def test_single_group_is_online_pac_item_by_item(bet):
+@pytest.mark.parametrize("bet", online.BETS)
+def test_fixed_rate_mode_is_online_pac_item_by_item(bet):
     rng = np.random.default_rng(3)
     n, grid = 600, np.linspace(0, 1, 11)
     u = rng.uniform(size=n)
     loss = (rng.uniform(size=n) < 0.2 * u).astype(float)
-    lab = draw_labels(n, RHO, seed=4)
-    want = oracle_online_pac(u, loss, lab, eps=EPS, alpha=ALPHA, rho=RHO, grid=grid, bet=bet)
-    assert want[0] == -np.inf and want[-1] >= 0.5  # the thresholds move: the test has something to compare
-    router = OnlineGPAC(EPS, ALPHA, label_rate=RHO, grid=grid, bet=bet)
-    got = []
+    router = OnlineGPAC(EPS, ALPHA, label_prob=0.5, free_labels=False, grid=grid, bet=bet, seed=4)
+    got, lab = [], []
     for i in range(n):  # one item at a time: the threshold after every item
-        router.partial_fit(u[i : i + 1], ["all"], loss[i : i + 1], lab[i : i + 1])
+        d = router.decide(u[i : i + 1], ["all"])
+        router.update(u[i : i + 1], loss[i : i + 1], ["all"], d)
         got.append(router.thresholds_["all"])
+        lab.append(bool(d.observe[0]))
+    want = oracle_online_pac(u, loss, lab, eps=EPS, alpha=ALPHA, rate=0.5, grid=grid, bet=bet)
+    assert want[0] == -np.inf and want[-1] >= 0.5  # the thresholds move: the test has something to compare
     np.testing.assert_array_equal(got, want)
 
 
-def test_chunking_does_not_change_the_state_and_groups_are_independent():
-    rng = np.random.default_rng(8)
-    g, u, loss, lab = draw_stream(rng, 1500, **VALIDITY, rho=RHO)
-    whole = OnlineGPAC(EPS, label_rate=RHO).partial_fit(u, g, loss, lab)
-    chunked = OnlineGPAC(EPS, label_rate=RHO)
+def test_block_size_does_not_change_the_learning_and_groups_are_independent():
+    u, loss, g = bpac.closed_form_streams(1, 1500, **VALIDITY, seed=8)
+    names = g[0].astype(str)
+    dec = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).decide(u[0], names)  # fixed rate: decided up front
+    whole = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).update(u[0], loss[0], names, dec)
+    chunked = OnlineGPAC(EPS, label_prob=0.4, free_labels=False)
     for sl in np.array_split(np.arange(1500), [7, 8, 300, 999]):
-        chunked.partial_fit(u[sl], g[sl], loss[sl], lab[sl])
+        chunked.update(u[0, sl], loss[0, sl], names[sl], online.Decisions(*(f[sl] for f in dec)))
     for j in ("0", "1", "2"):
         for key, v in whole._states[j].items():
             np.testing.assert_array_equal(v, chunked._states[j][key], err_msg=key)
-        m = g == int(j)
-        alone = OnlineGPAC(EPS, label_rate=RHO).partial_fit(u[m], np.full(m.sum(), "x"), loss[m], lab[m])
-        assert alone.thresholds_["x"] == whole.thresholds_[j]
-    assert whole.thresholds_ == chunked.thresholds_
-    assert sum(whole.n_seen_.values()) == 1500 and sum(whole.n_labelled_.values()) == int(lab.sum())
+    assert whole.thresholds_ == chunked.thresholds_ and min(whole.thresholds_.values()) > 0
 
 
-# --------------------------------------------------------------------------- routing
 def test_route_semantics_and_unseen_groups_think():
-    router = OnlineGPAC(EPS, label_rate=1.0, grid=[0.2, 0.5, 0.8])
+    router = OnlineGPAC(EPS, label_prob=1.0, grid=[0.2, 0.5, 0.8])
     assert not router.route([0.0, 0.5], ["a", "b"]).any()  # nothing certified yet: everything thinks
-    n = 400  # group a: never a loss, so every grid point is certified
-    router.partial_fit(np.full(n, 0.5), ["a"] * n, np.zeros(n), np.ones(n, bool))
+    for _ in range(4):  # group a: never a loss, so every grid point is certified
+        router.fit(np.full(100, 0.5), np.zeros(100), ["a"] * 100)
     assert router.thresholds_ == {"a": 0.8}
     routed = router.route([0.0, 0.8, 0.8000001, 0.1], ["a", "a", "a", "never seen"])
     assert routed.tolist() == [True, True, False, False]  # U <= threshold; unseen groups think
-    # a group with a loss on every labelled item certifies nothing: -inf, always think
-    router.partial_fit(np.full(50, 0.1), ["b"] * 50, np.ones(50), np.ones(50, bool))
-    assert router.thresholds_["b"] == -np.inf
-    assert not router.route([0.0], ["b"]).any()
-
-
-def test_unlabelled_losses_are_ignored():
-    rng = np.random.default_rng(2)
-    u, lab = rng.uniform(size=500), draw_labels(500, 0.3, seed=9)
-    loss = (rng.uniform(size=500) < 0.1).astype(float)
-    a = OnlineGPAC(EPS, label_rate=0.3).partial_fit(u, ["g"] * 500, np.where(lab, loss, np.nan), lab)
-    b = OnlineGPAC(EPS, label_rate=0.3).partial_fit(u, ["g"] * 500, np.where(lab, loss, 1.0), lab)
-    assert a.thresholds_ == b.thresholds_ and np.isfinite(a.thresholds_["g"])
-
-
-def test_draw_labels_is_seeded_with_the_rate():
-    a, b = draw_labels(20000, 0.2, seed=1), draw_labels(20000, 0.2, seed=1)
-    assert a.dtype == bool and np.array_equal(a, b)
-    assert abs(a.mean() - 0.2) < 4 * mcse(0.2, a.size)
+    router.fit(np.full(50, 0.1), np.ones(50), ["b"] * 50)  # a loss on every item: nothing certified
+    assert router.thresholds_["b"] == -np.inf and not router.route([0.0], ["b"]).any()
 
 
 # --------------------------------------------------------------------------- bad arguments
@@ -218,8 +223,12 @@ def test_draw_labels_is_seeded_with_the_rate():
         (dict(eps=0.0), "eps"),
         (dict(eps=1.5), "eps"),
         (dict(alpha=1.0), "alpha"),
-        (dict(label_rate=0.0), "label_rate"),
-        (dict(label_rate=1.5), "label_rate"),
+        (dict(label_prob=0.0), "label_prob"),
+        (dict(label_prob=1.5), "label_prob"),
+        (dict(warmup_items=-1), "warmup_items"),
+        (dict(warmup_prob=0.0), "warmup_prob"),
+        (dict(label_budget=-1), "label_budget"),
+        (dict(drift_alpha=1.0), "drift_alpha"),
         (dict(grid=0), "grid"),
         (dict(grid=[0.5, 0.2]), "grid"),
         (dict(grid=[0.2, 1.5]), "grid"),
@@ -229,7 +238,7 @@ def test_draw_labels_is_seeded_with_the_rate():
     ],
 )
 def test_bad_constructor_arguments(kwargs, name):
-    args = dict(eps=0.1, alpha=0.05, label_rate=0.5) | kwargs
+    args = dict(eps=0.1, alpha=0.05, label_prob=0.5) | kwargs
     with pytest.raises(ParameterError) as err:
         OnlineGPAC(args.pop("eps"), args.pop("alpha"), **args)
     msg = str(err.value)
@@ -244,39 +253,57 @@ def test_bad_constructor_arguments(kwargs, name):
         (dict(groups=["a", None, "b"]), "groups"),
         (dict(losses=[0.0, 1.0]), "losses"),
         (dict(losses=[0.0, 2.0, 0.0]), "losses"),
-        (dict(losses=[0.0, np.nan, 0.0]), "losses"),
-        (dict(labelled=[True, False]), "labelled"),
-        (dict(labelled=[0, 2, 1]), "labelled"),
+        (dict(losses=[np.nan, 0.0, 0.0]), "losses"),
+        (dict(decisions="short"), "decisions"),
     ],
 )
-def test_bad_partial_fit_arguments(change, name):
-    args = dict(scores=[0.1, 0.2, 0.3], groups=["a", "b", "a"], losses=[0.0, 1.0, 0.0], labelled=[True, True, False])
+def test_bad_update_arguments(change, name):
+    router = OnlineGPAC(0.1, label_prob=0.5)
+    args = dict(scores=[0.1, 0.2, 0.3], losses=[0.0, 1.0, 0.0], groups=["a", "b", "a"])
+    args["decisions"] = router.decide(args["scores"], args["groups"])
+    if change.get("decisions") == "short":
+        change = {"decisions": online.Decisions(*(f[:2] for f in args["decisions"]))}
     with pytest.raises(ValueError) as err:
-        OnlineGPAC(0.1, label_rate=0.5).partial_fit(**(args | change))
+        router.update(**(args | change))
     msg = str(err.value)
     assert msg.startswith(f"{name}:") and "\n" not in msg
 
 
-def test_bad_label_draw_arguments():
-    with pytest.raises(ParameterError, match="^label_rate:"):
-        draw_labels(10, 0.0, seed=0)
-    with pytest.raises(ParameterError, match="^n:"):
-        draw_labels(-1, 0.5, seed=0)
+# --------------------------------------------------------------------------- B-PAC and notebook 33
+@pytest.mark.slow
+def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
+    u, loss, g = bpac.closed_form_streams(40, 3000, **VALIDITY, seed=9)
+    risk = bpac.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
+    out = bpac.compare(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
+    assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
+    assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours
+    assert out["online G-PAC, fixed rate"]["no_thinking_call"] < ours["no_thinking_call"]
 
 
-# --------------------------------------------------------------------------- notebook 33
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_notebook_33_writes_its_savings_and_group_tables(fast_run):
+def test_notebook_33_writes_its_comparison_and_group_tables(fast_run):
     import pandas as pd
 
     tables = fast_run("33_online_gpac").tables
-    savings = pd.read_csv(tables / "online_gpac_savings.csv")
-    assert savings["method"].tolist() == [
-        "online G-PAC (mixture)", "online G-PAC (grapa)", "marginal online PAC", "offline G-PAC, equal labels",
+    savings = pd.read_csv(tables / "online_gpac_savings.csv").set_index("method")
+    assert savings.index.tolist() == [
+        "online G-PAC, free labels", "online G-PAC, fixed rate", "B-PAC per group",
+        "offline G-PAC, equal paid labels", "online PAC (one group), free labels", "B-PAC (one group)",
     ]  # fmt: skip
-    assert savings["labels"].nunique() == 1  # every method gets the labels online G-PAC used
-    assert savings["saved_mean"].between(0, 1).all()
+    paid = savings["paid_labels"]
+    assert paid["B-PAC per group"] >= paid["online G-PAC, free labels"]  # at least equal paid labels
+    assert paid["B-PAC (one group)"] >= paid["online PAC (one group), free labels"]
+    assert savings["no_thinking_call"].between(0, 1).all()
     groups = pd.read_csv(tables / "online_gpac_groups.csv")
     assert len(groups) == 4 * 7 and np.allclose(groups["traffic"].groupby(groups["method"]).sum(), 1, atol=1e-3)
     assert (tables.parent / "online_gpac_stream.png").exists() and (tables.parent / "online_gpac_drift.pdf").exists()
+
+
+def test_online_gpac_is_a_calibrator():
+    from gpac_utils.calibrate import Calibrator
+
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    assert isinstance(router, Calibrator)
+    assert router.fit([0.2, 0.4], [0.0, 1.0], ["a", "b"]) is router and set(router.thresholds_) == {"a", "b"}

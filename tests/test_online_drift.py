@@ -1,0 +1,109 @@
+"""The per-group drift alarm of online G-PAC (gpac_utils.online): false alarms on stationary
+streams within the stated bound, detection of a step in one group's risk, and the validity of the
+threshold re-certified after the alarm. Groups are independent processes, so each group's items
+are simulated as a stream of their own (tests/test_online.py checks the independence)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpac_utils import online
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bpac  # noqa: E402
+
+EPS, ALPHA = 0.1, 0.05
+
+
+def mcse(p, n):
+    return math.sqrt(p * (1 - p) / n)
+
+
+def group_stream(n_trials, n, a, k, seed, change=None, after=None):
+    """One group's items: U ~ Uniform(0, 1), loss ~ Bernoulli(a U^k) (from item ``change`` on: ``after`` = (a, k))."""
+    u, loss, g = bpac.closed_form_streams(n_trials, n, (1.0,), (a,), (k,), seed)
+    if change is not None:
+        rng = np.random.default_rng([seed, 1])
+        new = (rng.uniform(size=(n_trials, n - change)) < after[0] * u[:, change:] ** after[1]).astype(float)
+        loss[:, change:] = new
+    return u, loss, g
+
+
+def first_alarms(res):
+    return res["alarms"][:, 0]
+
+
+@pytest.mark.slow
+def test_false_alarms_at_the_worst_null_stay_within_the_shiryaev_roberts_bound():
+    # R(u) = 0.2 u, the threshold held at u = 0.5 where R = eps exactly; P(alarm by H) <= drift_alpha E[min(tau, H)]
+    n_trials, horizon, drift_alpha = 2000, 400, 1e-3
+    u, _, g = bpac.closed_form_streams(n_trials, horizon, (1.0,), (1.0,), (0,), seed=11)
+    loss = (np.random.default_rng(12).uniform(size=u.shape) < 0.2).astype(float)
+    grid = np.array([0.5])
+    state = online.new_state((n_trials,), 1) | {"certified": np.ones((n_trials, 1), bool)}
+    schedule = online.Schedule(0.3)
+    uniforms = np.random.default_rng(13).random(u.shape)
+    alarm = np.full(n_trials, -1)
+    for t0 in range(0, horizon, 10):
+        block = slice(t0, t0 + 10)
+        member = np.ones_like(u[:, block], bool)
+        d = online.decide(state, u[:, block], member, uniforms[:, block], schedule, grid)
+        assert np.all(d.threshold[alarm < 0] == 0.5)
+        state, first = online.learn(state, u[:, block], loss[:, block], member, d, grid, eps=EPS, alpha=ALPHA,
+                                    drift_alpha=drift_alpha)  # fmt: skip
+        alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
+        state["certified"][:] = True  # hold the threshold: the detector alone is under test
+    rate = np.mean(alarm >= 0)
+    bound = drift_alpha * np.mean(np.where(alarm >= 0, alarm + 1, horizon))
+    assert 0.05 < rate <= bound + 3 * mcse(bound, n_trials), (rate, bound)  # the alarm is live at the null
+
+
+@pytest.mark.slow
+def test_stationary_groups_raise_false_alarms_within_the_bound():
+    n_trials, n, drift_alpha = 300, 2000, 1e-4
+    grid = online.grid_points(51)
+    for j, (a, k) in enumerate([(0.3, 1), (0.6, 1), (1.0, 2)]):
+        u, loss, g = group_stream(n_trials, n, a, k, seed=20 + j)
+        res = bpac.run_online(u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10,
+                              drift_alpha=drift_alpha, seed=j)  # fmt: skip
+        alarm = first_alarms(res)
+        thr = res["thresholds"][:, :, 0]
+        at = thr[np.arange(n_trials), np.maximum(alarm, 0) // 10]
+        false = (alarm >= 0) & (bpac.closed_form_risk(a, k)(at) <= EPS)  # the threshold in use was fine
+        monitored = np.isfinite(thr).sum(axis=1) * 10  # items seen with a threshold in use (an upper bound)
+        bound = drift_alpha * monitored.mean()
+        assert false.mean() <= bound + 3 * mcse(bound, n_trials), (j, false.mean(), bound)
+        assert np.isfinite(thr[:, -1]).mean() > 0.9  # the groups were certified, hence monitored
+
+
+@pytest.mark.slow
+def test_a_step_in_one_groups_risk_is_detected_and_the_recertified_threshold_is_valid():
+    # before: R(u) = 0.15 u^2 (u* = 0.82); from item 1500 on: R(u) = 0.45 u^2 (u* = 0.47)
+    n_trials, n, change, drift_alpha = 300, 4000, 1500, 1e-4
+    grid = online.grid_points(51)
+    u, loss, g = group_stream(n_trials, n, 0.3, 1, seed=31, change=change, after=(0.9, 1))
+    res = bpac.run_online(u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10,
+                          drift_alpha=drift_alpha, seed=3)  # fmt: skip
+    thr = res["thresholds"][:, :, 0]
+    risk_after = bpac.closed_form_risk(0.9, 1)
+    alarm = first_alarms(res)
+    assert np.mean((alarm >= 0) & (alarm < change)) <= drift_alpha * change + 3 * mcse(drift_alpha * change, n_trials)
+    at_change = thr[:, change // 10]
+    assert np.mean(risk_after(at_change) > EPS) > 0.9  # the step made the certified thresholds unsafe
+    detected = alarm >= change
+    delay = alarm[detected] - change
+    assert detected.mean() >= 0.9, detected.mean()
+    assert np.median(delay) < 800, np.percentile(delay, [10, 50, 90])
+    # after the alarm: always think, then certify again from the new data only
+    blocks = np.arange(thr.shape[1]) * 10
+    after = blocks[None, :] > alarm[:, None]
+    assert np.all(np.isneginf(thr[after & (blocks[None, :] <= alarm[:, None] + 10) & detected[:, None]]))
+    recert = after & detected[:, None]
+    violated = (risk_after(np.where(recert, thr, -np.inf)) > EPS).any(axis=1)[detected]
+    assert violated.mean() <= ALPHA + 3 * mcse(ALPHA, detected.sum()), violated.mean()
+    assert np.isfinite(thr[detected, -1]).mean() > 0.9 and np.maximum(thr[detected, -1], 0).mean() > 0.25

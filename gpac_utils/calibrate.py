@@ -170,10 +170,7 @@ def risk_curve(
     ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
     """
     recipe = as_recipe(recipe)
-    losses = np.asarray(losses, dtype=float)
-    scores = np.asarray(scores, dtype=float)
-    if losses.ndim != 1 or losses.shape != scores.shape:
-        raise ValueError(f"scores and losses must be 1-D of equal length, got {scores.shape} and {losses.shape}")
+    scores, losses = _as_arrays(scores, losses, loss_bound)
     d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng)
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)

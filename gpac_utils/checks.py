@@ -13,15 +13,9 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "ParameterError",
-    "DataError",
-    "check_range",
-    "check_risk",
-    "check_int",
-    "check_array",
-    "check_labels",
+    "ParameterError", "DataError", "check_range", "check_risk", "check_int", "check_array", "check_labels",
     "check_budget",
-]
+]  # fmt: skip
 
 
 class ParameterError(ValueError):
@@ -130,12 +124,8 @@ def check_int(name: str, value, minimum: int) -> int:
     ParameterError
         When it is not an integer, or is below ``minimum``.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer())
+    if not whole or value < minimum:
         raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
     return int(value)
 

@@ -246,9 +246,8 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     checks.check_thresholds_file(payload, str(a.thresholds), list(METHODS), SETTINGS_KEYS)
     cols = payload.get("columns", {}) or {}
-    score_col = a.score_col or cols.get("score")
-    group_col = a.group_col or cols.get("group")
-    id_col = a.id_col or cols.get("id")
+    # an option given on the command line wins over the column used at calibration
+    score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
     try:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:

@@ -122,13 +122,9 @@ def _check_range(df: pd.DataFrame, col: str, lo: float, hi: float | None) -> np.
 
 
 def validate(
-    df: pd.DataFrame,
-    *,
-    loss_bound: float = 1.0,
-    score_cols: Sequence[str] | None = None,
-    require_group: bool = False,
+    df: pd.DataFrame, *, loss_bound: float = 1.0, score_cols: Sequence[str] | None = None, require_group: bool = False,
     require_tokens: bool = False,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """Check ``df`` against the schema and return a copy with canonical dtypes.
 
     Raises :class:`SchemaError` for: an empty table, missing columns, NaN/inf values,
@@ -399,11 +395,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
 
 
 def read_table(
-    path: str | Path,
-    columns: Mapping[str, str] | None = None,
-    *,
-    keep: Sequence[str] | None = None,
-    **validate_kw,
+    path: str | Path, columns: Mapping[str, str] | None = None, *, keep: Sequence[str] | None = None, **validate_kw
 ) -> pd.DataFrame:
     """Read a table (CSV, TSV, parquet, JSON lines), map foreign column names, and validate it.
 

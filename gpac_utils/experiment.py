@@ -256,14 +256,10 @@ def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, token
         in_g = np.ones(len(losses), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
+        setting = (method, score, recipe.bound, recipe.sampling, recipe.label_prob, recipe.rule)
         row = {
             "trial": trial,
-            "method": method,
-            "score": score,
-            "bound": recipe.bound,
-            "sampling": recipe.sampling,
-            "label_prob": recipe.label_prob,
-            "rule": recipe.rule,
+            **dict(zip(KEYS, setting)),
             "group": g,
             "n_test": len(t),
             "error": float(np.mean(losses[t] * r)) if len(t) else np.nan,

@@ -135,9 +135,8 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     bad = ~(think > 0)
     if bad.any():
         raise ValueError(f"think_tokens must be > 0 for STP; bad at rows {np.flatnonzero(bad)[:5].tolist()}")
-    cost = (nothink if form == "cascade" else r * nothink) + (
-        ~r
-    ) * think  # the non-thinking answer, then the thinking one
+    # the non-thinking answer (always in a cascade, for routed items in a router), then the thinking one
+    cost = (nothink if form == "cascade" else r * nothink) + ~r * think
     return float(np.mean(1.0 - cost / think))
 
 

@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import threshold
-from .checks import check_array, check_int, check_labels, check_risk
+from .checks import check_array, check_int, check_labels, check_range, check_risk
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = ["PlanCurves", "predict", "labels_needed", "default_grid", "PILOT_MODELS", "BAND"]
@@ -408,9 +408,8 @@ def predict(
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     settings = {
         "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
-        "n_resamples": n_resamples,
-        "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty), "seed": int(seed),
-        "loss_bound": float(loss_bound),
+        "n_resamples": n_resamples, "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty),
+        "seed": int(seed), "loss_bound": float(loss_bound),
     }  # fmt: skip
     return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
 
@@ -432,9 +431,7 @@ def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.S
         Per group; ``nan`` when no grid point reaches the target (more labels than the grid, or
         never: the group's loss is too high among its low scores).
     """
-    target = float(target)
-    if not 0 < target <= 1:
-        raise ValueError(f"target: must lie in (0, 1], got {target}")
+    target = check_range("target", target, closed_right=True)
     if stat not in ("mean", "q10"):
         raise ValueError(f"stat: unknown {stat!r}; choose 'mean' or 'q10'")
     v = curves.mean if stat == "mean" else curves.band()[0]

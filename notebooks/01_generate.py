@@ -13,10 +13,13 @@
 # %% [markdown]
 # # 01 — Generate answers with a thinking and a non-thinking LLM
 #
-# **Reproduces** the model outputs behind every table of Sec. 5 (Sec. 5.1 and App. F.1: Qwen3-4B
-# Thinking-2507 / Instruct-2507 and DeepSeek-R1-Distill-Llama-8B / Llama-3.1-8B-Instruct on
-# MATH-500, GPQA, ZebraLogic and Arena-Hard): for every item the thinking model's answer, the
-# non-thinking model's answer with its token logprobs, and 10 verbalized confidences.
+# **Generates**, on a GPU, the kind of model outputs behind the tables of Sec. 5 (models and
+# benchmarks of Sec. 5.1 and App. F.1: Qwen3-4B Thinking-2507 / Instruct-2507 and
+# DeepSeek-R1-Distill-Llama-8B / Llama-3.1-8B-Instruct on MATH-500, GPQA and ZebraLogic; Arena-Hard
+# from Sec. 5.3): for every item the thinking model's answer, the non-thinking model's answer with
+# its token logprobs, and 10 verbalized confidences (App. F.2). The paper's own outputs are not
+# published: the committed tables under `data/simulated/` are simulated stand-ins (their data card
+# says so), and a run of this notebook produces new outputs, not the paper's (sampling differs).
 #
 # **Reads** a benchmark file `data/benchmarks/<benchmark>.{jsonl,parquet,csv}` (see
 # `gpac_utils.llm.benchmarks` for the columns) and the model weights (Hugging Face ids or local folders).
@@ -43,8 +46,9 @@
 # It writes `data/generations/walk__smollm2/`.
 #
 # **Runtime**: `fast` (the walk) about 1–2 minutes on 2 CPU cores (first run: + 20 s to convert the
-# GGUF file into `build/tiny/`). `paper`: validate mode in seconds without a GPU; with one, hours
-# per benchmark and pair (thinking answers up to 32k tokens).
+# GGUF file into `build/tiny/`). `paper`: validate mode in seconds without a GPU; with one, an
+# estimated several hours per benchmark and pair (not measured here; thinking answers up to 32,768
+# tokens, `max_tokens`).
 
 # %%
 from pathlib import Path

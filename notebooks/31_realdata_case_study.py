@@ -26,13 +26,14 @@
 # **gpt-4o-mini** (`weak_correct` → `nothink_correct`), groups = the 7 MATH subjects,
 # loss = 1{o1-mini right and gpt-4o-mini wrong}. The score is `weak_uncertainty_disagree` →
 # `score_disagree`: the share of an 8-model panel of other non-reasoning models whose answer
-# differs from gpt-4o-mini's (a consistency score, **not** the cheap model's own logits; AUROC
-# 0.83 for the loss per the folder's PROVENANCE.md); `weak_uncertainty_len` → `score_length`
+# differs from gpt-4o-mini's (a consistency score, **not** the cheap model's own logits; its
+# AUROC for the loss is computed below); `weak_uncertainty_len` → `score_length`
 # (a weak length proxy) can be added with `scores=["score_disagree", "score_length"]`.
 # If the file is absent, the notebook says how to point it at one and stops without output.
 #
 # **Other data** (parameter `data_source`, default `None` = the real table above): `"simulated"`
-# (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen), `"generated"`
+# (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen; choose its score
+# columns with `scores`, e.g. `-p scores "[score_logits]"`), `"generated"`
 # (the scored table that `02_scores` wrote for them, e.g. `overrides={"benchmark": "walk",
 # "pair": "smollm2"}`), or a path to any table in the data schema, mapped with `columns`. Their
 # outputs carry the source in their names (e.g. `realdata_case_study__generated__walk__smollm2`).
@@ -50,13 +51,35 @@
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
 # `figures/realdata_errorbar_category.{png,pdf}`.
 #
-# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s.
+# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s on a quiet machine (20 s with
+# the cores shared).
+
+# %% [markdown]
+# **Learning objectives.** After this lesson you can
+# * **compute** one trial of a results table by hand — split, fit one {term}`threshold` per
+#   subject, route, measure — and match the library's row for it;
+# * **explain** the table's metrics ({term}`Error`, {term}`Error_Gap`, {term}`STP`, the
+#   {term}`routed share` and the per-group {term}`violation rate`) and which of them the guarantee bounds;
+# * **diagnose** the paper's recipe on real outputs: which subjects it violates, by how much, and
+#   what the valid recipe pays for not doing so;
+# * **derive** when a small subject can never certify under the valid recipe.
+#
+# **Prerequisites.** `00_quickstart` (one calibration by hand: the {term}`UCB` curve and the
+# threshold read off it), `21_table_known_groups` (the results table and its rows) and, for the
+# last exercise, `32_label_budget` (the minimum label count). Terms: {term}`PAC`, {term}`G-PAC`,
+# {term}`C-PAC`, {term}`recipe`, {term}`MCSE`. The guarantee checked here is Theorem 4.2
+# (`thm:known-grouping`): for each subject separately, $P(R(\hat u_j \mid G_j) > \varepsilon) \le \alpha$
+# over the calibration draw, for a valid recipe (a bound satisfying Assumption 4.1,
+# `assump:ucb-validity`, labels drawn without resampling, the first-crossing rule).
 
 # %%
+import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
+from sklearn.metrics import roc_auc_score
 
-from gpac_utils import data
+from gpac_utils import data, experiment, threshold
+from gpac_utils.calibrate import ALL
 from gpac_utils.experiment import group_violations
 from gpac_utils.paper import plotting, realdata, results_tables, sources
 from gpac_utils.paper.table_layout import LAYOUT_ROWS
@@ -100,8 +123,9 @@ cfg
 # ## The table
 # A path is read with its column mapping, and the token-cost model above turns character counts
 # into token counts (`realdata.realdata_table`); the simulated and generated tables are in the
-# schema already. Size, accuracies and loss rate per subject (%): the loss rate differs by a
-# factor of two between subjects, which is what a single marginal threshold cannot see.
+# schema already. Size, accuracies and loss rate per subject (%); the sentence under the table
+# is computed from it. Subjects whose loss rates differ are what a single marginal threshold
+# cannot see.
 
 # %%
 if available:
@@ -112,7 +136,19 @@ if available:
     else:
         table = sources.load_table(source, cfg.benchmark, cfg.pair, notebook="31_realdata_case_study",
                                    scores=cfg.scores, loss_bound=cfg.loss_bound)
-    display(realdata.group_summary(table).round(2))
+    summary_by_group = realdata.group_summary(table)
+    display(summary_by_group.round(2))
+    if data.GROUP in table.columns:
+        subjects = summary_by_group[summary_by_group["group"] != "ALL"].set_index("group")
+        low, high = subjects[data.LOSS].idxmin(), subjects[data.LOSS].idxmax()
+        auroc = {c: roc_auc_score(table[data.LOSS], table[c]) for c in cfg.scores if table[data.LOSS].nunique() == 2}
+        display(Markdown(
+            f"Loss rate from {subjects.loc[low, data.LOSS]:.1f} % ({low}) to {subjects.loc[high, data.LOSS]:.1f} % "
+            f"({high}), a factor of {subjects.loc[high, data.LOSS] / subjects.loc[low, data.LOSS]:.1f}; subjects of "
+            f"{subjects['n'].min()} ({subjects['n'].idxmin()}) to {subjects['n'].max()} ({subjects['n'].idxmax()}) "
+            f"problems. AUROC of each score for the loss: "
+            + ", ".join(f"`{c}` {v:.3f}" for c, v in auroc.items()) + "."
+        ))
 
 # %% [markdown]
 # ## Run PAC, G-PAC and C-PAC (paper and valid recipes)
@@ -147,11 +183,240 @@ if available:
         display(frame)
 
 # %% [markdown]
+# ## One trial by hand
+#
+# Every number of the table above is an average over `n_trials` trials, and each trial is four
+# steps. Here they are for trial 0, G-PAC with the paper's recipe, written out and checked row by row
+# against what the library recorded for the same trial:
+#
+# 1. **split**: a seeded permutation of the rows; the first `round(cal_ratio · n)` calibrate, the rest test;
+# 2. **fit**: per subject, in sorted order, `threshold` on that subject's calibration items — all
+#    subjects draw their label terms from one generator seeded by `experiment.calibrator_seed`
+#    (trial, score, recipe and method positions); a subject with fewer than 10 calibration items
+#    always thinks;
+# 3. **route**: an item goes to the non-thinking model when its score is at most its subject's threshold;
+# 4. **measure**: Error and routed share on the test half; each subject's risk over the whole table
+#    (the table stands in for the population), and a violation when that risk exceeds $\varepsilon$.
+
+# %%
+def trial_by_hand(trial, score, recipe, method_index):
+    """Split, fit one threshold per subject, route and measure one trial of the known-groups run."""
+    u, losses, groups = table[score].to_numpy(float), table[data.LOSS].to_numpy(float), table[data.GROUP].to_numpy(str)
+    perm = np.random.default_rng([cfg.seed, trial]).permutation(len(table))  # 1. split
+    n_cal = int(round(cfg.cal_ratio * len(table)))
+    cal, test = perm[:n_cal], perm[n_cal:]
+    rng = np.random.default_rng(experiment.calibrator_seed(cfg.seed, trial, cfg.scores.index(score), 0, method_index))
+    thresholds = {}
+    for g in sorted(set(groups[cal])):  # 2. fit, subjects in sorted order, one generator
+        idx = cal[groups[cal] == g]
+        thresholds[g] = (-np.inf if idx.size < 10 else
+                         float(threshold(u[idx], losses[idx], eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)))
+    routed = u <= np.array([thresholds[g] for g in groups])  # 3. route
+    rows = [{"group": ALL, "n_cal": n_cal, "threshold": np.nan, "error": np.mean(losses[test] * routed[test]),
+             "routed_share": np.mean(routed[test]), "pop_risk": np.mean(losses * routed)}]  # 4. measure
+    for g, t in thresholds.items():
+        m, mt = groups == g, groups[test] == g
+        rows.append({"group": g, "n_cal": int(np.sum(groups[cal] == g)), "threshold": t,
+                     "error": np.mean(losses[test][mt] * routed[test][mt]),
+                     "routed_share": np.mean(routed[test][mt]), "pop_risk": np.mean(losses[m] * routed[m])})
+    out = pd.DataFrame(rows)
+    out["violated"] = out["pop_risk"] > cfg.eps
+    return out
+
+
+def check_against_library(mine, setting, method, bound, trial, score):
+    """Assert the by-hand trial equals the library's rows of the same trial."""
+    lib = built[name].results.query(
+        "grouping == 'known' and setting == @setting and method == @method and bound == @bound "
+        "and trial == @trial and score == @score"
+    ).set_index("group")
+    for _, row in mine.iterrows():
+        ref = lib.loc[row["group"]]
+        for col in ("error", "routed_share", "pop_risk"):
+            assert abs(row[col] - ref[col]) < 1e-12, (row["group"], col, row[col], ref[col])
+        if row["group"] != ALL:
+            assert row["threshold"] == ref["threshold"] or np.isnan(ref["threshold"]), (row["group"], row["threshold"])
+
+
+if available and "known" in groupings:
+    score = cfg.scores[0]
+    # G-PAC is the second method of the paper-recipe run (methods = ("PAC", "G-PAC")): method index 1
+    by_hand = trial_by_hand(0, score, settings.paper, method_index=1)
+    check_against_library(by_hand, "paper", "G-PAC", settings.paper.bound, 0, score)
+    display(by_hand.round(4))
+    hit = by_hand.loc[(by_hand["group"] != ALL) & by_hand["violated"], "group"].tolist()
+    display(Markdown(
+        f"Trial 0 by hand equals the library's rows. Error {by_hand['error'].iloc[0]:.4f}, routed share "
+        f"{by_hand['routed_share'].iloc[0]:.3f}; subjects whose whole-table risk exceeds $\\varepsilon$ = {cfg.eps} "
+        f"in this trial: {', '.join(hit) or 'none'}. The table's violation rate of a subject is the share of the "
+        f"{cfg.n_trials} trials in which it is in this list."
+    ))
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-realdata-valid-trial
+#
+# Repeat the trial by hand with the first valid recipe (`settings.valid[0]`) and check it against the
+# library's row of setting `valid`. The valid run is a separate experiment whose only method is
+# G-PAC: which `method_index` does `calibrator_seed` then need? How many subjects certify a
+# threshold in this trial, compared with the paper's recipe?
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-realdata-valid-trial
+# :class: dropdown
+# ```
+# The valid run fits `methods = ("G-PAC",)`, so G-PAC is method 0 there (and the bound is recipe 0).
+# With index 1 the generator, and hence the Bernoulli labels, would differ from the library's.
+
+# %% tags=["solution"]
+if available and "known" in groupings:
+    valid_trial = trial_by_hand(0, cfg.scores[0], settings.valid[0], method_index=0)
+    check_against_library(valid_trial, "valid", "G-PAC", settings.valid[0].bound, 0, cfg.scores[0])
+    certified = {k: int(np.isfinite(t["threshold"]).sum()) for k, t in (("paper", by_hand), ("valid", valid_trial))}
+    print(f"subjects with a finite threshold in trial 0: {certified}")
+    display(valid_trial.round(4))
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
 # ## Reading the result
-# On real outputs the paper's qualitative picture holds: with the paper's settings marginal PAC
-# leaves some subjects above $\varepsilon$ in many trials, while per-subject thresholds (G-PAC)
-# and per-cluster thresholds (C-PAC) bring every group's mean test error below $\varepsilon$.
-# The violation rates show the difference between the paper's settings and valid ones: under the
-# paper's CLT/resample/max calibration the small subjects (Precalculus: 35 problems, Geometry: 44)
-# are violated well above $\alpha$; the valid calibration keeps every subject near or below
-# $\alpha$ but routes far fewer queries to the cheap model.
+#
+# The sentences below are computed from the tables above and checked.
+
+# %%
+if available and "known" in groupings:
+    first_score = cfg.scores[0]  # the reading is about the first score
+    gv_first = gv[gv["score"] == first_score]
+    gv_paper = gv_first[(gv_first["setting"] == "paper") & (gv_first["method"] == "G-PAC")].set_index("group")
+    gv_pac = gv_first[(gv_first["setting"] == "paper") & (gv_first["method"] == "PAC")].set_index("group")
+    gv_valid = gv_first[gv_first["setting"] == "valid"]
+    res = built[name].summary
+    row = lambda method, setting: res[(res["grouping"] == "known") & (res["method"] == method)  # noqa: E731
+                                      & (res["setting"] == setting) & (res["score"] == first_score)].iloc[0]
+    worst = gv_paper["violation_rate"].idxmax()
+    worst_rate, worst_mcse = gv_paper.loc[worst, ["violation_rate", "violation_mcse"]]
+    sizes = table[data.GROUP].value_counts()
+    pac_over = gv_pac.index[gv_pac["violation_rate"] > cfg.alpha].tolist()
+    mcse_note = (f"{(worst_rate - cfg.alpha) / worst_mcse:.1f} MCSE from $\\alpha$" if worst_mcse > 0
+                 else f"its MCSE is 0 over {cfg.n_trials} trials")
+    within = gv_paper.index[gv_paper["violation_rate"] <= cfg.alpha + 3 * gv_paper["violation_mcse"]].tolist()
+    if cfg.data_source is None and profile == "paper":  # the sentences below, on the real table
+        assert row("G-PAC", "paper")["Error_Gap"] == 0
+        assert row("G-PAC", "paper")["routed_share"] > row("G-PAC", "valid")["routed_share"]
+    pac_text = (f"violates {', '.join(pac_over)} in up to {100 * gv_pac.loc[pac_over, 'violation_rate'].max():.0f} % "
+                f"of the trials: the marginal guarantee says nothing per subject" if pac_over
+                else "violates no subject in more than $\\alpha$ of the trials here")
+    gap = row("G-PAC", "paper")["Error_Gap"]
+    gap_text = "every subject's mean test error within $\\varepsilon$" if gap == 0 else "some subject above on average"
+    display(Markdown(
+        f"Score `{first_score}`.\n\n"
+        f"* **PAC** (one threshold) {pac_text}.\n"
+        f"* **G-PAC, paper's recipe**: Error_Gap {gap:.2f} % ({gap_text}), yet its largest per-subject violation rate is {100 * worst_rate:.0f} % "
+        f"({worst}, {sizes[worst]} problems{', the smallest subject' if worst == sizes.idxmin() else ''}), "
+        f"{mcse_note}; {len(within)} of {len(gv_paper)} subjects "
+        f"are within $\\alpha$ + 3 MCSE.\n"
+        f"* **G-PAC, valid**: every subject at or below {100 * gv_valid['violation_rate'].max():.0f} %, but it routes "
+        f"{row('G-PAC', 'valid')['routed_share']:.1f} % of the test queries instead of "
+        f"{row('G-PAC', 'paper')['routed_share']:.1f} %."
+    ))
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-realdata-any-group
+#
+# In the long table, G-PAC with the paper's recipe has a "Violation any group" rate far above its
+# largest per-subject rate. Explain why the share of trials in which *some* subject is violated can
+# exceed $\alpha$ even when every subject's guarantee holds, give the value it would take for $k$
+# subjects violated independently, each with probability exactly $\alpha$, and say which option of
+# `GPAC` bounds it by $\alpha$ — at what price?
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-realdata-any-group
+# :class: dropdown
+# ```
+# Theorem 4.2 bounds each subject's violation probability by $\alpha$ separately. The event "some
+# subject violated" is a union of $k$ such events: its probability is at most $k\alpha$ (union
+# bound) and equals $1-(1-\alpha)^k$ when they are independent and each has probability
+# $\alpha$. `GPAC(simultaneous=True)` calibrates each subject at $\alpha/k$, so the union is at
+# most $\alpha$ — at the price of larger bounds and fewer routed queries in every subject.
+
+# %% tags=["solution"]
+if available and "known" in groupings:
+    k = table[data.GROUP].nunique()
+    independent = 1 - (1 - cfg.alpha) ** k
+    union = min(1.0, k * cfg.alpha)
+    long_row = row("G-PAC", "paper")
+    assert long_row["violation_any_group"] >= long_row["violation_max_group"]
+    assert independent <= union
+    print(f"k = {k}: independent {independent:.3f}, union bound {union:.2f}; G-PAC paper: any group "
+          f"{long_row['violation_any_group']:.1f} %, largest per subject {long_row['violation_max_group']:.1f} %")
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-realdata-small-subject
+#
+# Under the valid recipe (Bernoulli labelling at $\pi$ = `cfg.label_prob`, Hoeffding–Bentkus,
+# $\varepsilon$ = `cfg.eps`), derive the smallest number of calibration items with which a subject
+# can certify any threshold (notebook 32 derives it for $\pi = 1$). Which subjects can never
+# certify in this table, whatever their losses? Check against the valid run's routed shares.
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-realdata-small-subject
+# :class: dropdown
+# ```
+# With no loss at all the bound is $(1/\pi)(1-\alpha^{1/n})$ on terms of range $1/\pi$, so a subject
+# certifies only if $n \ge \lceil \log\alpha / \log(1-\pi\varepsilon) \rceil$. A subject whose
+# calibration half is always smaller never routes anything under the valid recipe.
+
+# %% tags=["solution"]
+if available and "known" in groupings:
+    n_need = int(np.ceil(np.log(cfg.alpha) / np.log(1 - cfg.label_prob * cfg.eps)))
+    valid_rows = built[name].results.query("grouping == 'known' and setting == 'valid' and group != @ALL")
+    most_cal = table[data.GROUP].value_counts()  # a subject's calibration half is never larger than the subject
+    never = most_cal.index[most_cal < n_need].tolist()
+    for g in never:
+        assert (valid_rows.loc[valid_rows["group"] == g, "routed_share"] == 0).all(), g
+    print(f"n >= {n_need} calibration items needed; subjects with fewer problems in all: {never or 'none'}")
+    print(valid_rows.groupby("group")["routed_share"].mean().round(3).to_string())
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
+# ## Common mistakes
+#
+# * **Reading Error_Gap = 0 as the guarantee.** It averages each subject's test error over trials
+#   before comparing with $\varepsilon$; G-PAC with the paper's recipe shows 0 while one subject is
+#   violated in more than $\alpha$ of the trials (the reading above).
+# * **A 0 % violation rate that only means "always think".** A method that routes almost nothing
+#   cannot violate: read the violation rate beside the routed share (next cell).
+# * **Per-subject $\alpha$ read as simultaneous.** The guarantee is per subject; "Violation any
+#   group" is not bounded by $\alpha$ (exercise above).
+# * **STP as a measurement here.** This table has no token counts: STP comes from the assumed cost
+#   model (`hidden_think_tokens`), the routed share does not.
+# * **A score fitted on the items it is calibrated on.** The guarantee treats the score function
+#   as fixed before calibration. The score here (panel disagreement) is not fitted on this table;
+#   a router trained on the same benchmark is — `02_scores` states that caveat for its
+#   cross-fitted router and measures what it changes (`figures/tables/02_router_disjoint.md`).
+# * **Forgetting that the seed positions matter.** A by-hand rerun with the wrong
+#   `calibrator_seed` indices draws other labels and gives other thresholds — not a bug in either.
+
+# %%
+if available:
+    frame = built[name].summary
+    quiet = frame[(frame["violation_max_group"] == 0)].sort_values("routed_share").iloc[0]
+    display(Markdown(
+        f"Lowest routed share among the rows with a 0 % violation rate: {quiet['method']} ({quiet['setting']}, "
+        f"{quiet['bound']}, {quiet['grouping']}) routes {quiet['routed_share']:.2f} % of the queries, STP "
+        f"{quiet['STP']:.2f} %."
+    ))

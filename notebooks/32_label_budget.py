@@ -46,14 +46,33 @@
 #
 # **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
 
+# %% [markdown]
+# **Learning objectives.** After this lesson you can
+# * **derive** the smallest number of labels with which a valid bound can certify any
+#   {term}`threshold` at all — the recurring 59 at $\varepsilon=\alpha=0.05$ — and check it by computation;
+# * **compute** one group's pilot bootstrap by hand (Bayesian-bootstrap weights, a synthetic
+#   calibration set, its threshold, its {term}`routed share`) and match the library's prediction;
+# * **explain** why a label-budget curve jumps instead of rising smoothly, and why a greedy
+#   allocation can then fall short of the exact one;
+# * **diagnose** an allocation that certifies nothing (labels spread below the minimum) and tell a
+#   prediction from a guarantee.
+#
+# **Prerequisites.** `00_quickstart` (calibrating one threshold per group: the {term}`risk`,
+# the {term}`UCB` and the {term}`selection rule`) and `12_finite_sample` (a valid,
+# finite-sample bound versus the paper's CLT bound). Terms: {term}`G-PAC`, {term}`recipe`,
+# {term}`sampling scheme`, {term}`violation rate`. The valid recipe here is Hoeffding–Bentkus
+# (Bates et al., 2021) with every chosen item labelled and the first-crossing rule: its bound
+# satisfies Assumption 4.1 (`assump:ucb-validity`) and nothing is resampled, so each group gets the
+# guarantee of Theorem 4.2 (`thm:known-grouping`) whatever its number of labels.
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from matplotlib import ticker
 
-from gpac_utils import allocation, data, prediction, threshold
+from gpac_utils import allocation, bounds, data, prediction, threshold
 from gpac_utils.paper import plotting
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.workflow import config, paths
@@ -78,9 +97,101 @@ recipe = as_recipe(cfg.recipe)
 cfg
 
 # %% [markdown]
+# ## The minimum label count: where 59 comes from
+#
+# A group certifies a threshold $u$ when the {term}`UCB` of its risk at $u$ is at most
+# $\varepsilon$. The best a group's labels can ever look is *no loss at all*: then the empirical
+# risk is 0 at every candidate. With $n$ labelled terms $z_i = \ell_i\mathbf 1\{U_i\le u\}\in[0,1]$
+# and empirical mean $\hat\mu = 0$, the Hoeffding–Bentkus bound is the smaller of two upper ends:
+#
+# * Hoeffding (the Kullback–Leibler form): the largest $t$ with
+#   $\exp(-n\,\mathrm{kl}(0\,\|\,t)) \ge \alpha$; since $\mathrm{kl}(0\,\|\,t) = -\log(1-t)$ this is
+#   $(1-t)^n = \alpha$, i.e. $t = 1-\alpha^{1/n}$;
+# * Bentkus: $e\,P(\mathrm{Bin}(n, t) \le 0) = e(1-t)^n = \alpha$, i.e. $t = 1-(\alpha/e)^{1/n}$, which is larger.
+#
+# So no data can push the UCB below $1-\alpha^{1/n}$, and a group certifies *anything* only if
+#
+# $$1-\alpha^{1/n}\le\varepsilon \iff (1-\varepsilon)^n\le\alpha \iff
+#   n \ge n_{\min} = \left\lceil \frac{\log(1/\alpha)}{-\log(1-\varepsilon)} \right\rceil .$$
+#
+# $(1-\varepsilon)^n$ is the probability that $n$ items of a group whose risk is exactly
+# $\varepsilon$ all show zero loss: below $n_{\min}$ that happens more often than $\alpha$, so a
+# clean sample proves nothing. With terms of range $B$ (a loss bound $B$, or $B/\pi$ under
+# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/B)\rceil$.
+# The number depends on $\varepsilon$ and $\alpha$ only — not on the group, its score or its loss
+# rate: it is the same for every group, and it is why the curves below are flat and then jump.
+# The next cell computes it and checks it against the library's calibration.
+
+# %%
+def min_labels(eps, alpha, term_range=1.0):
+    """Smallest n with term_range * (1 - alpha**(1/n)) <= eps: the fewest terms that can certify anything."""
+    return int(np.ceil(np.log(alpha) / np.log(1 - eps / term_range)))
+
+
+def certifies(n, eps, alpha):
+    """Whether n zero-loss labels certify a threshold under the notebook's valid recipe."""
+    u = np.linspace(0.0, 1.0, n)
+    return bool(np.isfinite(threshold(u, np.zeros(n), eps=eps, alpha=alpha, recipe=recipe)))
+
+
+n_min = {e: min_labels(e, cfg.alpha) for e in (cfg.sim_eps, cfg.real_eps)}
+for e, n in n_min.items():
+    assert not certifies(n - 1, e, cfg.alpha) and certifies(n, e, cfg.alpha), (e, n)
+    # the library's bound at zero empirical risk is the closed form 1 - alpha**(1/n)
+    ucb0 = bounds.ucb(recipe.bound, np.zeros(n), np.zeros(n), np.array([0.5]), cfg.alpha, 1.0)[0]
+    assert abs(ucb0 - (1 - cfg.alpha ** (1 / n))) < 1e-9, (ucb0, n)
+display(Markdown(
+    f"At $\\alpha$ = {cfg.alpha}: $n_{{\\min}}$ = **{n_min[cfg.sim_eps]}** labels at $\\varepsilon$ = {cfg.sim_eps} "
+    f"(part (a)) and **{n_min[cfg.real_eps]}** at $\\varepsilon$ = {cfg.real_eps} (part (b)); with "
+    f"{n_min[cfg.sim_eps] - 1} zero-loss labels the library certifies nothing, with {n_min[cfg.sim_eps]} it does. "
+    f"That is why {n_min[cfg.sim_eps]} is a point of the grid of part (a)."
+))
+assert n_min[cfg.sim_eps] in cfg.sim_grid
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-label-budget-bernoulli
+#
+# Part (b) compares with the paper's labelling: each calibration item is labelled independently
+# with probability $\pi$ (`bernoulli`), and the terms become $\xi_i\ell_i\mathbf 1\{U_i\le u\}/\pi$
+# with $\xi_i\sim\mathrm{Bernoulli}(\pi)$. Derive the smallest number of calibration *items* with
+# which this recipe can certify anything, and the expected number of *labels* that costs, as
+# functions of $\varepsilon$, $\alpha$ and $\pi$. Is labelling every item of a chosen subset
+# ($\pi = 1$) cheaper or dearer in labels than $\pi = 0.5$? Check your formula against `threshold`
+# with `Recipe(sampling="bernoulli", label_prob=0.5)` at $\varepsilon$ = `cfg.real_eps`.
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-label-budget-bernoulli
+# :class: dropdown
+# ```
+# The terms lie in $[0, 1/\pi]$; divided by their range they are $[0,1]$ terms with mean
+# $\pi R(u)$, so the argument above applies to $\pi\varepsilon$:
+# $n_{\min}(\pi) = \lceil \log\alpha / \log(1-\pi\varepsilon) \rceil$ items, of which
+# $\pi\, n_{\min}(\pi)$ are labelled in expectation. Since $-\log(1-x)$ is convex with value 0 at 0,
+# $-\log(1-\pi\varepsilon) \le -\pi\log(1-\varepsilon)$, so $\pi\,n_{\min}(\pi) \ge n_{\min}(1)$
+# (up to rounding): Bernoulli labelling never needs fewer labels, and it needs $1/\pi$ times as many
+# *items*. The cell below prints both at $\varepsilon$ = `cfg.real_eps`: hardly more labels at
+# $\pi = 0.5$ than at $\pi = 1$, but twice the items, which small groups do not have.
+
+# %% tags=["solution"]
+bernoulli_half = Recipe(sampling="bernoulli", label_prob=0.5)
+n_items = min_labels(cfg.real_eps, cfg.alpha, term_range=1 / 0.5)
+for n, expected in ((n_items - 1, False), (n_items, True)):
+    u = np.linspace(0.0, 1.0, n)
+    got = np.isfinite(threshold(u, np.zeros(n), eps=cfg.real_eps, alpha=cfg.alpha, recipe=bernoulli_half, rng=0))
+    assert bool(got) == expected, (n, got)
+assert 0.5 * n_items >= min_labels(cfg.real_eps, cfg.alpha)
+print(f"pi = 0.5: {n_items} items, {0.5 * n_items:g} expected labels; pi = 1: {min_labels(cfg.real_eps, cfg.alpha)} labels")
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
+
+# %% [markdown]
 # ## (a) Simulated MATH-500: labels per subject to route 30 %
 #
-# Every item of the stand-in is labelled, so each subject's items are its pilot (38–124 items) and
+# Every item of the stand-in is labelled, so each subject's items are its pilot (sizes below) and
 # its unlabelled traffic. The curves below extrapolate to far more labels than the table holds:
 # they say what *this* subject's score–loss relation, as far as ~100 items show it, needs.
 
@@ -109,7 +220,17 @@ plotting.save_table(sim_table, "label_budget_sim")
 # %% [markdown]
 # `labels_to_certify`: the smallest $n$ with $P(\text{certify})\ge 1/2$; `labels_for_target_mean`:
 # the smallest $n$ whose *expected* routed share reaches 30 %; `…_q10`: reached in 90 % of the
-# resamples. `nan`: not within the grid (up to 1,600 labels). None of the curves is concave.
+# resamples. `nan`: not within the grid.
+
+# %%
+pilot_sizes = sim_table["pilot_n"]
+assert sim_table["labels_to_certify"].dropna().min() >= n_min[cfg.sim_eps]  # nothing certifies below n_min
+display(Markdown(
+    f"Pilots of {pilot_sizes.min()}–{pilot_sizes.max()} items; the grid runs from {min(cfg.sim_grid)} to "
+    f"{max(cfg.sim_grid):,} labels. No group certifies with fewer than $n_{{\\min}}$ = {n_min[cfg.sim_eps]} labels "
+    f"(smallest `labels_to_certify`: {sim_table['labels_to_certify'].min():g}); "
+    f"{(~sim_table['concave']).sum()} of the {len(sim_table)} curves are not concave."
+))
 
 # %% [markdown]
 # Each panel: one subject's predicted routed share against its number of labels (log axis), the
@@ -141,6 +262,100 @@ axes[0, 0].legend(fontsize=6, loc="upper left")
 fig.tight_layout()
 fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
 plotting.savefig(fig, "label_budget_sim")
+
+# %% [markdown]
+# ### The pilot bootstrap, by hand
+#
+# What `prediction.predict` does for one group and one label count $n$, written out. The group's
+# pilot has $m$ items $(U_i, \ell_i)$. For each of $R$ resamples (`n_resamples`):
+#
+# 1. draw weights $w \sim \mathrm{Dirichlet}(1,\dots,1)$ on the $m$ pilot items — the Bayesian
+#    bootstrap: a plausible population the pilot could have come from;
+# 2. draw a synthetic calibration set of $n$ items with replacement, item $i$ with probability $w_i$
+#    (inverse-CDF sampling: a uniform number, located in the cumulative weights);
+# 3. calibrate it exactly as G-PAC would (`threshold`, the valid recipe);
+# 4. read the routed share off the group's unlabelled scores: the share with $U \le \hat u$.
+#
+# Every resample has its own weights, so the spread of the routed shares reflects both the
+# calibration noise at size $n$ and how little a small pilot says. The library uses one random
+# stream per group, `default_rng([seed, j])` for the $j$-th group in sorted order, and draws the
+# weights, then the items; the by-hand version below consumes the same stream in the same order.
+
+# %%
+group_name, n_by_hand = c.groups[0], n_min[cfg.sim_eps]
+library = prediction.predict(
+    sim[main_score], sim["group"], sim[main_score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
+    recipe=recipe, n_grid=[n_by_hand], n_resamples=cfg.n_resamples, seed=cfg.seed,
+)  # fmt: skip
+j = library.groups.index(group_name)
+assert library.pilot_models[group_name] == "bootstrap"
+in_group = (sim["group"] == group_name).to_numpy()
+pilot_u, pilot_l = sim[main_score].to_numpy()[in_group], sim["loss"].to_numpy()[in_group]
+unlabelled = np.sort(sim[main_score].to_numpy()[in_group])  # here the pilot is the group's whole traffic
+stream = np.random.default_rng([cfg.seed, j])
+weights = stream.dirichlet(np.ones(pilot_u.size), size=cfg.n_resamples)  # 1. Bayesian-bootstrap weights
+cumulative = np.cumsum(weights, axis=1)
+cumulative /= cumulative[:, -1:]
+draws = stream.random((cfg.n_resamples, n_by_hand))  # 2. n items per resample, by inverse CDF
+pick = np.array([np.searchsorted(cumulative[r], draws[r], side="right") for r in range(cfg.n_resamples)])
+pick = np.minimum(pick, pilot_u.size - 1)
+thresholds = threshold(pilot_u[pick], pilot_l[pick], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)  # 3.
+by_hand = np.array([np.mean(unlabelled <= t) for t in thresholds])  # 4. routed share of each resample
+assert np.allclose(by_hand, library.routed_shares[j, 0]), (by_hand[:5], library.routed_shares[j, 0, :5])
+display(Markdown(
+    f"{group_name}, {main_score}, $n$ = {n_by_hand} labels, {cfg.n_resamples} resamples of a pilot of {pilot_u.size}: "
+    f"by hand P(certify) = {np.mean(by_hand > 0):.2f}, mean routed share = {by_hand.mean():.3f}, "
+    f"10–90 % band [{np.quantile(by_hand, 0.1):.3f}, {np.quantile(by_hand, 0.9):.3f}] — the library's "
+    f"{library.p_certify[j, 0]:.2f} and {library.mean[j, 0]:.3f}, resample for resample."
+))
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-label-budget-pilot-noise
+#
+# Rerun the by-hand bootstrap with *ordinary* bootstrap resampling instead — every pilot item drawn
+# with probability $1/m$ (the library's `pilot_uncertainty=False`) — for the smallest pilot of
+# part (a), at $n = 4\,n_{\min}$ labels. Before you run it: should the 10–90 % band of the routed share be narrower or wider
+# than with the Bayesian weights, and why? Which of the two would you trust to plan labels for
+# that group?
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-label-budget-pilot-noise
+# :class: dropdown
+# ```
+# Narrower. The ordinary bootstrap treats the pilot as the population: the only noise left is the
+# calibration noise of drawing $n$ items from it. The Bayesian bootstrap first draws a population
+# around the pilot (Dirichlet weights, new for each resample), so its band also holds the
+# uncertainty about the population that a small pilot leaves — the band to plan with. The
+# by-hand draw is `rng.integers(0, m, size=(R, n))`; the library's option is the check.
+
+# %% tags=["solution"]
+smallest = sim_table.loc[sim_table["score"] == main_score].sort_values("pilot_n")["group"].iloc[0]
+band_width = {}
+for bayes in (True, False):
+    curves_small = prediction.predict(
+        sim[main_score], sim["group"], sim[main_score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
+        recipe=recipe, n_grid=[4 * n_min[cfg.sim_eps]], n_resamples=cfg.n_resamples, seed=cfg.seed,
+        pilot_uncertainty=bayes,
+    )  # fmt: skip
+    k = curves_small.groups.index(smallest)
+    low, high = curves_small.band()
+    band_width[bayes] = float(high[k, 0] - low[k, 0])
+    if not bayes:  # the ordinary bootstrap by hand: uniform indices from the same per-group stream
+        rng_small = np.random.default_rng([cfg.seed, k])
+        in_small = (sim["group"] == smallest).to_numpy()
+        su, sl = sim[main_score].to_numpy()[in_small], sim["loss"].to_numpy()[in_small]
+        idx = rng_small.integers(0, su.size, size=(cfg.n_resamples, 4 * n_min[cfg.sim_eps]))
+        t_small = threshold(su[idx], sl[idx], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
+        shares = np.array([np.mean(np.sort(su) <= t) for t in t_small])
+        assert np.allclose(shares, curves_small.routed_shares[k, 0])
+print(f"{smallest}: 10-90 % band width, Bayesian {band_width[True]:.3f}, ordinary {band_width[False]:.3f}")
+assert band_width[False] <= band_width[True]
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```
 
 # %% [markdown]
 # ### Why a dynamic programme, not greedy
@@ -347,9 +562,12 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 
 # %% [markdown]
 # `predicted_routed_share` is the plan's own forecast (from the 30 % pilot) for the same allocation;
-# `routed_share_mean` is what calibrating on the split and routing the held-out half actually gave. The
-# violation rates are per group and split (the guarantee bounds each by $\alpha$ in expectation
-# over splits; with the table standing in for the population they are noisy at these sizes).
+# `routed_share_mean` is what calibrating on the split and routing the held-out half actually gave.
+# A group's violation rate is the share of splits in which its threshold's risk over the whole table
+# exceeds $\varepsilon$; the guarantee bounds the *probability* of that event by $\alpha$ for
+# each group, and over few splits the rate estimates it with a Monte Carlo standard error
+# ({term}`MCSE`) of $\sqrt{\alpha(1-\alpha)/T}$ for $T$ splits. The table stands in for the
+# population, and the calibration half is drawn from it without replacement.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
@@ -376,12 +594,100 @@ plotting.savefig(fig, "label_budget_real")
 # %% [markdown]
 # ## Reading the results
 #
-# * The planned allocation concentrates the budget on groups whose low-score items are nearly
-#   loss-free and that carry much traffic, and gives **zero** labels to groups that would need more
-#   labels than they have to certify anything (they always think — trivially within the guarantee).
-#   Uniform and $\pi=0.5$ spread labels over groups that then certify nothing.
-# * $\pi=0.5$ Bernoulli labelling is less efficient per label than labelling a chosen subset fully:
-#   the bound runs over twice the items with terms of range $1/\pi=2$.
-# * The prediction is an estimate: compare `predicted_routed_share` with `routed_share_mean` above. It is made
-#   from a 30 % pilot and will be off when the pilot misses structure; the guarantee itself never
-#   depends on it.
+# The minimum label count explains most of the table. The next cell reads the per-group table and
+# checks each sentence it prints.
+
+# %%
+labels = groups_table.pivot(index="group", columns="allocation", values="labels")
+routed = groups_table.pivot(index="group", columns="allocation", values="routed_share")
+n_real = n_min[cfg.real_eps]
+n_real_half = min_labels(cfg.real_eps, cfg.alpha, term_range=1 / 0.5)  # items at pi = 0.5 (exercise above)
+below = labels["uniform"] < n_real
+assert below.all() and (routed["uniform"] == 0).all()  # every uniform group below n_min: nothing routed
+assert (routed.loc[labels["planned"] == 0, "planned"] == 0).all()
+half_items = 2 * labels["pi=0.5"]  # pi = 0.5 labels half of the pool in expectation: the pool is 2x the labels
+assert (routed.loc[half_items < n_real_half, "pi=0.5"] == 0).all()
+skipped = labels.index[labels["planned"] == 0].tolist()
+enough_half = half_items.index[half_items >= n_real_half].tolist()
+assert set(routed.index[routed["pi=0.5"] > 0]) <= set(enough_half)
+assert summary.set_index("allocation").loc["uniform", "violation_rate_mean"] == 0
+planned_row = summary.set_index("allocation").loc["planned"]
+mcse = np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.n_trials)
+display(Markdown(
+    f"* At $\\varepsilon$ = {cfg.real_eps}, $n_{{\\min}}$ = {n_real} labels. **Uniform** gives every subject "
+    f"{labels['uniform'].min():g}–{labels['uniform'].max():g} labels, all below {n_real}: no subject can certify, "
+    f"and uniform routes nothing (its 0 % violation rate only means *always think*).\n"
+    f"* **Planned** gives zero labels to {', '.join(skipped)} and "
+    f"{labels['planned'][labels['planned'] > 0].min():.0f}–{labels['planned'].max():.0f} labels on average to each "
+    f"other subject: at or just above {n_real}, spent where the pilot predicts the largest routed share.\n"
+    f"* **$\\pi$ = 0.5** needs {n_real_half} calibration items to certify anything; only "
+    f"{', '.join(enough_half) or 'no subject'} has that many in its pool, and only it can route.\n"
+    f"* The plan predicted a routed share of {planned_row['predicted_routed_share']:.3f} and realised "
+    f"{planned_row['routed_share_mean']:.3f}: an estimate from a 30 % pilot, not a guarantee. The largest "
+    f"per-subject violation rate, {summary['violation_rate_worst_group'].max():.3f}, is within "
+    f"$\\alpha$ + 3 MCSE = {cfg.alpha + 3 * mcse:.3f} ({cfg.n_trials} splits)."
+))
+assert summary["violation_rate_worst_group"].max() <= cfg.alpha + 3 * mcse
+
+# %% [markdown]
+# ## Common mistakes
+#
+# * **Spreading labels below the minimum.** A label budget split evenly over many groups can leave
+#   every group under $n_{\min}$: each then certifies nothing and always thinks — safe, but the
+#   labels bought nothing (uniform above).
+# * **Reading a 0 % violation rate as a good method.** Uniform's violation rate is 0 because it
+#   never routes; a violation rate means something only next to the routed share.
+# * **Trusting a bound that certifies from a handful of labels.** The CLT bound has no minimum:
+#   with zero losses its standard deviation is 0 and it certifies after two labels (next cell), in a
+#   group whose risk may be far above $\varepsilon$ — see the exercise below.
+# * **Treating the plan as the guarantee.** The routed share is predicted from the pilot and can
+#   be off; the guarantee comes from calibrating on the labels actually bought, whatever the plan said.
+# * **Counting items instead of labels.** With Bernoulli labelling at $\pi$, $n$ labels need
+#   about $n/\pi$ items, and the minimum in items grows by $1/\pi$ (the exercise above).
+
+# %%
+clt_recipe = Recipe(bound="clt", sampling="full", rule="first-crossing")
+two_clean = threshold(np.array([0.2, 0.4]), np.zeros(2), eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
+assert np.isfinite(two_clean) and not certifies(2, cfg.sim_eps, cfg.alpha)
+print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid recipe certifies nothing")
+
+# %% [markdown]
+# :::{exercise}
+# :label: ex-label-budget-clt-counterexample
+#
+# Construct a group in which the CLT bound with $n$ labels certifies a threshold whose risk is
+# *twice* $\varepsilon$ with probability far above $\alpha$: take $U\sim\mathrm{Uniform}(0,1)$
+# and a loss that is 1 with probability $2\varepsilon$, independently of $U$. What is the
+# probability of a violation for $n = 10$, as a formula? Check it by simulating many calibrations in
+# one batched `threshold` call. Why can the valid recipe not fail this way?
+# :::
+
+# %% [markdown] tags=["solution"]
+# ```{solution-start} ex-label-budget-clt-counterexample
+# :class: dropdown
+# ```
+# With probability $(1-2\varepsilon)^n$ all $n$ losses are 0. Then the empirical risk and its
+# standard deviation are 0 at every candidate, the CLT bound is 0, and first-crossing certifies the
+# largest candidate, the largest score: $R(\hat u) = 2\varepsilon\max_i U_i$, which exceeds
+# $\varepsilon$ unless every score is below $1/2$. So
+# $P(\text{violation}) \ge (1-2\varepsilon)^n(1-2^{-n})$, several times $\alpha$ at
+# $\varepsilon=0.05$, $n=10$ (the cell prints it). The valid bound cannot: with $n < n_{\min}$ it certifies nothing,
+# and above it a clean sample is rare enough ($(1-\varepsilon)^n\le\alpha$) to count as evidence.
+
+# %% tags=["solution"]
+n_small, n_cal, rate = 10, 4000, 2 * cfg.sim_eps
+rng_clt = np.random.default_rng(cfg.seed)
+u_clt = rng_clt.random((n_cal, n_small))
+l_clt = (rng_clt.random((n_cal, n_small)) < rate).astype(float)
+t_clt = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
+risk_clt = rate * np.clip(t_clt, 0.0, 1.0)  # R(t) = P(loss) * P(U <= t), loss independent of U
+violated = np.mean(risk_clt > cfg.sim_eps)
+lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
+assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
+t_valid = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
+assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
+print(f"CLT violation rate {violated:.3f} (bound from the formula {lower:.3f}); valid recipe: never certifies")
+
+# %% [markdown] tags=["solution"]
+# ```{solution-end}
+# ```

@@ -394,7 +394,7 @@ display(Markdown(
 # invalid. Find on the table a group and a grid point that it would certify wrongly.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-online-free-labels-only
 # :class: dropdown
 # ```
@@ -404,7 +404,7 @@ display(Markdown(
 # $H_0$, the factors no longer have mean $\le1$, and Ville's inequality no longer applies. With no
 # paid labels the propensity of a cheap-routed item is 0, which the guarantee excludes.
 
-# %%
+# %% tags=["solution"]
 def free_label_only_means(j, u_hat):
     """Mean of the free-label-only terms of group j at every grid point, threshold u_hat in use."""
     rows = codes == j
@@ -424,7 +424,7 @@ display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3
                  f"have mean {free_label_only_means(j, oracle[name])[grid == u_bad][0]:.3f} ≤ ε while "
                  f"R(u) = {risk_table[j, grid == u_bad][0]:.3f} > ε: the wealth would certify it."))  # fmt: skip
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 
@@ -437,7 +437,7 @@ display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3
 # change? Then check.
 # :::
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-start} ex-online-drift-alpha
 # :class: dropdown
 # ```
@@ -447,7 +447,7 @@ display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3
 # before the change is then a false alarm that the looser level no longer makes rare. After a real
 # change the delay shrinks by roughly $\log 100$ divided by the evidence per item.
 
-# %%
+# %% tags=["solution"]
 first = drift_run(0, 100 * cfg.drift_alpha)[2]
 assert 0 <= first <= alarm, (first, alarm)
 display(Markdown(
@@ -456,7 +456,7 @@ display(Markdown(
     f"{change:,} items: {min(1.0, 100 * cfg.drift_alpha * change):.2f} (vs {cfg.drift_alpha * change:.2f})."
 ))  # fmt: skip
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
 

@@ -31,20 +31,22 @@
 # or `"simulated"` / a path, see `gpac_utils.paper.sources`) and, when present,
 # `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`.
 #
-# **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `real_generations_scores.{csv,md}`,
-# `real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE, routed share)
-# and `real_generations_beside.{csv,md}`.
+# **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `figures/tables/real_generations_scores.{csv,md}`,
+# `figures/tables/real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE,
+# routed share), `figures/tables/real_generations_beside.{csv,md}`, and through notebook 21's code
+# `figures/tables/known__generated__smollm2{,_groups,_layout}.{csv,md}` and
+# `figures/errorbar_category__generated__smollm2.{png,pdf}`.
 #
 # Notebook 21's table and figure on the same data:
 # `python -m gpac_utils.workflow 21 -p data_source generated -p pairs "['smollm2']" -p eps 0.1
 # -p overrides "{'benchmarks': ['arith']}"`.
 #
-# **Runtime** (2 cores): fast profile (20 trials) ~20 s; paper profile (200 trials) ~2 min.
+# **Runtime** (2 cores): fast profile (20 trials) ~20 s; paper profile (100 trials) ~20 s (measured with other jobs running).
 
 # %%
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from scipy.stats import rankdata
 
 from gpac_utils import data
@@ -73,10 +75,11 @@ cfg
 # %% [markdown]
 # ## Accuracy per group and role, and the scores' quality
 # The groups were chosen so that the gain from thinking differs: the loss (think right, nothink
-# wrong) ranges from about zero in groups where the worked prompt does not help (multiplications
-# without an addition: the one-shot example makes the model add a spurious step) to most items
-# in `mul_add`, the template of the one-shot example. AUROC: how well each score (higher = less
-# confident) ranks the non-thinking role's errors, and the loss.
+# wrong) is near zero where the worked prompt does not help — in plain multiplications, where (per
+# the data card, `data/generated/README.md`) the one-shot example, a `mul_add` item, makes the
+# model add a spurious "+ c" step — and large in other groups; the range is printed under the
+# tables below. AUROC: how well each score (higher = less confident) ranks the non-thinking role's
+# errors, and the loss.
 
 # %%
 cols = [data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS]
@@ -112,12 +115,19 @@ assert np.isclose(first.auroc_nothink_error, pairwise)
 plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
 display(acc.round(3))
 display(quality.round(3))
+by_group = acc.drop(index="all")["loss"]
+display(Markdown(
+    f"Loss rate from {by_group.min():.3f} (`{by_group.idxmin()}`) to {by_group.max():.3f} (`{by_group.idxmax()}`); "
+    f"`mul_add` {by_group['mul_add']:.3f}. Best score for the loss: `{quality.loc[quality.auroc_loss.idxmax(), 'score']}` "
+    f"(AUROC {quality.auroc_loss.max():.3f})."
+))
 
 # %% [markdown]
 # ## PAC vs G-PAC (valid recipe) over repeated splits
 # On each of `n_trials` seeded splits (calibration share `cal_ratio`), marginal PAC fits one
-# threshold on the whole calibration set, G-PAC one per group; both certify the risk
-# $R(u)=E[\ell\,1\{U\le u\}]\le\varepsilon$ with probability $1-\alpha$. A group is *violated* in
+# threshold on the whole calibration set, G-PAC one per group. PAC certifies the marginal risk
+# $R(u)=E[\ell\,1\{U\le u\}]\le\varepsilon$ with probability $1-\alpha$; G-PAC certifies each
+# group's risk $R(u_j \mid G_j)$ the same way (Theorem 4.2, `thm:known-grouping`). A group is *violated* in
 # a trial when its risk over the whole table, at the fitted threshold, exceeds $\varepsilon$.
 # A group-conditional guarantee keeps every group's violation rate at most $\alpha$ (up to Monte
 # Carlo error); a marginal one does not promise that.
@@ -175,6 +185,15 @@ for score, g in per_group.groupby("score", sort=False):
 claim = pd.DataFrame(claim)
 claim["PAC fails a group"] = claim["PAC max violation"] > cfg.alpha
 display(claim.round(3))
+holds = bool(claim["PAC fails a group"].all() and claim["G-PAC within alpha + 3 MCSE"].all())
+display(Markdown(
+    f"PAC's largest per-group violation rate: {claim['PAC max violation'].min():.2f}–{claim['PAC max violation'].max():.2f} "
+    f"over the scores; G-PAC's: at most {claim['G-PAC max violation'].max():.2f}, every group within $\\alpha$ + 3 MCSE: "
+    f"{bool(claim['G-PAC within alpha + 3 MCSE'].all())}. The title's claim "
+    f"({'holds' if holds else 'does NOT hold'} on this run)."
+))
+if cfg.data_source == "generated" and profile == "paper":
+    assert holds, claim
 
 # %% [markdown]
 # ## Beside the external real tables

@@ -95,9 +95,8 @@ def declared_writes(entry: dict) -> set[str]:
     }
 
 
-# 34's header names four of its tables without figures/tables/ and leaves out the known-groups table,
-# layout, groups and error-bar figure it writes through notebook 21's code; a notebook-prose fix.
-HEADER_TO_FIX = {"34_real_generations"}
+# Notebooks whose header does not yet list what they write (none).
+HEADER_TO_FIX: set[str] = set()
 
 
 @pytest.mark.parametrize(

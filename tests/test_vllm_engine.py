@@ -100,6 +100,7 @@ def test_records_are_complete_for_every_role(vllm_run, items):
 def test_logits_score_from_real_logprobs(engine, vllm_run, items):
     """The sampled tokens' raw logprobs are the model's own: teacher forcing in transformers agrees."""
     import torch
+    from transformers import AutoModelForCausalLM
 
     from gpac_utils.llm import tiny
 
@@ -108,7 +109,7 @@ def test_logits_score_from_real_logprobs(engine, vllm_run, items):
     assert all(max(lp) <= 0 for lp in nothink["token_logprobs"])
     score = logits_scores(nothink)
     assert score.between(0, 1).all() and score.std() > 0
-    model, _ = tiny.load_model("smollm2-135m")
+    model = AutoModelForCausalLM.from_pretrained(tiny.model_dir("smollm2-135m"), dtype=torch.float32).eval()
     requests = [
         (i, conv, gen.WALK_SAMPLING["nothink"].with_(seed=i)) for i, conv in enumerate(items["messages_nothink"][:4])
     ]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..checks import check_int
 from ..workflow.paths import BUILD, DATA
 from . import generation
 from .benchmarks import load_benchmark
@@ -78,9 +79,7 @@ def compare(new: pd.DataFrame, committed: pd.DataFrame, *, same_engine: bool) ->
 
 def check_items(table: pd.DataFrame, n_per_group: int, seed: int = 0) -> pd.DataFrame:
     """A seeded choice of ``n_per_group`` committed items per group, as ``load_benchmark`` items."""
-    if int(n_per_group) < 1:
-        raise ValueError(f"n_per_group must be >= 1, got {n_per_group}")
-    chosen = table.groupby(data.GROUP).sample(n=int(n_per_group), random_state=seed)[data.ID]
+    chosen = table.groupby(data.GROUP).sample(n=check_int("n_per_group", n_per_group, 1), random_state=seed)[data.ID]
     return load_benchmark("arith").set_index("item_id").loc[chosen].reset_index()
 
 

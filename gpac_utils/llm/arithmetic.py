@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..checks import check_int
+
 #: Default seed of the benchmark's draw.
 SEED = 0
 #: Default number of items per group (7 groups: 2,030 items).
@@ -105,18 +107,15 @@ def make_items(n_per_group: int = ITEMS_PER_GROUP, seed: int = SEED, groups=GROU
         ``problem``, ``answer`` (exact integer, as text), ``subject`` (the group), ``level``,
         ``unique_id`` (``arith/<group>/<k>``) and ``solution`` (a one-line worked answer).
     """
-    if int(n_per_group) < 1:
-        raise ValueError(f"n_per_group must be >= 1, got {n_per_group}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    n_per_group, seed = check_int("n_per_group", n_per_group, 1), check_int("seed", seed, 0)
     unknown = [g for g in groups if g not in GROUP_NAMES]
     if unknown:
         raise ValueError(f"groups: unknown {unknown}; choose from {list(GROUP_NAMES)}")
     rows = []
     for name in groups:
         index = GROUP_NAMES.index(name)
-        rng = np.random.default_rng([int(seed), index])
-        for k in range(int(n_per_group)):
+        rng = np.random.default_rng([seed, index])
+        for k in range(n_per_group):
             question, answer = GROUPS[index].draw(rng)
             solution = f"The answer is \\boxed{{{answer}}}."
             rows.append((question, str(answer), name, GROUPS[index].level, f"arith/{name}/{k:04d}", solution))

@@ -51,6 +51,8 @@ BENCHMARK_DIR = DATA / "benchmarks"
 SHIPPED = {"walk": DATA / "walk" / "items.jsonl"}
 EXTENSIONS = (".jsonl", ".parquet", ".csv")
 MATH_COLUMNS = ("problem", "answer", "subject", "unique_id")
+GPQA_WRONG = tuple(f"Incorrect Answer {k}" for k in (1, 2, 3))
+GPQA_COLUMNS = ("Question", "Correct Answer", *GPQA_WRONG, "High-level domain", "Record ID")
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,7 @@ class Spec:
 BENCHMARKS: dict[str, Spec] = {
     "math500": Spec(("HuggingFaceH4/MATH-500", None, "test"), MATH_COLUMNS, {"id": "unique_id", "type": "subject"}),
     "gpqa": Spec(
-        ("Idavidrein/gpqa", "gpqa_main", "train"),
-        ("Question", "Correct Answer", *(f"Incorrect Answer {k}" for k in (1, 2, 3)), "High-level domain", "Record ID"),
-        {"domain": "High-level domain", "id": "Record ID"},
+        ("Idavidrein/gpqa", "gpqa_main", "train"), GPQA_COLUMNS, {"domain": "High-level domain", "id": "Record ID"}
     ),
     "zebralogic": Spec(("WildEval/ZebraLogic", "grid_mode", "test"), ("id", "size", "puzzle", "solution"), {}),
     "arena_hard": Spec(
@@ -162,7 +162,7 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
         ids, groups, questions, gold = df["unique_id"], df["subject"], df["problem"], df["answer"]
         prompts = [grading.math_prompt(p) for p in df["problem"]]
     elif name == "gpqa":
-        wrong = df[[f"Incorrect Answer {k}" for k in (1, 2, 3)]].to_numpy().tolist()
+        wrong = df[list(GPQA_WRONG)].to_numpy().tolist()
         mcs = [grading.shuffle_choices(*x, seed) for x in zip(df["Correct Answer"], wrong, df["Record ID"])]
         ids, groups, questions = df["Record ID"], df["High-level domain"], df["Question"].astype(str).str.strip()
         prompts = [grading.gpqa_prompt(q, choices) for q, (choices, _) in zip(df["Question"], mcs)]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from itertools import count, groupby, islice
 from pathlib import Path
 
-from ..checks import ParameterError
+from ..checks import ParameterError, check_int
 from . import tiny
 
 LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
@@ -211,8 +211,7 @@ class TransformersEngine:
 
         if logprobs_mode not in LOGPROBS_MODES:
             raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int("batch_size", batch_size, 1)
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.model, self.logprobs_mode, self.batch_size = str(model), logprobs_mode, int(batch_size)
         self.tokenizer = AutoTokenizer.from_pretrained(_weights(model))

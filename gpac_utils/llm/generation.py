@@ -182,8 +182,7 @@ def run_generation(
     ]
     end_id = engine.tokenizer.get_vocab().get(END_THINK) if thinking else None
     bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"{role} shard {i}/{n}", disable=not progress)
-    generated = tokens = 0
-    status = "running"
+    generated, tokens, status = 0, 0, "running"
     try:
         with open(path, "a") as f:
             for iid, comps in engine.stream(requests, window):
@@ -266,8 +265,7 @@ def generate(
             role_items = items.assign(**{col: msgs})
         report[role] = run_generation(
             role_items, engine, folder, role=role, sampling=sampling, shard=shard, seed=seed, messages_col=col,
-            thinking=role == "think" and model_defaults(model)[1], progress=progress,
-            window=windows.get(role),
+            thinking=role == "think" and model_defaults(model)[1], progress=progress, window=windows.get(role),
         )  # fmt: skip
     return report
 

@@ -121,9 +121,7 @@ _LAST_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?(
 
 def last_number(text: str) -> str | None:
     """The last number written in ``text`` (``-3``, ``1,250``, ``2.5``, ``3/4``), or ``None``."""
-    if not text:
-        return None
-    hits = _LAST_NUMBER.findall(text)
+    hits = _LAST_NUMBER.findall(text or "")
     return hits[-1].replace(",", "").replace(" ", "") if hits else None
 
 
@@ -165,8 +163,7 @@ def shuffle_choices(correct: str, incorrect: list[str], item_id, seed: int = 0) 
     options = [str(correct).strip()] + [str(x).strip() for x in incorrect]
     digest = hashlib.sha256(f"gpqa:{int(seed)}:{item_id}".encode()).digest()  # stable across runs and machines
     perm = np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(4)
-    choices = tuple(options[j] for j in perm)
-    return choices, LETTERS[int(np.flatnonzero(perm == 0)[0])]
+    return tuple(options[j] for j in perm), LETTERS[int(np.flatnonzero(perm == 0)[0])]
 
 
 def gpqa_prompt(question: str, choices) -> str:

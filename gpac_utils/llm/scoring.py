@@ -157,9 +157,7 @@ def crossfit_router_scores(X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed
     is scored by a router trained on the other folds only (disjoint from the items it scores)."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    X, y = np.asarray(X, float), np.asarray(y, int)
-    if len(X) != len(y):
-        raise ValueError("X and y lengths differ")
+    X, y = np.asarray(X, float), np.asarray(y, int)  # sklearn refuses X and y of different lengths
     counts = np.bincount(y, minlength=2)
     if counts.min() < folds:
         raise ValueError(f"router labels {counts.tolist()} (wrong, suffices): each class needs >= folds={folds} items")

@@ -22,7 +22,8 @@ Two fixes over a naive ``from_pretrained(folder, gguf_file=...)``:
 Example
 -------
 >>> from gpac_utils.llm import tiny
->>> model, tok = tiny.load_model("smollm2-135m")  # doctest: +SKIP
+>>> from transformers import AutoModelForCausalLM
+>>> model = AutoModelForCausalLM.from_pretrained(tiny.model_dir("smollm2-135m"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -132,13 +133,3 @@ def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Pa
             if not _is_current(folder, name):
                 raise
     return folder
-
-
-def load_model(name: str = "smollm2-135m", *, device: str = "cpu", dtype: str = "float32", cache=None):
-    """Model (eval mode, on ``device``) and tokenizer of tiny model ``name`` from its converted folder."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder = model_dir(name, cache)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype))
-    return model.to(device).eval(), AutoTokenizer.from_pretrained(folder)

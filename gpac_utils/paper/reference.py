@@ -96,6 +96,8 @@ DEFAULT_CAL_RATIO = 0.5
 TITLES: dict[str, str] = dict(_specs_file()["titles"])
 SCORE_LABELS: dict[str, str] = dict(_specs_file()["score_labels"])
 GROUPING_LABELS: dict[str, str] = dict(_specs_file()["grouping_labels"])
+#: Column headers of the long report tables, in their order.
+REPORT_COLUMNS: dict[str, str] = dict(_specs_file()["report_columns"])
 
 
 def table_name(family: str, pair: str) -> str:

@@ -288,8 +288,7 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
     o_t = np.array([p.think_offset.get(g, 0.0) for g in grp])
     o_n = np.array([p.nothink_offset.get(g, 0.0) for g in grp])
     # Fixed draw order: changing it changes every table.
-    e_t = rng.standard_normal(n)
-    e_n = rng.standard_normal(n)
+    e_t, e_n = rng.standard_normal(n), rng.standard_normal(n)
     comp = {
         "difficulty": d,
         "group_offset_think": o_t,
@@ -356,14 +355,12 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
         out[data.LOSS] = data.binary_loss(t, nt)
         out[data.THINK_CORRECT] = t
         out[data.NOTHINK_CORRECT] = nt
-        err_rate = 1.0 - nt.mean()
-        acc_n = nt.mean()
+        err_rate, acc_n = 1.0 - nt.mean(), nt.mean()
     else:  # semantic loss in (0, 1): larger when the non-thinking margin is low
         m = comp["nothink_margin"]
         c = _solve_intercept(lambda c: _sigmoid(c - m), p.mean_loss)
         out[data.LOSS] = _sigmoid(c - m)
-        err_rate = p.mean_loss
-        acc_n = 1.0 - p.mean_loss
+        err_rate, acc_n = p.mean_loss, 1.0 - p.mean_loss
 
     # tokens: lognormal, rounded to integers >= 1
     med_t, med_n, sig_t, sig_n, gr_t, gr_n = p.tokens

@@ -69,27 +69,25 @@ class Needs:
 
 
 #: Per notebook: the columns it needs, why, and what works instead.
+_KNOWN = (data.GROUP,)
+_USE_CPAC = "use 22_table_cpac (C-PAC learns groups)"
 NEEDS: dict[str, Needs] = {
     "20_data_overview": Needs(
         data.CORRECTNESS,
         "for the accuracy table",
         "a semantic-loss table has none: use 22_table_cpac or 23_table_arena",
     ),
-    "21_table_known_groups": Needs((data.GROUP,), "", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS),
+    "21_table_known_groups": Needs(_KNOWN, "", _USE_CPAC, MIN_ROWS),
     "22_table_cpac": Needs(min_rows=MIN_ROWS),
     "23_table_arena": Needs(min_rows=MIN_ROWS),
-    "24_calibration_ratio": Needs(
-        (data.GROUP,), "for G-PAC on known groups", "use 22_table_cpac (C-PAC learns groups)", MIN_ROWS
-    ),
+    "24_calibration_ratio": Needs(_KNOWN, "for G-PAC on known groups", _USE_CPAC, MIN_ROWS),
     "25_ece_scores": Needs(
         (data.NOTHINK_CORRECT,),
         "(ECE is measured against the non-thinking model's correctness)",
         "a semantic-loss table has no ECE",
         2,
     ),
-    "26_concept_figure": Needs(
-        (data.GROUP,), "for the per-group risk curves", "use 22_table_cpac (C-PAC learns groups)"
-    ),
+    "26_concept_figure": Needs(_KNOWN, "for the per-group risk curves", _USE_CPAC),
     "31_realdata_case_study": Needs(min_rows=MIN_ROWS),
 }
 
@@ -159,11 +157,9 @@ class DataSource:
 
 
 def resolve_source(
-    data_source: str | Path | None = "simulated",
-    *,
-    columns: Mapping[str, str] | None = None,
+    data_source: str | Path | None = "simulated", *, columns: Mapping[str, str] | None = None,
     generated_root: str | Path | None = None,
-) -> DataSource:
+) -> DataSource:  # fmt: skip
     """Turn the ``data_source`` parameter into a :class:`DataSource`.
 
     Parameters
@@ -206,13 +202,7 @@ def _from_root(p: str | Path) -> Path:
     return p if p.is_absolute() else paths.REPO_ROOT / p
 
 
-def check_table(
-    table: pd.DataFrame,
-    notebook: str,
-    where: str,
-    *,
-    scores: Sequence[str] = (),
-) -> pd.DataFrame:
+def check_table(table: pd.DataFrame, notebook: str, where: str, *, scores: Sequence[str] = ()) -> pd.DataFrame:
     """Check that ``table`` has what ``notebook`` needs (:data:`NEEDS`); return it unchanged.
 
     Parameters
@@ -261,14 +251,9 @@ def check_table(
 
 
 def load_table(
-    source: DataSource,
-    benchmark: str | None = None,
-    pair: str | None = None,
-    *,
-    notebook: str = "",
-    scores: Sequence[str] = (),
-    loss_bound: float = 1.0,
-) -> pd.DataFrame:
+    source: DataSource, benchmark: str | None = None, pair: str | None = None, *, notebook: str = "",
+    scores: Sequence[str] = (), loss_bound: float = 1.0,
+) -> pd.DataFrame:  # fmt: skip
     """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`), and check it for ``notebook``.
 
     Parameters

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .reference import GROUPING_LABELS, PAPER_METRICS, SCORE_LABELS, TITLES, paper_long
+from .reference import GROUPING_LABELS, PAPER_METRICS, REPORT_COLUMNS, SCORE_LABELS, TITLES, paper_long
 
 #: Rows of the paper layout: (summary column, label).
 LAYOUT_ROWS = (
@@ -22,31 +22,6 @@ LAYOUT_ROWS = (
     ("STP", "STP (%)"),
     ("violation_max_group", "Violation (%)"),
 )
-#: Display names of the saved long table's columns.
-REPORT_COLUMNS = {
-    "dataset": "Dataset",
-    "grouping": "Clustering",
-    "score": "Score",
-    "method": "Method",
-    "setting": "Setting",
-    "bound": "Bound",
-    "sampling": "Sampling",
-    "rule": "Rule",
-    "eps": "eps",
-    "Error": "Error (%)",
-    "paper_Error": "Error paper (%)",
-    "Error_Gap": "Error_Gap (%)",
-    "paper_Error_Gap": "Error_Gap paper (%)",
-    "STP": "STP (%)",
-    "paper_STP": "STP paper (%)",
-    "routed_share": "Routed share (%)",
-    "violation_any_group": "Violation any group (%)",
-    "violation_max_group": "Max group violation (%)",
-    "violation_max_group_mcse": "Max group violation MCSE (%)",
-    "most_violated_group": "Most violated group",
-    "worst_group": "Worst group (test error)",
-    "trials": "Trials",
-}
 _KEYS = ["dataset", "grouping", "score", "method"]
 
 

@@ -141,15 +141,10 @@ def read_yaml(text: str | Path, what: str, mapping: bool = False) -> Any:
 
 
 def run_notebook(
-    path: str | Path,
-    profile: str = "fast",
-    parameters: Mapping[str, Any] | None = None,
-    out_dir: str | Path | None = None,
-    timeout: float | None = None,
-    *,
-    figures_dir: str | Path | None = None,
+    path: str | Path, profile: str = "fast", parameters: Mapping[str, Any] | None = None,
+    out_dir: str | Path | None = None, timeout: float | None = None, *, figures_dir: str | Path | None = None,
     progress_bar: bool = True,
-) -> Path:
+) -> Path:  # fmt: skip
     """Execute one notebook with papermill and return the executed notebook (``<out_dir>/<name>.ipynb``).
 
     ``profile`` and ``parameters`` are injected after the parameters cell (each must be declared

@@ -200,6 +200,8 @@ def test_results_validity_audit_failures(audit):
         f"`clopper_pearson` failed {quoted[0][0]} resample cells (up to {quoted[0][1]} %), "
         f"`wsr` {quoted[1][0]} (up to {quoted[1][1]} %)",
     )
+    for bound in ["hoeffding_bentkus", "empirical_bernstein"]:
+        assert resample.loc[resample["bound"] == bound, "pass"].all(), bound
 
 
 def test_results_validity_audit_cost():

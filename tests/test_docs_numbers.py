@@ -67,7 +67,14 @@ def test_results_known_table_matches_the_committed_layout():
     for row in rows:
         source = cells[(row[0], row[1])]
         for column, value in zip(header[2:], row[2:], strict=True):
+            column = column.removesuffix(" (wsr)")
             assert value == source[column], (row[0], row[1], column, value, source[column])
+    # The page names the valid column's bound: the layout's "valid" cells are the wsr rows.
+    assert "Logits G-PAC valid (wsr)" in header
+    known = table("01_results_known")
+    wsr = known[(known["Score"] == "Logits") & (known["Bound"] == "wsr")].set_index("Dataset")
+    for dataset, stp in wsr["STP (%)"].items():
+        assert cells[(dataset, "STP (%)")]["Logits G-PAC valid"] == f"{stp:.2f}", dataset
 
 
 # --- docs/results.md: the bullets under the table ----------------------------------------------------
@@ -328,3 +335,9 @@ def test_results_pac_overshoots_the_named_groups():
         assert row["Error (%)"] < 100 * eps and row["Error_Gap (%)"] > 0, row["Dataset"]
     for dataset, (group, eps) in named.items():
         assert_quoted("docs/results.md", f"{group} at {'ε = ' if dataset == 'MATH-500' else ''}{100 * eps:.0f} %")
+
+
+def test_results_trial_count():
+    trials = table("01_results_known")["Trials"]
+    assert (trials == trials.iloc[0]).all()
+    assert_quoted("docs/results.md", f"the share of the {trials.iloc[0]} trials in which that group's risk")

@@ -332,15 +332,6 @@ def test_snakefile_dag_paper_profile(checkout):
     assert dag.count("->") == 1 + len(NOTEBOOKS_YAML)  # 01 -> 02, and every notebook -> all
 
 
-def test_the_table_notebooks_wait_for_the_audit_table_they_read(checkout):
-    """21 and 22 quote the committed audit table (notebooks.yaml: reads): where it exists, 13 runs first."""
-    audit = checkout / "figures" / "tables" / "validity_audit.csv"
-    audit.parent.mkdir(parents=True)
-    audit.write_text("cell\n")
-    dag = snakemake("-s", "workflow/Snakefile", "--dag", cwd=checkout).stdout
-    assert dag.count("->") == 3 + len(NOTEBOOKS_YAML)  # 01 -> 02, 13 -> 21, 13 -> 22, every notebook -> all
-
-
 def test_fast_profile_declares_nothing_under_figures(checkout):
     table = summary(checkout, "fast")
     assert len(table) == len(NOTEBOOKS_YAML)

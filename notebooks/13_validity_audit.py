@@ -475,22 +475,23 @@ print(f"miss rate over the grid: {miss_grid.min():.4f} to {miss_grid.max():.4f};
 # dips back below $\varepsilon$. The audit runs every cell under both rules, so it can separate them.
 
 # %%
-cell_keys = ["bound", "scheme", "pi", "n_group", "eps", "group"]
-by_rule = audit.pivot_table(index=cell_keys, columns="rule", values="violation_rate")
-rule_gap = (by_rule["max"] - by_rule["first-crossing"]).abs()
+by_rule = audit.pivot_table(index=["bound", "scheme", "pi", "n_group", "eps", "group"], columns="rule",
+                            values="violation_rate")
+rule_gap = (by_rule["max"] - by_rule["first-crossing"]).abs() if {"max", "first-crossing"} <= set(by_rule) else None
 clt_resample = audit[(audit["bound"] == "clt") & (audit["scheme"] == "resample")]
 clt_small = audit[(audit["bound"] == "clt") & (audit["scheme"] == "full") & (audit["n_group"] <= 100)]
-moved_bounds = sorted(rule_gap[rule_gap > 0].reset_index()["bound"].unique())
-display(Markdown(
-    f"The two selection rules differ in {int((rule_gap > 0).sum())} of {len(rule_gap)} cells"
-    + (f" ({', '.join(moved_bounds)})" if moved_bounds else "")
-    + f", by at most {100 * rule_gap.max():.1f} points, and in {int((rule_gap.loc['clt'] > 0).sum())} of the CLT "
-    f"bound's cells. The CLT bound with resampling violates in {100 * clt_resample['violation_rate'].median():.1f} % "
-    f"of calibrations (median over its cells, up to {100 * clt_resample['violation_rate'].max():.1f} %) for a "
-    f"nominal {100 * cfg.alpha:g} %; without resampling, at n ≤ 100, in up to "
-    f"{100 * clt_small['violation_rate'].max():.1f} %. The excess comes from the bound and its resampling, "
-    "not from the `max` rule."
-))
+if rule_gap is not None and len(clt_resample) and len(clt_small):
+    moved_bounds = sorted(rule_gap[rule_gap > 0].reset_index()["bound"].unique())
+    display(Markdown(
+        f"The two selection rules differ in {int((rule_gap > 0).sum())} of {len(rule_gap)} cells"
+        + (f" ({', '.join(moved_bounds)})" if moved_bounds else "")
+        + f", by at most {100 * rule_gap.max():.1f} points, and in {int((rule_gap.loc['clt'] > 0).sum())} of the CLT "
+        f"bound's cells. The CLT bound with resampling violates in {100 * clt_resample['violation_rate'].median():.1f} % "
+        f"of calibrations (median over its cells, up to {100 * clt_resample['violation_rate'].max():.1f} %) for a "
+        f"nominal {100 * cfg.alpha:g} %; without resampling, at n ≤ 100, in up to "
+        f"{100 * clt_small['violation_rate'].max():.1f} %. The excess comes from the bound and its resampling, "
+        "not from the `max` rule."
+    ))
 
 # %% [markdown]
 # ## The audit on one slide
@@ -656,9 +657,6 @@ assert (audit["oracle_ratio"] >= 0).all()
 # Each with its number from this run.
 
 # %%
-by_rule = audit.pivot_table(index=["bound", "scheme", "pi", "n_group", "eps", "group"], columns="rule",
-                            values="violation_rate")
-rule_gap = (by_rule["max"] - by_rule["first-crossing"]).abs() if {"max", "first-crossing"} <= set(by_rule) else None
 never_routes = audit[(audit["bound"] == "hoeffding") & (audit["scheme"] == "bernoulli")]
 small = audit[(audit["bound"] == "clt") & (audit["scheme"] == "full") & (audit["n_group"] == audit["n_group"].min())]
 valid_cells = audit[(audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]

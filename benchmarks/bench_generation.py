@@ -94,8 +94,10 @@ def main(argv=None) -> None:
     for _ in range(a.n_trials):
         bare.append(bare_chat(engine, items, overrides))
         ours.append(project(engine, items, overrides))
-    print(f"{a.n} requests, {tokens} tokens (max_tokens median {a.median:g}, cap {a.cap}), {a.model}, "
-          f"{'CPU' if cpu else torch.cuda.get_device_name(0)}")  # fmt: skip
+    print(
+        f"{a.n} requests, {tokens} tokens (max_tokens median {a.median:g}, cap {a.cap}), {a.model}, "
+        f"{'CPU' if cpu else torch.cuda.get_device_name(0)}"
+    )
     print(f"bare LLM.chat: {min(bare):.2f} s ({tokens / min(bare):.0f} tok/s); runs {[round(x, 2) for x in bare]}")
     print(f"project:       {min(ours):.2f} s ({tokens / min(ours):.0f} tok/s); runs {[round(x, 2) for x in ours]}")
     print(f"throughput_vs_bare_vllm={min(bare) / min(ours):.3f}")

@@ -56,9 +56,18 @@ def planning_rows():
     def curves():
         for score in cfg.sim_scores:
             prediction.predict(
-                sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-                recipe=as_recipe(cfg.recipe), n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples, seed=cfg.seed,
-            )  # fmt: skip
+                sim[score],
+                sim["group"],
+                sim[score],
+                sim["loss"],
+                sim["group"],
+                eps=cfg.sim_eps,
+                alpha=cfg.alpha,
+                recipe=as_recipe(cfg.recipe),
+                n_grid=cfg.sim_grid,
+                n_resamples=cfg.n_resamples,
+                seed=cfg.seed,
+            )
 
     yield "32 predict (simulated)", curves
 

@@ -26,8 +26,22 @@ import numpy as np
 from gpac_utils import online
 
 
-def run_bpac(scores, losses, groups, n_groups, grid, *, eps, alpha, label_prob, warmup_items=0, warmup_prob=None,
-             label_budget=None, loss_bound=1.0, seed=0) -> dict:  # fmt: skip
+def run_bpac(
+    scores,
+    losses,
+    groups,
+    n_groups,
+    grid,
+    *,
+    eps,
+    alpha,
+    label_prob,
+    warmup_items=0,
+    warmup_prob=None,
+    label_budget=None,
+    loss_bound=1.0,
+    seed=0,
+) -> dict:
     """One B-PAC learner per group over streams ``(n_trials, n)``, item by item.
 
     Returns ``route`` and ``observe`` (n_trials, n) and ``thresholds`` (n_trials, n_groups) after
@@ -66,9 +80,26 @@ def run_bpac(scores, losses, groups, n_groups, grid, *, eps, alpha, label_prob, 
     return {"route": route, "observe": observe, "thresholds": thr}
 
 
-def run_online(scores, losses, groups, n_groups, grid, *, eps, alpha, label_prob, warmup_items=0, warmup_prob=None,
-               label_budget=None, free_labels=True, bet="mixture", drift_alpha=None, every=20, loss_bound=1.0,
-               seed=0) -> dict:  # fmt: skip
+def run_online(
+    scores,
+    losses,
+    groups,
+    n_groups,
+    grid,
+    *,
+    eps,
+    alpha,
+    label_prob,
+    warmup_items=0,
+    warmup_prob=None,
+    label_budget=None,
+    free_labels=True,
+    bet="mixture",
+    drift_alpha=None,
+    every=20,
+    loss_bound=1.0,
+    seed=0,
+) -> dict:
     """Online G-PAC (:mod:`gpac_utils.online`) over streams ``(n_trials, n)``: decide a block of
     ``every`` items with the thresholds in use, then learn from it.
 
@@ -174,8 +205,12 @@ def compare(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, every=2
     paid = (free["route"] & free["observe"]).sum(axis=1).mean()
     bpac, prob = matched_bpac(u, loss, g, n_groups, grid, paid, label_prob=label_prob, **kw)
     offline = run_offline(u, loss, g, n_groups, (free["route"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha)
-    runs = {"online G-PAC, free labels": free, "online G-PAC, fixed rate": fixed, "B-PAC per group": bpac,
-            "offline G-PAC, equal paid labels": offline}  # fmt: skip
+    runs = {
+        "online G-PAC, free labels": free,
+        "online G-PAC, fixed rate": fixed,
+        "B-PAC per group": bpac,
+        "offline G-PAC, equal paid labels": offline,
+    }
     out = {name: summary(res, risk, eps, n_groups) for name, res in runs.items()}
     out["B-PAC per group"]["label_prob"] = prob
     diff = (free["route"] & ~free["observe"]).mean(axis=1) - (bpac["route"] & ~bpac["observe"]).mean(axis=1)
@@ -193,11 +228,22 @@ def main(argv=None):
     parser.add_argument("--label-prob", type=float, default=0.1)
     args = parser.parse_args(argv)
     grid = online.grid_points(101)
-    for name, pop in {"one group": dict(probs=(1.0,), a=(0.3,), k=(1,)),
-                      "three groups": dict(probs=(0.5, 0.3, 0.2), a=(0.3, 0.6, 1.0), k=(1, 1, 2))}.items():  # fmt: skip
+    for name, pop in {
+        "one group": dict(probs=(1.0,), a=(0.3,), k=(1,)),
+        "three groups": dict(probs=(0.5, 0.3, 0.2), a=(0.3, 0.6, 1.0), k=(1, 1, 2)),
+    }.items():
         u, loss, g = closed_form_streams(args.n_trials, args.stream_length, **pop, seed=1)
-        out = compare(u, loss, g, len(pop["probs"]), closed_form_risk(pop["a"], pop["k"]), grid, eps=0.1, alpha=0.05,
-                      label_prob=args.label_prob)  # fmt: skip
+        out = compare(
+            u,
+            loss,
+            g,
+            len(pop["probs"]),
+            closed_form_risk(pop["a"], pop["k"]),
+            grid,
+            eps=0.1,
+            alpha=0.05,
+            label_prob=args.label_prob,
+        )
         for method, row in out.items():
             print(name, "|", method, "|", {k: round(v, 4) for k, v in row.items()})
 

@@ -53,7 +53,26 @@ from .recipe import PAPER, RECIPES, VALID, VALID_BERNOULLI, Recipe
 __version__ = "0.2.0"
 
 __all__ = [
-    "ALL", "CPAC", "GPAC", "PAC", "Calibrator", "GroupWarning", "from_json", "threshold", "SchemaError", "read_table",
-    "validate", "write_table", "ExperimentConfig", "run_experiment", "summarize", "Partition", "ScorePartitioner",
-    "PAPER", "RECIPES", "VALID", "VALID_BERNOULLI", "Recipe",
-]  # fmt: skip
+    "ALL",
+    "CPAC",
+    "GPAC",
+    "PAC",
+    "Calibrator",
+    "GroupWarning",
+    "from_json",
+    "threshold",
+    "SchemaError",
+    "read_table",
+    "validate",
+    "write_table",
+    "ExperimentConfig",
+    "run_experiment",
+    "summarize",
+    "Partition",
+    "ScorePartitioner",
+    "PAPER",
+    "RECIPES",
+    "VALID",
+    "VALID_BERNOULLI",
+    "Recipe",
+]

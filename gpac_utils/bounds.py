@@ -191,9 +191,12 @@ def _clopper_pearson(s1, s2, m, alpha, term_range):
 
 
 _FROM_SUMS = {
-    "clt": _clt, "hoeffding": _hoeffding, "hoeffding_bentkus": _hoeffding_bentkus,
-    "empirical_bernstein": _empirical_bernstein, "clopper_pearson": _clopper_pearson,
-}  # fmt: skip
+    "clt": _clt,
+    "hoeffding": _hoeffding,
+    "hoeffding_bentkus": _hoeffding_bentkus,
+    "empirical_bernstein": _empirical_bernstein,
+    "clopper_pearson": _clopper_pearson,
+}
 
 
 # --- betting (WSR) ---------------------------------------------------------------------------

@@ -41,9 +41,21 @@ from .partition import Partition, ScorePartitioner
 from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
-    "ALL", "GroupWarning", "Calibrator", "threshold", "risk_curve", "factorize_groups", "group_labels", "PAC", "GPAC",
-    "CPAC", "METHODS", "method_class", "calibrator", "from_json",
-]  # fmt: skip
+    "ALL",
+    "GroupWarning",
+    "Calibrator",
+    "threshold",
+    "risk_curve",
+    "factorize_groups",
+    "group_labels",
+    "PAC",
+    "GPAC",
+    "CPAC",
+    "METHODS",
+    "method_class",
+    "calibrator",
+    "from_json",
+]
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
 ALL = "__all__"
@@ -287,9 +299,15 @@ class PAC:
     name = "PAC"
 
     def __init__(
-        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0,
-        min_group_size: int = 10, seed: int = 0,
-    ):  # fmt: skip
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         self.recipe = as_recipe(recipe)
         self.min_group_size = check_int("min_group_size", min_group_size, 1)
@@ -302,9 +320,13 @@ class PAC:
     def settings(self) -> dict[str, Any]:
         """Every setting, flat (the recipe's fields included), as written to JSON."""
         return {
-            "eps": self.eps, "alpha": self.alpha, **self.recipe.to_dict(), "loss_bound": self.loss_bound,
-            "min_group_size": self.min_group_size, "seed": self.seed,
-        }  # fmt: skip
+            "eps": self.eps,
+            "alpha": self.alpha,
+            **self.recipe.to_dict(),
+            "loss_bound": self.loss_bound,
+            "min_group_size": self.min_group_size,
+            "seed": self.seed,
+        }
 
     def to_json(self) -> str:
         """The fitted thresholds and every setting as JSON (``-inf`` written as ``null``)."""
@@ -356,9 +378,14 @@ class PAC:
                 self.thresholds_[g] = -math.inf
                 continue
             t = threshold(
-                scores[idx], losses[idx], eps=self.eps, alpha=alpha, recipe=self.recipe,
-                loss_bound=self.loss_bound, rng=rng,
-            )  # fmt: skip
+                scores[idx],
+                losses[idx],
+                eps=self.eps,
+                alpha=alpha,
+                recipe=self.recipe,
+                loss_bound=self.loss_bound,
+                rng=rng,
+            )
             self.thresholds_[g] = float(t)
         return self
 
@@ -436,9 +463,16 @@ class GPAC(PAC):
     name = "G-PAC"
 
     def __init__(
-        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, simultaneous: bool = False,
-        loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
-    ):  # fmt: skip
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        simultaneous: bool = False,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
         super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
         self.simultaneous = bool(simultaneous)
 
@@ -496,18 +530,32 @@ class CPAC:
     name = "C-PAC"
 
     def __init__(
-        self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *,
-        partitioner: ScorePartitioner | None = None, mode: str = "split", cluster_fraction: float = 0.5,
-        simultaneous: bool = False, loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
-    ):  # fmt: skip
+        self,
+        eps: float,
+        alpha: float = 0.05,
+        recipe: Recipe | str = VALID,
+        *,
+        partitioner: ScorePartitioner | None = None,
+        mode: str = "split",
+        cluster_fraction: float = 0.5,
+        simultaneous: bool = False,
+        loss_bound: float = 1.0,
+        min_group_size: int = 10,
+        seed: int = 0,
+    ):
         if mode not in ("split", "joint"):
             raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
         self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
         self.mode, self.cluster_fraction = mode, check_range("cluster_fraction", cluster_fraction)
         self.gpac_ = GPAC(
-            eps, alpha, recipe, simultaneous=simultaneous, loss_bound=loss_bound,
-            min_group_size=min_group_size, seed=seed,
-        )  # fmt: skip
+            eps,
+            alpha,
+            recipe,
+            simultaneous=simultaneous,
+            loss_bound=loss_bound,
+            min_group_size=min_group_size,
+            seed=seed,
+        )
         self.partition_: Partition | None = None
 
     # The calibration settings live on the inner G-PAC; C-PAC reads them from there.
@@ -521,9 +569,12 @@ class CPAC:
     @property
     def settings(self) -> dict[str, Any]:
         return {
-            **self.gpac_.settings, "k": self.partitioner.k, "partition": self.partitioner.algorithm,
-            "mode": self.mode, "cluster_fraction": self.cluster_fraction,
-        }  # fmt: skip
+            **self.gpac_.settings,
+            "k": self.partitioner.k,
+            "partition": self.partitioner.algorithm,
+            "mode": self.mode,
+            "cluster_fraction": self.cluster_fraction,
+        }
 
     def to_json(self) -> str:
         """The fitted partition, thresholds and every setting as JSON."""
@@ -616,10 +667,19 @@ def method_class(name: str) -> type:
 
 
 def calibrator(
-    method: str, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, *, simultaneous: bool = False,
-    partitioner: ScorePartitioner | None = None, mode: str = "split", cluster_fraction: float = 0.5,
-    loss_bound: float = 1.0, min_group_size: int = 10, seed: int = 0,
-) -> PAC | GPAC | CPAC:  # fmt: skip
+    method: str,
+    eps: float,
+    alpha: float = 0.05,
+    recipe: Recipe | str = VALID,
+    *,
+    simultaneous: bool = False,
+    partitioner: ScorePartitioner | None = None,
+    mode: str = "split",
+    cluster_fraction: float = 0.5,
+    loss_bound: float = 1.0,
+    min_group_size: int = 10,
+    seed: int = 0,
+) -> PAC | GPAC | CPAC:
     """An unfitted calibrator of a method, given every setting (those the method lacks are ignored).
 
     Parameters
@@ -646,9 +706,15 @@ def calibrator(
     common = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     if cls is CPAC:
         return CPAC(
-            eps, alpha, recipe, partitioner=partitioner, mode=mode, cluster_fraction=cluster_fraction,
-            simultaneous=simultaneous, **common,
-        )  # fmt: skip
+            eps,
+            alpha,
+            recipe,
+            partitioner=partitioner,
+            mode=mode,
+            cluster_fraction=cluster_fraction,
+            simultaneous=simultaneous,
+            **common,
+        )
     if cls is GPAC:
         return GPAC(eps, alpha, recipe, simultaneous=simultaneous, **common)
     return PAC(eps, alpha, recipe, **common)
@@ -683,11 +749,18 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
     recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
     cpac = method == "C-PAC"
     obj = calibrator(
-        method, st["eps"], st["alpha"], recipe, simultaneous=st.get("simultaneous", False),
-        partitioner=ScorePartitioner(st["k"], st["partition"]) if cpac else None, mode=st["mode"] if cpac else "split",
-        cluster_fraction=st["cluster_fraction"] if cpac else 0.5, loss_bound=st["loss_bound"],
-        min_group_size=st["min_group_size"], seed=st["seed"],
-    )  # fmt: skip
+        method,
+        st["eps"],
+        st["alpha"],
+        recipe,
+        simultaneous=st.get("simultaneous", False),
+        partitioner=ScorePartitioner(st["k"], st["partition"]) if cpac else None,
+        mode=st["mode"] if cpac else "split",
+        cluster_fraction=st["cluster_fraction"] if cpac else 0.5,
+        loss_bound=st["loss_bound"],
+        min_group_size=st["min_group_size"],
+        seed=st["seed"],
+    )
     inner = obj.gpac_ if cpac else obj
     if cpac:
         part = payload["partition"]

@@ -13,9 +13,15 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "ParameterError", "DataError", "check_range", "check_risk", "check_int", "check_array", "check_labels",
+    "ParameterError",
+    "DataError",
+    "check_range",
+    "check_risk",
+    "check_int",
+    "check_array",
+    "check_labels",
     "check_budget",
-]  # fmt: skip
+]
 
 
 class ParameterError(ValueError):

@@ -40,8 +40,17 @@ from .recipe import RECIPES, VALID, Recipe, as_recipe
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
 SETTINGS_KEYS = (
-    "eps", "alpha", "bound", "sampling", "label_prob", "rule", "candidates", "loss_bound", "min_group_size", "seed",
-)  # fmt: skip
+    "eps",
+    "alpha",
+    "bound",
+    "sampling",
+    "label_prob",
+    "rule",
+    "candidates",
+    "loss_bound",
+    "min_group_size",
+    "seed",
+)
 
 
 #: A bad option or parameter value (exit status 2).
@@ -71,15 +80,19 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     c.add_argument("--method", choices=["pac", "gpac", "cpac"], default="pac", help="calibrator")
     c.add_argument(
-        "--recipe", choices=list(RECIPES), default="valid",
+        "--recipe",
+        choices=list(RECIPES),
+        default="valid",
         help=f"named calibration recipe; 'valid' = {VALID.bound}, every item labelled, first-crossing",
-    )  # fmt: skip
+    )
     c.add_argument("--bound", choices=list(bounds.BOUNDS), default=None, help="override the recipe's bound")
     c.add_argument(
-        "--sampling", choices=list(sampling.SCHEMES), default=None,
+        "--sampling",
+        choices=list(sampling.SCHEMES),
+        default=None,
         help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - label-prob "
         "(use it only to mimic a partly labelled deployment); 'full' uses every label",
-    )  # fmt: skip
+    )
     c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
@@ -305,8 +318,10 @@ def _plan(a) -> int:
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
     text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
     if text.any():
-        raise DataError(f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
-                        f"{data.describe_rows(df, text)}")  # fmt: skip
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
+            f"{data.describe_rows(df, text)}"
+        )
     pilot = np.isfinite(loss)
     if a.pilot_fraction is not None:
         pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
@@ -320,10 +335,21 @@ def _plan(a) -> int:
     budget = sum(pool.values()) // 2 if budget is None else budget
     try:
         curves = prediction.predict(
-            s, g, s[pilot], loss[pilot], g[pilot], eps=eps, alpha=alpha, recipe=recipe, n_resamples=n_resamples,
-            n_grid=grid or prediction.default_grid(max(pool.values())), cap=None if a.no_cap else pool,
-            pilot_model=a.pilot_model, loss_bound=a.loss_bound, seed=a.seed,
-        )  # fmt: skip
+            s,
+            g,
+            s[pilot],
+            loss[pilot],
+            g[pilot],
+            eps=eps,
+            alpha=alpha,
+            recipe=recipe,
+            n_resamples=n_resamples,
+            n_grid=grid or prediction.default_grid(max(pool.values())),
+            cap=None if a.no_cap else pool,
+            pilot_model=a.pilot_model,
+            loss_bound=a.loss_bound,
+            seed=a.seed,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     plan = allocation.allocate(curves, budget)

@@ -122,9 +122,13 @@ def _check_range(df: pd.DataFrame, col: str, lo: float, hi: float | None) -> np.
 
 
 def validate(
-    df: pd.DataFrame, *, loss_bound: float = 1.0, score_cols: Sequence[str] | None = None, require_group: bool = False,
+    df: pd.DataFrame,
+    *,
+    loss_bound: float = 1.0,
+    score_cols: Sequence[str] | None = None,
+    require_group: bool = False,
     require_tokens: bool = False,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Check ``df`` against the schema and return a copy with canonical dtypes.
 
     Raises :class:`SchemaError` for: an empty table, missing columns, NaN/inf values,

@@ -38,9 +38,15 @@ from .partition import ScorePartitioner
 from .recipe import VALID, as_recipe
 
 __all__ = [
-    "KEYS", "ExperimentConfig", "trial_split", "calibrator_seed", "run_experiment", "summarize", "group_violations",
+    "KEYS",
+    "ExperimentConfig",
+    "trial_split",
+    "calibrator_seed",
+    "run_experiment",
+    "summarize",
+    "group_violations",
     "default_stp_form",
-]  # fmt: skip
+]
 
 #: The columns that identify one calibrated configuration in the results.
 KEYS = ["method", "score", "bound", "sampling", "label_prob", "rule"]
@@ -231,9 +237,17 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for mi, m in enumerate(cfg.methods):
                     cseed = calibrator_seed(cfg.seed, trial, si, vi, mi)
                     obj = calibrator(
-                        m, cfg.eps, cfg.alpha, recipe, simultaneous=cfg.simultaneous, partitioner=cfg.partitioner,
-                        mode=cfg.mode, loss_bound=cfg.loss_bound, min_group_size=cfg.min_group_size, seed=cseed,
-                    )  # fmt: skip
+                        m,
+                        cfg.eps,
+                        cfg.alpha,
+                        recipe,
+                        simultaneous=cfg.simultaneous,
+                        partitioner=cfg.partitioner,
+                        mode=cfg.mode,
+                        loss_bound=cfg.loss_bound,
+                        min_group_size=cfg.min_group_size,
+                        seed=cseed,
+                    )
                     obj.fit(u[cal], losses[cal], known[cal] if m == "G-PAC" else None)
                     fitted[m] = obj
                 if cfg.eval_groups == "known":

@@ -184,8 +184,21 @@ def _detector(log_sr, x_thr, monitored, eps):
     return acc + log_p
 
 
-def learn(state, scores, losses, member, decisions: Decisions, grid, *, eps, alpha, loss_bound=1.0, bet="mixture",
-          free_labels=True, drift_alpha=None) -> tuple[dict, np.ndarray]:  # fmt: skip
+def learn(
+    state,
+    scores,
+    losses,
+    member,
+    decisions: Decisions,
+    grid,
+    *,
+    eps,
+    alpha,
+    loss_bound=1.0,
+    bet="mixture",
+    free_labels=True,
+    drift_alpha=None,
+) -> tuple[dict, np.ndarray]:
     """Feed one group's items of a block (decided by :func:`decide`) to its state.
 
     ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). Returns the
@@ -272,13 +285,31 @@ class OnlineGPAC:
     [True, False]
     """
 
-    def __init__(self, eps, alpha=0.05, *, label_prob, free_labels=True, warmup_items=0, warmup_prob=None,
-                 label_budget=None, drift_alpha=None, grid=101, loss_bound=1.0, bet="mixture", seed=0):  # fmt: skip
+    def __init__(
+        self,
+        eps,
+        alpha=0.05,
+        *,
+        label_prob,
+        free_labels=True,
+        warmup_items=0,
+        warmup_prob=None,
+        label_budget=None,
+        drift_alpha=None,
+        grid=101,
+        loss_bound=1.0,
+        bet="mixture",
+        seed=0,
+    ):
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
         budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
-        self.schedule = Schedule(check_range("label_prob", label_prob, closed_right=True),
-                                 check_int("warmup_items", warmup_items, 0), warm, budget)  # fmt: skip
+        self.schedule = Schedule(
+            check_range("label_prob", label_prob, closed_right=True),
+            check_int("warmup_items", warmup_items, 0),
+            warm,
+            budget,
+        )
         self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
         self.free_labels, self.grid = bool(free_labels), grid_points(grid)
         if bet not in BETS:
@@ -324,8 +355,9 @@ class OnlineGPAC:
         kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
         for name, member in parts:
             state = self._state(name)
-            self._states[name], alarm = learn(state, s, loss, member, dec, self.grid, **kw,
-                                              free_labels=self.free_labels, drift_alpha=self.drift_alpha)  # fmt: skip
+            self._states[name], alarm = learn(
+                state, s, loss, member, dec, self.grid, **kw, free_labels=self.free_labels, drift_alpha=self.drift_alpha
+            )
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))
             new = self._states[name]

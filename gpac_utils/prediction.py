@@ -257,11 +257,28 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
 
 
 def predict(
-    scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, eps: float, alpha: float = 0.05,
-    recipe: Recipe | str = VALID, n_grid=None, n_resamples: int = 200, pilot_model: str = "auto",
-    pilot_uncertainty: bool = True, traffic=None, cap=None, pool=None, min_pilot: int = 30, bins: int = 5,
-    shrinkage: float = 20.0, loss_bound: float = 1.0, seed: int = 0,
-) -> PlanCurves:  # fmt: skip
+    scores,
+    groups,
+    pilot_scores,
+    pilot_losses,
+    pilot_groups=None,
+    *,
+    eps: float,
+    alpha: float = 0.05,
+    recipe: Recipe | str = VALID,
+    n_grid=None,
+    n_resamples: int = 200,
+    pilot_model: str = "auto",
+    pilot_uncertainty: bool = True,
+    traffic=None,
+    cap=None,
+    pool=None,
+    min_pilot: int = 30,
+    bins: int = 5,
+    shrinkage: float = 20.0,
+    loss_bound: float = 1.0,
+    seed: int = 0,
+) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
 
     Parameters
@@ -407,10 +424,15 @@ def predict(
             t = threshold(cs, cl, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     settings = {
-        "eps": eps, "alpha": alpha, **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
-        "n_resamples": n_resamples, "pilot_model": pilot_model, "pilot_uncertainty": bool(pilot_uncertainty),
-        "seed": int(seed), "loss_bound": float(loss_bound),
-    }  # fmt: skip
+        "eps": eps,
+        "alpha": alpha,
+        **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
+        "n_resamples": n_resamples,
+        "pilot_model": pilot_model,
+        "pilot_uncertainty": bool(pilot_uncertainty),
+        "seed": int(seed),
+        "loss_bound": float(loss_bound),
+    }
     return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
 
 

@@ -112,8 +112,9 @@ test = toy.toy_population(cfg.n_test, seed=cfg.seed + 1)
 cal.head()
 
 # %%
-cal.groupby("group").agg(items=("item_id", "size"), mean_score=("score_logits", "mean"),
-                         loss_rate=("loss", "mean")).round(3)
+cal.groupby("group").agg(
+    items=("item_id", "size"), mean_score=("score_logits", "mean"), loss_rate=("loss", "mean")
+).round(3)
 
 # %% [markdown]
 # ## 2. The API in four lines
@@ -132,7 +133,9 @@ print(VALID)
 
 # %%
 routed = gpac.route(test["score_logits"], test["group"])  # True = answered by the non-thinking model
-test.assign(routed=routed, routed_loss=routed * test["loss"]).groupby("group")[["routed", "routed_loss"]].mean().round(3)
+test.assign(routed=routed, routed_loss=routed * test["loss"]).groupby("group")[["routed", "routed_loss"]].mean().round(
+    3
+)
 
 # %% [markdown]
 # Each group's share routed to the cheap model differs, and each group's *routed loss* — its risk
@@ -159,8 +162,9 @@ members = cal[cal["group"] == cfg.mechanism_group]
 fig, ax = plt.subplots(figsize=(6.2, 3.8))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
-    curves[name] = risk_curve(members["score_logits"], members["loss"], eps=cfg.eps, alpha=cfg.alpha,
-                              recipe=recipe, rng=cfg.seed)
+    curves[name] = risk_curve(
+        members["score_logits"], members["loss"], eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=cfg.seed
+    )
     curve = curves[name]
     ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
     chosen = curve.loc[curve["selected"], "u"]
@@ -169,8 +173,12 @@ for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "p
 full = curves["valid (HB, every label)"]
 ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk of the calibration items")
 ax.axhline(cfg.eps, color="k", ls="--", lw=1, label="ε")
-ax.set(xlabel="threshold u", ylabel="risk", ylim=(0, 2.5 * cfg.eps),
-       title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)")
+ax.set(
+    xlabel="threshold u",
+    ylabel="risk",
+    ylim=(0, 2.5 * cfg.eps),
+    title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
+)
 ax.legend(fontsize=7, loc="lower right")
 show(fig, "quickstart_mechanism")
 
@@ -181,12 +189,14 @@ cut = {name: curve.loc[curve["selected"], "u"].iloc[0] for name, curve in curves
 gap_ucb = paper_curve["ucb"].to_numpy() - valid_curve["ucb"].to_numpy()  # paper minus valid, per candidate
 near = np.abs(valid_curve["u"].to_numpy() - cut["valid (HB, every label)"]) <= 0.02
 assert (gap_ucb >= 0).mean() > 0.5  # on or above at most candidates: not tighter
-display(Markdown(
-    f"The paper's bound is on or above the valid one at {100 * (gap_ucb >= 0).mean():.0f} % of the {len(gap_ucb)} "
-    f"candidates, higher by {gap_ucb.mean():+.3f} on average. Within 0.02 of the valid threshold "
-    f"({cut['valid (HB, every label)']:.3f}) the two differ by {gap_ucb[near].mean():+.4f} on average; the paper's "
-    f"threshold is {cut['paper (CLT, resample, max)']:.3f}."
-))
+display(
+    Markdown(
+        f"The paper's bound is on or above the valid one at {100 * (gap_ucb >= 0).mean():.0f} % of the {len(gap_ucb)} "
+        f"candidates, higher by {gap_ucb.mean():+.3f} on average. Within 0.02 of the valid threshold "
+        f"({cut['valid (HB, every label)']:.3f}) the two differ by {gap_ucb[near].mean():+.4f} on average; the paper's "
+        f"threshold is {cut['paper (CLT, resample, max)']:.3f}."
+    )
+)
 
 # %% [markdown]
 # ## 3. Inside `fit`: the two recipes in plain numpy
@@ -200,6 +210,7 @@ display(Markdown(
 # \varepsilon\}$): draw $m = n/\pi$ item indices uniformly *with replacement*; query the expert on
 # each draw with probability $\pi$; the terms $Z_t = \xi_t \ell_{i_t} / \pi$ have mean equal to
 # the calibration risk; the bound is their mean plus $z_{1-\alpha}$ standard errors (CLT).
+
 
 # %%
 def ucb_paper(u, losses, candidates, alpha, label_prob, rng):
@@ -231,7 +242,12 @@ def gpac_by_hand(u, losses, groups, bound, rule, seed):
 
 
 loss, u, groups = cal["loss"].to_numpy(), cal["score_logits"].to_numpy(), cal["group"].to_numpy()
-paper_ucb = lambda scores, losses, candidates, rng: ucb_paper(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)  # noqa: E731
+
+
+def paper_ucb(scores, losses, candidates, rng):
+    return ucb_paper(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)
+
+
 mine = gpac_by_hand(u, loss, groups, paper_ucb, rule_max, seed=cfg.seed)
 library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=PAPER, seed=cfg.seed).fit(u, loss, groups).thresholds_
 assert mine == library, (mine, library)
@@ -244,6 +260,7 @@ mine
 # ($\mathrm{KL}(\hat\mu \,\|\, t) = \log(1/\alpha)/n$, solved by bisection) and Bentkus's
 # (a binomial tail at level $\alpha/e$). **First-crossing** scans $u$ upward and stops just before
 # the bound first exceeds $\varepsilon$; unlike `max`, it never jumps past a crossing.
+
 
 # %%
 def ucb_hoeffding_bentkus(u, losses, candidates, alpha, rng=None):
@@ -292,6 +309,7 @@ mine
 # Hoeffding's bound uses only the range of the terms, not their variance, so it is much wider
 # than the CLT bound when losses are rare: thresholds fall, most in the easy group.
 
+
 # %% tags=["solution"]
 def ucb_paper_hoeffding(u, losses, candidates, alpha, label_prob, rng):
     n = len(losses)
@@ -302,7 +320,10 @@ def ucb_paper_hoeffding(u, losses, candidates, alpha, label_prob, rng):
     return z_u.mean(axis=1) + (1 / label_prob) * np.sqrt(np.log(2 / alpha) / (2 * m))
 
 
-hoeffding_ucb = lambda scores, losses, candidates, rng: ucb_paper_hoeffding(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)  # noqa: E731
+def hoeffding_ucb(scores, losses, candidates, rng):
+    return ucb_paper_hoeffding(scores, losses, candidates, cfg.alpha, PAPER.label_prob, rng)
+
+
 mine = gpac_by_hand(u, loss, groups, hoeffding_ucb, rule_max, seed=cfg.seed)
 recipe = PAPER.replace(bound="hoeffding")
 library = GPAC(eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed).fit(u, loss, groups).thresholds_
@@ -393,14 +414,18 @@ for seed in range(400):  # the half-width z * sd / sqrt(m) of 400 resamples, dra
     terms = xi_t * hard_losses[i_t] * (hard_u[i_t] <= u_at[0]) / label_prob
     half_widths.append(z_quantile * terms.std(ddof=1) / np.sqrt(m_draws))
     by_hand = terms.mean() + half_widths[-1]
-    assert np.isclose(by_hand, ucb_paper(hard_u, hard_losses, u_at, cfg.alpha, label_prob, np.random.default_rng(seed))[0])
+    assert np.isclose(
+        by_hand, ucb_paper(hard_u, hard_losses, u_at, cfg.alpha, label_prob, np.random.default_rng(seed))[0]
+    )
 predicted = z_quantile * np.sqrt(r_hat * (1 - label_prob * r_hat) / n_hard)
 full_label = z_quantile * np.sqrt(r_hat * (1 - r_hat) / n_hard)
 mcse_width = np.std(half_widths, ddof=1) / np.sqrt(len(half_widths))
 assert abs(np.mean(half_widths) - predicted) < 4 * mcse_width, (np.mean(half_widths), predicted)
 assert predicted > full_label
-print(f"R̂ = {r_hat:.4f}: mean half-width {np.mean(half_widths):.4f} ± {mcse_width:.4f}, "
-      f"predicted {predicted:.4f}, full-label {full_label:.4f}")
+print(
+    f"R̂ = {r_hat:.4f}: mean half-width {np.mean(half_widths):.4f} ± {mcse_width:.4f}, "
+    f"predicted {predicted:.4f}, full-label {full_label:.4f}"
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
@@ -439,8 +464,12 @@ def ucb_view(eps, alpha, n, label_prob, recipe_name):
     where = f"û = {chosen.iloc[0]:.3f}" if len(chosen) else "û = −∞ (always think)"
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="C3", ls=":", lw=1.4, label="threshold û")
-    ax.set(xlabel="threshold u", ylabel="risk", ylim=(0, max(2.5 * eps, 0.05)),
-           title=f"{recipe_name}: n = {int(n)}, α = {alpha:g}, π = {recipe.label_prob:g}; {where}")
+    ax.set(
+        xlabel="threshold u",
+        ylabel="risk",
+        ylim=(0, max(2.5 * eps, 0.05)),
+        title=f"{recipe_name}: n = {int(n)}, α = {alpha:g}, π = {recipe.label_prob:g}; {where}",
+    )
     ax.legend(loc="upper left")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, metadata=plotting.PNG_METADATA)
@@ -456,8 +485,9 @@ widgets.interactive(
     eps=widgets.FloatSlider(value=cfg.eps, min=0.02, max=0.3, step=0.01, description="ε", continuous_update=False),
     alpha=widgets.FloatSlider(value=cfg.alpha, min=0.01, max=0.2, step=0.01, description="α", continuous_update=False),
     n=widgets.IntSlider(value=600, min=100, max=len(pool), step=50, description="n", continuous_update=False),
-    label_prob=widgets.FloatSlider(value=0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)",
-                                   continuous_update=False),
+    label_prob=widgets.FloatSlider(
+        value=0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)", continuous_update=False
+    ),
     recipe_name=widgets.Dropdown(options=list(WIDGET_RECIPES), description="recipe"),
 )
 
@@ -525,10 +555,13 @@ def fit_methods(cal, eps, seed):
 
 
 fitted = fit_methods(cal, cfg.eps, seed=cfg.seed)
-thresholds = pd.DataFrame([
-    {"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
-    for name, obj in fitted.items() for g, t in obj.thresholds_.items()
-])
+thresholds = pd.DataFrame(
+    [
+        {"method": name, "threshold group": g, "threshold": t, "calibration items": obj.group_sizes_.get(g)}
+        for name, obj in fitted.items()
+        for g, t in obj.thresholds_.items()
+    ]
+)
 plotting.save_table(thresholds, "quickstart_thresholds", floatfmt=".3f")
 by_method = thresholds.groupby("method")["threshold group"].apply(set)
 assert by_method["G-PAC"] == {"easy", "medium", "hard"} and by_method["C-PAC"] == {f"c{j}" for j in range(cfg.k)}
@@ -547,20 +580,31 @@ thresholds
 # partitions of the test set: the `known` groups (easy/medium/hard), the `learned` groups (C-PAC's
 # score clusters `c0..`: every method is measured on them) and `all` (group `__all__`).
 
+
 # %%
 def evaluate(fitted, test):
     """Test risk and share routed per method, partition and group."""
     u, loss = test["score_logits"].to_numpy(float), test["loss"].to_numpy(float)
-    partitions = {"known": test["group"].to_numpy(str), "learned": fitted["C-PAC"].assign(u),
-                  "all": np.full(len(test), ALL)}
+    partitions = {
+        "known": test["group"].to_numpy(str),
+        "learned": fitted["C-PAC"].assign(u),
+        "all": np.full(len(test), ALL),
+    }
     rows = []
     for name, obj in fitted.items():
         route = obj.route(u, partitions["known"] if name == "G-PAC" else None)
         for partition, labels in partitions.items():
             for grp in sorted(set(labels.tolist())):
                 mine = labels == grp
-                rows.append({"method": name, "partition": partition, "group": grp,
-                             "risk": metrics.error(route[mine], loss[mine]), "routed": metrics.routed_share(route[mine])})
+                rows.append(
+                    {
+                        "method": name,
+                        "partition": partition,
+                        "group": grp,
+                        "risk": metrics.error(route[mine], loss[mine]),
+                        "routed": metrics.routed_share(route[mine]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -581,6 +625,7 @@ one.pivot_table(index=["partition", "group"], columns="method", values=["risk", 
 # controlled. The top row uses the known groups, the bottom row C-PAC's learned score clusters
 # (every method is measured on them). Trial `t` draws its calibration set with the seed sequence
 # `[seed, 1, t]`; the test set uses `[seed, 2]`.
+
 
 # %%
 def seed_of(*keys):
@@ -616,8 +661,9 @@ for row, partition in enumerate(["known", "learned"]):
         d = summary[(summary["method"] == m) & (summary["partition"] == partition)]
         for j, g in enumerate(order[partition]):
             dg = d[d["group"] == g]
-            ax.errorbar(dg["eps"], dg["risk"], yerr=2 * dg["risk_mcse"], marker="o", ms=3, capsize=2,
-                        color=f"C{j}", label=g)
+            ax.errorbar(
+                dg["eps"], dg["risk"], yerr=2 * dg["risk_mcse"], marker="o", ms=3, capsize=2, color=f"C{j}", label=g
+            )
         grid = np.asarray(cfg.eps_grid)
         ax.plot(grid, grid, "k--", lw=1, label="ε")
         ax.set_title(f"{m} — {partition} groups")
@@ -659,8 +705,7 @@ for (m, g), d in known.groupby(["method", "group"]):
     axes[1].plot(d["eps"], d["routed"], marker="o", ms=4, lw=2, color=plotting.METHOD_COLORS[m], ls=styles[g])
 method_keys = [plt.Line2D([], [], color=plotting.METHOD_COLORS[m], lw=2, label=m) for m in ("PAC", "G-PAC")]
 group_keys = [plt.Line2D([], [], color="grey", lw=2, ls=styles[g], label=g) for g in styles]
-axes[1].legend(handles=method_keys + group_keys, loc="center left", bbox_to_anchor=(1.02, 0.5),
-               title="method / group")
+axes[1].legend(handles=method_keys + group_keys, loc="center left", bbox_to_anchor=(1.02, 0.5), title="method / group")
 axes[1].set(title="Per known group")
 grid = np.asarray(cfg.eps_grid, dtype=float)
 ticks = grid[::2]  # every other ε: legible on a slide
@@ -676,6 +721,7 @@ show(fig, "quickstart_routed_vs_eps")
 
 # %% [markdown]
 # The claims of this section and of the take-aways, checked on the sweep:
+
 
 # %%
 def cell(method, partition, group):
@@ -706,15 +752,18 @@ easy = cell("G-PAC", "known", "easy")["routed"]
 worst_violation = cell("G-PAC", "known", "hard")["violation_rate"].max()
 for g in ("easy", "medium"):
     worst_violation = max(worst_violation, cell("G-PAC", "known", g)["violation_rate"].max())
-display(Markdown(
-    f"PAC's hard-group risk: {pac_hard['risk'].min():.3f} to {pac_hard['risk'].max():.3f} over the ε grid, "
-    f"significantly above ε at every ε. G-PAC routes {easy.iloc[0]:.2f} of the easy group at ε = {easy.index[0]:g} "
-    f"and at least {100 * easy[easy.index >= cfg.eps].min():.1f} % at ε ≥ {cfg.eps:g}. Learned clusters where PAC or G-PAC "
-    f"is significantly above ε: {int(others_learned['above_eps'].sum())} of {len(others_learned)} (ε, cluster) cells. "
-    f"G-PAC's worst violation rate over the known groups and the ε grid: {worst_violation:.2f} (α = {cfg.alpha:g}). "
-    f"Share of hard queries within each of C-PAC's clusters (test set): "
-    + ", ".join(f"{c} {v:.2f}" for c, v in hard_clusters.sort_index().items()) + "."
-))
+display(
+    Markdown(
+        f"PAC's hard-group risk: {pac_hard['risk'].min():.3f} to {pac_hard['risk'].max():.3f} over the ε grid, "
+        f"significantly above ε at every ε. G-PAC routes {easy.iloc[0]:.2f} of the easy group at ε = {easy.index[0]:g} "
+        f"and at least {100 * easy[easy.index >= cfg.eps].min():.1f} % at ε ≥ {cfg.eps:g}. Learned clusters where PAC or G-PAC "
+        f"is significantly above ε: {int(others_learned['above_eps'].sum())} of {len(others_learned)} (ε, cluster) cells. "
+        f"G-PAC's worst violation rate over the known groups and the ε grid: {worst_violation:.2f} (α = {cfg.alpha:g}). "
+        f"Share of hard queries within each of C-PAC's clusters (test set): "
+        + ", ".join(f"{c} {v:.2f}" for c, v in hard_clusters.sort_index().items())
+        + "."
+    )
+)
 
 # %% [markdown]
 # ## Take-aways

@@ -70,8 +70,9 @@ shard = None  # "i/n": this process generates every n-th item from item i
 overrides = {}  # any other setting of notebooks/config/01_generate.yaml
 
 # %%
-cfg = config.load("01_generate", profile, benchmark=benchmark, pair=pair, backend=backend, n_items=n_items,
-                  shard=shard, **overrides)
+cfg = config.load(
+    "01_generate", profile, benchmark=benchmark, pair=pair, backend=backend, n_items=n_items, shard=shard, **overrides
+)
 models = gen.pair_models(cfg.pair, cfg.think_model, cfg.nothink_model)
 mode = gen.resolve_backend(cfg.backend, models)
 print(f"models: {models}\nbackend requested: {cfg.backend!r} -> {mode!r}")
@@ -85,18 +86,24 @@ cfg
 
 # %%
 if mode == "validate":
-    print("MODE: validate embedded tables -- no GPU with vLLM and no local model folders, so nothing is "
-          "generated on this machine. Validating data/simulated/*.parquet against the data schema instead.")
+    print(
+        "MODE: validate embedded tables -- no GPU with vLLM and no local model folders, so nothing is "
+        "generated on this machine. Validating data/simulated/*.parquet against the data schema instead."
+    )
     paths = sorted(SIMULATED.glob("*__*.parquet"))  # data/simulated/<benchmark>__<pair>.parquet
     if not paths:
         print("No embedded tables found under data/simulated/ (run `python -m gpac_utils.paper.simulate`).")
     for p in paths:
         is_semantic = p.name.startswith("arena_hard")
         t = data.read_table(p, require_tokens=True, score_cols=data.PAPER_SCORES, require_group=not is_semantic)
-        print(f"  {p.name:28s} {len(t):5d} rows  OK  (loss {'semantic' if is_semantic else 'binary'}, "
-              f"mean {t['loss'].mean():.3f})")
+        print(
+            f"  {p.name:28s} {len(t):5d} rows  OK  (loss {'semantic' if is_semantic else 'binary'}, "
+            f"mean {t['loss'].mean():.3f})"
+        )
 else:
-    print(f"MODE: generate with {mode}" + (" (the walk: one tiny model, two prompts)" if cfg.benchmark == "walk" else ""))
+    print(
+        f"MODE: generate with {mode}" + (" (the walk: one tiny model, two prompts)" if cfg.benchmark == "walk" else "")
+    )
 
 # %% [markdown]
 # ## Generate
@@ -112,18 +119,34 @@ if mode != "validate":
     if cfg.benchmark in WALK_LIKE:  # the walk's items, or the generated arith benchmark
         if models["think"] != models["nothink"]:
             raise ValueError(f"the walk runs both roles from one model; got {models}")
-        samplings = gen.walk_samplings(think_max_tokens=cfg.max_tokens, n_verbalized=cfg.n_verbalized,
-                                       verbalized_max_tokens=cfg.verbalized_max_tokens)
+        samplings = gen.walk_samplings(
+            think_max_tokens=cfg.max_tokens,
+            n_verbalized=cfg.n_verbalized,
+            verbalized_max_tokens=cfg.verbalized_max_tokens,
+        )
     else:
         samplings = gen.pair_samplings(models, cfg.max_tokens, cfg.n_verbalized, cfg.verbalized_max_tokens)
-    engine_kwargs = ({"tensor_parallel_size": cfg.tensor_parallel_size} if mode == "vllm"
-                     else {"batch_size": cfg.batch_size, "device": cfg.device})
+    engine_kwargs = (
+        {"tensor_parallel_size": cfg.tensor_parallel_size}
+        if mode == "vllm"
+        else {"batch_size": cfg.batch_size, "device": cfg.device}
+    )
     engine_kwargs |= dict(cfg.engine_kwargs or {})  # e.g. vLLM on CPU: {dtype: float32, gpu_memory_utilization: 0.3}
-    report = gen.generate(items, models, folder, backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed,
-                          engine_kwargs=engine_kwargs)
+    report = gen.generate(
+        items,
+        models,
+        folder,
+        backend=mode,
+        samplings=samplings,
+        shard=cfg.shard,
+        seed=cfg.seed,
+        engine_kwargs=engine_kwargs,
+    )
     print(report)
     for role in records.ROLES:
         g = records.load_generations(folder, role)
-        print(f"{role:10s} {len(g):4d} records, mean {g['n_tokens'].mean():5.1f} tokens, "
-              f"{(g['finish_reason'] == 'length').mean():.0%} hit max_tokens")
+        print(
+            f"{role:10s} {len(g):4d} records, mean {g['n_tokens'].mean():5.1f} tokens, "
+            f"{(g['finish_reason'] == 'length').mean():.0%} hit max_tokens"
+        )
     print(f"wrote {folder}")

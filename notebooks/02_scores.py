@@ -71,17 +71,26 @@ router_folds = None  # cross-fitting folds of the router
 overrides = {}  # any other setting of notebooks/config/02_scores.yaml
 
 # %%
-cfg = config.load("02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder,
-                  router_folds=router_folds, **overrides)
+cfg = config.load(
+    "02_scores", profile, benchmark=benchmark, pair=pair, embedder=embedder, router_folds=router_folds, **overrides
+)
 folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
 status = records.generations_status(folder)
 have_generations = status == "complete"
 mode = "score generations" if have_generations else "validate embedded tables"
-why = {"missing": f"no generations under {folder}",
-       "incomplete": f"the generations under {folder} are incomplete (01_generate still running, interrupted, "
-                     "or shards missing: rerun it to finish)"}
-print(f"MODE: {mode}" + ("" if have_generations else f" -- {why[status]}; "
-                         "summarising data/simulated/*.parquet instead of computing scores"))
+why = {
+    "missing": f"no generations under {folder}",
+    "incomplete": f"the generations under {folder} are incomplete (01_generate still running, interrupted, "
+    "or shards missing: rerun it to finish)",
+}
+print(
+    f"MODE: {mode}"
+    + (
+        ""
+        if have_generations
+        else f" -- {why[status]}; summarising data/simulated/*.parquet instead of computing scores"
+    )
+)
 cfg
 
 # %% [markdown]
@@ -94,8 +103,9 @@ cfg
 # %%
 tables = {}
 if have_generations:
-    res = sc.score_run(folder, cfg.benchmark, embedder=sc.Embedder(cfg.embedder),
-                       router_folds=cfg.router_folds, seed=cfg.seed)
+    res = sc.score_run(
+        folder, cfg.benchmark, embedder=sc.Embedder(cfg.embedder), router_folds=cfg.router_folds, seed=cfg.seed
+    )
     for note in res.notes:
         print(note)
     out = data.write_table(res.table, Path(cfg.output_root or gen.GENERATED) / f"{cfg.benchmark}__{cfg.pair}.parquet")
@@ -117,8 +127,10 @@ if not have_generations:
     embedded = sorted(SIMULATED.glob("*__*.parquet"))  # data/simulated/<benchmark>__<pair>.parquet
     paths = sorted(embedded, key=lambda p: (not p.stem.startswith(cfg.benchmark + "__"), p.stem))
     if not paths:
-        print("No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
-              "nothing to summarise.")
+        print(
+            "No embedded tables under data/simulated/ yet (run `python -m gpac_utils.paper.simulate`): "
+            "nothing to summarise."
+        )
     for p in paths[: cfg.max_tables]:
         tables[p.stem] = data.read_table(p, score_cols=data.PAPER_SCORES, require_tokens=True)
     print(f"validated {len(tables)} table(s): {list(tables)}")
@@ -128,6 +140,7 @@ if not have_generations:
 # One row per table: its size and groups, the mean and largest loss, each role's accuracy and mean
 # tokens, and the ECE of the confidence 1 − U of each score against the non-thinking model's
 # correctness (equal-width bins); the ECE is empty for Arena-Hard (no correctness, semantic loss).
+
 
 # %%
 def summarize_table(df, name, n_bins=10):
@@ -163,6 +176,7 @@ summary
 # when the table has the non-thinking model's correctness: the reliability diagram of the confidence
 # 1 − U (accuracy per equal-width bin against the diagonal of perfect calibration), with its ECE.
 
+
 # %%
 def plot_score_panels(df, title, n_bins=10):
     """Histograms of each score per group; reliability diagrams of 1 - U with their ECE."""
@@ -183,11 +197,23 @@ def plot_score_panels(df, title, n_bins=10):
             curve = reliability_curve(conf, df[data.NOTHINK_CORRECT], n_bins)
             ece = expected_calibration_error(conf, df[data.NOTHINK_CORRECT], n_bins)
             filled = curve["n"] > 0
-            axes[1, j].bar(curve["bin_lo"][filled], curve["accuracy"][filled], width=1 / n_bins, align="edge",
-                           edgecolor="black", alpha=0.7, label="accuracy")
+            axes[1, j].bar(
+                curve["bin_lo"][filled],
+                curve["accuracy"][filled],
+                width=1 / n_bins,
+                align="edge",
+                edgecolor="black",
+                alpha=0.7,
+                label="accuracy",
+            )
             axes[1, j].plot([0, 1], [0, 1], "k--", linewidth=1, label="calibrated")
-            axes[1, j].set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence 1 - U", title=f"ECE = {ece:.3f}",
-                           ylabel="non-thinking accuracy" if j == 0 else None)
+            axes[1, j].set(
+                xlim=(0, 1),
+                ylim=(0, 1),
+                xlabel="confidence 1 - U",
+                title=f"ECE = {ece:.3f}",
+                ylabel="non-thinking accuracy" if j == 0 else None,
+            )
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title)
     fig.tight_layout()
@@ -241,20 +267,37 @@ disjoint = 1.0 - disjoint_router.predict_proba(features)[:, 1]
 evaluation = router_data[~router_half].assign(
     score_router_crossfit=crossfit[~router_half], score_router_disjoint=disjoint[~router_half]
 )
-router_scores = {"score_router_crossfit": "cross-fitted (2 folds, all items)", "score_router_disjoint": "disjoint (other half only)",
-                 "score_router": "reference: MiniLM, 5 folds (committed)"}  # fmt: skip
+router_scores = {
+    "score_router_crossfit": "cross-fitted (2 folds, all items)",
+    "score_router_disjoint": "disjoint (other half only)",
+    "score_router": "reference: MiniLM, 5 folds (committed)",
+}
 router_experiment = ExperimentConfig(
-    eps=cfg.router_eps, alpha=cfg.router_alpha, methods=("PAC", "G-PAC"), scores=tuple(router_scores),
-    n_trials=cfg.router_n_trials, cal_ratio=cfg.router_cal_ratio, seed=cfg.seed,
-)  # fmt: skip
+    eps=cfg.router_eps,
+    alpha=cfg.router_alpha,
+    methods=("PAC", "G-PAC"),
+    scores=tuple(router_scores),
+    n_trials=cfg.router_n_trials,
+    cal_ratio=cfg.router_cal_ratio,
+    seed=cfg.seed,
+)
 router_summary = summarize(run_experiment(evaluation, router_experiment), cfg.router_eps).set_index(["method", "score"])
 rows = []
 for method in router_experiment.methods:
     for score, label in router_scores.items():
         r = router_summary.loc[(method, score)]
-        rows.append({"method": method, "router": label, "AUROC (loss)": roc_auc_score(evaluation[data.LOSS], evaluation[score]),
-                     "Error (%)": 100 * r["Error"], "Error_Gap (%)": 100 * r["Error_Gap"], "STP (%)": 100 * r["STP"],
-                     "Violation (%)": 100 * r["violation_max_group"], "Routed share (%)": 100 * r["routed_share"]})  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "router": label,
+                "AUROC (loss)": roc_auc_score(evaluation[data.LOSS], evaluation[score]),
+                "Error (%)": 100 * r["Error"],
+                "Error_Gap (%)": 100 * r["Error_Gap"],
+                "STP (%)": 100 * r["STP"],
+                "Violation (%)": 100 * r["violation_max_group"],
+                "Routed share (%)": 100 * r["routed_share"],
+            }
+        )
 router_table = pd.DataFrame(rows)
 router_table.insert(0, "items", len(evaluation))
 router_table.insert(1, "trials", cfg.router_n_trials)
@@ -263,17 +306,24 @@ router_table
 
 # %%
 by_router = router_table.set_index(["method", "router"])
-change = {m: by_router.loc[(m, router_scores["score_router_crossfit"])] - by_router.loc[(m, router_scores["score_router_disjoint"])]
-          for m in router_experiment.methods}  # fmt: skip
-display(Markdown(
-    f"On the {len(evaluation)} evaluation items ({cfg.router_n_trials} calibration/test splits, "
-    f"$\\varepsilon$ = {cfg.router_eps}), cross-fitted minus disjoint: AUROC {change['G-PAC']['AUROC (loss)']:+.3f}; "
-    f"G-PAC routed share {change['G-PAC']['Routed share (%)']:+.2f} points, Error {change['G-PAC']['Error (%)']:+.2f} "
-    f"points, largest per-group violation rate {change['G-PAC']['Violation (%)']:+.1f} points; PAC routed share "
-    f"{change['PAC']['Routed share (%)']:+.2f} points. Both routers learn from {int(router_half.sum())} items. "
-    + ("Sharing items did not make the table look better here: the cross-fitted score routes no more and is "
-       "violated no more often than the disjoint one (one random split into halves: differences of this size "
-       "may be noise)." if change["G-PAC"]["Routed share (%)"] <= 0
-       and change["G-PAC"]["Violation (%)"] <= 0 else
-       "The cross-fitted score looks better than the disjoint one: the tables built on it are optimistic by this much.")
-))
+change = {
+    m: by_router.loc[(m, router_scores["score_router_crossfit"])]
+    - by_router.loc[(m, router_scores["score_router_disjoint"])]
+    for m in router_experiment.methods
+}
+display(
+    Markdown(
+        f"On the {len(evaluation)} evaluation items ({cfg.router_n_trials} calibration/test splits, "
+        f"$\\varepsilon$ = {cfg.router_eps}), cross-fitted minus disjoint: AUROC {change['G-PAC']['AUROC (loss)']:+.3f}; "
+        f"G-PAC routed share {change['G-PAC']['Routed share (%)']:+.2f} points, Error {change['G-PAC']['Error (%)']:+.2f} "
+        f"points, largest per-group violation rate {change['G-PAC']['Violation (%)']:+.1f} points; PAC routed share "
+        f"{change['PAC']['Routed share (%)']:+.2f} points. Both routers learn from {int(router_half.sum())} items. "
+        + (
+            "Sharing items did not make the table look better here: the cross-fitted score routes no more and is "
+            "violated no more often than the disjoint one (one random split into halves: differences of this size "
+            "may be noise)."
+            if change["G-PAC"]["Routed share (%)"] <= 0 and change["G-PAC"]["Violation (%)"] <= 0
+            else "The cross-fitted score looks better than the disjoint one: the tables built on it are optimistic by this much."
+        )
+    )
+)

@@ -77,11 +77,13 @@ overrides = {}  # any other setting of notebooks/config/10_oracle_partition.yaml
 
 # %%
 cfg = config.load("10_oracle_partition", profile, eps=eps, n_random=n_random, calibrations=calibrations, **overrides)
-pop = populations.Population((  # heterogeneous risk profiles: the same score, very different risks
-    populations.RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
-    populations.RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
-    populations.RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
-))
+pop = populations.Population(
+    (  # heterogeneous risk profiles: the same score, very different risks
+        populations.RiskGroup("easy", 0.5, a=0.4, b=2.0),  # R(u) = 0.133 u^3
+        populations.RiskGroup("medium", 0.3, a=0.6, b=1.0),  # R(u) = 0.3 u^2
+        populations.RiskGroup("hard", 0.2, a=0.9, b=0.5),  # R(u) = 0.6 u^1.5
+    )
+)
 cfg
 
 # %% [markdown]
@@ -108,10 +110,21 @@ axes[0].legend()
 axes[1].legend(fontsize=8)
 
 table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps_grid])
-for col, lab in (("routed_share_marginal", "PAC (marginal constraint)"), ("routed_share_common", "one threshold, valid in every group"),
-                 ("routed_share_grouped", "G-PAC oracle (per-group)")):
-    axes[2].plot(table["eps"], table[col], marker="o", ms=3, label=lab,
-                 color={"routed_share_marginal": "#1f3b73", "routed_share_common": "grey", "routed_share_grouped": "#2a9d8f"}[col])
+for col, lab in (
+    ("routed_share_marginal", "PAC (marginal constraint)"),
+    ("routed_share_common", "one threshold, valid in every group"),
+    ("routed_share_grouped", "G-PAC oracle (per-group)"),
+):
+    axes[2].plot(
+        table["eps"],
+        table[col],
+        marker="o",
+        ms=3,
+        label=lab,
+        color={"routed_share_marginal": "#1f3b73", "routed_share_common": "grey", "routed_share_grouped": "#2a9d8f"}[
+            col
+        ],
+    )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
 axes[2].legend(fontsize=8)
 fig.tight_layout()
@@ -119,8 +132,17 @@ plotting.savefig(fig, "oracle_partition")
 
 # %%
 plotting.save_table(table, "oracle_partition_routed_share", floatfmt=".4f")
-table[["eps", "u_marginal", *[f"u_{g}" for g in pop.names], "routed_share_marginal", "routed_share_common", "routed_share_grouped",
-       "max_group_risk_marginal"]].round(3)
+table[
+    [
+        "eps",
+        "u_marginal",
+        *[f"u_{g}" for g in pop.names],
+        "routed_share_marginal",
+        "routed_share_common",
+        "routed_share_grouped",
+        "max_group_risk_marginal",
+    ]
+].round(3)
 
 # %% [markdown]
 # Read the last column: under the marginal threshold the *hard* group's risk exceeds ε at every
@@ -135,10 +157,12 @@ assert (table["risk_marginal_hard"] == table["max_group_risk_marginal"]).all()  
 assert (table["routed_share_grouped"] > table["routed_share_common"]).all()
 beats = table[table["routed_share_marginal"] > table["routed_share_grouped"]]
 where = ", ".join(f"ε = {e:g}" for e in beats["eps"]) or "none"
-display(Markdown(
-    f"Marginal PAC routes more than G-PAC's oracle thresholds at {len(beats)} of the {len(table)} tolerances of "
-    f"the grid ({where}) — possible only because it breaks the hard group."
-))
+display(
+    Markdown(
+        f"Marginal PAC routes more than G-PAC's oracle thresholds at {len(beats)} of the {len(table)} tolerances of "
+        f"the grid ({where}) — possible only because it breaks the hard group."
+    )
+)
 
 # %% [markdown]
 # :::{exercise}
@@ -197,12 +221,14 @@ counter = populations.oracle_summary(pop, counter_eps)
 assert counter["risk_marginal_hard"] > counter_eps  # û* is not feasible for the hard group ...
 assert counter["u_hard"] < counter["u_marginal"]  # ... so its own threshold is lower ...
 assert counter["routed_share_marginal"] > counter["routed_share_grouped"]  # ... and grouping routes less
-display(Markdown(
-    f"At ε = {counter_eps:g}: the marginal threshold û* = {counter['u_marginal']:.4f} gives the hard group "
-    f"R(û* | hard) = {counter['risk_marginal_hard']:.4f} > ε, so û* is not feasible for it; its own threshold is "
-    f"û*_hard = {counter['u_hard']:.4f}. Marginal PAC routes {counter['routed_share_marginal']:.4f} of the "
-    f"queries, G-PAC with these three known groups {counter['routed_share_grouped']:.4f}: less."
-))
+display(
+    Markdown(
+        f"At ε = {counter_eps:g}: the marginal threshold û* = {counter['u_marginal']:.4f} gives the hard group "
+        f"R(û* | hard) = {counter['risk_marginal_hard']:.4f} > ε, so û* is not feasible for it; its own threshold is "
+        f"û*_hard = {counter['u_hard']:.4f}. Marginal PAC routes {counter['routed_share_marginal']:.4f} of the "
+        f"queries, G-PAC with these three known groups {counter['routed_share_grouped']:.4f}: less."
+    )
+)
 
 # %% [markdown]
 # So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
@@ -250,23 +276,33 @@ def group_risk(u):  # R(u | G_j) = a_j u^(b_j + 1) / (b_j + 1), u in [0, 1]
     return a * np.clip(u, 0.0, 1.0) ** e / e
 
 
-u_groups = populations.sup_feasible(group_risk, np.broadcast_to(eps_scan[..., None],
-                                                                np.broadcast_shapes(a.shape, eps_scan.shape + (1,))))
-u_marg = populations.sup_feasible(lambda u: (w * group_risk(u[..., None])).sum(axis=-1),
-                                  np.broadcast_to(eps_scan, w.shape[:1] + eps_scan.shape[1:]))
-shares = {"routed_share_marginal": np.clip(u_marg, 0.0, 1.0),
-          "routed_share_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
-          "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1)}
+u_groups = populations.sup_feasible(
+    group_risk, np.broadcast_to(eps_scan[..., None], np.broadcast_shapes(a.shape, eps_scan.shape + (1,)))
+)
+u_marg = populations.sup_feasible(
+    lambda u: (w * group_risk(u[..., None])).sum(axis=-1), np.broadcast_to(eps_scan, w.shape[:1] + eps_scan.shape[1:])
+)
+shares = {
+    "routed_share_marginal": np.clip(u_marg, 0.0, 1.0),
+    "routed_share_common": np.clip(u_groups.min(axis=-1), 0.0, 1.0),
+    "routed_share_grouped": (w * np.clip(u_groups, 0.0, 1.0)).sum(axis=-1),
+}
 max_group_risk = group_risk(u_marg[..., None]).max(axis=-1)
 rows = []
 for k, ((i, identical), p) in enumerate(zip(kinds, pops)):
     for j, e_j in enumerate(cfg.prop_eps):
         us = u_groups[k, j]
-        rows.append({"population": i, "identical_groups": identical, "eps": float(e_j),
-                     **{name: float(v[k, j]) for name, v in shares.items()},
-                     "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
-                     "marginal_violates_a_group": bool(max_group_risk[k, j] > e_j + 1e-12),
-                     "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in p.groups)})
+        rows.append(
+            {
+                "population": i,
+                "identical_groups": identical,
+                "eps": float(e_j),
+                **{name: float(v[k, j]) for name, v in shares.items()},
+                "thresholds_equal": bool(np.all(us == us[0]) or np.ptp(np.minimum(us, 1.0)) < 1e-9),
+                "marginal_violates_a_group": bool(max_group_risk[k, j] > e_j + 1e-12),
+                "groups": "; ".join(f"w={g.weight:.2f} a={g.a:.2f} b={g.b:g}" for g in p.groups),
+            }
+        )
 scan = pd.DataFrame(rows)
 
 # %% [markdown]
@@ -277,8 +313,12 @@ for k in range(20):
     for j, e_j in enumerate(cfg.prop_eps):
         one = populations.oracle_summary(pops[k], e_j)
         batched = [u_marg[k, j], *u_groups[k, j], *(v[k, j] for v in shares.values()), max_group_risk[k, j]]
-        exact = [one["u_marginal"], *(one[f"u_{g}"] for g in pops[k].names), *(one[name] for name in shares),
-                 one["max_group_risk_marginal"]]
+        exact = [
+            one["u_marginal"],
+            *(one[f"u_{g}"] for g in pops[k].names),
+            *(one[name] for name in shares),
+            one["max_group_risk_marginal"],
+        ]
         assert np.allclose(batched, exact, rtol=0, atol=1e-12), (k, e_j, batched, exact)  # +inf: route everything
 
 # %%
@@ -292,11 +332,16 @@ statements = [  # (statement, populations, cases, how many hold)
     ("corrected, strict when thresholds differ", "heterogeneous", differ, differ[grouped] > differ[common]),
     ("equality: grouped == marginal", "identical groups", ident, (ident[grouped] - ident[marginal]).abs() <= 1e-7),
     ("fixed partition (proof step): grouped >= marginal", "heterogeneous", het, het[grouped] >= het[marginal] - tol),
-    ("fixed partition, when the marginal threshold is valid in every group", "heterogeneous", valid,
-     valid[grouped] >= valid[marginal] - tol),
+    (
+        "fixed partition, when the marginal threshold is valid in every group",
+        "heterogeneous",
+        valid,
+        valid[grouped] >= valid[marginal] - tol,
+    ),
 ]
-check = pd.DataFrame([{"statement": st, "populations": who, "cases": len(d), "holds": int(ok.sum())}
-                      for st, who, d, ok in statements])
+check = pd.DataFrame(
+    [{"statement": st, "populations": who, "cases": len(d), "holds": int(ok.sum())} for st, who, d, ok in statements]
+)
 check["share_holding"] = check["holds"] / check["cases"]
 plotting.save_table(check, "prop33_check", floatfmt=".3f")
 check
@@ -304,7 +349,11 @@ check
 # %%
 assert check.loc[0, "share_holding"] == 1.0 and check.loc[1, "share_holding"] == 1.0
 assert check.loc[2, "share_holding"] == 1.0 and check.loc[4, "share_holding"] == 1.0
-worst = het.assign(loss=het["routed_share_marginal"] - het["routed_share_grouped"]).sort_values("loss", ascending=False).head(3)
+worst = (
+    het.assign(loss=het["routed_share_marginal"] - het["routed_share_grouped"])
+    .sort_values("loss", ascending=False)
+    .head(3)
+)
 worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grouped", "groups"]].round(3)
 
 # %% [markdown]
@@ -316,11 +365,13 @@ worst[["eps", "routed_share_marginal", "routed_share_common", "routed_share_grou
 # %%
 loses = het[het[grouped] < het[marginal] - tol]
 assert loses["marginal_violates_a_group"].all()
-display(Markdown(
-    f"With fixed heterogeneous groups, grouping routes less than marginal PAC in {len(loses)} of {len(het)} "
-    f"cases ({100 * len(loses) / len(het):.1f} %), by at most {(loses[marginal] - loses[grouped]).max():.3f} of the "
-    f"queries; in all of them the marginal threshold breaks some group."
-))
+display(
+    Markdown(
+        f"With fixed heterogeneous groups, grouping routes less than marginal PAC in {len(loses)} of {len(het)} "
+        f"cases ({100 * len(loses) / len(het):.1f} %), by at most {(loses[marginal] - loses[grouped]).max():.3f} of the "
+        f"queries; in all of them the marginal threshold breaks some group."
+    )
+)
 
 # %% [markdown]
 # :::{exercise}
@@ -356,8 +407,9 @@ display(Markdown(
 #    threshold $u^*$ and the marginal routed share; the optimal partition routes at least that.
 
 # %% tags=["solution"]
-two = populations.Population((populations.RiskGroup("easy", 0.5, a=0.1, b=1.0),
-                              populations.RiskGroup("hard", 0.5, a=1.0, b=1.0)))
+two = populations.Population(
+    (populations.RiskGroup("easy", 0.5, a=0.1, b=1.0), populations.RiskGroup("hard", 0.5, a=1.0, b=1.0))
+)
 exact = populations.oracle_summary(two, 0.2)
 assert exact["u_easy"] == np.inf and np.isclose(exact["u_hard"], np.sqrt(0.4))
 assert np.isclose(exact["u_marginal"], np.sqrt(0.2 / 0.275))
@@ -393,8 +445,10 @@ thr["G-PAC"] = {}
 for g, wj in zip(pop.names, pop.weights):
     lj, uj = pop.group(g).sample((cfg.calibrations, max(2, int(round(wj * cfg.n_cal)))), rng)
     thr["G-PAC"][g] = threshold(uj, lj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
-oracle_thr = {"PAC": dict.fromkeys(pop.names, populations.oracle_threshold(pop, cfg.eps)),
-              "G-PAC": {g: populations.oracle_threshold(pop, cfg.eps, g) for g in pop.names}}
+oracle_thr = {
+    "PAC": dict.fromkeys(pop.names, populations.oracle_threshold(pop, cfg.eps)),
+    "G-PAC": {g: populations.oracle_threshold(pop, cfg.eps, g) for g in pop.names},
+}
 
 # %% [markdown]
 # **Measure** with the exact risks: per group the mean share routed, the oracle's share and the
@@ -407,12 +461,28 @@ for method, per_group in thr.items():
     for g, wj in zip(pop.names, pop.weights):
         share, risk = pop.share(per_group[g], g), pop.risk(per_group[g], g)
         share_oracle = float(pop.share(oracle_thr[method][g], g))
-        rows.append({"method": method, "group": g, "routed_share": float(np.mean(share)), "routed_share_oracle": share_oracle,
-                     "violation_rate": float(np.mean(risk > cfg.eps)), "mean_risk": float(np.mean(risk))})
+        rows.append(
+            {
+                "method": method,
+                "group": g,
+                "routed_share": float(np.mean(share)),
+                "routed_share_oracle": share_oracle,
+                "violation_rate": float(np.mean(risk > cfg.eps)),
+                "mean_risk": float(np.mean(risk)),
+            }
+        )
         total += wj * float(np.mean(share))
         total_oracle += wj * share_oracle
-    rows.append({"method": method, "group": ALL, "routed_share": total, "routed_share_oracle": total_oracle,
-                 "violation_rate": np.nan, "mean_risk": np.nan})
+    rows.append(
+        {
+            "method": method,
+            "group": ALL,
+            "routed_share": total,
+            "routed_share_oracle": total_oracle,
+            "violation_rate": np.nan,
+            "mean_risk": np.nan,
+        }
+    )
 cal = pd.DataFrame(rows).assign(calibrations=cfg.calibrations)
 plotting.save_table(cal, "oracle_partition_calibrated", floatfmt=".4f")
 cal.round(3)
@@ -421,8 +491,10 @@ cal.round(3)
 g_hard = cal[(cal["method"] == "PAC") & (cal["group"] == "hard")]["violation_rate"].iloc[0]
 g_gpac = cal[(cal["method"] == "G-PAC") & (cal["group"] != ALL)]["violation_rate"]
 mcse = float(metrics.mcse(cfg.alpha, cfg.calibrations))
-print(f"PAC violates the hard group in {100 * g_hard:.1f}% of calibrations; "
-      f"G-PAC's worst group: {100 * g_gpac.max():.1f}% (nominal {100 * cfg['alpha']:g}%, MCSE {100 * mcse:.1f}%)")
+print(
+    f"PAC violates the hard group in {100 * g_hard:.1f}% of calibrations; "
+    f"G-PAC's worst group: {100 * g_gpac.max():.1f}% (nominal {100 * cfg['alpha']:g}%, MCSE {100 * mcse:.1f}%)"
+)
 assert g_gpac.max() <= cfg.alpha + 3 * mcse
 
 

@@ -102,24 +102,40 @@ grid_shares = pg.interval_partition_routed_share(pop, grid, cfg.eps)  # all at o
 best = int(np.argmax(grid_shares))  # the first of equals, in the order of the grid
 b_best, share_best = tuple(grid[best]), float(grid_shares[best])
 u_marg = populations.oracle_threshold(pop, cfg.eps)
-pd.DataFrame([
-    {"partition": "reference (1/3, 2/3)", "boundaries": "0.333, 0.667", "routed_share": share_ref,
-     "thresholds": ", ".join(f"{u:.3f}" for u in u_ref)},
-    {"partition": f"best on a {cfg['search_grid']}-grid", "boundaries": ", ".join(f"{b:.3f}" for b in b_best),
-     "routed_share": share_best, "thresholds": ", ".join(f"{u:.3f}" for u in pg.interval_thresholds(pop, b_best, cfg.eps))},
-    {"partition": "none (marginal PAC)", "boundaries": "", "routed_share": float(pop.share(u_marg)),
-     "thresholds": f"{u_marg:.3f}"},
-]).round(3)
+pd.DataFrame(
+    [
+        {
+            "partition": "reference (1/3, 2/3)",
+            "boundaries": "0.333, 0.667",
+            "routed_share": share_ref,
+            "thresholds": ", ".join(f"{u:.3f}" for u in u_ref),
+        },
+        {
+            "partition": f"best on a {cfg['search_grid']}-grid",
+            "boundaries": ", ".join(f"{b:.3f}" for b in b_best),
+            "routed_share": share_best,
+            "thresholds": ", ".join(f"{u:.3f}" for u in pg.interval_thresholds(pop, b_best, cfg.eps)),
+        },
+        {
+            "partition": "none (marginal PAC)",
+            "boundaries": "",
+            "routed_share": float(pop.share(u_marg)),
+            "thresholds": f"{u_marg:.3f}",
+        },
+    ]
+).round(3)
 
 # %%
 assert share_best > share_ref  # the reference partition is not the oracle
 inside_risky = sum(b < G_star[0] for b in b_best)
 assert inside_risky >= 1
-display(Markdown(
-    f"The best of the grid's {len(grid)} partitions routes {share_best:.3f} against the reference's {share_ref:.3f}. "
-    f"Its boundaries are {', '.join(f'{b:.3f}' for b in b_best)}; {inside_risky} of them lie inside the risky "
-    f"low-U group (U < {G_star[0]:.3f}): that group is cut up, and the rest of it shares a group with the safe mid-U inputs."
-))
+display(
+    Markdown(
+        f"The best of the grid's {len(grid)} partitions routes {share_best:.3f} against the reference's {share_ref:.3f}. "
+        f"Its boundaries are {', '.join(f'{b:.3f}' for b in b_best)}; {inside_risky} of them lie inside the risky "
+        f"low-U group (U < {G_star[0]:.3f}): that group is cut up, and the rest of it shares a group with the safe mid-U inputs."
+    )
+)
 
 # %% [markdown]
 # ## δ as n grows
@@ -157,6 +173,7 @@ gap["bound_2delta"] = 2 * gap["delta"]
 # (`math.fsum`) so that the fitted numbers do not depend on the BLAS (`np.polyfit` solves it by an
 # SVD whose last digits do).
 
+
 # %%
 def fit_power_law(n, delta):
     """(C, beta) of delta = C n^-beta, fitted on the log scale to the positive deltas."""
@@ -170,8 +187,12 @@ def fit_power_law(n, delta):
 
 assert np.allclose(fit_power_law([100, 300, 1000], [2.0 * n**-0.5 for n in (100, 300, 1000)]), (2.0, 0.5))
 by = gap.groupby(["algorithm", "n"])
-agg = by.agg(delta_mean=("delta", "mean"), delta_se=("delta", "sem"),
-             routed_share_loss_mean=("routed_share_loss", "mean"), routed_share_loss_max=("routed_share_loss", "max"))
+agg = by.agg(
+    delta_mean=("delta", "mean"),
+    delta_se=("delta", "sem"),
+    routed_share_loss_mean=("routed_share_loss", "mean"),
+    routed_share_loss_max=("routed_share_loss", "max"),
+)
 agg = agg.reset_index()
 agg["share_within_2delta"] = [float((g["routed_share_loss"] <= g["bound_2delta"] + 1e-12).mean()) for _, g in by]
 rates = {m: fit_power_law(a["n"], a["delta_mean"]) for m, a in agg.groupby("algorithm")}
@@ -185,15 +206,28 @@ fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
 colors = {"kmeans": "#2a9d8f", "quantile": "#e76f51"}
 for m, a in agg.groupby("algorithm"):
     c, beta = rates[m]
-    axes[0].errorbar(a["n"], a["delta_mean"], yerr=2 * a["delta_se"], marker="o", ms=4, color=colors[m],
-                     label=rf"{m}: $\delta \approx {c:.2f}\, n^{{-{beta:.2f}}}$", ls="none")
+    axes[0].errorbar(
+        a["n"],
+        a["delta_mean"],
+        yerr=2 * a["delta_se"],
+        marker="o",
+        ms=4,
+        color=colors[m],
+        label=rf"{m}: $\delta \approx {c:.2f}\, n^{{-{beta:.2f}}}$",
+        ls="none",
+    )
     # c n^-beta is a straight line on log-log axes: its two end points draw it. (Many points on one
     # line would leave matplotlib's path simplification to decide on last floating-point bits,
     # and those differ between CPUs.)
     nn = [float(a["n"].min()), float(a["n"].max())]
     axes[0].plot(nn, [c * n**-beta for n in nn], color=colors[m], lw=1)
-axes[0].set(xscale="log", yscale="log", xlabel="n (calibration items)", ylabel="mean partition gap δ",
-            title="Partition gap δ shrinks with n")
+axes[0].set(
+    xscale="log",
+    yscale="log",
+    xlabel="n (calibration items)",
+    ylabel="mean partition gap δ",
+    title="Partition gap δ shrinks with n",
+)
 axes[0].set_yticks([0.01, 0.02, 0.04, 0.08], ["0.01", "0.02", "0.04", "0.08"])
 axes[0].yaxis.set_minor_formatter(ticker.NullFormatter())
 axes[0].legend(loc="upper right")
@@ -222,26 +256,49 @@ for ni, n in enumerate(cfg.cover_n):
     for r in range(int(cfg.n_cover_trials)):
         loss, u, _ = pop.sample(int(n), rng)
         for mode in ("split", "joint"):
-            model = CPAC(cfg.eps, cfg.alpha, recipe, partitioner=ScorePartitioner(cfg.k, cfg.partition), mode=mode,
-                         seed=int(rng.integers(2**31)))
+            model = CPAC(
+                cfg.eps,
+                cfg.alpha,
+                recipe,
+                partitioner=ScorePartitioner(cfg.k, cfg.partition),
+                mode=mode,
+                seed=int(rng.integers(2**31)),
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", GroupWarning)
                 model.fit(u, loss)
             b = model.partition_.boundaries
             thr = np.array([model.thresholds_.get(f"c{j}", -np.inf) for j in range(len(b) + 1)])
             lo, hi = pg.interval_bounds(b)  # the learned groups Ĝ_j = (lo_j, hi_j] and their exact R(û_j | Ĝ_j)
-            risks = [float(pop.interval_risk(t, lo_j, hi_j)) if hi_j > lo_j else 0.0 for t, lo_j, hi_j in zip(thr, lo, hi)]
+            risks = [
+                float(pop.interval_risk(t, lo_j, hi_j)) if hi_j > lo_j else 0.0 for t, lo_j, hi_j in zip(thr, lo, hi)
+            ]
             delta = pg.partition_gap(pg.interval_confusion(pop, b, G_star))
-            rows += [{"n": int(n), "rep": r, "mode": mode, "group": f"c{j}", "threshold": float(t), "risk": float(risk),
-                      "violated": bool(risk > cfg.eps), "delta": delta} for j, (t, risk) in enumerate(zip(thr, risks))]
+            rows += [
+                {
+                    "n": int(n),
+                    "rep": r,
+                    "mode": mode,
+                    "group": f"c{j}",
+                    "threshold": float(t),
+                    "risk": float(risk),
+                    "violated": bool(risk > cfg.eps),
+                    "delta": delta,
+                }
+                for j, (t, risk) in enumerate(zip(thr, risks))
+            ]
 cov = pd.DataFrame(rows)
 
 # %% [markdown]
 # Per (mode, n, learned group): the violation rate, with a Monte Carlo standard error floored at α.
 
 # %%
-cov_tab = cov.groupby(["mode", "n", "group"]).agg(violation_rate=("violated", "mean"), calibrations=("violated", "size"),
-                                                  mean_delta=("delta", "mean"), mean_risk=("risk", "mean"))
+cov_tab = cov.groupby(["mode", "n", "group"]).agg(
+    violation_rate=("violated", "mean"),
+    calibrations=("violated", "size"),
+    mean_delta=("delta", "mean"),
+    mean_risk=("risk", "mean"),
+)
 cov_tab = cov_tab.reset_index()
 cov_tab["mcse"] = metrics.mcse(cov_tab["violation_rate"].clip(lower=cfg.alpha), cov_tab["calibrations"])
 plotting.save_table(cov_tab, "partition_gap_coverage", floatfmt=".4f")
@@ -252,8 +309,13 @@ for mode, d in cov_tab.groupby("mode"):
     worst = d.groupby("n")["violation_rate"].max()
     axes[2].plot(worst.index, worst.values, marker="o", ms=4, label=f"{mode}: worst learned group")
 axes[2].axhline(cfg.alpha, color="grey", ls="--", lw=0.8, label="α (target)")
-axes[2].set(xscale="log", xlabel="n (calibration items)", ylabel=r"violation rate $P(R(\hat u_j \mid \hat G_j) > \varepsilon)$",
-            ylim=(0, 2 * cfg.alpha), title="C-PAC: worst learned group")
+axes[2].set(
+    xscale="log",
+    xlabel="n (calibration items)",
+    ylabel=r"violation rate $P(R(\hat u_j \mid \hat G_j) > \varepsilon)$",
+    ylim=(0, 2 * cfg.alpha),
+    title="C-PAC: worst learned group",
+)
 axes[2].set_xticks(cfg.cover_n, [f"{n:g}" for n in cfg.cover_n])
 axes[2].xaxis.set_minor_formatter(ticker.NullFormatter())
 axes[2].legend(loc="upper right")
@@ -273,12 +335,16 @@ split = cov_tab[cov_tab["mode"] == "split"]
 assert (split["violation_rate"] <= cfg.alpha + 3 * split["mcse"]).all(), split
 assert agg.groupby("algorithm")["delta_mean"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()
 worst_mode = cov_tab.groupby("mode")["violation_rate"].max()
-display(Markdown(
-    "Fitted rates: " + ", ".join(f"{m} β = {beta:.2f}" for m, (_, beta) in rates.items())
-    + f". Share of learned partitions whose routed-share loss stays within 2δ: {agg['share_within_2delta'].min():.3f}"
-    + " (the smallest over algorithms and n). Worst learned group's violation rate: "
-    + ", ".join(f"{mode} {rate:.3f}" for mode, rate in worst_mode.items()) + f" (α = {cfg.alpha:g})."
-))
+display(
+    Markdown(
+        "Fitted rates: "
+        + ", ".join(f"{m} β = {beta:.2f}" for m, (_, beta) in rates.items())
+        + f". Share of learned partitions whose routed-share loss stays within 2δ: {agg['share_within_2delta'].min():.3f}"
+        + " (the smallest over algorithms and n). Worst learned group's violation rate: "
+        + ", ".join(f"{mode} {rate:.3f}" for mode, rate in worst_mode.items())
+        + f" (α = {cfg.alpha:g})."
+    )
+)
 
 # %% [markdown]
 # * δ shrinks at about the `n^{-1/2}` rate of a quantile (the fitted β above): boundaries of a
@@ -328,13 +394,19 @@ display(Markdown(
 # %% tags=["solution"]
 b_hand = (0.30, 0.70)
 edges_learned, edges_ref = [0.0, *b_hand, 1.0], [0.0, *G_star, 1.0]
-C_hand = np.array([[max(0.0, min(edges_learned[i + 1], edges_ref[j + 1]) - max(edges_learned[i], edges_ref[j]))
-                    for j in range(3)] for i in range(3)])
+C_hand = np.array(
+    [
+        [max(0.0, min(edges_learned[i + 1], edges_ref[j + 1]) - max(edges_learned[i], edges_ref[j])) for j in range(3)]
+        for i in range(3)
+    ]
+)
 delta_hand = min(1 - sum(C_hand[i, sigma[i]] for i in range(3)) for sigma in itertools.permutations(range(3)))
 assert np.isclose(delta_hand, 1 / 15)
 assert np.isclose(delta_hand, pg.partition_gap(pg.interval_confusion(pop, b_hand, G_star)))
 reversed_rows = C_hand[::-1]
-assert np.isclose(pg.partition_gap(reversed_rows), delta_hand) and np.isclose(1 - np.trace(reversed_rows), 1 - C_hand[1, 1])
+assert np.isclose(pg.partition_gap(reversed_rows), delta_hand) and np.isclose(
+    1 - np.trace(reversed_rows), 1 - C_hand[1, 1]
+)
 round(delta_hand, 4), round(1 - np.trace(reversed_rows), 4)
 
 # %% [markdown] tags=["solution"]
@@ -372,6 +444,7 @@ round(delta_hand, 4), round(1 - np.trace(reversed_rows), 4)
 #    *any* δ > 0. The failing step: "the efficiency difference is at most 1 for misclassified inputs
 #    and 0 for correctly classified inputs" — the loss-free inputs of $\hat G_1$ are correctly
 #    classified, yet they lost their threshold.
+
 
 # %% tags=["solution"]
 def routed(loss_free, lossy, eps):

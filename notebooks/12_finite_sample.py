@@ -111,9 +111,20 @@ for si, (bound, scheme) in enumerate(tuple(s) for s in cfg.settings):
             p = float(np.mean(r_hat > cfg.eps + t + 1e-12))
             b = cfg.alpha + math.exp(-2 * int(N) * t * t)
             se = math.sqrt(max(p * (1 - p), 1e-12) / T)
-            rows.append({"bound": bound, "scheme": scheme, "N_test": int(N), "t": float(t), "exceed_rate": p,
-                         "mcse": float(se), "thm32_bound": min(b, 1.0), "holds": p <= b + 3 * se,
-                         "violation_rate": float(np.mean(risk > cfg.eps)), "calibrations": T})
+            rows.append(
+                {
+                    "bound": bound,
+                    "scheme": scheme,
+                    "N_test": int(N),
+                    "t": float(t),
+                    "exceed_rate": p,
+                    "mcse": float(se),
+                    "thm32_bound": min(b, 1.0),
+                    "holds": p <= b + 3 * se,
+                    "violation_rate": float(np.mean(risk > cfg.eps)),
+                    "calibrations": T,
+                }
+            )
 res = pd.DataFrame(rows)
 plotting.save_table(res, "finite_sample", floatfmt=".4f")
 res.groupby(["bound", "scheme"])[["violation_rate", "calibrations"]].first()
@@ -143,12 +154,25 @@ for ax, (b, s) in zip(axes[1:], settings_):
     d = res[(res["bound"] == b) & (res["scheme"] == s)]
     for t, c in zip(t_show, ["#1f3b73", "#2a9d8f", "#e9c46a", "#e76f51"]):
         dt = d[d["t"] == t].sort_values("N_test")
-        ax.errorbar(dt["N_test"], dt["exceed_rate"], yerr=2 * dt["mcse"], color=c, marker="o", ms=3, ls="none",
-                    label=f"t = {t:g}")
+        ax.errorbar(
+            dt["N_test"],
+            dt["exceed_rate"],
+            yerr=2 * dt["mcse"],
+            color=c,
+            marker="o",
+            ms=3,
+            ls="none",
+            label=f"t = {t:g}",
+        )
         ax.plot(dt["N_test"], dt["thm32_bound"], color=c, lw=1)
     ax.axhline(cfg.alpha, color="grey", ls="--", lw=0.8)
-    ax.set(xscale="log", ylim=(0, 1.02), xlabel="N_j (test items)", ylabel="P(R̂ > ε + t)",
-           title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}")
+    ax.set(
+        xscale="log",
+        ylim=(0, 1.02),
+        xlabel="N_j (test items)",
+        ylabel="P(R̂ > ε + t)",
+        title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}",
+    )
 axes[1].legend(fontsize=7)
 fig.tight_layout()
 plotting.savefig(fig, "finite_sample")
@@ -168,11 +192,13 @@ clt_rows = res[res["bound"] == "clt"]
 tight = clt_rows[clt_rows["thm32_bound"] <= cfg.alpha + 0.01]  # cells where exp(-2 N t^2) <= 0.01
 clt_risk = draws[("clt", "resample")]["risk"]
 above = max(float(np.mean(clt_risk > cfg.eps + t)) for t in tight["t"].unique()) if len(tight) else float("nan")
-display(Markdown(
-    f"`clt` (resample): the inequality holds in {int(clt_rows['holds'].sum())} of {len(clt_rows)} cells, although "
-    f"P(R(û) > ε) = {clt_rows['violation_rate'].iloc[0]:.3f} > α = {cfg.alpha:g}. In the {len(tight)} cells where "
-    f"exp(−2 N_j t²) ≤ 0.01, at most {100 * above:.1f} % of the calibrated risks exceed ε + t."
-))
+display(
+    Markdown(
+        f"`clt` (resample): the inequality holds in {int(clt_rows['holds'].sum())} of {len(clt_rows)} cells, although "
+        f"P(R(û) > ε) = {clt_rows['violation_rate'].iloc[0]:.3f} > α = {cfg.alpha:g}. In the {len(tight)} cells where "
+        f"exp(−2 N_j t²) ≤ 0.01, at most {100 * above:.1f} % of the calibrated risks exceed ε + t."
+    )
+)
 res.groupby(["bound", "scheme"])["holds"].mean()
 
 # %% [markdown]

@@ -86,9 +86,17 @@ cfg
 
 # %%
 pop = populations.AUDIT_POPULATION
-pd.DataFrame([{"group": g.name, "P(loss|u)": f"{g.a:g} u^{g.b:g}", "R(1)": float(g.risk(1.0)),
-               **{f"u*(eps={e:g})": float(populations.oracle_threshold(pop, e, g.name)) for e in cfg.eps_list}}
-              for g in pop.groups])
+pd.DataFrame(
+    [
+        {
+            "group": g.name,
+            "P(loss|u)": f"{g.a:g} u^{g.b:g}",
+            "R(1)": float(g.risk(1.0)),
+            **{f"u*(eps={e:g})": float(populations.oracle_threshold(pop, e, g.name)) for e in cfg.eps_list},
+        }
+        for g in pop.groups
+    ]
+)
 
 # %% [markdown]
 # ## The audit, one cell at a time
@@ -123,6 +131,7 @@ audit_schemes(cfg.label_probs)
 # exactly those of `gpac_utils.calibrate.threshold` with `candidates="auto"` and the same draws
 # (`tests/test_theory.py` checks that), and every cell has its own seeds.
 
+
 # %%
 def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, alpha, calibrations):
     names, n_groups = pop.names, len(pop.names)
@@ -132,8 +141,9 @@ def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, al
     scores = np.concatenate([d[1] for d in draws])
     d = sampling.draw(scores, loss, scheme, label_prob, np.random.default_rng(seeds + [1]))
     # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
-    oracle_share = {eps: {g: pop.share(populations.oracle_threshold(pop, eps, g), g) for g in names}
-                    for eps in eps_list}
+    oracle_share = {
+        eps: {g: pop.share(populations.oracle_threshold(pop, eps, g), g) for g in names} for eps in eps_list
+    }
     assert all(share > 0 for per_group in oracle_share.values() for share in per_group.values())
     # bounds on the same candidate grid share one call (and its prefix sums): the curves are those of ucb()
     by_grid = {}
@@ -156,23 +166,44 @@ def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, al
                     risk = pop.risk(thr[gi], g)
                     ratio = pop.share(thr[gi], g) / oracle_share[eps][g]  # -inf (always think) counts as 0
                     rate = float(np.mean(risk > eps))
-                    rows.append({
-                        "bound": bound, "kind": BOUNDS[bound], "scheme": scheme, "pi": label_prob, "rule": rule,
-                        "n_group": int(n), "eps": eps, "group": g, "calibrations": calibrations, "violation_rate": rate,
-                        "mcse": float(mcse(rate, calibrations)), "oracle_ratio": float(np.mean(ratio)),
-                        "oracle_ratio_se": float(np.std(ratio, ddof=1) / math.sqrt(calibrations)),
-                        "always_think": float(np.mean(~np.isfinite(thr[gi]))),
-                        "mean_labels": float(np.mean(d.n_queried.reshape(n_groups, calibrations)[gi])), "ucb_seconds": secs,
-                    })
+                    rows.append(
+                        {
+                            "bound": bound,
+                            "kind": BOUNDS[bound],
+                            "scheme": scheme,
+                            "pi": label_prob,
+                            "rule": rule,
+                            "n_group": int(n),
+                            "eps": eps,
+                            "group": g,
+                            "calibrations": calibrations,
+                            "violation_rate": rate,
+                            "mcse": float(mcse(rate, calibrations)),
+                            "oracle_ratio": float(np.mean(ratio)),
+                            "oracle_ratio_se": float(np.std(ratio, ddof=1) / math.sqrt(calibrations)),
+                            "always_think": float(np.mean(~np.isfinite(thr[gi]))),
+                            "mean_labels": float(np.mean(d.n_queried.reshape(n_groups, calibrations)[gi])),
+                            "ucb_seconds": secs,
+                        }
+                    )
     return rows
 
 
 def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, alpha, calibrations, seed):
     """Every cell's rows; a pass is a violation rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations)."""
-    settings = dict(bounds=list(bounds), rules=list(rules), eps_list=list(eps_list), alpha=float(alpha),
-                    calibrations=int(calibrations))
-    rows = [row for ni, n in enumerate(group_sizes) for si, (scheme, label_prob) in enumerate(audit_schemes(label_probs))
-            for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, label_prob, **settings)]
+    settings = dict(
+        bounds=list(bounds),
+        rules=list(rules),
+        eps_list=list(eps_list),
+        alpha=float(alpha),
+        calibrations=int(calibrations),
+    )
+    rows = [
+        row
+        for ni, n in enumerate(group_sizes)
+        for si, (scheme, label_prob) in enumerate(audit_schemes(label_probs))
+        for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, label_prob, **settings)
+    ]
     out = pd.DataFrame(rows)
     out["pass_threshold"] = alpha + 3 * np.sqrt(alpha * (1 - alpha) / out["calibrations"])
     out["pass"] = out["violation_rate"] <= out["pass_threshold"]
@@ -183,8 +214,15 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 # ## Run the audit
 
 # %%
-settings = dict(bounds=cfg.bounds, label_probs=cfg.label_probs, eps_list=cfg.eps_list, rules=cfg.rules, alpha=cfg.alpha,
-                calibrations=cfg.calibrations, seed=cfg.seed)
+settings = dict(
+    bounds=cfg.bounds,
+    label_probs=cfg.label_probs,
+    eps_list=cfg.eps_list,
+    rules=cfg.rules,
+    alpha=cfg.alpha,
+    calibrations=cfg.calibrations,
+    seed=cfg.seed,
+)
 t0 = time.perf_counter()
 audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
 elapsed = time.perf_counter() - t0
@@ -205,16 +243,40 @@ same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_
 assert len(cell) and cell.drop(columns="ucb_seconds").reset_index(drop=True).equals(same)
 
 # %%
-cols = ["bound", "kind", "scheme", "pi", "rule", "n_group", "eps", "group", "calibrations", "violation_rate",
-        "mcse", "pass", "oracle_ratio", "oracle_ratio_se", "always_think", "mean_labels"]
+cols = [
+    "bound",
+    "kind",
+    "scheme",
+    "pi",
+    "rule",
+    "n_group",
+    "eps",
+    "group",
+    "calibrations",
+    "violation_rate",
+    "mcse",
+    "pass",
+    "oracle_ratio",
+    "oracle_ratio_se",
+    "always_think",
+    "mean_labels",
+]
 plotting.save_table(audit[cols], "validity_audit", floatfmt=".3f")
 rows = []
 for (bound, scheme), d in audit.groupby(["bound", "scheme"], sort=False):  # one row per (bound, scheme)
     worst = d.loc[d["violation_rate"].idxmax()]
-    rows.append({"bound": bound, "kind": d["kind"].iloc[0], "scheme": scheme, "cells": len(d),
-                 "failing_cells": int((~d["pass"]).sum()), "max_violation": float(d["violation_rate"].max()),
-                 "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
-                 "mean_oracle_ratio": float(d["oracle_ratio"].mean())})
+    rows.append(
+        {
+            "bound": bound,
+            "kind": d["kind"].iloc[0],
+            "scheme": scheme,
+            "cells": len(d),
+            "failing_cells": int((~d["pass"]).sum()),
+            "max_violation": float(d["violation_rate"].max()),
+            "worst_cell": f"n={worst.n_group}, pi={worst.pi:g}, eps={worst.eps:g}, {worst.rule}, {worst.group}",
+            "mean_oracle_ratio": float(d["oracle_ratio"].mean()),
+        }
+    )
 summary = pd.DataFrame(rows)
 plotting.save_table(summary, "validity_audit_summary", floatfmt=".3f")
 summary
@@ -225,18 +287,28 @@ summary
 # groups. Colour is centred on α; a dot marks a cell whose violation rate exceeds
 # α + 3·MCSE (MCSE = √(α(1−α)/calibrations)).
 
+
 # %%
 def heat(ax, d, title, labels=True):
-    d = d.assign(row=d["bound"] + " / " + d["scheme"] + " π=" + d["pi"].map("{:g}".format),
-                 col="n=" + d["n_group"].astype(str) + "\nε=" + d["eps"].map("{:g}".format))
+    d = d.assign(
+        row=d["bound"] + " / " + d["scheme"] + " π=" + d["pi"].map("{:g}".format),
+        col="n=" + d["n_group"].astype(str) + "\nε=" + d["eps"].map("{:g}".format),
+    )
     worst = d.groupby(["row", "col"], sort=False)["violation_rate"].max().unstack("col")
     worst = worst[sorted(worst.columns, key=lambda c: (float(c.split("ε=")[1]), int(c[2:].split("\n")[0])))]
     norm = TwoSlopeNorm(vmin=0.0, vcenter=cfg.alpha, vmax=max(0.5, float(audit["violation_rate"].max())))
     im = ax.imshow(worst.to_numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
     thr = cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.calibrations)
     for (i, j), v in np.ndenumerate(worst.to_numpy()):
-        ax.text(j, i, f"{100 * v:.0f}" + ("•" if v > thr else ""), ha="center", va="center", fontsize=6,
-                color="white" if v > 3 * cfg.alpha else "black")
+        ax.text(
+            j,
+            i,
+            f"{100 * v:.0f}" + ("•" if v > thr else ""),
+            ha="center",
+            va="center",
+            fontsize=6,
+            color="white" if v > 3 * cfg.alpha else "black",
+        )
     ax.set_xticks(range(worst.shape[1]), worst.columns, fontsize=6)
     ax.set_yticks(range(worst.shape[0]), worst.index if labels else [], fontsize=6)
     ax.set_title(title, fontsize=9)
@@ -308,8 +380,10 @@ cand_hand = np.sort(u_hand)
 terms_hand = z_hand[None, :] * (u_hand[idx_hand][None, :] <= cand_hand[:, None])  # Z_t(u) for every candidate u
 ucb_hand = terms_hand.mean(axis=1) + norm.ppf(1 - cfg.alpha) * terms_hand.std(axis=1, ddof=1) / np.sqrt(m_hand)
 assert np.allclose(ucb_hand, ucb("clt", z_hand, u_hand[idx_hand], cand_hand, cfg.alpha, 1 / prob_hand), atol=1e-12)
-print(f"{m_hand} terms, {int((z_hand > 0).sum())} of them non-zero; UCB at the largest candidate {ucb_hand[-1]:.3f}, "
-      f"empirical risk there {loss_hand.mean():.3f}")
+print(
+    f"{m_hand} terms, {int((z_hand > 0).sum())} of them non-zero; UCB at the largest candidate {ucb_hand[-1]:.3f}, "
+    f"empirical risk there {loss_hand.mean():.3f}"
+)
 
 # %% [markdown]
 # First the variance formula and the pointwise miss rate, checked by simulation at one point
@@ -342,18 +416,26 @@ def resampled_clt(n, risk, label_prob, alpha, n_resample, rng, reps=4000):
 
 
 n_sim, risk_sim, prob_sim = 1000, 0.15, 0.5
-mean, var_used, ucb_sim = resampled_clt(n_sim, risk_sim, prob_sim, cfg.alpha, int(n_sim / prob_sim),
-                                        np.random.default_rng([cfg.seed, 13]))
+mean, var_used, ucb_sim = resampled_clt(
+    n_sim, risk_sim, prob_sim, cfg.alpha, int(n_sim / prob_sim), np.random.default_rng([cfg.seed, 13])
+)
 true_var = (risk_sim * (1 - risk_sim) + risk_sim - prob_sim * risk_sim**2) / n_sim
 miss_sim = float(np.mean(ucb_sim < risk_sim))
 assert abs(np.var(mean) / true_var - 1) < 4 * np.sqrt(2 / len(mean))  # the variance of a variance estimate
 assert abs(np.var(mean) / var_used.mean() - variance_ratio(risk_sim, prob_sim)) < 0.15
 # first order: within 3 MCSE plus 3 points for the sigma-moves-with-mu effect named above
 assert abs(miss_sim - predicted_miss(risk_sim, prob_sim, cfg.alpha)) < 3 * float(mcse(miss_sim, len(mean))) + 0.03
-pd.Series({"Var(resampled mean), simulated": np.var(mean), "  formula v/n + s^2/m": true_var,
-           "variance the CLT bound uses (mean)": var_used.mean(),
-           "kappa simulated": np.var(mean) / var_used.mean(), "kappa formula": variance_ratio(risk_sim, prob_sim),
-           "P(UCB < R), simulated": miss_sim, "P(UCB < R), predicted": predicted_miss(risk_sim, prob_sim, cfg.alpha)})
+pd.Series(
+    {
+        "Var(resampled mean), simulated": np.var(mean),
+        "  formula v/n + s^2/m": true_var,
+        "variance the CLT bound uses (mean)": var_used.mean(),
+        "kappa simulated": np.var(mean) / var_used.mean(),
+        "kappa formula": variance_ratio(risk_sim, prob_sim),
+        "P(UCB < R), simulated": miss_sim,
+        "P(UCB < R), predicted": predicted_miss(risk_sim, prob_sim, cfg.alpha),
+    }
+)
 
 # %% [markdown]
 # Now the prediction against the audit: for every (π, ε) of the run, the predicted miss rate
@@ -366,14 +448,25 @@ n_big = int(audit["n_group"].max())
 big = audit[(audit["bound"] == "clt") & (audit["n_group"] == n_big) & (audit["rule"] == "first-crossing")]
 prediction_rows = []
 for (label_prob, eps), cell in big[big["scheme"] == "resample"].groupby(["pi", "eps"]):
-    iid = big[(big["scheme"] == ("full" if label_prob == 1 else "bernoulli")) & (big["pi"] == label_prob)
-              & (big["eps"] == eps)]
+    iid = big[
+        (big["scheme"] == ("full" if label_prob == 1 else "bernoulli"))
+        & (big["pi"] == label_prob)
+        & (big["eps"] == eps)
+    ]
     n_cal = int(cell["calibrations"].sum())
     measured = float(np.average(cell["violation_rate"], weights=cell["calibrations"]))
-    prediction_rows.append({"pi": label_prob, "eps": eps, "kappa": variance_ratio(eps, label_prob),
-                 "predicted": predicted_miss(eps, label_prob, cfg.alpha), "measured (resample)": measured,
-                 "mcse": float(mcse(measured, n_cal)), "calibrations": n_cal,
-                 "measured (no resampling)": float(np.average(iid["violation_rate"], weights=iid["calibrations"]))})
+    prediction_rows.append(
+        {
+            "pi": label_prob,
+            "eps": eps,
+            "kappa": variance_ratio(eps, label_prob),
+            "predicted": predicted_miss(eps, label_prob, cfg.alpha),
+            "measured (resample)": measured,
+            "mcse": float(mcse(measured, n_cal)),
+            "calibrations": n_cal,
+            "measured (no resampling)": float(np.average(iid["violation_rate"], weights=iid["calibrations"])),
+        }
+    )
 prediction = pd.DataFrame(prediction_rows)
 pooled = float(np.average(prediction["measured (resample)"], weights=prediction["calibrations"]))
 pooled_mcse = float(mcse(pooled, prediction["calibrations"].sum()))
@@ -383,15 +476,18 @@ assert abs(pooled - predicted_mean) < 3 * pooled_mcse + 0.02, (pooled, predicted
 assert pooled > cfg.alpha + 3 * pooled_mcse
 no_resampling = prediction.set_index(["pi", "eps"])["measured (no resampling)"]
 worst_iid = no_resampling.idxmax()
-display(Markdown(
-    f"At n = {n_big} per group the formula predicts a miss rate of {100 * prediction['predicted'].min():.1f}–"
-    f"{100 * prediction['predicted'].max():.1f} % (κ = {prediction['kappa'].min():.2f}–{prediction['kappa'].max():.2f}); "
-    f"the audit measured {100 * pooled:.1f} % (MCSE {100 * pooled_mcse:.1f}) over "
-    f"{prediction['calibrations'].sum()} calibrations with resampling, for a nominal α = {100 * cfg.alpha:g} %. "
-    f"Without resampling the same bound missed {100 * no_resampling.median():.1f} % (median over the "
-    f"{len(no_resampling)} (π, ε) pairs); the largest, {100 * no_resampling.max():.1f} % at π = {worst_iid[0]:g}, "
-    f"ε = {worst_iid[1]:g}, is the CLT's own small-count error, not resampling: about "
-    f"{worst_iid[0] * n_big * worst_iid[1]:.0f} labelled losses are expected below the threshold there."))
+display(
+    Markdown(
+        f"At n = {n_big} per group the formula predicts a miss rate of {100 * prediction['predicted'].min():.1f}–"
+        f"{100 * prediction['predicted'].max():.1f} % (κ = {prediction['kappa'].min():.2f}–{prediction['kappa'].max():.2f}); "
+        f"the audit measured {100 * pooled:.1f} % (MCSE {100 * pooled_mcse:.1f}) over "
+        f"{prediction['calibrations'].sum()} calibrations with resampling, for a nominal α = {100 * cfg.alpha:g} %. "
+        f"Without resampling the same bound missed {100 * no_resampling.median():.1f} % (median over the "
+        f"{len(no_resampling)} (π, ε) pairs); the largest, {100 * no_resampling.max():.1f} % at π = {worst_iid[0]:g}, "
+        f"ε = {worst_iid[1]:g}, is the CLT's own small-count error, not resampling: about "
+        f"{worst_iid[0] * n_big * worst_iid[1]:.0f} labelled losses are expected below the threshold there."
+    )
+)
 prediction.round(3)
 
 # %% [markdown]
@@ -413,6 +509,7 @@ prediction.round(3)
 # (binary loss). It grows without bound in $m$: the bound's standard error shrinks like $1/\sqrt m$ while
 # $\hat R_n - R$ stays of order $1/\sqrt n$, so the miss rate $\Phi(-z_{1-\alpha}/\sqrt\kappa) \to \Phi(0) = 1/2$.
 # More resampling makes the bound *worse*: the resample only measures the empirical risk more precisely.
+
 
 # %% tags=["solution"]
 def kappa_for(m_over_n, risk, label_prob):
@@ -475,29 +572,33 @@ print(f"miss rate over the grid: {miss_grid.min():.4f} to {miss_grid.max():.4f};
 # dips back below $\varepsilon$. The audit runs every cell under both rules, so it can separate them.
 
 # %%
-by_rule = audit.pivot_table(index=["bound", "scheme", "pi", "n_group", "eps", "group"], columns="rule",
-                            values="violation_rate")
+by_rule = audit.pivot_table(
+    index=["bound", "scheme", "pi", "n_group", "eps", "group"], columns="rule", values="violation_rate"
+)
 rule_gap = (by_rule["max"] - by_rule["first-crossing"]).abs() if {"max", "first-crossing"} <= set(by_rule) else None
 clt_resample = audit[(audit["bound"] == "clt") & (audit["scheme"] == "resample")]
 clt_small = audit[(audit["bound"] == "clt") & (audit["scheme"] == "full") & (audit["n_group"] <= 100)]
 if rule_gap is not None and len(clt_resample) and len(clt_small):
     moved_bounds = sorted(rule_gap[rule_gap > 0].reset_index()["bound"].unique())
-    display(Markdown(
-        f"The two selection rules differ in {int((rule_gap > 0).sum())} of {len(rule_gap)} cells"
-        + (f" ({', '.join(moved_bounds)})" if moved_bounds else "")
-        + f", by at most {100 * rule_gap.max():.1f} points, and in {int((rule_gap.loc['clt'] > 0).sum())} of the CLT "
-        f"bound's cells. The CLT bound with resampling violates in {100 * clt_resample['violation_rate'].median():.1f} % "
-        f"of calibrations (median over its cells, up to {100 * clt_resample['violation_rate'].max():.1f} %) for a "
-        f"nominal {100 * cfg.alpha:g} %; without resampling, at n ≤ 100, in up to "
-        f"{100 * clt_small['violation_rate'].max():.1f} %. The excess comes from the bound and its resampling, "
-        "not from the `max` rule."
-    ))
+    display(
+        Markdown(
+            f"The two selection rules differ in {int((rule_gap > 0).sum())} of {len(rule_gap)} cells"
+            + (f" ({', '.join(moved_bounds)})" if moved_bounds else "")
+            + f", by at most {100 * rule_gap.max():.1f} points, and in {int((rule_gap.loc['clt'] > 0).sum())} of the CLT "
+            f"bound's cells. The CLT bound with resampling violates in {100 * clt_resample['violation_rate'].median():.1f} % "
+            f"of calibrations (median over its cells, up to {100 * clt_resample['violation_rate'].max():.1f} %) for a "
+            f"nominal {100 * cfg.alpha:g} %; without resampling, at n ≤ 100, in up to "
+            f"{100 * clt_small['violation_rate'].max():.1f} %. The excess comes from the bound and its resampling, "
+            "not from the `max` rule."
+        )
+    )
 
 # %% [markdown]
 # ## The audit on one slide
 # (a) The paper's CLT bound with and without resampling against the prediction; (b) the worst cell of
 # each finite-sample valid bound under the i.i.d. schemes. Each point pools or maximizes over π, ε and
 # the two groups (first-crossing; the `max` rule gives the same picture).
+
 
 # %%
 def summary_figure(audit, alpha, predicted):
@@ -506,12 +607,16 @@ def summary_figure(audit, alpha, predicted):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
     ax = axes[0]
     clt = fc[fc["bound"] == "clt"]
-    for scheme, label, color in (("resample", "resample (paper, Alg. 1)", "#c0392b"),
-                                 ("full", "no resampling (full, π = 1)", "#1f3b73")):
+    for scheme, label, color in (
+        ("resample", "resample (paper, Alg. 1)", "#c0392b"),
+        ("full", "no resampling (full, π = 1)", "#1f3b73"),
+    ):
         by_n = clt[clt["scheme"] == scheme].groupby("n_group")["violation_rate"]
         ax.fill_between(sizes, 100 * by_n.min(), 100 * by_n.max(), color=color, alpha=0.15, lw=0)
         ax.plot(sizes, 100 * by_n.mean(), marker="o", color=color, lw=2, label=f"{label}: mean, range")
-    ax.axhline(100 * predicted, color="#c0392b", ls=":", lw=1.8, label=f"predicted with resampling ({100 * predicted:.1f} %)")
+    ax.axhline(
+        100 * predicted, color="#c0392b", ls=":", lw=1.8, label=f"predicted with resampling ({100 * predicted:.1f} %)"
+    )
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
     ax.set_title("(a) the paper's CLT bound", fontsize=12)
     ax.set_ylabel("violation rate P(R(û) > ε) (%)", fontsize=11)
@@ -550,16 +655,29 @@ plotting.savefig(fig, "validity_audit_summary")
 
 # %%
 fc = audit[audit["rule"] == "first-crossing"]
-fig, axes = plt.subplots(len(cfg.eps_list), len(pop.groups), figsize=(4.2 * len(pop.groups), 3.2 * len(cfg.eps_list)),
-                         squeeze=False, sharex=True, sharey=True)
+fig, axes = plt.subplots(
+    len(cfg.eps_list),
+    len(pop.groups),
+    figsize=(4.2 * len(pop.groups), 3.2 * len(cfg.eps_list)),
+    squeeze=False,
+    sharex=True,
+    sharey=True,
+)
 for (i, eps), (j, g) in [((i, e), (j, g)) for i, e in enumerate(cfg.eps_list) for j, g in enumerate(pop.names)]:
     ax = axes[i][j]
     d = fc[(fc["eps"] == eps) & (fc["group"] == g) & (fc["pi"] == 1.0)]
     for (bound, scheme), s in d.groupby(["bound", "scheme"]):
         if (bound == "clt" and scheme == "resample") or (scheme == "full" and bound != "clt"):
             s = s.sort_values("n_group")
-            ax.errorbar(s["n_group"], s["oracle_ratio"], yerr=2 * s["oracle_ratio_se"], marker="o", ms=3,
-                        label=f"{bound} ({scheme})", lw=2.5 if bound == "clt" else 1.2)
+            ax.errorbar(
+                s["n_group"],
+                s["oracle_ratio"],
+                yerr=2 * s["oracle_ratio_se"],
+                marker="o",
+                ms=3,
+                label=f"{bound} ({scheme})",
+                lw=2.5 if bound == "clt" else 1.2,
+            )
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_title(f"{g}, ε = {eps:g}, π = 1", fontsize=9)
@@ -573,6 +691,7 @@ plotting.savefig(fig, "validity_audit_oracle_ratio")
 # Every valid bound against the paper's `clt` with resampling at one group size `n_ref`: for each
 # (π, ε, group) the valid bound runs `bernoulli` at the same π (`full` at π = 1), first-crossing.
 
+
 # %%
 def oracle_ratio_vs_clt(audit, n_group, rule="first-crossing"):
     d = audit[(audit["n_group"] == n_group) & (audit["rule"] == rule)]
@@ -581,13 +700,27 @@ def oracle_ratio_vs_clt(audit, n_group, rule="first-crossing"):
     for bound in [b for b in d["bound"].unique() if d[d["bound"] == b]["kind"].iloc[0] == "valid"]:
         for (label_prob, eps, group), e_clt in clt.items():
             scheme = "full" if label_prob == 1 else "bernoulli"
-            sel = d[(d["bound"] == bound) & (d["scheme"] == scheme) & (d["pi"] == label_prob) & (d["eps"] == eps)
-                    & (d["group"] == group)]
+            sel = d[
+                (d["bound"] == bound)
+                & (d["scheme"] == scheme)
+                & (d["pi"] == label_prob)
+                & (d["eps"] == eps)
+                & (d["group"] == group)
+            ]
             if len(sel):
                 ratio = float(sel["oracle_ratio"].iloc[0])
-                rows.append({"bound": bound, "scheme": scheme, "pi": label_prob, "eps": eps, "group": group,
-                             "oracle_ratio": ratio, "oracle_ratio_clt": float(e_clt),
-                             "ratio_to_clt": ratio / float(e_clt) if e_clt > 0 else np.nan})
+                rows.append(
+                    {
+                        "bound": bound,
+                        "scheme": scheme,
+                        "pi": label_prob,
+                        "eps": eps,
+                        "group": group,
+                        "oracle_ratio": ratio,
+                        "oracle_ratio_clt": float(e_clt),
+                        "ratio_to_clt": ratio / float(e_clt) if e_clt > 0 else np.nan,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -607,38 +740,50 @@ n_calibrations = int(audit["calibrations"].min())
 fc = audit[audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
 always, never = [], []
 for bound, d in fc.groupby("bound", sort=False):
-    (always if d["pass"].all() else never).append((bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()),
-                                                   len(d)))
+    (always if d["pass"].all() else never).append(
+        (bound, float(d["violation_rate"].max()), int((~d["pass"]).sum()), len(d))
+    )
 n_cells = audit.groupby(["bound", "scheme", "pi", "rule", "n_group", "eps", "group"]).ngroups
-text = (f"Validity audit ({n_calibrations} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
-        f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / n_calibrations):.3f} = alpha + 3 MCSE; "
-        f"{n_cells} cells in all). Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
-        + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always) + " passed in every cell"
-        + ("; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never) if never else "")
-        + ". ")
+text = (
+    f"Validity audit ({n_calibrations} calibrations per cell, nominal alpha = {cfg.alpha:g}, pass if the violation rate "
+    f"P(R(u_hat | G_j) > eps) <= {cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / n_calibrations):.3f} = alpha + 3 MCSE; "
+    f"{n_cells} cells in all). Under the i.i.d. schemes (bernoulli, full) with first-crossing selection, "
+    + ", ".join(f"{b} (worst {100 * v:.1f}%)" for b, v, *_ in always)
+    + " passed in every cell"
+    + ("; " + ", ".join(f"{b} failed {k}/{m} cells (worst {100 * v:.1f}%)" for b, v, k, m in never) if never else "")
+    + ". "
+)
 res = audit[audit["scheme"] == "resample"]
 clt = res[res["bound"] == "clt"]
-text += ("The paper's CLT bound with its resampling scheme (Alg. 1) violated in up to "
-         f"{100 * clt['violation_rate'].max():.1f}% of calibrations (median over cells "
-         f"{100 * clt['violation_rate'].median():.1f}%, {int((~clt['pass']).sum())}/{len(clt)} cells failing); under "
-         "resampling every bound targets the empirical calibration risk, and the worst violation rates were "
-         + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res.groupby("bound")["violation_rate"].max().items()) + ". ")
+text += (
+    "The paper's CLT bound with its resampling scheme (Alg. 1) violated in up to "
+    f"{100 * clt['violation_rate'].max():.1f}% of calibrations (median over cells "
+    f"{100 * clt['violation_rate'].median():.1f}%, {int((~clt['pass']).sum())}/{len(clt)} cells failing); under "
+    "resampling every bound targets the empirical calibration risk, and the worst violation rates were "
+    + ", ".join(f"{b} {100 * v:.1f}%" for b, v in res.groupby("bound")["violation_rate"].max().items())
+    + ". "
+)
 mx = audit[(audit["rule"] == "max") & audit["scheme"].isin(VALID_SCHEMES)]
 if len(mx):
     bad = mx[~mx["pass"] & (mx["kind"] == "valid")]
-    text += (f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
-             f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". ")
+    text += (
+        f"With the paper's max rule instead of first-crossing, the valid bounds under the i.i.d. schemes failed "
+        f"{len(bad)} cells" + (f" ({', '.join(sorted(bad['bound'].unique()))})" if len(bad) else "") + ". "
+    )
 mean_eff = ratios[ratios["bound"].isin([b for b, *_ in always])].groupby("bound")["oracle_ratio"].mean()
 if len(mean_eff):
     tight = mean_eff.idxmax()
     per_pi = "; ".join(
         f"pi = {label_prob:g} ({'full' if label_prob == 1 else 'bernoulli'}): {100 * g['oracle_ratio'].mean():.1f}% vs "
         f"{100 * g['oracle_ratio_clt'].mean():.1f}%, ratio {g['oracle_ratio'].mean() / g['oracle_ratio_clt'].mean():.2f}"
-        for label_prob, g in ratios[ratios["bound"] == tight].groupby("pi", sort=False))
-    text += (f"At n_group = {n_ref} the tightest bound that passed everywhere is {tight}; its mean oracle ratio "
-             f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
-             f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
-             f"resampling about n, so the pi = 1 comparison is the like-for-like one.")
+        for label_prob, g in ratios[ratios["bound"] == tight].groupby("pi", sort=False)
+    )
+    text += (
+        f"At n_group = {n_ref} the tightest bound that passed everywhere is {tight}; its mean oracle ratio "
+        f"(share routed relative to the oracle threshold, averaged over eps and groups) against clt with "
+        f"resampling at the same pi: {per_pi}. Bernoulli labelling at pi queries about pi*n items, "
+        f"resampling about n, so the pi = 1 comparison is the like-for-like one."
+    )
 print(text)
 
 # %% [markdown]
@@ -659,7 +804,9 @@ assert (audit["oracle_ratio"] >= 0).all()
 # %%
 never_routes = audit[(audit["bound"] == "hoeffding") & (audit["scheme"] == "bernoulli")]
 small = audit[(audit["bound"] == "clt") & (audit["scheme"] == "full") & (audit["n_group"] == audit["n_group"].min())]
-valid_cells = audit[(audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")]
+valid_cells = audit[
+    (audit["kind"] == "valid") & audit["scheme"].isin(VALID_SCHEMES) & (audit["rule"] == "first-crossing")
+]
 per_cell = valid_cells.groupby(["bound", "scheme", "pi", "n_group", "eps"])["violation_rate"]
 any_group = per_cell.apply(lambda r: 1 - np.prod(1 - r))  # the groups are calibrated independently
 worst_pair = any_group.idxmax()
@@ -674,7 +821,8 @@ if rule_gap is not None:
         "**Blaming the `max` rule.** The two selection rules differ in "
         f"{len(differing)} of {len(by_rule)} cells ({', '.join(sorted(differing['bound'].unique())) or 'none'}), by at most "
         f"{100 * rule_gap.max():.1f} points; for `clt` in {int((rule_gap.loc['clt'] > 0).sum())} cells. The excess "
-        "violations come from resampling with the CLT bound.")
+        "violations come from resampling with the CLT bound."
+    )
 mistakes += [
     "**Reading a 0 % violation rate as a good method.** `hoeffding` under `bernoulli` labelling violated in at most "
     f"{100 * never_routes['violation_rate'].max():.1f} % of calibrations, but it always thinks in "
@@ -686,7 +834,8 @@ mistakes += [
     "normal approximation fails (an all-zero sample gives a UCB of 0).",
     "**Reading a per-group rate as a guarantee for all groups at once.** Each rate here is per group. For "
     f"`{worst_pair[0]}` ({worst_pair[1]}, π = {worst_pair[2]:g}, n = {worst_pair[3]}, ε = {worst_pair[4]:g}) the two "
-    "groups violate in " + " and ".join(f"{100 * r:.1f} %" for r in per_cell.get_group(worst_pair))
+    "groups violate in "
+    + " and ".join(f"{100 * r:.1f} %" for r in per_cell.get_group(worst_pair))
     + f" of calibrations, but at least one of them in {100 * any_group.max():.1f} %: up to about k·α for k groups; "
     "a simultaneous guarantee needs α/k per group.",
 ]

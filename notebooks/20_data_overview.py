@@ -54,8 +54,9 @@ regenerate = None  # True simulates the tables in memory instead of reading data
 overrides = {}  # any other setting of notebooks/config/20_data_overview.yaml
 
 # %%
-cfg = config.load("20_data_overview", profile, data_source=data_source, benchmarks=benchmarks,
-                  regenerate=regenerate, **overrides)
+cfg = config.load(
+    "20_data_overview", profile, data_source=data_source, benchmarks=benchmarks, regenerate=regenerate, **overrides
+)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 suffix = "" if source.is_simulated else f"__{source.tag()}"
 cfg
@@ -64,6 +65,7 @@ cfg
 # ## Load the tables
 # One table per benchmark and model pair. Both simulated pairs share the items (same `item_id`,
 # same category), so category counts and sizes are read from the first pair's tables.
+
 
 # %%
 def get(benchmark, pair):
@@ -99,16 +101,20 @@ def display_name(b):
 # The category where the paper reports marginal PAC failing is highlighted (simulated data only).
 # Categories are in the simulator's order for the stand-ins, else sorted by name.
 
+
 # %%
 def categories(b, t):
     return [g.name for g in sim.SPECS[b].groups] if source.is_simulated else sorted(t[data.GROUP].unique())
 
 
-counts = pd.DataFrame([
-    {"Dataset": display_name(b), "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
-    for b, t in first.items() if data.GROUP in t.columns
-    for g, n in t[data.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
-])
+counts = pd.DataFrame(
+    [
+        {"Dataset": display_name(b), "Category": g, "Count": int(n), "Share (%)": 100 * n / len(t)}
+        for b, t in first.items()
+        if data.GROUP in t.columns
+        for g, n in t[data.GROUP].value_counts().reindex(categories(b, t), fill_value=0).items()
+    ]
+)
 highlight = {sim.SPECS[b].title: sim.SPECS[b].heterogeneous for b in first} if source.is_simulated else {}
 if counts.empty:
     print("note: no known groups (column 'group') in these tables: no category distribution")
@@ -137,6 +143,7 @@ counts
 # ratio (0.6 for MATH-500, 0.5 for ZebraLogic and GPQA; 0.5 for benchmarks outside the paper):
 # `n_cal = round(n · ratio)` (half up), the rest is the test set.
 
+
 # %%
 def kind(b, t):
     if source.is_simulated:
@@ -146,11 +153,19 @@ def kind(b, t):
 
 ratios = reference.resolve_cal_ratio(list(first))
 n_cal = {b: int(np.floor(len(t) * ratios[b] + 0.5)) for b, t in first.items()}
-splits = pd.DataFrame([
-    {"Dataset": display_name(b), "Dataset Type": kind(b, t), "Dataset Size": len(t), "Calibration ratio": ratios[b],
-     "PAC Calibration": n_cal[b], "PAC Test": len(t) - n_cal[b]}
-    for b, t in first.items()
-])
+splits = pd.DataFrame(
+    [
+        {
+            "Dataset": display_name(b),
+            "Dataset Type": kind(b, t),
+            "Dataset Size": len(t),
+            "Calibration ratio": ratios[b],
+            "PAC Calibration": n_cal[b],
+            "PAC Test": len(t) - n_cal[b],
+        }
+        for b, t in first.items()
+    ]
+)
 plotting.save_table(splits, f"splitting_settings{suffix}")
 splits
 
@@ -174,17 +189,32 @@ if source.is_simulated:
 
 # %%
 if source.is_simulated:  # one row per verifiable benchmark; per pair the non-thinking, then the thinking model
-    acc = pd.DataFrame([
-        {"Dataset": display_name(b), **{sim.MODELS[p][role]: 100 * tables[(b, p)][col].mean()
-                                 for p in sim.PAIRS for role, col in ((1, data.NOTHINK_CORRECT), (0, data.THINK_CORRECT))}}
-        for b in first if sim.SPECS[b].loss == "binary"
-    ])
+    acc = pd.DataFrame(
+        [
+            {
+                "Dataset": display_name(b),
+                **{
+                    sim.MODELS[p][role]: 100 * tables[(b, p)][col].mean()
+                    for p in sim.PAIRS
+                    for role, col in ((1, data.NOTHINK_CORRECT), (0, data.THINK_CORRECT))
+                },
+            }
+            for b in first
+            if sim.SPECS[b].loss == "binary"
+        ]
+    )
 else:
-    acc = pd.DataFrame([
-        {"Dataset": b, "Pair": p or "", "thinking": 100 * t[data.THINK_CORRECT].mean(),
-         "non-thinking": 100 * t[data.NOTHINK_CORRECT].mean()}
-        for (b, p), t in tables.items()
-    ])
+    acc = pd.DataFrame(
+        [
+            {
+                "Dataset": b,
+                "Pair": p or "",
+                "thinking": 100 * t[data.THINK_CORRECT].mean(),
+                "non-thinking": 100 * t[data.NOTHINK_CORRECT].mean(),
+            }
+            for (b, p), t in tables.items()
+        ]
+    )
 plotting.save_table(acc, f"llm_accuracy{suffix}")
 acc
 
@@ -207,13 +237,17 @@ display_comparison
 # (thinking right, non-thinking wrong) differs between categories (in %, below; the spread per table is printed
 # under it). In the simulated data the heterogeneous categories are built in (see the data card).
 
+
 # %%
 def label(b, p):
     return f"{display_name(b)} / {p}" if p else display_name(b)
 
 
-rates = {label(b, p): 100 * t.groupby(data.GROUP, sort=False)[data.LOSS].mean() for (b, p), t in tables.items()
-         if data.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)}
+rates = {
+    label(b, p): 100 * t.groupby(data.GROUP, sort=False)[data.LOSS].mean()
+    for (b, p), t in tables.items()
+    if data.GROUP in t.columns and (not source.is_simulated or sim.SPECS[b].groups)
+}
 pd.DataFrame(rates).round(1)
 
 # %%
@@ -221,4 +255,3 @@ loss_rates = pd.DataFrame(rates)
 for name, col in loss_rates.items():
     col = col.dropna()
     print(f"{name}: loss rate {col.min():.1f} % ({col.idxmin()}) to {col.max():.1f} % ({col.idxmax()})")
-

@@ -79,8 +79,16 @@ overrides = {}  # any other setting of notebooks/config/21_table_known_groups.ya
 # paper's). A key the class does not know is an error naming it.
 
 # %%
-cfg = config.load("21_table_known_groups", profile, data_source=data_source, pairs=pairs, scores=scores, eps=eps,
-                  n_trials=n_trials, **overrides)
+cfg = config.load(
+    "21_table_known_groups",
+    profile,
+    data_source=data_source,
+    pairs=pairs,
+    scores=scores,
+    eps=eps,
+    n_trials=n_trials,
+    **overrides,
+)
 settings = results_tables.TableSettings(**cfg)
 settings
 
@@ -116,11 +124,21 @@ print(f"{name} / {dataset} / {score}: {len(cal)} calibration and {len(test)} tes
 # `run_experiment` derives from (seed, trial, score, recipe, method): `calibrator_seed`.
 
 # %%
-pac = PAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound,
-          seed=calibrator_seed(settings.seed, trial, method_index=0))
+pac = PAC(
+    eps_b,
+    settings.alpha,
+    settings.paper,
+    loss_bound=settings.loss_bound,
+    seed=calibrator_seed(settings.seed, trial, method_index=0),
+)
 pac.fit(cal[score], cal["loss"])
-gpac = GPAC(eps_b, settings.alpha, settings.paper, loss_bound=settings.loss_bound,
-            seed=calibrator_seed(settings.seed, trial, method_index=1))
+gpac = GPAC(
+    eps_b,
+    settings.alpha,
+    settings.paper,
+    loss_bound=settings.loss_bound,
+    seed=calibrator_seed(settings.seed, trial, method_index=1),
+)
 gpac.fit(cal[score], cal["loss"], cal["group"])
 pd.DataFrame({"PAC": pd.Series(pac.thresholds_), "G-PAC": pd.Series(gpac.thresholds_)}).round(3)
 
@@ -130,10 +148,12 @@ pd.DataFrame({"PAC": pd.Series(pac.thresholds_), "G-PAC": pd.Series(gpac.thresho
 
 # %%
 routes = {"PAC": pac.route(test[score]), "G-PAC": gpac.route(test[score], test["group"])}
-by_hand = pd.DataFrame({
-    m: {"Overall": metrics.error(r, test["loss"]), **metrics.group_errors(r, test["loss"], test["group"])}
-    for m, r in routes.items()
-})
+by_hand = pd.DataFrame(
+    {
+        m: {"Overall": metrics.error(r, test["loss"]), **metrics.group_errors(r, test["loss"], test["group"])}
+        for m, r in routes.items()
+    }
+)
 by_hand.round(4)
 
 # %% [markdown]
@@ -155,7 +175,9 @@ overall = rows.query("group == '__all__'").set_index("method")
 has_tokens = {"think_tokens", "nothink_tokens"} <= set(test.columns)
 for m, r in routes.items():
     share = metrics.routed_share(r)
-    stp = metrics.stp(r, test["think_tokens"], test["nothink_tokens"], default_stp_form(score)) if has_tokens else np.nan
+    stp = (
+        metrics.stp(r, test["think_tokens"], test["nothink_tokens"], default_stp_form(score)) if has_tokens else np.nan
+    )
     assert np.isclose(share, overall.loc[m, "routed_share"], rtol=1e-12, atol=0)
     assert np.isclose(stp, overall.loc[m, "stp"], rtol=1e-12, atol=0, equal_nan=True)
     print(f"{m}: routed share {share:.3f}, STP {stp:.3f}")
@@ -199,7 +221,8 @@ for m, r in routes.items():
 
 # %%
 config_rows = built_table.results.query(
-    "dataset == @dataset and setting == 'paper' and score == @score and method == 'G-PAC'")
+    "dataset == @dataset and setting == 'paper' and score == @score and method == 'G-PAC'"
+)
 overall_rows = config_rows[config_rows["group"] == "__all__"]
 group_rows = config_rows[config_rows["group"] != "__all__"]
 error_by_hand = overall_rows["error"].mean()  # Error: the mean over trials of Error^(t)
@@ -209,15 +232,21 @@ stp_by_hand = overall_rows["stp"].mean()
 risk_by_trial = group_rows.pivot(index="trial", columns="group", values="pop_risk")  # R_j^(t), (T, k)
 violation_by_hand = (risk_by_trial > eps_b).mean()  # V_j
 library = built_table.summary.query(
-    "dataset == @dataset and setting == 'paper' and score == @score and method == 'G-PAC'").iloc[0]
+    "dataset == @dataset and setting == 'paper' and score == @score and method == 'G-PAC'"
+).iloc[0]
 assert np.isclose(100 * error_by_hand, library["Error"], rtol=1e-12)
 assert gap_by_hand == metrics.error_gap(mean_group_error.to_dict(), eps_b)
 assert np.isclose(100 * gap_by_hand, library["Error_Gap"], rtol=1e-12, atol=1e-12)
 assert np.isclose(100 * stp_by_hand, library["STP"], rtol=1e-12, equal_nan=True)
 assert np.allclose(violation_by_hand, metrics.violation_rate(risk_by_trial.to_numpy(), eps_b))
 assert np.isclose(100 * violation_by_hand.max(), library["violation_max_group"], rtol=1e-12)
-pd.DataFrame({"mean test error E_j": mean_group_error, "excess over eps": np.clip(mean_group_error - eps_b, 0, None),
-              "violation rate V_j": violation_by_hand}).round(4)
+pd.DataFrame(
+    {
+        "mean test error E_j": mean_group_error,
+        "excess over eps": np.clip(mean_group_error - eps_b, 0, None),
+        "violation rate V_j": violation_by_hand,
+    }
+).round(4)
 
 # %% [markdown]
 # And one trial's $R^{(t)}_j$ by hand: trial 0's G-PAC (fitted in the walk-through) routes the *whole* table,
@@ -225,8 +254,13 @@ pd.DataFrame({"mean test error E_j": mean_group_error, "excess over eps": np.cli
 
 # %%
 routed_all = gpac.route(table[score], table["group"])
-risk_trial0 = pd.Series({g: float(np.mean(table["loss"].to_numpy()[mask] * routed_all[mask]))
-                         for g in sorted(table["group"].unique()) for mask in [table["group"].to_numpy() == g]})
+risk_trial0 = pd.Series(
+    {
+        g: float(np.mean(table["loss"].to_numpy()[mask] * routed_all[mask]))
+        for g in sorted(table["group"].unique())
+        for mask in [table["group"].to_numpy() == g]
+    }
+)
 assert np.allclose(risk_trial0, risk_by_trial.loc[0, risk_trial0.index], rtol=1e-12, atol=0)
 risk_trial0.round(4).to_frame("R_j (trial 0)").T
 
@@ -256,11 +290,17 @@ from IPython.display import Markdown
 every = pd.concat([t.summary.assign(table=n) for n, t in built.items()], ignore_index=True)
 zero_gap = every[(every["Error_Gap"] == 0) & (every["setting"] == "paper")]
 above = zero_gap[zero_gap["violation_max_group"] > 100 * settings.alpha + 3 * zero_gap["violation_max_group_mcse"]]
-display(Markdown(
-    f"With the paper's recipe, {len(zero_gap)} of {int((every['setting'] == 'paper').sum())} configurations have "
-    f"Error_Gap = 0; in {len(above)} of them the largest per-group violation rate exceeds α + 3 MCSE"
-    + (f" (from {above['violation_max_group'].min():.0f} % to {above['violation_max_group'].max():.0f} %)."
-       if len(above) else ".")))
+display(
+    Markdown(
+        f"With the paper's recipe, {len(zero_gap)} of {int((every['setting'] == 'paper').sum())} configurations have "
+        f"Error_Gap = 0; in {len(above)} of them the largest per-group violation rate exceeds α + 3 MCSE"
+        + (
+            f" (from {above['violation_max_group'].min():.0f} % to {above['violation_max_group'].max():.0f} %)."
+            if len(above)
+            else "."
+        )
+    )
+)
 
 # %% [markdown]
 # :::{exercise}
@@ -285,8 +325,10 @@ n_toy = 100
 extreme = np.array([eps_toy + eps_toy / (2 * (n_toy - 1))] * (n_toy - 1) + [0.0])
 assert metrics.error_gap({"group": extreme.mean()}, eps_toy) == 0.0
 assert float(metrics.violation_rate(extreme, eps_toy)) == (n_toy - 1) / n_toy
-print(f"mean risk {extreme.mean():.5f} <= eps = {eps_toy}: Error_Gap = 0, violation rate "
-      f"{float(metrics.violation_rate(extreme, eps_toy)):.2f}")
+print(
+    f"mean risk {extreme.mean():.5f} <= eps = {eps_toy}: Error_Gap = 0, violation rate "
+    f"{float(metrics.violation_rate(extreme, eps_toy)):.2f}"
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
@@ -357,10 +399,16 @@ for title, frame in results_tables.views(built):
 
 paper_rows = every[every["setting"] == "paper"]
 pac_rows, gpac_rows = paper_rows[paper_rows["method"] == "PAC"], paper_rows[paper_rows["method"] == "G-PAC"]
-valid_rows = every[(every["setting"] == "valid")
-                   & (every["bound"] == every["table"].map({n: t.valid_bound for n, t in built.items()}))]
-group_sizes = pd.concat([(built_table_.cal_ratio[d] * t["group"].value_counts()) for built_table_ in built.values()
-                         for d, t in built_table_.data.items()])
+valid_rows = every[
+    (every["setting"] == "valid") & (every["bound"] == every["table"].map({n: t.valid_bound for n, t in built.items()}))
+]
+group_sizes = pd.concat(
+    [
+        (built_table_.cal_ratio[d] * t["group"].value_counts())
+        for built_table_ in built.values()
+        for d, t in built_table_.data.items()
+    ]
+)
 always_think = valid_rows[valid_rows["routed_share"] == 0]
 lines = [
     f"Marginal PAC: overall Error within ε in {int((pac_rows['Error'] <= 100 * pac_rows['eps']).sum())} of "
@@ -372,7 +420,11 @@ lines = [
     f"G-PAC, valid recipe (the layout's bound): largest per-group violation rate "
     f"{valid_rows['violation_max_group'].min():.0f}–{valid_rows['violation_max_group'].max():.0f} %; it routes nothing in "
     f"{len(always_think)} of {len(valid_rows)} configurations"
-    + (f" ({', '.join(sorted(set(always_think['dataset'] + ' / ' + always_think['table'])))})" if len(always_think) else "")
+    + (
+        f" ({', '.join(sorted(set(always_think['dataset'] + ' / ' + always_think['table'])))})"
+        if len(always_think)
+        else ""
+    )
     + ".",
     f"Calibration items per known group: {group_sizes.min():.0f} to {group_sizes.max():.0f} (median {group_sizes.median():.0f}).",
 ]

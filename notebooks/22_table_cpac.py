@@ -77,7 +77,9 @@ overrides = {}  # any other setting of notebooks/config/22_table_cpac.yaml, e.g.
 # data: `data_source`, the model `pairs`, `benchmarks`, `eps` and `cal_ratio` (`None`: the paper's).
 
 # %%
-cfg = config.load("22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, n_trials=n_trials, **overrides)
+cfg = config.load(
+    "22_table_cpac", profile, data_source=data_source, pairs=pairs, eps=eps, n_trials=n_trials, **overrides
+)
 settings = results_tables.TableSettings(**cfg)
 settings
 
@@ -119,10 +121,24 @@ fits = {}
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", GroupWarning)  # a tiny learned group always thinks
     for mode in ("split", "joint"):
-        fits[mode] = CPAC(eps_b, settings.alpha, settings.paper, partitioner=settings.partitioner, mode=mode,
-                          loss_bound=settings.loss_bound, seed=seed).fit(cal[score], cal["loss"])
-pd.DataFrame({mode: {"boundaries": np.round(f.partition_.boundaries, 3).tolist(),
-                     **{g: round(t, 3) for g, t in f.thresholds_.items()}} for mode, f in fits.items()})
+        fits[mode] = CPAC(
+            eps_b,
+            settings.alpha,
+            settings.paper,
+            partitioner=settings.partitioner,
+            mode=mode,
+            loss_bound=settings.loss_bound,
+            seed=seed,
+        ).fit(cal[score], cal["loss"])
+pd.DataFrame(
+    {
+        mode: {
+            "boundaries": np.round(f.partition_.boundaries, 3).tolist(),
+            **{g: round(t, 3) for g, t in f.thresholds_.items()},
+        }
+        for mode, f in fits.items()
+    }
+)
 
 # %% [markdown]
 # **Route and measure on the learned groups.** Each test item falls in one learned interval
@@ -135,7 +151,8 @@ for mode, f in fits.items():
     mine = metrics.group_errors(f.route(test[score]), test["loss"], labels)
     rows = built_table.results.query(
         "dataset == @dataset and grouping == @mode and setting == 'paper' and trial == 0 and score == @score"
-        " and method == 'C-PAC' and group != '__all__'")
+        " and method == 'C-PAC' and group != '__all__'"
+    )
     assert np.allclose(rows.set_index("group")["error"].loc[list(mine)], list(mine.values()), rtol=1e-12, atol=0)
     print(mode, {g: round(e, 4) for g, e in mine.items()})
 

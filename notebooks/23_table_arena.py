@@ -118,12 +118,15 @@ for setting, (recipe, vi, mi) in recipes.items():
     seed = calibrator_seed(settings.seed, trial, 0, vi, mi)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
-        f = CPAC(eps_b, settings.alpha, recipe, partitioner=settings.partitioner, loss_bound=settings.loss_bound,
-                 seed=seed).fit(cal[score], cal["loss"])
+        f = CPAC(
+            eps_b, settings.alpha, recipe, partitioner=settings.partitioner, loss_bound=settings.loss_bound, seed=seed
+        ).fit(cal[score], cal["loss"])
     thresholds[f"{setting} ({recipe.bound}, terms in [0, {settings.loss_bound / recipe.label_prob:g}])"] = f.thresholds_
-    rows = built_table.results.query("dataset == @dataset and grouping == 'split' and setting == @setting"
-                                     " and bound == @recipe.bound and trial == 0 and score == @score"
-                                     " and method == 'C-PAC'")
+    rows = built_table.results.query(
+        "dataset == @dataset and grouping == 'split' and setting == @setting"
+        " and bound == @recipe.bound and trial == 0 and score == @score"
+        " and method == 'C-PAC'"
+    )
     run_thr = rows.set_index("group")["threshold"]
     assert all(run_thr[g] == t for g, t in f.thresholds_.items() if g in run_thr.index and np.isfinite(run_thr[g]))
 pd.DataFrame(thresholds).round(3)
@@ -160,8 +163,10 @@ from IPython.display import Markdown
 arena = pd.concat([t.summary.assign(pair_table=n) for n, t in built.items()], ignore_index=True)
 paper_pac = arena.query("setting == 'paper' and method == 'PAC'")
 paper_cpac = arena.query("setting == 'paper' and method == 'C-PAC'")
-valid_split = arena[(arena["setting"] == "valid")
-                    & (arena["bound"] == arena["pair_table"].map({n: t.valid_bound for n, t in built.items()}))]
+valid_split = arena[
+    (arena["setting"] == "valid")
+    & (arena["bound"] == arena["pair_table"].map({n: t.valid_bound for n, t in built.items()}))
+]
 facts = [
     f"PAC: Error_Gap > 0 in {int((paper_pac['Error_Gap'] > 0).sum())} of {len(paper_pac)} (score, clustering, pair) "
     f"configurations; C-PAC (paper recipe): in {int((paper_cpac['Error_Gap'] > 0).sum())} of {len(paper_cpac)}.",

@@ -53,7 +53,9 @@ n_trials = None  # random calibration/test splits per ratio
 overrides = {}  # any other setting of notebooks/config/24_calibration_ratio.yaml
 
 # %%
-cfg = config.load("24_calibration_ratio", profile, data_source=data_source, ratios=ratios, n_trials=n_trials, **overrides)
+cfg = config.load(
+    "24_calibration_ratio", profile, data_source=data_source, ratios=ratios, n_trials=n_trials, **overrides
+)
 source = sources.resolve_source(cfg.data_source, columns=cfg.columns, generated_root=cfg.generated_root)
 pair = cfg.pair if source.kind != "path" else None
 benchmarks = [source.dataset] if source.kind == "path" else cfg.benchmarks
@@ -75,15 +77,42 @@ recipe = Recipe(label_prob=cfg.label_prob, **cfg.recipe)
 rows = []
 for b, df in data.items():
     for ratio in cfg.ratios:
-        exp = ExperimentConfig(eps=eps_map[b], alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(recipe,),
-                               scores=tuple(cfg.scores), n_trials=cfg.n_trials, cal_ratio=float(ratio), seed=cfg.seed)
+        exp = ExperimentConfig(
+            eps=eps_map[b],
+            alpha=cfg.alpha,
+            methods=("PAC", "G-PAC"),
+            recipes=(recipe,),
+            scores=tuple(cfg.scores),
+            n_trials=cfg.n_trials,
+            cal_ratio=float(ratio),
+            seed=cfg.seed,
+        )
         s = summarize(quiet_run(df, exp), eps_map[b])
         rows.append(s.assign(eps=eps_map[b]).assign(dataset=b, cal_ratio=float(ratio)))
 summary = pd.concat(rows, ignore_index=True)
-percent = ["Error", "Error_Gap", "STP", "routed_share", "violation_max_group", "violation_any_group", "worst_group_error"]
+percent = [
+    "Error",
+    "Error_Gap",
+    "STP",
+    "routed_share",
+    "violation_max_group",
+    "violation_any_group",
+    "worst_group_error",
+]
 summary[percent] = 100 * summary[percent]
-cols = ["dataset", "cal_ratio", "method", "score", "Error", "Error_Gap", "STP", "routed_share", "violation_max_group",
-        "violation_any_group", "trials"]
+cols = [
+    "dataset",
+    "cal_ratio",
+    "method",
+    "score",
+    "Error",
+    "Error_Gap",
+    "STP",
+    "routed_share",
+    "violation_max_group",
+    "violation_any_group",
+    "trials",
+]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 
@@ -106,8 +135,15 @@ def plot_calibration_ratio(summary):
             for (m, s), d in sub.groupby(["method", "score"], sort=False):
                 mk, ls = SCORE_STYLES.get(s, ("o", "-"))
                 d = d.sort_values("cal_ratio")
-                ax.plot(d["cal_ratio"], d[metric], marker=mk, ls=ls, color=plotting.METHOD_COLORS.get(m), ms=4,
-                        label=f"{m} / {SCORE_LABELS.get(s, s)}")
+                ax.plot(
+                    d["cal_ratio"],
+                    d[metric],
+                    marker=mk,
+                    ls=ls,
+                    color=plotting.METHOD_COLORS.get(m),
+                    ms=4,
+                    label=f"{m} / {SCORE_LABELS.get(s, s)}",
+                )
             if metric == "Error":
                 ax.axhline(100 * float(sub["eps"].iloc[0]), color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
             ax.set_xlabel("calibration ratio")
@@ -151,17 +187,24 @@ summary.pivot_table(index=["dataset", "score", "method"], columns="cal_ratio", v
 from IPython.display import Markdown, display
 
 gap = summary.pivot_table(index=["dataset", "score", "method"], columns="cal_ratio", values="Error_Gap")
-stp_gpac = summary[summary["method"] == "G-PAC"].pivot_table(index=["dataset", "score"], columns="cal_ratio",
-                                                             values="STP")
+stp_gpac = summary[summary["method"] == "G-PAC"].pivot_table(
+    index=["dataset", "score"], columns="cal_ratio", values="STP"
+)
 gpac_gap = gap.xs("G-PAC", level="method") if "G-PAC" in gap.index.get_level_values("method") else gap.iloc[:0]
 pac_gap = gap.xs("PAC", level="method") if "PAC" in gap.index.get_level_values("method") else gap.iloc[:0]
 above = gpac_gap.stack()[lambda v: v > 0]
 lowest, highest = min(cfg.ratios), max(cfg.ratios)
-display(Markdown(
-    f"PAC: Error_Gap > 0 in {int((pac_gap > 0).sum().sum())} of {pac_gap.size} (benchmark, score, ratio) cells. "
-    f"G-PAC: Error_Gap = 0 in {int((gpac_gap == 0).sum().sum())} of {gpac_gap.size}"
-    + (f"; above 0 (up to {above.max():.2f} points) at " + ", ".join(
-        f"{b}/{SCORE_LABELS.get(sc, sc)} ratio {r:g}" for (b, sc, r) in above.index) if len(above) else "")
-    + f". G-PAC's STP is higher at ratio {highest:g} than at {lowest:g} for "
-    f"{int((stp_gpac[highest] > stp_gpac[lowest]).sum())} of {len(stp_gpac)} (benchmark, score) pairs."))
-
+display(
+    Markdown(
+        f"PAC: Error_Gap > 0 in {int((pac_gap > 0).sum().sum())} of {pac_gap.size} (benchmark, score, ratio) cells. "
+        f"G-PAC: Error_Gap = 0 in {int((gpac_gap == 0).sum().sum())} of {gpac_gap.size}"
+        + (
+            f"; above 0 (up to {above.max():.2f} points) at "
+            + ", ".join(f"{b}/{SCORE_LABELS.get(sc, sc)} ratio {r:g}" for (b, sc, r) in above.index)
+            if len(above)
+            else ""
+        )
+        + f". G-PAC's STP is higher at ratio {highest:g} than at {lowest:g} for "
+        f"{int((stp_gpac[highest] > stp_gpac[lowest]).sum())} of {len(stp_gpac)} (benchmark, score) pairs."
+    )
+)

@@ -65,8 +65,9 @@ suffix = "" if source.is_simulated else f"__{source.tag(None, cfg.pair if source
 
 
 def load(b, p):
-    return sources.load_table(source, b, p if source.kind != "path" else None, notebook="25_ece_scores",
-                              scores=cfg.scores)
+    return sources.load_table(
+        source, b, p if source.kind != "path" else None, notebook="25_ece_scores", scores=cfg.scores
+    )
 
 
 cfg
@@ -85,9 +86,17 @@ for p in pairs:
         df = load(b, p)
         for s in cfg.scores:
             conf, correct = 1.0 - df[s].to_numpy(float), df["nothink_correct"].to_numpy(float)
-            rows.append({"pair": p if source.kind != "path" else "", "dataset": b, "score": s, "n": len(df),
-                         "ECE": 100 * expected_calibration_error(conf, correct, cfg.n_bins),
-                         "mean_confidence": 100 * conf.mean(), "accuracy": 100 * df["nothink_correct"].mean()})
+            rows.append(
+                {
+                    "pair": p if source.kind != "path" else "",
+                    "dataset": b,
+                    "score": s,
+                    "n": len(df),
+                    "ECE": 100 * expected_calibration_error(conf, correct, cfg.n_bins),
+                    "mean_confidence": 100 * conf.mean(),
+                    "accuracy": 100 * df["nothink_correct"].mean(),
+                }
+            )
 ece_pairs = pd.DataFrame(rows)
 plotting.save_table(ece_pairs, f"ece_scores{suffix}")
 ece_pairs.pivot_table(index=["pair", "dataset"], columns="score", values="ECE").round(2)
@@ -102,11 +111,18 @@ from IPython.display import Markdown, display
 ranked = ece_pairs.loc[ece_pairs.groupby(["pair", "dataset"])["ECE"].idxmax(), ["pair", "dataset", "score"]]
 logits_best = ece_pairs.pivot_table(index=["pair", "dataset"], columns="score", values="ECE")
 n_cases = len(logits_best)
-display(Markdown(
-    f"Largest ECE per (pair, benchmark), {n_cases} cases: "
-    + ", ".join(f"{SCORE_LABELS.get(s, s)} in {k}" for s, k in ranked["score"].value_counts().items())
-    + (f"; the logits score has the smallest ECE in {int((logits_best.idxmin(axis=1) == 'score_logits').sum())} of "
-       f"{n_cases}." if "score_logits" in logits_best else ".")))
+display(
+    Markdown(
+        f"Largest ECE per (pair, benchmark), {n_cases} cases: "
+        + ", ".join(f"{SCORE_LABELS.get(s, s)} in {k}" for s, k in ranked["score"].value_counts().items())
+        + (
+            f"; the logits score has the smallest ECE in {int((logits_best.idxmin(axis=1) == 'score_logits').sum())} of "
+            f"{n_cases}."
+            if "score_logits" in logits_best
+            else "."
+        )
+    )
+)
 
 # %% [markdown]
 # (fig:expected_error_uncertainty)=
@@ -115,8 +131,9 @@ display(Markdown(
 # dashed: perfect calibration.
 
 # %%
-fig, axes = plt.subplots(len(benchmarks), len(cfg.scores), figsize=(3.4 * len(cfg.scores), 3.2 * len(benchmarks)),
-                         squeeze=False)
+fig, axes = plt.subplots(
+    len(benchmarks), len(cfg.scores), figsize=(3.4 * len(cfg.scores), 3.2 * len(benchmarks)), squeeze=False
+)
 width = 1.0 / cfg.n_bins
 for i, b in enumerate(benchmarks):
     df = load(b, cfg.pair)
@@ -125,11 +142,21 @@ for i, b in enumerate(benchmarks):
         conf, correct = 1.0 - df[s].to_numpy(float), df["nothink_correct"].to_numpy(float)
         c = reliability_curve(conf, correct, cfg.n_bins).query("n > 0")
         ece = expected_calibration_error(conf, correct, cfg.n_bins)
-        ax.bar(c["bin_lo"], c["accuracy"], width=width, align="edge", color="#2a9d8f", edgecolor="white",
-               label="accuracy")
-        ax.bar(c["bin_lo"], (c["mean_confidence"] - c["accuracy"]).abs(),
-               bottom=np.minimum(c["accuracy"], c["mean_confidence"]), width=width, align="edge", color="none",
-               edgecolor="#e76f51", hatch="///", lw=0.8, label="gap to mean confidence")
+        ax.bar(
+            c["bin_lo"], c["accuracy"], width=width, align="edge", color="#2a9d8f", edgecolor="white", label="accuracy"
+        )
+        ax.bar(
+            c["bin_lo"],
+            (c["mean_confidence"] - c["accuracy"]).abs(),
+            bottom=np.minimum(c["accuracy"], c["mean_confidence"]),
+            width=width,
+            align="edge",
+            color="none",
+            edgecolor="#e76f51",
+            hatch="///",
+            lw=0.8,
+            label="gap to mean confidence",
+        )
         ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)

@@ -70,6 +70,7 @@ cfg, eps
 # $R(u_j\mid G_j)\le\varepsilon$ per group; the oracle routes exactly the items whose own loss is
 # at most $\varepsilon$ (for the binary loss: the items the cheap model does not get wrong).
 
+
 # %%
 def population_thresholds(table: pd.DataFrame, score: str, eps: float) -> pd.DataFrame:
     """The largest thresholds with population risk <= eps: one for all (PAC), one per group (G-PAC)."""
@@ -111,7 +112,9 @@ def population_thresholds(table: pd.DataFrame, score: str, eps: float) -> pd.Dat
 # $0.2$ in `b`; the oracle routes the single loss-free item of `b`.
 
 # %%
-tiny = pd.DataFrame({"group": ["a"] * 4 + ["b"] * 4, "loss": [0, 0, 0, 1, 0, 1, 1, 1], "score_x": [0.1, 0.2, 0.3, 0.4] * 2})
+tiny = pd.DataFrame(
+    {"group": ["a"] * 4 + ["b"] * 4, "loss": [0, 0, 0, 1, 0, 1, 1, 1], "score_x": [0.1, 0.2, 0.3, 0.4] * 2}
+)
 check = population_thresholds(tiny, "score_x", eps=0.25).set_index("group")
 assert check.loc["a", "pac_threshold"] == 0.3 and check.loc["b", "pac_risk"] == 0.5
 assert check.loc["a", "gpac_threshold"] == 0.4 and check.loc["b", "gpac_threshold"] == 0.2
@@ -132,6 +135,7 @@ thr.round(3)
 # %% [markdown]
 # The figure needs each group's whole risk curve $R(u\mid G_j)$: the running sum of the losses
 # over the items sorted by score, divided by the group's size.
+
 
 # %%
 def group_risk_curves(table: pd.DataFrame, score: str, grid: np.ndarray | None = None) -> pd.DataFrame:
@@ -161,6 +165,7 @@ def group_risk_curves(table: pd.DataFrame, score: str, grid: np.ndarray | None =
 # of each group routed to the non-thinking model by PAC (hatched where the group's risk exceeds $\varepsilon$),
 # G-PAC and the item-wise oracle. One legend for the groups of (a) and (b) sits below them.
 
+
 # %%
 def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, title: str = ""):
     """fig:clustered-pac drawn from data, three panels and one legend for the groups below them."""
@@ -176,8 +181,15 @@ def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, tit
             t, r = th.loc[g, f"{which}_threshold"], th.loc[g, f"{which}_risk"]
             if np.isfinite(t):
                 bad = r > eps
-                ax.plot([t], [100 * r], marker="X" if bad else "o", ms=10 if bad else 6, color=color[g],
-                        mec="black" if bad else color[g], zorder=5)
+                ax.plot(
+                    [t],
+                    [100 * r],
+                    marker="X" if bad else "o",
+                    ms=10 if bad else 6,
+                    color=color[g],
+                    mec="black" if bad else color[g],
+                    zorder=5,
+                )
         ov = curves[curves.group == "Overall"]
         ax.plot(ov["u"], 100 * ov["risk"], color="black", lw=2.4)
         ax.axhline(100 * eps, color="red", ls="--", lw=1.4)
@@ -193,14 +205,29 @@ def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, tit
     y = np.arange(len(groups))[::-1]
     h = 0.27
     over = np.array([th.loc[g, "pac_risk"] > eps for g in groups])
-    bars = (("pac_routed", "PAC", "#1f3b73"), ("gpac_routed", "G-PAC", "#2a9d8f"),
-            ("oracle_routed", "item-wise oracle", "#e76f51"))
+    bars = (
+        ("pac_routed", "PAC", "#1f3b73"),
+        ("gpac_routed", "G-PAC", "#2a9d8f"),
+        ("oracle_routed", "item-wise oracle", "#e76f51"),
+    )
     bar_handles = []
     for i, (col, lab, colr) in enumerate(bars):
-        bar_handles.append(axes[2].barh(y - (i - 1) * h, 100 * th.loc[groups, col], h, label=lab, color=colr,
-                                        hatch=["//" if (i == 0 and o) else "" for o in over], edgecolor="white", lw=0.5))
+        bar_handles.append(
+            axes[2].barh(
+                y - (i - 1) * h,
+                100 * th.loc[groups, col],
+                h,
+                label=lab,
+                color=colr,
+                hatch=["//" if (i == 0 and o) else "" for o in over],
+                edgecolor="white",
+                lw=0.5,
+            )
+        )
     if over.any():
-        bar_handles.append(Patch(facecolor="#1f3b73", hatch="//", edgecolor="white", label="PAC, group risk above $\\varepsilon$"))
+        bar_handles.append(
+            Patch(facecolor="#1f3b73", hatch="//", edgecolor="white", label="PAC, group risk above $\\varepsilon$")
+        )
     axes[2].set_yticks(y, ["\n".join(textwrap.wrap(g, 14)) for g in groups], fontsize=10)
     axes[2].set_xlim(0, 100)
     axes[2].set_xlabel("routed to the non-thinking model (%)", fontsize=11)
@@ -208,10 +235,14 @@ def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, tit
     axes[2].set_title("(c) share of each group routed", fontsize=11)
     fig.legend(handles=bar_handles, loc="upper center", bbox_to_anchor=(0.82, 0.13), ncol=2, fontsize=9, frameon=False)
     handles = [Line2D([0], [0], color=color[g], lw=2, label=g) for g in groups]
-    handles += [Line2D([0], [0], color="black", lw=2.4, label="Overall"),
-                Line2D([0], [0], color="red", ls="--", lw=1.4, label=r"$\varepsilon$"),
-                Line2D([0], [0], ls="", marker="X", ms=9, color="grey", mec="black", label="threshold, risk above $\\varepsilon$"),
-                Line2D([0], [0], ls="", marker="o", ms=6, color="grey", label="threshold, risk within $\\varepsilon$")]
+    handles += [
+        Line2D([0], [0], color="black", lw=2.4, label="Overall"),
+        Line2D([0], [0], color="red", ls="--", lw=1.4, label=r"$\varepsilon$"),
+        Line2D(
+            [0], [0], ls="", marker="X", ms=9, color="grey", mec="black", label="threshold, risk above $\\varepsilon$"
+        ),
+        Line2D([0], [0], ls="", marker="o", ms=6, color="grey", label="threshold, risk within $\\varepsilon$"),
+    ]
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.04, 0.13), ncol=4, fontsize=9, frameon=False)
     if title:
         fig.suptitle(title, fontsize=12)
@@ -222,8 +253,10 @@ def plot_concept(curves: pd.DataFrame, thresholds: pd.DataFrame, eps: float, tit
 tiny_b = group_risk_curves(tiny, "score_x", grid=np.array([0.0, 0.25, 1.0])).query("group == 'b'")
 assert tiny_b["risk"].tolist() == [0.0, 0.25, 0.75]  # the eight items above, group b
 curves = group_risk_curves(table, cfg.score)
-title = (f"{reference.TITLES.get(name, name)}, {pair or 'own'} pair, {reference.SCORE_LABELS.get(cfg.score, cfg.score)} "
-         f"score, ε = {eps} ({source.kind if source.kind != 'path' else 'own'} data)")
+title = (
+    f"{reference.TITLES.get(name, name)}, {pair or 'own'} pair, {reference.SCORE_LABELS.get(cfg.score, cfg.score)} "
+    f"score, ε = {eps} ({source.kind if source.kind != 'path' else 'own'} data)"
+)
 fig = plot_concept(curves, thr, eps, title=title)
 plotting.savefig(fig, f"clustered-pac{suffix}")
 
@@ -236,9 +269,11 @@ from IPython.display import Markdown, display
 
 more = thr[thr["oracle_routed"] > thr["gpac_routed"]]["group"].tolist()
 less = thr[thr["oracle_routed"] < thr["gpac_routed"]]["group"].tolist()
-display(Markdown(
-    f"The oracle routes more than G-PAC in {len(more)} of {len(thr)} groups ({', '.join(more) or 'none'}), less in "
-    f"{len(less)} ({', '.join(less) or 'none'}) and the same share in the rest: a per-input guarantee is more "
-    "efficient only where a group's risk curve crosses ε; where G-PAC can route a whole group, the per-input "
-    "guarantee routes less, unless the group has no lossy item."))
-
+display(
+    Markdown(
+        f"The oracle routes more than G-PAC in {len(more)} of {len(thr)} groups ({', '.join(more) or 'none'}), less in "
+        f"{len(less)} ({', '.join(less) or 'none'}) and the same share in the rest: a per-input guarantee is more "
+        "efficient only where a group's risk curve crosses ε; where G-PAC can route a whole group, the per-input "
+        "guarantee routes less, unless the group has no lossy item."
+    )
+)

@@ -98,8 +98,9 @@ n_trials = None  # random calibration/test splits
 overrides = {}  # any other setting of notebooks/config/31_realdata_case_study.yaml, e.g. columns
 
 # %%
-cfg = config.load("31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, n_trials=n_trials,
-                  **overrides)
+cfg = config.load(
+    "31_realdata_case_study", profile, data_source=data_source, scores=scores, eps=eps, n_trials=n_trials, **overrides
+)
 if cfg.data_source is None:  # the real table, mapped with the config's columns
     source = sources.DataSource("path", realdata.resolve_data_path(cfg.data_path), dict(cfg.columns or {}))
 else:
@@ -109,14 +110,16 @@ available = path.exists()
 suffix = "" if cfg.data_source is None else f"__{source.tag(cfg.benchmark, cfg.pair)}"
 print(f"data: {path} ({'found' if available else 'NOT FOUND'})")
 if not available:
-    print("No table here. Point the notebook at one, e.g.\n"
-          "  python -m gpac_utils.workflow 31 --profile paper -p data_source /path/to/table.csv "
-          "-p overrides \"{columns: {strong_correct: think_correct, weak_correct: nothink_correct, "
-          "my_score: score_mine}}\" -p scores \"[score_mine]\"\n"
-          "  (or -p data_source simulated, or -p data_source generated after 01_generate and 02_scores)\n"
-          "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
-          "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
-          "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder.")
+    print(
+        "No table here. Point the notebook at one, e.g.\n"
+        "  python -m gpac_utils.workflow 31 --profile paper -p data_source /path/to/table.csv "
+        '-p overrides "{columns: {strong_correct: think_correct, weak_correct: nothink_correct, '
+        'my_score: score_mine}}" -p scores "[score_mine]"\n'
+        "  (or -p data_source simulated, or -p data_source generated after 01_generate and 02_scores)\n"
+        "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
+        "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
+        "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder."
+    )
 cfg
 
 # %% [markdown]
@@ -130,25 +133,38 @@ cfg
 # %%
 if available:
     if source.kind == "path":
-        table = realdata.realdata_table(data.read_table(path, source.columns), None, chars_per_token=cfg.chars_per_token,
-                                        hidden_think_tokens=cfg.hidden_think_tokens)
+        table = realdata.realdata_table(
+            data.read_table(path, source.columns),
+            None,
+            chars_per_token=cfg.chars_per_token,
+            hidden_think_tokens=cfg.hidden_think_tokens,
+        )
         table = sources.check_table(table, "31_realdata_case_study", source.where(), scores=cfg.scores)
     else:
-        table = sources.load_table(source, cfg.benchmark, cfg.pair, notebook="31_realdata_case_study",
-                                   scores=cfg.scores, loss_bound=cfg.loss_bound)
+        table = sources.load_table(
+            source,
+            cfg.benchmark,
+            cfg.pair,
+            notebook="31_realdata_case_study",
+            scores=cfg.scores,
+            loss_bound=cfg.loss_bound,
+        )
     summary_by_group = realdata.group_summary(table)
     display(summary_by_group.round(2))
     if data.GROUP in table.columns:
         subjects = summary_by_group[summary_by_group["group"] != "ALL"].set_index("group")
         low, high = subjects[data.LOSS].idxmin(), subjects[data.LOSS].idxmax()
         auroc = {c: roc_auc_score(table[data.LOSS], table[c]) for c in cfg.scores if table[data.LOSS].nunique() == 2}
-        display(Markdown(
-            f"Loss rate from {subjects.loc[low, data.LOSS]:.1f} % ({low}) to {subjects.loc[high, data.LOSS]:.1f} % "
-            f"({high}), a factor of {subjects.loc[high, data.LOSS] / subjects.loc[low, data.LOSS]:.1f}; subjects of "
-            f"{subjects['n'].min()} ({subjects['n'].idxmin()}) to {subjects['n'].max()} ({subjects['n'].idxmax()}) "
-            f"problems. AUROC of each score for the loss: "
-            + ", ".join(f"`{c}` {v:.3f}" for c, v in auroc.items()) + "."
-        ))
+        display(
+            Markdown(
+                f"Loss rate from {subjects.loc[low, data.LOSS]:.1f} % ({low}) to {subjects.loc[high, data.LOSS]:.1f} % "
+                f"({high}), a factor of {subjects.loc[high, data.LOSS] / subjects.loc[low, data.LOSS]:.1f}; subjects of "
+                f"{subjects['n'].min()} ({subjects['n'].idxmin()}) to {subjects['n'].max()} ({subjects['n'].idxmax()}) "
+                f"problems. AUROC of each score for the loss: "
+                + ", ".join(f"`{c}` {v:.3f}" for c, v in auroc.items())
+                + "."
+            )
+        )
 
 # %% [markdown]
 # ## Run PAC, G-PAC and C-PAC (paper and valid recipes)
@@ -159,21 +175,38 @@ if available:
 # groups otherwise); the per-subject rates are saved to `realdata_group_violations`.
 
 # %%
-settings = results_tables.TableSettings(scores=cfg.scores, label_prob=cfg.label_prob, recipe=cfg.recipe, valid_bounds=cfg.valid_bounds,
-                           valid_recipe=cfg.valid_recipe, partition=cfg.partition, alpha=cfg.alpha,
-                           n_trials=cfg.n_trials, loss_bound=cfg.loss_bound, seed=cfg.seed)
+settings = results_tables.TableSettings(
+    scores=cfg.scores,
+    label_prob=cfg.label_prob,
+    recipe=cfg.recipe,
+    valid_bounds=cfg.valid_bounds,
+    valid_recipe=cfg.valid_recipe,
+    partition=cfg.partition,
+    alpha=cfg.alpha,
+    n_trials=cfg.n_trials,
+    loss_bound=cfg.loss_bound,
+    seed=cfg.seed,
+)
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark
     groupings = (["known"] if data.GROUP in table.columns else []) + ["split", "joint"]
     name = f"realdata_case_study{suffix}"
-    built = {name: results_tables.build_table(
-        settings, None, {dataset: table}, eps={dataset: cfg.eps}, cal_ratio={dataset: cfg.cal_ratio},
-        groupings=groupings, file_name=name, layout_suffix="_layout",
-        rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
-        figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
-        title=f"{path.name}: eps = {cfg.eps}",
-        paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
-    )}
+    built = {
+        name: results_tables.build_table(
+            settings,
+            None,
+            {dataset: table},
+            eps={dataset: cfg.eps},
+            cal_ratio={dataset: cfg.cal_ratio},
+            groupings=groupings,
+            file_name=name,
+            layout_suffix="_layout",
+            rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
+            figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
+            title=f"{path.name}: eps = {cfg.eps}",
+            paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
+        )
+    }
     if "known" in groupings:
         known = built[name].results.query("grouping == 'known'")
         gv = group_violations(known, None, results_tables.GROUP_KEYS)[realdata.VIOLATION_COLUMNS]
@@ -198,6 +231,7 @@ if available:
 # 4. **measure**: Error and routed share on the test half; each subject's risk over the whole table
 #    (the table stands in for the population), and a violation when that risk exceeds $\varepsilon$.
 
+
 # %%
 def trial_by_hand(trial, score, recipe, method_index):
     """Split, fit one threshold per subject, route and measure one trial of the known-groups run."""
@@ -209,16 +243,34 @@ def trial_by_hand(trial, score, recipe, method_index):
     thresholds = {}
     for g in sorted(set(groups[cal])):  # 2. fit, subjects in sorted order, one generator
         idx = cal[groups[cal] == g]
-        thresholds[g] = (-np.inf if idx.size < 10 else
-                         float(threshold(u[idx], losses[idx], eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)))
+        thresholds[g] = (
+            -np.inf
+            if idx.size < 10
+            else float(threshold(u[idx], losses[idx], eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))
+        )
     routed = u <= np.array([thresholds[g] for g in groups])  # 3. route
-    rows = [{"group": ALL, "n_cal": n_cal, "threshold": np.nan, "error": np.mean(losses[test] * routed[test]),
-             "routed_share": np.mean(routed[test]), "pop_risk": np.mean(losses * routed)}]  # 4. measure
+    rows = [
+        {
+            "group": ALL,
+            "n_cal": n_cal,
+            "threshold": np.nan,
+            "error": np.mean(losses[test] * routed[test]),
+            "routed_share": np.mean(routed[test]),
+            "pop_risk": np.mean(losses * routed),
+        }
+    ]  # 4. measure
     for g, t in thresholds.items():
         m, mt = groups == g, groups[test] == g
-        rows.append({"group": g, "n_cal": int(np.sum(groups[cal] == g)), "threshold": t,
-                     "error": np.mean(losses[test][mt] * routed[test][mt]),
-                     "routed_share": np.mean(routed[test][mt]), "pop_risk": np.mean(losses[m] * routed[m])})
+        rows.append(
+            {
+                "group": g,
+                "n_cal": int(np.sum(groups[cal] == g)),
+                "threshold": t,
+                "error": np.mean(losses[test][mt] * routed[test][mt]),
+                "routed_share": np.mean(routed[test][mt]),
+                "pop_risk": np.mean(losses[m] * routed[m]),
+            }
+        )
     out = pd.DataFrame(rows)
     out["violated"] = out["pop_risk"] > cfg.eps
     return out
@@ -226,10 +278,14 @@ def trial_by_hand(trial, score, recipe, method_index):
 
 def check_against_library(mine, setting, method, bound, trial, score):
     """Assert the by-hand trial equals the library's rows of the same trial."""
-    lib = built[name].results.query(
-        "grouping == 'known' and setting == @setting and method == @method and bound == @bound "
-        "and trial == @trial and score == @score"
-    ).set_index("group")
+    lib = (
+        built[name]
+        .results.query(
+            "grouping == 'known' and setting == @setting and method == @method and bound == @bound "
+            "and trial == @trial and score == @score"
+        )
+        .set_index("group")
+    )
     for _, row in mine.iterrows():
         ref = lib.loc[row["group"]]
         for col in ("error", "routed_share", "pop_risk"):
@@ -245,12 +301,14 @@ if available and "known" in groupings:
     check_against_library(by_hand, "paper", "G-PAC", settings.paper.bound, 0, score)
     display(by_hand.round(4))
     hit = by_hand.loc[(by_hand["group"] != ALL) & by_hand["violated"], "group"].tolist()
-    display(Markdown(
-        f"Trial 0 by hand equals the library's rows. Error {by_hand['error'].iloc[0]:.4f}, routed share "
-        f"{by_hand['routed_share'].iloc[0]:.3f}; subjects whose whole-table risk exceeds $\\varepsilon$ = {cfg.eps} "
-        f"in this trial: {', '.join(hit) or 'none'}. The table's violation rate of a subject is the share of the "
-        f"{cfg.n_trials} trials in which it is in this list."
-    ))
+    display(
+        Markdown(
+            f"Trial 0 by hand equals the library's rows. Error {by_hand['error'].iloc[0]:.4f}, routed share "
+            f"{by_hand['routed_share'].iloc[0]:.3f}; subjects whose whole-table risk exceeds $\\varepsilon$ = {cfg.eps} "
+            f"in this trial: {', '.join(hit) or 'none'}. The table's violation rate of a subject is the share of the "
+            f"{cfg.n_trials} trials in which it is in this list."
+        )
+    )
 
 # %% [markdown]
 # :::{exercise}
@@ -294,34 +352,45 @@ if available and "known" in groupings:
     gv_pac = gv_first[(gv_first["setting"] == "paper") & (gv_first["method"] == "PAC")].set_index("group")
     gv_valid = gv_first[gv_first["setting"] == "valid"]
     res = built[name].summary
-    row = lambda method, setting: res[(res["grouping"] == "known") & (res["method"] == method)  # noqa: E731
-                                      & (res["setting"] == setting) & (res["score"] == first_score)].iloc[0]
+
+    def row(method, setting):
+        known = (res["grouping"] == "known") & (res["score"] == first_score)
+        return res[known & (res["method"] == method) & (res["setting"] == setting)].iloc[0]
+
     worst = gv_paper["violation_rate"].idxmax()
     worst_rate, worst_mcse = gv_paper.loc[worst, ["violation_rate", "violation_mcse"]]
     sizes = table[data.GROUP].value_counts()
     pac_over = gv_pac.index[gv_pac["violation_rate"] > cfg.alpha].tolist()
-    mcse_note = (f"{(worst_rate - cfg.alpha) / worst_mcse:.1f} MCSE from $\\alpha$" if worst_mcse > 0
-                 else f"its MCSE is 0 over {cfg.n_trials} trials")
+    mcse_note = (
+        f"{(worst_rate - cfg.alpha) / worst_mcse:.1f} MCSE from $\\alpha$"
+        if worst_mcse > 0
+        else f"its MCSE is 0 over {cfg.n_trials} trials"
+    )
     within = gv_paper.index[gv_paper["violation_rate"] <= cfg.alpha + 3 * gv_paper["violation_mcse"]].tolist()
     if cfg.data_source is None and profile == "paper":  # the sentences below, on the real table
         assert row("G-PAC", "paper")["Error_Gap"] == 0
         assert row("G-PAC", "paper")["routed_share"] > row("G-PAC", "valid")["routed_share"]
-    pac_text = (f"violates {', '.join(pac_over)} in up to {100 * gv_pac.loc[pac_over, 'violation_rate'].max():.0f} % "
-                f"of the trials: the marginal guarantee says nothing per subject" if pac_over
-                else "violates no subject in more than $\\alpha$ of the trials here")
+    pac_text = (
+        f"violates {', '.join(pac_over)} in up to {100 * gv_pac.loc[pac_over, 'violation_rate'].max():.0f} % "
+        f"of the trials: the marginal guarantee says nothing per subject"
+        if pac_over
+        else "violates no subject in more than $\\alpha$ of the trials here"
+    )
     gap = row("G-PAC", "paper")["Error_Gap"]
     gap_text = "every subject's mean test error within $\\varepsilon$" if gap == 0 else "some subject above on average"
-    display(Markdown(
-        f"Score `{first_score}`.\n\n"
-        f"* **PAC** (one threshold) {pac_text}.\n"
-        f"* **G-PAC, paper's recipe**: Error_Gap {gap:.2f} % ({gap_text}), yet its largest per-subject violation rate is {100 * worst_rate:.0f} % "
-        f"({worst}, {sizes[worst]} problems{', the smallest subject' if worst == sizes.idxmin() else ''}), "
-        f"{mcse_note}; {len(within)} of {len(gv_paper)} subjects "
-        f"are within $\\alpha$ + 3 MCSE.\n"
-        f"* **G-PAC, valid**: every subject at or below {100 * gv_valid['violation_rate'].max():.0f} %, but it routes "
-        f"{row('G-PAC', 'valid')['routed_share']:.1f} % of the test queries instead of "
-        f"{row('G-PAC', 'paper')['routed_share']:.1f} %."
-    ))
+    display(
+        Markdown(
+            f"Score `{first_score}`.\n\n"
+            f"* **PAC** (one threshold) {pac_text}.\n"
+            f"* **G-PAC, paper's recipe**: Error_Gap {gap:.2f} % ({gap_text}), yet its largest per-subject violation rate is {100 * worst_rate:.0f} % "
+            f"({worst}, {sizes[worst]} problems{', the smallest subject' if worst == sizes.idxmin() else ''}), "
+            f"{mcse_note}; {len(within)} of {len(gv_paper)} subjects "
+            f"are within $\\alpha$ + 3 MCSE.\n"
+            f"* **G-PAC, valid**: every subject at or below {100 * gv_valid['violation_rate'].max():.0f} %, but it routes "
+            f"{row('G-PAC', 'valid')['routed_share']:.1f} % of the test queries instead of "
+            f"{row('G-PAC', 'paper')['routed_share']:.1f} %."
+        )
+    )
 
 # %% [markdown]
 # :::{exercise}
@@ -352,8 +421,10 @@ if available and "known" in groupings:
     long_row = row("G-PAC", "paper")
     assert long_row["violation_any_group"] >= long_row["violation_max_group"]
     assert independent <= union
-    print(f"k = {k}: independent {independent:.3f}, union bound {union:.2f}; G-PAC paper: any group "
-          f"{long_row['violation_any_group']:.1f} %, largest per subject {long_row['violation_max_group']:.1f} %")
+    print(
+        f"k = {k}: independent {independent:.3f}, union bound {union:.2f}; G-PAC paper: any group "
+        f"{long_row['violation_any_group']:.1f} %, largest per subject {long_row['violation_max_group']:.1f} %"
+    )
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
@@ -415,8 +486,10 @@ if available and "known" in groupings:
 if available:
     frame = built[name].summary
     quiet = frame[(frame["violation_max_group"] == 0)].sort_values("routed_share").iloc[0]
-    display(Markdown(
-        f"Lowest routed share among the rows with a 0 % violation rate: {quiet['method']} ({quiet['setting']}, "
-        f"{quiet['bound']}, {quiet['grouping']}) routes {quiet['routed_share']:.2f} % of the queries, STP "
-        f"{quiet['STP']:.2f} %."
-    ))
+    display(
+        Markdown(
+            f"Lowest routed share among the rows with a 0 % violation rate: {quiet['method']} ({quiet['setting']}, "
+            f"{quiet['bound']}, {quiet['grouping']}) routes {quiet['routed_share']:.2f} % of the queries, STP "
+            f"{quiet['STP']:.2f} %."
+        )
+    )

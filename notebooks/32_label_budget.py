@@ -91,8 +91,16 @@ seed = None
 overrides = {}
 
 # %%
-cfg = config.load("32_label_budget", profile, n_trials=n_trials, n_resamples=n_resamples, real_eps=real_eps,
-                  sim_eps=sim_eps, seed=seed, **overrides)  # fmt: skip
+cfg = config.load(
+    "32_label_budget",
+    profile,
+    n_trials=n_trials,
+    n_resamples=n_resamples,
+    real_eps=real_eps,
+    sim_eps=sim_eps,
+    seed=seed,
+    **overrides,
+)
 recipe = as_recipe(cfg.recipe)
 cfg
 
@@ -122,6 +130,7 @@ cfg
 # rate: it is the same for every group, and it is why the curves below are flat and then jump.
 # The next cell computes it and checks it against the library's calibration.
 
+
 # %%
 def min_labels(eps, alpha, term_range=1.0):
     """Smallest n with term_range * (1 - alpha**(1/n)) <= eps: the fewest terms that can certify anything."""
@@ -140,12 +149,14 @@ for e, n in n_min.items():
     # the library's bound at zero empirical risk is the closed form 1 - alpha**(1/n)
     ucb0 = bounds.ucb(recipe.bound, np.zeros(n), np.zeros(n), np.array([0.5]), cfg.alpha, 1.0)[0]
     assert abs(ucb0 - (1 - cfg.alpha ** (1 / n))) < 1e-9, (ucb0, n)
-display(Markdown(
-    f"At $\\alpha$ = {cfg.alpha}: $n_{{\\min}}$ = **{n_min[cfg.sim_eps]}** labels at $\\varepsilon$ = {cfg.sim_eps} "
-    f"(part (a)) and **{n_min[cfg.real_eps]}** at $\\varepsilon$ = {cfg.real_eps} (part (b)); with "
-    f"{n_min[cfg.sim_eps] - 1} zero-loss labels the library certifies nothing, with {n_min[cfg.sim_eps]} it does. "
-    f"That is why {n_min[cfg.sim_eps]} is a point of the grid of part (a)."
-))
+display(
+    Markdown(
+        f"At $\\alpha$ = {cfg.alpha}: $n_{{\\min}}$ = **{n_min[cfg.sim_eps]}** labels at $\\varepsilon$ = {cfg.sim_eps} "
+        f"(part (a)) and **{n_min[cfg.real_eps]}** at $\\varepsilon$ = {cfg.real_eps} (part (b)); with "
+        f"{n_min[cfg.sim_eps] - 1} zero-loss labels the library certifies nothing, with {n_min[cfg.sim_eps]} it does. "
+        f"That is why {n_min[cfg.sim_eps]} is a point of the grid of part (a)."
+    )
+)
 assert n_min[cfg.sim_eps] in cfg.sim_grid
 
 # %% [markdown]
@@ -182,7 +193,9 @@ for n, expected in ((n_items - 1, False), (n_items, True)):
     got = np.isfinite(threshold(u, np.zeros(n), eps=cfg.real_eps, alpha=cfg.alpha, recipe=bernoulli_half, rng=0))
     assert bool(got) == expected, (n, got)
 assert 0.5 * n_items >= min_labels(cfg.real_eps, cfg.alpha)
-print(f"pi = 0.5: {n_items} items, {0.5 * n_items:g} expected labels; pi = 1: {min_labels(cfg.real_eps, cfg.alpha)} labels")
+print(
+    f"pi = 0.5: {n_items} items, {0.5 * n_items:g} expected labels; pi = 1: {min_labels(cfg.real_eps, cfg.alpha)} labels"
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
@@ -200,19 +213,35 @@ sim = data.read_table(paths.REPO_ROOT / cfg.sim_table)
 rows, sim_curves = [], {}
 for score in cfg.sim_scores:
     c = prediction.predict(
-        sim[score], sim["group"], sim[score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-        recipe=recipe, n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples, seed=cfg.seed,
-    )  # fmt: skip
+        sim[score],
+        sim["group"],
+        sim[score],
+        sim["loss"],
+        sim["group"],
+        eps=cfg.sim_eps,
+        alpha=cfg.alpha,
+        recipe=recipe,
+        n_grid=cfg.sim_grid,
+        n_resamples=cfg.n_resamples,
+        seed=cfg.seed,
+    )
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
     need_q10 = prediction.labels_needed(c, cfg.target, "q10")
     first = {g: (c.n_grid[c.p_certify[j] >= 0.5][:1].tolist() or [np.nan])[0] for j, g in enumerate(c.groups)}
     for g in c.groups:
-        rows.append({
-            "score": score, "group": g, "pilot_n": c.pilot_sizes[g], "loss_rate": sim.loc[sim.group == g, "loss"].mean(),
-            "labels_to_certify": first[g], "labels_for_target_mean": need_mean[g],
-            "labels_for_target_q10": need_q10[g], "concave": c.concave[g],
-        })  # fmt: skip
+        rows.append(
+            {
+                "score": score,
+                "group": g,
+                "pilot_n": c.pilot_sizes[g],
+                "loss_rate": sim.loc[sim.group == g, "loss"].mean(),
+                "labels_to_certify": first[g],
+                "labels_for_target_mean": need_mean[g],
+                "labels_for_target_q10": need_q10[g],
+                "concave": c.concave[g],
+            }
+        )
 sim_table = pd.DataFrame(rows)
 display(sim_table)
 plotting.save_table(sim_table, "label_budget_sim")
@@ -225,12 +254,14 @@ plotting.save_table(sim_table, "label_budget_sim")
 # %%
 pilot_sizes = sim_table["pilot_n"]
 assert sim_table["labels_to_certify"].dropna().min() >= n_min[cfg.sim_eps]  # nothing certifies below n_min
-display(Markdown(
-    f"Pilots of {pilot_sizes.min()}–{pilot_sizes.max()} items; the grid runs from {min(cfg.sim_grid)} to "
-    f"{max(cfg.sim_grid):,} labels. No group certifies with fewer than $n_{{\\min}}$ = {n_min[cfg.sim_eps]} labels "
-    f"(smallest `labels_to_certify`: {sim_table['labels_to_certify'].min():g}); "
-    f"{(~sim_table['concave']).sum()} of the {len(sim_table)} curves are not concave."
-))
+display(
+    Markdown(
+        f"Pilots of {pilot_sizes.min()}–{pilot_sizes.max()} items; the grid runs from {min(cfg.sim_grid)} to "
+        f"{max(cfg.sim_grid):,} labels. No group certifies with fewer than $n_{{\\min}}$ = {n_min[cfg.sim_eps]} labels "
+        f"(smallest `labels_to_certify`: {sim_table['labels_to_certify'].min():g}); "
+        f"{(~sim_table['concave']).sum()} of the {len(sim_table)} curves are not concave."
+    )
+)
 
 # %% [markdown]
 # Each panel: one subject's predicted routed share against its number of labels (log axis), the
@@ -255,7 +286,7 @@ for j, g in enumerate(c.groups):
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_title(f"{g} ({c.traffic[j]:.0%})", fontsize=9)
     ax.set_xlabel("labels")
-for ax in axes.flat[len(c.groups):]:
+for ax in axes.flat[len(c.groups) :]:
     ax.axis("off")
 axes[0, 0].set_ylabel("routed share")
 axes[0, 0].legend(fontsize=6, loc="upper left")
@@ -284,9 +315,18 @@ plotting.savefig(fig, "label_budget_sim")
 # %%
 group_name, n_by_hand = c.groups[0], n_min[cfg.sim_eps]
 library = prediction.predict(
-    sim[main_score], sim["group"], sim[main_score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-    recipe=recipe, n_grid=[n_by_hand], n_resamples=cfg.n_resamples, seed=cfg.seed,
-)  # fmt: skip
+    sim[main_score],
+    sim["group"],
+    sim[main_score],
+    sim["loss"],
+    sim["group"],
+    eps=cfg.sim_eps,
+    alpha=cfg.alpha,
+    recipe=recipe,
+    n_grid=[n_by_hand],
+    n_resamples=cfg.n_resamples,
+    seed=cfg.seed,
+)
 j = library.groups.index(group_name)
 assert library.pilot_models[group_name] == "bootstrap"
 in_group = (sim["group"] == group_name).to_numpy()
@@ -302,12 +342,14 @@ pick = np.minimum(pick, pilot_u.size - 1)
 thresholds = threshold(pilot_u[pick], pilot_l[pick], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)  # 3.
 by_hand = np.array([np.mean(unlabelled <= t) for t in thresholds])  # 4. routed share of each resample
 assert np.allclose(by_hand, library.routed_shares[j, 0]), (by_hand[:5], library.routed_shares[j, 0, :5])
-display(Markdown(
-    f"{group_name}, {main_score}, $n$ = {n_by_hand} labels, {cfg.n_resamples} resamples of a pilot of {pilot_u.size}: "
-    f"by hand P(certify) = {np.mean(by_hand > 0):.2f}, mean routed share = {by_hand.mean():.3f}, "
-    f"10–90 % band [{np.quantile(by_hand, 0.1):.3f}, {np.quantile(by_hand, 0.9):.3f}] — the library's "
-    f"{library.p_certify[j, 0]:.2f} and {library.mean[j, 0]:.3f}, resample for resample."
-))
+display(
+    Markdown(
+        f"{group_name}, {main_score}, $n$ = {n_by_hand} labels, {cfg.n_resamples} resamples of a pilot of {pilot_u.size}: "
+        f"by hand P(certify) = {np.mean(by_hand > 0):.2f}, mean routed share = {by_hand.mean():.3f}, "
+        f"10–90 % band [{np.quantile(by_hand, 0.1):.3f}, {np.quantile(by_hand, 0.9):.3f}] — the library's "
+        f"{library.p_certify[j, 0]:.2f} and {library.mean[j, 0]:.3f}, resample for resample."
+    )
+)
 
 # %% [markdown]
 # :::{exercise}
@@ -335,10 +377,19 @@ smallest = sim_table.loc[sim_table["score"] == main_score].sort_values("pilot_n"
 band_width = {}
 for bayes in (True, False):
     curves_small = prediction.predict(
-        sim[main_score], sim["group"], sim[main_score], sim["loss"], sim["group"], eps=cfg.sim_eps, alpha=cfg.alpha,
-        recipe=recipe, n_grid=[4 * n_min[cfg.sim_eps]], n_resamples=cfg.n_resamples, seed=cfg.seed,
+        sim[main_score],
+        sim["group"],
+        sim[main_score],
+        sim["loss"],
+        sim["group"],
+        eps=cfg.sim_eps,
+        alpha=cfg.alpha,
+        recipe=recipe,
+        n_grid=[4 * n_min[cfg.sim_eps]],
+        n_resamples=cfg.n_resamples,
+        seed=cfg.seed,
         pilot_uncertainty=bayes,
-    )  # fmt: skip
+    )
     k = curves_small.groups.index(smallest)
     low, high = curves_small.band()
     band_width[bayes] = float(high[k, 0] - low[k, 0])
@@ -367,6 +418,7 @@ assert band_width[False] <= band_width[True]
 # and 30 % from 20. Greedy takes `a`'s early gain and can no longer afford `b`'s step; the exact
 # allocation (`allocation.allocate`, a dynamic programme over the budget) takes `b`.
 
+
 # %%
 def greedy(curves, budget):
     """Labels per group bought by the best expected gain per label among all jumps up the grid."""
@@ -389,9 +441,15 @@ def greedy(curves, budget):
 
 
 steps = prediction.PlanCurves(
-    ["a", "b"], np.array([10, 20]), np.array([[[0.2], [0.2]], [[0.0], [0.3]]]), np.array([0.5, 0.5]),
-    np.full(2, np.inf), np.array([[10, 20], [10, 20]]), {"a": 0, "b": 0}, {"a": "bootstrap", "b": "bootstrap"},
-)  # fmt: skip
+    ["a", "b"],
+    np.array([10, 20]),
+    np.array([[[0.2], [0.2]], [[0.0], [0.3]]]),
+    np.array([0.5, 0.5]),
+    np.full(2, np.inf),
+    np.array([[10, 20], [10, 20]]),
+    {"a": 0, "b": 0},
+    {"a": "bootstrap", "b": "bootstrap"},
+)
 greedy_n, greedy_total = greedy(steps, 20)
 exact = allocation.allocate(steps, 20)
 assert steps.concave == {"a": True, "b": False}
@@ -451,8 +509,12 @@ assert uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
 
 def predicted_total(curves, n):
     """The curves' expected routed share of all traffic for n[g] labels per group (0 labels: 0)."""
-    return float(sum(curves.traffic[j] * curves.mean[j, curves.n_grid == n[g]][0] if n[g] else 0.0
-                     for j, g in enumerate(curves.groups)))  # fmt: skip
+    return float(
+        sum(
+            curves.traffic[j] * curves.mean[j, curves.n_grid == n[g]][0] if n[g] else 0.0
+            for j, g in enumerate(curves.groups)
+        )
+    )
 
 
 def calibrate_subset(u, losses, n, recipe, label_prob, seed):
@@ -461,7 +523,9 @@ def calibrate_subset(u, losses, n, recipe, label_prob, seed):
     if n == 0:
         return -np.inf
     pick = rng.permuted(np.arange(u.size))[:n]
-    return float(threshold(u[pick], losses[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob))
+    return float(
+        threshold(u[pick], losses[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob)
+    )
 
 
 def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
@@ -470,9 +534,19 @@ def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
     for g in sorted(pool):
         m = groups == g
         c = prediction.predict(
-            scores[m], groups[m], pilot_u, pilot_l, pilot_g, eps=eps, alpha=cfg.alpha, recipe=half,
-            n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples, seed=seed,
-        )  # fmt: skip
+            scores[m],
+            groups[m],
+            pilot_u,
+            pilot_l,
+            pilot_g,
+            eps=eps,
+            alpha=cfg.alpha,
+            recipe=half,
+            n_grid=[max(1, round(pool[g] / 2))],
+            pool={g: pool[g]},
+            n_resamples=cfg.n_resamples,
+            seed=seed,
+        )
         out[g] = float(c.mean[0, 0])
     return out
 
@@ -495,18 +569,32 @@ for trial in range(cfg.n_trials):
     grid = grid[(grid >= 1) & (grid <= max(pool.values()))]
     seed = 1000 * cfg.seed + trial
     curves = prediction.predict(
-        u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], eps=eps, alpha=cfg.alpha,
-        recipe=recipe, n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples, seed=seed,
-    )  # fmt: skip
+        u_all[cal],
+        g_all[cal],
+        u_all[pilot],
+        l_all[pilot],
+        g_all[pilot],
+        eps=eps,
+        alpha=cfg.alpha,
+        recipe=recipe,
+        n_grid=grid,
+        cap=pool,
+        traffic=traffic,
+        n_resamples=cfg.n_resamples,
+        seed=seed,
+    )
     planned = allocation.allocate(curves, budget)
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
     pi_half = predict_pi_half(u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool, seed)
     predicted += [
         {"trial": trial, "allocation": "planned", "predicted_routed_share": planned.total},
         {"trial": trial, "allocation": "uniform", "predicted_routed_share": predicted_total(curves, uniform)},
-        {"trial": trial, "allocation": "pi=0.5",
-         "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names)))},
-    ]  # fmt: skip
+        {
+            "trial": trial,
+            "allocation": "pi=0.5",
+            "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names))),
+        },
+    ]
     whole = {g: int(np.sum(cal & (g_all == g))) for g in names}
     plus = dict(zip(names, uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
     allocs = {
@@ -521,15 +609,25 @@ for trial in range(cfg.n_trials):
             te = test & (g_all == g)
             t = calibrate_subset(u_all[src], l_all[src], int(n[g]), rec, label_prob, seed=[cfg.seed, trial, j])
             labels = n[g] * (label_prob or 1.0)
-            records.append({"trial": trial, "allocation": name, "group": g, "labels": labels,
-                            "routed_share": float(np.mean(u_all[te] <= t)), "violation": table_risk(t, g) > eps})  # fmt: skip
+            records.append(
+                {
+                    "trial": trial,
+                    "allocation": name,
+                    "group": g,
+                    "labels": labels,
+                    "routed_share": float(np.mean(u_all[te] <= t)),
+                    "violation": table_risk(t, g) > eps,
+                }
+            )
 
 res = pd.DataFrame(records)
 pred = pd.DataFrame(predicted)
 
 # %%
 res["weighted"] = res["group"].map(traffic) * res["routed_share"]
-totals = res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), routed_share=("weighted", "sum")).reset_index()
+totals = (
+    res.groupby(["allocation", "trial"]).agg(labels=("labels", "sum"), routed_share=("weighted", "sum")).reset_index()
+)
 order = ["planned", "uniform", "pi=0.5", "uniform + pilot"]
 summary = (
     totals.groupby("allocation")
@@ -573,8 +671,14 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
-ax.bar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], color=["C3", "C0", "C2", "C7"], alpha=0.8,
-       label="realised (held-out)")  # fmt: skip
+ax.bar(
+    x,
+    summary["routed_share_mean"],
+    yerr=summary["routed_share_sd"],
+    color=["C3", "C0", "C2", "C7"],
+    alpha=0.8,
+    label="realised (held-out)",
+)
 ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
 ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=8)
 ax.set_ylabel("routed share of all traffic")
@@ -583,7 +687,9 @@ ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):
     part = groups_table[groups_table["allocation"] == name].set_index("group").reindex(names)
-    ax.bar(np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}")
+    ax.bar(
+        np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}"
+    )
 ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
 ax.set_ylabel("routed share of the group")
 ax.legend(fontsize=7, ncol=2)
@@ -613,20 +719,22 @@ assert set(routed.index[routed["pi=0.5"] > 0]) <= set(enough_half)
 assert summary.set_index("allocation").loc["uniform", "violation_rate_mean"] == 0
 planned_row = summary.set_index("allocation").loc["planned"]
 mcse = np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.n_trials)
-display(Markdown(
-    f"* At $\\varepsilon$ = {cfg.real_eps}, $n_{{\\min}}$ = {n_real} labels. **Uniform** gives every subject "
-    f"{labels['uniform'].min():g}–{labels['uniform'].max():g} labels, all below {n_real}: no subject can certify, "
-    f"and uniform routes nothing (its 0 % violation rate only means *always think*).\n"
-    f"* **Planned** gives zero labels to {', '.join(skipped)} and "
-    f"{labels['planned'][labels['planned'] > 0].min():.0f}–{labels['planned'].max():.0f} labels on average to each "
-    f"other subject: at or just above {n_real}, spent where the pilot predicts the largest routed share.\n"
-    f"* **$\\pi$ = 0.5** needs {n_real_half} calibration items to certify anything; only "
-    f"{', '.join(enough_half) or 'no subject'} has that many in its pool, and only it can route.\n"
-    f"* The plan predicted a routed share of {planned_row['predicted_routed_share']:.3f} and realised "
-    f"{planned_row['routed_share_mean']:.3f}: an estimate from a 30 % pilot, not a guarantee. The largest "
-    f"per-subject violation rate, {summary['violation_rate_worst_group'].max():.3f}, is within "
-    f"$\\alpha$ + 3 MCSE = {cfg.alpha + 3 * mcse:.3f} ({cfg.n_trials} splits)."
-))
+display(
+    Markdown(
+        f"* At $\\varepsilon$ = {cfg.real_eps}, $n_{{\\min}}$ = {n_real} labels. **Uniform** gives every subject "
+        f"{labels['uniform'].min():g}–{labels['uniform'].max():g} labels, all below {n_real}: no subject can certify, "
+        f"and uniform routes nothing (its 0 % violation rate only means *always think*).\n"
+        f"* **Planned** gives zero labels to {', '.join(skipped)} and "
+        f"{labels['planned'][labels['planned'] > 0].min():.0f}–{labels['planned'].max():.0f} labels on average to each "
+        f"other subject: at or just above {n_real}, spent where the pilot predicts the largest routed share.\n"
+        f"* **$\\pi$ = 0.5** needs {n_real_half} calibration items to certify anything; only "
+        f"{', '.join(enough_half) or 'no subject'} has that many in its pool, and only it can route.\n"
+        f"* The plan predicted a routed share of {planned_row['predicted_routed_share']:.3f} and realised "
+        f"{planned_row['routed_share_mean']:.3f}: an estimate from a 30 % pilot, not a guarantee. The largest "
+        f"per-subject violation rate, {summary['violation_rate_worst_group'].max():.3f}, is within "
+        f"$\\alpha$ + 3 MCSE = {cfg.alpha + 3 * mcse:.3f} ({cfg.n_trials} splits)."
+    )
+)
 assert summary["violation_rate_worst_group"].max() <= cfg.alpha + 3 * mcse
 
 # %% [markdown]

@@ -70,8 +70,15 @@ eps = None
 overrides = {}
 
 # %%
-cfg = config.load("33_online_gpac", profile, stream_length=stream_length, n_trials=n_trials, label_prob=label_prob,
-                  eps=eps, **overrides)  # fmt: skip
+cfg = config.load(
+    "33_online_gpac",
+    profile,
+    stream_length=stream_length,
+    n_trials=n_trials,
+    label_prob=label_prob,
+    eps=eps,
+    **overrides,
+)
 cfg
 
 # %% [markdown]
@@ -119,8 +126,12 @@ names = sorted(set(G))
 codes = np.array([names.index(g) for g in G])
 grid = grid_points(cfg.grid)
 # the population risk R_j(u) of every group at every grid point, and of all traffic (last row)
-risk_table = np.array([[np.mean(L[rows] * (U[rows] <= u)) for u in grid] for rows in
-                       [codes == j for j in range(len(names))] + [np.ones(len(U), bool)]])  # fmt: skip
+risk_table = np.array(
+    [
+        [np.mean(L[rows] * (U[rows] <= u)) for u in grid]
+        for rows in [codes == j for j in range(len(names))] + [np.ones(len(U), bool)]
+    ]
+)
 
 
 def risk(thresholds, rows=None):
@@ -131,10 +142,17 @@ def risk(thresholds, rows=None):
     return np.where(np.isfinite(thr), risk_table[rows, at], 0.0)
 
 
-oracle = {g: max([u for k, u in enumerate(grid) if risk_table[j, k] <= cfg.eps], default=-np.inf)
-          for j, g in enumerate(names)}  # fmt: skip
-pd.DataFrame({"items": np.bincount(codes), "best valid threshold": list(oracle.values()),
-              "risk there": [risk([oracle[g]], [j])[0].round(4) for j, g in enumerate(names)]}, index=names)  # fmt: skip
+oracle = {
+    g: max([u for k, u in enumerate(grid) if risk_table[j, k] <= cfg.eps], default=-np.inf) for j, g in enumerate(names)
+}
+pd.DataFrame(
+    {
+        "items": np.bincount(codes),
+        "best valid threshold": list(oracle.values()),
+        "risk there": [risk([oracle[g]], [j])[0].round(4) for j, g in enumerate(names)],
+    },
+    index=names,
+)
 
 # %% [markdown]
 # ## 2. The wealth update by hand, checked against the library
@@ -142,6 +160,7 @@ pd.DataFrame({"items": np.bincount(codes), "best valid threshold": list(oracle.v
 # One group, item by item, free labels, the `mixture` bet (the average of the wealth of B-PAC's
 # aGRAPA bet $\sum_{s<i}D_s/(\sum_{s<i}D_s^2+B^2)$, $D_s=\varepsilon-X_s$, and the wealth of a
 # constant bet half the cap). The uniforms decide the paid labels as the library draws them.
+
 
 # %%
 def online_pac_by_hand(u, loss, uniforms, label_prob, grid, eps, alpha):
@@ -195,7 +214,9 @@ for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed r
     ax.set(xlabel="items seen", title=f"{title} (stream 0; dotted: best valid)")
 axes[0].set(ylabel="threshold in use (below 0: always think)")
 axes[1].legend(fontsize=8, loc="lower right")
-fig.suptitle(f"online G-PAC on MATH L5: ε = {cfg.eps}, α = {cfg.alpha}, labelling probability π = {cfg.label_prob}", fontsize=10)
+fig.suptitle(
+    f"online G-PAC on MATH L5: ε = {cfg.eps}, α = {cfg.alpha}, labelling probability π = {cfg.label_prob}", fontsize=10
+)
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_stream")
 
@@ -218,16 +239,23 @@ plotting.savefig(fig, "online_gpac_stream")
 # *No thinking call* = the share of items answered by the non-thinking model without a label.
 # *Violated*: a group whose population risk at a threshold in use ever exceeded $\varepsilon$.
 
+
 # %%
 def summarise(method, res, rows_of_risk, n_groups, extra=None):
     thr = res["thresholds"] if res["thresholds"].ndim == 2 else res["thresholds"].max(axis=1)
     bad = risk(thr, rows_of_risk) > cfg.eps
     no_think = (res["route"] & ~res["observe"]).mean(axis=1)
-    return {"method": method, "n_trials": cfg.n_trials, "label_prob": (extra or {}).get("label_prob", cfg.label_prob),
-            "paid_labels": (res["route"] & res["observe"]).sum(axis=1).mean(), "no_thinking_call": no_think.mean(),
-            "no_thinking_call_sd": no_think.std(ddof=1), "worst_group_violation_rate": bad.mean(axis=0).max(),
-            "worst_group_violation_mcse": np.sqrt(bad.mean(axis=0).max() * (1 - bad.mean(axis=0).max()) / cfg.n_trials),
-            "streams_with_a_violated_group": int(bad.any(axis=1).sum())}, thr  # fmt: skip
+    return {
+        "method": method,
+        "n_trials": cfg.n_trials,
+        "label_prob": (extra or {}).get("label_prob", cfg.label_prob),
+        "paid_labels": (res["route"] & res["observe"]).sum(axis=1).mean(),
+        "no_thinking_call": no_think.mean(),
+        "no_thinking_call_sd": no_think.std(ddof=1),
+        "worst_group_violation_rate": bad.mean(axis=0).max(),
+        "worst_group_violation_mcse": np.sqrt(bad.mean(axis=0).max() * (1 - bad.mean(axis=0).max()) / cfg.n_trials),
+        "streams_with_a_violated_group": int(bad.any(axis=1).sum()),
+    }, thr
 
 
 paid = (free["route"] & free["observe"]).sum(axis=1)
@@ -254,6 +282,7 @@ savings = pd.DataFrame(records).round(4)
 display(savings)
 plotting.save_table(savings, "online_gpac_savings", floatfmt=".3f")
 
+
 # %%
 def no_think(res):
     return (res["route"] & ~res["observe"]).mean(axis=1)
@@ -262,15 +291,17 @@ def no_think(res):
 gain_g, gain_1 = no_think(free) - no_think(per_group), no_think(pac) - no_think(bpac_one)
 assert no_think(fixed).mean() < no_think(per_group).mean() < no_think(free).mean()  # read in the closing note
 se = lambda x: x.std(ddof=1) / np.sqrt(x.size)  # noqa: E731
-display(Markdown(
-    f"Over {cfg.n_trials} streams of {cfg.stream_length:,} items: online G-PAC with free labels answers "
-    f"{no_think(free).mean():.3f} of the stream without any thinking call, one B-PAC learner per group "
-    f"{no_think(per_group).mean():.3f} (difference {gain_g.mean():+.3f} ± {se(gain_g):.3f} s.e., paired), with "
-    f"{paid.mean():.0f} vs {(per_group['route'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
-    f"One group: online PAC {no_think(pac).mean():.3f} vs B-PAC {no_think(bpac_one).mean():.3f} "
-    f"({gain_1.mean():+.3f} ± {se(gain_1):.3f}). The fixed-rate mode answers {no_think(fixed).mean():.3f}; "
-    f"offline G-PAC given the same paid labels up front {no_think(offline).mean():.3f}."
-))  # fmt: skip
+display(
+    Markdown(
+        f"Over {cfg.n_trials} streams of {cfg.stream_length:,} items: online G-PAC with free labels answers "
+        f"{no_think(free).mean():.3f} of the stream without any thinking call, one B-PAC learner per group "
+        f"{no_think(per_group).mean():.3f} (difference {gain_g.mean():+.3f} ± {se(gain_g):.3f} s.e., paired), with "
+        f"{paid.mean():.0f} vs {(per_group['route'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
+        f"One group: online PAC {no_think(pac).mean():.3f} vs B-PAC {no_think(bpac_one).mean():.3f} "
+        f"({gain_1.mean():+.3f} ± {se(gain_1):.3f}). The fixed-rate mode answers {no_think(fixed).mean():.3f}; "
+        f"offline G-PAC given the same paid labels up front {no_think(offline).mean():.3f}."
+    )
+)
 
 # %% [markdown]
 # Per group: the mean final threshold of each method (always think counted as $-1$), how often
@@ -278,12 +309,24 @@ display(Markdown(
 
 # %%
 group_rows = []
-for method in ["online G-PAC, free labels", "online G-PAC, fixed rate", "B-PAC per group", "offline G-PAC, equal paid labels"]:
+for method in [
+    "online G-PAC, free labels",
+    "online G-PAC, fixed rate",
+    "B-PAC per group",
+    "offline G-PAC, equal paid labels",
+]:
     thr = finals[method]
     for j, name in enumerate(names):
-        group_rows.append({"method": method, "group": name, "final_threshold": np.maximum(thr[:, j], -1).mean(),
-                           "streams_over_eps": int((risk(thr)[:, j] > cfg.eps).sum()),
-                           "best_valid_threshold": oracle[name], "traffic": np.mean(codes == j)})  # fmt: skip
+        group_rows.append(
+            {
+                "method": method,
+                "group": name,
+                "final_threshold": np.maximum(thr[:, j], -1).mean(),
+                "streams_over_eps": int((risk(thr)[:, j] > cfg.eps).sum()),
+                "best_valid_threshold": oracle[name],
+                "traffic": np.mean(codes == j),
+            }
+        )
 groups = pd.DataFrame(group_rows).round(4)
 display(groups)
 plotting.save_table(groups, "online_gpac_groups", floatfmt=".3f")
@@ -337,30 +380,43 @@ episodes = []
 for e in range(cfg.drift_episodes):
     thr, risk_e, alarm_e, times = drift_run(e, cfg.drift_alpha)
     back = times[(times > alarm_e) & np.isfinite(thr)] if alarm_e >= 0 else []
-    episodes.append({"episode": e, "threshold_at_change": thr[times < change][-1],
-                     "risk_after_change": risk_e[times >= change][0], "alarm": alarm_e,
-                     "delay": alarm_e - change if alarm_e >= change else np.nan,
-                     "recertified_at": back[0] if len(back) else np.nan, "final_threshold": thr[-1],
-                     "final_risk": risk_e[-1], "max_risk_after_alarm": risk_e[times > alarm_e].max() if alarm_e >= 0 else np.nan})  # fmt: skip
+    episodes.append(
+        {
+            "episode": e,
+            "threshold_at_change": thr[times < change][-1],
+            "risk_after_change": risk_e[times >= change][0],
+            "alarm": alarm_e,
+            "delay": alarm_e - change if alarm_e >= change else np.nan,
+            "recertified_at": back[0] if len(back) else np.nan,
+            "final_threshold": thr[-1],
+            "final_risk": risk_e[-1],
+            "max_risk_after_alarm": risk_e[times > alarm_e].max() if alarm_e >= 0 else np.nan,
+        }
+    )
 episodes = pd.DataFrame(episodes)
 display(episodes.round(4))
 detected = episodes["alarm"] >= change
 assert not ((episodes["alarm"] >= 0) & (episodes["alarm"] < change)).any()  # no false alarm before the change
 assert (episodes.loc[detected, "max_risk_after_alarm"] <= cfg.eps).all()  # re-certified within eps
-display(Markdown(
-    f"{detected.sum()} of {len(episodes)} episodes raise the alarm after the change (median delay "
-    f"{episodes.loc[detected, 'delay'].median():,.0f} items of the stream), none before it. Every re-certified "
-    f"threshold keeps the risk within ε. Risk at the threshold in use right after the change: "
-    f"{episodes.loc[detected, 'risk_after_change'].round(3).tolist()} in the detected episodes, "
-    f"{episodes.loc[~detected, 'risk_after_change'].round(3).tolist()} in the others (the smaller the excess over "
-    f"ε, the less evidence per item)."
-))  # fmt: skip
+display(
+    Markdown(
+        f"{detected.sum()} of {len(episodes)} episodes raise the alarm after the change (median delay "
+        f"{episodes.loc[detected, 'delay'].median():,.0f} items of the stream), none before it. Every re-certified "
+        f"threshold keeps the risk within ε. Risk at the threshold in use right after the change: "
+        f"{episodes.loc[detected, 'risk_after_change'].round(3).tolist()} in the detected episodes, "
+        f"{episodes.loc[~detected, 'risk_after_change'].round(3).tolist()} in the others (the smaller the excess over "
+        f"ε, the less evidence per item)."
+    )
+)
 
 # %%
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-for ax, (a, p), label in [(axes[0], (thr_a, thr_p), "threshold in use"), (axes[1], (risk_a, risk_p), "population risk")]:
+for ax, (a, p), label in [
+    (axes[0], (thr_a, thr_p), "threshold in use"),
+    (axes[1], (risk_a, risk_p), "population risk"),
+]:
     ax.step(times, np.maximum(p, -0.1), where="post", color="0.6", label="no alarm (certification permanent)")
     ax.step(times, np.maximum(a, -0.1), where="post", color="C3", label="with the drift alarm")
     ax.axvline(change, color="k", lw=0.8, ls="--", label="change")
@@ -375,12 +431,14 @@ plotting.savefig(fig, "online_gpac_drift")
 # %%
 recertified = times[(times > alarm) & np.isfinite(thr_a)]
 assert alarm > change and recertified.size and np.all(risk_p[times > alarm] > cfg.eps)
-display(Markdown(
-    f"Episode 0: threshold {thr_a[times < change][-1]:.3f} at the change (item {change:,}), risk "
-    f"{risk_a[times >= change][0]:.3f} after it; the alarm fires at item {alarm:,}; the group always thinks "
-    f"until item {recertified[0]:,}, then runs at {thr_a[-1]:.3f} with risk {risk_a[-1]:.3f} ≤ ε. Without the "
-    f"alarm the threshold stays at {thr_p[-1]:.3f} with risk {risk_p[-1]:.3f} > ε to the end."
-))  # fmt: skip
+display(
+    Markdown(
+        f"Episode 0: threshold {thr_a[times < change][-1]:.3f} at the change (item {change:,}), risk "
+        f"{risk_a[times >= change][0]:.3f} after it; the alarm fires at item {alarm:,}; the group always thinks "
+        f"until item {recertified[0]:,}, then runs at {thr_a[-1]:.3f} with risk {risk_a[-1]:.3f} ≤ ε. Without the "
+        f"alarm the threshold stays at {thr_p[-1]:.3f} with risk {risk_p[-1]:.3f} > ε to the end."
+    )
+)
 
 # %% [markdown]
 # ## Exercises
@@ -404,6 +462,7 @@ display(Markdown(
 # $H_0$, the factors no longer have mean $\le1$, and Ville's inequality no longer applies. With no
 # paid labels the propensity of a cheap-routed item is 0, which the guarantee excludes.
 
+
 # %% tags=["solution"]
 def free_label_only_means(j, u_hat):
     """Mean of the free-label-only terms of group j at every grid point, threshold u_hat in use."""
@@ -420,9 +479,13 @@ for j, name in enumerate(names):  # the threshold in use: the group's best valid
 assert fooled  # grid points whose terms have mean <= eps although their risk is above eps
 name, u_bad = fooled[0]
 j = names.index(name)
-display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3f} the free-label-only terms "
-                 f"have mean {free_label_only_means(j, oracle[name])[grid == u_bad][0]:.3f} ≤ ε while "
-                 f"R(u) = {risk_table[j, grid == u_bad][0]:.3f} > ε: the wealth would certify it."))  # fmt: skip
+display(
+    Markdown(
+        f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3f} the free-label-only terms "
+        f"have mean {free_label_only_means(j, oracle[name])[grid == u_bad][0]:.3f} ≤ ε while "
+        f"R(u) = {risk_table[j, grid == u_bad][0]:.3f} > ε: the wealth would certify it."
+    )
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
@@ -450,11 +513,13 @@ display(Markdown(f"{name}, threshold in use {oracle[name]:.3f}: at u = {u_bad:.3
 # %% tags=["solution"]
 first = drift_run(0, 100 * cfg.drift_alpha)[2]
 assert 0 <= first <= alarm, (first, alarm)
-display(Markdown(
-    f"drift_alpha = {100 * cfg.drift_alpha:g}: first alarm at item {first:,}, {'before' if first < change else 'after'} "
-    f"the change at {change:,} (vs {alarm:,}); false-alarm bound over "
-    f"{change:,} items: {min(1.0, 100 * cfg.drift_alpha * change):.2f} (vs {cfg.drift_alpha * change:.2f})."
-))  # fmt: skip
+display(
+    Markdown(
+        f"drift_alpha = {100 * cfg.drift_alpha:g}: first alarm at item {first:,}, {'before' if first < change else 'after'} "
+        f"the change at {change:,} (vs {alarm:,}); false-alarm bound over "
+        f"{change:,} items: {min(1.0, 100 * cfg.drift_alpha * change):.2f} (vs {cfg.drift_alpha * change:.2f})."
+    )
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}

@@ -94,6 +94,7 @@ plotting.save_table(acc.reset_index(), "real_generations_accuracy", floatfmt=".3
 # non-thinking error) scores above a random negative one, ties counting one half: the Mann–Whitney
 # form below, from the scores' ranks. It is checked against the pairwise definition on one score.
 
+
 # %%
 def auroc(score, positive):
     """Area under the ROC curve of ``score`` for the binary ``positive`` (ties count one half)."""
@@ -103,11 +104,16 @@ def auroc(score, positive):
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-quality = pd.DataFrame([
-    {"score": col, "auroc_nothink_error": auroc(table[col], table[data.NOTHINK_CORRECT] == 0),
-     "auroc_loss": auroc(table[col], table[data.LOSS] > 0)}
-    for col in data.score_columns(table)
-])
+quality = pd.DataFrame(
+    [
+        {
+            "score": col,
+            "auroc_nothink_error": auroc(table[col], table[data.NOTHINK_CORRECT] == 0),
+            "auroc_loss": auroc(table[col], table[data.LOSS] > 0),
+        }
+        for col in data.score_columns(table)
+    ]
+)
 first = quality.iloc[0]  # the pairwise definition, on the first score
 u, pos = table[first.score].to_numpy(), (table[data.NOTHINK_CORRECT] == 0).to_numpy()
 pairwise = np.mean((u[pos][:, None] > u[~pos][None, :]) + 0.5 * (u[pos][:, None] == u[~pos][None, :]))
@@ -116,11 +122,13 @@ plotting.save_table(quality, "real_generations_scores", floatfmt=".3f")
 display(acc.round(3))
 display(quality.round(3))
 by_group = acc.drop(index="all")["loss"]
-display(Markdown(
-    f"Loss rate from {by_group.min():.3f} (`{by_group.idxmin()}`) to {by_group.max():.3f} (`{by_group.idxmax()}`); "
-    f"`mul_add` {by_group['mul_add']:.3f}. Best score for the loss: `{quality.loc[quality.auroc_loss.idxmax(), 'score']}` "
-    f"(AUROC {quality.auroc_loss.max():.3f})."
-))
+display(
+    Markdown(
+        f"Loss rate from {by_group.min():.3f} (`{by_group.idxmin()}`) to {by_group.max():.3f} (`{by_group.idxmax()}`); "
+        f"`mul_add` {by_group['mul_add']:.3f}. Best score for the loss: `{quality.loc[quality.auroc_loss.idxmax(), 'score']}` "
+        f"(AUROC {quality.auroc_loss.max():.3f})."
+    )
+)
 
 # %% [markdown]
 # ## PAC vs G-PAC (valid recipe) over repeated splits
@@ -133,8 +141,16 @@ display(Markdown(
 # Carlo error); a marginal one does not promise that.
 
 # %%
-exp = ExperimentConfig(eps=cfg.eps, alpha=cfg.alpha, methods=("PAC", "G-PAC"), recipes=(cfg.recipe,),
-                       scores=tuple(cfg.scores), n_trials=cfg.n_trials, cal_ratio=cfg.cal_ratio, seed=cfg.seed)
+exp = ExperimentConfig(
+    eps=cfg.eps,
+    alpha=cfg.alpha,
+    methods=("PAC", "G-PAC"),
+    recipes=(cfg.recipe,),
+    scores=tuple(cfg.scores),
+    n_trials=cfg.n_trials,
+    cal_ratio=cfg.cal_ratio,
+    seed=cfg.seed,
+)
 results = run_experiment(table, exp)
 per_group = group_violations(results, cfg.eps)
 routed = results[results.group != "__all__"].groupby(["method", "score", "group"], sort=False)["routed_share"].mean()
@@ -142,8 +158,12 @@ per_group = per_group.join(routed, on=["method", "score", "group"])
 per_group["limit"] = cfg.alpha + 3 * per_group["violation_mcse"]
 cols = ["method", "score", "group", "violation_rate", "violation_mcse", "routed_share", "mean_pop_risk", "n_test"]
 plotting.save_table(per_group[cols], "real_generations_groups", floatfmt=".3f")
-overall = (results[results.group == "__all__"].groupby(["method", "score"], sort=False)[["routed_share", "error"]]
-           .mean().rename(columns={"error": "test_error"}))
+overall = (
+    results[results.group == "__all__"]
+    .groupby(["method", "score"], sort=False)[["routed_share", "error"]]
+    .mean()
+    .rename(columns={"error": "test_error"})
+)
 display(per_group.pivot_table(index="group", columns=["score", "method"], values="violation_rate").round(3))
 display(per_group.pivot_table(index="group", columns=["score", "method"], values="routed_share").round(3))
 display(overall.round(3))
@@ -156,9 +176,20 @@ display(overall.round(3))
 # (`figures/errorbar_category__generated__smollm2.{png,pdf}`, tables `known__generated__smollm2*`).
 
 # %%
-cfg21 = config.load("21_table_known_groups", profile, data_source=cfg.data_source, columns=cfg.columns,
-                    generated_root=cfg.generated_root, pairs=[cfg.pair], benchmarks=[cfg.benchmark], eps=cfg.eps,
-                    scores=cfg.scores, alpha=cfg.alpha, n_trials=cfg.n_trials21, seed=cfg.seed)
+cfg21 = config.load(
+    "21_table_known_groups",
+    profile,
+    data_source=cfg.data_source,
+    columns=cfg.columns,
+    generated_root=cfg.generated_root,
+    pairs=[cfg.pair],
+    benchmarks=[cfg.benchmark],
+    eps=cfg.eps,
+    scores=cfg.scores,
+    alpha=cfg.alpha,
+    n_trials=cfg.n_trials21,
+    seed=cfg.seed,
+)
 built21 = results_tables.make_tables(results_tables.TableSettings(**cfg21))
 for title, frame in results_tables.views(built21):
     print(f"== {title}")
@@ -173,25 +204,29 @@ for title, frame in results_tables.views(built21):
 claim = []
 for score, g in per_group.groupby("score", sort=False):
     pac, gpac = g[g.method == "PAC"], g[g.method == "G-PAC"]
-    claim.append({
-        "score": score,
-        "PAC max violation": pac.violation_rate.max(),
-        "PAC worst group": pac.loc[pac.violation_rate.idxmax(), "group"],
-        "G-PAC max violation": gpac.violation_rate.max(),
-        "G-PAC within alpha + 3 MCSE": bool((gpac.violation_rate <= gpac.limit).all()),
-        "G-PAC routed share": overall.loc[("G-PAC", score), "routed_share"],
-        "PAC routed share": overall.loc[("PAC", score), "routed_share"],
-    })
+    claim.append(
+        {
+            "score": score,
+            "PAC max violation": pac.violation_rate.max(),
+            "PAC worst group": pac.loc[pac.violation_rate.idxmax(), "group"],
+            "G-PAC max violation": gpac.violation_rate.max(),
+            "G-PAC within alpha + 3 MCSE": bool((gpac.violation_rate <= gpac.limit).all()),
+            "G-PAC routed share": overall.loc[("G-PAC", score), "routed_share"],
+            "PAC routed share": overall.loc[("PAC", score), "routed_share"],
+        }
+    )
 claim = pd.DataFrame(claim)
 claim["PAC fails a group"] = claim["PAC max violation"] > cfg.alpha
 display(claim.round(3))
 holds = bool(claim["PAC fails a group"].all() and claim["G-PAC within alpha + 3 MCSE"].all())
-display(Markdown(
-    f"PAC's largest per-group violation rate: {claim['PAC max violation'].min():.2f}–{claim['PAC max violation'].max():.2f} "
-    f"over the scores; G-PAC's: at most {claim['G-PAC max violation'].max():.2f}, every group within $\\alpha$ + 3 MCSE: "
-    f"{bool(claim['G-PAC within alpha + 3 MCSE'].all())}. The title's claim "
-    f"({'holds' if holds else 'does NOT hold'} on this run)."
-))
+display(
+    Markdown(
+        f"PAC's largest per-group violation rate: {claim['PAC max violation'].min():.2f}–{claim['PAC max violation'].max():.2f} "
+        f"over the scores; G-PAC's: at most {claim['G-PAC max violation'].max():.2f}, every group within $\\alpha$ + 3 MCSE: "
+        f"{bool(claim['G-PAC within alpha + 3 MCSE'].all())}. The title's claim "
+        f"({'holds' if holds else 'does NOT hold'} on this run)."
+    )
+)
 if cfg.data_source == "generated" and profile == "paper":
     assert holds, claim
 
@@ -201,12 +236,19 @@ if cfg.data_source == "generated" and profile == "paper":
 # there): size, groups, loss rate, and per method the largest per-group violation rate and the
 # routed share.
 
+
 # %%
 def beside_row(name, tab, score, eps_):
     res = run_experiment(tab, exp.replace(eps=eps_, scores=(score,)))
     gv = group_violations(res, eps_)
-    row = {"table": name, "n": len(tab), "groups": tab[data.GROUP].nunique(), "loss": tab[data.LOSS].mean(),
-           "score": score, "eps": eps_}
+    row = {
+        "table": name,
+        "n": len(tab),
+        "groups": tab[data.GROUP].nunique(),
+        "loss": tab[data.LOSS].mean(),
+        "score": score,
+        "eps": eps_,
+    }
     for m in ("PAC", "G-PAC"):
         row[f"{m} max violation"] = gv[gv.method == m].violation_rate.max()
         row[f"{m} routed share"] = res[(res.method == m) & (res.group == "__all__")].routed_share.mean()
@@ -219,8 +261,9 @@ for name, ext in cfg.external.items():
     if not path.is_file():
         print(f"{name}: not found at {path} (skipped)")
         continue
-    rows.append(beside_row(name, realdata.realdata_table(data.read_table(path, ext["columns"]), None), ext["score"],
-                           ext["eps"]))
+    rows.append(
+        beside_row(name, realdata.realdata_table(data.read_table(path, ext["columns"]), None), ext["score"], ext["eps"])
+    )
 beside = pd.DataFrame(rows)
 plotting.save_table(beside, "real_generations_beside", floatfmt=".3f")
 display(beside.round(3))

@@ -220,10 +220,24 @@ def test_summary_names_per_group_and_any_group_violations_apart():
     for trial in range(20):
         for j in range(14):
             violated = (trial + j) % 20 == 0
-            rows.append({"trial": trial, "method": "G-PAC", "score": "s", "bound": "wsr", "sampling": "full",
-                         "label_prob": 1.0, "rule": "first-crossing", "group": f"g{j}", "n_test": 5, "error": 0.0,
-                         "routed_share": 1.0, "pop_risk": 0.1 if violated else 0.0, "threshold": 0.5,
-                         "stp": 0.0})  # fmt: skip
+            rows.append(
+                {
+                    "trial": trial,
+                    "method": "G-PAC",
+                    "score": "s",
+                    "bound": "wsr",
+                    "sampling": "full",
+                    "label_prob": 1.0,
+                    "rule": "first-crossing",
+                    "group": f"g{j}",
+                    "n_test": 5,
+                    "error": 0.0,
+                    "routed_share": 1.0,
+                    "pop_risk": 0.1 if violated else 0.0,
+                    "threshold": 0.5,
+                    "stp": 0.0,
+                }
+            )
         rows.append({**rows[-1], "group": "__all__", "pop_risk": 0.0})
     s = experiment.summarize(pd.DataFrame(rows), 0.05).iloc[0]
     assert s["violation_max_group"] == pytest.approx(1 / 20)
@@ -238,8 +252,9 @@ def test_experiment_honours_each_recipes_pi_and_simultaneous():
     (fewer labels), and Bonferroni (simultaneous) routes no more than per-group calibration."""
     t = _table(n=1500, seed=4)
     recipes = [Recipe("hoeffding_bentkus", "bernoulli", 0.1), Recipe("hoeffding_bentkus", "bernoulli", 0.5)]
-    res = experiment.run_experiment(t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5,
-                                                        recipes=recipes))  # fmt: skip
+    res = experiment.run_experiment(
+        t, ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5, recipes=recipes)
+    )
     assert set(res["label_prob"]) == {0.1, 0.5}
     share = res[res.group == "__all__"].groupby("label_prob")["routed_share"].mean()
     assert share[0.1] < share[0.5]

@@ -191,10 +191,23 @@ def test_help_documents_defaults_and_direction():
 
 def test_no_traceback_from_a_real_process(table, tmp_path):
     r = subprocess.run(
-        [sys.executable, "-m", "gpac_utils", "calibrate", "--data", str(table), "--score-col", "u", "--eps", "2",
-         "-o", str(tmp_path / "t.json")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gpac_utils",
+            "calibrate",
+            "--data",
+            str(table),
+            "--score-col",
+            "u",
+            "--eps",
+            "2",
+            "-o",
+            str(tmp_path / "t.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
@@ -262,6 +275,19 @@ def test_plan_bad_data_exit_1_naming_the_column_or_file(table, tmp_path, capsys)
 def test_plan_unwritable_output_names_the_option(table, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code = cli.main(["plan", "--data", str(table), "--score-col", "u", "--eps", "0.1", "--n-resamples", "20",
-                     "-o", str(blocker / "plan.csv")])  # fmt: skip
+    code = cli.main(
+        [
+            "plan",
+            "--data",
+            str(table),
+            "--score-col",
+            "u",
+            "--eps",
+            "0.1",
+            "--n-resamples",
+            "20",
+            "-o",
+            str(blocker / "plan.csv"),
+        ]
+    )
     assert code == 1 and f"-o {blocker / 'plan.csv'}: cannot write it" in one_line_error(capsys)

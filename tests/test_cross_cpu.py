@@ -39,8 +39,10 @@ def test_paper_outputs_are_byte_identical(tmp_path, name, cpu, request):
         env.update(request.getfixturevalue("narrowed_env"))
     r = subprocess.run(
         [sys.executable, "-c", RUN, str(NOTEBOOKS / f"{name}.py"), str(tmp_path / "out.ipynb")],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     written = sorted(p for p in (tmp_path / "figures").rglob("*") if p.is_file())
     assert written, f"{name} wrote nothing"

@@ -101,9 +101,11 @@ HEADER_TO_FIX: set[str] = set()
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="header to fix")) if n in HEADER_TO_FIX else n
-     for n in sorted(SPEC)],
-)  # fmt: skip
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="header to fix")) if n in HEADER_TO_FIX else n
+        for n in sorted(SPEC)
+    ],
+)
 def test_notebook_header_writes_what_notebooks_yaml_declares(name):
     """A header lists what the notebook writes (what a reader sees first); notebooks.yaml is the
     source: every declared file is in the header (a <placeholder> matches any name), and every

@@ -95,9 +95,16 @@ S = model_defaults(MODEL)[0].with_(max_tokens=64)
 def _run(out, shard="0/1", engine=None, items=None, **kw):
     items = _items() if items is None else items
     return run_generation(
-        items, engine or StubEngine(MODEL), out, role="nothink", sampling=kw.pop("sampling", S), shard=shard,
-        seed=3, progress=False, **kw,
-    )  # fmt: skip
+        items,
+        engine or StubEngine(MODEL),
+        out,
+        role="nothink",
+        sampling=kw.pop("sampling", S),
+        shard=shard,
+        seed=3,
+        progress=False,
+        **kw,
+    )
 
 
 def test_vllm_import_is_lazy():
@@ -225,8 +232,10 @@ def test_cli_rejects_bad_options_in_one_line():
     for args, msg in (*cases, (["--windows", "nothink=3"], "windows")):
         p = subprocess.run(
             [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "math500", *args],
-            cwd=ROOT, capture_output=True, text=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 2 and msg in p.stderr.splitlines()[-1], p.stderr
 
 
@@ -247,16 +256,25 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
     nb = jupytext.read(ROOT / "notebooks" / "02_scores.py")
     monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "figures"))  # the kernel's output folder
     papermill.execute_notebook(
-        nb, str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path), progress_bar=False,
+        nb,
+        str(tmp_path / "out.ipynb"),
+        kernel_name="python3",
+        cwd=str(tmp_path),
+        progress_bar=False,
         parameters={
-            "profile": "fast", "benchmark": "math500", "pair": "qwen", "router_folds": 2,
+            "profile": "fast",
+            "benchmark": "math500",
+            "pair": "qwen",
+            "router_folds": 2,
             "overrides": {"generations_root": str(runs), "output_root": str(tmp_path / "generated")},
         },
-    )  # fmt: skip
+    )
     t = data.read_table(
-        tmp_path / "generated" / "math500__qwen.parquet", score_cols=data.PAPER_SCORES, require_group=True,
+        tmp_path / "generated" / "math500__qwen.parquet",
+        score_cols=data.PAPER_SCORES,
+        require_group=True,
         require_tokens=True,
-    )  # fmt: skip
+    )
     assert list(t["item_id"]) == list(items["item_id"])
     out = (tmp_path / "out.ipynb").read_text()
     assert "MODE: score generations" in out and "replies unparsable" in out

@@ -62,7 +62,9 @@ def test_notebook_static(path):
     # one configuration source: notebooks/config/<stem>.yaml with both profiles
     raw = config.read_config(path.stem)
     assert set(raw["profiles"]) >= {"fast", "paper"}
-    assert f'config.load("{path.stem}"' in text, f'{path.name}: build cfg with config.load("{path.stem}", ...)'
+    assert re.search(rf'config\.load\(\s*"{path.stem}"', text), (
+        f'{path.name}: build cfg with config.load("{path.stem}", ...)'
+    )
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     (params_at,) = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
     assert params_at > first_code, f"{path.name}: imports come before the parameters cell"

@@ -123,8 +123,9 @@ def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
 
 def test_the_class_matches_the_block_runner():
     u, loss, g = bpac.closed_form_streams(1, 1200, **VALIDITY, seed=5)
-    want = bpac.run_online(u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7,
-                           drift_alpha=0.01)  # fmt: skip
+    want = bpac.run_online(
+        u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7, drift_alpha=0.01
+    )
     router = OnlineGPAC(EPS, ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
     names = np.array(["0", "1", "2"])[g[0]]
     for b, t0 in enumerate(range(0, 1200, 40)):
@@ -289,9 +290,13 @@ def test_notebook_33_writes_its_comparison_and_group_tables(fast_run):
     tables = fast_run("33_online_gpac").tables
     savings = pd.read_csv(tables / "online_gpac_savings.csv").set_index("method")
     assert savings.index.tolist() == [
-        "online G-PAC, free labels", "online G-PAC, fixed rate", "B-PAC per group",
-        "offline G-PAC, equal paid labels", "online PAC (one group), free labels", "B-PAC (one group)",
-    ]  # fmt: skip
+        "online G-PAC, free labels",
+        "online G-PAC, fixed rate",
+        "B-PAC per group",
+        "offline G-PAC, equal paid labels",
+        "online PAC (one group), free labels",
+        "B-PAC (one group)",
+    ]
     paid = savings["paid_labels"]
     assert paid["B-PAC per group"] >= paid["online G-PAC, free labels"]  # at least equal paid labels
     assert paid["B-PAC (one group)"] >= paid["online PAC (one group), free labels"]

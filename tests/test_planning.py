@@ -23,9 +23,15 @@ def _curves(values: np.ndarray, grid, traffic) -> PlanCurves:
     shares = np.repeat(values[..., None], 3, axis=-1)
     names = [f"g{j}" for j in range(G)]
     return PlanCurves(
-        names, np.asarray(grid), shares, np.asarray(traffic, float), np.full(G, np.inf),
-        np.tile(np.asarray(grid), (G, 1)), dict.fromkeys(names, 0), dict.fromkeys(names, "bootstrap"),
-    )  # fmt: skip
+        names,
+        np.asarray(grid),
+        shares,
+        np.asarray(traffic, float),
+        np.full(G, np.inf),
+        np.tile(np.asarray(grid), (G, 1)),
+        dict.fromkeys(names, 0),
+        dict.fromkeys(names, "bootstrap"),
+    )
 
 
 def _brute_force(curves: PlanCurves, budget: int) -> float:
@@ -88,9 +94,16 @@ def test_all_zero_pilot_certifies_from_59_labels():
     assert c.mean[0, 1] == pytest.approx(1.0, abs=0.02)
     # pi = 0.5 Bernoulli labelling needs about twice the items for the same expected labels
     b = prediction.predict(
-        u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[59, 120], recipe=VALID_BERNOULLI,
+        u,
+        np.zeros(500),
+        u,
+        np.zeros(500),
+        np.zeros(500),
+        eps=0.05,
+        n_grid=[59, 120],
+        recipe=VALID_BERNOULLI,
         n_resamples=40,
-    )  # fmt: skip
+    )
     assert b.n_items[0].tolist() == [118, 240]
     assert b.p_certify[0, 0] < 0.6 and b.p_certify[0, 1] == 1.0
 
@@ -179,9 +192,17 @@ def test_planned_share_is_realised_within_the_predicted_band():
         [(0.05, VALID, 1600), (0.10, VALID, 800), (0.05, VALID_BERNOULLI, 1600), (0.10, VALID_BERNOULLI, 1200)]
     ):
         curves = prediction.predict(
-            u, g, u[pilot], loss[pilot], g[pilot], eps=eps, recipe=recipe, n_grid=grid, n_resamples=100,
+            u,
+            g,
+            u[pilot],
+            loss[pilot],
+            g[pilot],
+            eps=eps,
+            recipe=recipe,
+            n_grid=grid,
+            n_resamples=100,
             seed=setting,
-        )  # fmt: skip
+        )
         planned = allocation.allocate(curves, budget)
         lo, hi = curves.band()
         for j, name in enumerate(curves.groups):
@@ -237,9 +258,22 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
     path = _write_table(tmp_path, with_loss=False)  # the pilot = the rows with a loss
     out = tmp_path / "out" / "plan.csv"
     rc = cli_main(
-        ["plan", "--data", str(path), "--score-col", "score_x", "--eps", "0.1", "--n-resamples", "20",
-         "--target", "0.2", "-o", str(out)]
-    )  # fmt: skip
+        [
+            "plan",
+            "--data",
+            str(path),
+            "--score-col",
+            "score_x",
+            "--eps",
+            "0.1",
+            "--n-resamples",
+            "20",
+            "--target",
+            "0.2",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     t = pd.read_csv(out)
     assert set(t["allocation"]) == {"planned"}
@@ -266,8 +300,20 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
 )
 def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, capsys, extra, match):
     path = _write_table(tmp_path)
-    code = cli_main(["plan", "--data", str(path), "--score-col", "score_x", "--pilot-fraction", "0.3",
-                     "-o", str(tmp_path / "p.csv"), *extra])  # fmt: skip
+    code = cli_main(
+        [
+            "plan",
+            "--data",
+            str(path),
+            "--score-col",
+            "score_x",
+            "--pilot-fraction",
+            "0.3",
+            "-o",
+            str(tmp_path / "p.csv"),
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == (1 if match == "--group-col" else 2), err
     assert match in err and "\n" not in err and err.startswith("error:")

@@ -151,8 +151,20 @@ def test_cli_parameters_exit_status(tmp_path_factory, capsys, eps, alpha, label_
     u, loss, _ = _population(200)
     path = tmp / "t.parquet"
     data.write_table(pd.DataFrame({"item_id": range(200), "loss": loss, "u": u}), path)
-    argv = ["calibrate", "--data", str(path), "--score-col", "u", f"--eps={float(eps)!r}", f"--alpha={float(alpha)!r}",
-            "--sampling", sampling, f"--label-prob={float(label_prob)!r}", "-o", str(tmp / "t.json")]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(path),
+        "--score-col",
+        "u",
+        f"--eps={float(eps)!r}",
+        f"--alpha={float(alpha)!r}",
+        "--sampling",
+        sampling,
+        f"--label-prob={float(label_prob)!r}",
+        "-o",
+        str(tmp / "t.json"),
+    ]
     capsys.readouterr()
     code = cli.main(argv)
     ok = (

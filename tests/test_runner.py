@@ -376,8 +376,11 @@ def test_batch_runs_a_small_grid_and_combines_one_table(tmp_path):
     assert combined["sq"].tolist() == [4, 4, 9, 9]  # computed inside each run from its parameters
     assert set(combined["profile"]) == {"fast"}
     assert yaml.safe_load((out / runs[2] / "params.yaml").read_text()) == {
-        "profile": "fast", "fail": False, "x": 3, "sleep": 0.0,
-    }  # fmt: skip
+        "profile": "fast",
+        "fail": False,
+        "x": 3,
+        "sleep": 0.0,
+    }
     assert printed(out / runs[1] / "07_tiny.ipynb", "FIG") == str(out / runs[1] / "figures")
 
 

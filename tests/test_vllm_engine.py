@@ -59,9 +59,16 @@ def _walk(items, folder, backend, engine=None, roles=records.ROLES):
     # when a prefill is split over engine steps); records do not depend on it (per-item seeds).
     kw = {"windows": WINDOWS} if backend == "vllm" else {"engine_kwargs": {"batch_size": 16, "device": "cpu"}}
     return gen.generate(
-        items, MODELS, folder, backend=backend, samplings=gen.walk_samplings(), roles=roles, engine=engine,
-        progress=False, **kw,
-    )  # fmt: skip
+        items,
+        MODELS,
+        folder,
+        backend=backend,
+        samplings=gen.walk_samplings(),
+        roles=roles,
+        engine=engine,
+        progress=False,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")

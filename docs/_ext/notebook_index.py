@@ -54,7 +54,8 @@ def _seconds(value: float | None) -> str:
 def notebook_table(spec: dict[str, dict], times: dict[str, float]) -> str:
     """The README's table: one row per notebook."""
     rows = [
-        "| notebook | what it shows | paper (statement or LaTeX label) | runtime* | GPU? | data it reads (`data_source`†) |",
+        "| notebook | what it shows | paper (statement or LaTeX label) | runtime* | GPU? "
+        "| data it reads (`data_source`†) |",
         "|---|---|---|---|---|---|",
     ]
     for name, entry in spec.items():
@@ -107,9 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if stale_pages := stale():
         if "--check" in argv:
-            print(
-                f"stale: {', '.join(str(p.relative_to(ROOT)) for p in stale_pages)} (run python docs/_ext/notebook_index.py)"
-            )
+            names = ", ".join(str(p.relative_to(ROOT)) for p in stale_pages)
+            print(f"stale: {names} (run python docs/_ext/notebook_index.py)")
             return 1
         made = blocks()
         for page in stale_pages:

@@ -108,9 +108,16 @@ class VLLMEngine:
     def params(self, s: Sampling):
         """vLLM's ``SamplingParams`` of ``s`` (the sampled tokens' logprobs, only finished outputs)."""
         return self._params(
-            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_tokens, n=s.n, seed=s.seed,
-            ignore_eos=s.ignore_eos, logprobs=0, output_kind=self._final_only,
-        )  # fmt: skip
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            max_tokens=s.max_tokens,
+            n=s.n,
+            seed=s.seed,
+            ignore_eos=s.ignore_eos,
+            logprobs=0,
+            output_kind=self._final_only,
+        )
 
     def render(self, conversation: list[dict]) -> dict:
         """A conversation as vLLM's ``TokensPrompt`` (:func:`prompt_ids`)."""
@@ -244,14 +251,19 @@ class TransformersEngine:
         sampler = RowSampler(sampling, [s if n == 1 else item_seed(s, f"sample{k}") for s in seeds for k in range(n)])
         # a fresh generation config: none of the checkpoint's own sampling settings (or penalties) apply
         gc = GenerationConfig(
-            max_new_tokens=sampling.max_tokens, do_sample=False, num_beams=1, eos_token_id=sorted(self._eos),
+            max_new_tokens=sampling.max_tokens,
+            do_sample=False,
+            num_beams=1,
+            eos_token_id=sorted(self._eos),
             pad_token_id=self._pad,
-        )  # fmt: skip
+        )
         with torch.no_grad():
             seq = self.hf_model.generate(
-                input_ids=torch.tensor(rows, device=self.device), attention_mask=torch.tensor(mask, device=self.device),
-                generation_config=gc, logits_processor=LogitsProcessorList([sampler]),
-            )  # fmt: skip
+                input_ids=torch.tensor(rows, device=self.device),
+                attention_mask=torch.tensor(mask, device=self.device),
+                generation_config=gc,
+                logits_processor=LogitsProcessorList([sampler]),
+            )
         lps = torch.stack(sampler.raw if self.logprobs_mode == "raw_logprobs" else sampler.processed, dim=1)
         comps = []
         for row, ids in enumerate(seq[:, width:].cpu().tolist()):

@@ -142,10 +142,20 @@ def pair_models(pair: str, think_model: str | None = None, nothink_model: str | 
 
 
 def run_generation(
-    items: pd.DataFrame, engine, out_dir, *, role: str, sampling: Sampling, thinking: bool = False, shard=None,
-    seed: int = 0, messages_col: str = "messages", progress: bool = True, sampling_overrides: Mapping | None = None,
+    items: pd.DataFrame,
+    engine,
+    out_dir,
+    *,
+    role: str,
+    sampling: Sampling,
+    thinking: bool = False,
+    shard=None,
+    seed: int = 0,
+    messages_col: str = "messages",
+    progress: bool = True,
+    sampling_overrides: Mapping | None = None,
     window: int | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Generate ``role`` for every item of this shard not yet on disk (see the module doc).
 
     ``items`` need ``item_id`` (unique) and ``messages_col`` (lists of ``{"role", "content"}``);
@@ -166,10 +176,14 @@ def run_generation(
     (role_dir / "runs").mkdir(parents=True, exist_ok=True)
     overrides = {k: dict(v) for k, v in (sampling_overrides or {}).items()}
     settings = {
-        "model": engine.model, "backend": engine.backend, "logprobs_mode": engine.logprobs_mode,
-        "thinking": bool(thinking), "sampling": {k: v for k, v in asdict(sampling).items() if k != "seed"},
-        "seed": int(seed), **({"sampling_overrides": {str(k): v for k, v in overrides.items()}} if overrides else {}),
-    }  # fmt: skip
+        "model": engine.model,
+        "backend": engine.backend,
+        "logprobs_mode": engine.logprobs_mode,
+        "thinking": bool(thinking),
+        "sampling": {k: v for k, v in asdict(sampling).items() if k != "seed"},
+        "seed": int(seed),
+        **({"sampling_overrides": {str(k): v for k, v in overrides.items()}} if overrides else {}),
+    }
     records.check_manifest(role_dir, settings)
     path = role_dir / f"shard-{i:02d}-of-{n:02d}.jsonl"
     records.read_records(path, repair=True)
@@ -189,10 +203,28 @@ def run_generation(
                 rows = []
                 for k, c in enumerate(comps):
                     sp = split_thinking(c, thinking=thinking, end_id=end_id)
-                    rows.append(dict(zip(records.RECORD_COLUMNS, (
-                        iid, role, k, engine.model, engine.backend, engine.logprobs_mode, item_seed(seed, iid),
-                        c.text, *sp[:2], len(c.token_ids), *sp[2:], c.token_logprobs, c.finish_reason,
-                    ))))  # fmt: skip
+                    rows.append(
+                        dict(
+                            zip(
+                                records.RECORD_COLUMNS,
+                                (
+                                    iid,
+                                    role,
+                                    k,
+                                    engine.model,
+                                    engine.backend,
+                                    engine.logprobs_mode,
+                                    item_seed(seed, iid),
+                                    c.text,
+                                    *sp[:2],
+                                    len(c.token_ids),
+                                    *sp[2:],
+                                    c.token_logprobs,
+                                    c.finish_reason,
+                                ),
+                            )
+                        )
+                    )
                     tokens += len(c.token_ids)
                 f.write(json.dumps(rows) + "\n")
                 f.flush()  # in the OS's hands: survives the process being killed
@@ -206,11 +238,20 @@ def run_generation(
         bar.close()
         wall = time.perf_counter() - t0
         report = {
-            "shard": f"{i}/{n}", "status": status, "started": started, "wall_s": round(wall, 3),
-            "done_before": len(mine) - len(todo), "generated": generated, "tokens": tokens,
-            "tokens_per_s": round(tokens / wall, 2) if wall > 0 else None, "model": engine.model,
-            "backend": engine.backend, "sampling": asdict(sampling), "seed": int(seed), **records.run_facts(),
-        }  # fmt: skip
+            "shard": f"{i}/{n}",
+            "status": status,
+            "started": started,
+            "wall_s": round(wall, 3),
+            "done_before": len(mine) - len(todo),
+            "generated": generated,
+            "tokens": tokens,
+            "tokens_per_s": round(tokens / wall, 2) if wall > 0 else None,
+            "model": engine.model,
+            "backend": engine.backend,
+            "sampling": asdict(sampling),
+            "seed": int(seed),
+            **records.run_facts(),
+        }
         with open(role_dir / "runs" / path.name, "a") as f:
             f.write(json.dumps(report, default=str) + "\n")
     return {k: report[k] for k in ("done_before", "generated", "tokens", "wall_s", "tokens_per_s")} | {"shard": (i, n)}
@@ -229,10 +270,20 @@ def _check_options(roles, samplings: Mapping, shard, windows) -> Mapping:
 
 
 def generate(
-    items: pd.DataFrame, models: dict[str, str], folder, *, backend: str, samplings: Mapping | None = None, roles=ROLES,
-    shard="0/1", seed: int = 0, engine=None, engine_kwargs: dict | None = None, progress: bool = True,
+    items: pd.DataFrame,
+    models: dict[str, str],
+    folder,
+    *,
+    backend: str,
+    samplings: Mapping | None = None,
+    roles=ROLES,
+    shard="0/1",
+    seed: int = 0,
+    engine=None,
+    engine_kwargs: dict | None = None,
+    progress: bool = True,
     windows: Mapping[str, int] | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Run ``roles`` for this shard, one model in memory at a time; ``{role: run_generation(...)}``.
 
     ``samplings``: per role (default :func:`pair_samplings`; the walk: :func:`walk_samplings`).
@@ -264,9 +315,18 @@ def generate(
             msgs = [verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])]
             role_items = items.assign(**{col: msgs})
         report[role] = run_generation(
-            role_items, engine, folder, role=role, sampling=sampling, shard=shard, seed=seed, messages_col=col,
-            thinking=role == "think" and model_defaults(model)[1], progress=progress, window=windows.get(role),
-        )  # fmt: skip
+            role_items,
+            engine,
+            folder,
+            role=role,
+            sampling=sampling,
+            shard=shard,
+            seed=seed,
+            messages_col=col,
+            thinking=role == "think" and model_defaults(model)[1],
+            progress=progress,
+            window=windows.get(role),
+        )
     return report
 
 
@@ -316,9 +376,18 @@ def main(argv=None) -> int:
             raise ParameterError("--backend: no GPU with vLLM and no local model folders: nothing to generate here")
         items = load_benchmark(args.benchmark, args.data, n_items=args.n_items, seed=args.seed)
         result = generate(
-            items, models, out, backend=backend, samplings=samplings, roles=roles, shard=args.shard, seed=args.seed,
-            engine_kwargs=engine_kwargs, progress=args.progress, windows=args.windows,
-        )  # fmt: skip
+            items,
+            models,
+            out,
+            backend=backend,
+            samplings=samplings,
+            roles=roles,
+            shard=args.shard,
+            seed=args.seed,
+            engine_kwargs=engine_kwargs,
+            progress=args.progress,
+            windows=args.windows,
+        )
     except ParameterError as exc:  # shard, roles, windows, n_items, max_tokens, engine arguments: before a model loads
         ap.error(str(exc))
     except (OSError, ValueError, ImportError) as exc:  # a file, its columns or rows; a run's settings; no vllm

@@ -264,9 +264,12 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
 
 # --------------------------------------------------------------------------- dispatch
 GRADERS = {
-    "math500": grade_math, "gpqa": grade_gpqa, "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
-    "walk": grade_lenient, "arith": grade_exact,  # arith: exact integers, no symbolic parser
-}  # fmt: skip
+    "math500": grade_math,
+    "gpqa": grade_gpqa,
+    "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
+    "walk": grade_lenient,
+    "arith": grade_exact,  # arith: exact integers, no symbolic parser
+}
 
 
 def grade(benchmark: str, response: str, gold) -> bool:

@@ -19,9 +19,22 @@ from ..checks import ParameterError
 
 ROLES = ("think", "nothink", "verbalized")
 RECORD_COLUMNS = (
-    "item_id", "role", "sample", "model", "backend", "logprobs_mode", "seed", "text", "reasoning", "answer",
-    "n_tokens", "reasoning_tokens", "answer_tokens", "token_logprobs", "finish_reason",
-)  # fmt: skip
+    "item_id",
+    "role",
+    "sample",
+    "model",
+    "backend",
+    "logprobs_mode",
+    "seed",
+    "text",
+    "reasoning",
+    "answer",
+    "n_tokens",
+    "reasoning_tokens",
+    "answer_tokens",
+    "token_logprobs",
+    "finish_reason",
+)
 
 
 def save_items(items: pd.DataFrame, folder: Path) -> None:

@@ -208,11 +208,17 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     else:
         router = np.full(len(y), 1.0 - counts[1] / len(y))
         notes.append(f"router: labels {counts.tolist()} too unbalanced to train; constant score (base rate)")
-    table = pd.DataFrame({
-        data.ID: items["item_id"].to_numpy(), data.GROUP: items["group"].astype(str).to_numpy(),
-        data.LOSS: np.asarray(losses, float), **correct, data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
-        data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
-        "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
-        "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(), "score_router": router,
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            data.ID: items["item_id"].to_numpy(),
+            data.GROUP: items["group"].astype(str).to_numpy(),
+            data.LOSS: np.asarray(losses, float),
+            **correct,
+            data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
+            data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
+            "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
+            "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(),
+            "score_router": router,
+        }
+    )
     return RunScores(data.validate(table, loss_bound=loss_bound, require_group=True, require_tokens=True), vrep, notes)

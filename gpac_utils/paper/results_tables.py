@@ -135,11 +135,19 @@ class TableSettings:
         """The :class:`~gpac_utils.experiment.ExperimentConfig` of PAC and ``method`` on one dataset."""
         known = grouping == "known"
         return ExperimentConfig(
-            eps=eps, alpha=self.alpha, methods=("PAC", method), recipes=(self.paper,), scores=tuple(self.scores),
-            n_trials=self.n_trials, cal_ratio=cal_ratio, partitioner=self.partitioner,
-            mode="split" if known else grouping, eval_groups="known" if known else "learned",
-            loss_bound=self.loss_bound, seed=self.seed,
-        )  # fmt: skip
+            eps=eps,
+            alpha=self.alpha,
+            methods=("PAC", method),
+            recipes=(self.paper,),
+            scores=tuple(self.scores),
+            n_trials=self.n_trials,
+            cal_ratio=cal_ratio,
+            partitioner=self.partitioner,
+            mode="split" if known else grouping,
+            eval_groups="known" if known else "learned",
+            loss_bound=self.loss_bound,
+            seed=self.seed,
+        )
 
 
 def quiet_run(table: pd.DataFrame, exp: ExperimentConfig) -> pd.DataFrame:
@@ -165,9 +173,13 @@ def quiet_run(table: pd.DataFrame, exp: ExperimentConfig) -> pd.DataFrame:
 
 
 def run_results(
-    tables: Mapping[str, pd.DataFrame], settings: TableSettings, *, eps: Mapping[str, float],
-    cal_ratio: Mapping[str, float], groupings: Sequence[str],
-) -> pd.DataFrame:  # fmt: skip
+    tables: Mapping[str, pd.DataFrame],
+    settings: TableSettings,
+    *,
+    eps: Mapping[str, float],
+    cal_ratio: Mapping[str, float],
+    groupings: Sequence[str],
+) -> pd.DataFrame:
     """All trials of one results table on ``tables`` (``{dataset: table}``).
 
     Parameters
@@ -211,9 +223,15 @@ def run_results(
 
 #: Summary columns reported in percent.
 PERCENT_COLUMNS = [
-    "Error", "Error_Gap", "STP", "routed_share", "violation_any_group", "violation_max_group",
-    "violation_max_group_mcse", "worst_group_error",
-]  # fmt: skip
+    "Error",
+    "Error_Gap",
+    "STP",
+    "routed_share",
+    "violation_any_group",
+    "violation_max_group",
+    "violation_max_group_mcse",
+    "worst_group_error",
+]
 _TABLE_KEYS = ["dataset", "grouping", "setting"]
 
 
@@ -343,11 +361,21 @@ def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd
 
 
 def build_table(
-    settings: TableSettings, paper_table: str | None, tables: Mapping[str, pd.DataFrame], *,
-    eps: Mapping[str, float], cal_ratio: Mapping[str, float], groupings: Sequence[str], file_name: str,
-    layout_suffix: str = "_paper_layout", rows: Sequence[tuple[str, str]] = LAYOUT_ROWS, figure: str | None = None,
-    title: str = "", groups_table: bool = False, paper_columns: bool | None = None,
-) -> ResultsTable:  # fmt: skip
+    settings: TableSettings,
+    paper_table: str | None,
+    tables: Mapping[str, pd.DataFrame],
+    *,
+    eps: Mapping[str, float],
+    cal_ratio: Mapping[str, float],
+    groupings: Sequence[str],
+    file_name: str,
+    layout_suffix: str = "_paper_layout",
+    rows: Sequence[tuple[str, str]] = LAYOUT_ROWS,
+    figure: str | None = None,
+    title: str = "",
+    groups_table: bool = False,
+    paper_columns: bool | None = None,
+) -> ResultsTable:
     """Run, summarize, pick the valid bound, save the tables and draw the error bars.
 
     Saves the long table ``<file_name>.csv|.md`` (:func:`~gpac_utils.paper.table_layout.report_table`)
@@ -404,9 +432,18 @@ def build_table(
         fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=title)
         plotting.savefig(fig, figure)
     return ResultsTable(
-        file_name, dict(tables), results, summary, valid_bound, comparison, layout, paper_table, notes, dict(eps),
+        file_name,
+        dict(tables),
+        results,
+        summary,
+        valid_bound,
+        comparison,
+        layout,
+        paper_table,
+        notes,
+        dict(eps),
         dict(cal_ratio),
-    )  # fmt: skip
+    )
 
 
 def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
@@ -459,10 +496,18 @@ def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
             figure = f"errorbar_category__{source.tag(None, pair)}" if s.figures and "known" in groupings else None
             title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
         out[file_name] = build_table(
-            s, spec.name if paper else None, tables, eps=eps, cal_ratio=resolve_cal_ratio(run_on, s.cal_ratio),
-            groupings=groupings, file_name=file_name, layout_suffix=suffix, figure=figure, title=title,
+            s,
+            spec.name if paper else None,
+            tables,
+            eps=eps,
+            cal_ratio=resolve_cal_ratio(run_on, s.cal_ratio),
+            groupings=groupings,
+            file_name=file_name,
+            layout_suffix=suffix,
+            figure=figure,
+            title=title,
             groups_table=not source.is_simulated,
-        )  # fmt: skip
+        )
     return out
 
 

@@ -157,9 +157,11 @@ class DataSource:
 
 
 def resolve_source(
-    data_source: str | Path | None = "simulated", *, columns: Mapping[str, str] | None = None,
+    data_source: str | Path | None = "simulated",
+    *,
+    columns: Mapping[str, str] | None = None,
     generated_root: str | Path | None = None,
-) -> DataSource:  # fmt: skip
+) -> DataSource:
     """Turn the ``data_source`` parameter into a :class:`DataSource`.
 
     Parameters
@@ -251,9 +253,14 @@ def check_table(table: pd.DataFrame, notebook: str, where: str, *, scores: Seque
 
 
 def load_table(
-    source: DataSource, benchmark: str | None = None, pair: str | None = None, *, notebook: str = "",
-    scores: Sequence[str] = (), loss_bound: float = 1.0,
-) -> pd.DataFrame:  # fmt: skip
+    source: DataSource,
+    benchmark: str | None = None,
+    pair: str | None = None,
+    *,
+    notebook: str = "",
+    scores: Sequence[str] = (),
+    loss_bound: float = 1.0,
+) -> pd.DataFrame:
     """Read one table of ``source``, validated (:func:`gpac_utils.data.read_table`), and check it for ``notebook``.
 
     Parameters

@@ -141,10 +141,15 @@ def read_yaml(text: str | Path, what: str, mapping: bool = False) -> Any:
 
 
 def run_notebook(
-    path: str | Path, profile: str = "fast", parameters: Mapping[str, Any] | None = None,
-    out_dir: str | Path | None = None, timeout: float | None = None, *, figures_dir: str | Path | None = None,
+    path: str | Path,
+    profile: str = "fast",
+    parameters: Mapping[str, Any] | None = None,
+    out_dir: str | Path | None = None,
+    timeout: float | None = None,
+    *,
+    figures_dir: str | Path | None = None,
     progress_bar: bool = True,
-) -> Path:  # fmt: skip
+) -> Path:
     """Execute one notebook with papermill and return the executed notebook (``<out_dir>/<name>.ipynb``).
 
     ``profile`` and ``parameters`` are injected after the parameters cell (each must be declared
@@ -167,9 +172,16 @@ def run_notebook(
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(
-                nb, str(out), parameters=injected, kernel_name="python3", language="python", cwd=cwd,
-                execution_timeout=timeout or DEFAULT_TIMEOUT[profile], start_timeout=180, progress_bar=progress_bar,
-            )  # fmt: skip
+                nb,
+                str(out),
+                parameters=injected,
+                kernel_name="python3",
+                language="python",
+                cwd=cwd,
+                execution_timeout=timeout or DEFAULT_TIMEOUT[profile],
+                start_timeout=180,
+                progress_bar=progress_bar,
+            )
     except PapermillExecutionError as exc:
         raise NotebookFailed(path.stem, out, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc
     except Exception as exc:  # a cell timeout or a dead kernel

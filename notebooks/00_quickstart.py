@@ -464,10 +464,13 @@ def ucb_view(eps, alpha, n, label_prob, recipe_name):
     where = f"û = {chosen.iloc[0]:.3f}" if len(chosen) else "û = −∞ (always think)"
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="C3", ls=":", lw=1.4, label="threshold û")
+    # The view zooms on the target (up to 2.5 ε) but always shows the UCB's lowest point: with few labels
+    # the whole curve can lie far above ε, and it then still enters the plot (risks and bounds stay <= 1.05).
+    top = min(1.05, max(2.5 * eps, 0.05, 1.5 * np.nanmin(curve["ucb"])))
     ax.set(
         xlabel="threshold u",
         ylabel="risk",
-        ylim=(0, max(2.5 * eps, 0.05)),
+        ylim=(0, top),
         title=f"{recipe_name}: n = {int(n)}, α = {alpha:g}, π = {recipe.label_prob:g}; {where}",
     )
     ax.legend(loc="upper left")
@@ -480,15 +483,15 @@ def ucb_view(eps, alpha, n, label_prob, recipe_name):
 ucb_view(cfg.eps, cfg.alpha, 600, 0.5, "valid (HB, every item labelled)")
 
 # %% tags=["remove-output"]
+look = {"style": {"description_width": "120px"}, "layout": widgets.Layout(width="520px")}  # labels not cut
+slide = {**look, "continuous_update": False}  # redraw when the slider is released
 widgets.interactive(
     ucb_view,
-    eps=widgets.FloatSlider(value=cfg.eps, min=0.02, max=0.3, step=0.01, description="ε", continuous_update=False),
-    alpha=widgets.FloatSlider(value=cfg.alpha, min=0.01, max=0.2, step=0.01, description="α", continuous_update=False),
-    n=widgets.IntSlider(value=600, min=100, max=len(pool), step=50, description="n", continuous_update=False),
-    label_prob=widgets.FloatSlider(
-        value=0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)", continuous_update=False
-    ),
-    recipe_name=widgets.Dropdown(options=list(WIDGET_RECIPES), description="recipe"),
+    eps=widgets.FloatSlider(cfg.eps, min=0.02, max=0.3, step=0.01, description="ε (target)", **slide),
+    alpha=widgets.FloatSlider(cfg.alpha, min=0.01, max=0.2, step=0.01, description="α (miss prob.)", **slide),
+    n=widgets.IntSlider(600, min=100, max=len(pool), step=50, description="n (items)", **slide),
+    label_prob=widgets.FloatSlider(0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)", **slide),
+    recipe_name=widgets.Dropdown(options=list(WIDGET_RECIPES), description="recipe", **look),
 )
 
 # %% [markdown]

@@ -20,10 +20,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student homework clean
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | homework | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -195,6 +195,13 @@ book: $(STAMP) $(MATHJAX)
 # (the convention: docs/teaching.md), unexecuted, as build/student/NN_name.ipynb, ready to hand out.
 student: $(STAMP)
 	$(PY) workflow/scripts/student_edition.py --out build/student
+
+# The graded homework (docs/teaching.md): otter-grader's `otter assign` on notebooks/homework/gpac_homework.py
+# (the solutions must pass every test) writes build/homework/student/ (hand out the folder) and
+# build/homework/autograder.zip; grade a submission locally, no Docker:
+#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME NAME.ipynb
+homework: $(STAMP)
+	$(PY) workflow/scripts/homework.py --out build/homework
 
 # MathJax 3 for the book, pinned with its integrity hash in docs/_mathjax/package-lock.json (npm ci).
 $(MATHJAX): docs/_mathjax/package-lock.json

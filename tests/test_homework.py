@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 
@@ -64,6 +65,7 @@ def test_the_hidden_values_are_the_lessons_answers():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    pytest.importorskip("otter", reason="otter-grader is missing: the `homework` extra (make test installs it)")
     return homework.build(tmp_path_factory.mktemp("homework"))
 
 
@@ -110,3 +112,12 @@ def test_otter_run_grades_a_correct_and_a_wrong_submission(built, tmp_path):
     assert scores["correct"] == FULL
     assert scores["wrong"] == WRONG
     assert sum(scores["wrong"].values()) == 6 and sum(FULL.values()) == 10
+
+
+def test_the_teaching_page_states_the_points_and_scores_graded_here():
+    page = re.sub(r"\s+", " ", (REPO_ROOT / "docs" / "teaching.md").read_text())
+    rows = dict(re.findall(r"\| (\d): [^|]+ \| (\d) \| \d \|", page))
+    assert {f"q{k}": int(v) for k, v in rows.items()} == FULL
+    total, kept = sum(FULL.values()), sum(WRONG.values())
+    assert f"({total} of {total} points)" in page and f"which keeps exactly {kept} of {total}" in page
+    assert "notebooks/homework/gpac_homework.py" in page and "make homework" in page

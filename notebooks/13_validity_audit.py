@@ -102,8 +102,9 @@ pd.DataFrame(
 # ## The audit, one cell at a time
 # Cells: every bound × (scheme, π) × rule × n_group × ε × group. `full` is π = 1, and
 # `bernoulli` at π = 1 would query every item exactly like `full`, so both appear once as
-# (full, 1). The labelling schemes whose terms are i.i.d. given the data — where the
-# finite-sample bounds apply — are `bernoulli` and `full`.
+# (full, 1). Under `bernoulli` and `full` the terms are i.i.d. draws from the population with mean
+# $R(u \mid G_j)$ — where the finite-sample bounds apply. Under `resample` they are i.i.d. only *given*
+# the calibration set, with mean its empirical risk: the failure explained below.
 
 # %%
 VALID_SCHEMES = ("bernoulli", "full")

@@ -31,10 +31,10 @@
 # one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
-# ≈ 5 s; paper profile (1 000 calibrations per cell, group sizes {25, 50, 100, 300, 1000},
-# 1 440 cells) ≈ 70 s for the audit in one process, 91 s for the notebook beside another
-# notebook under `make reproduce` (2 shared cores, one per notebook). `wsr` dominates: O(m · 64) per calibration with m = n/π terms under
-# resampling — the n = 1000 cells take ≈ 45 s of it (`benchmarks/bench_reproduce.py --workflow` times the notebook).
+# ≈ 5 s on a quiet machine; paper profile (1 000 calibrations per cell, group sizes
+# {25, 50, 100, 300, 1000}, 1 440 cells) ≈ 68 s in the last measured `make reproduce`
+# (`benchmarks/reproduce_timings.csv`, written by `benchmarks/bench_reproduce.py --workflow`).
+# `wsr` dominates: O(m · 64) per calibration with m = n/π terms under resampling.
 
 # %% [markdown]
 # **Learning objectives.** After this notebook you can

@@ -346,3 +346,21 @@ def test_results_trial_count():
     trials = table("01_results_known")["Trials"]
     assert (trials == trials.iloc[0]).all()
     assert_quoted("docs/results.md", f"the share of the {trials.iloc[0]} trials in which that group's risk")
+
+
+# --- docs/teaching.md: the numbers of the prerequisites, from their formulas -----------------------------
+
+
+def test_teaching_prerequisite_numbers():
+    import math
+
+    from scipy.stats import norm
+
+    eps = alpha = 0.05
+    kl_form = math.ceil(math.log(alpha) / math.log(1 - eps))  # zero losses: (1 - eps)^n <= alpha (notebook 32)
+    sub_gaussian = math.ceil(math.log(1 / alpha) / (2 * eps**2))  # exp(-2 n eps^2) <= alpha
+    assert_quoted("docs/teaching.md", f"({kl_form} against {sub_gaussian} labels before anything certifies")
+    miss = norm.cdf(-norm.ppf(1 - alpha) / math.sqrt(2))  # the resampled CLT bound's large-n miss rate (notebook 13)
+    assert_quoted(
+        "docs/teaching.md", f"misses about {round(100 * miss)} % of calibrations instead of {100 * alpha:g} %"
+    )

@@ -522,8 +522,8 @@ assert (cal["routed_share"] < cal["routed_share_oracle"]).all()
 #
 # - **"G-PAC with my groups routes at least as much as PAC."** Not a theorem: Proposition 4.5
 #   is about the *optimal* partition. With fixed known groups grouping routed less in the share
-#   of random populations displayed above (the `fixed partition` row of the check), and at
-#   ε = 0.2 in this notebook's own population.
+#   of random (population, ε) cases displayed above (the `fixed partition` row of the check), and
+#   at ε = 0.2 in this notebook's own population.
 # - **Comparing routed shares without the guarantee.** Marginal PAC's extra routing is bought
 #   with the hard group: in the calibrated comparison PAC breaks the hard group in the share of
 #   calibrations printed above (`violation_rate` of PAC · hard). Compare G-PAC with the best single

@@ -31,7 +31,7 @@
 # one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`.
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
-# ≈ 5 s on a quiet machine; paper profile (1 000 calibrations per cell, group sizes
+# ≈ 12 s of CPU time; paper profile (1 000 calibrations per cell, group sizes
 # {25, 50, 100, 300, 1000}, 1 440 cells) ≈ 68 s in the last measured `make reproduce`
 # (`benchmarks/reproduce_timings.csv`, written by `benchmarks/bench_reproduce.py --workflow`).
 # `wsr` dominates: O(m · 64) per calibration with m = n/π terms under resampling.
@@ -646,7 +646,7 @@ if rule_gap is not None and len(clt_resample) and len(clt_small):
 #    independent: each of 20 grid points $0.05, 0.10, \dots, 1$ is checked on its own batch of 200
 #    labelled items with the exact (Clopper–Pearson) bound. Assumption 4.1 holds at every point.
 # 2. **One calibration set** — the library's bounds on 200 fully labelled items per calibration, every
-#    score a candidate, both rules on the same items.
+#    score a candidate (`wsr`: its 64 points fixed in advance), both rules on the same items.
 
 # %%
 from scipy.stats import beta as beta_dist
@@ -737,9 +737,9 @@ shared.round(4)
 # same event (the same items), so `max` gains only from the bound's wiggles past the crossing:
 # nothing for a bound that is monotone in $u$; for `wsr`, whose thresholds under the two rules
 # often differ, a violation rate barely above first-crossing's, here and in the audit above (the
-# rule comparison). We found no population where `max` breaks a library bound on one calibration
-# set; that is an observation about these bounds and populations, not a theorem. First-crossing
-# needs no such luck, so the valid recipe uses it.
+# rule comparison). In the populations tried here (this one and the audit's two) `max` did not break
+# a library bound on one calibration set; that is an observation about these bounds and
+# populations, not a theorem. First-crossing needs no such luck, so the valid recipe uses it.
 #
 # :::{exercise}
 # :label: ex-audit-selection-rule

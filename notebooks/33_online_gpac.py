@@ -42,7 +42,8 @@
 # **Writes** `figures/online_gpac_stream.{png,pdf}`, `figures/online_gpac_drift.{png,pdf}`,
 # `figures/tables/online_gpac_savings.{csv,md}`, `figures/tables/online_gpac_groups.{csv,md}`.
 #
-# **Runtime** (measured on 2 shared cores): fast profile ≈ FASTS s; paper profile (10 streams of
+# **Runtime** (measured on 2 shared cores): fast profile ≈ 7 s of CPU time (more wall time when the cores
+# are busy); paper profile (10 streams of
 # 20 000 items, 10 drift episodes of 40 000) ≈ 40 s in the last measured `make reproduce`
 # (`benchmarks/reproduce_timings.csv`).
 

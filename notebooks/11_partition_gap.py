@@ -28,7 +28,8 @@
 # **Reads** nothing. **Writes** `figures/partition_gap.{png,pdf}`,
 # `figures/tables/partition_gap.{csv,md}`, `figures/tables/partition_gap_coverage.{csv,md}`.
 #
-# **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s, paper ≈ 18–35 s.
+# **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s; paper ≈ 12 s in the last measured `make reproduce`
+# (`benchmarks/reproduce_timings.csv`), more when the cores are busy.
 
 # %% [markdown]
 # ## Learning objectives

@@ -160,6 +160,27 @@ display(
 assert n_min[cfg.sim_eps] in cfg.sim_grid
 
 # %% [markdown]
+# **Why the Kullback–Leibler form.** The familiar sub-Gaussian form of Hoeffding's inequality,
+# $P(\hat\mu \le \mu - t) \le \exp(-2nt^2)$, follows from the KL form ($\mathrm{kl}(p\,\|\,q) \ge
+# 2(p-q)^2$, Pinsker) and is weaker where it matters here: it assumes the largest variance a $[0,1]$
+# term can have, 1/4, while a risk near 0 has a variance near 0. From zero losses its upper bound
+# is $\sqrt{\log(1/\alpha)/(2n)}$, which reaches $\varepsilon$ only at
+# $n \ge \log(1/\alpha)/(2\varepsilon^2)$ labels:
+
+# %%
+n_subgaussian = {e: int(np.ceil(np.log(1 / cfg.alpha) / (2 * e**2))) for e in n_min}
+for e, n in n_subgaussian.items():
+    assert np.sqrt(np.log(1 / cfg.alpha) / (2 * n)) <= e < np.sqrt(np.log(1 / cfg.alpha) / (2 * (n - 1)))
+    assert n > 5 * n_min[e]  # several times the labels for the same certificate
+display(
+    Markdown(
+        f"Sub-Gaussian form: {n_subgaussian[cfg.sim_eps]} labels at $\\varepsilon$ = {cfg.sim_eps} and "
+        f"{n_subgaussian[cfg.real_eps]} at {cfg.real_eps}, against the KL form's {n_min[cfg.sim_eps]} and "
+        f"{n_min[cfg.real_eps]}."
+    )
+)
+
+# %% [markdown]
 # :::{exercise}
 # :label: ex-label-budget-bernoulli
 #

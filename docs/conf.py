@@ -45,7 +45,7 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 myst_dmath_double_inline = True
 suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
-exclude_patterns = ["_build", "_ext", "_mathjax", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_ext", "_mathjax", "_slides", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 
 # -- API reference ----------------------------------------------------------------------------
 autodoc_member_order = "bysource"

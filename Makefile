@@ -153,10 +153,11 @@ clean:
 # is up to date); -W turns every warning (a broken reference, a notebook not executed) into an error,
 # and linkcheck checks the local links (offline).
 # The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
+# The slide decks (make slides, build/slides/) are copied in beside the pages (docs/conf.py, html_extra_path).
 BOOK_OUT ?= build/book
 SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
 
-book: $(STAMP) $(MATHJAX)
+book: $(STAMP) $(MATHJAX) slides
 	@$(MAKE) --no-print-directory reproduce PROFILE=$(PROFILE) || \
 	  { echo "book: stopped, the notebooks must run first: make reproduce PROFILE=$(PROFILE) (its error is above)"; exit 1; }
 	$(SPHINX) -b html docs $(BOOK_OUT)/html

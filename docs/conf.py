@@ -79,5 +79,9 @@ html_theme_options = {
 html_context = {"default_mode": "light"}
 highlight_language = "text"  # unlabelled code fences (e.g. the README's layout tree) are not Python
 
+# -- the lecture slides (make slides): the decks of build/slides/ beside the pages, linked from teaching.md
+book_slides = HERE.parent / "build" / "slides"
+html_extra_path = [str(book_slides)] if (book_slides / "slides.json").is_file() else []
+
 # -- linkcheck: offline; the internal references are checked by the -W html build ---------------
 linkcheck_ignore = [r"https?://"]

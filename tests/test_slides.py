@@ -4,8 +4,8 @@ The decks are built into a scratch folder from the notebooks' ``slideshow`` cell
 sessions of docs/teaching.md, then Playwright drives Debian's Chromium (``/usr/bin/chromium``, no
 browser download) over them on loopback, as tests/test_book.py does for the book: each deck has the
 slide count the build reports (reveal.js counts them), MathJax renders its math without an error,
-every image loads, and no slide's content is taller than the slide. Screenshots of the first
-slides of each part go to ``build/slides-test/``.
+every image loads, and no slide's content is taller than the slide. A screenshot of every slide
+goes to ``build/slides-test/``. The teaching page links every deck with its slide and question counts.
 """
 
 from __future__ import annotations
@@ -159,3 +159,13 @@ def test_every_deck_renders_in_a_browser(served, page):
             too_tall.extend([] if fits is True else [f"{name} slide {index + 1}: {fits}px"])
     assert too_tall == [], f"slides taller than the deck's 700 px: {too_tall}"
     assert errors == [], errors
+
+
+def test_the_teaching_page_links_every_deck_with_its_counts(decks):
+    _, counts = decks
+    text = slides.TEACHING.read_text()
+    rows = re.findall(r'^\| (\d+) \| <a href="(session-\d+\.html)">[^<]+</a> \| (\d+) \| (\d+) \|$', text, re.M)
+    assert [r[1] for r in rows] == [f"{name}.html" for name in counts], rows
+    for (number, page, n_slides, n_questions), session in zip(rows, slides.sessions(), strict=True):
+        assert (int(number), int(n_slides)) == (session.number, counts[session.name]), page
+        assert int(n_questions) == sum(len(slides.questions(p.notebook)) for p in session.parts), page

@@ -199,7 +199,7 @@ def question_slides(name: str) -> list[nbformat.NotebookNode]:
     out = []
     for q in questions(name):
         letters = "ABCDEFGH"
-        options = "\n".join(f"{letters[i]}. {a['answer']}" for i, a in enumerate(q["answers"]))
+        options = "\n".join(f"- **{letters[i]}.** {a['answer']}" for i, a in enumerate(q["answers"]))
         right = next(i for i, a in enumerate(q["answers"]) if a["correct"])
         why = q["answers"][right]["feedback"]
         out.append(_cell(f"## Check yourself\n\n{q['question']}\n\n{options}", "slide"))

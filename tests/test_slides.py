@@ -52,6 +52,7 @@ def test_a_slide_keeps_headings_lists_and_math_not_prose():
     shown = "$$\\hat f(x) = 1$$\n\nThe risk $R(u)$ it controls.\n\n- a risk bullet\n- another text"
     assert text == f"## 1. Routing\n\n{shown}"
     assert slides.slide_markdown("Prose with $x$.", "Section") == "## Section\n\nProse with $x$."
+    assert slides.slide_markdown("**Aims.** You can\n- a", "S") == "## Aims\n\nYou can\n- a"
     assert slides.slide_markdown("Long prose with $x$ " * 20 + "\n\n- item", "S") == "## S\n\n- item"
     assert slides.slide_markdown("## A\n\n- a\n\n## B\n\n- b", "S") == "## A\n\n- a"
 

@@ -141,6 +141,8 @@ def slide_markdown(source: str, heading: str) -> str:
             keep.append(block)
     if not titled:
         lead = _LEAD.match(source)
+        if lead and keep and keep[0].startswith(lead[0]):  # the lead-in becomes the title
+            keep[0] = keep[0][len(lead[0]) :].lstrip()
         keep.insert(0, f"## {lead[1] if lead else heading}")
     return "\n\n".join(keep)
 

@@ -13,6 +13,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # the book's MathJax (npm ci --prefix docs/_mathjax; see the book target)
 MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
+# reveal.js for the lecture slides (npm ci --prefix docs/_slides; see the slides target)
+REVEAL := docs/_slides/node_modules/reveal.js/dist/reveal.js
 EXTRAS ?= notebooks,generate,tiny,book,homework,test
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
@@ -20,10 +22,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student homework clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework clean
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | homework | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -89,7 +91,7 @@ format: $(STAMP)
 # then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).
 # The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
 # while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
-test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
+test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(PY) -m pytest -n 2 -m "not vllm and not slurm" --durations=15 $(PYTEST_ARGS)
 	$(MAKE) -j2 -Otarget test-slurm venv-vllm
 	$(MAKE) test-vllm
@@ -181,10 +183,11 @@ clean:
 # is up to date); -W turns every warning (a broken reference, a notebook not executed) into an error,
 # and linkcheck checks the local links (offline).
 # The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
+# The slide decks (make slides, build/slides/) are copied in beside the pages (docs/conf.py, html_extra_path).
 BOOK_OUT ?= build/book
 SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
 
-book: $(STAMP) $(MATHJAX)
+book: $(STAMP) $(MATHJAX) slides
 	@$(MAKE) --no-print-directory reproduce PROFILE=$(PROFILE) || \
 	  { echo "book: stopped, the notebooks must run first: make reproduce PROFILE=$(PROFILE) (its error is above)"; exit 1; }
 	$(SPHINX) -b html docs $(BOOK_OUT)/html
@@ -202,6 +205,18 @@ student: $(STAMP)
 #   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME NAME.ipynb
 homework: $(STAMP)
 	$(PY) workflow/scripts/homework.py --out build/homework
+
+# The lecture slides: one reveal.js deck per session of docs/teaching.md, from the cells the notebooks mark
+# with jupytext's `slideshow` metadata and their self-check questions (workflow/scripts/slides.py,
+# nbconvert's SlidesExporter), as build/slides/session-N.html with reveal.js, MathJax and the figures
+# beside them: self-contained and offline (open a deck in a browser, or copy the folder to a static host).
+slides: $(STAMP) $(MATHJAX) $(REVEAL)
+	$(PY) workflow/scripts/slides.py --out build/slides
+
+# reveal.js for the slides, pinned with its integrity hash in docs/_slides/package-lock.json (npm ci).
+$(REVEAL): docs/_slides/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix docs/_slides --no-audit --no-fund && touch $@; \
+	else echo "note: npm is missing: reveal.js for the slides cannot be installed (docs/_slides)"; fi
 
 # MathJax 3 for the book, pinned with its integrity hash in docs/_mathjax/package-lock.json (npm ci).
 $(MATHJAX): docs/_mathjax/package-lock.json

@@ -27,7 +27,7 @@
 #
 # **Runtime** (2 cores, measured): about 8 s on the `fast` profile (10 repetitions per ε), 12 s on `paper` (40).
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
 # After this notebook you can
@@ -85,7 +85,7 @@ def show(fig, name):
     display(Image(filename=str(png)))
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Routing between a thinking and a non-thinking model
 #
 # A *thinking* LLM (long chain of thought) is accurate but expensive; a *non-thinking* LLM
@@ -137,7 +137,7 @@ test.assign(routed=routed, routed_loss=routed * test["loss"]).groupby("group")[[
     3
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Each group's share routed to the cheap model differs, and each group's *routed loss* — its risk
 # $R(\hat u_j \mid G_j)$ estimated on the test set — stays below ε:
 
@@ -161,7 +161,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 # $\Phi(-z_{1-\alpha}/\sqrt 2) \approx 12\,\%$ at α = 5 %, not to α (notebook `13` derives it
 # and measures it at 1 000 items per group; the cell after the next checks the 12 %).
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
 fig, ax = plt.subplots(figsize=(6.2, 3.8))
 curves = {}
@@ -512,7 +512,7 @@ widgets.interactive(
 # routes too many hard queries. (Score bins with fewer than 50 test items are not drawn; bars
 # are ±2 standard errors.) The loss rate per group in ten equal-width score bins of the test set:
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 edges = np.linspace(0.0, 1.0, 11)
 score_bin = np.clip(np.searchsorted(edges, test["score_logits"].to_numpy(float), side="right") - 1, 0, 9)
 curve = test.assign(bin=score_bin).groupby(["group", "bin"], observed=True)["loss"].agg(loss="mean", n="size", sd="std")
@@ -814,3 +814,17 @@ display(
 #   under C-PAC here.
 # - **A 0 % violation rate that only means "always think".** A threshold of −∞ (the
 #   widget's "always think") is trivially safe; look at the share routed next to the risk.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/00_quickstart.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "00_quickstart.json"), shuffle_answers=False)

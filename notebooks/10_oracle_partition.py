@@ -30,7 +30,7 @@
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
 # After this notebook you can
@@ -93,7 +93,7 @@ cfg
 # `u*_j = sup{u : R(u | G_j) ≤ ε}`. (α enters only once `u` is *estimated*, below.)
 # Marginal PAC uses one threshold with the marginal constraint `Σ_j p_j R(u | G_j) ≤ ε`.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
@@ -239,7 +239,7 @@ display(
     )
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
 # theorem. We check three statements on random populations (`a_j ~ U(0.1, 1)`,
 # `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`, random masses) and on populations whose groups are identical:
@@ -536,3 +536,17 @@ assert (cal["routed_share"] < cal["routed_share_oracle"]).all()
 #   above every score.
 # - **Expecting α in the oracle threshold.** For a known risk curve the PAC constraint holds
 #   with probability 0 or 1, so α drops out; it comes back only with estimated thresholds.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/10_oracle_partition.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "10_oracle_partition.json"), shuffle_answers=False)

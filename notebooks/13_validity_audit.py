@@ -36,7 +36,7 @@
 # (`benchmarks/reproduce_timings.csv`, written by `benchmarks/bench_reproduce.py --workflow`).
 # `wsr` dominates: O(m · 64) per calibration with m = n/π terms under resampling.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this notebook you can
 # - explain what Assumption 4.1 (`assump:ucb-validity`) demands of a {term}`UCB` and measure it: the
 #   {term}`violation rate` $P(R(\hat u \mid G_j) > \varepsilon)$ of each cell against $\alpha$, within its {term}`MCSE`;
@@ -289,7 +289,7 @@ summary
 # α + 3·MCSE (MCSE = √(α(1−α)/calibrations)).
 
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 def heat(ax, d, title, labels=True):
     d = d.assign(
         row=d["bound"] + " / " + d["scheme"] + " π=" + d["pi"].map("{:g}".format),
@@ -323,7 +323,7 @@ for i, (ax, rule) in enumerate(zip(axes[0], cfg.rules)):
 fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
 plotting.savefig(fig, "validity_audit")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Why the paper's bound fails
 # The heat map's `clt / resample` rows stay well above α at every group size, while the same bound on the
 # same items without resampling (`clt / full`, π = 1) settles near α once `n` is large. Resampling is the
@@ -787,7 +787,7 @@ k_twice
 # the two groups (first-crossing; the `max` rule gives the same picture).
 
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 def summary_figure(audit, alpha, predicted):
     fc = audit[audit["rule"] == "first-crossing"]
     sizes = sorted(fc["n_group"].unique())
@@ -1027,3 +1027,17 @@ mistakes += [
     "a simultaneous guarantee needs α/k per group.",
 ]
 display(Markdown("\n".join(f"- {m}" for m in mistakes)))
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/13_validity_audit.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "13_validity_audit.json"), shuffle_answers=False)

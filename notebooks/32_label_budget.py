@@ -46,7 +46,7 @@
 #
 # **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this lesson you can
 # * **derive** the smallest number of labels with which a valid bound can certify any
 #   {term}`threshold` at all — the recurring 59 at $\varepsilon=\alpha=0.05$ — and check it by computation;
@@ -104,7 +104,7 @@ cfg = config.load(
 recipe = as_recipe(cfg.recipe)
 cfg
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## The minimum label count: where 59 comes from
 #
 # A group certifies a threshold $u$ when the {term}`UCB` of its risk at $u$ is at most
@@ -288,7 +288,7 @@ display(
 # Each panel: one subject's predicted routed share against its number of labels (log axis), the
 # 10–90 % band over the resamples, and $P(\text{certify})$; the dashed line is the 30 % target.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 main_score = cfg.sim_scores[0]
 c = sim_curves[main_score]
 lo, hi = c.band()
@@ -315,7 +315,7 @@ fig.tight_layout()
 fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
 plotting.savefig(fig, "label_budget_sim")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The pilot bootstrap, by hand
 #
 # What `prediction.predict` does for one group and one label count $n$, written out. The group's
@@ -688,7 +688,7 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 # ({term}`MCSE`) of $\sqrt{\alpha(1-\alpha)/T}$ for $T$ splits. The table stands in for the
 # population, and the calibration half is drawn from it without replacement.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
@@ -820,3 +820,17 @@ print(f"CLT violation rate {violated:.3f} (bound from the formula {lower:.3f}); 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/32_label_budget.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "32_label_budget.json"), shuffle_answers=False)

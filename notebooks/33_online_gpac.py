@@ -10,7 +10,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 33 — Online G-PAC: free labels, a labelling schedule and a drift alarm, valid at every moment
 #
 # **Not in the paper** (it calibrates once, offline: Theorem 4.3 (`thm:empirical-known-grouping`)
@@ -86,7 +86,7 @@ cfg = config.load(
 )
 cfg
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Decisions before the loss, and why the terms stay unbiased
 #
 # Per arriving item of group $j$ the router decides, from the past only: the route (think iff
@@ -204,7 +204,7 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # labels, a group that still always thinks learns from *every* item with range $B$ instead of
 # $B/\pi$, and keeps learning from its thinking-routed items afterwards.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_trials, cfg.stream_length))
 u, loss, g = U[rows], L[rows], codes[rows]
 common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
@@ -429,7 +429,7 @@ display(
     )
 )
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -577,3 +577,17 @@ display(
 # §4): online G-PAC's bets need the free labels to come out ahead. Offline G-PAC given the same
 # paid labels up front is the reference for what a one-off calibration buys — without a guarantee
 # at every moment and without any reaction to drift.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/33_online_gpac.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "33_online_gpac.json"), shuffle_answers=False)

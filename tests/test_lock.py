@@ -91,3 +91,10 @@ def test_venv_holds_exactly_the_locked_versions():
     extra = sorted(set(installed) - set(expected))
     assert not wrong, f".venv differs from requirements/venv.lock (locked, installed): {wrong}; run make venv"
     assert not extra, f".venv has packages that no lock pins: {extra}; rebuild it: rm -rf .venv && make venv"
+
+
+def test_makefile_extras_are_the_locked_extras():
+    """`make LOCKED=0 venv` installs the extras that requirements/venv.lock locks (plus `cluster`)."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    extras = re.search(r"^EXTRAS \?= (\S+)$", makefile, re.M).group(1).split(",")
+    assert sorted(extras + ["cluster"]) == sorted(lock.LOCKS["venv"]["extras"])

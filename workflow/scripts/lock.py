@@ -83,8 +83,11 @@ def compile_lock(name: str) -> None:
         cmd.append("--no-deps")
     for folder in filter(None, os.environ.get("PIP_FIND_LINKS", "").split()):
         cmd += ["--find-links", folder]
-    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    lock_path(name).write_text(f"{DIGEST_PREFIX}{inputs_digest(name)}\n{out}")
+    # uv reads the lock it overwrites as preferences: a pin changes only where the inputs require it
+    path = lock_path(name)
+    subprocess.run(cmd + ["-o", str(path.relative_to(ROOT))], cwd=ROOT, check=True, capture_output=True)
+    out = path.read_text()
+    path.write_text(f"{DIGEST_PREFIX}{inputs_digest(name)}\n{out}")
     print(f"wrote {lock_path(name).relative_to(ROOT)} ({out.count('==')} pins)")
 
 

@@ -311,7 +311,7 @@ def summary(checkout: Path, profile: str = "paper") -> pd.DataFrame:
 def test_every_committed_figure_and_table_has_one_notebook_writing_it():
     declared = []
     for spec in NOTEBOOKS_YAML.values():
-        for name in spec.get("writes", []) + spec.get("realdata", []):
+        for name in spec.get("writes", []):
             suffixes = (".csv", ".md") if name.startswith("tables/") else (".png", ".pdf")
             declared += [f"figures/{name}{suffix}" for suffix in suffixes]
     assert len(declared) == len(set(declared)), "a file is declared by two notebooks"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from gpac_utils import online
-from gpac_utils.online_streams import closed_form_risk, closed_form_streams, compare
+from gpac_utils.online_streams import closed_form_risk, closed_form_streams, head_to_head
 
 
 def main(argv=None):
@@ -26,7 +26,7 @@ def main(argv=None):
         "three groups": dict(probs=(0.5, 0.3, 0.2), a=(0.3, 0.6, 1.0), k=(1, 1, 2)),
     }.items():
         u, loss, g = closed_form_streams(args.n_trials, args.stream_length, **pop, seed=1)
-        out = compare(
+        out = head_to_head(
             u,
             loss,
             g,

@@ -15,7 +15,7 @@ of :mod:`gpac_utils.online`.
 
 Beside it: :func:`run_online` (online G-PAC of :mod:`gpac_utils.online`, block by block),
 :func:`run_offline` (offline G-PAC calibrated on the paid labels), :func:`summary` and
-:func:`compare` (the head-to-head), and a population whose per-group risk is known in closed form
+:func:`head_to_head`, and a population whose per-group risk is known in closed form
 (:func:`closed_form_streams`, :func:`closed_form_risk`). Notebook 33 and tests/test_online*.py use
 them; ``python benchmarks/bpac.py`` prints the head-to-head.
 """
@@ -197,7 +197,7 @@ def matched_bpac(u, loss, g, n_groups, grid, paid, *, label_prob, tries=4, **kw)
     return res, prob
 
 
-def compare(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, every=20, seed=0) -> dict:
+def head_to_head(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, every=20, seed=0) -> dict:
     """Online G-PAC (free labels; fixed rate), one B-PAC learner per group and offline G-PAC on the
     same streams, B-PAC given at least and offline G-PAC exactly the paid labels of online G-PAC
     with free labels."""

@@ -134,7 +134,7 @@ cfg
 if available:
     if source.kind == "path":
         table = realdata.realdata_table(
-            realdata.read_table(path, source.columns),
+            realdata.read_real(path, source.columns),
             None,
             chars_per_token=cfg.chars_per_token,
             hidden_think_tokens=cfg.hidden_think_tokens,

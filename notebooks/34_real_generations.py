@@ -258,7 +258,7 @@ def beside_row(name, tab, score, eps_):
 
 rows = [beside_row(f"{cfg.benchmark}__{cfg.pair} ({source.kind})", table, s, cfg.eps) for s in cfg.scores]
 for name, ext in cfg.external.items():
-    ext_table = realdata.realdata_table(realdata.read_table(ext["path"], ext["columns"]), None)
+    ext_table = realdata.realdata_table(realdata.read_real(ext["path"], ext["columns"]), None)
     rows.append(beside_row(name, ext_table, ext["score"], ext["eps"]))
 beside = pd.DataFrame(rows)
 plotting.save_table(beside, "real_generations_beside", floatfmt=".3f")

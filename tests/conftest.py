@@ -125,6 +125,15 @@ def shared_root(tmp_path_factory, worker_id) -> Path:
     return base.parent if worker_id != "master" else base
 
 
+@pytest.fixture(scope="session", autouse=True)
+def record_notebook_reads(shared_root):
+    """Every notebook kernel started in this session records the repository files it reads
+    (gpac_utils.workflow.reads; checked by tests/test_notebook_reads.py), in one folder for all workers."""
+    from gpac_utils.workflow import reads
+
+    os.environ.setdefault(reads.ENV, str(shared_root / "notebook-reads"))
+
+
 @pytest.fixture(scope="session")
 def walked(shared_root):
     """The CPU walk (01 -> 02 -> 21 -> 25 on the fast profile, 24 of its 48 items), run once per session."""

@@ -98,7 +98,7 @@ CARD = {
 
 
 def test_reads_real_math_table():
-    t = realdata.read_table(
+    t = realdata.read_real(
         None,
         {
             "strong_correct": "think_correct",
@@ -139,10 +139,10 @@ def test_a_changed_real_table_stops_with_one_line_naming_it(tmp_path, monkeypatc
     assert "\n" not in str(err.value) and "git checkout" in str(err.value)
     (real / "other.csv").write_text("item_id,loss\n1,0\n")
     with pytest.raises(realdata.ChecksumError, match="other.csv: no checksum recorded"):
-        realdata.read_table(real / "other.csv")
+        realdata.read_real(real / "other.csv")
     mine = tmp_path / "mine.csv"  # a user's own table elsewhere is read unchecked
     mine.write_text("item_id,loss,score_u\n1,0,0.2\n2,1,0.9\n")
-    assert realdata.read_table(mine)["loss"].tolist() == [0.0, 1.0]
+    assert realdata.read_real(mine)["loss"].tolist() == [0.0, 1.0]
 
 
 def test_a_column_named_score_counts_as_a_score():

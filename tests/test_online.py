@@ -271,7 +271,7 @@ def test_bad_update_arguments(change, name):
 def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 3000, **VALIDITY, seed=9)
     risk = streams.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
-    out = streams.compare(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    out = streams.head_to_head(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
     ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
     assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
     assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours

@@ -1,7 +1,7 @@
 """The real-data case study (notebook 31): where the real table lives, how it is read and mapped.
 
 :func:`resolve_data_path` finds the real table (default: the committed ``data/real/mathl5_zeroeval.csv``,
-see its data card ``data/real/README.md``), :func:`read_raw` and :func:`read_table` read it after
+see its data card ``data/real/README.md``), :func:`read_raw` and :func:`read_real` read it after
 :func:`verify` has checked a committed table's SHA-256 against ``data/real/SHA256SUMS``,
 :func:`realdata_table` maps it into the schema with an explicit token-cost model, :func:`group_summary`
 describes it per known group. The notebook runs it through
@@ -108,7 +108,7 @@ def read_raw(data_path=None, **kw) -> pd.DataFrame:
     return data.read_frame(verify(resolve_data_path(data_path)), **kw)
 
 
-def read_table(data_path=None, columns: Mapping[str, str] | None = None, **kw) -> pd.DataFrame:
+def read_real(data_path=None, columns: Mapping[str, str] | None = None, **kw) -> pd.DataFrame:
     """:func:`gpac_utils.data.read_table` (mapped and validated) of :func:`resolve_data_path`, after :func:`verify`."""
     return data.read_table(verify(resolve_data_path(data_path)), columns, **kw)
 

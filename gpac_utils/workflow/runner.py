@@ -38,13 +38,19 @@ import papermill
 import yaml
 from papermill.exceptions import PapermillExecutionError
 from papermill.translators import PythonTranslator
+from traitlets.config import Config
 
+from . import reads
 from .config import PROFILES, ConfigError, read_config
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
 
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: The kernel talks to the runner over Unix domain sockets (files readable by this user only), not
+#: over unencrypted TCP on localhost, where ipykernel warns (rightly) that other local users could
+#: listen. Windows has no IPC transport in ZeroMQ: TCP there.
+KERNEL_CONFIG = Config({"KernelManager": {"transport": "tcp" if os.name == "nt" else "ipc"}})
 
 
 class RunnerError(ValueError):
@@ -169,6 +175,7 @@ def run_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{path.stem}.ipynb"
     env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
+    env |= reads.kernel_env(path.stem)  # $GPAC_RECORD_READS set: record the repository files it reads
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(
@@ -181,6 +188,7 @@ def run_notebook(
                 execution_timeout=timeout or DEFAULT_TIMEOUT[profile],
                 start_timeout=180,
                 progress_bar=progress_bar,
+                config=KERNEL_CONFIG,
             )
     except PapermillExecutionError as exc:
         raise NotebookFailed(path.stem, out, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc

@@ -37,8 +37,9 @@ LATEX_ENV = "GPAC_PAPER_TEX"
 #: compendium was written in, beside the repository (absent in any other clone).
 WORKPLACE_LATEX = Path(__file__).resolve().parents[3] / "shared" / "paper"
 WHERE_TO_GET = (
-    "the paper's LaTeX is not redistributed here: download the source of 'Conditional Performance Guarantee "
-    f"for Large Reasoning Models' (ICML 2026, CITATION.cff) from its authors or arXiv and set {LATEX_ENV} to its .tex file"
+    "the paper's LaTeX is not redistributed here: download the source of 'Conditional Performance "
+    "Guarantee for Large Reasoning Models' (ICML 2026, CITATION.cff) from its authors or arXiv and set "
+    f"{LATEX_ENV} to its .tex file"
 )
 COLUMNS = ("label", "kind", "number", "title")
 

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,22 @@ if "GPAC_FIGURES" not in os.environ:
     import tempfile
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
+
+# Nothing the suite reads may lie in ../shared beside the repository (a clone elsewhere has none), except
+# the paper's LaTeX for the numbering check (workflow/scripts/paper_numbering.py, which skips without it):
+# an audit hook on this process refuses the open. Notebook kernels record their reads beside the
+# repository instead (gpac_utils.workflow.reads; tests/test_notebook_reads.py fails on them).
+_SHARED = os.path.join(os.path.dirname(os.path.realpath(Path(__file__).parents[1])), "shared") + os.sep
+
+
+def _refuse_shared(event: str, args: tuple) -> None:
+    if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        if path.startswith(_SHARED) and not path.startswith(_SHARED + "paper" + os.sep):
+            raise PermissionError(f"{path}: the tests read ../shared, which a clone elsewhere does not have")
+
+
+sys.addaudithook(_refuse_shared)
 
 # Two xdist workers share two cores: each notebook kernel (and its BLAS) gets one.
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -152,3 +152,13 @@ def test_a_column_named_score_counts_as_a_score():
     assert list(out["score"]) == [0.2, 0.9]
     with pytest.raises(data.SchemaError, match="'score'"):
         data.validate(df.assign(score=[0.2, 1.5]))
+
+
+def test_the_suite_cannot_read_the_shared_folder_beside_the_repository():
+    """tests/conftest.py's audit hook: a read of ../shared fails even where that folder exists (here it
+    may not: the hook refuses before the file system is asked), except the paper's LaTeX."""
+    beside = realdata.paths.REPO_ROOT.resolve().parent / "shared"
+    with pytest.raises(PermissionError, match="a clone elsewhere does not have"):
+        open(beside / "realdata" / "mathl5_zeroeval" / "mathl5_zeroeval.csv")
+    with pytest.raises(FileNotFoundError):  # the paper's folder is let through (the numbering check)
+        open(beside / "paper" / "no-such-file.tex")

@@ -52,6 +52,8 @@ def test_a_notebook_reads_only_declared_repository_files(path, fast_run, request
         fast_run(path.stem)
     got = reads.recorded(path.stem)
     assert f"notebooks/config/{path.stem}.yaml" in got, f"{path.stem}: no record of its own configuration: {got}"
+    outside = sorted(f for f in got if f.startswith(".."))
+    assert not outside, f"{path.stem} reads {outside}, beside the repository: a clone elsewhere has none of it"
     missing = undeclared(path.stem, got)
     assert not missing, f"{path.stem} reads {missing}: declare them in workflow/notebooks.yaml `reads`"
 
@@ -77,7 +79,10 @@ def test_the_hook_records_reads_under_the_root_only(tmp_path):
         "open('data/a.csv').read(); open('data/a.csv', 'rb').read()\n"  # read twice: recorded once
         "os.close(os.open('b.yaml', os.O_RDONLY))\n"  # os.open too
         "open('.venv/c.py').read(); open('new.txt', 'w').close(); open('b.yaml', 'a').close()\n"  # not recorded
-        f"open({str(REPO_ROOT / 'pyproject.toml')!r}).read()\n"  # outside the root: not recorded
+        f"open({str(REPO_ROOT / 'pyproject.toml')!r}).read()\n"  # elsewhere: not recorded
+        "open('../shared/x.csv').read()\n"  # beside the root: recorded as such
     )
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "x.csv").write_text("x")
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, timeout=120)
-    assert log.read_text().splitlines() == ["data/a.csv", "b.yaml"]
+    assert log.read_text().splitlines() == ["data/a.csv", "b.yaml", "../shared/x.csv"]

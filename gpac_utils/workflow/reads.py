@@ -9,8 +9,10 @@ runs :data:`STARTUP` first (ipykernel runs the file named by ``PYTHONSTARTUP``),
 (tests/conftest.py) and tests/test_notebook_reads.py compares the record with the declared reads, so
 the declaration cannot drift from what the notebooks do.
 
-Not recorded: files outside the repository, under ``.git``, ``.venv*``, ``build`` or ``.snakemake``,
-and opens for writing. Files opened by compiled code that bypasses Python's ``open`` (none of the
+Not recorded: files under ``.git``, ``.venv*``, ``build`` or ``.snakemake``, opens for writing, and
+files outside the repository, except those in the folder that holds it (``../<anything>``, e.g. a
+``../shared`` that a clone elsewhere does not have): those are recorded as ``../…``, so that the check
+fails on them too. Files opened by compiled code that bypasses Python's ``open`` (none of the
 readers the notebooks use: pandas opens parquet, CSV and JSON files in Python) are not seen.
 """
 
@@ -55,6 +57,7 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
     if not log:
         return
     root = os.path.realpath(root)
+    beside = os.path.dirname(root) + os.sep
     skip = tuple(os.path.join(root, name) + os.sep for name in IGNORED)
     out = open(log, "a", buffering=1, encoding="utf-8")  # opened before the hook
     seen: set[str] = set()
@@ -71,7 +74,7 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
             if mode is None and isinstance(flags, int) and flags & os.O_ACCMODE != os.O_RDONLY:
                 return
             real = os.path.realpath(os.fsdecode(path))
-            if real in seen or not real.startswith(root + os.sep) or real.startswith(skip):
+            if real in seen or not real.startswith(beside) or real.startswith(skip):
                 return
             seen.add(real)
             out.write(os.path.relpath(real, root) + "\n")

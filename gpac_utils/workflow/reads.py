@@ -7,13 +7,16 @@ runs :data:`STARTUP` first (ipykernel runs the file named by ``PYTHONSTARTUP``),
 :func:`install`'s audit hook (:func:`sys.addaudithook`, the interpreter's own ``open`` event: every
 ``open``, ``io.open_code`` and ``os.open``, whichever library calls it). The test suite sets it
 (tests/conftest.py) and tests/test_notebook_reads.py compares the record with the declared reads, so
-the declaration cannot drift from what the notebooks do.
+the declaration cannot drift from what the notebooks do. One reader bypasses Python's ``open``: pyarrow
+opens parquet files in C++ (pandas hands it the path), so :func:`install` also has
+``pyarrow.parquet.read_table`` (pandas' parquet reader calls it) raise the event :data:`EVENT` with
+the path first.
 
 Not recorded: files under ``.git``, ``.venv*``, ``build`` or ``.snakemake``, opens for writing, and
 files outside the repository, except those in the folder that holds it (``../<anything>``, e.g. a
 ``../shared`` that a clone elsewhere does not have): those are recorded as ``../…``, so that the check
-fails on them too. Files opened by compiled code that bypasses Python's ``open`` (none of the
-readers the notebooks use: pandas opens parquet, CSV and JSON files in Python) are not seen.
+fails on them too. Other files opened by compiled code that bypasses Python's ``open`` would not be
+seen (pandas opens CSV and JSON files in Python, and so do yaml, numpy and Python's imports).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ ENV = "GPAC_RECORD_READS"
 LOG_ENV = "GPAC_RECORD_READS_LOG"
 #: The kernel's startup file (it calls :func:`install`).
 STARTUP = Path(__file__).with_name("_record_reads.py")
+#: Audit event raised with a path before pyarrow reads it (:func:`install`).
+EVENT = "gpac_utils.read"
 #: Folders of the repository whose reads are not the notebook's inputs.
 IGNORED = (".git", ".venv", ".venv-vllm", "build", ".snakemake")
 _WRITE_MODES = set("wax+")
@@ -63,7 +68,7 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
     seen: set[str] = set()
 
     def hook(event: str, args: tuple) -> None:
-        if event != "open":
+        if event not in ("open", EVENT):
             return
         try:
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
@@ -82,3 +87,18 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
             return
 
     sys.addaudithook(hook)
+    _announce_parquet_reads()
+
+
+def _announce_parquet_reads() -> None:
+    """Have ``pyarrow.parquet.read_table`` raise :data:`EVENT` with its path (pyarrow opens files in C++)."""
+    import pyarrow.parquet as pq
+
+    read_table = pq.read_table
+
+    def announced(source, *args, **kwargs):
+        if isinstance(source, str | os.PathLike):
+            sys.audit(EVENT, os.fspath(source), "rb", 0)
+        return read_table(source, *args, **kwargs)
+
+    pq.read_table = announced

@@ -39,6 +39,7 @@ from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
     "KEYS",
+    "RECIPE_KEYS",
     "ExperimentConfig",
     "trial_split",
     "calibrator_seed",

@@ -115,6 +115,23 @@ def test_reads_real_math_table():
     assert {g: (int(r.n), *(round(float(x), 3) for x in r[1:])) for g, r in by_group.iterrows()} == CARD
 
 
+def test_the_data_cards_other_numbers_are_the_tables():
+    """data/real/README.md: ids, level, parsable replies, mean visible characters, each score's AUROC."""
+    from sklearn.metrics import roc_auc_score
+
+    raw = realdata.read_raw()
+    assert raw["item_id"].tolist() == list(range(721)) and set(raw["level"]) == {"Level 5"}
+    assert int(raw["weak_parsed"].sum()) == 703
+    assert (round(raw["strong_chars"].mean()), round(raw["weak_chars"].mean())) == (777, 1616)
+    auroc = {
+        s: (round(roc_auc_score(1 - raw["weak_correct"], raw[s]), 3), round(roc_auc_score(raw["loss"], raw[s]), 3))
+        for s in ("weak_uncertainty_disagree", "weak_uncertainty_len")
+    }
+    assert auroc == {"weak_uncertainty_disagree": (0.880, 0.827), "weak_uncertainty_len": (0.586, 0.547)}
+    assert set(raw["weak_uncertainty_disagree"] * 8) <= set(range(9))  # multiples of 1/8
+    assert 0 < raw["weak_uncertainty_len"].min() and raw["weak_uncertainty_len"].max() == 1
+
+
 def test_the_committed_real_table_matches_its_stored_checksum():
     assert realdata.resolve_data_path(None) == realdata.paths.REPO_ROOT / "data" / "real" / "mathl5_zeroeval.csv"
     stored = realdata.stored_checksums()

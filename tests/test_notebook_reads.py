@@ -81,7 +81,8 @@ def test_the_hook_records_reads_under_the_root_only(tmp_path):
         "open('.venv/c.py').read(); open('new.txt', 'w').close(); open('b.yaml', 'a').close()\n"  # not recorded
         f"open({str(REPO_ROOT / 'pyproject.toml')!r}).read()\n"  # elsewhere: not recorded
         "open('../shared/x.csv').read()\n"  # beside the root: recorded as such
-        "import pandas as pd; pd.DataFrame({'a': [1]}).to_parquet('data/d.parquet'); pd.read_parquet('data/d.parquet')\n"
+        "import pandas as pd; pd.DataFrame({'a': [1]}).to_parquet('data/d.parquet')\n"  # a write: not recorded
+        "pd.read_parquet('data/d.parquet')\n"  # pyarrow opens it in C++: announced
     )
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "x.csv").write_text("x")

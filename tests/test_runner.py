@@ -463,12 +463,13 @@ def test_grid_runs_are_named_after_their_parameters(batch_grid):
 
 def test_a_run_prints_no_warning_and_the_kernel_talks_over_ipc(tmp_path, tiny):
     """ipykernel warns "running over TCP without encryption" on every run over TCP: the runner's kernels
-    use IPC sockets (run.KERNEL_CONFIG), so the command prints its two lines and nothing else."""
+    use IPC sockets (run.kernel_config), so the command prints its two lines and nothing else."""
     cmd = [sys.executable, "-m", "gpac_utils.workflow", "--profile", "fast", "--no-progress-bar"]
     cmd += ["--build-dir", str(tmp_path / "build"), str(tiny)]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert run.KERNEL_CONFIG.KernelManager.transport == ("tcp" if os.name == "nt" else "ipc")
+    config = run.kernel_config(tmp_path).KernelManager
+    assert config.transport == "tcp" if os.name == "nt" else config.ip == str(tmp_path.resolve() / "kernel")
     assert "without encryption" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
     first, last = done.stdout.splitlines()
     assert first == "== 01_tiny (fast)" and re.fullmatch(r"\s+\S+01_tiny\.ipynb: [\d.]+ s", last), done.stdout

@@ -217,6 +217,7 @@ def test_group_violations_counts_trials_and_mcse():
                     "sampling": "resample",
                     "label_prob": 0.5,
                     "rule": "max",
+                    "candidates": "auto",
                     "trial": trial,
                     "group": g,
                     "error": risk,

@@ -64,10 +64,16 @@ lock: | $(PY)
 # Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
 # notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run), --forceall or targets
 # (build/paper/21_table_known_groups.ipynb).
+# The terminal shows one line as each notebook starts, one as it ends, and the total; Snakemake's own
+# messages go to build/snakemake-$(PROFILE).log, shown when it fails or when SNAKEMAKE_ARGS are given.
 SNAKEMAKE_ARGS ?=
+SNAKEMAKE_LOG = build/snakemake-$(PROFILE).log
 
 reproduce: $(STAMP)
-	$(PY) -m snakemake -s workflow/Snakefile --cores $(JOBS) --keep-incomplete --rerun-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE)
+	@mkdir -p build
+	@$(PY) -m snakemake -s workflow/Snakefile --quiet rules progress host --cores $(JOBS) --keep-incomplete \
+	  --rerun-incomplete $(SNAKEMAKE_ARGS) --config profile=$(PROFILE) 2> $(SNAKEMAKE_LOG); \
+	  status=$$?; if [ $$status -ne 0 ] || [ -n "$(strip $(SNAKEMAKE_ARGS))" ]; then cat $(SNAKEMAKE_LOG); fi; exit $$status
 
 # A papermill batch: one notebook over the grid in $(GRID), $(JOBS) runs at a time, one combined table
 # under build/batch/<grid name>/combined.csv (workflow/batch.smk).

@@ -19,6 +19,7 @@ selection       candidate thresholds and selection rules (``first-crossing``, ``
 partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
 calibrate       the PAC, GPAC and CPAC calibrators
 online          online G-PAC: per-group thresholds certified by betting on a stream
+online_streams  online G-PAC, B-PAC and offline G-PAC over many seeded streams (the comparisons)
 metrics         Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
 experiment      repeated calibration/test splits over methods x scores x recipes
 prediction      label planning: each group's routed share per number of labels, from a pilot

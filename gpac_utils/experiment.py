@@ -35,10 +35,11 @@ from .checks import check_int, check_range, check_risk
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .partition import ScorePartitioner
-from .recipe import VALID, as_recipe
+from .recipe import VALID, Recipe, as_recipe
 
 __all__ = [
     "KEYS",
+    "RECIPE_KEYS",
     "ExperimentConfig",
     "trial_split",
     "calibrator_seed",
@@ -48,8 +49,10 @@ __all__ = [
     "default_stp_form",
 ]
 
-#: The columns that identify one calibrated configuration in the results.
-KEYS = ["method", "score", "bound", "sampling", "label_prob", "rule"]
+#: The recipe's own fields (:class:`gpac_utils.recipe.Recipe`), in their order: a field added there is a key here.
+RECIPE_KEYS = [f.name for f in dataclasses.fields(Recipe)]
+#: The columns that identify one calibrated configuration in the results: method, score and the recipe's fields.
+KEYS = ["method", "score", *RECIPE_KEYS]
 
 
 def trial_split(n: int, cal_ratio: float, seed: int, trial: int) -> tuple[np.ndarray, np.ndarray]:
@@ -270,7 +273,7 @@ def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, token
         in_g = np.ones(len(losses), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
-        setting = (method, score, recipe.bound, recipe.sampling, recipe.label_prob, recipe.rule)
+        setting = (method, score, *(getattr(recipe, name) for name in RECIPE_KEYS))
         row = {
             "trial": trial,
             **dict(zip(KEYS, setting)),

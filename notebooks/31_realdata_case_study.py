@@ -20,8 +20,8 @@
 # `first-crossing`, Hoeffding–Bentkus / WSR), plus per-group violation rates.
 #
 # **Reads** `data_path` with a `columns` mapping onto the schema of `gpac_utils.data`. Default:
-# `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv` (via `gpac_utils.workflow.paths.REALDATA`) —
-# ZeroEval's greedy outputs on the 721 Level-5 MATH test problems with integer answers;
+# `data/real/mathl5_zeroeval.csv` (committed, its SHA-256 checked on reading; data card
+# `data/real/README.md`) — ZeroEval's greedy outputs on the 721 Level-5 MATH test problems with integer answers;
 # strong/thinking = **o1-mini** (`strong_correct` → `think_correct`), weak/non-thinking =
 # **gpt-4o-mini** (`weak_correct` → `nothink_correct`), groups = the 7 MATH subjects,
 # loss = 1{o1-mini right and gpt-4o-mini wrong}. The score is `weak_uncertainty_disagree` →
@@ -29,7 +29,7 @@
 # differs from gpt-4o-mini's (a consistency score, **not** the cheap model's own logits; its
 # AUROC for the loss is computed below); `weak_uncertainty_len` → `score_length`
 # (a weak length proxy) can be added with `scores=["score_disagree", "score_length"]`.
-# If the file is absent, the notebook says how to point it at one and stops without output.
+# If a table given by path is absent, the notebook says how to point it at one and stops without output.
 #
 # **Other data** (parameter `data_source`, default `None` = the real table above): `"simulated"`
 # (the stand-in of `benchmark` and `pair` in the config, default MATH-500 / Qwen; choose its score
@@ -47,7 +47,7 @@
 # share of queries routed to the cheap model (the routed share) needs no cost model and is the
 # primary measure of the savings here.
 #
-# **Writes** (only when the data are present) `figures/tables/realdata_case_study.{csv,md}`,
+# **Writes** `figures/tables/realdata_case_study.{csv,md}`,
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
 # `figures/realdata_errorbar_category.{png,pdf}`.
 #
@@ -117,8 +117,8 @@ if not available:
         'my_score: score_mine}}" -p scores "[score_mine]"\n'
         "  (or -p data_source simulated, or -p data_source generated after 01_generate and 02_scores)\n"
         "The table needs item_id, a loss (or both correctness columns), one or more score_* columns in [0, 1], "
-        "optionally a group column and token counts (think_tokens, nothink_tokens). The default file lives in "
-        "../shared/realdata/mathl5_zeroeval/ (see its PROVENANCE.md); set GPAC_SHARED to another shared folder."
+        "optionally a group column and token counts (think_tokens, nothink_tokens). The default table is "
+        "data/real/mathl5_zeroeval.csv (its data card: data/real/README.md)."
     )
 cfg
 
@@ -134,7 +134,7 @@ cfg
 if available:
     if source.kind == "path":
         table = realdata.realdata_table(
-            data.read_table(path, source.columns),
+            realdata.read_real(path, source.columns),
             None,
             chars_per_token=cfg.chars_per_token,
             hidden_think_tokens=cfg.hidden_think_tokens,

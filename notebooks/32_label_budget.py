@@ -35,8 +35,8 @@
 # **(a)** On the *simulated* MATH-500 stand-in (`data/simulated/math500__qwen.parquet`; the numbers
 # illustrate the method, they are not measurements): how many labels per subject make valid G-PAC
 # route 30 % of that subject's traffic at $\varepsilon=0.05$?
-# **(b)** On the real MATH Level-5 table (`../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`,
-# o1-mini vs gpt-4o-mini, score = panel disagreement; read via `paths.REALDATA`): the planned
+# **(b)** On the real MATH Level-5 table (`data/real/mathl5_zeroeval.csv`, data card beside it;
+# o1-mini vs gpt-4o-mini, score = panel disagreement; read with `realdata.read_raw`): the planned
 # allocation vs the uniform one vs the paper's $\pi=0.5$ at the same label budget, evaluated by
 # actually calibrating on each split and routing the held-out half, over seeded splits.
 #
@@ -73,7 +73,7 @@ from IPython.display import Markdown, display
 from matplotlib import ticker
 
 from gpac_utils import allocation, bounds, data, prediction, threshold
-from gpac_utils.paper import plotting
+from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.workflow import config, paths
 
@@ -497,7 +497,7 @@ print(f"greedy {greedy_n}: {greedy_total:.2f} of all traffic; exact {exact.n}: {
 # rate: the share of splits in which a group's risk over the whole table exceeds $\varepsilon$.
 
 # %%
-raw = pd.read_csv(paths.REALDATA / cfg.real_path)
+raw = realdata.read_raw(cfg.real_path)
 real = data.validate(data.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.real_score], require_group=True)
 u_all, l_all, g_all = real[cfg.real_score].to_numpy(), real["loss"].to_numpy(), real["group"].to_numpy()
 names = sorted(set(g_all))

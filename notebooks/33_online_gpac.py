@@ -32,10 +32,10 @@
 # confidence bound, Theorem 4.2 (`thm:known-grouping`)); the {term}`violation rate` of
 # `13_validity_audit`; expectations conditional on the past and Markov's inequality.
 #
-# **Reads** the real MATH Level-5 table (`../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`,
-# via `paths.REALDATA`; o1-mini = thinking, gpt-4o-mini = non-thinking, groups = the 7 subjects,
+# **Reads** the real MATH Level-5 table (`data/real/mathl5_zeroeval.csv`,
+# via `realdata.read_raw`; o1-mini = thinking, gpt-4o-mini = non-thinking, groups = the 7 subjects,
 # score = the share of an 8-model panel that disagrees with gpt-4o-mini, loss = 1{o1-mini right and
-# gpt-4o-mini wrong}; see its PROVENANCE.md) and the B-PAC rule of `benchmarks/bpac.py`. Each
+# gpt-4o-mini wrong}; see its data card `data/real/README.md`) and the B-PAC rule of `gpac_utils.online_streams`. Each
 # stream draws items i.i.d. (seeded) from the table, so the table *is* the population and every
 # group's risk $R_j(u)$ is known exactly.
 #
@@ -48,23 +48,19 @@
 # (`benchmarks/reproduce_timings.csv`).
 
 # %%
-import importlib.util
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from gpac_utils import data
+from gpac_utils import online_streams as streams  # B-PAC's rule, the many-stream runners
 from gpac_utils.online import OnlineGPAC, grid_points
-from gpac_utils.paper import plotting
-from gpac_utils.workflow import config, paths
+from gpac_utils.paper import plotting, realdata
+from gpac_utils.workflow import config
 
 plotting.apply_style()
 pd.set_option("display.width", 200)
-spec = importlib.util.spec_from_file_location("bpac", paths.REPO_ROOT / "benchmarks" / "bpac.py")
-bpac = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bpac)  # B-PAC's rule and the many-stream runner of online G-PAC
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -124,7 +120,7 @@ cfg
 # `tests/test_online.py` checks it per group on 300 seeded streams in four labelling modes.
 
 # %%
-raw = pd.read_csv(paths.REALDATA / cfg.real_path)
+raw = realdata.read_raw(cfg.real_path)
 table = data.validate(data.apply_mapping(raw, dict(cfg.real_columns)), score_cols=[cfg.score], require_group=True)
 U, L, G = table[cfg.score].to_numpy(), table["loss"].to_numpy(float), table["group"].to_numpy()
 names = sorted(set(G))
@@ -208,8 +204,8 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_trials, cfg.stream_length))
 u, loss, g = U[rows], L[rows], codes[rows]
 common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
-free = bpac.run_online(u, loss, g, len(names), grid, **common)
-fixed = bpac.run_online(u, loss, g, len(names), grid, free_labels=False, **common)
+free = streams.run_online(u, loss, g, len(names), grid, **common)
+fixed = streams.run_online(u, loss, g, len(names), grid, free_labels=False, **common)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
@@ -231,7 +227,7 @@ plotting.savefig(fig, "online_gpac_stream")
 # On the same seeded streams:
 #
 # * **online G-PAC, free labels** and **fixed rate**, as above;
-# * **B-PAC per group**: one B-PAC learner per group (`benchmarks/bpac.py`: aGRAPA bet, range
+# * **B-PAC per group**: one B-PAC learner per group (`gpac_utils.online_streams.run_bpac`: aGRAPA bet, range
 #   $B/\pi$ throughout, thresholds updated after every item), its `label_prob` raised until it
 #   has *at least* the paid labels of online G-PAC with free labels (a comparison in B-PAC's
 #   favour);
@@ -265,12 +261,12 @@ def summarise(method, res, rows_of_risk, n_groups, extra=None):
 
 paid = (free["route"] & free["observe"]).sum(axis=1)
 kw = dict(eps=cfg.eps, alpha=cfg.alpha, seed=cfg.seed)
-per_group, prob_g = bpac.matched_bpac(u, loss, g, len(names), grid, paid.mean(), label_prob=cfg.label_prob, **kw)
+per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), grid, paid.mean(), label_prob=cfg.label_prob, **kw)
 one = np.zeros_like(g)
-pac = bpac.run_online(u, loss, one, 1, grid, **common)
+pac = streams.run_online(u, loss, one, 1, grid, **common)
 pac_paid = (pac["route"] & pac["observe"]).sum(axis=1).mean()
-bpac_one, prob_1 = bpac.matched_bpac(u, loss, one, 1, grid, pac_paid, label_prob=cfg.label_prob, **kw)
-offline = bpac.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
+bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, grid, pac_paid, label_prob=cfg.label_prob, **kw)
+offline = streams.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
 all_rows = np.array([len(names)])
 records, finals = [], {}
 for method, res, rows_of_risk, extra in [
@@ -389,7 +385,7 @@ def drift_stream(episode):
 
 
 def drift_run(episode, drift_alpha):
-    res = bpac.run_online(*drift_stream(episode), 1, grid, drift_alpha=drift_alpha, **common)
+    res = streams.run_online(*drift_stream(episode), 1, grid, drift_alpha=drift_alpha, **common)
     thr = res["thresholds"][0, :, 0]
     times = np.arange(thr.size) * cfg.every
     rows_of_risk = np.where(times < change, j_drift, j_source)  # the group's population over time

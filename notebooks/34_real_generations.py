@@ -28,8 +28,9 @@
 # o1-mini / gpt-4o-mini).
 #
 # **Reads** the generated table through `data_source` (`"generated"`: `data/generated/<benchmark>__<pair>.parquet`;
-# or `"simulated"` / a path, see `gpac_utils.paper.sources`) and, when present,
-# `../shared/realdata/mathl5_zeroeval/mathl5_zeroeval.csv`.
+# or `"simulated"` / a path, see `gpac_utils.paper.sources`), the real MATH Level-5 table
+# `data/real/mathl5_zeroeval.csv` and the settings of `21_table_known_groups`
+# (`notebooks/config/21_table_known_groups.yaml`).
 #
 # **Writes** `figures/tables/real_generations_accuracy.{csv,md}`, `figures/tables/real_generations_scores.{csv,md}`,
 # `figures/tables/real_generations_groups.{csv,md}` (per method, score and group: violation rate, MCSE,
@@ -52,7 +53,7 @@ from scipy.stats import rankdata
 from gpac_utils import data
 from gpac_utils.experiment import ExperimentConfig, group_violations, run_experiment
 from gpac_utils.paper import plotting, realdata, results_tables, sources
-from gpac_utils.workflow import config, paths
+from gpac_utils.workflow import config
 
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 40)
@@ -232,8 +233,8 @@ if cfg.data_source == "generated" and profile == "paper":
 
 # %% [markdown]
 # ## Beside the external real tables
-# The same experiment on the external real table of notebook 31 (only when the shared folder is
-# there): size, groups, loss rate, and per method the largest per-group violation rate and the
+# The same experiment on the external real table of notebook 31 (`data/real/mathl5_zeroeval.csv`):
+# size, groups, loss rate, and per method the largest per-group violation rate and the
 # routed share.
 
 
@@ -257,13 +258,8 @@ def beside_row(name, tab, score, eps_):
 
 rows = [beside_row(f"{cfg.benchmark}__{cfg.pair} ({source.kind})", table, s, cfg.eps) for s in cfg.scores]
 for name, ext in cfg.external.items():
-    path = paths.REALDATA / ext["path"]
-    if not path.is_file():
-        print(f"{name}: not found at {path} (skipped)")
-        continue
-    rows.append(
-        beside_row(name, realdata.realdata_table(data.read_table(path, ext["columns"]), None), ext["score"], ext["eps"])
-    )
+    ext_table = realdata.realdata_table(realdata.read_real(ext["path"], ext["columns"]), None)
+    rows.append(beside_row(name, ext_table, ext["score"], ext["eps"]))
 beside = pd.DataFrame(rows)
 plotting.save_table(beside, "real_generations_beside", floatfmt=".3f")
 display(beside.round(3))

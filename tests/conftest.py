@@ -8,6 +8,7 @@ import dataclasses
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,22 @@ if "GPAC_FIGURES" not in os.environ:
     import tempfile
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
+
+# Nothing the suite reads may lie in ../shared beside the repository (a clone elsewhere has none), except
+# the paper's LaTeX for the numbering check (workflow/scripts/paper_numbering.py, which skips without it):
+# an audit hook on this process refuses the open. Notebook kernels record their reads beside the
+# repository instead (gpac_utils.workflow.reads; tests/test_notebook_reads.py fails on them).
+_SHARED = os.path.join(os.path.dirname(os.path.realpath(Path(__file__).parents[1])), "shared") + os.sep
+
+
+def _refuse_shared(event: str, args: tuple) -> None:
+    if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        if path.startswith(_SHARED) and not path.startswith(_SHARED + "paper" + os.sep):
+            raise PermissionError(f"{path}: the tests read ../shared, which a clone elsewhere does not have")
+
+
+sys.addaudithook(_refuse_shared)
 
 # Two xdist workers share two cores: each notebook kernel (and its BLAS) gets one.
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -123,6 +140,15 @@ def shared_root(tmp_path_factory, worker_id) -> Path:
     """A folder shared by every xdist worker of this session."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if worker_id != "master" else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def record_notebook_reads(shared_root):
+    """Every notebook kernel started in this session records the repository files it reads
+    (gpac_utils.workflow.reads; checked by tests/test_notebook_reads.py), in one folder for all workers."""
+    from gpac_utils.workflow import reads
+
+    os.environ.setdefault(reads.ENV, str(shared_root / "notebook-reads"))
 
 
 @pytest.fixture(scope="session")

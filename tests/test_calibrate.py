@@ -229,6 +229,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
                     "sampling": "full",
                     "label_prob": 1.0,
                     "rule": "first-crossing",
+                    "candidates": "auto",
                     "group": f"g{j}",
                     "n_test": 5,
                     "error": 0.0,

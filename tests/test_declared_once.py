@@ -49,7 +49,6 @@ def test_every_notebook_is_listed_once_with_what_the_readme_shows():
             "reads",
             "after",
             "writes",
-            "realdata",
             "priority",
         }
     # every README row comes from notebooks.yaml and the measured runtimes, nothing typed beside them
@@ -89,7 +88,7 @@ def header_writes(text: str) -> list[str]:
 
 
 def declared_writes(entry: dict) -> set[str]:
-    names = entry.get("writes", []) + entry.get("realdata", [])
+    names = entry.get("writes", [])
     return {
         f"figures/{n}{s}" for n in names for s in ((".csv", ".md") if n.startswith("tables/") else (".png", ".pdf"))
     }

@@ -13,6 +13,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,10 @@ class StubEngine:
     backend, logprobs_mode, tokenizer = "stub", "raw_logprobs", StubTokenizer()
 
     def __init__(self, model: str, fail_after: int | None = None):
-        self.model, self.fail_after, self.seen = model, fail_after, []
+        self.model, self.fail_after, self.seen, self.closed = model, fail_after, [], False
+
+    def close(self):
+        self.closed = True
 
     def stream(self, requests, window=None):
         for k, (key, conv, s) in enumerate(requests):
@@ -225,6 +229,45 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
     unparsable = (verbal["answer"] == "I cannot say").sum()
     assert int(res.verbalized.n_unparsable.sum()) == unparsable
     assert f"{unparsable} of {len(verbal)} replies unparsable" in res.verbalized.summary()
+
+
+def test_generate_shuts_down_each_engine_it_builds_and_never_a_given_one(tmp_path, monkeypatch):
+    built = []
+
+    def make(backend, model, **kw):
+        assert all(e.closed for e in built), "the previous model is shut down before the next one loads"
+        built.append(StubEngine(model, fail_after=1 if tmp_path.joinpath("fail").exists() else None))
+        return built[-1]
+
+    monkeypatch.setattr(gen, "make_engine", make)
+    items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
+    FAKE_GOLD.update(zip(items["question"], items["gold"]))
+    models = gen.pair_models("qwen")
+    kw = dict(backend="vllm", samplings=pair_samplings(models, 64), roles=("think", "nothink"), progress=False)
+    generate(items, models, tmp_path / "a", **kw)
+    assert [e.model for e in built] == [models["think"], models["nothink"]] and all(e.closed for e in built)
+    tmp_path.joinpath("fail").touch()  # a failing role still shuts its engine down
+    with pytest.raises(RuntimeError, match="injected"):
+        generate(items, models, tmp_path / "b", **kw)
+    assert len(built) == 3 and built[-1].closed
+    given = StubEngine(models["nothink"])  # the caller's engine: the caller closes it
+    same = {"think": models["nothink"], "nothink": models["nothink"]}
+    generate(items, same, tmp_path / "c", engine=given, **{**kw, "samplings": pair_samplings(same, 64)})
+    assert given.seen and not given.closed and len(built) == 3
+
+
+def test_vllm_engine_close_shuts_its_engine_core_down_once():
+    from gpac_utils.llm.engines import VLLMEngine
+
+    calls = []
+    engine = object.__new__(VLLMEngine)  # no vllm here: the engine-core client vLLM 0.32 gives LLM.llm_engine
+    engine.llm = types.SimpleNamespace(
+        llm_engine=types.SimpleNamespace(engine_core=types.SimpleNamespace(shutdown=lambda: calls.append(1)))
+    )
+    with engine as same:
+        assert same is engine and not calls
+    engine.close()
+    assert calls == [1] and engine.llm is None
 
 
 def test_cli_rejects_bad_options_in_one_line():

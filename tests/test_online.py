@@ -5,18 +5,14 @@ per-group risk is known in closed form. The drift alarm is tested in tests/test_
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpac_utils import online
+from gpac_utils import online_streams as streams
 from gpac_utils.checks import ParameterError
 from gpac_utils.online import OnlineGPAC
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import bpac  # noqa: E402
 
 EPS, ALPHA = 0.1, 0.05
 GRID = online.grid_points(51)
@@ -40,12 +36,12 @@ def compact(u, loss, g, j):
 
 def per_group_violations(mode, n_trials=300, n=2000, every=10, seed=0):
     """Per group: the share of streams in which the threshold in use ever had risk above eps."""
-    u, loss, g = bpac.closed_form_streams(n_trials, n, VALIDITY["probs"], VALIDITY["a"], VALIDITY["k"], seed)
+    u, loss, g = streams.closed_form_streams(n_trials, n, VALIDITY["probs"], VALIDITY["a"], VALIDITY["k"], seed)
     rates, final = [], []
     for j, (a, k) in enumerate(zip(VALIDITY["a"], VALIDITY["k"])):
-        res = bpac.run_online(*compact(u, loss, g, j), 1, GRID, eps=EPS, alpha=ALPHA, every=every, seed=j, **mode)
+        res = streams.run_online(*compact(u, loss, g, j), 1, GRID, eps=EPS, alpha=ALPHA, every=every, seed=j, **mode)
         thr = res["thresholds"][..., 0]
-        rates.append(np.mean((bpac.closed_form_risk(a, k)(thr) > EPS).any(axis=1)))
+        rates.append(np.mean((streams.closed_form_risk(a, k)(thr) > EPS).any(axis=1)))
         final.append(np.maximum(thr[:, -1], 0).mean())
     return np.array(rates), np.array(final)
 
@@ -72,20 +68,20 @@ def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
     # 80 % easy traffic (R = 0.05 u^2) hides a hard group (R = 0.3 u^3, u* = 0.69): the marginal
     # risk 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
     probs, a, k = (0.8, 0.2), (0.1, 0.9), (1, 2)
-    u, loss, g = bpac.closed_form_streams(300, 2000, probs, a, k, seed=4)
+    u, loss, g = streams.closed_form_streams(300, 2000, probs, a, k, seed=4)
     kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    marginal = bpac.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
-    hard = bpac.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
-    risk = bpac.closed_form_risk(a[1], k[1])
+    marginal = streams.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
+    hard = streams.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
+    risk = streams.closed_form_risk(a[1], k[1])
     assert np.mean((risk(marginal) > EPS).any(axis=1)) > 0.5  # the hard group, under one marginal threshold
     assert np.mean((risk(hard) > EPS).any(axis=1)) <= ALPHA + 3 * mcse(ALPHA, 300)
 
 
 def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
-    u, loss, g = bpac.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
+    u, loss, g = streams.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
     kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    free = bpac.run_online(u, loss, g, 1, GRID, **kw)
-    fixed = bpac.run_online(u, loss, g, 1, GRID, free_labels=False, **kw)
+    free = streams.run_online(u, loss, g, 1, GRID, **kw)
+    fixed = streams.run_online(u, loss, g, 1, GRID, free_labels=False, **kw)
     paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
     thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
     assert thr[0] > thr[1] + 0.1, thr
@@ -122,8 +118,8 @@ def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
 
 
 def test_the_class_matches_the_block_runner():
-    u, loss, g = bpac.closed_form_streams(1, 1200, **VALIDITY, seed=5)
-    want = bpac.run_online(
+    u, loss, g = streams.closed_form_streams(1, 1200, **VALIDITY, seed=5)
+    want = streams.run_online(
         u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7, drift_alpha=0.01
     )
     router = OnlineGPAC(EPS, ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
@@ -192,7 +188,7 @@ def test_fixed_rate_mode_is_online_pac_item_by_item(bet):
 
 
 def test_block_size_does_not_change_the_learning_and_groups_are_independent():
-    u, loss, g = bpac.closed_form_streams(1, 1500, **VALIDITY, seed=8)
+    u, loss, g = streams.closed_form_streams(1, 1500, **VALIDITY, seed=8)
     names = g[0].astype(str)
     dec = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).decide(u[0], names)  # fixed rate: decided up front
     whole = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).update(u[0], loss[0], names, dec)
@@ -273,9 +269,9 @@ def test_bad_update_arguments(change, name):
 # --------------------------------------------------------------------------- B-PAC and notebook 33
 @pytest.mark.slow
 def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
-    u, loss, g = bpac.closed_form_streams(40, 3000, **VALIDITY, seed=9)
-    risk = bpac.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
-    out = bpac.compare(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    u, loss, g = streams.closed_form_streams(40, 3000, **VALIDITY, seed=9)
+    risk = streams.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
+    out = streams.head_to_head(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
     ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
     assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
     assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours

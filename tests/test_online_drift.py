@@ -6,16 +6,12 @@ are simulated as a stream of their own (tests/test_online.py checks the independ
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpac_utils import online
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import bpac  # noqa: E402
+from gpac_utils import online_streams as streams
 
 EPS, ALPHA = 0.1, 0.05
 
@@ -26,7 +22,7 @@ def mcse(p, n):
 
 def group_stream(n_trials, n, a, k, seed, change=None, after=None):
     """One group's items: U ~ Uniform(0, 1), loss ~ Bernoulli(a U^k) (from item ``change`` on: ``after`` = (a, k))."""
-    u, loss, g = bpac.closed_form_streams(n_trials, n, (1.0,), (a,), (k,), seed)
+    u, loss, g = streams.closed_form_streams(n_trials, n, (1.0,), (a,), (k,), seed)
     if change is not None:
         rng = np.random.default_rng([seed, 1])
         new = (rng.uniform(size=(n_trials, n - change)) < after[0] * u[:, change:] ** after[1]).astype(float)
@@ -42,7 +38,7 @@ def first_alarms(res):
 def test_false_alarms_at_the_worst_null_stay_within_the_shiryaev_roberts_bound():
     # R(u) = 0.2 u, the threshold held at u = 0.5 where R = eps exactly; P(alarm by H) <= drift_alpha E[min(tau, H)]
     n_trials, horizon, drift_alpha = 2000, 400, 1e-3
-    u, _, g = bpac.closed_form_streams(n_trials, horizon, (1.0,), (1.0,), (0,), seed=11)
+    u, _, g = streams.closed_form_streams(n_trials, horizon, (1.0,), (1.0,), (0,), seed=11)
     loss = (np.random.default_rng(12).uniform(size=u.shape) < 0.2).astype(float)
     grid = np.array([0.5])
     state = online.new_state((n_trials,), 1) | {"certified": np.ones((n_trials, 1), bool)}
@@ -70,13 +66,13 @@ def test_stationary_groups_raise_false_alarms_within_the_bound():
     grid = online.grid_points(51)
     for j, (a, k) in enumerate([(0.3, 1), (0.6, 1), (1.0, 2)]):
         u, loss, g = group_stream(n_trials, n, a, k, seed=20 + j)
-        res = bpac.run_online(
+        res = streams.run_online(
             u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10, drift_alpha=drift_alpha, seed=j
         )
         alarm = first_alarms(res)
         thr = res["thresholds"][:, :, 0]
         at = thr[np.arange(n_trials), np.maximum(alarm, 0) // 10]
-        false = (alarm >= 0) & (bpac.closed_form_risk(a, k)(at) <= EPS)  # the threshold in use was fine
+        false = (alarm >= 0) & (streams.closed_form_risk(a, k)(at) <= EPS)  # the threshold in use was fine
         monitored = np.isfinite(thr).sum(axis=1) * 10  # items seen with a threshold in use (an upper bound)
         bound = drift_alpha * monitored.mean()
         assert false.mean() <= bound + 3 * mcse(bound, n_trials), (j, false.mean(), bound)
@@ -89,11 +85,11 @@ def test_a_step_in_one_groups_risk_is_detected_and_the_recertified_threshold_is_
     n_trials, n, change, drift_alpha = 300, 4000, 1500, 1e-4
     grid = online.grid_points(51)
     u, loss, g = group_stream(n_trials, n, 0.3, 1, seed=31, change=change, after=(0.9, 1))
-    res = bpac.run_online(
+    res = streams.run_online(
         u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10, drift_alpha=drift_alpha, seed=3
     )
     thr = res["thresholds"][:, :, 0]
-    risk_after = bpac.closed_form_risk(0.9, 1)
+    risk_after = streams.closed_form_risk(0.9, 1)
     alarm = first_alarms(res)
     assert np.mean((alarm >= 0) & (alarm < change)) <= drift_alpha * change + 3 * mcse(drift_alpha * change, n_trials)
     at_change = thr[:, change // 10]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gpac_utils.workflow.paths import REPO_ROOT, SHARED
+from gpac_utils.workflow.paths import REPO_ROOT
 
 _spec = importlib.util.spec_from_file_location(
     "paper_numbering", REPO_ROOT / "workflow" / "scripts" / "paper_numbering.py"
@@ -177,15 +177,10 @@ def test_the_theory_section_is_numbered_as_the_issue_states():
     assert labels["app:exp_setup"] == ("Appendix", "F")
 
 
-def _paper_latex() -> Path | None:
-    candidates = sorted((SHARED / "paper").glob("*")) if (SHARED / "paper").is_dir() else []
-    return next((path for path in candidates if "\\begin{document}" in path.read_text(errors="replace")), None)
-
-
 def test_the_committed_table_is_what_the_latex_gives():
-    latex = _paper_latex()
+    latex = numbering.find_latex()
     if latex is None:
-        pytest.skip(f"the paper's LaTeX is not here ({SHARED / 'paper'})")
+        pytest.skip(numbering.WHERE_TO_GET)
     derived = numbering.to_csv(numbering.derive(latex.read_text()))
     assert numbering.DATA.read_text() == derived, (
         f"gpac_utils/paper/data/paper_numbering.csv is stale: python workflow/scripts/paper_numbering.py {latex}"

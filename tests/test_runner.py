@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
 import time
@@ -312,7 +313,7 @@ def summary(checkout: Path, profile: str = "paper") -> pd.DataFrame:
 def test_every_committed_figure_and_table_has_one_notebook_writing_it():
     declared = []
     for spec in NOTEBOOKS_YAML.values():
-        for name in spec.get("writes", []) + spec.get("realdata", []):
+        for name in spec.get("writes", []):
             suffixes = (".csv", ".md") if name.startswith("tables/") else (".png", ".pdf")
             declared += [f"figures/{name}{suffix}" for suffix in suffixes]
     assert len(declared) == len(set(declared)), "a file is declared by two notebooks"
@@ -459,3 +460,57 @@ def test_grid_runs_are_named_after_their_parameters(batch_grid):
     )
     assert notebook.stem == "21_table_known_groups" and fixed == {"profile": "fast", "pairs": ["qwen"], "n_trials": 5}
     assert len(runs) == 9 and runs["eps=0.1__scores=score_router"] == {"eps": 0.1, "scores": ["score_router"]}
+
+
+def test_a_run_prints_no_warning_and_the_kernel_talks_over_ipc(tmp_path, tiny):
+    """ipykernel warns "running over TCP without encryption" on every run over TCP: the runner's kernels
+    use IPC sockets (run.kernel_config), so the command prints its two lines and nothing else."""
+    cmd = [sys.executable, "-m", "gpac_utils.workflow", "--profile", "fast", "--no-progress-bar"]
+    cmd += ["--build-dir", str(tmp_path / "build"), str(tiny)]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = run.kernel_config(tmp_path).KernelManager
+    assert config.transport == "tcp" if os.name == "nt" else config.ip == str(tmp_path.resolve() / "kernel")
+    assert "without encryption" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    first, last = done.stdout.splitlines()
+    assert first == "== 01_tiny (fast)" and re.fullmatch(r"\s+\S+01_tiny\.ipynb: [\d.]+ s", last), done.stdout
+
+
+STUB_PYTHON = """#!/bin/sh
+# Stands in for the interpreter: "-m gpac_utils.workflow ... --build-dir BUILD NAME" writes BUILD/fast/NAME.ipynb.
+for a; do last=$a; done
+echo "the runner's own output: into the log" >&2
+[ "$last" = 12_finite_sample ] && exit 1
+mkdir -p build/fast && echo '{}' > "build/fast/$last.ipynb"
+"""
+
+
+def test_the_workflow_prints_a_line_as_each_notebook_starts_and_ends_and_the_total(checkout):
+    """What `make reproduce` shows (Snakemake's own messages quieted): two lines per notebook, then the total;
+    a failed notebook names its log; no traceback. The notebooks' interpreter is a stub (no kernel)."""
+    stub = checkout / "python-stub"
+    stub.write_text(STUB_PYTHON)
+    stub.chmod(0o755)
+    quiet = ["-s", "workflow/Snakefile", "--quiet", "rules", "progress", "host", "--cores", "2"]
+
+    def workflow(*names):
+        config = ["--config", "profile=fast", f"python={stub}", f"notebooks=[{','.join(names)}]"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+        cmd = [sys.executable, "-m", "snakemake", "--nolock", *quiet, *config]
+        return subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+
+    done = workflow("00_quickstart", "26_concept_figure")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    expected = {f"{n}: started" for n in ("00_quickstart", "26_concept_figure")}
+    assert {line for line in lines if line.endswith("started")} == expected and len(lines) == 5, lines
+    assert all(re.fullmatch(r"(00_quickstart|26_concept_figure): done in \d+ s", line) for line in lines[2:4]), lines
+    assert re.fullmatch(r"fast profile: done, \d+ s in total", lines[-1]), lines
+    assert "input:" not in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
+    failed = workflow("12_finite_sample")
+    assert failed.returncode == 1
+    lines = failed.stdout.splitlines()
+    assert lines[0] == "12_finite_sample: started"
+    assert re.fullmatch(r"12_finite_sample: FAILED after \d+ s, see build/fast/logs/12_finite_sample\.log", lines[1])
+    assert lines[2].startswith("fast profile: stopped after") and len(lines) == 3
+    assert "Traceback" not in failed.stdout + failed.stderr

@@ -217,6 +217,7 @@ def test_group_violations_counts_trials_and_mcse():
                     "sampling": "resample",
                     "label_prob": 0.5,
                     "rule": "max",
+                    "candidates": "auto",
                     "trial": trial,
                     "group": g,
                     "error": risk,
@@ -355,7 +356,8 @@ def test_realdata_table_rejects_inconsistent_or_incomplete_input():
 def test_resolve_data_path(tmp_path):
     from gpac_utils.workflow import paths
 
-    assert realdata.resolve_data_path(None) == paths.REALDATA / "mathl5_zeroeval" / "mathl5_zeroeval.csv"
+    assert realdata.resolve_data_path(None) == paths.REPO_ROOT / "data" / "real" / "mathl5_zeroeval.csv"
+    assert realdata.resolve_data_path(None).is_file()
     assert realdata.resolve_data_path(tmp_path / "x.csv") == tmp_path / "x.csv"
     assert realdata.resolve_data_path("data/x.csv") == paths.REPO_ROOT / "data" / "x.csv"
 
@@ -408,13 +410,9 @@ def test_table_notebooks_fast_profile(notebook, fast_run):
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_realdata_notebook_fast_profile(fast_run):
-    written = fast_run("31_realdata_case_study").tables / "realdata_case_study.csv"
-    if realdata.resolve_data_path(None).exists():
-        t = pd.read_csv(written)
-        assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}
-        assert set(t["Setting"]) == {"paper", "valid"}
-    else:  # no shared data: the notebook explains and writes nothing
-        assert not written.exists()
+    t = pd.read_csv(fast_run("31_realdata_case_study").tables / "realdata_case_study.csv")
+    assert set(t["Method"]) == {"PAC", "G-PAC", "C-PAC"}
+    assert set(t["Setting"]) == {"paper", "valid"}
 
 
 @pytest.mark.slow

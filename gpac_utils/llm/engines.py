@@ -105,6 +105,23 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
         self._params, self._final_only, self._ids = vllm.SamplingParams, RequestOutputKind.FINAL_ONLY, count()
 
+    def close(self) -> None:
+        """Shut vLLM's engine down now: its engine core (the background process and its sockets, or the
+        in-process executor) through the engine-core client's own ``shutdown()`` (vLLM 0.32 has no
+        ``LLM.shutdown``). Without it vLLM does this in a finalizer at interpreter exit, after pytest
+        or the CLI has closed the streams its shutdown log writes to ("--- Logging error ---").
+        Idempotent; the engine is unusable afterwards.
+        """
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+
+    def __enter__(self) -> VLLMEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def params(self, s: Sampling):
         """vLLM's ``SamplingParams`` of ``s`` (the sampled tokens' logprobs, only finished outputs)."""
         return self._params(
@@ -231,6 +248,10 @@ class TransformersEngine:
             raise ValueError("model: neither the generation config nor the tokenizer defines an end token")
         self._eos = set(eos) if isinstance(eos, (list, tuple)) else {eos}
         self._pad = min(self._eos) if self.tokenizer.pad_token_id is None else int(self.tokenizer.pad_token_id)
+
+    def close(self) -> None:
+        """Drop the model (nothing runs in the background; its memory goes with the last reference)."""
+        self.hf_model = None
 
     def stream(self, requests: Iterable[Request], window: int | None = None) -> Iterator[tuple[Hashable, list]]:
         """Runs of requests with the same settings (all but the seed), ``batch_size // n`` requests per

@@ -301,33 +301,52 @@ def generate(
         raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
     records.save_items(items, folder)
     report = {}
-    for role in roles:
-        model, sampling, role_items = models["think" if role == "think" else "nothink"], samplings[role], items
-        if engine is None or engine.model != model:
-            engine = None  # one model in memory at a time
-            room = {"max_model_len": int(sampling.max_tokens) + 4096} if backend == "vllm" else {}  # prompt + answer
-            engine = make_engine(backend, model, seed=seed, **{**room, **(engine_kwargs or {})})
-        col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
-        if role == "verbalized":
-            k, n = parse_shard(shard)
-            nothink = load_generations(folder, "nothink", items["item_id"].iloc[k::n])
-            first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
-            msgs = [verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])]
-            role_items = items.assign(**{col: msgs})
-        report[role] = run_generation(
-            role_items,
-            engine,
-            folder,
-            role=role,
-            sampling=sampling,
-            shard=shard,
-            seed=seed,
-            messages_col=col,
-            thinking=role == "think" and model_defaults(model)[1],
-            progress=progress,
-            window=windows.get(role),
-        )
+    owned = None  # the engine built here, shut down here; a caller's engine is the caller's to close
+    try:
+        for role in roles:
+            model = models["think" if role == "think" else "nothink"]
+            if engine is None or engine.model != model:
+                _close(owned)  # one model in memory at a time
+                engine = owned = None
+                room = {"max_model_len": int(samplings[role].max_tokens) + 4096} if backend == "vllm" else {}
+                engine = owned = make_engine(backend, model, seed=seed, **{**room, **(engine_kwargs or {})})
+            report[role] = _run_role(
+                items, engine, folder, role, samplings[role], shard, seed, progress, windows, model
+            )
+    finally:
+        _close(owned)
     return report
+
+
+def _close(engine) -> None:
+    """Shut ``engine`` down if it can be (its ``close()``; vLLM's runs a background engine process)."""
+    close = getattr(engine, "close", None)
+    if close is not None:
+        close()
+
+
+def _run_role(items, engine, folder, role, sampling, shard, seed, progress, windows, model) -> dict:
+    """One role of :func:`generate` on ``engine``: :func:`run_generation`'s report."""
+    col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
+    if role == "verbalized":
+        k, n = parse_shard(shard)
+        nothink = load_generations(folder, "nothink", items["item_id"].iloc[k::n])
+        first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
+        msgs = [verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])]
+        items = items.assign(**{col: msgs})
+    return run_generation(
+        items,
+        engine,
+        folder,
+        role=role,
+        sampling=sampling,
+        shard=shard,
+        seed=seed,
+        messages_col=col,
+        thinking=role == "think" and model_defaults(model)[1],
+        progress=progress,
+        window=windows.get(role),
+    )
 
 
 # --------------------------------------------------------------------------- command line

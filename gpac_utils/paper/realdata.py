@@ -1,12 +1,16 @@
-"""The real-data case study (notebook 31): where the real table lives and how it is mapped.
+"""The real-data case study (notebook 31): where the real table lives, how it is read and mapped.
 
-:func:`resolve_data_path` finds the real table, :func:`realdata_table` maps it into the schema
-with an explicit token-cost model, :func:`group_summary` describes it per known group. The
-notebook runs it through :func:`gpac_utils.paper.results_tables.build_table`.
+:func:`resolve_data_path` finds the real table (default: the committed ``data/real/mathl5_zeroeval.csv``,
+see its data card ``data/real/README.md``), :func:`read_raw` and :func:`read_real` read it after
+:func:`verify` has checked a committed table's SHA-256 against ``data/real/SHA256SUMS``,
+:func:`realdata_table` maps it into the schema with an explicit token-cost model, :func:`group_summary`
+describes it per known group. The notebook runs it through
+:func:`gpac_utils.paper.results_tables.build_table`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,8 +20,10 @@ import pandas as pd
 from .. import data
 from ..workflow import paths
 
-#: The default real table, under the shared folder (absent on machines without it).
-REALDATA_DEFAULT = ("mathl5_zeroeval", "mathl5_zeroeval.csv")
+#: The default real table, committed under ``data/real/`` (data card: ``data/real/README.md``).
+DEFAULT_TABLE = paths.REALDATA / "mathl5_zeroeval.csv"
+#: ``sha256sum`` lines (``<hex>  <file name>``) of every committed file under ``data/real/`` that is read.
+CHECKSUMS = paths.REALDATA / "SHA256SUMS"
 #: Columns of the saved per-group violation table.
 VIOLATION_COLUMNS = [
     "setting",
@@ -40,16 +46,71 @@ def resolve_data_path(data_path=None) -> Path:
     ----------
     data_path : str or Path, optional
         A table; relative paths are taken from the repository root (notebooks run in a scratch
-        folder). ``None``: the default under :data:`gpac_utils.workflow.paths.REALDATA`.
+        folder). ``None``: :data:`DEFAULT_TABLE`.
 
     Returns
     -------
     pathlib.Path
     """
     if data_path is None:
-        return paths.REALDATA.joinpath(*REALDATA_DEFAULT)
+        return DEFAULT_TABLE
     p = Path(data_path).expanduser()
     return p if p.is_absolute() else paths.REPO_ROOT / p
+
+
+class ChecksumError(ValueError):
+    """A committed table under ``data/real/`` whose bytes are not the ones its checksum records."""
+
+
+def stored_checksums() -> dict[str, str]:
+    """File name -> SHA-256 (hex) as recorded in :data:`CHECKSUMS`."""
+    pairs = (line.split(maxsplit=1) for line in CHECKSUMS.read_text().splitlines() if line.strip())
+    return {name.strip().lstrip("*"): digest.lower() for digest, name in pairs}
+
+
+def sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(path: str | Path) -> Path:
+    """``path``, after checking its SHA-256 if it is a committed table under ``data/real/``.
+
+    A file elsewhere (a user's own table) is returned unchecked. A file under ``data/real/`` must be
+    listed in :data:`CHECKSUMS` with its SHA-256; else :class:`ChecksumError`, one line naming the file.
+    A missing file is left to the reader (its ``FileNotFoundError`` names it).
+    """
+    path = Path(path)
+    if path.resolve().parent != paths.REALDATA.resolve() or not path.is_file():
+        return path
+    where = path.relative_to(paths.REPO_ROOT) if path.is_relative_to(paths.REPO_ROOT) else path
+    expected = stored_checksums().get(path.name)
+    if expected is None:
+        raise ChecksumError(f"{where}: no checksum recorded in {CHECKSUMS.name}; add `sha256sum {path.name}` there")
+    got = sha256(path)
+    if got != expected:
+        raise ChecksumError(
+            f"{where}: SHA-256 {got[:12]}… differs from the recorded {expected[:12]}… ({CHECKSUMS.name}); "
+            f"the table was changed, restore it with `git checkout -- {where}`"
+        )
+    return path
+
+
+def read_raw(data_path=None, **kw) -> pd.DataFrame:
+    """The real table as stored (:func:`gpac_utils.data.read_frame`), after :func:`verify`.
+
+    ``data_path`` as for :func:`resolve_data_path`; ``kw`` goes to the pandas reader.
+    """
+    return data.read_frame(verify(resolve_data_path(data_path)), **kw)
+
+
+def read_real(data_path=None, columns: Mapping[str, str] | None = None, **kw) -> pd.DataFrame:
+    """:func:`gpac_utils.data.read_table` (mapped and validated) of :func:`resolve_data_path`, after :func:`verify`."""
+    return data.read_table(verify(resolve_data_path(data_path)), columns, **kw)
 
 
 def group_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "data"
 SIMULATED = DATA / "simulated"
+#: Real per-item outputs of real models, committed with a data card and their checksums (``SHA256SUMS``).
+REALDATA = DATA / "real"
 #: The committed outputs: paper-profile figures, and their tables under ``tables/``.
 FIGURES = REPO_ROOT / "figures"
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -42,11 +44,6 @@ def figures_dir() -> Path:
 def tables_dir() -> Path:
     """Where tables are written: ``tables/`` under :func:`figures_dir`."""
     return figures_dir() / "tables"
-
-
-#: ``../shared`` beside the repository (real per-item model outputs); may be absent.
-SHARED = Path(os.environ.get("GPAC_SHARED", REPO_ROOT.parent / "shared"))
-REALDATA = SHARED / "realdata"
 
 
 def ensure(path: Path) -> Path:

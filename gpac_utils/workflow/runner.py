@@ -38,13 +38,28 @@ import papermill
 import yaml
 from papermill.exceptions import PapermillExecutionError
 from papermill.translators import PythonTranslator
+from traitlets.config import Config
 
+from . import reads
 from .config import PROFILE_ENV, PROFILES, ConfigError, read_config
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
 
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: How the kernel talks to the runner: over Unix domain sockets, not over unencrypted TCP on localhost,
+#: where ipykernel warns (rightly) that other local users could connect. Windows has no IPC transport
+#: in ZeroMQ: TCP there.
+KERNEL_TRANSPORT = "tcp" if os.name == "nt" else "ipc"
+
+
+def kernel_config(folder: str | Path) -> Config:
+    """The kernel manager's settings of one run: :data:`KERNEL_TRANSPORT`, and with IPC the sockets
+    ``kernel-1`` ... ``kernel-5`` in ``folder`` (the run's own temporary working folder: a short absolute
+    path, as a socket's path has a limit of about 100 bytes)."""
+    if KERNEL_TRANSPORT == "tcp":
+        return Config({"KernelManager": {"transport": "tcp"}})
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(folder).resolve() / "kernel")}})
 
 
 class RunnerError(ValueError):
@@ -170,6 +185,7 @@ def run_notebook(
     out = out_dir / f"{path.stem}.ipynb"
     env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
     env[PROFILE_ENV] = profile  # the kernel's config.load follows the run, not a GPAC_PROFILE left in a shell
+    env |= reads.kernel_env(path.stem)  # $GPAC_RECORD_READS set: record the repository files it reads
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(
@@ -182,6 +198,7 @@ def run_notebook(
                 execution_timeout=timeout or DEFAULT_TIMEOUT[profile],
                 start_timeout=180,
                 progress_bar=progress_bar,
+                config=kernel_config(cwd),
             )
     except PapermillExecutionError as exc:
         raise NotebookFailed(path.stem, out, f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}") from exc

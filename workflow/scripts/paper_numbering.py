@@ -4,9 +4,12 @@ The committed table ``gpac_utils/paper/data/paper_numbering.csv`` (columns ``lab
 title``) is what every citation in the notebooks, the README, the book and the docstrings is checked
 against (tests/test_paper_citations.py). Regenerate it with
 
-    python workflow/scripts/paper_numbering.py ../shared/paper/000_8ba4a9fbd913dbd9.txt
+    python workflow/scripts/paper_numbering.py PAPER.tex
 
-(a script beside the workflow, not a module of the package: nothing in gpac_utils needs it).
+or with no argument: ``$GPAC_PAPER_TEX``, else the workplace's copy beside the repository
+(:func:`find_latex`). The LaTeX is not ours to redistribute, so it is not in the repository; without
+it the check of the committed table against it skips with :data:`WHERE_TO_GET`. (A script beside the
+workflow, not a module of the package: nothing in gpac_utils needs it.)
 
 The counters follow the preamble's ``\newtheorem`` lines: ``theorem`` is numbered within sections
 and shared by every environment declared with ``[theorem]`` (proposition, definition, assumption);
@@ -22,11 +25,22 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[2] / "gpac_utils" / "paper" / "data" / "paper_numbering.csv"
+#: Environment variable naming the paper's LaTeX source (the file holding ``\begin{document}``).
+LATEX_ENV = "GPAC_PAPER_TEX"
+#: Where the LaTeX is looked for when ``$GPAC_PAPER_TEX`` is unset: the copy of the workplace the
+#: compendium was written in, beside the repository (absent in any other clone).
+WORKPLACE_LATEX = Path(__file__).resolve().parents[3] / "shared" / "paper"
+WHERE_TO_GET = (
+    "the paper's LaTeX is not redistributed here: download the source of 'Conditional Performance "
+    "Guarantee for Large Reasoning Models' (ICML 2026, CITATION.cff) from its authors or arXiv and set "
+    f"{LATEX_ENV} to its .tex file"
+)
 COLUMNS = ("label", "kind", "number", "title")
 
 _NEWTHEOREM = re.compile(r"\\newtheorem\{(\w+)\}(?:\[(\w+)\])?\{([^}]*)\}(?:\[(\w+)\])?")
@@ -227,12 +241,25 @@ def read_table(path: Path = DATA) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def find_latex() -> Path | None:
+    """The paper's LaTeX: ``$GPAC_PAPER_TEX`` if set, else the first file of :data:`WORKPLACE_LATEX`
+    holding ``\\begin{document}``; ``None`` if neither is there."""
+    if os.environ.get(LATEX_ENV):
+        path = Path(os.environ[LATEX_ENV]).expanduser()
+        return path if path.is_file() else None
+    candidates = sorted(WORKPLACE_LATEX.glob("*")) if WORKPLACE_LATEX.is_dir() else []
+    return next((p for p in candidates if p.is_file() and "\\begin{document}" in p.read_text(errors="replace")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python workflow/scripts/paper_numbering.py PAPER.tex  (writes " + str(DATA) + ")")
+    if len(args) > 1:
+        print("usage: python workflow/scripts/paper_numbering.py [PAPER.tex]  (writes " + str(DATA) + ")")
         return 2
-    source = Path(args[0])
+    if not args and find_latex() is None:
+        print(f"error: {WHERE_TO_GET}")
+        return 1
+    source = Path(args[0]) if args else find_latex()
     if not source.is_file():
         print(f"error: paper LaTeX not found: {source}")
         return 1

@@ -145,8 +145,9 @@ def threshold(
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     probs = recipe.label_prob if label_prob is None else label_prob
-    # Only the sequential wsr bound depends on the order of the terms.
-    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=recipe.bound == "wsr")
+    # Only a sequential bound depends on the order of the terms.
+    shuffle = _bounds.BOUNDS[recipe.bound].sequential
+    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 

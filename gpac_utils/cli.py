@@ -223,13 +223,14 @@ def _calibrate(a) -> int:
         for src, dst in mapping.items():
             msg = msg.replace(repr(dst), repr(src))
         raise DataError(msg) from None
-    if recipe.bound == "clopper_pearson":
+    if bounds.BOUNDS[recipe.bound].binary_terms:
         z = table[data.LOSS].to_numpy(float) / loss_bound
         bad = (z != 0) & (z != 1)
         if bad.any():
+            others = " or ".join(bounds.BOUNDS.names(valid=True, binary_terms=False))
             raise DataError(
-                f"--bound clopper_pearson needs losses of exactly 0 or {loss_bound} (the loss bound); "
-                f"{data.describe_rows(table, bad)} have other values: use hoeffding_bentkus or wsr"
+                f"--bound {recipe.bound} needs losses of exactly 0 or {loss_bound} (the loss bound); "
+                f"{data.describe_rows(table, bad)} have other values: use {others}"
             )
     kw = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)

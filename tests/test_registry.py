@@ -1,0 +1,88 @@
+"""The registries are the one source of every list a reader sees (README, glossary, CLI, notebook configs)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from gpac_utils import bounds, cli
+from gpac_utils.registry import Registry, UnknownName
+from gpac_utils.workflow.paths import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+GLOSSARY = (REPO_ROOT / "docs" / "glossary.md").read_text()
+CONFIGS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO_ROOT / "notebooks" / "config").glob("*.yaml"))}
+
+
+def _ticked(text: str) -> list[str]:
+    return re.findall(r"`([a-z_]+)`", text)
+
+
+def _settings(cfg: dict):
+    """Every (profile, values) of a notebook config: common, then each profile over it."""
+    yield "common", cfg["common"]
+    for name, values in (cfg.get("profiles") or {}).items():
+        yield name, {**cfg["common"], **(values or {})}
+
+
+def _subparser(name: str):
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices[name]
+
+
+def _choices(parser, option: str) -> list:
+    return list(next(a for a in parser._actions if option in a.option_strings).choices)
+
+
+# --------------------------------------------------------------------------- the mechanism
+def test_unknown_name_is_one_line_listing_the_known_ones():
+    reg = Registry("thing", [bounds.BOUNDS["clt"]])
+    with pytest.raises(UnknownName, match=r"^thing: unknown 'x'; choose one of \['clt'\]$") as info:
+        reg["x"]
+    assert isinstance(info.value, ValueError) and isinstance(info.value, KeyError)
+    assert "x" not in reg and 3 not in reg and [] not in reg
+
+
+def test_registered_restores_the_registry_even_on_error():
+    reg = Registry("thing", [bounds.BOUNDS["clt"]])
+    with pytest.raises(RuntimeError), reg.registered(bounds.BOUNDS["wsr"]):
+        assert list(reg) == ["clt", "wsr"]
+        raise RuntimeError
+    assert list(reg) == ["clt"]
+    reg.register(bounds.BOUNDS["wsr"])
+    assert reg.unregister("wsr").name == "wsr" and list(reg) == ["clt"]
+
+
+# --------------------------------------------------------------------------- bounds
+def test_readme_bound_rows_are_the_registry():
+    rows = README.split("| bound |", 1)[1].split("\n| rule |", 1)[0].splitlines()
+    assert _ticked(rows[0]) == bounds.BOUNDS.names(valid=False)
+    assert _ticked(rows[1]) == bounds.BOUNDS.names(valid=True)
+
+
+def test_glossary_ucb_entry_lists_every_bound():
+    entry = GLOSSARY.split("\nUCB\n", 1)[1].split("\n\n", 1)[0]
+    assert _ticked(entry) == list(bounds.BOUNDS)
+
+
+def test_cli_bound_choices_are_the_registry():
+    assert _choices(_subparser("calibrate"), "--bound") == list(bounds.BOUNDS)
+
+
+def test_notebook_13_audits_every_registered_bound():
+    for profile, values in _settings(CONFIGS["13_validity_audit"]):
+        assert values["bounds"] == list(bounds.BOUNDS), profile
+
+
+@pytest.mark.parametrize("notebook", sorted(CONFIGS))
+def test_config_bounds_are_registered(notebook):
+    for profile, values in _settings(CONFIGS[notebook]):
+        for key in ("valid_bounds",):
+            for name in values.get(key) or ():
+                assert bounds.BOUNDS[name].valid, (notebook, profile, key, name)
+        recipe = values.get("recipe")
+        if isinstance(recipe, dict) and "bound" in recipe:
+            assert recipe["bound"] in bounds.BOUNDS, (notebook, profile)

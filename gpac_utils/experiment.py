@@ -30,6 +30,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import data
+from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
 from .checks import check_int, check_range
 from .metrics import error_gap, mcse
@@ -106,7 +107,7 @@ def calibrator_seed(seed: int, trial: int, score_index: int = 0, recipe_index: i
 
 
 def default_stp_form(score: str) -> str:
-    """Router-based scores use the router STP form (App. F), the others the cascade form.
+    """The STP cost form of a score column (App. F): its :data:`gpac_utils.scores.SCORES` entry's.
 
     Parameters
     ----------
@@ -116,10 +117,10 @@ def default_stp_form(score: str) -> str:
     Returns
     -------
     str
-        ``"router"`` when the name contains ``router``, else ``"cascade"`` (the ``form`` of
-        :func:`gpac_utils.metrics.stp`).
+        ``"router"`` or ``"cascade"`` (the ``form`` of :func:`gpac_utils.metrics.stp`); an
+        unregistered column is costed as a cascade.
     """
-    return "router" if "router" in score else "cascade"
+    return _scores.cost_form(score)
 
 
 @_refuse_renamed

@@ -194,7 +194,7 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # %% [markdown]
 # ## 3. Free labels vs the fixed rate: thresholds over time per group
 #
-# The fixed-rate mode (`free_labels=False`) labels every item with probability $\pi$ whatever its
+# The fixed-rate mode (`labelling="fixed-rate"`) labels every item with probability $\pi$ whatever its
 # route — what a caller without the cheap answer on thinking-routed items can do. With free
 # labels, a group that still always thinks learns from *every* item with range $B$ instead of
 # $B/\pi$, and keeps learning from its thinking-routed items afterwards.
@@ -204,7 +204,7 @@ rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_tria
 u, loss, g = U[rows], L[rows], codes[rows]
 common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
 free = bpac.run_online(u, loss, g, len(names), grid, **common)
-fixed = bpac.run_online(u, loss, g, len(names), grid, free_labels=False, **common)
+fixed = bpac.run_online(u, loss, g, len(names), grid, labelling="fixed-rate", **common)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:

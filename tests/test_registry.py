@@ -86,3 +86,59 @@ def test_config_bounds_are_registered(notebook):
         recipe = values.get("recipe")
         if isinstance(recipe, dict) and "bound" in recipe:
             assert recipe["bound"] in bounds.BOUNDS, (notebook, profile)
+
+
+# --------------------------------------------------------------------------- scores, roles, calibrators, modes
+from gpac_utils import online  # noqa: E402
+from gpac_utils.calibrate import CALIBRATORS  # noqa: E402
+from gpac_utils.scores import ROLES, SCORES  # noqa: E402
+from gpac_utils.settings import CORRECTIONS  # noqa: E402
+
+
+@pytest.mark.parametrize("notebook", sorted(CONFIGS))
+def test_config_score_lists_are_registered(notebook):
+    for profile, values in _settings(CONFIGS[notebook]):
+        for key in ("scores", "sim_scores"):
+            for column in values.get(key) or ():
+                assert column in SCORES, (notebook, profile, key, column)
+
+
+def test_table_configs_list_the_registrys_paper_scores():
+    for notebook in ("21_table_known_groups", "22_table_cpac", "23_table_arena", "24_calibration_ratio"):
+        assert CONFIGS[notebook]["common"]["scores"] == SCORES.names(paper=True), notebook
+
+
+def test_every_score_names_a_registered_role_and_cost_form():
+    for score in SCORES.values():
+        assert score.role is None or score.role in ROLES
+        assert score.cost_form in ("cascade", "router")
+
+
+def test_cli_method_correction_and_mode_choices_are_the_registries():
+    calibrate = _subparser("calibrate")
+    assert _choices(calibrate, "--method") == [m.cli_name for m in CALIBRATORS.values()]
+    assert _choices(calibrate, "--correction") == list(CORRECTIONS)
+
+
+def test_labelling_modes_give_propensities_in_0_1():
+    import numpy as np
+
+    rate = np.array([0.2, 0.5, 1.0])
+    for mode in online.LABELLING.values():
+        for cheap in (np.zeros(3, bool), np.ones(3, bool)):
+            p = mode.propensity(cheap, rate)
+            assert np.all((p > 0) & (p <= 1)), mode.name
+        assert np.all(mode.min_propensity(np.zeros(3, bool), rate) <= 1)
+
+
+def test_renamed_keywords_are_one_line_errors():
+    from gpac_utils import GPAC, ExperimentConfig
+
+    for build in (lambda: GPAC(0.1, simultaneous=True), lambda: ExperimentConfig(eps=0.1, simultaneous=True)):
+        with pytest.raises(TypeError, match=r"^simultaneous: replaced by correction='bonferroni'"):
+            build()
+    with pytest.raises(TypeError, match=r"^free_labels: replaced by labelling="):
+        online.OnlineGPAC(0.1, label_prob=0.5, free_labels=False)
+    assert (
+        cli.main(["calibrate", "--data", "x.csv", "--score-col", "s", "--eps", "0.1", "--simultaneous", "-o", "o"]) == 2
+    )

@@ -181,7 +181,8 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     loss, the paper's Arena-Hard eps).
     """
     items = load_items(folder)
-    think, nothink, verbal = (load_generations(folder, role, items["item_id"]) for role in ROLES)
+    gens = {role: load_generations(folder, role, items["item_id"]) for role in ROLES}
+    think, nothink, verbal = gens["think"], gens["nothink"], gens["verbalized"]
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
     if benchmark == "arena_hard":

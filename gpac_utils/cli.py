@@ -368,7 +368,7 @@ def _plan(a) -> int:
             n_resamples=n_resamples,
             n_grid=grid or prediction.default_grid(max(pool.values())),
             cap=None if a.no_cap else pool,
-            pilot_model=a.pilot_model,
+            pilot=a.pilot_model,
             loss_bound=a.loss_bound,
             seed=a.seed,
         )

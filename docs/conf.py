@@ -45,7 +45,7 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 myst_dmath_double_inline = True
 suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
-exclude_patterns = ["_build", "_ext", "_mathjax", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_ext", "_mathjax", "_slides", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 
 # -- API reference ----------------------------------------------------------------------------
 autodoc_member_order = "bysource"
@@ -78,6 +78,10 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 highlight_language = "text"  # unlabelled code fences (e.g. the README's layout tree) are not Python
+
+# -- the lecture slides (make slides): the decks of build/slides/ beside the pages, linked from teaching.md
+book_slides = HERE.parent / "build" / "slides"
+html_extra_path = [str(book_slides)] if (book_slides / "slides.json").is_file() else []
 
 # -- linkcheck: offline; the internal references are checked by the -W html build ---------------
 linkcheck_ignore = [r"https?://"]

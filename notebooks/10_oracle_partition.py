@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
@@ -30,7 +30,7 @@
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
 # After this notebook you can
@@ -93,7 +93,7 @@ cfg
 # `u*_j = sup{u : R(u | G_j) ≤ ε}`. (α enters only once `u` is *estimated*, below.)
 # Marginal PAC uses one threshold with the marginal constraint `Σ_j p_j R(u | G_j) ≤ ε`.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
@@ -201,11 +201,20 @@ for g in pop.groups:
 # partition* $\mathcal G$ (the {term}`oracle partition` of Definition 4.4, `def:oracle-optimal`),
 # $\mathrm{Eff}(\mathcal G) \ge \mathrm{Eff}(\{\mathcal X\})$, with equality iff the
 # PAC-optimal thresholds of all groups coincide. For the optimal partition the inequality
-# holds, and simply: a partition into `k` pieces that each reproduce the population's joint law
-# of (U, loss) — a split by a feature of the input independent of (U, loss), a "coin", which
-# exists whenever the inputs have no atoms — has `u*_j = u*` in every piece, so it routes exactly
-# the marginal share, and the optimal partition routes at least as much. (The "equality iff"
-# clause needs care when several partitions are optimal; it is not checked here.)
+# holds, by an argument the paper does not give. Let `u*` be the marginal PAC-optimal threshold,
+# so `R(u*) ≤ ε`. It suffices to exhibit *one* partition into `k` pieces with
+# `R(u* | G_j) ≤ ε` in every piece: then `u*_j ≥ u*` in each, that partition routes at least
+# `Σ_j p_j P(U ≤ u* | G_j) = P(U ≤ u*)`, the marginal share, and the optimal partition routes at
+# least as much. Such a partition exists whenever the input distribution has no atoms, by
+# **Lyapunov's convexity theorem** (the range of a finite-dimensional non-atomic vector measure is
+# convex and compact): the vector measure
+# `μ(A) = (P(x ∈ A), E[ℓ 1{U ≤ u*} 1{x ∈ A}])` has range containing `(0, 0)` and
+# `(1, R(u*))`, hence `(1/k, R(u*)/k)`: a set `G_1` of mass `1/k` with `R(u* | G_1) = R(u*)`.
+# Apply the theorem again to μ restricted to the rest, and so on: `k` pieces, each of mass `1/k`
+# and each with `R(u* | G_j) = R(u*) ≤ ε`. (A "coin" independent of (U, loss) would do it too,
+# but need not exist: with `U(x) = x` on `[0, 1]`, every set independent of `U` has probability
+# 0 or 1. Lyapunov's pieces match two numbers, not the whole law.) The "equality iff" clause
+# needs care when several partitions are optimal; it is not checked here.
 #
 # **What fails is a step of the proof** (Appendix D). The proof takes an *arbitrary* partition
 # and says that "`û*` is feasible for the group-conditional problem": the marginal threshold
@@ -230,7 +239,7 @@ display(
     )
 )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
 # theorem. We check three statements on random populations (`a_j ~ U(0.1, 1)`,
 # `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`, random masses) and on populations whose groups are identical:
@@ -402,9 +411,13 @@ display(
 #    routes $\tfrac12 \cdot 1 + \tfrac12 \cdot 0.632 = 0.816$, marginal PAC $0.853$: more.
 # 2. "$\hat u^*$ is feasible for the group-conditional problem": in the hard group
 #    $R(\hat u^* \mid \text{hard}) = 0.853^2/2 = 0.364 > 0.2$.
-# 3. Proposition 4.5 compares the *optimal* partition with no partition. Split the queries by a
-#    fair coin independent of $(U, \ell)$: each half has the population's law, hence the
-#    threshold $u^*$ and the marginal routed share; the optimal partition routes at least that.
+# 3. Proposition 4.5 compares the *optimal* partition with no partition. Split the queries into two
+#    halves of mass 1/2 that each carry half of the routed loss $E[\ell\,\mathbf 1\{U \le u^*\}]$
+#    (Lyapunov's convexity theorem gives such a split when the inputs have no atoms): each half has
+#    $R(u^* \mid \text{half}) = R(u^*) \le 0.2$, so its threshold is at least $u^*$, and the split
+#    routes at least the marginal share; the optimal partition routes at least that. Here a fair coin
+#    independent of $(U, \ell)$ — an input feature this simulated population can be given — is such
+#    a split: each half has the population's law (the cell below).
 
 # %% tags=["solution"]
 two = populations.Population(
@@ -509,8 +522,8 @@ assert (cal["routed_share"] < cal["routed_share_oracle"]).all()
 #
 # - **"G-PAC with my groups routes at least as much as PAC."** Not a theorem: Proposition 4.5
 #   is about the *optimal* partition. With fixed known groups grouping routed less in the share
-#   of random populations displayed above (the `fixed partition` row of the check), and at
-#   ε = 0.2 in this notebook's own population.
+#   of random (population, ε) cases displayed above (the `fixed partition` row of the check), and
+#   at ε = 0.2 in this notebook's own population.
 # - **Comparing routed shares without the guarantee.** Marginal PAC's extra routing is bought
 #   with the hard group: in the calibrated comparison PAC breaks the hard group in the share of
 #   calibrations printed above (`violation_rate` of PAC · hard). Compare G-PAC with the best single
@@ -523,3 +536,17 @@ assert (cal["routed_share"] < cal["routed_share_oracle"]).all()
 #   above every score.
 # - **Expecting α in the oracle threshold.** For a known risk curve the PAC constraint holds
 #   with probability 0 or 1, so α drops out; it comes back only with estimated thresholds.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/10_oracle_partition.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "10_oracle_partition.json"), shuffle_answers=False)

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
@@ -28,9 +28,10 @@
 # **Reads** nothing. **Writes** `figures/partition_gap.{png,pdf}`,
 # `figures/tables/partition_gap.{csv,md}`, `figures/tables/partition_gap_coverage.{csv,md}`.
 #
-# **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s, paper ≈ 18–35 s.
+# **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s; paper ≈ 12 s in the last measured `make reproduce`
+# (`benchmarks/reproduce_timings.csv`), more when the cores are busy.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
 # After this notebook you can
@@ -304,7 +305,7 @@ cov_tab["mcse"] = metrics.mcse(cov_tab["violation_rate"].clip(lower=cfg.alpha), 
 plotting.save_table(cov_tab, "partition_gap_coverage", floatfmt=".4f")
 cov_tab.round(4)
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 for mode, d in cov_tab.groupby("mode"):
     worst = d.groupby("n")["violation_rate"].max()
     axes[2].plot(worst.index, worst.values, marker="o", ms=4, label=f"{mode}: worst learned group")
@@ -467,7 +468,7 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 # ```{solution-end}
 # ```
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common mistakes
 #
 # - **Taking the partition that generated the data for the oracle partition.** Definition 4.4
@@ -483,3 +484,17 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #   It held in every learned partition here, but it fails in general (exercise
 #   {ref}`ex-partition-gap-counterexample`): a few misassigned lossy inputs can cost a group its
 #   whole threshold.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/11_partition_gap.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "11_partition_gap.json"), shuffle_answers=False)

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
@@ -28,7 +28,7 @@
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 4 s, paper ≈ 6 s.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
 # After this notebook you can
@@ -138,7 +138,7 @@ res.pivot_table(index=["bound", "N_test"], columns="t", values="exceed_rate").ro
 # `ε` and the calibrated risks `R(û)`. Right: exceedance `P(R̂ > ε + t)` (points, ±2 MCSE) and
 # the bound `α + exp(−2 N_j t²)` (lines) for each setting, as functions of `N_j` at fixed `t`.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 settings_ = [tuple(s) for s in cfg.settings]
 fig, axes = plt.subplots(1, 1 + len(settings_), figsize=(4.2 * (1 + len(settings_)), 3.6))
 valid = settings_[-1]
@@ -207,7 +207,7 @@ res.groupby(["bound", "scheme"])["holds"].mean()
 # {ref}`ex-finite-sample-detect`). The direct check is the one notebook 13 makes: the
 # violation rate `P(R(û) > ε)` itself.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercise
 #
 # ```{exercise}
@@ -296,3 +296,17 @@ for key in (("clt", "resample"), settings_[-1]):
 #   needs the test losses to be independent of `û`; reusing calibration items breaks it.
 # - **Forgetting the range `B`.** For losses in $[0, B]$ the exponent is $-2 N_j t^2 / B^2$; with
 #   $B > 1$ the test set must be $B^2$ times larger for the same slack.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/12_finite_sample.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "12_finite_sample.json"), shuffle_answers=False)

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
@@ -54,7 +54,7 @@
 # **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s on a quiet machine (20 s with
 # the cores shared).
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this lesson you can
 # * **compute** one trial of a results table by hand — split, fit one {term}`threshold` per
 #   subject, route, measure — and match the library's row for it;
@@ -215,7 +215,7 @@ if available:
         print(f"== {title}")
         display(frame)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## One trial by hand
 #
 # Every number of the table above is an average over `n_trials` trials, and each trial is four
@@ -463,7 +463,7 @@ if available and "known" in groupings:
 # ```{solution-end}
 # ```
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Common mistakes
 #
 # * **Reading Error_Gap = 0 as the guarantee.** It averages each subject's test error over trials
@@ -493,3 +493,17 @@ if available:
             f"{quiet['STP']:.2f} %."
         )
     )
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/31_realdata_case_study.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "31_realdata_case_study.json"), shuffle_answers=False)

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
@@ -46,7 +46,7 @@
 #
 # **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this lesson you can
 # * **derive** the smallest number of labels with which a valid bound can certify any
 #   {term}`threshold` at all — the recurring 59 at $\varepsilon=\alpha=0.05$ — and check it by computation;
@@ -104,7 +104,7 @@ cfg = config.load(
 recipe = as_recipe(cfg.recipe)
 cfg
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## The minimum label count: where 59 comes from
 #
 # A group certifies a threshold $u$ when the {term}`UCB` of its risk at $u$ is at most
@@ -158,6 +158,27 @@ display(
     )
 )
 assert n_min[cfg.sim_eps] in cfg.sim_grid
+
+# %% [markdown]
+# **Why the Kullback–Leibler form.** The familiar sub-Gaussian form of Hoeffding's inequality,
+# $P(\hat\mu \le \mu - t) \le \exp(-2nt^2)$, follows from the KL form ($\mathrm{kl}(p\,\|\,q) \ge
+# 2(p-q)^2$, Pinsker) and is weaker where it matters here: it assumes the largest variance a $[0,1]$
+# term can have, 1/4, while a risk near 0 has a variance near 0. From zero losses its upper bound
+# is $\sqrt{\log(1/\alpha)/(2n)}$, which reaches $\varepsilon$ only at
+# $n \ge \log(1/\alpha)/(2\varepsilon^2)$ labels:
+
+# %%
+n_subgaussian = {e: int(np.ceil(np.log(1 / cfg.alpha) / (2 * e**2))) for e in n_min}
+for e, n in n_subgaussian.items():
+    assert np.sqrt(np.log(1 / cfg.alpha) / (2 * n)) <= e < np.sqrt(np.log(1 / cfg.alpha) / (2 * (n - 1)))
+    assert n > 5 * n_min[e]  # several times the labels for the same certificate
+display(
+    Markdown(
+        f"Sub-Gaussian form: {n_subgaussian[cfg.sim_eps]} labels at $\\varepsilon$ = {cfg.sim_eps} and "
+        f"{n_subgaussian[cfg.real_eps]} at {cfg.real_eps}, against the KL form's {n_min[cfg.sim_eps]} and "
+        f"{n_min[cfg.real_eps]}."
+    )
+)
 
 # %% [markdown]
 # :::{exercise}
@@ -267,7 +288,7 @@ display(
 # Each panel: one subject's predicted routed share against its number of labels (log axis), the
 # 10–90 % band over the resamples, and $P(\text{certify})$; the dashed line is the 30 % target.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 main_score = cfg.sim_scores[0]
 c = sim_curves[main_score]
 lo, hi = c.band()
@@ -294,7 +315,7 @@ fig.tight_layout()
 fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
 plotting.savefig(fig, "label_budget_sim")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The pilot bootstrap, by hand
 #
 # What `prediction.predict` does for one group and one label count $n$, written out. The group's
@@ -667,7 +688,7 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 # ({term}`MCSE`) of $\sqrt{\alpha(1-\alpha)/T}$ for $T$ splits. The table stands in for the
 # population, and the calibration half is drawn from it without replacement.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
@@ -799,3 +820,17 @@ print(f"CLT violation rate {violated:.3f} (bound from the formula {lower:.3f}); 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/32_label_budget.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "32_label_budget.json"), shuffle_answers=False)

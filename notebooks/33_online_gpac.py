@@ -5,12 +5,12 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (gpac)
 #     language: python
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 33 — Online G-PAC: free labels, a labelling schedule and a drift alarm, valid at every moment
 #
 # **Not in the paper** (it calibrates once, offline: Theorem 4.3 (`thm:empirical-known-grouping`)
@@ -41,6 +41,11 @@
 #
 # **Writes** `figures/online_gpac_stream.{png,pdf}`, `figures/online_gpac_drift.{png,pdf}`,
 # `figures/tables/online_gpac_savings.{csv,md}`, `figures/tables/online_gpac_groups.{csv,md}`.
+#
+# **Runtime** (measured on 2 shared cores): fast profile ≈ 7 s of CPU time (more wall time when the cores
+# are busy); paper profile (10 streams of
+# 20 000 items, 10 drift episodes of 40 000) ≈ 40 s in the last measured `make reproduce`
+# (`benchmarks/reproduce_timings.csv`).
 
 # %%
 import importlib.util
@@ -81,7 +86,7 @@ cfg = config.load(
 )
 cfg
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Decisions before the loss, and why the terms stay unbiased
 #
 # Per arriving item of group $j$ the router decides, from the past only: the route (think iff
@@ -199,7 +204,7 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # labels, a group that still always thinks learns from *every* item with range $B$ instead of
 # $B/\pi$, and keeps learning from its thinking-routed items afterwards.
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_trials, cfg.stream_length))
 u, loss, g = U[rows], L[rows], codes[rows]
 common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
@@ -304,6 +309,23 @@ display(
 )
 
 # %% [markdown]
+# **Range or bet?** B-PAC gets the free labels too; it differs from online G-PAC with free labels
+# in the range its bets are capped for ($B/\pi$ at every step) and in its bet (aGRAPA alone). The
+# same online G-PAC with B-PAC's bet (`bet="grapa"`) keeps the per-step range and drops the mixture:
+
+# %%
+grapa = bpac.run_online(u, loss, g, len(names), grid, bet="grapa", **common)
+gain_range = no_think(grapa) - no_think(per_group)
+display(
+    Markdown(
+        f"Online G-PAC with B-PAC's aGRAPA bet answers {no_think(grapa).mean():.3f} of the stream without a thinking "
+        f"call (mixture bet: {no_think(free).mean():.3f}; B-PAC per group: {no_think(per_group).mean():.3f}; "
+        f"difference to B-PAC {gain_range.mean():+.3f} ± {se(gain_range):.3f} s.e., paired), with "
+        f"{(grapa['route'] & grapa['observe']).sum(axis=1).mean():.0f} paid labels."
+    )
+)
+
+# %% [markdown]
 # Per group: the mean final threshold of each method (always think counted as $-1$), how often
 # it ever exceeded the best valid one in risk, and the group's share of the traffic.
 
@@ -345,9 +367,7 @@ plotting.save_table(groups, "online_gpac_groups", floatfmt=".3f")
 # n\alpha'$. On an alarm the group always thinks and certifies again from the items after the
 # alarm only; within each stationary stretch after an alarm the anytime guarantee of §1 holds
 # again. What is *not* bounded is the detection delay: the risk stays above $\varepsilon$ from the
-# change until the alarm. (MAPIE's `RiskMonitoring` tracks the mean of all unweighted losses since
-# monitoring began against a reference bound; it takes no inverse-propensity terms and never
-# restarts its evidence, so it does not serve per group here.)
+# change until the alarm.
 
 # %% [markdown]
 # Groups are independent processes, so each episode runs the drifting group's own items only: a
@@ -409,7 +429,7 @@ display(
     )
 )
 
-# %%
+# %% slideshow={"slide_type": "slide"}
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -544,8 +564,30 @@ display(
 # ## Reading the results
 #
 # The numbers are those displayed in §4 and §5 above (paper profile: 10 streams of 20,000
-# items). The fixed-rate mode has the same bets as online G-PAC with free labels but answers fewer
-# items without a thinking call than B-PAC, and the free-label mode more (asserted in §4): the free
-# labels are what puts online G-PAC ahead at equal paid labels. Offline G-PAC given the same paid
-# labels up front is the reference for what a one-off calibration buys — without a guarantee at
-# every moment and without any reaction to drift.
+# items). B-PAC (`benchmarks/bpac.py`) observes its thinking-routed items for free too
+# (propensity 1), so free labels alone do not explain the difference between them. What differs
+# is the **range each bet is capped for** — B-PAC caps every step for the range $B/\pi$, online
+# G-PAC for $B$ while a group still always thinks (every item is then observed in full) and for
+# $B/\pi_t$ only once the group routes — and the **bet**: aGRAPA alone against the mixture of
+# aGRAPA and a constant bet. (Online G-PAC also updates its thresholds only once per block of
+# `every` items, B-PAC after every item, which favours B-PAC.) The last cell of §4 runs online
+# G-PAC with B-PAC's own bet, which separates the two. The fixed-rate mode has the mixture bet but
+# no free labels — range $B/\pi$ at every step and a paid label for every item it observes — and
+# answers fewer items without a thinking call than B-PAC, the free-label mode more (asserted in
+# §4): online G-PAC's bets need the free labels to come out ahead. Offline G-PAC given the same
+# paid labels up front is the reference for what a one-off calibration buys — without a guarantee
+# at every moment and without any reaction to drift.
+
+
+# %% [markdown]
+# ## Check yourself
+#
+# Questions on this lesson: click an answer to see whether it is right, and why. They live in
+# `notebooks/questions/33_online_gpac.json` (rendered by jupyterquiz); the lecture slides show them too.
+
+# %% tags=["remove-input"]
+from jupyterquiz import display_quiz
+
+from gpac_utils.workflow.paths import NOTEBOOKS
+
+display_quiz(str(NOTEBOOKS / "questions" / "33_online_gpac.json"), shuffle_answers=False)

@@ -14,6 +14,7 @@ import statistics
 
 import pandas as pd
 import pytest
+import yaml
 
 from gpac_utils.workflow.paths import REPO_ROOT
 
@@ -236,9 +237,13 @@ def test_results_proposition_check():
     fixed = check.loc["fixed partition (proof step): grouped >= marginal"]
     assert_quoted(
         "docs/results.md",
-        f"over {thousands(int(fixed['cases']))} random heterogeneous populations with a fixed partition G-PAC beat "
-        f"marginal PAC in only {pct(fixed['share_holding'])} %",
+        f"in {thousands(int(fixed['cases']))} cases ({thousands(int(fixed['cases']) // 3)} random heterogeneous "
+        f"populations × 3 tolerances) with a fixed partition G-PAC routed at least as much as marginal PAC in only "
+        f"{pct(fixed['share_holding'])} %",
     )
+    # the scan's size: its populations times its tolerances (notebooks/config/10_oracle_partition.yaml)
+    spec = yaml.safe_load((REPO_ROOT / "notebooks" / "config" / "10_oracle_partition.yaml").read_text())["common"]
+    assert int(fixed["cases"]) == spec["n_random"] * len(spec["prop_eps"]) and len(spec["prop_eps"]) == 3
     # What does hold: the corrected statement and equality, in every population.
     assert check.loc["corrected: grouped >= common valid threshold", "share_holding"] == 1
     assert check.loc["equality: grouped == marginal", "share_holding"] == 1
@@ -341,3 +346,21 @@ def test_results_trial_count():
     trials = table("01_results_known")["Trials"]
     assert (trials == trials.iloc[0]).all()
     assert_quoted("docs/results.md", f"the share of the {trials.iloc[0]} trials in which that group's risk")
+
+
+# --- docs/teaching.md: the numbers of the prerequisites, from their formulas -----------------------------
+
+
+def test_teaching_prerequisite_numbers():
+    import math
+
+    from scipy.stats import norm
+
+    eps = alpha = 0.05
+    kl_form = math.ceil(math.log(alpha) / math.log(1 - eps))  # zero losses: (1 - eps)^n <= alpha (notebook 32)
+    sub_gaussian = math.ceil(math.log(1 / alpha) / (2 * eps**2))  # exp(-2 n eps^2) <= alpha
+    assert_quoted("docs/teaching.md", f"({kl_form} against {sub_gaussian} labels before anything certifies")
+    miss = norm.cdf(-norm.ppf(1 - alpha) / math.sqrt(2))  # the resampled CLT bound's large-n miss rate (notebook 13)
+    assert_quoted(
+        "docs/teaching.md", f"misses about {round(100 * miss)} % of calibrations instead of {100 * alpha:g} %"
+    )

@@ -7,20 +7,18 @@ import yaml
 from gpac_utils.workflow.paths import REPO_ROOT
 
 
-def test_environment_yml_installs_the_package_from_pyproject():
+def test_environment_yml_installs_the_locked_pins():
     env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     deps = env["dependencies"]
     python = [d for d in deps if isinstance(d, str) and d.startswith("python")]
-    assert python == ["python=3.11"]
+    assert python == ["python=3.11"]  # the locks are for CPython 3.11 (workflow/scripts/lock.py)
     assert project["requires-python"] == ">=3.11"
     assert "pip" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
-    assert len(pip) == 1 and pip[0].startswith("-e .[")
-    extras = pip[0][len("-e .[") : -1].split(",")
-    assert set(extras) <= set(project["optional-dependencies"])
-    assert {"notebooks", "test"} <= set(extras)
-    # Nothing else: every dependency is declared once, in pyproject.toml.
+    # The same pins as `make venv`: the lock generated from pyproject.toml, nothing typed here.
+    assert pip == ["-r requirements/venv.lock"]
+    assert (REPO_ROOT / "requirements" / "venv.lock").is_file()
     assert all(isinstance(d, str) and d.split("=")[0] in ("python", "pip") for d in deps if not isinstance(d, dict))
 
 

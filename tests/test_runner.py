@@ -223,7 +223,8 @@ def test_make_lab_opens_the_repository_root_with_py_notebooks_as_notebooks():
     text = (REPO_ROOT / "Makefile").read_text()
     lab = text[text.index("\nlab:") :].split("\n\n")[0]
     assert "--ServerApp.root_dir=$(CURDIR)" in lab and "notebooks" not in lab.split("root_dir=$(CURDIR)")[1]
-    assert '"defaultViewers": {"python": "Jupytext Notebook"}' in lab
+    # the viewer setting: jupyter/lab-overrides.json, installed by make venv (tests/test_jupyterlab.py)
+    assert "$(INSTALL_LAB_SETTINGS)" in lab
 
 
 # ------------------------------------------------------------------ executions (one kernel each)

@@ -20,10 +20,16 @@ Overrides that are ``None`` are ignored, so a parameter left at ``None`` keeps t
 value; a key that the file does not define is refused with the list of known keys. Loading a
 configuration also records its profile for :func:`gpac_utils.workflow.paths.figures_dir`, so a
 notebook run on any profile but ``paper`` writes under ``build/<profile>/`` whatever command ran it.
+
+A class chooses the profile of every notebook in one place: the environment variable
+``GPAC_PROFILE`` (:data:`PROFILE_ENV`), when set, is the profile :func:`load` uses whatever the
+parameters cell says (``GPAC_PROFILE=fast .venv/bin/jupyter lab``). The runner sets it to the
+profile it runs, so ``make reproduce`` and the tests are never changed by a value left in a shell.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,8 @@ from .paths import NOTEBOOKS, set_profile
 
 PROFILES = ("fast", "paper")
 CONFIG_DIR = NOTEBOOKS / "config"
+#: The environment variable that, when set, decides the profile of every :func:`load`.
+PROFILE_ENV = "GPAC_PROFILE"
 
 
 class ConfigError(ValueError):
@@ -105,7 +113,8 @@ def load(notebook: str, profile: str = "paper", folder: Path | None = None, **ov
     notebook : str
         Notebook stem, e.g. ``"21_table_known_groups"``.
     profile : str, default "paper"
-        A profile of the file (``fast`` or ``paper``).
+        A profile of the file (``fast`` or ``paper``); the environment variable ``GPAC_PROFILE``,
+        when set and not empty, takes its place.
     folder : Path, optional
         Where the config files live (default ``notebooks/config``).
     **overrides
@@ -116,6 +125,11 @@ def load(notebook: str, profile: str = "paper", folder: Path | None = None, **ov
     Config
     """
     raw = read_config(notebook, folder)
+    chosen = os.environ.get(PROFILE_ENV, "").strip()
+    if chosen:
+        if chosen not in raw["profiles"]:
+            raise ConfigError(f"{PROFILE_ENV}: unknown profile {chosen!r}; choose one of {sorted(raw['profiles'])}")
+        profile = chosen
     if profile not in raw["profiles"]:
         raise ConfigError(f"profile: unknown {profile!r} for {notebook}; choose one of {sorted(raw['profiles'])}")
     values = {**raw["common"], **(raw["profiles"][profile] or {})}

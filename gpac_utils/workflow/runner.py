@@ -39,7 +39,7 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 from papermill.translators import PythonTranslator
 
-from .config import PROFILES, ConfigError, read_config
+from .config import PROFILE_ENV, PROFILES, ConfigError, read_config
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
 
 #: Per-cell timeout (seconds) by profile when none is given.
@@ -169,6 +169,7 @@ def run_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{path.stem}.ipynb"
     env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
+    env[PROFILE_ENV] = profile  # the kernel's config.load follows the run, not a GPAC_PROFILE left in a shell
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:
             papermill.execute_notebook(

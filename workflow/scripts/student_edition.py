@@ -1,9 +1,11 @@
-"""The student edition of the lesson notebooks: every cell tagged ``solution`` removed (``make student``).
+"""The student edition of every notebook with exercises: every cell tagged ``solution`` removed (``make student``).
 
     python workflow/scripts/student_edition.py [--out build/student] [NOTEBOOK ...]
 
-writes ``build/student/NN_name.ipynb`` for each lesson notebook (default: :data:`LESSONS` that
-exist), unexecuted, ready to hand out. The convention (docs/teaching.md): an exercise is a markdown
+writes ``build/student/NN_name.ipynb`` for each notebook (default: every ``notebooks/NN_name.py``
+holding an exercise, found by :func:`with_exercises` in the notebooks themselves: the lessons and
+any other notebook a session assigns, such as 21), unexecuted, ready to hand out. The convention
+(docs/teaching.md): an exercise is a markdown
 cell holding a sphinx-exercise ``{exercise}`` directive with a ``:label:``; its solution is the run
 of cells from the markdown cell that opens with ``{solution-start} <label>`` to the markdown cell
 holding ``{solution-end}`` (a solution in prose only: one markdown cell holding a ``{solution} <label>``
@@ -11,8 +13,12 @@ directive), and every cell of that run carries the cell tag ``solution``
 (``# %% [markdown] tags=["solution"]``, ``# %% tags=["solution"]``). Here the tagged cells go, as
 nbconvert's ``TagRemovePreprocessor`` with ``remove_cell_tags={"solution"}`` would remove them, and
 each removed run becomes one empty code cell under "Your solution"; the exercise directive becomes
-plain markdown ("**Exercise.**"), which JupyterLab renders. A solution marker outside a tagged cell,
-or a tagged cell outside a solution, is an error: the edition must never leak a solution.
+plain markdown numbered in the notebook's order ("**Exercise 2.**"), which JupyterLab renders with or
+without jupyterlab-myst, and every ``{ref}`` to an exercise label (whose target is gone with the
+directive) becomes that number ("Exercise 2", or the reference's own text). A solution marker
+outside a tagged cell, a tagged cell outside a solution, or kept prose referring to a label that
+only a removed solution defines, is an error: the edition must never leak a solution nor leave a
+dangling reference.
 """
 
 from __future__ import annotations
@@ -27,29 +33,39 @@ import nbformat
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
-#: The lesson notebooks (issue 25): the ones a course hands out.
-LESSONS = ("00", "10", "11", "12", "13", "31", "32", "33")
 TAG = "solution"
 _DIRECTIVE = re.compile(r"^(?::::+|```+)\{exercise\}.*$")
 _OPTION = re.compile(r"^:(?:label|class|nonumber|hidden):.*$")
+#: An exercise's label: the ``:label:`` option right under its directive.
+_EXERCISE_LABEL = re.compile(r"^(?::::+|```+)\{exercise\}[^\n]*\n:label: (\S+)", re.MULTILINE)
+#: A label defined in a cell: a directive's ``:label:`` option or a MyST target ``(name)=``.
+_LABEL = re.compile(r"^:label: (\S+)|^\(([\w.-]+)\)=\s*$", re.MULTILINE)
+#: A MyST reference, ``{ref}`label``` or ``{ref}`text <label>```, with the word "exercise" before it if any.
+_REF = re.compile(r"(\b[Ee]xercise\s+)?\{ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`<>]+))`")
 
 
 class EditionError(ValueError):
     """A notebook whose solution markup is inconsistent (a solution would leak or be lost)."""
 
 
-def lessons(folder: Path = NOTEBOOKS) -> list[Path]:
-    """The lesson notebooks that exist, in number order."""
-    return sorted(path for path in folder.glob("[0-9][0-9]_*.py") if path.name[:2] in LESSONS)
+def exercise_labels(path: Path) -> list[str]:
+    """The labels of the exercises of the notebook at ``path``, in order."""
+    cells = jupytext.read(path).cells
+    return [label for cell in cells if cell.cell_type == "markdown" for label in _EXERCISE_LABEL.findall(cell.source)]
 
 
-def _plain_exercise(source: str) -> str:
-    """A sphinx-exercise ``{exercise}`` directive as plain markdown for JupyterLab."""
+def with_exercises(folder: Path = NOTEBOOKS) -> list[Path]:
+    """The notebooks ``NN_name.py`` of ``folder`` that hold at least one exercise, in number order."""
+    return [path for path in sorted(folder.glob("[0-9][0-9]_*.py")) if exercise_labels(path)]
+
+
+def _plain_exercise(source: str, number: int) -> str:
+    """A sphinx-exercise ``{exercise}`` directive as plain markdown for JupyterLab: "**Exercise <number>.**"."""
     lines, out, inside = source.split("\n"), [], False
     for line in lines:
         if _DIRECTIVE.match(line):
             inside = True
-            out.append("**Exercise.**")
+            out.append(f"**Exercise {number}.**")
         elif inside and _OPTION.match(line):
             continue
         elif inside and re.fullmatch(r":::+|```+", line.strip()):
@@ -59,10 +75,25 @@ def _plain_exercise(source: str) -> str:
     return "\n".join(out)
 
 
+def _resolve_refs(source: str, numbers: dict[str, int], removed: set[str], name: str) -> str:
+    """``source`` with each ``{ref}`` to an exercise label written as its number (see the module docstring)."""
+
+    def plain(match: re.Match) -> str:
+        text, label = (match[2], match[3]) if match[3] else (None, match[4].strip())
+        if label in numbers:  # "exercise {ref}`ex-a`" reads "Exercise 2", not "exercise Exercise 2"
+            return (match[1] or "") + text if text else f"Exercise {numbers[label]}"
+        if label in removed:
+            raise EditionError(f"{name}: a kept cell refers to {label!r}, which only a removed solution defines")
+        return match[0]
+
+    return _REF.sub(plain, source)
+
+
 def student_notebook(path: Path) -> nbformat.NotebookNode:
     """The notebook at ``path`` with its solutions removed (see the module docstring)."""
     nb = jupytext.read(path)
-    cells, inside = [], False
+    numbers = {label: k for k, label in enumerate(exercise_labels(path), start=1)}
+    cells, inside, removed, n_seen = [], False, set(), 0
     for index, cell in enumerate(nb.cells):
         tagged = TAG in cell.metadata.get("tags", [])
         whole = "{solution}" in cell.source  # a solution in prose only: one directive, one cell
@@ -81,24 +112,32 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
             ]
         if tagged and ends:
             inside = False
-        if not tagged:
+        if tagged:
+            removed.update(a or b for a, b in _LABEL.findall(cell.source) if cell.cell_type == "markdown")
+        else:
             if cell.cell_type == "markdown" and "{exercise}" in cell.source:
-                cell.source = _plain_exercise(cell.source)
+                n_seen += 1
+                cell.source = _plain_exercise(cell.source, n_seen)
             cells.append(cell)
     if inside:
         raise EditionError(f"{path.name}: a solution-start without its solution-end")
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            cell.source = _resolve_refs(cell.source, numbers, removed - set(numbers), path.name)
     nb.cells = cells
     return nb
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="student_edition.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("notebooks", nargs="*", type=Path, help="notebooks/NN_name.py (default: the lessons)")
+    ap.add_argument(
+        "notebooks", nargs="*", type=Path, help="notebooks/NN_name.py (default: every notebook with exercises)"
+    )
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "student")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     try:
-        for path in args.notebooks or lessons():
+        for path in args.notebooks or with_exercises():
             out = args.out / f"{path.stem}.ipynb"
             nbformat.write(student_notebook(path), out)
             print(f"wrote {out}")

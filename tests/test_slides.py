@@ -1,0 +1,178 @@
+"""The lecture slides (``make slides``, workflow/scripts/slides.py), built and read in Chromium.
+
+The decks are built into a scratch folder from the notebooks' ``slideshow`` cell metadata and the
+sessions of docs/teaching.md, then Playwright drives Debian's Chromium (``/usr/bin/chromium``, no
+browser download) over them on loopback, as tests/test_book.py does for the book: each deck has the
+slide count the build reports (reveal.js counts them), MathJax renders its math without an error,
+every image loads, and no slide's content is taller than the slide. A screenshot of the first
+slide of each lecture part goes to ``build/slides-test/``. The teaching page links every deck with
+its slide and question counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import threading
+
+import pytest
+
+from gpac_utils.workflow.paths import BUILD, REPO_ROOT
+
+SCRIPT = REPO_ROOT / "workflow" / "scripts" / "slides.py"
+SCREENSHOTS = BUILD / "slides-test"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+spec = importlib.util.spec_from_file_location("slides", SCRIPT)
+slides = importlib.util.module_from_spec(spec)
+sys.modules["slides"] = slides  # its dataclasses look their module up
+spec.loader.exec_module(slides)
+
+
+def test_sessions_come_from_the_teaching_page():
+    sessions = slides.sessions()
+    assert [s.number for s in sessions] == [1, 2, 3]
+    lectures = {s.number: [p.notebook for p in s.parts] for s in sessions}
+    assert lectures[1] == ["00_quickstart", "10_oracle_partition"], lectures
+    assert set(lectures[2]) >= {"11_partition_gap", "12_finite_sample", "13_validity_audit"}, lectures
+    assert lectures[3] == ["31_realdata_case_study", "32_label_budget", "33_online_gpac"], lectures
+
+
+def test_a_slide_keeps_headings_lists_and_math_not_prose():
+    source = (
+        "## 1. Routing\n\nA paragraph of prose only.\n\n$$\\hat f(x) = 1$$\n\nThe risk $R(u)$ it controls.\n\n"
+        "- a {term}`risk` bullet\n- another {ref}`text <label>`\n\n(target)=\nMore prose."
+    )
+    text = slides.slide_markdown(source, "unused")
+    shown = "$$\\hat f(x) = 1$$\n\nThe risk $R(u)$ it controls.\n\n- a risk bullet\n- another text"
+    assert text == f"## 1. Routing\n\n{shown}"
+    assert slides.slide_markdown("Prose with $x$.", "Section") == "## Section\n\nProse with $x$."
+    assert slides.slide_markdown("**Aims.** You can\n- a", "S") == "## Aims\n\nYou can\n- a"
+    assert slides.slide_markdown("Long prose with $x$ " * 20 + "\n\n- item", "S") == "## S\n\n- item"
+    assert slides.slide_markdown("## A\n\n- a\n\n## B\n\n- b", "S") == "## A\n\n- a"
+
+
+def test_every_lecture_part_has_formulas_or_figures_and_questions():
+    for session in slides.sessions():
+        for part in session.parts:
+            cells = slides.notebook_slides(part.notebook)
+            assert len(cells) >= 3, (part.notebook, len(cells))
+            shown = "\n".join(c.source for c in cells)
+            assert "$" in shown or "](figures/" in shown, part.notebook
+            assert len(slides.question_slides(part.notebook)) >= 2, part.notebook
+
+
+def test_a_marked_cell_with_nothing_to_show_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "99_x.py").write_text(
+        '# %% [markdown] slideshow={"slide_type": "slide"}\n# ## Title\n#\n# Prose only.\n\n'
+        '# %% slideshow={"slide_type": "slide"}\nx = 1\n'
+    )
+    monkeypatch.setattr(slides, "NOTEBOOKS", tmp_path)
+    with pytest.raises(slides.SlidesError, match=r"99_x.py: cell 0 is marked for slides but has no list or math"):
+        slides.notebook_slides("99_x")
+    (tmp_path / "99_x.py").write_text('# %% slideshow={"slide_type": "slide"}\nx = 1\n')
+    with pytest.raises(slides.SlidesError, match=r"code cell 0 is marked for slides but writes no committed figure"):
+        slides.notebook_slides("99_x")
+
+
+@pytest.fixture(scope="module")
+def decks(tmp_path_factory):
+    """The decks built into a scratch folder: (folder, slide count per deck)."""
+    for what, path in (("reveal.js", slides.REVEAL), ("MathJax", slides.MATHJAX)):
+        if not path.is_dir():
+            pytest.skip(f"no local {what}: `make slides` installs it with npm ci; npm is missing here")
+    out = tmp_path_factory.mktemp("slides")
+    counts = slides.build(out)
+    assert json.loads((out / "slides.json").read_text()) == counts
+    return out, counts
+
+
+def test_the_decks_are_offline(decks):
+    out, counts = decks
+    for name in counts:
+        html = (out / f"{name}.html").read_text()
+        remote = re.findall(r"""(?:src|href)=["'](https?:[^"']+)""", html)
+        assert remote == [], (name, remote)
+        assert 'src="reveal.js/dist/reveal.js"' in html and 'src="mathjax/tex-mml-chtml.js"' in html
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def served(decks):
+    out, counts = decks
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", counts
+    server.shutdown()
+
+
+@pytest.fixture
+def page():
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no Chromium: `make test` installs Debian's chromium (apt-get, needs root); not here")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        yield browser.new_page(viewport={"width": 1280, "height": 900})
+        browser.close()
+
+
+@pytest.mark.slow
+def test_every_deck_renders_in_a_browser(served, page):
+    url, counts = served
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    errors, too_tall = [], []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    for name, expected in counts.items():
+        page.goto(f"{url}/{name}.html")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        math = page.evaluate(
+            """() => MathJax.startup.promise.then(() => ({
+                   rendered: document.querySelectorAll('.reveal mjx-container').length,
+                   errors: document.querySelectorAll('mjx-merror').length}))"""
+        )
+        assert page.evaluate("() => Reveal.getTotalSlides()") == expected, name
+        assert math["rendered"] > 0 and math["errors"] == 0, (name, math)
+        images = page.evaluate(
+            """() => Promise.all(Array.from(document.querySelectorAll('.reveal img')).map(img =>
+                   img.decode().then(() => 0, () => 0).then(() => ({src: img.getAttribute('src'),
+                                                                    width: img.naturalWidth}))))"""
+        )
+        assert images and all(img["width"] > 0 for img in images), (name, images)
+        # Every slide fits: its content is no taller than the deck's slide height (measured on the
+        # current slide, which reveal.js lays out); the first slide of each part is photographed.
+        heights = page.evaluate(
+            """() => Array.from({length: Reveal.getTotalSlides()}, (_, i) => {
+                   Reveal.slide(i);
+                   const s = Reveal.getCurrentSlide();
+                   return [s.scrollHeight, s.querySelector('h1') !== null];
+               })"""
+        )
+        height = page.evaluate("() => Reveal.getConfig().height")
+        too_tall += [f"{name} slide {i + 1}: {h}px" for i, (h, _) in enumerate(heights) if h > height + 2]
+        for index in [i for i, (_, title) in enumerate(heights) if title][1:]:
+            page.evaluate(f"() => Reveal.slide({index + 1})")
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-{index + 2:02d}.png"))
+    assert too_tall == [], f"slides taller than the deck's 700 px: {too_tall}"
+    assert errors == [], errors
+
+
+def test_the_teaching_page_links_every_deck_with_its_counts(decks):
+    _, counts = decks
+    text = slides.TEACHING.read_text()
+    rows = re.findall(r'^\| (\d+) \| <a href="(session-\d+\.html)">[^<]+</a> \| (\d+) \| (\d+) \|$', text, re.M)
+    assert [r[1] for r in rows] == [f"{name}.html" for name in counts], rows
+    for (number, page, n_slides, n_questions), session in zip(rows, slides.sessions(), strict=True):
+        assert (int(number), int(n_slides)) == (session.number, counts[session.name]), page
+        assert int(n_questions) == sum(len(slides.questions(p.notebook)) for p in session.parts), page

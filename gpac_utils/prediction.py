@@ -23,16 +23,16 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
-* ``pilot_model="bootstrap"`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
+* ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the
   low scores are loss-free.
-* ``pilot_uncertainty=True`` (default) draws each resample from a **Bayesian bootstrap** of the
+* ``PilotModel(uncertainty=True)`` (default) draws each resample from a **Bayesian bootstrap** of the
   pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per resample), so the band
   also reflects how little a small pilot says about the population, not only the calibration
   noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
   and is too narrow for small pilots.
-* ``pilot_model="smoothed"`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
+* ``PilotModel(kind="smoothed")`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
   items, and always when the pilot has no group labels) draws the scores from the group's
   unlabelled scores and each loss from pilot items in the same score bin: from the group's own
   pilot items with probability ``m_gb / (m_gb + shrinkage)``, else from the pooled pilot. This
@@ -324,7 +324,7 @@ def predict(
     pilot_scores, pilot_losses : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
-        Group of each pilot item; ``None``: a pooled pilot (``pilot_model`` becomes ``smoothed`` and
+        Group of each pilot item; ``None``: a pooled pilot (the pilot model becomes ``smoothed`` and
         every group borrows the pooled loss-given-score).
     settings : Settings, optional
         How each group is calibrated (:class:`~gpac_utils.settings.Settings`, as for
@@ -431,7 +431,7 @@ def predict(
         elif pilot_model == "auto":
             use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
         if use == "bootstrap" and pilot_sizes[name] == 0:
-            raise ValueError(f"pilot_model: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+            raise ValueError(f"pilot: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
         pilot_models[name] = use
         shrink = math.inf if pooled else float(shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other

@@ -93,11 +93,12 @@ def main():
             if groups > 1 and n < 100 * 30:
                 continue
             u, loss, g = population(n, groups)
-            for bound, kind in bounds.BOUNDS.items():
-                if bound == "wsr" and n == 1_000_000 and groups == 100:
+            for bound, entry in bounds.BOUNDS.items():
+                kind = entry.kind
+                if entry.sequential and n == 1_000_000 and groups == 100:
                     rows.append((n, groups, bound, kind, float("nan")))
                     continue
-                sampling = "resample" if kind == "paper" else "bernoulli"
+                sampling = "resample" if not entry.valid else "bernoulli"
                 kw = dict(eps=0.05, alpha=0.05, recipe=Recipe(bound, sampling, 0.5))
                 fn = (
                     functools.partial(PAC(**kw).fit, u, loss)

@@ -6,27 +6,31 @@ probability ``1 - alpha``.
 
 The core (this package's top-level modules) imports nothing from its three sub-packages:
 
-==============  ==========================================================================
-core module     what it owns
-==============  ==========================================================================
-data            the per-item table schema: validation, one reader and writer by suffix
-recipe          the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
-bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
-wsr             the WSR climb: betting capital, predictable bets, the Newton climb to the bound
-wsr_fast        the fast path of the wsr bound (bit for bit the plain climb of ``wsr.wsr_upper``)
-sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
-selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
-partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
-calibrate       the PAC, GPAC and CPAC calibrators
-online          online G-PAC: per-group thresholds certified by betting on a stream
-online_streams  online G-PAC, B-PAC and offline G-PAC over many seeded streams (the comparisons)
-metrics         Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
-experiment      repeated calibration/test splits over methods x scores x recipes
-prediction      label planning: each group's routed share per number of labels, from a pilot
-allocation      label planning: the exact DP allocation of a label budget across groups
-checks          parameter checks with one-line errors
-cli             ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
-==============  ==========================================================================
+==================  ==========================================================================
+core module         what it owns
+==================  ==========================================================================
+registry            the registry mechanism: a name maps to an entry that carries its properties
+data                the per-item table schema: validation, one reader and writer by suffix
+scores              registries of the score columns (role, STP cost form) and the generation roles
+recipe              the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
+settings            the calibrator settings, declared once; the alpha corrections across groups
+bounds              upper confidence bounds on R(u) = E[loss 1{U <= u}]; the registry of bounds
+bound_references    each bound computed directly at one threshold: what the tests compare against
+wsr                 the WSR climb: betting capital, predictable bets, the Newton climb to the bound
+wsr_fast            the fast path of the wsr bound (bit for bit the plain climb of ``wsr.wsr_upper``)
+sampling            expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
+selection           candidate thresholds and selection rules (``first-crossing``, ``max``)
+partition           learned partitions of the score axis (exact 1-D k-means, quantile bins)
+calibrate           the PAC, GPAC and CPAC calibrators; their registry
+online              online G-PAC: per-group thresholds certified by betting on a stream; labelling modes
+online_streams      online G-PAC, B-PAC and offline G-PAC over many seeded streams (the comparisons)
+metrics             Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
+experiment          repeated calibration/test splits over methods x scores x recipes
+prediction          label planning: each group's routed share per number of labels, from a pilot
+allocation          label planning: the exact DP allocation of a label budget across groups
+checks              parameter checks with one-line errors
+cli                 ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
+==================  ==========================================================================
 
 Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),
 :mod:`gpac_utils.llm` (generation, grading, scoring, benchmarks) and
@@ -50,6 +54,7 @@ from .data import SchemaError, read_table, validate, write_table
 from .experiment import ExperimentConfig, run_experiment, summarize
 from .partition import Partition, ScorePartitioner
 from .recipe import PAPER, RECIPES, VALID, VALID_BERNOULLI, Recipe
+from .settings import Settings
 
 __version__ = "0.2.0"
 
@@ -76,4 +81,5 @@ __all__ = [
     "VALID",
     "VALID_BERNOULLI",
     "Recipe",
+    "Settings",
 ]

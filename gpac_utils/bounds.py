@@ -4,7 +4,13 @@ Every bound takes the per-sample terms ``z`` (in ``[0, term_range]``) with their
 returns, for *all* candidate thresholds at once, an upper confidence bound at level
 ``1 - alpha``. Inputs may carry leading batch dimensions (many calibrations at once).
 
-Two families, named in :data:`BOUNDS`:
+Every bound is an entry of the registry :data:`BOUNDS` (a :class:`Bound`), which carries its
+properties: whether it is finite-sample ``valid``, ``sequential`` (order-dependent), needs
+``binary_terms``, is ``monotone`` in each term, its function and the independent ``reference``
+(:mod:`gpac_utils.bound_references`) it is tested against. Callers ask the entry; a new bound is
+one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``).
+
+Two families:
 
 ``paper`` — what the paper uses (App. A):
     * ``clt`` — Algorithm 1: :math:`\hat\mu + z_{1-\alpha}\hat\sigma/\sqrt m` (asymptotic only);
@@ -20,7 +26,7 @@ Two families, named in :data:`BOUNDS`:
       per calibration by the plain path here and by the bit-identical fast path :mod:`gpac_utils.wsr_fast`;
     * ``clopper_pearson`` — exact binomial bound; only when every ``z / term_range`` is 0 or 1.
 
-The bounds that depend on the data only through prefix sums (all but ``wsr``) are computed
+The bounds that depend on the data only through prefix sums (the non-``sequential`` ones) are computed
 from cumulative sums over the score-sorted sample: ``O(m log m + K log m)`` per calibration, and
 the inversions run once per *distinct* prefix sum.
 """
@@ -28,19 +34,16 @@ the inversions run once per *distinct* prefix sum.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
-from . import wsr, wsr_fast
+from . import bound_references, wsr, wsr_fast
+from .registry import Registry, removed
 
-PAPER_BOUNDS = ("clt", "hoeffding")
-VALID_BOUNDS = ("hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson")
-#: Every bound by kind: "paper" (as the paper uses it) or "valid" (a finite-sample guarantee).
-BOUNDS: dict[str, str] = dict.fromkeys(PAPER_BOUNDS, "paper") | dict.fromkeys(VALID_BOUNDS, "valid")
-#: Bounds whose value can only grow when items are added to the thresholded set, so that any
-#: (even data-dependent) candidate grid keeps first-crossing selection exactly valid.
-MONOTONE_BOUNDS = ("hoeffding", "hoeffding_bentkus", "clopper_pearson")
+__all__ = ["Bound", "BOUNDS", "prefix_sums", "ucb", "ucb_many"]
 
 
 def _as_batch(z, scores, candidates):
@@ -190,15 +193,6 @@ def _clopper_pearson(s1, s2, m, alpha, term_range):
     return term_range * _unique_apply(np.rint(s1 / term_range), lambda k: _binomial_upper(k, m, alpha))
 
 
-_FROM_SUMS = {
-    "clt": _clt,
-    "hoeffding": _hoeffding,
-    "hoeffding_bentkus": _hoeffding_bentkus,
-    "empirical_bernstein": _empirical_bernstein,
-    "clopper_pearson": _clopper_pearson,
-}
-
-
 # --- betting (WSR) ---------------------------------------------------------------------------
 
 
@@ -213,6 +207,113 @@ def _wsr(z, scores, cand, alpha, term_range):
         xk = np.where(scores[b] <= cand[b][:, None], x[b], 0.0)  # (K, m): one row per candidate
         out[b] = wsr.wsr_upper(xk, alpha)
     return term_range * out
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An upper confidence bound on ``E[Z 1{U <= c}]`` and what it is.
+
+    Parameters
+    ----------
+    name : str
+        Its name (``Recipe(bound=name)``, ``--bound name``).
+    function : callable
+        A non-``sequential`` bound gets the prefix sums, ``function(s1, s2, m, alpha, term_range)``
+        with ``s1``, ``s2`` of shape ``(B, K)`` (:func:`prefix_sums`); a ``sequential`` one gets the
+        terms in their order, ``function(z, scores, candidates, alpha, term_range)`` of shapes
+        ``(B, m)``, ``(B, m)``, ``(B, K)``. Both return the bound, shape ``(B, K)``; ``term_range``
+        is a float or an array of shape ``(B, 1)``.
+    valid : bool
+        A finite-sample guarantee for i.i.d. terms (``False``: as the paper uses it, asymptotic).
+    reference : callable
+        An independent computation at one candidate, ``reference(x, alpha, R)`` on the thresholded
+        terms ``x`` (:mod:`gpac_utils.bound_references`); the tests compare ``function`` to it.
+    citation : str
+        Where the bound comes from.
+    sequential : bool, default False
+        Order-dependent (a betting bound): the labels are shuffled before it sees them, and
+        ``candidates="auto"`` gives it a fixed grid (its cost grows with the grid).
+    monotone : bool, default False
+        Non-decreasing in every term, so that any (even data-dependent) candidate grid keeps
+        first-crossing selection exactly valid.
+    binary_terms : bool, default False
+        Needs every ``z / term_range`` to be 0 or 1.
+    tolerance : float, default 1e-10
+        Relative agreement with ``reference`` that the tests ask for.
+    """
+
+    name: str
+    function: Callable
+    valid: bool
+    reference: Callable
+    citation: str
+    sequential: bool = False
+    monotone: bool = False
+    binary_terms: bool = False
+    tolerance: float = 1e-10
+
+    @property
+    def kind(self) -> str:
+        """``"valid"`` (finite-sample guarantee) or ``"paper"`` (as the paper uses it)."""
+        return "valid" if self.valid else "paper"
+
+
+#: Every bound, by name. The fast path of ``wsr`` (:mod:`gpac_utils.wsr_fast`) is bit for bit
+#: the plain climb ``_wsr``, which is too slow for the audits and n = 1e6.
+BOUNDS: Registry[Bound] = Registry(
+    "bound",
+    [
+        Bound("clt", _clt, False, bound_references.clt_reference, "paper, Algorithm 1 (asymptotic)"),
+        Bound("hoeffding", _hoeffding, False, bound_references.hoeffding_reference, "paper, App. A", monotone=True),
+        Bound(
+            "hoeffding_bentkus",
+            _hoeffding_bentkus,
+            True,
+            bound_references.hoeffding_bentkus_reference,
+            "Bates et al. (2021), RCPS",
+            monotone=True,
+            tolerance=2e-5,
+        ),
+        Bound(
+            "empirical_bernstein",
+            _empirical_bernstein,
+            True,
+            bound_references.empirical_bernstein_reference,
+            "Maurer & Pontil (2009), Theorem 4",
+        ),
+        Bound(
+            "wsr",
+            wsr_fast.wsr,
+            True,
+            bound_references.wsr_reference,
+            "Waudby-Smith & Ramdas (2023)",
+            sequential=True,
+            tolerance=1e-6,
+        ),
+        Bound(
+            "clopper_pearson",
+            _clopper_pearson,
+            True,
+            bound_references.clopper_pearson_reference,
+            "Clopper & Pearson (1934)",
+            monotone=True,
+            binary_terms=True,
+        ),
+    ],
+)
+
+__getattr__ = removed(
+    __name__,
+    {
+        "PAPER_BOUNDS": "BOUNDS.names(valid=False)",
+        "VALID_BOUNDS": "BOUNDS.names(valid=True)",
+        "MONOTONE_BOUNDS": "BOUNDS.names(monotone=True)",
+        "_FROM_SUMS": "BOUNDS[name].function",
+    },
+)
 
 
 # --- public entry point ----------------------------------------------------------------------
@@ -247,7 +348,7 @@ def ucb(bound: str, z, scores, candidates, alpha: float, term_range: float) -> n
     ValueError
         For an unknown bound, ``alpha`` outside ``(0, 1)``, mismatched shapes, candidates not
         ascending, a non-positive ``term_range``, terms outside ``[0, term_range]``, or
-        non-binary terms for ``clopper_pearson``.
+        non-binary terms for a bound that needs binary terms (``clopper_pearson``).
     """
     return ucb_many([bound], z, scores, candidates, alpha, term_range)[bound]
 
@@ -256,7 +357,7 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
     """:func:`ucb` of several bounds on the same terms and candidates, sharing the prefix sums.
 
     Each curve is exactly (bit for bit) what :func:`ucb` returns for that bound; the inputs are
-    checked once (``clopper_pearson`` among ``bounds`` checks that the terms are binary).
+    checked once (a ``binary_terms`` bound among ``bounds`` checks that the terms are binary).
 
     Parameters
     ----------
@@ -270,10 +371,7 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
     dict of str to numpy.ndarray
         One curve per bound, shape ``(..., K)``.
     """
-    bounds = list(dict.fromkeys(bounds))
-    for bound in bounds:
-        if bound not in BOUNDS:
-            raise ValueError(f"unknown bound {bound!r}; choose one of {list(BOUNDS)}")
+    entries = [BOUNDS[b] for b in dict.fromkeys(bounds)]  # an unknown name: one line listing the known ones
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     z2, s2d, cand, batch = _as_batch(z, scores, candidates)
@@ -284,22 +382,24 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
     term_range = np.broadcast_to(ranges, batch).reshape(-1, 1) if ranges.ndim else float(ranges)
     if not np.all(np.isfinite(z2)) or z2.min() < 0 or np.any(z2 > term_range * (1 + 1e-12)):
         raise ValueError("z must lie in [0, term_range] and be finite")
-    if "clopper_pearson" in bounds:
+    binary = [b.name for b in entries if b.binary_terms]
+    if binary:
         x = z2 / term_range
         if not np.all((x == 0) | (np.abs(x - 1) <= 1e-12)):
+            others = BOUNDS.names(valid=True, binary_terms=False)
             raise ValueError(
-                "clopper_pearson needs every z / term_range to be 0 or 1 (binary loss "
-                "with a constant sampling weight); use hoeffding_bentkus or wsr otherwise"
+                f"{binary[0]} needs every z / term_range to be 0 or 1 (binary loss "
+                f"with a constant sampling weight); use one of {others} otherwise"
             )
     m = z2.shape[1]
     sums = None
     curves = {}
-    for bound in bounds:
-        if bound == "wsr":  # the fast path: bit for bit _wsr, which is too slow for audits and n = 1e6
-            out = wsr_fast.wsr(z2, s2d, cand, alpha, term_range)
+    for bound in entries:
+        if bound.sequential:  # the terms in their order
+            out = bound.function(z2, s2d, cand, alpha, term_range)
         else:
             if sums is None:
                 sums = prefix_sums(z2, s2d, cand)
-            out = _FROM_SUMS[bound](sums[0], sums[1], m, alpha, term_range)
-        curves[bound] = np.asarray(out, dtype=float).reshape(batch + cand.shape[-1:])
+            out = bound.function(sums[0], sums[1], m, alpha, term_range)
+        curves[bound.name] = np.asarray(out, dtype=float).reshape(batch + cand.shape[-1:])
     return curves

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -36,9 +37,11 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_array, check_int, check_labels, check_range, check_risk
-from .partition import Partition, ScorePartitioner
+from .checks import check_array, check_labels
+from .partition import Partition
 from .recipe import VALID, Recipe, as_recipe
+from .registry import Registry
+from .settings import RENAMED, Settings
 
 __all__ = [
     "ALL",
@@ -51,7 +54,9 @@ __all__ = [
     "PAC",
     "GPAC",
     "CPAC",
-    "METHODS",
+    "Method",
+    "CALIBRATORS",
+    "method",
     "method_class",
     "calibrator",
     "from_json",
@@ -145,8 +150,9 @@ def threshold(
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     probs = recipe.label_prob if label_prob is None else label_prob
-    # Only the sequential wsr bound depends on the order of the terms.
-    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=recipe.bound == "wsr")
+    # Only a sequential bound depends on the order of the terms.
+    shuffle = _bounds.BOUNDS[recipe.bound].sequential
+    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
@@ -263,12 +269,11 @@ class PAC:
     recipe : Recipe or str, default ``"valid"``
         How the threshold is certified (:class:`~gpac_utils.recipe.Recipe`); ``"paper"`` for
         the paper's literal setting.
-    loss_bound : float, default 1.0
-        Upper end of the loss range (2 for the semantic loss ``1 - cos``).
-    min_group_size : int, default 10
-        Groups with fewer calibration items always think.
-    seed : int, default 0
-        Seed of the label sampling (and of C-PAC's split).
+    **options
+        The other settings it reads, :attr:`OPTIONS` (declared once in
+        :class:`~gpac_utils.settings.Settings`): ``loss_bound`` (default 1.0, 2 for the semantic
+        loss ``1 - cos``), ``min_group_size`` (default 10: smaller groups always think) and
+        ``seed`` (default 0: the label sampling).
 
     Attributes
     ----------
@@ -297,36 +302,31 @@ class PAC:
     """
 
     name = "PAC"
+    #: The :class:`~gpac_utils.settings.Settings` fields this calibrator reads (and writes to JSON).
+    OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed")
 
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
-        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
-        self.recipe = as_recipe(recipe)
-        self.min_group_size = check_int("min_group_size", min_group_size, 1)
-        self.seed = check_int("seed", seed, 0)
+    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
+        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings):
+        """An unfitted calibrator with ``settings`` (the fields it does not read are ignored)."""
+        return cls(**{key: getattr(settings, key) for key in cls.OPTIONS})
+
+    eps = property(lambda self: self.config.eps)
+    alpha = property(lambda self: self.config.alpha)
+    recipe = property(lambda self: self.config.recipe)
+    loss_bound = property(lambda self: self.config.loss_bound)
+    min_group_size = property(lambda self: self.config.min_group_size)
+    seed = property(lambda self: self.config.seed)
 
     # -- settings and persistence -------------------------------------------------------------
     @property
     def settings(self) -> dict[str, Any]:
         """Every setting, flat (the recipe's fields included), as written to JSON."""
-        return {
-            "eps": self.eps,
-            "alpha": self.alpha,
-            **self.recipe.to_dict(),
-            "loss_bound": self.loss_bound,
-            "min_group_size": self.min_group_size,
-            "seed": self.seed,
-        }
+        return self.config.to_dict(type(self).OPTIONS)
 
     def to_json(self) -> str:
         """The fitted thresholds and every setting as JSON (``-inf`` written as ``null``)."""
@@ -340,9 +340,12 @@ class PAC:
         }
         return json.dumps(payload, indent=2, sort_keys=True)
 
-    # -- calibration ---------------------------------------------------------------------------
-    simultaneous = False  # G-PAC's Bonferroni option; PAC has one group
+    def _restore(self, payload) -> None:
+        """Set the fitted state of a ``to_json`` payload (:func:`from_json`)."""
+        self.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
+        self.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
 
+    # -- calibration ---------------------------------------------------------------------------
     def calibrate(self, scores, losses, labels, rng) -> PAC:
         """One threshold per distinct label, drawing the label terms from ``rng`` (the step under :meth:`fit`).
 
@@ -363,7 +366,7 @@ class PAC:
         """
         self.thresholds_, self.group_sizes_ = {}, {}
         codes, names = factorize_groups(labels)
-        alpha = self.alpha / len(names) if self.simultaneous else self.alpha
+        alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         for g, idx in zip(names.tolist(), members):
@@ -432,11 +435,13 @@ class GPAC(PAC):
 
     Parameters
     ----------
-    eps, alpha, recipe, loss_bound, min_group_size, seed
+    eps, alpha, recipe
         As for :class:`PAC`.
-    simultaneous : bool, default False
-        Bonferroni: calibrate each of the ``k`` groups at ``alpha / k`` so that the guarantee
-        holds for all groups at once (otherwise it holds for each group separately).
+    **options
+        ``loss_bound``, ``min_group_size``, ``seed`` (as for :class:`PAC`) and ``correction``:
+        ``"bonferroni"`` calibrates each of the ``k`` groups at ``alpha / k`` so that the guarantee
+        holds for all groups at once; ``"none"`` (default) for each group separately
+        (:data:`~gpac_utils.settings.CORRECTIONS`).
 
     Attributes
     ----------
@@ -461,24 +466,7 @@ class GPAC(PAC):
     """
 
     name = "G-PAC"
-
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        simultaneous: bool = False,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
-        super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
-        self.simultaneous = bool(simultaneous)
-
-    @property
-    def settings(self):
-        return {**super().settings, "simultaneous": self.simultaneous}
+    OPTIONS = PAC.OPTIONS + ("correction",)
 
     def _labels(self, scores, groups):
         return group_labels(groups, len(scores))
@@ -489,18 +477,16 @@ class CPAC:
 
     Parameters
     ----------
-    eps, alpha, recipe, loss_bound, min_group_size, seed
+    eps, alpha, recipe
         As for :class:`PAC`.
-    partitioner : ScorePartitioner, optional
-        How groups are learned from the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``.
-    mode : {"split", "joint"}, default "split"
-        ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set
-        and calibrates on the rest (exact per-group validity, Theorem 4.6, part 1); ``"joint"`` uses the
-        same items for both (Theorem 4.6, part 2: an extra ``c * delta`` term).
-    cluster_fraction : float, default 0.5
-        Share of the calibration set used to learn the partition in ``"split"`` mode.
-    simultaneous : bool, default False
-        Bonferroni over the learned groups (see :class:`GPAC`).
+    **options
+        As for :class:`GPAC` (``correction`` over the learned groups), and C-PAC's own
+        (:class:`~gpac_utils.settings.Settings`): ``partitioner`` (how groups are learned from
+        the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``), ``mode``
+        (``"split"``, the default, learns the partition on a random ``cluster_fraction`` of the
+        calibration set and calibrates on the rest: exact per-group validity, Theorem 4.6, part 1;
+        ``"joint"`` uses the same items for both, Theorem 4.6, part 2: an extra ``c * delta`` term)
+        and ``cluster_fraction`` (default 0.5).
 
     Attributes
     ----------
@@ -528,53 +514,28 @@ class CPAC:
     """
 
     name = "C-PAC"
+    OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
 
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = 0.05,
-        recipe: Recipe | str = VALID,
-        *,
-        partitioner: ScorePartitioner | None = None,
-        mode: str = "split",
-        cluster_fraction: float = 0.5,
-        simultaneous: bool = False,
-        loss_bound: float = 1.0,
-        min_group_size: int = 10,
-        seed: int = 0,
-    ):
-        if mode not in ("split", "joint"):
-            raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
-        self.partitioner = partitioner if partitioner is not None else ScorePartitioner()
-        self.mode, self.cluster_fraction = mode, check_range("cluster_fraction", cluster_fraction)
-        self.gpac_ = GPAC(
-            eps,
-            alpha,
-            recipe,
-            simultaneous=simultaneous,
-            loss_bound=loss_bound,
-            min_group_size=min_group_size,
-            seed=seed,
-        )
+    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
+        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
+        self.gpac_ = GPAC.from_settings(self.config)
         self.partition_: Partition | None = None
 
-    # The calibration settings live on the inner G-PAC; C-PAC reads them from there.
-    eps = property(lambda self: self.gpac_.eps)
-    alpha = property(lambda self: self.gpac_.alpha)
-    recipe = property(lambda self: self.gpac_.recipe)
-    seed = property(lambda self: self.gpac_.seed)
+    from_settings = classmethod(PAC.from_settings.__func__)
+    partitioner = property(lambda self: self.config.partitioner)
+    mode = property(lambda self: self.config.mode)
+    cluster_fraction = property(lambda self: self.config.cluster_fraction)
+    # The calibration itself is the inner G-PAC's.
+    eps, alpha, recipe, seed = PAC.eps, PAC.alpha, PAC.recipe, PAC.seed
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
 
-    @property
-    def settings(self) -> dict[str, Any]:
-        return {
-            **self.gpac_.settings,
-            "k": self.partitioner.k,
-            "partition": self.partitioner.algorithm,
-            "mode": self.mode,
-            "cluster_fraction": self.cluster_fraction,
-        }
+    settings = PAC.settings
+
+    def _restore(self, payload) -> None:
+        part = payload["partition"]
+        self.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["algorithm"])
+        self.gpac_._restore(payload)
 
     def to_json(self) -> str:
         """The fitted partition, thresholds and every setting as JSON."""
@@ -631,67 +592,109 @@ class CPAC:
     route = PAC.route  # the same rule: U <= the item's threshold
 
 
-#: The calibrators by their one name (as in tables and JSON).
-METHODS: dict[str, type] = {"PAC": PAC, "G-PAC": GPAC, "C-PAC": CPAC}
+def _settings_for(cls, values) -> Settings:
+    """The :class:`Settings` of ``cls`` from keyword values; an option it does not read is a TypeError."""
+    unknown = [k for k in values if k not in cls.OPTIONS]
+    if unknown:
+        renamed = [RENAMED[k] for k in unknown if k in RENAMED]
+        if renamed:
+            raise TypeError(renamed[0])
+        raise TypeError(f"{cls.__name__}: unknown setting(s) {unknown}; it reads {list(cls.OPTIONS)}")
+    return Settings(**values)
 
 
-def method_class(name: str) -> type:
-    """The calibrator class for a method name; ``"gpac"``, ``"G-PAC"`` and ``"g-pac"`` all work.
+@dataclass(frozen=True)
+class Method:
+    """A calibrator: its class and how the rest of the package treats it.
 
     Parameters
     ----------
     name : str
-        A method name of :data:`METHODS`; case, hyphens, underscores and surrounding spaces are
-        ignored.
+        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``).
+    cls : type
+        The class; ``cls.from_settings(settings)`` builds an unfitted one, ``cls.OPTIONS`` names
+        the settings it reads, and ``_restore(payload)`` sets the fitted state of its JSON.
+    groups : {"none", "known", "learned"}
+        What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
+        ``groups``), or groups it learns (it has ``assign(scores)``).
+    json_fields : tuple of str, default ()
+        Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
+        (C-PAC: ``partition``); a thresholds file without them is refused.
+    """
+
+    name: str
+    cls: type
+    groups: str
+    json_fields: tuple[str, ...] = ()
+
+    @property
+    def cli_name(self) -> str:
+        """Its ``gpac calibrate --method`` name: lower case without hyphens (``"gpac"``)."""
+        return _key(self.name)
+
+
+def _key(name) -> str:
+    return str(name).strip().lower().replace("-", "").replace("_", "")
+
+
+#: The calibrators by their one name (as in tables and JSON).
+CALIBRATORS: Registry[Method] = Registry(
+    "method",
+    [Method("PAC", PAC, "none"), Method("G-PAC", GPAC, "known"), Method("C-PAC", CPAC, "learned", ("partition",))],
+)
+
+
+def method(name: str) -> Method:
+    """The :data:`CALIBRATORS` entry of a method name; ``"gpac"``, ``"G-PAC"`` and ``"g_pac"`` all work.
+
+    Parameters
+    ----------
+    name : str
+        A method name; case, hyphens, underscores and surrounding spaces are ignored.
 
     Returns
     -------
-    type
-        :class:`PAC`, :class:`GPAC` or :class:`CPAC`.
+    Method
 
     Raises
     ------
     ValueError
-        For an unknown name.
+        For an unknown name (one line listing the known ones).
+
+    Examples
+    --------
+    >>> method("gpac").groups
+    'known'
+    """
+    for entry in CALIBRATORS.values():
+        if _key(entry.name) == _key(name):
+            return entry
+    raise ValueError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
+
+
+def method_class(name: str) -> type:
+    """The calibrator class for a method name (:func:`method`).
 
     Examples
     --------
     >>> method_class("g_pac").__name__, method_class("C-PAC").__name__
     ('GPAC', 'CPAC')
     """
-    key = str(name).strip().lower().replace("-", "").replace("_", "")
-    for canonical, cls in METHODS.items():
-        if canonical.lower().replace("-", "") == key:
-            return cls
-    raise ValueError(f"method: unknown {name!r}; choose one of {list(METHODS)}")
+    return method(name).cls
 
 
-def calibrator(
-    method: str,
-    eps: float,
-    alpha: float = 0.05,
-    recipe: Recipe | str = VALID,
-    *,
-    simultaneous: bool = False,
-    partitioner: ScorePartitioner | None = None,
-    mode: str = "split",
-    cluster_fraction: float = 0.5,
-    loss_bound: float = 1.0,
-    min_group_size: int = 10,
-    seed: int = 0,
-) -> PAC | GPAC | CPAC:
-    """An unfitted calibrator of a method, given every setting (those the method lacks are ignored).
+def calibrator(method_name: str, settings: Settings | float, **changes):
+    """An unfitted calibrator of a method, from :class:`~gpac_utils.settings.Settings` (the
+    settings the method does not read are ignored).
 
     Parameters
     ----------
-    method : str
-        A method name (:func:`method_class`).
-    eps, alpha, recipe, loss_bound, min_group_size, seed
-        As for :class:`PAC`.
-    simultaneous : bool, default False
-        G-PAC and C-PAC (:class:`GPAC`).
-    partitioner, mode, cluster_fraction
-        C-PAC only (:class:`CPAC`).
+    method_name : str
+        A method name (:func:`method`).
+    settings : Settings or float
+        The settings, or ``eps`` (then ``changes`` are the other settings).
+    **changes
+        Settings to change.
 
     Returns
     -------
@@ -699,28 +702,17 @@ def calibrator(
 
     Examples
     --------
-    >>> calibrator("g-pac", 0.1, simultaneous=True, mode="joint").settings["simultaneous"]
-    True
+    >>> calibrator("g-pac", 0.1, correction="bonferroni", mode="joint").settings["correction"]
+    'bonferroni'
     """
-    cls = method_class(method)
-    common = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
-    if cls is CPAC:
-        return CPAC(
-            eps,
-            alpha,
-            recipe,
-            partitioner=partitioner,
-            mode=mode,
-            cluster_fraction=cluster_fraction,
-            simultaneous=simultaneous,
-            **common,
-        )
-    if cls is GPAC:
-        return GPAC(eps, alpha, recipe, simultaneous=simultaneous, **common)
-    return PAC(eps, alpha, recipe, **common)
+    if isinstance(settings, Settings):
+        settings = settings.as_settings(**changes)
+    else:
+        settings = Settings(eps=settings, **changes)
+    return method(method_name).cls.from_settings(settings)
 
 
-def from_json(text: str) -> PAC | GPAC | CPAC:
+def from_json(text: str):
     """Rebuild a fitted calibrator from its ``to_json()`` output.
 
     Parameters
@@ -742,29 +734,15 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         For a missing field (``settings``, ``thresholds`` or one of the settings).
     """
     payload = json.loads(text)
-    method = payload.get("method")
-    if method not in METHODS:
-        raise ValueError(f"unknown calibrator method {method!r} in JSON")
-    st = dict(payload["settings"])
-    recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
-    cpac = method == "C-PAC"
-    obj = calibrator(
-        method,
-        st["eps"],
-        st["alpha"],
-        recipe,
-        simultaneous=st.get("simultaneous", False),
-        partitioner=ScorePartitioner(st["k"], st["partition"]) if cpac else None,
-        mode=st["mode"] if cpac else "split",
-        cluster_fraction=st["cluster_fraction"] if cpac else 0.5,
-        loss_bound=st["loss_bound"],
-        min_group_size=st["min_group_size"],
-        seed=st["seed"],
-    )
-    inner = obj.gpac_ if cpac else obj
-    if cpac:
-        part = payload["partition"]
-        obj.partition_ = Partition(np.asarray(part["boundaries"], dtype=float), part["algorithm"])
-    inner.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
-    inner.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
+    name = payload.get("method")
+    if name not in CALIBRATORS:
+        raise ValueError(f"unknown calibrator method {name!r} in JSON")
+    obj = CALIBRATORS[name].cls.from_settings(Settings.from_dict(payload["settings"]))
+    obj._restore(payload)
     return obj
+
+
+def __getattr__(name: str):
+    if name == "METHODS":  # the name -> class view of CALIBRATORS
+        return {n: m.cls for n, m in CALIBRATORS.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

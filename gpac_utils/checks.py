@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -235,8 +236,9 @@ def check_thresholds_file(payload, where: str, methods, settings_keys) -> None:
         The parsed JSON.
     where : str
         Where it came from (the file name), to start the message.
-    methods : sequence of str
-        The method names a file may give (``PAC``, ``G-PAC``, ``C-PAC``).
+    methods : sequence of str, or mapping of str to sequence of str
+        The method names a file may give (``PAC``, ``G-PAC``, ``C-PAC``); a mapping also gives
+        each method's extra JSON fields (C-PAC: ``partition``).
     settings_keys : sequence of str
         The keys ``settings`` must have.
 
@@ -267,7 +269,8 @@ def check_thresholds_file(payload, where: str, methods, settings_keys) -> None:
         ok = t is None or (isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t <= 1)
         if not ok:
             raise DataError(f"{where}: thresholds[{g!r}] must be a number in [0, 1] or null (always think), got {t!r}")
-    if payload["method"] == "C-PAC":
+    extra = methods[payload["method"]] if isinstance(methods, Mapping) else ()
+    if "partition" in extra:
         part = payload.get("partition")
         if not isinstance(part, dict) or not isinstance(part.get("boundaries"), list):
-            raise DataError(f"{where}: a C-PAC file needs 'partition': {{'algorithm', 'boundaries'}}")
+            raise DataError(f"{where}: a {payload['method']} file needs 'partition': {{'algorithm', 'boundaries'}}")

@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from . import allocation, bounds, checks, data, prediction, sampling, selection
-from .calibrate import METHODS, GroupWarning, calibrator, from_json
+from .calibrate import CALIBRATORS, GroupWarning, calibrator, from_json, method
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
+from .settings import CORRECTIONS, CPAC_MODES, Settings
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
@@ -78,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(c, "loss in [0, loss-bound] of the non-thinking answer", None, "known group labels (for --method gpac)")
     c.add_argument("--id-col", default="item_id", help="unique item identifier")
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
-    c.add_argument("--method", choices=["pac", "gpac", "cpac"], default="pac", help="calibrator")
+    methods = {m.cli_name: m for m in CALIBRATORS.values()}
+    c.add_argument("--method", choices=list(methods), default="pac", help="calibrator")
     c.add_argument(
         "--recipe",
         choices=list(RECIPES),
@@ -100,9 +102,16 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--partition", choices=list(PARTITION_ALGORITHMS), default="kmeans", help="C-PAC: partition algorithm"
     )
-    c.add_argument("--mode", choices=["split", "joint"], default="split", help="C-PAC: split or joint calibration")
+    c.add_argument("--mode", choices=list(CPAC_MODES), default="split", help="C-PAC: split or joint calibration")
     c.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
-    c.add_argument("--simultaneous", action="store_true", help="Bonferroni alpha/k across groups")
+    c.add_argument(
+        "--correction",
+        choices=list(CORRECTIONS),
+        default="none",
+        help="how alpha is shared across the k groups: "
+        + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values()),
+    )
+    c.add_argument("--simultaneous", action="store_true", help=argparse.SUPPRESS)  # renamed: refused below
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -116,8 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_common(p, "losses; rows without one are unlabelled", "group", "group labels")
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
-    p.add_argument("--recipe", default="valid", help="valid (default), valid-bernoulli or paper")
-    p.add_argument("--bound", default=None, help="override the recipe's bound")
+    p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
+    p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
     p.add_argument("--budget", type=float, default=None, help="total labels (default: half of the rows)")
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
@@ -206,8 +215,11 @@ def _calibrate(a) -> int:
     except ParameterError as exc:
         raise UsageError(f"--{str(exc).replace('_', '-')}") from None
     recipe = _recipe(a)
-    if a.method == "gpac" and not a.group_col:
-        raise UsageError("--group-col: --method gpac needs the column of known group labels")
+    if a.simultaneous:
+        raise UsageError("--simultaneous: replaced by --correction bonferroni")
+    known_groups = method(a.method).groups == "known"
+    if known_groups and not a.group_col:
+        raise UsageError(f"--group-col: --method {a.method} needs the column of known group labels")
     extra = _mapping(a.map)
     df = data.read_frame(a.data)
     cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--id-col": a.id_col, "--group-col": a.group_col}
@@ -217,27 +229,37 @@ def _calibrate(a) -> int:
         mapping[a.group_col] = data.GROUP
     table = data.apply_mapping(df[[c for c in mapping if c in df.columns]], mapping)
     try:
-        table = data.validate(table, loss_bound=loss_bound, score_cols=[SCORE], require_group=a.method == "gpac")
+        table = data.validate(table, loss_bound=loss_bound, score_cols=[SCORE], require_group=known_groups)
     except data.SchemaError as exc:  # name the user's columns, not the internal ones
         msg = str(exc)
         for src, dst in mapping.items():
             msg = msg.replace(repr(dst), repr(src))
         raise DataError(msg) from None
-    if recipe.bound == "clopper_pearson":
+    if bounds.BOUNDS[recipe.bound].binary_terms:
         z = table[data.LOSS].to_numpy(float) / loss_bound
         bad = (z != 0) & (z != 1)
         if bad.any():
+            others = " or ".join(bounds.BOUNDS.names(valid=True, binary_terms=False))
             raise DataError(
-                f"--bound clopper_pearson needs losses of exactly 0 or {loss_bound} (the loss bound); "
-                f"{data.describe_rows(table, bad)} have other values: use hoeffding_bentkus or wsr"
+                f"--bound {recipe.bound} needs losses of exactly 0 or {loss_bound} (the loss bound); "
+                f"{data.describe_rows(table, bad)} have other values: use {others}"
             )
-    kw = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
-    part = ScorePartitioner(k, a.partition)
-    cal = calibrator(a.method, eps, alpha, recipe, simultaneous=a.simultaneous, partitioner=part, mode=a.mode, **kw)
+    settings = Settings(
+        eps=eps,
+        alpha=alpha,
+        recipe=recipe,
+        loss_bound=loss_bound,
+        min_group_size=min_group_size,
+        seed=seed,
+        correction=a.correction,
+        partitioner=ScorePartitioner(k, a.partition),
+        mode=a.mode,
+    )
+    cal = calibrator(a.method, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
-        cal.fit(u, loss, table[data.GROUP] if a.method == "gpac" else None)
+        cal.fit(u, loss, table[data.GROUP] if known_groups else None)
     payload = json.loads(cal.to_json())
     columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
@@ -257,7 +279,8 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: no such file") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    checks.check_thresholds_file(payload, str(a.thresholds), list(METHODS), SETTINGS_KEYS)
+    methods = {name: m.json_fields for name, m in CALIBRATORS.items()}
+    checks.check_thresholds_file(payload, str(a.thresholds), methods, SETTINGS_KEYS)
     cols = payload.get("columns", {}) or {}
     # an option given on the command line wins over the column used at calibration
     score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
@@ -270,9 +293,9 @@ def _route(a) -> int:
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
     s = _scores(df, score_col, named)
     groups = None
-    if payload["method"] == "G-PAC":
+    if CALIBRATORS[payload["method"]].groups == "known":
         if not group_col:
-            raise UsageError("--group-col: G-PAC thresholds need the column of group labels")
+            raise UsageError(f"--group-col: {payload['method']} thresholds need the column of group labels")
         _need_columns(df, a.data, {"--group-col": group_col})
         groups = _groups(df, group_col, named)
         known, present = set(cal.thresholds_), set(np.unique(groups).tolist())
@@ -346,7 +369,7 @@ def _plan(a) -> int:
             n_resamples=n_resamples,
             n_grid=grid or prediction.default_grid(max(pool.values())),
             cap=None if a.no_cap else pool,
-            pilot_model=a.pilot_model,
+            pilot=a.pilot_model,
             loss_bound=a.loss_bound,
             seed=a.seed,
         )

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .scores import SCORES
+
 ID = "item_id"
 GROUP = "group"
 LOSS = "loss"
@@ -40,7 +42,7 @@ THINK_TOKENS = "think_tokens"
 NOTHINK_TOKENS = "nothink_tokens"
 SCORE_PREFIX = "score_"
 #: The paper's three scores (App. F.2): logits-based, verbalized, router-based.
-PAPER_SCORES = ("score_logits", "score_verbalized", "score_router")
+PAPER_SCORES = tuple(SCORES.names(paper=True))  # the registry's (gpac_utils.scores), at import
 CORRECTNESS = (THINK_CORRECT, NOTHINK_CORRECT)
 TOKENS = (THINK_TOKENS, NOTHINK_TOKENS)
 

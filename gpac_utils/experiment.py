@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from . import data
-from .calibrate import ALL, calibrator, method_class
-from .checks import check_int, check_range, check_risk
+from . import scores as _scores
+from .calibrate import ALL, CALIBRATORS, method
+from .checks import check_int, check_range
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
-from .partition import ScorePartitioner
-from .recipe import VALID, Recipe, as_recipe
+from .recipe import Recipe, as_recipe
+from .settings import Settings, _refuse_renamed
 
 __all__ = [
     "KEYS",
@@ -109,7 +110,7 @@ def calibrator_seed(seed: int, trial: int, score_index: int = 0, recipe_index: i
 
 
 def default_stp_form(score: str) -> str:
-    """Router-based scores use the router STP form (App. F), the others the cascade form.
+    """The STP cost form of a score column (App. F): its :data:`gpac_utils.scores.SCORES` entry's.
 
     Parameters
     ----------
@@ -119,81 +120,62 @@ def default_stp_form(score: str) -> str:
     Returns
     -------
     str
-        ``"router"`` when the name contains ``router``, else ``"cascade"`` (the ``form`` of
-        :func:`gpac_utils.metrics.stp`).
+        ``"router"`` or ``"cascade"`` (the ``form`` of :func:`gpac_utils.metrics.stp`); an
+        unregistered column is costed as a cascade.
     """
-    return "router" if "router" in score else "cascade"
+    return _scores.cost_form(score)
 
 
-@dataclass(frozen=True)
-class ExperimentConfig:
-    """Everything one run of repeated calibration/test splits needs.
+@_refuse_renamed
+@dataclass(frozen=True, kw_only=True)
+class ExperimentConfig(Settings):
+    """Everything one run of repeated calibration/test splits needs: the calibrator
+    :class:`~gpac_utils.settings.Settings` (``eps``, ``alpha``, ``recipe``, ``loss_bound``,
+    ``min_group_size``, ``seed``, ``correction``, ``partitioner``, ``mode``, ``cluster_fraction``:
+    declared there once) and the experiment's own fields below.
+
+    ``seed`` seeds the splits and every calibration (:func:`calibrator_seed`); ``partitioner`` also
+    learns the groups of ``eval_groups="learned"`` when no method learns its own.
 
     Parameters
     ----------
-    eps : float
-        Target risk.
-    alpha : float, default 0.05
-        Miscoverage level.
     methods : sequence of str, default ("PAC", "G-PAC")
-        Calibrators to fit on every split (``"PAC"``, ``"G-PAC"``, ``"C-PAC"``).
-    recipes : sequence of Recipe, default (VALID,)
-        Calibration recipes; every method is fitted with each of them.
+        Calibrators to fit on every split (names of :data:`~gpac_utils.calibrate.CALIBRATORS`).
+    recipes : sequence of Recipe, optional
+        Calibration recipes; every method is fitted with each of them (default: ``(recipe,)``).
     scores : sequence of str, optional
         Score columns (default: every ``score_*`` column).
     n_trials : int, default 100
         Number of random splits.
     cal_ratio : float, default 0.6
         Share of the table used for calibration in each split.
-    partitioner : ScorePartitioner, default ScorePartitioner()
-        How C-PAC (and ``eval_groups="learned"`` without C-PAC) learns groups.
-    mode : {"split", "joint"}, default "split"
-        C-PAC mode.
-    simultaneous : bool, default False
-        Bonferroni over groups for G-PAC and C-PAC.
     eval_groups : {"known", "learned"}, default "known"
         Groups the per-group rows are measured on: the table's ``group`` column, or the groups
-        C-PAC learned in that trial (a partition fitted on the calibration scores when C-PAC is
-        not among the methods).
-    loss_bound : float, default 1.0
-        Upper end of the loss range.
-    min_group_size : int, default 10
-        Smaller calibration groups always think.
-    seed : int, default 0
-        Seed of the splits and of every calibration.
+        a group-learning method (C-PAC) learned in that trial (a partition fitted on the
+        calibration scores when no method learns groups).
     """
 
-    eps: float
-    alpha: float = 0.05
     methods: tuple = ("PAC", "G-PAC")
-    recipes: tuple = (VALID,)
+    recipes: tuple | None = None
     scores: tuple | None = None
     n_trials: int = 100
     cal_ratio: float = 0.6
-    partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
-    mode: str = "split"
-    simultaneous: bool = False
     eval_groups: str = "known"
-    loss_bound: float = 1.0
-    min_group_size: int = 10
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        methods = tuple(method_class(m).name for m in self.methods)
+        super().__post_init__()
+        methods = tuple(method(m).name for m in self.methods)
         object.__setattr__(self, "methods", methods)
-        object.__setattr__(self, "recipes", tuple(as_recipe(r) for r in self.recipes))
+        recipes = (self.recipe,) if self.recipes is None else self.recipes
+        object.__setattr__(self, "recipes", tuple(as_recipe(r) for r in recipes))
         if self.scores is not None:
             object.__setattr__(self, "scores", tuple(self.scores))
         if not self.recipes:
             raise ValueError("recipes: give at least one calibration recipe")
-        check_risk(self.eps, self.alpha, self.loss_bound)
         check_int("n_trials", self.n_trials, 1)
-        check_int("min_group_size", self.min_group_size, 1)
         check_range("cal_ratio", self.cal_ratio)
         if self.eval_groups not in ("known", "learned"):
             raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
-        if self.mode not in ("split", "joint"):
-            raise ValueError(f"mode must be 'split' or 'joint', got {self.mode!r}")
 
     def replace(self, **changes) -> ExperimentConfig:
         """A copy with some fields changed."""
@@ -220,9 +202,9 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     """
     scores = list(cfg.scores) if cfg.scores is not None else data.score_columns(table)
     table = data.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
-    needs_known = cfg.eval_groups == "known" or "G-PAC" in cfg.methods
-    if needs_known and data.GROUP not in table.columns:
-        why = "eval_groups='known'" if cfg.eval_groups == "known" else "method 'G-PAC'"
+    by_known = [m for m in cfg.methods if CALIBRATORS[m].groups == "known"]
+    if (cfg.eval_groups == "known" or by_known) and data.GROUP not in table.columns:
+        why = "eval_groups='known'" if cfg.eval_groups == "known" else f"method {by_known[0]!r}"
         raise ValueError(f"{why} needs a 'group' column; the table has none (use C-PAC with eval_groups='learned')")
     losses = table[data.LOSS].to_numpy(float)
     known = table[data.GROUP].to_numpy(str) if data.GROUP in table.columns else None
@@ -238,29 +220,19 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
             for vi, recipe in enumerate(cfg.recipes):
                 fitted = {}
                 for mi, m in enumerate(cfg.methods):
-                    cseed = calibrator_seed(cfg.seed, trial, si, vi, mi)
-                    obj = calibrator(
-                        m,
-                        cfg.eps,
-                        cfg.alpha,
-                        recipe,
-                        simultaneous=cfg.simultaneous,
-                        partitioner=cfg.partitioner,
-                        mode=cfg.mode,
-                        loss_bound=cfg.loss_bound,
-                        min_group_size=cfg.min_group_size,
-                        seed=cseed,
-                    )
-                    obj.fit(u[cal], losses[cal], known[cal] if m == "G-PAC" else None)
+                    settings = cfg.as_settings(recipe=recipe, seed=calibrator_seed(cfg.seed, trial, si, vi, mi))
+                    obj = CALIBRATORS[m].cls.from_settings(settings)
+                    obj.fit(u[cal], losses[cal], known[cal] if CALIBRATORS[m].groups == "known" else None)
                     fitted[m] = obj
+                learners = [obj for m, obj in fitted.items() if CALIBRATORS[m].groups == "learned"]
                 if cfg.eval_groups == "known":
                     labels = known
-                elif "C-PAC" in fitted:
-                    labels = fitted["C-PAC"].assign(u)
+                elif learners:
+                    labels = learners[0].assign(u)
                 else:
                     labels = cfg.partitioner.fit(u[cal]).labels(u)
                 for m, obj in fitted.items():
-                    thr = obj.thresholds_for(u, known if m == "G-PAC" else None)
+                    thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
                     rows.extend(_rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form))
     return pd.DataFrame(rows)

@@ -7,11 +7,12 @@ non-decreasing in ``u`` (as in the paper's Section 4).
 
 **Decisions before the loss.** Per arriving item of group ``j`` the router decides, from the past
 only, its route (threshold in use :math:`\hat u_{j,t}`) and whether its loss will be observed,
-with a propensity :math:`p_i` known at that moment. ``free_labels=True``: an item sent to the
+with a propensity :math:`p_i` known at that moment; the labelling mode (registry :data:`LABELLING`)
+sets it. ``labelling="free"``: an item sent to the
 thinking model is observed with :math:`p_i = 1` (run the cheap model beside it and grade its
 answer against the thinking one: no extra thinking call); an item sent to the non-thinking model
 with :math:`p_i = \pi_t` (``label_prob``: a *paid* label, one extra thinking call).
-``free_labels=False`` (fixed-rate mode, for a caller without the cheap answer on
+``labelling="fixed-rate"`` (for a caller without the cheap answer on
 thinking-routed items): every item with :math:`p_i = \pi_t`. The schedule :math:`\pi_t` depends
 on the past only: ``warmup_prob`` for a group's first ``warmup_items`` items, then
 ``label_prob``, and 0 once the group has used ``label_budget`` paid labels (it then stops
@@ -69,21 +70,83 @@ batch axes (independent streams).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from .calibrate import factorize_groups, group_labels
 from .checks import ParameterError, check_array, check_int, check_range, check_risk
+from .registry import Registry
 from .selection import candidate_grid
 
-__all__ = ["BETS", "OnlineGPAC", "Decisions", "Schedule", "grid_points", "new_state", "decide", "learn", "threshold_of"]
+__all__ = [
+    "BETS",
+    "LabellingMode",
+    "LABELLING",
+    "OnlineGPAC",
+    "Decisions",
+    "Schedule",
+    "grid_points",
+    "new_state",
+    "decide",
+    "learn",
+    "threshold_of",
+]
 
 BETS = ("grapa", "mixture")
 #: Largest bet as a share of the bet that could zero the wealth, ``1 / (term_range - eps)``.
 CLIP = 0.9
 #: The drift detector's bets, in units of ``0.9 / eps``.
 DRIFT_BETS = 2.0 ** -np.arange(10)
+
+
+@dataclass(frozen=True)
+class LabellingMode:
+    """Which arriving items have their loss observed, and with what propensity.
+
+    Parameters
+    ----------
+    name : str
+        Its name (``OnlineGPAC(labelling=name)``).
+    propensity : callable
+        ``propensity(cheap, rate)``: the probability that an item's loss is observed, given
+        whether it is routed to the non-thinking model (``cheap``, boolean array) and the
+        schedule's labelling probability ``rate`` (array, in ``(0, 1]``); known before the loss.
+        A propensity of 1 is a free label (no draw).
+    description : str
+        What it costs, in words.
+    """
+
+    name: str
+    propensity: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    description: str
+
+    def min_propensity(self, always, rate) -> np.ndarray:
+        """The smallest propensity an item can get (the term range is ``loss_bound`` over it):
+        that of a thinking-routed item where the group always thinks, else the smaller of both routes."""
+        thinking = self.propensity(np.zeros(np.shape(rate), bool), rate)
+        return np.where(always, thinking, np.minimum(self.propensity(np.ones(np.shape(rate), bool), rate), thinking))
+
+
+#: The online router's labelling modes (module description).
+LABELLING: Registry[LabellingMode] = Registry(
+    "labelling",
+    [
+        LabellingMode(
+            "free",
+            lambda cheap, rate: np.where(cheap, rate, 1.0),
+            "thinking-routed items observed for free (the cheap model run beside them); "
+            "non-thinking-routed ones with probability label_prob (a paid label)",
+        ),
+        LabellingMode("fixed-rate", lambda cheap, rate: rate, "every item observed with probability label_prob"),
+    ],
+)
+
+
+def _labelling(labelling) -> LabellingMode:
+    return labelling if isinstance(labelling, LabellingMode) else LABELLING[labelling]
 
 
 class Schedule(NamedTuple):
@@ -138,8 +201,10 @@ def _before(state_count, flags):
     return state_count[..., None] + np.cumsum(flags, axis=-1) - flags
 
 
-def decide(state, scores, member, uniforms, schedule: Schedule, grid, free_labels=True) -> Decisions:
-    """Route, observe-or-not and propensity for one group's items (``member``) of a block."""
+def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling="free") -> Decisions:
+    """Route, observe-or-not and propensity for one group's items (``member``) of a block.
+
+    ``labelling``: a :data:`LABELLING` name or entry; ``uniforms`` in ``[0, 1)``."""
     thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
     cheap = member & (scores <= thr)
     warm = _before(state["seen"], member) < schedule.warmup_items
@@ -147,9 +212,9 @@ def decide(state, scores, member, uniforms, schedule: Schedule, grid, free_label
     drawn = uniforms < rate
     if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
         rate = np.where(_before(state["paid"], drawn & cheap) < schedule.label_budget, rate, 0.0)
-    free = member & ~cheap & free_labels & (rate > 0)
-    observe = free | (drawn & (rate > 0))
-    return Decisions(cheap, observe, np.where(free, 1.0, rate), rate, thr)
+    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(cheap, rate), rate)
+    observe = (rate > 0) & (uniforms < propensity)  # a propensity of 1 is always observed: a free label
+    return Decisions(cheap, observe, propensity, rate, thr)
 
 
 def _running(carry, steps):
@@ -196,7 +261,7 @@ def learn(
     alpha,
     loss_bound=1.0,
     bet="mixture",
-    free_labels=True,
+    labelling="free",
     drift_alpha=None,
 ) -> tuple[dict, np.ndarray]:
     """Feed one group's items of a block (decided by :func:`decide`) to its state.
@@ -209,7 +274,7 @@ def learn(
     z = np.where(observed, np.where(observed, losses, 0.0) / np.where(observed, decisions.propensity, 1.0), 0.0)
     x = z[..., None] * (scores[..., None] <= np.asarray(grid))
     always = ~np.isfinite(decisions.threshold)
-    p_min = np.where(used, np.where(always & free_labels, 1.0, decisions.rate), 1.0)
+    p_min = np.where(used, _labelling(labelling).min_propensity(always, decisions.rate), 1.0)
     kw = dict(eps=eps, alpha=alpha, bet=bet, beta=loss_bound**2)
     alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
     log_sr = state["log_sr"]
@@ -239,9 +304,10 @@ class OnlineGPAC:
         For every group, the probability that its threshold *ever* has risk above ``eps``.
     label_prob : float
         Labelling probability ``pi`` of an item routed to the non-thinking model (a paid label),
-        in ``(0, 1]``; with ``free_labels=False``, of every item.
-    free_labels : bool, default True
-        Observe every thinking-routed item (propensity 1). False: the fixed-rate mode.
+        in ``(0, 1]``; with ``labelling="fixed-rate"``, of every item.
+    labelling : str, default "free"
+        A labelling mode of :data:`LABELLING`: ``"free"`` observes every thinking-routed item
+        (propensity 1); ``"fixed-rate"`` every item with probability ``label_prob``.
     warmup_items, warmup_prob : int and float, optional
         A group's first ``warmup_items`` items are labelled with ``warmup_prob`` instead.
     label_budget : int, optional
@@ -291,7 +357,7 @@ class OnlineGPAC:
         alpha=0.05,
         *,
         label_prob,
-        free_labels=True,
+        labelling="free",
         warmup_items=0,
         warmup_prob=None,
         label_budget=None,
@@ -300,7 +366,12 @@ class OnlineGPAC:
         loss_bound=1.0,
         bet="mixture",
         seed=0,
+        **renamed,
     ):
+        if "free_labels" in renamed:
+            raise TypeError("free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False)")
+        if renamed:
+            raise TypeError(f"OnlineGPAC: unexpected keyword argument(s) {sorted(renamed)}")
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
         budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
@@ -311,7 +382,7 @@ class OnlineGPAC:
             budget,
         )
         self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
-        self.free_labels, self.grid = bool(free_labels), grid_points(grid)
+        self.labelling, self.grid = LABELLING.check(labelling, "labelling"), grid_points(grid)
         if bet not in BETS:
             raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")
         self.bet, self._rng = bet, np.random.default_rng(seed)
@@ -337,7 +408,7 @@ class OnlineGPAC:
         uniforms = self._rng.random(s.size)
         fields = [np.zeros(s.size, bool), np.zeros(s.size, bool), *np.zeros((3, s.size))]
         for name, member in parts:
-            d = decide(self._state(name), s, member, uniforms, self.schedule, self.grid, self.free_labels)
+            d = decide(self._state(name), s, member, uniforms, self.schedule, self.grid, self.labelling)
             fields = [np.where(member, new, old) for new, old in zip(d, fields)]
         return Decisions(*fields)
 
@@ -356,7 +427,7 @@ class OnlineGPAC:
         for name, member in parts:
             state = self._state(name)
             self._states[name], alarm = learn(
-                state, s, loss, member, dec, self.grid, **kw, free_labels=self.free_labels, drift_alpha=self.drift_alpha
+                state, s, loss, member, dec, self.grid, **kw, labelling=self.labelling, drift_alpha=self.drift_alpha
             )
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))

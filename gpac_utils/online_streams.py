@@ -97,7 +97,7 @@ def run_online(
     warmup_items=0,
     warmup_prob=None,
     label_budget=None,
-    free_labels=True,
+    labelling="free",
     bet="mixture",
     drift_alpha=None,
     every=20,
@@ -120,13 +120,13 @@ def run_online(
     starts = range(0, n, every)
     thresholds = np.full((n_trials, len(starts), n_groups), -np.inf)
     alarms = np.full((n_trials, n_groups), -1)
-    kw = dict(eps=eps, alpha=alpha, loss_bound=loss_bound, bet=bet, free_labels=free_labels, drift_alpha=drift_alpha)
+    kw = dict(eps=eps, alpha=alpha, loss_bound=loss_bound, bet=bet, labelling=labelling, drift_alpha=drift_alpha)
     for b, t0 in enumerate(starts):
         block = slice(t0, t0 + every)
         u, loss, g = scores[:, block], losses[:, block], groups[:, block]
         for j in range(n_groups):
             member = g == j
-            d = online.decide(states[j], u, member, uniforms[:, block], schedule, grid, free_labels)
+            d = online.decide(states[j], u, member, uniforms[:, block], schedule, grid, labelling)
             thresholds[:, b, j] = online.threshold_of(states[j], grid)
             route[:, block] |= d.route
             observe[:, block] |= d.observe & member
@@ -203,7 +203,7 @@ def head_to_head(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, ev
     with free labels."""
     kw = dict(eps=eps, alpha=alpha, seed=seed)
     free = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, **kw)
-    fixed = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, free_labels=False, **kw)
+    fixed = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, labelling="fixed-rate", **kw)
     paid = (free["route"] & free["observe"]).sum(axis=1).mean()
     bpac, prob = matched_bpac(u, loss, g, n_groups, grid, paid, label_prob=label_prob, **kw)
     offline = run_offline(u, loss, g, n_groups, (free["route"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha)

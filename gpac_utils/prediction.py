@@ -23,16 +23,16 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
-* ``pilot_model="bootstrap"`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
+* ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the
   low scores are loss-free.
-* ``pilot_uncertainty=True`` (default) draws each resample from a **Bayesian bootstrap** of the
+* ``PilotModel(uncertainty=True)`` (default) draws each resample from a **Bayesian bootstrap** of the
   pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per resample), so the band
   also reflects how little a small pilot says about the population, not only the calibration
   noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
   and is too narrow for small pilots.
-* ``pilot_model="smoothed"`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
+* ``PilotModel(kind="smoothed")`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
   items, and always when the pilot has no group labels) draws the scores from the group's
   unlabelled scores and each loss from pilot items in the same score bin: from the group's own
   pilot items with probability ``m_gb / (m_gb + shrinkage)``, else from the pooled pilot. This
@@ -71,10 +71,11 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import threshold
-from .checks import check_array, check_int, check_labels, check_range, check_risk
-from .recipe import VALID, Recipe, as_recipe
+from .checks import check_array, check_int, check_labels, check_range
+from .recipe import Recipe
+from .settings import Settings
 
-__all__ = ["PlanCurves", "predict", "labels_needed", "default_grid", "PILOT_MODELS", "BAND"]
+__all__ = ["PlanCurves", "PilotModel", "predict", "labels_needed", "default_grid", "PILOT_MODELS", "BAND"]
 
 PILOT_MODELS = ("auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
@@ -256,6 +257,46 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
     return s, loss
 
 
+@dataclass(frozen=True, kw_only=True)
+class PilotModel:
+    """How a group's synthetic calibration sets are drawn from the pilot (module description).
+
+    Parameters
+    ----------
+    kind : {"auto", "bootstrap", "smoothed"}, default "auto"
+        ``auto``: ``bootstrap`` for groups with at least ``min_pilot`` pilot items, ``smoothed``
+        otherwise.
+    uncertainty : bool, default True
+        Bayesian-bootstrap weights on the pilot, new per resample (propagates pilot noise).
+    min_pilot : int, default 30
+        Smallest per-group pilot for ``bootstrap`` under ``auto``.
+    bins : int, default 5
+        Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
+    shrinkage : float, default 20
+        Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
+    """
+
+    kind: str = "auto"
+    uncertainty: bool = True
+    min_pilot: int = 30
+    bins: int = 5
+    shrinkage: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in PILOT_MODELS:
+            raise ValueError(f"pilot: unknown {self.kind!r}; choose one of {list(PILOT_MODELS)}")
+
+
+#: predict()'s former keywords, now fields of PilotModel (one-line TypeError naming the new spelling).
+_RENAMED = {
+    "pilot_model": "kind",
+    "pilot_uncertainty": "uncertainty",
+    "min_pilot": "min_pilot",
+    "bins": "bins",
+    "shrinkage": "shrinkage",
+}
+
+
 def predict(
     scores,
     groups,
@@ -263,21 +304,14 @@ def predict(
     pilot_losses,
     pilot_groups=None,
     *,
-    eps: float,
-    alpha: float = 0.05,
-    recipe: Recipe | str = VALID,
+    settings: Settings | None = None,
+    pilot: PilotModel | str = "auto",
     n_grid=None,
     n_resamples: int = 200,
-    pilot_model: str = "auto",
-    pilot_uncertainty: bool = True,
     traffic=None,
     cap=None,
     pool=None,
-    min_pilot: int = 30,
-    bins: int = 5,
-    shrinkage: float = 20.0,
-    loss_bound: float = 1.0,
-    seed: int = 0,
+    **calibration,
 ) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
 
@@ -290,23 +324,18 @@ def predict(
     pilot_scores, pilot_losses : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
-        Group of each pilot item; ``None``: a pooled pilot (``pilot_model`` becomes ``smoothed`` and
+        Group of each pilot item; ``None``: a pooled pilot (the pilot model becomes ``smoothed`` and
         every group borrows the pooled loss-given-score).
-    eps : float
-        Target risk.
-    alpha : float, default 0.05
-        Miscoverage level.
-    recipe : Recipe or str, default ``"valid"``
-        How each group is calibrated (as in :class:`~gpac_utils.calibrate.GPAC`).
+    settings : Settings, optional
+        How each group is calibrated (:class:`~gpac_utils.settings.Settings`, as for
+        :class:`~gpac_utils.calibrate.GPAC`): it reads ``eps``, ``alpha``, ``recipe``,
+        ``loss_bound`` and ``seed`` (the seed of every draw).
+    pilot : PilotModel or str, default "auto"
+        The pilot model (:class:`PilotModel`, or its ``kind``).
     n_grid : array_like of int, optional
         Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
     n_resamples : int, default 200
         Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
-    pilot_model : {"auto", "bootstrap", "smoothed"}, default "auto"
-        Pilot model (see the module docstring); ``auto``: ``bootstrap`` for groups with at
-        least ``min_pilot`` pilot items, ``smoothed`` otherwise.
-    pilot_uncertainty : bool, default True
-        Bayesian-bootstrap weights on the pilot, new per resample (propagates pilot noise).
     traffic : dict or array_like, optional
         Each group's share of traffic; default the groups' shares of ``scores``.
     cap : dict, int or array_like, optional
@@ -314,16 +343,9 @@ def predict(
     pool : dict, int or array_like, optional
         Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
         ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
-    min_pilot : int, default 30
-        Smallest per-group pilot for ``bootstrap`` under ``auto``.
-    bins : int, default 5
-        Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
-    shrinkage : float, default 20
-        Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
-    loss_bound : float, default 1.0
-        Upper end of the loss range.
-    seed : int, default 0
-        Seed of every draw.
+    **calibration
+        Settings fields instead of (or changing) ``settings``: ``eps`` (needed without
+        ``settings``), ``alpha``, ``recipe``, ``loss_bound``, ``seed``.
 
     Returns
     -------
@@ -340,10 +362,16 @@ def predict(
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
-    eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
-    recipe = as_recipe(recipe)
-    if pilot_model not in PILOT_MODELS:
-        raise ValueError(f"pilot_model: unknown {pilot_model!r}; choose one of {list(PILOT_MODELS)}")
+    old = [k for k in calibration if k in _RENAMED]
+    if old:
+        raise TypeError(f"{old[0]}: replaced by pilot=PilotModel({_RENAMED[old[0]]}=...)")
+    settings = Settings(**calibration) if settings is None else settings.replace(**calibration)
+    eps, alpha, recipe, loss_bound, seed = (
+        getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
+    )
+    pilot = pilot if isinstance(pilot, PilotModel) else PilotModel(kind=pilot)
+    pilot_model, min_pilot, bins, shrinkage = pilot.kind, pilot.min_pilot, pilot.bins, pilot.shrinkage
+    pilot_uncertainty = pilot.uncertainty
     n_resamples = check_int("n_resamples", n_resamples, 2)
     s = check_array("scores", scores, 0.0, 1.0)
     g = check_labels("groups", groups, s.size)
@@ -403,7 +431,7 @@ def predict(
         elif pilot_model == "auto":
             use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
         if use == "bootstrap" and pilot_sizes[name] == 0:
-            raise ValueError(f"pilot_model: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+            raise ValueError(f"pilot: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
         pilot_models[name] = use
         shrink = math.inf if pooled else float(shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other

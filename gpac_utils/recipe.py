@@ -44,7 +44,7 @@ class Recipe:
     Parameters
     ----------
     bound : str
-        Upper confidence bound, a key of :data:`gpac_utils.bounds.BOUNDS`.
+        Upper confidence bound, a name in the registry :data:`gpac_utils.bounds.BOUNDS`.
     sampling : str
         Label sampling scheme: ``"full"`` (every item labelled), ``"bernoulli"`` (each item
         labelled once with probability ``label_prob``) or ``"resample"`` (the paper's draws with
@@ -88,8 +88,7 @@ class Recipe:
     candidates: str | int = "auto"
 
     def __post_init__(self) -> None:
-        if self.bound not in _bounds.BOUNDS:
-            raise ValueError(f"bound: unknown {self.bound!r}; choose one of {list(_bounds.BOUNDS)}")
+        _bounds.BOUNDS.check(self.bound, "bound")
         if self.sampling not in _sampling.SCHEMES:
             raise ValueError(f"sampling: unknown {self.sampling!r}; choose one of {list(_sampling.SCHEMES)}")
         if self.rule not in _selection.RULES:
@@ -112,7 +111,7 @@ class Recipe:
     @property
     def is_valid(self) -> bool:
         """True for a finite-sample valid recipe (valid bound, no resampling, first-crossing)."""
-        return _bounds.BOUNDS[self.bound] == "valid" and self.sampling != "resample" and self.rule == "first-crossing"
+        return _bounds.BOUNDS[self.bound].valid and self.sampling != "resample" and self.rule == "first-crossing"
 
     def replace(self, **changes) -> Recipe:
         """A copy with some fields changed (validated again)."""
@@ -120,7 +119,7 @@ class Recipe:
 
     def to_dict(self) -> dict:
         """The recipe's fields, plus ``bound_kind`` (``valid`` / ``paper``)."""
-        return {**dataclasses.asdict(self), "bound_kind": _bounds.BOUNDS[self.bound]}
+        return {**dataclasses.asdict(self), "bound_kind": _bounds.BOUNDS[self.bound].kind}
 
 
 #: The library's default: finite-sample valid, every calibration item labelled.

@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import bounds as _bounds
+
 RULES = ("first-crossing", "max")
 
 
-#: ``candidates="auto"`` gives every distinct score, except for the sequential ``wsr`` bound,
+#: ``candidates="auto"`` gives every distinct score, except for a sequential bound (``wsr``),
 #: which uses this many evenly spaced points of ``[0, 1]`` when there are more scores (its cost
 #: grows with the grid; a grid fixed in advance keeps first-crossing valid, module description).
 WSR_AUTO_GRID = 64
@@ -52,7 +54,8 @@ def resolve_candidates(candidates, bound: str, n: int):
     candidates : {"auto", "all"} or int
         The requested setting; anything but ``"auto"`` is returned unchanged.
     bound : str or None
-        The bound the candidates are for (``"auto"`` gives a grid for ``"wsr"`` only).
+        The bound the candidates are for (``"auto"`` gives a grid for a ``sequential`` bound,
+        :attr:`gpac_utils.bounds.Bound.sequential`, such as ``"wsr"``).
     n : int
         The number of calibration scores.
 
@@ -67,7 +70,8 @@ def resolve_candidates(candidates, bound: str, n: int):
     (64, 'all')
     """
     if candidates == "auto":
-        return WSR_AUTO_GRID if (bound == "wsr" and n > WSR_AUTO_GRID) else "all"
+        sequential = bound is not None and _bounds.BOUNDS[bound].sequential
+        return WSR_AUTO_GRID if (sequential and n > WSR_AUTO_GRID) else "all"
     return candidates
 
 

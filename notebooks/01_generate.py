@@ -56,7 +56,7 @@ from pathlib import Path
 from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm import records
-from gpac_utils.llm.benchmarks import WALK_LIKE, load_benchmark
+from gpac_utils.llm.benchmarks import BENCHMARKS, load_benchmark
 from gpac_utils.workflow import config
 from gpac_utils.workflow.paths import SIMULATED
 
@@ -116,7 +116,7 @@ else:
 if mode != "validate":
     items = load_benchmark(cfg.benchmark, cfg.data_path, n_items=cfg.n_items, seed=cfg.seed)
     folder = gen.run_dir(cfg.benchmark, cfg.pair, cfg.generations_root and Path(cfg.generations_root))
-    if cfg.benchmark in WALK_LIKE:  # the walk's items, or the generated arith benchmark
+    if BENCHMARKS[cfg.benchmark].walk:  # the walk's items, or the generated arith benchmark
         if models["think"] != models["nothink"]:
             raise ValueError(f"the walk runs both roles from one model; got {models}")
         samplings = gen.walk_samplings(

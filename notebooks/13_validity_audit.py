@@ -170,7 +170,7 @@ def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, al
                     rows.append(
                         {
                             "bound": bound,
-                            "kind": BOUNDS[bound],
+                            "kind": BOUNDS[bound].kind,
                             "scheme": scheme,
                             "pi": label_prob,
                             "rule": rule,

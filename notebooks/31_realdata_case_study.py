@@ -410,7 +410,7 @@ if available and "known" in groupings:
 # Theorem 4.2 bounds each subject's violation probability by $\alpha$ separately. The event "some
 # subject violated" is a union of $k$ such events: its probability is at most $k\alpha$ (union
 # bound) and equals $1-(1-\alpha)^k$ when they are independent and each has probability
-# $\alpha$. `GPAC(simultaneous=True)` calibrates each subject at $\alpha/k$, so the union is at
+# $\alpha$. `GPAC(correction="bonferroni")` calibrates each subject at $\alpha/k$, so the union is at
 # most $\alpha$ — at the price of larger bounds and fewer routed queries in every subject.
 
 # %% tags=["solution"]

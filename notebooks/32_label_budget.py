@@ -377,7 +377,7 @@ display(
 # :label: ex-label-budget-pilot-noise
 #
 # Rerun the by-hand bootstrap with *ordinary* bootstrap resampling instead — every pilot item drawn
-# with probability $1/m$ (the library's `pilot_uncertainty=False`) — for the smallest pilot of
+# with probability $1/m$ (the library's `PilotModel(uncertainty=False)`) — for the smallest pilot of
 # part (a), at $n = 4\,n_{\min}$ labels. Before you run it: should the 10–90 % band of the routed share be narrower or wider
 # than with the Bayesian weights, and why? Which of the two would you trust to plan labels for
 # that group?
@@ -409,7 +409,7 @@ for bayes in (True, False):
         n_grid=[4 * n_min[cfg.sim_eps]],
         n_resamples=cfg.n_resamples,
         seed=cfg.seed,
-        pilot_uncertainty=bayes,
+        pilot=prediction.PilotModel(uncertainty=bayes),
     )
     k = curves_small.groups.index(smallest)
     low, high = curves_small.band()

@@ -195,7 +195,7 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # %% [markdown]
 # ## 3. Free labels vs the fixed rate: thresholds over time per group
 #
-# The fixed-rate mode (`free_labels=False`) labels every item with probability $\pi$ whatever its
+# The fixed-rate mode (`labelling="fixed-rate"`) labels every item with probability $\pi$ whatever its
 # route — what a caller without the cheap answer on thinking-routed items can do. With free
 # labels, a group that still always thinks learns from *every* item with range $B$ instead of
 # $B/\pi$, and keeps learning from its thinking-routed items afterwards.
@@ -205,7 +205,7 @@ rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_tria
 u, loss, g = U[rows], L[rows], codes[rows]
 common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
 free = streams.run_online(u, loss, g, len(names), grid, **common)
-fixed = streams.run_online(u, loss, g, len(names), grid, free_labels=False, **common)
+fixed = streams.run_online(u, loss, g, len(names), grid, labelling="fixed-rate", **common)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
@@ -310,7 +310,7 @@ display(
 # same online G-PAC with B-PAC's bet (`bet="grapa"`) keeps the per-step range and drops the mixture:
 
 # %%
-grapa = bpac.run_online(u, loss, g, len(names), grid, bet="grapa", **common)
+grapa = streams.run_online(u, loss, g, len(names), grid, bet="grapa", **common)
 gain_range = no_think(grapa) - no_think(per_group)
 display(
     Markdown(
@@ -560,7 +560,7 @@ display(
 # ## Reading the results
 #
 # The numbers are those displayed in §4 and §5 above (paper profile: 10 streams of 20,000
-# items). B-PAC (`benchmarks/bpac.py`) observes its thinking-routed items for free too
+# items). B-PAC (`gpac_utils.online_streams.run_bpac`) observes its thinking-routed items for free too
 # (propensity 1), so free labels alone do not explain the difference between them. What differs
 # is the **range each bet is capped for** — B-PAC caps every step for the range $B/\pi$, online
 # G-PAC for $B$ while a group still always thinks (every item is then observed in full) and for

@@ -74,7 +74,7 @@ def test_bad_columns_are_named(tmp_path):
     pd.DataFrame({"problem": ["1+1"], "answer": ["2"], "unique_id": ["a"]}).to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"missing column\(s\) \['subject'\]"):
         load_benchmark("math500", p)
-    with pytest.raises(ValueError, match="unknown benchmark"):
+    with pytest.raises(ValueError, match="benchmark: unknown .mmlu."):
         load_benchmark("mmlu", p)
 
 

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from scipy import stats
 
-from gpac_utils import bounds
+from gpac_utils import bound_references, bounds
 
 ALPHA = 0.1
 
@@ -27,94 +27,33 @@ def _terms(z, u, c):
     return np.where(u <= c, z, 0.0)
 
 
-# --- independent references ------------------------------------------------------------------
+# --- every registered bound against its independent reference (gpac_utils.bound_references) ---
 
 
-def ref_clt(x, alpha, R):
-    return x.mean() + stats.norm.ppf(1 - alpha) * x.std(ddof=1) / math.sqrt(len(x))
-
-
-def ref_hoeffding(x, alpha, R):
-    return x.mean() + math.sqrt(R**2 * math.log(2 / alpha) / (2 * len(x)))
-
-
-def ref_eb(x, alpha, R):
-    y = x / R
-    n = len(y)
-    L = math.log(2 / alpha)
-    return R * (y.mean() + math.sqrt(2 * y.var(ddof=1) * L / n) + 7 * L / (3 * (n - 1)))
-
-
-def ref_cp(x, alpha, R):
-    k, n = int(round((x / R).sum())), len(x)
-    return R * (1.0 if k == n else stats.beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def ref_hb(x, alpha, R):
-    """Bates et al. (2021) HB p-value, inverted by a fine grid scan (independent of the code's root finders)."""
-    y = x / R
-    n, mu = len(y), y.mean()
-    t = np.linspace(0, 1, 200_001)[1:-1]
-    t = t[t >= mu]
-
-    def h1(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.nan_to_num(a * np.log(a / b)) + np.nan_to_num((1 - a) * np.log((1 - a) / (1 - b)))
-
-    p = np.minimum(np.exp(-n * h1(np.minimum(mu, t), t)), math.e * stats.binom.cdf(math.ceil(n * mu), n, t))
-    rejected = t[p <= alpha]
-    return R * (rejected[0] if rejected.size else 1.0)
-
-
-def ref_wsr(x, alpha, R):
-    """Bates et al.'s WSR_mu_plus, with scipy's brentq (independent of the code's Newton search)."""
-    y = x / R
-    n = len(y)
-    muhat = (np.cumsum(y) + 0.5) / (1 + np.arange(1, n + 1))
-    sigma2hat = (np.cumsum((y - muhat) ** 2) + 0.25) / (1 + np.arange(1, n + 1))
-    sigma2hat[1:] = sigma2hat[:-1]
-    sigma2hat[0] = 0.25
-    nu = np.minimum(np.sqrt(2 * np.log(1 / alpha) / n / sigma2hat), 1)
-
-    def kn(mu):
-        with np.errstate(divide="ignore"):
-            return np.max(np.cumsum(np.log(1 - nu * (y - mu)))) + np.log(alpha)
-
-    if kn(1.0) < 0:
-        return R
-    return R * optimize.brentq(kn, 1e-12, 1.0, xtol=1e-13, rtol=1e-13)
-
-
-REFS = {
-    "clt": ref_clt,
-    "hoeffding": ref_hoeffding,
-    "empirical_bernstein": ref_eb,
-    "clopper_pearson": ref_cp,
-    "hoeffding_bentkus": ref_hb,
-    "wsr": ref_wsr,
-}
-TOL = {"hoeffding_bentkus": 2e-5, "wsr": 1e-6}
-
-
-@pytest.mark.parametrize("name", sorted(REFS))
+@pytest.mark.parametrize("name", list(bounds.BOUNDS))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bound_matches_reference(name, seed):
+    entry = bounds.BOUNDS[name]
     z, u, cand, R = _sample(seed, binary=True)
     got = bounds.ucb(name, z, u, cand, ALPHA, R)
-    want = np.array([REFS[name](_terms(z, u, c), ALPHA, R) for c in cand])
-    tol = TOL.get(name, 1e-10)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * R)
-    if name == "wsr":
-        assert np.all(got >= want - 1e-12), "WSR must err on the conservative side"
+    want = np.array([entry.reference(_terms(z, u, c), ALPHA, R) for c in cand])
+    np.testing.assert_allclose(got, want, rtol=entry.tolerance, atol=entry.tolerance * R)
 
 
-@pytest.mark.parametrize("name", ["clt", "hoeffding", "empirical_bernstein", "hoeffding_bentkus", "wsr"])
+def test_wsr_errs_on_the_conservative_side():
+    for seed in (0, 1, 2):
+        z, u, cand, R = _sample(seed, binary=True)
+        want = np.array([bound_references.wsr_reference(_terms(z, u, c), ALPHA, R) for c in cand])
+        assert np.all(bounds.ucb("wsr", z, u, cand, ALPHA, R) >= want - 1e-12)
+
+
+@pytest.mark.parametrize("name", bounds.BOUNDS.names(binary_terms=False))
 def test_bound_matches_reference_nonbinary(name):
+    entry = bounds.BOUNDS[name]
     z, u, cand, R = _sample(7, binary=False)
     got = bounds.ucb(name, z, u, cand, ALPHA, R)
-    want = np.array([REFS[name](_terms(z, u, c), ALPHA, R) for c in cand])
-    tol = TOL.get(name, 1e-10)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * R)
+    want = np.array([entry.reference(_terms(z, u, c), ALPHA, R) for c in cand])
+    np.testing.assert_allclose(got, want, rtol=entry.tolerance, atol=entry.tolerance * R)
 
 
 def test_batch_equals_loop():
@@ -148,7 +87,7 @@ def test_wsr_all_ones_is_trivial_and_monotone_bounds_grow():
     z = 1.0 * (rng.random(200) < 0.2)
     u = rng.random(200)
     cand = np.unique(u)
-    for name in bounds.MONOTONE_BOUNDS:
+    for name in bounds.BOUNDS.names(monotone=True):
         assert np.all(np.diff(bounds.ucb(name, z, u, cand, 0.05, 1.0)) >= -1e-12), name
 
 
@@ -172,9 +111,51 @@ def test_out_of_range_terms_and_unsorted_candidates():
         bounds.ucb("clt", [0.0, 1.0], [0.1, 0.2], [0.2, 0.1], 0.05, 2.0)
 
 
-def test_registry_kinds():
-    assert set(bounds.PAPER_BOUNDS) == {"clt", "hoeffding"}
-    assert set(bounds.VALID_BOUNDS) == {"hoeffding_bentkus", "empirical_bernstein", "wsr", "clopper_pearson"}
+def test_registry_kinds_and_properties():
+    assert bounds.BOUNDS.names(valid=False) == ["clt", "hoeffding"]
+    assert set(bounds.BOUNDS.names(valid=True)) == {
+        "hoeffding_bentkus",
+        "empirical_bernstein",
+        "wsr",
+        "clopper_pearson",
+    }
+    assert bounds.BOUNDS.names(sequential=True) == ["wsr"]
+    assert bounds.BOUNDS.names(binary_terms=True) == ["clopper_pearson"]
+    assert bounds.BOUNDS["clt"].kind == "paper" and bounds.BOUNDS["wsr"].kind == "valid"
+
+
+def test_non_monotone_bounds_are_flagged_honestly():
+    """A bound marked non-monotone does decrease somewhere when a term is added (so the flag matters)."""
+    z, u = np.ones(10), np.linspace(0, 1, 10)  # the last term shrinks the variance to 0
+    cand = u
+    for name in bounds.BOUNDS.names(monotone=False, sequential=False):
+        assert np.any(np.diff(bounds.ucb(name, z, u, cand, 0.05, 1.0)) < -1e-9), name
+
+
+def test_unknown_bound_and_removed_names_are_one_line_errors():
+    with pytest.raises(ValueError, match=r"bound: unknown 'nope'; choose one of \['clt'"):
+        bounds.ucb("nope", [0.0], [0.1], [0.2], 0.05, 1.0)
+    with pytest.raises(AttributeError, match=r"VALID_BOUNDS was removed; use BOUNDS.names\(valid=True\)"):
+        bounds.VALID_BOUNDS  # noqa: B018
+
+
+def test_a_registered_bound_flows_through_ucb_and_is_removed_afterwards():
+    half_hoeffding = bounds.Bound(
+        "half_hoeffding",
+        lambda s1, s2, m, alpha, term_range: s1 / m + term_range * math.sqrt(math.log(1 / alpha) / (2 * m)),
+        True,
+        lambda x, alpha, R: x.mean() + R * math.sqrt(math.log(1 / alpha) / (2 * len(x))),
+        "one-sided Hoeffding",
+        monotone=True,
+    )
+    z, u, cand, R = _sample(0)
+    with bounds.BOUNDS.registered(half_hoeffding):
+        got = bounds.ucb("half_hoeffding", z, u, cand, ALPHA, R)
+        want = [half_hoeffding.reference(_terms(z, u, c), ALPHA, R) for c in cand]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        with pytest.raises(ValueError, match="already registered"):
+            bounds.BOUNDS.register(half_hoeffding)
+    assert "half_hoeffding" not in bounds.BOUNDS
 
 
 @pytest.mark.parametrize("m", [100, 200, 400])
@@ -182,7 +163,7 @@ def test_wsr_all_zero_terms_match_reference(m):
     """Regression: an iterate landing on the root within rounding must be accepted, not restarted."""
     z, u = np.zeros(m), np.linspace(0, 1, m)
     got = bounds.ucb("wsr", z, u, [0.5], 0.05, 1.0)[0]
-    want = ref_wsr(z, 0.05, 1.0)
+    want = bound_references.wsr_reference(z, 0.05, 1.0)
     assert want < 0.05
     assert got == pytest.approx(want, rel=1e-6) and got >= want * (1 - 1e-9)
 

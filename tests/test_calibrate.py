@@ -50,7 +50,7 @@ def test_gpac_thresholds_follow_group_difficulty_and_route():
 def test_simultaneous_is_more_conservative():
     u, loss, g = population(seed=3)
     a = GPAC(eps=0.05, recipe=HB_FULL).fit(u, loss, g)
-    b = GPAC(eps=0.05, recipe=HB_FULL, simultaneous=True).fit(u, loss, g)
+    b = GPAC(eps=0.05, recipe=HB_FULL, correction="bonferroni").fit(u, loss, g)
     assert all(b.thresholds_[k] <= a.thresholds_[k] for k in a.thresholds_)
 
 
@@ -83,7 +83,7 @@ def test_cpac_learns_groups(mode, method):
 
 @pytest.mark.parametrize(
     "cls,kw",
-    [(PAC, {}), (GPAC, {"simultaneous": True}), (CPAC, {"partitioner": ScorePartitioner(k=2), "mode": "joint"})],
+    [(PAC, {}), (GPAC, {"correction": "bonferroni"}), (CPAC, {"partitioner": ScorePartitioner(k=2), "mode": "joint"})],
 )
 def test_json_round_trip(cls, kw):
     u, loss, g = population(seed=6)
@@ -261,7 +261,7 @@ def test_experiment_honours_each_recipes_pi_and_simultaneous():
     assert share[0.1] < share[0.5]
     cfg = ExperimentConfig(eps=0.1, methods=("gpac",), scores=["score_a"], n_trials=5, recipes=[HB_FULL])
     plain = experiment.run_experiment(t, cfg)
-    bonf = experiment.run_experiment(t, cfg.replace(simultaneous=True))
+    bonf = experiment.run_experiment(t, cfg.replace(correction="bonferroni"))
     a = plain[plain.group == "__all__"]["routed_share"].mean()
     b = bonf[bonf.group == "__all__"]["routed_share"].mean()
     assert b < a

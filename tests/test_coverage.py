@@ -43,7 +43,7 @@ CELLS = [(n, label_prob) for n in (50, 300) for label_prob in (1.0, 0.5)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bound", bounds.VALID_BOUNDS)
+@pytest.mark.parametrize("bound", bounds.BOUNDS.names(valid=True))
 @pytest.mark.parametrize("n,label_prob", CELLS)
 def test_valid_bounds_cover(bound, n, label_prob):
     sampling = "full" if label_prob == 1.0 else "bernoulli"

@@ -17,6 +17,9 @@ CORE = [
     "gpac_utils.metrics",
     "gpac_utils.sampling",
     "gpac_utils.online",
+    "gpac_utils.registry",
+    "gpac_utils.settings",
+    "gpac_utils.scores",
 ]
 
 

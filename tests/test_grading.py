@@ -135,7 +135,7 @@ def test_dispatch():
     assert gr.grade("gpqa", "Answer: B", "B") and not gr.grade("gpqa", "Answer: C", "B")
     with pytest.raises(ValueError, match="semantic loss"):
         gr.grade("arena_hard", "x", "")
-    with pytest.raises(ValueError, match="unknown benchmark"):
+    with pytest.raises(ValueError, match="benchmark: unknown .mmlu."):
         gr.grade("mmlu", "x", "")
 
 

@@ -47,7 +47,7 @@ def per_group_violations(mode, n_trials=300, n=2000, every=10, seed=0):
 
 
 MODES = {
-    "fixed rate": dict(label_prob=0.5, free_labels=False),
+    "fixed rate": dict(label_prob=0.5, labelling="fixed-rate"),
     "free labels": dict(label_prob=0.2),
     "free labels, warm-up": dict(label_prob=0.1, warmup_items=200, warmup_prob=0.5),
     "free labels, budget, grapa": dict(label_prob=0.3, label_budget=60, bet="grapa"),
@@ -81,7 +81,7 @@ def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
     kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
     free = streams.run_online(u, loss, g, 1, GRID, **kw)
-    fixed = streams.run_online(u, loss, g, 1, GRID, free_labels=False, **kw)
+    fixed = streams.run_online(u, loss, g, 1, GRID, labelling="fixed-rate", **kw)
     paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
     thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
     assert thr[0] > thr[1] + 0.1, thr
@@ -111,7 +111,7 @@ def test_decisions_free_labels_schedule_and_budget():
 
 
 def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
-    router = OnlineGPAC(EPS, label_prob=0.3, free_labels=False, grid=[0.5], seed=4)
+    router = OnlineGPAC(EPS, label_prob=0.3, labelling="fixed-rate", grid=[0.5], seed=4)
     d = router.decide(np.random.default_rng(1).uniform(size=20000), ["g"] * 20000)
     assert np.all(d.propensity == 0.3) and not d.route.any()
     assert abs(d.observe.mean() - 0.3) < 4 * mcse(0.3, 20000)
@@ -175,7 +175,7 @@ def test_fixed_rate_mode_is_online_pac_item_by_item(bet):
     n, grid = 600, np.linspace(0, 1, 11)
     u = rng.uniform(size=n)
     loss = (rng.uniform(size=n) < 0.2 * u).astype(float)
-    router = OnlineGPAC(EPS, ALPHA, label_prob=0.5, free_labels=False, grid=grid, bet=bet, seed=4)
+    router = OnlineGPAC(EPS, ALPHA, label_prob=0.5, labelling="fixed-rate", grid=grid, bet=bet, seed=4)
     got, lab = [], []
     for i in range(n):  # one item at a time: the threshold after every item
         d = router.decide(u[i : i + 1], ["all"])
@@ -190,9 +190,9 @@ def test_fixed_rate_mode_is_online_pac_item_by_item(bet):
 def test_block_size_does_not_change_the_learning_and_groups_are_independent():
     u, loss, g = streams.closed_form_streams(1, 1500, **VALIDITY, seed=8)
     names = g[0].astype(str)
-    dec = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).decide(u[0], names)  # fixed rate: decided up front
-    whole = OnlineGPAC(EPS, label_prob=0.4, free_labels=False).update(u[0], loss[0], names, dec)
-    chunked = OnlineGPAC(EPS, label_prob=0.4, free_labels=False)
+    dec = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate").decide(u[0], names)  # fixed rate: decided up front
+    whole = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate").update(u[0], loss[0], names, dec)
+    chunked = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate")
     for sl in np.array_split(np.arange(1500), [7, 8, 300, 999]):
         chunked.update(u[0, sl], loss[0, sl], names[sl], online.Decisions(*(f[sl] for f in dec)))
     for j in ("0", "1", "2"):

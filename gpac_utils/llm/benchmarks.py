@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,7 @@ import pandas as pd
 
 from .. import data
 from ..checks import ParameterError
+from ..registry import Registry, removed
 from ..workflow.paths import DATA
 from . import arithmetic, grading
 
@@ -55,27 +57,126 @@ GPQA_WRONG = tuple(f"Incorrect Answer {k}" for k in (1, 2, 3))
 GPQA_COLUMNS = ("Question", "Correct Answer", *GPQA_WRONG, "High-level domain", "Record ID")
 
 
+# --------------------------------------------------------------------------- canonical columns per format
+def _math_items(df: pd.DataFrame, seed: int) -> dict:
+    """MATH's format (``problem``, ``answer``, ``subject``, ``unique_id``)."""
+    prompts = [grading.math_prompt(p) for p in df["problem"]]
+    return {
+        "item_id": df["unique_id"],
+        "group": df["subject"],
+        "question": df["problem"],
+        "prompt": prompts,
+        "gold": df["answer"],
+    }
+
+
+def _gpqa_items(df: pd.DataFrame, seed: int) -> dict:
+    wrong = df[list(GPQA_WRONG)].to_numpy().tolist()
+    mcs = [grading.shuffle_choices(*x, seed) for x in zip(df["Correct Answer"], wrong, df["Record ID"])]
+    prompts = [grading.gpqa_prompt(q, choices) for q, (choices, _) in zip(df["Question"], mcs)]
+    return {
+        "item_id": df["Record ID"],
+        "group": df["High-level domain"],
+        "question": df["Question"].astype(str).str.strip(),
+        "prompt": prompts,
+        "gold": [letter for _, letter in mcs],
+    }
+
+
+def _zebra_items(df: pd.DataFrame, seed: int) -> dict:
+    sols = [_solution(v, i) for i, v in enumerate(df["solution"])]
+    prompts = [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)]
+    return {
+        "item_id": df["id"],
+        "group": [grading.zebra_size_group(s) for s in df["size"]],
+        "question": df["puzzle"],
+        "prompt": prompts,
+        "gold": [json.dumps(s) for s in sols],
+    }
+
+
+def _arena_prompts(df: pd.DataFrame) -> pd.DataFrame:
+    """Arena-Hard's first turn as the ``prompt`` of a release that has only ``turns``."""
+    if "prompt" not in df.columns and "turns" in df.columns:
+        df = df.assign(prompt=[_first_turn(t, i) for i, t in enumerate(df["turns"])])
+    return df
+
+
+def _arena_items(df: pd.DataFrame, seed: int) -> dict:
+    groups = df["category"] if "category" in df.columns else "all"
+    return {"item_id": df["question_id"], "group": groups, "question": df["prompt"], "prompt": df["prompt"], "gold": ""}
+
+
 @dataclass(frozen=True)
-class Spec:
-    hf: tuple | None  # Hugging Face (repo, config, split)
-    required: tuple[str, ...]  # source columns (after aliasing)
-    aliases: dict  # other releases' column names -> ours
+class Benchmark:
+    """A benchmark: where its items come from and how they become the canonical columns.
+
+    Parameters
+    ----------
+    name : str
+        Its name (``load_benchmark(name)``, ``--benchmark name``; its grader in
+        :data:`gpac_utils.llm.grading.GRADERS`).
+    hf : tuple or None
+        Hugging Face ``(repo, config, split)`` (named in the error for a missing file); ``None``:
+        shipped or generated.
+    required : tuple of str
+        Source columns (after aliasing).
+    aliases : dict
+        Other releases' column names -> ours.
+    items : callable
+        ``items(df, seed) -> dict`` of the canonical columns ``item_id``, ``group``, ``question``,
+        ``prompt``, ``gold``.
+    walk : bool, default False
+        The walk's two conversations (one-shot ``think``, answer-only ``nothink``) and samplings.
+    prepare : callable, optional
+        ``prepare(df) -> df`` before the required columns are checked.
+    generate : callable, optional
+        ``generate() -> df``: the source items when there is no file (drawn procedurally).
+    """
+
+    name: str
+    hf: tuple | None
+    required: tuple[str, ...]
+    aliases: dict
+    items: Callable[[pd.DataFrame, int], dict]
+    walk: bool = False
+    prepare: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    generate: Callable[[], pd.DataFrame] | None = None
 
 
-BENCHMARKS: dict[str, Spec] = {
-    "math500": Spec(("HuggingFaceH4/MATH-500", None, "test"), MATH_COLUMNS, {"id": "unique_id", "type": "subject"}),
-    "gpqa": Spec(
-        ("Idavidrein/gpqa", "gpqa_main", "train"), GPQA_COLUMNS, {"domain": "High-level domain", "id": "Record ID"}
-    ),
-    "zebralogic": Spec(("WildEval/ZebraLogic", "grid_mode", "test"), ("id", "size", "puzzle", "solution"), {}),
-    "arena_hard": Spec(
-        ("lmarena-ai/arena-hard-auto", None, "train"), ("question_id", "prompt"), {"uid": "question_id"}
-    ),
-    "walk": Spec(None, MATH_COLUMNS, {"id": "unique_id", "type": "subject"}),
-    "arith": Spec(None, MATH_COLUMNS, {}),  # drawn by .arithmetic
-}
-#: Benchmarks that share the walk's two conversations (one-shot ``think``, answer-only ``nothink``).
-WALK_LIKE = ("walk", "arith")
+_MATH_ALIASES = {"id": "unique_id", "type": "subject"}
+#: The benchmarks, by name.
+BENCHMARKS: Registry[Benchmark] = Registry(
+    "benchmark",
+    [
+        Benchmark("math500", ("HuggingFaceH4/MATH-500", None, "test"), MATH_COLUMNS, _MATH_ALIASES, _math_items),
+        Benchmark(
+            "gpqa",
+            ("Idavidrein/gpqa", "gpqa_main", "train"),
+            GPQA_COLUMNS,
+            {"domain": "High-level domain", "id": "Record ID"},
+            _gpqa_items,
+        ),
+        Benchmark(
+            "zebralogic",
+            ("WildEval/ZebraLogic", "grid_mode", "test"),
+            ("id", "size", "puzzle", "solution"),
+            {},
+            _zebra_items,
+        ),
+        Benchmark(
+            "arena_hard",
+            ("lmarena-ai/arena-hard-auto", None, "train"),
+            ("question_id", "prompt"),
+            {"uid": "question_id"},
+            _arena_items,
+            prepare=_arena_prompts,
+        ),
+        Benchmark("walk", None, MATH_COLUMNS, _MATH_ALIASES, _math_items, walk=True),
+        Benchmark("arith", None, MATH_COLUMNS, {}, _math_items, walk=True, generate=arithmetic.make_items),
+    ],
+)
+__getattr__ = removed(__name__, {"WALK_LIKE": "BENCHMARKS.names(walk=True)", "Spec": "Benchmark"})
 
 
 def benchmark_dir() -> Path:
@@ -112,8 +213,8 @@ def _canonical_source(df: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
     spec, norm = BENCHMARKS[name], lambda c: re.sub(r"[^a-z0-9]", "", str(c).lower())
     renames = {norm(c): c for c in spec.required} | {norm(k): v for k, v in spec.aliases.items()}
     df = df.rename(columns={c: renames[norm(c)] for c in df.columns if renames.get(norm(c), c) not in df.columns})
-    if name == "arena_hard" and "prompt" not in df.columns and "turns" in df.columns:
-        df = df.assign(prompt=[_first_turn(t, i) for i, t in enumerate(df["turns"])])
+    if spec.prepare is not None:
+        df = spec.prepare(df)
     missing = [c for c in spec.required if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {missing} for benchmark {name!r}; it has {list(df.columns)}")
@@ -146,43 +247,25 @@ def _solution(v, row) -> dict:
 def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | None = None, seed=0) -> pd.DataFrame:
     """Load ``name`` into canonical columns (see module doc). ``n_items`` keeps a seeded random subset
     (in the file's order); ``seed`` also drives GPQA's choice shuffling."""
-    if name not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
+    spec = BENCHMARKS[name]  # an unknown name: one line listing the known ones
     if n_items is not None and int(n_items) < 1:
         raise ParameterError(f"n_items: must be >= 1, got {n_items}")
     path = path or find_local(name) or SHIPPED.get(name)
     if path is not None:
         src, where = read_items(path), str(path)
-    elif name == "arith":  # procedurally generated: gpac_utils.llm.arithmetic (seed 0, its default size)
-        src, where = arithmetic.make_items(), "gpac_utils.llm.arithmetic"
+    elif spec.generate is not None:  # procedurally generated (arith: gpac_utils.llm.arithmetic, seed 0)
+        src, where = spec.generate(), spec.generate.__module__
     else:
         raise _missing(name)
     df = _canonical_source(src, name, where)
-    if name in (*WALK_LIKE, "math500"):  # the walk's items are in MATH format
-        ids, groups, questions, gold = df["unique_id"], df["subject"], df["problem"], df["answer"]
-        prompts = [grading.math_prompt(p) for p in df["problem"]]
-    elif name == "gpqa":
-        wrong = df[list(GPQA_WRONG)].to_numpy().tolist()
-        mcs = [grading.shuffle_choices(*x, seed) for x in zip(df["Correct Answer"], wrong, df["Record ID"])]
-        ids, groups, questions = df["Record ID"], df["High-level domain"], df["Question"].astype(str).str.strip()
-        prompts = [grading.gpqa_prompt(q, choices) for q, (choices, _) in zip(df["Question"], mcs)]
-        gold = [letter for _, letter in mcs]
-    elif name == "zebralogic":
-        sols = [_solution(v, i) for i, v in enumerate(df["solution"])]
-        ids, groups, questions = df["id"], [grading.zebra_size_group(s) for s in df["size"]], df["puzzle"]
-        prompts, gold = [grading.zebra_prompt(p, s) for p, s in zip(df["puzzle"], sols)], [json.dumps(s) for s in sols]
-    else:  # arena_hard
-        ids, questions, prompts, gold = df["question_id"], df["prompt"], df["prompt"], ""
-        groups = df["category"] if "category" in df.columns else "all"
-    columns = {"item_id": ids, "group": groups, "question": questions, "prompt": prompts, "gold": gold}
-    out = pd.DataFrame(columns, index=df.index).astype(str)
+    out = pd.DataFrame(spec.items(df, seed), index=df.index).astype(str)
     dup = out["item_id"].duplicated()
     if dup.any():
         raise ValueError(f"{where}: duplicate item ids {out.loc[dup, 'item_id'].tolist()[:5]}")
     if n_items is not None and n_items < len(out):
         keep = np.sort(np.random.default_rng(seed).choice(len(out), size=int(n_items), replace=False))
         out = out.iloc[keep].reset_index(drop=True)
-    if name in WALK_LIKE:
+    if spec.walk:
         out["messages"] = [grading.walk_messages(q, "think") for q in out["question"]]
         out["messages_nothink"] = [grading.walk_messages(q, "nothink") for q in out["question"]]
     else:

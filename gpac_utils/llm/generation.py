@@ -58,7 +58,7 @@ from tqdm.auto import tqdm
 from ..checks import ParameterError
 from ..workflow.paths import DATA
 from . import records
-from .benchmarks import BENCHMARKS, WALK_LIKE, load_benchmark
+from .benchmarks import BENCHMARKS, load_benchmark
 from .engines import Sampling, item_seed, make_engine, resolve_backend
 from .records import ROLES, load_generations, parse_shard
 from .scoring import verbalized_messages
@@ -386,7 +386,7 @@ def main(argv=None) -> int:
         engine_kwargs[key] = value
     out, roles = Path(args.out) if args.out else run_dir(args.benchmark, args.pair), args.roles.split(",")
     try:
-        if args.benchmark in WALK_LIKE:
+        if BENCHMARKS[args.benchmark].walk:
             samplings = walk_samplings(args.max_tokens, n_verbalized=args.n_verbalized)
         else:
             samplings = pair_samplings(models, args.max_tokens, *[n for n in [args.n_verbalized] if n is not None])

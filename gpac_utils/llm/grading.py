@@ -30,10 +30,13 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+from ..registry import Registry
 
 LETTERS = "ABCD"
 
@@ -262,20 +265,46 @@ def grade_zebra(response: str, solution: dict) -> ZebraGrade:
     return ZebraGrade(right / total if total else 0.0, total > 0 and right == total, True)
 
 
-# --------------------------------------------------------------------------- dispatch
-GRADERS = {
-    "math500": grade_math,
-    "gpqa": grade_gpqa,
-    "zebralogic": lambda response, gold: grade_zebra(response, gold).correct,
-    "walk": grade_lenient,
-    "arith": grade_exact,  # arith: exact integers, no symbolic parser
-}
+# --------------------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class Grader:
+    """How a benchmark's answers are judged.
+
+    Parameters
+    ----------
+    name : str
+        The benchmark (a name of :data:`gpac_utils.llm.benchmarks.BENCHMARKS`).
+    function : callable or None
+        ``function(response, gold) -> bool``: correctness of one answer; ``None`` for a benchmark
+        without right answers.
+    loss : {"binary", "semantic"}
+        The loss of the benchmark's table: binary (thinking right, non-thinking wrong; a
+        ``function`` is needed) or semantic (``1 - cos`` of the two answers' embeddings, bound 2:
+        :func:`gpac_utils.llm.scoring.semantic_loss`).
+    """
+
+    name: str
+    function: Callable[[str, object], bool] | None
+    loss: str = "binary"
+
+
+#: The graders, by benchmark.
+GRADERS: Registry[Grader] = Registry(
+    "benchmark",
+    [
+        Grader("math500", grade_math),
+        Grader("gpqa", grade_gpqa),
+        Grader("zebralogic", lambda response, gold: grade_zebra(response, gold).correct),
+        Grader("arena_hard", None, "semantic"),
+        Grader("walk", grade_lenient),
+        Grader("arith", grade_exact),  # exact integers, no symbolic parser
+    ],
+)
 
 
 def grade(benchmark: str, response: str, gold) -> bool:
     """Correctness of one answer (``gold``: answer string, correct letter, or solution dict/JSON)."""
-    if benchmark == "arena_hard":
-        raise ValueError("Arena-Hard has no grader: use the semantic loss (gpac_utils.llm.scoring.semantic_loss)")
-    if benchmark not in GRADERS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; graded ones: {tuple(GRADERS)}")
-    return GRADERS[benchmark](response, gold)
+    grader = GRADERS[benchmark]  # an unknown benchmark: one line listing the known ones
+    if grader.function is None:
+        raise ValueError(f"{benchmark} has no grader: use the {grader.loss} loss (gpac_utils.llm.scoring)")
+    return grader.function(response, gold)

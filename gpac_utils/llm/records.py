@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import ParameterError
+from ..scores import ROLES
 
-ROLES = ("think", "nothink", "verbalized")
 RECORD_COLUMNS = (
     "item_id",
     "role",

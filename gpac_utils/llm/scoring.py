@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
-from .grading import grade
+from .grading import GRADERS, grade
 from .records import ROLES, load_generations, load_items
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -181,10 +181,11 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
     loss, the paper's Arena-Hard eps).
     """
     items = load_items(folder)
-    think, nothink, verbal = (load_generations(folder, role, items["item_id"]) for role in ROLES)
+    gens = {role: load_generations(folder, role, items["item_id"]) for role in ROLES}
+    think, nothink, verbal = gens["think"], gens["nothink"], gens["verbalized"]
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
-    if benchmark == "arena_hard":
+    if GRADERS[benchmark].loss == "semantic":
         correct, losses = {}, semantic_loss(t0["answer"].tolist(), n0["answer"].tolist(), embedder)
         loss_bound, tol = SEMANTIC_LOSS_BOUND, 0.1
     else:

@@ -27,6 +27,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ..calibrate import CALIBRATORS
+from ..settings import CPAC_MODES
+
 REFERENCE_DATA = Path(__file__).parent / "data"
 #: The paper's three metrics, in the order of its tables.
 PAPER_METRICS = ("Error", "Error_Gap", "STP")
@@ -67,7 +70,7 @@ class TableSpec:
     @property
     def groupings(self) -> tuple[str, ...]:
         """``("known",)`` for G-PAC tables, ``("split", "joint")`` for C-PAC tables."""
-        return ("known",) if self.method == "G-PAC" else ("split", "joint")
+        return ("known",) if CALIBRATORS[self.method].groups == "known" else CPAC_MODES
 
 
 @cache

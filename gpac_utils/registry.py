@@ -1,0 +1,159 @@
+"""Registries: a name maps to an entry that knows what it is (like scikit-learn's ``get_scorer``).
+
+Every extension point of the compendium is a :class:`Registry` of frozen dataclass entries:
+bounds (:data:`gpac_utils.bounds.BOUNDS`), scores and generation roles
+(:mod:`gpac_utils.scores`), calibrators (:data:`gpac_utils.calibrate.CALIBRATORS`), the
+Bonferroni-style corrections (:data:`gpac_utils.settings.CORRECTIONS`), the online router's
+labelling modes (:data:`gpac_utils.online.LABELLING`), benchmarks and graders
+(:mod:`gpac_utils.llm.benchmarks`, :mod:`gpac_utils.llm.grading`). Code asks an entry for its
+properties (``BOUNDS["wsr"].sequential``); it never compares names to decide behaviour.
+
+A registry reads like a dict of name to entry (in registration order). :meth:`Registry.register`
+adds an entry, :meth:`Registry.unregister` removes it, and :meth:`Registry.registered` does both
+around a ``with`` block (what tests and the worked examples of ``docs/extending.md`` use, so that
+nothing leaks). An unknown name is a one-line :class:`UnknownName` (a ``ValueError`` and a
+``KeyError``) that lists the known names.
+
+Examples
+--------
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Colour:
+...     name: str
+...     warm: bool
+>>> COLOURS = Registry("colour", [Colour("red", True), Colour("blue", False)])
+>>> COLOURS["red"].warm
+True
+>>> COLOURS["green"]
+Traceback (most recent call last):
+...
+gpac_utils.registry.UnknownName: colour: unknown 'green'; choose one of ['red', 'blue']
+>>> with COLOURS.registered(Colour("amber", True)):
+...     list(COLOURS)
+['red', 'blue', 'amber']
+>>> list(COLOURS)
+['red', 'blue']
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Generic, TypeVar
+
+__all__ = ["Registry", "UnknownName", "removed"]
+
+E = TypeVar("E")
+
+
+class UnknownName(ValueError, KeyError):
+    """A name that is not in a registry (one line: what was asked and what is known)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class Registry(Mapping[str, E], Generic[E]):
+    """Named entries, in registration order; each entry has a ``name`` attribute.
+
+    Parameters
+    ----------
+    what : str
+        What the entries are (the start of an error message: ``"bound"``, ``"score"``, ...).
+    entries : iterable of entries, optional
+        The built-in entries.
+    key : str, default "name"
+        The entry attribute that names it.
+    """
+
+    def __init__(self, what: str, entries: Iterable[E] = (), key: str = "name"):
+        self.what, self._key, self._entries = what, key, {}
+        for entry in entries:
+            self.register(entry)
+
+    # -- Mapping -------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> E:
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise UnknownName(f"{self.what}: unknown {name!r}; choose one of {list(self._entries)}") from None
+
+    def __contains__(self, name) -> bool:
+        try:
+            return name in self._entries
+        except TypeError:
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.what!r}, {list(self._entries)})"
+
+    def names(self, **properties) -> list[str]:
+        """The names whose entries have every given property value, e.g. ``BOUNDS.names(valid=True)``."""
+        return [n for n, e in self._entries.items() if all(getattr(e, k) == v for k, v in properties.items())]
+
+    def check(self, name, argument: str | None = None) -> str:
+        """``name`` if it is registered; otherwise an :class:`UnknownName` naming ``argument``."""
+        if name not in self:
+            what = argument or self.what
+            raise UnknownName(f"{what}: unknown {name!r}; choose one of {list(self._entries)}")
+        return name
+
+    # -- changing it ---------------------------------------------------------------------------
+    def register(self, entry: E, *, replace: bool = False) -> E:
+        """Add ``entry`` under its name; a name already taken is refused unless ``replace``."""
+        name = getattr(entry, self._key)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{self.what}: an entry needs a non-empty str {self._key}, got {name!r}")
+        if name in self._entries and not replace:
+            raise ValueError(f"{self.what}: {name!r} is already registered (pass replace=True to replace it)")
+        self._entries[name] = entry
+        return entry
+
+    def unregister(self, name: str) -> E:
+        """Remove and return the entry called ``name``."""
+        entry = self[name]
+        del self._entries[name]
+        return entry
+
+    @contextlib.contextmanager
+    def registered(self, *entries: E) -> Iterator[tuple[E, ...]]:
+        """Register ``entries`` for the ``with`` block only (the registry is restored afterwards)."""
+        before = dict(self._entries)
+        try:
+            yield tuple(self.register(e) for e in entries)
+        finally:
+            self._entries.clear()
+            self._entries.update(before)
+
+
+def removed(module: str, moved: Mapping[str, str]):
+    """A module ``__getattr__`` for removed names: a one-line ``AttributeError`` saying what replaces each.
+
+    Parameters
+    ----------
+    module : str
+        The module's ``__name__``.
+    moved : mapping of str to str
+        Removed name to what to use instead.
+
+    Examples
+    --------
+    >>> getattr_ = removed("m", {"OLD": "m.NEW"})
+    >>> getattr_("OLD")
+    Traceback (most recent call last):
+    ...
+    AttributeError: m.OLD was removed; use m.NEW
+    """
+
+    def __getattr__(name: str):
+        if name in moved:
+            raise AttributeError(f"{module}.{name} was removed; use {moved[name]}")
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -1,0 +1,129 @@
+"""Uncertainty scores and the generation roles that produce them: two registries.
+
+:data:`ROLES`
+    The generations per item (:mod:`gpac_utils.llm.generation`): ``think`` (the thinking model's
+    answer), ``nothink`` (the non-thinking model's answer and its token logprobs) and
+    ``verbalized`` (the non-thinking model's stated confidences).
+:data:`SCORES`
+    The score columns of the data schema (:mod:`gpac_utils.data`), each with the role whose
+    generations it is computed from (``None``: no generation, e.g. a router that reads the
+    question) and its cost form: how the STP metric counts the cost of routing with it
+    (:func:`gpac_utils.metrics.stp`; ``"router"``: the score is known before any model runs,
+    App. F; ``"cascade"``: the non-thinking model runs first). A column that is not registered
+    is costed in the cascade form.
+
+A new score is one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``);
+the notebook configs' score lists are checked against :data:`SCORES` by ``tests/test_registry.py``.
+
+Examples
+--------
+>>> SCORES["score_router"].cost_form, SCORES["score_logits"].role
+('router', 'nothink')
+>>> SCORES.names(paper=True)
+['score_logits', 'score_verbalized', 'score_router']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .registry import Registry
+
+__all__ = ["Role", "ROLES", "Score", "SCORES", "COST_FORMS", "cost_form"]
+
+#: The cost forms of :func:`gpac_utils.metrics.stp`.
+COST_FORMS = ("cascade", "router")
+
+
+@dataclass(frozen=True)
+class Role:
+    """A generation per item.
+
+    Parameters
+    ----------
+    name : str
+        Its name in the generation records (``role`` column).
+    model : {"think", "nothink"}
+        Which model of the pair generates it.
+    description : str
+        What it is.
+    """
+
+    name: str
+    model: str
+    description: str
+
+
+#: The generation roles, in the order they are generated.
+ROLES: Registry[Role] = Registry(
+    "role",
+    [
+        Role("think", "think", "the thinking model's answer"),
+        Role("nothink", "nothink", "the non-thinking model's answer and its token logprobs"),
+        Role("verbalized", "nothink", "the non-thinking model's stated confidences"),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class Score:
+    """An uncertainty score column (larger = less certain non-thinking answer).
+
+    Parameters
+    ----------
+    column : str
+        Its column in the data schema (``score_*``).
+    role : str or None
+        The :data:`ROLES` entry whose generations it is computed from; ``None``: no generation.
+    cost_form : {"cascade", "router"}
+        How STP counts its cost (:func:`gpac_utils.metrics.stp`).
+    description : str
+        What it is.
+    paper : bool, default False
+        One of the paper's three scores (the simulated stand-ins and the generated tables have them).
+    """
+
+    column: str
+    role: str | None
+    cost_form: str
+    description: str
+    paper: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.column.startswith("score_"):
+            raise ValueError(f"column: a score column starts with 'score_', got {self.column!r}")
+        if self.role is not None:
+            ROLES.check(self.role, "role")
+        if self.cost_form not in COST_FORMS:
+            raise ValueError(f"cost_form: must be one of {list(COST_FORMS)}, got {self.cost_form!r}")
+
+    @property
+    def name(self) -> str:
+        """Its column (the registry key)."""
+        return self.column
+
+
+#: The score columns, the paper's three first.
+SCORES: Registry[Score] = Registry(
+    "score",
+    [
+        Score("score_logits", "nothink", "cascade", "mean token log-probability of the non-thinking answer", True),
+        Score("score_verbalized", "verbalized", "cascade", "the non-thinking model's stated confidence", True),
+        Score("score_router", None, "router", "a router trained on the question (cross-fitted)", True),
+        Score("score_router_crossfit", None, "router", "router, cross-fitted on all items (notebook 02)"),
+        Score("score_router_disjoint", None, "router", "router trained on the other half only (notebook 02)"),
+        Score("score_disagree", None, "cascade", "share of a panel of other models that disagree (notebook 31)"),
+    ],
+    key="column",
+)
+
+
+def cost_form(column: str) -> str:
+    """The STP cost form of a score column: its :data:`SCORES` entry's, ``"cascade"`` if unregistered.
+
+    Examples
+    --------
+    >>> cost_form("score_router"), cost_form("score_mine")
+    ('router', 'cascade')
+    """
+    return SCORES[column].cost_form if column in SCORES else "cascade"

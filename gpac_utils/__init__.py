@@ -6,26 +6,27 @@ probability ``1 - alpha``.
 
 The core (this package's top-level modules) imports nothing from its three sub-packages:
 
-==============  ==========================================================================
-core module     what it owns
-==============  ==========================================================================
-data            the per-item table schema: validation, one reader and writer by suffix
-recipe          the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
-bounds          upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
-wsr             the WSR climb: betting capital, predictable bets, the Newton climb to the bound
-wsr_fast        the fast path of the wsr bound (bit for bit the plain climb of ``wsr.wsr_upper``)
-sampling        expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
-selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
-partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
-calibrate       the PAC, GPAC and CPAC calibrators
-online          online G-PAC: per-group thresholds certified by betting on a stream
-metrics         Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
-experiment      repeated calibration/test splits over methods x scores x recipes
-prediction      label planning: each group's routed share per number of labels, from a pilot
-allocation      label planning: the exact DP allocation of a label budget across groups
-checks          parameter checks with one-line errors
-cli             ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
-==============  ==========================================================================
+=================  ==========================================================================
+core module        what it owns
+=================  ==========================================================================
+data               the per-item table schema: validation, one reader and writer by suffix
+recipe             the calibration recipe (bound, sampling, label_prob, rule, candidates); named recipes
+bounds             upper confidence bounds on R(u) = E[loss 1{U <= u}], vectorised over thresholds
+wsr                the WSR climb: betting capital, predictable bets, the Newton climb to the bound
+wsr_fast           the fast path of the wsr bound (bit for bit the plain climb of ``wsr.wsr_upper``)
+sampling           expert-label sampling schemes (``full``, ``bernoulli``, the paper's ``resample``)
+selection          candidate thresholds and selection rules (``first-crossing``, ``max``)
+partition          learned partitions of the score axis (exact 1-D k-means, quantile bins)
+calibrate          the PAC, GPAC and CPAC calibrators
+online             online G-PAC: per-group thresholds certified by betting on a stream
+metrics            Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
+experiment         repeated calibration/test splits over methods x scores x recipes
+prediction         label planning: each group's routed share per number of labels, from a pilot
+allocation         label planning: the exact DP allocation of a label budget across groups
+checks             the validation layer: argument checks with one-line errors (ParameterError)
+thresholds_schema  the thresholds file's declared, versioned schema (checked on every read)
+cli                ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
+=================  ==========================================================================
 
 Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),
 :mod:`gpac_utils.llm` (generation, grading, scoring, benchmarks) and

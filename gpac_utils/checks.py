@@ -55,6 +55,8 @@ __all__ = [
     "check_budget",
     "check_rng",
     "check_label_prob",
+    "check_decisions",
+    "check_observed_losses",
 ]
 
 
@@ -625,6 +627,79 @@ def check_label_prob(label_prob, shape) -> None:
         np.broadcast_shapes(p.shape, tuple(shape))
     except ValueError:
         raise ParameterError(f"label_prob: shape {p.shape} does not broadcast to the losses' {tuple(shape)}") from None
+
+
+def check_decisions(decisions, n: int):
+    """The five decision fields of an online block: shape ``(n,)``, ``route``/``observe`` bool, the rest float.
+
+    Parameters
+    ----------
+    decisions : Decisions
+        As returned by :meth:`~gpac_utils.online.OnlineGPAC.decide`.
+    n : int
+        The number of items of the call.
+
+    Returns
+    -------
+    Decisions
+        The same type, its fields as arrays.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``decisions`` and the field: a wrong shape, or a wrong dtype (0/1 integer flags
+        would index rows by position instead of masking them).
+    """
+    names = ("route", "observe", "propensity", "rate", "threshold")
+    if not (isinstance(decisions, tuple) and hasattr(decisions, "_fields") and len(decisions) >= len(names)):
+        raise ParameterError(f"decisions: must be the Decisions that decide() returned, got {type(decisions).__name__}")
+    out = []
+    for name, f in zip(names, decisions):
+        a = np.asarray(f)
+        if a.shape != (n,):
+            raise ParameterError(
+                f"decisions: need the decisions of these {n} items (from decide), field {name!r} has shape {a.shape}"
+            )
+        want, why = ("b", "bool (0/1 integers would index rows by position)") if name in names[:2] else ("f", "float")
+        if a.dtype.kind != want:
+            raise ParameterError(
+                f"decisions: field {name!r} must be {why}, as decide() returns it; got dtype {a.dtype}"
+            )
+        out.append(a)
+    return type(decisions)(*out, *decisions[len(names) :])
+
+
+def check_observed_losses(losses, observe: np.ndarray, loss_bound: float) -> np.ndarray:
+    """One loss per item of a block; finite and in ``[0, loss_bound]`` where ``observe`` (NaN elsewhere is fine).
+
+    Parameters
+    ----------
+    losses : array_like
+        The block's losses.
+    observe : numpy.ndarray of bool
+        Which items' losses are read.
+    loss_bound : float
+        Upper end of the loss range.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    ParameterError
+        Naming ``losses`` and the rows within the block.
+    """
+    loss = _numeric("losses", _one_d("losses", losses), allow_bool=True)
+    if loss.shape != observe.shape:
+        raise ParameterError(f"losses: need one loss per item ({observe.size}), got shape {loss.shape}")
+    with np.errstate(invalid="ignore"):
+        bad = observe & ~(np.isfinite(loss) & (loss >= 0) & (loss <= loss_bound))
+    if bad.any():
+        raise ParameterError(
+            f"losses: an observed item needs a finite loss in [0, {loss_bound}]; bad at rows {_first(bad)} of the block"
+        )
+    return loss
 
 
 def check_budget(budget) -> int:

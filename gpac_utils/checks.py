@@ -266,13 +266,14 @@ def _one_d(name: str, values, batch: bool = False, as_object: bool = False):
     if isinstance(values, str | bytes | dict | set):
         raise ParameterError(f"{name}: must be an array with one value per item, got {type(values).__name__}")
     if isinstance(values, pd.Series | pd.Index):
-        if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
-            a = values.to_numpy(dtype=float, na_value=np.nan)
-        elif isinstance(values.dtype, pd.CategoricalDtype) or pd.api.types.is_extension_array_dtype(values.dtype):
-            a = values.astype(object).to_numpy()
-            a = np.where(pd.isna(a), None, a) if a.dtype == object else a
-        else:
+        dtype = values.dtype
+        if not pd.api.types.is_extension_array_dtype(dtype):
             a = values.to_numpy()
+        elif not as_object and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            a = values.to_numpy(dtype=float, na_value=np.nan)  # nullable Int64 / Float64: pd.NA as NaN
+        else:  # categorical, nullable strings and booleans: their values, pd.NA as None
+            a = np.array(values.astype(object).to_numpy(), dtype=object)
+            a[pd.isna(a)] = None
     else:
         try:
             a = np.asarray(values, dtype=object if as_object and isinstance(values, list | tuple) else None)
@@ -560,6 +561,10 @@ def check_xy(scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_i
     check_same_index(scores=scores, losses=losses, groups=groups)
     s = check_array("scores", scores, 0.0, 1.0, batch=batch, allow_bool=False)
     loss = None if losses is None else check_array("losses", losses, 0.0, loss_bound, batch=batch)
+    if loss is not None and loss.shape != s.shape and s.ndim > loss.ndim:  # e.g. an (n, 1) column given as scores
+        raise ParameterError(
+            f"scores: shape {s.shape} is not that of losses {loss.shape}; pass 1-D arrays (x.ravel()) or a Series"
+        )
     if loss is not None and loss.shape != s.shape:
         raise ParameterError(
             f"losses: must be of equal length to scores (one loss per score), got {loss.shape} for {s.shape}"
@@ -622,7 +627,8 @@ def check_label_prob(label_prob, shape) -> None:
         raise ParameterError(f"label_prob: must be numbers in (0, 1], got {label_prob!r}")
     p = _numeric("label_prob", np.asarray(label_prob), allow_bool=False)
     if not np.all(np.isfinite(p) & (p > 0) & (p <= 1)):
-        raise ParameterError(f"label_prob: must lie in (0, 1], got values outside at {_first(~((p > 0) & (p <= 1)))}")
+        where = f"{label_prob!r}" if p.ndim == 0 else f"values outside at {_first(~((p > 0) & (p <= 1)))}"
+        raise ParameterError(f"label_prob: must lie in (0, 1], got {where}")
     try:
         np.broadcast_shapes(p.shape, tuple(shape))
     except ValueError:

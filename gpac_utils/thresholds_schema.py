@@ -171,7 +171,7 @@ def _group_sizes(v, _):
     if not isinstance(v, dict):
         return "must be an object of group -> number of calibration items"
     bad = [g for g, n in v.items() if not (_is_int(n) and n >= 0)]
-    return f"[{bad[0]!r}] must be an integer >= 0, got {v[bad[0]]!r}" if bad else None
+    return f"[{bad[0]!r}]: must be an integer >= 0, got {v[bad[0]]!r}" if bad else None
 
 
 def _partition(v, payload):
@@ -179,16 +179,16 @@ def _partition(v, payload):
         return "a C-PAC file needs 'partition': {'algorithm', 'boundaries'} (and nothing else)"
     algo = _registry(partition.PARTITION_ALGORITHMS)(v["algorithm"], payload)
     if algo:
-        return f"['algorithm'] {algo}"
+        return f"['algorithm']: {algo}"
     b = v["boundaries"]
     if not isinstance(b, list) or not all(_is_number(x) and 0 <= x <= 1 for x in b):
-        return f"['boundaries'] must be a list of numbers in [0, 1], got {b!r}"
+        return f"['boundaries']: must be a list of numbers in [0, 1], got {b!r}"
     for i in range(1, len(b)):
         if not b[i] > b[i - 1]:
-            return f"['boundaries'] must be strictly ascending; {b[i - 1]!r} then {b[i]!r} at positions {i - 1}, {i}"
+            return f"['boundaries']: must be strictly ascending; {b[i - 1]!r} then {b[i]!r} at positions {i - 1}, {i}"
     k = payload.get("settings", {}).get("k")
     if _is_int(k) and len(b) > k - 1:
-        return f"['boundaries'] has {len(b)} boundaries: more than k - 1 = {k - 1} (settings['k'])"
+        return f"['boundaries']: has {len(b)} boundaries: more than k - 1 = {k - 1} (settings['k'])"
     return None
 
 

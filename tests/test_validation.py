@@ -486,3 +486,11 @@ def test_planner_warns_on_a_pilot_too_small_to_predict_from():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PilotWarning)  # 300 items, many positive losses: no warning
         predict(U, G, U, LOSS, G, eps=0.1, n_grid=[10], n_resamples=4)
+
+
+def test_the_docs_page_shows_the_messages_the_api_gives():
+    text = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
+    for bad in (pd.DataFrame({"score": U}), np.log([0.5, 0.9])):
+        with pytest.raises(ParameterError) as err:
+            FITTED["PAC"].route(bad)
+        assert f"ParameterError: {err.value}" in text

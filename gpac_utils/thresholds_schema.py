@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
+from .recipe import Recipe
 
 __all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file", "loads"]
 
@@ -311,6 +312,12 @@ def validate_file(payload) -> dict:
         problem = _each_threshold(g, t)
         if problem:
             raise ThresholdsFileError(f"thresholds{problem[0]}: {problem[1]}")
+    st = payload["settings"]
+    try:  # the fields of the recipe together (e.g. sampling 'full' with a label_prob of 0.5)
+        Recipe(st["bound"], st["sampling"], st["label_prob"], st["rule"], st["candidates"])
+    except ValueError as exc:
+        field, _, message = str(exc).partition(": ")
+        raise ThresholdsFileError(f"settings[{field!r}]: {message}") from None
     payload.setdefault("schema_version", 1)
     return payload
 

@@ -252,6 +252,7 @@ SCHEMA_CASES = [
     ("C-PAC", lambda p: p["partition"].update(algorithm="dbscan"), "partition['algorithm']"),
     ("C-PAC", lambda p: p["thresholds"].update(c7=0.5), "thresholds"),
     ("C-PAC", lambda p: p["settings"].update(mode="both"), "settings['mode']"),
+    ("PAC", lambda p: p["settings"].update(sampling="full", label_prob=0.5), "settings['label_prob']"),
 ]
 
 

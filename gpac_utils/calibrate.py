@@ -670,12 +670,8 @@ class CPAC:
 
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its learned group's threshold)."""
-        if groups is not None:
-            raise ParameterError("groups: C-PAC routes by its learned groups; do not pass groups")
-        if self.partition_ is None:
-            raise RuntimeError("calibrator is not fitted")
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
-        return s <= self.gpac_._thresholds_for(s, self.partition_.labels(s))
+        return s <= self.thresholds_for(s, groups)
 
 
 #: The calibrators by their one name (as in tables and JSON).

@@ -28,7 +28,8 @@ metrics             Error, per-group error, Error_Gap, STP, routed share, violat
 experiment          repeated calibration/test splits over methods x scores x recipes
 prediction          label planning: each group's routed share per number of labels, from a pilot
 allocation          label planning: the exact DP allocation of a label budget across groups
-checks              parameter checks with one-line errors
+checks              the validation layer: argument checks with one-line errors (ParameterError)
+thresholds_schema   the thresholds file's declared, versioned schema (checked on every read)
 cli                 ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
 ==================  ==========================================================================
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .checks import check_budget
+from .checks import ParameterError, check_budget
 from .prediction import PlanCurves
 
 __all__ = ["Allocation", "allocate", "allocation_table"]
@@ -105,7 +105,8 @@ def allocate(curves: PlanCurves, budget) -> Allocation:
     curves : PlanCurves
         From :func:`~gpac_utils.prediction.predict`.
     budget : int
-        Total labels ``L``; the allocation satisfies ``sum_j n_j <= L``.
+        Total labels ``L``; the allocation satisfies ``sum_j n_j <= L``. A budget above the most
+        the grid can spend (each group's largest label count) gives the plan of that most.
 
     Returns
     -------
@@ -122,8 +123,14 @@ def allocate(curves: PlanCurves, budget) -> Allocation:
     >>> allocate(c, 30).n
     {'a': 20, 'b': 10}
     """
+    if not isinstance(curves, PlanCurves):
+        raise ParameterError(f"curves: must be the PlanCurves of prediction.predict, got {type(curves).__name__}")
+    budget = check_budget(budget)
     opts = [_options(curves, j) for j in range(len(curves.groups))]
-    levels, _ = _dp(opts, check_budget(budget))
+    # A budget above what the grid can spend buys nothing more: the DP runs to that amount (same plan;
+    # its memory grows with the budget, so 1e12 labels would not fit).
+    most = sum(int(n.max()) for n, _ in opts)
+    levels, _ = _dp(opts, min(budget, most))
     return _allocation(curves, opts, levels, "planned")
 
 

@@ -37,9 +37,18 @@ import pandas as pd
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_array, check_labels
+from . import thresholds_schema as _schema
+from .checks import (
+    ParameterError,
+    check_array,
+    check_groups,
+    check_label_prob,
+    check_risk,
+    check_rng,
+    check_xy,
+)
 from .partition import Partition
-from .recipe import VALID, Recipe, as_recipe
+from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
 from .settings import RENAMED, Settings
 
@@ -133,6 +142,13 @@ def threshold(
     numpy.ndarray, shape (...)
         Thresholds; ``-inf`` where no candidate is certified (always think).
 
+    Raises
+    ------
+    ParameterError
+        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
+        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
+        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe`` or ``rng``.
+
     Examples
     --------
     >>> import numpy as np
@@ -142,7 +158,14 @@ def threshold(
     >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
     True
     """
-    recipe = as_recipe(recipe)
+    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
+    check_label_prob(label_prob, losses.shape)
+    return _threshold(scores, losses, eps, alpha, recipe, loss_bound, check_rng("rng", rng), label_prob)
+
+
+def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None):
+    """:func:`threshold` on checked arguments (the calibrators and the planner call it in their loops)."""
     _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
@@ -187,9 +210,9 @@ def risk_curve(
     >>> list(curve.columns)
     ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
     """
-    recipe = as_recipe(recipe)
-    scores, losses = _as_arrays(scores, losses, loss_bound)
-    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng)
+    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1)
+    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, check_rng("rng", rng))
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
     envelope = _selection.upper_envelope(ucb)
@@ -223,17 +246,8 @@ def factorize_groups(labels) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.asarray(names).astype(str)
 
 
-def _as_arrays(scores, losses, loss_bound):
-    scores, losses = check_array("scores", scores, 0.0, 1.0), check_array("losses", losses, 0.0, loss_bound)
-    if losses.shape != scores.shape:
-        raise ValueError(f"losses: scores and losses must be of equal length, got {scores.shape} and {losses.shape}")
-    if scores.size == 0:
-        raise ValueError("scores: empty calibration set")
-    return scores, losses
-
-
 def group_labels(groups, n: int) -> np.ndarray:
-    """The checked group labels of ``n`` items (one-line ``ValueError`` naming ``groups`` otherwise).
+    """The checked group labels of ``n`` items (one-line :class:`~gpac_utils.checks.ParameterError` naming ``groups``).
 
     Parameters
     ----------
@@ -253,8 +267,8 @@ def group_labels(groups, n: int) -> np.ndarray:
     ['x', 'y']
     """
     if groups is None:
-        raise ValueError("groups: G-PAC needs one group label per item (groups=...)")
-    return check_labels("groups", groups, n)
+        raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
+    return check_groups("groups", groups, n)
 
 
 class PAC:
@@ -333,6 +347,7 @@ class PAC:
         if not self.thresholds_:
             raise RuntimeError("calibrator is not fitted")
         payload = {
+            "schema_version": _schema.SCHEMA_VERSION,
             "method": self.name,
             "settings": self.settings,
             "thresholds": {g: (None if not math.isfinite(t) else float(t)) for g, t in self.thresholds_.items()},
@@ -380,39 +395,51 @@ class PAC:
                 )
                 self.thresholds_[g] = -math.inf
                 continue
-            t = threshold(
-                scores[idx],
-                losses[idx],
-                eps=self.eps,
-                alpha=alpha,
-                recipe=self.recipe,
-                loss_bound=self.loss_bound,
-                rng=rng,
-            )
+            t = _threshold(scores[idx], losses[idx], self.eps, alpha, self.recipe, self.loss_bound, rng)
             self.thresholds_[g] = float(t)
         return self
 
-    def _labels(self, scores, groups) -> np.ndarray:
-        return np.full(len(scores), ALL)
+    #: Why ``groups`` is refused (``None``: the calibrator needs them).
+    no_groups = "PAC calibrates one threshold for all items; use GPAC for known groups"
+
+    def _inputs(self, scores, losses=None, groups=None, min_items=0):
+        """The validation layer's one call (:func:`~gpac_utils.checks.check_xy`): checked scores,
+        losses and the label of each item."""
+        if groups is not None and self.no_groups:
+            raise ParameterError(f"groups: {self.no_groups}")
+        if groups is None and not self.no_groups:
+            raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
+        s, loss, g = check_xy(scores, losses, groups, loss_bound=self.loss_bound, min_items=min_items)
+        return s, loss, np.full(s.size, ALL) if g is None else g
 
     def fit(self, scores, losses, groups=None) -> PAC:
         """Calibrate on per-item ``scores`` (in [0, 1]) and ``losses``, one threshold per group.
 
-        ``groups`` (one label per item) is needed by G-PAC and ignored by PAC.
+        ``groups`` (one label per item) is needed by G-PAC and refused by PAC (it would be ignored).
+        Inputs are checked by the validation layer (:mod:`gpac_utils.checks`): 1-D, equal lengths,
+        pandas inputs with equal indexes (refused otherwise, never re-paired by position), scores in
+        ``[0, 1]``, losses in ``[0, loss_bound]``, no NaN or infinity, labels of one type, none empty.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ParameterError
+            Naming the argument and the first bad rows.
         """
-        scores, losses = _as_arrays(scores, losses, self.loss_bound)
-        return self.calibrate(scores, losses, self._labels(scores, groups), np.random.default_rng(self.seed))
+        scores, losses, labels = self._inputs(scores, losses, groups, min_items=1)
+        return self.calibrate(scores, losses, labels, np.random.default_rng(self.seed))
 
     # -- deployment ----------------------------------------------------------------------------
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
-        """Each item's threshold (``-inf`` for unseen groups, with a warning)."""
+        """Each item's threshold (``-inf`` for unseen groups, with a warning); inputs checked as in :meth:`fit`."""
         if not self.thresholds_:
             raise RuntimeError("calibrator is not fitted")
-        labels = self._labels(np.asarray(scores, dtype=float), groups)
+        return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
+
+    def _thresholds_for(self, scores, labels) -> np.ndarray:
         codes, names = factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
@@ -425,9 +452,16 @@ class PAC:
         return per_name[codes]
 
     def route(self, scores, groups=None) -> np.ndarray:
-        """True where the item goes to the non-thinking model (``U <= threshold``)."""
-        s = np.asarray(scores, dtype=float)
-        return s <= self.thresholds_for(s, groups)
+        """True where the item goes to the non-thinking model (``U <= threshold``).
+
+        ``scores`` (and ``groups`` for G-PAC) are checked as in :meth:`fit`: a 1-D array or Series
+        (an ``(n, 1)`` array or a one-column DataFrame is refused: pass ``df["col"]``), scores in
+        ``[0, 1]`` without NaN, labels of one type; the result has one flag per item.
+        """
+        if not self.thresholds_:
+            raise RuntimeError("calibrator is not fitted")
+        s, _, labels = self._inputs(scores, None, groups)
+        return s <= self._thresholds_for(s, labels)
 
 
 class GPAC(PAC):
@@ -468,8 +502,7 @@ class GPAC(PAC):
     name = "G-PAC"
     OPTIONS = PAC.OPTIONS + ("correction",)
 
-    def _labels(self, scores, groups):
-        return group_labels(groups, len(scores))
+    no_groups = None  # G-PAC needs them
 
 
 class CPAC:
@@ -553,7 +586,7 @@ class CPAC:
         """Learned group label (``"c0"`` … ``"c{k-1}"``, ordered by score) of each score."""
         if self.partition_ is None:
             raise RuntimeError("calibrator is not fitted")
-        return self.partition_.labels(np.asarray(scores, dtype=float))
+        return self.partition_.labels(check_array("scores", scores, 0.0, 1.0, allow_bool=False))
 
     def fit(self, scores, losses, groups=None) -> CPAC:
         """Learn the partition from ``scores`` and calibrate a threshold per learned group.
@@ -565,8 +598,8 @@ class CPAC:
         self
         """
         if groups is not None:
-            raise ValueError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
-        scores, losses = _as_arrays(scores, losses, self.gpac_.loss_bound)
+            raise ParameterError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
+        scores, losses, _ = check_xy(scores, losses, loss_bound=self.gpac_.loss_bound, min_items=1)
         rng = np.random.default_rng(self.seed)
         if self.mode == "split":
             perm = rng.permutation(scores.size)
@@ -585,11 +618,16 @@ class CPAC:
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
         """Each item's threshold, by its learned group."""
         if groups is not None:
-            raise ValueError("groups: C-PAC routes by its learned groups; do not pass groups")
-        s = np.asarray(scores, dtype=float)
-        return self.gpac_.thresholds_for(s, self.assign(s))
+            raise ParameterError("groups: C-PAC routes by its learned groups; do not pass groups")
+        if self.partition_ is None:
+            raise RuntimeError("calibrator is not fitted")
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        return self.gpac_._thresholds_for(s, self.partition_.labels(s))
 
-    route = PAC.route  # the same rule: U <= the item's threshold
+    def route(self, scores, groups=None) -> np.ndarray:
+        """True where the item goes to the non-thinking model (``U <=`` its learned group's threshold)."""
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        return s <= self.thresholds_for(s, groups)
 
 
 def _settings_for(cls, values) -> Settings:
@@ -712,13 +750,14 @@ def calibrator(method_name: str, settings: Settings | float, **changes):
     return method(method_name).cls.from_settings(settings)
 
 
-def from_json(text: str):
-    """Rebuild a fitted calibrator from its ``to_json()`` output.
+def from_json(text: str) -> PAC | GPAC | CPAC:
+    """Rebuild a fitted calibrator from its ``to_json()`` output, checked against the schema.
 
     Parameters
     ----------
     text : str
-        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`).
+        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`, or
+        ``gpac calibrate``); files of schema version 1 (no ``schema_version``) are read too.
 
     Returns
     -------
@@ -728,15 +767,14 @@ def from_json(text: str):
 
     Raises
     ------
-    ValueError
-        For text that is not JSON, an unknown ``method``, or settings a calibrator refuses.
-    KeyError
-        For a missing field (``settings``, ``thresholds`` or one of the settings).
+    ThresholdsFileError
+        (a :class:`~gpac_utils.checks.ParameterError`) For text that is not JSON, or a file that
+        does not follow :mod:`gpac_utils.thresholds_schema`: the message names the field (a
+        threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
+        a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
     """
-    payload = json.loads(text)
-    name = payload.get("method")
-    if name not in CALIBRATORS:
-        raise ValueError(f"unknown calibrator method {name!r} in JSON")
+    payload = _schema.loads(text, CALIBRATORS)
+    name = payload["method"]
     obj = CALIBRATORS[name].cls.from_settings(Settings.from_dict(payload["settings"]))
     obj._restore(payload)
     return obj

@@ -16,11 +16,21 @@ plan
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
 warnings are ``warning:`` lines, one per kind, with a count.
+
+Checked before any work: every option's value; ``gpac calibrate`` without ``--method`` calibrates
+G-PAC when ``--group-col`` is given, else PAC; options the chosen method ignores are refused
+(``--group-col`` with ``--method pac`` or ``cpac``, ``--k``/``--partition``/``--mode`` without
+``--method cpac``, ``--simultaneous`` with ``--method pac``; ``gpac route --group-col`` with a file
+that is not G-PAC's); the output path (``-o``: not a directory, its parent not a file, for
+``route`` a known table suffix and not the ``--data`` file); a table with two columns of one name
+(the first would be used silently); empty group labels (``''``); and ``gpac plan --budget`` above
+what the plan can spend (each group's largest label count on the grid, capped at its rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import sys
@@ -31,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import allocation, bounds, checks, data, prediction, sampling, selection
+from . import allocation, bounds, checks, data, prediction, sampling, selection, thresholds_schema
 from .calibrate import CALIBRATORS, GroupWarning, calibrator, from_json, method
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
@@ -40,18 +50,6 @@ from .settings import CORRECTIONS, CPAC_MODES, Settings
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
-SETTINGS_KEYS = (
-    "eps",
-    "alpha",
-    "bound",
-    "sampling",
-    "label_prob",
-    "rule",
-    "candidates",
-    "loss_bound",
-    "min_group_size",
-    "seed",
-)
 
 
 #: A bad option or parameter value (exit status 2).
@@ -80,7 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--id-col", default="item_id", help="unique item identifier")
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     methods = {m.cli_name: m for m in CALIBRATORS.values()}
-    c.add_argument("--method", choices=list(methods), default="pac", help="calibrator")
+    c.add_argument(
+        "--method",
+        choices=list(methods),
+        default=None,
+        help="calibrator; when not given: the one of known groups with --group-col, else the one of no groups",
+    )
     c.add_argument(
         "--recipe",
         choices=list(RECIPES),
@@ -171,6 +174,71 @@ def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> 
             raise DataError(f"{option} {col!r}: no such column in {path}; it has {list(df.columns)}")
 
 
+def _header(path: Path) -> list:
+    """The column names as the file has them (pandas renames a repeated name ``loss.1``)."""
+    fmt = data.table_format(path)
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq  # pandas' parquet engine
+
+            return list(pq.read_schema(path).names)
+        with open(path, newline="", encoding="utf-8") as f:
+            if fmt == "jsonl":
+                pairs: list = []
+                json.loads(f.readline() or "{}", object_pairs_hook=lambda kv: pairs.extend(kv) or dict(kv))
+                return [k for k, _ in pairs]
+            return next(csv.reader(f, delimiter="\t" if fmt == "tsv" else ","), [])
+    except (OSError, ValueError, UnicodeDecodeError):
+        return []  # read_frame names what is wrong with the file
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """The table, unvalidated; a table with two columns of one name is refused (the first would be used)."""
+    df = data.read_frame(path)
+    names = _header(path)
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        where = {c: [i + 1 for i, x in enumerate(names) if x == c] for c in dup}
+        raise DataError(f"{path}: duplicate column name(s) {dup} (columns {where}); rename them so that each is one")
+    return df
+
+
+def _output(path: Path, table: bool = False, data_path: Path | None = None) -> None:
+    """Refuse an output path that cannot be written, before any work (exit 1, as a failed write)."""
+    problem = None
+    if path.is_dir():
+        problem = "it is a directory; give a file name"
+    elif any(p.exists() and not p.is_dir() for p in path.parents):
+        problem = f"{next(p for p in path.parents if p.exists() and not p.is_dir())} is not a directory"
+    elif data_path is not None and path.exists() and path.resolve() == Path(data_path).resolve():
+        problem = "it is the --data file; write the routed table elsewhere"
+    elif table and Path(path).suffix.lower() not in data.FORMATS:
+        problem = f"unknown table format {Path(path).suffix!r}; use one of {sorted(data.FORMATS)}"
+    if problem:
+        raise DataError(f"-o {path}: cannot write it ({problem})")
+
+
+def _refuse_ignored(a) -> None:
+    """Infer ``--method`` when it is not given (the method of known groups with ``--group-col``, else the
+    method of one group); refuse the options the chosen method ignores (a silent default would answer
+    another question). What a method reads is its registry entry's ``groups``."""
+    by_groups = {m.groups: m.cli_name for m in CALIBRATORS.values()}
+    if a.method is None:
+        a.method = by_groups["known"] if a.group_col else by_groups["none"]
+    groups = method(a.method).groups
+    if a.group_col and groups != "known":
+        known = by_groups["known"]
+        raise UsageError(
+            f"--group-col: only --method {known} uses group labels (got --method {a.method}); add --method {known}"
+        )
+    learned = by_groups["learned"]
+    for option, default in {"k": 3, "partition": "kmeans", "mode": "split"}.items():
+        if getattr(a, option) != default and groups != "learned":
+            raise UsageError(f"--{option}: only --method {learned} uses it (got --method {a.method})")
+    if a.correction != "none" and groups == "none":
+        raise UsageError(f"--correction: --method {a.method} has one group; use it with a method of several groups")
+
+
 def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
     s = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
     bad = ~np.isfinite(s) | (s < 0) | (s > 1)
@@ -183,7 +251,11 @@ def _groups(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
     missing = df[col].isna().to_numpy()
     if missing.any():
         raise DataError(f"column {col!r} has missing group labels in {data.describe_rows(named, missing)}")
-    return df[col].astype(str).to_numpy()
+    labels = df[col].astype(str).to_numpy()
+    empty = labels == ""
+    if empty.any():
+        raise DataError(f"column {col!r} has empty group labels ('') in {data.describe_rows(named, empty)}")
+    return labels
 
 
 def _threshold_text(t) -> str:
@@ -217,11 +289,13 @@ def _calibrate(a) -> int:
     recipe = _recipe(a)
     if a.simultaneous:
         raise UsageError("--simultaneous: replaced by --correction bonferroni")
+    _refuse_ignored(a)
     known_groups = method(a.method).groups == "known"
     if known_groups and not a.group_col:
         raise UsageError(f"--group-col: --method {a.method} needs the column of known group labels")
     extra = _mapping(a.map)
-    df = data.read_frame(a.data)
+    _output(a.output)
+    df = _read(a.data)
     cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--id-col": a.id_col, "--group-col": a.group_col}
     _need_columns(df, a.data, cols)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
@@ -279,8 +353,13 @@ def _route(a) -> int:
         raise DataError(f"{a.thresholds}: no such file") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    methods = {name: m.json_fields for name, m in CALIBRATORS.items()}
-    checks.check_thresholds_file(payload, str(a.thresholds), methods, SETTINGS_KEYS)
+    try:
+        payload = thresholds_schema.validate_file(payload, CALIBRATORS)
+    except thresholds_schema.ThresholdsFileError as exc:
+        raise DataError(f"{a.thresholds}: {exc}") from None
+    if a.group_col and CALIBRATORS[payload["method"]].groups != "known":
+        raise UsageError(f"--group-col: a {payload['method']} thresholds file routes without group labels")
+    _output(a.output, table=True, data_path=a.data)
     cols = payload.get("columns", {}) or {}
     # an option given on the command line wins over the column used at calibration
     score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
@@ -288,7 +367,7 @@ def _route(a) -> int:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{a.thresholds}: settings cannot be read back ({exc})") from None
-    df = data.read_frame(a.data)
+    df = _read(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
     s = _scores(df, score_col, named)
@@ -335,7 +414,9 @@ def _plan(a) -> int:
         raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
     if grid is not None and (not grid or min(grid) < 1):
         raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
-    df = data.read_frame(a.data)
+    _output(a.output)
+    _output(a.output.with_name(a.output.stem + "_curves.csv"))
+    df = _read(a.data)
     _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
     s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
     loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
@@ -355,26 +436,38 @@ def _plan(a) -> int:
     if badl.any():
         raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
     pool = {x: int(np.sum(g == x)) for x in sorted(set(g.tolist()))}
+    n_grid = np.asarray(grid or prediction.default_grid(max(pool.values())))
+    if budget is not None:  # before the prediction (the work) and the allocation (memory: one cell per label)
+        most = sum(int(n_grid[n_grid <= (math.inf if a.no_cap else cap)].max(initial=0)) for cap in pool.values())
+        if budget > most:
+            raise UsageError(
+                f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
+                f"count on the grid{'' if a.no_cap else ', at most its rows'}); give at most {most}"
+            )
     budget = sum(pool.values()) // 2 if budget is None else budget
     try:
-        curves = prediction.predict(
-            s,
-            g,
-            s[pilot],
-            loss[pilot],
-            g[pilot],
-            eps=eps,
-            alpha=alpha,
-            recipe=recipe,
-            n_resamples=n_resamples,
-            n_grid=grid or prediction.default_grid(max(pool.values())),
-            cap=None if a.no_cap else pool,
-            pilot=a.pilot_model,
-            loss_bound=a.loss_bound,
-            seed=a.seed,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", prediction.PilotWarning)
+            curves = prediction.predict(
+                s,
+                g,
+                s[pilot],
+                loss[pilot],
+                g[pilot],
+                eps=eps,
+                alpha=alpha,
+                recipe=recipe,
+                n_resamples=n_resamples,
+                n_grid=n_grid,
+                cap=None if a.no_cap else pool,
+                pilot=a.pilot_model,
+                loss_bound=a.loss_bound,
+                seed=a.seed,
+            )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
     table = allocation.allocation_table(curves, [plan])
     if a.target is not None:

@@ -135,7 +135,7 @@ def validate(
 
     Raises :class:`SchemaError` for: an empty table, missing columns, NaN/inf values,
     scores outside [0, 1], losses outside [0, ``loss_bound``], negative token counts,
-    correctness flags other than 0/1, duplicate ``item_id``.
+    correctness flags other than 0/1, duplicate ``item_id``, missing or empty (``''``) group labels.
 
     Parameters
     ----------
@@ -216,6 +216,9 @@ def validate(
         if missing.any():
             raise SchemaError(f"column {GROUP!r} has missing labels in {describe_rows(out, missing)}")
         out[GROUP] = out[GROUP].astype(str)
+        empty = (out[GROUP] == "").to_numpy()
+        if empty.any():
+            raise SchemaError(f"column {GROUP!r} has empty labels ('') in {describe_rows(out, empty)}")
     return out
 
 

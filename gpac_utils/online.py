@@ -69,7 +69,9 @@ batch axes (independent streams).
 
 from __future__ import annotations
 
+import itertools
 import math
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -77,7 +79,17 @@ from typing import NamedTuple
 import numpy as np
 
 from .calibrate import factorize_groups, group_labels
-from .checks import ParameterError, check_array, check_int, check_range, check_risk
+from .checks import (
+    ParameterError,
+    check_array,
+    check_choice,
+    check_decisions,
+    check_int,
+    check_observed_losses,
+    check_range,
+    check_risk,
+    check_rng,
+)
 from .registry import Registry
 from .selection import candidate_grid
 
@@ -87,6 +99,7 @@ __all__ = [
     "LABELLING",
     "OnlineGPAC",
     "Decisions",
+    "Block",
     "Schedule",
     "grid_points",
     "new_state",
@@ -96,6 +109,7 @@ __all__ = [
 ]
 
 BETS = ("grapa", "mixture")
+
 #: Largest bet as a share of the bet that could zero the wealth, ``1 / (term_range - eps)``.
 CLIP = 0.9
 #: The drift detector's bets, in units of ``0.9 / eps``.
@@ -159,16 +173,45 @@ class Schedule(NamedTuple):
     label_budget: int | None = None
 
 
+class Block:
+    """The identity of a block's decisions: the router and block that :meth:`OnlineGPAC.decide` made
+    them for, and the rows of that block they cover.
+
+    Indexing it as the decision arrays are indexed (``d.block[5:10]``) keeps the identity of those
+    rows, so ``Decisions(*(f[rows] for f in d))`` feeds part of a block (and the rest later).
+    """
+
+    __slots__ = ("router", "number", "rows")
+
+    def __init__(self, router: str, number: int, rows: np.ndarray):
+        self.router, self.number, self.rows = router, number, np.asarray(rows)
+
+    def __getitem__(self, index) -> Block:
+        return Block(self.router, self.number, self.rows[index])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def shape(self) -> tuple:
+        return self.rows.shape
+
+    def __repr__(self) -> str:
+        return f"Block(number={self.number}, rows={len(self.rows)})"
+
+
 class Decisions(NamedTuple):
     """Per item of a block: ``route`` (True: the non-thinking model answers), ``observe`` (the loss
     is to be computed), ``propensity`` (P(observe), known before the loss), ``rate`` (the schedule's
-    labelling probability at that item, 0: not learned from) and ``threshold`` (the one in use)."""
+    labelling probability at that item, 0: not learned from) and ``threshold`` (the one in use);
+    ``block``: the :class:`Block` they were made for (``None`` from the core :func:`decide`)."""
 
     route: np.ndarray
     observe: np.ndarray
     propensity: np.ndarray
     rate: np.ndarray
     threshold: np.ndarray
+    block: Block | None = None
 
 
 def grid_points(grid) -> np.ndarray:
@@ -324,6 +367,18 @@ class OnlineGPAC:
     seed : int, sequence of int or numpy.random.Generator, default 0
         Seed of the observe-or-not draws of :meth:`decide`.
 
+    Notes
+    -----
+    **The router protects its evidence.** The :class:`Decisions` of :meth:`decide` carry the
+    identity of their block (:class:`Block`); :meth:`update` refuses, naming the argument and the
+    rows within the block: decisions not made by this router's :meth:`decide`, rows already fed
+    (re-running a notebook cell that calls ``update`` would count the block's evidence twice),
+    scores or groups other than those the decisions were made for (decisions of another block),
+    decision fields that were changed or have another dtype (``route``/``observe`` must be bool:
+    0/1 integers would index rows by position), and a NaN or out-of-range loss of an observed item.
+    A block may be fed in parts (``Decisions(*(f[rows] for f in d))``), each row once. Calling
+    :meth:`decide` again on the same items makes a *new* block: its evidence is new evidence.
+
     Attributes
     ----------
     thresholds_ : dict of str to float
@@ -383,15 +438,16 @@ class OnlineGPAC:
         )
         self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
         self.labelling, self.grid = LABELLING.check(labelling, "labelling"), grid_points(grid)
-        if bet not in BETS:
-            raise ParameterError(f"bet: must be one of {list(BETS)}, got {bet!r}")
-        self.bet, self._rng = bet, np.random.default_rng(seed)
+        self.bet, self._rng = check_choice("bet", bet, BETS), np.random.default_rng(check_rng("seed", seed))
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
+        self._id, self._blocks, self._pending, self._fed = uuid.uuid4().hex, itertools.count(), {}, set()
 
-    def _split(self, scores, groups):
-        s = check_array("scores", scores, 0.0, 1.0)
-        codes, names = factorize_groups(group_labels(groups, s.size))
-        return s, [(name, codes == c) for c, name in enumerate(names.tolist())]
+    def _split(self, scores, groups, labels=False):
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        g = group_labels(groups, s.size)
+        codes, names = factorize_groups(g)
+        parts = [(name, codes == c) for c, name in enumerate(names.tolist())]
+        return (s, parts, g) if labels else (s, parts)
 
     def _state(self, name):
         return self._states.get(name) or new_state((), self.grid.size, self.bet)
@@ -404,25 +460,66 @@ class OnlineGPAC:
 
     def decide(self, scores, groups=None) -> Decisions:
         """Route, observe-or-not and propensity of a block of arriving items (before any loss)."""
-        s, parts = self._split(scores, groups)
+        s, parts, g = self._split(scores, groups, labels=True)
         uniforms = self._rng.random(s.size)
         fields = [np.zeros(s.size, bool), np.zeros(s.size, bool), *np.zeros((3, s.size))]
         for name, member in parts:
             d = decide(self._state(name), s, member, uniforms, self.schedule, self.grid, self.labelling)
-            fields = [np.where(member, new, old) for new, old in zip(d, fields)]
-        return Decisions(*fields)
+            fields = [np.where(member, new, old) for new, old in zip(d[:5], fields)]
+        number = next(self._blocks)
+        self._pending[number] = {"scores": s, "groups": g, "fields": fields, "fed": np.zeros(s.size, bool)}
+        return Decisions(*fields, block=Block(self._id, number, np.arange(s.size)))
+
+    def _check_block(self, s, g, dec: Decisions) -> np.ndarray:
+        """The rows of its block that ``dec`` covers, after checking its identity (class Notes)."""
+        b = dec.block
+        if not isinstance(b, Block) or b.router != self._id:
+            whose = "another router's" if isinstance(b, Block) else "no"
+            raise ParameterError(
+                f"decisions: carry {whose} block identity; pass the Decisions that this router's decide() "
+                "returned for these items"
+            )
+        if b.number in self._fed or b.number not in self._pending:
+            raise ParameterError(
+                f"decisions: block {b.number} was already fed to update (its evidence would count twice)"
+            )
+        block, rows = self._pending[b.number], b.rows
+        twice = block["fed"][rows]
+        if twice.any():
+            raise ParameterError(
+                f"decisions: rows {rows[twice][:5].tolist()} of block {b.number} were already fed to update "
+                "(their evidence would count twice)"
+            )
+        for name, mine, theirs in (("scores", block["scores"][rows], s), ("groups", block["groups"][rows], g)):
+            other = mine != theirs
+            if other.any():
+                raise ParameterError(
+                    f"{name}: differ from those block {b.number}'s decisions were made for, at rows "
+                    f"{np.flatnonzero(other)[:5].tolist()} (decisions of another block?)"
+                )
+        for field, mine, theirs in zip(Decisions._fields, block["fields"], dec[:5]):
+            other = mine[rows] != theirs
+            if other.any():
+                raise ParameterError(
+                    f"decisions: field {field!r} differs from what decide() returned, at rows "
+                    f"{np.flatnonzero(other)[:5].tolist()}"
+                )
+        return rows
+
+    def _mark_fed(self, dec: Decisions) -> None:
+        block = self._pending[dec.block.number]
+        block["fed"][dec.block.rows] = True
+        if block["fed"].all():  # the whole block is in: forget its copy, remember its number
+            del self._pending[dec.block.number]
+            self._fed.add(dec.block.number)
 
     def update(self, scores, losses, groups, decisions: Decisions) -> OnlineGPAC:
         """Feed back the losses of a block decided by :meth:`decide` (read where it observes; may be
         ``nan`` elsewhere); return ``self``."""
-        s, parts = self._split(scores, groups)
-        dec = Decisions(*(np.asarray(f) for f in decisions))
-        if any(f.shape != s.shape for f in dec):
-            raise ValueError(f"decisions: need the decisions of these {s.size} items (from decide)")
-        loss = np.asarray(losses, dtype=float)
-        if loss.shape != s.shape:
-            raise ValueError(f"losses: need one loss per item ({s.size}), got shape {loss.shape}")
-        check_array("losses", loss[dec.observe], 0.0, self.loss_bound)  # read only where observed
+        s, parts, g = self._split(scores, groups, labels=True)
+        dec = check_decisions(decisions, s.size)
+        self._check_block(s, g, dec)
+        loss = check_observed_losses(losses, dec.observe, self.loss_bound)  # read only where observed
         kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
         for name, member in parts:
             state = self._state(name)
@@ -434,10 +531,13 @@ class OnlineGPAC:
             new = self._states[name]
             self.thresholds_[name] = float(threshold_of(new, self.grid))
             self.n_seen_[name], self.n_paid_[name] = int(new["seen"]), int(new["paid"])
+        self._mark_fed(dec)
         return self
 
     def fit(self, scores, losses, groups=None) -> OnlineGPAC:
         """One block of a deployment in a single call: :meth:`decide`, then :meth:`update` with the
         losses it observes (``losses`` holds every item's loss; the rest are not read)."""
-        d = self.decide(scores, groups)
-        return self.update(scores, np.where(d.observe, np.asarray(losses, float), np.nan), groups, d)
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        loss = check_observed_losses(losses, np.zeros(s.size, bool), self.loss_bound)  # its shape, before deciding
+        d = self.decide(s, groups)
+        return self.update(s, np.where(d.observe, loss, np.nan), groups, d)

@@ -16,6 +16,14 @@ This module predicts it from a small labelled **pilot** and the (free) unlabelle
    routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
 2. :func:`gpac_utils.allocation.allocate` (step 2) spends a label budget on the groups.
 
+**When the pilot is too small to predict from** (:class:`PilotWarning`): when it has fewer than
+``min_pilot`` (default 30) labelled items in all, or fewer than :data:`MIN_POSITIVE` (5) items
+with a positive loss. The predicted threshold is where the pilot's risk reaches ``eps``, and that
+risk is carried by the positive losses: with ``k`` of them its relative standard error is about
+``1 / sqrt(k)`` (Poisson), 45 % at ``k = 5``; with none the pilot shows every score loss-free and
+predicts a routed share near 100 % whatever ``eps``. (Per group, ``"auto"`` already borrows from
+the pooled pilot below ``min_pilot`` items: the ``smoothed`` model below.)
+
 Notebook 32 and ``tests/test_planning.py`` check predictions against their realised counterpart:
 calibrating for real on random subsets of a labelled pool.
 
@@ -65,17 +73,72 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from .calibrate import threshold
-from .checks import check_array, check_int, check_labels, check_range
+from .calibrate import _threshold
+from .checks import (
+    ParameterError,
+    check_array,
+    check_bool,
+    check_choice,
+    check_groups,
+    check_int,
+    check_range,
+    check_same_index,
+)
 from .recipe import Recipe
 from .settings import Settings
 
-__all__ = ["PlanCurves", "PilotModel", "predict", "labels_needed", "default_grid", "PILOT_MODELS", "BAND"]
+__all__ = [
+    "PlanCurves",
+    "PilotModel",
+    "PilotWarning",
+    "predict",
+    "labels_needed",
+    "default_grid",
+    "PILOT_MODELS",
+    "BAND",
+    "MIN_POSITIVE",
+]
+#: Fewest pilot items with a positive loss to predict from (module description).
+MIN_POSITIVE = 5
+
+
+class PilotWarning(UserWarning):
+    """The pilot is too small to predict from (module description: the rule)."""
+
+
+def pilot_problem(pilot_losses, min_pilot: int = 30) -> str | None:
+    """Why a pilot is too small to predict from, or ``None`` (the rule of the module description).
+
+    Parameters
+    ----------
+    pilot_losses : numpy.ndarray
+        The pilot's losses.
+    min_pilot : int, default 30
+        Fewest pilot items.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> pilot_problem(np.zeros(1))
+    'the pilot has 1 labelled item(s) (< 30) and 0 with a positive loss (< 5): too small to predict from; label more'
+    """
+    n, k = int(np.size(pilot_losses)), int(np.sum(np.asarray(pilot_losses) > 0))
+    if n >= min_pilot and k >= MIN_POSITIVE:
+        return None
+    return (
+        f"the pilot has {n} labelled item(s) ({'<' if n < min_pilot else '>='} {min_pilot}) and {k} with a positive "
+        f"loss ({'<' if k < MIN_POSITIVE else '>='} {MIN_POSITIVE}): too small to predict from; label more"
+    )
+
 
 PILOT_MODELS = ("auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
@@ -283,8 +346,12 @@ class PilotModel:
     shrinkage: float = 20.0
 
     def __post_init__(self) -> None:
-        if self.kind not in PILOT_MODELS:
-            raise ValueError(f"pilot: unknown {self.kind!r}; choose one of {list(PILOT_MODELS)}")
+        check_choice("pilot", self.kind, PILOT_MODELS)
+        check_bool("uncertainty", self.uncertainty)
+        check_int("min_pilot", self.min_pilot, 1), check_int("bins", self.bins, 1)
+        shrinkage = self.shrinkage
+        if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
+            raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
 
 
 #: predict()'s former keywords, now fields of PilotModel (one-line TypeError naming the new spelling).
@@ -369,20 +436,25 @@ def predict(
     eps, alpha, recipe, loss_bound, seed = (
         getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
     )
-    pilot = pilot if isinstance(pilot, PilotModel) else PilotModel(kind=pilot)
+    pilot = pilot if isinstance(pilot, PilotModel) else PilotModel(kind=pilot)  # checked there
     pilot_model, min_pilot, bins, shrinkage = pilot.kind, pilot.min_pilot, pilot.bins, pilot.shrinkage
     pilot_uncertainty = pilot.uncertainty
     n_resamples = check_int("n_resamples", n_resamples, 2)
-    s = check_array("scores", scores, 0.0, 1.0)
-    g = check_labels("groups", groups, s.size)
-    ps = check_array("pilot_scores", pilot_scores, 0.0, 1.0)
+    check_same_index(scores=scores, groups=groups)
+    check_same_index(pilot_scores=pilot_scores, pilot_losses=pilot_losses, pilot_groups=pilot_groups)
+    s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+    g = check_groups("groups", groups, s.size)
+    ps = check_array("pilot_scores", pilot_scores, 0.0, 1.0, allow_bool=False)
     pl = check_array("pilot_losses", pilot_losses, 0.0, float(loss_bound))
     if pl.size != ps.size:
-        raise ValueError(f"pilot_losses: need one loss per pilot score ({ps.size}), got {pl.size}")
+        raise ParameterError(f"pilot_losses: need one loss per pilot score ({ps.size}), got {pl.size}")
     if ps.size == 0:
-        raise ValueError("pilot_scores: the pilot is empty; label a few items first")
+        raise ParameterError("pilot_scores: the pilot is empty; label a few items first")
+    problem = pilot_problem(pl, min_pilot)
+    if problem:
+        warnings.warn(problem, PilotWarning, stacklevel=2)
     pooled = pilot_groups is None
-    pg = np.full(ps.size, "") if pooled else check_labels("pilot_groups", pilot_groups, ps.size)
+    pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
     names = sorted(set(g.tolist()))
     if not names:
         raise ValueError("scores: no unlabelled items")
@@ -449,7 +521,7 @@ def predict(
                 cs, cl = _draw_smoothed(
                     unl, ps, pl, in_group, edges, m_items, n_resamples, grs, pilot_uncertainty, shrink
                 )
-            t = threshold(cs, cl, eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate)
+            t = _threshold(cs, cl, eps, alpha, recipe, loss_bound, grs, rate)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     settings = {
         "eps": eps,

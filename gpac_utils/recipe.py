@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from . import bounds as _bounds
 from . import sampling as _sampling
 from . import selection as _selection
-from .checks import check_range
+from .checks import ParameterError, check_range
 
-__all__ = ["Recipe", "VALID", "VALID_BERNOULLI", "PAPER", "RECIPES", "as_recipe"]
+__all__ = ["Recipe", "VALID", "VALID_BERNOULLI", "PAPER", "RECIPES", "as_recipe", "check_recipe"]
 
 
 @dataclass(frozen=True)
@@ -160,3 +160,26 @@ def as_recipe(recipe: Recipe | str | None) -> Recipe:
     if isinstance(recipe, str) and recipe in RECIPES:
         return RECIPES[recipe]
     raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {recipe!r}")
+
+
+def check_recipe(recipe) -> Recipe:
+    """:func:`as_recipe` for the validation layer: a refusal is a :class:`~gpac_utils.checks.ParameterError`.
+
+    Parameters
+    ----------
+    recipe : Recipe, str or None
+        As for :func:`as_recipe`.
+
+    Returns
+    -------
+    Recipe
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name or an argument of another type (the message of :func:`as_recipe`).
+    """
+    try:
+        return as_recipe(recipe)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None

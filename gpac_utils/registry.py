@@ -41,12 +41,14 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
+from .checks import ParameterError
+
 __all__ = ["Registry", "UnknownName", "removed"]
 
 E = TypeVar("E")
 
 
-class UnknownName(ValueError, KeyError):
+class UnknownName(ParameterError, KeyError):
     """A name that is not in a registry (one line: what was asked and what is known)."""
 
     def __str__(self) -> str:  # KeyError would quote the message

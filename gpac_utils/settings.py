@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import check_int, check_range, check_risk
+from .checks import ParameterError, check_choice, check_int, check_range, check_risk
 from .partition import ScorePartitioner
-from .recipe import VALID, Recipe, as_recipe
+from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
 
 __all__ = ["Correction", "CORRECTIONS", "CPAC_MODES", "Settings", "RENAMED"]
@@ -140,14 +140,13 @@ class Settings:
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "loss_bound", loss_bound)
-        object.__setattr__(self, "recipe", as_recipe(self.recipe))
+        object.__setattr__(self, "recipe", check_recipe(self.recipe))
         object.__setattr__(self, "min_group_size", check_int("min_group_size", self.min_group_size, 1))
         object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
         CORRECTIONS.check(self.correction, "correction")
         if not isinstance(self.partitioner, ScorePartitioner):
-            raise ValueError(f"partitioner: must be a ScorePartitioner, got {type(self.partitioner).__name__}")
-        if self.mode not in CPAC_MODES:
-            raise ValueError(f"mode: must be {' or '.join(map(repr, CPAC_MODES))}, got {self.mode!r}")
+            raise ParameterError(f"partitioner: must be a ScorePartitioner, got {type(self.partitioner).__name__}")
+        check_choice("mode", self.mode, CPAC_MODES)
         object.__setattr__(self, "cluster_fraction", check_range("cluster_fraction", self.cluster_fraction))
 
     def alpha_per_group(self, k: int) -> float:

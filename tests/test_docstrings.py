@@ -20,6 +20,8 @@ CORE = [
     "gpac_utils.registry",
     "gpac_utils.settings",
     "gpac_utils.scores",
+    "gpac_utils.checks",
+    "gpac_utils.thresholds_schema",
 ]
 
 

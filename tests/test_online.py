@@ -190,11 +190,13 @@ def test_fixed_rate_mode_is_online_pac_item_by_item(bet):
 def test_block_size_does_not_change_the_learning_and_groups_are_independent():
     u, loss, g = streams.closed_form_streams(1, 1500, **VALIDITY, seed=8)
     names = g[0].astype(str)
-    dec = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate").decide(u[0], names)  # fixed rate: decided up front
-    whole = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate").update(u[0], loss[0], names, dec)
-    chunked = OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate")
-    for sl in np.array_split(np.arange(1500), [7, 8, 300, 999]):
-        chunked.update(u[0, sl], loss[0, sl], names[sl], online.Decisions(*(f[sl] for f in dec)))
+    whole, chunked = (OnlineGPAC(EPS, label_prob=0.4, labelling="fixed-rate") for _ in range(2))
+    dec = whole.decide(u[0], names)  # fixed rate: decided up front, the same draws for both routers
+    whole.update(u[0], loss[0], names, dec)
+    mine = chunked.decide(u[0], names)
+    assert all(np.array_equal(a, b) for a, b in zip(dec[:5], mine[:5]))
+    for sl in np.array_split(np.arange(1500), [7, 8, 300, 999]):  # one block fed in parts, each row once
+        chunked.update(u[0, sl], loss[0, sl], names[sl], online.Decisions(*(f[sl] for f in mine)))
     for j in ("0", "1", "2"):
         for key, v in whole._states[j].items():
             np.testing.assert_array_equal(v, chunked._states[j][key], err_msg=key)

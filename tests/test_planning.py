@@ -129,7 +129,7 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     [
         ({"eps": 0.0}, "eps"),
         ({"alpha": 1.5}, "alpha"),
-        ({"pilot": "magic"}, "pilot: unknown 'magic'"),
+        ({"pilot": "magic"}, "pilot: must be one of"),
         ({"n_resamples": 1}, "n_resamples"),
         ({"n_grid": [0, 10]}, "n_grid"),
         ({"recipe": "nope"}, "recipe"),

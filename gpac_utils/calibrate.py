@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import bounds as _bounds
+from . import risks as _risks
 from . import sampling as _sampling
 from . import selection as _selection
 from .checks import check_array, check_int, check_labels, check_range, check_risk
@@ -102,6 +103,7 @@ def threshold(
     loss_bound: float = 1.0,
     rng=None,
     label_prob=None,
+    interval=(0.0, 1.0),
 ) -> np.ndarray:
     """Calibrate one group, or many independent calibrations at once (batch dims lead).
 
@@ -122,6 +124,9 @@ def threshold(
     label_prob : array_like, optional
         Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
         e.g. a different probability per calibration in a batch).
+    interval : (float, float), default (0.0, 1.0)
+        The span of ``wsr``'s evenly spaced auto grid (a split C-PAC group's interval, fixed before
+        the calibration half: :func:`gpac_utils.selection.candidate_grid`).
 
     Returns
     -------
@@ -138,16 +143,16 @@ def threshold(
     True
     """
     recipe = as_recipe(recipe)
-    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob)
+    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
-def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None):
+def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     probs = recipe.label_prob if label_prob is None else label_prob
     # Only the sequential wsr bound depends on the order of the terms.
     d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=recipe.bound == "wsr")
-    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
+    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
 
@@ -269,6 +274,9 @@ class PAC:
         Groups with fewer calibration items always think.
     seed : int, default 0
         Seed of the label sampling (and of C-PAC's split).
+    risk : {"joint", "routed"}, default "joint"
+        What is certified per group (:mod:`gpac_utils.risks`): the paper's joint risk
+        ``E[loss 1{U <= u}]``, or the risk among routed items ``E[loss | U <= u]``.
 
     Attributes
     ----------
@@ -307,11 +315,13 @@ class PAC:
         loss_bound: float = 1.0,
         min_group_size: int = 10,
         seed: int = 0,
+        risk: str = "joint",
     ):
         self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
         self.recipe = as_recipe(recipe)
         self.min_group_size = check_int("min_group_size", min_group_size, 1)
         self.seed = check_int("seed", seed, 0)
+        self.risk = _risks.get_risk(risk).name
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
 
@@ -326,6 +336,7 @@ class PAC:
             "loss_bound": self.loss_bound,
             "min_group_size": self.min_group_size,
             "seed": self.seed,
+            "risk": self.risk,
         }
 
     def to_json(self) -> str:
@@ -343,7 +354,7 @@ class PAC:
     # -- calibration ---------------------------------------------------------------------------
     simultaneous = False  # G-PAC's Bonferroni option; PAC has one group
 
-    def calibrate(self, scores, losses, labels, rng) -> PAC:
+    def calibrate(self, scores, losses, labels, rng, intervals=None) -> PAC:
         """One threshold per distinct label, drawing the label terms from ``rng`` (the step under :meth:`fit`).
 
         :class:`CPAC` calls it with its learned groups and the generator that drew its split.
@@ -356,12 +367,16 @@ class PAC:
             The group label of each item (all :data:`ALL` for marginal PAC).
         rng : numpy.random.Generator
             The generator of the label sampling.
+        intervals : dict of str to (float, float), optional
+            Per label, the score interval its evenly spaced grids span (split C-PAC's learned
+            intervals, fixed before the calibration half); default ``[0, 1]``.
 
         Returns
         -------
         self
         """
         self.thresholds_, self.group_sizes_ = {}, {}
+        certify = _risks.get_risk(self.risk).threshold  # the hook: what is certified
         codes, names = factorize_groups(labels)
         alpha = self.alpha / len(names) if self.simultaneous else self.alpha
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
@@ -377,7 +392,7 @@ class PAC:
                 )
                 self.thresholds_[g] = -math.inf
                 continue
-            t = threshold(
+            t = certify(
                 scores[idx],
                 losses[idx],
                 eps=self.eps,
@@ -385,6 +400,7 @@ class PAC:
                 recipe=self.recipe,
                 loss_bound=self.loss_bound,
                 rng=rng,
+                interval=(intervals or {}).get(g, (0.0, 1.0)),
             )
             self.thresholds_[g] = float(t)
         return self
@@ -472,8 +488,9 @@ class GPAC(PAC):
         loss_bound: float = 1.0,
         min_group_size: int = 10,
         seed: int = 0,
+        risk: str = "joint",
     ):
-        super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
+        super().__init__(eps, alpha, recipe, loss_bound=loss_bound, min_group_size=min_group_size, seed=seed, risk=risk)
         self.simultaneous = bool(simultaneous)
 
     @property
@@ -542,6 +559,7 @@ class CPAC:
         loss_bound: float = 1.0,
         min_group_size: int = 10,
         seed: int = 0,
+        risk: str = "joint",
     ):
         if mode not in ("split", "joint"):
             raise ValueError(f"mode: must be 'split' or 'joint', got {mode!r}")
@@ -555,6 +573,7 @@ class CPAC:
             loss_bound=loss_bound,
             min_group_size=min_group_size,
             seed=seed,
+            risk=risk,
         )
         self.partition_: Partition | None = None
 
@@ -563,6 +582,7 @@ class CPAC:
     alpha = property(lambda self: self.gpac_.alpha)
     recipe = property(lambda self: self.gpac_.recipe)
     seed = property(lambda self: self.gpac_.seed)
+    risk = property(lambda self: self.gpac_.risk)
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
 
@@ -618,8 +638,18 @@ class CPAC:
         else:
             self.partition_ = self.partitioner.fit(scores)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_.calibrate(scores, losses, self.assign(scores), rng)
+        self.gpac_.calibrate(
+            scores, losses, self.assign(scores), rng, self.intervals() if self.mode == "split" else None
+        )
         return self
+
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Each learned group's score interval ``[lo, hi]`` (its grids span it in ``split`` mode only:
+        there it is fixed before the calibration half; :mod:`gpac_utils.selection`)."""
+        if self.partition_ is None:
+            raise RuntimeError("calibrator is not fitted")
+        ends = [0.0, *np.clip(self.partition_.boundaries, 0.0, 1.0).tolist(), 1.0]
+        return {f"c{j}": (ends[j], ends[j + 1]) for j in range(self.partition_.k)}
 
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
         """Each item's threshold, by its learned group."""
@@ -679,6 +709,7 @@ def calibrator(
     loss_bound: float = 1.0,
     min_group_size: int = 10,
     seed: int = 0,
+    risk: str = "joint",
 ) -> PAC | GPAC | CPAC:
     """An unfitted calibrator of a method, given every setting (those the method lacks are ignored).
 
@@ -692,6 +723,8 @@ def calibrator(
         G-PAC and C-PAC (:class:`GPAC`).
     partitioner, mode, cluster_fraction
         C-PAC only (:class:`CPAC`).
+    risk : {"joint", "routed"}, default "joint"
+        What is certified (:class:`PAC`).
 
     Returns
     -------
@@ -703,7 +736,7 @@ def calibrator(
     True
     """
     cls = method_class(method)
-    common = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
+    common = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed, risk=risk)
     if cls is CPAC:
         return CPAC(
             eps,
@@ -760,6 +793,7 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         loss_bound=st["loss_bound"],
         min_group_size=st["min_group_size"],
         seed=st["seed"],
+        risk=st.get("risk", "joint"),
     )
     inner = obj.gpac_ if cpac else obj
     if cpac:

@@ -322,6 +322,7 @@ class PAC:
         self.min_group_size = check_int("min_group_size", min_group_size, 1)
         self.seed = check_int("seed", seed, 0)
         self.risk = _risks.get_risk(risk).name
+        _risks.check_recipe(self.risk, self.recipe)
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import allocation, bounds, checks, data, prediction, sampling, selection
+from . import allocation, bounds, checks, data, prediction, risks, sampling, selection
 from .calibrate import METHODS, GroupWarning, calibrator, from_json
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
@@ -103,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--mode", choices=["split", "joint"], default="split", help="C-PAC: split or joint calibration")
     c.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
     c.add_argument("--simultaneous", action="store_true", help="Bonferroni alpha/k across groups")
+    c.add_argument(
+        "--risk",
+        choices=list(risks.RISKS),
+        default="joint",
+        help="what is certified: joint E[loss 1{U<=u}] (the paper's) or routed E[loss | U<=u]",
+    )
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -234,7 +240,12 @@ def _calibrate(a) -> int:
     kw = dict(loss_bound=loss_bound, min_group_size=min_group_size, seed=seed)
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
     part = ScorePartitioner(k, a.partition)
-    cal = calibrator(a.method, eps, alpha, recipe, simultaneous=a.simultaneous, partitioner=part, mode=a.mode, **kw)
+    try:
+        cal = calibrator(
+            a.method, eps, alpha, recipe, simultaneous=a.simultaneous, partitioner=part, mode=a.mode, risk=a.risk, **kw
+        )
+    except ParameterError as exc:
+        raise UsageError(f"--{exc}") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
         cal.fit(u, loss, table[data.GROUP] if a.method == "gpac" else None)
@@ -245,7 +256,8 @@ def _calibrate(a) -> int:
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     _report_small_groups(cal, min_group_size)
     shown = ", ".join(f"{g}: {_threshold_text(t)}" for g, t in payload["thresholds"].items())
-    print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}) thresholds {{{shown}}} -> {a.output}")
+    risk = "" if a.risk == "joint" else f", risk {a.risk}"
+    print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}{risk}) thresholds {{{shown}}} -> {a.output}")
     return EXIT_OK
 
 

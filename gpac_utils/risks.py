@@ -75,6 +75,7 @@ __all__ = [
     "RISKS",
     "register_risk",
     "get_risk",
+    "check_recipe",
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
@@ -118,6 +119,15 @@ def get_risk(name: str) -> Risk:
     if not isinstance(name, str) or name not in RISKS:
         raise ParameterError(f"risk: must be one of {list(RISKS)}, got {name!r}")
     return RISKS[name]
+
+
+def check_recipe(risk: str, recipe: Recipe) -> None:
+    """Refuse a recipe the risk cannot certify with (one-line ``ParameterError`` naming ``risk``)."""
+    if risk == "routed" and (recipe.sampling not in ("full", "bernoulli") or recipe.bound not in PVALUE_BOUNDS):
+        raise ParameterError(
+            f"risk: 'routed' needs sampling 'full' or 'bernoulli' and bound one of {list(PVALUE_BOUNDS)}, "
+            f"got {recipe.sampling!r} and {recipe.bound!r}"
+        )
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -244,12 +254,7 @@ def _select(grid, rejected):
 
 
 def _terms(scores, losses, recipe, loss_bound, rng, label_prob):
-    if recipe.sampling not in ("full", "bernoulli"):
-        raise ParameterError(
-            f"recipe: risk='routed' needs sampling 'full' or 'bernoulli' (i.i.d. terms), got {recipe.sampling!r}"
-        )
-    if recipe.bound not in PVALUE_BOUNDS:
-        raise ParameterError(f"recipe: risk='routed' tests with bound {list(PVALUE_BOUNDS)}, got {recipe.bound!r}")
+    check_recipe("routed", recipe)
     probs = recipe.label_prob if label_prob is None else label_prob
     return _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=False)
 

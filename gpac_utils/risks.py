@@ -79,6 +79,7 @@ __all__ = [
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
+    "largest_rejected",
     "routed_threshold",
     "routed_risk_curve",
 ]
@@ -245,7 +246,15 @@ def fallback_reject(pvalues, alpha: float, weights=None) -> np.ndarray:
     return out
 
 
-def _select(grid, rejected):
+def largest_rejected(grid, rejected) -> np.ndarray:
+    """The largest grid point whose hypothesis is rejected (``-inf`` where none), over the last axis.
+
+    Examples
+    --------
+    >>> largest_rejected([0.1, 0.2, 0.3], [True, True, False]).item()
+    0.2
+    """
+    rejected = np.asarray(rejected, dtype=bool)
     grid = np.broadcast_to(np.asarray(grid, dtype=float), rejected.shape)
     K = rejected.shape[-1]
     last = K - 1 - rejected[..., ::-1].argmax(axis=-1)
@@ -299,7 +308,7 @@ def routed_threshold(
     d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
     grid = routed_grid(interval)
     p, _ = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    return _select(grid, fallback_reject(p, alpha))
+    return largest_rejected(grid, fallback_reject(p, alpha))
 
 
 def routed_risk_curve(
@@ -334,7 +343,7 @@ def routed_risk_curve(
         level[k] = alpha / K + carried
         carried = level[k] if rejected[k] else 0.0
     s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
-    chosen = float(_select(grid, rejected))
+    chosen = float(largest_rejected(grid, rejected))
     with np.errstate(invalid="ignore", divide="ignore"):
         risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
     return pd.DataFrame(

@@ -26,7 +26,8 @@
 # (every cell), `figures/tables/routed_risk_audit_summary.{csv,md}`, `figures/tables/routed_risk_real.{csv,md}`,
 # `figures/routed_risk.{png,pdf}`.
 #
-# **Runtime** (measured, 2 shared cores): fast profile ≈ 10 s; paper profile ≈ 40 s.
+# **Runtime** (measured on 2 cores shared with other jobs): fast profile ≈ 25 s; paper profile ≈ 110 s (the
+# audit ≈ 60 s of it).
 
 # %% [markdown]
 # **Learning objectives.** After this notebook you can

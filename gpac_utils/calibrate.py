@@ -147,6 +147,9 @@ def threshold(
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
+_risks.register_risk("joint", _risks.RISKS["joint"].summary, threshold)  # the paper's risk: the function above
+
+
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     probs = recipe.label_prob if label_prob is None else label_prob

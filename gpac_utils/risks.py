@@ -62,9 +62,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from . import sampling as _sampling
+from .bounds import prefix_sums
 from .checks import ParameterError
 from .recipe import VALID, Recipe, as_recipe
 
@@ -97,7 +99,7 @@ class Risk:
 
     name: str
     summary: str
-    threshold: Callable[..., np.ndarray]
+    threshold: Callable[..., np.ndarray] | None
 
 
 RISKS: dict[str, Risk] = {}
@@ -177,8 +179,6 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
     routed : numpy.ndarray, shape (..., K)
         The routed count ``m`` at each point.
     """
-    from .bounds import prefix_sums  # the same sums, ties included, as every bound
-
     if bound not in PVALUE_BOUNDS:
         raise ParameterError(f"bound: risk='routed' tests with one of {list(PVALUE_BOUNDS)}, got {bound!r}")
     z = np.asarray(z, dtype=float)
@@ -330,8 +330,6 @@ def routed_risk_curve(
         Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
         ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
     """
-    import pandas as pd
-
     recipe = as_recipe(recipe)
     d = _terms(np.asarray(scores, float), np.asarray(losses, float), recipe, loss_bound, rng, None)
     grid = routed_grid(interval)
@@ -359,13 +357,9 @@ def routed_risk_curve(
     )
 
 
-def _joint_threshold(scores, losses, **kw):
-    from .calibrate import threshold  # calibrate imports this module
-
-    return threshold(scores, losses, **kw)
-
-
-register_risk("joint", "E[loss 1{U <= u}]: the error routing adds to the whole group (the paper's)", _joint_threshold)
+# "joint" is certified by gpac_utils.calibrate.threshold, which registers itself here (calibrate imports
+# this module, not the other way round); "joint" is listed first, as the default.
+register_risk("joint", "E[loss 1{U <= u}]: the error routing adds to the whole group (the paper's)", None)
 register_risk(
     "routed", "E[loss | U <= u]: the error among the items routed to the non-thinking model", routed_threshold
 )

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import bounds as _bounds
+from . import risks as _risks
 from . import sampling as _sampling
 from . import selection as _selection
 from . import thresholds_schema as _schema
@@ -116,6 +117,7 @@ def threshold(
     loss_bound: float = 1.0,
     rng=None,
     label_prob=None,
+    interval=(0.0, 1.0),
 ) -> np.ndarray:
     """Calibrate one group, or many independent calibrations at once (batch dims lead).
 
@@ -136,6 +138,9 @@ def threshold(
     label_prob : array_like, optional
         Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
         e.g. a different probability per calibration in a batch).
+    interval : (float, float), default (0.0, 1.0)
+        The span of ``wsr``'s evenly spaced auto grid (a split C-PAC group's interval, fixed before
+        the calibration half: :func:`gpac_utils.selection.candidate_grid`).
 
     Returns
     -------
@@ -161,22 +166,27 @@ def threshold(
     recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
     check_label_prob(label_prob, losses.shape)
-    return _threshold(scores, losses, eps, alpha, recipe, loss_bound, check_rng("rng", rng), label_prob)
+    rng = check_rng("rng", rng)
+    return _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob, interval)
 
 
-def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None):
+def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """:func:`threshold` on checked arguments (the calibrators and the planner call it in their loops)."""
-    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob)
+    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
-def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None):
+# the paper's risk: certified by the function above (calibrate imports risks, not the other way round)
+_risks.register_risk("joint", _risks.RISKS["joint"].summary, _threshold)
+
+
+def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
     probs = recipe.label_prob if label_prob is None else label_prob
     # Only a sequential bound depends on the order of the terms.
     shuffle = _bounds.BOUNDS[recipe.bound].sequential
     d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
-    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound)
+    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
 
@@ -287,7 +297,9 @@ class PAC:
         The other settings it reads, :attr:`OPTIONS` (declared once in
         :class:`~gpac_utils.settings.Settings`): ``loss_bound`` (default 1.0, 2 for the semantic
         loss ``1 - cos``), ``min_group_size`` (default 10: smaller groups always think) and
-        ``seed`` (default 0: the label sampling).
+        ``seed`` (default 0: the label sampling) and ``risk`` (default ``"joint"``: what is certified
+        per group, :mod:`gpac_utils.risks`: the paper's joint risk ``E[loss 1{U <= u}]``, or
+        ``"routed"``, the risk among routed items ``E[loss | U <= u]``).
 
     Attributes
     ----------
@@ -317,7 +329,7 @@ class PAC:
 
     name = "PAC"
     #: The :class:`~gpac_utils.settings.Settings` fields this calibrator reads (and writes to JSON).
-    OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed")
+    OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
         self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
@@ -335,6 +347,7 @@ class PAC:
     loss_bound = property(lambda self: self.config.loss_bound)
     min_group_size = property(lambda self: self.config.min_group_size)
     seed = property(lambda self: self.config.seed)
+    risk = property(lambda self: self.config.risk)
 
     # -- settings and persistence -------------------------------------------------------------
     @property
@@ -361,7 +374,7 @@ class PAC:
         self.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
 
     # -- calibration ---------------------------------------------------------------------------
-    def calibrate(self, scores, losses, labels, rng) -> PAC:
+    def calibrate(self, scores, losses, labels, rng, intervals=None) -> PAC:
         """One threshold per distinct label, drawing the label terms from ``rng`` (the step under :meth:`fit`).
 
         :class:`CPAC` calls it with its learned groups and the generator that drew its split.
@@ -374,12 +387,16 @@ class PAC:
             The group label of each item (all :data:`ALL` for marginal PAC).
         rng : numpy.random.Generator
             The generator of the label sampling.
+        intervals : dict of str to (float, float), optional
+            Per label, the score interval its evenly spaced grids span (split C-PAC's learned
+            intervals, fixed before the calibration half); default ``[0, 1]``.
 
         Returns
         -------
         self
         """
         self.thresholds_, self.group_sizes_ = {}, {}
+        certify = _risks.get_risk(self.risk).threshold  # the hook: what is certified
         codes, names = factorize_groups(labels)
         alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
@@ -395,7 +412,16 @@ class PAC:
                 )
                 self.thresholds_[g] = -math.inf
                 continue
-            t = _threshold(scores[idx], losses[idx], self.eps, alpha, self.recipe, self.loss_bound, rng)
+            t = certify(
+                scores[idx],
+                losses[idx],
+                eps=self.eps,
+                alpha=alpha,
+                recipe=self.recipe,
+                loss_bound=self.loss_bound,
+                rng=rng,
+                interval=(intervals or {}).get(g, (0.0, 1.0)),
+            )
             self.thresholds_[g] = float(t)
         return self
 
@@ -559,7 +585,7 @@ class CPAC:
     mode = property(lambda self: self.config.mode)
     cluster_fraction = property(lambda self: self.config.cluster_fraction)
     # The calibration itself is the inner G-PAC's.
-    eps, alpha, recipe, seed = PAC.eps, PAC.alpha, PAC.recipe, PAC.seed
+    eps, alpha, recipe, seed, risk = PAC.eps, PAC.alpha, PAC.recipe, PAC.seed, PAC.risk
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
 
@@ -612,8 +638,18 @@ class CPAC:
         else:
             self.partition_ = self.partitioner.fit(scores)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_.calibrate(scores, losses, self.assign(scores), rng)
+        self.gpac_.calibrate(
+            scores, losses, self.assign(scores), rng, self.intervals() if self.mode == "split" else None
+        )
         return self
+
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Each learned group's score interval ``[lo, hi]`` (its grids span it in ``split`` mode only:
+        there it is fixed before the calibration half; :mod:`gpac_utils.selection`)."""
+        if self.partition_ is None:
+            raise RuntimeError("calibrator is not fitted")
+        ends = [0.0, *np.clip(self.partition_.boundaries, 0.0, 1.0).tolist(), 1.0]
+        return {f"c{j}": (ends[j], ends[j + 1]) for j in range(self.partition_.k)}
 
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
         """Each item's threshold, by its learned group."""

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import allocation, bounds, checks, data, prediction, sampling, selection, thresholds_schema
+from . import allocation, bounds, checks, data, prediction, risks, sampling, selection, thresholds_schema
 from .calibrate import CALIBRATORS, GroupWarning, calibrator, from_json, method
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
@@ -115,6 +115,12 @@ def _parser() -> argparse.ArgumentParser:
         + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values()),
     )
     c.add_argument("--simultaneous", action="store_true", help=argparse.SUPPRESS)  # renamed: refused below
+    c.add_argument(
+        "--risk",
+        choices=list(risks.RISKS),
+        default="joint",
+        help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
+    )
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -319,17 +325,21 @@ def _calibrate(a) -> int:
                 f"{data.describe_rows(table, bad)} have other values: use {others}"
             )
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
-    settings = Settings(
-        eps=eps,
-        alpha=alpha,
-        recipe=recipe,
-        loss_bound=loss_bound,
-        min_group_size=min_group_size,
-        seed=seed,
-        correction=a.correction,
-        partitioner=ScorePartitioner(k, a.partition),
-        mode=a.mode,
-    )
+    try:
+        settings = Settings(
+            eps=eps,
+            alpha=alpha,
+            recipe=recipe,
+            loss_bound=loss_bound,
+            min_group_size=min_group_size,
+            seed=seed,
+            correction=a.correction,
+            partitioner=ScorePartitioner(k, a.partition),
+            mode=a.mode,
+            risk=a.risk,
+        )
+    except ParameterError as exc:
+        raise UsageError(f"--{exc}") from None
     cal = calibrator(a.method, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
@@ -341,7 +351,8 @@ def _calibrate(a) -> int:
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     _report_small_groups(cal, min_group_size)
     shown = ", ".join(f"{g}: {_threshold_text(t)}" for g, t in payload["thresholds"].items())
-    print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}) thresholds {{{shown}}} -> {a.output}")
+    risk = "" if a.risk == next(iter(risks.RISKS)) else f", risk {a.risk}"  # the first: the default
+    print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}{risk}) thresholds {{{shown}}} -> {a.output}")
     return EXIT_OK
 
 

@@ -56,6 +56,21 @@ before a false alarm is ``>= 1/drift_alpha``; and :math:`P(\text{alarm within } 
 \text{ monitored items}) \le n \cdot` ``drift_alpha``. On an alarm the group forgets its
 certification and always thinks; it certifies again from the items after the alarm only, so the
 anytime guarantee above holds again within each stationary stretch that starts after an alarm.
+*Across groups* (``drift_scope``). Each item moves one group's statistic, and every
+:math:`M^j - (\text{its monitored items})` is a supermartingale in the time of the whole stream,
+so their sum is one too; at the first false alarm of *any* group one :math:`M^j \ge 1/\alpha'`
+and the others are :math:`\ge 0`. Optional stopping at that time or the horizon gives, with
+:math:`\alpha'` the level of each group's detector and :math:`A_N` the monitored items of all
+groups among the first ``N`` of the stream: :math:`P(\text{some group alarms falsely within } N
+\text{ stream items}) \le \alpha' E[A_N] \le \alpha' N`. ``drift_scope="group"`` (default)
+runs each detector at :math:`\alpha' =` ``drift_alpha``: the bound per group in that group's own
+items, and the bound above, in items of the whole stream. A horizon counted *per group* (up to
+``H`` monitored items in each of ``k`` groups) gives only :math:`k H \alpha'` for the union;
+``drift_scope="any_group"`` with ``n_groups=k`` splits the level (Bonferroni,
+:math:`\alpha' =` ``drift_alpha / k``, :func:`drift_level`), so that
+:math:`P(\text{some group alarms falsely within } H \text{ of its monitored items}) \le H \cdot`
+``drift_alpha`` (tests/test_online_drift.py measures both). The price is a longer detection delay
+(``log(k)`` more evidence per alarm).
 The detection delay depends on the jump and on :math:`\pi` (about ``log(1/drift_alpha)``
 divided by the per-item evidence). MAPIE's ``RiskMonitoring`` was not used: it tests the mean of
 all unweighted losses since monitoring began against a reference bound, so it neither takes
@@ -100,6 +115,9 @@ __all__ = [
     "OnlineGPAC",
     "Decisions",
     "Block",
+    "DriftScope",
+    "DRIFT_SCOPES",
+    "drift_level",
     "Schedule",
     "grid_points",
     "new_state",
@@ -114,6 +132,50 @@ BETS = ("grapa", "mixture")
 CLIP = 0.9
 #: The drift detector's bets, in units of ``0.9 / eps``.
 DRIFT_BETS = 2.0 ** -np.arange(10)
+
+
+#: What ``drift_alpha`` bounds: each group's false alarms, or any group's (module description).
+@dataclass(frozen=True)
+class DriftScope:
+    """What the drift alarm's false-alarm bound ``drift_alpha`` covers.
+
+    Parameters
+    ----------
+    name : str
+        Its name (``drift_scope=``).
+    level : callable
+        ``level(drift_alpha, k)``: the level of each of the ``k`` groups' detectors.
+    needs_groups : bool
+        Whether ``k`` (the number of groups, fixed before the stream) is needed.
+    """
+
+    name: str
+    level: Callable[[float, int], float]
+    needs_groups: bool
+
+
+#: The scopes of the drift alarm's bound: each group's alarm (``group``), or any group's (``any_group``:
+#: Bonferroni, each detector at ``drift_alpha / k``).
+DRIFT_SCOPES: Registry[DriftScope] = Registry(
+    "drift_scope",
+    [DriftScope("group", lambda a, k: a, False), DriftScope("any_group", lambda a, k: a / k, True)],
+)
+
+
+def drift_level(drift_alpha: float, scope: str = "group", n_groups: int | None = None) -> float:
+    """The level of each group's drift detector: ``drift_alpha``, or ``drift_alpha / n_groups`` for ``"any_group"``.
+
+    Examples
+    --------
+    >>> drift_level(1e-3), drift_level(1e-3, "any_group", 4)
+    (0.001, 0.00025)
+    """
+    entry = DRIFT_SCOPES[DRIFT_SCOPES.check(scope, "drift_scope")]
+    if not entry.needs_groups:
+        return float(entry.level(float(drift_alpha), 1))
+    if n_groups is None:
+        raise ParameterError(f"n_groups: drift_scope={scope!r} needs the number of groups, fixed before the stream")
+    return float(entry.level(float(drift_alpha), check_int("n_groups", n_groups, 1)))
 
 
 @dataclass(frozen=True)
@@ -358,6 +420,13 @@ class OnlineGPAC:
     drift_alpha : float, optional
         Enables the drift alarm: the mean number of a group's monitored items before a false alarm
         is at least ``1 / drift_alpha`` (module description). ``None``: certification is permanent.
+    drift_scope : {"group", "any_group"}, default "group"
+        ``"any_group"``: each group's detector runs at ``drift_alpha / n_groups``, so that the
+        probability that *any* group alarms falsely within ``H`` of its monitored items is at most
+        ``H * drift_alpha`` (module description, "Across groups").
+    n_groups : int, optional
+        The number of groups, fixed before the stream; needed by ``drift_scope="any_group"`` (a
+        further group is refused).
     grid : int or array_like, default 101
         Candidate thresholds: that many evenly spaced points of ``[0, 1]``, or an ascending array.
     loss_bound : float, default 1.0
@@ -421,6 +490,8 @@ class OnlineGPAC:
         loss_bound=1.0,
         bet="mixture",
         seed=0,
+        drift_scope="group",
+        n_groups=None,
         **renamed,
     ):
         if "free_labels" in renamed:
@@ -437,6 +508,9 @@ class OnlineGPAC:
             budget,
         )
         self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
+        self.drift_scope, self.n_groups = drift_scope, n_groups
+        level = drift_level(self.drift_alpha or 0.5, drift_scope, n_groups)  # checks the scope either way
+        self.drift_level_ = None if self.drift_alpha is None else level
         self.labelling, self.grid = LABELLING.check(labelling, "labelling"), grid_points(grid)
         self.bet, self._rng = check_choice("bet", bet, BETS), np.random.default_rng(check_rng("seed", seed))
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
@@ -521,10 +595,23 @@ class OnlineGPAC:
         self._check_block(s, g, dec)
         loss = check_observed_losses(losses, dec.observe, self.loss_bound)  # read only where observed
         kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
+        known = set(self._states) | {name for name, _ in parts}
+        if DRIFT_SCOPES[self.drift_scope].needs_groups and len(known) > self.n_groups:
+            raise ParameterError(
+                f"groups: drift_scope='any_group' was set for n_groups={self.n_groups}; saw {len(known)}"
+            )
         for name, member in parts:
             state = self._state(name)
             self._states[name], alarm = learn(
-                state, s, loss, member, dec, self.grid, **kw, labelling=self.labelling, drift_alpha=self.drift_alpha
+                state,
+                s,
+                loss,
+                member,
+                dec,
+                self.grid,
+                **kw,
+                labelling=self.labelling,
+                drift_alpha=self.drift_level_,
             )
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))

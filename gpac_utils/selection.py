@@ -22,6 +22,19 @@ r"""Threshold selection from a curve of upper confidence bounds.
     Hence ``candidates="auto"`` gives ``wsr`` (whose cost grows with the grid)
     :data:`WSR_AUTO_GRID` evenly spaced points of ``[0, 1]``, a grid fixed in advance; an explicit
     int ``candidates`` still gives score quantiles, outside this argument.
+
+    *A group's interval* (``interval=(lo, hi)`` of :func:`candidate_grid`). Argument (a) needs the
+    grid to be a function of data independent of the terms the bound is computed from, nothing
+    more. A C-PAC group covers one interval ``(lo, hi]`` of the score axis and meets only the grid
+    points inside it (a group of width ``w`` about ``64 w`` of them). In ``split`` mode the interval
+    is learned on the clustering half, independent of the calibration half: given that half it is
+    fixed, so ``WSR_AUTO_GRID`` evenly spaced points of ``[lo, hi]`` are a grid fixed in advance
+    for the calibration half, and (a) holds conditionally on the partition, hence unconditionally
+    (as Theorem 4.6, part 1, conditions on the partition). In ``joint`` mode the interval is a
+    function of the calibration scores themselves, so a grid over it is neither fixed in advance
+    (a) nor every score (b): joint C-PAC keeps the grid of ``[0, 1]``, so that its within-group
+    selection step is no less valid than before (its guarantee is Theorem 4.6, part 2's, with the
+    extra ``c * delta``).
 ``max``
     the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
@@ -75,7 +88,7 @@ def resolve_candidates(candidates, bound: str, n: int):
     return candidates
 
 
-def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.ndarray:
+def candidate_grid(scores, candidates="all", bound: str | None = None, interval=(0.0, 1.0)) -> np.ndarray:
     """Ascending candidate thresholds for one or many calibrations (batch dims lead).
 
     Parameters
@@ -89,11 +102,21 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
         that gives a grid size, ``G`` evenly spaced points of ``[0, 1]``.
     bound : str, optional
         The bound the grid is for (only read by ``"auto"``).
+    interval : (float, float), default (0.0, 1.0)
+        The evenly spaced grid of ``"auto"`` spans ``[lo, hi]`` (a split C-PAC group's interval,
+        fixed before the calibration half: module description); ignored otherwise.
 
     Returns
     -------
     numpy.ndarray, shape (..., K)
         Candidates, ascending along the last axis.
+
+    Examples
+    --------
+    >>> candidate_grid(np.linspace(0, 1, 100), "auto", "wsr")[:2].round(4).tolist()
+    [0.0, 0.0159]
+    >>> candidate_grid(np.linspace(0.5, 0.75, 100), "auto", "wsr", interval=(0.5, 0.75))[[0, -1]].tolist()
+    [0.5, 0.75]
     """
     s = np.asarray(scores, dtype=float)
     if s.ndim == 0 or s.shape[-1] == 0:
@@ -106,9 +129,13 @@ def candidate_grid(scores, candidates="all", bound: str | None = None) -> np.nda
     size = int(setting)
     if size < 1:
         raise ValueError(f"candidates: grid size must be >= 1, got {candidates}")
-    q = np.linspace(0, 1, size)
     if candidates == "auto":  # fixed in advance, not read off the calibration scores
+        lo, hi = (float(v) for v in interval)
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"interval: must satisfy 0 <= lo <= hi <= 1, got {interval!r}")
+        q = np.linspace(lo, hi, size)
         return np.broadcast_to(q, (*s.shape[:-1], size)).copy()
+    q = np.linspace(0, 1, size)
     return np.moveaxis(np.quantile(s, q, axis=-1, method="inverted_cdf"), 0, -1)
 
 

@@ -25,6 +25,7 @@ from .checks import ParameterError, check_choice, check_int, check_range, check_
 from .partition import ScorePartitioner
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
+from .risks import check_risk_recipe, get_risk
 
 __all__ = ["Correction", "CORRECTIONS", "CPAC_MODES", "Settings", "RENAMED"]
 
@@ -112,6 +113,9 @@ class Settings:
         part 1); ``"joint"`` uses the same items for both (Theorem 4.6, part 2).
     cluster_fraction : float, default 0.5
         C-PAC: share of the calibration set used to learn the partition in ``"split"`` mode.
+    risk : str, default "joint"
+        What is certified per group, a name in :data:`gpac_utils.risks.RISKS`: ``"joint"`` (the
+        paper's ``E[loss 1{U <= u}]``) or ``"routed"`` (``E[loss | U <= u]``, among routed items).
 
     Examples
     --------
@@ -134,6 +138,7 @@ class Settings:
     partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
     mode: str = "split"
     cluster_fraction: float = 0.5
+    risk: str = "joint"
 
     def __post_init__(self) -> None:
         eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
@@ -148,6 +153,7 @@ class Settings:
             raise ParameterError(f"partitioner: must be a ScorePartitioner, got {type(self.partitioner).__name__}")
         check_choice("mode", self.mode, CPAC_MODES)
         object.__setattr__(self, "cluster_fraction", check_range("cluster_fraction", self.cluster_fraction))
+        check_risk_recipe(get_risk(self.risk).name, self.recipe)
 
     def alpha_per_group(self, k: int) -> float:
         """The level each of ``k`` groups is calibrated at (the :data:`CORRECTIONS` entry's)."""
@@ -182,7 +188,7 @@ class Settings:
         recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
         correction = st.get("correction", "bonferroni" if st.get("simultaneous") else "none")
         partitioner = ScorePartitioner(st["k"], st["partition"]) if "k" in st else ScorePartitioner()
-        optional = {k: st[k] for k in ("mode", "cluster_fraction") if k in st}
+        optional = {k: st[k] for k in ("mode", "cluster_fraction", "risk") if k in st}
         return cls(
             eps=st["eps"],
             alpha=st["alpha"],

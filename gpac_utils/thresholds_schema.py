@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
 from .recipe import Recipe
+from .risks import RISKS
 from .settings import CORRECTIONS
 
 __all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file", "loads"]
@@ -238,6 +239,7 @@ SETTINGS: dict[str, Field] = {
     "seed": Field(_int_at_least(0), doc="seed of the label sampling (and C-PAC's split)"),
     "correction": Field(_registry(CORRECTIONS), required=False, kinds=_GROUPED, doc="alpha across groups"),
     "simultaneous": Field(_boolean, required=False, kinds=_GROUPED, doc="Bonferroni across groups (files before 0.3)"),
+    "risk": Field(_registry(RISKS), required=False, doc="what is certified: joint (missing) or routed"),
     "k": Field(_int_at_least(1), kinds=_LEARNED, doc="number of learned groups asked for"),
     "partition": Field(_registry(partition.PARTITION_ALGORITHMS), kinds=_LEARNED, doc="partition algorithm"),
     "mode": Field(_one_of("split", "joint"), kinds=_LEARNED, doc="split or joint calibration"),

@@ -106,3 +106,61 @@ def test_a_step_in_one_groups_risk_is_detected_and_the_recertified_threshold_is_
     violated = (risk_after(np.where(recert, thr, -np.inf)) > EPS).any(axis=1)[detected]
     assert violated.mean() <= ALPHA + 3 * mcse(ALPHA, detected.sum()), violated.mean()
     assert np.isfinite(thr[detected, -1]).mean() > 0.9 and np.maximum(thr[detected, -1], 0).mean() > 0.25
+
+
+def held_null_alarms(n_streams, horizon, level, seed):
+    """First alarm of each stream (-1: none) with the threshold held at u = 0.5, where R = eps exactly."""
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(size=(n_streams, horizon))
+    loss = (rng.uniform(size=u.shape) < 0.2).astype(float)
+    grid = np.array([0.5])
+    state = online.new_state((n_streams,), 1) | {"certified": np.ones((n_streams, 1), bool)}
+    uniforms = rng.random(u.shape)
+    alarm = np.full(n_streams, -1)
+    for t0 in range(0, horizon, 10):
+        block = slice(t0, t0 + 10)
+        member = np.ones_like(u[:, block], bool)
+        d = online.decide(state, u[:, block], member, uniforms[:, block], online.Schedule(0.3), grid)
+        state, first = online.learn(
+            state, u[:, block], loss[:, block], member, d, grid, eps=EPS, alpha=ALPHA, drift_alpha=level
+        )
+        alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
+        state["certified"][:] = True
+    return alarm
+
+
+def test_any_groups_false_alarm_needs_the_split_level_and_stays_within_the_bound_with_it():
+    # k groups, each a stationary stream at the worst null for H monitored items (groups are independent processes)
+    k, n_trials, horizon, drift_alpha = 10, 300, 400, 2.5e-4
+    limit = horizon * drift_alpha  # what the per-group statement promises one group within H of its items
+    rates = {}
+    for scope in online.DRIFT_SCOPES:
+        level = online.drift_level(drift_alpha, scope, k)
+        alarm = held_null_alarms(n_trials * k, horizon, level, seed=40).reshape(n_trials, k)
+        rates[scope] = any_rate = float((alarm >= 0).any(axis=1).mean())
+        # the bound across groups in stream time: level * E[monitored items of all groups before the first alarm]
+        monitored = np.where(alarm >= 0, alarm + 1, horizon).sum(axis=1).mean()
+        assert any_rate <= level * monitored + 3 * mcse(level * monitored, n_trials), (scope, any_rate)
+    assert rates["any_group"] <= limit + 3 * mcse(limit, n_trials), rates  # the split bounds the union by H * alpha
+    assert rates["group"] > limit + 3 * mcse(limit, n_trials), rates  # without it the union exceeds that bound
+
+
+def test_drift_scope_on_the_router():
+    assert online.OnlineGPAC(0.1, label_prob=0.5, drift_alpha=1e-3).drift_level_ == 1e-3
+    router = online.OnlineGPAC(0.1, label_prob=0.5, drift_alpha=1e-3, drift_scope="any_group", n_groups=4)
+    assert router.drift_level_ == 2.5e-4 and online.OnlineGPAC(0.1, label_prob=0.5).drift_level_ is None
+    rng = np.random.default_rng(0)
+    u, g = rng.uniform(size=3000), rng.choice(["a", "b"], size=3000)
+    loss = (rng.uniform(size=3000) < np.where(g == "a", 0.1, 0.3) * u).astype(float)
+    split = online.OnlineGPAC(0.1, label_prob=0.5, drift_alpha=0.02, drift_scope="any_group", n_groups=2, grid=11)
+    plain = online.OnlineGPAC(0.1, label_prob=0.5, drift_alpha=0.01, grid=11)
+    for block in np.array_split(np.arange(3000), 30):  # any_group at 0.02 / 2 is the per-group detector at 0.01
+        split.fit(u[block], loss[block], g[block])
+        plain.fit(u[block], loss[block], g[block])
+    assert split.thresholds_ == plain.thresholds_ and split.alarms_ == plain.alarms_
+    with pytest.raises(ValueError, match=r"^groups: drift_scope='any_group' was set for n_groups=2; saw 3"):
+        split.fit(u[:10], loss[:10], ["c"] * 10)
+    with pytest.raises(ValueError, match=r"^n_groups: drift_scope='any_group' needs"):
+        online.OnlineGPAC(0.1, label_prob=0.5, drift_alpha=1e-3, drift_scope="any_group")
+    with pytest.raises(ValueError, match=r"^drift_scope: unknown"):
+        online.OnlineGPAC(0.1, label_prob=0.5, drift_scope="all")

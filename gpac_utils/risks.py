@@ -1,0 +1,397 @@
+r"""What a calibrator certifies: the risk definitions, by name (``risk=`` of PAC, G-PAC and C-PAC).
+
+``"joint"`` (default: the paper's)
+    :math:`R(u \mid G_j) = E[\ell\,\mathbf 1\{U \le u\} \mid G_j]`, the error the routing adds to
+    the *whole* group (paper Section 4). It is non-decreasing in ``u``, and a threshold is read off
+    an upper confidence bound curve (:func:`gpac_utils.calibrate.threshold`,
+    :mod:`gpac_utils.selection`).
+``"routed"``
+    :math:`R_c(u \mid G_j) = E[\ell \mid U \le u, G_j]`, the error *among the items routed to the
+    non-thinking model*; the guarantee is
+    :math:`P\big(R_c(\hat u_j \mid G_j) \le \varepsilon\big) \ge 1 - \alpha` per group (no routed
+    item, :math:`\hat u = -\infty`, counts as no violation). As :math:`R = R_c \cdot F` with
+    :math:`F(u) = P(U \le u \mid G_j) \le 1`, a threshold with :math:`R_c \le \varepsilon` has
+    :math:`R \le \varepsilon`: the routed risk is the stronger guarantee and routes less
+    (:func:`routed_threshold`).
+
+**Why the routed risk needs its own selection.** :math:`R_c` is not monotone in ``u`` (a group
+whose most confident items are wrong has a high :math:`R_c` at small ``u``, lower further up), so
+the first-crossing argument of :mod:`gpac_utils.selection`, which passes the *smallest* grid point
+with risk above ``eps``, does not apply: a violation at the chosen threshold says nothing about
+the points below it. :func:`routed_threshold` is a Learn-then-Test procedure (Angelopoulos, Bates,
+Candès, Jordan & Lei 2021): one hypothesis per grid point, a family-wise error control that needs
+no monotonicity.
+
+1. *Grid, ordered in advance.* ``K =`` :data:`ROUTED_GRID` evenly spaced points
+   ``u_1 < ... < u_K`` of ``[lo, hi]`` (``[0, 1]``, or a split C-PAC group's interval, learned on
+   the other half). ``H_k: R_c(u_k) > eps``.
+2. *A valid p-value per point, conditional on the routed count.* Let ``N_k`` be the number of
+   calibration items with ``U <= u_k``. Given ``N_k = m``, those ``m`` items are i.i.d. from the
+   law of ``(U, loss)`` given ``U <= u_k`` (a binomial thinning of an i.i.d. sample), and so are
+   their terms ``Z = xi * loss / pi`` (``bernoulli`` labelling; ``Z = loss`` for ``full``), with
+   mean :math:`R_c(u_k)`. A p-value for ``mean <= eps`` of ``m`` i.i.d. terms in
+   ``[0, term_range]`` (Hoeffding–Bentkus, or exact binomial for binary terms; ``m = 0`` gives 1)
+   is then valid given ``N_k``, hence unconditionally: :math:`P(p_k \le a) \le a` under ``H_k``.
+3. *Fallback procedure* (Wiens 2003), weights ``w_k = 1/K``: test ``H_1`` at level
+   ``a_1 = alpha w_1``, then ``H_k`` at ``a_k = alpha w_k + a_{k-1} 1{H_{k-1} rejected}``: a
+   rejection passes its level on, a non-rejection loses it, and the scan never stops.
+4. *Selection.* ``u_hat`` is the largest rejected ``u_k`` (``-inf``: none, always think).
+
+*Validity.* ``R_c(u_hat) > eps`` means the true ``H`` at ``u_hat`` was rejected, so it suffices
+that the probability of rejecting *any* true ``H_k`` is at most ``alpha``. Let ``k_1 < k_2 < ...``
+be the true hypotheses (a fixed set: the grid is fixed). If ``k_i`` is the first of them rejected,
+``k_{i-1}`` was not, so the level carried to ``k_i`` started after ``k_{i-1}``:
+``a_{k_i} <= alpha W_i`` with the fixed ``W_i = sum of w_k over k_{i-1} < k <= k_i``. Hence
+:math:`P(\text{some true } H \text{ rejected}) \le \sum_i P(p_{k_i} \le \alpha W_i) \le \alpha
+\sum_i W_i \le \alpha`, with any dependence between the p-values and with no monotonicity. Pure
+fixed-sequence testing (``w_1 = 1``) is the special case that stops at the first non-rejection;
+from the smallest ``u`` up it would stop at once, since the first points route too few items to
+certify anything; the fallback's weights let the scan start where the data allow. The
+recipe's ``rule`` and ``candidates`` are not used (the procedure above is the rule); its
+``sampling`` must be ``full`` or ``bernoulli`` (``resample``'s terms are not i.i.d. given the
+count), its ``bound`` one of :data:`PVALUE_BOUNDS`.
+
+New risks register with :func:`register_risk`: a name and a function with the signature of
+:func:`routed_threshold`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from . import sampling as _sampling
+from .bounds import prefix_sums
+from .checks import ParameterError
+from .recipe import VALID, Recipe, as_recipe
+from .registry import Registry
+
+__all__ = [
+    "ROUTED_GRID",
+    "PVALUE_BOUNDS",
+    "Risk",
+    "RISKS",
+    "register_risk",
+    "get_risk",
+    "check_risk_recipe",
+    "routed_grid",
+    "routed_pvalues",
+    "fallback_reject",
+    "largest_rejected",
+    "routed_threshold",
+    "routed_risk_curve",
+]
+
+#: Grid points of the routed risk's selection (evenly spaced in ``[lo, hi]``, fixed in advance).
+ROUTED_GRID = 64
+#: Bounds whose p-value the routed risk's tests use (the recipe's ``bound``; :data:`PVALUES`).
+PVALUE_BOUNDS = ("hoeffding_bentkus", "clopper_pearson")
+
+
+@dataclass(frozen=True)
+class Risk:
+    """A risk definition: what a calibrator certifies per group.
+
+    Parameters
+    ----------
+    name : str
+        Its name (the value of ``risk=`` and ``--risk``).
+    summary : str
+        One line: the risk as a formula, and what it means.
+    threshold : callable or None
+        Calibrates one group (signature of :func:`routed_threshold`); ``None`` until registered
+        (the joint risk's is :func:`gpac_utils.calibrate.threshold`, which registers itself).
+    samplings, bounds : tuple of str, or None
+        The label sampling schemes and bounds its selection is valid with (``None``: any).
+    """
+
+    name: str
+    summary: str
+    threshold: Callable[..., np.ndarray] | None
+    samplings: tuple[str, ...] | None = None
+    bounds: tuple[str, ...] | None = None
+
+
+#: The risk definitions, by name ("joint" first: the default).
+RISKS: Registry[Risk] = Registry("risk")
+
+
+def register_risk(name: str, summary: str, threshold: Callable[..., np.ndarray], **properties) -> Risk:
+    """Add (or replace) a risk definition under ``name`` (the value of ``risk=`` and ``--risk``); returns it."""
+    return RISKS.register(Risk(name, summary, threshold, **properties), replace=True)
+
+
+def get_risk(name: str) -> Risk:
+    """The risk definition called ``name`` (a one-line ``ParameterError`` naming ``risk`` otherwise).
+
+    Examples
+    --------
+    >>> get_risk("routed").name
+    'routed'
+    """
+    return RISKS[RISKS.check(name, "risk")]
+
+
+def check_risk_recipe(risk: str, recipe: Recipe) -> None:
+    """Refuse a recipe the risk cannot certify with (one-line ``ParameterError`` naming ``risk``)."""
+    entry = get_risk(risk)
+    ok = (entry.samplings is None or recipe.sampling in entry.samplings) and (
+        entry.bounds is None or recipe.bound in entry.bounds
+    )
+    if not ok:
+        raise ParameterError(
+            f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
+            f"{list(entry.bounds or ['any'])}, got {recipe.sampling!r} and {recipe.bound!r}"
+        )
+
+
+def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
+    """The routed risk's grid: ``size`` evenly spaced points of ``[lo, hi]``, ascending.
+
+    Examples
+    --------
+    >>> routed_grid((0.0, 1.0), 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    lo, hi = (float(v) for v in interval)
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ParameterError(f"interval: must satisfy 0 <= lo <= hi <= 1, got {interval!r}")
+    return np.linspace(lo, hi, int(size))
+
+
+def _kl(p, q):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, p * np.log(p / q), 0.0)
+        b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
+    return a + b
+
+
+def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffding_bentkus"):
+    """Per grid point, the p-value of ``H: E[Z | U <= u] > eps`` from the routed items' terms.
+
+    Parameters
+    ----------
+    z, scores : array_like, shape (..., n)
+        The terms (in ``[0, term_range]``) and their items' scores.
+    grid : array_like, shape (K,) or (..., K)
+        Ascending thresholds.
+    eps : float
+        The target of the routed risk.
+    term_range : float or array_like
+        The range of the terms (one per calibration for a batch).
+    bound : {"hoeffding_bentkus", "clopper_pearson"}
+        Hoeffding–Bentkus p-value (Bates et al. 2021): ``min(exp(-m h1(min(mu, e), e)),
+        e * P(Bin(m, e) <= ceil(m mu)))`` with ``mu`` the routed terms' mean and ``e = eps /
+        term_range``; or the exact binomial ``P(Bin(m, e) <= k)`` (binary terms only).
+
+    Returns
+    -------
+    pvalues : numpy.ndarray, shape (..., K)
+        In ``[0, 1]``; 1 where no item is routed.
+    routed : numpy.ndarray, shape (..., K)
+        The routed count ``m`` at each point.
+    """
+    if bound not in PVALUE_BOUNDS:
+        raise ParameterError(f"bound: risk='routed' tests with one of {list(PVALUE_BOUNDS)}, got {bound!r}")
+    z = np.asarray(z, dtype=float)
+    scores = np.asarray(scores, dtype=float)
+    s1, _ = prefix_sums(z, scores, grid)
+    m, _ = prefix_sums(np.ones_like(z), scores, grid)
+    m = np.rint(m)
+    tr = np.asarray(term_range, dtype=float)
+    tr = tr[..., None] if tr.ndim else float(tr)
+    e = np.broadcast_to(eps / tr, m.shape)
+    if np.any(e >= 1):
+        raise ParameterError(f"eps: the routed risk needs eps < term_range, got eps={eps}")
+    k = s1 / tr  # the sum of the terms in units of term_range
+    p = PVALUES[bound](k, np.maximum(m, 1), e)
+    return np.where(m > 0, np.minimum(p, 1.0), 1.0), m.astype(int)
+
+
+def _binomial_pvalue(k, m, e):
+    """Exact ``P(Bin(m, e) <= k)`` (binary terms: ``k`` whole)."""
+    if not np.allclose(k, np.rint(k), atol=1e-9):
+        raise ParameterError("bound: clopper_pearson needs binary terms; use hoeffding_bentkus")
+    return stats.binom.cdf(np.rint(k), m, e)
+
+
+def _hoeffding_bentkus_pvalue(k, m, e):
+    """``min(exp(-m h1(min(mu, e), e)), e P(Bin(m, e) <= ceil(k)))`` with ``mu = k / m`` (Bates et al. 2021)."""
+    mu = np.clip(k / m, 0.0, 1.0)
+    p_h = np.exp(-m * _kl(np.minimum(mu, e), e))
+    p_b = math.e * stats.binom.cdf(np.ceil(np.clip(k, 0, m)), m, e)
+    return np.minimum(p_h, p_b)
+
+
+#: The p-value of each bound the routed risk tests with: ``pvalue(k, m, e)`` for ``k`` the sum of
+#: ``m`` routed terms in units of the term range and ``e = eps / term_range``.
+PVALUES = {"hoeffding_bentkus": _hoeffding_bentkus_pvalue, "clopper_pearson": _binomial_pvalue}
+
+
+def fallback_reject(pvalues, alpha: float, weights=None) -> np.ndarray:
+    """The fallback procedure over the last axis (order as given): which hypotheses are rejected.
+
+    ``H_k`` is tested at ``alpha w_k`` plus the level of ``H_{k-1}`` if that was rejected
+    (module description); the family-wise error is at most ``alpha`` for any dependence.
+
+    Parameters
+    ----------
+    pvalues : array_like, shape (..., K)
+        One p-value per hypothesis, in the order fixed in advance.
+    alpha : float
+        Family-wise error level.
+    weights : array_like, shape (K,), optional
+        Non-negative, summing to at most 1; default ``1/K`` each. ``(1, 0, ..., 0)`` is pure
+        fixed-sequence testing.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (..., K)
+
+    Examples
+    --------
+    >>> fallback_reject([0.9, 0.01, 0.02, 0.5], 0.1).tolist()  # levels 0.025, 0.025, 0.05, 0.075
+    [False, True, True, False]
+    >>> fallback_reject([0.9, 0.01, 0.02, 0.5], 0.1, weights=[1, 0, 0, 0]).tolist()  # fixed sequence
+    [False, False, False, False]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    K = p.shape[-1]
+    w = np.full(K, 1.0 / K) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (K,) or np.any(w < 0) or w.sum() > 1 + 1e-12:
+        raise ParameterError(f"weights: need {K} non-negative weights summing to at most 1")
+    out = np.zeros(p.shape, bool)
+    carried = np.zeros(p.shape[:-1])
+    for k in range(K):
+        level = alpha * w[k] + carried
+        out[..., k] = p[..., k] <= level
+        carried = np.where(out[..., k], level, 0.0)
+    return out
+
+
+def largest_rejected(grid, rejected) -> np.ndarray:
+    """The largest grid point whose hypothesis is rejected (``-inf`` where none), over the last axis.
+
+    Examples
+    --------
+    >>> largest_rejected([0.1, 0.2, 0.3], [True, True, False]).item()
+    0.2
+    """
+    rejected = np.asarray(rejected, dtype=bool)
+    grid = np.broadcast_to(np.asarray(grid, dtype=float), rejected.shape)
+    K = rejected.shape[-1]
+    last = K - 1 - rejected[..., ::-1].argmax(axis=-1)
+    chosen = np.take_along_axis(grid, last[..., None], axis=-1)[..., 0]
+    return np.where(rejected.any(axis=-1), chosen, -np.inf)
+
+
+def _terms(scores, losses, recipe, loss_bound, rng, label_prob):
+    check_risk_recipe("routed", recipe)
+    probs = recipe.label_prob if label_prob is None else label_prob
+    return _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=False)
+
+
+def routed_threshold(
+    scores,
+    losses,
+    *,
+    eps: float,
+    alpha: float,
+    recipe: Recipe | str = VALID,
+    loss_bound: float = 1.0,
+    rng=None,
+    label_prob=None,
+    interval=(0.0, 1.0),
+) -> np.ndarray:
+    """Calibrate one group (or a batch) for the routed risk ``E[loss | U <= u] <= eps`` (module description).
+
+    Parameters
+    ----------
+    scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob
+        As for :func:`gpac_utils.calibrate.threshold`.
+    interval : (float, float), default (0.0, 1.0)
+        The span of the grid (a split C-PAC group's interval).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        The largest threshold of the grid whose hypothesis the fallback procedure rejects;
+        ``-inf`` if none (always think).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.linspace(0, 1, 2000)
+    >>> losses = (u > 0.5).astype(float)  # the upper half is always wrong
+    >>> t = float(routed_threshold(u, losses, eps=0.1, alpha=0.05))
+    >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
+    True
+    """
+    recipe = as_recipe(recipe)
+    d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
+    grid = routed_grid(interval)
+    p, _ = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
+    return largest_rejected(grid, fallback_reject(p, alpha))
+
+
+def routed_risk_curve(
+    scores,
+    losses,
+    *,
+    eps: float,
+    alpha: float,
+    recipe: Recipe | str = VALID,
+    loss_bound: float = 1.0,
+    rng=None,
+    interval=(0.0, 1.0),
+):
+    """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
+        ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
+    """
+    recipe = as_recipe(recipe)
+    d = _terms(np.asarray(scores, float), np.asarray(losses, float), recipe, loss_bound, rng, None)
+    grid = routed_grid(interval)
+    p, m = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
+    rejected = fallback_reject(p, alpha)
+    K = grid.size
+    level, carried = np.zeros(K), 0.0
+    for k in range(K):
+        level[k] = alpha / K + carried
+        carried = level[k] if rejected[k] else 0.0
+    s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
+    chosen = float(largest_rejected(grid, rejected))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
+    return pd.DataFrame(
+        {
+            "u": grid,
+            "routed": m,
+            "routed_risk": risk,
+            "p_value": p,
+            "level": level,
+            "rejected": rejected,
+            "selected": grid == chosen,
+        }
+    )
+
+
+# "joint" is certified by gpac_utils.calibrate.threshold, which registers itself here (calibrate imports
+# this module, not the other way round); "joint" is listed first, as the default.
+register_risk("joint", "E[loss 1{U <= u}]: the error routing adds to the whole group (the paper's)", None)
+register_risk(
+    "routed",
+    "E[loss | U <= u]: the error among the items routed to the non-thinking model",
+    routed_threshold,
+    samplings=("full", "bernoulli"),
+    bounds=PVALUE_BOUNDS,
+)

@@ -18,13 +18,15 @@ sampling        expert-label sampling schemes (``full``, ``bernoulli``, the pape
 selection       candidate thresholds and selection rules (``first-crossing``, ``max``)
 partition       learned partitions of the score axis (exact 1-D k-means, quantile bins)
 calibrate       the PAC, GPAC and CPAC calibrators
+feasibility     before calibration: the fewest items with which a group can certify anything
+certificate     the thresholds file as a certificate: provenance, per-group status, review table
 online          online G-PAC: per-group thresholds certified by betting on a stream
 metrics         Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
 experiment      repeated calibration/test splits over methods x scores x recipes
 prediction      label planning: each group's routed share per number of labels, from a pilot
 allocation      label planning: the exact DP allocation of a label budget across groups
 checks          parameter checks with one-line errors
-cli             ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
+cli             ``gpac calibrate`` / ``route`` / ``plan`` / ``inspect``
 ==============  ==========================================================================
 
 Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),

@@ -13,8 +13,11 @@ threshold. Calibration of one group (paper Algorithms 1–2), as set by a
 C-PAC is a composition, not a subclass: a :class:`~gpac_utils.partition.ScorePartitioner`
 learns groups from the score, and a :class:`GPAC` calibrates one threshold per learned group.
 
-Groups with fewer than ``min_group_size`` calibration items, and groups unseen at calibration,
-route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`.
+Groups with fewer than ``min_group_size`` calibration items, groups with fewer items than the bound
+needs to certify anything (:func:`gpac_utils.feasibility.min_items`), and groups unseen at
+calibration route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`. Each
+fitted group keeps a :class:`GroupRecord` in ``groups_``: its status (:data:`STATUSES`) says which
+of these it is, or that it is certified, with the bound at its threshold.
 
 Every calibrator follows one protocol, :class:`Calibrator`: ``fit(scores, losses, groups=None)``,
 ``route(scores, groups=None)`` (True: the non-thinking model answers) and the fitted
@@ -28,12 +31,13 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from . import bounds as _bounds
+from . import feasibility as _feasibility
 from . import sampling as _sampling
 from . import selection as _selection
 from .checks import check_array, check_int, check_labels, check_range, check_risk
@@ -43,6 +47,8 @@ from .recipe import VALID, Recipe, as_recipe
 __all__ = [
     "ALL",
     "GroupWarning",
+    "GroupRecord",
+    "STATUSES",
     "Calibrator",
     "threshold",
     "risk_curve",
@@ -62,7 +68,38 @@ ALL = "__all__"
 
 
 class GroupWarning(UserWarning):
-    """A group is too small to calibrate, or was not seen at calibration: it always thinks."""
+    """A group is too small to calibrate, cannot be certified, or was not seen at calibration: it always thinks."""
+
+
+#: A group's status after calibration (``groups_``, and the certificate of :mod:`gpac_utils.certificate`).
+CERTIFIED = "certified"
+#: Fewer items than ``min_group_size``, or than the bound can certify anything with
+#: (:func:`gpac_utils.feasibility.min_items`): no losses could have certified a threshold.
+TOO_FEW = "always think: too few items"
+#: Enough items, but the bound exceeds ``eps`` at every candidate (first-crossing: at the lowest one).
+NO_FEASIBLE = "always think: no feasible threshold"
+#: A group met only when routing (a G-PAC label absent from calibration; a learned C-PAC group without items).
+UNSEEN = "unseen at calibration"
+STATUSES = (CERTIFIED, TOO_FEW, NO_FEASIBLE, UNSEEN)
+
+
+class GroupRecord(NamedTuple):
+    """What calibration found for one group: items ``n``, expert labels used (``labelled``), ``status``
+    (one of :data:`STATUSES`) and the upper confidence bound at its threshold (``ucb``; None: always think)."""
+
+    n: int
+    labelled: int
+    status: str
+    ucb: float | None
+
+
+def _group_record(n, d, cand, ucb, t, n_min) -> GroupRecord:
+    """The record of a calibrated group from its draw ``d``, its bound curve and its threshold ``t``."""
+    labelled = int(np.asarray(d.n_queried))
+    if math.isfinite(t):
+        at = np.searchsorted(cand, t, side="right") - 1  # the chosen candidate (ties share their bound)
+        return GroupRecord(int(n), labelled, CERTIFIED, float(ucb[at]))
+    return GroupRecord(int(n), labelled, TOO_FEW if n < n_min else NO_FEASIBLE, None)
 
 
 @runtime_checkable
@@ -276,6 +313,8 @@ class PAC:
         Fitted threshold per group (``-inf``: always think).
     group_sizes_ : dict of str to int
         Calibration items per group.
+    groups_ : dict of str to GroupRecord
+        Per group: items, labels used, status (:data:`STATUSES`) and the bound at the threshold.
 
     Examples
     --------
@@ -314,6 +353,7 @@ class PAC:
         self.seed = check_int("seed", seed, 0)
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
+        self.groups_: dict[str, GroupRecord] = {}
 
     # -- settings and persistence -------------------------------------------------------------
     @property
@@ -361,11 +401,12 @@ class PAC:
         -------
         self
         """
-        self.thresholds_, self.group_sizes_ = {}, {}
+        self.thresholds_, self.group_sizes_, self.groups_ = {}, {}, {}
         codes, names = factorize_groups(labels)
         alpha = self.alpha / len(names) if self.simultaneous else self.alpha
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
+        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound)
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
@@ -376,17 +417,19 @@ class PAC:
                     stacklevel=4,
                 )
                 self.thresholds_[g] = -math.inf
+                self.groups_[g] = GroupRecord(int(idx.size), 0, TOO_FEW, None)
                 continue
-            t = threshold(
-                scores[idx],
-                losses[idx],
-                eps=self.eps,
-                alpha=alpha,
-                recipe=self.recipe,
-                loss_bound=self.loss_bound,
-                rng=rng,
-            )
-            self.thresholds_[g] = float(t)
+            if idx.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
+                warnings.warn(
+                    f"group {g!r} has {idx.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
+                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}: it always routes to the thinking model",
+                    GroupWarning,
+                    stacklevel=4,
+                )
+            d, cand, ucb = _bound_curve(scores[idx], losses[idx], alpha, self.recipe, self.loss_bound, rng)
+            t = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
+            self.thresholds_[g] = t
+            self.groups_[g] = _group_record(idx.size, d, cand, ucb, t, n_min)
         return self
 
     def _labels(self, scores, groups) -> np.ndarray:
@@ -565,6 +608,7 @@ class CPAC:
     seed = property(lambda self: self.gpac_.seed)
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
+    groups_ = property(lambda self: self.gpac_.groups_)
 
     @property
     def settings(self) -> dict[str, Any]:

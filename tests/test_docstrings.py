@@ -17,6 +17,8 @@ CORE = [
     "gpac_utils.metrics",
     "gpac_utils.sampling",
     "gpac_utils.online",
+    "gpac_utils.feasibility",
+    "gpac_utils.certificate",
 ]
 
 

@@ -42,6 +42,7 @@ at which :func:`gpac_utils.bounds.ucb` of ``m`` zero terms is ``<= eps``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -197,7 +198,12 @@ def min_items(eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bo
     (59, 119)
     """
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
-    recipe = as_recipe(recipe)
+    return _min_items(eps, alpha, as_recipe(recipe), loss_bound)
+
+
+@functools.lru_cache(maxsize=1024)
+def _min_items(eps: float, alpha: float, recipe: Recipe, loss_bound: float) -> int:
+    """:func:`min_items` on checked arguments, cached (every ``fit`` asks it once)."""
     m = min_terms(recipe.bound, eps, alpha, loss_bound / recipe.label_prob)
     if recipe.sampling != "resample":
         return m

@@ -132,7 +132,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n-resamples", type=int, default=200)
     p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
-    p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="CSV of the plan, with each group's feasibility (n_needed, labels_needed, feasible); curves go to "
+        "<stem>_curves.csv",
+    )
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
     i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
@@ -400,6 +407,9 @@ def _plan(a) -> int:
         raise UsageError(str(exc)) from None
     plan = allocation.allocate(curves, budget)
     table = allocation.allocation_table(curves, [plan])
+    feas = feasibility.feasibility(pool, eps, alpha, recipe, loss_bound=a.loss_bound).set_index("group")
+    for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
+        table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
@@ -413,6 +423,12 @@ def _plan(a) -> int:
     print(
         f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )
+    need = feas.iloc[0]
+    print(
+        f"feasibility ({recipe.bound}, {feasibility.FORMULAS[recipe.bound]}): a group certifies nothing with fewer "
+        f"than {need['n_needed']} items ({need['labels_needed']:g} labels expected)"
+    )
+    _warn(feas.index[~feas["feasible"]].tolist(), "have too few items to certify any threshold and will always think")
     non_concave = [x for x, ok in curves.concave.items() if not ok]
     if non_concave:
         print(f"non-concave curves (the plan is exact on the grid; a greedy one may fall short): {non_concave}")

@@ -119,3 +119,25 @@ def test_fit_warns_and_records_the_two_always_think_statuses():
     assert cal.groups_["lossy"].status == NO_FEASIBLE
     fine = cal.groups_["fine"]
     assert fine.status == "certified" and fine.labelled == 300 and 0 < fine.ucb <= 0.05
+
+
+def test_gpac_plan_reports_feasibility(tmp_path, capsys):
+    from gpac_utils.cli import main
+
+    rng = np.random.default_rng(0)
+    g = np.repeat(["big", "small"], [300, 30])
+    u = rng.uniform(size=g.size)
+    loss = (rng.uniform(size=g.size) < 0.1 * u).astype(float)
+    path = tmp_path / "t.csv"
+    import pandas as pd
+
+    pd.DataFrame({"group": g, "u": u, "loss": loss}).to_csv(path, index=False)
+    out = tmp_path / "plan.csv"
+    args = ["plan", "--data", str(path), "--score-col", "u", "--eps", "0.05", "--n-resamples", "5"]
+    assert main([*args, "--grid", "20,59,100", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "certifies nothing with fewer than 59 items (59 labels expected)" in captured.out
+    assert "1 group(s) have too few items to certify any threshold" in captured.err and "'small'" in captured.err
+    t = pd.read_csv(out).set_index("group")
+    assert t.loc["big", "feasible"] == True and t.loc["small", "feasible"] == False  # noqa: E712 (read back from CSV)
+    assert t.loc["small", "n_needed"] == 59 and t.loc["big", "labels_needed"] == 59

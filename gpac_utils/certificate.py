@@ -155,7 +155,8 @@ def make_certificate(
         A fitted calibrator.
     columns : dict, optional
         ``{role: (column name, values)}`` for every column used (``score``, ``loss``, ``group``,
-        ``id``): hashed by :func:`column_sha256`.
+        ``id``): hashed by :func:`column_sha256`; the names also go to ``columns`` (what
+        ``gpac route`` and :class:`~gpac_utils.llm.serve.CertifiedRouter` read).
     table_path : path, optional
         The calibration table file (hashed by :func:`file_sha256`).
     recipe_name : str, optional
@@ -196,6 +197,7 @@ def make_certificate(
         "created": created_at(created),
     }
     doc.update(schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal))
+    doc["columns"] = {role: None if name is None else str(name) for role, (name, _) in (columns or {}).items()}
     return doc
 
 

@@ -23,7 +23,7 @@ range ``B / pi``. The smallest ``m`` with a best-case bound ``<= eps``, per boun
     gives the bound ``R (1 - alpha^{1/m})`` (HB's Bentkus half, ``1 - (alpha/e)^{1/m}``, is
     larger), so ``m >= log(alpha) / log(1 - eps / R)``: 59 at ``eps = alpha = 0.05``, ``R = 1``
     (notebook ``32_label_budget`` derives it).
-``empirical_bernstein`` (Maurer & Pontil 2009, Theorem 4)
+``empirical_bernstein`` (Maurer & Pontil (2009), Theorem 4)
     zero variance leaves ``R * 7 log(2/alpha) / (3 (m - 1))``, so
     ``m >= 1 + 7 R log(2/alpha) / (3 eps)``: 174 at ``eps = alpha = 0.05``, ``R = 1``.
 ``wsr`` (Waudby-Smith & Ramdas 2023)

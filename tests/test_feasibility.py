@@ -141,3 +141,13 @@ def test_gpac_plan_reports_feasibility(tmp_path, capsys):
     t = pd.read_csv(out).set_index("group")
     assert t.loc["big", "feasible"] == True and t.loc["small", "feasible"] == False  # noqa: E712 (read back from CSV)
     assert t.loc["small", "n_needed"] == 59 and t.loc["big", "labels_needed"] == 59
+
+
+def test_the_deploying_page_quotes_the_minimum():
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "deploying.md").read_text()
+    assert f"At ε = α = 0.05 with every item labelled, Hoeffding–Bentkus needs {min_items(0.05, 0.05)} items" in text
+    half = Recipe(sampling="bernoulli", label_prob=0.5)
+    assert 1.9 < min_items(0.05, 0.05, half) / min_items(0.05, 0.05) < 2.1  # "about twice the items"
+    assert abs(expected_labels(min_items(0.05, 0.05, half), half) - min_items(0.05, 0.05)) <= 1  # "same labels"

@@ -267,7 +267,10 @@ def review(payload: dict) -> pd.DataFrame:
 
 
 def _num(x, fmt="{:.4g}") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+    """A cell of the review table: ``-`` for a missing value (None or NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return fmt.format(int(x)) if fmt == "{:d}" else fmt.format(x)
 
 
 def render(payload: dict) -> str:
@@ -299,7 +302,7 @@ def render(payload: dict) -> str:
             _num(r.n, "{:d}"),
             _num(r.labelled, "{:d}"),
             r.status,
-            "-" if r.threshold is None else f"{r.threshold:.4g}",
+            _num(r.threshold),
             _num(r.ucb),
         ]
         for r in df.itertuples()

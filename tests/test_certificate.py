@@ -69,6 +69,7 @@ def test_inspect_prints_the_review_table_and_verifies_hashes(table, tmp_path, ca
     text = capsys.readouterr().out
     rows = {line.split()[0]: line for line in text.splitlines() if line.split()[:1] in (["fine"], ["lossy"])}
     assert "certified" in rows["fine"] and NO_FEASIBLE in rows["lossy"]
+    assert rows["lossy"].split()[-2:] == ["-", "-"]  # always think: no threshold, no bound
     assert "sha256 " + file_sha256(table) in text and "schema version 2" in text
     assert "1 certified; 2 always think: too few items; 1 always think: no feasible threshold" in text
     assert "table file cal.csv: matches" in text and "column score 'unc': matches" in text

@@ -144,6 +144,8 @@ def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
     doc["groups"]["easy"]["status"] = "maybe"
     with pytest.raises(DataError, match="status"):
         CertifiedRouter(doc, cheap, thinker)
+    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on 'score_logits'"):
+        CertifiedRouter(certificate, cheap, thinker, score_col="score_verbalized")
     with pytest.raises(ParameterError, match="loss_fn"):
         CertifiedRouter(certificate, cheap, thinker, online=OnlineGPAC(0.1, label_prob=0.5))
 

@@ -93,7 +93,8 @@ class CertifiedRouter:
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score_col : str, optional
-        The certificate's score (default: the column it was calibrated on, ``columns.score``).
+        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        score than the one it names is refused.
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
     loss_fn : callable, optional
@@ -131,6 +132,10 @@ class CertifiedRouter:
         self.certificate = load_certificate(certificate)
         self.calibrator = from_json(json.dumps(self.certificate))
         columns = self.certificate.get("columns") or {}
+        if score_col and columns.get("score") and score_col != columns["score"]:
+            raise ParameterError(
+                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+            )
         self.score_col = score_col or columns.get("score")
         if self.score_col not in SCORERS:
             raise ParameterError(

@@ -22,6 +22,9 @@ sampling            expert-label sampling schemes (``full``, ``bernoulli``, the 
 selection           candidate thresholds and selection rules (``first-crossing``, ``max``)
 partition           learned partitions of the score axis (exact 1-D k-means, quantile bins)
 calibrate           the PAC, GPAC and CPAC calibrators; their registry
+risks               what is certified per group: the joint risk or the risk among routed items
+feasibility         before calibration: the fewest items with which a group can certify anything
+certificate         the thresholds file as a certificate: provenance, per-group status, review table
 online              online G-PAC: per-group thresholds certified by betting on a stream; labelling modes
 online_streams      online G-PAC, B-PAC and offline G-PAC over many seeded streams (the comparisons)
 metrics             Error, per-group error, Error_Gap, STP, routed share, violation rates, ECE
@@ -30,7 +33,7 @@ prediction          label planning: each group's routed share per number of labe
 allocation          label planning: the exact DP allocation of a label budget across groups
 checks              the validation layer: argument checks with one-line errors (ParameterError)
 thresholds_schema   the thresholds file's declared, versioned schema (checked on every read)
-cli                 ``gpac calibrate`` / ``gpac route`` / ``gpac plan``
+cli                 ``gpac calibrate`` / ``route`` / ``plan`` / ``inspect``
 ==================  ==========================================================================
 
 Sub-packages: :mod:`gpac_utils.paper` (the paper's tables, simulated stand-ins, theory),

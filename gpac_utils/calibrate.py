@@ -13,8 +13,11 @@ threshold. Calibration of one group (paper Algorithms 1–2), as set by a
 C-PAC is a composition, not a subclass: a :class:`~gpac_utils.partition.ScorePartitioner`
 learns groups from the score, and a :class:`GPAC` calibrates one threshold per learned group.
 
-Groups with fewer than ``min_group_size`` calibration items, and groups unseen at calibration,
-route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`.
+Groups with fewer than ``min_group_size`` calibration items, groups with fewer items than the bound
+needs to certify anything (:func:`gpac_utils.feasibility.min_items`), and groups unseen at
+calibration route to the thinking model (threshold ``-inf``) with a :class:`GroupWarning`. Each
+fitted group keeps a :class:`GroupRecord` in ``groups_``: its status (:data:`STATUSES`) says which
+of these it is, or that it is certified, with the bound at its threshold.
 
 Every calibrator follows one protocol, :class:`Calibrator`: ``fit(scores, losses, groups=None)``,
 ``route(scores, groups=None)`` (True: the non-thinking model answers) and the fitted
@@ -29,12 +32,13 @@ import json
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from . import bounds as _bounds
+from . import feasibility as _feasibility
 from . import risks as _risks
 from . import sampling as _sampling
 from . import selection as _selection
@@ -56,6 +60,8 @@ from .settings import RENAMED, Settings
 __all__ = [
     "ALL",
     "GroupWarning",
+    "GroupRecord",
+    "STATUSES",
     "Calibrator",
     "threshold",
     "risk_curve",
@@ -77,7 +83,45 @@ ALL = "__all__"
 
 
 class GroupWarning(UserWarning):
-    """A group is too small to calibrate, or was not seen at calibration: it always thinks."""
+    """A group is too small to calibrate, cannot be certified, or was not seen at calibration: it always thinks."""
+
+
+#: A group's status after calibration (``groups_``, and the certificate of :mod:`gpac_utils.certificate`).
+CERTIFIED = "certified"
+#: Fewer items than ``min_group_size``, or than the bound can certify anything with
+#: (:func:`gpac_utils.feasibility.min_items`): no losses could have certified a threshold.
+TOO_FEW = "always think: too few items"
+#: Enough items, but the bound exceeds ``eps`` at every candidate (first-crossing: at the lowest one).
+NO_FEASIBLE = "always think: no feasible threshold"
+#: A group met only when routing (a G-PAC label absent from calibration; a learned C-PAC group without items).
+UNSEEN = "unseen at calibration"
+STATUSES = (CERTIFIED, TOO_FEW, NO_FEASIBLE, UNSEEN)
+
+
+class GroupRecord(NamedTuple):
+    """What calibration found for one group: items ``n``, expert labels used (``labelled``), ``status``
+    (one of :data:`STATUSES`) and the upper confidence bound at its threshold (``ucb``; None: always think)."""
+
+    n: int
+    labelled: int
+    status: str
+    ucb: float | None
+
+
+def _group_record(n, labelled, t, bound, n_min) -> GroupRecord:
+    """The record of a calibrated group: its labels drawn, its threshold ``t`` and the bound at it."""
+    if math.isfinite(t):
+        return GroupRecord(int(n), int(labelled), CERTIFIED, None if bound is None else float(bound))
+    return GroupRecord(int(n), int(labelled), TOO_FEW if n < n_min else NO_FEASIBLE, None)
+
+
+def _certify_joint(scores, losses, *, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
+    """The joint risk's step for one group (:attr:`gpac_utils.risks.Risk.certify`): :func:`_threshold`
+    with the labels drawn and the upper confidence bound at the chosen candidate."""
+    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
+    t = float(_selection.select(cand, ucb, eps, recipe.rule))
+    at = np.searchsorted(cand, t, side="right") - 1  # the chosen candidate (ties share their bound)
+    return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
 
 
 @runtime_checkable
@@ -177,7 +221,7 @@ def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=N
 
 
 # the paper's risk: certified by the function above (calibrate imports risks, not the other way round)
-_risks.register_risk("joint", _risks.RISKS["joint"].summary, _threshold)
+_risks.register_risk("joint", _risks.RISKS["joint"].summary, _threshold, certify=_certify_joint)
 
 
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
@@ -307,6 +351,8 @@ class PAC:
         Fitted threshold per group (``-inf``: always think).
     group_sizes_ : dict of str to int
         Calibration items per group.
+    groups_ : dict of str to GroupRecord
+        Per group: items, labels used, status (:data:`STATUSES`) and the bound at the threshold.
 
     Examples
     --------
@@ -335,6 +381,7 @@ class PAC:
         self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
+        self.groups_: dict[str, GroupRecord] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings):
@@ -395,12 +442,13 @@ class PAC:
         -------
         self
         """
-        self.thresholds_, self.group_sizes_ = {}, {}
-        certify = _risks.get_risk(self.risk).threshold  # the hook: what is certified
+        self.thresholds_, self.group_sizes_, self.groups_ = {}, {}, {}
+        certify = _risks.get_risk(self.risk).certify  # the hook: what is certified
         codes, names = factorize_groups(labels)
         alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
+        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound)
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
@@ -411,8 +459,16 @@ class PAC:
                     stacklevel=4,
                 )
                 self.thresholds_[g] = -math.inf
+                self.groups_[g] = GroupRecord(int(idx.size), 0, TOO_FEW, None)
                 continue
-            t = certify(
+            if idx.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
+                warnings.warn(
+                    f"group {g!r} has {idx.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
+                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}: it always routes to the thinking model",
+                    GroupWarning,
+                    stacklevel=4,
+                )
+            t, labelled, bound = certify(
                 scores[idx],
                 losses[idx],
                 eps=self.eps,
@@ -423,6 +479,7 @@ class PAC:
                 interval=(intervals or {}).get(g, (0.0, 1.0)),
             )
             self.thresholds_[g] = float(t)
+            self.groups_[g] = _group_record(idx.size, labelled, float(t), bound, n_min)
         return self
 
     #: Why ``groups`` is refused (``None``: the calibrator needs them).
@@ -588,6 +645,7 @@ class CPAC:
     eps, alpha, recipe, seed, risk = PAC.eps, PAC.alpha, PAC.recipe, PAC.seed, PAC.risk
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
+    groups_ = property(lambda self: self.gpac_.groups_)
 
     settings = PAC.settings
 

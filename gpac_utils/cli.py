@@ -1,17 +1,25 @@
-"""Command line: ``gpac calibrate``, ``gpac route`` and ``gpac plan`` (also ``python -m gpac_utils``).
+"""Command line: ``gpac calibrate``, ``gpac route``, ``gpac plan`` and ``gpac inspect`` (also ``python -m gpac_utils``).
 
 calibrate
-    fit PAC / G-PAC / C-PAC on a table and write the thresholds and every setting as JSON. A
+    fit PAC / G-PAC / C-PAC on a table and write the certificate: the thresholds, every setting,
+    the provenance and each group's status as JSON (:mod:`gpac_utils.certificate`). A
     larger score U means a *less* certain non-thinking answer: an item is routed to the
     non-thinking model when U <= its group's threshold. A threshold ``null`` in the JSON means
     "always think" (no threshold could be certified for that group).
 route
-    read such a JSON and a table; write the table with ``threshold`` and ``route_nothink`` in the
-    format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl).
+    read such a JSON (its schema checked) and a table; write the table with ``threshold`` and
+    ``route_nothink`` in the format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl). A warning
+    names the columns when they differ from those the certificate was calibrated on.
 plan
-    how many expert labels each group needs, from a labelled pilot: the predicted routed share per
+    how many expert labels each group needs, from a labelled pilot: whether each group can certify
+    anything at all with its items (:mod:`gpac_utils.feasibility`), the predicted routed share per
     group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
     (:mod:`gpac_utils.allocation`, an exact dynamic programme).
+inspect
+    print a thresholds file for review (:mod:`gpac_utils.certificate`): its settings, provenance
+    (hashes of the table and columns, package version, recipe, seed, creation time) and one row
+    per group (n, labelled, status, threshold, the certified bound at it); ``--data`` checks a
+    table's hashes against the file.
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -41,8 +49,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import allocation, bounds, checks, data, prediction, risks, sampling, selection, thresholds_schema
-from .calibrate import CALIBRATORS, GroupWarning, calibrator, from_json, method
+from . import (
+    allocation,
+    bounds,
+    certificate,
+    checks,
+    data,
+    feasibility,
+    prediction,
+    risks,
+    sampling,
+    selection,
+    thresholds_schema,
+)
+from .calibrate import CALIBRATORS, TOO_FEW, UNSEEN, GroupWarning, calibrator, from_json, method
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
@@ -142,7 +162,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n-resamples", type=int, default=200)
     p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
-    p.add_argument("-o", "--output", required=True, type=Path, help="CSV of the plan (curves go to <stem>_curves.csv)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="CSV of the plan, with each group's feasibility (n_needed, labels_needed, feasible); curves go to "
+        "<stem>_curves.csv",
+    )
+    i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
+    i.add_argument("file", type=Path, help="JSON written by calibrate")
+    i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
     return ap
 
 
@@ -278,7 +308,16 @@ def _warn(groups, what: str) -> None:
 def _report_small_groups(cal, min_group_size: int) -> None:
     small = sorted(g for g, n in cal.group_sizes_.items() if n < min_group_size)
     _warn(small, f"have fewer than {min_group_size} calibration items and always think")
-    uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small)
+    few = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and g not in small)
+    if few:
+        need = feasibility.min_items(
+            cal.eps,
+            cal.alpha / (len(cal.groups_) if cal.settings.get("simultaneous") else 1),
+            cal.recipe,
+            loss_bound=cal.settings["loss_bound"],
+        )
+        _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
+    uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
     _warn(uncertified, "could not be certified at eps and always think")
 
 
@@ -344,8 +383,9 @@ def _calibrate(a) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
         cal.fit(u, loss, table[data.GROUP] if known_groups else None)
-    payload = json.loads(cal.to_json())
     columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
+    used = {role: (col, df[col].to_numpy()) for role, col in columns.items() if col is not None and col in df.columns}
+    payload = certificate.make_certificate(cal, columns=used, table_path=a.data, recipe_name=a.recipe)
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
@@ -357,23 +397,39 @@ def _calibrate(a) -> int:
 
 
 # --------------------------------------------------------------------------- route
-def _route(a) -> int:
+def _read_thresholds(path: Path) -> dict:
     try:
-        payload = json.loads(a.thresholds.read_text())
+        payload = json.loads(path.read_text())
     except FileNotFoundError:
-        raise DataError(f"{a.thresholds}: no such file") from None
+        raise DataError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"{a.thresholds}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     try:
         payload = thresholds_schema.validate_file(payload, CALIBRATORS)
     except thresholds_schema.ThresholdsFileError as exc:
-        raise DataError(f"{a.thresholds}: {exc}") from None
+        raise DataError(f"{path}: {exc}") from None
+    certificate.check_certificate(payload, str(path))
+    return payload
+
+
+def _route(a) -> int:
+    payload = _read_thresholds(a.thresholds)
     if a.group_col and CALIBRATORS[payload["method"]].groups != "known":
         raise UsageError(f"--group-col: a {payload['method']} thresholds file routes without group labels")
     _output(a.output, table=True, data_path=a.data)
     cols = payload.get("columns", {}) or {}
     # an option given on the command line wins over the column used at calibration
     score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
+    differ = [
+        f"{key} {col!r} (calibrated on {cols[key]!r})"
+        for key, col in (("score", score_col), ("group", group_col))
+        if cols.get(key)
+        and col
+        and col != cols[key]
+        and (key == "score" or CALIBRATORS[payload["method"]].groups == "known")
+    ]
+    if differ:
+        print(f"warning: the data's columns differ from the certificate's: {'; '.join(differ)}", file=sys.stderr)
     try:
         cal = from_json(json.dumps(payload))
     except (KeyError, TypeError, ValueError) as exc:
@@ -391,7 +447,7 @@ def _route(a) -> int:
         known, present = set(cal.thresholds_), set(np.unique(groups).tolist())
         unseen = sorted(present - known)
         n = int(np.isin(groups, unseen).sum())
-        _warn(unseen, f"in the data are not in the thresholds file; their {n} item(s) always think")
+        _warn(unseen, f"in the data are not in the thresholds file ({UNSEEN}); their {n} item(s) always think")
         _warn(sorted(known - present), "of the thresholds file do not occur in the data")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported above
@@ -399,6 +455,18 @@ def _route(a) -> int:
     out = df.assign(threshold=thr, route_nothink=s <= thr)
     data.write_table(out, a.output)
     print(f"routed {int(out['route_nothink'].sum())}/{len(out)} items to the non-thinking model -> {a.output}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- inspect
+def _inspect(a) -> int:
+    payload = _read_thresholds(a.file)
+    print(certificate.render(payload))
+    if a.data is not None:
+        if not payload.get("provenance"):
+            raise DataError(f"--data: {a.file} has no provenance to check against (a version-1 file)")
+        print("")
+        print("\n".join(certificate.verify_columns(payload, a.data, data.read_frame(a.data))))
     return EXIT_OK
 
 
@@ -481,6 +549,9 @@ def _plan(a) -> int:
         print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
     table = allocation.allocation_table(curves, [plan])
+    feas = feasibility.feasibility(pool, eps, alpha, recipe, loss_bound=a.loss_bound).set_index("group")
+    for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
+        table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:
         need = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
@@ -494,6 +565,12 @@ def _plan(a) -> int:
     print(
         f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )
+    need = feas.iloc[0]
+    print(
+        f"feasibility ({recipe.bound}, {feasibility.FORMULAS[recipe.bound]}): a group certifies nothing with fewer "
+        f"than {need['n_needed']} items ({need['labels_needed']:g} labels expected)"
+    )
+    _warn(feas.index[~feas["feasible"]].tolist(), "have too few items to certify any threshold and will always think")
     non_concave = [x for x, ok in curves.concave.items() if not ok]
     if non_concave:
         print(f"non-concave curves (the plan is exact on the grid; a greedy one may fall short): {non_concave}")
@@ -523,7 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        return {"calibrate": _calibrate, "route": _route, "plan": _plan}[a.command](a)
+        return {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

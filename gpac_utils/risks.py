@@ -84,6 +84,7 @@ __all__ = [
     "fallback_reject",
     "largest_rejected",
     "routed_threshold",
+    "routed_certify",
     "routed_risk_curve",
 ]
 
@@ -106,6 +107,11 @@ class Risk:
     threshold : callable or None
         Calibrates one group (signature of :func:`routed_threshold`); ``None`` until registered
         (the joint risk's is :func:`gpac_utils.calibrate.threshold`, which registers itself).
+    certify : callable or None
+        The calibrators' step for one group, with the same keywords as ``threshold``: returns
+        ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at the
+        threshold (``None`` where the risk certifies by tests, not by a bound:
+        :func:`routed_certify`). ``None``: ``threshold``, and neither is recorded.
     samplings, bounds : tuple of str, or None
         The label sampling schemes and bounds its selection is valid with (``None``: any).
     """
@@ -115,6 +121,7 @@ class Risk:
     threshold: Callable[..., np.ndarray] | None
     samplings: tuple[str, ...] | None = None
     bounds: tuple[str, ...] | None = None
+    certify: Callable[..., tuple] | None = None
 
 
 #: The risk definitions, by name ("joint" first: the default).
@@ -332,11 +339,29 @@ def routed_threshold(
     >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
     True
     """
+    return routed_certify(
+        scores,
+        losses,
+        eps=eps,
+        alpha=alpha,
+        recipe=recipe,
+        loss_bound=loss_bound,
+        rng=rng,
+        label_prob=label_prob,
+        interval=interval,
+    )[0]
+
+
+def routed_certify(
+    scores, losses, *, eps, alpha, recipe=VALID, loss_bound=1.0, rng=None, label_prob=None, interval=(0.0, 1.0)
+):
+    """:func:`routed_threshold` with what the calibrators record: ``(threshold, labelled, None)``
+    (the routed risk certifies by tests, so no upper bound is recorded at the threshold)."""
     recipe = as_recipe(recipe)
     d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
     grid = routed_grid(interval)
     p, _ = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    return largest_rejected(grid, fallback_reject(p, alpha))
+    return largest_rejected(grid, fallback_reject(p, alpha)), np.asarray(d.n_queried), None
 
 
 def routed_risk_curve(
@@ -394,4 +419,5 @@ register_risk(
     routed_threshold,
     samplings=("full", "bernoulli"),
     bounds=PVALUE_BOUNDS,
+    certify=routed_certify,
 )

@@ -9,8 +9,13 @@ Versions
 --------
 ``1``
     Files without a ``schema_version`` field (gpac_utils 0.2 and before). Read as version 2.
-``2`` (:data:`SCHEMA_VERSION`)
-    The same fields, plus ``schema_version``. Written by this version.
+``2``
+    The same fields, plus ``schema_version``.
+``3`` (:data:`SCHEMA_VERSION`)
+    The same, plus the certificate's fields that ``gpac calibrate`` writes (:mod:`gpac_utils.certificate`):
+    ``schema``, ``provenance`` and ``groups`` (per group: n, labelled, status, threshold, bound),
+    declared here and checked in depth by :func:`gpac_utils.certificate.check_certificate`.
+    Written by this version.
 
 A file of a newer version than :data:`SCHEMA_VERSION` is refused (it may carry fields this
 version would ignore). ``settings['pi']`` is read as ``settings['label_prob']`` (its name before
@@ -45,9 +50,9 @@ from .settings import CORRECTIONS
 __all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file", "loads"]
 
 #: The version this gpac_utils writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The versions it reads (1: files without ``schema_version``).
-READS = (1, 2)
+READS = (1, 2, 3)
 #: The kinds of method (their registry entry's ``groups``) that carry a field.
 _ALL = ("none", "known", "learned")
 _GROUPED = ("known", "learned")
@@ -222,6 +227,17 @@ FIELDS: dict[str, Field] = {
     "columns": Field(_columns, required=False, doc="gpac calibrate: the table's columns"),
     "data": Field(_text, required=False, doc="gpac calibrate: the table it read"),
     "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows"),
+    "schema": Field(_one_of("gpac-thresholds"), required=False, doc="the certificate's schema name"),
+    "provenance": Field(
+        lambda v, _: None if isinstance(v, dict) else "must be an object",
+        required=False,
+        doc="the certificate's provenance",
+    ),
+    "groups": Field(
+        lambda v, _: None if isinstance(v, dict) else "must be an object of group -> entry",
+        required=False,
+        doc="the certificate's per-group review: n, labelled, status, threshold, ucb",
+    ),
 }
 
 #: The fields of ``settings``.

@@ -72,7 +72,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from matplotlib import ticker
 
-from gpac_utils import allocation, bounds, data, prediction, threshold
+from gpac_utils import allocation, bounds, data, feasibility, prediction, threshold
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.workflow import config, paths
@@ -221,6 +221,38 @@ print(
 # %% [markdown] tags=["solution"]
 # ```{solution-end}
 # ```
+
+# %% [markdown]
+# ### Feasibility before calibration, bound by bound
+#
+# The same best-case argument works for every valid bound, and `gpac_utils.feasibility` does it
+# before any label is bought: a group is **feasible** when, with its $n$ items, some candidate
+# threshold *can* have a bound $\le\varepsilon$ — in the best case, no loss at all, where every
+# term is 0 at every candidate. It is a necessary condition: below `min_items` a group always thinks
+# (`fit` warns, the certificate records *always think: too few items*); above it the losses decide.
+# Hoeffding–Bentkus and Clopper–Pearson share the closed form above; the empirical Bernstein bound
+# keeps its $7\log(2/\alpha)/(3(n-1))$ term at zero variance, so $n \ge 1 + 7R\log(2/\alpha)/(3\varepsilon)$;
+# WSR has no closed form and is searched numerically on the library's own bound.
+
+# %%
+valid_bounds = ["hoeffding_bentkus", "clopper_pearson", "empirical_bernstein", "wsr"]
+feasible_rows = [
+    {
+        "bound": b,
+        "pi": pi,
+        "min_items": feasibility.min_items(cfg.sim_eps, cfg.alpha, rec),
+        "expected_labels": feasibility.expected_labels(feasibility.min_items(cfg.sim_eps, cfg.alpha, rec), rec),
+        "formula": feasibility.FORMULAS[b],
+    }
+    for b in valid_bounds
+    for pi, rec in ((1.0, Recipe(bound=b)), (0.5, Recipe(bound=b, sampling="bernoulli", label_prob=0.5)))
+]
+feasible_table = pd.DataFrame(feasible_rows)
+by_bound = feasible_table.set_index(["bound", "pi"])["min_items"]
+assert by_bound["hoeffding_bentkus", 1.0] == by_bound["clopper_pearson", 1.0] == n_min[cfg.sim_eps]
+assert by_bound["hoeffding_bentkus", 0.5] == min_labels(cfg.sim_eps, cfg.alpha, term_range=2.0)
+assert by_bound["empirical_bernstein", 1.0] == int(np.ceil(1 + 7 * np.log(2 / cfg.alpha) / (3 * cfg.sim_eps)))
+display(feasible_table)
 
 # %% [markdown]
 # ## (a) Simulated MATH-500: labels per subject to route 30 %
@@ -504,6 +536,23 @@ names = sorted(set(g_all))
 traffic = {g: float(np.mean(g_all == g)) for g in names}
 eps = cfg.real_eps
 half = Recipe(bound=recipe.bound, sampling="bernoulli", label_prob=0.5, rule=recipe.rule, candidates=recipe.candidates)
+
+# %% [markdown]
+# **Feasibility first.** Before any split: can each subject's calibration half certify anything, with
+# every item labelled and with $\pi = 0.5$? (`gpac plan` prints the same check.)
+
+# %%
+cal_sizes = {g: int(round(cfg.cal_ratio * np.sum(g_all == g))) for g in names}
+feasible_real = feasibility.feasibility(cal_sizes, eps, cfg.alpha, recipe)[["group", "n", "n_needed", "feasible"]]
+feasible_real["feasible_pi_0.5"] = feasibility.feasibility(cal_sizes, eps, cfg.alpha, half)["feasible"]
+display(feasible_real)
+display(
+    Markdown(
+        f"Every item labelled, a subject needs {feasible_real['n_needed'].iloc[0]} items: "
+        f"{int(feasible_real['feasible'].sum())} of {len(names)} calibration halves have them. At $\\pi$ = 0.5 it needs "
+        f"{feasibility.min_items(eps, cfg.alpha, half)}: {int(feasible_real['feasible_pi_0.5'].sum())} of {len(names)} do."
+    )
+)
 
 
 def table_risk(t, g):

@@ -173,12 +173,13 @@ def test_route_reports_renamed_groups(table, tmp_path, capsys):
     code, thr = calibrate(table, tmp_path, "--method", "gpac", "--group-col", "group")
     payload = json.loads(thr.read_text())
     payload["thresholds"]["renamed"] = payload["thresholds"].pop("y")
+    payload["groups"]["renamed"] = payload["groups"].pop("y")  # the certificate's entry too (else refused)
     thr.write_text(json.dumps(payload))
     capsys.readouterr()
     out = tmp_path / "r.csv"
     assert cli.main(["route", "--thresholds", str(thr), "--data", str(table), "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "1 group(s) in the data are not in the thresholds file" in err and "'y'" in err
+    assert "1 group(s) in the data are not in the thresholds file (unseen at calibration)" in err and "'y'" in err
     assert "1 group(s) of the thresholds file do not occur in the data" in err and "'renamed'" in err
     routed = pd.read_csv(out)
     assert not routed.loc[routed.group == "y", "route_nothink"].any()

@@ -22,6 +22,8 @@ CORE = [
     "gpac_utils.scores",
     "gpac_utils.checks",
     "gpac_utils.thresholds_schema",
+    "gpac_utils.feasibility",
+    "gpac_utils.certificate",
 ]
 
 

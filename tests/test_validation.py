@@ -200,7 +200,10 @@ def test_cli_corners_of_the_issue(table, tmp_path, capsys):
     assert "--group-col" in one_error(capsys)
     out = tmp_path / "g.json"
     assert cli.main([*calib, "--data", str(table), "--group-col", "group", "-o", str(out)]) == 0  # inferred
-    assert json.loads(out.read_text())["method"] == "G-PAC" and json.loads(out.read_text())["schema_version"] == 2
+    assert (
+        json.loads(out.read_text())["method"] == "G-PAC"
+        and json.loads(out.read_text())["schema_version"] == SCHEMA_VERSION
+    )
     capsys.readouterr()
     assert cli.main([*calib, "--data", str(table), "-o", str(tmp_path)]) == 1
     assert "is a directory" in one_error(capsys)

@@ -175,3 +175,48 @@ def test_scored_table_has_the_transformers_schema_and_answers_agree(vllm_run, hf
     agree = float((think_v["answer"] == think_h["answer"]).mean())
     print(f"greedy think answers identical on vLLM and transformers: {agree:.0%} of {N_HF} items")
     assert agree >= 0.75
+
+
+# --------------------------------------------------------------------------- the serving router (issue 34)
+def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
+    """``CertifiedRouter`` on this module's engine (both roles), certified on the committed ``arith`` table
+    (G-PAC on ``score_logits``): routes match the certificate, and the served answers are what the
+    engine returns for the same seeds outside the router."""
+    from gpac_utils.cli import main
+    from gpac_utils.llm.arith_check import SAME_ENGINE_ATOL
+    from gpac_utils.llm.scoring import logits_score
+    from gpac_utils.llm.serve import CertifiedRouter
+    from gpac_utils.workflow.paths import DATA
+
+    table = DATA / "generated" / "arith__smollm2.parquet"
+    cert = tmp_path / "thresholds.json"
+    args = ["--score-col", "score_logits", "--group-col", "group", "--method", "gpac", "--eps", "0.05"]
+    assert main(["calibrate", "--data", str(table), *args, "-o", str(cert)]) == 0
+    items = load_benchmark("arith").groupby("group").head(1).reset_index(drop=True)  # one per group
+    window = WINDOWS["nothink"]
+    served = CertifiedRouter(cert, engine, engine, window=window).serve(items)
+    thresholds = json.loads(cert.read_text())["thresholds"]
+    thr = np.array([thresholds[g] for g in items["group"]], dtype=float)
+    assert (served["route"] == np.where(served["score"] <= thr, "nothink", "think")).all()
+    assert (served["status"] == "certified").all()
+
+    def direct(role, frame, col):
+        base = gen.WALK_SAMPLING[role]
+        reqs = [(i, c, base.with_(seed=gen.item_seed(0, i))) for i, c in zip(frame["item_id"], frame[col])]
+        return {k: comps[0] for k, comps in engine.stream(reqs, window)}
+
+    cheap = direct("nothink", items, "messages_nothink")
+    for row in served.itertuples():
+        assert row.nothink_answer == cheap[row.item_id].text
+        assert row.score == pytest.approx(logits_score(cheap[row.item_id].token_logprobs), abs=1e-5)
+    routed = (served["route"] == "think").to_numpy()
+    thought = direct("think", items[routed], "messages")
+    for row in served[routed].itertuples():
+        assert row.think_answer == row.answer == thought[row.item_id].text
+    assert (served.loc[~routed, "answer"] == served.loc[~routed, "nothink_answer"]).all()
+    # the same engine made the committed table (arith_check): the served scores are its scores, so the
+    # served routes are the certificate's routes on the calibration table itself
+    recorded = pd.read_parquet(table).set_index("item_id").loc[items["item_id"], "score_logits"].to_numpy()
+    np.testing.assert_allclose(served["score"], recorded, rtol=0, atol=SAME_ENGINE_ATOL)
+    assert (served["route"] == np.where(recorded <= thr, "nothink", "think")).all()
+    print(f"served {routed.sum()}/{len(items)} to thinking, as the certificate routes the committed table's rows")

@@ -1,0 +1,268 @@
+"""Serving from a certificate: the cheap answer, its score, the route, the thinking answer where routed.
+
+:class:`CertifiedRouter` takes a certificate (the thresholds file of ``gpac calibrate``,
+:mod:`gpac_utils.certificate`) and two engines (:mod:`gpac_utils.llm.engines`: vLLM or
+transformers, or any object with their interface: ``model``, ``backend``, ``tokenizer`` and
+``stream(requests, window)``). For a batch of requests, :meth:`CertifiedRouter.serve`
+
+1. generates the non-thinking (cheap) answer of every request;
+2. computes the score the certificate was calibrated on (:data:`SCORERS`: ``score_logits`` from
+   the cheap answer's token logprobs, ``score_verbalized`` from the cheap model's confidences in
+   its answer); a certificate calibrated on another score is refused when the router is built;
+3. routes: the cheap answer is served when the score is at most the request's group threshold
+   (``-inf``: the group always thinks; a group absent from the certificate is *unseen at
+   calibration* and thinks);
+4. calls the thinking model on the requests routed to it;
+5. returns one row per request with its score, threshold, group status, route and answer;
+6. optionally feeds an online router (:class:`gpac_utils.online.OnlineGPAC`): it decides on the
+   same scores and groups which items it observes, the router obtains both answers for those
+   (a thinking call where the certificate routed cheap: a paid label) and feeds the losses that
+   ``loss_fn`` computes back with :meth:`~gpac_utils.online.OnlineGPAC.update`. The online router
+   runs beside the certificate and never changes a route.
+
+Every request is sampled with :func:`~gpac_utils.llm.engines.item_seed` ``(seed, item_id)``, as
+:mod:`gpac_utils.llm.generation` does, so a served answer is the answer the engine returns for that
+seed, whatever the batch; a table generated with the same seed and samplings has the same answers.
+
+The guarantee is the certificate's: per group, the extra error of the served answers is at most
+``eps`` with probability ``1 - alpha``, for requests drawn like the calibration table (same
+models, prompts, samplings and score). The certificate's provenance names that table; the router
+cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import certificate as _certificate
+from .. import thresholds_schema
+from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..checks import DataError, ParameterError
+from .engines import Sampling, item_seed
+from .generation import WALK_SAMPLING, model_defaults, split_thinking
+from .scoring import logits_score, parse_confidence, verbalized_messages
+
+__all__ = ["SCORERS", "CertifiedRouter", "load_certificate"]
+
+#: The scores a router computes at serving time (the columns ``02_scores`` writes); a learned
+#: router score (``score_router``) needs its classifier and is not among them.
+SCORERS = ("score_logits", "score_verbalized")
+
+
+def load_certificate(certificate) -> dict:
+    """A checked certificate from a dict, a JSON string or a path (one-line :class:`DataError` otherwise)."""
+    if isinstance(certificate, Mapping):
+        payload, where = dict(certificate), "certificate"
+    else:
+        text, where = str(certificate), "certificate"
+        if not text.lstrip().startswith("{"):
+            where = text
+            try:
+                text = Path(text).read_text()
+            except OSError as exc:
+                raise DataError(f"certificate: cannot read {where} ({exc.strerror or exc})") from None
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"certificate: {where} is not valid JSON ({exc.msg})") from None
+    try:
+        payload = thresholds_schema.validate_file(payload, CALIBRATORS)
+    except thresholds_schema.ThresholdsFileError as exc:
+        raise DataError(f"{where}: {exc}") from None
+    _certificate.check_certificate(payload, where)
+    return payload
+
+
+class CertifiedRouter:
+    """Serve requests from a certificate and two engines (module description).
+
+    Parameters
+    ----------
+    certificate : dict, str or path
+        The thresholds file written by ``gpac calibrate`` (or :func:`gpac_utils.certificate.make_certificate`).
+    nothink, think : engine
+        The non-thinking and the thinking engine (they may be the same object, as in the walk).
+    samplings : mapping, optional
+        Sampling per role ``"nothink"``, ``"think"``, ``"verbalized"`` (their seeds are replaced
+        per request); default :data:`~gpac_utils.llm.generation.WALK_SAMPLING`, the settings of the
+        committed ``arith`` table.
+    seed : int, default 0
+        Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
+    score_col : str, optional
+        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        score than the one it names is refused.
+    online : OnlineGPAC, optional
+        An online router to feed (module description); needs ``loss_fn``.
+    loss_fn : callable, optional
+        ``loss_fn(request, nothink_answer, think_answer) -> float`` in ``[0, loss_bound]``.
+    window : int, optional
+        Requests in flight per engine call (vLLM on CPU: see :func:`~gpac_utils.llm.generation.generate`).
+
+    Raises
+    ------
+    DataError
+        For a certificate that is not a valid thresholds file.
+    ParameterError
+        For a certificate whose score the router cannot compute, or ``online`` without ``loss_fn``.
+
+    Examples
+    --------
+    >>> router = CertifiedRouter("thresholds.json", engine, engine)  # doctest: +SKIP
+    >>> served = router.serve(requests)  # item_id, group, messages / messages_nothink  # doctest: +SKIP
+    >>> served[["item_id", "route", "answer"]]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        certificate,
+        nothink,
+        think,
+        *,
+        samplings: Mapping[str, Sampling] | None = None,
+        seed: int = 0,
+        score_col: str | None = None,
+        online=None,
+        loss_fn: Callable | None = None,
+        window: int | None = None,
+    ):
+        self.certificate = load_certificate(certificate)
+        self.calibrator = from_json(json.dumps(self.certificate))
+        columns = self.certificate.get("columns") or {}
+        if score_col and columns.get("score") and score_col != columns["score"]:
+            raise ParameterError(
+                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+            )
+        self.score_col = score_col or columns.get("score")
+        if self.score_col not in SCORERS:
+            raise ParameterError(
+                f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
+                f"it computes {list(SCORERS)}"
+            )
+        self.group_col = columns.get("group") or "group"
+        if online is not None and loss_fn is None:
+            raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
+        self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
+        self.samplings = {**WALK_SAMPLING, **dict(samplings or {})}
+        self.seed = int(seed)
+        self.think_is_thinking = model_defaults(think.model)[1]
+        self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+
+    # -- the steps --------------------------------------------------------------------------------
+    def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
+        """``{item_id: [(answer, completion), ...]}`` for ``role``, each request at its item seed."""
+        if not len(ids):
+            return {}
+        base = self.samplings[role]
+        requests = [(i, c, base.with_(seed=item_seed(self.seed, i))) for i, c in zip(ids, conversations)]
+        end_id = engine.tokenizer.get_vocab().get("</think>") if thinking else None
+        out = {}
+        for key, comps in engine.stream(requests, self.window):
+            out[key] = [(split_thinking(c, thinking=thinking, end_id=end_id)[1], c) for c in comps]
+        return out
+
+    def _scores(self, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
+        ids = requests["item_id"].tolist()
+        if self.score_col == "score_logits":
+            return np.array([logits_score(cheap[i][0][1].token_logprobs) for i in ids])
+        convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
+        replies = self._generate(self.nothink, "verbalized", ids, convs)
+        scores = []
+        for i in ids:
+            conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
+            scores.append(1.0 - float(np.mean(conf)) if conf else 1.0)  # no parsable reply: U = 1 (think)
+        return np.array(scores)
+
+    def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
+        """The labels passed to the calibrator, and the group whose status each request gets."""
+        method = self.certificate["method"]
+        kind = CALIBRATORS[method].groups  # what it routes by: none, known or learned groups
+        if kind == "known":
+            if self.group_col not in requests.columns:
+                raise DataError(f"requests: {method} needs the group column {self.group_col!r}")
+            g = requests[self.group_col].astype(str).to_numpy()
+            return g, g
+        if kind == "learned":
+            return None, self.calibrator.assign(scores)
+        return None, np.full(len(scores), ALL)
+
+    @staticmethod
+    def _conversations(requests: pd.DataFrame, role: str) -> list:
+        col = f"messages_{role}" if f"messages_{role}" in requests.columns else "messages"
+        if col not in requests.columns:
+            raise DataError(f"requests: need a 'messages' (or 'messages_{role}') column; they have {list(requests)}")
+        return list(requests[col])
+
+    def serve(self, requests: pd.DataFrame) -> pd.DataFrame:
+        """Serve a batch (module description).
+
+        Parameters
+        ----------
+        requests : pandas.DataFrame
+            ``item_id`` (unique), ``messages`` (the conversation; ``messages_nothink`` /
+            ``messages_think`` per role where they differ), the certificate's group column for
+            G-PAC, ``question`` for ``score_verbalized`` (and whatever ``loss_fn`` reads).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
+            the certificate), ``score``, ``threshold``, ``route`` (``"nothink"`` or ``"think"``),
+            ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
+            thinking model was not called); with an online router also ``observed`` and ``loss``.
+        """
+        if "item_id" not in requests.columns or requests["item_id"].duplicated().any():
+            raise DataError("requests: need a unique 'item_id' per request")
+        if self.score_col == "score_verbalized" and "question" not in requests.columns:
+            raise DataError("requests: score_verbalized needs the 'question' column")
+        ids = requests["item_id"].tolist()
+        cheap = self._generate(self.nothink, "nothink", ids, self._conversations(requests, "nothink"))
+        scores = self._scores(requests, cheap)
+        labels, named = self._groups(requests, scores)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
+            thr = self.calibrator.thresholds_for(scores, labels)
+        nothink_route = scores <= thr
+        decisions = None
+        need_think = ~nothink_route
+        if self.online is not None:
+            decisions = self.online.decide(scores, named)
+            need_think = need_think | decisions.observe
+        think_convs = self._conversations(requests, "think")
+        pick = np.flatnonzero(need_think)
+        thought = self._generate(
+            self.think,
+            "think",
+            [ids[k] for k in pick],
+            [think_convs[k] for k in pick],
+            thinking=self.think_is_thinking,
+        )
+        nothink_answers = [cheap[i][0][0] for i in ids]
+        think_answers = [thought[i][0][0] if i in thought else None for i in ids]
+        out = pd.DataFrame(
+            {
+                "item_id": ids,
+                "group": named,
+                "status": [self.statuses.get(g, UNSEEN) for g in named],
+                "score": scores,
+                "threshold": thr,
+                "route": np.where(nothink_route, "nothink", "think"),
+                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, nothink_route)],
+                "nothink_answer": nothink_answers,
+                "think_answer": think_answers,
+            }
+        )
+        if decisions is not None:
+            losses = np.full(len(ids), math.nan)
+            rows = requests.reset_index(drop=True)
+            for k in np.flatnonzero(decisions.observe):
+                losses[k] = float(self.loss_fn(rows.iloc[k], nothink_answers[k], think_answers[k]))
+            self.online.update(scores, losses, named, decisions)
+            out["observed"], out["loss"] = decisions.observe, losses
+        return out

@@ -1,0 +1,173 @@
+"""The certificate (thresholds file, schema version 3): provenance, per-group status, `gpac inspect`, `gpac route`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpac_utils import CPAC, GPAC, Partition, ScorePartitioner, from_json
+from gpac_utils.calibrate import NO_FEASIBLE, TOO_FEW, UNSEEN
+from gpac_utils.certificate import check_certificate, column_sha256, file_sha256, make_certificate, review
+from gpac_utils.checks import DataError
+from gpac_utils.cli import main
+from gpac_utils.thresholds_schema import SCHEMA_VERSION
+
+EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
+
+
+@pytest.fixture
+def table(tmp_path):
+    """Four groups: one certifies, one is below min_group_size, one below the bound's minimum, one is all loss."""
+    rng = np.random.default_rng(0)
+    g = np.repeat(["fine", "tiny", "short", "lossy"], [400, 6, 40, 200])
+    u = np.where(g == "lossy", 0.5, rng.uniform(size=g.size))
+    loss = np.where(g == "lossy", 1, (rng.uniform(size=g.size) < 0.05 * u).astype(int))
+    df = pd.DataFrame({"qid": np.arange(g.size), "subject": g, "err": loss, "unc": u, "unc2": u[::-1]})
+    p = tmp_path / "cal.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+def calibrate(table, out, *extra):
+    args = ["calibrate", "--data", str(table), "--score-col", "unc", "--loss-col", "err", "--group-col", "subject"]
+    return main([*args, "--id-col", "qid", "--method", "gpac", "--eps", "0.05", "-o", str(out), *extra])
+
+
+def test_calibrate_writes_provenance_and_statuses(table, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    out = tmp_path / "thr.json"
+    assert calibrate(table, out) == 0
+    err = capsys.readouterr().err
+    assert "'tiny'" in err and "'short'" in err and "needs to certify anything (59)" in err
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == SCHEMA_VERSION and check_certificate(doc, "thr.json") == SCHEMA_VERSION
+    prov = doc["provenance"]
+    assert prov["created"] == "2026-01-01T00:00:00Z" and prov["recipe"] == "valid" and prov["seed"] == 0
+    assert prov["table"]["sha256"] == file_sha256(table)
+    df = pd.read_csv(table)
+    for role, col in (("score", "unc"), ("loss", "err"), ("group", "subject"), ("id", "qid")):
+        assert prov["columns"][role] == {**prov["columns"][role], "name": col, "sha256": column_sha256(df[col])}
+    status = {g: e["status"] for g, e in doc["groups"].items()}
+    assert status == {"fine": "certified", "tiny": TOO_FEW, "short": TOO_FEW, "lossy": NO_FEASIBLE}
+    fine = doc["groups"]["fine"]
+    assert fine["n"] == 400 and fine["labelled"] == 400 and 0 < fine["ucb"] <= 0.05
+    assert fine["threshold"] == doc["thresholds"]["fine"]
+    assert doc["groups"]["short"] == {"n": 40, "labelled": 40, "status": TOO_FEW, "threshold": None, "ucb": None}
+    # byte-stable under SOURCE_DATE_EPOCH; from_json still reads it
+    again = tmp_path / "again.json"
+    assert calibrate(table, again) == 0 and again.read_bytes() == out.read_bytes()
+    assert from_json(out.read_text()).thresholds_["fine"] == fine["threshold"]
+
+
+def test_inspect_prints_the_review_table_and_verifies_hashes(table, tmp_path, capsys):
+    out = tmp_path / "thr.json"
+    calibrate(table, out)
+    capsys.readouterr()
+    assert main(["inspect", str(out), "--data", str(table)]) == 0
+    text = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in text.splitlines() if line.split()[:1] in (["fine"], ["lossy"])}
+    assert "certified" in rows["fine"] and NO_FEASIBLE in rows["lossy"]
+    assert rows["lossy"].split()[-2:] == ["-", "-"]  # always think: no threshold, no bound
+    assert "sha256 " + file_sha256(table) in text and f"schema version {SCHEMA_VERSION}" in text
+    assert "1 certified; 2 always think: too few items; 1 always think: no feasible threshold" in text
+    assert "table file cal.csv: matches" in text and "column score 'unc': matches" in text
+    # a changed table: its file and the changed column differ, the rest matches
+    df = pd.read_csv(table)
+    df.loc[0, "err"] = 1 - df.loc[0, "err"]
+    df.to_csv(table, index=False)
+    assert main(["inspect", str(out), "--data", str(table)]) == 0
+    text = capsys.readouterr().out
+    assert "table file cal.csv: DIFFERS" in text and "column loss 'err': DIFFERS" in text
+    assert "column score 'unc': matches" in text
+
+
+def test_column_hash_is_independent_of_the_file_format(table, tmp_path):
+    df = pd.read_csv(table)
+    pq = tmp_path / "cal.parquet"
+    df.astype({"err": "float32"}).to_parquet(pq)
+    back = pd.read_parquet(pq)
+    for col in ("unc", "err", "subject", "qid"):
+        assert column_sha256(back[col].to_numpy()) == column_sha256(df[col].to_numpy()), col
+    assert column_sha256(df["unc"]) != column_sha256(df["unc2"])
+
+
+def test_route_warns_when_the_columns_differ(table, tmp_path, capsys):
+    out = tmp_path / "thr.json"
+    calibrate(table, out)
+    capsys.readouterr()
+    route = ["route", "--thresholds", str(out), "--data", str(table), "-o", str(tmp_path / "r.csv")]
+    assert main(route) == 0
+    assert "differ" not in capsys.readouterr().err
+    assert main([*route, "--score-col", "unc2"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "differ from the certificate" in line]
+    assert warned == ["warning: the data's columns differ from the certificate's: score 'unc2' (calibrated on 'unc')"]
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d.update(schema_version=7), "schema_version"),
+        (lambda d: d["groups"]["fine"].update(status="fine"), "status must be one of"),
+        (lambda d: d["groups"]["fine"].update(status=TOO_FEW), "status"),
+        (lambda d: d["groups"]["fine"].pop("ucb"), "lacks"),
+        (lambda d: d["groups"]["fine"].update(threshold=0.001), "differs from thresholds"),
+        (lambda d: d["groups"].pop("fine"), "no entry in 'groups'"),
+        (lambda d: d["provenance"].pop("created"), "provenance"),
+    ],
+)
+def test_route_refuses_a_malformed_certificate(table, tmp_path, capsys, change, message):
+    out = tmp_path / "thr.json"
+    calibrate(table, out)
+    doc = json.loads(out.read_text())
+    change(doc)
+    out.write_text(json.dumps(doc))
+    with pytest.raises(DataError, match=message):
+        check_certificate(doc, "thr.json")
+    capsys.readouterr()
+    assert main(["route", "--thresholds", str(out), "--data", str(table), "-o", str(tmp_path / "r.csv")]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error:") and message.split()[0] in line
+
+
+def test_version_1_file_is_still_read(table, tmp_path, capsys):
+    out = tmp_path / "thr.json"
+    calibrate(table, out)
+    doc = json.loads(out.read_text())
+    for key in ("schema", "schema_version", "provenance", "groups"):
+        doc.pop(key)
+    out.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "schema version 1" in text and "provenance: none" in text
+    status = review(doc).set_index("group")["status"].to_dict()
+    assert status == {"fine": "certified", "tiny": TOO_FEW, "short": TOO_FEW, "lossy": NO_FEASIBLE}
+    assert main(["route", "--thresholds", str(out), "--data", str(table), "-o", str(tmp_path / "r.csv")]) == 0
+
+
+def test_cpac_learned_group_without_items_is_unseen():
+    """A learned C-PAC group that got no calibration item is listed with status 'unseen at calibration'."""
+    u = np.r_[np.full(50, 0.1), np.full(50, 0.9)]
+    cal = CPAC(0.2, partitioner=ScorePartitioner(k=3, algorithm="quantile"), mode="joint").fit(u, np.zeros(100))
+    assert sorted(cal.thresholds_) == ["c0", "c1"]  # two distinct scores: two groups with items
+    # as if the partition, learned on another half (split mode), had a third group that no item fell in
+    cal.partition_ = Partition(np.array([0.5, 0.95]), "quantile")
+    doc = make_certificate(cal, created="2026-01-01T00:00:00Z")
+    assert {g: e["status"] for g, e in doc["groups"].items()} == {"c0": "certified", "c1": "certified", "c2": UNSEEN}
+    assert doc["groups"]["c2"]["n"] == 0 and check_certificate(doc, "doc") == SCHEMA_VERSION
+
+
+def test_certify_in_python_matches_fit():
+    rng = np.random.default_rng(1)
+    g = np.repeat(["a", "b"], 300)
+    u = rng.uniform(size=600)
+    cal = GPAC(0.1, recipe="valid-bernoulli").fit(u, (rng.uniform(size=600) < 0.2 * u).astype(float), g)
+    doc = make_certificate(cal, columns={"score": ("u", u)}, created="2026-01-01T00:00:00Z")
+    for name, rec in cal.groups_.items():
+        e = doc["groups"][name]
+        assert (e["n"], e["labelled"], e["status"], e["ucb"]) == tuple(rec)
+        assert 0 < e["labelled"] < e["n"]  # Bernoulli at 0.5 labels about half
+    assert doc["provenance"]["columns"]["score"]["sha256"] == column_sha256(u)

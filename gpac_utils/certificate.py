@@ -49,6 +49,7 @@ from .calibrate import CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError
 from .feasibility import min_items
 from .recipe import Recipe
+from .settings import CORRECTIONS
 from .thresholds_schema import READS, SCHEMA_VERSION
 
 __all__ = [
@@ -251,7 +252,8 @@ def _legacy_groups(payload: dict) -> dict:
     st = payload["settings"]
     recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob"), st["rule"], st["candidates"])
     k = len(payload["thresholds"])
-    alpha = st["alpha"] / k if st.get("simultaneous") else st["alpha"]
+    correction = st.get("correction", "bonferroni" if st.get("simultaneous") else "none")
+    alpha = CORRECTIONS[correction].per_group(st["alpha"], k)
     need = max(min_items(st["eps"], alpha, recipe, loss_bound=st["loss_bound"]), st["min_group_size"])
     out = {}
     for g, t in payload["thresholds"].items():

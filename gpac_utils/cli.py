@@ -312,7 +312,7 @@ def _report_small_groups(cal, min_group_size: int) -> None:
     if few:
         need = feasibility.min_items(
             cal.eps,
-            cal.alpha / (len(cal.groups_) if cal.settings.get("simultaneous") else 1),
+            cal.config.alpha_per_group(len(cal.groups_)),
             cal.recipe,
             loss_bound=cal.settings["loss_bound"],
         )

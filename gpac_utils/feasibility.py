@@ -52,6 +52,7 @@ import pandas as pd
 from . import bounds as _bounds
 from .checks import check_int, check_risk
 from .recipe import VALID, Recipe, as_recipe
+from .settings import CORRECTIONS
 
 __all__ = ["FORMULAS", "best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "feasibility"]
 
@@ -96,8 +97,11 @@ def best_case_ucb(bound: str, m: int, alpha: float, term_range: float = 1.0) -> 
     return float(_bounds.ucb(bound, z, z, np.array([0.5]), alpha, term_range)[0])
 
 
-def _binomial_tail(eps: float, alpha: float, r: float) -> int:
-    return math.ceil(math.log(alpha) / math.log1p(-eps / r)) if eps < r else 1
+def _binomial_tail(eps: float, alpha: float, r: float) -> float:
+    if eps >= r:
+        return 1.0
+    step = math.log1p(-eps / r)  # 0 when eps / r underflows: no number of terms is enough
+    return math.log(alpha) / step if step < 0 else math.inf
 
 
 #: The closed form of each bound that has one (:data:`FORMULAS`): ``m(eps, alpha, R)``. A bound absent
@@ -105,9 +109,9 @@ def _binomial_tail(eps: float, alpha: float, r: float) -> int:
 CLOSED_FORMS = {
     "hoeffding_bentkus": _binomial_tail,
     "clopper_pearson": _binomial_tail,
-    "empirical_bernstein": lambda eps, alpha, r: math.ceil(1 + 7 * r * math.log(2 / alpha) / (3 * eps)),
-    "hoeffding": lambda eps, alpha, r: math.ceil(r * r * math.log(2 / alpha) / (2 * eps * eps)),
-    "clt": lambda eps, alpha, r: 2,
+    "empirical_bernstein": lambda eps, alpha, r: 1 + 7 * r * math.log(2 / alpha) / (3 * eps),
+    "hoeffding": lambda eps, alpha, r: r * r * math.log(2 / alpha) / (2 * eps * eps),
+    "clt": lambda eps, alpha, r: 2.0,
 }
 
 
@@ -125,14 +129,14 @@ def min_terms(bound: str, eps: float, alpha: float, term_range: float = 1.0) -> 
 
     Returns
     -------
-    int
+    int or float
         The closed form of :data:`FORMULAS`, checked against the library's bound; for ``wsr`` a
-        numerical search.
+        numerical search; ``math.inf`` when more than :data:`MAX_TERMS` would be needed.
 
     Raises
     ------
     ValueError
-        For an unknown bound, or no ``m`` up to :data:`MAX_TERMS`.
+        For an unknown bound.
 
     Examples
     --------
@@ -146,19 +150,22 @@ def min_terms(bound: str, eps: float, alpha: float, term_range: float = 1.0) -> 
         return best_case_ucb(bound, m, alpha, term_range) <= eps
 
     closed = CLOSED_FORMS.get(bound)
-    m = None if closed is None else closed(eps, alpha, term_range)
+    with np.errstate(over="ignore"):
+        m = None if closed is None else float(closed(eps, alpha, term_range))
+    if m is not None and not m <= MAX_TERMS:  # overflow, or more terms than any calibration has
+        return math.inf
     if m is None:  # wsr: double until feasible, then bisect (the zero-term bound falls with m)
         hi = 1
         while not ok(hi):
             hi *= 2
             if hi > MAX_TERMS:
-                raise ValueError(f"eps: {bound} certifies nothing with up to {MAX_TERMS:.0e} terms at eps={eps}")
+                return math.inf
         lo = hi // 2  # not ok (or 0)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         return hi
-    m = max(1, m)
+    m = max(1, math.ceil(m))
     while not ok(m):  # floating point on the wrong side of the closed form
         m += 1
     while m > 1 and ok(m - 1):
@@ -209,7 +216,7 @@ def min_items(eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bo
 def _min_items(eps: float, alpha: float, recipe: Recipe, loss_bound: float) -> int:
     """:func:`min_items` on checked arguments, cached (every ``fit`` asks it once)."""
     m = min_terms(recipe.bound, eps, alpha, loss_bound / recipe.label_prob)
-    if recipe.sampling != "resample":
+    if recipe.sampling != "resample" or not math.isfinite(m):
         return m
     n = max(1, int(math.floor(recipe.label_prob * (m - 1))))
     while terms_of(n, recipe) < m:
@@ -237,7 +244,7 @@ def feasibility(
     *,
     loss_bound: float = 1.0,
     min_group_size: int = 1,
-    simultaneous: bool = False,
+    correction: str = "none",
 ) -> pd.DataFrame:
     """Per group: can any threshold be certified with the items available, and how many are needed?
 
@@ -249,8 +256,9 @@ def feasibility(
         As for :class:`~gpac_utils.calibrate.GPAC`.
     min_group_size : int, default 1
         The calibrator's own minimum (a smaller group always thinks whatever the bound).
-    simultaneous : bool, default False
-        Bonferroni over the groups: each is calibrated at ``alpha / k``.
+    correction : str, default "none"
+        How ``alpha`` is shared across the groups (:data:`gpac_utils.settings.CORRECTIONS`;
+        ``"bonferroni"``: each is calibrated at ``alpha / k``).
 
     Returns
     -------
@@ -266,7 +274,7 @@ def feasibility(
     """
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     recipe = as_recipe(recipe)
-    level = alpha / max(1, len(group_sizes)) if simultaneous else alpha
+    level = CORRECTIONS[CORRECTIONS.check(correction, "correction")].per_group(alpha, max(1, len(group_sizes)))
     need = max(min_items(eps, level, recipe, loss_bound=loss_bound), check_int("min_group_size", min_group_size, 1))
     rows = [
         {
@@ -277,7 +285,7 @@ def feasibility(
             "labels_needed": expected_labels(need, recipe),
             "feasible": int(n) >= need,
             "bound": recipe.bound,
-            "formula": FORMULAS[recipe.bound],
+            "formula": FORMULAS.get(recipe.bound, "numerical (no closed form)"),
         }
         for g, n in group_sizes.items()
     ]

@@ -96,7 +96,7 @@ def test_bernoulli_needs_more_labels_than_full():
 def test_feasibility_table_and_simultaneous():
     t = feasibility({"a": 58, "b": 59}, 0.05, 0.05)
     assert t["feasible"].tolist() == [False, True] and t["n_needed"].tolist() == [59, 59]
-    s = feasibility({"a": 58, "b": 59}, 0.05, 0.05, simultaneous=True)
+    s = feasibility({"a": 58, "b": 59}, 0.05, 0.05, correction="bonferroni")
     assert s["n_needed"].iloc[0] == min_items(0.05, 0.025) > 59
     m = feasibility({"a": 70}, 0.05, 0.05, min_group_size=80)
     assert not m["feasible"].iloc[0] and m["n_needed"].iloc[0] == 80

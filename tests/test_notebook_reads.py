@@ -4,7 +4,9 @@ The suite records, for every notebook it executes, the repository files the kern
 (:mod:`gpac_utils.workflow.reads`: an audit hook on the interpreter's ``open`` event, installed in the
 kernel by its startup file; tests/conftest.py turns it on for the whole session). Each notebook's
 record is compared with what workflow/Snakefile gives its rule as inputs: the notebook, its
-configuration, every file of the package, and the ``reads`` of workflow/notebooks.yaml. The
+configuration, its self-check questions, every file of the package, and the ``reads`` of
+workflow/notebooks.yaml. Files that git ignores (outputs such as ``data/generations/``, which 01
+writes and reads back) are not repository files and are not inputs. The
 executions are the suite's own fast-profile runs (tests/test_notebooks.py), not a second pass.
 """
 
@@ -34,12 +36,22 @@ def undeclared(stem: str, files: set[str]) -> list[str]:
 
     def is_input(f: str) -> bool:
         return (
-            f in (f"notebooks/{stem}.py", f"notebooks/config/{stem}.yaml")
+            f in (f"notebooks/{stem}.py", f"notebooks/config/{stem}.yaml", f"notebooks/questions/{stem}.json")
             or f.startswith("gpac_utils/")  # the package: every file of it (Snakefile's PACKAGE)
             or any(fnmatch.fnmatchcase(f, pattern) for pattern in declared)
         )
 
-    return sorted(f for f in files if not is_input(f))
+    ignored = git_ignored(files)
+    return sorted(f for f in files if not is_input(f) and f not in ignored)
+
+
+def git_ignored(files) -> set[str]:
+    """The paths of ``files`` that git ignores (``git check-ignore``)."""
+    inside = sorted(f for f in files if not f.startswith(".."))
+    out = subprocess.run(
+        ["git", "check-ignore", "--stdin"], input="\n".join(inside), cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    return set(out.stdout.split("\n")) - {""}
 
 
 @pytest.mark.slow

@@ -51,9 +51,28 @@ from .scoring import logits_score, parse_confidence, verbalized_messages
 
 __all__ = ["SCORERS", "CertifiedRouter", "load_certificate"]
 
-#: The scores a router computes at serving time (the columns ``02_scores`` writes); a learned
-#: router score (``score_router``) needs its classifier and is not among them.
-SCORERS = ("score_logits", "score_verbalized")
+
+def _logits_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
+    """``score_logits``: from the cheap answer's token logprobs."""
+    return np.array([logits_score(cheap[i][0][1].token_logprobs) for i in requests["item_id"]])
+
+
+def _verbalized_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
+    """``score_verbalized``: one minus the cheap model's mean stated confidence in its answer."""
+    ids = requests["item_id"].tolist()
+    convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
+    replies = router._generate(router.nothink, "verbalized", ids, convs)
+    scores = []
+    for i in ids:
+        conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
+        scores.append(1.0 - float(np.mean(conf)) if conf else 1.0)  # no parsable reply: U = 1 (think)
+    return np.array(scores)
+
+
+#: The scores a router computes at serving time (the columns ``02_scores`` writes): column ->
+#: ``(scorer(router, requests, cheap_answers), request columns it needs)``. A learned router score
+#: (``score_router``) needs its classifier and is not among them; a new score is one entry.
+SCORERS = {"score_logits": (_logits_scores, ()), "score_verbalized": (_verbalized_scores, ("question",))}
 
 
 def load_certificate(certificate) -> dict:
@@ -168,16 +187,7 @@ class CertifiedRouter:
         return out
 
     def _scores(self, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
-        ids = requests["item_id"].tolist()
-        if self.score_col == "score_logits":
-            return np.array([logits_score(cheap[i][0][1].token_logprobs) for i in ids])
-        convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
-        replies = self._generate(self.nothink, "verbalized", ids, convs)
-        scores = []
-        for i in ids:
-            conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
-            scores.append(1.0 - float(np.mean(conf)) if conf else 1.0)  # no parsable reply: U = 1 (think)
-        return np.array(scores)
+        return SCORERS[self.score_col][0](self, requests, cheap)
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
@@ -219,8 +229,9 @@ class CertifiedRouter:
         """
         if "item_id" not in requests.columns or requests["item_id"].duplicated().any():
             raise DataError("requests: need a unique 'item_id' per request")
-        if self.score_col == "score_verbalized" and "question" not in requests.columns:
-            raise DataError("requests: score_verbalized needs the 'question' column")
+        missing = [c for c in SCORERS[self.score_col][1] if c not in requests.columns]
+        if missing:
+            raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
         cheap = self._generate(self.nothink, "nothink", ids, self._conversations(requests, "nothink"))
         scores = self._scores(requests, cheap)

@@ -594,7 +594,7 @@ if rule_gap is not None and len(clt_resample) and len(clt_small):
         )
     )
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # (selection-lesson)=
 # ## Choosing the threshold from the data: why first-crossing is valid, and what `max` risks
 #
@@ -619,7 +619,9 @@ if rule_gap is not None and len(clt_resample) and len(clt_small):
 # risk-controlling prediction sets of Bates et al. 2021 and Learn-then-Test, Angelopoulos et al.
 # 2021). It certifies an unsafe threshold only by rejecting *every* hypothesis up to it, $g^*$
 # included, so
+#
 # $$P\big(R(\hat u \mid G_j) > \varepsilon\big) \le P\big(\hat L_{g^*} \le \varepsilon\big) \le \alpha :$$
+#
 # one fixed point carries the whole error, with no union bound over the candidates.
 #
 # **On a fixed grid or on every score.** The argument needs $g^*$ fixed. On a grid chosen before the

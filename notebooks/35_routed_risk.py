@@ -302,11 +302,14 @@ for trial in range(cfg.n_trials):
     for eps in cfg.real_eps:
         for method in ("PAC", "G-PAC"):
             for risk in ("joint", "routed"):
-                cal_obj = calibrate.calibrator(method, eps, cfg.alpha, risk=risk, seed=calibrator_seed(cfg.seed, trial))
+                cal_obj = calibrate.calibrator(
+                    method, eps, alpha=cfg.alpha, risk=risk, seed=calibrator_seed(cfg.seed, trial)
+                )
+                known = calibrate.method(method).groups == "known"  # G-PAC: the subjects are its groups
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", GroupWarning)  # small subjects always think, by design
-                    cal_obj.fit(u_all[cal], loss_all[cal], groups_all[cal] if method == "G-PAC" else None)
-                    r = cal_obj.route(u_all[test], groups_all[test] if method == "G-PAC" else None)
+                    cal_obj.fit(u_all[cal], loss_all[cal], groups_all[cal] if known else None)
+                    r = cal_obj.route(u_all[test], groups_all[test] if known else None)
                 lt = loss_all[test]
                 rows.append(
                     {

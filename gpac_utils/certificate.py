@@ -38,6 +38,7 @@ import importlib
 import json
 import math
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -45,12 +46,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .calibrate import CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
+from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError
 from .feasibility import min_items
 from .recipe import Recipe
 from .settings import CORRECTIONS
-from .thresholds_schema import READS, SCHEMA_VERSION
+from .thresholds_schema import READS, SCHEMA_VERSION, ThresholdsFileError, validate_file
 
 __all__ = [
     "SCHEMA",
@@ -60,6 +61,7 @@ __all__ = [
     "created_at",
     "make_certificate",
     "check_certificate",
+    "load_certificate",
     "review",
     "render",
     "verify_columns",
@@ -245,6 +247,39 @@ def check_certificate(payload: dict, where: str) -> int:
     if not isinstance(prov, dict) or any(k not in prov for k in need):
         raise DataError(f"{where}: 'provenance' must be an object with {list(need)}")
     return version
+
+
+def load_certificate(source) -> dict:
+    """A checked thresholds file from a path, its JSON text or its parsed dict: the schema
+    (:func:`gpac_utils.thresholds_schema.validate_file`), then :func:`check_certificate`.
+
+    Raises
+    ------
+    DataError
+        One line naming the file (or ``certificate``) and the field.
+    """
+    if isinstance(source, Mapping):
+        payload, where = dict(source), "certificate"
+    else:
+        text, where = str(source), "certificate"
+        if isinstance(source, Path) or not text.lstrip().startswith("{"):
+            where = text
+            try:
+                text = Path(text).read_text()
+            except FileNotFoundError:
+                raise DataError(f"{where}: no such file") from None
+            except OSError as exc:
+                raise DataError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        payload = validate_file(payload, CALIBRATORS)
+    except ThresholdsFileError as exc:
+        raise DataError(f"{where}: {exc}") from None
+    check_certificate(payload, where)
+    return payload
 
 
 def _legacy_groups(payload: dict) -> dict:

@@ -60,7 +60,6 @@ from . import (
     risks,
     sampling,
     selection,
-    thresholds_schema,
 )
 from .calibrate import CALIBRATORS, TOO_FEW, UNSEEN, GroupWarning, calibrator, from_json, method
 from .checks import DataError, ParameterError
@@ -398,18 +397,7 @@ def _calibrate(a) -> int:
 
 # --------------------------------------------------------------------------- route
 def _read_thresholds(path: Path) -> dict:
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    try:
-        payload = thresholds_schema.validate_file(payload, CALIBRATORS)
-    except thresholds_schema.ThresholdsFileError as exc:
-        raise DataError(f"{path}: {exc}") from None
-    certificate.check_certificate(payload, str(path))
-    return payload
+    return certificate.load_certificate(path)
 
 
 def _route(a) -> int:

@@ -36,20 +36,18 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import certificate as _certificate
-from .. import thresholds_schema
 from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
 from ..checks import DataError, ParameterError
 from .engines import Sampling, item_seed
 from .generation import WALK_SAMPLING, model_defaults, split_thinking
 from .scoring import logits_score, parse_confidence, verbalized_messages
 
-__all__ = ["SCORERS", "CertifiedRouter", "load_certificate"]
+__all__ = ["SCORERS", "CertifiedRouter"]
 
 
 def _logits_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
@@ -73,30 +71,6 @@ def _verbalized_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarra
 #: ``(scorer(router, requests, cheap_answers), request columns it needs)``. A learned router score
 #: (``score_router``) needs its classifier and is not among them; a new score is one entry.
 SCORERS = {"score_logits": (_logits_scores, ()), "score_verbalized": (_verbalized_scores, ("question",))}
-
-
-def load_certificate(certificate) -> dict:
-    """A checked certificate from a dict, a JSON string or a path (one-line :class:`DataError` otherwise)."""
-    if isinstance(certificate, Mapping):
-        payload, where = dict(certificate), "certificate"
-    else:
-        text, where = str(certificate), "certificate"
-        if not text.lstrip().startswith("{"):
-            where = text
-            try:
-                text = Path(text).read_text()
-            except OSError as exc:
-                raise DataError(f"certificate: cannot read {where} ({exc.strerror or exc})") from None
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"certificate: {where} is not valid JSON ({exc.msg})") from None
-    try:
-        payload = thresholds_schema.validate_file(payload, CALIBRATORS)
-    except thresholds_schema.ThresholdsFileError as exc:
-        raise DataError(f"{where}: {exc}") from None
-    _certificate.check_certificate(payload, where)
-    return payload
 
 
 class CertifiedRouter:
@@ -151,7 +125,7 @@ class CertifiedRouter:
         loss_fn: Callable | None = None,
         window: int | None = None,
     ):
-        self.certificate = load_certificate(certificate)
+        self.certificate = _certificate.load_certificate(certificate)
         self.calibrator = from_json(json.dumps(self.certificate))
         columns = self.certificate.get("columns") or {}
         if score_col and columns.get("score") and score_col != columns["score"]:

@@ -204,6 +204,9 @@ _CELL_ERRORS = """() => {
 }"""
 
 
+JUPYTERQUIZ_MATHJAX = "Cannot read properties of undefined (reading '0')"
+
+
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_a_lesson_runs_in_jupyterlab_and_its_widget_redraws(lab):
@@ -218,7 +221,7 @@ def test_a_lesson_runs_in_jupyterlab_and_its_widget_redraws(lab):
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page_errors = []
-        page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+        page.on("pageerror", lambda exc: page_errors.append(f"{exc} @ {getattr(exc, 'stack', '')}"))
         page.goto(f"{lab['base']}/lab/tree/notebooks/{LESSON}.py?token={lab['token']}")
         # opened as a notebook (the Jupytext Notebook viewer), not as a text file
         page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=60_000)
@@ -290,5 +293,9 @@ def test_a_lesson_runs_in_jupyterlab_and_its_widget_redraws(lab):
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
         browser.close()
-    assert not page_errors, page_errors
+    # One known error of a third party, left out by its exact message and place: jupyterquiz 2.9.6.4's
+    # output script (an anonymous script) reads MathJax.version[0], which JupyterLab 4's MathJax lacks; the
+    # quiz still renders (its math is not typeset in JupyterLab). Any other page error fails the test.
+    others = [e for e in page_errors if not (e.startswith(JUPYTERQUIZ_MATHJAX) and "<anonymous>" in e)]
+    assert not others, others
     assert source.read_bytes() == before, "saving the lesson in JupyterLab changed its .py file"

@@ -274,6 +274,7 @@ def feasibility(
     """
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     recipe = as_recipe(recipe)
+    group_sizes = {g: check_int(f"group_sizes[{g!r}]", n, 0) for g, n in group_sizes.items()}
     level = CORRECTIONS[CORRECTIONS.check(correction, "correction")].per_group(alpha, max(1, len(group_sizes)))
     need = max(min_items(eps, level, recipe, loss_bound=loss_bound), check_int("min_group_size", min_group_size, 1))
     rows = [

@@ -67,8 +67,8 @@ from scipy import stats
 
 from . import sampling as _sampling
 from .bounds import prefix_sums
-from .checks import ParameterError
-from .recipe import VALID, Recipe, as_recipe
+from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy
+from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
 __all__ = [
@@ -339,6 +339,10 @@ def routed_threshold(
     >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
     True
     """
+    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
+    check_label_prob(label_prob, losses.shape)
+    rng = check_rng("rng", rng)
     return routed_certify(
         scores,
         losses,

@@ -396,12 +396,8 @@ def _calibrate(a) -> int:
 
 
 # --------------------------------------------------------------------------- route
-def _read_thresholds(path: Path) -> dict:
-    return certificate.load_certificate(path)
-
-
 def _route(a) -> int:
-    payload = _read_thresholds(a.thresholds)
+    payload = certificate.load_certificate(a.thresholds)
     if a.group_col and CALIBRATORS[payload["method"]].groups != "known":
         raise UsageError(f"--group-col: a {payload['method']} thresholds file routes without group labels")
     _output(a.output, table=True, data_path=a.data)
@@ -448,7 +444,7 @@ def _route(a) -> int:
 
 # --------------------------------------------------------------------------- inspect
 def _inspect(a) -> int:
-    payload = _read_thresholds(a.file)
+    payload = certificate.load_certificate(a.file)
     print(certificate.render(payload))
     if a.data is not None:
         if not payload.get("provenance"):

@@ -124,15 +124,45 @@ def page():
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        yield browser.new_page(viewport={"width": 1280, "height": 900})
+        yield browser.new_page(viewport={"width": 1280, "height": 720})
         browser.close()
 
 
+#: Per slide, measured on the current slide as reveal.js lays it out at 1280 x 720 (slide pixels):
+#: its content height, its smallest body-text size, its figures' heights and scales, whether it has
+#: speaker notes and whether it is a question.
+MEASURE = """i => {
+    Reveal.slide(i);
+    const s = Reveal.getCurrentSlide();
+    const text = Array.from(s.querySelectorAll('.jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li'))
+        .filter(e => !e.closest('aside') && e.textContent.trim())
+        .map(e => parseFloat(getComputedStyle(e).fontSize));
+    const figures = Array.from(s.querySelectorAll('img')).map(img => ({
+        height: img.getBoundingClientRect().height / Reveal.getScale(), natural: img.naturalHeight,
+        scale: parseFloat(img.dataset.scale || '0')}));
+    const notes = s.querySelector('aside.notes');
+    const content = Array.from(s.children).filter(e => e.tagName !== 'ASIDE');
+    const bottom = Math.max(0, ...Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside'))
+        .map(e => (e.getBoundingClientRect().bottom - s.getBoundingClientRect().top) / Reveal.getScale()));
+    const right = Math.max(0, ...Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside'))
+        .map(e => (e.getBoundingClientRect().right - s.getBoundingClientRect().left) / Reveal.getScale()));
+    return {height: Math.max(s.scrollHeight, bottom), width: right, text: text, figures: figures,
+            notes: notes ? notes.textContent.trim() : '', title: (s.querySelector('h1, h2') || {}).textContent || '',
+            quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself', n: content.length};
+}"""
+
+
 @pytest.mark.slow
-def test_every_deck_renders_in_a_browser(served, page):
+def test_every_deck_projects_at_1280_by_720(served, page):
+    """Every slide of every deck, at 1280 x 720: 16:9, body text at least 32 px, figures at least
+    300 px tall with tick labels at least 14 px, speaker notes with minutes on every slide, nothing
+    outside the slide, at most a quarter questions; each slide photographed into build/slides-test/."""
     url, counts = served
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    errors, too_tall = [], []
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    label_px = slides.tick_label_px()
+    errors, problems = [], []
     page.on("pageerror", lambda err: errors.append(str(err)))
     for name, expected in counts.items():
         page.goto(f"{url}/{name}.html")
@@ -143,6 +173,7 @@ def test_every_deck_renders_in_a_browser(served, page):
                    errors: document.querySelectorAll('mjx-merror').length}))"""
         )
         assert page.evaluate("() => Reveal.getTotalSlides()") == expected, name
+        assert page.evaluate("() => [Reveal.getConfig().width, Reveal.getConfig().height]") == [1280, 720], name
         assert math["rendered"] > 0 and math["errors"] == 0, (name, math)
         images = page.evaluate(
             """() => Promise.all(Array.from(document.querySelectorAll('.reveal img')).map(img =>
@@ -150,21 +181,30 @@ def test_every_deck_renders_in_a_browser(served, page):
                                                                     width: img.naturalWidth}))))"""
         )
         assert images and all(img["width"] > 0 for img in images), (name, images)
-        # Every slide fits: its content is no taller than the deck's slide height (measured on the
-        # current slide, which reveal.js lays out); the first slide of each part is photographed.
-        heights = page.evaluate(
-            """() => Array.from({length: Reveal.getTotalSlides()}, (_, i) => {
-                   Reveal.slide(i);
-                   const s = Reveal.getCurrentSlide();
-                   return [s.scrollHeight, s.querySelector('h1') !== null];
-               })"""
-        )
-        height = page.evaluate("() => Reveal.getConfig().height")
-        too_tall += [f"{name} slide {i + 1}: {h}px" for i, (h, _) in enumerate(heights) if h > height + 2]
-        for index in [i for i, (_, title) in enumerate(heights) if title][1:]:
-            page.evaluate(f"() => Reveal.slide({index + 1})")
-            page.screenshot(path=str(SCREENSHOTS / f"{name}-{index + 2:02d}.png"))
-    assert too_tall == [], f"slides taller than the deck's 700 px: {too_tall}"
+        quiz = 0
+        for i in range(expected):
+            m = page.evaluate(MEASURE, i)
+            page.evaluate("() => Reveal.getCurrentSlide().querySelectorAll('.fragment').forEach(f => f.classList.add('visible'))")
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-{i + 1:02d}.png"))
+            where = f"{name} slide {i + 1} ({m['title'][:40]})"
+            quiz += m["quiz"]
+            if m["height"] > 720 + 2 or m["width"] > 1280 + 2:
+                problems.append(f"{where}: content {m['width']:.0f} x {m['height']:.0f} px outside 1280 x 720")
+            if m["text"] and min(m["text"]) < 30:
+                problems.append(f"{where}: body text {min(m['text'])} px (at least 30)")
+            if not re.match(r"^[\d.]+ min\. \S", m["notes"]):
+                problems.append(f"{where}: no speaker notes with their minutes")
+            if m["title"].strip() == "Figure":
+                problems.append(f"{where}: a slide whose heading is only 'Figure'")
+            for fig in m["figures"]:
+                shown = fig["height"] / fig["natural"]
+                if fig["height"] < slides.MIN_FIGURE_HEIGHT - 1:
+                    problems.append(f"{where}: a figure {fig['height']:.0f} px tall (at least 300)")
+                if abs(shown - fig["scale"]) > 0.02 or label_px * shown < slides.MIN_LABEL_PX:
+                    problems.append(f"{where}: tick labels {label_px * shown:.1f} px on screen (at least 14)")
+        if quiz > slides.QUIZ_SHARE * expected:
+            problems.append(f"{name}: {quiz} of {expected} slides are questions")
+    assert problems == [], "\n".join(problems)
     assert errors == [], errors
 
 

@@ -141,14 +141,15 @@ MEASURE = """i => {
         height: img.getBoundingClientRect().height / Reveal.getScale(), natural: img.naturalHeight,
         scale: parseFloat(img.dataset.scale || '0')}));
     const notes = s.querySelector('aside.notes');
-    const content = Array.from(s.children).filter(e => e.tagName !== 'ASIDE');
-    const bottom = Math.max(0, ...Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside'))
-        .map(e => (e.getBoundingClientRect().bottom - s.getBoundingClientRect().top) / Reveal.getScale()));
-    const right = Math.max(0, ...Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside'))
-        .map(e => (e.getBoundingClientRect().right - s.getBoundingClientRect().left) / Reveal.getScale()));
-    return {height: Math.max(s.scrollHeight, bottom), width: right, text: text, figures: figures,
+    const shown = Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside')
+        && (e.tagName === 'MJX-CONTAINER' || !e.parentElement.closest('mjx-container'))
+        && e.getClientRects().length > 0);  // a formula by its box, not by its glyphs' parts
+    const box = s.getBoundingClientRect(), k = Reveal.getScale();
+    const bottom = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().bottom - box.top) / k));
+    const right = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().right - box.left) / k));
+    return {height: bottom, width: right, text: text, figures: figures,
             notes: notes ? notes.textContent.trim() : '', title: (s.querySelector('h1, h2') || {}).textContent || '',
-            quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself', n: content.length};
+            quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself'};
 }"""
 
 
@@ -184,14 +185,13 @@ def test_every_deck_projects_at_1280_by_720(served, page):
         quiz = 0
         for i in range(expected):
             m = page.evaluate(MEASURE, i)
-            page.evaluate("() => Reveal.getCurrentSlide().querySelectorAll('.fragment').forEach(f => f.classList.add('visible'))")
             page.screenshot(path=str(SCREENSHOTS / f"{name}-{i + 1:02d}.png"))
             where = f"{name} slide {i + 1} ({m['title'][:40]})"
             quiz += m["quiz"]
             if m["height"] > 720 + 2 or m["width"] > 1280 + 2:
                 problems.append(f"{where}: content {m['width']:.0f} x {m['height']:.0f} px outside 1280 x 720")
-            if m["text"] and min(m["text"]) < 30:
-                problems.append(f"{where}: body text {min(m['text'])} px (at least 30)")
+            if m["text"] and min(m["text"]) < 32:
+                problems.append(f"{where}: body text {min(m['text'])} px (at least 32)")
             if not re.match(r"^[\d.]+ min\. \S", m["notes"]):
                 problems.append(f"{where}: no speaker notes with their minutes")
             if m["title"].strip() == "Figure":

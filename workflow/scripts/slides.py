@@ -188,7 +188,7 @@ def notes(text: str, minutes: float) -> str:
 def _notes_of(key: str) -> dict:
     entry = lectures().get("notes", {}).get(key)
     if not entry or not entry.get("notes") or not entry.get("minutes"):
-        raise SlidesError(f"{LECTURES.name}: no [notes.\"{key}\"] with notes and minutes for this slide")
+        raise SlidesError(f'{LECTURES.name}: no [notes."{key}"] with notes and minutes for this slide')
     return entry
 
 
@@ -254,7 +254,9 @@ def _trim(image, pad: int = 4):
     if box is None:
         return image
     left, top, right, bottom = box
-    return image.crop((max(left - pad, 0), max(top - pad, 0), min(right + pad, image.width), min(bottom + pad, image.height)))
+    return image.crop(
+        (max(left - pad, 0), max(top - pad, 0), min(right + pad, image.width), min(bottom + pad, image.height))
+    )
 
 
 #: The figure area of a slide (slide pixels, below the title and the takeaway line), the largest
@@ -288,7 +290,9 @@ def panels(figure: str) -> list[Panel]:
     out = []
     for index, p in enumerate(spec.get("panel", []), start=1):
         boxes = p.get("boxes", [p["box"]] if "box" in p else [])
-        out.append(Panel(figure, index, boxes, p.get("stack", "v"), p["title"], p["takeaway"], p["notes"], p["minutes"]))
+        out.append(
+            Panel(figure, index, boxes, p.get("stack", "v"), p["title"], p["takeaway"], p["notes"], p["minutes"])
+        )
     return out
 
 

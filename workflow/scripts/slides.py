@@ -12,20 +12,27 @@ notebook marks for slides with jupytext's ``slideshow`` cell metadata
   (or its bold lead-in, or the section heading above it) as the title, then, up to a second
   heading, its lists, its display math (``$$ ... $$``) and its short paragraphs that hold math
   (:data:`SHORT` characters at most); other prose stays in the notebook. MyST roles are reduced
-  to their text.
-* a marked **code** cell gives one slide with the committed figure it writes
-  (``savefig(fig, "NAME")`` or ``show(fig, "NAME")`` with ``figures/NAME.png`` committed), under
-  the section heading above it (and the bold lead-in of the markdown cell just above, if any): the
-  slides never execute a notebook.
+  to their text, directive fences (```` ```{exercise} ````) to their body.
+* a marked **code** cell gives the slides of the committed figures it writes
+  (``savefig(fig, "NAME")`` or ``show(fig, "NAME")`` with ``figures/NAME.png`` committed): one slide
+  per panel that docs/_slides/lectures.toml cuts from the PNG (``[figure.NAME]``), each with its
+  title and a one-line takeaway, sized for the slide; a panel shown under :data:`MIN_FIGURE_HEIGHT`
+  px or with tick labels under :data:`MIN_LABEL_PX` px is an error. The slides never execute a
+  notebook and never change ``figures/``.
 
-Then the part's self-check questions (``notebooks/questions/NN_name.json``, the ones the notebook
-shows with jupyterquiz), one slide each, the answer and its why as a fragment revealed on click.
+docs/_slides/lectures.toml also holds the slides no notebook has (the paper's definitions and
+theorems, numbered as the paper numbers them), each placed after the slide it names, and the
+speaker notes of every slide with its minutes (``<aside class="notes">``; ``s`` opens reveal.js's
+speaker view); a marked slide without notes is an error. Then the part's self-check questions
+(``notebooks/questions/NN_name.json``, the ones the notebook shows with jupyterquiz), one slide
+each, the answer and its why as a fragment revealed on click; they are at most :data:`QUIZ_SHARE`
+of a deck.
 
 nbconvert's ``SlidesExporter`` renders each deck with the template ``docs/_slides/templates/gpac_reveal``
 (nbconvert's reveal template without any CDN) and ``--SlidesExporter.reveal_url_prefix=reveal.js``.
-The output folder is self-contained and works offline: ``session-N.html``, ``reveal.js/`` (the npm
-package pinned in docs/_slides/package-lock.json), ``mathjax/`` (docs/_mathjax's) and ``figures/``
-(the PNGs the decks show), and ``slides.json`` (the slide count of each deck).
+The decks are 16:9, 1280 x 720, body text 32 px. The output folder is self-contained and works
+offline: ``session-N.html``, ``reveal.js/`` (the npm package pinned in docs/_slides/package-lock.json),
+``mathjax/`` (docs/_mathjax's) and ``figures/`` (the panels the decks show), and ``slides.json`` (the slide count of each deck).
 """
 
 from __future__ import annotations
@@ -330,7 +337,7 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
     its notes, and the slide-only slides of docs/_slides/lectures.toml after the one they name."""
     path = NOTEBOOKS / f"{name}.py"
     nb = jupytext.read(path)
-    heading, lead, out = name, "", []
+    heading, out = name, []
     extra = theory_slides(name)
 
     def following(title: str) -> list[nbformat.NotebookNode]:  # the slides after `title`, chained
@@ -352,7 +359,6 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
                 out.append(_cell(text, "slide", title))
                 out += following(title)
             heading = _heading(cell.source) or heading
-            lead = m[1] if (m := _LEAD.match(cell.source)) else ""
         elif marked:
             names = figure_names(cell.source)
             if not names:
@@ -361,8 +367,6 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
                 for panel in panels(figure):
                     out.append(figure_slide(panel))
                     out += following(panel.title)
-        if cell.cell_type == "code":
-            lead = ""
     if extra:
         raise SlidesError(f"{LECTURES.name}: slides of {name} follow no slide of it: after = {sorted(extra)}")
     return out

@@ -32,7 +32,8 @@ nbconvert's ``SlidesExporter`` renders each deck with the template ``docs/_slide
 (nbconvert's reveal template without any CDN) and ``--SlidesExporter.reveal_url_prefix=reveal.js``.
 The decks are 16:9, 1280 x 720, body text 32 px. The output folder is self-contained and works
 offline: ``session-N.html``, ``reveal.js/`` (the npm package pinned in docs/_slides/package-lock.json),
-``mathjax/`` (docs/_mathjax's) and ``figures/`` (the panels the decks show), and ``slides.json`` (the slide count of each deck).
+``mathjax/`` (docs/_mathjax's), ``figures/`` (the panels the decks show) and ``slides.json`` (the
+slide count of each deck).
 """
 
 from __future__ import annotations

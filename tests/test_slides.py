@@ -80,6 +80,54 @@ def test_a_marked_cell_with_nothing_to_show_is_an_error(tmp_path, monkeypatch):
         slides.notebook_slides("99_x")
 
 
+def test_directive_fences_are_dropped_and_their_body_kept():
+    source = "## Exercise\n\n```{exercise}\n:label: ex-x\n\nCompute $N_j$ for\n- a case\n```\n\n```python\nx = 1\n```"
+    text = slides.plain(source)
+    assert "```{exercise}" not in text and ":label:" not in text and "Compute $N_j$ for" in text
+    assert text.count("```") == 2, text  # the code fence stays, the directive's closing fence goes
+    shown = slides.slide_markdown(source, "S")
+    assert "```" not in shown and "ex-x" not in shown, shown
+
+
+def test_every_slide_has_notes_and_every_figure_slide_a_takeaway():
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        for cell in nb.cells:
+            if cell.metadata["slideshow"]["slide_type"] == "slide":
+                assert re.search(r'<aside class="notes"><p><b>[\d.]+ min\.</b> \S', cell.source), cell.source[:80]
+            if 'class="gpac-figure"' in cell.source:
+                assert re.search(r'<p class="gpac-takeaway">[^<]{20,}</p>', cell.source), cell.source[:80]
+        assert slides.quiz_count(nb) <= slides.QUIZ_SHARE * slides.slide_count(nb), session.name
+
+
+def test_the_paper_s_statements_are_on_the_slides():
+    shown = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    for statement in (
+        "Definition 2.1",
+        "Definition 3.1",
+        "Assumption 4.1",
+        "Theorem 4.2",
+        "Theorem 4.3",
+        "Definition 4.4",
+        "Proposition 4.5",
+        "Theorem 4.6",
+        "Fixed-sequence testing",
+        "The wealth process",
+        "Ville's inequality",
+    ):
+        assert statement in shown, statement
+    assert "R(u) = \\mathbb E" in shown and "C-PAC" in shown
+
+
+def test_a_figure_too_small_to_read_is_refused(monkeypatch):
+    panel = slides.panels("validity_audit_summary")[0]
+    monkeypatch.setattr(slides, "FIGURE_BOX", (400, 480))  # the whole panel squeezed into 400 px
+    with pytest.raises(slides.SlidesError, match=r"validity_audit_summary panel 1 is \d+ px tall with [\d.]+ px axis"):
+        slides.figure_slide(panel)
+    w, h, scale = slides.Panel(**{**panel.__dict__, "boxes": []}).shown()
+    assert scale < 1 and h < 300
+
+
 @pytest.fixture(scope="module")
 def decks(tmp_path_factory):
     """The decks built into a scratch folder: (folder, slide count per deck)."""

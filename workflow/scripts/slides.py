@@ -237,9 +237,9 @@ class Panel:
 
         with Image.open(FIGURES / f"{self.figure}.png") as full:
             full = full.convert("RGB")
-            parts = [_trim(full.crop(tuple(b))) for b in self.boxes] if self.boxes else [_trim(full)]
-        if len(parts) == 1:
-            return parts[0]
+            parts = [full.crop(tuple(b)) for b in self.boxes] if self.boxes else [full]
+        if len(parts) == 1:  # stacked boxes keep their edges, so that their axes line up
+            return _trim(parts[0])
         gap, horizontal = PANEL_GAP, self.stack == "h"
         w = sum(p.width for p in parts) + gap * (len(parts) - 1) if horizontal else max(p.width for p in parts)
         h = max(p.height for p in parts) if horizontal else sum(p.height for p in parts) + gap * (len(parts) - 1)

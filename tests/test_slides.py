@@ -55,6 +55,7 @@ def test_a_slide_keeps_headings_lists_and_math_not_prose():
     assert slides.slide_markdown("**Aims.** You can\n- a", "S") == "## Aims\n\nYou can\n- a"
     assert slides.slide_markdown("Long prose with $x$ " * 20 + "\n\n- item", "S") == "## S\n\n- item"
     assert slides.slide_markdown("## A\n\n- a\n\n## B\n\n- b", "S") == "## A\n\n- a"
+    assert slides.plain("(exercise {ref}`ex-partition-gap-by-hand`)") == "(exercise “partition gap by hand”)"
 
 
 def test_every_lecture_part_has_formulas_or_figures_and_questions():

@@ -130,7 +130,12 @@ def plain(markdown: str) -> str:
         if fences and _OPTION.match(line):
             continue
         lines.append(line)
-    return _ROLE.sub(lambda m: m[1], "\n".join(lines))
+    return _ROLE.sub(lambda m: _readable(m[1]), "\n".join(lines))
+
+
+def _readable(text: str) -> str:
+    """A role's text as a slide shows it: an exercise label (``ex-partition-gap-by-hand``) as words."""
+    return f"“{text[3:].replace('-', ' ')}”" if re.fullmatch(r"ex-[a-z0-9-]+", text) else text
 
 
 def _blocks(source: str) -> list[str]:

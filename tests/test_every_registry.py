@@ -216,7 +216,7 @@ def test_the_default_calibrator_of_known_groups_stays(dummies, table, tmp_path):
 def test_run_experiment_names_each_entry(dummies, table):
     df, _ = table
     cfg = ExperimentConfig(
-        eps=0.1,
+        eps=0.3,
         methods=(METHOD, "PAC"),
         scores=(SCORE,),
         recipes=(Recipe(bound=BOUND),),

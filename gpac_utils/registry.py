@@ -38,6 +38,7 @@ gpac_utils.registry.UnknownName: colour: unknown 'green'; choose one of ['red', 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -66,10 +67,16 @@ class Registry(Mapping[str, E], Generic[E]):
         The built-in entries.
     key : str, default "name"
         The entry attribute that names it.
+
+    Attributes
+    ----------
+    module : str
+        The module that created it (where the docs' generated list of registries names it).
     """
 
     def __init__(self, what: str, entries: Iterable[E] = (), key: str = "name"):
         self.what, self._key, self._entries = what, key, {}
+        self.module = sys._getframe(1).f_globals.get("__name__", "")
         for entry in entries:
             self.register(entry)
 

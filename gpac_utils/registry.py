@@ -1,12 +1,11 @@
 """Registries: a name maps to an entry that knows what it is (like scikit-learn's ``get_scorer``).
 
-Every extension point of the compendium is a :class:`Registry` of frozen dataclass entries:
-bounds (:data:`gpac_utils.bounds.BOUNDS`), scores and generation roles
-(:mod:`gpac_utils.scores`), calibrators (:data:`gpac_utils.calibrate.CALIBRATORS`), the
-Bonferroni-style corrections (:data:`gpac_utils.settings.CORRECTIONS`), the online router's
-labelling modes (:data:`gpac_utils.online.LABELLING`), benchmarks and graders
-(:mod:`gpac_utils.llm.benchmarks`, :mod:`gpac_utils.llm.grading`). Code asks an entry for its
-properties (``BOUNDS["wsr"].sequential``); it never compares names to decide behaviour.
+Every extension point of the compendium is a :class:`Registry` of frozen dataclass entries (the
+list, generated from the package, is in ``docs/extending.md``: bounds, scores, generation roles,
+calibrators, corrections, risks, the online router's labelling modes and drift scopes, benchmarks
+and graders). An entry owns everything keyed by its name: code asks it for its properties
+(``BOUNDS["wsr"].sequential``); it never compares names to decide behaviour, and no side table is
+keyed by them.
 
 A registry reads like a dict of name to entry (in registration order). :meth:`Registry.register`
 adds an entry, :meth:`Registry.unregister` removes it, and :meth:`Registry.registered` does both

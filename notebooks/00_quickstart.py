@@ -161,7 +161,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 # resampled terms scatter around the calibration set's own empirical risk, so the bound leaves out
 # that risk's variance; as $n$ grows the share of calibrations whose risk exceeds ε tends to about
 # $\Phi(-z_{1-\alpha}/\sqrt 2) \approx 12\,\%$ at α = 5 %, not to α (notebook `13` derives it
-# and measures it at 1 000 items per group; the cell after the next checks the 12 %).
+# and measures it at 1 000 items per group; the third cell under the figure checks the 12 %).
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]

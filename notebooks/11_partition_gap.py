@@ -19,8 +19,9 @@
 # learned partition against Theorem 4.6's `2δ`; and the per-group coverage of C-PAC with sample
 # splitting vs the joint approach.
 #
-# **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference partition, the one
-# that generated the population (`populations.PARTITION_GENERATING`), is a partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
+# **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference
+# partition, the one that generated the population (`populations.PARTITION_GENERATING`), is a
+# partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
 # `[2/3, 1]` (so U ~ Uniform(0, 1) overall) with loss curves that jump at the boundaries:
 # flat 30 % (low U, risky), `0.15 u` (mid U, safe), `0.6 u²` (high U, steep). Every risk
 # `R(u | G)` of every interval `G` is in closed form, so δ, routed shares and violations are exact.
@@ -98,8 +99,9 @@ cfg
 # routes every input exactly when each of its groups can route all of its items, $R(1 \mid G_j) \le
 # \varepsilon$ for every $j$: from $\varepsilon = \max_j R(1 \mid G_j)$ on it is an oracle partition (one
 # of many). Below that tolerance it routes less, and the cell below checks, at every tolerance of an
-# even grid below it, that some 3-interval partition of the search grid routes more: here the
-# partition that generated the data is an oracle partition only from that tolerance on.
+# even grid below it, that some 3-interval partition of the search grid routes more: at those
+# tolerances the partition that generated the data is not an oracle partition; from
+# $\max_j R(1 \mid G_j)$ on it is.
 
 # %%
 u_ref = pg.interval_thresholds(pop, G_gen, cfg.eps)

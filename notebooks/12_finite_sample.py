@@ -290,7 +290,7 @@ for n_try in np.unique(np.round(max(cfg.N_grid) * 1.05 ** np.arange(1, 100)).ast
     if excess.max() > 0:
         n_first, t_first = int(n_try), float(t_fine[excess.argmax()])
         break
-assert n_first is not None and n_first > max(cfg.N_grid)  # beyond the grid, as the text says
+assert n_first is not None and max(cfg.N_grid) < n_first < n_detect / 5  # beyond the grid, far below 200,000
 print(
     f"the break first exceeds 3 MCSE at N_j ≈ {n_first:,} (t = {t_first:.3f}), {n_first / max(cfg.N_grid):.1f} times "
     f"the grid's largest N_j ({max(cfg.N_grid):,}), with {T:,} calibrations"

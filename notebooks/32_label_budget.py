@@ -124,9 +124,9 @@ cfg
 #
 # $(1-\varepsilon)^n$ is the probability that $n$ items of a group whose risk is exactly
 # $\varepsilon$ all show zero loss: below $n_{\min}$ that happens more often than $\alpha$, so a
-# clean sample proves nothing. With terms of range $B$ (a loss bound $B$, or $B/\pi$ under
-# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/B)\rceil$.
-# The number depends on $\varepsilon$, $\alpha$, the bound and the terms' range ($B$, or $B/\pi$) —
+# clean sample proves nothing. With terms of range $R$ (a loss bound $B$, or $B/\pi$ under
+# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/R)\rceil$.
+# The number depends on $\varepsilon$, $\alpha$, the bound and the terms' range $R$ —
 # not on the group, its score or its loss rate: for one recipe it is the same for every group, and
 # it is why the curves below are flat and then jump.
 # The next cell computes it and checks it against the library's calibration.

@@ -216,7 +216,7 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 
 # %%
 settings = dict(
-    bounds=cfg.bounds,
+    bounds=list(BOUNDS) if cfg.bounds == "all" else cfg.bounds,  # "all": the registry's, as it is now
     label_probs=cfg.label_probs,
     eps_list=cfg.eps_list,
     rules=cfg.rules,

@@ -99,6 +99,9 @@ def test_every_slide_has_notes_and_every_figure_slide_a_takeaway():
             if 'class="gpac-figure"' in cell.source:
                 assert re.search(r'<p class="gpac-takeaway">[^<]{20,}</p>', cell.source), cell.source[:80]
         assert slides.quiz_count(nb) <= slides.QUIZ_SHARE * slides.slide_count(nb), session.name
+        # the notes' minutes fit the time docs/teaching.md gives the session's lecture parts
+        minutes = sum(float(m) for m in re.findall(r"<b>([\d.]+) min\.</b>", "\n".join(c.source for c in nb.cells)))
+        assert 0 < minutes <= sum(p.minutes for p in session.parts), (session.name, minutes)
 
 
 def test_the_paper_s_statements_are_on_the_slides():

@@ -3,7 +3,7 @@
 For each real table in ``data/real/`` (the MATH Level-5 table and the GPQA Diamond table; their data
 cards are beside them), each ``eps`` and each pilot size, and several pilot draws:
 
-1. **Pilot.** A random share of the table's rows is labelled (the pilot).
+1. **Pilot.** A random share of each group's rows (at least 2) is labelled (the pilot).
 2. **Plan.** :func:`gpac_utils.prediction.predict` on the pilot and every row's (free) score, then
    :func:`gpac_utils.allocation.allocate` spends the label budget. A group's labels are capped at its
    rows *outside the pilot*: pilot items are not reused in calibration (``docs/planning.md``).
@@ -33,6 +33,7 @@ Usage: python benchmarks/plan_realdata.py [--fast] [--out benchmarks/plan_realda
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 import warnings
 from dataclasses import dataclass
@@ -78,24 +79,15 @@ TABLES = {
 }
 
 
-def plan(df, pilot, settings, budget, n_resamples, extra):
+def plan(df, pilot, settings, budget, spec, extra):
     """The planner's curves and allocation from the pilot rows (labels capped at the rows outside it);
     ``extra``: label counts added to the grid (the uniform allocation's)."""
     s, g, loss = df["score"].to_numpy(), df["group"].to_numpy(str), df["loss"].to_numpy()
     names = sorted(set(g.tolist()))
     cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
     grid = np.union1d(prediction.default_grid(max(cap.values())), [n for n in extra if n > 0])
-    curves = prediction.predict(
-        s,
-        g,
-        s[pilot],
-        loss[pilot],
-        g[pilot],
-        settings=settings,
-        n_grid=grid,
-        cap=cap,
-        n_resamples=n_resamples,
-    )
+    spec = dataclasses.replace(spec, n_grid=grid, cap=cap)
+    curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
     return curves, allocation.allocate(curves, min(budget, sum(cap.values())))
 
 
@@ -143,7 +135,7 @@ def realise(df, pilot, settings, n_labels: dict, draws: int, seed: int) -> pd.Da
     )
 
 
-def run(tables, eps_values, pilot_shares, pilots, draws, n_resamples, alpha=0.1) -> pd.DataFrame:
+def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
     out = []
     for tname in tables:
         table = TABLES[tname]
@@ -157,18 +149,20 @@ def run(tables, eps_values, pilot_shares, pilots, draws, n_resamples, alpha=0.1)
             for share in pilot_shares:
                 for p in range(pilots):
                     rng = np.random.default_rng([p, int(share * 1000), int(eps * 1000)])
-                    pilot = np.zeros(len(df), bool)
-                    pilot[rng.choice(len(df), int(round(share * len(df))), replace=False)] = True
+                    pilot = np.zeros(len(df), bool)  # stratified: every group gets pilot labels
+                    for x in names:
+                        rows_x = np.flatnonzero(g == x)
+                        pilot[rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=False)] = True
                     cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
                     uni = uniform(names, cap, min(budget, sum(cap.values())))
-                    curves, planned = plan(df, pilot, settings.replace(seed=p), budget, n_resamples, uni.values())
+                    curves, planned = plan(df, pilot, settings.replace(seed=p), budget, spec, uni.values())
                     lo, hi = curves.band()
                     real = realise(df, pilot, settings, planned.n, draws, seed=p + 1000).set_index("group")
                     real_u = realise(df, pilot, settings, uni, draws, seed=p + 2000).set_index("group")
                     for j, x in enumerate(curves.groups):
                         k = np.flatnonzero(curves.n_grid == planned.n[x])
                         kk = np.flatnonzero(curves.n_grid == uni[x])
-                        at = (lambda a, k=k: float(a[j, k[0]]) if k.size else 0.0)  # noqa: E731
+                        at = lambda a, k=k, j=j: float(a[j, k[0]]) if k.size else 0.0  # noqa: E731
                         out.append(
                             {
                                 "table": tname,
@@ -249,12 +243,17 @@ def main(argv=None) -> int:
     ap.add_argument("--pilots", type=int, default=4)
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--n-resamples", type=int, default=200)
+    ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
+    ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
+    ap.add_argument("--shrinkage", type=float, default=prediction.PilotModel().shrinkage)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
+    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, shrinkage=a.shrinkage)
     if a.fast:
-        rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, 40)
+        rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:
-        rows = run(list(TABLES), [0.05, 0.1], [0.1, 0.25], a.pilots, a.draws, a.n_resamples)
+        spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)
+        rows = run(list(TABLES), [0.05, 0.1], [0.1, 0.25], a.pilots, a.draws, spec)
     summary, rel = summarise(rows)
     out = a.out if a.out.is_absolute() else paths.REPO_ROOT / a.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -72,6 +72,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -79,7 +80,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .calibrate import _threshold
+from . import feasibility as _feasibility
+from .calibrate import _threshold  # noqa: F401  (the joint risk's procedure registers itself on import)
 from .checks import (
     ParameterError,
     check_array,
@@ -91,11 +93,15 @@ from .checks import (
     check_same_index,
 )
 from .recipe import Recipe
+from .risks import get_risk
 from .settings import Settings
 
 __all__ = [
     "PlanCurves",
     "PilotModel",
+    "PlanSpec",
+    "PLANNED_SETTINGS",
+    "n_needed",
     "PilotWarning",
     "predict",
     "labels_needed",
@@ -140,7 +146,7 @@ def pilot_problem(pilot_losses, min_pilot: int = 30) -> str | None:
     )
 
 
-PILOT_MODELS = ("auto", "bootstrap", "smoothed")
+PILOT_MODELS = ("posterior", "auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
 BAND = (0.10, 0.90)
 
@@ -218,7 +224,9 @@ class PlanCurves:
     pilot_models : dict of str to str
         The pilot model used per group (``bootstrap`` / ``smoothed``).
     settings : dict
-        eps, alpha, recipe, n_resamples, seed, ...
+        eps, alpha, recipe, n_resamples, seed, ... and ``n_needed`` (the fewest items that certify anything).
+    certified : numpy.ndarray of bool, shape (G, K, n_resamples), optional
+        Whether each resample's calibration certified a threshold; default ``routed_shares > 0``.
     """
 
     groups: list
@@ -230,6 +238,7 @@ class PlanCurves:
     pilot_sizes: dict
     pilot_models: dict
     settings: dict = field(default_factory=dict)
+    certified: np.ndarray | None = None
 
     @property
     def mean(self) -> np.ndarray:
@@ -241,8 +250,16 @@ class PlanCurves:
 
     @property
     def p_certify(self) -> np.ndarray:
-        """Probability that the group certifies a threshold (routes anything), shape (G, K)."""
-        p = (self.routed_shares > 0).mean(axis=-1)
+        """Probability that the group certifies a threshold, shape (G, K).
+
+        Exactly 0 below the fewest items that can certify anything (``settings["n_needed"]``); above it the
+        posterior-predictive share of certifying resamples as ``(c + 1/2) / (R + 1)``: never exactly 0 or
+        1, since ``R`` resamples cannot show certainty (and a group above the minimum can always fail).
+        """
+        cert = self.routed_shares > 0 if self.certified is None else self.certified
+        R = cert.shape[-1]
+        p = (cert.sum(axis=-1) + 0.5) / (R + 1)
+        p = np.where(self.n_items < self.settings.get("n_needed", 0), 0.0, p)
         return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
 
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
@@ -320,6 +337,40 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
     return s, loss
 
 
+def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, strength, loss_bound):
+    """Posterior-predictive calibration sets (module description, ``posterior``).
+
+    Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
+    positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(k_b + 1/2, m_b - k_b
+    + 1/2)`` of all pilot items in the region, then the group's ``theta_jb ~ Beta(strength theta0_b + k_jb,
+    strength (1 - theta0_b) + m_jb - k_jb)``. A positive loss takes the value of a positive pilot loss of
+    the region (the group's own if any, else the pool's, else ``loss_bound``): 1 for binary losses.
+    """
+    s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
+    b = np.searchsorted(edges, s, side="right")
+    pb = np.searchsorted(edges, ps, side="right")
+    n_bins = edges.size + 1
+    pos = pl > 0
+    k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
+    k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
+    theta0 = rng.beta(k_all + 0.5, m_all - k_all + 0.5, size=(n_resamples, n_bins))
+    theta = rng.beta(strength * theta0 + k_own, strength * (1 - theta0) + (m_own - k_own))
+    hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
+    loss = np.zeros((n_resamples, n_items))
+    if not hit.any():
+        return s, loss
+    values = np.full((n_resamples, n_items), float(loss_bound))
+    for bin_ in np.unique(b[hit]):
+        here = hit & (b == bin_)
+        own = pl[pos & in_group & (pb == bin_)]
+        src = own if own.size else pl[pos & (pb == bin_)]
+        src = src if src.size else pl[pos]
+        if src.size:
+            values[here] = src[rng.integers(0, src.size, int(here.sum()))]
+    loss[hit] = values[hit]
+    return s, loss
+
+
 @dataclass(frozen=True, kw_only=True)
 class PilotModel:
     """How a group's synthetic calibration sets are drawn from the pilot (module description).
@@ -339,7 +390,7 @@ class PilotModel:
         Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
     """
 
-    kind: str = "auto"
+    kind: str = "posterior"
     uncertainty: bool = True
     min_pilot: int = 30
     bins: int = 5
@@ -354,33 +405,122 @@ class PilotModel:
             raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
 
 
-#: predict()'s former keywords, now fields of PilotModel (one-line TypeError naming the new spelling).
-_RENAMED = {
-    "pilot_model": "kind",
-    "pilot_uncertainty": "uncertainty",
-    "min_pilot": "min_pilot",
-    "bins": "bins",
-    "shrinkage": "shrinkage",
-}
+@dataclass(frozen=True, kw_only=True)
+class PlanSpec:
+    """What is planned, besides the calibration settings (:func:`predict`).
+
+    Parameters
+    ----------
+    n_grid : array_like of int, optional
+        Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
+    n_resamples : int, default 200
+        Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
+    traffic : dict or array_like, optional
+        Each group's share of traffic; default the groups' shares of ``scores``.
+    cap : dict, int or array_like, optional
+        Most labels per group: the items it has **outside the pilot** (pilot items are not reused in
+        calibration: ``docs/planning.md``); default no cap.
+    pool : dict, int or array_like, optional
+        Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
+        ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
+    model : PilotModel or str, default ``PilotModel()``
+        The pilot model (or its ``kind``).
+    """
+
+    n_grid: object = None
+    n_resamples: int = 200
+    traffic: object = None
+    cap: object = None
+    pool: object = None
+    model: PilotModel | str = field(default_factory=PilotModel)
+
+    def __post_init__(self) -> None:
+        check_int("n_resamples", self.n_resamples, 2)
+        if not isinstance(self.model, PilotModel):
+            object.__setattr__(self, "model", PilotModel(kind=self.model))  # checked there
 
 
-def predict(
-    scores,
-    groups,
-    pilot_scores,
-    pilot_losses,
-    pilot_groups=None,
-    *,
-    settings: Settings | None = None,
-    pilot: PilotModel | str = "auto",
-    n_grid=None,
-    n_resamples: int = 200,
-    traffic=None,
-    cap=None,
-    pool=None,
-    **calibration,
-) -> PlanCurves:
+#: The Settings fields the planner reads; the others (C-PAC's) must keep their defaults (refused otherwise).
+PLANNED_SETTINGS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "correction", "risk")
+
+
+def _check_settings(settings) -> Settings:
+    """The planner's settings, refusing the fields it cannot honour (one line naming the field)."""
+    if not isinstance(settings, Settings):
+        raise ParameterError(f"settings: must be a Settings (gpac_utils.settings), got {type(settings).__name__}")
+    default = Settings(eps=settings.eps)
+    for f in dataclasses.fields(Settings):
+        if f.name not in PLANNED_SETTINGS and getattr(settings, f.name) != getattr(default, f.name):
+            raise ParameterError(
+                f"settings.{f.name}: the planner plans known groups (G-PAC) and cannot honour C-PAC's "
+                f"{f.name}={getattr(settings, f.name)!r}; leave it at its default"
+            )
+    return settings
+
+
+def n_needed(settings: Settings, k: int) -> int:
+    """The fewest calibration items with which a group certifies anything, as calibration counts them.
+
+    The larger of ``min_group_size`` and the recipe's minimum for the risk at the level each of ``k``
+    groups is calibrated at (the :data:`~gpac_utils.settings.CORRECTIONS` entry's).
+    """
+    level = settings.alpha_per_group(max(1, int(k)))
+    need = _feasibility.min_items(settings.eps, level, settings.recipe, loss_bound=settings.loss_bound)
+    return int(max(need, settings.min_group_size))
+
+
+def _check_pilot(ps, pl, pg, names, min_pilot):
+    """One-line errors / warnings naming a pilot group with no labelled row or no positive loss."""
+    problem = pilot_problem(pl, min_pilot)
+    if problem:
+        warnings.warn(problem, PilotWarning, stacklevel=3)
+    if pg is None:
+        return
+    missing = [x for x in names if not np.any(pg == x)]
+    if missing:
+        raise ParameterError(
+            f"pilot_groups: group(s) {missing} have no labelled pilot row; label a few of their items "
+            "(the planner would predict their routed share from other groups only)"
+        )
+    lossless = [x for x in names if not np.any(pl[pg == x] > 0)]
+    if lossless:
+        warnings.warn(
+            f"pilot_groups: group(s) {lossless} show no positive loss in the pilot; their losses are predicted "
+            "from the prior (the pooled pilot), and the band is wide",
+            PilotWarning,
+            stacklevel=3,
+        )
+
+
+def _per_group(name, value, names, default):
+    if value is None:
+        return np.full(len(names), default, dtype=float)
+    if isinstance(value, dict):
+        missing = [x for x in names if x not in value]
+        if missing:
+            raise ParameterError(f"{name}: no value for group(s) {missing}")
+        return np.array([float(value[x]) for x in names])
+    return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
+
+
+def _grid(spec, cap_arr, n_scores) -> np.ndarray:
+    n_grid = spec.n_grid
+    if n_grid is None:
+        finite = cap_arr[np.isfinite(cap_arr)]
+        n_grid = default_grid(int(max(finite.max() if finite.size else 4 * n_scores, 1)))
+    grid = np.asarray(n_grid)
+    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 1) or np.any(grid != np.round(grid)):
+        raise ParameterError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
+    return np.unique(grid.astype(int))
+
+
+def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, settings, spec=None) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
+
+    Each synthetic calibration set is calibrated exactly as :class:`~gpac_utils.calibrate.GPAC` calibrates
+    a group: a group with fewer items than ``min_group_size`` always thinks; the others go through the
+    risk's own procedure (``settings.risk``: :data:`gpac_utils.risks.RISKS`) at the level
+    ``settings.correction`` gives each of the groups.
 
     Parameters
     ----------
@@ -391,28 +531,13 @@ def predict(
     pilot_scores, pilot_losses : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
-        Group of each pilot item; ``None``: a pooled pilot (the pilot model becomes ``smoothed`` and
-        every group borrows the pooled loss-given-score).
-    settings : Settings, optional
-        How each group is calibrated (:class:`~gpac_utils.settings.Settings`, as for
-        :class:`~gpac_utils.calibrate.GPAC`): it reads ``eps``, ``alpha``, ``recipe``,
-        ``loss_bound`` and ``seed`` (the seed of every draw).
-    pilot : PilotModel or str, default "auto"
-        The pilot model (:class:`PilotModel`, or its ``kind``).
-    n_grid : array_like of int, optional
-        Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
-    n_resamples : int, default 200
-        Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
-    traffic : dict or array_like, optional
-        Each group's share of traffic; default the groups' shares of ``scores``.
-    cap : dict, int or array_like, optional
-        Most labels per group (e.g. the items available to label); default no cap.
-    pool : dict, int or array_like, optional
-        Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
-        ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
-    **calibration
-        Settings fields instead of (or changing) ``settings``: ``eps`` (needed without
-        ``settings``), ``alpha``, ``recipe``, ``loss_bound``, ``seed``.
+        Group of each pilot item (every group needs at least one); ``None``: a pooled pilot (the
+        pilot model becomes ``smoothed``: every group borrows the pooled loss-given-score).
+    settings : Settings
+        How each group will be calibrated (:class:`~gpac_utils.settings.Settings`), read whole:
+        :data:`PLANNED_SETTINGS`; C-PAC's fields are refused (one line naming the field).
+    spec : PlanSpec, optional
+        The label grid, resamples, traffic, caps, pool and pilot model (:class:`PlanSpec`).
 
     Returns
     -------
@@ -421,25 +546,24 @@ def predict(
     Examples
     --------
     >>> import numpy as np
+    >>> from gpac_utils.settings import Settings
     >>> rng = np.random.default_rng(1)
     >>> u = rng.uniform(size=1000)
     >>> loss = (rng.uniform(size=1000) < 0.05 * u).astype(float)
-    >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), eps=0.05,
-    ...             n_grid=[20, 200], n_resamples=40)
+    >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), settings=Settings(eps=0.05),
+    ...             spec=PlanSpec(n_grid=[20, 200], n_resamples=40))
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
-    old = [k for k in calibration if k in _RENAMED]
-    if old:
-        raise TypeError(f"{old[0]}: replaced by pilot=PilotModel({_RENAMED[old[0]]}=...)")
-    settings = Settings(**calibration) if settings is None else settings.replace(**calibration)
+    settings = _check_settings(settings)
+    spec = PlanSpec() if spec is None else spec
+    if not isinstance(spec, PlanSpec):
+        raise ParameterError(f"spec: must be a PlanSpec, got {type(spec).__name__}")
     eps, alpha, recipe, loss_bound, seed = (
         getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
     )
-    pilot = pilot if isinstance(pilot, PilotModel) else PilotModel(kind=pilot)  # checked there
-    pilot_model, min_pilot, bins, shrinkage = pilot.kind, pilot.min_pilot, pilot.bins, pilot.shrinkage
-    pilot_uncertainty = pilot.uncertainty
-    n_resamples = check_int("n_resamples", n_resamples, 2)
+    model, n_resamples = spec.model, spec.n_resamples
+    risk = get_risk(settings.risk)
     check_same_index(scores=scores, groups=groups)
     check_same_index(pilot_scores=pilot_scores, pilot_losses=pilot_losses, pilot_groups=pilot_groups)
     s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
@@ -450,90 +574,82 @@ def predict(
         raise ParameterError(f"pilot_losses: need one loss per pilot score ({ps.size}), got {pl.size}")
     if ps.size == 0:
         raise ParameterError("pilot_scores: the pilot is empty; label a few items first")
-    problem = pilot_problem(pl, min_pilot)
-    if problem:
-        warnings.warn(problem, PilotWarning, stacklevel=2)
-    pooled = pilot_groups is None
-    pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
     names = sorted(set(g.tolist()))
     if not names:
-        raise ValueError("scores: no unlabelled items")
+        raise ParameterError("scores: no unlabelled items")
+    pooled = pilot_groups is None
+    pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
+    _check_pilot(ps, pl, None if pooled else pg, names, model.min_pilot)
 
-    def per_group(name, value, default):
-        if value is None:
-            return np.full(len(names), default, dtype=float)
-        if isinstance(value, dict):
-            missing = [x for x in names if x not in value]
-            if missing:
-                raise ValueError(f"{name}: no value for group(s) {missing}")
-            return np.array([float(value[x]) for x in names])
-        return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
-
-    cap_arr = per_group("cap", cap, np.inf)
+    cap_arr = _per_group("cap", spec.cap, names, np.inf)
     if np.any(cap_arr < 0):
-        raise ValueError(f"cap: must be >= 0, got {cap_arr.tolist()}")
-    pool_arr = per_group("pool", pool, np.nan)
-    if traffic is None:
+        raise ParameterError(f"cap: must be >= 0, got {cap_arr.tolist()}")
+    pool_arr = _per_group("pool", spec.pool, names, np.nan)
+    if spec.traffic is None:
         traffic_arr = np.array([np.mean(g == x) for x in names])
     else:
-        traffic_arr = per_group("traffic", traffic, np.nan)
+        traffic_arr = _per_group("traffic", spec.traffic, names, np.nan)
         if np.any(~np.isfinite(traffic_arr)) or np.any(traffic_arr < 0) or traffic_arr.sum() <= 0:
-            raise ValueError(f"traffic: must be non-negative shares, got {traffic_arr.tolist()}")
+            raise ParameterError(f"traffic: must be non-negative shares, got {traffic_arr.tolist()}")
         traffic_arr = traffic_arr / traffic_arr.sum()
-    if n_grid is None:
-        top = np.nanmax(np.where(np.isfinite(cap_arr), cap_arr, np.nan)) if np.isfinite(cap_arr).any() else 4 * s.size
-        n_grid = default_grid(int(max(top, 1)))
-    grid = np.asarray(n_grid)
-    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 1) or np.any(grid != np.round(grid)):
-        raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
-    grid = np.unique(grid.astype(int))
+    grid = _grid(spec, cap_arr, s.size)
 
-    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))  # inner pilot-score bins
     G, K = len(names), grid.size
+    level = settings.alpha_per_group(G)  # every planned group is calibrated (module description)
+    need = n_needed(settings, G)
+    # score regions: inner quantiles of the pilot scores (smoothed) or of all scores (posterior)
+    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
+    regions = np.unique(np.quantile(s, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
     routed_shares = np.full((G, K, n_resamples), np.nan)
+    certified = np.zeros((G, K, n_resamples), bool)
     n_items = np.zeros((G, K), dtype=int)
     pilot_models, pilot_sizes = {}, {}
     for j, name in enumerate(names):
         unl = np.sort(s[g == name])
         in_group = pg == name
         pilot_sizes[name] = int(in_group.sum())
-        use = pilot_model
+        use = model.kind
         if pooled:
             use = "smoothed"
-        elif pilot_model == "auto":
-            use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
-        if use == "bootstrap" and pilot_sizes[name] == 0:
-            raise ValueError(f"pilot: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+        elif use == "auto":
+            use = "bootstrap" if pilot_sizes[name] >= model.min_pilot else "smoothed"
         pilot_models[name] = use
-        shrink = math.inf if pooled else float(shrinkage)
+        shrink = math.inf if pooled else float(model.shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
         for k, n in enumerate(grid):
-            if n > cap_arr[j]:
-                continue
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
-            if pj is not None and recipe.sampling != "full" and n > pj:
+            if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
                 continue
             m_items, rate = _items_for(int(n), recipe, pj)
             n_items[j, k] = m_items
+            if m_items < settings.min_group_size:  # as calibration: too few items, always think
+                routed_shares[j, k] = 0.0
+                continue
             if use == "bootstrap":
-                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, pilot_uncertainty)
+                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
+            elif use == "posterior":
+                cs, cl = _draw_posterior(unl, ps, pl, in_group, regions, m_items, n_resamples, grs, shrink, loss_bound)
             else:
                 cs, cl = _draw_smoothed(
-                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, pilot_uncertainty, shrink
+                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, model.uncertainty, shrink
                 )
-            t = _threshold(cs, cl, eps, alpha, recipe, loss_bound, grs, rate)
+            t = risk.threshold(
+                cs, cl, eps=eps, alpha=level, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate
+            )
+            certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
-    settings = {
-        "eps": eps,
-        "alpha": alpha,
-        **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
+    record = {
+        **settings.to_dict(PLANNED_SETTINGS),
+        "alpha_per_group": level,
+        "n_needed": need,
+        "labels_needed": _feasibility.expected_labels(need, recipe),
         "n_resamples": n_resamples,
-        "pilot_model": pilot_model,
-        "pilot_uncertainty": bool(pilot_uncertainty),
-        "seed": int(seed),
-        "loss_bound": float(loss_bound),
+        "pilot_model": model.kind,
+        "pilot_uncertainty": bool(model.uncertainty),
     }
-    return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
+    return PlanCurves(
+        names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, record, certified
+    )
 
 
 def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.Series:

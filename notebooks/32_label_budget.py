@@ -75,6 +75,7 @@ from matplotlib import ticker
 from gpac_utils import allocation, bounds, data, feasibility, prediction, threshold
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths
 
 plotting.apply_style()
@@ -271,12 +272,8 @@ for score in cfg.sim_scores:
         sim[score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=cfg.sim_grid,
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
     )
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
@@ -373,12 +370,8 @@ library = prediction.predict(
     sim[main_score],
     sim["loss"],
     sim["group"],
-    eps=cfg.sim_eps,
-    alpha=cfg.alpha,
-    recipe=recipe,
-    n_grid=[n_by_hand],
-    n_resamples=cfg.n_resamples,
-    seed=cfg.seed,
+    settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+    spec=prediction.PlanSpec(n_grid=[n_by_hand], n_resamples=cfg.n_resamples, model="auto"),
 )
 j = library.groups.index(group_name)
 assert library.pilot_models[group_name] == "bootstrap"
@@ -435,13 +428,12 @@ for bayes in (True, False):
         sim[main_score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=[4 * n_min[cfg.sim_eps]],
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
-        pilot=prediction.PilotModel(uncertainty=bayes),
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(
+            n_grid=[4 * n_min[cfg.sim_eps]],
+            n_resamples=cfg.n_resamples,
+            model=prediction.PilotModel(kind="auto", uncertainty=bayes),
+        ),
     )
     k = curves_small.groups.index(smallest)
     low, high = curves_small.band()
@@ -609,13 +601,10 @@ def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
             pilot_u,
             pilot_l,
             pilot_g,
-            eps=eps,
-            alpha=cfg.alpha,
-            recipe=half,
-            n_grid=[max(1, round(pool[g] / 2))],
-            pool={g: pool[g]},
-            n_resamples=cfg.n_resamples,
-            seed=seed,
+            settings=Settings(eps=eps, alpha=cfg.alpha, recipe=half, seed=seed),
+            spec=prediction.PlanSpec(
+                n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples
+            ),
         )
         out[g] = float(c.mean[0, 0])
     return out
@@ -644,14 +633,8 @@ for trial in range(cfg.n_trials):
         u_all[pilot],
         l_all[pilot],
         g_all[pilot],
-        eps=eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=grid,
-        cap=pool,
-        traffic=traffic,
-        n_resamples=cfg.n_resamples,
-        seed=seed,
+        settings=Settings(eps=eps, alpha=cfg.alpha, recipe=recipe, seed=seed),
+        spec=prediction.PlanSpec(n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples),
     )
     planned = allocation.allocate(curves, budget)
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid

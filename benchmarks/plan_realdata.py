@@ -245,10 +245,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n-resamples", type=int, default=200)
     ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
     ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
-    ap.add_argument("--shrinkage", type=float, default=prediction.PilotModel().shrinkage)
+    ap.add_argument("--strength", type=float, default=prediction.PilotModel().strength)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, shrinkage=a.shrinkage)
+    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, strength=a.strength)
     if a.fast:
         rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:

@@ -73,6 +73,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -80,8 +81,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import calibrate as _calibrate  # noqa: F401  (the joint risk's procedure registers itself on import)
 from . import feasibility as _feasibility
-from .calibrate import _threshold  # noqa: F401  (the joint risk's procedure registers itself on import)
+from . import risks as _risks
 from .checks import (
     ParameterError,
     check_array,
@@ -93,7 +95,6 @@ from .checks import (
     check_same_index,
 )
 from .recipe import Recipe
-from .risks import get_risk
 from .settings import Settings
 
 __all__ = [
@@ -337,14 +338,53 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
     return s, loss
 
 
+#: Scores with at most this many distinct values get one region per value (``posterior``).
+DISCRETE = 32
+
+
+def _regions(scores, bins: int) -> np.ndarray:
+    """Inner edges of the ``posterior`` model's score regions: one per distinct value for a score with at
+    most :data:`DISCRETE` values, else ``bins`` quantile regions of all (unlabelled) scores."""
+    values = np.unique(scores)
+    if values.size <= DISCRETE:
+        return (values[1:] + values[:-1]) / 2
+    return np.unique(np.quantile(scores, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))
+
+
+def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Non-decreasing weighted least-squares fit of ``y`` (pool-adjacent-violators); ``w > 0``."""
+    blocks = []  # [value, weight, size]
+    for v, wt in zip(y.tolist(), w.tolist()):
+        blocks.append([v, wt, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            v2, w2, n2 = blocks.pop()
+            v1, w1, n1 = blocks.pop()
+            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return np.repeat([b[0] for b in blocks], [b[2] for b in blocks])
+
+
+def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
+    """The prior centre of each region's loss rate: the pooled pilot's rate, made non-decreasing in the score
+    (a larger score means less trust) and never below ``1/2 / (m + 1)`` for the ``m`` pilot items at or below
+    the region: a region where the pilot saw no loss keeps the rate of half a loss it could have missed."""
+    seen = m_all > 0
+    rate = np.zeros(m_all.size)
+    if seen.any():
+        fit = _isotonic(k_all[seen] / m_all[seen], m_all[seen])
+        rate = np.interp(np.arange(m_all.size), np.flatnonzero(seen), fit)
+    floor = 0.5 / (np.cumsum(m_all) + 1.0)
+    return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
+
+
 def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, strength, loss_bound):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
     Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
-    positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(k_b + 1/2, m_b - k_b
-    + 1/2)`` of all pilot items in the region, then the group's ``theta_jb ~ Beta(strength theta0_b + k_jb,
-    strength (1 - theta0_b) + m_jb - k_jb)``. A positive loss takes the value of a positive pilot loss of
-    the region (the group's own if any, else the pool's, else ``loss_bound``): 1 for binary losses.
+    positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b)
+    + m_b - k_b)`` of all pilot items in the region around the prior centre ``r_b`` (:func:`_pooled_rate`),
+    then the group's ``theta_jb ~ Beta(strength theta0_b + k_jb, strength (1 - theta0_b) + m_jb - k_jb)``. A
+    positive loss takes the value of a positive pilot loss of the region (the group's own if any, else the
+    pool's, else ``loss_bound``): 1 for binary losses.
     """
     s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
@@ -353,7 +393,8 @@ def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, str
     pos = pl > 0
     k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
     k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
-    theta0 = rng.beta(k_all + 0.5, m_all - k_all + 0.5, size=(n_resamples, n_bins))
+    r = _pooled_rate(k_all, m_all)
+    theta0 = np.clip(rng.beta(2 * r + k_all, 2 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins)), 1e-9, 1 - 1e-9)
     theta = rng.beta(strength * theta0 + k_own, strength * (1 - theta0) + (m_own - k_own))
     hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
     loss = np.zeros((n_resamples, n_items))
@@ -388,6 +429,9 @@ class PilotModel:
         Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
     shrinkage : float, default 20
         Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
+    strength : float, default 4
+        ``posterior``: the prior's pseudo-count pulling a group's loss rate in a score region toward the
+        pooled pilot's (how far groups may differ at equal scores; small: they may differ much).
     """
 
     kind: str = "posterior"
@@ -395,6 +439,7 @@ class PilotModel:
     min_pilot: int = 30
     bins: int = 5
     shrinkage: float = 20.0
+    strength: float = 4.0
 
     def __post_init__(self) -> None:
         check_choice("pilot", self.kind, PILOT_MODELS)
@@ -403,6 +448,9 @@ class PilotModel:
         shrinkage = self.shrinkage
         if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
             raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
+        strength = self.strength
+        if isinstance(strength, bool) or not (isinstance(strength, int | float) and 0 < strength < math.inf):
+            raise ParameterError(f"strength: must be a finite number > 0, got {strength!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -465,7 +513,9 @@ def n_needed(settings: Settings, k: int) -> int:
     groups is calibrated at (the :data:`~gpac_utils.settings.CORRECTIONS` entry's).
     """
     level = settings.alpha_per_group(max(1, int(k)))
-    need = _feasibility.min_items(settings.eps, level, settings.recipe, loss_bound=settings.loss_bound)
+    need = _feasibility.min_items(
+        settings.eps, level, settings.recipe, loss_bound=settings.loss_bound, risk=settings.risk
+    )
     return int(max(need, settings.min_group_size))
 
 
@@ -473,7 +523,7 @@ def _check_pilot(ps, pl, pg, names, min_pilot):
     """One-line errors / warnings naming a pilot group with no labelled row or no positive loss."""
     problem = pilot_problem(pl, min_pilot)
     if problem:
-        warnings.warn(problem, PilotWarning, stacklevel=3)
+        warnings.warn(problem, PilotWarning, stacklevel=4)
     if pg is None:
         return
     missing = [x for x in names if not np.any(pg == x)]
@@ -488,7 +538,7 @@ def _check_pilot(ps, pl, pg, names, min_pilot):
             f"pilot_groups: group(s) {lossless} show no positive loss in the pilot; their losses are predicted "
             "from the prior (the pooled pilot), and the band is wide",
             PilotWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
@@ -514,6 +564,31 @@ def _grid(spec, cap_arr, n_scores) -> np.ndarray:
     return np.unique(grid.astype(int))
 
 
+#: predict()'s former keywords: where each went (a one-line TypeError; the old spellings were removed in 0.2.0).
+_MOVED = {
+    **{k: f"settings=Settings({k}=...)" for k in PLANNED_SETTINGS},
+    **{k: f"spec=PlanSpec({k}=...)" for k in ("n_grid", "n_resamples", "traffic", "cap", "pool")},
+    "pilot": "spec=PlanSpec(model=...)",
+    **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in {
+        "pilot_model": "kind", "pilot_uncertainty": "uncertainty", "min_pilot": "min_pilot", "bins": "bins",
+        "shrinkage": "shrinkage"}.items()},
+}  # fmt: skip
+
+
+def _refuse_moved(func):
+    """Wrap ``predict`` so that a former keyword is a one-line TypeError naming its new place."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for old in kwargs:
+            if old in _MOVED:
+                raise TypeError(f"{old}: replaced by {_MOVED[old]} (removed in 0.2.0)")
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_refuse_moved
 def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, settings, spec=None) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
 
@@ -563,7 +638,6 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
     )
     model, n_resamples = spec.model, spec.n_resamples
-    risk = get_risk(settings.risk)
     check_same_index(scores=scores, groups=groups)
     check_same_index(pilot_scores=pilot_scores, pilot_losses=pilot_losses, pilot_groups=pilot_groups)
     s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
@@ -599,7 +673,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
     need = n_needed(settings, G)
     # score regions: inner quantiles of the pilot scores (smoothed) or of all scores (posterior)
     edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
-    regions = np.unique(np.quantile(s, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
+    regions = _regions(s, model.bins)
     routed_shares = np.full((G, K, n_resamples), np.nan)
     certified = np.zeros((G, K, n_resamples), bool)
     n_items = np.zeros((G, K), dtype=int)
@@ -628,14 +702,17 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
             if use == "bootstrap":
                 cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
             elif use == "posterior":
-                cs, cl = _draw_posterior(unl, ps, pl, in_group, regions, m_items, n_resamples, grs, shrink, loss_bound)
+                cs, cl = _draw_posterior(
+                    unl, ps, pl, in_group, regions, m_items, n_resamples, grs, model.strength, loss_bound
+                )
             else:
                 cs, cl = _draw_smoothed(
                     unl, ps, pl, in_group, edges, m_items, n_resamples, grs, model.uncertainty, shrink
                 )
-            t = risk.threshold(
-                cs, cl, eps=eps, alpha=level, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate
-            )
+            t = _risks.threshold(  # the library's own procedure, on all resamples at once
+                cs, cl, eps=eps, alpha=level, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate,
+                risk=settings.risk,
+            )  # fmt: skip
             certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     record = {

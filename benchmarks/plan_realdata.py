@@ -91,23 +91,6 @@ def plan(df, pilot, settings, budget, spec, extra):
     return curves, allocation.allocate(curves, min(budget, sum(cap.values())))
 
 
-def uniform(names, cap, budget) -> dict:
-    """The budget split evenly over the groups, each capped at its rows (what a cap leaves is re-spread)."""
-    n = dict.fromkeys(names, 0)
-    left, open_ = budget, [x for x in names if cap[x] > 0]
-    while left > 0 and open_:
-        share = max(1, left // len(open_))
-        for x in list(open_):
-            add = min(share, cap[x] - n[x], left)
-            n[x] += add
-            left -= add
-            if n[x] >= cap[x]:
-                open_.remove(x)
-            if left == 0:
-                break
-    return n
-
-
 def realise(df, pilot, settings, n_labels: dict, draws: int, seed: int) -> pd.DataFrame:
     """Per group: the routed shares and certifications of ``draws`` calibrations at ``n_labels``."""
     s, g, loss = df["score"].to_numpy(), df["group"].to_numpy(str), df["loss"].to_numpy()
@@ -154,7 +137,7 @@ def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.
                         rows_x = np.flatnonzero(g == x)
                         pilot[rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=False)] = True
                     cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
-                    uni = uniform(names, cap, min(budget, sum(cap.values())))
+                    uni = allocation.uniform_counts(cap, min(budget, sum(cap.values())))
                     curves, planned = plan(df, pilot, settings.replace(seed=p), budget, spec, uni.values())
                     lo, hi = curves.band()
                     real = realise(df, pilot, settings, planned.n, draws, seed=p + 1000).set_index("group")
@@ -246,9 +229,10 @@ def main(argv=None) -> int:
     ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
     ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
     ap.add_argument("--strength", type=float, default=prediction.PilotModel().strength)
+    ap.add_argument("--mix", type=float, default=prediction.PilotModel().mix)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, strength=a.strength)
+    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, strength=a.strength, mix=a.mix)
     if a.fast:
         rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:

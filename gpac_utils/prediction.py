@@ -376,13 +376,16 @@ def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
     return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
 
 
-def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, strength, loss_bound):
+def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, strength, loss_bound, mix=None):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
     Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
     positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b)
-    + m_b - k_b)`` of all pilot items in the region around the prior centre ``r_b`` (:func:`_pooled_rate`),
-    then the group's ``theta_jb ~ Beta(strength theta0_b + k_jb, strength (1 - theta0_b) + m_jb - k_jb)``. A
+    + m_b - k_b)`` of all pilot items in the region around the prior centre ``r_b`` (:func:`_pooled_rate`);
+    then the group's odds ratio to the pool, ``rho_j ~ Gamma(1 + K_j, 1 + E_j)`` (its ``K_j`` positive
+    pilot losses against the ``E_j = sum_b m_jb theta0_b`` the pool predicts), shared by its regions; then
+    ``theta_jb ~ Beta(strength t_jb + k_jb, strength (1 - t_jb) + m_jb - k_jb)`` around the shifted rate
+    ``t_jb`` (odds of ``theta0_b`` times ``rho_j``). A
     positive loss takes the value of a positive pilot loss of the region (the group's own if any, else the
     pool's, else ``loss_bound``): 1 for binary losses.
     """
@@ -394,8 +397,14 @@ def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, str
     k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
     k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
     r = _pooled_rate(k_all, m_all)
-    theta0 = np.clip(rng.beta(2 * r + k_all, 2 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins)), 1e-9, 1 - 1e-9)
-    theta = rng.beta(strength * theta0 + k_own, strength * (1 - theta0) + (m_own - k_own))
+    theta0 = rng.beta(2 * r + k_all, 2 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
+    theta0 = np.clip(theta0, 1e-9, 1 - 1e-9)
+    # the group's odds ratio to the pool, shared by its regions: Gamma(1 + K_j, 1 + E_j), with K_j its positive
+    # losses and E_j those the pooled rates expect of its pilot (a Poisson approximation)
+    expected = (theta0 * m_own).sum(axis=1)
+    ratio = rng.gamma(1.0 + k_own.sum(), 1.0 / (1.0 + expected))[:, None]
+    shifted = np.clip(ratio * theta0 / (1 - theta0 + ratio * theta0), 1e-9, 1 - 1e-9)
+    theta = rng.beta(strength * shifted + k_own, strength * (1 - shifted) + (m_own - k_own))
     hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
     loss = np.zeros((n_resamples, n_items))
     if not hit.any():
@@ -409,7 +418,17 @@ def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, str
         if src.size:
             values[here] = src[rng.integers(0, src.size, int(here.sum()))]
     loss[hit] = values[hit]
-    return s, loss
+    if mix is None or not in_group.any():
+        return s, loss
+    # the Dirichlet-process posterior: the group's own pilot items (Bayesian-bootstrap weights) with the
+    # weight m_j / (m_j + mix) in expectation, the region model above (the base measure) with the rest
+    m = int(in_group.sum())
+    w = rng.dirichlet(np.r_[np.ones(m), float(mix)], size=n_resamples)
+    idx = _weighted_choice(w, n_items, rng)
+    own = idx < m
+    gs, gl = ps[in_group], pl[in_group]
+    pick = np.minimum(idx, m - 1)
+    return np.where(own, gs[pick], s), np.where(own, gl[pick], loss)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -440,6 +459,7 @@ class PilotModel:
     bins: int = 5
     shrinkage: float = 20.0
     strength: float = 4.0
+    mix: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("pilot", self.kind, PILOT_MODELS)
@@ -703,7 +723,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
                 cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
             elif use == "posterior":
                 cs, cl = _draw_posterior(
-                    unl, ps, pl, in_group, regions, m_items, n_resamples, grs, model.strength, loss_bound
+                    unl, ps, pl, in_group, regions, m_items, n_resamples, grs, model.strength, loss_bound, model.mix
                 )
             else:
                 cs, cl = _draw_smoothed(

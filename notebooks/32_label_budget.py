@@ -20,8 +20,9 @@
 #
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
-#    by resampling the pilot (Bayesian bootstrap, so a small pilot gives a wide band) and
-#    calibrating every resample exactly as `GPAC` does (batched `threshold`);
+#    by drawing synthetic calibration sets from a posterior fitted on the pilot (a Beta posterior on the
+#    loss rate per score region that keeps mass on losses the pilot did not see, so a thin pilot gives
+#    a wide band; `docs/planning.md`) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
@@ -30,7 +31,7 @@
 # probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is; the plan
 # only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
-# scores) is not predicted.
+# scores) is only as likely as the prior makes it.
 #
 # **(a)** On the *simulated* MATH-500 stand-in (`data/simulated/math500__qwen.parquet`; the numbers
 # illustrate the method, they are not measurements): how many labels per subject make valid G-PAC
@@ -347,7 +348,9 @@ plotting.savefig(fig, "label_budget_sim")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The pilot bootstrap, by hand
 #
-# What `prediction.predict` does for one group and one label count $n$, written out. The group's
+# What `prediction.predict` does for one group and one label count $n$ with the pilot model
+# `PilotModel(kind="auto")` (a bootstrap of the group's own pilot: simpler than the default posterior,
+# and it cannot draw a loss the pilot never saw), written out. The group's
 # pilot has $m$ items $(U_i, \ell_i)$. For each of $R$ resamples (`n_resamples`):
 #
 # 1. draw weights $w \sim \mathrm{Dirichlet}(1,\dots,1)$ on the $m$ pilot items — the Bayesian

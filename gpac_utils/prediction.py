@@ -451,6 +451,11 @@ class PilotModel:
     strength : float, default 4
         ``posterior``: the prior's pseudo-count pulling a group's loss rate in a score region toward the
         pooled pilot's (how far groups may differ at equal scores; small: they may differ much).
+    mix : float or None, default None
+        ``posterior``: ``None`` draws every synthetic item from the region model; a number ``a`` draws it
+        from a Dirichlet-process posterior instead: one of the group's ``m`` pilot items (Bayesian-bootstrap
+        weights, keeping the pilot's score–loss structure) with weight ``m / (m + a)`` in expectation, the
+        region model with the rest.
     """
 
     kind: str = "posterior"
@@ -471,6 +476,9 @@ class PilotModel:
         strength = self.strength
         if isinstance(strength, bool) or not (isinstance(strength, int | float) and 0 < strength < math.inf):
             raise ParameterError(f"strength: must be a finite number > 0, got {strength!r}")
+        mix = self.mix
+        if mix is not None and (isinstance(mix, bool) or not (isinstance(mix, int | float) and 0 < mix < math.inf)):
+            raise ParameterError(f"mix: must be None or a finite number > 0, got {mix!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -376,7 +376,7 @@ def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
     return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
 
 
-def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, strength, loss_bound, mix=None):
+def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
     Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
@@ -389,6 +389,9 @@ def _draw_posterior(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, str
     positive loss takes the value of a positive pilot loss of the region (the group's own if any, else the
     pool's, else ``loss_bound``): 1 for binary losses.
     """
+    ps, pl, in_group = pilot  # all pilot scores and losses, and which pilot items are the group's
+    n_resamples, n_items = shape
+    strength, mix = model.strength, model.mix
     s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
@@ -731,7 +734,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
                 cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
             elif use == "posterior":
                 cs, cl = _draw_posterior(
-                    unl, ps, pl, in_group, regions, m_items, n_resamples, grs, model.strength, loss_bound, model.mix
+                    unl, (ps, pl, in_group), regions, (n_resamples, m_items), grs, model, loss_bound
                 )
             else:
                 cs, cl = _draw_smoothed(

@@ -10,10 +10,11 @@ This module predicts it from a small labelled **pilot** and the (free) unlabelle
 
 1. :func:`predict`: for each group and each ``n`` of a grid, draw ``n_resamples`` synthetic calibration
    sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``n_resamples`` at
-   once with the library's batched :func:`~gpac_utils.calibrate.threshold` (exactly as
-   :class:`~gpac_utils.calibrate.GPAC` does), and read each threshold's routed share off the
-   group's unlabelled scores. The result, :class:`PlanCurves`, holds the distribution of the
-   routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
+   once with the library's batched :func:`~gpac_utils.risks.threshold` (exactly as
+   :class:`~gpac_utils.calibrate.GPAC` does with the same :class:`~gpac_utils.settings.Settings`: its
+   ``risk``, the level its ``correction`` gives each group, its ``min_group_size``), and read each
+   threshold's routed share off the group's unlabelled scores. The result, :class:`PlanCurves`, holds
+   the distribution of the routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
 2. :func:`gpac_utils.allocation.allocate` (step 2) spends a label budget on the groups.
 
 **When the pilot is too small to predict from** (:class:`PilotWarning`): when it has fewer than
@@ -31,13 +32,19 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
+* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a posterior predictive
+  model: scores from the group's unlabelled scores, and the loss rate per score region from a
+  three-level posterior (the pooled pilot's rate around a monotone prior that keeps half a loss where
+  the pilot saw none, the group's odds ratio to the pool, the group's own rate in the region), drawn
+  anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md`` says why it covers). An unseen
+  loss is not a zero loss: where the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the
   low scores are loss-free.
-* ``PilotModel(uncertainty=True)`` (default) draws each resample from a **Bayesian bootstrap** of the
-  pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per resample), so the band
-  also reflects how little a small pilot says about the population, not only the calibration
+* ``PilotModel(uncertainty=True)`` (default; ``bootstrap`` and ``smoothed``) draws each resample from a
+  **Bayesian bootstrap** of the pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per
+  resample), so the band also reflects how little a small pilot says about the population, not only the calibration
   noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
   and is too narrow for small pilots.
 * ``PilotModel(kind="smoothed")`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
@@ -61,8 +68,9 @@ Examples
 >>> u = rng.uniform(size=4000)
 >>> loss = (rng.uniform(size=4000) < np.where(g == "easy", 0.05, 0.4) * u).astype(float)
 >>> pilot = rng.choice(4000, 600, replace=False)
->>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], eps=0.05, alpha=0.05,
-...                             n_grid=[100, 400, 1000], n_resamples=50, seed=0)
+>>> from gpac_utils.settings import Settings
+>>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], settings=Settings(eps=0.05),
+...                             spec=prediction.PlanSpec(n_grid=[100, 400, 1000], n_resamples=50))
 >>> curves.summary().columns.tolist()[:4]
 ['group', 'n_labels', 'n_items', 'routed_share_mean']
 >>> alloc = allocation.allocate(curves, budget=1100)

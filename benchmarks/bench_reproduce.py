@@ -33,6 +33,7 @@ import numpy as np
 from gpac_utils import data, prediction
 from gpac_utils.paper.theory import partition_gap, populations
 from gpac_utils.recipe import as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths, runner
 
 
@@ -61,12 +62,8 @@ def planning_rows():
                 sim[score],
                 sim["loss"],
                 sim["group"],
-                eps=cfg.sim_eps,
-                alpha=cfg.alpha,
-                recipe=as_recipe(cfg.recipe),
-                n_grid=cfg.sim_grid,
-                n_resamples=cfg.n_resamples,
-                seed=cfg.seed,
+                settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=as_recipe(cfg.recipe), seed=cfg.seed),
+                spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
             )
 
     yield "32 predict (simulated)", curves

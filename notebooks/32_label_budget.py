@@ -20,8 +20,9 @@
 #
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
-#    by resampling the pilot (Bayesian bootstrap, so a small pilot gives a wide band) and
-#    calibrating every resample exactly as `GPAC` does (batched `threshold`);
+#    by drawing synthetic calibration sets from a posterior fitted on the pilot (a Beta posterior on the
+#    loss rate per score region that keeps mass on losses the pilot did not see, so a thin pilot gives
+#    a wide band; `docs/planning.md`) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
@@ -30,7 +31,7 @@
 # probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is; the plan
 # only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
-# scores) is not predicted.
+# scores) is only as likely as the prior makes it.
 #
 # **(a)** On the *simulated* MATH-500 stand-in (`data/simulated/math500__qwen.parquet`; the numbers
 # illustrate the method, they are not measurements): how many labels per subject make valid G-PAC
@@ -75,6 +76,7 @@ from matplotlib import ticker
 from gpac_utils import allocation, bounds, data, feasibility, prediction, threshold
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths
 
 plotting.apply_style()
@@ -272,12 +274,8 @@ for score in cfg.sim_scores:
         sim[score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=cfg.sim_grid,
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
     )
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
@@ -351,7 +349,9 @@ plotting.savefig(fig, "label_budget_sim")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The pilot bootstrap, by hand
 #
-# What `prediction.predict` does for one group and one label count $n$, written out. The group's
+# What `prediction.predict` does for one group and one label count $n$ with the pilot model
+# `PilotModel(kind="auto")` (a bootstrap of the group's own pilot: simpler than the default posterior,
+# and it cannot draw a loss the pilot never saw), written out. The group's
 # pilot has $m$ items $(U_i, \ell_i)$. For each of $R$ resamples (`n_resamples`):
 #
 # 1. draw weights $w \sim \mathrm{Dirichlet}(1,\dots,1)$ on the $m$ pilot items — the Bayesian
@@ -374,12 +374,8 @@ library = prediction.predict(
     sim[main_score],
     sim["loss"],
     sim["group"],
-    eps=cfg.sim_eps,
-    alpha=cfg.alpha,
-    recipe=recipe,
-    n_grid=[n_by_hand],
-    n_resamples=cfg.n_resamples,
-    seed=cfg.seed,
+    settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+    spec=prediction.PlanSpec(n_grid=[n_by_hand], n_resamples=cfg.n_resamples, model="auto"),
 )
 j = library.groups.index(group_name)
 assert library.pilot_models[group_name] == "bootstrap"
@@ -436,13 +432,12 @@ for bayes in (True, False):
         sim[main_score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=[4 * n_min[cfg.sim_eps]],
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
-        pilot=prediction.PilotModel(uncertainty=bayes),
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(
+            n_grid=[4 * n_min[cfg.sim_eps]],
+            n_resamples=cfg.n_resamples,
+            model=prediction.PilotModel(kind="auto", uncertainty=bayes),
+        ),
     )
     k = curves_small.groups.index(smallest)
     low, high = curves_small.band()
@@ -610,13 +605,10 @@ def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
             pilot_u,
             pilot_l,
             pilot_g,
-            eps=eps,
-            alpha=cfg.alpha,
-            recipe=half,
-            n_grid=[max(1, round(pool[g] / 2))],
-            pool={g: pool[g]},
-            n_resamples=cfg.n_resamples,
-            seed=seed,
+            settings=Settings(eps=eps, alpha=cfg.alpha, recipe=half, seed=seed),
+            spec=prediction.PlanSpec(
+                n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples
+            ),
         )
         out[g] = float(c.mean[0, 0])
     return out
@@ -645,14 +637,8 @@ for trial in range(cfg.n_trials):
         u_all[pilot],
         l_all[pilot],
         g_all[pilot],
-        eps=eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=grid,
-        cap=pool,
-        traffic=traffic,
-        n_resamples=cfg.n_resamples,
-        seed=seed,
+        settings=Settings(eps=eps, alpha=cfg.alpha, recipe=recipe, seed=seed),
+        spec=prediction.PlanSpec(n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples),
     )
     planned = allocation.allocate(curves, budget)
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid

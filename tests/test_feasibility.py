@@ -133,20 +133,22 @@ def test_gpac_plan_reports_feasibility(tmp_path, capsys):
 
     pd.DataFrame({"group": g, "u": u, "loss": loss}).to_csv(path, index=False)
     out = tmp_path / "plan.csv"
+    # a 10 % pilot: the calibration labels come from the rows outside it (270 and 27)
     args = ["plan", "--data", str(path), "--score-col", "u", "--eps", "0.05", "--n-resamples", "5"]
+    args += ["--pilot-fraction", "0.1"]
     assert main([*args, "--grid", "20,59,100", "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert "certifies nothing with fewer than 59 items (59 labels expected)" in captured.out
     assert "1 group(s) have too few items to certify any threshold" in captured.err and "'small'" in captured.err
-    t = pd.read_csv(out).set_index("group")
+    t = pd.read_csv(out).query("allocation == 'planned'").set_index("group")
     assert t.loc["big", "feasible"] == True and t.loc["small", "feasible"] == False  # noqa: E712 (read back from CSV)
     assert t.loc["small", "n_needed"] == 59 and t.loc["big", "labels_needed"] == 59
     # --risk routed: the routed risk's minimum (140) in the feasibility lines and columns
-    assert main([*args, "--grid", "20,59,100", "--risk", "routed", "-o", str(out)]) == 0
+    assert main([*args, "--grid", "20,59,100,140", "--risk", "routed", "--budget", "150", "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert "risk routed, m >= log(alpha/64)" in captured.out
     assert "certifies nothing with fewer than 140 items (140 labels expected)" in captured.out
-    t = pd.read_csv(out).set_index("group")
+    t = pd.read_csv(out).query("allocation == 'planned'").set_index("group")
     assert t.loc["big", "feasible"] == True and t.loc["big", "n_needed"] == 140  # noqa: E712
     assert main([*args, "--risk", "routed", "--bound", "wsr", "-o", str(out)]) == 2  # no p-value: refused
     assert "--risk: 'routed' needs" in capsys.readouterr().err

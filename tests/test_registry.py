@@ -137,8 +137,8 @@ def test_renamed_keywords_are_one_line_errors():
             build()
     from gpac_utils import prediction
 
-    with pytest.raises(TypeError, match=r"^pilot_model: replaced by pilot=PilotModel\(kind=...\)$"):
-        prediction.predict([0.5], [0], [0.5], [0.0], eps=0.1, pilot_model="bootstrap")
+    with pytest.raises(TypeError, match=r"^pilot_model: replaced by spec=PlanSpec\(model=PilotModel\(kind=...\)\)"):
+        prediction.predict([0.5], [0], [0.5], [0.0], pilot_model="bootstrap")
     with pytest.raises(TypeError, match=r"^free_labels: replaced by labelling="):
         online.OnlineGPAC(0.1, label_prob=0.5, free_labels=False)
     assert (

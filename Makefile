@@ -22,10 +22,10 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade clean
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -207,10 +207,20 @@ student: $(STAMP)
 
 # The graded homework (docs/teaching.md): otter-grader's `otter assign` on notebooks/homework/gpac_homework.py
 # (the solutions must pass every test) writes build/homework/student/ (hand out the folder) and
-# build/homework/autograder.zip; grade a submission locally, no Docker:
-#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME NAME.ipynb
+# build/homework/autograder.zip. `make grade` grades every $(SUBMISSIONS)/NAME.ipynb locally, no Docker
+# (otter run, $(JOBS) at a time): build/homework/results/NAME/ (results.json, feedback.md: points and hints)
+# and the class table build/homework/grades.csv (one row per student, points per question). By hand, one
+# submission:  mkdir -p build/homework/results/NAME &&
+#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME submissions/NAME.ipynb
+SUBMISSIONS ?= submissions
+AUTOGRADER  := build/homework/autograder.zip
+
 homework: $(STAMP)
 	$(PY) workflow/scripts/homework.py --out build/homework
+
+grade: $(STAMP)
+	@test -f $(AUTOGRADER) || $(MAKE) --no-print-directory homework
+	$(PY) workflow/scripts/homework.py grade $(SUBMISSIONS) --autograder $(AUTOGRADER) --out build/homework --jobs $(JOBS)
 
 # The lecture slides: one reveal.js deck per session of docs/teaching.md, from the cells the notebooks mark
 # with jupytext's `slideshow` metadata and their self-check questions (workflow/scripts/slides.py,

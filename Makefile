@@ -22,7 +22,7 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade clean venv-lesson test-lesson
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
 
 help:
 	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
@@ -252,6 +252,12 @@ homework: $(STAMP)
 grade: $(STAMP)
 	@test -f $(AUTOGRADER) || $(MAKE) --no-print-directory homework
 	$(PY) workflow/scripts/homework.py grade $(SUBMISSIONS) --autograder $(AUTOGRADER) --out build/homework --jobs $(JOBS)
+
+# The printable answer key (docs/syllabus.md): every self-check answer, exercise solution and homework solution,
+# from the notebooks, as build/answer-key/answer-key.pdf (and .html), printed offline by headless Chromium
+# (Playwright's page.pdf; the book's local MathJax typesets the math) — workflow/scripts/answer_key.py.
+answer-key: $(STAMP) $(VENV)/.browser $(MATHJAX)
+	$(PY) workflow/scripts/answer_key.py --out build/answer-key
 
 # The lecture slides: one reveal.js deck per session of docs/teaching.md, from the cells the notebooks mark
 # with jupytext's `slideshow` metadata and their self-check questions (workflow/scripts/slides.py,

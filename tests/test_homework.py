@@ -108,6 +108,7 @@ def _answers(mistakes: dict[str, str]) -> dict[str, str]:
     return {re.match(r"(return|\w+ =) ", line).group(1): mistakes.get(line, line) for line in lines}
 
 
+@pytest.mark.slow
 def test_the_public_checks_catch_the_typical_mistakes_before_submission(built, tmp_path):
     """The student's notebook, filled in with the four mistakes and run: grader.check flags exactly those."""
     from nbclient import NotebookClient

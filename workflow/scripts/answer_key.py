@@ -170,12 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "answer-key")
     args = ap.parse_args(argv)
     try:
-        paths = build(args.out)
+        pdf = build(args.out)["pdf"]
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"answer key: {exc}", file=sys.stderr)
         return 1
-    for what, path in paths.items():
-        print(f"{what}: {path}")
+    print(f"answer key: {pdf} ({pdf.stat().st_size // 1024} KiB; the page it was printed from beside it)")
     return 0
 
 

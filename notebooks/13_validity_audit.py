@@ -697,7 +697,8 @@ plotting.savefig(fig, "selection_fixed_sequence")
 plt.show()
 
 # %% [markdown]
-# :::{important} Take-away
+# :::{admonition} Take-away
+# :class: important
 # * A bound that is valid at every *fixed* threshold does not make a threshold *chosen from the data*
 #   valid: the choice can land where the bound failed.
 # * First-crossing is fixed-sequence testing: a violation needs the bound to fail at one point fixed

@@ -849,11 +849,85 @@ display(
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/00_quickstart.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/00_quickstart.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "00_quickstart.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# uncertainty score
+# : $U(x) \in [0, 1]$: how unsure the non-thinking model (or a router) is about query $x$ — from
+#   the answer's logits, a verbalized confidence, or a trained router; larger = less certain. The
+#   tables' `score_*` columns (`score_logits`, `score_verbalized`, `score_router`).
+#
+# routing
+# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
+#   otherwise.
+#
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# PAC
+# : Marginal PAC reasoning: one threshold $\hat u$ with
+#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
+#   Definition 2.1, `def:pac-efficient`).
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
+#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
+#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
+#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
+#   mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
+#   and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

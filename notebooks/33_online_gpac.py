@@ -581,11 +581,31 @@ display(
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/33_online_gpac.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/33_online_gpac.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "33_online_gpac.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "33_online_gpac.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

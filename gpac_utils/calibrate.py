@@ -867,14 +867,14 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
         a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
     """
-    payload = _schema.loads(text, CALIBRATORS)
-    name = payload["method"]
-    obj = CALIBRATORS[name].cls.from_settings(Settings.from_dict(payload["settings"]))
-    obj._restore(payload)
-    return obj
+    from .certificate import Certificate  # the certificate imports the calibrators
 
-
-def __getattr__(name: str):
-    if name == "METHODS":  # the name -> class view of CALIBRATORS
-        return {n: m.cls for n, m in CALIBRATORS.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not isinstance(text, str | bytes | bytearray):
+        raise _schema.ThresholdsFileError(
+            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
+        )
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _schema.ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return Certificate.parse(payload).calibrator()

@@ -32,7 +32,6 @@ cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -40,8 +39,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .. import certificate as _certificate
-from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..calibrate import ALL, UNSEEN, GroupWarning
+from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from .engines import Sampling, item_seed
 from .generation import WALK_SAMPLING, model_defaults, split_thinking
@@ -78,8 +77,9 @@ class CertifiedRouter:
 
     Parameters
     ----------
-    certificate : dict, str or path
-        The thresholds file written by ``gpac calibrate`` (or :func:`gpac_utils.certificate.make_certificate`).
+    certificate : Certificate, dict, str or path
+        The :class:`~gpac_utils.certificate.Certificate` (used as it is), or a thresholds file written by
+        ``gpac calibrate`` (read by :meth:`~gpac_utils.certificate.Certificate.read`).
     nothink, think : engine
         The non-thinking and the thinking engine (they may be the same object, as in the walk).
     samplings : mapping, optional
@@ -89,7 +89,8 @@ class CertifiedRouter:
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score_col : str, optional
-        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
+        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
         score than the one it names is refused.
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
@@ -125,18 +126,19 @@ class CertifiedRouter:
         loss_fn: Callable | None = None,
         window: int | None = None,
     ):
-        self.certificate = _certificate.load_certificate(certificate)
-        self.calibrator = from_json(json.dumps(self.certificate))
-        columns = self.certificate.get("columns") or {}
-        if score_col and columns.get("score") and score_col != columns["score"]:
+        cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
+        self.certificate, self.calibrator = cert, cert.calibrator()
+        columns = cert.columns
+        if score_col and cert.score and score_col != cert.score:
             raise ParameterError(
-                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+                f"score_col: the certificate was calibrated on score {cert.score!r}, not {score_col!r}"
             )
-        self.score_col = score_col or columns.get("score")
+        self.score_col = score_col or cert.score  # the score's registry name (its column may be named anything)
         if self.score_col not in SCORERS:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
-                f"it computes {list(SCORERS)}"
+                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
+                f"router cannot compute; it computes {list(SCORERS)} (score_col= names the score of a certificate "
+                "without one)"
             )
         self.group_col = columns.get("group") or "group"
         if online is not None and loss_fn is None:
@@ -145,7 +147,7 @@ class CertifiedRouter:
         self.samplings = {**WALK_SAMPLING, **dict(samplings or {})}
         self.seed = int(seed)
         self.think_is_thinking = model_defaults(think.model)[1]
-        self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+        self.statuses = {g: e["status"] for g, e in cert.groups.items()}
 
     # -- the steps --------------------------------------------------------------------------------
     def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
@@ -165,8 +167,7 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        method = self.certificate["method"]
-        kind = CALIBRATORS[method].groups  # what it routes by: none, known or learned groups
+        method, kind = self.certificate.method, self.certificate.kind  # routes by none, known or learned groups
         if kind == "known":
             if self.group_col not in requests.columns:
                 raise DataError(f"requests: {method} needs the group column {self.group_col!r}")

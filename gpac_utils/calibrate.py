@@ -378,15 +378,24 @@ class PAC:
     OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        """Keep ``settings`` whole (``config``) and start unfitted."""
+        self.config = settings
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
         self.groups_: dict[str, GroupRecord] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings):
-        """An unfitted calibrator with ``settings`` (the fields it does not read are ignored)."""
-        return cls(**{key: getattr(settings, key) for key in cls.OPTIONS})
+        """An unfitted calibrator that keeps ``settings`` whole (checked once, when they were built; the
+        fields it does not read, :attr:`OPTIONS`, hold for other calibrators and are not used by this one)."""
+        if not isinstance(settings, Settings):
+            raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+        obj = cls.__new__(cls)
+        obj._setup(settings.as_settings())
+        return obj
 
     eps = property(lambda self: self.config.eps)
     alpha = property(lambda self: self.config.alpha)
@@ -633,8 +642,11 @@ class CPAC:
     OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
-        self.gpac_ = GPAC.from_settings(self.config)
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        self.config = settings
+        self.gpac_ = GPAC.from_settings(settings)
         self.partition_: Partition | None = None
 
     from_settings = classmethod(PAC.from_settings.__func__)

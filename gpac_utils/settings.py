@@ -164,7 +164,10 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     def as_settings(self, **changes) -> Settings:
-        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too)."""
+        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too); the same
+        object when it is one and nothing changes (settings are checked once, when built)."""
+        if type(self) is Settings and not changes:
+            return self
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)}
         return Settings(**(values | changes))
 

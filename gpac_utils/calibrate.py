@@ -51,6 +51,7 @@ from .checks import (
     check_risk,
     check_rng,
     check_xy,
+    warn_risk,
 )
 from .partition import Partition
 from .recipe import VALID, Recipe, check_recipe
@@ -122,6 +123,20 @@ def _certify_joint(scores, losses, *, eps, alpha, recipe, loss_bound, rng, label
     t = float(_selection.select(cand, ucb, eps, recipe.rule))
     at = np.searchsorted(cand, t, side="right") - 1  # the chosen candidate (ties share their bound)
     return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
+
+
+def _warn_uncertified(groups: dict, eps: float) -> None:
+    """One :class:`GroupWarning` for the groups with enough items whose bound exceeds ``eps`` at every
+    candidate (``gpac calibrate`` warns on them too)."""
+    failed = [g for g, rec in groups.items() if rec.status == NO_FEASIBLE]
+    if failed:
+        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        warnings.warn(
+            f"group(s) {failed[:5]}{more} could not be certified at eps={eps:g} (the bound exceeds it at every "
+            "candidate threshold); they always route to the thinking model",
+            GroupWarning,
+            stacklevel=4,
+        )
 
 
 @runtime_checkable
@@ -208,6 +223,7 @@ def threshold(
     True
     """
     recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
+    warn_risk(eps, alpha, loss_bound)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
     check_label_prob(label_prob, losses.shape)
     rng = check_rng("rng", rng)
@@ -489,6 +505,7 @@ class PAC:
             )
             self.thresholds_[g] = float(t)
             self.groups_[g] = _group_record(idx.size, labelled, float(t), bound, n_min)
+        _warn_uncertified(self.groups_, self.eps)
         return self
 
     #: Why ``groups`` is refused (``None``: the calibrator needs them).

@@ -105,6 +105,8 @@ from .checks import (
     check_range,
     check_risk,
     check_rng,
+    check_same_index,
+    warn_risk,
 )
 from .registry import Registry
 from .selection import candidate_grid
@@ -336,6 +338,7 @@ class OnlineSettings:
 
     def __post_init__(self) -> None:
         eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
+        warn_risk(eps, alpha, loss_bound)
         fixed = {
             "eps": eps,
             "alpha": alpha,
@@ -610,7 +613,8 @@ class OnlineGPAC:
     drift_alpha = property(lambda self: self.settings.drift_alpha)
     drift_level_ = property(lambda self: self.settings.drift_level)
 
-    def _split(self, scores, groups, labels=False):
+    def _split(self, scores, groups, labels=False, losses=None):
+        check_same_index(scores=scores, groups=groups, losses=losses)  # never re-paired by position
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         g = group_labels(groups, s.size)
         codes, names = factorize_groups(g)
@@ -652,6 +656,11 @@ class OnlineGPAC:
                 f"decisions: block {b.number} was already fed to update (its evidence would count twice)"
             )
         block, rows = self._pending[b.number], b.rows
+        if rows.size != s.size:
+            raise ParameterError(
+                f"decisions: cover {rows.size} rows of block {b.number}, but scores, losses and groups have {s.size}; "
+                "slice all of them with the same rows (Decisions(*(f[rows] for f in d)))"
+            )
         twice = block["fed"][rows]
         if twice.any():
             raise ParameterError(
@@ -684,7 +693,7 @@ class OnlineGPAC:
     def update(self, scores, losses, groups, decisions: Decisions) -> OnlineGPAC:
         """Feed back the losses of a block decided by :meth:`decide` (read where it observes; may be
         ``nan`` elsewhere); return ``self``."""
-        s, parts, g = self._split(scores, groups, labels=True)
+        s, parts, g = self._split(scores, groups, labels=True, losses=losses)
         dec = check_decisions(decisions, s.size)
         self._check_block(s, g, dec)
         loss = check_observed_losses(losses, dec.observe, self.loss_bound)  # read only where observed

@@ -638,7 +638,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        return {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", checks.SettingWarning)
+            status = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
+        for w in caught:  # the settings that look like a mistake: one warning line each
+            if issubclass(w.category, checks.SettingWarning):
+                print(f"warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return status
     except BrokenPipeError:  # ``gpac inspect ... | head``: the reader has all it wants; end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit

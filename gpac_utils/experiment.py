@@ -230,7 +230,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     has_tokens = all(c in table.columns for c in data.TOKENS)
     tokens = [table[c].to_numpy(float) for c in (data.THINK_TOKENS, data.NOTHINK_TOKENS)] if has_tokens else None
 
-    rows = []
+    rows, measured = [], (losses, tokens)
     for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):
         cal, test = trial_split(len(table), cfg.cal_ratio, cfg.seed, trial)
         for si, score in enumerate(scores):
@@ -254,12 +254,14 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
                     setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
-                    rows.extend(_rows(trial, setting, test, routed, losses, labels, thr, tokens, form))
+                    rows.extend(_rows(trial, setting, test, routed, thr, labels, (*measured, form)))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, setting, test, routed, losses, labels, thr, tokens, form):
-    """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`."""
+def _rows(trial, setting, test, routed, thr, labels, measured):
+    """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`;
+    ``measured``: the table's losses, its token counts (or None) and the score's STP cost form."""
+    losses, tokens, form = measured
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:

@@ -451,9 +451,11 @@ def _running(carry, steps):
     return np.cumsum(buf, axis=-2, out=buf)
 
 
-def certify(state, x, used, term_range, *, eps, alpha, bet="mixture", beta=1.0):
+def certify(state, x, used, term_range, settings: OnlineSettings):
     """Run the wealth of every grid point over the terms ``x`` (..., n, K) of the ``used`` items;
-    return the state's updated certification fields (a new dict)."""
+    return the state's updated certification fields (a new dict). ``settings``: its ``eps``, ``alpha``,
+    ``bet`` and ``loss_bound`` (the bets' ``beta = loss_bound**2``)."""
+    eps, alpha, bet, beta = settings.eps, settings.alpha, settings.bet, settings.loss_bound**2
     d = np.where(used[..., None], eps - x, 0.0)  # unused items: D = 0, every sum and factor unchanged
     cap = (CLIP / (term_range - eps))[..., None]
     s1, s2 = _running(state["s1"], d), _running(state["s2"], d * d)
@@ -493,7 +495,6 @@ def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineS
     x = z[..., None] * (scores[..., None] <= np.asarray(grid))
     always = ~np.isfinite(decisions.threshold)
     p_min = np.where(used, _labelling(settings.labelling).min_propensity(always, decisions.rate), 1.0)
-    kw = dict(eps=eps, alpha=settings.alpha, bet=settings.bet, beta=loss_bound**2)
     alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
     log_sr = state["log_sr"]
     if drift_alpha is not None and scores.shape[-1]:
@@ -501,12 +502,11 @@ def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineS
         over = np.logaddexp.reduce(sr, axis=-1) >= math.log(DRIFT_BETS.size / drift_alpha)
         alarm, first = over.any(axis=-1), np.where(over.any(axis=-1), np.argmax(over, axis=-1), first)
         log_sr = np.where(alarm[..., None], -np.inf, sr[..., -1, :])
-    new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, **kw)
+    new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, settings)
     if alarm.any():  # forget the certification; learn again from the items after the alarm only
         after = used & (np.arange(scores.shape[-1]) > first[..., None])
-        fresh = certify(
-            new_state(alarm.shape, grid.size, settings.bet), x, after & alarm[..., None], loss_bound / p_min, **kw
-        )
+        empty = new_state(alarm.shape, grid.size, settings.bet)
+        fresh = certify(empty, x, after & alarm[..., None], loss_bound / p_min, settings)
         new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
     counts = {"seen": member.sum(-1), "paid": (observed & decisions.route).sum(-1), "alarms": alarm}
     new |= {k: state[k] + v for k, v in counts.items()} | {"log_sr": log_sr}

@@ -310,3 +310,42 @@ def test_online_gpac_is_a_calibrator():
     router = OnlineGPAC(EPS, label_prob=0.5)
     assert isinstance(router, Calibrator)
     assert router.fit([0.2, 0.4], [0.0, 1.0], ["a", "b"]) is router and set(router.thresholds_) == {"a", "b"}
+
+
+def test_pandas_inputs_whose_indexes_differ_are_refused():
+    """As G-PAC does: two Series with different indexes are never paired by position."""
+    import pandas as pd
+
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    scores = pd.Series([0.1, 0.2, 0.3], index=[2, 1, 0])
+    groups = pd.Series(["a", "b", "a"], index=[0, 1, 2])
+    for call in (router.route, router.decide):
+        with pytest.raises(ParameterError, match="^groups: its pandas index differs from that of scores"):
+            call(scores, groups)
+    d = router.decide(scores.to_numpy(), groups.to_numpy())
+    with pytest.raises(ParameterError, match="^losses: its pandas index differs"):
+        router.update(scores, pd.Series([0.0, 1.0, 0.0]), groups.set_axis(scores.index), d)
+
+
+def test_decisions_of_other_rows_than_the_call_name_the_rows():
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    d = router.decide([0.1, 0.2, 0.3], ["a", "b", "a"])
+    part = online.Decisions(*(f[:2] for f in d[:5]), block=d.block)  # the block's identity, 3 rows
+    with pytest.raises(ParameterError, match="^decisions: cover 3 rows of block 0, but scores") as err:
+        router.update([0.1, 0.2], [0.0, 1.0], ["a", "b"], part)
+    assert "another router" not in str(err.value)
+
+
+def test_online_settings_travel_whole_and_refuse_what_is_ignored():
+    s = OnlineSettings(eps=EPS, label_prob=0.3, grid=11, seed=3)
+    router = OnlineGPAC(settings=s)
+    assert router.settings is s and router.grid.size == 11
+    with pytest.raises(ParameterError, match="^warmup_prob: applies to a group's first warmup_items"):
+        OnlineGPAC(EPS, label_prob=0.3, warmup_prob=1.0)
+    with pytest.raises(ParameterError, match="^settings: given with"):
+        OnlineGPAC(settings=s, label_prob=0.5)
+    with pytest.raises(TypeError, match="^free_labels: replaced by labelling='free'.*0.5"):
+        OnlineGPAC(EPS, label_prob=0.3, free_labels=True)
+    u, loss, g = streams.closed_form_streams(2, 50, **VALIDITY, seed=1)
+    with pytest.raises(ParameterError, match="^drift_alpha: B-PAC does not read it"):
+        streams.run_bpac(u, loss, g, 3, s.replace(drift_alpha=0.01))

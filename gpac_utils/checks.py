@@ -662,7 +662,7 @@ def check_decisions(decisions, n: int):
         Naming ``decisions`` and the field: a wrong shape, or a wrong dtype (0/1 integer flags
         would index rows by position instead of masking them).
     """
-    names = ("route", "observe", "propensity", "rate", "threshold")
+    names = ("route_nothink", "observe", "propensity", "rate", "threshold")
     if not (isinstance(decisions, tuple) and hasattr(decisions, "_fields") and len(decisions) >= len(names)):
         raise ParameterError(f"decisions: must be the Decisions that decide() returned, got {type(decisions).__name__}")
     out = []

@@ -191,8 +191,8 @@ class LabellingMode:
     name : str
         Its name (``OnlineGPAC(labelling=name)``).
     propensity : callable
-        ``propensity(cheap, rate)``: the probability that an item's loss is observed, given
-        whether it is routed to the non-thinking model (``cheap``, boolean array) and the
+        ``propensity(route_nothink, rate)``: the probability that an item's loss is observed, given
+        whether it is routed to the non-thinking model (``route_nothink``, boolean array) and the
         schedule's labelling probability ``rate`` (array, in ``(0, 1]``); known before the loss.
         A propensity of 1 is a free label (no draw).
     description : str
@@ -216,11 +216,13 @@ LABELLING: Registry[LabellingMode] = Registry(
     [
         LabellingMode(
             "free",
-            lambda cheap, rate: np.where(cheap, rate, 1.0),
+            lambda route_nothink, rate: np.where(route_nothink, rate, 1.0),
             "thinking-routed items observed for free (the cheap model run beside them); "
             "non-thinking-routed ones with probability label_prob (a paid label)",
         ),
-        LabellingMode("fixed-rate", lambda cheap, rate: rate, "every item observed with probability label_prob"),
+        LabellingMode(
+            "fixed-rate", lambda route_nothink, rate: rate, "every item observed with probability label_prob"
+        ),
     ],
 )
 
@@ -267,12 +269,13 @@ class Block:
 
 
 class Decisions(NamedTuple):
-    """Per item of a block: ``route`` (True: the non-thinking model answers), ``observe`` (the loss
+    """Per item of a block: ``route_nothink`` (True: the non-thinking model answers; the one name for it, as
+    in :meth:`~gpac_utils.calibrate.PAC.route`, ``gpac route`` and the serving router), ``observe`` (the loss
     is to be computed), ``propensity`` (P(observe), known before the loss), ``rate`` (the schedule's
     labelling probability at that item, 0: not learned from) and ``threshold`` (the one in use);
     ``block``: the :class:`Block` they were made for (``None`` from the core :func:`decide`)."""
 
-    route: np.ndarray
+    route_nothink: np.ndarray
     observe: np.ndarray
     propensity: np.ndarray
     rate: np.ndarray
@@ -435,15 +438,15 @@ def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling=
 
     ``labelling``: a :data:`LABELLING` name or entry; ``uniforms`` in ``[0, 1)``."""
     thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
-    cheap = member & (scores <= thr)
+    route_nothink = member & (scores <= thr)
     warm = _before(state["seen"], member) < schedule.warmup_items
     rate = np.where(warm, schedule.warmup_prob or schedule.label_prob, schedule.label_prob) * member
     drawn = uniforms < rate
     if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
-        rate = np.where(_before(state["paid"], drawn & cheap) < schedule.label_budget, rate, 0.0)
-    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(cheap, rate), rate)
+        rate = np.where(_before(state["paid"], drawn & route_nothink) < schedule.label_budget, rate, 0.0)
+    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(route_nothink, rate), rate)
     observe = (rate > 0) & (uniforms < propensity)  # a propensity of 1 is always observed: a free label
-    return Decisions(cheap, observe, propensity, rate, thr)
+    return Decisions(route_nothink, observe, propensity, rate, thr)
 
 
 def _running(carry, steps):
@@ -508,7 +511,7 @@ def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineS
         empty = new_state(alarm.shape, grid.size, settings.bet)
         fresh = certify(empty, x, after & alarm[..., None], loss_bound / p_min, settings)
         new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
-    counts = {"seen": member.sum(-1), "paid": (observed & decisions.route).sum(-1), "alarms": alarm}
+    counts = {"seen": member.sum(-1), "paid": (observed & decisions.route_nothink).sum(-1), "alarms": alarm}
     new |= {k: state[k] + v for k, v in counts.items()} | {"log_sr": log_sr}
     return new, np.where(alarm, first, -1)
 
@@ -627,8 +630,8 @@ class OnlineGPAC:
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its group's threshold)."""
         s, parts = self._split(scores, groups)
-        cheap = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
-        return np.logical_or.reduce([np.zeros(s.size, bool), *cheap])
+        nothink = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
+        return np.logical_or.reduce([np.zeros(s.size, bool), *nothink])
 
     def decide(self, scores, groups=None) -> Decisions:
         """Route, observe-or-not and propensity of a block of arriving items (before any loss)."""

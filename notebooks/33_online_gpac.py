@@ -245,12 +245,12 @@ plotting.savefig(fig, "online_gpac_stream")
 def summarise(method, res, rows_of_risk, n_groups, extra=None):
     thr = res["thresholds"] if res["thresholds"].ndim == 2 else res["thresholds"].max(axis=1)
     bad = risk(thr, rows_of_risk) > cfg.eps
-    no_think = (res["route"] & ~res["observe"]).mean(axis=1)
+    no_think = (res["route_nothink"] & ~res["observe"]).mean(axis=1)
     return {
         "method": method,
         "n_trials": cfg.n_trials,
         "label_prob": (extra or {}).get("label_prob", cfg.label_prob),
-        "paid_labels": (res["route"] & res["observe"]).sum(axis=1).mean(),
+        "paid_labels": (res["route_nothink"] & res["observe"]).sum(axis=1).mean(),
         "no_thinking_call": no_think.mean(),
         "no_thinking_call_sd": no_think.std(ddof=1),
         "worst_group_violation_rate": bad.mean(axis=0).max(),
@@ -259,11 +259,11 @@ def summarise(method, res, rows_of_risk, n_groups, extra=None):
     }, thr
 
 
-paid = (free["route"] & free["observe"]).sum(axis=1)
+paid = (free["route_nothink"] & free["observe"]).sum(axis=1)
 per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), paid.mean(), settings)
 one = np.zeros_like(g)
 pac = streams.run_online(u, loss, one, 1, settings, every=cfg.every)
-pac_paid = (pac["route"] & pac["observe"]).sum(axis=1).mean()
+pac_paid = (pac["route_nothink"] & pac["observe"]).sum(axis=1).mean()
 bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, pac_paid, settings)
 offline = streams.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
 all_rows = np.array([len(names)])
@@ -285,7 +285,7 @@ plotting.save_table(savings, "online_gpac_savings", floatfmt=".3f")
 
 # %%
 def no_think(res):
-    return (res["route"] & ~res["observe"]).mean(axis=1)
+    return (res["route_nothink"] & ~res["observe"]).mean(axis=1)
 
 
 gain_g, gain_1 = no_think(free) - no_think(per_group), no_think(pac) - no_think(bpac_one)

@@ -83,7 +83,7 @@ def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
     settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.2, grid=GRID)
     free = streams.run_online(u, loss, g, 1, settings, every=10)
     fixed = streams.run_online(u, loss, g, 1, settings.replace(labelling="fixed-rate"), every=10)
-    paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
+    paid = [(r["route_nothink"] & r["observe"]).sum() for r in (free, fixed)]
     thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
     assert thr[0] > thr[1] + 0.1, thr
     assert np.maximum(free["thresholds"][:, -1, 0], 0).mean() > np.maximum(fixed["thresholds"][:, -1, 0], 0).mean()
@@ -94,13 +94,13 @@ def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
 def test_decisions_free_labels_schedule_and_budget():
     router = OnlineGPAC(EPS, label_prob=0.25, warmup_items=30, warmup_prob=1.0, label_budget=40, grid=[0.2, 0.5])
     d = router.decide(np.full(10, 0.1), ["a"] * 10)
-    assert not d.route.any() and d.observe.all() and np.all(d.propensity == 1)  # always think: free labels
+    assert not d.route_nothink.any() and d.observe.all() and np.all(d.propensity == 1)  # always think: free labels
     router._states["a"] = online.new_state((), 2) | {"certified": np.array([True, True])}
     router.thresholds_["a"] = 0.5
     u = np.tile([0.1, 0.9], 200)
     d = router.decide(u, ["a"] * 400)
     cheap = u <= 0.5
-    assert np.array_equal(d.route, cheap) and np.all(d.threshold == 0.5)
+    assert np.array_equal(d.route_nothink, cheap) and np.all(d.threshold == 0.5)
     paid = np.cumsum(d.observe & cheap)
     live = d.rate > 0
     assert d.observe[~cheap & live].all() and np.all(d.propensity[~cheap & live] == 1)  # thinking-routed: free
@@ -114,7 +114,7 @@ def test_decisions_free_labels_schedule_and_budget():
 def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
     router = OnlineGPAC(EPS, label_prob=0.3, labelling="fixed-rate", grid=[0.5], seed=4)
     d = router.decide(np.random.default_rng(1).uniform(size=20000), ["g"] * 20000)
-    assert np.all(d.propensity == 0.3) and not d.route.any()
+    assert np.all(d.propensity == 0.3) and not d.route_nothink.any()
     assert abs(d.observe.mean() - 0.3) < 4 * mcse(0.3, 20000)
 
 
@@ -128,12 +128,14 @@ def test_the_class_matches_the_block_runner():
         block = slice(t0, t0 + 40)
         assert [router.thresholds_.get(str(j), -np.inf) for j in range(3)] == want["thresholds"][0, b].tolist()
         d = router.decide(u[0, block], names[block])
-        assert np.array_equal(d.route, want["route"][0, block]) and np.array_equal(d.observe, want["observe"][0, block])
+        assert np.array_equal(d.route_nothink, want["route_nothink"][0, block]) and np.array_equal(
+            d.observe, want["observe"][0, block]
+        )
         router.update(u[0, block], np.where(d.observe, loss[0, block], np.nan), names[block], d)
     assert np.isfinite(want["thresholds"][0, -1, 1:]).all()  # certified, and drift_alpha = 0.01 raised alarms:
     assert sorted(router.alarms_) == [str(j) for j in np.flatnonzero(want["alarms"][0] >= 0)] == ["0"]
     assert sum(router.n_seen_.values()) == 1200
-    assert sum(router.n_paid_.values()) == int((want["route"] & want["observe"]).sum())
+    assert sum(router.n_paid_.values()) == int((want["route_nothink"] & want["observe"]).sum())
 
 
 def test_fit_is_one_block_of_a_deployment_and_losses_are_read_only_where_observed():

@@ -110,9 +110,9 @@ def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, c
     expected_thr = np.array([thr.get(g, -np.inf) for g in reqs["group"]])
     np.testing.assert_array_equal(served["score"], engine_scores(cheap, reqs))
     np.testing.assert_array_equal(served["threshold"], expected_thr)
-    assert (served["route"] == np.where(served["score"] <= expected_thr, "nothink", "think")).all()
-    assert {"nothink", "think"} <= set(served["route"])  # both routes occur
-    assert (served.loc[:4, "status"] == UNSEEN).all() and (served.loc[:4, "route"] == "think").all()
+    assert (served["route_nothink"] == (served["score"] <= expected_thr)).all()
+    assert served["route_nothink"].nunique() == 2  # both routes occur
+    assert (served.loc[:4, "status"] == UNSEEN).all() and (~served.loc[:4, "route_nothink"]).all()
     assert set(served.loc[5:, "status"]) == {CERTIFIED}
     # the answers are what the engines give for the request's seed
     for row, (_, req) in zip(served.itertuples(), reqs.iterrows()):
@@ -121,20 +121,20 @@ def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, c
             row.nothink_answer
             == cheap.complete(req["messages_nothink"], WALK_SAMPLING["nothink"].with_(seed=seed)).text
         )
-        if row.route == "think":
+        if not row.route_nothink:
             want = thinker.complete(req["messages"], WALK_SAMPLING["think"].with_(seed=seed)).text
             assert row.think_answer == row.answer == want
         else:
             assert pd.isna(row.think_answer) and row.answer == row.nothink_answer
     # the thinking engine was called for the think-routed requests only
-    assert [k for k, _ in thinker.requests] == served.loc[served["route"] == "think", "item_id"].tolist()
+    assert [k for k, _ in thinker.requests] == served.loc[~served["route_nothink"], "item_id"].tolist()
 
 
 def test_a_group_that_always_thinks(certificate, cheap, thinker):
     assert certificate["groups"]["tiny"]["status"] == TOO_FEW
     reqs = requests_table(20, groups=("tiny",))
     served = CertifiedRouter(certificate, cheap, thinker).serve(reqs)
-    assert (served["route"] == "think").all() and (served["status"] == TOO_FEW).all()
+    assert (~served["route_nothink"]).all() and (served["status"] == TOO_FEW).all()
 
 
 def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
@@ -161,7 +161,7 @@ def test_a_score_column_named_anything_is_served(certificate, cheap, thinker):
     cert = Certificate.read(renamed)
     assert cert.score == "score_logits" and cert.columns["score"] == "my_logits"
     served = CertifiedRouter(cert, cheap, thinker).serve(reqs)
-    pd.testing.assert_series_equal(served["route"], plain["route"])
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
     # a version-3 file has no registry name: its column is not a registered score, so score_col names it
     old = renamed | {"schema_version": 3}
     old.pop("score")
@@ -169,7 +169,7 @@ def test_a_score_column_named_anything_is_served(certificate, cheap, thinker):
     with pytest.raises(ParameterError, match="certificate: calibrated on score None \\(column 'my_logits'\\)"):
         CertifiedRouter(old, cheap, thinker)
     served = CertifiedRouter(old, cheap, thinker, score_col="score_logits").serve(reqs)
-    pd.testing.assert_series_equal(served["route"], plain["route"])
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
 
 
 def test_verbalized_score(certificate, cheap, thinker):
@@ -190,7 +190,7 @@ def test_cpac_and_pac_certificates(cheap, thinker):
     doc = Certificate.from_calibrator(cal, columns={"score": ("score_logits", u)}, created=CREATED)
     served = CertifiedRouter(doc, cheap, thinker).serve(reqs)
     assert (served["group"] == cal.assign(u)).all()
-    assert (served["route"] == np.where(cal.route(u), "nothink", "think")).all()
+    assert (served["route_nothink"] == (cal.route(u))).all()
 
 
 def test_feeds_an_online_router_without_changing_routes(certificate, cheap, thinker):
@@ -204,7 +204,7 @@ def test_feeds_an_online_router_without_changing_routes(certificate, cheap, thin
         return float(nothink != think)
 
     served = CertifiedRouter(certificate, cheap, thinker, online=online, loss_fn=loss_fn).serve(reqs)
-    pd.testing.assert_series_equal(served["route"], plain["route"])
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
     pd.testing.assert_series_equal(served["answer"], plain["answer"])
     assert sum(online.n_seen_.values()) == len(reqs)
     observed = served[served["observed"]]
@@ -239,7 +239,7 @@ def test_tiny_model_on_arith_with_the_transformers_engine(tmp_path):
     served = CertifiedRouter(out, engine, engine, samplings=short).serve(items)
     cert = json.loads(out.read_text())
     thr = np.array([cert["thresholds"][g] for g in items["group"]])
-    assert (served["route"] == np.where(served["score"] <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (served["score"] <= thr)).all()
     direct = dict(
         engine.stream(
             (i, c, WALK_SAMPLING["nothink"].with_(seed=item_seed(0, i)))

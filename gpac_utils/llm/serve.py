@@ -110,7 +110,7 @@ class CertifiedRouter:
     --------
     >>> router = CertifiedRouter("thresholds.json", engine, engine)  # doctest: +SKIP
     >>> served = router.serve(requests)  # item_id, group, messages / messages_nothink  # doctest: +SKIP
-    >>> served[["item_id", "route", "answer"]]  # doctest: +SKIP
+    >>> served[["item_id", "route_nothink", "answer"]]  # doctest: +SKIP
     """
 
     def __init__(
@@ -198,7 +198,8 @@ class CertifiedRouter:
         -------
         pandas.DataFrame
             One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
-            the certificate), ``score``, ``threshold``, ``route`` (``"nothink"`` or ``"think"``),
+            the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
+            served),
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
             thinking model was not called); with an online router also ``observed`` and ``loss``.
         """
@@ -214,9 +215,9 @@ class CertifiedRouter:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
             thr = self.calibrator.thresholds_for(scores, labels)
-        nothink_route = scores <= thr
+        route_nothink = scores <= thr
         decisions = None
-        need_think = ~nothink_route
+        need_think = ~route_nothink
         if self.online is not None:
             decisions = self.online.decide(scores, named)
             need_think = need_think | decisions.observe
@@ -238,8 +239,8 @@ class CertifiedRouter:
                 "status": [self.statuses.get(g, UNSEEN) for g in named],
                 "score": scores,
                 "threshold": thr,
-                "route": np.where(nothink_route, "nothink", "think"),
-                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, nothink_route)],
+                "route_nothink": route_nothink,
+                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
                 "nothink_answer": nothink_answers,
                 "think_answer": think_answers,
             }

@@ -68,7 +68,7 @@ from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
 from .scores import SCORES
-from .settings import CORRECTIONS, CPAC_MODES, Settings
+from .settings import CORRECTIONS, CPAC_MODES, RENAMED_UNTIL, Settings
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
@@ -398,7 +398,9 @@ def _roles(cols: dict[str, str | None]) -> None:
 def _calibrate(a) -> int:
     # Parameters first (usage errors, exit 2), then the data (exit 1).
     if a.simultaneous:
-        raise ParameterError("--simultaneous: replaced by --correction bonferroni")
+        raise ParameterError(
+            f"--simultaneous: replaced by --correction bonferroni (this message goes in gpac_utils {RENAMED_UNTIL})"
+        )
     _refuse_ignored(a)
     settings = _settings(a)
     recipe, loss_bound = settings.recipe, settings.loss_bound

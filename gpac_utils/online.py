@@ -110,6 +110,7 @@ from .checks import (
 )
 from .registry import Registry
 from .selection import candidate_grid
+from .settings import RENAMED_UNTIL
 
 __all__ = [
     "BETS",
@@ -296,8 +297,8 @@ def grid_points(grid) -> np.ndarray:
 
 #: Settings of the online side that were renamed: old keyword to the one-line message naming the new one.
 ONLINE_RENAMED = {
-    "free_labels": "free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False); "
-    "the old name is refused since gpac_utils 0.3 and its message goes in 0.5",
+    "free_labels": "free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False) "
+    f"(this message goes in gpac_utils {RENAMED_UNTIL})",
 }
 
 

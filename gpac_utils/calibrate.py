@@ -346,20 +346,11 @@ class PAC:
 
     Parameters
     ----------
-    eps : float
-        Target risk: the extra error of routing to the non-thinking model, in ``(0, loss_bound)``.
-    alpha : float, default 0.05
-        The guarantee holds with probability at least ``1 - alpha``.
-    recipe : Recipe or str, default ``"valid"``
-        How the threshold is certified (:class:`~gpac_utils.recipe.Recipe`); ``"paper"`` for
-        the paper's literal setting.
-    **options
-        The other settings it reads, :attr:`OPTIONS` (declared once in
-        :class:`~gpac_utils.settings.Settings`): ``loss_bound`` (default 1.0, 2 for the semantic
-        loss ``1 - cos``), ``min_group_size`` (default 10: smaller groups always think) and
-        ``seed`` (default 0: the label sampling) and ``risk`` (default ``"joint"``: what is certified
-        per group, :mod:`gpac_utils.risks`: the paper's joint risk ``E[loss 1{U <= u}]``, or
-        ``"routed"``, the risk among routed items ``E[loss | U <= u]``).
+    eps, alpha, recipe, **options
+        The settings it reads, :attr:`OPTIONS`, declared and documented once in
+        :class:`~gpac_utils.settings.Settings` (target risk; miscoverage, default 0.05; recipe,
+        default ``"valid"``; ``loss_bound``, ``min_group_size``, ``seed``, ``risk``).
+        :meth:`from_settings` takes a ``Settings`` whole and keeps it (``config``).
 
     Attributes
     ----------
@@ -380,7 +371,7 @@ class PAC:
     >>> pac = PAC(eps=0.1).fit(u, losses)
     >>> 0 < pac.thresholds_["__all__"] < 1
     True
-    >>> pac.route([0.01, 0.99]).tolist()
+    >>> pac.route([0.01, 0.99]).tolist()  # route_nothink: True where the non-thinking model answers
     [True, False]
 
     References

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from . import data
 from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
-from .checks import ParameterError, check_int, check_range
+from .checks import ParameterError, check_choice, check_int, check_range
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .recipe import Recipe, as_recipe
@@ -172,11 +172,10 @@ class ExperimentConfig(Settings):
         if self.scores is not None:
             object.__setattr__(self, "scores", tuple(self.scores))
         if not self.recipes:
-            raise ValueError("recipes: give at least one calibration recipe")
+            raise ParameterError("recipes: give at least one calibration recipe")
         check_int("n_trials", self.n_trials, 1)
         check_range("cal_ratio", self.cal_ratio)
-        if self.eval_groups not in ("known", "learned"):
-            raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
+        check_choice("eval_groups", self.eval_groups, ("known", "learned"))
         self._refuse_ignored()
 
     def _refuse_ignored(self) -> None:
@@ -219,6 +218,12 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
         One row per trial x method x score x recipe x group (``group == "__all__"``: the whole
         test set), with ``error``, ``routed_share``, ``pop_risk``, ``threshold`` and ``stp``.
     """
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterError(f"table: must be a pandas DataFrame in the data schema, got {type(table).__name__}")
+    if not isinstance(cfg, ExperimentConfig):
+        raise ParameterError(
+            f"cfg: must be an ExperimentConfig (Settings and the experiment's fields), got {type(cfg).__name__}"
+        )
     scores = list(cfg.scores) if cfg.scores is not None else data.score_columns(table)
     table = data.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
     by_known = [m for m in cfg.methods if CALIBRATORS[m].groups == "known"]

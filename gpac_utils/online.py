@@ -404,10 +404,15 @@ def online_settings(settings: OnlineSettings | None, options: dict) -> OnlineSet
         if old in options:
             raise TypeError(message)
     if settings is None:
-        try:
-            return OnlineSettings(**options)
-        except TypeError as exc:
-            raise TypeError(f"OnlineSettings: {exc}") from None
+        fields = [f.name for f in dataclasses.fields(OnlineSettings)]
+        unknown = [k for k in options if k not in fields]
+        if unknown:
+            raise TypeError(f"OnlineGPAC: unknown setting(s) {unknown}; it reads {fields}")
+        if "label_prob" not in options:
+            raise ParameterError(
+                "label_prob: missing; the probability of labelling an item routed to the non-thinking model, in (0, 1]"
+            )
+        return OnlineSettings(**options)
     if not isinstance(settings, OnlineSettings):
         raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
     if options:

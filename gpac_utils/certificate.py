@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
-from .checks import DataError
+from .checks import DataError, ParameterError
 from .feasibility import min_items
 from .scores import SCORES
 from .settings import Settings
@@ -290,6 +290,12 @@ class Certificate:
         n_items : int, optional
             The table's rows (``gpac calibrate``).
         """
+        reads = CALIBRATORS[cal.name].cls.OPTIONS  # what the certificate records of the settings
+        for name in cal.config.ignored(reads)[:1]:
+            raise ParameterError(
+                f"settings: {name}={getattr(cal.config, name)!r} is not read by {cal.name} and a certificate "
+                f"records only {list(reads)}; leave it at its default"
+            )
         columns = dict(columns or {})
         names = {role: None if name is None else str(name) for role, (name, _) in columns.items()}
         if score is None:

@@ -186,14 +186,12 @@ class ExperimentConfig(Settings):
             reads.add("partitioner")
         if self.recipes != (self.recipe,):
             reads.discard("recipe")  # each recipe of ``recipes`` is used instead
-        defaults = Settings(eps=self.eps)
-        for f in dataclasses.fields(Settings):
-            if f.name not in reads and getattr(self, f.name) != getattr(defaults, f.name):
-                raise ParameterError(
-                    f"{f.name}: none of the methods {list(self.methods)} reads it"
-                    + (" (recipes= replaces it)" if f.name == "recipe" else "")
-                    + f", got {getattr(self, f.name)!r}; leave it at its default or add a method that reads it"
-                )
+        for name in self.ignored(reads)[:1]:
+            raise ParameterError(
+                f"{name}: none of the methods {list(self.methods)} reads it"
+                + (" (recipes= replaces it)" if name == "recipe" else "")
+                + f", got {getattr(self, name)!r}; leave it at its default or add a method that reads it"
+            )
 
     def replace(self, **changes) -> ExperimentConfig:
         """A copy with some fields changed."""

@@ -165,6 +165,16 @@ class Settings:
         """The level each of ``k`` groups is calibrated at (the :data:`CORRECTIONS` entry's)."""
         return CORRECTIONS[self.correction].per_group(self.alpha, k)
 
+    def ignored(self, reads) -> list[str]:
+        """The calibrator fields away from their defaults that a consumer reading only ``reads`` would ignore
+        (it refuses them, naming the first)."""
+        default = Settings(eps=self.eps)
+        return [
+            f.name
+            for f in dataclasses.fields(Settings)
+            if f.name not in reads and getattr(self, f.name) != getattr(default, f.name)
+        ]
+
     def replace(self, **changes) -> Settings:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)

@@ -219,3 +219,15 @@ def test_certify_in_python_matches_fit():
         assert (e["n"], e["labelled"], e["status"], e["ucb"]) == tuple(rec)
         assert 0 < e["labelled"] < e["n"]  # Bernoulli at 0.5 labels about half
     assert doc["provenance"]["columns"]["score"]["sha256"] == column_sha256(u)
+
+
+def test_a_certificate_refuses_a_setting_it_would_not_record():
+    """The certificate records the settings its method reads; another one away from its default is refused."""
+    from gpac_utils import Settings
+    from gpac_utils.calibrate import calibrator
+    from gpac_utils.checks import ParameterError
+
+    u = np.linspace(0, 1, 300)
+    cal = calibrator("pac", Settings(eps=0.1, mode="joint")).fit(u, (u > 0.8).astype(float))
+    with pytest.raises(ParameterError, match="^settings: mode='joint' is not read by PAC"):
+        Certificate.from_calibrator(cal)

@@ -75,11 +75,11 @@ def run_bpac(scores, losses, groups, n_groups, settings: online.OnlineSettings) 
     rows = np.arange(n_trials)
     for t in range(n):
         j, u = groups[:, t], scores[:, t]
-        route_nothink = u <= thr[rows, j]
+        nothink_t = u <= thr[rows, j]  # this item of every stream
         rate = np.where(seen[rows, j] < st.warmup_items, warm, label_prob)
         rate = np.where(paid[rows, j] < budget, rate, 0.0)
-        obs = (rate > 0) & (~route_nothink | (uniforms[:, t] < rate))
-        x = np.where(obs, losses[:, t] / np.where(route_nothink, np.maximum(rate, 1e-300), 1.0), 0.0)
+        obs = (rate > 0) & (~nothink_t | (uniforms[:, t] < rate))
+        x = np.where(obs, losses[:, t] / np.where(nothink_t, np.maximum(rate, 1e-300), 1.0), 0.0)
         d = np.where((rate > 0)[:, None], eps - x[:, None] * (u[:, None] <= grid), 0.0)
         a, b = s1[rows, j], s2[rows, j]
         lam = np.clip(a / (b + loss_bound**2), 0.0, cap)
@@ -89,8 +89,8 @@ def run_bpac(scores, losses, groups, n_groups, settings: online.OnlineSettings) 
         count = np.logical_and.accumulate(cert[rows, j], axis=-1).sum(-1)
         thr[rows, j] = np.where(count > 0, grid[np.maximum(count - 1, 0)], -np.inf)
         seen[rows, j] += 1
-        paid[rows, j] += obs & route_nothink
-        route_nothink[:, t], observe[:, t] = route_nothink, obs
+        paid[rows, j] += obs & nothink_t
+        route_nothink[:, t], observe[:, t] = nothink_t, obs
     return {"route_nothink": route_nothink, "observe": observe, "thresholds": thr}
 
 
@@ -134,7 +134,7 @@ def run_offline(scores, losses, groups, n_groups, paid, *, eps, alpha) -> dict:
         names = groups[s].astype(str)
         fitted = GPAC(eps, alpha, "valid").fit(scores[s, :n_cal], losses[s, :n_cal], names[:n_cal])
         route_nothink[s, :n_cal] = observe[s, :n_cal] = True  # calibration items: paid labels
-        route_nothink[s, n_cal:] = fitted.route_nothink(scores[s, n_cal:], names[n_cal:])
+        route_nothink[s, n_cal:] = fitted.route(scores[s, n_cal:], names[n_cal:])
         thresholds.append([fitted.thresholds_.get(str(j), -np.inf) for j in range(n_groups)])
     return {"route_nothink": route_nothink, "observe": observe, "thresholds": np.array(thresholds)}
 

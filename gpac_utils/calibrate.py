@@ -76,7 +76,6 @@ __all__ = [
     "method",
     "method_class",
     "calibrator",
-    "from_json",
 ]
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
@@ -432,7 +431,7 @@ class PAC:
         return json.dumps(payload, indent=2, sort_keys=True)
 
     def _restore(self, payload) -> None:
-        """Set the fitted state of a ``to_json`` payload (:func:`from_json`)."""
+        """Set the fitted state of a ``to_json`` payload (:func:`gpac_utils.certificate.from_json`)."""
         self.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
         self.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
 
@@ -862,39 +861,3 @@ def calibrator(method_name: str, settings: Settings | float, **changes):
     else:
         settings = Settings(eps=settings, **changes)
     return method(method_name).cls.from_settings(settings)
-
-
-def from_json(text: str) -> PAC | GPAC | CPAC:
-    """Rebuild a fitted calibrator from its ``to_json()`` output, checked against the schema.
-
-    Parameters
-    ----------
-    text : str
-        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`, or
-        ``gpac calibrate``); files of schema version 1 (no ``schema_version``) are read too.
-
-    Returns
-    -------
-    PAC, GPAC or CPAC
-        A fitted calibrator with the settings, thresholds, group sizes (and, for C-PAC, the
-        partition) of ``text``; ``null`` thresholds become ``-inf`` (always think).
-
-    Raises
-    ------
-    ThresholdsFileError
-        (a :class:`~gpac_utils.checks.ParameterError`) For text that is not JSON, or a file that
-        does not follow :mod:`gpac_utils.thresholds_schema`: the message names the field (a
-        threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
-        a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
-    """
-    from .certificate import Certificate  # the certificate imports the calibrators
-
-    if not isinstance(text, str | bytes | bytearray):
-        raise _schema.ThresholdsFileError(
-            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
-        )
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _schema.ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return Certificate.parse(payload).calibrator()

@@ -7,7 +7,7 @@ validation (:func:`gpac_utils.thresholds_schema.validate_file`, then the certifi
 here) and one migration to the current schema version (:data:`~gpac_utils.thresholds_schema.SCHEMA_VERSION`);
 the value turns back into a calibrator (:meth:`Certificate.calibrator`), is printed for review
 (:meth:`Certificate.render`, ``gpac inspect``) and written (:meth:`Certificate.to_json`).
-``gpac route``, ``gpac inspect``, :func:`~gpac_utils.calibrate.from_json` and the serving router
+``gpac route``, ``gpac inspect``, :func:`~gpac_utils.certificate.from_json` and the serving router
 all read files through it.
 
 Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to_json`):
@@ -67,7 +67,7 @@ from .scores import SCORES
 from .settings import Settings
 from .thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Certificate", "column_sha256", "file_sha256", "created_at"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Certificate", "from_json", "column_sha256", "file_sha256", "created_at"]
 
 SCHEMA = "gpac-thresholds"
 PACKAGE = "gpac-utils"
@@ -344,7 +344,7 @@ class Certificate:
 
     @classmethod
     def parse(cls, payload, *, where: str = "certificate") -> Certificate:
-        """The certificate of a parsed file (:meth:`read` without the file; :func:`~gpac_utils.calibrate.from_json`).
+        """The certificate of a parsed file (:meth:`read` without the file; :func:`~gpac_utils.certificate.from_json`).
 
         Raises
         ------
@@ -459,3 +459,37 @@ def _num(x, fmt="{:.4g}") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return fmt.format(int(x)) if fmt == "{:d}" else fmt.format(x)
+
+
+def from_json(text: str):
+    """Rebuild a fitted calibrator from its ``to_json()`` output, checked against the schema.
+
+    Parameters
+    ----------
+    text : str
+        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`, or
+        ``gpac calibrate``); files of schema version 1 (no ``schema_version``) are read too.
+
+    Returns
+    -------
+    PAC, GPAC or CPAC
+        A fitted calibrator with the settings, thresholds, group sizes (and, for C-PAC, the
+        partition) of ``text``; ``null`` thresholds become ``-inf`` (always think).
+
+    Raises
+    ------
+    ThresholdsFileError
+        (a :class:`~gpac_utils.checks.ParameterError`) For text that is not JSON, or a file that
+        does not follow :mod:`gpac_utils.thresholds_schema`: the message names the field (a
+        threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
+        a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
+    """
+    if not isinstance(text, str | bytes | bytearray):
+        raise ThresholdsFileError(
+            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
+        )
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return Certificate.parse(payload).calibrator()

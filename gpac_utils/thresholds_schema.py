@@ -1,7 +1,7 @@
 """The thresholds file: its declared, versioned schema, checked on every read.
 
 ``to_json`` (:class:`~gpac_utils.calibrate.PAC` and the others) and ``gpac calibrate`` write it;
-:func:`~gpac_utils.calibrate.from_json` and ``gpac route`` read it through :func:`validate_file`, which
+:func:`~gpac_utils.certificate.from_json` and ``gpac route`` read it through :func:`validate_file`, which
 refuses a corrupt, hand-edited or foreign file with one line naming the field, e.g.
 ``thresholds['hard']: must be a number in [0, 1] or null (always think), got 7``.
 
@@ -30,7 +30,7 @@ Every field a file may hold is declared once, below, in :data:`FIELDS` (top leve
 :data:`SETTINGS` (inside ``settings``): its check, whether it is required, and which kinds of
 method carry it (a method's kind is its registry entry's ``groups``: ``"none"``, ``"known"`` or
 ``"learned"``; the methods themselves come from :data:`gpac_utils.calibrate.CALIBRATORS`, passed in
-by :func:`~gpac_utils.calibrate.from_json` and ``gpac route``, never compared by name here).
+by :func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here).
 A field that is not declared is refused. To extend the file (a new field), add a
 :class:`Field` to the right table, write it in ``to_json``, and raise :data:`SCHEMA_VERSION` when
 files of the new version could not be read by the previous one.

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import Recipe, ScorePartitioner, experiment, metrics
+from gpac_utils import Recipe, ScorePartitioner, experiment, from_json, metrics
 from gpac_utils import partition as cluster
-from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
+from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning
 from gpac_utils.experiment import ExperimentConfig
 
 HB_FULL = Recipe("hoeffding_bentkus", "full")

@@ -296,7 +296,7 @@ display(
         f"Over {cfg.n_trials} streams of {cfg.stream_length:,} items: online G-PAC with free labels answers "
         f"{no_think(free).mean():.3f} of the stream without any thinking call, one B-PAC learner per group "
         f"{no_think(per_group).mean():.3f} (difference {gain_g.mean():+.3f} ± {se(gain_g):.3f} s.e., paired), with "
-        f"{paid.mean():.0f} vs {(per_group['route'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
+        f"{paid.mean():.0f} vs {(per_group['route_nothink'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
         f"One group: online PAC {no_think(pac).mean():.3f} vs B-PAC {no_think(bpac_one).mean():.3f} "
         f"({gain_1.mean():+.3f} ± {se(gain_1):.3f}). The fixed-rate mode answers {no_think(fixed).mean():.3f}; "
         f"offline G-PAC given the same paid labels up front {no_think(offline).mean():.3f}."
@@ -316,7 +316,7 @@ display(
         f"Online G-PAC with B-PAC's aGRAPA bet answers {no_think(grapa).mean():.3f} of the stream without a thinking "
         f"call (mixture bet: {no_think(free).mean():.3f}; B-PAC per group: {no_think(per_group).mean():.3f}; "
         f"difference to B-PAC {gain_range.mean():+.3f} ± {se(gain_range):.3f} s.e., paired), with "
-        f"{(grapa['route'] & grapa['observe']).sum(axis=1).mean():.0f} paid labels."
+        f"{(grapa['route_nothink'] & grapa['observe']).sum(axis=1).mean():.0f} paid labels."
     )
 )
 

@@ -463,7 +463,7 @@ class PAC:
         alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
-        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound)
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound)  # settings checked once
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:

@@ -349,12 +349,8 @@ def _report_small_groups(cal) -> None:
     _warn(small, f"have fewer than {min_group_size} calibration items and always think")
     few = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and g not in small)
     if few:
-        need = feasibility.min_items(
-            cal.eps,
-            cal.config.alpha_per_group(len(cal.groups_)),
-            cal.recipe,
-            loss_bound=cal.config.loss_bound,
-        )
+        st = cal.config  # checked once, when built
+        need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound)
         _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
     uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
     _warn(uncertified, "could not be certified at eps and always think")

@@ -168,12 +168,12 @@ class Settings:
     def ignored(self, reads) -> list[str]:
         """The calibrator fields away from their defaults that a consumer reading only ``reads`` would ignore
         (it refuses them, naming the first)."""
-        default = Settings(eps=self.eps)
-        return [
-            f.name
-            for f in dataclasses.fields(Settings)
-            if f.name not in reads and getattr(self, f.name) != getattr(default, f.name)
-        ]
+        out = []
+        for f in dataclasses.fields(Settings):
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if f.name not in reads and default is not dataclasses.MISSING and getattr(self, f.name) != default:
+                out.append(f.name)
+        return out
 
     def replace(self, **changes) -> Settings:
         """A copy with some fields changed (validated again)."""

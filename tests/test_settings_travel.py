@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from pathlib import Path
 
@@ -53,8 +54,10 @@ def test_the_counter_counts_as_the_issue_says():
 
 
 @pytest.mark.xfail(
-    reason="the last ones belong to other parts of issue 37 (prediction.predict, llm.generation, results_tables)",
-    strict=False,
+    reason="14 left after this part of issue 37; the rest belong to its other parts (prediction.predict and "
+    "_draw_smoothed, llm.generation, paper.results_tables.build_table, risks.routed_*, the calibrators' certify "
+    "hook and threshold(), CertifiedRouter); strict: remove this mark when it passes",
+    strict=True,
 )
 def test_few_functions_have_eight_or_more_parameters():
     found = many_parameter_functions()
@@ -67,30 +70,27 @@ def test_online_and_experiment_entries_take_settings_whole():
         assert name not in found, name
 
 
-def test_one_gpac_calibrate_builds_settings_once_and_checks_eps_once(tmp_path, monkeypatch):
+def test_one_gpac_calibrate_builds_settings_once_and_checks_eps_once(tmp_path):
+    """Counted by the code objects called (every module imports check_risk by name)."""
     p = tmp_path / "t.csv"
     rng = np.random.default_rng(0)
     u = rng.uniform(size=400)
-    pd.DataFrame({"item_id": range(400), "u": u, "loss": (rng.uniform(size=400) < 0.1 * u).astype(float)}).to_csv(
-        p, index=False
-    )
-    built, checked = [], []
-    post_init, check_risk = settings.Settings.__post_init__, checks.check_risk
+    g = rng.choice(["a", "b"], size=400)
+    loss = (rng.uniform(size=400) < 0.1 * u).astype(float)
+    pd.DataFrame({"item_id": range(400), "u": u, "loss": loss, "group": g}).to_csv(p, index=False)
+    counted = {checks.check_risk.__code__: 0, settings.Settings.__post_init__.__code__: 0}
 
-    def counting_post_init(self):
-        built.append(self)
-        post_init(self)
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in counted:
+            counted[frame.f_code] += 1
 
-    def counting_check_risk(*args, **kwargs):
-        checked.append(args)
-        return check_risk(*args, **kwargs)
-
-    monkeypatch.setattr(settings.Settings, "__post_init__", counting_post_init)
-    monkeypatch.setattr(settings, "check_risk", counting_check_risk)
-    assert (
-        main(["calibrate", "--data", str(p), "--score-col", "u", "--eps", "0.1", "-o", str(tmp_path / "o.json")]) == 0
-    )
-    assert len(built) == 1 and len(checked) == 1
+    argv = ["calibrate", "--data", str(p), "--score-col", "u", "--group-col", "group", "--eps", "0.1"]
+    sys.setprofile(profile)
+    try:
+        status = main([*argv, "-o", str(tmp_path / "o.json")])
+    finally:
+        sys.setprofile(None)
+    assert status == 0 and list(counted.values()) == [1, 1]
 
 
 def test_a_calibrator_keeps_the_settings_it_is_given():

@@ -33,12 +33,13 @@ import numpy as np
 from gpac_utils import data, prediction
 from gpac_utils.paper.theory import partition_gap, populations
 from gpac_utils.recipe import as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths, runner
 
 
 def partition_rows():
     cfg = config.load("11_partition_gap", "paper")
-    pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
+    pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_GENERATING
     rng = np.random.default_rng(cfg.seed)
     learned = np.sort(rng.random((len(cfg.n_grid) * cfg.n_trials * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
     share = partition_gap.interval_partition_routed_share
@@ -61,12 +62,8 @@ def planning_rows():
                 sim[score],
                 sim["loss"],
                 sim["group"],
-                eps=cfg.sim_eps,
-                alpha=cfg.alpha,
-                recipe=as_recipe(cfg.recipe),
-                n_grid=cfg.sim_grid,
-                n_resamples=cfg.n_resamples,
-                seed=cfg.seed,
+                settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=as_recipe(cfg.recipe), seed=cfg.seed),
+                spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
             )
 
     yield "32 predict (simulated)", curves

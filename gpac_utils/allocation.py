@@ -20,7 +20,10 @@ import pandas as pd
 from .checks import ParameterError, check_budget
 from .prediction import PlanCurves
 
-__all__ = ["Allocation", "allocate", "allocation_table"]
+__all__ = ["Allocation", "allocate", "allocation_table", "uniform_counts", "fixed", "gain", "NEGLIGIBLE"]
+
+#: A gain over the uniform split below this share of all traffic (or below two Monte Carlo errors) is negligible.
+NEGLIGIBLE = 0.01
 
 
 @dataclass
@@ -132,6 +135,57 @@ def allocate(curves: PlanCurves, budget) -> Allocation:
     most = sum(int(n.max()) for n, _ in opts)
     levels, _ = _dp(opts, min(budget, most))
     return _allocation(curves, opts, levels, "planned")
+
+
+def uniform_counts(caps, budget: int) -> dict:
+    """The budget split evenly over the groups, each capped at its ``caps`` value; what a cap leaves is re-spread.
+
+    Examples
+    --------
+    >>> uniform_counts({"a": 10, "b": 100, "c": 100}, 90)
+    {'a': 10, 'b': 40, 'c': 40}
+    """
+    budget = check_budget(budget)
+    n = dict.fromkeys(caps, 0)
+    left, open_ = budget, [x for x in caps if caps[x] > 0]
+    while left > 0 and open_:
+        share = max(1, left // len(open_))
+        for x in list(open_):
+            add = int(min(share, caps[x] - n[x], left))
+            n[x], left = n[x] + add, left - add
+            if n[x] >= caps[x]:
+                open_.remove(x)
+            if left == 0:
+                break
+    return n
+
+
+def fixed(curves: PlanCurves, n: dict, name: str) -> Allocation:
+    """The allocation of the given label counts (each on the curves' grid, or 0), e.g. :func:`uniform_counts`."""
+    levels = []
+    for j, g in enumerate(curves.groups):
+        opts_n, _ = _options(curves, j)
+        k = np.flatnonzero(opts_n == int(n[g]))
+        if not k.size:
+            raise ParameterError(f"n: {n[g]} labels for group {g!r} is not on the plan's grid; add it to n_grid")
+        levels.append(int(k[0]))
+    return _allocation(curves, [_options(curves, j) for j in range(len(curves.groups))], levels, name)
+
+
+def gain(curves: PlanCurves, a: Allocation, b: Allocation) -> tuple[float, float]:
+    """Predicted gain of ``a`` over ``b`` in routed share of all traffic, and its Monte Carlo standard error
+    (over the resamples; a gain below :data:`NEGLIGIBLE` or two standard errors is negligible)."""
+
+    def totals(alloc):
+        out = np.zeros(curves.routed_shares.shape[-1])
+        for j, g in enumerate(curves.groups):
+            k = np.flatnonzero(curves.n_grid == alloc.n[g])
+            if k.size:
+                out += curves.traffic[j] * curves.routed_shares[j, k[0]]
+        return out
+
+    d = totals(a) - totals(b)
+    return float(a.total - b.total), float(d.std(ddof=1) / np.sqrt(d.size))
 
 
 def allocation_table(curves: PlanCurves, allocations) -> pd.DataFrame:

@@ -28,6 +28,7 @@ helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) share
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -47,15 +48,14 @@ from .checks import (
     ParameterError,
     check_array,
     check_groups,
-    check_label_prob,
     check_risk,
     check_rng,
     check_xy,
-    warn_risk,
 )
 from .partition import Partition
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
+from .risks import threshold
 from .settings import RENAMED, Settings
 
 __all__ = [
@@ -73,6 +73,8 @@ __all__ = [
     "CPAC",
     "Method",
     "CALIBRATORS",
+    "GROUPINGS",
+    "default_method",
     "method",
     "method_class",
     "calibrator",
@@ -165,78 +167,16 @@ class Calibrator(Protocol):
     def route(self, scores, groups=None) -> np.ndarray: ...
 
 
-def threshold(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    label_prob=None,
-    interval=(0.0, 1.0),
-) -> np.ndarray:
-    """Calibrate one group, or many independent calibrations at once (batch dims lead).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (..., n)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
-    eps : float
-        Target risk.
-    alpha : float
-        Miscoverage level of the upper confidence bound.
-    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
-        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
-    loss_bound : float, default 1.0
-        Upper end of the loss range (the paper's ``B``).
-    rng : numpy.random.Generator or int, optional
-        Randomness of the label sampling.
-    label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
-        e.g. a different probability per calibration in a batch).
-    interval : (float, float), default (0.0, 1.0)
-        The span of ``wsr``'s evenly spaced auto grid (a split C-PAC group's interval, fixed before
-        the calibration half: :func:`gpac_utils.selection.candidate_grid`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        Thresholds; ``-inf`` where no candidate is certified (always think).
-
-    Raises
-    ------
-    ParameterError
-        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
-        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe`` or ``rng``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpac_utils.calibrate import threshold
-    >>> u = np.linspace(0, 1, 500)
-    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
-    True
-    """
-    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    warn_risk(eps, alpha, loss_bound)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
-    check_label_prob(label_prob, losses.shape)
-    rng = check_rng("rng", rng)
-    return _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob, interval)
-
-
 def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """:func:`threshold` on checked arguments (the calibrators and the planner call it in their loops)."""
     _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
-# the paper's risk: certified by the function above (calibrate imports risks, not the other way round)
-_risks.register_risk("joint", _risks.RISKS["joint"].summary, _threshold, certify=_certify_joint)
+# the paper's risk: certified by the functions above (calibrate imports risks, not the other way round)
+_risks.RISKS.register(
+    dataclasses.replace(_risks.RISKS["joint"], certify=_certify_joint, threshold=_threshold), replace=True
+)
 
 
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
@@ -463,7 +403,7 @@ class PAC:
         alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
-        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound)  # settings checked once
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, self.risk)  # checked once
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
@@ -479,7 +419,8 @@ class PAC:
             if idx.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
                 warnings.warn(
                     f"group {g!r} has {idx.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
-                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}: it always routes to the thinking model",
+                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}, risk={self.risk}: it always routes to the "
+                    "thinking model",
                     GroupWarning,
                     stacklevel=4,
                 )
@@ -754,6 +695,10 @@ def _settings_for(cls, values) -> Settings:
     return Settings(**values)
 
 
+#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
+GROUPINGS = ("none", "known", "learned")
+
+
 @dataclass(frozen=True)
 class Method:
     """A calibrator: its class and how the rest of the package treats it.
@@ -771,12 +716,20 @@ class Method:
     json_fields : tuple of str, default ()
         Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
         (C-PAC: ``partition``); a thresholds file without them is refused.
+    default : bool, default False
+        The default calibrator of its kind of grouping (:func:`default_method`: ``gpac calibrate``
+        without ``--method``); registering another calibrator does not change a default.
     """
 
     name: str
     cls: type
     groups: str
     json_fields: tuple[str, ...] = ()
+    default: bool = False
+
+    def __post_init__(self) -> None:
+        if self.groups not in GROUPINGS:
+            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
 
     @property
     def cli_name(self) -> str:
@@ -788,11 +741,32 @@ def _key(name) -> str:
     return str(name).strip().lower().replace("-", "").replace("_", "")
 
 
-#: The calibrators by their one name (as in tables and JSON).
+#: The calibrators by their one name (as in tables and JSON); one default per kind of grouping.
 CALIBRATORS: Registry[Method] = Registry(
     "method",
-    [Method("PAC", PAC, "none"), Method("G-PAC", GPAC, "known"), Method("C-PAC", CPAC, "learned", ("partition",))],
+    [
+        Method("PAC", PAC, "none", default=True),
+        Method("G-PAC", GPAC, "known", default=True),
+        Method("C-PAC", CPAC, "learned", ("partition",), default=True),
+    ],
 )
+
+
+def default_method(groups: str) -> Method:
+    """The default calibrator of a kind of grouping: the first :data:`CALIBRATORS` entry of that kind
+    marked ``default`` (registering another one never changes it).
+
+    Examples
+    --------
+    >>> default_method("known").name, default_method("none").name
+    ('G-PAC', 'PAC')
+    """
+    if groups not in GROUPINGS:
+        raise ParameterError(f"groups: must be one of {list(GROUPINGS)}, got {groups!r}")
+    for entry in CALIBRATORS.values():
+        if entry.groups == groups and entry.default:
+            return entry
+    raise ParameterError(f"groups: no default calibrator of {groups!r} groups is registered (Method(default=True))")
 
 
 def method(name: str) -> Method:

@@ -62,7 +62,16 @@ from . import (
     sampling,
     selection,
 )
-from .calibrate import CALIBRATORS, TOO_FEW, UNSEEN, GroupWarning, calibrator, method
+from .calibrate import (
+    CALIBRATORS,
+    GROUPINGS,
+    TOO_FEW,
+    UNSEEN,
+    GroupWarning,
+    calibrator,
+    default_method,
+    method,
+)
 from .certificate import Certificate
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
@@ -185,11 +194,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
     p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
     p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
-    p.add_argument("--budget", type=float, default=None, help="total labels (default: half of the rows)")
+    p.add_argument(
+        "--risk",
+        choices=list(risks.RISKS),
+        default=next(iter(risks.RISKS)),
+        help="what is certified per group (its feasibility lines: the fewest items to certify anything)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="calibration labels, on top of the pilot's (default: half of the rows outside the pilot); drawn from "
+        "the rows outside the pilot",
+    )
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
     p.add_argument("--n-resamples", type=int, default=200)
-    p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default="auto")
+    p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default=prediction.PilotModel().kind)
+    p.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
+    p.add_argument("--correction", choices=list(CORRECTIONS), default="none", help="how alpha is shared across groups")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument(
         "-o",
@@ -287,7 +310,7 @@ def _refuse_ignored(a) -> None:
     """Infer ``--method`` when it is not given (the method of known groups with ``--group-col``, else the
     method of one group); refuse the options the chosen method ignores (a silent default would answer
     another question). What a method reads is its registry entry's ``groups``."""
-    by_groups = {m.groups: m.cli_name for m in CALIBRATORS.values()}
+    by_groups = {kind: default_method(kind).cli_name for kind in GROUPINGS}
     if a.method is None:
         a.method = by_groups["known"] if a.group_col else by_groups["none"]
     groups = method(a.method).groups
@@ -350,7 +373,7 @@ def _report_small_groups(cal) -> None:
     few = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and g not in small)
     if few:
         st = cal.config  # checked once, when built
-        need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound)
+        need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound, st.risk)
         _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
     uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
     _warn(uncertified, "could not be certified at eps and always think")
@@ -505,11 +528,21 @@ def _inspect(a) -> int:
 
 
 # --------------------------------------------------------------------------- plan
-def _plan(a) -> int:
+def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
+    """The settings, pilot model and budget of ``gpac plan`` (usage errors name the option as typed)."""
     try:
-        eps, alpha, _ = checks.check_risk(a.eps, a.alpha, a.loss_bound)
-        n_resamples = checks.check_int("n_resamples", a.n_resamples, 2)
-        checks.check_int("seed", a.seed, 0)
+        recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
+        settings = Settings(
+            eps=a.eps,
+            alpha=a.alpha,
+            recipe=recipe,
+            loss_bound=a.loss_bound,
+            seed=a.seed,
+            risk=a.risk,
+            correction=a.correction,
+            min_group_size=a.min_group_size,
+        )
+        checks.check_int("n_resamples", a.n_resamples, 2)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
         budget = None if a.budget is None else checks.check_budget(a.budget)
@@ -517,10 +550,15 @@ def _plan(a) -> int:
             raise ParameterError(f"budget: must be a whole number of labels, got {a.budget}")
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
-        recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
+        model = prediction.PilotModel(kind=a.pilot_model)
     except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
         option, _, message = str(exc).partition(":")
         raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
+    return settings, model, budget
+
+
+def _plan(a) -> int:
+    settings, model, budget = _plan_settings(a)
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
@@ -548,47 +586,58 @@ def _plan(a) -> int:
     badl = pilot & ((loss < 0) | (loss > a.loss_bound))
     if badl.any():
         raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
-    pool = {x: int(np.sum(g == x)) for x in sorted(set(g.tolist()))}
-    n_grid = np.asarray(grid or prediction.default_grid(max(pool.values())))
-    if budget is not None:  # before the prediction (the work) and the allocation (memory: one cell per label)
-        most = sum(int(n_grid[n_grid <= (math.inf if a.no_cap else cap)].max(initial=0)) for cap in pool.values())
-        if budget > most:
-            raise ParameterError(
-                f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
-                f"count on the grid{'' if a.no_cap else ', at most its rows'}); give at most {most}"
-            )
-    budget = sum(pool.values()) // 2 if budget is None else budget
+    names = sorted(set(g.tolist()))
+    no_pilot = [x for x in names if not np.any(pilot & (g == x))]
+    if no_pilot:
+        raise DataError(f"--loss-col: group(s) {no_pilot} have no labelled pilot row; label a few of their items")
+    # calibration draws from the rows outside the pilot: pilot items are not reused (docs/planning.md)
+    pool = {x: int(np.sum((g == x) & ~pilot)) for x in names}
+    cap = {x: math.inf if a.no_cap else pool[x] for x in names}
+    n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
+    most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
+    if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
+        raise ParameterError(
+            f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
+            f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
+        )
+    budget = min(sum(pool.values()) // 2, most) if budget is None else budget
+    need = prediction.n_needed(settings, len(names))
+    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if budget < labels_needed:
+        raise ParameterError(
+            f"--budget: {budget} labels is below the {labels_needed:g} any group needs to certify anything "
+            f"({settings.recipe.bound}, risk {settings.risk}, min-group-size {settings.min_group_size}); "
+            f"give at least {math.ceil(labels_needed)}"
+        )
+    uniform = allocation.uniform_counts({x: min(cap[x], int(n_grid.max())) for x in names}, budget)
+    n_grid = np.union1d(n_grid, [n for n in uniform.values() if n > 0])
+    spec = prediction.PlanSpec(n_grid=n_grid, n_resamples=a.n_resamples, cap=cap, model=model)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", prediction.PilotWarning)
-            curves = prediction.predict(
-                s,
-                g,
-                s[pilot],
-                loss[pilot],
-                g[pilot],
-                eps=eps,
-                alpha=alpha,
-                recipe=recipe,
-                n_resamples=n_resamples,
-                n_grid=n_grid,
-                cap=None if a.no_cap else pool,
-                pilot=a.pilot_model,
-                loss_bound=a.loss_bound,
-                seed=a.seed,
-            )
+            curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
-    table = allocation.allocation_table(curves, [plan])
-    feas = feasibility.feasibility(pool, eps, alpha, recipe, loss_bound=a.loss_bound).set_index("group")
+    even = allocation.fixed(curves, uniform, "uniform")
+    table = allocation.allocation_table(curves, [plan, even])
+    feas = feasibility.feasibility(
+        pool,
+        settings.eps,
+        settings.alpha,
+        settings.recipe,
+        loss_bound=settings.loss_bound,
+        risk=settings.risk,
+        correction=settings.correction,
+        min_group_size=settings.min_group_size,
+    ).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:
-        need = prediction.labels_needed(curves, a.target)
-        table[f"labels_for_{a.target:g}"] = table["group"].map(need.to_dict())
+        need_t = prediction.labels_needed(curves, a.target)
+        table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
     try:
         a.output.parent.mkdir(parents=True, exist_ok=True)
@@ -596,13 +645,26 @@ def _plan(a) -> int:
         curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
     except OSError as exc:
         raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    n_pilot = int(pilot.sum())
     print(
-        f"budget {budget} labels; predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
+        f"budget {budget} calibration labels, on top of the {n_pilot} pilot labels ({budget + n_pilot} in all); "
+        f"predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )
-    need = feas.iloc[0]
     print(
-        f"feasibility ({recipe.bound}, {feasibility.FORMULAS[recipe.bound]}): a group certifies nothing with fewer "
-        f"than {need['n_needed']} items ({need['labels_needed']:g} labels expected)"
+        "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "
+        "the counts depend on the calibration set and void the guarantee"
+    )
+    delta, se = allocation.gain(curves, plan, even)
+    verdict = (
+        "negligible: the uniform split does as well"
+        if delta < max(allocation.NEGLIGIBLE, 2 * se)
+        else "the planned split is worth it"
+    )
+    print(f"planned vs uniform split: {delta:+.1%} of all traffic (Monte Carlo s.e. {se:.1%}); {verdict}")
+    row = feas.iloc[0]
+    print(
+        f"feasibility ({settings.recipe.bound}, risk {settings.risk}, {row['formula']}): a group certifies nothing "
+        f"with fewer than {row['n_needed']} items ({row['labels_needed']:g} labels expected)"
     )
     _warn(feas.index[~feas["feasible"]].tolist(), "have too few items to certify any threshold and will always think")
     non_concave = [x for x, ok in curves.concave.items() if not ok]

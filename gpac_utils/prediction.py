@@ -10,10 +10,11 @@ This module predicts it from a small labelled **pilot** and the (free) unlabelle
 
 1. :func:`predict`: for each group and each ``n`` of a grid, draw ``n_resamples`` synthetic calibration
    sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``n_resamples`` at
-   once with the library's batched :func:`~gpac_utils.calibrate.threshold` (exactly as
-   :class:`~gpac_utils.calibrate.GPAC` does), and read each threshold's routed share off the
-   group's unlabelled scores. The result, :class:`PlanCurves`, holds the distribution of the
-   routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
+   once with the library's batched :func:`~gpac_utils.risks.threshold` (exactly as
+   :class:`~gpac_utils.calibrate.GPAC` does with the same :class:`~gpac_utils.settings.Settings`: its
+   ``risk``, the level its ``correction`` gives each group, its ``min_group_size``), and read each
+   threshold's routed share off the group's unlabelled scores. The result, :class:`PlanCurves`, holds
+   the distribution of the routed share (mean, 10–90 % band) and ``P(certify anything)`` per group and ``n``.
 2. :func:`gpac_utils.allocation.allocate` (step 2) spends a label budget on the groups.
 
 **When the pilot is too small to predict from** (:class:`PilotWarning`): when it has fewer than
@@ -31,13 +32,19 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
+* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a posterior predictive
+  model: scores from the group's unlabelled scores, and the loss rate per score region from a
+  three-level posterior (the pooled pilot's rate around a monotone prior that keeps half a loss where
+  the pilot saw none, the group's odds ratio to the pool, the group's own rate in the region), drawn
+  anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md`` says why it covers). An unseen
+  loss is not a zero loss: where the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the
   low scores are loss-free.
-* ``PilotModel(uncertainty=True)`` (default) draws each resample from a **Bayesian bootstrap** of the
-  pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per resample), so the band
-  also reflects how little a small pilot says about the population, not only the calibration
+* ``PilotModel(uncertainty=True)`` (default; ``bootstrap`` and ``smoothed``) draws each resample from a
+  **Bayesian bootstrap** of the pilot (Dirichlet(1, …, 1) weights on the pilot items, new weights per
+  resample), so the band also reflects how little a small pilot says about the population, not only the calibration
   noise at size ``n``. With ``False`` the band is conditional on the pilot being the population
   and is too narrow for small pilots.
 * ``PilotModel(kind="smoothed")`` (used by ``"auto"`` for groups whose pilot has fewer than ``min_pilot``
@@ -61,8 +68,9 @@ Examples
 >>> u = rng.uniform(size=4000)
 >>> loss = (rng.uniform(size=4000) < np.where(g == "easy", 0.05, 0.4) * u).astype(float)
 >>> pilot = rng.choice(4000, 600, replace=False)
->>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], eps=0.05, alpha=0.05,
-...                             n_grid=[100, 400, 1000], n_resamples=50, seed=0)
+>>> from gpac_utils.settings import Settings
+>>> curves = prediction.predict(u, g, u[pilot], loss[pilot], g[pilot], settings=Settings(eps=0.05),
+...                             spec=prediction.PlanSpec(n_grid=[100, 400, 1000], n_resamples=50))
 >>> curves.summary().columns.tolist()[:4]
 ['group', 'n_labels', 'n_items', 'routed_share_mean']
 >>> alloc = allocation.allocate(curves, budget=1100)
@@ -72,6 +80,8 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -79,7 +89,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .calibrate import _threshold
+from . import calibrate as _calibrate  # noqa: F401  (the joint risk's procedure registers itself on import)
+from . import feasibility as _feasibility
+from . import risks as _risks
 from .checks import (
     ParameterError,
     check_array,
@@ -96,6 +108,9 @@ from .settings import Settings
 __all__ = [
     "PlanCurves",
     "PilotModel",
+    "PlanSpec",
+    "PLANNED_SETTINGS",
+    "n_needed",
     "PilotWarning",
     "predict",
     "labels_needed",
@@ -140,7 +155,7 @@ def pilot_problem(pilot_losses, min_pilot: int = 30) -> str | None:
     )
 
 
-PILOT_MODELS = ("auto", "bootstrap", "smoothed")
+PILOT_MODELS = ("posterior", "auto", "bootstrap", "smoothed")
 #: Quantiles of the routed share reported as the prediction band.
 BAND = (0.10, 0.90)
 
@@ -218,7 +233,9 @@ class PlanCurves:
     pilot_models : dict of str to str
         The pilot model used per group (``bootstrap`` / ``smoothed``).
     settings : dict
-        eps, alpha, recipe, n_resamples, seed, ...
+        eps, alpha, recipe, n_resamples, seed, ... and ``n_needed`` (the fewest items that certify anything).
+    certified : numpy.ndarray of bool, shape (G, K, n_resamples), optional
+        Whether each resample's calibration certified a threshold; default ``routed_shares > 0``.
     """
 
     groups: list
@@ -230,6 +247,7 @@ class PlanCurves:
     pilot_sizes: dict
     pilot_models: dict
     settings: dict = field(default_factory=dict)
+    certified: np.ndarray | None = None
 
     @property
     def mean(self) -> np.ndarray:
@@ -241,8 +259,16 @@ class PlanCurves:
 
     @property
     def p_certify(self) -> np.ndarray:
-        """Probability that the group certifies a threshold (routes anything), shape (G, K)."""
-        p = (self.routed_shares > 0).mean(axis=-1)
+        """Probability that the group certifies a threshold, shape (G, K).
+
+        Exactly 0 below the fewest items that can certify anything (``settings["n_needed"]``); above it the
+        posterior-predictive share of certifying resamples as ``(c + 1/2) / (R + 1)``: never exactly 0 or
+        1, since ``R`` resamples cannot show certainty (and a group above the minimum can always fail).
+        """
+        cert = self.routed_shares > 0 if self.certified is None else self.certified
+        R = cert.shape[-1]
+        p = (cert.sum(axis=-1) + 0.5) / (R + 1)
+        p = np.where(self.n_items < self.settings.get("n_needed", 0), 0.0, p)
         return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
 
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
@@ -320,6 +346,102 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
     return s, loss
 
 
+#: Scores with at most this many distinct values get one region per value (``posterior``).
+DISCRETE = 32
+
+
+def _regions(scores, bins: int) -> np.ndarray:
+    """Inner edges of the ``posterior`` model's score regions: one per distinct value for a score with at
+    most :data:`DISCRETE` values, else ``bins`` quantile regions of all (unlabelled) scores."""
+    values = np.unique(scores)
+    if values.size <= DISCRETE:
+        return (values[1:] + values[:-1]) / 2
+    return np.unique(np.quantile(scores, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))
+
+
+def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Non-decreasing weighted least-squares fit of ``y`` (pool-adjacent-violators); ``w > 0``."""
+    blocks = []  # [value, weight, size]
+    for v, wt in zip(y.tolist(), w.tolist()):
+        blocks.append([v, wt, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            v2, w2, n2 = blocks.pop()
+            v1, w1, n1 = blocks.pop()
+            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return np.repeat([b[0] for b in blocks], [b[2] for b in blocks])
+
+
+def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
+    """The prior centre of each region's loss rate: the pooled pilot's rate, made non-decreasing in the score
+    (a larger score means less trust) and never below ``1/2 / (m + 1)`` for the ``m`` pilot items at or below
+    the region: a region where the pilot saw no loss keeps the rate of half a loss it could have missed."""
+    seen = m_all > 0
+    rate = np.zeros(m_all.size)
+    if seen.any():
+        fit = _isotonic(k_all[seen] / m_all[seen], m_all[seen])
+        rate = np.interp(np.arange(m_all.size), np.flatnonzero(seen), fit)
+    floor = 0.5 / (np.cumsum(m_all) + 1.0)
+    return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
+
+
+def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound):
+    """Posterior-predictive calibration sets (module description, ``posterior``).
+
+    Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
+    positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b)
+    + m_b - k_b)`` of all pilot items in the region around the prior centre ``r_b`` (:func:`_pooled_rate`);
+    then the group's odds ratio to the pool, ``rho_j ~ Gamma(1 + K_j, 1 + E_j)`` (its ``K_j`` positive
+    pilot losses against the ``E_j = sum_b m_jb theta0_b`` the pool predicts), shared by its regions; then
+    ``theta_jb ~ Beta(strength t_jb + k_jb, strength (1 - t_jb) + m_jb - k_jb)`` around the shifted rate
+    ``t_jb`` (odds of ``theta0_b`` times ``rho_j``). A
+    positive loss takes the value of a positive pilot loss of the region (the group's own if any, else the
+    pool's, else ``loss_bound``): 1 for binary losses.
+    """
+    ps, pl, in_group = pilot  # all pilot scores and losses, and which pilot items are the group's
+    n_resamples, n_items = shape
+    strength, mix = model.strength, model.mix
+    s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
+    b = np.searchsorted(edges, s, side="right")
+    pb = np.searchsorted(edges, ps, side="right")
+    n_bins = edges.size + 1
+    pos = pl > 0
+    k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
+    k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
+    r = _pooled_rate(k_all, m_all)
+    theta0 = rng.beta(2 * r + k_all, 2 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
+    theta0 = np.clip(theta0, 1e-9, 1 - 1e-9)
+    # the group's odds ratio to the pool, shared by its regions: Gamma(1 + K_j, 1 + E_j), with K_j its positive
+    # losses and E_j those the pooled rates expect of its pilot (a Poisson approximation)
+    expected = (theta0 * m_own).sum(axis=1)
+    ratio = rng.gamma(1.0 + k_own.sum(), 1.0 / (1.0 + expected))[:, None]
+    shifted = np.clip(ratio * theta0 / (1 - theta0 + ratio * theta0), 1e-9, 1 - 1e-9)
+    theta = rng.beta(strength * shifted + k_own, strength * (1 - shifted) + (m_own - k_own))
+    hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
+    loss = np.zeros((n_resamples, n_items))
+    if not hit.any():
+        return s, loss
+    values = np.full((n_resamples, n_items), float(loss_bound))
+    for bin_ in np.unique(b[hit]):
+        here = hit & (b == bin_)
+        own = pl[pos & in_group & (pb == bin_)]
+        src = own if own.size else pl[pos & (pb == bin_)]
+        src = src if src.size else pl[pos]
+        if src.size:
+            values[here] = src[rng.integers(0, src.size, int(here.sum()))]
+    loss[hit] = values[hit]
+    if mix is None or not in_group.any():
+        return s, loss
+    # the Dirichlet-process posterior: the group's own pilot items (Bayesian-bootstrap weights) with the
+    # weight m_j / (m_j + mix) in expectation, the region model above (the base measure) with the rest
+    m = int(in_group.sum())
+    w = rng.dirichlet(np.r_[np.ones(m), float(mix)], size=n_resamples)
+    idx = _weighted_choice(w, n_items, rng)
+    own = idx < m
+    gs, gl = ps[in_group], pl[in_group]
+    pick = np.minimum(idx, m - 1)
+    return np.where(own, gs[pick], s), np.where(own, gl[pick], loss)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PilotModel:
     """How a group's synthetic calibration sets are drawn from the pilot (module description).
@@ -337,13 +459,23 @@ class PilotModel:
         Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
     shrinkage : float, default 20
         Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
+    strength : float, default 4
+        ``posterior``: the prior's pseudo-count pulling a group's loss rate in a score region toward the
+        pooled pilot's (how far groups may differ at equal scores; small: they may differ much).
+    mix : float or None, default None
+        ``posterior``: ``None`` draws every synthetic item from the region model; a number ``a`` draws it
+        from a Dirichlet-process posterior instead: one of the group's ``m`` pilot items (Bayesian-bootstrap
+        weights, keeping the pilot's score–loss structure) with weight ``m / (m + a)`` in expectation, the
+        region model with the rest.
     """
 
-    kind: str = "auto"
+    kind: str = "posterior"
     uncertainty: bool = True
     min_pilot: int = 30
     bins: int = 5
     shrinkage: float = 20.0
+    strength: float = 4.0
+    mix: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("pilot", self.kind, PILOT_MODELS)
@@ -352,35 +484,157 @@ class PilotModel:
         shrinkage = self.shrinkage
         if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
             raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
+        strength = self.strength
+        if isinstance(strength, bool) or not (isinstance(strength, int | float) and 0 < strength < math.inf):
+            raise ParameterError(f"strength: must be a finite number > 0, got {strength!r}")
+        mix = self.mix
+        if mix is not None and (isinstance(mix, bool) or not (isinstance(mix, int | float) and 0 < mix < math.inf)):
+            raise ParameterError(f"mix: must be None or a finite number > 0, got {mix!r}")
 
 
-#: predict()'s former keywords, now fields of PilotModel (one-line TypeError naming the new spelling).
-_RENAMED = {
-    "pilot_model": "kind",
-    "pilot_uncertainty": "uncertainty",
-    "min_pilot": "min_pilot",
-    "bins": "bins",
-    "shrinkage": "shrinkage",
-}
+@dataclass(frozen=True, kw_only=True)
+class PlanSpec:
+    """What is planned, besides the calibration settings (:func:`predict`).
+
+    Parameters
+    ----------
+    n_grid : array_like of int, optional
+        Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
+    n_resamples : int, default 200
+        Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
+    traffic : dict or array_like, optional
+        Each group's share of traffic; default the groups' shares of ``scores``.
+    cap : dict, int or array_like, optional
+        Most labels per group: the items it has **outside the pilot** (pilot items are not reused in
+        calibration: ``docs/planning.md``); default no cap.
+    pool : dict, int or array_like, optional
+        Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
+        ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
+    model : PilotModel or str, default ``PilotModel()``
+        The pilot model (or its ``kind``).
+    """
+
+    n_grid: object = None
+    n_resamples: int = 200
+    traffic: object = None
+    cap: object = None
+    pool: object = None
+    model: PilotModel | str = field(default_factory=PilotModel)
+
+    def __post_init__(self) -> None:
+        check_int("n_resamples", self.n_resamples, 2)
+        if not isinstance(self.model, PilotModel):
+            object.__setattr__(self, "model", PilotModel(kind=self.model))  # checked there
 
 
-def predict(
-    scores,
-    groups,
-    pilot_scores,
-    pilot_losses,
-    pilot_groups=None,
-    *,
-    settings: Settings | None = None,
-    pilot: PilotModel | str = "auto",
-    n_grid=None,
-    n_resamples: int = 200,
-    traffic=None,
-    cap=None,
-    pool=None,
-    **calibration,
-) -> PlanCurves:
+#: The Settings fields the planner reads; the others (C-PAC's) must keep their defaults (refused otherwise).
+PLANNED_SETTINGS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "correction", "risk")
+
+
+def _check_settings(settings) -> Settings:
+    """The planner's settings, refusing the fields it cannot honour (one line naming the field)."""
+    if not isinstance(settings, Settings):
+        raise ParameterError(f"settings: must be a Settings (gpac_utils.settings), got {type(settings).__name__}")
+    default = Settings(eps=settings.eps)
+    for f in dataclasses.fields(Settings):
+        if f.name not in PLANNED_SETTINGS and getattr(settings, f.name) != getattr(default, f.name):
+            raise ParameterError(
+                f"settings.{f.name}: the planner plans known groups (G-PAC) and cannot honour C-PAC's "
+                f"{f.name}={getattr(settings, f.name)!r}; leave it at its default"
+            )
+    return settings
+
+
+def n_needed(settings: Settings, k: int) -> int:
+    """The fewest calibration items with which a group certifies anything, as calibration counts them.
+
+    The larger of ``min_group_size`` and the recipe's minimum for the risk at the level each of ``k``
+    groups is calibrated at (the :data:`~gpac_utils.settings.CORRECTIONS` entry's).
+    """
+    level = settings.alpha_per_group(max(1, int(k)))
+    need = _feasibility.min_items(
+        settings.eps, level, settings.recipe, loss_bound=settings.loss_bound, risk=settings.risk
+    )
+    return int(max(need, settings.min_group_size))
+
+
+def _check_pilot(ps, pl, pg, names, min_pilot):
+    """One-line errors / warnings naming a pilot group with no labelled row or no positive loss."""
+    problem = pilot_problem(pl, min_pilot)
+    if problem:
+        warnings.warn(problem, PilotWarning, stacklevel=4)
+    if pg is None:
+        return
+    missing = [x for x in names if not np.any(pg == x)]
+    if missing:
+        raise ParameterError(
+            f"pilot_groups: group(s) {missing} have no labelled pilot row; label a few of their items "
+            "(the planner would predict their routed share from other groups only)"
+        )
+    lossless = [x for x in names if not np.any(pl[pg == x] > 0)]
+    if lossless:
+        warnings.warn(
+            f"pilot_groups: group(s) {lossless} show no positive loss in the pilot; their losses are predicted "
+            "from the prior (the pooled pilot), and the band is wide",
+            PilotWarning,
+            stacklevel=4,
+        )
+
+
+def _per_group(name, value, names, default):
+    if value is None:
+        return np.full(len(names), default, dtype=float)
+    if isinstance(value, dict):
+        missing = [x for x in names if x not in value]
+        if missing:
+            raise ParameterError(f"{name}: no value for group(s) {missing}")
+        return np.array([float(value[x]) for x in names])
+    return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
+
+
+def _grid(spec, cap_arr, n_scores) -> np.ndarray:
+    n_grid = spec.n_grid
+    if n_grid is None:
+        finite = cap_arr[np.isfinite(cap_arr)]
+        n_grid = default_grid(int(max(finite.max() if finite.size else 4 * n_scores, 1)))
+    grid = np.asarray(n_grid)
+    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 1) or np.any(grid != np.round(grid)):
+        raise ParameterError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
+    return np.unique(grid.astype(int))
+
+
+#: predict()'s former keywords: where each went (a one-line TypeError; the old spellings were removed in 0.2.0).
+_MOVED = {
+    **{k: f"settings=Settings({k}=...)" for k in PLANNED_SETTINGS},
+    **{k: f"spec=PlanSpec({k}=...)" for k in ("n_grid", "n_resamples", "traffic", "cap", "pool")},
+    "pilot": "spec=PlanSpec(model=...)",
+    **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in {
+        "pilot_model": "kind", "pilot_uncertainty": "uncertainty", "min_pilot": "min_pilot", "bins": "bins",
+        "shrinkage": "shrinkage"}.items()},
+}  # fmt: skip
+
+
+def _refuse_moved(func):
+    """Wrap ``predict`` so that a former keyword is a one-line TypeError naming its new place."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for old in kwargs:
+            if old in _MOVED:
+                raise TypeError(f"{old}: replaced by {_MOVED[old]} (removed in 0.2.0)")
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_refuse_moved
+def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, settings, spec=None) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
+
+    Each synthetic calibration set is calibrated exactly as :class:`~gpac_utils.calibrate.GPAC` calibrates
+    a group: a group with fewer items than ``min_group_size`` always thinks; the others go through the
+    risk's own procedure (``settings.risk``: :data:`gpac_utils.risks.RISKS`) at the level
+    ``settings.correction`` gives each of the groups.
 
     Parameters
     ----------
@@ -391,28 +645,13 @@ def predict(
     pilot_scores, pilot_losses : array_like, shape (M,)
         The labelled pilot: scores and losses in ``[0, loss_bound]``.
     pilot_groups : array_like, shape (M,), optional
-        Group of each pilot item; ``None``: a pooled pilot (the pilot model becomes ``smoothed`` and
-        every group borrows the pooled loss-given-score).
-    settings : Settings, optional
-        How each group is calibrated (:class:`~gpac_utils.settings.Settings`, as for
-        :class:`~gpac_utils.calibrate.GPAC`): it reads ``eps``, ``alpha``, ``recipe``,
-        ``loss_bound`` and ``seed`` (the seed of every draw).
-    pilot : PilotModel or str, default "auto"
-        The pilot model (:class:`PilotModel`, or its ``kind``).
-    n_grid : array_like of int, optional
-        Candidate label counts; default :func:`default_grid` up to ``max(cap)`` (or ``4 N``).
-    n_resamples : int, default 200
-        Synthetic calibration sets per group and ``n`` (calibrated in one batched call).
-    traffic : dict or array_like, optional
-        Each group's share of traffic; default the groups' shares of ``scores``.
-    cap : dict, int or array_like, optional
-        Most labels per group (e.g. the items available to label); default no cap.
-    pool : dict, int or array_like, optional
-        Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
-        ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
-    **calibration
-        Settings fields instead of (or changing) ``settings``: ``eps`` (needed without
-        ``settings``), ``alpha``, ``recipe``, ``loss_bound``, ``seed``.
+        Group of each pilot item (every group needs at least one); ``None``: a pooled pilot (the
+        pilot model becomes ``smoothed``: every group borrows the pooled loss-given-score).
+    settings : Settings
+        How each group will be calibrated (:class:`~gpac_utils.settings.Settings`), read whole:
+        :data:`PLANNED_SETTINGS`; C-PAC's fields are refused (one line naming the field).
+    spec : PlanSpec, optional
+        The label grid, resamples, traffic, caps, pool and pilot model (:class:`PlanSpec`).
 
     Returns
     -------
@@ -421,25 +660,23 @@ def predict(
     Examples
     --------
     >>> import numpy as np
+    >>> from gpac_utils.settings import Settings
     >>> rng = np.random.default_rng(1)
     >>> u = rng.uniform(size=1000)
     >>> loss = (rng.uniform(size=1000) < 0.05 * u).astype(float)
-    >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), eps=0.05,
-    ...             n_grid=[20, 200], n_resamples=40)
+    >>> c = predict(u, np.zeros(1000), u[:300], loss[:300], np.zeros(300), settings=Settings(eps=0.05),
+    ...             spec=PlanSpec(n_grid=[20, 200], n_resamples=40))
     >>> c.p_certify[0].tolist()[1] > c.p_certify[0].tolist()[0]
     True
     """
-    old = [k for k in calibration if k in _RENAMED]
-    if old:
-        raise TypeError(f"{old[0]}: replaced by pilot=PilotModel({_RENAMED[old[0]]}=...)")
-    settings = Settings(**calibration) if settings is None else settings.replace(**calibration)
+    settings = _check_settings(settings)
+    spec = PlanSpec() if spec is None else spec
+    if not isinstance(spec, PlanSpec):
+        raise ParameterError(f"spec: must be a PlanSpec, got {type(spec).__name__}")
     eps, alpha, recipe, loss_bound, seed = (
         getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
     )
-    pilot = pilot if isinstance(pilot, PilotModel) else PilotModel(kind=pilot)  # checked there
-    pilot_model, min_pilot, bins, shrinkage = pilot.kind, pilot.min_pilot, pilot.bins, pilot.shrinkage
-    pilot_uncertainty = pilot.uncertainty
-    n_resamples = check_int("n_resamples", n_resamples, 2)
+    model, n_resamples = spec.model, spec.n_resamples
     check_same_index(scores=scores, groups=groups)
     check_same_index(pilot_scores=pilot_scores, pilot_losses=pilot_losses, pilot_groups=pilot_groups)
     s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
@@ -450,90 +687,85 @@ def predict(
         raise ParameterError(f"pilot_losses: need one loss per pilot score ({ps.size}), got {pl.size}")
     if ps.size == 0:
         raise ParameterError("pilot_scores: the pilot is empty; label a few items first")
-    problem = pilot_problem(pl, min_pilot)
-    if problem:
-        warnings.warn(problem, PilotWarning, stacklevel=2)
-    pooled = pilot_groups is None
-    pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
     names = sorted(set(g.tolist()))
     if not names:
-        raise ValueError("scores: no unlabelled items")
+        raise ParameterError("scores: no unlabelled items")
+    pooled = pilot_groups is None
+    pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
+    _check_pilot(ps, pl, None if pooled else pg, names, model.min_pilot)
 
-    def per_group(name, value, default):
-        if value is None:
-            return np.full(len(names), default, dtype=float)
-        if isinstance(value, dict):
-            missing = [x for x in names if x not in value]
-            if missing:
-                raise ValueError(f"{name}: no value for group(s) {missing}")
-            return np.array([float(value[x]) for x in names])
-        return np.broadcast_to(np.asarray(value, dtype=float), (len(names),)).copy()
-
-    cap_arr = per_group("cap", cap, np.inf)
+    cap_arr = _per_group("cap", spec.cap, names, np.inf)
     if np.any(cap_arr < 0):
-        raise ValueError(f"cap: must be >= 0, got {cap_arr.tolist()}")
-    pool_arr = per_group("pool", pool, np.nan)
-    if traffic is None:
+        raise ParameterError(f"cap: must be >= 0, got {cap_arr.tolist()}")
+    pool_arr = _per_group("pool", spec.pool, names, np.nan)
+    if spec.traffic is None:
         traffic_arr = np.array([np.mean(g == x) for x in names])
     else:
-        traffic_arr = per_group("traffic", traffic, np.nan)
+        traffic_arr = _per_group("traffic", spec.traffic, names, np.nan)
         if np.any(~np.isfinite(traffic_arr)) or np.any(traffic_arr < 0) or traffic_arr.sum() <= 0:
-            raise ValueError(f"traffic: must be non-negative shares, got {traffic_arr.tolist()}")
+            raise ParameterError(f"traffic: must be non-negative shares, got {traffic_arr.tolist()}")
         traffic_arr = traffic_arr / traffic_arr.sum()
-    if n_grid is None:
-        top = np.nanmax(np.where(np.isfinite(cap_arr), cap_arr, np.nan)) if np.isfinite(cap_arr).any() else 4 * s.size
-        n_grid = default_grid(int(max(top, 1)))
-    grid = np.asarray(n_grid)
-    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 1) or np.any(grid != np.round(grid)):
-        raise ValueError(f"n_grid: must be a non-empty list of positive integers, got {n_grid!r}")
-    grid = np.unique(grid.astype(int))
+    grid = _grid(spec, cap_arr, s.size)
 
-    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(bins)) + 1)[1:-1]))  # inner pilot-score bins
     G, K = len(names), grid.size
+    level = settings.alpha_per_group(G)  # every planned group is calibrated (module description)
+    need = n_needed(settings, G)
+    # score regions: inner quantiles of the pilot scores (smoothed) or of all scores (posterior)
+    edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
+    regions = _regions(s, model.bins)
     routed_shares = np.full((G, K, n_resamples), np.nan)
+    certified = np.zeros((G, K, n_resamples), bool)
     n_items = np.zeros((G, K), dtype=int)
     pilot_models, pilot_sizes = {}, {}
     for j, name in enumerate(names):
         unl = np.sort(s[g == name])
         in_group = pg == name
         pilot_sizes[name] = int(in_group.sum())
-        use = pilot_model
+        use = model.kind
         if pooled:
             use = "smoothed"
-        elif pilot_model == "auto":
-            use = "bootstrap" if pilot_sizes[name] >= min_pilot else "smoothed"
-        if use == "bootstrap" and pilot_sizes[name] == 0:
-            raise ValueError(f"pilot: 'bootstrap' needs pilot items in group {name!r}; use 'smoothed'")
+        elif use == "auto":
+            use = "bootstrap" if pilot_sizes[name] >= model.min_pilot else "smoothed"
         pilot_models[name] = use
-        shrink = math.inf if pooled else float(shrinkage)
+        shrink = math.inf if pooled else float(model.shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
         for k, n in enumerate(grid):
-            if n > cap_arr[j]:
-                continue
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
-            if pj is not None and recipe.sampling != "full" and n > pj:
+            if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
                 continue
             m_items, rate = _items_for(int(n), recipe, pj)
             n_items[j, k] = m_items
+            if m_items < settings.min_group_size:  # as calibration: too few items, always think
+                routed_shares[j, k] = 0.0
+                continue
             if use == "bootstrap":
-                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, pilot_uncertainty)
+                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
+            elif use == "posterior":
+                cs, cl = _draw_posterior(
+                    unl, (ps, pl, in_group), regions, (n_resamples, m_items), grs, model, loss_bound
+                )
             else:
                 cs, cl = _draw_smoothed(
-                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, pilot_uncertainty, shrink
+                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, model.uncertainty, shrink
                 )
-            t = _threshold(cs, cl, eps, alpha, recipe, loss_bound, grs, rate)
+            t = _risks.threshold(  # the library's own procedure, on all resamples at once
+                cs, cl, eps=eps, alpha=level, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate,
+                risk=settings.risk,
+            )  # fmt: skip
+            certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
-    settings = {
-        "eps": eps,
-        "alpha": alpha,
-        **{f"recipe_{k}": v for k, v in recipe.to_dict().items()},
+    record = {
+        **settings.to_dict(PLANNED_SETTINGS),
+        "alpha_per_group": level,
+        "n_needed": need,
+        "labels_needed": _feasibility.expected_labels(need, recipe),
         "n_resamples": n_resamples,
-        "pilot_model": pilot_model,
-        "pilot_uncertainty": bool(pilot_uncertainty),
-        "seed": int(seed),
-        "loss_bound": float(loss_bound),
+        "pilot_model": model.kind,
+        "pilot_uncertainty": bool(model.uncertainty),
     }
-    return PlanCurves(names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, settings)
+    return PlanCurves(
+        names, grid, routed_shares, traffic_arr, cap_arr, n_items, pilot_sizes, pilot_models, record, certified
+    )
 
 
 def labels_needed(curves: PlanCurves, target: float, stat: str = "mean") -> pd.Series:

@@ -10,7 +10,11 @@
     question) and its cost form: how the STP metric counts the cost of routing with it
     (:func:`gpac_utils.metrics.stp`; ``"router"``: the score is known before any model runs,
     App. F; ``"cascade"``: the non-thinking model runs first). A column that is not registered
-    is costed in the cascade form.
+    is costed in the cascade form. An entry also owns how its score is computed: offline, from a
+    finished generation run (:attr:`Score.offline`, :func:`gpac_utils.llm.scoring.score_run`), and
+    when serving (:attr:`Score.serve`, :class:`gpac_utils.llm.serve.CertifiedRouter`), with the
+    request columns it reads; :attr:`Score.pre_call` says whether it is known from the request
+    alone, before any model answers.
 
 A new score is one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``);
 the notebook configs' score lists are checked against :data:`SCORES` by ``tests/test_registry.py``.
@@ -25,7 +29,10 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from .registry import Registry
 
@@ -47,20 +54,68 @@ class Role:
         Which model of the pair generates it.
     description : str
         What it is.
+    walk_sampling : mapping, default {}
+        Its sampling in the walk (:class:`gpac_utils.llm.engines.Sampling` fields;
+        :func:`gpac_utils.llm.generation.walk_samplings`). A model pair's is the model's recommended
+        sampling (:func:`gpac_utils.llm.generation.pair_samplings`).
+    confidences : bool, default False
+        It samples ``n_verbalized`` short confidences (``verbalized_max_tokens`` each) instead of
+        one answer (``max_tokens``): how the generation options change its sampling.
+    conversation : callable or None, default None
+        ``conversation(items, folder, shard) -> list``: its conversations, built from the items and
+        the roles generated before it (``verbalized``: from the first ``nothink`` answer); ``None``:
+        the items' ``messages_<role>`` column, else ``messages``.
     """
 
     name: str
     model: str
     description: str
+    walk_sampling: Mapping[str, Any] = field(default_factory=dict)
+    confidences: bool = False
+    conversation: Callable | None = None
+
+    def sampling(self, base, max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
+        """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with the generation options that apply to it."""
+        base = base.with_(max_tokens=max_tokens)
+        return base.with_(n=n_verbalized, max_tokens=verbalized_max_tokens) if self.confidences else base
+
+
+def _lazy(module: str, name: str) -> Callable:
+    """``module.name``, imported when first called (the scores' and roles' computations live in
+    :mod:`gpac_utils.llm`, which imports this module)."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = name, f"{module}.{name}", f"{module}.{name} (imported when called)"
+    return call
+
+
+def _computed(offline: str, serve: str, *request_columns: str) -> dict:
+    """A score's computations in :mod:`gpac_utils.llm.scoring` (imported when called)."""
+    module = "gpac_utils.llm.scoring"
+    return {"offline": _lazy(module, offline), "serve": _lazy(module, serve), "request_columns": request_columns}
 
 
 #: The generation roles, in the order they are generated.
 ROLES: Registry[Role] = Registry(
     "role",
     [
-        Role("think", "think", "the thinking model's answer"),
-        Role("nothink", "nothink", "the non-thinking model's answer and its token logprobs"),
-        Role("verbalized", "nothink", "the non-thinking model's stated confidences"),
+        Role("think", "think", "the thinking model's answer", {"temperature": 0.0, "max_tokens": 64}),
+        Role(
+            "nothink",
+            "nothink",
+            "the non-thinking model's answer and its token logprobs",
+            {"temperature": 1.0, "max_tokens": 16},
+        ),
+        Role(
+            "verbalized",
+            "nothink",
+            "the non-thinking model's stated confidences",
+            {"temperature": 0.7, "top_p": 0.95, "max_tokens": 12, "n": 3},
+            confidences=True,
+            conversation=_lazy("gpac_utils.llm.generation", "verbalized_conversations"),
+        ),
     ],
 )
 
@@ -81,6 +136,18 @@ class Score:
         What it is.
     paper : bool, default False
         One of the paper's three scores (the simulated stand-ins and the generated tables have them).
+    offline : callable or None, default None
+        ``offline(generations) -> pandas.Series``: the score per ``item_id`` from its role's
+        generation table (:func:`gpac_utils.llm.records.load_generations`); ``None``: not computed
+        from generations alone (a learned router needs the run's losses:
+        :func:`gpac_utils.llm.scoring.score_run` fits it).
+    serve : callable or None, default None
+        ``serve(router, requests, cheap_answers) -> numpy.ndarray``: the score of each request when
+        serving (:class:`gpac_utils.llm.serve.CertifiedRouter`; ``cheap_answers`` maps ``item_id``
+        to the non-thinking model's ``[(answer, completion), ...]``); ``None``: a router cannot
+        compute it, and a certificate calibrated on it is refused.
+    request_columns : tuple of str, default ()
+        The request columns ``serve`` reads beyond ``item_id`` and the conversation.
     """
 
     column: str
@@ -88,6 +155,9 @@ class Score:
     cost_form: str
     description: str
     paper: bool = False
+    offline: Callable | None = None
+    serve: Callable | None = None
+    request_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.column.startswith("score_"):
@@ -102,13 +172,32 @@ class Score:
         """Its column (the registry key)."""
         return self.column
 
+    @property
+    def pre_call(self) -> bool:
+        """Known from the request alone, before any model answers (its cost form is ``"router"``)."""
+        return self.cost_form == "router"
+
 
 #: The score columns, the paper's three first.
 SCORES: Registry[Score] = Registry(
     "score",
     [
-        Score("score_logits", "nothink", "cascade", "mean token log-probability of the non-thinking answer", True),
-        Score("score_verbalized", "verbalized", "cascade", "the non-thinking model's stated confidence", True),
+        Score(
+            "score_logits",
+            "nothink",
+            "cascade",
+            "mean token log-probability of the non-thinking answer",
+            True,
+            **_computed("logits_scores", "serve_logits"),
+        ),
+        Score(
+            "score_verbalized",
+            "verbalized",
+            "cascade",
+            "the non-thinking model's stated confidence",
+            True,
+            **_computed("verbalized_offline", "serve_verbalized", "question"),
+        ),
         Score("score_router", None, "router", "a router trained on the question (cross-fitted)", True),
         Score("score_router_crossfit", None, "router", "router, cross-fitted on all items (notebook 02)"),
         Score("score_router_disjoint", None, "router", "router trained on the other half only (notebook 02)"),

@@ -20,8 +20,9 @@
 #
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
-#    by resampling the pilot (Bayesian bootstrap, so a small pilot gives a wide band) and
-#    calibrating every resample exactly as `GPAC` does (batched `threshold`);
+#    by drawing synthetic calibration sets from a posterior fitted on the pilot (a Beta posterior on the
+#    loss rate per score region that keeps mass on losses the pilot did not see, so a thin pilot gives
+#    a wide band; `docs/planning.md`) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
@@ -30,7 +31,7 @@
 # probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is; the plan
 # only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
-# scores) is not predicted.
+# scores) is only as likely as the prior makes it.
 #
 # **(a)** On the *simulated* MATH-500 stand-in (`data/simulated/math500__qwen.parquet`; the numbers
 # illustrate the method, they are not measurements): how many labels per subject make valid G-PAC
@@ -75,6 +76,7 @@ from matplotlib import ticker
 from gpac_utils import allocation, bounds, data, feasibility, prediction, threshold
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths
 
 plotting.apply_style()
@@ -124,10 +126,11 @@ cfg
 #
 # $(1-\varepsilon)^n$ is the probability that $n$ items of a group whose risk is exactly
 # $\varepsilon$ all show zero loss: below $n_{\min}$ that happens more often than $\alpha$, so a
-# clean sample proves nothing. With terms of range $B$ (a loss bound $B$, or $B/\pi$ under
-# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/B)\rceil$.
-# The number depends on $\varepsilon$ and $\alpha$ only — not on the group, its score or its loss
-# rate: it is the same for every group, and it is why the curves below are flat and then jump.
+# clean sample proves nothing. With terms of range $R$ (a loss bound $B$, or $B/\pi$ under
+# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/R)\rceil$.
+# The number depends on $\varepsilon$, $\alpha$, the bound and the terms' range $R$ —
+# not on the group, its score or its loss rate: for one recipe it is the same for every group, and
+# it is why the curves below are flat and then jump.
 # The next cell computes it and checks it against the library's calibration.
 
 
@@ -242,7 +245,7 @@ feasible_rows = [
         "pi": pi,
         "min_items": feasibility.min_items(cfg.sim_eps, cfg.alpha, rec),
         "expected_labels": feasibility.expected_labels(feasibility.min_items(cfg.sim_eps, cfg.alpha, rec), rec),
-        "formula": feasibility.FORMULAS[b],
+        "formula": bounds.BOUNDS[b].formula,
     }
     for b in valid_bounds
     for pi, rec in ((1.0, Recipe(bound=b)), (0.5, Recipe(bound=b, sampling="bernoulli", label_prob=0.5)))
@@ -271,12 +274,8 @@ for score in cfg.sim_scores:
         sim[score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=cfg.sim_grid,
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
     )
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
@@ -350,7 +349,9 @@ plotting.savefig(fig, "label_budget_sim")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The pilot bootstrap, by hand
 #
-# What `prediction.predict` does for one group and one label count $n$, written out. The group's
+# What `prediction.predict` does for one group and one label count $n$ with the pilot model
+# `PilotModel(kind="auto")` (a bootstrap of the group's own pilot: simpler than the default posterior,
+# and it cannot draw a loss the pilot never saw), written out. The group's
 # pilot has $m$ items $(U_i, \ell_i)$. For each of $R$ resamples (`n_resamples`):
 #
 # 1. draw weights $w \sim \mathrm{Dirichlet}(1,\dots,1)$ on the $m$ pilot items — the Bayesian
@@ -373,12 +374,8 @@ library = prediction.predict(
     sim[main_score],
     sim["loss"],
     sim["group"],
-    eps=cfg.sim_eps,
-    alpha=cfg.alpha,
-    recipe=recipe,
-    n_grid=[n_by_hand],
-    n_resamples=cfg.n_resamples,
-    seed=cfg.seed,
+    settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+    spec=prediction.PlanSpec(n_grid=[n_by_hand], n_resamples=cfg.n_resamples, model="auto"),
 )
 j = library.groups.index(group_name)
 assert library.pilot_models[group_name] == "bootstrap"
@@ -435,13 +432,12 @@ for bayes in (True, False):
         sim[main_score],
         sim["loss"],
         sim["group"],
-        eps=cfg.sim_eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=[4 * n_min[cfg.sim_eps]],
-        n_resamples=cfg.n_resamples,
-        seed=cfg.seed,
-        pilot=prediction.PilotModel(uncertainty=bayes),
+        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
+        spec=prediction.PlanSpec(
+            n_grid=[4 * n_min[cfg.sim_eps]],
+            n_resamples=cfg.n_resamples,
+            model=prediction.PilotModel(kind="auto", uncertainty=bayes),
+        ),
     )
     k = curves_small.groups.index(smallest)
     low, high = curves_small.band()
@@ -609,13 +605,10 @@ def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
             pilot_u,
             pilot_l,
             pilot_g,
-            eps=eps,
-            alpha=cfg.alpha,
-            recipe=half,
-            n_grid=[max(1, round(pool[g] / 2))],
-            pool={g: pool[g]},
-            n_resamples=cfg.n_resamples,
-            seed=seed,
+            settings=Settings(eps=eps, alpha=cfg.alpha, recipe=half, seed=seed),
+            spec=prediction.PlanSpec(
+                n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples
+            ),
         )
         out[g] = float(c.mean[0, 0])
     return out
@@ -644,14 +637,8 @@ for trial in range(cfg.n_trials):
         u_all[pilot],
         l_all[pilot],
         g_all[pilot],
-        eps=eps,
-        alpha=cfg.alpha,
-        recipe=recipe,
-        n_grid=grid,
-        cap=pool,
-        traffic=traffic,
-        n_resamples=cfg.n_resamples,
-        seed=seed,
+        settings=Settings(eps=eps, alpha=cfg.alpha, recipe=recipe, seed=seed),
+        spec=prediction.PlanSpec(n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples),
     )
     planned = allocation.allocate(curves, budget)
     assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
@@ -834,10 +821,12 @@ print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid re
 # :label: ex-label-budget-clt-counterexample
 #
 # Construct a group in which the CLT bound with $n$ labels certifies a threshold whose risk is
-# *twice* $\varepsilon$ with probability far above $\alpha$: take $U\sim\mathrm{Uniform}(0,1)$
-# and a loss that is 1 with probability $2\varepsilon$, independently of $U$. What is the
-# probability of a violation for $n = 10$, as a formula? Check it by simulating many calibrations in
-# one batched `threshold` call. Why can the valid recipe not fail this way?
+# above $\varepsilon$ (up to twice $\varepsilon$) with probability far above $\alpha$: take
+# $U\sim\mathrm{Uniform}(0,1)$ and a loss that is 1 with probability $2\varepsilon$, independently
+# of $U$. Give a lower bound on the probability of a violation for $n = 10$, as a formula, from the
+# calibrations whose $n$ losses are all 0. Check it by simulating many calibrations in one batched
+# `threshold` call: how far above your bound is the simulated rate, and why? Why can the valid
+# recipe not fail this way?
 # :::
 
 # %% [markdown] tags=["solution"]
@@ -849,8 +838,11 @@ print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid re
 # largest candidate, the largest score: $R(\hat u) = 2\varepsilon\max_i U_i$, which exceeds
 # $\varepsilon$ unless every score is below $1/2$. So
 # $P(\text{violation}) \ge (1-2\varepsilon)^n(1-2^{-n})$, several times $\alpha$ at
-# $\varepsilon=0.05$, $n=10$ (the cell prints it). The valid bound cannot: with $n < n_{\min}$ it certifies nothing,
-# and above it a clean sample is rare enough ($(1-\varepsilon)^n\le\alpha$) to count as evidence.
+# $\varepsilon=0.05$, $n=10$ (the cell prints it). It is only a lower bound, and the simulated rate is
+# well above it: a calibration *with* losses violates too when its lossy items all score high, because
+# below the smallest lossy score the bound is again 0 and first-crossing certifies up to it. The valid
+# bound cannot fail this way: with $n < n_{\min}$ it certifies nothing, and above it a clean sample is
+# rare enough ($(1-\varepsilon)^n\le\alpha$) to count as evidence.
 
 # %% tags=["solution"]
 n_small, n_cal, rate = 10, 4000, 2 * cfg.sim_eps
@@ -864,7 +856,7 @@ lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
 assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
 t_valid = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
 assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
-print(f"CLT violation rate {violated:.3f} (bound from the formula {lower:.3f}); valid recipe: never certifies")
+print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); valid recipe: never certifies")
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}

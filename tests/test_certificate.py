@@ -231,3 +231,14 @@ def test_a_certificate_refuses_a_setting_it_would_not_record():
     cal = calibrator("pac", Settings(eps=0.1, mode="joint")).fit(u, (u > 0.8).astype(float))
     with pytest.raises(ParameterError, match="^settings: mode='joint' is not read by PAC"):
         Certificate.from_calibrator(cal)
+
+
+def test_the_deploying_page_names_the_schema_version_from_the_code():
+    """docs/deploying.md names the constant rather than a number that a bump would leave stale."""
+    import re
+
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert "`gpac_utils.thresholds_schema.SCHEMA_VERSION`" in text
+    assert not re.search(r"schema version \d", text), "quote SCHEMA_VERSION, not its value"

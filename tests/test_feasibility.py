@@ -133,14 +133,25 @@ def test_gpac_plan_reports_feasibility(tmp_path, capsys):
 
     pd.DataFrame({"group": g, "u": u, "loss": loss}).to_csv(path, index=False)
     out = tmp_path / "plan.csv"
+    # a 10 % pilot: the calibration labels come from the rows outside it (270 and 27)
     args = ["plan", "--data", str(path), "--score-col", "u", "--eps", "0.05", "--n-resamples", "5"]
+    args += ["--pilot-fraction", "0.1"]
     assert main([*args, "--grid", "20,59,100", "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert "certifies nothing with fewer than 59 items (59 labels expected)" in captured.out
     assert "1 group(s) have too few items to certify any threshold" in captured.err and "'small'" in captured.err
-    t = pd.read_csv(out).set_index("group")
+    t = pd.read_csv(out).query("allocation == 'planned'").set_index("group")
     assert t.loc["big", "feasible"] == True and t.loc["small", "feasible"] == False  # noqa: E712 (read back from CSV)
     assert t.loc["small", "n_needed"] == 59 and t.loc["big", "labels_needed"] == 59
+    # --risk routed: the routed risk's minimum (140) in the feasibility lines and columns
+    assert main([*args, "--grid", "20,59,100,140", "--risk", "routed", "--budget", "150", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "risk routed, m >= log(alpha/64)" in captured.out
+    assert "certifies nothing with fewer than 140 items (140 labels expected)" in captured.out
+    t = pd.read_csv(out).query("allocation == 'planned'").set_index("group")
+    assert t.loc["big", "feasible"] == True and t.loc["big", "n_needed"] == 140  # noqa: E712
+    assert main([*args, "--risk", "routed", "--bound", "wsr", "-o", str(out)]) == 2  # no p-value: refused
+    assert "--risk: 'routed' needs" in capsys.readouterr().err
 
 
 def test_the_deploying_page_quotes_the_minimum():
@@ -151,3 +162,65 @@ def test_the_deploying_page_quotes_the_minimum():
     half = Recipe(sampling="bernoulli", label_prob=0.5)
     assert 1.9 < min_items(0.05, 0.05, half) / min_items(0.05, 0.05) < 2.1  # "about twice the items"
     assert abs(expected_labels(min_items(0.05, 0.05, half), half) - min_items(0.05, 0.05)) <= 1  # "same labels"
+
+
+# --- the routed risk (issue 37.4): its first point is tested at alpha / ROUTED_GRID -----------------
+
+
+@pytest.mark.parametrize("eps,alpha,expected", [(0.05, 0.05, 140), (0.1, 0.05, 68)])
+def test_routed_minimum_is_the_closed_form(eps, alpha, expected):
+    from gpac_utils.risks import ROUTED_GRID
+
+    closed = math.ceil(math.log(alpha / ROUTED_GRID) / math.log(1 - eps))
+    assert min_items(eps, alpha, risk="routed") == closed == expected
+    assert min_terms("clopper_pearson", eps, alpha, risk="routed") == closed
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [Recipe(), Recipe(sampling="bernoulli", label_prob=0.5), Recipe(bound="clopper_pearson")],
+    ids=lambda r: f"{r.bound}-{r.sampling}",
+)
+def test_routed_minimum_is_where_the_library_procedure_starts_to_certify(recipe):
+    """A loss-free group of m - 1 items gets -inf from the library's own procedure, m items a threshold."""
+    from gpac_utils.risks import routed_threshold
+
+    eps, alpha = 0.05, 0.05
+    m = min_items(eps, alpha, recipe, risk="routed")
+    for size, expected in ((m - 1, False), (m, True)):
+        u = np.linspace(0, 1, size)
+        t = routed_threshold(u, np.zeros(size), eps=eps, alpha=alpha, recipe=recipe, rng=0)
+        assert bool(np.isfinite(t)) == expected, (size, recipe)
+    if recipe == Recipe():
+        assert m == 140
+
+
+def test_routed_statuses_warnings_and_table():
+    u = np.concatenate([np.linspace(0, 1, 139), np.linspace(0, 1, 140)])
+    g = np.repeat(["small", "big"], [139, 140])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal = GPAC(0.05, risk="routed", min_group_size=1).fit(u, np.zeros(u.size), g)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, GroupWarning)]
+    assert any("'small'" in m and "fewer than 140" in m and "routed" in m for m in msgs), msgs
+    assert cal.groups_["small"].status == TOO_FEW and np.isneginf(cal.thresholds_["small"])
+    assert cal.groups_["big"].status == "certified"
+    t = feasibility({"small": 139, "big": 140}, 0.05, 0.05, risk="routed")
+    assert t["feasible"].tolist() == [False, True] and t["n_needed"].tolist() == [140, 140]
+    assert "alpha/64" in t["formula"].iloc[0]
+    with pytest.raises(ValueError, match="risk"):
+        feasibility({"a": 1}, 0.05, 0.05, risk="nope")
+
+
+def test_the_deploying_page_quotes_the_routed_minimum():
+    """``risk="routed"``: the first rejection of its fallback procedure needs (1 - eps/R)^m <= alpha / K."""
+    from gpac_utils.risks import ROUTED_GRID, routed_threshold
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    n = math.ceil(math.log(0.05 / ROUTED_GRID) / math.log(1 - 0.05))
+    for size, certified in ((n - 1, False), (n, True)):  # zero losses: the best case, by brute force
+        t = routed_threshold(np.linspace(0, 1, size), np.zeros(size), eps=0.05, alpha=0.05)
+        assert bool(np.isfinite(t)) == certified, (size, t)
+    text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert f"⌈log(α/{ROUTED_GRID})/log(1 − ε/R)⌉" in text and f"{n} at ε = α = 0.05 with every item labelled" in text
+    assert f"each of its {ROUTED_GRID} grid points at α/{ROUTED_GRID}" in text

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import VALID, VALID_BERNOULLI, allocation, prediction, threshold
+from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, feasibility, prediction, threshold
+from gpac_utils.calibrate import CERTIFIED, TOO_FEW, GroupWarning
+from gpac_utils.checks import ParameterError
 from gpac_utils.cli import main as cli_main
-from gpac_utils.prediction import PlanCurves
+from gpac_utils.prediction import PlanCurves, PlanSpec
+from gpac_utils.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------------------------
 # allocation: DP against brute force
@@ -89,9 +97,11 @@ def test_weighted_choice_follows_the_weights():
 def test_all_zero_pilot_certifies_from_59_labels():
     # Hoeffding-Bentkus at eps = alpha = 0.05: an all-zero-loss group needs 59 labels (issue 13).
     u = np.linspace(0, 1, 500)
-    c = prediction.predict(u, np.zeros(500), u, np.zeros(500), np.zeros(500), eps=0.05, n_grid=[58, 59], n_resamples=10)
-    assert c.p_certify[0].tolist() == [0.0, 1.0]
-    assert c.mean[0, 1] == pytest.approx(1.0, abs=0.02)
+    z = np.zeros(500)
+    c = prediction.predict(u, z, u, z, z, settings=Settings(eps=0.05), spec=PlanSpec(n_grid=[58, 59], n_resamples=10))
+    # exactly 0 below the minimum; above it likely but never printed as certain: (10 + 1/2) / 11
+    assert c.p_certify[0].tolist() == [0.0, pytest.approx(10.5 / 11)]
+    assert c.mean[0, 1] == pytest.approx(1.0, abs=0.1)
     # pi = 0.5 Bernoulli labelling needs about twice the items for the same expected labels
     b = prediction.predict(
         u,
@@ -99,13 +109,11 @@ def test_all_zero_pilot_certifies_from_59_labels():
         u,
         np.zeros(500),
         np.zeros(500),
-        eps=0.05,
-        n_grid=[59, 120],
-        recipe=VALID_BERNOULLI,
-        n_resamples=40,
+        settings=Settings(eps=0.05, recipe=VALID_BERNOULLI),
+        spec=PlanSpec(n_grid=[59, 120], n_resamples=40),
     )
     assert b.n_items[0].tolist() == [118, 240]
-    assert b.p_certify[0, 0] < 0.6 and b.p_certify[0, 1] == 1.0
+    assert b.p_certify[0, 0] == 0.0 and 0.9 < b.p_certify[0, 1] < 1.0
 
 
 def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
@@ -113,14 +121,16 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
     g = np.repeat(["a", "b"], 800)
     u = rng.uniform(size=1600)
     loss = (rng.uniform(size=1600) < 0.2 * u).astype(float)
-    kw = dict(eps=0.05, n_grid=[50, 200], n_resamples=20, seed=1)
-    c1 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
-    c2 = prediction.predict(u, g, u[:300], loss[:300], g[:300], **kw)
+    kw = dict(settings=Settings(eps=0.05, seed=1), spec=PlanSpec(n_grid=[50, 200], n_resamples=20))
+    p = slice(None, None, 5)  # a pilot of both groups
+    c1 = prediction.predict(u, g, u[p], loss[p], g[p], **kw)
+    c2 = prediction.predict(u, g, u[p], loss[p], g[p], **kw)
     np.testing.assert_array_equal(c1.routed_shares, c2.routed_shares)
-    pooled = prediction.predict(u, g, u[:300], loss[:300], None, **kw)
+    pooled = prediction.predict(u, g, u[p], loss[p], None, **kw)
     assert set(pooled.pilot_models.values()) == {"smoothed"}
     assert pooled.summary().columns[:4].tolist() == ["group", "n_labels", "n_items", "routed_share_mean"]
-    capped = prediction.predict(u, g, u[:300], loss[:300], g[:300], cap={"a": 100, "b": 1000}, **kw)
+    kw["spec"] = PlanSpec(n_grid=[50, 200], n_resamples=20, cap={"a": 100, "b": 1000})
+    capped = prediction.predict(u, g, u[p], loss[p], g[p], **kw)
     assert np.isnan(capped.mean[0, 1]) and np.isfinite(capped.mean[1, 1])
 
 
@@ -138,18 +148,27 @@ def test_predict_is_seeded_and_pooled_pilot_uses_the_smoothed_model():
 )
 def test_predict_rejects_bad_parameters(kw, match):
     u = np.linspace(0, 1, 50)
-    args = dict(eps=0.05, n_grid=[10], n_resamples=5)
-    args.update(kw)
+    settings = {k: kw[k] for k in ("eps", "alpha", "recipe") if k in kw}
+    spec = {("model" if k == "pilot" else k): v for k, v in kw.items() if k not in settings}
     with pytest.raises(ValueError, match=match):
-        prediction.predict(u, np.zeros(50), u, np.zeros(50), np.zeros(50), **args)
+        prediction.predict(
+            u,
+            np.zeros(50),
+            u,
+            np.zeros(50),
+            np.zeros(50),
+            settings=Settings(**({"eps": 0.05} | settings)),
+            spec=PlanSpec(**({"n_grid": [10], "n_resamples": 5} | spec)),
+        )
 
 
 def test_predict_rejects_bad_pilot():
     u = np.linspace(0, 1, 50)
+    kw = dict(settings=Settings(eps=0.05), spec=PlanSpec(n_grid=[10]))
     with pytest.raises(ValueError, match="pilot_losses"):
-        prediction.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), eps=0.05, n_grid=[10])
+        prediction.predict(u, np.zeros(50), u, np.full(50, 2.0), np.zeros(50), **kw)
     with pytest.raises(ValueError, match="pilot_losses"):
-        prediction.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), eps=0.05, n_grid=[10])
+        prediction.predict(u, np.zeros(50), u, np.zeros(40), np.zeros(50), **kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,11 +216,8 @@ def test_planned_share_is_realised_within_the_predicted_band():
             u[pilot],
             loss[pilot],
             g[pilot],
-            eps=eps,
-            recipe=recipe,
-            n_grid=grid,
-            n_resamples=100,
-            seed=setting,
+            settings=Settings(eps=eps, recipe=recipe, seed=setting),
+            spec=PlanSpec(n_grid=grid, n_resamples=100),
         )
         planned = allocation.allocate(curves, budget)
         lo, hi = curves.band()
@@ -276,7 +292,7 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
     )
     assert rc == 0
     t = pd.read_csv(out)
-    assert set(t["allocation"]) == {"planned"}
+    assert set(t["allocation"]) == {"planned", "uniform"}
     assert set(t["group"]) == set(POPULATION) | {"ALL"}
     assert {"n_labels", "routed_share_mean", "routed_share_q10", "routed_share_q90", "p_certify"} <= set(t.columns)
     planned = t[(t["allocation"] == "planned") & (t["group"] == "ALL")].iloc[0]
@@ -317,3 +333,182 @@ def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, capsys, extra, m
     err = capsys.readouterr().err.strip()
     assert code == (1 if match == "--group-col" else 2), err
     assert match in err and "\n" not in err and err.startswith("error:")
+
+
+# --------------------------------------------------------------------------------------------
+# issue 40: plan what calibration certifies; the pilot's uncertainty; the budget; bad input
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("risk", ["joint", "routed"])
+@pytest.mark.parametrize("correction", ["none", "bonferroni"])
+@pytest.mark.parametrize("min_group_size", [10, 200])
+def test_plan_and_calibration_agree_on_feasibility(risk, correction, min_group_size):
+    """The planner's minimum is calibration's: below it neither certifies, at it both can (loss-free groups)."""
+    settings = Settings(eps=0.05, risk=risk, correction=correction, min_group_size=min_group_size)
+    g = np.repeat(["a", "b", "c"], 400)
+    u = np.random.default_rng(0).uniform(size=g.size)
+    loss = np.zeros(g.size)
+    need = prediction.n_needed(settings, 3)
+    table = feasibility.feasibility(
+        {x: 400 for x in "abc"}, 0.05, 0.05, risk=risk, correction=correction, min_group_size=min_group_size
+    )
+    assert (table["n_needed"] == need).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", prediction.PilotWarning)
+        curves = prediction.predict(
+            u, g, u[::4], loss[::4], g[::4], settings=settings, spec=PlanSpec(n_grid=[need - 1, need], n_resamples=20)
+        )
+    assert (curves.p_certify[:, 0] == 0).all() and (curves.p_certify[:, 1] > 0.5).all()
+    for n, status in [(need - 1, TOO_FEW), (need, CERTIFIED)]:
+        idx = np.concatenate([np.flatnonzero(g == x)[:n] for x in "abc"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)
+            fit = GPAC.from_settings(settings).fit(u[idx], loss[idx], g[idx])
+        assert {r.status for r in fit.groups_.values()} == {status}, (n, need)
+
+
+def test_routed_risk_is_planned_with_its_own_minimum():
+    rng = np.random.default_rng(2)
+    u = rng.uniform(size=2000)
+    loss = (rng.uniform(size=2000) < 0.1 * u).astype(float)
+    g = np.repeat(["a", "b"], 1000)
+    spec = PlanSpec(n_grid=[100, 139, 140, 600], n_resamples=30)
+    joint = prediction.predict(u, g, u[::5], loss[::5], g[::5], settings=Settings(eps=0.05), spec=spec)
+    routed = prediction.predict(u, g, u[::5], loss[::5], g[::5], settings=Settings(eps=0.05, risk="routed"), spec=spec)
+    assert routed.settings["n_needed"] == 140 and joint.settings["n_needed"] == 59
+    assert (routed.p_certify[:, :2] == 0).all() and (joint.p_certify[:, 0] > 0).all()
+    assert (routed.mean[:, -1] <= joint.mean[:, -1] + 0.05).all()  # the stronger guarantee routes less
+
+
+def test_planner_refuses_settings_it_cannot_honour():
+    u = np.linspace(0, 1, 100)
+    g = np.repeat(["a", "b"], 50)
+    for bad, field in [(Settings(eps=0.1, mode="joint"), "mode"), (Settings(eps=0.1, cluster_fraction=0.3), "cluster")]:
+        with pytest.raises(ParameterError, match=rf"^settings\.{field}"):
+            prediction.predict(u, g, u, np.zeros(100), g, settings=bad)
+    with pytest.raises(TypeError, match=r"^eps: replaced by settings=Settings\(eps=...\)"):
+        prediction.predict(u, g, u, np.zeros(100), g, eps=0.1)
+
+
+def test_unseen_losses_are_not_zero_losses():
+    """A pilot with no loss at all: p_certify is not printed as certain, and a thin pilot gives a wider band."""
+    rng = np.random.default_rng(4)
+    g = np.repeat(["thin", "thick"], 1000)
+    u = rng.uniform(size=g.size)
+    loss = (rng.uniform(size=g.size) < 0.15 * u).astype(float)
+    pilot = np.r_[np.arange(0, 1000, 100), np.arange(1000, 2000, 3)]  # 10 vs 334 pilot items
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", prediction.PilotWarning)
+        c = prediction.predict(
+            u,
+            g,
+            u[pilot],
+            loss[pilot],
+            g[pilot],
+            settings=Settings(eps=0.05),
+            spec=PlanSpec(n_grid=[400], n_resamples=100),
+        )
+        lossless = prediction.predict(
+            u, g, u, np.zeros(g.size), g, settings=Settings(eps=0.05), spec=PlanSpec(n_grid=[59, 400], n_resamples=50)
+        )
+    lo, hi = c.band()
+    j_thin, j_thick = c.groups.index("thin"), c.groups.index("thick")
+    assert hi[j_thin, 0] - lo[j_thin, 0] > 1.5 * (hi[j_thick, 0] - lo[j_thick, 0])
+    assert np.all(lossless.p_certify < 1) and np.all(lossless.p_certify[:, 0] > 0)
+    with pytest.warns(prediction.PilotWarning, match=r"^pilot_groups: group\(s\) \['thin'\] show no positive loss"):
+        prediction.predict(
+            u,
+            g,
+            u[pilot],
+            np.where(g[pilot] == "thin", 0.0, loss[pilot]),
+            g[pilot],
+            settings=Settings(eps=0.05),
+            spec=PlanSpec(n_grid=[100], n_resamples=5),
+        )
+
+
+def test_a_pilot_group_without_rows_is_one_line():
+    u = np.linspace(0, 1, 100)
+    g = np.repeat(["a", "b"], 50)
+    with pytest.raises(ParameterError, match=r"^pilot_groups: group\(s\) \['b'\] have no labelled pilot row"):
+        prediction.predict(u, g, u[:50], np.ones(50), g[:50], settings=Settings(eps=0.1))
+
+
+def _plan_cli(path, out, *extra):
+    return cli_main(
+        ["plan", "--data", str(path), "--score-col", "score_x", "--n-resamples", "20", "-o", str(out), *extra]
+    )
+
+
+def test_cli_plan_budget_excludes_the_pilot_and_its_rows(tmp_path, capsys):
+    path = _write_table(tmp_path, with_loss=False)  # the pilot = the rows with a loss (about 30 %)
+    df = pd.read_csv(path)
+    outside = int(df["loss"].isna().sum())
+    assert _plan_cli(path, tmp_path / "p.csv", "--eps", "0.1", "--budget", str(outside + 1)) == 2
+    assert "at most its rows outside the pilot" in capsys.readouterr().err
+    assert _plan_cli(path, tmp_path / "p.csv", "--eps", "0.1", "--budget", "100") == 0
+    out = capsys.readouterr().out
+    n_pilot = int(df["loss"].notna().sum())
+    assert f"budget 100 calibration labels, on top of the {n_pilot} pilot labels ({100 + n_pilot} in all)" in out
+    assert "calibrate on rows outside the pilot" in out and "planned vs uniform split" in out
+    t = pd.read_csv(tmp_path / "p.csv")
+    rows = df.assign(pilot=df["loss"].notna()).groupby("group")["pilot"].agg(lambda p: int((~p).sum()))
+    planned = t[(t["allocation"] == "planned") & (t["group"] != "ALL")].set_index("group")["n_labels"]
+    assert (planned <= rows[planned.index]).all()
+
+
+def test_cli_plan_bad_budget_and_routed_risk(tmp_path, capsys):
+    path = _write_table(tmp_path)
+    common = ["--pilot-fraction", "0.3", "--eps", "0.05", "--alpha", "0.05"]
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--budget", "50") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --budget: 50 labels is below the 59 any group needs") and "\n" not in err
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--risk", "routed", "--budget", "100") == 2
+    assert "below the 140 any group needs" in capsys.readouterr().err
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--risk", "routed", "--budget", "400") == 0
+    assert "risk routed" in capsys.readouterr().out
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--min-group-size", "0") == 2
+    assert capsys.readouterr().err.startswith("error: --min-group-size")
+
+
+def test_gain_over_uniform_is_reported_as_negligible_when_it_is():
+    values = np.array([[0.5, 0.5], [0.5, 0.5]])  # identical groups: any split routes the same
+    c = _curves(values, [10, 20], [0.5, 0.5])
+    planned = allocation.allocate(c, 30)
+    even = allocation.fixed(c, allocation.uniform_counts({"g0": 20, "g1": 20}, 20), "uniform")
+    delta, se = allocation.gain(c, planned, even)
+    assert delta == pytest.approx(0.0) and delta < allocation.NEGLIGIBLE
+
+
+def test_gpqa_table_matches_its_data_card():
+    """data/real/gpqa_gemma4_decile.md: counts, the loss identity, the decile-30 rates and AUROCs."""
+    from sklearn.metrics import roc_auc_score
+
+    from gpac_utils.paper import realdata
+
+    d = realdata.read_raw(realdata.paths.REALDATA / "gpqa_gemma4_decile.csv")
+    assert len(d) == 198 and d["item_id"].is_unique and d["subgroup"].nunique() == 13
+    assert d["group"].value_counts().to_dict() == {"Chemistry": 93, "Physics": 86, "Biology": 19}
+    assert (d["loss"] == d["strong_correct"] * (1 - d["weak_correct"])).all()
+    loss = d["strong_correct"] * (1 - d["correct_d30"])
+    rates = loss.groupby(d["group"]).mean().round(3).to_dict()
+    assert rates == {"Biology": 0.105, "Chemistry": 0.204, "Physics": 0.256} and round(loss.mean(), 3) == 0.217
+    assert round(roc_auc_score(loss, 1 - d["conf_d30"]), 3) == 0.742
+    assert round(roc_auc_score(1 - d["correct_d30"], 1 - d["conf_d30"]), 3) == 0.708
+
+
+def test_plan_realdata_fast_mode(tmp_path, monkeypatch):
+    """benchmarks/plan_realdata.py --fast: the buyer's check runs and reports every column."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plan_realdata", ROOT / "benchmarks" / "plan_realdata.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)  # its dataclass looks its module up
+    spec.loader.exec_module(mod)
+    assert mod.main(["--fast", "--out", str(tmp_path / "r")]) == 0
+    s = pd.read_csv(tmp_path / "r.csv")
+    assert len(s) == 1 and 0 <= s["coverage"].iloc[0] <= 1 and s["band_width"].iloc[0] > 0
+    rows = pd.read_csv(tmp_path / "r_groups.csv")
+    assert (rows["n_labels"] <= rows["n_labels"].max()).all() and set(rows["table"]) == {"mathl5_zeroeval"}
+    assert ((rows["p_certify"] < 1) & (rows["p_certify"] >= 0)).all()

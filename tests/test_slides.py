@@ -55,6 +55,7 @@ def test_a_slide_keeps_headings_lists_and_math_not_prose():
     assert slides.slide_markdown("**Aims.** You can\n- a", "S") == "## Aims\n\nYou can\n- a"
     assert slides.slide_markdown("Long prose with $x$ " * 20 + "\n\n- item", "S") == "## S\n\n- item"
     assert slides.slide_markdown("## A\n\n- a\n\n## B\n\n- b", "S") == "## A\n\n- a"
+    assert slides.plain("(exercise {ref}`ex-partition-gap-by-hand`)") == "(exercise “partition gap by hand”)"
 
 
 def test_every_lecture_part_has_formulas_or_figures_and_questions():
@@ -78,6 +79,57 @@ def test_a_marked_cell_with_nothing_to_show_is_an_error(tmp_path, monkeypatch):
     (tmp_path / "99_x.py").write_text('# %% slideshow={"slide_type": "slide"}\nx = 1\n')
     with pytest.raises(slides.SlidesError, match=r"code cell 0 is marked for slides but writes no committed figure"):
         slides.notebook_slides("99_x")
+
+
+def test_directive_fences_are_dropped_and_their_body_kept():
+    source = "## Exercise\n\n```{exercise}\n:label: ex-x\n\nCompute $N_j$ for\n- a case\n```\n\n```python\nx = 1\n```"
+    text = slides.plain(source)
+    assert "```{exercise}" not in text and ":label:" not in text and "Compute $N_j$ for" in text
+    assert text.count("```") == 2, text  # the code fence stays, the directive's closing fence goes
+    shown = slides.slide_markdown(source, "S")
+    assert "```" not in shown and "ex-x" not in shown, shown
+
+
+def test_every_slide_has_notes_and_every_figure_slide_a_takeaway():
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        for cell in nb.cells:
+            if cell.metadata["slideshow"]["slide_type"] == "slide":
+                assert re.search(r'<aside class="notes"><p><b>[\d.]+ min\.</b> \S', cell.source), cell.source[:80]
+            if 'class="gpac-figure"' in cell.source:
+                assert re.search(r'<p class="gpac-takeaway">[^<]{20,}</p>', cell.source), cell.source[:80]
+        assert slides.quiz_count(nb) <= slides.QUIZ_SHARE * slides.slide_count(nb), session.name
+        # the notes' minutes fit the time docs/teaching.md gives the session's lecture parts
+        minutes = sum(float(m) for m in re.findall(r"<b>([\d.]+) min\.</b>", "\n".join(c.source for c in nb.cells)))
+        assert 0 < minutes <= sum(p.minutes for p in session.parts), (session.name, minutes)
+
+
+def test_the_paper_s_statements_are_on_the_slides():
+    shown = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    for statement in (
+        "Definition 2.1",
+        "Definition 3.1",
+        "Assumption 4.1",
+        "Theorem 4.2",
+        "Theorem 4.3",
+        "Definition 4.4",
+        "Proposition 4.5",
+        "Theorem 4.6",
+        "Fixed-sequence testing",
+        "The wealth process",
+        "Ville's inequality",
+    ):
+        assert statement in shown, statement
+    assert "R(u) = \\mathbb E" in shown and "C-PAC" in shown
+
+
+def test_a_figure_too_small_to_read_is_refused(monkeypatch):
+    panel = slides.panels("validity_audit_summary")[0]
+    monkeypatch.setattr(slides, "FIGURE_BOX", (400, 480))  # the whole panel squeezed into 400 px
+    with pytest.raises(slides.SlidesError, match=r"validity_audit_summary panel 1 is \d+ px tall with [\d.]+ px axis"):
+        slides.figure_slide(panel)
+    w, h, scale = slides.Panel(**{**panel.__dict__, "boxes": []}).shown()
+    assert scale < 1 and h < 300
 
 
 @pytest.fixture(scope="module")
@@ -124,15 +176,46 @@ def page():
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        yield browser.new_page(viewport={"width": 1280, "height": 900})
+        yield browser.new_page(viewport={"width": 1280, "height": 720})
         browser.close()
 
 
+#: Per slide, measured on the current slide as reveal.js lays it out at 1280 x 720 (slide pixels):
+#: its content height, its smallest body-text size, its figures' heights and scales, whether it has
+#: speaker notes and whether it is a question.
+MEASURE = """i => {
+    Reveal.slide(i);
+    const s = Reveal.getCurrentSlide();
+    const text = Array.from(s.querySelectorAll('.jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li'))
+        .filter(e => !e.closest('aside') && e.textContent.trim())
+        .map(e => parseFloat(getComputedStyle(e).fontSize));
+    const figures = Array.from(s.querySelectorAll('img')).map(img => ({
+        height: img.getBoundingClientRect().height / Reveal.getScale(), natural: img.naturalHeight,
+        scale: parseFloat(img.dataset.scale || '0')}));
+    const notes = s.querySelector('aside.notes');
+    const shown = Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside')
+        && (e.tagName === 'MJX-CONTAINER' || !e.parentElement.closest('mjx-container'))
+        && e.getClientRects().length > 0);  // a formula by its box, not by its glyphs' parts
+    const box = s.getBoundingClientRect(), k = Reveal.getScale();
+    const bottom = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().bottom - box.top) / k));
+    const right = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().right - box.left) / k));
+    return {height: bottom, width: right, text: text, figures: figures,
+            notes: notes ? notes.textContent.trim() : '', title: (s.querySelector('h1, h2') || {}).textContent || '',
+            quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself'};
+}"""
+
+
 @pytest.mark.slow
-def test_every_deck_renders_in_a_browser(served, page):
+def test_every_deck_projects_at_1280_by_720(served, page):
+    """Every slide of every deck, at 1280 x 720: 16:9, body text at least 32 px, figures at least
+    300 px tall with tick labels at least 14 px, speaker notes with minutes on every slide, nothing
+    outside the slide, at most a quarter questions; each slide photographed into build/slides-test/."""
     url, counts = served
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    errors, too_tall = [], []
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    label_px = slides.tick_label_px()
+    errors, problems = [], []
     page.on("pageerror", lambda err: errors.append(str(err)))
     for name, expected in counts.items():
         page.goto(f"{url}/{name}.html")
@@ -143,6 +226,7 @@ def test_every_deck_renders_in_a_browser(served, page):
                    errors: document.querySelectorAll('mjx-merror').length}))"""
         )
         assert page.evaluate("() => Reveal.getTotalSlides()") == expected, name
+        assert page.evaluate("() => [Reveal.getConfig().width, Reveal.getConfig().height]") == [1280, 720], name
         assert math["rendered"] > 0 and math["errors"] == 0, (name, math)
         images = page.evaluate(
             """() => Promise.all(Array.from(document.querySelectorAll('.reveal img')).map(img =>
@@ -150,21 +234,29 @@ def test_every_deck_renders_in_a_browser(served, page):
                                                                     width: img.naturalWidth}))))"""
         )
         assert images and all(img["width"] > 0 for img in images), (name, images)
-        # Every slide fits: its content is no taller than the deck's slide height (measured on the
-        # current slide, which reveal.js lays out); the first slide of each part is photographed.
-        heights = page.evaluate(
-            """() => Array.from({length: Reveal.getTotalSlides()}, (_, i) => {
-                   Reveal.slide(i);
-                   const s = Reveal.getCurrentSlide();
-                   return [s.scrollHeight, s.querySelector('h1') !== null];
-               })"""
-        )
-        height = page.evaluate("() => Reveal.getConfig().height")
-        too_tall += [f"{name} slide {i + 1}: {h}px" for i, (h, _) in enumerate(heights) if h > height + 2]
-        for index in [i for i, (_, title) in enumerate(heights) if title][1:]:
-            page.evaluate(f"() => Reveal.slide({index + 1})")
-            page.screenshot(path=str(SCREENSHOTS / f"{name}-{index + 2:02d}.png"))
-    assert too_tall == [], f"slides taller than the deck's 700 px: {too_tall}"
+        quiz = 0
+        for i in range(expected):
+            m = page.evaluate(MEASURE, i)
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-{i + 1:02d}.png"))
+            where = f"{name} slide {i + 1} ({m['title'][:40]})"
+            quiz += m["quiz"]
+            if m["height"] > 720 + 2 or m["width"] > 1280 + 2:
+                problems.append(f"{where}: content {m['width']:.0f} x {m['height']:.0f} px outside 1280 x 720")
+            if m["text"] and min(m["text"]) < 32:
+                problems.append(f"{where}: body text {min(m['text'])} px (at least 32)")
+            if not re.match(r"^[\d.]+ min\. \S", m["notes"]):
+                problems.append(f"{where}: no speaker notes with their minutes")
+            if m["title"].strip() == "Figure":
+                problems.append(f"{where}: a slide whose heading is only 'Figure'")
+            for fig in m["figures"]:
+                shown = fig["height"] / fig["natural"]
+                if fig["height"] < slides.MIN_FIGURE_HEIGHT - 1:
+                    problems.append(f"{where}: a figure {fig['height']:.0f} px tall (at least 300)")
+                if abs(shown - fig["scale"]) > 0.02 or label_px * shown < slides.MIN_LABEL_PX:
+                    problems.append(f"{where}: tick labels {label_px * shown:.1f} px on screen (at least 14)")
+        if quiz > slides.QUIZ_SHARE * expected:
+            problems.append(f"{name}: {quiz} of {expected} slides are questions")
+    assert problems == [], "\n".join(problems)
     assert errors == [], errors
 
 

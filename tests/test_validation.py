@@ -26,8 +26,9 @@ from gpac_utils.allocation import _dp, _options, allocate
 from gpac_utils.calibrate import CALIBRATORS, GroupWarning, _threshold, risk_curve
 from gpac_utils.checks import ParameterError
 from gpac_utils.online import Decisions, OnlineGPAC
-from gpac_utils.prediction import PilotModel, PilotWarning, PlanCurves, predict
+from gpac_utils.prediction import PilotModel, PilotWarning, PlanCurves, PlanSpec, predict
 from gpac_utils.recipe import as_recipe
+from gpac_utils.settings import Settings
 from gpac_utils.thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -119,7 +120,9 @@ ISSUE_EXAMPLES = [
     ("threshold: unknown recipe", lambda: threshold(U, LOSS, eps=0.1, alpha=0.05, recipe="magic"), "recipe", ""),
     (
         "predict: pilot=PilotModel(uncertainty='no')",
-        lambda: predict(U, G, U, LOSS, G, eps=0.1, pilot=PilotModel(uncertainty="no")),
+        lambda: predict(
+            U, G, U, LOSS, G, settings=Settings(eps=0.1), spec=PlanSpec(model=PilotModel(uncertainty="no"))
+        ),
         "uncertainty",
         "",
     ),
@@ -216,9 +219,13 @@ def test_cli_corners_of_the_issue(table, tmp_path, capsys):
     pilot = tmp_path / "pilot.csv"
     df.assign(loss=df["loss"].where(df.index == 0)).to_csv(pilot, index=False)
     plan[2] = str(pilot)
+    assert cli.main([*plan, "-o", str(tmp_path / "p.csv")]) == 1  # a group without a pilot row
+    assert "have no labelled pilot row" in one_error(capsys)
+    first = df.groupby("group").head(1).index  # one pilot row per group
+    df.assign(loss=df["loss"].where(df.index.isin(first))).to_csv(pilot, index=False)
     assert cli.main([*plan, "-o", str(tmp_path / "p.csv")]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 1 and "the pilot has 1 labelled item(s) (< 30)" in warned[0]
+    assert "the pilot has 2 labelled item(s) (< 30)" in warned[0]
 
 
 def test_cli_route_refuses_a_foreign_or_corrupt_file(table, tmp_path, capsys):
@@ -485,11 +492,14 @@ def test_answers_equal_those_of_the_package_before_the_layer():
 
 
 def test_planner_warns_on_a_pilot_too_small_to_predict_from():
-    with pytest.warns(PilotWarning, match=r"1 labelled item\(s\) \(< 30\)"):
-        predict(U, G, U[:1], LOSS[:1], G[:1], eps=0.1, n_grid=[10], n_resamples=4)
+    first = pd.Series(G).drop_duplicates().index  # one pilot item per group
+    with pytest.warns(PilotWarning, match=rf"{first.size} labelled item\(s\) \(< 30\)"):
+        predict(
+            U, G, U[first], LOSS[first], G[first], settings=Settings(eps=0.1), spec=PlanSpec(n_grid=[10], n_resamples=4)
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error", PilotWarning)  # 300 items, many positive losses: no warning
-        predict(U, G, U, LOSS, G, eps=0.1, n_grid=[10], n_resamples=4)
+        predict(U, G, U, LOSS, G, settings=Settings(eps=0.1), spec=PlanSpec(n_grid=[10], n_resamples=4))
 
 
 def test_the_docs_page_shows_the_messages_the_api_gives():

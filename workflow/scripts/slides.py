@@ -12,29 +12,40 @@ notebook marks for slides with jupytext's ``slideshow`` cell metadata
   (or its bold lead-in, or the section heading above it) as the title, then, up to a second
   heading, its lists, its display math (``$$ ... $$``) and its short paragraphs that hold math
   (:data:`SHORT` characters at most); other prose stays in the notebook. MyST roles are reduced
-  to their text.
-* a marked **code** cell gives one slide with the committed figure it writes
-  (``savefig(fig, "NAME")`` or ``show(fig, "NAME")`` with ``figures/NAME.png`` committed), under
-  the section heading above it (and the bold lead-in of the markdown cell just above, if any): the
-  slides never execute a notebook.
+  to their text, directive fences (```` ```{exercise} ````) to their body.
+* a marked **code** cell gives the slides of the committed figures it writes
+  (``savefig(fig, "NAME")`` or ``show(fig, "NAME")`` with ``figures/NAME.png`` committed): one slide
+  per panel that docs/_slides/lectures.toml cuts from the PNG (``[figure.NAME]``), each with its
+  title and a one-line takeaway, sized for the slide; a panel shown under :data:`MIN_FIGURE_HEIGHT`
+  px or with tick labels under :data:`MIN_LABEL_PX` px is an error. The slides never execute a
+  notebook and never change ``figures/``.
 
-Then the part's self-check questions (``notebooks/questions/NN_name.json``, the ones the notebook
-shows with jupyterquiz), one slide each, the answer and its why as a fragment revealed on click.
+docs/_slides/lectures.toml also holds the slides no notebook has (the paper's definitions and
+theorems, numbered as the paper numbers them), each placed after the slide it names, and the
+speaker notes of every slide with its minutes (``<aside class="notes">``; ``s`` opens reveal.js's
+speaker view); a marked slide without notes is an error. Then the part's self-check questions
+(``notebooks/questions/NN_name.json``, the ones the notebook shows with jupyterquiz), one slide
+each, the answer and its why as a fragment revealed on click; they are at most :data:`QUIZ_SHARE`
+of a deck.
 
 nbconvert's ``SlidesExporter`` renders each deck with the template ``docs/_slides/templates/gpac_reveal``
 (nbconvert's reveal template without any CDN) and ``--SlidesExporter.reveal_url_prefix=reveal.js``.
-The output folder is self-contained and works offline: ``session-N.html``, ``reveal.js/`` (the npm
-package pinned in docs/_slides/package-lock.json), ``mathjax/`` (docs/_mathjax's) and ``figures/``
-(the PNGs the decks show), and ``slides.json`` (the slide count of each deck).
+The decks are 16:9, 1280 x 720, body text 32 px. The output folder is self-contained and works
+offline: ``session-N.html``, ``reveal.js/`` (the npm package pinned in docs/_slides/package-lock.json),
+``mathjax/`` (docs/_mathjax's), ``figures/`` (the panels the decks show) and ``slides.json`` (the
+slide count of each deck).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import html
 import json
 import re
 import shutil
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,9 +61,10 @@ SLIDES_SRC = REPO_ROOT / "docs" / "_slides"
 REVEAL = SLIDES_SRC / "node_modules" / "reveal.js"
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5"
 TEMPLATE = "gpac_reveal"
+LECTURES = SLIDES_SRC / "lectures.toml"
 
 _SESSION = re.compile(r"^###\s+Session\s+(\d+)\s+[—-]+\s+(.+?)(?:\s+\(about[^)]*\))?\s*$")
-_ROW = re.compile(r"^\|\s*(Lecture[^|]*?)\s*\|[^|]*\|\s*([^|]*?)\s*\|")
+_ROW = re.compile(r"^\|\s*(Lecture[^|]*?)\s*\|\s*(\d+)\s*min\s*\|\s*([^|]*?)\s*\|")
 _DOC = re.compile(r"\{doc\}`notebooks/(\d\d_[a-z0-9_]+)`")
 _ROLE = re.compile(r"\{(?:term|ref|doc|numref|eq)\}`([^`<]*?)\s*(?:<[^>]*>)?`")
 _FIGURE_CALL = re.compile(r"""\b(?:savefig|show)\(\s*\w+\s*,\s*["']([A-Za-z0-9_\-]+)["']""")
@@ -71,6 +83,7 @@ class Part:
     title: str
     notebook: str
     where: str = ""
+    minutes: int = 0
 
 
 @dataclass
@@ -90,17 +103,39 @@ def sessions(teaching: Path = TEACHING) -> list[Session]:
     for line in teaching.read_text(encoding="utf-8").splitlines():
         if m := _SESSION.match(line):
             found.append(Session(int(m[1]), m[2].strip()))
-        elif found and (m := _ROW.match(line)) and (doc := _DOC.search(m[2])):
-            found[-1].parts.append(Part(m[1], doc[1], m[2][doc.end() :].strip()))
+        elif found and (m := _ROW.match(line)) and (doc := _DOC.search(m[3])):
+            found[-1].parts.append(Part(m[1], doc[1], m[3][doc.end() :].strip(), int(m[2])))
     if not found or not all(s.parts for s in found):
         raise SlidesError(f"teaching={teaching}: no session with a 'Lecture' row naming a notebook")
     return found
 
 
+_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{[\w-]+\}")
+_OPTION = re.compile(r"^\s*:[\w-]+:")
+
+
 def plain(markdown: str) -> str:
-    """MyST markup a slide does not render, reduced to text: roles to their text, targets dropped."""
-    lines = [line for line in markdown.split("\n") if not _TARGET.match(line)]
-    return _ROLE.sub(lambda m: m[1], "\n".join(lines))
+    """MyST markup a slide does not render, reduced to text: roles to their text, targets dropped,
+    directive fences (```{exercise}, :::{note}) and their options dropped, their body kept."""
+    lines, fences = [], []
+    for line in markdown.split("\n"):
+        if _TARGET.match(line):
+            continue
+        if m := _DIRECTIVE.match(line):
+            fences.append(m[1])
+            continue
+        if fences and line.strip() == fences[-1]:
+            fences.pop()
+            continue
+        if fences and _OPTION.match(line):
+            continue
+        lines.append(line)
+    return _ROLE.sub(lambda m: _readable(m[1]), "\n".join(lines))
+
+
+def _readable(text: str) -> str:
+    """A role's text as a slide shows it: an exercise label (``ex-partition-gap-by-hand``) as words."""
+    return f"“{text[3:].replace('-', ' ')}”" if re.fullmatch(r"ex-[a-z0-9-]+", text) else text
 
 
 def _blocks(source: str) -> list[str]:
@@ -152,8 +187,29 @@ def figure_names(source: str) -> list[str]:
     return [name for name in _FIGURE_CALL.findall(source) if (FIGURES / f"{name}.png").is_file()]
 
 
-def _cell(source: str, slide_type: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(source, metadata={"slideshow": {"slide_type": slide_type}})
+@functools.cache
+def lectures() -> dict:
+    """The slide-only material of docs/_slides/lectures.toml: theory slides, figure panels, notes."""
+    return tomllib.loads(LECTURES.read_text(encoding="utf-8"))
+
+
+def notes(text: str, minutes: float) -> str:
+    """A slide's speaker notes (reveal.js ``<aside class="notes">``, ``s`` opens the speaker view)."""
+    return f'<aside class="notes"><p><b>{minutes:g} min.</b> {html.escape(text.strip())}</p></aside>'
+
+
+def _notes_of(key: str) -> dict:
+    entry = lectures().get("notes", {}).get(key)
+    if not entry or not entry.get("notes") or not entry.get("minutes"):
+        raise SlidesError(f'{LECTURES.name}: no [notes."{key}"] with notes and minutes for this slide')
+    return entry
+
+
+def _cell(source: str, slide_type: str, title: str = "") -> nbformat.NotebookNode:
+    meta = {"slideshow": {"slide_type": slide_type}}
+    if title:
+        meta["gpac"] = {"title": title}
+    return nbformat.v4.new_markdown_cell(source, metadata=meta)
 
 
 def _heading(source: str) -> str | None:
@@ -163,11 +219,137 @@ def _heading(source: str) -> str | None:
     return None
 
 
+@dataclass
+class Panel:
+    """One figure slide: a part of a committed figure (one or more boxes, stacked), re-laid for the slide."""
+
+    figure: str
+    index: int
+    boxes: list[list[int]]
+    stack: str
+    title: str
+    takeaway: str
+    notes: str
+    minutes: float
+
+    @property
+    def file(self) -> str:
+        return f"{self.figure}--{self.index}.png"
+
+    def image(self):
+        """The panel's pixels, cut from ``figures/NAME.png`` (nothing is re-plotted or resampled)."""
+        from PIL import Image
+
+        with Image.open(FIGURES / f"{self.figure}.png") as full:
+            full = full.convert("RGB")
+            parts = [full.crop(tuple(b)) for b in self.boxes] if self.boxes else [full]
+        if len(parts) == 1:  # stacked boxes keep their edges, so that their axes line up
+            return _trim(parts[0])
+        gap, horizontal = PANEL_GAP, self.stack == "h"
+        w = sum(p.width for p in parts) + gap * (len(parts) - 1) if horizontal else max(p.width for p in parts)
+        h = max(p.height for p in parts) if horizontal else sum(p.height for p in parts) + gap * (len(parts) - 1)
+        canvas, at = Image.new("RGB", (w, h), "white"), 0
+        for p in parts:
+            canvas.paste(p, (at, 0) if horizontal else (0, at))
+            at += (p.width if horizontal else p.height) + gap
+        return canvas
+
+    def shown(self) -> tuple[int, int, float]:
+        """Its width and height on the slide (slide pixels) and the scale from the PNG's pixels."""
+        w, h = self.image().size
+        scale = min(FIGURE_BOX[0] / w, FIGURE_BOX[1] / h, MAX_UPSCALE)
+        return round(w * scale), round(h * scale), scale
+
+
+def _trim(image, pad: int = 4):
+    """``image`` without its white margins (``pad`` pixels of white kept)."""
+    box = image.convert("L").point(lambda v: 255 if v < 245 else 0).getbbox()  # the non-white pixels
+    if box is None:
+        return image
+    left, top, right, bottom = box
+    return image.crop(
+        (max(left - pad, 0), max(top - pad, 0), min(right + pad, image.width), min(bottom + pad, image.height))
+    )
+
+
+#: The figure area of a slide (slide pixels, below the title and the takeaway line), the largest
+#: enlargement of a panel's pixels, and the white gap between stacked boxes (PNG pixels).
+FIGURE_BOX = (1200, 480)
+MAX_UPSCALE = 1.6
+PANEL_GAP = 12
+#: The smallest figure on a slide, and the smallest axis label (tick label) on screen, in slide pixels.
+MIN_FIGURE_HEIGHT = 300
+MIN_LABEL_PX = 14
+
+
+def tick_label_px() -> float:
+    """The tick-label size of the compendium's figure style in PNG pixels (points × dpi / 72)."""
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+
+    from gpac_utils.paper.plotting import DPI, apply_style
+
+    with mpl.rc_context():
+        apply_style()
+        size = FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
+    return size * DPI / 72
+
+
+def panels(figure: str) -> list[Panel]:
+    """The figure slides of a committed figure, as docs/_slides/lectures.toml lays them out."""
+    spec = lectures().get("figure", {}).get(figure)
+    if spec is None:
+        raise SlidesError(f"{LECTURES.name}: no [figure.{figure}] saying how the slides show figures/{figure}.png")
+    out = []
+    for index, p in enumerate(spec.get("panel", []), start=1):
+        boxes = p.get("boxes", [p["box"]] if "box" in p else [])
+        out.append(
+            Panel(figure, index, boxes, p.get("stack", "v"), p["title"], p["takeaway"], p["notes"], p["minutes"])
+        )
+    return out
+
+
+def figure_slide(panel: Panel) -> nbformat.NotebookNode:
+    """One figure slide: its title, what to see (one line), the panel, its notes."""
+    w, h, scale = panel.shown()
+    label = tick_label_px() * scale
+    if h < MIN_FIGURE_HEIGHT or label < MIN_LABEL_PX:
+        raise SlidesError(
+            f"{LECTURES.name}: figure {panel.figure} panel {panel.index} is {h} px tall with {label:.1f} px axis "
+            f"labels on the slide (at least {MIN_FIGURE_HEIGHT} and {MIN_LABEL_PX}): cut it into smaller panels"
+        )
+    img = (
+        f'<img class="gpac-figure" src="figures/{panel.file}" width="{w}" height="{h}" '
+        f'data-scale="{scale:.4f}" alt="{html.escape(panel.title)}">'
+    )
+    text = f'## {panel.title}\n\n<p class="gpac-takeaway">{panel.takeaway}</p>\n\n{img}\n\n'
+    cell = _cell(text + notes(panel.notes, panel.minutes), "slide", panel.title)
+    cell.metadata["gpac"]["panel"] = [panel.figure, panel.index]
+    return cell
+
+
+def theory_slides(name: str) -> dict[str, list[nbformat.NotebookNode]]:
+    """The slide-only slides of a notebook's part, keyed by the title of the notebook slide they follow."""
+    out: dict[str, list[nbformat.NotebookNode]] = {}
+    for s in lectures().get("slide", []):
+        if s["notebook"] == name:
+            text = f"## {s['title']}\n\n{s['body'].strip()}\n\n{notes(s['notes'], s['minutes'])}"
+            out.setdefault(s["after"], []).append(_cell(text, "slide", s["title"]))
+    return out
+
+
 def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
-    """The slides a notebook marks (``slideshow`` metadata), as markdown cells of the deck."""
+    """The slides a notebook marks (``slideshow`` metadata), as markdown cells of the deck, each with
+    its notes, and the slide-only slides of docs/_slides/lectures.toml after the one they name."""
     path = NOTEBOOKS / f"{name}.py"
     nb = jupytext.read(path)
-    heading, lead, out = name, "", []
+    heading, out = name, []
+    extra = theory_slides(name)
+
+    def following(title: str) -> list[nbformat.NotebookNode]:  # the slides after `title`, chained
+        cells = extra.pop(title, [])
+        return [c for cell in cells for c in (cell, *following(cell.metadata["gpac"]["title"]))]
+
     for index, cell in enumerate(nb.cells):
         marked = cell.metadata.get("slideshow", {}).get("slide_type") in {"slide", "subslide"}
         if cell.cell_type == "markdown":
@@ -175,18 +357,24 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
                 text = slide_markdown(cell.source, heading)
                 if len(_blocks(text)) < 2:
                     raise SlidesError(f"{path.name}: cell {index} is marked for slides but has no list or math")
-                out.append(_cell(text, "slide"))
+                title = text.split("\n", 1)[0][3:]
+                entry = _notes_of(f"{name}/{title}")
+                if "body" in entry:  # the slide's own text, where the notebook's would not project
+                    text = f"## {title}\n\n{entry['body'].strip()}"
+                text += "\n\n" + notes(entry["notes"], entry["minutes"])
+                out.append(_cell(text, "slide", title))
+                out += following(title)
             heading = _heading(cell.source) or heading
-            lead = m[1] if (m := _LEAD.match(cell.source)) else ""
         elif marked:
             names = figure_names(cell.source)
             if not names:
                 raise SlidesError(f"{path.name}: code cell {index} is marked for slides but writes no committed figure")
-            images = "\n\n".join(f"![{n}](figures/{n}.png)" for n in names)
-            title = f"{heading} — {lead}" if lead else heading
-            out.append(_cell(f"## {title}\n\n{images}", "slide"))
-        if cell.cell_type == "code":
-            lead = ""
+            for figure in names:
+                for panel in panels(figure):
+                    out.append(figure_slide(panel))
+                    out += following(panel.title)
+    if extra:
+        raise SlidesError(f"{LECTURES.name}: slides of {name} follow no slide of it: after = {sorted(extra)}")
     return out
 
 
@@ -194,6 +382,10 @@ def questions(name: str) -> list[dict]:
     """The self-check questions of a notebook (notebooks/questions/NN_name.json), [] without a file."""
     path = QUESTIONS / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+
+#: The notes of a question slide.
+QUIZ_NOTES = "Let the room vote (hands or cards) before the click; then reveal the answer and its why."
 
 
 def question_slides(name: str) -> list[nbformat.NotebookNode]:
@@ -204,7 +396,8 @@ def question_slides(name: str) -> list[nbformat.NotebookNode]:
         options = "\n".join(f"- **{letters[i]}.** {a['answer']}" for i, a in enumerate(q["answers"]))
         right = next(i for i, a in enumerate(q["answers"]) if a["correct"])
         why = q["answers"][right]["feedback"]
-        out.append(_cell(f"## Check yourself\n\n{q['question']}\n\n{options}", "slide"))
+        text = f"## Check yourself\n\n{q['question']}\n\n{options}\n\n{notes(QUIZ_NOTES, 1)}"
+        out.append(_cell(text, "slide", "Check yourself"))
         answer = f'<p class="gpac-answer"><b>Answer {letters[right]}.</b> {why}</p>'
         out.append(_cell(answer, "fragment"))
     return out
@@ -212,12 +405,14 @@ def question_slides(name: str) -> list[nbformat.NotebookNode]:
 
 def deck(session: Session) -> nbformat.NotebookNode:
     """The deck of one session as a notebook of markdown cells with reveal.js slide metadata."""
-    parts = "\n".join(f"- {p.title} (notebook {p.notebook})" for p in session.parts)
-    cells = [_cell(f"# Session {session.number} — {session.title}\n\n{parts}", "slide")]
+    parts = "\n".join(f"- {p.title} ({p.minutes} min)" for p in session.parts)
+    plan = "; ".join(f"{p.title}: {p.minutes} min" for p in session.parts)
+    cells = [_cell(f"# Session {session.number} — {session.title}\n\n{parts}\n\n{notes('Plan. ' + plan, 1)}", "slide")]
     for part in session.parts:
         nb_title = _heading(jupytext.read(NOTEBOOKS / f"{part.notebook}.py").cells[0].source) or part.notebook
         where = f" ({part.where})" if part.where else ""
-        cells.append(_cell(f"# {part.title}\n\n{plain(nb_title)}{where}", "slide"))
+        say = f"{part.title} ({part.minutes} min in all); the notebook is {part.notebook}{where}; open it for the lab."
+        cells.append(_cell(f"# {part.title}\n\n{plain(nb_title)}{where}\n\n{notes(say, 0.5)}", "slide"))
         cells += notebook_slides(part.notebook)
         cells += question_slides(part.notebook)
     nb = nbformat.v4.new_notebook(cells=cells)
@@ -228,6 +423,15 @@ def deck(session: Session) -> nbformat.NotebookNode:
 def slide_count(nb: nbformat.NotebookNode) -> int:
     """The number of slides of a deck (cells that open a slide or a subslide)."""
     return sum(c.metadata["slideshow"]["slide_type"] in {"slide", "subslide"} for c in nb.cells)
+
+
+def quiz_count(nb: nbformat.NotebookNode) -> int:
+    """The number of question slides of a deck."""
+    return sum(c.metadata.get("gpac", {}).get("title") == "Check yourself" for c in nb.cells)
+
+
+#: The largest share of a deck's slides that are questions.
+QUIZ_SHARE = 0.25
 
 
 def render(nb: nbformat.NotebookNode) -> str:
@@ -257,14 +461,18 @@ def build(out: Path) -> dict[str, int]:
     for sub, src in (("reveal.js/dist", REVEAL / "dist"), ("reveal.js/plugin/notes", REVEAL / "plugin" / "notes")):
         shutil.copytree(src, out / sub, dirs_exist_ok=True)
     shutil.copytree(MATHJAX, out / "mathjax", dirs_exist_ok=True)
+    (out / "figures").mkdir(exist_ok=True)
     counts = {}
     for session in sessions():
         nb = deck(session)
-        for name in re.findall(r"\(figures/([^)]+\.png)\)", "\n".join(c.source for c in nb.cells)):
-            (out / "figures").mkdir(exist_ok=True)
-            shutil.copy2(FIGURES / name, out / "figures" / name)
+        n, quiz = slide_count(nb), quiz_count(nb)
+        if quiz > QUIZ_SHARE * n:
+            raise SlidesError(f"{session.name}: {quiz} of {n} slides are questions (at most {QUIZ_SHARE:.0%})")
+        for figure, index in (c.metadata["gpac"]["panel"] for c in nb.cells if "panel" in c.metadata.get("gpac", {})):
+            panel = panels(figure)[index - 1]
+            panel.image().save(out / "figures" / panel.file)
         (out / f"{session.name}.html").write_text(render(nb), encoding="utf-8")
-        counts[session.name] = slide_count(nb)
+        counts[session.name] = n
     (out / "slides.json").write_text(json.dumps(counts, indent=1) + "\n", encoding="utf-8")
     return counts
 

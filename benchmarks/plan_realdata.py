@@ -1,0 +1,255 @@
+"""Does the label planner keep its promises on real tables? Plan as a buyer of labels would, then check.
+
+For each real table in ``data/real/`` (the MATH Level-5 table and the GPQA Diamond table; their data
+cards are beside them), each ``eps`` and each pilot size, and several pilot draws:
+
+1. **Pilot.** A random share of each group's rows (at least 2) is labelled (the pilot).
+2. **Plan.** :func:`gpac_utils.prediction.predict` on the pilot and every row's (free) score, then
+   :func:`gpac_utils.allocation.allocate` spends the label budget. A group's labels are capped at its
+   rows *outside the pilot*: pilot items are not reused in calibration (``docs/planning.md``).
+3. **Realise.** The planned labels of each group are drawn ``draws`` times without replacement from
+   the group's rows outside the pilot, each draw calibrated by the library (:class:`~gpac_utils.GPAC`
+   with the same :class:`~gpac_utils.settings.Settings`), and the routed share read off the group's
+   rows. The same is done for the uniform allocation (the budget split evenly, capped at the rows).
+
+Reported per (table, eps, pilot size), over the pilot draws and the groups with labels:
+
+* ``coverage``: share of (group, pilot draw) cases whose predicted 10–90 % band holds the realised mean
+  routed share; ``band_width``: the band's mean width (points of the group's traffic);
+* ``pred_total``/``real_total``: the predicted and realised routed share of all traffic (mean over pilots);
+* ``brier``/``brier_const``: the Brier score of ``p_certify`` against each draw's certification, and
+  that of the best constant prediction (the setting's mean certification rate); ``overclaim``: the cases with
+  ``p_certify >= 0.95`` and a realised certification rate below 0.8;
+* ``gain_pred``/``gain_real``: the planned allocation's gain over the uniform one, predicted and realised
+  (points of all traffic), with ``gain_se`` its Monte Carlo standard error.
+
+The per-group rows go to ``<out>_groups.csv``, the summary to ``<out>.csv``, the reliability table of
+``p_certify`` to ``<out>_reliability.csv``. ``--fast`` runs one table, one setting, one pilot and few
+draws (``tests/test_planning.py`` runs it).
+
+Usage: python benchmarks/plan_realdata.py [--fast] [--out benchmarks/plan_realdata_after]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpac_utils import allocation, prediction
+from gpac_utils.calibrate import GPAC, GroupWarning
+from gpac_utils.paper import realdata
+from gpac_utils.settings import Settings
+from gpac_utils.workflow import paths
+
+warnings.simplefilter("ignore", GroupWarning)
+warnings.simplefilter("ignore", prediction.PilotWarning)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A real table as the planner sees it: per row a score, a loss and a group."""
+
+    file: str
+    score: str  # a column, or "1-<column>"
+    loss: str  # a column, or "<a>*(1-<b>)"
+    budget_share: float = 0.5  # the label budget, as a share of the table's rows
+
+    def read(self) -> pd.DataFrame:
+        df = realdata.read_raw(paths.REALDATA / self.file)
+        score = 1.0 - df[self.score[2:]] if self.score.startswith("1-") else df[self.score]
+        if "*(1-" in self.loss:
+            a, b = self.loss[:-1].split("*(1-")
+            loss = df[a] * (1 - df[b])
+        else:
+            loss = df[self.loss]
+        return pd.DataFrame({"score": score.to_numpy(float), "loss": loss.to_numpy(float), "group": df["group"]})
+
+
+#: The real tables of data/real/ (data cards: README.md, gpqa_gemma4_decile.md).
+TABLES = {
+    "mathl5_zeroeval": Table("mathl5_zeroeval.csv", "weak_uncertainty_disagree", "loss"),
+    "gpqa_gemma4_d30": Table("gpqa_gemma4_decile.csv", "1-conf_d30", "strong_correct*(1-correct_d30)"),
+}
+
+
+def plan(df, pilot, settings, budget, spec, extra):
+    """The planner's curves and allocation from the pilot rows (labels capped at the rows outside it);
+    ``extra``: label counts added to the grid (the uniform allocation's)."""
+    s, g, loss = df["score"].to_numpy(), df["group"].to_numpy(str), df["loss"].to_numpy()
+    names = sorted(set(g.tolist()))
+    cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
+    grid = np.union1d(prediction.default_grid(max(cap.values())), [n for n in extra if n > 0])
+    spec = dataclasses.replace(spec, n_grid=grid, cap=cap)
+    curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
+    return curves, allocation.allocate(curves, min(budget, sum(cap.values())))
+
+
+def realise(df, pilot, settings, n_labels: dict, draws: int, seed: int) -> pd.DataFrame:
+    """Per group: the routed shares and certifications of ``draws`` calibrations at ``n_labels``."""
+    s, g, loss = df["score"].to_numpy(), df["group"].to_numpy(str), df["loss"].to_numpy()
+    rng = np.random.default_rng(seed)
+    pools = {x: np.flatnonzero((g == x) & ~pilot) for x in n_labels}
+    rows = {x: np.sort(s[g == x]) for x in n_labels}
+    shares = {x: np.zeros(draws) for x in n_labels}
+    cert = {x: np.zeros(draws, bool) for x in n_labels}
+    for d in range(draws):
+        idx = np.concatenate([rng.choice(pools[x], n, replace=False) for x, n in n_labels.items() if n > 0] + [[]])
+        idx = idx.astype(int)
+        if idx.size == 0:
+            continue
+        fit = GPAC.from_settings(settings.replace(seed=int(rng.integers(2**31)))).fit(s[idx], loss[idx], g[idx])
+        for x, t in fit.thresholds_.items():
+            shares[x][d] = np.searchsorted(rows[x], t, side="right") / rows[x].size
+            cert[x][d] = np.isfinite(t)
+    return pd.DataFrame(
+        {
+            "group": list(n_labels),
+            "real_mean": [shares[x].mean() for x in n_labels],
+            "real_se": [shares[x].std(ddof=1) / np.sqrt(draws) for x in n_labels],
+            "real_cert": [cert[x].mean() for x in n_labels],
+        }
+    )
+
+
+def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
+    out = []
+    for tname in tables:
+        table = TABLES[tname]
+        df = table.read()
+        g = df["group"].to_numpy(str)
+        names = sorted(set(g.tolist()))
+        traffic = {x: float(np.mean(g == x)) for x in names}
+        budget = int(round(table.budget_share * len(df)))
+        for eps in eps_values:
+            settings = Settings(eps=eps, alpha=alpha)
+            for share in pilot_shares:
+                for p in range(pilots):
+                    rng = np.random.default_rng([p, int(share * 1000), int(eps * 1000)])
+                    pilot = np.zeros(len(df), bool)  # stratified: every group gets pilot labels
+                    for x in names:
+                        rows_x = np.flatnonzero(g == x)
+                        pilot[rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=False)] = True
+                    cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
+                    uni = allocation.uniform_counts(cap, min(budget, sum(cap.values())))
+                    curves, planned = plan(df, pilot, settings.replace(seed=p), budget, spec, uni.values())
+                    lo, hi = curves.band()
+                    real = realise(df, pilot, settings, planned.n, draws, seed=p + 1000).set_index("group")
+                    real_u = realise(df, pilot, settings, uni, draws, seed=p + 2000).set_index("group")
+                    for j, x in enumerate(curves.groups):
+                        k = np.flatnonzero(curves.n_grid == planned.n[x])
+                        kk = np.flatnonzero(curves.n_grid == uni[x])
+                        at = lambda a, k=k, j=j: float(a[j, k[0]]) if k.size else 0.0  # noqa: E731
+                        out.append(
+                            {
+                                "table": tname,
+                                "eps": eps,
+                                "pilot_share": share,
+                                "pilot": p,
+                                "group": x,
+                                "traffic": traffic[x],
+                                "pilot_n": curves.pilot_sizes[x],
+                                "n_labels": planned.n[x],
+                                "pred_mean": at(curves.mean),
+                                "pred_q10": at(lo),
+                                "pred_q90": at(hi),
+                                "p_certify": at(curves.p_certify),
+                                "real_mean": real.loc[x, "real_mean"],
+                                "real_se": real.loc[x, "real_se"],
+                                "real_cert": real.loc[x, "real_cert"],
+                                "uniform_n": uni[x],
+                                "uniform_pred_mean": float(curves.mean[j, kk[0]]) if kk.size else 0.0,
+                                "uniform_real_mean": real_u.loc[x, "real_mean"],
+                                "uniform_real_se": real_u.loc[x, "real_se"],
+                            }
+                        )
+    return pd.DataFrame(out)
+
+
+def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The summary per (table, eps, pilot share) and the reliability table of p_certify."""
+    out = []
+    lab = rows[rows["n_labels"] > 0]
+    for key, r in rows.groupby(["table", "eps", "pilot_share"]):
+        w = r["traffic"]
+        per_pilot = r.groupby("pilot")
+        pred_total = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["pred_mean"])).mean()
+        real_total = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["real_mean"])).mean()
+        gain_pred = per_pilot.apply(lambda q: np.sum(q["traffic"] * (q["pred_mean"] - q["uniform_pred_mean"]))).mean()
+        gain_real = per_pilot.apply(lambda q: np.sum(q["traffic"] * (q["real_mean"] - q["uniform_real_mean"]))).mean()
+        gain_se = np.sqrt(np.sum((w**2) * (r["real_se"] ** 2 + r["uniform_real_se"] ** 2))) / r["pilot"].nunique()
+        lr = r[r["n_labels"] > 0]
+        covered = (lr["pred_q10"] <= lr["real_mean"] + 1e-12) & (lr["real_mean"] <= lr["pred_q90"] + 1e-12)
+        c = lr["real_cert"]
+        const = float(c.mean())  # the best constant prediction of this setting
+        brier = float(np.mean((lr["p_certify"] - c) ** 2 + c * (1 - c)))
+        brier_const = float(np.mean((const - c) ** 2 + c * (1 - c)))
+        out.append(
+            {
+                "table": key[0],
+                "eps": key[1],
+                "pilot_share": key[2],
+                "cases": int(len(lr)),
+                "coverage": float(covered.mean()),
+                "band_width": float((lr["pred_q90"] - lr["pred_q10"]).mean()),
+                "pred_total": float(pred_total),
+                "real_total": float(real_total),
+                "brier": brier,
+                "brier_const": brier_const,
+                "overclaim": int(np.sum((lr["p_certify"] >= 0.95) & (c < 0.8))),
+                "gain_pred": float(gain_pred),
+                "gain_real": float(gain_real),
+                "gain_se": float(gain_se),
+            }
+        )
+    edges = np.array([0, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0 + 1e-9])
+    b = np.digitize(lab["p_certify"], edges) - 1
+    rel = (
+        lab.assign(bin=[f"[{edges[i]:.2f}, {min(edges[i + 1], 1):.2f})" for i in b])
+        .groupby("bin")
+        .agg(cases=("p_certify", "size"), p_certify=("p_certify", "mean"), realised=("real_cert", "mean"))
+        .reset_index()
+    )
+    return pd.DataFrame(out), rel
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fast", action="store_true", help="one table, one setting, one pilot, few draws")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/plan_realdata"), help="output stem")
+    ap.add_argument("--pilots", type=int, default=4)
+    ap.add_argument("--draws", type=int, default=100)
+    ap.add_argument("--n-resamples", type=int, default=200)
+    ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
+    ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
+    ap.add_argument("--strength", type=float, default=prediction.PilotModel().strength)
+    ap.add_argument("--mix", type=float, default=prediction.PilotModel().mix)
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, strength=a.strength, mix=a.mix)
+    if a.fast:
+        rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
+    else:
+        spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)
+        rows = run(list(TABLES), [0.05, 0.1], [0.1, 0.25], a.pilots, a.draws, spec)
+    summary, rel = summarise(rows)
+    out = a.out if a.out.is_absolute() else paths.REPO_ROOT / a.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out.with_name(out.name + "_groups.csv"), index=False, float_format="%.4f", lineterminator="\n")
+    summary.to_csv(out.with_name(out.name + ".csv"), index=False, float_format="%.4f", lineterminator="\n")
+    rel.to_csv(out.with_name(out.name + "_reliability.csv"), index=False, float_format="%.4f", lineterminator="\n")
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(summary.round(3).to_string(index=False))
+        print(rel.round(3).to_string(index=False))
+    print(f"elapsed_s={time.perf_counter() - t0:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -623,16 +623,7 @@ def _plan(a) -> int:
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    feas = feasibility.feasibility(
-        pool,
-        settings.eps,
-        settings.alpha,
-        settings.recipe,
-        loss_bound=settings.loss_bound,
-        risk=settings.risk,
-        correction=settings.correction,
-        min_group_size=settings.min_group_size,
-    ).set_index("group")
+    feas = feasibility.feasibility(pool, settings).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:

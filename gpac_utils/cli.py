@@ -380,23 +380,22 @@ def _report_small_groups(cal) -> None:
 
 
 # --------------------------------------------------------------------------- calibrate
+#: The Settings fields that ``calibrate`` and ``plan`` both take from options of the same name.
+_COMMON_SETTINGS = ("eps", "alpha", "loss_bound", "min_group_size", "seed", "correction", "risk")
+
+
+def _settings_from(a, recipe, **more) -> Settings:
+    """The Settings of the parsed options ``a`` (their common fields), ``recipe`` and ``more``: built once."""
+    return Settings(recipe=recipe, **{key: getattr(a, key) for key in _COMMON_SETTINGS}, **more)
+
+
 def _settings(a) -> Settings:
     """The :class:`~gpac_utils.settings.Settings` of the options, built and checked once (a bad value: exit 2,
     naming the option)."""
     recipe = _recipe(a)
     try:
-        return Settings(
-            eps=a.eps,
-            alpha=a.alpha,
-            recipe=recipe,
-            loss_bound=a.loss_bound,
-            min_group_size=a.min_group_size,
-            seed=a.seed,
-            correction=a.correction,
-            partitioner=ScorePartitioner(a.k, a.partition),
-            mode=a.mode,
-            cluster_fraction=a.cluster_fraction,
-            risk=a.risk,
+        return _settings_from(
+            a, recipe, partitioner=ScorePartitioner(a.k, a.partition), mode=a.mode, cluster_fraction=a.cluster_fraction
         )
     except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
         option, _, message = str(exc).partition(":")
@@ -532,16 +531,7 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     """The settings, pilot model and budget of ``gpac plan`` (usage errors name the option as typed)."""
     try:
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
-        settings = Settings(
-            eps=a.eps,
-            alpha=a.alpha,
-            recipe=recipe,
-            loss_bound=a.loss_bound,
-            seed=a.seed,
-            risk=a.risk,
-            correction=a.correction,
-            min_group_size=a.min_group_size,
-        )
+        settings = _settings_from(a, recipe)
         checks.check_int("n_resamples", a.n_resamples, 2)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)

@@ -62,7 +62,7 @@ from .recipe import VALID, Recipe, as_recipe
 from .risks import get_risk
 from .settings import Settings
 
-__all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "READS", "feasibility"]
+__all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "SETTINGS_READ", "feasibility"]
 
 
 def best_case_ucb(bound: str, m: int, alpha: float, term_range: float = 1.0) -> float:
@@ -200,7 +200,7 @@ def expected_labels(n_items: int, recipe: Recipe | str = VALID) -> float:
 
 #: The :class:`~gpac_utils.settings.Settings` fields :func:`feasibility` reads (it refuses the others away
 #: from their defaults: they would not change its answer).
-READS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "correction", "risk")
+SETTINGS_READ = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "correction", "risk")
 
 
 def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFrame:
@@ -211,7 +211,7 @@ def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFr
     group_sizes : mapping of str to int
         Calibration items per group (all items of a table, or a pilot's pool).
     settings : Settings
-        The calibrator's settings, whole; it reads :data:`READS` (``alpha`` shared across the groups
+        The calibrator's settings, whole; it reads :data:`SETTINGS_READ` (``alpha`` shared across the groups
         by ``correction``; ``min_group_size``: a smaller group always thinks whatever the bound;
         ``risk``: its minimum-items rule) and refuses a setting it would ignore.
 
@@ -233,9 +233,9 @@ def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFr
     if not isinstance(settings, Settings):
         kind = type(settings).__name__
         raise ParameterError(f"settings: must be a Settings (checked once, passed whole), got {kind}")
-    for name in settings.ignored(READS)[:1]:
+    for name in settings.ignored(SETTINGS_READ)[:1]:
         value = getattr(settings, name)
-        raise ParameterError(f"settings: feasibility does not read {name}={value!r}; it reads {list(READS)}")
+        raise ParameterError(f"settings: feasibility does not read {name}={value!r}; it reads {list(SETTINGS_READ)}")
     eps, recipe, loss_bound = settings.eps, settings.recipe, settings.loss_bound
     group_sizes = {g: check_int(f"group_sizes[{g!r}]", n, 0) for g, n in group_sizes.items()}
     level = settings.alpha_per_group(max(1, len(group_sizes)))

@@ -74,7 +74,7 @@ import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy
+from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy, warn_risk
 from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
@@ -274,6 +274,7 @@ def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
         check_recipe(options["recipe"]),
         *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
     )
+    warn_risk(eps, alpha, loss_bound)
     check_risk_recipe(entry.name, recipe)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
     check_label_prob(options["label_prob"], losses.shape)

@@ -539,8 +539,11 @@ half = Recipe(bound=recipe.bound, sampling="bernoulli", label_prob=0.5, rule=rec
 
 # %%
 cal_sizes = {g: int(round(cfg.cal_ratio * np.sum(g_all == g))) for g in names}
-feasible_real = feasibility.feasibility(cal_sizes, eps, cfg.alpha, recipe)[["group", "n", "n_needed", "feasible"]]
-feasible_real["feasible_pi_0.5"] = feasibility.feasibility(cal_sizes, eps, cfg.alpha, half)["feasible"]
+feasible_settings = Settings(eps=eps, alpha=cfg.alpha, recipe=recipe)
+feasible_real = feasibility.feasibility(cal_sizes, feasible_settings)[["group", "n", "n_needed", "feasible"]]
+feasible_real["feasible_pi_0.5"] = feasibility.feasibility(cal_sizes, feasible_settings.replace(recipe=half))[
+    "feasible"
+]
 display(feasible_real)
 display(
     Markdown(

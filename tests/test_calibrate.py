@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import Recipe, ScorePartitioner, experiment, metrics
+from gpac_utils import Recipe, ScorePartitioner, experiment, from_json, metrics
 from gpac_utils import partition as cluster
-from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
+from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning
 from gpac_utils.experiment import ExperimentConfig
 
 HB_FULL = Recipe("hoeffding_bentkus", "full")
@@ -225,6 +225,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
                     "trial": trial,
                     "method": "G-PAC",
                     "score": "s",
+                    "risk": "joint",
                     "bound": "wsr",
                     "sampling": "full",
                     "label_prob": 1.0,

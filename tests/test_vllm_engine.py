@@ -197,7 +197,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     served = CertifiedRouter(cert, engine, engine, window=window).serve(items)
     thresholds = json.loads(cert.read_text())["thresholds"]
     thr = np.array([thresholds[g] for g in items["group"]], dtype=float)
-    assert (served["route"] == np.where(served["score"] <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (served["score"] <= thr)).all()
     assert (served["status"] == "certified").all()
 
     def direct(role, frame, col):
@@ -209,7 +209,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     for row in served.itertuples():
         assert row.nothink_answer == cheap[row.item_id].text
         assert row.score == pytest.approx(logits_score(cheap[row.item_id].token_logprobs), abs=1e-5)
-    routed = (served["route"] == "think").to_numpy()
+    routed = (~served["route_nothink"]).to_numpy()
     thought = direct("think", items[routed], "messages")
     for row in served[routed].itertuples():
         assert row.think_answer == row.answer == thought[row.item_id].text
@@ -218,5 +218,5 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     # served routes are the certificate's routes on the calibration table itself
     recorded = pd.read_parquet(table).set_index("item_id").loc[items["item_id"], "score_logits"].to_numpy()
     np.testing.assert_allclose(served["score"], recorded, rtol=0, atol=SAME_ENGINE_ATOL)
-    assert (served["route"] == np.where(recorded <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (recorded <= thr)).all()
     print(f"served {routed.sum()}/{len(items)} to thinking, as the certificate routes the committed table's rows")

@@ -33,7 +33,6 @@ cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -41,8 +40,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .. import certificate as _certificate
-from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..calibrate import ALL, UNSEEN, GroupWarning
+from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
@@ -59,8 +58,9 @@ class CertifiedRouter:
 
     Parameters
     ----------
-    certificate : dict, str or path
-        The thresholds file written by ``gpac calibrate`` (or :func:`gpac_utils.certificate.make_certificate`).
+    certificate : Certificate, dict, str or path
+        The :class:`~gpac_utils.certificate.Certificate` (used as it is), or a thresholds file written by
+        ``gpac calibrate`` (read by :meth:`~gpac_utils.certificate.Certificate.read`).
     nothink, think : engine
         The non-thinking and the thinking engine (they may be the same object, as in the walk).
     samplings : mapping, optional
@@ -70,7 +70,8 @@ class CertifiedRouter:
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score_col : str, optional
-        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
+        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
         score than the one it names is refused.
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
@@ -90,7 +91,7 @@ class CertifiedRouter:
     --------
     >>> router = CertifiedRouter("thresholds.json", engine, engine)  # doctest: +SKIP
     >>> served = router.serve(requests)  # item_id, group, messages / messages_nothink  # doctest: +SKIP
-    >>> served[["item_id", "route", "answer"]]  # doctest: +SKIP
+    >>> served[["item_id", "route_nothink", "answer"]]  # doctest: +SKIP
     """
 
     def __init__(
@@ -106,19 +107,20 @@ class CertifiedRouter:
         loss_fn: Callable | None = None,
         window: int | None = None,
     ):
-        self.certificate = _certificate.load_certificate(certificate)
-        self.calibrator = from_json(json.dumps(self.certificate))
-        columns = self.certificate.get("columns") or {}
-        if score_col and columns.get("score") and score_col != columns["score"]:
+        cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
+        self.certificate, self.calibrator = cert, cert.calibrator()
+        columns = cert.columns
+        if score_col and cert.score and score_col != cert.score:
             raise ParameterError(
-                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+                f"score_col: the certificate was calibrated on score {cert.score!r}, not {score_col!r}"
             )
-        self.score_col = score_col or columns.get("score")
+        self.score_col = score_col or cert.score  # the score's registry name (its column may be named anything)
         served = [name for name, score in SCORES.items() if score.serve is not None]
         if self.score_col not in served:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
-                f"it computes {served}"
+                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
+                f"router cannot compute; it computes {served} (score_col= names the score of a certificate "
+                "without one)"
             )
         self.score = SCORES[self.score_col]
         self.group_col = columns.get("group") or "group"
@@ -128,7 +130,7 @@ class CertifiedRouter:
         self.samplings = {**walk_samplings(), **dict(samplings or {})}
         self.seed = int(seed)
         self.think_is_thinking = model_defaults(think.model)[1]
-        self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+        self.statuses = {g: e["status"] for g, e in cert.groups.items()}
 
     # -- the steps --------------------------------------------------------------------------------
     def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
@@ -148,8 +150,7 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        method = self.certificate["method"]
-        kind = CALIBRATORS[method].groups  # what it routes by: none, known or learned groups
+        method, kind = self.certificate.method, self.certificate.kind  # routes by none, known or learned groups
         if kind == "known":
             if self.group_col not in requests.columns:
                 raise DataError(f"requests: {method} needs the group column {self.group_col!r}")
@@ -181,7 +182,8 @@ class CertifiedRouter:
         -------
         pandas.DataFrame
             One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
-            the certificate), ``score``, ``threshold``, ``route`` (``"nothink"`` or ``"think"``),
+            the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
+            served),
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
             thinking model was not called); with an online router also ``observed`` and ``loss``.
         """
@@ -197,9 +199,9 @@ class CertifiedRouter:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
             thr = self.calibrator.thresholds_for(scores, labels)
-        nothink_route = scores <= thr
+        route_nothink = scores <= thr
         decisions = None
-        need_think = ~nothink_route
+        need_think = ~route_nothink
         if self.online is not None:
             decisions = self.online.decide(scores, named)
             need_think = need_think | decisions.observe
@@ -221,8 +223,8 @@ class CertifiedRouter:
                 "status": [self.statuses.get(g, UNSEEN) for g in named],
                 "score": scores,
                 "threshold": thr,
-                "route": np.where(nothink_route, "nothink", "think"),
-                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, nothink_route)],
+                "route_nothink": route_nothink,
+                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
                 "nothink_answer": nothink_answers,
                 "think_answer": think_answers,
             }

@@ -811,7 +811,7 @@ display(
 # ## Take-aways
 #
 # * **PAC** meets ε on average, but the `hard` group's risk is significantly above ε at every
-#   tolerance (from the smallest ε up; its values are printed above) — the failure the paper's
+#   tolerance (the cell above prints it at the smallest ε and at its largest) — the failure the paper's
 #   group-conditional guarantee is designed to prevent.
 # * **G-PAC** brings every *known* group to (about) ε — no group's mean risk is significantly
 #   above it — and routes almost all of the easy group to the cheap model from the

@@ -558,7 +558,8 @@ class CPAC:
         the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``), ``mode``
         (``"split"``, the default, learns the partition on a random ``cluster_fraction`` of the
         calibration set and calibrates on the rest: exact per-group validity, Theorem 4.6, part 1;
-        ``"joint"`` uses the same items for both, Theorem 4.6, part 2: an extra ``c * delta`` term)
+        ``"joint"`` uses the same items for both: no guarantee a certificate can state; the paper
+        claims ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown)
         and ``cluster_fraction`` (default 0.5).
 
     Attributes

@@ -272,8 +272,9 @@ axes[1].legend(loc="upper left", markerscale=3)
 # C-PAC (`gpac_utils.calibrate.CPAC`, k-means partition, valid bound `cfg["bound"]` with `cfg["sampling"]`
 # labels) on `n` calibration items; for every learned group `Ĝ_j` the exact risk
 # `R(û_j | Ĝ_j)` is compared with ε. Splitting (half the items cluster, half calibrate) is
-# exactly valid per learned group (Theorem 4.6, part 1); the joint approach reuses the items and carries
-# an extra `c δ` term (Theorem 4.6, part 2).
+# exactly valid per learned group (Theorem 4.6, part 1); for the joint approach, which reuses the items, the
+# paper claims only ε + cδ (Theorem 4.6, part 2), with c a constant and δ unknown, and its proof (Appendix E)
+# conditions on a partition learned from the same items: no guarantee a certificate can state.
 
 # %%
 recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
@@ -391,8 +392,8 @@ display(
 # * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
 #   error; asserted above). The joint approach is not visibly worse here: with a valid,
 #   conservative bound and misassigned items only at group edges, its `c δ` term does not show
-#   at these sizes. The theorem's joint constant `c = 2Bk` (with `p_min ≥ 1/(2k)`) would allow
-#   `ε + 6δ` — a bound, not a prediction.
+#   at these sizes. The paper's proof sets `c = 2Bk` (with `p_min ≥ 1/(2k)`, which it says holds only
+#   with high probability, not counted in α), which would allow `ε + 6δ` — a claim, not a prediction.
 
 # %% [markdown]
 # :::{exercise}
@@ -504,8 +505,9 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #   its labels reversed mismatches most inputs label by label (exercise
 #   {ref}`ex-partition-gap-by-hand`); δ minimises over relabellings.
 # - **Reading a small δ as coverage.** Sample splitting is valid because the partition is
-#   independent of the calibration items, whatever δ is; the joint approach reuses them and its
-#   guarantee is only $\varepsilon + c\delta$.
+#   independent of the calibration items, whatever δ is; the joint approach reuses them, and the
+#   paper claims only $\varepsilon + c\delta$ for it (Theorem 4.6, part 2), with $c$ a constant and δ
+#   unknown, and its proof conditions on a partition learned from the same items.
 # - **Reading $\mathrm{Eff}(\mathcal G^*) - \mathrm{Eff}(\hat{\mathcal G}) \le 2\delta$ as a theorem.**
 #   It held in every learned partition here, but it fails in general (exercise
 #   {ref}`ex-partition-gap-counterexample`): a few misassigned lossy inputs can cost a group its

@@ -19,8 +19,9 @@
 # group, with **disjoint** clustering (C-PAC `mode="split"`: groups learned on half of the
 # calibration set, thresholds on the other half; Theorem 4.6 (`thm:unknown-grouping`), part 1,
 # Eq. (`eq:unknown-guarantee-split`)) and **joint** clustering (the same items for both; Theorem 4.6,
-# part 2, Eq. (`eq:unknown-guarantee-joint`), which bounds the risk only by $\varepsilon + c\,\delta$ with an
-# unspecified constant $c$ and the partition gap $\delta$; Section 3.2 says the joint approach adds a gap term
+# part 2, Eq. (`eq:unknown-guarantee-joint`), which claims only $\varepsilon + c\,\delta$ with an
+# unspecified constant $c$ and the unknown partition gap $\delta$, a claim its proof (Appendix E) reaches by
+# conditioning on a partition learned from the same items; Section 3.2 says the joint approach adds a gap term
 # $\delta(n, k)$ to the UCB but gives no formula for it, and C-PAC here adds none). Both methods are judged on
 # the groups C-PAC learned in that trial.
 #

@@ -112,6 +112,9 @@ class Risk:
         ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at the
         threshold (``None`` where the risk certifies by tests, not by a bound:
         :func:`routed_certify`). ``None``: ``threshold``, and neither is recorded.
+    conditional : bool, default False
+        Whether the risk is conditional on the route, i.e. averaged over the items routed to the
+        non-thinking model only (``gpac audit`` tests it given their number), not over the group.
     samplings, bounds : tuple of str, or None
         The label sampling schemes and bounds its selection is valid with (``None``: any).
     """
@@ -122,6 +125,7 @@ class Risk:
     samplings: tuple[str, ...] | None = None
     bounds: tuple[str, ...] | None = None
     certify: Callable[..., tuple] | None = None
+    conditional: bool = False
 
 
 #: The risk definitions, by name ("joint" first: the default).
@@ -424,4 +428,5 @@ register_risk(
     samplings=("full", "bernoulli"),
     bounds=PVALUE_BOUNDS,
     certify=routed_certify,
+    conditional=True,
 )

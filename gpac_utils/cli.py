@@ -54,6 +54,7 @@ from . import (
     bounds,
     certificate,
     checks,
+    cli_serve,
     data,
     feasibility,
     prediction,
@@ -140,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         default="joint",
         help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
     )
+    c.add_argument("--score-model", type=Path, default=None, help="the score's model (gpac fit-router): recorded")
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -172,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
     i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
+    cli_serve.add_parsers(sub)  # fit-router, audit, verify
     return ap
 
 
@@ -385,6 +388,8 @@ def _calibrate(a) -> int:
     columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     used = {role: (col, df[col].to_numpy()) for role, col in columns.items() if col is not None and col in df.columns}
     payload = certificate.make_certificate(cal, columns=used, table_path=a.data, recipe_name=a.recipe)
+    if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
+        payload["provenance"][cli_serve.SCORE_MODEL] = cli_serve.score_model_record(a.score_model, df[a.id_col])
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
@@ -584,7 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        return {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
+        commands = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect, **cli_serve.COMMANDS}
+        return commands[a.command](a)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

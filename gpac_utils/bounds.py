@@ -7,8 +7,11 @@ returns, for *all* candidate thresholds at once, an upper confidence bound at le
 Every bound is an entry of the registry :data:`BOUNDS` (a :class:`Bound`), which carries its
 properties: whether it is finite-sample ``valid``, ``sequential`` (order-dependent), needs
 ``binary_terms``, is ``monotone`` in each term, its function and the independent ``reference``
-(:mod:`gpac_utils.bound_references`) it is tested against. Callers ask the entry; a new bound is
-one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``).
+(:mod:`gpac_utils.bound_references`) it is tested against, its minimum-items rule
+(:meth:`Bound.fewest_terms`: how many terms a loss-free group needs to certify anything,
+:mod:`gpac_utils.feasibility`) and, where it has one, its p-value for the routed risk
+(:attr:`Bound.pvalue`, :mod:`gpac_utils.risks`). Callers ask the entry; a new bound is one
+:meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``).
 
 Two families:
 
@@ -41,9 +44,13 @@ import numpy as np
 from scipy import special, stats
 
 from . import bound_references, wsr, wsr_fast
+from .checks import ParameterError
 from .registry import Registry, removed
 
-__all__ = ["Bound", "BOUNDS", "prefix_sums", "ucb", "ucb_many"]
+__all__ = ["Bound", "BOUNDS", "MAX_TERMS", "prefix_sums", "pvalue_bounds", "smallest_count", "ucb", "ucb_many"]
+
+#: The largest number of terms a minimum-items search goes to (:meth:`Bound.fewest_terms`).
+MAX_TERMS = 10**7
 
 
 def _as_batch(z, scores, candidates):
@@ -209,6 +216,76 @@ def _wsr(z, scores, cand, alpha, term_range):
     return term_range * out
 
 
+# --- minimum items and p-values ---------------------------------------------------------------
+
+
+def _binomial_tail(eps: float, alpha: float, r: float) -> float:
+    """``log(alpha) / log(1 - eps/R)``: zero terms give ``P(Bin(m, eps/R) = 0) = (1 - eps/R)^m``."""
+    if eps >= r:
+        return 1.0
+    step = math.log1p(-eps / r)  # 0 when eps / r underflows: no number of terms is enough
+    return math.log(alpha) / step if step < 0 else math.inf
+
+
+def _bernstein_terms(eps: float, alpha: float, r: float) -> float:
+    return 1 + 7 * r * math.log(2 / alpha) / (3 * eps)
+
+
+def _hoeffding_terms(eps: float, alpha: float, r: float) -> float:
+    return r * r * math.log(2 / alpha) / (2 * eps * eps)
+
+
+def _two_terms(eps: float, alpha: float, r: float) -> float:
+    return 2.0
+
+
+def _binomial_pvalue(k, m, e):
+    """Exact ``P(Bin(m, e) <= k)`` (binary terms: ``k`` whole)."""
+    if not np.allclose(k, np.rint(k), atol=1e-9):
+        raise ParameterError("bound: clopper_pearson needs binary terms; use hoeffding_bentkus")
+    return stats.binom.cdf(np.rint(k), m, e)
+
+
+def _hoeffding_bentkus_pvalue(k, m, e):
+    """``min(exp(-m h1(min(mu, e), e)), e P(Bin(m, e) <= ceil(k)))`` with ``mu = k / m`` (Bates et al. 2021)."""
+    mu = np.clip(k / m, 0.0, 1.0)
+    p_h = np.exp(-m * _kl_bernoulli(np.minimum(mu, e), e))
+    p_b = math.e * stats.binom.cdf(np.ceil(np.clip(k, 0, m)), m, e)
+    return np.minimum(p_h, p_b)
+
+
+def smallest_count(ok: Callable[[int], bool], guess: float | None = None) -> int | float:
+    """The smallest ``m >= 1`` with ``ok(m)``, for an ``ok`` that stays true once true.
+
+    From ``guess`` (a closed form), moved by one while floating point puts it on the wrong side;
+    without one, doubling then bisection. ``math.inf`` beyond :data:`MAX_TERMS`.
+
+    Examples
+    --------
+    >>> smallest_count(lambda m: m * m >= 50), smallest_count(lambda m: m * m >= 50, guess=7.07)
+    (8, 8)
+    """
+    if guess is not None:
+        if not guess <= MAX_TERMS:  # overflow, or more terms than any calibration has
+            return math.inf
+        m = max(1, math.ceil(guess))
+        while not ok(m):
+            m += 1
+        while m > 1 and ok(m - 1):
+            m -= 1
+        return m
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+        if hi > MAX_TERMS:
+            return math.inf
+    lo = hi // 2  # not ok (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
 # --- the registry -----------------------------------------------------------------------------
 
 
@@ -243,6 +320,18 @@ class Bound:
         Needs every ``z / term_range`` to be 0 or 1.
     tolerance : float, default 1e-10
         Relative agreement with ``reference`` that the tests ask for.
+    closed_form : callable or None, default None
+        Its minimum-items rule in closed form, ``closed_form(eps, alpha, R)``: the (real) number of
+        zero terms of range ``R`` whose bound reaches ``eps`` (:meth:`fewest_terms` checks it against
+        the bound itself); ``None``: searched numerically.
+    formula : str, default "numerical (no closed form)"
+        That rule as text (``gpac plan``, notebook 32).
+    pvalue : callable or None, default None
+        Its p-value for the routed risk (:mod:`gpac_utils.risks`), ``pvalue(k, m, e)``: the
+        p-value of ``H: mean > e`` for ``m`` i.i.d. terms in ``[0, 1]`` summing to ``k``;
+        ``None``: the routed risk cannot test with this bound.
+    pvalue_formula : str, default "numerical (no closed form)"
+        The p-value's minimum-items rule as text, with ``{level}`` for the test's level.
     """
 
     name: str
@@ -254,11 +343,49 @@ class Bound:
     monotone: bool = False
     binary_terms: bool = False
     tolerance: float = 1e-10
+    closed_form: Callable[[float, float, float], float] | None = None
+    formula: str = "numerical (no closed form)"
+    pvalue: Callable | None = None
+    pvalue_formula: str = "numerical (no closed form)"
 
     @property
     def kind(self) -> str:
         """``"valid"`` (finite-sample guarantee) or ``"paper"`` (as the paper uses it)."""
         return "valid" if self.valid else "paper"
+
+    def best_case(self, m: int, alpha: float, term_range: float = 1.0) -> float:
+        """The bound on ``m`` zero terms of range ``term_range``: the lowest any data can give."""
+        z = np.zeros(int(m))
+        return float(ucb_many([self.name], z, z, np.array([0.5]), alpha, term_range)[self.name][0])
+
+    def fewest_terms(self, eps: float, alpha: float, term_range: float = 1.0) -> int | float:
+        """The smallest ``m`` whose best case (:meth:`best_case`) is ``<= eps`` (``inf``: beyond :data:`MAX_TERMS`).
+
+        Examples
+        --------
+        >>> BOUNDS["hoeffding_bentkus"].fewest_terms(0.05, 0.05), BOUNDS["wsr"].fewest_terms(0.05, 0.05) > 59
+        (59, True)
+        """
+        guess = None
+        if self.closed_form is not None:
+            with np.errstate(over="ignore"):
+                guess = float(self.closed_form(eps, alpha, term_range))
+        return smallest_count(lambda m: self.best_case(m, alpha, term_range) <= eps, guess)
+
+    def fewest_routed_terms(self, eps: float, level: float, term_range: float = 1.0) -> int | float:
+        """The smallest ``m`` whose p-value (:attr:`pvalue`) on ``m`` zero terms is ``<= level``.
+
+        Examples
+        --------
+        >>> BOUNDS["hoeffding_bentkus"].fewest_routed_terms(0.05, 0.05 / 64)
+        140
+        """
+        if self.pvalue is None:
+            raise ParameterError(f"bound: {self.name} has no p-value; the routed risk tests with {pvalue_bounds()}")
+        e = eps / term_range
+        if e >= 1:
+            return math.inf
+        return smallest_count(lambda m: float(self.pvalue(0.0, m, e)) <= level, _binomial_tail(eps, level, term_range))
 
 
 #: Every bound, by name. The fast path of ``wsr`` (:mod:`gpac_utils.wsr_fast`) is bit for bit
@@ -266,8 +393,25 @@ class Bound:
 BOUNDS: Registry[Bound] = Registry(
     "bound",
     [
-        Bound("clt", _clt, False, bound_references.clt_reference, "paper, Algorithm 1 (asymptotic)"),
-        Bound("hoeffding", _hoeffding, False, bound_references.hoeffding_reference, "paper, App. A", monotone=True),
+        Bound(
+            "clt",
+            _clt,
+            False,
+            bound_references.clt_reference,
+            "paper, Algorithm 1 (asymptotic)",
+            closed_form=_two_terms,
+            formula="m >= 2 (no minimum: asymptotic)",
+        ),
+        Bound(
+            "hoeffding",
+            _hoeffding,
+            False,
+            bound_references.hoeffding_reference,
+            "paper, App. A",
+            monotone=True,
+            closed_form=_hoeffding_terms,
+            formula="m >= R^2 log(2/alpha) / (2 eps^2)",
+        ),
         Bound(
             "hoeffding_bentkus",
             _hoeffding_bentkus,
@@ -276,6 +420,10 @@ BOUNDS: Registry[Bound] = Registry(
             "Bates et al. (2021), RCPS",
             monotone=True,
             tolerance=2e-5,
+            closed_form=_binomial_tail,
+            formula="m >= log(alpha) / log(1 - eps/R)",
+            pvalue=_hoeffding_bentkus_pvalue,
+            pvalue_formula="m >= log({level}) / log(1 - eps/R)",
         ),
         Bound(
             "empirical_bernstein",
@@ -283,6 +431,8 @@ BOUNDS: Registry[Bound] = Registry(
             True,
             bound_references.empirical_bernstein_reference,
             "Maurer & Pontil (2009), Theorem 4",
+            closed_form=_bernstein_terms,
+            formula="m >= 1 + 7 R log(2/alpha) / (3 eps)",
         ),
         Bound(
             "wsr",
@@ -301,9 +451,25 @@ BOUNDS: Registry[Bound] = Registry(
             "Clopper & Pearson (1934)",
             monotone=True,
             binary_terms=True,
+            closed_form=_binomial_tail,
+            formula="m >= log(alpha) / log(1 - eps/R)",
+            pvalue=_binomial_pvalue,
+            pvalue_formula="m >= log({level}) / log(1 - eps/R)",
         ),
     ],
 )
+
+
+def pvalue_bounds() -> list[str]:
+    """The bounds with a p-value (:attr:`Bound.pvalue`): those the routed risk can test with.
+
+    Examples
+    --------
+    >>> pvalue_bounds()
+    ['hoeffding_bentkus', 'clopper_pearson']
+    """
+    return [name for name, b in BOUNDS.items() if b.pvalue is not None]
+
 
 __getattr__ = removed(
     __name__,

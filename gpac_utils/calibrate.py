@@ -28,6 +28,7 @@ helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) share
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -47,7 +48,6 @@ from .checks import (
     ParameterError,
     check_array,
     check_groups,
-    check_label_prob,
     check_risk,
     check_rng,
     check_xy,
@@ -55,6 +55,7 @@ from .checks import (
 from .partition import Partition
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
+from .risks import threshold
 from .settings import RENAMED, Settings
 
 __all__ = [
@@ -151,77 +152,16 @@ class Calibrator(Protocol):
     def route(self, scores, groups=None) -> np.ndarray: ...
 
 
-def threshold(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    label_prob=None,
-    interval=(0.0, 1.0),
-) -> np.ndarray:
-    """Calibrate one group, or many independent calibrations at once (batch dims lead).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (..., n)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
-    eps : float
-        Target risk.
-    alpha : float
-        Miscoverage level of the upper confidence bound.
-    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
-        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
-    loss_bound : float, default 1.0
-        Upper end of the loss range (the paper's ``B``).
-    rng : numpy.random.Generator or int, optional
-        Randomness of the label sampling.
-    label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
-        e.g. a different probability per calibration in a batch).
-    interval : (float, float), default (0.0, 1.0)
-        The span of ``wsr``'s evenly spaced auto grid (a split C-PAC group's interval, fixed before
-        the calibration half: :func:`gpac_utils.selection.candidate_grid`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        Thresholds; ``-inf`` where no candidate is certified (always think).
-
-    Raises
-    ------
-    ParameterError
-        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
-        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe`` or ``rng``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpac_utils.calibrate import threshold
-    >>> u = np.linspace(0, 1, 500)
-    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
-    True
-    """
-    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
-    check_label_prob(label_prob, losses.shape)
-    rng = check_rng("rng", rng)
-    return _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob, interval)
-
-
 def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
     """:func:`threshold` on checked arguments (the calibrators and the planner call it in their loops)."""
     _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
     return _selection.select(cand, ucb, eps, recipe.rule)
 
 
-# the paper's risk: certified by the function above (calibrate imports risks, not the other way round)
-_risks.register_risk("joint", _risks.RISKS["joint"].summary, _threshold, certify=_certify_joint)
+# the paper's risk: certified by the functions above (calibrate imports risks, not the other way round)
+_risks.RISKS.register(
+    dataclasses.replace(_risks.RISKS["joint"], certify=_certify_joint, threshold=_threshold), replace=True
+)
 
 
 def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
@@ -448,7 +388,7 @@ class PAC:
         alpha = self.config.alpha_per_group(len(names))
         order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
-        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound)
+        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound, risk=self.risk)
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
@@ -464,7 +404,8 @@ class PAC:
             if idx.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
                 warnings.warn(
                     f"group {g!r} has {idx.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
-                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}: it always routes to the thinking model",
+                    f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}, risk={self.risk}: it always routes to the "
+                    "thinking model",
                     GroupWarning,
                     stacklevel=4,
                 )

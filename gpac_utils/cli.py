@@ -157,6 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
     p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
     p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
+    p.add_argument(
+        "--risk",
+        choices=list(risks.RISKS),
+        default=next(iter(risks.RISKS)),
+        help="what is certified per group (its feasibility lines: the fewest items to certify anything)",
+    )
     p.add_argument("--budget", type=float, default=None, help="total labels (default: half of the rows)")
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
@@ -317,6 +323,7 @@ def _report_small_groups(cal, min_group_size: int) -> None:
             cal.config.alpha_per_group(len(cal.groups_)),
             cal.recipe,
             loss_bound=cal.settings["loss_bound"],
+            risk=cal.risk,
         )
         _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
     uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
@@ -473,6 +480,7 @@ def _plan(a) -> int:
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
+        risks.check_risk_recipe(a.risk, recipe)
     except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
         option, _, message = str(exc).partition(":")
         raise UsageError(f"--{option.replace('_', '-')}:{message}") from None
@@ -538,7 +546,7 @@ def _plan(a) -> int:
         print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
     table = allocation.allocation_table(curves, [plan])
-    feas = feasibility.feasibility(pool, eps, alpha, recipe, loss_bound=a.loss_bound).set_index("group")
+    feas = feasibility.feasibility(pool, eps, alpha, recipe, loss_bound=a.loss_bound, risk=a.risk).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:
@@ -556,7 +564,7 @@ def _plan(a) -> int:
     )
     need = feas.iloc[0]
     print(
-        f"feasibility ({recipe.bound}, {feasibility.FORMULAS[recipe.bound]}): a group certifies nothing with fewer "
+        f"feasibility ({recipe.bound}, risk {a.risk}, {need['formula']}): a group certifies nothing with fewer "
         f"than {need['n_needed']} items ({need['labels_needed']:g} labels expected)"
     )
     _warn(feas.index[~feas["feasible"]].tolist(), "have too few items to certify any threshold and will always think")

@@ -15,8 +15,9 @@ The number of terms and their range come from the sampling scheme (:mod:`gpac_ut
 ``full`` gives ``m = n`` terms of range ``R = B`` (the loss bound); ``bernoulli`` at rate ``pi``
 gives ``m = n`` terms of range ``R = B / pi`` (an unlabelled item is a zero term), of which
 ``pi n`` are labelled in expectation; the paper's ``resample`` gives ``m = ceil(n / pi)`` terms of
-range ``B / pi``. The smallest ``m`` with a best-case bound ``<= eps``, per bound
-(:data:`FORMULAS`):
+range ``B / pi``. The smallest ``m`` with a best-case bound ``<= eps``, per bound (each
+:class:`~gpac_utils.bounds.Bound` entry owns its rule: :attr:`~gpac_utils.bounds.Bound.closed_form`,
+:attr:`~gpac_utils.bounds.Bound.formula`, :meth:`~gpac_utils.bounds.Bound.fewest_terms`):
 
 ``hoeffding_bentkus`` (Bates et al. 2021) and ``clopper_pearson``
     both reduce at zero losses to the binomial tail: ``P(Bin(m, t) = 0) = (1 - t)^m = alpha``
@@ -38,6 +39,13 @@ range ``B / pi``. The smallest ``m`` with a best-case bound ``<= eps``, per boun
 Every closed form is checked against the library's bound at ``m`` and ``m - 1`` (and moved by one
 where floating point puts it on the wrong side), so :func:`min_terms` is exactly the smallest ``m``
 at which :func:`gpac_utils.bounds.ucb` of ``m`` zero terms is ``<= eps``.
+
+**The risk decides the rule.** The above is the joint risk's (the paper's). The routed risk
+(``risk="routed"``, :mod:`gpac_utils.risks`) tests its first point at level ``alpha / 64``, so a
+loss-free group needs the fewest ``m`` whose p-value of ``m`` zero terms reaches ``alpha / 64``:
+``m >= log(alpha/64) / log(1 - eps/R)``, 140 at ``eps = alpha = 0.05``. Each
+:class:`~gpac_utils.risks.Risk` entry owns its rule (:attr:`~gpac_utils.risks.Risk.fewest_terms`);
+:func:`min_items` and :func:`feasibility` take ``risk=``.
 """
 
 from __future__ import annotations
@@ -46,27 +54,15 @@ import functools
 import math
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 
-from . import bounds as _bounds
+from .bounds import BOUNDS
 from .checks import check_int, check_risk
 from .recipe import VALID, Recipe, as_recipe
+from .risks import get_risk
 from .settings import CORRECTIONS
 
-__all__ = ["FORMULAS", "best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "feasibility"]
-
-#: The closed form of the smallest number of terms ``m`` per bound (``R``: the terms' range).
-FORMULAS: dict[str, str] = {
-    "hoeffding_bentkus": "m >= log(alpha) / log(1 - eps/R)",
-    "clopper_pearson": "m >= log(alpha) / log(1 - eps/R)",
-    "empirical_bernstein": "m >= 1 + 7 R log(2/alpha) / (3 eps)",
-    "wsr": "numerical (no closed form)",
-    "hoeffding": "m >= R^2 log(2/alpha) / (2 eps^2)",
-    "clt": "m >= 2 (no minimum: asymptotic)",
-}
-#: The largest number of terms searched for a bound without a closed form.
-MAX_TERMS = 10**7
+__all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "feasibility"]
 
 
 def best_case_ucb(bound: str, m: int, alpha: float, term_range: float = 1.0) -> float:
@@ -92,31 +88,11 @@ def best_case_ucb(bound: str, m: int, alpha: float, term_range: float = 1.0) -> 
     >>> round(best_case_ucb("hoeffding_bentkus", 59, 0.05), 4)  # 1 - 0.05 ** (1 / 59)
     0.0495
     """
-    m = check_int("m", m, 1)
-    z = np.zeros(m)
-    return float(_bounds.ucb(bound, z, z, np.array([0.5]), alpha, term_range)[0])
+    return BOUNDS[BOUNDS.check(bound, "bound")].best_case(check_int("m", m, 1), alpha, term_range)
 
 
-def _binomial_tail(eps: float, alpha: float, r: float) -> float:
-    if eps >= r:
-        return 1.0
-    step = math.log1p(-eps / r)  # 0 when eps / r underflows: no number of terms is enough
-    return math.log(alpha) / step if step < 0 else math.inf
-
-
-#: The closed form of each bound that has one (:data:`FORMULAS`): ``m(eps, alpha, R)``. A bound absent
-#: here (``wsr``) is searched numerically; a new bound needs no entry.
-CLOSED_FORMS = {
-    "hoeffding_bentkus": _binomial_tail,
-    "clopper_pearson": _binomial_tail,
-    "empirical_bernstein": lambda eps, alpha, r: 1 + 7 * r * math.log(2 / alpha) / (3 * eps),
-    "hoeffding": lambda eps, alpha, r: r * r * math.log(2 / alpha) / (2 * eps * eps),
-    "clt": lambda eps, alpha, r: 2.0,
-}
-
-
-def min_terms(bound: str, eps: float, alpha: float, term_range: float = 1.0) -> int:
-    """The smallest number of terms ``m`` whose best case (all zero) has a bound ``<= eps``.
+def min_terms(bound: str, eps: float, alpha: float, term_range: float = 1.0, *, risk: str = "joint") -> int:
+    """The smallest number of terms ``m`` with which a loss-free group certifies anything.
 
     Parameters
     ----------
@@ -126,51 +102,31 @@ def min_terms(bound: str, eps: float, alpha: float, term_range: float = 1.0) -> 
         Target risk and miscoverage level.
     term_range : float, default 1.0
         The range ``R`` of the terms.
+    risk : str, default "joint"
+        What is certified (:data:`gpac_utils.risks.RISKS`): its entry's rule
+        (:attr:`~gpac_utils.risks.Risk.fewest_terms`). The joint risk's is the bound's best case
+        (all terms zero) ``<= eps``.
 
     Returns
     -------
     int or float
-        The closed form of :data:`FORMULAS`, checked against the library's bound; for ``wsr`` a
-        numerical search; ``math.inf`` when more than :data:`MAX_TERMS` would be needed.
+        The bound's closed form checked against the bound itself, or a numerical search;
+        ``math.inf`` when more than :data:`gpac_utils.bounds.MAX_TERMS` would be needed.
 
     Raises
     ------
     ValueError
-        For an unknown bound.
+        For an unknown bound or risk.
 
     Examples
     --------
     >>> min_terms("hoeffding_bentkus", 0.05, 0.05), min_terms("empirical_bernstein", 0.05, 0.05)
     (59, 174)
+    >>> min_terms("hoeffding_bentkus", 0.05, 0.05, risk="routed")  # first test at alpha / 64
+    140
     """
-    if bound not in _bounds.BOUNDS:
-        raise ValueError(f"bound: unknown {bound!r}; choose one of {list(_bounds.BOUNDS)}")
-
-    def ok(m: int) -> bool:
-        return best_case_ucb(bound, m, alpha, term_range) <= eps
-
-    closed = CLOSED_FORMS.get(bound)
-    with np.errstate(over="ignore"):
-        m = None if closed is None else float(closed(eps, alpha, term_range))
-    if m is not None and not m <= MAX_TERMS:  # overflow, or more terms than any calibration has
-        return math.inf
-    if m is None:  # wsr: double until feasible, then bisect (the zero-term bound falls with m)
-        hi = 1
-        while not ok(hi):
-            hi *= 2
-            if hi > MAX_TERMS:
-                return math.inf
-        lo = hi // 2  # not ok (or 0)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        return hi
-    m = max(1, math.ceil(m))
-    while not ok(m):  # floating point on the wrong side of the closed form
-        m += 1
-    while m > 1 and ok(m - 1):
-        m -= 1
-    return m
+    entry = BOUNDS[BOUNDS.check(bound, "bound")]
+    return get_risk(risk).fewest_terms(entry, eps, alpha, term_range)
 
 
 def terms_of(n_items: int, recipe: Recipe | str = VALID) -> int:
@@ -187,7 +143,9 @@ def terms_of(n_items: int, recipe: Recipe | str = VALID) -> int:
     return int(n_items)
 
 
-def min_items(eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0) -> int:
+def min_items(
+    eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bound: float = 1.0, risk: str = "joint"
+) -> int:
     """The fewest calibration items with which a group can certify any threshold (module description).
 
     Parameters
@@ -198,6 +156,8 @@ def min_items(eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bo
         Its bound, sampling and ``label_prob`` decide the terms.
     loss_bound : float, default 1.0
         The loss bound ``B``.
+    risk : str, default "joint"
+        What is certified (:data:`gpac_utils.risks.RISKS`; ``"routed"`` needs more: module description).
 
     Returns
     -------
@@ -207,15 +167,17 @@ def min_items(eps: float, alpha: float, recipe: Recipe | str = VALID, *, loss_bo
     --------
     >>> min_items(0.05, 0.05), min_items(0.05, 0.05, "valid-bernoulli")  # pi = 0.5: terms of range 2
     (59, 119)
+    >>> min_items(0.05, 0.05, risk="routed"), min_items(0.1, 0.05, risk="routed")
+    (140, 68)
     """
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
-    return _min_items(eps, alpha, as_recipe(recipe), loss_bound)
+    return _min_items(eps, alpha, as_recipe(recipe), loss_bound, get_risk(risk).name)
 
 
 @functools.lru_cache(maxsize=1024)
-def _min_items(eps: float, alpha: float, recipe: Recipe, loss_bound: float) -> int:
+def _min_items(eps: float, alpha: float, recipe: Recipe, loss_bound: float, risk: str) -> int:
     """:func:`min_items` on checked arguments, cached (every ``fit`` asks it once)."""
-    m = min_terms(recipe.bound, eps, alpha, loss_bound / recipe.label_prob)
+    m = min_terms(recipe.bound, eps, alpha, loss_bound / recipe.label_prob, risk=risk)
     if recipe.sampling != "resample" or not math.isfinite(m):
         return m
     n = max(1, int(math.floor(recipe.label_prob * (m - 1))))
@@ -245,6 +207,7 @@ def feasibility(
     loss_bound: float = 1.0,
     min_group_size: int = 1,
     correction: str = "none",
+    risk: str = "joint",
 ) -> pd.DataFrame:
     """Per group: can any threshold be certified with the items available, and how many are needed?
 
@@ -259,13 +222,16 @@ def feasibility(
     correction : str, default "none"
         How ``alpha`` is shared across the groups (:data:`gpac_utils.settings.CORRECTIONS`;
         ``"bonferroni"``: each is calibrated at ``alpha / k``).
+    risk : str, default "joint"
+        What is certified (:data:`gpac_utils.risks.RISKS`): its minimum-items rule.
 
     Returns
     -------
     pandas.DataFrame
         One row per group: ``group``, ``n``, ``expected_labelled`` (``pi n``), ``n_needed`` (the
         larger of :func:`min_items` and ``min_group_size``), ``labels_needed`` (expected labels at
-        ``n_needed``), ``feasible`` (``n >= n_needed``), ``bound`` and ``formula``.
+        ``n_needed``), ``feasible`` (``n >= n_needed``), ``bound`` and ``formula`` (the risk's rule
+        for the bound).
 
     Examples
     --------
@@ -276,7 +242,11 @@ def feasibility(
     recipe = as_recipe(recipe)
     group_sizes = {g: check_int(f"group_sizes[{g!r}]", n, 0) for g, n in group_sizes.items()}
     level = CORRECTIONS[CORRECTIONS.check(correction, "correction")].per_group(alpha, max(1, len(group_sizes)))
-    need = max(min_items(eps, level, recipe, loss_bound=loss_bound), check_int("min_group_size", min_group_size, 1))
+    entry = get_risk(risk)
+    need = max(
+        min_items(eps, level, recipe, loss_bound=loss_bound, risk=entry.name),
+        check_int("min_group_size", min_group_size, 1),
+    )
     rows = [
         {
             "group": str(g),
@@ -286,7 +256,7 @@ def feasibility(
             "labels_needed": expected_labels(need, recipe),
             "feasible": int(n) >= need,
             "bound": recipe.bound,
-            "formula": FORMULAS.get(recipe.bound, "numerical (no closed form)"),
+            "formula": entry.formula(BOUNDS[recipe.bound]),
         }
         for g, n in group_sizes.items()
     ]

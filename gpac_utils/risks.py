@@ -49,36 +49,42 @@ from the smallest ``u`` up it would stop at once, since the first points route t
 certify anything; the fallback's weights let the scan start where the data allow. The
 recipe's ``rule`` and ``candidates`` are not used (the procedure above is the rule); its
 ``sampling`` must be ``full`` or ``bernoulli`` (``resample``'s terms are not i.i.d. given the
-count), its ``bound`` one of :data:`PVALUE_BOUNDS`.
+count), its ``bound`` one with a p-value (:attr:`gpac_utils.bounds.Bound.pvalue`).
 
-New risks register with :func:`register_risk`: a name and a function with the signature of
-:func:`routed_threshold`.
+*How many items.* The first rejection of the scan is tested at ``alpha / K`` (a level is carried
+only from a rejection), so a group certifies anything only if some point's p-value reaches
+``alpha / K``; at best every item is routed and loss-free, so a group needs the fewest ``m`` whose
+p-value of ``m`` zero terms is at most ``alpha / K``: ``m >= log(alpha/64) / log(1 - eps/R)``,
+140 at ``eps = alpha = 0.05`` against the joint risk's 59 (:attr:`Risk.fewest_terms`,
+:func:`gpac_utils.feasibility.min_items`).
+
+A new risk is one :meth:`~gpac_utils.registry.Registry.register` of a :class:`Risk` on
+:data:`RISKS` (``docs/extending.md``): its step (:attr:`Risk.certify`), how it is evaluated on
+routed items (:attr:`Risk.evaluate`) and its minimum-items rule.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from . import sampling as _sampling
-from .bounds import prefix_sums
+from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
 from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy
 from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
 __all__ = [
     "ROUTED_GRID",
-    "PVALUE_BOUNDS",
     "Risk",
     "RISKS",
     "register_risk",
     "get_risk",
     "check_risk_recipe",
+    "threshold",
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
@@ -90,8 +96,25 @@ __all__ = [
 
 #: Grid points of the routed risk's selection (evenly spaced in ``[lo, hi]``, fixed in advance).
 ROUTED_GRID = 64
-#: Bounds whose p-value the routed risk's tests use (the recipe's ``bound``; :data:`PVALUES`).
-PVALUE_BOUNDS = ("hoeffding_bentkus", "clopper_pearson")
+
+
+def _bound_minimum(bound: Bound, eps: float, alpha: float, term_range: float) -> int | float:
+    """The joint risk's minimum: the bound's own (:meth:`gpac_utils.bounds.Bound.fewest_terms`)."""
+    return bound.fewest_terms(eps, alpha, term_range)
+
+
+def _bound_formula(bound: Bound) -> str:
+    return bound.formula
+
+
+def _joint_risk(losses: np.ndarray, routed: np.ndarray) -> float:
+    """``mean(loss * routed)``: the error routing adds to the whole group."""
+    return float(np.mean(losses * routed)) if losses.size else float("nan")
+
+
+def _routed_risk(losses: np.ndarray, routed: np.ndarray) -> float:
+    """``mean(loss | routed)``; 0 where nothing is routed (always think: no violation)."""
+    return float(np.mean(losses[routed])) if routed.any() else 0.0
 
 
 @dataclass(frozen=True)
@@ -104,27 +127,44 @@ class Risk:
         Its name (the value of ``risk=`` and ``--risk``).
     summary : str
         One line: the risk as a formula, and what it means.
-    threshold : callable or None
-        Calibrates one group (signature of :func:`routed_threshold`); ``None`` until registered
-        (the joint risk's is :func:`gpac_utils.calibrate.threshold`, which registers itself).
     certify : callable or None
-        The calibrators' step for one group, with the same keywords as ``threshold``: returns
-        ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at the
-        threshold (``None`` where the risk certifies by tests, not by a bound:
-        :func:`routed_certify`). ``None``: ``threshold``, and neither is recorded.
+        The calibrators' step for one group, with the keywords of :func:`routed_certify` (``eps``,
+        ``alpha``, ``recipe``, ``loss_bound``, ``rng``, ``label_prob``, ``interval``): returns
+        ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at
+        the threshold (``None`` where the risk certifies by tests, not by a bound). ``None`` until
+        registered (the joint risk's is in :mod:`gpac_utils.calibrate`, which registers itself).
+    evaluate : callable
+        ``evaluate(losses, routed) -> float``: the risk of a routing on items whose losses are known
+        (a test split, or a whole table taken as the population): what :func:`gpac_utils.experiment.run_experiment`
+        reports as ``pop_risk`` and compares with ``eps``.
+    threshold : callable or None, default None
+        :attr:`certify` for a batch (leading axes), returning the thresholds only (:func:`threshold`);
+        ``None``: ``certify``'s threshold, one group at a time.
+    samplings : tuple of str, or None, default None
+        The label sampling schemes its selection is valid with (``None``: any).
+    pvalue : bool, default False
+        It tests with the bound's p-value (:attr:`gpac_utils.bounds.Bound.pvalue`): a bound without
+        one is refused.
+    fewest_terms : callable, default: the bound's own minimum
+        ``fewest_terms(bound, eps, alpha, R)``: the fewest terms of range ``R`` with which a loss-free
+        group certifies anything (:func:`gpac_utils.feasibility.min_items`; ``bound`` a
+        :class:`~gpac_utils.bounds.Bound`).
+    formula : callable, default: the bound's formula
+        ``formula(bound)``: that rule as text.
     conditional : bool, default False
         Whether the risk is conditional on the route, i.e. averaged over the items routed to the
         non-thinking model only (``gpac audit`` tests it given their number), not over the group.
-    samplings, bounds : tuple of str, or None
-        The label sampling schemes and bounds its selection is valid with (``None``: any).
     """
 
     name: str
     summary: str
-    threshold: Callable[..., np.ndarray] | None
+    certify: Callable[..., tuple] | None
+    evaluate: Callable[[np.ndarray, np.ndarray], float]
+    threshold: Callable[..., np.ndarray] | None = None
     samplings: tuple[str, ...] | None = None
-    bounds: tuple[str, ...] | None = None
-    certify: Callable[..., tuple] | None = None
+    pvalue: bool = False
+    fewest_terms: Callable[[Bound, float, float, float], int | float] = _bound_minimum
+    formula: Callable[[Bound], str] = _bound_formula
     conditional: bool = False
 
 
@@ -132,9 +172,9 @@ class Risk:
 RISKS: Registry[Risk] = Registry("risk")
 
 
-def register_risk(name: str, summary: str, threshold: Callable[..., np.ndarray], **properties) -> Risk:
+def register_risk(name: str, summary: str, certify, evaluate, **properties) -> Risk:
     """Add (or replace) a risk definition under ``name`` (the value of ``risk=`` and ``--risk``); returns it."""
-    return RISKS.register(Risk(name, summary, threshold, **properties), replace=True)
+    return RISKS.register(Risk(name, summary, certify, evaluate, **properties), replace=True)
 
 
 def get_risk(name: str) -> Risk:
@@ -152,13 +192,86 @@ def check_risk_recipe(risk: str, recipe: Recipe) -> None:
     """Refuse a recipe the risk cannot certify with (one-line ``ParameterError`` naming ``risk``)."""
     entry = get_risk(risk)
     ok = (entry.samplings is None or recipe.sampling in entry.samplings) and (
-        entry.bounds is None or recipe.bound in entry.bounds
+        not entry.pvalue or BOUNDS[recipe.bound].pvalue is not None
     )
     if not ok:
+        bounds = pvalue_bounds() if entry.pvalue else ["any"]
         raise ParameterError(
             f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
-            f"{list(entry.bounds or ['any'])}, got {recipe.sampling!r} and {recipe.bound!r}"
+            f"{bounds}, got {recipe.sampling!r} and {recipe.bound!r}"
         )
+
+
+def threshold(
+    scores,
+    losses,
+    *,
+    eps: float,
+    alpha: float,
+    recipe: Recipe | str = VALID,
+    loss_bound: float = 1.0,
+    rng=None,
+    label_prob=None,
+    interval=(0.0, 1.0),
+    risk: str = "joint",
+) -> np.ndarray:
+    """Calibrate one group, or many independent calibrations at once (batch dims lead).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (..., n)
+        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
+    eps : float
+        Target risk.
+    alpha : float
+        Miscoverage level of the upper confidence bound.
+    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
+        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
+    loss_bound : float, default 1.0
+        Upper end of the loss range (the paper's ``B``).
+    rng : numpy.random.Generator or int, optional
+        Randomness of the label sampling.
+    label_prob : array_like, optional
+        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
+        e.g. a different probability per calibration in a batch).
+    interval : (float, float), default (0.0, 1.0)
+        The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
+        C-PAC group's interval, fixed before the calibration half
+        (:func:`gpac_utils.selection.candidate_grid`).
+    risk : str, default "joint"
+        What is certified (:data:`RISKS`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        Thresholds; ``-inf`` where no candidate is certified (always think).
+
+    Raises
+    ------
+    ParameterError
+        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
+        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
+        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``, ``rng`` or ``risk``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpac_utils.calibrate import threshold
+    >>> u = np.linspace(0, 1, 500)
+    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
+    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
+    True
+    """
+    entry = get_risk(risk)
+    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
+    check_risk_recipe(entry.name, recipe)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
+    check_label_prob(label_prob, losses.shape)
+    options = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", rng))
+    options.update(label_prob=label_prob, interval=interval)
+    if entry.threshold is not None:
+        return entry.threshold(scores, losses, **options)
+    return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -175,13 +288,6 @@ def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
     return np.linspace(lo, hi, int(size))
 
 
-def _kl(p, q):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(p > 0, p * np.log(p / q), 0.0)
-        b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
-    return a + b
-
-
 def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffding_bentkus"):
     """Per grid point, the p-value of ``H: E[Z | U <= u] > eps`` from the routed items' terms.
 
@@ -195,8 +301,9 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
         The target of the routed risk.
     term_range : float or array_like
         The range of the terms (one per calibration for a batch).
-    bound : {"hoeffding_bentkus", "clopper_pearson"}
-        Hoeffding–Bentkus p-value (Bates et al. 2021): ``min(exp(-m h1(min(mu, e), e)),
+    bound : str, default "hoeffding_bentkus"
+        A bound with a p-value (:attr:`gpac_utils.bounds.Bound.pvalue`). Hoeffding–Bentkus p-value
+        (Bates et al. 2021): ``min(exp(-m h1(min(mu, e), e)),
         e * P(Bin(m, e) <= ceil(m mu)))`` with ``mu`` the routed terms' mean and ``e = eps /
         term_range``; or the exact binomial ``P(Bin(m, e) <= k)`` (binary terms only).
 
@@ -207,8 +314,9 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
     routed : numpy.ndarray, shape (..., K)
         The routed count ``m`` at each point.
     """
-    if bound not in PVALUE_BOUNDS:
-        raise ParameterError(f"bound: risk='routed' tests with one of {list(PVALUE_BOUNDS)}, got {bound!r}")
+    pvalue = BOUNDS[bound].pvalue
+    if pvalue is None:
+        raise ParameterError(f"bound: risk='routed' tests with one of {pvalue_bounds()}, got {bound!r}")
     z = np.asarray(z, dtype=float)
     scores = np.asarray(scores, dtype=float)
     s1, _ = prefix_sums(z, scores, grid)
@@ -220,28 +328,8 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
     if np.any(e >= 1):
         raise ParameterError(f"eps: the routed risk needs eps < term_range, got eps={eps}")
     k = s1 / tr  # the sum of the terms in units of term_range
-    p = PVALUES[bound](k, np.maximum(m, 1), e)
+    p = pvalue(k, np.maximum(m, 1), e)
     return np.where(m > 0, np.minimum(p, 1.0), 1.0), m.astype(int)
-
-
-def _binomial_pvalue(k, m, e):
-    """Exact ``P(Bin(m, e) <= k)`` (binary terms: ``k`` whole)."""
-    if not np.allclose(k, np.rint(k), atol=1e-9):
-        raise ParameterError("bound: clopper_pearson needs binary terms; use hoeffding_bentkus")
-    return stats.binom.cdf(np.rint(k), m, e)
-
-
-def _hoeffding_bentkus_pvalue(k, m, e):
-    """``min(exp(-m h1(min(mu, e), e)), e P(Bin(m, e) <= ceil(k)))`` with ``mu = k / m`` (Bates et al. 2021)."""
-    mu = np.clip(k / m, 0.0, 1.0)
-    p_h = np.exp(-m * _kl(np.minimum(mu, e), e))
-    p_b = math.e * stats.binom.cdf(np.ceil(np.clip(k, 0, m)), m, e)
-    return np.minimum(p_h, p_b)
-
-
-#: The p-value of each bound the routed risk tests with: ``pvalue(k, m, e)`` for ``k`` the sum of
-#: ``m`` routed terms in units of the term range and ``e = eps / term_range``.
-PVALUES = {"hoeffding_bentkus": _hoeffding_bentkus_pvalue, "clopper_pearson": _binomial_pvalue}
 
 
 def fallback_reject(pvalues, alpha: float, weights=None) -> np.ndarray:
@@ -307,26 +395,8 @@ def _terms(scores, losses, recipe, loss_bound, rng, label_prob):
     return _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=False)
 
 
-def routed_threshold(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    label_prob=None,
-    interval=(0.0, 1.0),
-) -> np.ndarray:
-    """Calibrate one group (or a batch) for the routed risk ``E[loss | U <= u] <= eps`` (module description).
-
-    Parameters
-    ----------
-    scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob
-        As for :func:`gpac_utils.calibrate.threshold`.
-    interval : (float, float), default (0.0, 1.0)
-        The span of the grid (a split C-PAC group's interval).
+def routed_threshold(scores, losses, **options) -> np.ndarray:
+    """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
 
     Returns
     -------
@@ -343,28 +413,15 @@ def routed_threshold(
     >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
     True
     """
-    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
-    check_label_prob(label_prob, losses.shape)
-    rng = check_rng("rng", rng)
-    return routed_certify(
-        scores,
-        losses,
-        eps=eps,
-        alpha=alpha,
-        recipe=recipe,
-        loss_bound=loss_bound,
-        rng=rng,
-        label_prob=label_prob,
-        interval=interval,
-    )[0]
+    return threshold(scores, losses, risk="routed", **options)
 
 
 def routed_certify(
     scores, losses, *, eps, alpha, recipe=VALID, loss_bound=1.0, rng=None, label_prob=None, interval=(0.0, 1.0)
 ):
-    """:func:`routed_threshold` with what the calibrators record: ``(threshold, labelled, None)``
-    (the routed risk certifies by tests, so no upper bound is recorded at the threshold)."""
+    """:func:`routed_threshold` on checked arguments, with what the calibrators record:
+    ``(threshold, labelled, None)`` (the routed risk certifies by tests, so no upper bound is recorded
+    at the threshold)."""
     recipe = as_recipe(recipe)
     d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
     grid = routed_grid(interval)
@@ -418,15 +475,29 @@ def routed_risk_curve(
     )
 
 
-# "joint" is certified by gpac_utils.calibrate.threshold, which registers itself here (calibrate imports
-# this module, not the other way round); "joint" is listed first, as the default.
-register_risk("joint", "E[loss 1{U <= u}]: the error routing adds to the whole group (the paper's)", None)
+def _routed_minimum(bound: Bound, eps: float, alpha: float, term_range: float) -> int | float:
+    """The routed risk's minimum: the first rejection is tested at ``alpha / ROUTED_GRID`` (a
+    rejection before it would carry its level on), so a loss-free group of ``m`` items certifies
+    anything only when the bound's p-value of ``m`` zero terms is at most ``alpha / ROUTED_GRID``:
+    ``m >= log(alpha/64) / log(1 - eps/R)``, 140 at ``eps = alpha = 0.05``."""
+    return bound.fewest_routed_terms(eps, alpha / ROUTED_GRID, term_range)
+
+
+def _routed_formula(bound: Bound) -> str:
+    return bound.pvalue_formula.format(level=f"alpha/{ROUTED_GRID}")
+
+
+# "joint" is certified by gpac_utils.calibrate, which registers its step here (calibrate imports this
+# module, not the other way round); "joint" is listed first, as the default.
+register_risk("joint", "E[loss 1{U <= u}]: the error routing adds to the whole group (the paper's)", None, _joint_risk)
 register_risk(
     "routed",
     "E[loss | U <= u]: the error among the items routed to the non-thinking model",
-    routed_threshold,
+    routed_certify,
+    _routed_risk,
     samplings=("full", "bernoulli"),
-    bounds=PVALUE_BOUNDS,
-    certify=routed_certify,
+    pvalue=True,
+    fewest_terms=_routed_minimum,
+    formula=_routed_formula,
     conditional=True,
 )

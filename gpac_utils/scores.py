@@ -10,7 +10,11 @@
     question) and its cost form: how the STP metric counts the cost of routing with it
     (:func:`gpac_utils.metrics.stp`; ``"router"``: the score is known before any model runs,
     App. F; ``"cascade"``: the non-thinking model runs first). A column that is not registered
-    is costed in the cascade form.
+    is costed in the cascade form. An entry also owns how its score is computed: offline, from a
+    finished generation run (:attr:`Score.offline`, :func:`gpac_utils.llm.scoring.score_run`), and
+    when serving (:attr:`Score.serve`, :class:`gpac_utils.llm.serve.CertifiedRouter`), with the
+    request columns it reads; :attr:`Score.pre_call` says whether it is known from the request
+    alone, before any model answers.
 
 A new score is one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``);
 the notebook configs' score lists are checked against :data:`SCORES` by ``tests/test_registry.py``.
@@ -25,6 +29,8 @@ Examples
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .registry import Registry
@@ -81,6 +87,18 @@ class Score:
         What it is.
     paper : bool, default False
         One of the paper's three scores (the simulated stand-ins and the generated tables have them).
+    offline : callable or None, default None
+        ``offline(generations) -> pandas.Series``: the score per ``item_id`` from its role's
+        generation table (:func:`gpac_utils.llm.records.load_generations`); ``None``: not computed
+        from generations alone (a learned router needs the run's losses:
+        :func:`gpac_utils.llm.scoring.score_run` fits it).
+    serve : callable or None, default None
+        ``serve(router, requests, cheap_answers) -> numpy.ndarray``: the score of each request when
+        serving (:class:`gpac_utils.llm.serve.CertifiedRouter`; ``cheap_answers`` maps ``item_id``
+        to the non-thinking model's ``[(answer, completion), ...]``); ``None``: a router cannot
+        compute it, and a certificate calibrated on it is refused.
+    request_columns : tuple of str, default ()
+        The request columns ``serve`` reads beyond ``item_id`` and the conversation.
     """
 
     column: str
@@ -88,6 +106,9 @@ class Score:
     cost_form: str
     description: str
     paper: bool = False
+    offline: Callable | None = None
+    serve: Callable | None = None
+    request_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.column.startswith("score_"):
@@ -102,13 +123,49 @@ class Score:
         """Its column (the registry key)."""
         return self.column
 
+    @property
+    def pre_call(self) -> bool:
+        """Known from the request alone, before any model answers (its cost form is ``"router"``)."""
+        return self.cost_form == "router"
+
+
+def _lazy(module: str, name: str) -> Callable:
+    """``module.name``, imported when first called (the scores' computations live in
+    :mod:`gpac_utils.llm`, which imports this module)."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = name, f"{module}.{name}", f"{module}.{name} (imported when called)"
+    return call
+
+
+_SCORING = "gpac_utils.llm.scoring"
+
 
 #: The score columns, the paper's three first.
 SCORES: Registry[Score] = Registry(
     "score",
     [
-        Score("score_logits", "nothink", "cascade", "mean token log-probability of the non-thinking answer", True),
-        Score("score_verbalized", "verbalized", "cascade", "the non-thinking model's stated confidence", True),
+        Score(
+            "score_logits",
+            "nothink",
+            "cascade",
+            "mean token log-probability of the non-thinking answer",
+            True,
+            offline=_lazy(_SCORING, "logits_scores"),
+            serve=_lazy(_SCORING, "serve_logits"),
+        ),
+        Score(
+            "score_verbalized",
+            "verbalized",
+            "cascade",
+            "the non-thinking model's stated confidence",
+            True,
+            offline=_lazy(_SCORING, "verbalized_offline"),
+            serve=_lazy(_SCORING, "serve_verbalized"),
+            request_columns=("question",),
+        ),
         Score("score_router", None, "router", "a router trained on the question (cross-fitted)", True),
         Score("score_router_crossfit", None, "router", "router, cross-fitted on all items (notebook 02)"),
         Score("score_router_disjoint", None, "router", "router trained on the other half only (notebook 02)"),

@@ -242,7 +242,7 @@ feasible_rows = [
         "pi": pi,
         "min_items": feasibility.min_items(cfg.sim_eps, cfg.alpha, rec),
         "expected_labels": feasibility.expected_labels(feasibility.min_items(cfg.sim_eps, cfg.alpha, rec), rec),
-        "formula": feasibility.FORMULAS[b],
+        "formula": bounds.BOUNDS[b].formula,
     }
     for b in valid_bounds
     for pi, rec in ((1.0, Recipe(bound=b)), (0.5, Recipe(bound=b, sampling="bernoulli", label_prob=0.5)))

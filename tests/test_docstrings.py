@@ -23,6 +23,8 @@ CORE = [
     "gpac_utils.checks",
     "gpac_utils.thresholds_schema",
     "gpac_utils.feasibility",
+    "gpac_utils.bounds",
+    "gpac_utils.risks",
     "gpac_utils.certificate",
 ]
 

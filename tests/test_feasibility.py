@@ -141,6 +141,15 @@ def test_gpac_plan_reports_feasibility(tmp_path, capsys):
     t = pd.read_csv(out).set_index("group")
     assert t.loc["big", "feasible"] == True and t.loc["small", "feasible"] == False  # noqa: E712 (read back from CSV)
     assert t.loc["small", "n_needed"] == 59 and t.loc["big", "labels_needed"] == 59
+    # --risk routed: the routed risk's minimum (140) in the feasibility lines and columns
+    assert main([*args, "--grid", "20,59,100", "--risk", "routed", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "risk routed, m >= log(alpha/64)" in captured.out
+    assert "certifies nothing with fewer than 140 items (140 labels expected)" in captured.out
+    t = pd.read_csv(out).set_index("group")
+    assert t.loc["big", "feasible"] == True and t.loc["big", "n_needed"] == 140  # noqa: E712
+    assert main([*args, "--risk", "routed", "--bound", "wsr", "-o", str(out)]) == 2  # no p-value: refused
+    assert "--risk: 'routed' needs" in capsys.readouterr().err
 
 
 def test_the_deploying_page_quotes_the_minimum():
@@ -151,3 +160,51 @@ def test_the_deploying_page_quotes_the_minimum():
     half = Recipe(sampling="bernoulli", label_prob=0.5)
     assert 1.9 < min_items(0.05, 0.05, half) / min_items(0.05, 0.05) < 2.1  # "about twice the items"
     assert abs(expected_labels(min_items(0.05, 0.05, half), half) - min_items(0.05, 0.05)) <= 1  # "same labels"
+
+
+# --- the routed risk (issue 37.4): its first point is tested at alpha / ROUTED_GRID -----------------
+
+
+@pytest.mark.parametrize("eps,alpha,expected", [(0.05, 0.05, 140), (0.1, 0.05, 68)])
+def test_routed_minimum_is_the_closed_form(eps, alpha, expected):
+    from gpac_utils.risks import ROUTED_GRID
+
+    closed = math.ceil(math.log(alpha / ROUTED_GRID) / math.log(1 - eps))
+    assert min_items(eps, alpha, risk="routed") == closed == expected
+    assert min_terms("clopper_pearson", eps, alpha, risk="routed") == closed
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [Recipe(), Recipe(sampling="bernoulli", label_prob=0.5), Recipe(bound="clopper_pearson")],
+    ids=lambda r: f"{r.bound}-{r.sampling}",
+)
+def test_routed_minimum_is_where_the_library_procedure_starts_to_certify(recipe):
+    """A loss-free group of m - 1 items gets -inf from the library's own procedure, m items a threshold."""
+    from gpac_utils.risks import routed_threshold
+
+    eps, alpha = 0.05, 0.05
+    m = min_items(eps, alpha, recipe, risk="routed")
+    for size, expected in ((m - 1, False), (m, True)):
+        u = np.linspace(0, 1, size)
+        t = routed_threshold(u, np.zeros(size), eps=eps, alpha=alpha, recipe=recipe, rng=0)
+        assert bool(np.isfinite(t)) == expected, (size, recipe)
+    if recipe == Recipe():
+        assert m == 140
+
+
+def test_routed_statuses_warnings_and_table():
+    u = np.concatenate([np.linspace(0, 1, 139), np.linspace(0, 1, 140)])
+    g = np.repeat(["small", "big"], [139, 140])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal = GPAC(0.05, risk="routed", min_group_size=1).fit(u, np.zeros(u.size), g)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, GroupWarning)]
+    assert any("'small'" in m and "fewer than 140" in m and "routed" in m for m in msgs), msgs
+    assert cal.groups_["small"].status == TOO_FEW and np.isneginf(cal.thresholds_["small"])
+    assert cal.groups_["big"].status == "certified"
+    t = feasibility({"small": 139, "big": 140}, 0.05, 0.05, risk="routed")
+    assert t["feasible"].tolist() == [False, True] and t["n_needed"].tolist() == [140, 140]
+    assert "alpha/64" in t["formula"].iloc[0]
+    with pytest.raises(ValueError, match="risk"):
+        feasibility({"a": 1}, 0.05, 0.05, risk="nope")

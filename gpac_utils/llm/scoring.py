@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..scores import SCORES
 from .grading import GRADERS, grade
 from .records import ROLES, load_generations, load_items
 
@@ -61,6 +62,11 @@ def logits_scores(generations: pd.DataFrame) -> pd.Series:
 
 
 # --------------------------------------------------------------------------- verbalized
+def serve_logits(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
+    """``score_logits`` when serving (:attr:`gpac_utils.scores.Score.serve`): from the cheap answer's token logprobs."""
+    return np.array([logits_score(cheap[i][0][1].token_logprobs) for i in requests["item_id"]])
+
+
 def verbalized_messages(question: str, answer: str) -> list[dict]:
     """The paper's verbalized-confidence conversation (App. F.2, Table 4 ``tab:verbalized_score_prompt``)."""
     user = VERBALIZED_USER.format(question=question, answer=answer)
@@ -111,6 +117,24 @@ def verbalized_scores(generations: pd.DataFrame) -> VerbalizedReport:
     none = mean.index[mean.isna()].tolist()
     scores = (1.0 - mean.fillna(0.0)).rename("score_verbalized")
     return VerbalizedReport(scores, conf.size(), conf.size() - conf.count(), none)
+
+
+def verbalized_offline(generations: pd.DataFrame) -> pd.Series:
+    """``score_verbalized`` per item of a ``verbalized`` generation table (:func:`verbalized_scores`' scores)."""
+    return verbalized_scores(generations).scores
+
+
+def serve_verbalized(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
+    """``score_verbalized`` when serving (:attr:`gpac_utils.scores.Score.serve`): one minus the cheap
+    model's mean stated confidence in its answer (no parsable reply: ``U = 1``, think)."""
+    ids = requests["item_id"].tolist()
+    convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
+    replies = router._generate(router.nothink, "verbalized", ids, convs)
+    scores = []
+    for i in ids:
+        conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
+        scores.append(1.0 - float(np.mean(conf)) if conf else 1.0)
+    return np.array(scores)
 
 
 # --------------------------------------------------------------------------- embeddings, semantic loss, router
@@ -217,8 +241,11 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
             **correct,
             data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
             data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
-            "score_logits": logits_scores(nothink).reindex(items["item_id"]).to_numpy(),
-            "score_verbalized": vrep.scores.reindex(items["item_id"]).to_numpy(),
+            **{
+                name: score.offline(gens[score.role]).reindex(items["item_id"]).to_numpy()
+                for name, score in SCORES.items()
+                if score.offline is not None and score.role in gens
+            },
             "score_router": router,
         }
     )

@@ -6,9 +6,10 @@ transformers, or any object with their interface: ``model``, ``backend``, ``toke
 ``stream(requests, window)``). For a batch of requests, :meth:`CertifiedRouter.serve`
 
 1. generates the non-thinking (cheap) answer of every request;
-2. computes the score the certificate was calibrated on (:data:`SCORERS`: ``score_logits`` from
-   the cheap answer's token logprobs, ``score_verbalized`` from the cheap model's confidences in
-   its answer); a certificate calibrated on another score is refused when the router is built;
+2. computes the score the certificate was calibrated on, as its :data:`~gpac_utils.scores.SCORES`
+   entry serves it (:attr:`~gpac_utils.scores.Score.serve`: ``score_logits`` from the cheap
+   answer's token logprobs, ``score_verbalized`` from the cheap model's confidences in its
+   answer); a certificate calibrated on a score without one is refused when the router is built;
 3. routes: the cheap answer is served when the score is at most the request's group threshold
    (``-inf``: the group always thinks; a group absent from the certificate is *unseen at
    calibration* and thinks);
@@ -43,34 +44,14 @@ import pandas as pd
 from .. import certificate as _certificate
 from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
 from ..checks import DataError, ParameterError
+from ..registry import removed
+from ..scores import SCORES
 from .engines import Sampling, item_seed
 from .generation import WALK_SAMPLING, model_defaults, split_thinking
-from .scoring import logits_score, parse_confidence, verbalized_messages
 
-__all__ = ["SCORERS", "CertifiedRouter"]
+__all__ = ["CertifiedRouter"]
 
-
-def _logits_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
-    """``score_logits``: from the cheap answer's token logprobs."""
-    return np.array([logits_score(cheap[i][0][1].token_logprobs) for i in requests["item_id"]])
-
-
-def _verbalized_scores(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
-    """``score_verbalized``: one minus the cheap model's mean stated confidence in its answer."""
-    ids = requests["item_id"].tolist()
-    convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
-    replies = router._generate(router.nothink, "verbalized", ids, convs)
-    scores = []
-    for i in ids:
-        conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
-        scores.append(1.0 - float(np.mean(conf)) if conf else 1.0)  # no parsable reply: U = 1 (think)
-    return np.array(scores)
-
-
-#: The scores a router computes at serving time (the columns ``02_scores`` writes): column ->
-#: ``(scorer(router, requests, cheap_answers), request columns it needs)``. A learned router score
-#: (``score_router``) needs its classifier and is not among them; a new score is one entry.
-SCORERS = {"score_logits": (_logits_scores, ()), "score_verbalized": (_verbalized_scores, ("question",))}
+__getattr__ = removed(__name__, {"SCORERS": "gpac_utils.scores.SCORES[name].serve (each score entry serves itself)"})
 
 
 class CertifiedRouter:
@@ -133,11 +114,13 @@ class CertifiedRouter:
                 f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
             )
         self.score_col = score_col or columns.get("score")
-        if self.score_col not in SCORERS:
+        served = [name for name, score in SCORES.items() if score.serve is not None]
+        if self.score_col not in served:
             raise ParameterError(
                 f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
-                f"it computes {list(SCORERS)}"
+                f"it computes {served}"
             )
+        self.score = SCORES[self.score_col]
         self.group_col = columns.get("group") or "group"
         if online is not None and loss_fn is None:
             raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
@@ -161,7 +144,7 @@ class CertifiedRouter:
         return out
 
     def _scores(self, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
-        return SCORERS[self.score_col][0](self, requests, cheap)
+        return np.asarray(self.score.serve(self, requests, cheap), dtype=float)
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
@@ -191,7 +174,8 @@ class CertifiedRouter:
         requests : pandas.DataFrame
             ``item_id`` (unique), ``messages`` (the conversation; ``messages_nothink`` /
             ``messages_think`` per role where they differ), the certificate's group column for
-            G-PAC, ``question`` for ``score_verbalized`` (and whatever ``loss_fn`` reads).
+            G-PAC, the columns the score reads (:attr:`~gpac_utils.scores.Score.request_columns`:
+            ``question`` for ``score_verbalized``) and whatever ``loss_fn`` reads.
 
         Returns
         -------
@@ -203,7 +187,7 @@ class CertifiedRouter:
         """
         if "item_id" not in requests.columns or requests["item_id"].duplicated().any():
             raise DataError("requests: need a unique 'item_id' per request")
-        missing = [c for c in SCORERS[self.score_col][1] if c not in requests.columns]
+        missing = [c for c in self.score.request_columns if c not in requests.columns]
         if missing:
             raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()

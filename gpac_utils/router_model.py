@@ -49,6 +49,7 @@ __all__ = [
     "fit_router_model",
     "load_router_model",
     "embedder",
+    "serve_router",
 ]
 
 #: The artefact's schema name and version (the ``artefact`` and ``version`` fields).
@@ -215,3 +216,17 @@ def load_router_model(path, sha256: str | None = None) -> RouterModel:
     if sha256 is not None and got != sha256:
         raise DataError(f"{path}: SHA-256 {got[:16]}... differs from the certificate's {sha256[:16]}...; refused")
     return RouterModel.from_json(raw.decode("utf-8", "replace"), where=str(path))
+
+
+def serve_router(router, requests, cheap=None) -> np.ndarray:
+    """``score_router`` when serving (:attr:`gpac_utils.scores.Score.serve`, pre-call): the certificate's
+    fitted model on the request's text column, with the router's embedder; ``cheap`` is not read."""
+    model = router.score_model
+    if model is None:
+        raise ParameterError(
+            f"certificate: score {router.score_col!r} is served by its fitted model (gpac fit-router), and the "
+            "certificate records none (gpac calibrate --score-model)"
+        )
+    if model.text not in requests.columns:
+        raise DataError(f"requests: the score model reads the {model.text!r} column; they have {list(requests)}")
+    return model.score_texts(requests[model.text].tolist(), router.embedder)

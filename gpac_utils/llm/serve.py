@@ -37,6 +37,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,8 @@ from .. import certificate as _certificate
 from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
 from ..checks import DataError, ParameterError
 from ..registry import removed
+from ..router_model import embedder as embedder_named
+from ..router_model import load_router_model
 from ..scores import SCORES
 from .engines import Sampling, item_seed
 from .generation import WALK_SAMPLING, model_defaults, split_thinking
@@ -105,6 +108,8 @@ class CertifiedRouter:
         online=None,
         loss_fn: Callable | None = None,
         window: int | None = None,
+        score_model=None,
+        embedder=None,
     ):
         self.certificate = _certificate.load_certificate(certificate)
         self.calibrator = from_json(json.dumps(self.certificate))
@@ -129,6 +134,44 @@ class CertifiedRouter:
         self.seed = int(seed)
         self.think_is_thinking = model_defaults(think.model)[1]
         self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+        self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
+
+    def _load_score_model(self, source, path, embedder):
+        """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
+        record = (self.certificate.get("provenance") or {}).get("score_model")
+        if record is None:
+            if path is not None:
+                raise ParameterError(
+                    "score_model: the certificate records no score model (gpac calibrate --score-model)"
+                )
+            return None
+        if path is None:  # as recorded, else beside the certificate file
+            path = Path(record["path"])
+            beside = (
+                Path(source).parent / path.name
+                if isinstance(source, (str, Path)) and not str(source).lstrip().startswith("{")
+                else path
+            )
+            path = path if path.exists() or not beside.exists() else beside
+        model = load_router_model(path, record["sha256"])
+        if model.embedder != record["embedder"]:
+            raise DataError(
+                f"{path}: reads {model.embedder!r} embeddings; the certificate records {record['embedder']!r}"
+            )
+        name = getattr(embedder, "model_name", None) if embedder is not None else None
+        if embedder is not None and name != model.embedder:
+            raise ParameterError(
+                f"embedder: the certificate's score model reads {model.embedder!r} embeddings, not {name!r}"
+            )
+        return model
+
+    @property
+    def embedder(self):
+        """The score model's embedder: the one given, else a new one of its
+        :data:`~gpac_utils.router_model.EMBEDDERS` entry."""
+        if self._embedder is None:
+            self._embedder = embedder_named(self.score_model.embedder)
+        return self._embedder
 
     # -- the steps --------------------------------------------------------------------------------
     def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
@@ -191,8 +234,12 @@ class CertifiedRouter:
         if missing:
             raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
-        cheap = self._generate(self.nothink, "nothink", ids, self._conversations(requests, "nothink"))
-        scores = self._scores(requests, cheap)
+        nothink_convs = self._conversations(requests, "nothink")
+        if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it
+            cheap, scores = None, self._scores(requests, None)
+        else:
+            cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
+            scores = self._scores(requests, cheap)
         labels, named = self._groups(requests, scores)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
@@ -203,6 +250,9 @@ class CertifiedRouter:
         if self.online is not None:
             decisions = self.online.decide(scores, named)
             need_think = need_think | decisions.observe
+        if cheap is None:
+            pick = np.flatnonzero(nothink_route | (decisions.observe if decisions is not None else False))
+            cheap = self._generate(self.nothink, "nothink", [ids[k] for k in pick], [nothink_convs[k] for k in pick])
         think_convs = self._conversations(requests, "think")
         pick = np.flatnonzero(need_think)
         thought = self._generate(
@@ -212,7 +262,7 @@ class CertifiedRouter:
             [think_convs[k] for k in pick],
             thinking=self.think_is_thinking,
         )
-        nothink_answers = [cheap[i][0][0] for i in ids]
+        nothink_answers = [cheap[i][0][0] if i in cheap else None for i in ids]
         think_answers = [thought[i][0][0] if i in thought else None for i in ids]
         out = pd.DataFrame(
             {

@@ -124,13 +124,17 @@ class RouterModel:
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.coef.size:
             raise DataError(f"embeddings: need {self.coef.size} columns ({self.embedder}), got shape {X.shape}")
-        z = ((X - self.mean) / self.scale) @ self.coef + self.intercept
+        # a row-wise sum, not a matrix product: a row's score does not depend on the batch it comes in
+        z = np.sum((X - self.mean) / self.scale * self.coef, axis=1) + self.intercept
         return 1.0 / (1.0 + np.exp(z))  # 1 - sigmoid(z)
 
     def score_texts(self, texts: Sequence[str], embed=None) -> np.ndarray:
         """``U`` of each text; ``embed`` is an embedder object (default: a new :func:`embedder`)."""
+        texts = list(texts)
+        if not texts:
+            return np.empty(0)
         embed = embed if embed is not None else embedder(self.embedder)
-        return self.scores(embed.encode(list(texts)))
+        return self.scores(embed.encode(texts))
 
     def to_json(self) -> str:
         """The artefact's text (what :meth:`from_json` reads back exactly)."""

@@ -132,7 +132,7 @@ class CertifiedRouter:
         self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
         self.samplings = {**WALK_SAMPLING, **dict(samplings or {})}
         self.seed = int(seed)
-        self.think_is_thinking = model_defaults(think.model)[1]
+        self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
         self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
         self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
 
@@ -202,6 +202,35 @@ class CertifiedRouter:
             return None, self.calibrator.assign(scores)
         return None, np.full(len(scores), ALL)
 
+    def _route(self, requests: pd.DataFrame, scores: np.ndarray):
+        """The group each request is reported under, its threshold, and whether it goes to the cheap model."""
+        labels, named = self._groups(requests, scores)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
+            thr = self.calibrator.thresholds_for(scores, labels)
+        return named, thr, scores <= thr
+
+    def decide(self, requests: pd.DataFrame) -> pd.DataFrame:
+        """The routes of a pre-call score, before any model runs (what a gateway hook needs).
+
+        Returns one row per request: ``group``, ``status``, ``score``, ``threshold``, ``route``.
+
+        Raises
+        ------
+        ParameterError
+            For a certificate whose score needs the cheap answer (not pre-call).
+        """
+        if not self.score.pre_call:
+            raise ParameterError(
+                f"certificate: score {self.score_col!r} needs the cheap model's answer; deciding before any call "
+                "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
+            )
+        scores = self._scores(requests, None)
+        named, thr, cheap = self._route(requests, scores)
+        statuses = [self.statuses.get(g, UNSEEN) for g in named]
+        route = np.where(cheap, "nothink", "think")
+        return pd.DataFrame({"group": named, "status": statuses, "score": scores, "threshold": thr, "route": route})
+
     @staticmethod
     def _conversations(requests: pd.DataFrame, role: str) -> list:
         col = f"messages_{role}" if f"messages_{role}" in requests.columns else "messages"
@@ -240,11 +269,7 @@ class CertifiedRouter:
         else:
             cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
             scores = self._scores(requests, cheap)
-        labels, named = self._groups(requests, scores)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
-            thr = self.calibrator.thresholds_for(scores, labels)
-        nothink_route = scores <= thr
+        named, thr, nothink_route = self._route(requests, scores)
         decisions = None
         need_think = ~nothink_route
         if self.online is not None:

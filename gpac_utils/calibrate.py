@@ -73,6 +73,8 @@ __all__ = [
     "CPAC",
     "Method",
     "CALIBRATORS",
+    "GROUPINGS",
+    "default_method",
     "method",
     "method_class",
     "calibrator",
@@ -676,6 +678,10 @@ def _settings_for(cls, values) -> Settings:
     return Settings(**values)
 
 
+#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
+GROUPINGS = ("none", "known", "learned")
+
+
 @dataclass(frozen=True)
 class Method:
     """A calibrator: its class and how the rest of the package treats it.
@@ -693,12 +699,20 @@ class Method:
     json_fields : tuple of str, default ()
         Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
         (C-PAC: ``partition``); a thresholds file without them is refused.
+    default : bool, default False
+        The default calibrator of its kind of grouping (:func:`default_method`: ``gpac calibrate``
+        without ``--method``); registering another calibrator does not change a default.
     """
 
     name: str
     cls: type
     groups: str
     json_fields: tuple[str, ...] = ()
+    default: bool = False
+
+    def __post_init__(self) -> None:
+        if self.groups not in GROUPINGS:
+            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
 
     @property
     def cli_name(self) -> str:
@@ -710,11 +724,32 @@ def _key(name) -> str:
     return str(name).strip().lower().replace("-", "").replace("_", "")
 
 
-#: The calibrators by their one name (as in tables and JSON).
+#: The calibrators by their one name (as in tables and JSON); one default per kind of grouping.
 CALIBRATORS: Registry[Method] = Registry(
     "method",
-    [Method("PAC", PAC, "none"), Method("G-PAC", GPAC, "known"), Method("C-PAC", CPAC, "learned", ("partition",))],
+    [
+        Method("PAC", PAC, "none", default=True),
+        Method("G-PAC", GPAC, "known", default=True),
+        Method("C-PAC", CPAC, "learned", ("partition",), default=True),
+    ],
 )
+
+
+def default_method(groups: str) -> Method:
+    """The default calibrator of a kind of grouping: the first :data:`CALIBRATORS` entry of that kind
+    marked ``default`` (registering another one never changes it).
+
+    Examples
+    --------
+    >>> default_method("known").name, default_method("none").name
+    ('G-PAC', 'PAC')
+    """
+    if groups not in GROUPINGS:
+        raise ParameterError(f"groups: must be one of {list(GROUPINGS)}, got {groups!r}")
+    for entry in CALIBRATORS.values():
+        if entry.groups == groups and entry.default:
+            return entry
+    raise ParameterError(f"groups: no default calibrator of {groups!r} groups is registered (Method(default=True))")
 
 
 def method(name: str) -> Method:

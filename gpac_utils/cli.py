@@ -62,7 +62,17 @@ from . import (
     sampling,
     selection,
 )
-from .calibrate import CALIBRATORS, TOO_FEW, UNSEEN, GroupWarning, calibrator, from_json, method
+from .calibrate import (
+    CALIBRATORS,
+    GROUPINGS,
+    TOO_FEW,
+    UNSEEN,
+    GroupWarning,
+    calibrator,
+    default_method,
+    from_json,
+    method,
+)
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
@@ -266,7 +276,7 @@ def _refuse_ignored(a) -> None:
     """Infer ``--method`` when it is not given (the method of known groups with ``--group-col``, else the
     method of one group); refuse the options the chosen method ignores (a silent default would answer
     another question). What a method reads is its registry entry's ``groups``."""
-    by_groups = {m.groups: m.cli_name for m in CALIBRATORS.values()}
+    by_groups = {kind: default_method(kind).cli_name for kind in GROUPINGS}
     if a.method is None:
         a.method = by_groups["known"] if a.group_col else by_groups["none"]
     groups = method(a.method).groups

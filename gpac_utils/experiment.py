@@ -7,9 +7,11 @@ method × score × recipe × group, plus ``group == "__all__"`` for the whole te
 settings come in one :class:`ExperimentConfig`.
 
 Besides the test-set error (what the paper reports) each row carries ``pop_risk``: the risk of
-the chosen threshold over the *whole table* in that group. Treating the table as the
-population, ``pop_risk > eps`` is a violation of the guarantee; :func:`summarize` reports the
-share of trials with a violation in the worst group.
+the chosen threshold over the *whole table* in that group, as the certified risk's entry
+evaluates it (:attr:`gpac_utils.risks.Risk.evaluate`: the joint risk ``mean(loss * routed)``, the
+routed risk ``mean(loss | routed)``). Treating the table as the population, ``pop_risk > eps``
+is a violation of the guarantee; :func:`summarize` reports the share of trials with a violation
+in the worst group.
 
 Evaluation groups are explicit (``ExperimentConfig.eval_groups``): the known ``group`` column,
 or (``"learned"``) the groups learned by C-PAC in that trial, used for PAC too so that both are
@@ -36,6 +38,7 @@ from .checks import check_int, check_range
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .recipe import Recipe, as_recipe
+from .risks import get_risk
 from .settings import Settings, _refuse_renamed
 
 __all__ = [
@@ -211,6 +214,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     has_tokens = all(c in table.columns for c in data.TOKENS)
     tokens = [table[c].to_numpy(float) for c in (data.THINK_TOKENS, data.NOTHINK_TOKENS)] if has_tokens else None
 
+    evaluate = get_risk(cfg.risk).evaluate  # what pop_risk measures: the certified risk
     rows = []
     for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):
         cal, test = trial_split(len(table), cfg.cal_ratio, cfg.seed, trial)
@@ -234,11 +238,13 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
-                    rows.extend(_rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form))
+                    rows.extend(
+                        _rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate)
+                    )
     return pd.DataFrame(rows)
 
 
-def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, tokens, form):
+def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate):
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:
@@ -253,7 +259,7 @@ def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, token
             "n_test": len(t),
             "error": float(np.mean(losses[t] * r)) if len(t) else np.nan,
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
-            "pop_risk": float(np.mean(losses[in_g] * routed[in_g])),
+            "pop_risk": evaluate(losses[in_g], routed[in_g]),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
             "stp": _stp(r, tokens[0][t], tokens[1][t], form) if tokens is not None and len(t) else np.nan,
         }

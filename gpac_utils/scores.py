@@ -30,8 +30,9 @@ Examples
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from .registry import Registry
 
@@ -53,20 +54,64 @@ class Role:
         Which model of the pair generates it.
     description : str
         What it is.
+    walk_sampling : mapping, default {}
+        Its sampling in the walk (:class:`gpac_utils.llm.engines.Sampling` fields;
+        :func:`gpac_utils.llm.generation.walk_samplings`). A model pair's is the model's recommended
+        sampling (:func:`gpac_utils.llm.generation.pair_samplings`).
+    confidences : bool, default False
+        It samples ``n_verbalized`` short confidences (``verbalized_max_tokens`` each) instead of
+        one answer (``max_tokens``): how the generation options change its sampling.
+    conversation : callable or None, default None
+        ``conversation(items, folder, shard) -> list``: its conversations, built from the items and
+        the roles generated before it (``verbalized``: from the first ``nothink`` answer); ``None``:
+        the items' ``messages_<role>`` column, else ``messages``.
     """
 
     name: str
     model: str
     description: str
+    walk_sampling: Mapping[str, Any] = field(default_factory=dict)
+    confidences: bool = False
+    conversation: Callable | None = None
 
+    def sampling(self, base, max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
+        """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with the generation options that apply to it."""
+        base = base.with_(max_tokens=max_tokens)
+        return base.with_(n=n_verbalized, max_tokens=verbalized_max_tokens) if self.confidences else base
+
+
+def _lazy(module: str, name: str) -> Callable:
+    """``module.name``, imported when first called (the scores' and roles' computations live in
+    :mod:`gpac_utils.llm`, which imports this module)."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = name, f"{module}.{name}", f"{module}.{name} (imported when called)"
+    return call
+
+
+_SCORING = "gpac_utils.llm.scoring"
 
 #: The generation roles, in the order they are generated.
 ROLES: Registry[Role] = Registry(
     "role",
     [
-        Role("think", "think", "the thinking model's answer"),
-        Role("nothink", "nothink", "the non-thinking model's answer and its token logprobs"),
-        Role("verbalized", "nothink", "the non-thinking model's stated confidences"),
+        Role("think", "think", "the thinking model's answer", {"temperature": 0.0, "max_tokens": 64}),
+        Role(
+            "nothink",
+            "nothink",
+            "the non-thinking model's answer and its token logprobs",
+            {"temperature": 1.0, "max_tokens": 16},
+        ),
+        Role(
+            "verbalized",
+            "nothink",
+            "the non-thinking model's stated confidences",
+            {"temperature": 0.7, "top_p": 0.95, "max_tokens": 12, "n": 3},
+            confidences=True,
+            conversation=_lazy("gpac_utils.llm.generation", "verbalized_conversations"),
+        ),
     ],
 )
 
@@ -127,20 +172,6 @@ class Score:
     def pre_call(self) -> bool:
         """Known from the request alone, before any model answers (its cost form is ``"router"``)."""
         return self.cost_form == "router"
-
-
-def _lazy(module: str, name: str) -> Callable:
-    """``module.name``, imported when first called (the scores' computations live in
-    :mod:`gpac_utils.llm`, which imports this module)."""
-
-    def call(*args, **kwargs):
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    call.__name__, call.__qualname__, call.__doc__ = name, f"{module}.{name}", f"{module}.{name} (imported when called)"
-    return call
-
-
-_SCORING = "gpac_utils.llm.scoring"
 
 
 #: The score columns, the paper's three first.

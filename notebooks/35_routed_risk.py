@@ -318,7 +318,7 @@ for trial in range(cfg.n_trials):
                         "method": method,
                         "risk": risk,
                         "routed_share": r.mean(),
-                        "error": float(np.mean(lt * r)),
+                        "error": risks.RISKS["joint"].evaluate(lt, r),  # the joint risk's test error
                         "routed": int(r.sum()),
                         "routed_losses": float(lt[r].sum()),
                     }

@@ -189,3 +189,18 @@ def test_function_level_check_catches_one(tmp_path):
         "from . import data\n\n\ndef f():\n    from .data import ID\n    import json\n\n    return ID, json\n"
     )
     assert _function_level_relative_imports(probe) == [5]
+
+
+def test_the_architecture_page_lists_every_module():
+    """docs/architecture.md's tree names every module of the package and its sub-packages, under its folder."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    tree = text.split("```\n", 2)[1]
+    listed, folder = set(), None
+    for line in tree.splitlines():
+        if line.startswith("gpac_utils/"):
+            folder = line.split()[0]
+        elif folder and line.startswith("  ") and line.split()[0].endswith(".py"):
+            listed.add(folder + line.split()[0])
+    modules = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    assert sorted(modules - listed) == [], "modules missing from docs/architecture.md"
+    assert sorted(listed - modules) == [], "docs/architecture.md lists modules that do not exist"

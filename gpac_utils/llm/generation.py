@@ -80,11 +80,9 @@ MODEL_PAIRS: dict[str, dict[str, str]] = {
     "llama": {"think": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "nothink": "meta-llama/Llama-3.1-8B-Instruct"},
     "smollm2": {"think": "smollm2-135m", "nothink": "smollm2-135m"},
 }
-WALK_SAMPLING: dict[str, Sampling] = {
-    "think": Sampling(temperature=0.0, max_tokens=64),
-    "nothink": Sampling(temperature=1.0, max_tokens=16),
-    "verbalized": Sampling(temperature=0.7, top_p=0.95, max_tokens=12, n=3),
-}
+#: The walk's sampling per role, as the built-in :data:`~gpac_utils.scores.ROLES` entries own it
+#: (:attr:`~gpac_utils.scores.Role.walk_sampling`; :func:`walk_samplings` reads the registry as it is now).
+WALK_SAMPLING: dict[str, Sampling] = {r.name: Sampling(**r.walk_sampling) for r in ROLES.values()}
 
 
 def model_defaults(model: str) -> tuple[Sampling, bool]:
@@ -96,18 +94,21 @@ def model_defaults(model: str) -> tuple[Sampling, bool]:
 
 
 def pair_samplings(models, max_tokens=None, n_verbalized=10, verbalized_max_tokens=64) -> dict[str, Sampling]:
-    """Each role's sampling for a model pair: the models' recommended settings."""
-    think, nothink = (model_defaults(models[r])[0].with_(max_tokens=max_tokens) for r in ("think", "nothink"))
-    verbalized = nothink.with_(n=n_verbalized, max_tokens=verbalized_max_tokens)
-    return {"think": think, "nothink": nothink, "verbalized": verbalized}
+    """Each role's sampling for a model pair: its model's recommended settings, with the options that
+    apply to the role (:meth:`gpac_utils.scores.Role.sampling`)."""
+    return {
+        r.name: r.sampling(model_defaults(models[r.model])[0], max_tokens, n_verbalized, verbalized_max_tokens)
+        for r in ROLES.values()
+    }
 
 
 def walk_samplings(think_max_tokens=None, nothink_max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
-    """:data:`WALK_SAMPLING` with some settings changed (``None`` keeps the default)."""
+    """Each role's walk sampling (:attr:`gpac_utils.scores.Role.walk_sampling`) with some settings
+    changed (``None`` keeps the default); ``*_max_tokens`` by the role's model."""
+    most = {"think": think_max_tokens, "nothink": nothink_max_tokens}  # by model of the pair
     return {
-        "think": WALK_SAMPLING["think"].with_(max_tokens=think_max_tokens),
-        "nothink": WALK_SAMPLING["nothink"].with_(max_tokens=nothink_max_tokens),
-        "verbalized": WALK_SAMPLING["verbalized"].with_(n=n_verbalized, max_tokens=verbalized_max_tokens),
+        r.name: r.sampling(Sampling(**r.walk_sampling), most[r.model], n_verbalized, verbalized_max_tokens)
+        for r in ROLES.values()
     }
 
 
@@ -304,7 +305,7 @@ def generate(
     owned = None  # the engine built here, shut down here; a caller's engine is the caller's to close
     try:
         for role in roles:
-            model = models["think" if role == "think" else "nothink"]
+            model = models[ROLES[role].model]
             if engine is None or engine.model != model:
                 _close(owned)  # one model in memory at a time
                 engine = owned = None
@@ -328,12 +329,9 @@ def _close(engine) -> None:
 def _run_role(items, engine, folder, role, sampling, shard, seed, progress, windows, model) -> dict:
     """One role of :func:`generate` on ``engine``: :func:`run_generation`'s report."""
     col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
-    if role == "verbalized":
-        k, n = parse_shard(shard)
-        nothink = load_generations(folder, "nothink", items["item_id"].iloc[k::n])
-        first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
-        msgs = [verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])]
-        items = items.assign(**{col: msgs})
+    build = ROLES[role].conversation
+    if build is not None:
+        items = items.assign(**{col: build(items, folder, shard)})
     return run_generation(
         items,
         engine,
@@ -343,10 +341,19 @@ def _run_role(items, engine, folder, role, sampling, shard, seed, progress, wind
         shard=shard,
         seed=seed,
         messages_col=col,
-        thinking=role == "think" and model_defaults(model)[1],
+        thinking=ROLES[role].model == "think" and model_defaults(model)[1],
         progress=progress,
         window=windows.get(role),
     )
+
+
+def verbalized_conversations(items: pd.DataFrame, folder, shard) -> list:
+    """The ``verbalized`` role's conversations (:attr:`gpac_utils.scores.Role.conversation`): the
+    paper's confidence prompt on each item's question and first ``nothink`` answer."""
+    k, n = parse_shard(shard)
+    nothink = load_generations(folder, "nothink", items["item_id"].iloc[k::n])
+    first = nothink[nothink["sample"] == 0].set_index("item_id")["answer"]
+    return [verbalized_messages(q, first.get(i, "")) for i, q in zip(items["item_id"], items["question"])]
 
 
 # --------------------------------------------------------------------------- command line

@@ -50,7 +50,7 @@ from ..router_model import embedder as embedder_named
 from ..router_model import load_router_model
 from ..scores import SCORES
 from .engines import Sampling, item_seed
-from .generation import WALK_SAMPLING, model_defaults, split_thinking
+from .generation import model_defaults, split_thinking, walk_samplings
 
 __all__ = ["CertifiedRouter"]
 
@@ -130,7 +130,7 @@ class CertifiedRouter:
         if online is not None and loss_fn is None:
             raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
         self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
-        self.samplings = {**WALK_SAMPLING, **dict(samplings or {})}
+        self.samplings = {**walk_samplings(), **dict(samplings or {})}
         self.seed = int(seed)
         self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
         self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}

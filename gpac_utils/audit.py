@@ -31,7 +31,7 @@ certificate (the calibration data are fixed; the fresh items are independent of 
   (drift), or the certificate is not what it claims. Unconditionally (Theorem 4.3's reading), a
   group of a valid certificate is flagged with probability at most ``alpha + level / K``.
 
-**Verify** (:func:`verify`). Recompute the certificate from the recorded settings (recipe, seed,
+**Verify** (:func:`verify_certificate`). Recompute the certificate from the recorded settings (recipe, seed,
 risk, correction, ...) on the recorded columns of a table, after checking the table's hashes
 against the provenance; every threshold and every group entry must be bit-identical.
 """
@@ -52,12 +52,12 @@ from .checks import DataError, check_range
 from .risks import RISKS
 from .settings import Settings
 
-__all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "group_labels", "audit", "verify", "verdict_line"]
+__all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "routing_groups", "audit", "verify_certificate", "verdict_line"]
 
 CONSISTENT, VIOLATED, NOT_TESTED = "consistent", "violated", "no routed items"
 
 
-def group_labels(payload: dict, cal, scores: np.ndarray, groups=None):
+def routing_groups(payload: dict, cal, scores: np.ndarray, groups=None):
     """The labels a certificate's calibrator routes by, and the group each item is reported under.
 
     Known groups (G-PAC): ``groups`` itself (needed); learned groups (C-PAC): the calibrator's
@@ -126,7 +126,7 @@ def audit(payload: dict, scores, losses, groups=None, *, level: float = 0.05) ->
         raise DataError(
             f"losses: must lie in [0, {bound:g}] (the certificate's loss_bound); bad at row {np.argmax(bad)}"
         )
-    labels, named = group_labels(payload, cal, s, groups)
+    labels, named = routing_groups(payload, cal, s, groups)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
         cheap = s <= cal.thresholds_for(s, labels)
@@ -174,7 +174,7 @@ def _fmt(x) -> str:
     return "null" if x is None else repr(x)
 
 
-def verify(payload: dict, table_path, frame: pd.DataFrame, *, where: str = "certificate") -> list[str]:
+def verify_certificate(payload: dict, table_path, frame: pd.DataFrame, *, where: str = "certificate") -> list[str]:
     """Recompute a certificate from its recorded settings and the table; the lines of a pass.
 
     Raises

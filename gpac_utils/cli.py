@@ -406,7 +406,7 @@ def _calibrate(a) -> int:
     used = {role: (col, df[col].to_numpy()) for role, col in columns.items() if col is not None and col in df.columns}
     payload = certificate.make_certificate(cal, columns=used, table_path=a.data, recipe_name=a.recipe)
     if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
-        payload["provenance"][cli_serve.SCORE_MODEL] = cli_serve.score_model_record(a.score_model, df[a.id_col])
+        payload["provenance"][cli_serve.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
@@ -607,8 +607,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        commands = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect, **cli_serve.COMMANDS}
-        return commands[a.command](a)
+        if a.command in cli_serve.COMMANDS:  # fit-router, audit, verify: given this module's helpers
+            return cli_serve.COMMANDS[a.command](a, sys.modules[__name__])
+        return {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,7 +1,7 @@
 """The serving side of the command line: ``gpac fit-router``, ``gpac audit`` and ``gpac verify``.
 
 fit-router
-    fit the router-based score (:mod:`gpac_utils.router_model`: sentence embeddings of the prompt,
+    fit the router-based score (:mod:`gpac_utils.llm.router_model`: sentence embeddings of the prompt,
     logistic regression) on a share of a labelled table, write it as a JSON artefact, and write the
     *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows).
     ``gpac calibrate --score-model router.json`` records its SHA-256 and embedder in the certificate.
@@ -10,7 +10,7 @@ audit
     realised risk of the certified kind, its exact interval and a verdict at a family-wise level.
     Exit 0: consistent; 3 (:data:`EXIT_VIOLATED`): violated in some group.
 verify
-    recompute a certificate from its recorded settings and the table (:func:`gpac_utils.audit.verify`);
+    recompute a certificate from its recorded settings and the table (:func:`gpac_utils.audit.verify_certificate`);
     exit 0 only when every threshold is bit-identical, 1 naming what differs.
 
 The parsers are added to ``gpac``'s by :func:`add_parsers`; :data:`COMMANDS` maps each to its handler.
@@ -19,13 +19,11 @@ The parsers are added to ``gpac``'s by :func:`add_parsers`; :data:`COMMANDS` map
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
-import numpy as np
-
 from . import audit as _audit
-from . import certificate, data
-from . import router_model as _rm
+from . import certificate
 from .checks import DataError, ParameterError, check_range
 
 EXIT_VIOLATED = 3
@@ -46,7 +44,9 @@ def add_parsers(sub) -> None:
     f.add_argument("--group-col", default=None, help="fit on the same share of each group (stratified)")
     f.add_argument("--fit-fraction", type=float, default=0.5, help="share of the rows the router is fitted on")
     f.add_argument("--seed", type=int, default=0, help="seed of the split and the classifier")
-    f.add_argument("--embedder", choices=list(_rm.EMBEDDERS), default=next(iter(_rm.EMBEDDERS)))
+    f.add_argument(
+        "--embedder", default=None, help="sentence embedder, a registered name (default: the bundled MiniLM)"
+    )
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
     f.add_argument("--scored", required=True, type=Path, help="the other rows with the router's score (calibrate)")
     f.add_argument("-o", "--output", required=True, type=Path, help="router model JSON to write")
@@ -62,84 +62,19 @@ def add_parsers(sub) -> None:
     v.add_argument("--data", required=True, type=Path, help="the calibration table")
 
 
-def _cli():
-    from . import cli  # the shared helpers (cli imports this module)
-
-    return cli
-
-
 # --------------------------------------------------------------------------- fit-router
-def _fit_router(a) -> int:
-    cli = _cli()
-    try:
-        frac = check_range("fit_fraction", a.fit_fraction)
-        seed = int(a.seed)
-        if seed < 0:
-            raise ParameterError(f"seed: must be >= 0, got {a.seed}")
-    except ParameterError as exc:
-        raise cli.UsageError(f"--{str(exc).replace('_', '-')}") from None
-    cli._output(a.output)
-    cli._output(a.scored, table=True, data_path=a.data)
-    df = cli._read(a.data)
-    cli._need_columns(df, a.data, {"--id-col": a.id_col, "--loss-col": a.loss_col, "--group-col": a.group_col})
-    if a.benchmark is not None:
-        from .llm.benchmarks import load_benchmark
-
-        text = load_benchmark(a.benchmark).set_index("item_id")[a.text_col]
-        missing = ~df[a.id_col].isin(text.index)
-        if missing.any():
-            raise DataError(f"--benchmark {a.benchmark}: no item {df.loc[missing, a.id_col].iloc[0]!r} of --data")
-        texts = text.loc[df[a.id_col]].to_numpy()
-    else:
-        cli._need_columns(df, a.data, {"--text-col": a.text_col})
-        texts = df[a.text_col].to_numpy()
-    loss = df[a.loss_col].to_numpy(float)
-    if not np.isfinite(loss).all():
-        raise DataError(
-            f"--loss-col {a.loss_col!r}: every row needs a loss; bad in {data.describe_rows(df, ~np.isfinite(loss))}"
-        )
-    rng = np.random.default_rng(seed)
-    fit = np.zeros(len(df), bool)
-    strata = df[a.group_col].astype(str) if a.group_col else np.zeros(len(df), int)
-    for idx in df.groupby(np.asarray(strata)).indices.values():
-        pick = rng.permutation(idx)
-        fit[pick[: int(round(frac * pick.size))]] = True
-    embed = _rm.embedder(a.embedder)
-    X = embed.encode(list(texts))
-    ids = df[a.id_col].astype(str).tolist()
-    info = {
-        "table_sha256": certificate.file_sha256(a.data),
-        "suffices_at": a.suffices_at,
-        "item_ids": [i for i, f in zip(ids, fit) if f],
-    }
-    model = _rm.fit_router_model(
-        X[fit], loss[fit] <= a.suffices_at, embedder=a.embedder, text=a.text_col, seed=seed, fitted_on=info
-    )
-    sha = model.save(a.output)
-    scored = df[~fit].assign(**{a.score_col: model.scores(X[~fit]), a.text_col: texts[~fit]})
-    data.write_table(scored, a.scored)
-    print(
-        f"router ({a.embedder}, logistic regression) fitted on {int(fit.sum())} rows -> {a.output} "
-        f"(sha256 {sha[:16]}...); the other {int((~fit).sum())} rows scored in {a.score_col!r} -> {a.scored}"
-    )
-    return 0
+def _llm():
+    """The LLM layer's router model (imported by name: the core imports no outer layer)."""
+    return importlib.import_module("gpac_utils.llm.router_model")
 
 
-def score_model_record(path: Path, table_ids) -> dict:
-    """What ``gpac calibrate --score-model`` records: the artefact's path, SHA-256, embedder, text column.
+def _fit_router(a, cli) -> int:
+    return _llm().fit_router_command(a, cli)
 
-    A calibration table that shares an item with the router's fitting items is refused (the scores
-    of calibration items must be draws like the served ones).
-    """
-    model = _rm.load_router_model(path)
-    shared = sorted(set(map(str, table_ids)) & set(model.fitted_on.get("item_ids", [])))
-    if shared:
-        raise DataError(
-            f"--score-model {path}: {len(shared)} calibration item(s) were fitting items of the router "
-            f"(first {shared[0]!r}); calibrate on the rows it did not see (gpac fit-router --scored)"
-        )
-    sha = certificate.file_sha256(path)
-    return {"path": str(path), "sha256": sha, "embedder": model.embedder, "text": model.text}
+
+def record_score_model(path: Path, table_ids) -> dict:
+    """What ``gpac calibrate --score-model`` records (:func:`gpac_utils.llm.router_model.score_model_record`)."""
+    return _llm().score_model_record(path, table_ids)
 
 
 # --------------------------------------------------------------------------- audit
@@ -161,8 +96,7 @@ def _columns(payload: dict, a, df, path) -> dict:
     return out
 
 
-def _audit_cmd(a) -> int:
-    cli = _cli()
+def _audit_cmd(a, cli) -> int:
     try:
         level = check_range("level", a.level)
     except ParameterError as exc:
@@ -186,14 +120,13 @@ def _audit_cmd(a) -> int:
 
 
 # --------------------------------------------------------------------------- verify
-def _verify_cmd(a) -> int:
-    cli = _cli()
+def _verify_cmd(a, cli) -> int:
     payload = certificate.load_certificate(a.certificate)
     df = cli._read(a.data)
-    for line in _audit.verify(payload, a.data, df, where=str(a.certificate)):
+    for line in _audit.verify_certificate(payload, a.data, df, where=str(a.certificate)):
         print(line)
     return 0
 
 
-#: command -> handler.
+#: command -> handler ``handler(args, cli)``, ``cli`` the :mod:`gpac_utils.cli` module (its shared helpers).
 COMMANDS = {"fit-router": _fit_router, "audit": _audit_cmd, "verify": _verify_cmd}

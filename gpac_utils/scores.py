@@ -203,7 +203,7 @@ SCORES: Registry[Score] = Registry(
             "router",
             "a router trained on the question (cross-fitted in the tables; served by its fitted model)",
             True,
-            serve=_lazy("gpac_utils.router_model", "serve_router"),
+            serve=_lazy("gpac_utils.llm.router_model", "serve_router"),
         ),
         Score("score_router_crossfit", None, "router", "router, cross-fitted on all items (notebook 02)"),
         Score("score_router_disjoint", None, "router", "router trained on the other half only (notebook 02)"),

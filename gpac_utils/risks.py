@@ -65,6 +65,7 @@ routed items (:attr:`Risk.evaluate`) and its minimum-items rule.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -262,16 +263,26 @@ def threshold(
     >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
     True
     """
-    entry = get_risk(risk)
-    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    check_risk_recipe(entry.name, recipe)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=True)
-    check_label_prob(label_prob, losses.shape)
-    options = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", rng))
-    options.update(label_prob=label_prob, interval=interval)
+    options = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, label_prob=label_prob)
+    entry, scores, losses, options = _checked(scores, losses, risk, {**options, "interval": interval})
     if entry.threshold is not None:
         return entry.threshold(scores, losses, **options)
     return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
+
+
+def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
+    """:func:`threshold`'s checks (the validation layer's calls) on its keyword ``options``: the risk's
+    entry, the checked scores and losses, and the checked options."""
+    entry = get_risk(risk)
+    recipe, eps, alpha, loss_bound = (
+        check_recipe(options["recipe"]),
+        *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
+    )
+    check_risk_recipe(entry.name, recipe)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
+    check_label_prob(options["label_prob"], losses.shape)
+    checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))
+    return entry, scores, losses, {**options, **checked}
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -429,18 +440,15 @@ def routed_certify(
     return largest_rejected(grid, fallback_reject(p, alpha)), np.asarray(d.n_queried), None
 
 
-def routed_risk_curve(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    interval=(0.0, 1.0),
-):
+def routed_risk_curve(scores, losses, **options):
     """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (n,)
+        One group's scores and losses.
+    **options
+        Those of :func:`threshold` (``eps`` and ``alpha`` required), checked as there.
 
     Returns
     -------
@@ -448,9 +456,12 @@ def routed_risk_curve(
         Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
         ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
     """
-    recipe = as_recipe(recipe)
-    d = _terms(np.asarray(scores, float), np.asarray(losses, float), recipe, loss_bound, rng, None)
-    grid = routed_grid(interval)
+    given = inspect.signature(threshold).bind(scores, losses, **{**options, "risk": "routed"})
+    given.apply_defaults()
+    _, scores, losses, o = _checked(scores, losses, "routed", given.arguments, batch=False)
+    recipe, eps, alpha = o["recipe"], o["eps"], o["alpha"]
+    d = _terms(scores, losses, recipe, o["loss_bound"], o["rng"], o["label_prob"])
+    grid = routed_grid(o["interval"])
     p, m = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
     rejected = fallback_reject(p, alpha)
     K = grid.size

@@ -91,7 +91,11 @@ def _lazy(module: str, name: str) -> Callable:
     return call
 
 
-_SCORING = "gpac_utils.llm.scoring"
+def _computed(offline: str, serve: str, *request_columns: str) -> dict:
+    """A score's computations in :mod:`gpac_utils.llm.scoring` (imported when called)."""
+    module = "gpac_utils.llm.scoring"
+    return {"offline": _lazy(module, offline), "serve": _lazy(module, serve), "request_columns": request_columns}
+
 
 #: The generation roles, in the order they are generated.
 ROLES: Registry[Role] = Registry(
@@ -184,8 +188,7 @@ SCORES: Registry[Score] = Registry(
             "cascade",
             "mean token log-probability of the non-thinking answer",
             True,
-            offline=_lazy(_SCORING, "logits_scores"),
-            serve=_lazy(_SCORING, "serve_logits"),
+            **_computed("logits_scores", "serve_logits"),
         ),
         Score(
             "score_verbalized",
@@ -193,9 +196,7 @@ SCORES: Registry[Score] = Registry(
             "cascade",
             "the non-thinking model's stated confidence",
             True,
-            offline=_lazy(_SCORING, "verbalized_offline"),
-            serve=_lazy(_SCORING, "serve_verbalized"),
-            request_columns=("question",),
+            **_computed("verbalized_offline", "serve_verbalized", "question"),
         ),
         Score(
             "score_router",

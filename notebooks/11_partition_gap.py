@@ -19,7 +19,8 @@
 # learned partition against Theorem 4.6's `2δ`; and the per-group coverage of C-PAC with sample
 # splitting vs the joint approach.
 #
-# **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference partition is a
+# **Population** (`gpac_utils.paper.theory.populations.PARTITION_POPULATION`): the reference
+# partition, the one that generated the population (`populations.PARTITION_GENERATING`), is a
 # partition of the U axis — three equally likely groups `U ∈ [0, 1/3)`, `[1/3, 2/3)`,
 # `[2/3, 1]` (so U ~ Uniform(0, 1) overall) with loss curves that jump at the boundaries:
 # flat 30 % (low U, risky), `0.15 u` (mid U, safe), `0.6 u²` (high U, steep). Every risk
@@ -82,7 +83,7 @@ overrides = {}  # any other setting of notebooks/config/11_partition_gap.yaml
 
 # %%
 cfg = config.load("11_partition_gap", profile, n_trials=n_trials, n_cover_trials=n_cover_trials, eps=eps, **overrides)
-pop, G_star = populations.PARTITION_POPULATION, populations.PARTITION_ORACLE
+pop, G_gen = populations.PARTITION_POPULATION, populations.PARTITION_GENERATING
 cfg
 
 # %% [markdown]
@@ -93,10 +94,18 @@ cfg
 # over 3-interval partitions finds a more efficient one (displayed below the table). δ below is
 # measured against the reference partition, which is what clustering U can recover;
 # "routed-share loss" is relative to it and can be negative.
+#
+# **Where the two coincide.** No partition routes more than every input. The reference partition
+# routes every input exactly when each of its groups can route all of its items, $R(1 \mid G_j) \le
+# \varepsilon$ for every $j$: from $\varepsilon = \max_j R(1 \mid G_j)$ on it is an oracle partition (one
+# of many). Below that tolerance it routes less, and the cell below checks, at every tolerance of an
+# even grid below it, that some 3-interval partition of the search grid routes more: at those
+# tolerances the partition that generated the data is not an oracle partition; from
+# $\max_j R(1 \mid G_j)$ on it is.
 
 # %%
-u_ref = pg.interval_thresholds(pop, G_star, cfg.eps)
-share_ref = pg.interval_partition_routed_share(pop, G_star, cfg.eps)
+u_ref = pg.interval_thresholds(pop, G_gen, cfg.eps)
+share_ref = pg.interval_partition_routed_share(pop, G_gen, cfg.eps)
 pts = np.linspace(0, 1, int(cfg.search_grid) + 1)[1:-1]
 grid = np.array(list(itertools.combinations(pts, cfg.k - 1)))  # every k-interval partition on the grid
 grid_shares = pg.interval_partition_routed_share(pop, grid, cfg.eps)  # all at once
@@ -128,13 +137,30 @@ pd.DataFrame(
 
 # %%
 assert share_best > share_ref  # the reference partition is not the oracle
-inside_risky = sum(b < G_star[0] for b in b_best)
+inside_risky = sum(b < G_gen[0] for b in b_best)
 assert inside_risky >= 1
 display(
     Markdown(
         f"The best of the grid's {len(grid)} partitions routes {share_best:.3f} against the reference's {share_ref:.3f}. "
         f"Its boundaries are {', '.join(f'{b:.3f}' for b in b_best)}; {inside_risky} of them lie inside the risky "
-        f"low-U group (U < {G_star[0]:.3f}): that group is cut up, and the rest of it shares a group with the safe mid-U inputs."
+        f"low-U group (U < {G_gen[0]:.3f}): that group is cut up, and the rest of it shares a group with the safe mid-U inputs."
+    )
+)
+# where the reference partition is an oracle partition: from the tolerance at which it routes everything
+lo_gen, hi_gen = np.array([0.0, *G_gen]), np.array([*G_gen, 1.0])
+eps_all = float(pop.interval_risk(hi_gen, lo_gen, hi_gen).max())  # max_j R(1 | G_j)
+assert np.isclose(pg.interval_partition_routed_share(pop, G_gen, eps_all), 1.0)
+eps_below = np.linspace(0.0, eps_all, 41)[1:-1]
+gain = [
+    pg.interval_partition_routed_share(pop, grid, e).max() - pg.interval_partition_routed_share(pop, G_gen, e)
+    for e in eps_below
+]
+assert min(gain) > 0  # beaten at every tolerance below eps_all
+display(
+    Markdown(
+        f"The reference partition routes everything, so it is an oracle partition, for ε ≥ max_j R(1 | G_j) = "
+        f"{eps_all:.3f}; at each of the {len(eps_below)} tolerances from {eps_below[0]:.3f} to {eps_below[-1]:.3f} "
+        f"a partition of the search grid routes more (by at least {min(gain):.3f})."
     )
 )
 
@@ -152,7 +178,7 @@ for ni, n in enumerate(cfg.n_grid):
         _, u, _ = pop.sample(int(n), rng)
         for algorithm in PARTITION_ALGORITHMS:
             b = ScorePartitioner(cfg.k, algorithm).fit(u).boundaries  # the learned partition
-            delta = pg.partition_gap(pg.interval_confusion(pop, b, G_star))
+            delta = pg.partition_gap(pg.interval_confusion(pop, b, G_gen))
             rows.append({"n": int(n), "rep": r, "algorithm": algorithm, "delta": delta, "boundaries": b})
 gap = pd.DataFrame(rows)
 
@@ -161,10 +187,10 @@ gap = pd.DataFrame(rows)
 # partitions in one vectorised bisection), against that of the reference partition.
 
 # %%
-share_star = pg.interval_partition_routed_share(pop, G_star, cfg.eps)
-gap["routed_share_oracle"] = share_star
+share_gen = pg.interval_partition_routed_share(pop, G_gen, cfg.eps)
+gap["routed_share_generating"] = share_gen
 gap["routed_share_learned"] = pg.interval_partition_routed_share(pop, np.stack(gap["boundaries"]), cfg.eps)
-gap["routed_share_loss"] = share_star - gap["routed_share_learned"]
+gap["routed_share_loss"] = share_gen - gap["routed_share_learned"]
 gap["bound_2delta"] = 2 * gap["delta"]
 
 # %% [markdown]
@@ -274,7 +300,7 @@ for ni, n in enumerate(cfg.cover_n):
             risks = [
                 float(pop.interval_risk(t, lo_j, hi_j)) if hi_j > lo_j else 0.0 for t, lo_j, hi_j in zip(thr, lo, hi)
             ]
-            delta = pg.partition_gap(pg.interval_confusion(pop, b, G_star))
+            delta = pg.partition_gap(pg.interval_confusion(pop, b, G_gen))
             rows += [
                 {
                     "n": int(n),
@@ -377,7 +403,7 @@ display(
 #
 # 1. Write down the $3 \times 3$ confusion matrix $C_{ij} = P(\hat g = i, g^* = j)$.
 # 2. Compute $\delta = \min_\sigma P(\hat g \ne \sigma(g^*))$ by looping over the six
-#    permutations, and check it against `pg.partition_gap(pg.interval_confusion(pop, b, G_star))`.
+#    permutations, and check it against `pg.partition_gap(pg.interval_confusion(pop, b, G_gen))`.
 # 3. The same partition with its labels listed in reverse order: what is $P(\hat g \ne g^*)$
 #    *without* the minimum over permutations, and what is δ?
 # :::
@@ -394,7 +420,7 @@ display(
 
 # %% tags=["solution"]
 b_hand = (0.30, 0.70)
-edges_learned, edges_ref = [0.0, *b_hand, 1.0], [0.0, *G_star, 1.0]
+edges_learned, edges_ref = [0.0, *b_hand, 1.0], [0.0, *G_gen, 1.0]
 C_hand = np.array(
     [
         [max(0.0, min(edges_learned[i + 1], edges_ref[j + 1]) - max(edges_learned[i], edges_ref[j])) for j in range(3)]
@@ -403,7 +429,7 @@ C_hand = np.array(
 )
 delta_hand = min(1 - sum(C_hand[i, sigma[i]] for i in range(3)) for sigma in itertools.permutations(range(3)))
 assert np.isclose(delta_hand, 1 / 15)
-assert np.isclose(delta_hand, pg.partition_gap(pg.interval_confusion(pop, b_hand, G_star)))
+assert np.isclose(delta_hand, pg.partition_gap(pg.interval_confusion(pop, b_hand, G_gen)))
 reversed_rows = C_hand[::-1]
 assert np.isclose(pg.partition_gap(reversed_rows), delta_hand) and np.isclose(
     1 - np.trace(reversed_rows), 1 - C_hand[1, 1]

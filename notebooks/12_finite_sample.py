@@ -54,6 +54,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
+from scipy import stats
 
 from gpac_utils import Recipe, threshold
 from gpac_utils.paper import plotting
@@ -203,7 +204,7 @@ res.groupby(["bound", "scheme"])["holds"].mean()
 
 # %% [markdown]
 # Theorem 4.3 can expose an invalid calibration bound, but only where `t` is small *and*
-# `N_j t²` is large — far more test items than this grid has (exercise
+# `N_j t²` is large — more test items than this grid has (how many: exercise
 # {ref}`ex-finite-sample-detect`). The direct check is the one notebook 13 makes: the
 # violation rate `P(R(û) > ε)` itself.
 
@@ -259,7 +260,10 @@ n_needed
 #    violation rate $P(R(\hat u) > \varepsilon)$ (on the continuous risk scale used here).
 # 2. So take a small `t` at which $P(R(\hat u) > \varepsilon + t)$ is still well above α, and
 #    $N_j$ so large that $\exp(-2 N_j t^2)$ is negligible: $t = 0.005$ and
-#    $N_j = 200{,}000$ ($\exp(-10) \approx 5 \cdot 10^{-5}$).
+#    $N_j = 200{,}000$ ($\exp(-10) \approx 5 \cdot 10^{-5}$). Far fewer items suffice: scanning $N_j$
+#    upward from the grid's largest, with `t` on a fine grid and the exceedance computed exactly given
+#    the calibrated risks (a binomial tail per calibration), the second cell below finds the smallest
+#    $N_j$ at which the break exceeds 3 MCSE.
 # 3. For a valid bound $P(R(\hat u) > \varepsilon + t) \le P(R(\hat u) > \varepsilon) \le \alpha$,
 #    and the theorem's proof (a union bound of that event and Hoeffding's) holds exactly.
 
@@ -276,6 +280,21 @@ for key in (("clt", "resample"), settings_[-1]):
         assert p > bound + 3 * se  # the invalid calibration is exposed
     else:
         assert p <= bound + 3 * se  # a valid one never is
+
+# %% tags=["solution"]
+# the smallest N_j that exposes clt (resample) by more than 3 MCSE: N_j up by 5 % steps from the grid's largest
+t_fine, n_first = np.linspace(0.001, 0.05, 50), None
+for n_try in np.unique(np.round(max(cfg.N_grid) * 1.05 ** np.arange(1, 100)).astype(int)):
+    tail = stats.binom.sf(np.floor(n_try * (cfg.eps + t_fine) + 1e-9)[:, None], n_try, clt_risk[None, :]).mean(axis=1)
+    excess = tail - (cfg.alpha + np.exp(-2 * n_try * t_fine**2)) - 3 * np.sqrt(tail * (1 - tail) / T)
+    if excess.max() > 0:
+        n_first, t_first = int(n_try), float(t_fine[excess.argmax()])
+        break
+assert n_first is not None and max(cfg.N_grid) < n_first < n_detect / 5  # beyond the grid, far below 200,000
+print(
+    f"the break first exceeds 3 MCSE at N_j ≈ {n_first:,} (t = {t_first:.3f}), {n_first / max(cfg.N_grid):.1f} times "
+    f"the grid's largest N_j ({max(cfg.N_grid):,}), with {T:,} calibrations"
+)
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}

@@ -216,7 +216,7 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 
 # %%
 settings = dict(
-    bounds=cfg.bounds,
+    bounds=list(BOUNDS) if cfg.bounds == "all" else cfg.bounds,  # "all": the registry's, as it is now
     label_probs=cfg.label_probs,
     eps_list=cfg.eps_list,
     rules=cfg.rules,
@@ -700,9 +700,11 @@ assert batch_rate["max"] > cfg.alpha + 3 * sel_mcse["max"]  # max breaks validit
 sel_u = sel_rng.random((sel_reps, sel_n))
 sel_loss = (sel_rng.random((sel_reps, sel_n)) < sel_loss_prob(sel_u)).astype(float)
 shared_rows = []
+sel_terms_seed = [cfg.seed, 41]  # one seed for both rules: wsr shuffles its terms alike, so both read one curve
 for bound in ("hoeffding_bentkus", "clopper_pearson", "empirical_bernstein", "wsr"):
+    recipes = {r: Recipe(bound=bound, sampling="full", rule=r) for r in selection.RULES}
     thr = {
-        r: threshold(sel_u, sel_loss, eps=sel_eps, alpha=cfg.alpha, recipe=Recipe(bound=bound, sampling="full", rule=r))
+        r: threshold(sel_u, sel_loss, eps=sel_eps, alpha=cfg.alpha, recipe=recipes[r], rng=sel_terms_seed)
         for r in selection.RULES
     }
     rates = {r: float(np.mean(sel_risk(thr[r]) > sel_eps)) for r in selection.RULES}
@@ -716,6 +718,7 @@ for bound in ("hoeffding_bentkus", "clopper_pearson", "empirical_bernstein", "ws
     )
 shared = pd.DataFrame(shared_rows).set_index("bound")
 assert (shared.loc[["hoeffding_bentkus", "clopper_pearson"], "calibrations where the rules differ"] == 0).all()
+assert shared.loc["wsr", "calibrations where the rules differ"] < 0.05  # one curve: the rules seldom differ
 assert (shared["violation (first-crossing)"] <= cfg.alpha + 3 * shared["mcse"]).all()
 excess = shared["violation (max)"] - shared["violation (first-crossing)"]
 excess_text = (
@@ -730,7 +733,9 @@ display(
         f"(exact {100 * exact_batch['max']:.1f} %, MCSE {100 * sel_mcse['max']:.1f}), first-crossing in "
         f"{100 * batch_rate['first-crossing']:.1f} % (exact {100 * exact_batch['first-crossing']:.1f} %), for α = "
         f"{100 * cfg.alpha:g} %. **One calibration set** (below): the monotone bounds (Hoeffding–Bentkus, "
-        f"Clopper–Pearson) give the same threshold under both rules in every calibration; {excess_text}."
+        f"Clopper–Pearson) give the same threshold under both rules in every calibration; `wsr`'s two rules, reading "
+        f"one curve, differ in {100 * shared.loc['wsr', 'calibrations where the rules differ']:.1f} % of them; "
+        f"{excess_text}."
     )
 )
 shared.round(4)
@@ -741,10 +746,12 @@ shared.round(4)
 # pass probabilities, far above α, while first-crossing stays below the pass probability of the one
 # point $g^*$. On one calibration set the bound's errors at neighbouring candidates are nearly the
 # same event (the same items), so `max` gains only from the bound's wiggles past the crossing:
-# nothing for a bound that is monotone in $u$; for `wsr`, whose thresholds under the two rules
-# often differ, a violation rate close to first-crossing's, here (the table) and in the audit above
-# (the rule comparison). In the populations tried here (this one and the audit's two) `max` did not break
-# a library bound on one calibration set; that is an observation about these bounds and
+# nothing for a bound that is monotone in $u$; for `wsr`, whose two rules read the same curve (one
+# seed shuffles its terms for both) and differ only in the few calibrations where that curve dips
+# back below ε past a crossing (the share is displayed above), a violation rate close to
+# first-crossing's, here (the table) and in the audit above (the rule comparison). In the
+# populations tried here (this one and the audit's two) `max` did not break a library bound on one
+# calibration set; that is an observation about these bounds and
 # populations, not a theorem. First-crossing needs no such luck, so the valid recipe uses it.
 #
 # :::{exercise}

@@ -124,10 +124,11 @@ cfg
 #
 # $(1-\varepsilon)^n$ is the probability that $n$ items of a group whose risk is exactly
 # $\varepsilon$ all show zero loss: below $n_{\min}$ that happens more often than $\alpha$, so a
-# clean sample proves nothing. With terms of range $B$ (a loss bound $B$, or $B/\pi$ under
-# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/B)\rceil$.
-# The number depends on $\varepsilon$ and $\alpha$ only — not on the group, its score or its loss
-# rate: it is the same for every group, and it is why the curves below are flat and then jump.
+# clean sample proves nothing. With terms of range $R$ (a loss bound $B$, or $B/\pi$ under
+# Bernoulli labelling) the same argument gives $\lceil\log\alpha/\log(1-\varepsilon/R)\rceil$.
+# The number depends on $\varepsilon$, $\alpha$, the bound and the terms' range $R$ —
+# not on the group, its score or its loss rate: for one recipe it is the same for every group, and
+# it is why the curves below are flat and then jump.
 # The next cell computes it and checks it against the library's calibration.
 
 
@@ -834,10 +835,12 @@ print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid re
 # :label: ex-label-budget-clt-counterexample
 #
 # Construct a group in which the CLT bound with $n$ labels certifies a threshold whose risk is
-# *twice* $\varepsilon$ with probability far above $\alpha$: take $U\sim\mathrm{Uniform}(0,1)$
-# and a loss that is 1 with probability $2\varepsilon$, independently of $U$. What is the
-# probability of a violation for $n = 10$, as a formula? Check it by simulating many calibrations in
-# one batched `threshold` call. Why can the valid recipe not fail this way?
+# above $\varepsilon$ (up to twice $\varepsilon$) with probability far above $\alpha$: take
+# $U\sim\mathrm{Uniform}(0,1)$ and a loss that is 1 with probability $2\varepsilon$, independently
+# of $U$. Give a lower bound on the probability of a violation for $n = 10$, as a formula, from the
+# calibrations whose $n$ losses are all 0. Check it by simulating many calibrations in one batched
+# `threshold` call: how far above your bound is the simulated rate, and why? Why can the valid
+# recipe not fail this way?
 # :::
 
 # %% [markdown] tags=["solution"]
@@ -849,8 +852,11 @@ print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid re
 # largest candidate, the largest score: $R(\hat u) = 2\varepsilon\max_i U_i$, which exceeds
 # $\varepsilon$ unless every score is below $1/2$. So
 # $P(\text{violation}) \ge (1-2\varepsilon)^n(1-2^{-n})$, several times $\alpha$ at
-# $\varepsilon=0.05$, $n=10$ (the cell prints it). The valid bound cannot: with $n < n_{\min}$ it certifies nothing,
-# and above it a clean sample is rare enough ($(1-\varepsilon)^n\le\alpha$) to count as evidence.
+# $\varepsilon=0.05$, $n=10$ (the cell prints it). It is only a lower bound, and the simulated rate is
+# well above it: a calibration *with* losses violates too when its lossy items all score high, because
+# below the smallest lossy score the bound is again 0 and first-crossing certifies up to it. The valid
+# bound cannot fail this way: with $n < n_{\min}$ it certifies nothing, and above it a clean sample is
+# rare enough ($(1-\varepsilon)^n\le\alpha$) to count as evidence.
 
 # %% tags=["solution"]
 n_small, n_cal, rate = 10, 4000, 2 * cfg.sim_eps
@@ -864,7 +870,7 @@ lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
 assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
 t_valid = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
 assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
-print(f"CLT violation rate {violated:.3f} (bound from the formula {lower:.3f}); valid recipe: never certifies")
+print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); valid recipe: never certifies")
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}

@@ -13,7 +13,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 33 — Online G-PAC: free labels, a labelling schedule and a drift alarm, valid at every moment
 #
-# **Not in the paper** (it calibrates once, offline: Theorem 4.3 (`thm:empirical-known-grouping`)
+# **Not in the paper** (it calibrates once, offline: Theorem 4.2 (`thm:known-grouping`)
 # is a statement about one calibration set). A deployed router sees a *stream*. It should route
 # more to the cheap model as evidence arrives, **without ever losing the per-group guarantee**,
 # and notice when a group's risk rises. `gpac_utils.online.OnlineGPAC` does this with one betting
@@ -232,8 +232,8 @@ plotting.savefig(fig, "online_gpac_stream")
 #   has *at least* the paid labels of online G-PAC with free labels (a comparison in B-PAC's
 #   favour);
 # * **online PAC / B-PAC, one group**: the same with all traffic as one group (B-PAC's setting);
-# * **offline G-PAC, equal paid labels**: the core `GPAC` (valid recipe, Theorem 4.3
-#   (`thm:empirical-known-grouping`)) calibrated on the first $n_L$ items of the stream, all
+# * **offline G-PAC, equal paid labels**: the core `GPAC` (valid recipe, Theorem 4.2
+#   (`thm:known-grouping`)) calibrated on the first $n_L$ items of the stream, all
 #   labelled (each one a thinking call), $n_L$ = the paid labels of online G-PAC on that stream;
 #   the rest of the stream is routed with those thresholds.
 #
@@ -571,8 +571,10 @@ display(
 # no free labels — range $B/\pi$ at every step and a paid label for every item it observes — and
 # answers fewer items without a thinking call than B-PAC, the free-label mode more (asserted in
 # §4): online G-PAC's bets need the free labels to come out ahead. Offline G-PAC given the same
-# paid labels up front is the reference for what a one-off calibration buys — without a guarantee
-# at every moment and without any reaction to drift.
+# paid labels up front is the reference for what a one-off calibration buys. Its thresholds, fixed
+# once, keep their guarantee at every later moment of a stationary stream (one calibration event
+# covers the whole stream); what they lack is adaptivity — they never route more as evidence
+# accrues — and any reaction to drift.
 
 
 # %% [markdown]

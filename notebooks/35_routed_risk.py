@@ -278,7 +278,18 @@ display(
         "without a multiplicity step in up to "
         f"{100 * audit[audit['procedure'] == 'no multiplicity step']['violation_rate'].max():.1f} %. Fixed sequence is "
         f"valid but always thinks in {100 * audit[audit['procedure'] == 'fixed sequence']['always_think'].mean():.0f} % "
-        "of all calibrations (it stops at the first point, which routes almost nothing)."
+        "of all calibrations (it stops at the first point, which routes almost nothing). The joint thresholds violate "
+        "the routed risk in more than half of the calibrations in "
+        + "; ".join(
+            f"{int((d['violation_rate'] > 0.5).sum())} of {len(d)} `{g}` cells"
+            + (
+                f" (n = {', '.join(map(str, sorted(set(d.loc[d['violation_rate'] > 0.5, 'n']))))})"
+                if (d["violation_rate"] > 0.5).any()
+                else ""
+            )
+            for g, d in audit[audit["procedure"] == "joint"].groupby("group", sort=False)
+        )
+        + "."
     )
 )
 
@@ -405,18 +416,19 @@ display(
             else ": below ε at every ε here, so on this table the joint thresholds happen to keep the routed "
             "answers' error under ε, and the routed guarantee mostly buys a *certificate* of it. "
         )
-        + f"Its price is the routed share: the routed risk certifies its threshold from the routed calibration items "
-        f"alone (about {int(cfg.cal_ratio * len(table))} items here, fewer per subject), so G-PAC's small subjects "
+        + f"Its price is the routed share: the routed risk tests each grid point on the calibration items routed "
+        f"there alone (a share of the {len(cal)} calibration items, and of each subject's), so G-PAC's small subjects "
         "always think under it."
     )
 )
 
 # %% [markdown]
 # - **The cheap answers are a product of their own.** When the non-thinking model's answers go to users who
-#   never see the rest of the group (a fast lane, a cached tier), their accuracy is $1 - R_c$: the joint risk
+#   never see the rest of the group (a fast lane, a cached tier), what they see is $R_c$, the share of them that
+#   is wrong where the thinking model is right (so their accuracy is at most $1 - R_c$): the joint risk
 #   bounds the group-wide damage, $R = R_c F$, and at a small routed share $F$ it allows an error among the
-#   routed items of up to $\varepsilon / F$ (the `dip` and `informative` rows of the audit: the joint
-#   thresholds violate the routed risk in most calibrations).
+#   routed items of up to $\varepsilon / F$ (the audit's `joint` rows: per group, the cells in which the
+#   joint thresholds violate the routed risk in most calibrations are counted under the checks above).
 # - **Prefer the joint risk** when the cost is what the *group* loses against always thinking (the paper's
 #   framing: the extra error of the composite system), and when labels are few: the routed risk needs enough
 #   routed items at a grid point to certify it (with $m$ loss-free items the binomial p-value is

@@ -171,3 +171,14 @@ def test_certify_in_python_matches_fit():
         assert (e["n"], e["labelled"], e["status"], e["ucb"]) == tuple(rec)
         assert 0 < e["labelled"] < e["n"]  # Bernoulli at 0.5 labels about half
     assert doc["provenance"]["columns"]["score"]["sha256"] == column_sha256(u)
+
+
+def test_the_deploying_page_names_the_schema_version_from_the_code():
+    """docs/deploying.md names the constant rather than a number that a bump would leave stale."""
+    import re
+
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert "`gpac_utils.thresholds_schema.SCHEMA_VERSION`" in text
+    assert not re.search(r"schema version \d", text), "quote SCHEMA_VERSION, not its value"

@@ -208,3 +208,17 @@ def test_routed_statuses_warnings_and_table():
     assert "alpha/64" in t["formula"].iloc[0]
     with pytest.raises(ValueError, match="risk"):
         feasibility({"a": 1}, 0.05, 0.05, risk="nope")
+
+
+def test_the_deploying_page_quotes_the_routed_minimum():
+    """``risk="routed"``: the first rejection of its fallback procedure needs (1 - eps/R)^m <= alpha / K."""
+    from gpac_utils.risks import ROUTED_GRID, routed_threshold
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    n = math.ceil(math.log(0.05 / ROUTED_GRID) / math.log(1 - 0.05))
+    for size, certified in ((n - 1, False), (n, True)):  # zero losses: the best case, by brute force
+        t = routed_threshold(np.linspace(0, 1, size), np.zeros(size), eps=0.05, alpha=0.05)
+        assert bool(np.isfinite(t)) == certified, (size, t)
+    text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert f"⌈log(α/{ROUTED_GRID})/log(1 − ε/R)⌉" in text and f"{n} at ε = α = 0.05 with every item labelled" in text
+    assert f"each of its {ROUTED_GRID} grid points at α/{ROUTED_GRID}" in text

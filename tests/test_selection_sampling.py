@@ -147,3 +147,73 @@ def test_first_crossing_scans_the_monotone_envelope():
     ucb = np.array([0.01, 0.2, 0.03, 0.5])
     assert selection.select([0.1, 0.2, 0.3, 0.4], ucb, 0.05) == 0.1
     assert selection.select([0.1, 0.2, 0.3, 0.4], ucb, 0.05, "max") == 0.3
+
+
+# --- issue 38, item 11: both rules of notebook 13's selection lesson must read one wsr curve ----------
+
+
+def _lesson_population(reps: int, n: int = 200, seed: int = 40):
+    """Notebook 13's selection population: loss probability 0.02 below 0.5, 1 on (0.5, 0.59], 0.01 above."""
+    rng = np.random.default_rng(seed)
+    u = rng.random((reps, n))
+    p = np.where(u <= 0.5, 0.02, np.where(u <= 0.59, 1.0, 0.01))
+    return u, (rng.random((reps, n)) < p).astype(float)
+
+
+def test_one_seed_gives_both_rules_one_wsr_curve():
+    from gpac_utils import Recipe, threshold
+    from gpac_utils.calibrate import risk_curve
+
+    u, loss = _lesson_population(12)
+    recipes = {r: Recipe(bound="wsr", sampling="full", rule=r) for r in selection.RULES}
+    for i in range(len(u)):
+        seed = [0, 41, i]
+        curves = {r: risk_curve(u[i], loss[i], eps=0.1, alpha=0.05, recipe=recipes[r], rng=seed) for r in recipes}
+        np.testing.assert_array_equal(curves["max"]["ucb"], curves["first-crossing"]["ucb"])  # one curve
+        for r, curve in curves.items():  # and each rule's threshold is read off that curve
+            chosen = curve.loc[curve["selected"], "u"].tolist() or [-math.inf]
+            assert float(threshold(u[i], loss[i], eps=0.1, alpha=0.05, recipe=recipes[r], rng=seed)) == chosen[0]
+    # The order of wsr's terms matters: two seeds give two curves, which is why both rules need the same one.
+    other = risk_curve(u[0], loss[0], eps=0.1, alpha=0.05, recipe=recipes["max"], rng=[0, 42, 0])
+    first = risk_curve(u[0], loss[0], eps=0.1, alpha=0.05, recipe=recipes["max"], rng=[0, 41, 0])
+    assert not np.array_equal(other["ucb"], first["ucb"])
+
+
+def test_the_lessons_wsr_row_is_reproducible():
+    """The batched calls of notebook 13 (one seed for both rules) give the same thresholds run after run,
+    and the two rules then differ in few calibrations (with unshared draws they differed in about half)."""
+    from gpac_utils import Recipe, threshold
+
+    u, loss = _lesson_population(400)
+    seed = [0, 41]
+    runs = [
+        {
+            r: threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=seed)
+            for r in selection.RULES
+        }
+        for _ in range(2)
+    ]
+    for r in selection.RULES:
+        np.testing.assert_array_equal(runs[0][r], runs[1][r])
+    shared = float(np.mean(runs[0]["max"] != runs[0]["first-crossing"]))
+    unshared = {
+        r: threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=[1, k])
+        for k, r in enumerate(selection.RULES)
+    }
+    apart = float(np.mean(unshared["max"] != unshared["first-crossing"]))
+    assert shared < 0.05 < apart, (shared, apart)
+
+
+def test_notebook_13_passes_a_seed_to_every_threshold_call():
+    """Without ``rng`` each call reshuffles wsr's terms from fresh entropy: the rules see different curves."""
+    import ast
+
+    from gpac_utils.workflow.paths import NOTEBOOKS
+
+    tree = ast.parse((NOTEBOOKS / "13_validity_audit.py").read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "threshold"
+    ]
+    assert calls and all(any(k.arg == "rng" for k in call.keywords) for call in calls), [c.lineno for c in calls]

@@ -89,9 +89,10 @@ def blocks(spec: dict[str, dict] | None = None) -> dict[str, str]:
     return {"notebooks": notebook_table(spec, runtimes()), "artefacts": artefact_table(spec)}
 
 
-def render(text: str, name: str, body: str) -> str:
-    """``text`` with the block ``name`` replaced by ``body`` (the markers must be there)."""
-    start, end = START.format(name=name), END.format(name=name)
+def render(text: str, name: str, body: str, start: str = START, end: str = END) -> str:
+    """``text`` with the block ``name`` replaced by ``body`` (the markers, ``start`` and ``end`` with
+    ``{name}``, must be there)."""
+    start, end = start.format(name=name), end.format(name=name)
     pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.S)
     if not pattern.search(text):
         raise ValueError(f"no block {name!r} ({start} ... {end})")

@@ -49,8 +49,6 @@ from ..workflow.paths import DATA
 from . import arithmetic, grading
 
 BENCHMARK_DIR = DATA / "benchmarks"
-#: Item files that the repository ships (used when no local file overrides them).
-SHIPPED = {"walk": DATA / "walk" / "items.jsonl"}
 EXTENSIONS = (".jsonl", ".parquet", ".csv")
 MATH_COLUMNS = ("problem", "answer", "subject", "unique_id")
 GPQA_WRONG = tuple(f"Incorrect Answer {k}" for k in (1, 2, 3))
@@ -132,6 +130,8 @@ class Benchmark:
         ``prepare(df) -> df`` before the required columns are checked.
     generate : callable, optional
         ``generate() -> df``: the source items when there is no file (drawn procedurally).
+    shipped : Path, optional
+        The item file the repository ships (used when no local file overrides it).
     """
 
     name: str
@@ -142,6 +142,7 @@ class Benchmark:
     walk: bool = False
     prepare: Callable[[pd.DataFrame], pd.DataFrame] | None = None
     generate: Callable[[], pd.DataFrame] | None = None
+    shipped: Path | None = None
 
 
 _MATH_ALIASES = {"id": "unique_id", "type": "subject"}
@@ -172,11 +173,16 @@ BENCHMARKS: Registry[Benchmark] = Registry(
             _arena_items,
             prepare=_arena_prompts,
         ),
-        Benchmark("walk", None, MATH_COLUMNS, _MATH_ALIASES, _math_items, walk=True),
+        Benchmark(
+            "walk", None, MATH_COLUMNS, _MATH_ALIASES, _math_items, walk=True, shipped=DATA / "walk" / "items.jsonl"
+        ),
         Benchmark("arith", None, MATH_COLUMNS, {}, _math_items, walk=True, generate=arithmetic.make_items),
     ],
 )
-__getattr__ = removed(__name__, {"WALK_LIKE": "BENCHMARKS.names(walk=True)", "Spec": "Benchmark"})
+__getattr__ = removed(
+    __name__,
+    {"WALK_LIKE": "BENCHMARKS.names(walk=True)", "Spec": "Benchmark", "SHIPPED": "BENCHMARKS[name].shipped"},
+)
 
 
 def benchmark_dir() -> Path:
@@ -250,7 +256,7 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
     spec = BENCHMARKS[name]  # an unknown name: one line listing the known ones
     if n_items is not None and int(n_items) < 1:
         raise ParameterError(f"n_items: must be >= 1, got {n_items}")
-    path = path or find_local(name) or SHIPPED.get(name)
+    path = path or find_local(name) or spec.shipped
     if path is not None:
         src, where = read_items(path), str(path)
     elif spec.generate is not None:  # procedurally generated (arith: gpac_utils.llm.arithmetic, seed 0)

@@ -38,7 +38,6 @@ against the provenance; every threshold and every group entry must be bit-identi
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 
@@ -46,27 +45,26 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import certificate as _certificate
-from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
+from .certificate import Certificate
 from .checks import DataError, check_range
 from .risks import RISKS
-from .settings import Settings
 
 __all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "routing_groups", "audit", "verify_certificate", "verdict_line"]
 
 CONSISTENT, VIOLATED, NOT_TESTED = "consistent", "violated", "no routed items"
 
 
-def routing_groups(payload: dict, cal, scores: np.ndarray, groups=None):
+def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
     """The labels a certificate's calibrator routes by, and the group each item is reported under.
 
     Known groups (G-PAC): ``groups`` itself (needed); learned groups (C-PAC): the calibrator's
     assignment of the scores; one group (PAC): ``"__all__"``.
     """
-    kind = CALIBRATORS[payload["method"]].groups
+    kind = cert.kind
     if kind == "known":
         if groups is None:
-            raise DataError(f"{payload['method']} routes by known groups: give the group column")
+            raise DataError(f"{cert.method} routes by known groups: give the group column")
         g = np.asarray(groups).astype(str)
         return g, g
     if kind == "learned":
@@ -89,13 +87,13 @@ def _pvalue_and_bounds(terms: np.ndarray, eps: float, level: float, binary: bool
     return p, max(mean - half, 0.0), min(mean + half, 1.0)
 
 
-def audit(payload: dict, scores, losses, groups=None, *, level: float = 0.05) -> pd.DataFrame:
+def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05) -> pd.DataFrame:
     """Audit a certificate on fresh labelled items (module description).
 
     Parameters
     ----------
-    payload : dict
-        A loaded certificate (:func:`gpac_utils.certificate.load_certificate`).
+    cert : Certificate
+        The certificate (:meth:`gpac_utils.certificate.Certificate.read`).
     scores, losses : array-like
         The fresh items' scores (the certificate's score) and losses in ``[0, loss_bound]``.
     groups : array-like, optional
@@ -113,10 +111,10 @@ def audit(payload: dict, scores, losses, groups=None, *, level: float = 0.05) ->
         ``binary``.
     """
     level = check_range("level", level)
-    st = payload["settings"]
-    eps, bound, risk = float(st["eps"]), float(st["loss_bound"]), st.get("risk", "joint")
+    st = cert.settings
+    eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
     conditional = RISKS[risk].conditional
-    cal = from_json(json.dumps(payload))
+    cal = cert.calibrator()
     s = np.asarray(scores, dtype=float)
     loss = np.asarray(losses, dtype=float)
     if s.shape != loss.shape or s.ndim != 1:
@@ -126,13 +124,13 @@ def audit(payload: dict, scores, losses, groups=None, *, level: float = 0.05) ->
         raise DataError(
             f"losses: must lie in [0, {bound:g}] (the certificate's loss_bound); bad at row {np.argmax(bad)}"
         )
-    labels, named = routing_groups(payload, cal, s, groups)
+    labels, named = routing_groups(cert, cal, s, groups)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
         cheap = s <= cal.thresholds_for(s, labels)
     z = loss / bound
     binary = bool(np.all((z == 0) | (z == 1)))
-    statuses = _certificate.review(payload).set_index("group")["status"].to_dict()
+    statuses = {g: e["status"] for g, e in cert.groups.items()}
     rows = []
     for g in sorted(set(named.tolist())):
         at = named == g
@@ -174,19 +172,21 @@ def _fmt(x) -> str:
     return "null" if x is None else repr(x)
 
 
-def verify_certificate(payload: dict, table_path, frame: pd.DataFrame, *, where: str = "certificate") -> list[str]:
+def verify_certificate(cert: Certificate, table_path, frame: pd.DataFrame) -> list[str]:
     """Recompute a certificate from its recorded settings and the table; the lines of a pass.
 
     Raises
     ------
     DataError
-        One line naming the first thing that differs: a column of the table (its hash), the
-        table file, a setting the file cannot be recomputed from, a threshold or a group entry.
+        One line naming the first thing that differs: a column of the table (its hash), a
+        threshold or a group entry (after a certificate was edited, or settings that give another
+        result).
     """
-    prov = payload.get("provenance")
+    where = cert._where
+    prov = cert.provenance if cert.has_provenance else None
     if not prov or not prov.get("columns"):
-        raise DataError(f"{where}: no provenance to recompute from (a version-1 file)")
-    lines = _certificate.verify_columns(payload, table_path, frame)
+        raise DataError(f"{where}: no provenance to recompute from (a version-{cert.version} file)")
+    lines, _ = cert.verify(table_path, frame)
     for line in lines:
         if line.startswith("column") and not line.endswith("matches"):
             raise DataError(f"--data {table_path}: {line} from the certificate's provenance; refused")
@@ -194,21 +194,20 @@ def verify_certificate(payload: dict, table_path, frame: pd.DataFrame, *, where:
     cols = {role: c["name"] for role, c in prov["columns"].items()}
     if "score" not in cols or "loss" not in cols:
         raise DataError(f"{where}: provenance.columns needs 'score' and 'loss' to recompute")
-    kind = CALIBRATORS[payload["method"]].groups
-    fresh = CALIBRATORS[payload["method"]].cls.from_settings(Settings.from_dict(payload["settings"]))
+    fresh = CALIBRATORS[cert.method].cls.from_settings(cert.settings)
     u = frame[cols["score"]].to_numpy(float)
     loss = frame[cols["loss"]].to_numpy(float)
-    g = frame[cols["group"]].astype(str).to_numpy() if kind == "known" and "group" in cols else None
+    g = frame[cols["group"]].astype(str).to_numpy() if cert.kind == "known" and "group" in cols else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
         fresh.fit(u, loss, g)
-    again = _certificate.make_certificate(fresh, created=prov.get("created"))
-    for g_ in sorted(set(payload["thresholds"]) | set(again["thresholds"])):
-        a, b = payload["thresholds"].get(g_, "absent"), again["thresholds"].get(g_, "absent")
+    again = Certificate.from_calibrator(fresh, created=prov.get("created")).document
+    for g_ in sorted(set(cert.thresholds) | set(again["thresholds"])):
+        a, b = cert.thresholds.get(g_, "absent"), again["thresholds"].get(g_, "absent")
         if a != b or (isinstance(a, float) and isinstance(b, float) and a.hex() != b.hex()):
             raise DataError(f"{where}: threshold of group {g_!r} is {_fmt(a)}; recomputed {_fmt(b)}")
     for g_, entry in again["groups"].items():
-        old = payload.get("groups", {}).get(g_, {})
+        old = cert.groups.get(g_, {})
         for key, value in entry.items():
             if key in old and old[key] != value:
                 raise DataError(f"{where}: groups[{g_!r}].{key} is {_fmt(old[key])}; recomputed {_fmt(value)}")

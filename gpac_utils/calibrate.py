@@ -127,6 +127,20 @@ def _certify_joint(scores, losses, *, eps, alpha, recipe, loss_bound, rng, label
     return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
 
 
+def _warn_uncertified(groups: dict, eps: float) -> None:
+    """One :class:`GroupWarning` for the groups with enough items whose bound exceeds ``eps`` at every
+    candidate (``gpac calibrate`` warns on them too)."""
+    failed = [g for g, rec in groups.items() if rec.status == NO_FEASIBLE]
+    if failed:
+        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        warnings.warn(
+            f"group(s) {failed[:5]}{more} could not be certified at eps={eps:g} (the bound exceeds it at every "
+            "candidate threshold); they always route to the thinking model",
+            GroupWarning,
+            stacklevel=4,
+        )
+
+
 @runtime_checkable
 class Calibrator(Protocol):
     """What every calibrator promises (:class:`PAC`, :class:`GPAC`, :class:`CPAC`, ``OnlineGPAC``).
@@ -320,15 +334,24 @@ class PAC:
     OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        """Keep ``settings`` whole (``config``) and start unfitted."""
+        self.config = settings
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
         self.groups_: dict[str, GroupRecord] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings):
-        """An unfitted calibrator with ``settings`` (the fields it does not read are ignored)."""
-        return cls(**{key: getattr(settings, key) for key in cls.OPTIONS})
+        """An unfitted calibrator that keeps ``settings`` whole (checked once, when they were built; the
+        fields it does not read, :attr:`OPTIONS`, hold for other calibrators and are not used by this one)."""
+        if not isinstance(settings, Settings):
+            raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+        obj = cls.__new__(cls)
+        obj._setup(settings.as_settings())
+        return obj
 
     eps = property(lambda self: self.config.eps)
     alpha = property(lambda self: self.config.alpha)
@@ -423,6 +446,7 @@ class PAC:
             )
             self.thresholds_[g] = float(t)
             self.groups_[g] = _group_record(idx.size, labelled, float(t), bound, n_min)
+        _warn_uncertified(self.groups_, self.eps)
         return self
 
     #: Why ``groups`` is refused (``None``: the calibrator needs them).
@@ -576,8 +600,11 @@ class CPAC:
     OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
-        self.gpac_ = GPAC.from_settings(self.config)
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        self.config = settings
+        self.gpac_ = GPAC.from_settings(settings)
         self.partition_: Partition | None = None
 
     from_settings = classmethod(PAC.from_settings.__func__)
@@ -843,14 +870,14 @@ def from_json(text: str) -> PAC | GPAC | CPAC:
         threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
         a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
     """
-    payload = _schema.loads(text, CALIBRATORS)
-    name = payload["method"]
-    obj = CALIBRATORS[name].cls.from_settings(Settings.from_dict(payload["settings"]))
-    obj._restore(payload)
-    return obj
+    from .certificate import Certificate  # the certificate imports the calibrators
 
-
-def __getattr__(name: str):
-    if name == "METHODS":  # the name -> class view of CALIBRATORS
-        return {n: m.cls for n, m in CALIBRATORS.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not isinstance(text, str | bytes | bytearray):
+        raise _schema.ThresholdsFileError(
+            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
+        )
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _schema.ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return Certificate.parse(payload).calibrator()

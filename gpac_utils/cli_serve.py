@@ -23,7 +23,7 @@ import importlib
 from pathlib import Path
 
 from . import audit as _audit
-from . import certificate
+from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
 EXIT_VIOLATED = 3
@@ -78,9 +78,9 @@ def record_score_model(path: Path, table_ids) -> dict:
 
 
 # --------------------------------------------------------------------------- audit
-def _columns(payload: dict, a, df, path) -> dict:
+def _columns(cert: Certificate, a, df, path) -> dict:
     """The audit's columns: the options, else the certificate's; one line naming a missing one."""
-    cols = payload.get("columns") or {}
+    cols = cert.columns
     out = {}
     for key in ("score", "loss", "group"):
         col = getattr(a, f"{key}_col") or cols.get(key)
@@ -103,13 +103,13 @@ def _audit_cmd(a, cli) -> int:
         raise cli.UsageError(f"--{exc}") from None
     if a.output is not None:
         cli._output(a.output)
-    payload = certificate.load_certificate(a.certificate)
+    cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    cols = _columns(payload, a, df, a.data)
+    cols = _columns(cert, a, df, a.data)
     s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols else None
-    report = _audit.audit(payload, s, loss, groups, level=level)
+    report = _audit.audit(cert, s, loss, groups, level=level)
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper")})
     shown["p_value"] = report["p_value"].map(lambda p: f"{p:.3g}")
     print(shown.to_string(index=False))
@@ -121,9 +121,9 @@ def _audit_cmd(a, cli) -> int:
 
 # --------------------------------------------------------------------------- verify
 def _verify_cmd(a, cli) -> int:
-    payload = certificate.load_certificate(a.certificate)
+    cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    for line in _audit.verify_certificate(payload, a.data, df, where=str(a.certificate)):
+    for line in _audit.verify_certificate(cert, a.data, df):
         print(line)
     return 0
 

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from . import data
 from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
-from .checks import check_int, check_range
+from .checks import ParameterError, check_int, check_range
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .recipe import Recipe, as_recipe
@@ -55,8 +55,9 @@ __all__ = [
 
 #: The recipe's own fields (:class:`gpac_utils.recipe.Recipe`), in their order: a field added there is a key here.
 RECIPE_KEYS = [f.name for f in dataclasses.fields(Recipe)]
-#: The columns that identify one calibrated configuration in the results: method, score and the recipe's fields.
-KEYS = ["method", "score", *RECIPE_KEYS]
+#: The columns that identify one calibrated configuration in the results: method, score, the risk certified
+#: (:data:`gpac_utils.risks.RISKS`) and the recipe's fields.
+KEYS = ["method", "score", "risk", *RECIPE_KEYS]
 
 
 def trial_split(n: int, cal_ratio: float, seed: int, trial: int) -> tuple[np.ndarray, np.ndarray]:
@@ -179,6 +180,24 @@ class ExperimentConfig(Settings):
         check_range("cal_ratio", self.cal_ratio)
         if self.eval_groups not in ("known", "learned"):
             raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
+        self._refuse_ignored()
+
+    def _refuse_ignored(self) -> None:
+        """A setting no method of :attr:`methods` reads would be ignored: refused, naming it (the settings
+        each method reads are its ``OPTIONS``; ``partitioner`` also learns ``eval_groups="learned"``)."""
+        reads = {key for m in self.methods for key in CALIBRATORS[m].cls.OPTIONS}
+        if self.eval_groups == "learned":
+            reads.add("partitioner")
+        if self.recipes != (self.recipe,):
+            reads.discard("recipe")  # each recipe of ``recipes`` is used instead
+        defaults = Settings(eps=self.eps)
+        for f in dataclasses.fields(Settings):
+            if f.name not in reads and getattr(self, f.name) != getattr(defaults, f.name):
+                raise ParameterError(
+                    f"{f.name}: none of the methods {list(self.methods)} reads it"
+                    + (" (recipes= replaces it)" if f.name == "recipe" else "")
+                    + f", got {getattr(self, f.name)!r}; leave it at its default or add a method that reads it"
+                )
 
     def replace(self, **changes) -> ExperimentConfig:
         """A copy with some fields changed."""
@@ -238,20 +257,20 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
-                    rows.extend(
-                        _rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate)
-                    )
+                    setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
+                    rows.extend(_rows(trial, setting, test, routed, losses, labels, thr, tokens, form, evaluate))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate):
+def _rows(trial, setting, test, routed, losses, labels, thr, tokens, form, evaluate):
+    """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`;
+    ``evaluate``: the certified risk's (:attr:`gpac_utils.risks.Risk.evaluate`)."""
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:
         in_g = np.ones(len(losses), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
-        setting = (method, score, *(getattr(recipe, name) for name in RECIPE_KEYS))
         row = {
             "trial": trial,
             **dict(zip(KEYS, setting)),

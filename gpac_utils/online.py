@@ -84,6 +84,7 @@ batch axes (independent streams).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import uuid
@@ -104,12 +105,15 @@ from .checks import (
     check_range,
     check_risk,
     check_rng,
+    check_same_index,
+    warn_risk,
 )
 from .registry import Registry
 from .selection import candidate_grid
 
 __all__ = [
     "BETS",
+    "OnlineSettings",
     "LabellingMode",
     "LABELLING",
     "OnlineGPAC",
@@ -287,6 +291,126 @@ def grid_points(grid) -> np.ndarray:
     return g
 
 
+#: Settings of the online side that were renamed: old keyword to the one-line message naming the new one.
+ONLINE_RENAMED = {
+    "free_labels": "free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False); "
+    "the old name is refused since gpac_utils 0.3 and its message goes in 0.5",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnlineSettings:
+    """Every setting of the online side, declared once and checked once: :class:`OnlineGPAC`,
+    :func:`learn`, :func:`~gpac_utils.online_streams.run_online` and B-PAC's runner
+    (:func:`~gpac_utils.online_streams.run_bpac`) take it whole.
+
+    Parameters
+    ----------
+    eps, alpha, label_prob, labelling, warmup_items, warmup_prob, label_budget, drift_alpha, drift_scope, n_groups,
+    grid, loss_bound, bet, seed
+        As for :class:`OnlineGPAC`. ``warmup_prob`` needs ``warmup_items > 0`` (else it would be ignored).
+
+    Examples
+    --------
+    >>> s = OnlineSettings(eps=0.05, label_prob=0.3, grid=11)
+    >>> s.points.size, s.schedule.label_prob, s.drift_level
+    (11, 0.3, None)
+    >>> OnlineSettings(eps=0.05, label_prob=0.3, warmup_prob=1.0)
+    Traceback (most recent call last):
+    ...
+    gpac_utils.checks.ParameterError: warmup_prob: applies to a group's first warmup_items; give warmup_items > 0
+    """
+
+    eps: float
+    alpha: float = 0.05
+    label_prob: float
+    labelling: str = "free"
+    warmup_items: int = 0
+    warmup_prob: float | None = None
+    label_budget: int | None = None
+    drift_alpha: float | None = None
+    drift_scope: str = "group"
+    n_groups: int | None = None
+    grid: int | tuple = 101
+    loss_bound: float = 1.0
+    bet: str = "mixture"
+    seed: int | tuple | np.random.Generator = 0
+
+    def __post_init__(self) -> None:
+        eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
+        warn_risk(eps, alpha, loss_bound)
+        fixed = {
+            "eps": eps,
+            "alpha": alpha,
+            "loss_bound": loss_bound,
+            "label_prob": check_range("label_prob", self.label_prob, closed_right=True),
+            "warmup_items": check_int("warmup_items", self.warmup_items, 0),
+            "labelling": LABELLING.check(self.labelling, "labelling"),
+            "bet": check_choice("bet", self.bet, BETS),
+        }
+        if self.warmup_prob is not None:
+            fixed["warmup_prob"] = check_range("warmup_prob", self.warmup_prob, closed_right=True)
+            if not fixed["warmup_items"]:
+                raise ParameterError("warmup_prob: applies to a group's first warmup_items; give warmup_items > 0")
+        if self.label_budget is not None:
+            fixed["label_budget"] = check_int("label_budget", self.label_budget, 0)
+        if self.drift_alpha is not None:
+            fixed["drift_alpha"] = check_range("drift_alpha", self.drift_alpha)
+        drift_level(fixed.get("drift_alpha", 0.5), self.drift_scope, self.n_groups)  # checks scope and n_groups
+        points = grid_points(self.grid)
+        fixed["grid"] = self.grid if isinstance(self.grid, int) else tuple(points.tolist())
+        seed = check_rng("seed", self.seed)
+        fixed["seed"] = tuple(seed) if isinstance(seed, list | np.ndarray) else seed
+        for key, value in fixed.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_points", points)
+
+    @property
+    def points(self) -> np.ndarray:
+        """The candidate thresholds (:func:`grid_points`)."""
+        return self._points
+
+    @property
+    def schedule(self) -> Schedule:
+        """The labelling schedule of each group."""
+        return Schedule(self.label_prob, self.warmup_items, self.warmup_prob, self.label_budget)
+
+    @property
+    def drift_level(self) -> float | None:
+        """The level of each group's drift detector (:func:`drift_level`; ``None``: no alarm)."""
+        return None if self.drift_alpha is None else drift_level(self.drift_alpha, self.drift_scope, self.n_groups)
+
+    def replace(self, **changes) -> OnlineSettings:
+        """A copy with some fields changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def refuse(self, reader: str, reads) -> OnlineSettings:
+        """Refuse, naming it, a setting away from its default that ``reader`` does not read (it would be ignored)."""
+        for f in dataclasses.fields(self):
+            if f.name not in reads and f.default is not dataclasses.MISSING and getattr(self, f.name) != f.default:
+                raise ParameterError(
+                    f"{f.name}: {reader} does not read it (got {getattr(self, f.name)!r}); it reads {sorted(reads)}"
+                )
+        return self
+
+
+def online_settings(settings: OnlineSettings | None, options: dict) -> OnlineSettings:
+    """``settings``, or the :class:`OnlineSettings` of keyword ``options`` (not both); renamed ones refused."""
+    for old, message in ONLINE_RENAMED.items():
+        if old in options:
+            raise TypeError(message)
+    if settings is None:
+        try:
+            return OnlineSettings(**options)
+        except TypeError as exc:
+            raise TypeError(f"OnlineSettings: {exc}") from None
+    if not isinstance(settings, OnlineSettings):
+        raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
+    if options:
+        raise ParameterError(f"settings: given with {sorted(options)}; change them with settings.replace(...)")
+    return settings
+
+
 def new_state(batch=(), size=101, bet="mixture") -> dict:
     """A fresh group state (wealth 1, nothing certified) for ``size`` grid points, batch axes first."""
     keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
@@ -354,33 +478,22 @@ def _detector(log_sr, x_thr, monitored, eps):
     return acc + log_p
 
 
-def learn(
-    state,
-    scores,
-    losses,
-    member,
-    decisions: Decisions,
-    grid,
-    *,
-    eps,
-    alpha,
-    loss_bound=1.0,
-    bet="mixture",
-    labelling="free",
-    drift_alpha=None,
-) -> tuple[dict, np.ndarray]:
+def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineSettings) -> tuple[dict, np.ndarray]:
     """Feed one group's items of a block (decided by :func:`decide`) to its state.
 
-    ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). Returns the
-    new state and, per batch entry, the position of the drift alarm in the block (``-1``: none).
+    ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). ``settings``:
+    it reads ``eps``, ``alpha``, ``loss_bound``, ``bet``, ``labelling``, the grid and the drift
+    alarm's level (:attr:`OnlineSettings.drift_level`). Returns the new state and, per batch entry,
+    the position of the drift alarm in the block (``-1``: none).
     """
+    eps, loss_bound, grid, drift_alpha = settings.eps, settings.loss_bound, settings.points, settings.drift_level
     used = member & (decisions.rate > 0)
     observed = decisions.observe & used
     z = np.where(observed, np.where(observed, losses, 0.0) / np.where(observed, decisions.propensity, 1.0), 0.0)
     x = z[..., None] * (scores[..., None] <= np.asarray(grid))
     always = ~np.isfinite(decisions.threshold)
-    p_min = np.where(used, _labelling(labelling).min_propensity(always, decisions.rate), 1.0)
-    kw = dict(eps=eps, alpha=alpha, bet=bet, beta=loss_bound**2)
+    p_min = np.where(used, _labelling(settings.labelling).min_propensity(always, decisions.rate), 1.0)
+    kw = dict(eps=eps, alpha=settings.alpha, bet=settings.bet, beta=loss_bound**2)
     alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
     log_sr = state["log_sr"]
     if drift_alpha is not None and scores.shape[-1]:
@@ -391,7 +504,9 @@ def learn(
     new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, **kw)
     if alarm.any():  # forget the certification; learn again from the items after the alarm only
         after = used & (np.arange(scores.shape[-1]) > first[..., None])
-        fresh = certify(new_state(alarm.shape, grid.size, bet), x, after & alarm[..., None], loss_bound / p_min, **kw)
+        fresh = certify(
+            new_state(alarm.shape, grid.size, settings.bet), x, after & alarm[..., None], loss_bound / p_min, **kw
+        )
         new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
     counts = {
         "seen": member.sum(-1),
@@ -443,6 +558,9 @@ class OnlineGPAC:
         How the certification bets are chosen (module description).
     seed : int, sequence of int or numpy.random.Generator, default 0
         Seed of the observe-or-not draws of :meth:`decide`.
+    settings : OnlineSettings, optional
+        All of the above at once (then give none of them): :class:`OnlineSettings`, kept whole as
+        ``settings``; the keywords build one.
 
     Notes
     -----
@@ -486,49 +604,29 @@ class OnlineGPAC:
     [True, False]
     """
 
-    def __init__(
-        self,
-        eps,
-        alpha=0.05,
-        *,
-        label_prob,
-        labelling="free",
-        warmup_items=0,
-        warmup_prob=None,
-        label_budget=None,
-        drift_alpha=None,
-        grid=101,
-        loss_bound=1.0,
-        bet="mixture",
-        seed=0,
-        drift_scope="group",
-        n_groups=None,
-        **renamed,
-    ):
-        if "free_labels" in renamed:
-            raise TypeError("free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False)")
-        if renamed:
-            raise TypeError(f"OnlineGPAC: unexpected keyword argument(s) {sorted(renamed)}")
-        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
-        warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
-        budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
-        self.schedule = Schedule(
-            check_range("label_prob", label_prob, closed_right=True),
-            check_int("warmup_items", warmup_items, 0),
-            warm,
-            budget,
-        )
-        self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
-        self.drift_scope, self.n_groups = drift_scope, n_groups
-        level = drift_level(self.drift_alpha or 0.5, drift_scope, n_groups)  # checks the scope either way
-        self.drift_level_ = None if self.drift_alpha is None else level
-        self.labelling, self.grid = LABELLING.check(labelling, "labelling"), grid_points(grid)
-        self.bet, self._rng = check_choice("bet", bet, BETS), np.random.default_rng(check_rng("seed", seed))
+    def __init__(self, eps=None, alpha=0.05, *, settings: OnlineSettings | None = None, **options):
+        if settings is None:
+            options = {"eps": eps, "alpha": alpha, **options}
+        elif eps is not None:
+            raise ParameterError("eps: given with settings=; change it with settings.replace(eps=...)")
+        self.settings = online_settings(settings, options)
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
         self.n_observed_ = {}
         self._id, self._blocks, self._pending, self._fed = uuid.uuid4().hex, itertools.count(), {}, set()
+        self._rng = np.random.default_rng(self.settings.seed)
 
-    def _split(self, scores, groups, labels=False):
+    eps = property(lambda self: self.settings.eps)
+    alpha = property(lambda self: self.settings.alpha)
+    loss_bound = property(lambda self: self.settings.loss_bound)
+    grid = property(lambda self: self.settings.points)
+    labelling = property(lambda self: self.settings.labelling)
+    bet = property(lambda self: self.settings.bet)
+    schedule = property(lambda self: self.settings.schedule)
+    drift_alpha = property(lambda self: self.settings.drift_alpha)
+    drift_level_ = property(lambda self: self.settings.drift_level)
+
+    def _split(self, scores, groups, labels=False, losses=None):
+        check_same_index(scores=scores, groups=groups, losses=losses)  # never re-paired by position
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         g = group_labels(groups, s.size)
         codes, names = factorize_groups(g)
@@ -570,6 +668,11 @@ class OnlineGPAC:
                 f"decisions: block {b.number} was already fed to update (its evidence would count twice)"
             )
         block, rows = self._pending[b.number], b.rows
+        if rows.size != s.size:
+            raise ParameterError(
+                f"decisions: cover {rows.size} rows of block {b.number}, but scores, losses and groups have {s.size}; "
+                "slice all of them with the same rows (Decisions(*(f[rows] for f in d)))"
+            )
         twice = block["fed"][rows]
         if twice.any():
             raise ParameterError(
@@ -602,29 +705,19 @@ class OnlineGPAC:
     def update(self, scores, losses, groups, decisions: Decisions) -> OnlineGPAC:
         """Feed back the losses of a block decided by :meth:`decide` (read where it observes; may be
         ``nan`` elsewhere); return ``self``."""
-        s, parts, g = self._split(scores, groups, labels=True)
+        s, parts, g = self._split(scores, groups, labels=True, losses=losses)
         dec = check_decisions(decisions, s.size)
         self._check_block(s, g, dec)
         loss = check_observed_losses(losses, dec.observe, self.loss_bound)  # read only where observed
-        kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
         known = set(self._states) | {name for name, _ in parts}
-        if DRIFT_SCOPES[self.drift_scope].needs_groups and len(known) > self.n_groups:
+        st = self.settings
+        if DRIFT_SCOPES[st.drift_scope].needs_groups and len(known) > st.n_groups:
             raise ParameterError(
-                f"groups: drift_scope='any_group' was set for n_groups={self.n_groups}; saw {len(known)}"
+                f"groups: drift_scope={st.drift_scope!r} was set for n_groups={st.n_groups}; saw {len(known)}"
             )
         for name, member in parts:
             state = self._state(name)
-            self._states[name], alarm = learn(
-                state,
-                s,
-                loss,
-                member,
-                dec,
-                self.grid,
-                **kw,
-                labelling=self.labelling,
-                drift_alpha=self.drift_level_,
-            )
+            self._states[name], alarm = learn(state, s, loss, member, dec, st)
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))
             new = self._states[name]

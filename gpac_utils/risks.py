@@ -74,7 +74,7 @@ import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy
+from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy, warn_risk
 from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
@@ -279,6 +279,7 @@ def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
         *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
     )
     check_risk_recipe(entry.name, recipe)
+    warn_risk(eps, alpha, loss_bound)  # h-settings' warning (alpha >= 0.5, eps/alpha swapped), kept at the merge
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
     check_label_prob(options["label_prob"], losses.shape)
     checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import ParameterError, check_choice, check_int, check_range, check_risk
+from .checks import ParameterError, check_choice, check_int, check_range, check_risk, warn_risk
 from .partition import ScorePartitioner
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
@@ -142,6 +142,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
+        warn_risk(eps, alpha, loss_bound)
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "loss_bound", loss_bound)
@@ -164,7 +165,10 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     def as_settings(self, **changes) -> Settings:
-        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too)."""
+        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too); the same
+        object when it is one and nothing changes (settings are checked once, when built)."""
+        if type(self) is Settings and not changes:
+            return self
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)}
         return Settings(**(values | changes))
 

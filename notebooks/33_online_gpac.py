@@ -55,7 +55,7 @@ from IPython.display import Markdown, display
 
 from gpac_utils import data
 from gpac_utils import online_streams as streams  # B-PAC's rule, the many-stream runners
-from gpac_utils.online import OnlineGPAC, grid_points
+from gpac_utils.online import OnlineGPAC, OnlineSettings, grid_points
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.workflow import config
 
@@ -203,9 +203,9 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # %% slideshow={"slide_type": "slide"}
 rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_trials, cfg.stream_length))
 u, loss, g = U[rows], L[rows], codes[rows]
-common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
-free = streams.run_online(u, loss, g, len(names), grid, **common)
-fixed = streams.run_online(u, loss, g, len(names), grid, labelling="fixed-rate", **common)
+settings = OnlineSettings(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, grid=tuple(grid), seed=cfg.seed)
+free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
+fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
@@ -260,12 +260,11 @@ def summarise(method, res, rows_of_risk, n_groups, extra=None):
 
 
 paid = (free["route"] & free["observe"]).sum(axis=1)
-kw = dict(eps=cfg.eps, alpha=cfg.alpha, seed=cfg.seed)
-per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), grid, paid.mean(), label_prob=cfg.label_prob, **kw)
+per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), paid.mean(), settings)
 one = np.zeros_like(g)
-pac = streams.run_online(u, loss, one, 1, grid, **common)
+pac = streams.run_online(u, loss, one, 1, settings, every=cfg.every)
 pac_paid = (pac["route"] & pac["observe"]).sum(axis=1).mean()
-bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, grid, pac_paid, label_prob=cfg.label_prob, **kw)
+bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, pac_paid, settings)
 offline = streams.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
 all_rows = np.array([len(names)])
 records, finals = [], {}
@@ -310,7 +309,7 @@ display(
 # same online G-PAC with B-PAC's bet (`bet="grapa"`) keeps the per-step range and drops the mixture:
 
 # %%
-grapa = streams.run_online(u, loss, g, len(names), grid, bet="grapa", **common)
+grapa = streams.run_online(u, loss, g, len(names), settings.replace(bet="grapa"), every=cfg.every)
 gain_range = no_think(grapa) - no_think(per_group)
 display(
     Markdown(
@@ -385,7 +384,7 @@ def drift_stream(episode):
 
 
 def drift_run(episode, drift_alpha):
-    res = streams.run_online(*drift_stream(episode), 1, grid, drift_alpha=drift_alpha, **common)
+    res = streams.run_online(*drift_stream(episode), 1, settings.replace(drift_alpha=drift_alpha), every=cfg.every)
     thr = res["thresholds"][0, :, 0]
     times = np.arange(thr.size) * cfg.every
     rows_of_risk = np.where(times < change, j_drift, j_source)  # the group's population over time

@@ -225,6 +225,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
                     "trial": trial,
                     "method": "G-PAC",
                     "score": "s",
+                    "risk": "joint",
                     "bound": "wsr",
                     "sampling": "full",
                     "label_prob": 1.0,

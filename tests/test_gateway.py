@@ -102,7 +102,7 @@ def test_the_hook_refuses_what_it_cannot_serve(deployed, fitted, tmp_path):  # n
     with pytest.raises(ParameterError, match="needs one 'nothink' and one 'think' deployment"):
         CertifiedRoutingStrategy(doc, one, embedder=ToyEmbedder(), score_model=fitted[0])
     cascade = json.loads(json.dumps(doc))
-    cascade["columns"]["score"] = "score_logits"
+    cascade["score"] = cascade["columns"]["score"] = "score_logits"
     del cascade["provenance"]["score_model"]
     with pytest.raises(ParameterError, match="needs the cheap model's answer"):
         CertifiedRoutingStrategy(cascade, config["model_list"])

@@ -12,7 +12,7 @@ import pytest
 from gpac_utils import online
 from gpac_utils import online_streams as streams
 from gpac_utils.checks import ParameterError
-from gpac_utils.online import OnlineGPAC
+from gpac_utils.online import OnlineGPAC, OnlineSettings
 
 EPS, ALPHA = 0.1, 0.05
 GRID = online.grid_points(51)
@@ -39,7 +39,8 @@ def per_group_violations(mode, n_trials=300, n=2000, every=10, seed=0):
     u, loss, g = streams.closed_form_streams(n_trials, n, VALIDITY["probs"], VALIDITY["a"], VALIDITY["k"], seed)
     rates, final = [], []
     for j, (a, k) in enumerate(zip(VALIDITY["a"], VALIDITY["k"])):
-        res = streams.run_online(*compact(u, loss, g, j), 1, GRID, eps=EPS, alpha=ALPHA, every=every, seed=j, **mode)
+        settings = OnlineSettings(eps=EPS, alpha=ALPHA, grid=GRID, seed=j, **mode)
+        res = streams.run_online(*compact(u, loss, g, j), 1, settings, every=every)
         thr = res["thresholds"][..., 0]
         rates.append(np.mean((streams.closed_form_risk(a, k)(thr) > EPS).any(axis=1)))
         final.append(np.maximum(thr[:, -1], 0).mean())
@@ -69,9 +70,9 @@ def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
     # risk 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
     probs, a, k = (0.8, 0.2), (0.1, 0.9), (1, 2)
     u, loss, g = streams.closed_form_streams(300, 2000, probs, a, k, seed=4)
-    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    marginal = streams.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
-    hard = streams.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.2, grid=GRID)
+    marginal = streams.run_online(u, loss, np.zeros_like(g), 1, settings, every=10)["thresholds"][..., 0]
+    hard = streams.run_online(*compact(u, loss, g, 1), 1, settings, every=10)["thresholds"][..., 0]
     risk = streams.closed_form_risk(a[1], k[1])
     assert np.mean((risk(marginal) > EPS).any(axis=1)) > 0.5  # the hard group, under one marginal threshold
     assert np.mean((risk(hard) > EPS).any(axis=1)) <= ALPHA + 3 * mcse(ALPHA, 300)
@@ -79,9 +80,9 @@ def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
 
 def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
-    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    free = streams.run_online(u, loss, g, 1, GRID, **kw)
-    fixed = streams.run_online(u, loss, g, 1, GRID, labelling="fixed-rate", **kw)
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.2, grid=GRID)
+    free = streams.run_online(u, loss, g, 1, settings, every=10)
+    fixed = streams.run_online(u, loss, g, 1, settings.replace(labelling="fixed-rate"), every=10)
     paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
     thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
     assert thr[0] > thr[1] + 0.1, thr
@@ -119,9 +120,8 @@ def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
 
 def test_the_class_matches_the_block_runner():
     u, loss, g = streams.closed_form_streams(1, 1200, **VALIDITY, seed=5)
-    want = streams.run_online(
-        u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7, drift_alpha=0.01
-    )
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
+    want = streams.run_online(u, loss, g, 3, settings, every=40)
     router = OnlineGPAC(EPS, ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
     names = np.array(["0", "1", "2"])[g[0]]
     for b, t0 in enumerate(range(0, 1200, 40)):
@@ -273,7 +273,7 @@ def test_bad_update_arguments(change, name):
 def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 3000, **VALIDITY, seed=9)
     risk = streams.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
-    out = streams.head_to_head(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    out = streams.head_to_head(u, loss, g, 3, risk, OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.1, grid=GRID))
     ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
     assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
     assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours

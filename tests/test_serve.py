@@ -13,7 +13,7 @@ import pytest
 
 from gpac_utils import CPAC, GPAC, GroupWarning, ScorePartitioner
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW, UNSEEN
-from gpac_utils.certificate import make_certificate
+from gpac_utils.certificate import Certificate
 from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.llm.engines import Completion, Sampling, item_seed
 from gpac_utils.llm.generation import WALK_SAMPLING
@@ -97,7 +97,9 @@ def certificate(cheap):
     loss = (rng.uniform(size=u.size) < np.where(g == "hard", 0.6, 0.1) * u**2).astype(float)
     with pytest.warns(GroupWarning, match="'tiny' has 30 calibration items"):
         cal = GPAC(0.05).fit(u, loss, g)
-    return make_certificate(cal, columns={"score": ("score_logits", u), "group": ("group", g)}, created=CREATED)
+    return Certificate.from_calibrator(
+        cal, columns={"score": ("score_logits", u), "group": ("group", g)}, created=CREATED
+    ).document
 
 
 def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, cheap, thinker):
@@ -137,22 +139,42 @@ def test_a_group_that_always_thinks(certificate, cheap, thinker):
 
 def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
     doc = json.loads(json.dumps(certificate))
-    doc["columns"]["score"] = "score_disagree"
+    doc["score"] = "score_disagree"
     with pytest.raises(ParameterError, match="certificate: calibrated on score 'score_disagree'") as info:
         CertifiedRouter(doc, cheap, thinker)
     assert "\n" not in str(info.value)
     doc["groups"]["easy"]["status"] = "maybe"
     with pytest.raises(DataError, match="status"):
         CertifiedRouter(doc, cheap, thinker)
-    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on 'score_logits'"):
+    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on score 'score_logits'"):
         CertifiedRouter(certificate, cheap, thinker, score_col="score_verbalized")
     with pytest.raises(ParameterError, match="loss_fn"):
         CertifiedRouter(certificate, cheap, thinker, online=OnlineGPAC(0.1, label_prob=0.5))
 
 
+def test_a_score_column_named_anything_is_served(certificate, cheap, thinker):
+    """The certificate records the score's registry name beside the table's column: any column name serves."""
+    reqs = requests_table(40)
+    plain = CertifiedRouter(certificate, cheap, thinker).serve(reqs)
+    renamed = json.loads(json.dumps(certificate))
+    renamed["columns"]["score"] = "my_logits"
+    cert = Certificate.read(renamed)
+    assert cert.score == "score_logits" and cert.columns["score"] == "my_logits"
+    served = CertifiedRouter(cert, cheap, thinker).serve(reqs)
+    pd.testing.assert_series_equal(served["route"], plain["route"])
+    # a version-3 file has no registry name: its column is not a registered score, so score_col names it
+    old = renamed | {"schema_version": 3}
+    old.pop("score")
+    assert Certificate.read(old).score is None
+    with pytest.raises(ParameterError, match="certificate: calibrated on score None \\(column 'my_logits'\\)"):
+        CertifiedRouter(old, cheap, thinker)
+    served = CertifiedRouter(old, cheap, thinker, score_col="score_logits").serve(reqs)
+    pd.testing.assert_series_equal(served["route"], plain["route"])
+
+
 def test_verbalized_score(certificate, cheap, thinker):
     doc = json.loads(json.dumps(certificate))
-    doc["columns"]["score"] = "score_verbalized"
+    doc["score"] = "score_verbalized"
     reqs = requests_table(30)
     served = CertifiedRouter(doc, cheap, thinker).serve(reqs)
     verbal = [s for k, s in cheap.requests if s.n == WALK_SAMPLING["verbalized"].n and s.temperature == 0.7]
@@ -165,7 +187,7 @@ def test_cpac_and_pac_certificates(cheap, thinker):
     u = engine_scores(cheap, reqs)
     loss = (np.random.default_rng(0).uniform(size=u.size) < 0.2 * u).astype(float)
     cal = CPAC(0.2, partitioner=ScorePartitioner(k=2)).fit(u, loss)
-    doc = make_certificate(cal, columns={"score": ("score_logits", u)}, created=CREATED)
+    doc = Certificate.from_calibrator(cal, columns={"score": ("score_logits", u)}, created=CREATED)
     served = CertifiedRouter(doc, cheap, thinker).serve(reqs)
     assert (served["group"] == cal.assign(u)).all()
     assert (served["route"] == np.where(cal.route(u), "nothink", "think")).all()

@@ -33,7 +33,6 @@ cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -42,9 +41,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import certificate as _certificate
 from ..audit import routing_groups
-from ..calibrate import CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..calibrate import UNSEEN, GroupWarning
+from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
@@ -63,8 +62,9 @@ class CertifiedRouter:
 
     Parameters
     ----------
-    certificate : dict, str or path
-        The thresholds file written by ``gpac calibrate`` (or :func:`gpac_utils.certificate.make_certificate`).
+    certificate : Certificate, dict, str or path
+        The :class:`~gpac_utils.certificate.Certificate` (used as it is), or a thresholds file written by
+        ``gpac calibrate`` (read by :meth:`~gpac_utils.certificate.Certificate.read`).
     nothink, think : engine
         The non-thinking and the thinking engine (they may be the same object, as in the walk).
     samplings : mapping, optional
@@ -74,7 +74,8 @@ class CertifiedRouter:
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score_col : str, optional
-        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
+        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
         score than the one it names is refused.
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
@@ -112,19 +113,19 @@ class CertifiedRouter:
         score_model=None,
         embedder=None,
     ):
-        self.certificate = _certificate.load_certificate(certificate)
-        self.calibrator = from_json(json.dumps(self.certificate))
-        columns = self.certificate.get("columns") or {}
-        if score_col and columns.get("score") and score_col != columns["score"]:
+        cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
+        self.certificate, self.calibrator = cert, cert.calibrator()
+        columns = cert.columns
+        if score_col and cert.score and score_col != cert.score:
             raise ParameterError(
-                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+                f"score_col: the certificate was calibrated on score {cert.score!r}, not {score_col!r}"
             )
-        self.score_col = score_col or columns.get("score")
+        self.score_col = score_col or cert.score  # the score's registry name (its column may be named anything)
         served = [name for name, score in SCORES.items() if score.serve is not None]
         if self.score_col not in served:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
-                f"it computes {served}"
+                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
+                f"router cannot compute; it computes {served} (score_col= names the score of a certificate without one)"
             )
         self.score = SCORES[self.score_col]
         self.group_col = columns.get("group") or "group"
@@ -134,12 +135,12 @@ class CertifiedRouter:
         self.samplings = {**walk_samplings(), **dict(samplings or {})}
         self.seed = int(seed)
         self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
-        self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+        self.statuses = {g: e["status"] for g, e in cert.groups.items()}
         self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
 
     def _load_score_model(self, source, path, embedder):
         """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
-        record = (self.certificate.get("provenance") or {}).get("score_model")
+        record = (self.certificate.provenance or {}).get("score_model")
         if record is None:
             if path is not None:
                 raise ParameterError(
@@ -192,9 +193,9 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        known = CALIBRATORS[self.certificate["method"]].groups == "known"
+        known = self.certificate.kind == "known"
         if known and self.group_col not in requests.columns:
-            raise DataError(f"requests: {self.certificate['method']} needs the group column {self.group_col!r}")
+            raise DataError(f"requests: {self.certificate.method} needs the group column {self.group_col!r}")
         groups = requests[self.group_col].to_numpy() if known else None
         return routing_groups(self.certificate, self.calibrator, scores, groups)
 

@@ -100,7 +100,7 @@ def _audit_cmd(a, cli) -> int:
     try:
         level = check_range("level", a.level)
     except ParameterError as exc:
-        raise cli.UsageError(f"--{exc}") from None
+        raise ParameterError(f"--{exc}") from None
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)

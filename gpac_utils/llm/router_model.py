@@ -245,7 +245,7 @@ def fit_router_command(a, cli) -> int:
         if seed < 0:
             raise ParameterError(f"seed: must be >= 0, got {a.seed}")
     except ParameterError as exc:
-        raise cli.UsageError(f"--{str(exc).replace('_', '-')}") from None
+        raise ParameterError(f"--{str(exc).replace('_', '-')}") from None
     cli._output(a.output)
     cli._output(a.scored, table=True, data_path=a.data)
     df = cli._read(a.data)

@@ -18,7 +18,7 @@ import pytest
 from test_serve import FakeEngine, requests_table
 
 from gpac_utils import GPAC, bounds, calibrate, cli, registry, risks, scores, settings
-from gpac_utils.certificate import make_certificate
+from gpac_utils.certificate import Certificate
 from gpac_utils.experiment import ExperimentConfig, run_experiment
 from gpac_utils.llm import benchmarks, grading
 from gpac_utils.llm.generation import generate, pair_samplings, walk_samplings
@@ -251,13 +251,13 @@ def test_the_serving_router_serves_the_dummy_score_method_bound_and_risk(dummies
     cal = DPAC(0.3, recipe=Recipe(bound=BOUND), correction=CORRECTION, risk=RISK).fit(
         served_scores, loss, cal_reqs["group"].to_numpy()
     )
-    cert = make_certificate(
+    cert = Certificate.from_calibrator(
         cal, columns={"score": (SCORE, served_scores), "group": ("group", cal_reqs["group"].to_numpy())}
     )
     online = OnlineGPAC(eps=0.3, label_prob=0.5, labelling=LABEL, grid=11)
     router = CertifiedRouter(cert, cheap, thinker, online=online, loss_fn=lambda r, a, b: float(a != b))
     served = router.serve(requests_table(50))
-    assert router.score is scores.SCORES[SCORE] and cert["method"] == METHOD
+    assert router.score is scores.SCORES[SCORE] and cert.method == METHOD
     assert served["score"].between(0, 1).all() and (served["route"] == "nothink").any()  # certified, used
     assert served["observed"].any() and np.isfinite(served.loc[served["observed"], "loss"]).all()
 

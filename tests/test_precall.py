@@ -68,6 +68,9 @@ def test_the_artefact_is_json_and_the_calibration_rows_are_disjoint(fitted):
     assert len(fit_ids) + len(scored) == len(pd.read_parquet(TABLE)) and not fit_ids & set(scored["item_id"])
     # the scored column is the artefact's own score of the question
     np.testing.assert_array_equal(scored["score_router"], model.score_texts(scored["question"], ToyEmbedder()))
+    # a row's score does not depend on the batch it comes in (served one by one, calibrated in bulk)
+    one = [model.score_texts([q], ToyEmbedder())[0] for q in scored["question"][:50]]
+    np.testing.assert_array_equal(one, scored["score_router"][:50])
     # round trip: the file reads back to the same function
     again = RouterModel.from_json(model.to_json())
     assert again.to_json() == model.to_json()

@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.installed
 MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 # reveal.js for the lecture slides (npm ci --prefix docs/_slides; see the slides target)
 REVEAL := docs/_slides/node_modules/reveal.js/dist/reveal.js
-EXTRAS ?= notebooks,generate,tiny,book,homework,test
+EXTRAS ?= notebooks,generate,tiny,book,homework,test,gateway
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
 PROFILE ?= paper

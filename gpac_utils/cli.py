@@ -55,6 +55,7 @@ from . import (
     allocation,
     bounds,
     checks,
+    cli_serve,
     data,
     feasibility,
     prediction,
@@ -179,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
         default=_default("risk"),
         help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
     )
+    c.add_argument("--score-model", type=Path, default=None, help="the score's model (gpac fit-router): recorded")
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -225,6 +227,7 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
     i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
+    cli_serve.add_parsers(sub)  # fit-router, audit, verify
     return ap
 
 
@@ -461,6 +464,8 @@ def _calibrate(a) -> int:
     cert = Certificate.from_calibrator(
         cal, columns=used, score=a.score, table_path=a.data, recipe_name=a.recipe, n_items=len(table)
     )
+    if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
+        cert.document["provenance"][cli_serve.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(cert.to_json())
     _report_small_groups(cal)
@@ -681,7 +686,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", checks.SettingWarning)
-            status = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
+            if a.command in cli_serve.COMMANDS:  # fit-router, audit, verify: given this module's helpers
+                status = cli_serve.COMMANDS[a.command](a, sys.modules[__name__])
+            else:
+                status = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
         for w in caught:  # the settings that look like a mistake: one warning line each
             if issubclass(w.category, checks.SettingWarning):
                 print(f"warning: {w.message}", file=sys.stderr)

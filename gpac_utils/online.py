@@ -425,7 +425,7 @@ def new_state(batch=(), size=101, bet="mixture") -> dict:
     keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
     state = {k: np.zeros((*batch, size)) for k in keys}
     state |= {"certified": np.zeros((*batch, size), bool), "log_sr": np.full((*batch, DRIFT_BETS.size), -np.inf)}
-    return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "alarms")}
+    return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "observed", "alarms")}
 
 
 def threshold_of(state, grid) -> np.ndarray:
@@ -517,7 +517,12 @@ def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineS
         empty = new_state(alarm.shape, grid.size, settings.bet)
         fresh = certify(empty, x, after & alarm[..., None], loss_bound / p_min, settings)
         new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
-    counts = {"seen": member.sum(-1), "paid": (observed & decisions.route_nothink).sum(-1), "alarms": alarm}
+    counts = {
+        "seen": member.sum(-1),
+        "paid": (observed & decisions.route_nothink).sum(-1),
+        "observed": observed.sum(-1),
+        "alarms": alarm,
+    }
     new |= {k: state[k] + v for k, v in counts.items()} | {"log_sr": log_sr}
     return new, np.where(alarm, first, -1)
 
@@ -584,6 +589,9 @@ class OnlineGPAC:
         The threshold in use per group seen so far (``-inf``: always think; unseen groups think).
     n_seen_, n_paid_ : dict of str to int
         Items and paid labels (observed items routed to the non-thinking model) per group.
+    n_observed_ : dict of str to int
+        Observed items per group, free and paid: the gold labels spent when the loss needs one
+        (:attr:`gpac_utils.llm.grading.Grader.needs_gold`; :meth:`gold_labels`).
     alarms_ : dict of str to list of int
         Per group, the group-item counts at which the drift alarm fired.
 
@@ -612,6 +620,7 @@ class OnlineGPAC:
             raise ParameterError("eps: given with settings=; change it with settings.replace(eps=...)")
         self.settings = online_settings(settings, options)
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
+        self.n_observed_ = {}
         self._id, self._blocks, self._pending, self._fed = uuid.uuid4().hex, itertools.count(), {}, set()
         self._rng = np.random.default_rng(self.settings.seed)
 
@@ -725,8 +734,16 @@ class OnlineGPAC:
             new = self._states[name]
             self.thresholds_[name] = float(threshold_of(new, self.grid))
             self.n_seen_[name], self.n_paid_[name] = int(new["seen"]), int(new["paid"])
+            self.n_observed_[name] = int(new["observed"])
         self._mark_fed(dec)
         return self
+
+    def gold_labels(self, needs_gold: bool) -> dict:
+        """Gold labels spent per group: every observed item when the loss needs a gold answer (a
+        ``binary`` loss: thinking right and non-thinking wrong), none when it is computed from the two
+        answers alone (the semantic loss); the paid labels (:attr:`n_paid_`) are the extra thinking calls.
+        """
+        return {g: (n if needs_gold else 0) for g, n in self.n_observed_.items()}
 
     def fit(self, scores, losses, groups=None) -> OnlineGPAC:
         """One block of a deployment in a single call: :meth:`decide`, then :meth:`update` with the

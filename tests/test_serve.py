@@ -139,8 +139,8 @@ def test_a_group_that_always_thinks(certificate, cheap, thinker):
 
 def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
     doc = json.loads(json.dumps(certificate))
-    doc["score"] = "score_router"
-    with pytest.raises(ParameterError, match="certificate: calibrated on score 'score_router'") as info:
+    doc["score"] = "score_disagree"
+    with pytest.raises(ParameterError, match="certificate: calibrated on score 'score_disagree'") as info:
         CertifiedRouter(doc, cheap, thinker)
     assert "\n" not in str(info.value)
     doc["groups"]["easy"]["status"] = "maybe"

@@ -36,17 +36,21 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..calibrate import ALL, UNSEEN, GroupWarning
+from ..audit import routing_groups
+from ..calibrate import UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
+from .router_model import embedder as embedder_named
+from .router_model import load_router_model
 
 __all__ = ["CertifiedRouter"]
 
@@ -106,6 +110,8 @@ class CertifiedRouter:
         online=None,
         loss_fn: Callable | None = None,
         window: int | None = None,
+        score_model=None,
+        embedder=None,
     ):
         cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
         self.certificate, self.calibrator = cert, cert.calibrator()
@@ -129,8 +135,46 @@ class CertifiedRouter:
         self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
         self.samplings = {**walk_samplings(), **dict(samplings or {})}
         self.seed = int(seed)
-        self.think_is_thinking = model_defaults(think.model)[1]
+        self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
         self.statuses = {g: e["status"] for g, e in cert.groups.items()}
+        self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
+
+    def _load_score_model(self, source, path, embedder):
+        """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
+        record = (self.certificate.provenance or {}).get("score_model")
+        if record is None:
+            if path is not None:
+                raise ParameterError(
+                    "score_model: the certificate records no score model (gpac calibrate --score-model)"
+                )
+            return None
+        if path is None:  # as recorded, else beside the certificate file
+            path = Path(record["path"])
+            beside = (
+                Path(source).parent / path.name
+                if isinstance(source, (str, Path)) and not str(source).lstrip().startswith("{")
+                else path
+            )
+            path = path if path.exists() or not beside.exists() else beside
+        model = load_router_model(path, record["sha256"])
+        if model.embedder != record["embedder"]:
+            raise DataError(
+                f"{path}: reads {model.embedder!r} embeddings; the certificate records {record['embedder']!r}"
+            )
+        name = getattr(embedder, "model_name", None) if embedder is not None else None
+        if embedder is not None and name != model.embedder:
+            raise ParameterError(
+                f"embedder: the certificate's score model reads {model.embedder!r} embeddings, not {name!r}"
+            )
+        return model
+
+    @property
+    def embedder(self):
+        """The score model's embedder: the one given, else a new one of its
+        :data:`~gpac_utils.llm.router_model.EMBEDDERS` entry."""
+        if self._embedder is None:
+            self._embedder = embedder_named(self.score_model.embedder)
+        return self._embedder
 
     # -- the steps --------------------------------------------------------------------------------
     def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
@@ -150,15 +194,42 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        method, kind = self.certificate.method, self.certificate.kind  # routes by none, known or learned groups
-        if kind == "known":
-            if self.group_col not in requests.columns:
-                raise DataError(f"requests: {method} needs the group column {self.group_col!r}")
-            g = requests[self.group_col].astype(str).to_numpy()
-            return g, g
-        if kind == "learned":
-            return None, self.calibrator.assign(scores)
-        return None, np.full(len(scores), ALL)
+        known = self.certificate.kind == "known"
+        if known and self.group_col not in requests.columns:
+            raise DataError(f"requests: {self.certificate.method} needs the group column {self.group_col!r}")
+        groups = requests[self.group_col].to_numpy() if known else None
+        return routing_groups(self.certificate, self.calibrator, scores, groups)
+
+    def _route(self, requests: pd.DataFrame, scores: np.ndarray):
+        """The group each request is reported under, its threshold, and whether it goes to the cheap model."""
+        labels, named = self._groups(requests, scores)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
+            thr = self.calibrator.thresholds_for(scores, labels)
+        return named, thr, scores <= thr
+
+    def decide(self, requests: pd.DataFrame) -> pd.DataFrame:
+        """The routes of a pre-call score, before any model runs (what a gateway hook needs).
+
+        Returns one row per request: ``group``, ``status``, ``score``, ``threshold``, ``route_nothink``
+        (True: the cheap model answers it).
+
+        Raises
+        ------
+        ParameterError
+            For a certificate whose score needs the cheap answer (not pre-call).
+        """
+        if not self.score.pre_call:
+            raise ParameterError(
+                f"certificate: score {self.score_col!r} needs the cheap model's answer; deciding before any call "
+                "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
+            )
+        scores = self._scores(requests, None)
+        named, thr, cheap = self._route(requests, scores)
+        statuses = [self.statuses.get(g, UNSEEN) for g in named]
+        return pd.DataFrame(
+            {"group": named, "status": statuses, "score": scores, "threshold": thr, "route_nothink": cheap}
+        )
 
     @staticmethod
     def _conversations(requests: pd.DataFrame, role: str) -> list:
@@ -193,18 +264,21 @@ class CertifiedRouter:
         if missing:
             raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
-        cheap = self._generate(self.nothink, "nothink", ids, self._conversations(requests, "nothink"))
-        scores = self._scores(requests, cheap)
-        labels, named = self._groups(requests, scores)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
-            thr = self.calibrator.thresholds_for(scores, labels)
-        route_nothink = scores <= thr
+        nothink_convs = self._conversations(requests, "nothink")
+        if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it
+            cheap, scores = None, self._scores(requests, None)
+        else:
+            cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
+            scores = self._scores(requests, cheap)
+        named, thr, route_nothink = self._route(requests, scores)
         decisions = None
         need_think = ~route_nothink
         if self.online is not None:
             decisions = self.online.decide(scores, named)
             need_think = need_think | decisions.observe
+        if cheap is None:
+            pick = np.flatnonzero(route_nothink | (decisions.observe if decisions is not None else False))
+            cheap = self._generate(self.nothink, "nothink", [ids[k] for k in pick], [nothink_convs[k] for k in pick])
         think_convs = self._conversations(requests, "think")
         pick = np.flatnonzero(need_think)
         thought = self._generate(
@@ -214,7 +288,7 @@ class CertifiedRouter:
             [think_convs[k] for k in pick],
             thinking=self.think_is_thinking,
         )
-        nothink_answers = [cheap[i][0][0] for i in ids]
+        nothink_answers = [cheap[i][0][0] if i in cheap else None for i in ids]
         think_answers = [thought[i][0][0] if i in thought else None for i in ids]
         out = pd.DataFrame(
             {

@@ -32,7 +32,9 @@ PYTHON, PLATFORM = "3.11", "x86_64-manylinux_2_28"
 #: import; the lock is installed with --no-deps, so they are never installed).
 LOCKS = {
     "venv": dict(
-        extras=["notebooks", "generate", "tiny", "book", "homework", "test", "cluster"], inputs=["build.in"], omit=[]
+        extras=["notebooks", "generate", "tiny", "book", "homework", "test", "gateway", "cluster"],
+        inputs=["build.in"],
+        omit=[],
     ),
     "vllm-cpu": dict(
         extras=["generate", "tiny", "test"],

@@ -169,7 +169,13 @@ def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
 def _unique_apply(values, fn):
     """Apply ``fn`` to the distinct entries of ``values`` only, and scatter back."""
     flat = np.asarray(values).ravel()
-    uniq, inverse = np.unique(flat, return_inverse=True)
+    if flat.size > 1 and not (flat[1:] >= flat[:-1]).all():
+        uniq, inverse = np.unique(flat, return_inverse=True)
+    else:  # ascending already (one calibration's prefix sums): its distinct values without a sort
+        new = np.empty(flat.size, bool)
+        new[:1] = True
+        np.not_equal(flat[1:], flat[:-1], out=new[1:])
+        uniq, inverse = flat[new], np.cumsum(new) - 1
     return np.asarray(fn(uniq)).reshape(-1)[inverse].reshape(np.shape(values))
 
 

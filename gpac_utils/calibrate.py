@@ -230,6 +230,9 @@ def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None
     # Only a sequential bound depends on the order of the terms.
     shuffle = _bounds.BOUNDS[recipe.bound].sequential
     d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
+    every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
+    if every_score and d.scores is scores and scores.ndim == 1:  # the terms carry the scores in their order
+        return d, *_bounds._curve_at_scores(_bounds.BOUNDS[recipe.bound], d.z, scores, alpha, d.term_range)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 

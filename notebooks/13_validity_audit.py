@@ -215,15 +215,7 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 # ## Run the audit
 
 # %%
-settings = dict(
-    bounds=cfg.bounds,
-    label_probs=cfg.label_probs,
-    eps_list=cfg.eps_list,
-    rules=cfg.rules,
-    alpha=cfg.alpha,
-    calibrations=cfg.calibrations,
-    seed=cfg.seed,
-)
+settings = cfg.pick("bounds", "label_probs", "eps_list", "rules", "alpha", "calibrations", "seed")
 t0 = time.perf_counter()
 audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
 elapsed = time.perf_counter() - t0

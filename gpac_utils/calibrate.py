@@ -185,6 +185,9 @@ def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None
     # Only a sequential bound depends on the order of the terms.
     shuffle = _bounds.BOUNDS[recipe.bound].sequential
     d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
+    every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
+    if every_score and d.scores is scores and scores.ndim == 1:  # the terms carry the scores in their order
+        return d, *_bounds._curve_at_scores(_bounds.BOUNDS[recipe.bound], d.z, scores, alpha, d.term_range)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
@@ -251,8 +254,49 @@ def factorize_groups(labels) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), names.tolist()
     ([1, 0, 1], ['a', 'b'])
     """
-    codes, names = pd.factorize(np.asarray(labels), sort=True)
+    a = np.asarray(labels)
+    if a.dtype.kind == "U" and a.ndim == 1 and a.size >= _PACKED_FROM:
+        packed = _factorize_unicode(a)
+        if packed is not None:
+            return packed
+    codes, names = pd.factorize(a, sort=True)
     return codes, np.asarray(names).astype(str)
+
+
+#: From this many labels on, a numpy string array is factorised through its code points (below,
+#: pandas' hash table, which first converts every label to a Python object, is as fast).
+_PACKED_FROM = 4096
+
+
+def _factorize_unicode(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`factorize_groups` of a 1-D numpy string array without a Python object per label.
+
+    Each label is a row of code points (``NUL``-padded); the columns that hold a character anywhere
+    are packed into one ``uint64`` key per label, exactly when they fit in 64 bits, else hashed
+    (the hash is then checked: every label must equal its key's first label; ``None`` on a
+    collision, and pandas factorises). Same codes and names as :func:`pandas.factorize`.
+    """
+    chars = np.ascontiguousarray(a).view(np.uint32).reshape(a.size, -1)
+    top = chars.max(axis=0)
+    used = np.flatnonzero(top)
+    if used.size == 0:  # every label is '' (refused by the checks; pandas says the same)
+        return None
+    bits = int(top.max()).bit_length()
+    exact = bits * used.size <= 64
+    key = np.zeros(a.size, np.uint64)
+    for j in used:
+        column = chars[:, j].astype(np.uint64)
+        key = (key << np.uint64(bits)) | column if exact else (key ^ column) * np.uint64(0x100000001B3)
+    hashed, _ = pd.factorize(key)
+    first = np.empty(hashed.max() + 1, np.intp)
+    first[hashed] = np.arange(a.size)  # one label of each key
+    if not exact and not np.array_equal(chars[first[hashed]][:, used], chars[:, used]):
+        return None
+    names = a[first]
+    order = np.argsort(names)
+    rank = np.empty(order.size, np.intp)
+    rank[order] = np.arange(order.size)
+    return rank[hashed], names[order].astype(str)
 
 
 def group_labels(groups, n: int) -> np.ndarray:
@@ -401,7 +445,9 @@ class PAC:
         certify = _risks.get_risk(self.risk).certify  # the hook: what is certified
         codes, names = factorize_groups(labels)
         alpha = self.config.alpha_per_group(len(names))
-        order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
+        # a stable sort of small integers (a radix sort): each group's items in their input order
+        small = codes.astype(np.min_scalar_type(len(names)))
+        order = np.argsort(small, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, self.risk)  # checked once
         for g, idx in zip(names.tolist(), members):

@@ -452,7 +452,7 @@ def check_groups(name: str, labels, n: int | None = None) -> np.ndarray:
                 raise ParameterError(f"{name}: labels of mixed types ({shown}); use one type")
     if a.dtype.kind not in "USO" and a.dtype.kind not in "iubf":
         raise ParameterError(f"{name}: labels must be strings or integers, got dtype {a.dtype}")
-    out = a.astype(str)
+    out = a.astype(str, copy=False)  # a numpy string array is returned as it is (read, never written)
     empty = out == ""
     if empty.any():
         raise ParameterError(f"{name}: empty labels ('') at rows {_first(empty)}")

@@ -216,6 +216,7 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 # ## Run the audit
 
 # %%
+<<<<<<< HEAD
 settings = dict(
     bounds=list(BOUNDS) if cfg.bounds == "all" else cfg.bounds,  # "all": the registry's, as it is now
     label_probs=cfg.label_probs,
@@ -225,6 +226,9 @@ settings = dict(
     calibrations=cfg.calibrations,
     seed=cfg.seed,
 )
+=======
+settings = cfg.pick("bounds", "label_probs", "eps_list", "rules", "alpha", "calibrations", "seed")
+>>>>>>> h-speed
 t0 = time.perf_counter()
 audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
 elapsed = time.perf_counter() - t0

@@ -124,21 +124,17 @@ print(f"{name} / {dataset} / {score}: {len(cal)} calibration and {len(test)} tes
 # `run_experiment` derives from (seed, trial, score, recipe, method): `calibrator_seed`.
 
 # %%
-pac = PAC(
-    eps_b,
-    settings.alpha,
-    settings.paper,
-    loss_bound=settings.loss_bound,
-    seed=calibrator_seed(settings.seed, trial, method_index=0),
+pac, gpac = (
+    calibrator_class(
+        eps_b,
+        settings.alpha,
+        settings.paper,
+        loss_bound=settings.loss_bound,
+        seed=calibrator_seed(settings.seed, trial, method_index=i),
+    )
+    for i, calibrator_class in enumerate((PAC, GPAC))
 )
 pac.fit(cal[score], cal["loss"])
-gpac = GPAC(
-    eps_b,
-    settings.alpha,
-    settings.paper,
-    loss_bound=settings.loss_bound,
-    seed=calibrator_seed(settings.seed, trial, method_index=1),
-)
 gpac.fit(cal[score], cal["loss"], cal["group"])
 pd.DataFrame({"PAC": pd.Series(pac.thresholds_), "G-PAC": pd.Series(gpac.thresholds_)}).round(3)
 

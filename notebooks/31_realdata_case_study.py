@@ -176,16 +176,18 @@ if available:
 
 # %%
 settings = results_tables.TableSettings(
-    scores=cfg.scores,
-    label_prob=cfg.label_prob,
-    recipe=cfg.recipe,
-    valid_bounds=cfg.valid_bounds,
-    valid_recipe=cfg.valid_recipe,
-    partition=cfg.partition,
-    alpha=cfg.alpha,
-    n_trials=cfg.n_trials,
-    loss_bound=cfg.loss_bound,
-    seed=cfg.seed,
+    **cfg.pick(
+        "scores",
+        "label_prob",
+        "recipe",
+        "valid_bounds",
+        "valid_recipe",
+        "partition",
+        "alpha",
+        "n_trials",
+        "loss_bound",
+        "seed",
+    )
 )
 if available:
     dataset = "real" if source.kind == "path" else cfg.benchmark

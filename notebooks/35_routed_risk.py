@@ -219,13 +219,7 @@ def routed_audit(groups, *, group_sizes, eps_list, label_probs, alpha, calibrati
 
 t0 = time.perf_counter()
 audit, (routed_thr, (u_c, loss_c, recipe_c, seed_c), eps_c) = routed_audit(
-    POPULATION,
-    group_sizes=cfg.group_sizes,
-    eps_list=cfg.eps_list,
-    label_probs=cfg.label_probs,
-    alpha=cfg.alpha,
-    calibrations=cfg.calibrations,
-    seed=cfg.seed,
+    POPULATION, **cfg.pick("group_sizes", "eps_list", "label_probs", "alpha", "calibrations", "seed")
 )
 print(f"audit: {len(audit)} rows in {time.perf_counter() - t0:.1f} s")
 # the audit's routed thresholds are those of the library, from the same draws

@@ -216,21 +216,10 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 # ## Run the audit
 
 # %%
-<<<<<<< HEAD
-settings = dict(
-    bounds=list(BOUNDS) if cfg.bounds == "all" else cfg.bounds,  # "all": the registry's, as it is now
-    label_probs=cfg.label_probs,
-    eps_list=cfg.eps_list,
-    rules=cfg.rules,
-    alpha=cfg.alpha,
-    calibrations=cfg.calibrations,
-    seed=cfg.seed,
-)
-=======
-settings = cfg.pick("bounds", "label_probs", "eps_list", "rules", "alpha", "calibrations", "seed")
->>>>>>> h-speed
+settings = cfg.pick("label_probs", "eps_list", "rules", "alpha", "calibrations", "seed")
+bounds = list(BOUNDS) if cfg.bounds == "all" else cfg.bounds  # "all": the registry's, as it is now
 t0 = time.perf_counter()
-audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
+audit = validity_audit(pop, group_sizes=cfg.group_sizes, bounds=bounds, **settings)
 elapsed = time.perf_counter() - t0
 print(f"audit: {len(audit)} rows in {elapsed:.1f} s")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
@@ -243,7 +232,7 @@ audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_lis
 # %%
 cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
 assert len(cp) == 0 or cp["pass"].all(), cp[~cp["pass"]]
-alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], **{**settings, "label_probs": [1.0]})
+alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], bounds=bounds, **{**settings, "label_probs": [1.0]})
 cell = audit[(audit["n_group"] == cfg.group_sizes[0]) & (audit["scheme"] == "resample") & (audit["pi"] == 1.0)]
 same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_index(drop=True)
 assert len(cell) and cell.drop(columns="ucb_seconds").reset_index(drop=True).equals(same)

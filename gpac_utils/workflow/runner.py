@@ -38,12 +38,6 @@ from unittest import mock
 # IRI, so the runner goes without it (an import of it here fails; jsonschema skips that one checker).
 sys.modules.setdefault("rfc3987_syntax", None)
 
-<<<<<<< HEAD
-from ..checks import ParameterError, check_int, check_range
-from . import reads
-from .config import PROFILE_ENV, PROFILES, ConfigError, read_config
-from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
-=======
 import jupytext  # noqa: E402
 import papermill  # noqa: E402
 import yaml  # noqa: E402
@@ -51,10 +45,10 @@ from papermill.exceptions import PapermillExecutionError  # noqa: E402
 from papermill.translators import PythonTranslator  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
+from ..checks import ParameterError, check_int, check_range  # noqa: E402
 from . import reads  # noqa: E402
 from .config import PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS  # noqa: E402
->>>>>>> h-speed
 
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}

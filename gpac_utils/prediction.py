@@ -421,10 +421,9 @@ def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population
     ``r`` the prior ``Beta(2 r, ...)`` puts most of its mass next to zero, and an unseen loss would be
     treated as a near-zero loss in all but a few draws.
 
-    With a finite ``population`` (the group's scores
-    outside the pilot, :func:`_outside_pilot`), each posterior draw is a whole synthetic population (a loss
-    per row, drawn once) and its calibration sets are drawn from it **without replacement**, as calibration
-    draws them: a group planned onto nearly all its rows calibrates on nearly the same items every time.
+    With a finite ``population`` (the group's scores outside the pilot, :func:`_outside_pilot`), a calibration
+    set holds distinct rows of it, drawn **without replacement** as calibration draws them: a group planned
+    onto all its rows calibrates on exactly those rows' scores, and only the posterior varies.
     """
     ps, pl, in_group = pilot  # all pilot scores and losses, and which pilot items are the group's
     n_resamples, n_items = shape
@@ -446,31 +445,23 @@ def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population
     c1 = np.maximum(strength, 1.0 / shifted)
     theta = rng.beta(c1 * shifted + k_own, c1 * (1 - shifted) + (m_own - k_own))
 
-    def values_of(b_rows, hit):
-        """The loss of each positive (``hit``) item of regions ``b_rows``."""
-        values = np.full(hit.shape, float(loss_bound))
-        for bin_ in np.unique(b_rows[hit]):
-            here = hit & (b_rows == bin_)
-            own = pl[pos & in_group & (pb == bin_)]
-            src = own if own.size else pl[pos & (pb == bin_)]
-            src = src if src.size else pl[pos]
-            if src.size:
-                values[here] = src[rng.integers(0, src.size, int(here.sum()))]
-        return np.where(hit, values, 0.0)
-
     if population is None or n_items > population.size:
         s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
-        b = np.searchsorted(edges, s, side="right")
-        hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
-        loss = values_of(b, hit) if hit.any() else np.zeros((n_resamples, n_items))
-    else:  # a synthetic population per posterior draw, calibration sets without replacement from it
-        pop_b = np.searchsorted(edges, population, side="right")
-        pop_loss = values_of(
-            np.broadcast_to(pop_b, (n_resamples, population.size)),
-            rng.random((n_resamples, population.size)) < theta[:, pop_b],
-        )
-        idx = np.argsort(rng.random((n_resamples, population.size)), axis=1)[:, :n_items]
-        s, loss = population[idx], np.take_along_axis(pop_loss, idx, axis=1)
+    else:  # distinct rows outside the pilot, without replacement (each set has its own posterior draw, so
+        # the losses of the rows it does not hold never matter)
+        s = population[np.stack([rng.choice(population.size, n_items, replace=False) for _ in range(n_resamples)])]
+    b = np.searchsorted(edges, s, side="right")
+    hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
+    loss = np.zeros((n_resamples, n_items))
+    values = np.full((n_resamples, n_items), float(loss_bound))
+    for bin_ in np.unique(b[hit]):
+        here = hit & (b == bin_)
+        own = pl[pos & in_group & (pb == bin_)]
+        src = own if own.size else pl[pos & (pb == bin_)]
+        src = src if src.size else pl[pos]
+        if src.size:
+            values[here] = src[rng.integers(0, src.size, int(here.sum()))]
+    loss[hit] = values[hit]
     if mix is None or not in_group.any():
         return s, loss
     # the Dirichlet-process posterior: the group's own pilot items (Bayesian-bootstrap weights) with the

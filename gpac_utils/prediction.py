@@ -33,7 +33,8 @@ What the prediction is, honestly
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
 * ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a posterior predictive
-  model: scores from the group's unlabelled scores, and the loss rate per score region from a
+  model: scores from the group's unlabelled scores (distinct rows outside the pilot, without replacement,
+  where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region from a
   three-level posterior (the pooled pilot's rate around a monotone prior that keeps half a loss where
   the pilot saw none, the group's odds ratio to the pool, the group's own rate in the region), drawn
   anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md`` says why it covers). An unseen
@@ -539,7 +540,9 @@ class PlanSpec:
         Each group's share of traffic; default the groups' shares of ``scores``.
     cap : dict, int or array_like, optional
         Most labels per group: the items it has **outside the pilot** (pilot items are not reused in
-        calibration: ``docs/planning.md``); default no cap.
+        calibration: ``docs/planning.md``); default no cap. Where the pilot's rows are among ``scores`` and
+        the cap counts the rest, the ``posterior`` model draws calibration sets from those rows without
+        replacement (a finite population); otherwise with replacement from all the group's scores.
     pool : dict, int or array_like, optional
         Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
         ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.

@@ -15,17 +15,17 @@ STAMP  := $(VENV)/.installed
 MATHJAX := docs/_mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 # reveal.js for the lecture slides (npm ci --prefix docs/_slides; see the slides target)
 REVEAL := docs/_slides/node_modules/reveal.js/dist/reveal.js
-EXTRAS ?= notebooks,generate,tiny,book,homework,test
+EXTRAS ?= notebooks,generate,tiny,book,homework,test,gateway
 # The CPU torch build of this environment is chosen here, not inside an extra (see constraints/cpu.txt).
 CONSTRAINTS ?= constraints/cpu.txt
 PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework clean
+.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | lab | venv-vllm | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -98,9 +98,10 @@ format: $(STAMP)
 # The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
 # while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
-	$(PY) -m pytest -n 2 -m "not vllm and not slurm" --durations=15 $(PYTEST_ARGS)
-	$(MAKE) -j2 -Otarget test-slurm venv-vllm
+	$(PY) -m pytest -n 2 -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
+	$(MAKE) -j2 -Otarget test-slurm venv-vllm venv-lesson
 	$(MAKE) test-vllm
+	$(MAKE) test-lesson
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not notebook" $(PYTEST_ARGS)
@@ -153,6 +154,36 @@ endif
 	touch $(VLLM_STAMP)
 
 venv-vllm: $(VLLM_STAMP)
+
+# ---- the light install for students (docs/syllabus.md): the `lesson` extra alone (numpy, scipy, pandas,
+# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst), from its lock
+# requirements/lesson.lock, in .venv-lesson, with the kernel "Python 3 (gpac)" and the lab settings that open
+# the .py files as notebooks: `.venv-lesson/bin/jupyter lab` starts JupyterLab there. `make test`
+# builds it (this step downloads; the test does not) and runs every lesson in it on the fast profile
+# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`).
+LESSON_VENV  := .venv-lesson
+LESSON_PY    := $(LESSON_VENV)/bin/python
+LESSON_STAMP := $(LESSON_VENV)/.installed
+
+$(LESSON_STAMP): pyproject.toml requirements/lesson.lock
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
+	test -x $(LESSON_PY) || $(PYTHON) -m venv $(LESSON_VENV)
+ifeq ($(LOCKED),1)
+	$(LESSON_PY) -m pip install --no-deps --require-hashes -r requirements/lesson.lock
+	$(LESSON_PY) -m pip install --no-deps --no-build-isolation -e .
+else
+	$(LESSON_PY) -m pip install --upgrade pip
+	$(LESSON_PY) -m pip install -e ".[lesson]"
+endif
+	$(LESSON_PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (gpac)"
+	mkdir -p $(LESSON_VENV)/share/jupyter/lab/settings/overrides.d
+	cp jupyter/lab-overrides.json $(LESSON_VENV)/share/jupyter/lab/settings/overrides.d/gpac-compendium.json
+	touch $(LESSON_STAMP)
+
+venv-lesson: $(LESSON_STAMP)
+
+test-lesson: $(STAMP) $(LESSON_STAMP)
+	$(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine).
@@ -207,10 +238,26 @@ student: $(STAMP)
 
 # The graded homework (docs/teaching.md): otter-grader's `otter assign` on notebooks/homework/gpac_homework.py
 # (the solutions must pass every test) writes build/homework/student/ (hand out the folder) and
-# build/homework/autograder.zip; grade a submission locally, no Docker:
-#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME NAME.ipynb
+# build/homework/autograder.zip. `make grade` grades every $(SUBMISSIONS)/NAME.ipynb locally, no Docker
+# (otter run, $(JOBS) at a time): build/homework/results/NAME/ (results.json, feedback.md: points and hints)
+# and the class table build/homework/grades.csv (one row per student, points per question). By hand, one
+# submission:  mkdir -p build/homework/results/NAME &&
+#   .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results/NAME submissions/NAME.ipynb
+SUBMISSIONS ?= submissions
+AUTOGRADER  := build/homework/autograder.zip
+
 homework: $(STAMP)
 	$(PY) workflow/scripts/homework.py --out build/homework
+
+grade: $(STAMP)
+	@test -f $(AUTOGRADER) || $(MAKE) --no-print-directory homework
+	$(PY) workflow/scripts/homework.py grade $(SUBMISSIONS) --autograder $(AUTOGRADER) --out build/homework --jobs $(JOBS)
+
+# The printable answer key (docs/syllabus.md): every self-check answer, exercise solution and homework solution,
+# from the notebooks, as build/answer-key/answer-key.pdf (and .html), printed offline by headless Chromium
+# (Playwright's page.pdf; the book's local MathJax typesets the math) — workflow/scripts/answer_key.py.
+answer-key: $(STAMP) $(VENV)/.browser $(MATHJAX)
+	$(PY) workflow/scripts/answer_key.py --out build/answer-key
 
 # The lecture slides: one reveal.js deck per session of docs/teaching.md, from the cells the notebooks mark
 # with jupytext's `slideshow` metadata and their self-check questions (workflow/scripts/slides.py,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from gpac_utils import online
+from gpac_utils.online import OnlineSettings
 from gpac_utils.online_streams import closed_form_risk, closed_form_streams, head_to_head
 
 
@@ -32,10 +33,7 @@ def main(argv=None):
             g,
             len(pop["probs"]),
             closed_form_risk(pop["a"], pop["k"]),
-            grid,
-            eps=0.1,
-            alpha=0.05,
-            label_prob=args.label_prob,
+            OnlineSettings(eps=0.1, alpha=0.05, label_prob=args.label_prob, grid=tuple(grid)),
         )
         for method, row in out.items():
             print(name, "|", method, "|", {k: round(v, 4) for k, v in row.items()})

@@ -53,7 +53,8 @@ Examples
 [True]
 """
 
-from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, from_json, threshold
+from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, threshold
+from .certificate import Certificate, from_json
 from .data import SchemaError, read_table, validate, write_table
 from .experiment import ExperimentConfig, run_experiment, summarize
 from .partition import Partition, ScorePartitioner
@@ -70,6 +71,7 @@ __all__ = [
     "Calibrator",
     "GroupWarning",
     "from_json",
+    "Certificate",
     "threshold",
     "SchemaError",
     "read_table",

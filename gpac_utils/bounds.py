@@ -108,6 +108,24 @@ def prefix_sums(z, scores, candidates):
     return s1.reshape(batch + (k,)), s2.reshape(batch + (k,))
 
 
+def _curve_at_scores(bound: Bound, z: np.ndarray, scores: np.ndarray, alpha: float, term_range: float):
+    """One calibration's candidates ``"all"`` (its sorted scores) and a non-``sequential`` bound at each.
+
+    The calibrators' path (:func:`gpac_utils.calibrate.threshold` and the fits), on checked terms
+    ``z`` that carry the calibration ``scores`` in their order: the one sort of the scores gives
+    both the candidates and the prefix sums. Bit for bit :func:`~gpac_utils.selection.candidate_grid`
+    then :func:`ucb`.
+    """
+    order = np.argsort(scores)
+    cand = scores[order]
+    zs = z[order]
+    c1 = np.concatenate(([0.0], np.cumsum(zs)))
+    c2 = np.concatenate(([0.0], np.cumsum(zs * zs)))
+    idx = np.searchsorted(cand, cand, side="right")  # the terms scored at most each candidate, ties included
+    out = bound.function(c1[idx][None], c2[idx][None], z.size, alpha, term_range)
+    return cand, np.asarray(out, dtype=float).reshape(cand.shape)
+
+
 # --- bounds from prefix sums -----------------------------------------------------------------
 
 
@@ -135,10 +153,14 @@ def _empirical_bernstein(s1, s2, m, alpha, term_range):
 
 def _kl_bernoulli(p, q):
     """Bernoulli KL divergence h1(p, q) with 0 log 0 = 0 (vectorised)."""
-    p = np.asarray(p, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(p > 0, p * np.log(p / q), 0.0)
-        b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
+        return _kl(np.asarray(p, float), q)
+
+
+def _kl(p, q):
+    """:func:`_kl_bernoulli` inside the caller's ``np.errstate`` (the root search's loop)."""
+    a = np.where(p > 0, p * np.log(p / q), 0.0)
+    b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
     return a + b
 
 
@@ -150,15 +172,19 @@ def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
     bisection steps, then Newton steps from its right end decrease monotonically to the root
     without crossing it: every iterate is a valid (conservative) upper end.
     """
-    c = math.log(1 / alpha) / m
-    mu = np.asarray(mu, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _root(np.asarray(mu, dtype=float), math.log(1 / alpha) / m, iters, tol)
+
+
+def _root(mu, c, iters, tol):
+    """:func:`_hoeffding_root` at level ``c = log(1/alpha)/m``, inside its ``np.errstate``."""
     top = 1.0 - 1e-15
     lo = mu.copy()
     hi = np.minimum(mu + math.sqrt(c / 2) + 1e-12, top)
-    none_below_one = _kl_bernoulli(mu, hi) < c  # only possible when hi was clipped at 1
+    none_below_one = _kl(mu, hi) < c  # only possible when hi was clipped at 1
     for _ in range(12):
         mid = 0.5 * (lo + hi)
-        over = _kl_bernoulli(mu, mid) >= c
+        over = _kl(mu, mid) >= c
         hi = np.where(over, mid, hi)
         lo = np.where(over, lo, mid)
     t = hi
@@ -167,7 +193,7 @@ def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
         if not act.any():
             break
         ta, ma = t[act], mu[act]
-        step = (_kl_bernoulli(ma, ta) - c) * ta * (1 - ta) / (ta - ma)
+        step = (_kl(ma, ta) - c) * ta * (1 - ta) / (ta - ma)
         t[act] = ta - step
         act[act] = step > tol * ta
     return np.where(none_below_one, 1.0, np.maximum(t, mu))
@@ -176,7 +202,13 @@ def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
 def _unique_apply(values, fn):
     """Apply ``fn`` to the distinct entries of ``values`` only, and scatter back."""
     flat = np.asarray(values).ravel()
-    uniq, inverse = np.unique(flat, return_inverse=True)
+    if flat.size > 1 and not (flat[1:] >= flat[:-1]).all():
+        uniq, inverse = np.unique(flat, return_inverse=True)
+    else:  # ascending already (one calibration's prefix sums): its distinct values without a sort
+        new = np.empty(flat.size, bool)
+        new[:1] = True
+        np.not_equal(flat[1:], flat[:-1], out=new[1:])
+        uniq, inverse = flat[new], np.cumsum(new) - 1
     return np.asarray(fn(uniq)).reshape(-1)[inverse].reshape(np.shape(values))
 
 

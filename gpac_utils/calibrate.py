@@ -78,7 +78,6 @@ __all__ = [
     "method",
     "method_class",
     "calibrator",
-    "from_json",
 ]
 
 #: The label of the single group of marginal PAC (and of "all items" in result tables).
@@ -127,6 +126,20 @@ def _certify_joint(scores, losses, *, eps, alpha, recipe, loss_bound, rng, label
     return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
 
 
+def _warn_uncertified(groups: dict, eps: float) -> None:
+    """One :class:`GroupWarning` for the groups with enough items whose bound exceeds ``eps`` at every
+    candidate (``gpac calibrate`` warns on them too)."""
+    failed = [g for g, rec in groups.items() if rec.status == NO_FEASIBLE]
+    if failed:
+        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        warnings.warn(
+            f"group(s) {failed[:5]}{more} could not be certified at eps={eps:g} (the bound exceeds it at every "
+            "candidate threshold); they always route to the thinking model",
+            GroupWarning,
+            stacklevel=4,
+        )
+
+
 @runtime_checkable
 class Calibrator(Protocol):
     """What every calibrator promises (:class:`PAC`, :class:`GPAC`, :class:`CPAC`, ``OnlineGPAC``).
@@ -172,6 +185,9 @@ def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None
     # Only a sequential bound depends on the order of the terms.
     shuffle = _bounds.BOUNDS[recipe.bound].sequential
     d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
+    every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
+    if every_score and d.scores is scores and scores.ndim == 1:  # the terms carry the scores in their order
+        return d, *_bounds._curve_at_scores(_bounds.BOUNDS[recipe.bound], d.z, scores, alpha, d.term_range)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
 
@@ -238,8 +254,49 @@ def factorize_groups(labels) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), names.tolist()
     ([1, 0, 1], ['a', 'b'])
     """
-    codes, names = pd.factorize(np.asarray(labels), sort=True)
+    a = np.asarray(labels)
+    if a.dtype.kind == "U" and a.ndim == 1 and a.size >= _PACKED_FROM:
+        packed = _factorize_unicode(a)
+        if packed is not None:
+            return packed
+    codes, names = pd.factorize(a, sort=True)
     return codes, np.asarray(names).astype(str)
+
+
+#: From this many labels on, a numpy string array is factorised through its code points (below,
+#: pandas' hash table, which first converts every label to a Python object, is as fast).
+_PACKED_FROM = 4096
+
+
+def _factorize_unicode(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`factorize_groups` of a 1-D numpy string array without a Python object per label.
+
+    Each label is a row of code points (``NUL``-padded); the columns that hold a character anywhere
+    are packed into one ``uint64`` key per label, exactly when they fit in 64 bits, else hashed
+    (the hash is then checked: every label must equal its key's first label; ``None`` on a
+    collision, and pandas factorises). Same codes and names as :func:`pandas.factorize`.
+    """
+    chars = np.ascontiguousarray(a).view(np.uint32).reshape(a.size, -1)
+    top = chars.max(axis=0)
+    used = np.flatnonzero(top)
+    if used.size == 0:  # every label is '' (refused by the checks; pandas says the same)
+        return None
+    bits = int(top.max()).bit_length()
+    exact = bits * used.size <= 64
+    key = np.zeros(a.size, np.uint64)
+    for j in used:
+        column = chars[:, j].astype(np.uint64)
+        key = (key << np.uint64(bits)) | column if exact else (key ^ column) * np.uint64(0x100000001B3)
+    hashed, _ = pd.factorize(key)
+    first = np.empty(hashed.max() + 1, np.intp)
+    first[hashed] = np.arange(a.size)  # one label of each key
+    if not exact and not np.array_equal(chars[first[hashed]][:, used], chars[:, used]):
+        return None
+    names = a[first]
+    order = np.argsort(names)
+    rank = np.empty(order.size, np.intp)
+    rank[order] = np.arange(order.size)
+    return rank[hashed], names[order].astype(str)
 
 
 def group_labels(groups, n: int) -> np.ndarray:
@@ -272,20 +329,11 @@ class PAC:
 
     Parameters
     ----------
-    eps : float
-        Target risk: the extra error of routing to the non-thinking model, in ``(0, loss_bound)``.
-    alpha : float, default 0.05
-        The guarantee holds with probability at least ``1 - alpha``.
-    recipe : Recipe or str, default ``"valid"``
-        How the threshold is certified (:class:`~gpac_utils.recipe.Recipe`); ``"paper"`` for
-        the paper's literal setting.
-    **options
-        The other settings it reads, :attr:`OPTIONS` (declared once in
-        :class:`~gpac_utils.settings.Settings`): ``loss_bound`` (default 1.0, 2 for the semantic
-        loss ``1 - cos``), ``min_group_size`` (default 10: smaller groups always think) and
-        ``seed`` (default 0: the label sampling) and ``risk`` (default ``"joint"``: what is certified
-        per group, :mod:`gpac_utils.risks`: the paper's joint risk ``E[loss 1{U <= u}]``, or
-        ``"routed"``, the risk among routed items ``E[loss | U <= u]``).
+    eps, alpha, recipe, **options
+        The settings it reads, :attr:`OPTIONS`, declared and documented once in
+        :class:`~gpac_utils.settings.Settings` (target risk; miscoverage, default 0.05; recipe,
+        default ``"valid"``; ``loss_bound``, ``min_group_size``, ``seed``, ``risk``).
+        :meth:`from_settings` takes a ``Settings`` whole and keeps it (``config``).
 
     Attributes
     ----------
@@ -306,7 +354,7 @@ class PAC:
     >>> pac = PAC(eps=0.1).fit(u, losses)
     >>> 0 < pac.thresholds_["__all__"] < 1
     True
-    >>> pac.route([0.01, 0.99]).tolist()
+    >>> pac.route([0.01, 0.99]).tolist()  # route_nothink: True where the non-thinking model answers
     [True, False]
 
     References
@@ -320,15 +368,24 @@ class PAC:
     OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        """Keep ``settings`` whole (``config``) and start unfitted."""
+        self.config = settings
         self.thresholds_: dict[str, float] = {}
         self.group_sizes_: dict[str, int] = {}
         self.groups_: dict[str, GroupRecord] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings):
-        """An unfitted calibrator with ``settings`` (the fields it does not read are ignored)."""
-        return cls(**{key: getattr(settings, key) for key in cls.OPTIONS})
+        """An unfitted calibrator that keeps ``settings`` whole (checked once, when they were built; the
+        fields it does not read, :attr:`OPTIONS`, hold for other calibrators and are not used by this one)."""
+        if not isinstance(settings, Settings):
+            raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+        obj = cls.__new__(cls)
+        obj._setup(settings.as_settings())
+        return obj
 
     eps = property(lambda self: self.config.eps)
     alpha = property(lambda self: self.config.alpha)
@@ -358,7 +415,7 @@ class PAC:
         return json.dumps(payload, indent=2, sort_keys=True)
 
     def _restore(self, payload) -> None:
-        """Set the fitted state of a ``to_json`` payload (:func:`from_json`)."""
+        """Set the fitted state of a ``to_json`` payload (:func:`gpac_utils.certificate.from_json`)."""
         self.thresholds_ = {g: (-math.inf if t is None else float(t)) for g, t in payload["thresholds"].items()}
         self.group_sizes_ = {g: int(v) for g, v in payload.get("group_sizes", {}).items()}
 
@@ -388,9 +445,11 @@ class PAC:
         certify = _risks.get_risk(self.risk).certify  # the hook: what is certified
         codes, names = factorize_groups(labels)
         alpha = self.config.alpha_per_group(len(names))
-        order = np.argsort(codes, kind="stable") if len(names) > 1 else np.arange(len(codes))
+        # a stable sort of small integers (a radix sort): each group's items in their input order
+        small = codes.astype(np.min_scalar_type(len(names)))
+        order = np.argsort(small, kind="stable") if len(names) > 1 else np.arange(len(codes))
         members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
-        n_min = _feasibility.min_items(self.eps, alpha, self.recipe, loss_bound=self.loss_bound, risk=self.risk)
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, self.risk)  # checked once
         for g, idx in zip(names.tolist(), members):
             self.group_sizes_[g] = int(idx.size)
             if idx.size < self.min_group_size:
@@ -423,6 +482,7 @@ class PAC:
             )
             self.thresholds_[g] = float(t)
             self.groups_[g] = _group_record(idx.size, labelled, float(t), bound, n_min)
+        _warn_uncertified(self.groups_, self.eps)
         return self
 
     #: Why ``groups`` is refused (``None``: the calibrator needs them).
@@ -544,7 +604,8 @@ class CPAC:
         the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``), ``mode``
         (``"split"``, the default, learns the partition on a random ``cluster_fraction`` of the
         calibration set and calibrates on the rest: exact per-group validity, Theorem 4.6, part 1;
-        ``"joint"`` uses the same items for both, Theorem 4.6, part 2: an extra ``c * delta`` term)
+        ``"joint"`` uses the same items for both: no guarantee a certificate can state; the paper
+        claims ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown)
         and ``cluster_fraction`` (default 0.5).
 
     Attributes
@@ -576,8 +637,11 @@ class CPAC:
     OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
 
     def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self.config = _settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options))
-        self.gpac_ = GPAC.from_settings(self.config)
+        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+
+    def _setup(self, settings: Settings) -> None:
+        self.config = settings
+        self.gpac_ = GPAC.from_settings(settings)
         self.partition_: Partition | None = None
 
     from_settings = classmethod(PAC.from_settings.__func__)
@@ -818,39 +882,3 @@ def calibrator(method_name: str, settings: Settings | float, **changes):
     else:
         settings = Settings(eps=settings, **changes)
     return method(method_name).cls.from_settings(settings)
-
-
-def from_json(text: str) -> PAC | GPAC | CPAC:
-    """Rebuild a fitted calibrator from its ``to_json()`` output, checked against the schema.
-
-    Parameters
-    ----------
-    text : str
-        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`, or
-        ``gpac calibrate``); files of schema version 1 (no ``schema_version``) are read too.
-
-    Returns
-    -------
-    PAC, GPAC or CPAC
-        A fitted calibrator with the settings, thresholds, group sizes (and, for C-PAC, the
-        partition) of ``text``; ``null`` thresholds become ``-inf`` (always think).
-
-    Raises
-    ------
-    ThresholdsFileError
-        (a :class:`~gpac_utils.checks.ParameterError`) For text that is not JSON, or a file that
-        does not follow :mod:`gpac_utils.thresholds_schema`: the message names the field (a
-        threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
-        a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
-    """
-    payload = _schema.loads(text, CALIBRATORS)
-    name = payload["method"]
-    obj = CALIBRATORS[name].cls.from_settings(Settings.from_dict(payload["settings"]))
-    obj._restore(payload)
-    return obj
-
-
-def __getattr__(name: str):
-    if name == "METHODS":  # the name -> class view of CALIBRATORS
-        return {n: m.cls for n, m in CALIBRATORS.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,21 @@
-r"""The certificate: a thresholds file a reviewer can check (schema version 3).
+r"""The certificate: one value, :class:`Certificate`, for a thresholds file a reviewer can check.
 
-``gpac calibrate`` writes a calibrator's JSON (:meth:`~gpac_utils.calibrate.PAC.to_json`: method,
-settings, thresholds, group sizes, C-PAC's partition) plus the columns it read. Version 3
-(:data:`gpac_utils.thresholds_schema.SCHEMA_VERSION`) adds two fields, and
-:func:`~gpac_utils.calibrate.from_json` ignores both:
+A :class:`Certificate` is built from a fitted calibrator (:meth:`Certificate.from_calibrator`:
+``gpac calibrate`` and :class:`~gpac_utils.llm.serve.CertifiedRouter`'s tests) or from a file
+(:meth:`Certificate.read`: a path, its JSON text or its parsed dict). A file gets one parse, one
+validation (:func:`gpac_utils.thresholds_schema.validate_file`, then the certificate's own fields,
+here) and one migration to the current schema version (:data:`~gpac_utils.thresholds_schema.SCHEMA_VERSION`);
+the value turns back into a calibrator (:meth:`Certificate.calibrator`), is printed for review
+(:meth:`Certificate.render`, ``gpac inspect``) and written (:meth:`Certificate.to_json`).
+``gpac route``, ``gpac inspect``, :func:`~gpac_utils.certificate.from_json` and the serving router
+all read files through it.
 
+Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to_json`):
+
+``score``
+    the score's **registry name** (:data:`gpac_utils.scores.SCORES`, e.g. ``score_logits``;
+    ``null`` when the column holds no registered score), beside ``columns.score``, the table's
+    column it was read from (any name). The serving router computes the registry's score.
 ``provenance``
     what the thresholds were calibrated on and with: the SHA-256 of the table file
     (``table.sha256``) and of every column used (``columns.<role>``: the column's name, dtype and
@@ -29,8 +40,10 @@ Column hashes are canonical, independent of the file format: numbers as the byte
 little-endian float64 array (``<f8``), labels as the UTF-8 JSON array of their strings. So a CSV
 and a Parquet copy of a table give the same column hashes (and different file hashes).
 
-A file without ``schema_version`` is version 1 (no provenance; :func:`review` derives each
-group's status from its size and the settings).
+Migration of older files (:meth:`Certificate.read`): a file without ``schema_version`` is version
+1; versions 1 and 2 have no provenance, and each group's status is derived from its size and the
+settings; versions before 4 have no ``score``: it is the calibration column when that column is a
+registered score's name, else ``null``.
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -49,25 +63,13 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
-from .checks import DataError
+from .checks import DataError, ParameterError
 from .feasibility import min_items
-from .recipe import Recipe
-from .settings import CORRECTIONS
-from .thresholds_schema import READS, SCHEMA_VERSION, ThresholdsFileError, validate_file
+from .scores import SCORES
+from .settings import Settings
+from .thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
 
-__all__ = [
-    "SCHEMA",
-    "SCHEMA_VERSION",
-    "column_sha256",
-    "file_sha256",
-    "created_at",
-    "make_certificate",
-    "check_certificate",
-    "load_certificate",
-    "review",
-    "render",
-    "verify_columns",
-]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Certificate", "from_json", "column_sha256", "file_sha256", "created_at"]
 
 SCHEMA = "gpac-thresholds"
 PACKAGE = "gpac-utils"
@@ -144,154 +146,59 @@ def _group_entries(cal) -> dict:
     return dict(sorted(out.items()))
 
 
-def make_certificate(
-    cal,
-    *,
-    columns: dict | None = None,
-    table_path=None,
-    recipe_name: str | None = None,
-    created: str | datetime | None = None,
-) -> dict:
-    """The certificate of a fitted calibrator: its JSON with ``schema_version``, ``provenance`` and ``groups``.
-
-    Parameters
-    ----------
-    cal : PAC, GPAC or CPAC
-        A fitted calibrator.
-    columns : dict, optional
-        ``{role: (column name, values)}`` for every column used (``score``, ``loss``, ``group``,
-        ``id``): hashed by :func:`column_sha256`; the names also go to ``columns`` (what
-        ``gpac route`` and :class:`~gpac_utils.llm.serve.CertifiedRouter` read).
-    table_path : path, optional
-        The calibration table file (hashed by :func:`file_sha256`).
-    recipe_name : str, optional
-        The named recipe the settings started from (the settings hold every field).
-    created : str or datetime, optional
-        The creation time (default: :func:`created_at`).
-
-    Returns
-    -------
-    dict
-        The JSON document (``json.dumps(..., sort_keys=True)`` writes it).
-
-    Examples
-    --------
-    >>> from gpac_utils import PAC
-    >>> u = np.linspace(0, 1, 400)
-    >>> doc = make_certificate(PAC(eps=0.1).fit(u, (u > 0.8).astype(float)), created="2026-01-01T00:00:00Z")
-    >>> doc["schema_version"], doc["groups"]["__all__"]["status"], doc["provenance"]["created"]
-    (3, 'certified', '2026-01-01T00:00:00Z')
-    """
-    doc = json.loads(cal.to_json())
-    cols = {
-        role: {
-            "name": None if name is None else str(name),
-            "dtype": str(np.asarray(v).dtype),
-            "sha256": column_sha256(v),
-        }
-        for role, (name, v) in (columns or {}).items()
-        if v is not None
-    }
-    provenance = {
-        "table": None if table_path is None else {"path": str(table_path), "sha256": file_sha256(table_path)},
-        "columns": cols,
-        "package": PACKAGE,
-        "package_version": _version(),
-        "recipe": recipe_name,
-        "seed": cal.settings["seed"],
-        "created": created_at(created),
-    }
-    doc.update(schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal))
-    doc["columns"] = {role: None if name is None else str(name) for role, (name, _) in (columns or {}).items()}
-    return doc
+def _parse(source, where: str | None) -> tuple[dict, str]:
+    """The parsed JSON of a path, a JSON text or a dict, and what to call it in messages (one parse)."""
+    if isinstance(source, Mapping):
+        return dict(source), where or "certificate"
+    if not isinstance(source, str | bytes | bytearray | os.PathLike):
+        kind = type(source).__name__
+        raise DataError(f"{where or 'certificate'}: must be a path, the JSON text or its dict, got {kind}")
+    text = source.decode() if isinstance(source, bytes | bytearray) else source
+    if isinstance(source, os.PathLike) or not str(text).lstrip().startswith("{"):
+        where = where or str(source)
+        try:
+            text = Path(source).read_text()
+        except FileNotFoundError:
+            raise DataError(f"{where}: no such file") from None
+        except OSError as exc:
+            raise DataError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    where = where or "certificate"
+    try:
+        return json.loads(text), where
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
-def check_certificate(payload: dict, where: str) -> int:
-    """Check the certificate fields of a thresholds file in depth.
-
-    The rest of the file is checked by :func:`gpac_utils.thresholds_schema.validate_file`.
-
-    Returns
-    -------
-    int
-        The schema version (1 for a file without one).
-
-    Raises
-    ------
-    DataError
-        Naming the field: an unknown version, a group entry without a field of
-        :data:`GROUP_FIELDS`, an unknown status, a status that contradicts the threshold, a
-        threshold that differs from ``thresholds``, or provenance without its fields.
-    """
-    version = payload.get("schema_version", 1)
-    if isinstance(version, bool) or version not in READS:
-        raise DataError(f"{where}: schema_version must be one of {list(READS)}, got {version!r}")
+def _check_fields(payload: dict) -> None:
+    """The certificate's own fields in depth (the rest: :func:`~gpac_utils.thresholds_schema.validate_file`)."""
     if "groups" not in payload and "provenance" not in payload:
-        return version  # a calibrator's own JSON (to_json), or a file from before the certificate
+        return  # a calibrator's own JSON (to_json), or a file from before the certificate
     groups, thr = payload.get("groups"), payload.get("thresholds", {})
     if not isinstance(groups, dict):
-        raise DataError(f"{where}: 'groups' must be an object of group -> entry (schema version {SCHEMA_VERSION})")
+        raise ThresholdsFileError(f"groups: must be an object of group -> entry (schema version {SCHEMA_VERSION})")
     for g, e in groups.items():
         missing = [k for k in GROUP_FIELDS if not isinstance(e, dict) or k not in e]
         if missing:
-            raise DataError(f"{where}: groups[{g!r}] lacks {missing}")
+            raise ThresholdsFileError(f"groups[{g!r}] lacks {missing}")
         if e["status"] not in STATUSES:
-            raise DataError(f"{where}: groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
+            raise ThresholdsFileError(f"groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
         if (e["status"] == CERTIFIED) != (e["threshold"] is not None):
-            raise DataError(f"{where}: groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
+            raise ThresholdsFileError(f"groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
         if e["status"] != UNSEEN and thr.get(g, "absent") != e["threshold"]:
-            raise DataError(f"{where}: groups[{g!r}].threshold {e['threshold']!r} differs from thresholds[{g!r}]")
+            raise ThresholdsFileError(f"groups[{g!r}].threshold {e['threshold']!r} differs from thresholds[{g!r}]")
     absent = sorted(set(thr) - set(groups))
     if absent:
-        raise DataError(f"{where}: thresholds of {absent} have no entry in 'groups'")
+        raise ThresholdsFileError(f"groups: thresholds of {absent} have no entry in 'groups'")
     prov = payload.get("provenance")
     need = ("table", "columns", "package_version", "seed", "created")
     if not isinstance(prov, dict) or any(k not in prov for k in need):
-        raise DataError(f"{where}: 'provenance' must be an object with {list(need)}")
-    return version
+        raise ThresholdsFileError(f"provenance: must be an object with {list(need)}")
 
 
-def load_certificate(source) -> dict:
-    """A checked thresholds file from a path, its JSON text or its parsed dict: the schema
-    (:func:`gpac_utils.thresholds_schema.validate_file`), then :func:`check_certificate`.
-
-    Raises
-    ------
-    DataError
-        One line naming the file (or ``certificate``) and the field.
-    """
-    if isinstance(source, Mapping):
-        payload, where = dict(source), "certificate"
-    else:
-        text, where = str(source), "certificate"
-        if isinstance(source, Path) or not text.lstrip().startswith("{"):
-            where = text
-            try:
-                text = Path(text).read_text()
-            except FileNotFoundError:
-                raise DataError(f"{where}: no such file") from None
-            except OSError as exc:
-                raise DataError(f"{where}: cannot read it ({exc.strerror or exc})") from None
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    try:
-        payload = validate_file(payload, CALIBRATORS)
-    except ThresholdsFileError as exc:
-        raise DataError(f"{where}: {exc}") from None
-    check_certificate(payload, where)
-    return payload
-
-
-def _legacy_groups(payload: dict) -> dict:
-    """Version 1: each group's status from its size and the settings (no labelled count, no bound)."""
-    st = payload["settings"]
-    recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob"), st["rule"], st["candidates"])
-    k = len(payload["thresholds"])
-    correction = st.get("correction", "bonferroni" if st.get("simultaneous") else "none")
-    alpha = CORRECTIONS[correction].per_group(st["alpha"], k)
-    need = max(min_items(st["eps"], alpha, recipe, loss_bound=st["loss_bound"]), st["min_group_size"])
+def _legacy_groups(payload: dict, settings: Settings) -> dict:
+    """A file without ``groups``: each group's status from its size and the settings (no labelled count, no bound)."""
+    alpha = settings.alpha_per_group(len(payload["thresholds"]))
+    need = max(min_items(settings.eps, alpha, settings.recipe, loss_bound=settings.loss_bound), settings.min_group_size)
     out = {}
     for g, t in payload["thresholds"].items():
         n = payload.get("group_sizes", {}).get(g)
@@ -300,11 +207,253 @@ def _legacy_groups(payload: dict) -> dict:
     return out
 
 
-def review(payload: dict) -> pd.DataFrame:
-    """The review table: one row per group with ``group``, ``n``, ``labelled``, ``status``, ``threshold``, ``ucb``."""
-    groups = payload["groups"] if "groups" in payload else _legacy_groups(payload)
-    rows = [{"group": g, **{k: e.get(k) for k in GROUP_FIELDS}} for g, e in groups.items()]
-    return pd.DataFrame(rows, columns=["group", *GROUP_FIELDS])
+def _migrate(payload: dict, settings: Settings) -> dict:
+    """A validated file of any version read as the current one (every setting spelled out, ``score`` and
+    ``groups`` filled in)."""
+    doc = dict(payload)
+    doc["settings"] = settings.to_dict(CALIBRATORS[doc["method"]].cls.OPTIONS)
+    if "score" not in doc:  # before version 4: the column, when it is a registered score's name
+        column = (doc.get("columns") or {}).get("score")
+        doc["score"] = column if column in SCORES else None
+    if "groups" not in doc:
+        doc["groups"] = _legacy_groups(doc, settings)
+    doc["schema_version"] = SCHEMA_VERSION
+    doc.setdefault("schema", SCHEMA)
+    return doc
+
+
+@dataclass(frozen=True, eq=False)
+class Certificate:
+    """A thresholds file, parsed, validated and migrated once (module description).
+
+    Build one with :meth:`from_calibrator` or :meth:`read`, not directly.
+
+    Attributes
+    ----------
+    document : dict
+        The file's fields at the current schema version (what :meth:`to_json` writes).
+    settings : Settings
+        Every setting of the calibrator, whole.
+    version : int
+        The schema version the source was written in (1 for a file without one).
+    has_provenance : bool
+        Whether the source had provenance and per-group records (``gpac calibrate``'s files from
+        version 3 on; not a calibrator's own ``to_json``).
+
+    Examples
+    --------
+    >>> from gpac_utils import PAC
+    >>> u = np.linspace(0, 1, 400)
+    >>> cert = Certificate.from_calibrator(PAC(eps=0.1).fit(u, (u > 0.8).astype(float)), created="2026-01-01T00:00:00Z")
+    >>> cert.method, cert.groups["__all__"]["status"], cert.document["provenance"]["created"]
+    ('PAC', 'certified', '2026-01-01T00:00:00Z')
+    >>> Certificate.read(cert.to_json()).calibrator().thresholds_ == cert.calibrator().thresholds_
+    True
+    """
+
+    document: dict
+    settings: Settings
+    version: int = SCHEMA_VERSION
+    has_provenance: bool = True
+    _where: str = field(default="certificate", repr=False)
+
+    # -- constructors ---------------------------------------------------------------------------
+    @classmethod
+    def from_calibrator(
+        cls,
+        cal,
+        *,
+        columns: Mapping | None = None,
+        score: str | None = None,
+        table_path=None,
+        recipe_name: str | None = None,
+        created: str | datetime | None = None,
+        n_items: int | None = None,
+    ) -> Certificate:
+        """The certificate of a fitted calibrator.
+
+        Parameters
+        ----------
+        cal : PAC, GPAC or CPAC
+            A fitted calibrator.
+        columns : mapping, optional
+            ``{role: (column name, values)}`` for every column used (``score``, ``loss``, ``group``,
+            ``id``): hashed by :func:`column_sha256`; the names go to ``columns`` (what ``gpac route``
+            and the serving router read). ``values`` None: the name only.
+        score : str, optional
+            The score's registry name (:data:`gpac_utils.scores.SCORES`); default: the score column's
+            name when it is one, else ``null``.
+        table_path : path, optional
+            The calibration table file (hashed by :func:`file_sha256`).
+        recipe_name : str, optional
+            The named recipe the settings started from (the settings hold every field).
+        created : str or datetime, optional
+            The creation time (default: :func:`created_at`).
+        n_items : int, optional
+            The table's rows (``gpac calibrate``).
+        """
+        reads = CALIBRATORS[cal.name].cls.OPTIONS  # what the certificate records of the settings
+        for name in cal.config.ignored(reads)[:1]:
+            raise ParameterError(
+                f"settings: {name}={getattr(cal.config, name)!r} is not read by {cal.name} and a certificate "
+                f"records only {list(reads)}; leave it at its default"
+            )
+        columns = dict(columns or {})
+        names = {role: None if name is None else str(name) for role, (name, _) in columns.items()}
+        if score is None:
+            score = names.get("score") if names.get("score") in SCORES else None
+        else:
+            SCORES.check(score, "score")
+        doc = json.loads(cal.to_json())
+        provenance = {
+            "table": None if table_path is None else {"path": str(table_path), "sha256": file_sha256(table_path)},
+            "columns": {
+                role: {"name": names[role], "dtype": str(np.asarray(v).dtype), "sha256": column_sha256(v)}
+                for role, (_, v) in columns.items()
+                if v is not None
+            },
+            "package": PACKAGE,
+            "package_version": _version(),
+            "recipe": recipe_name,
+            "seed": cal.config.seed,
+            "created": created_at(created),
+        }
+        doc.update(
+            schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal), score=score
+        )
+        doc["columns"] = names
+        if table_path is not None:
+            doc["data"] = str(table_path)
+        if n_items is not None:
+            doc["n_items"] = int(n_items)
+        return cls(doc, cal.config)
+
+    @classmethod
+    def read(cls, source, *, where: str | None = None) -> Certificate:
+        """A certificate from a path, its JSON text or its parsed dict: one parse, one validation
+        (the schema, then the certificate's fields), one migration to the current version.
+
+        Raises
+        ------
+        DataError
+            One line naming the file (or ``certificate``, or ``where``) and the field.
+        """
+        payload, where = _parse(source, where)
+        try:
+            return cls.parse(payload, where=where)
+        except ThresholdsFileError as exc:
+            raise DataError(f"{where}: {exc}") from None
+
+    @classmethod
+    def parse(cls, payload, *, where: str = "certificate") -> Certificate:
+        """The certificate of a parsed file (:meth:`read` without the file; :func:`~gpac_utils.certificate.from_json`).
+
+        Raises
+        ------
+        ThresholdsFileError
+            Naming the field.
+        """
+        payload = validate_file(payload, CALIBRATORS)
+        _check_fields(payload)
+        settings = Settings.from_dict(payload["settings"])
+        return cls(_migrate(payload, settings), settings, payload["schema_version"], "provenance" in payload, where)
+
+    # -- what it holds ----------------------------------------------------------------------------
+    method = property(lambda self: self.document["method"], doc="The calibrator's registry name.")
+    score = property(lambda self: self.document["score"], doc="The score's registry name (None: not registered).")
+    columns = property(lambda self: dict(self.document.get("columns") or {}), doc="Role -> the table's column.")
+    groups = property(lambda self: self.document["groups"], doc="Per group: n, labelled, status, threshold, ucb.")
+    thresholds = property(lambda self: self.document["thresholds"], doc="Group -> threshold (None: always think).")
+    provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
+
+    @property
+    def kind(self) -> str:
+        """What its method routes by: ``"none"``, ``"known"`` or ``"learned"`` groups."""
+        return CALIBRATORS[self.method].groups
+
+    def calibrator(self):
+        """The fitted calibrator it certifies (no second validation)."""
+        cal = CALIBRATORS[self.method].cls.from_settings(self.settings)
+        cal._restore(self.document)
+        return cal
+
+    def to_json(self) -> str:
+        """The file's text (``json.dumps(..., indent=2, sort_keys=True)``)."""
+        return json.dumps(self.document, indent=2, sort_keys=True) + "\n"
+
+    def review(self) -> pd.DataFrame:
+        """The review table: one row per group (``group``, ``n``, ``labelled``, ``status``, ``threshold``, ``ucb``)."""
+        rows = [{"group": g, **{k: e.get(k) for k in GROUP_FIELDS}} for g, e in self.groups.items()]
+        return pd.DataFrame(rows, columns=["group", *GROUP_FIELDS])
+
+    def render(self) -> str:
+        """What ``gpac inspect`` prints: every setting, the score, the provenance and the review table."""
+        migrated = "" if self.version == SCHEMA_VERSION else f" (read as {SCHEMA_VERSION})"
+        shown = ", ".join(f"{k}={v}" for k, v in self.document["settings"].items())
+        lines = [f"{self.method} thresholds, schema version {self.version}{migrated}: {shown}"]
+        lines.append(f"score     {self.score or '- (not a registered score)'}; columns {self.columns or '-'}")
+        prov = self.provenance if self.has_provenance else None
+        if prov:
+            table = prov.get("table") or {}
+            lines.append(f"table     {table.get('path', '-')}  sha256 {table.get('sha256', '-')}")
+            for role, c in sorted(prov.get("columns", {}).items()):
+                lines.append(f"column    {role:<6} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
+            lines.append(
+                f"package   {prov.get('package', PACKAGE)} {prov['package_version']}; "
+                f"recipe {prov.get('recipe') or '-'}; seed {prov['seed']}; created {prov['created']}"
+            )
+        else:
+            lines.append(
+                f"provenance: none (a version-{self.version} file or a calibrator's own JSON); "
+                "statuses derived from the group sizes and settings"
+            )
+        df = self.review()
+        header = ["group", "n", "labelled", "status", "threshold", "ucb"]
+        cells = [
+            [str(r.group), _num(r.n, "{:d}"), _num(r.labelled, "{:d}"), r.status, _num(r.threshold), _num(r.ucb)]
+            for r in df.itertuples()
+        ]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        fmt = "  ".join(f"{{:{'>' if i in (1, 2, 4, 5) else '<'}{w}}}" for i, w in enumerate(widths))
+        lines += ["", fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*c) for c in cells]
+        counts = df["status"].value_counts()
+        lines += ["", "; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)]
+        return "\n".join(lines)
+
+    def verify(self, table_path, frame: pd.DataFrame) -> tuple[list[str], bool]:
+        """Compare a table with the provenance: one line per hash (``matches``, ``DIFFERS`` or ``MISSING``),
+        and whether all match.
+
+        Parameters
+        ----------
+        table_path : path
+            The table file to check.
+        frame : pandas.DataFrame
+            Its contents (as read by :func:`gpac_utils.data.read_frame`).
+
+        Raises
+        ------
+        DataError
+            For a certificate without provenance (nothing to check against).
+        """
+        prov = self.provenance if self.has_provenance else None
+        if not prov:
+            raise DataError(f"--data: {self._where} has no provenance to check against (a version-{self.version} file)")
+        out, ok = [], True
+        if prov.get("table"):
+            same = file_sha256(table_path) == prov["table"]["sha256"]
+            ok &= same
+            out.append(f"table file {Path(table_path).name}: {'matches' if same else 'DIFFERS'}")
+        for role, c in sorted(prov.get("columns", {}).items()):
+            if c["name"] not in frame.columns:
+                ok = False
+                out.append(f"column {role} {c['name']!r}: MISSING")
+                continue
+            same = column_sha256(frame[c["name"]].to_numpy()) == c["sha256"]
+            ok &= same
+            out.append(f"column {role} {c['name']!r}: {'matches' if same else 'DIFFERS'}")
+        return out, ok
 
 
 def _num(x, fmt="{:.4g}") -> str:
@@ -314,72 +463,35 @@ def _num(x, fmt="{:.4g}") -> str:
     return fmt.format(int(x)) if fmt == "{:d}" else fmt.format(x)
 
 
-def render(payload: dict) -> str:
-    """What ``gpac inspect`` prints: the settings line, the provenance lines and the review table."""
-    st, version = payload["settings"], payload.get("schema_version", 1)
-    lines = [
-        f"{payload['method']} thresholds, schema version {version}: eps={st['eps']}, alpha={st['alpha']}, "
-        f"bound={st['bound']}, sampling={st['sampling']}, label_prob={st.get('label_prob')}, rule={st['rule']}, "
-        f"candidates={st['candidates']}, min_group_size={st['min_group_size']}, seed={st['seed']}"
-        + (", simultaneous" if st.get("simultaneous") else "")
-    ]
-    prov = payload.get("provenance")
-    if prov:
-        table = prov.get("table") or {}
-        lines.append(f"table     {table.get('path', '-')}  sha256 {table.get('sha256', '-')}")
-        for role, c in sorted(prov.get("columns", {}).items()):
-            lines.append(f"column    {role:<6} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
-        lines.append(
-            f"package   {prov.get('package', PACKAGE)} {prov['package_version']}; recipe {prov.get('recipe') or '-'}; "
-            f"seed {prov['seed']}; created {prov['created']}"
-        )
-    else:
-        lines.append("provenance: none (a version-1 file); statuses derived from the group sizes and settings")
-    df = review(payload)
-    header = ["group", "n", "labelled", "status", "threshold", "ucb"]
-    cells = [
-        [
-            str(r.group),
-            _num(r.n, "{:d}"),
-            _num(r.labelled, "{:d}"),
-            r.status,
-            _num(r.threshold),
-            _num(r.ucb),
-        ]
-        for r in df.itertuples()
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
-    fmt = "  ".join(f"{{:{'>' if i in (1, 2, 4, 5) else '<'}{w}}}" for i, w in enumerate(widths))
-    lines += ["", fmt.format(*header), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*c) for c in cells]
-    counts = df["status"].value_counts()
-    lines.append("")
-    lines.append("; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES))
-    return "\n".join(lines)
-
-
-def verify_columns(payload: dict, table_path, frame: pd.DataFrame) -> list[str]:
-    """Compare a table with the certificate's provenance: one line per hash, ``matches`` or ``DIFFERS``.
+def from_json(text: str):
+    """Rebuild a fitted calibrator from its ``to_json()`` output, checked against the schema.
 
     Parameters
     ----------
-    payload : dict
-        A version-2 certificate.
-    table_path : path
-        The table file to check.
-    frame : pandas.DataFrame
-        Its contents (as read by :func:`gpac_utils.data.read_frame`).
+    text : str
+        JSON as written by :meth:`PAC.to_json` (or that of :class:`GPAC` / :class:`CPAC`, or
+        ``gpac calibrate``); files of schema version 1 (no ``schema_version``) are read too.
+
+    Returns
+    -------
+    PAC, GPAC or CPAC
+        A fitted calibrator with the settings, thresholds, group sizes (and, for C-PAC, the
+        partition) of ``text``; ``null`` thresholds become ``-inf`` (always think).
+
+    Raises
+    ------
+    ThresholdsFileError
+        (a :class:`~gpac_utils.checks.ParameterError`) For text that is not JSON, or a file that
+        does not follow :mod:`gpac_utils.thresholds_schema`: the message names the field (a
+        threshold outside ``[0, 1]``, C-PAC boundaries out of order, a missing or unknown field,
+        a setting out of range, a group name that is empty or not one of C-PAC's learned ones).
     """
-    prov = payload.get("provenance") or {}
-    out = []
-    if prov.get("table"):
-        ok = file_sha256(table_path) == prov["table"]["sha256"]
-        out.append(f"table file {Path(table_path).name}: {'matches' if ok else 'DIFFERS'}")
-    for role, c in sorted(prov.get("columns", {}).items()):
-        if c["name"] not in frame.columns:
-            out.append(f"column {role} {c['name']!r}: MISSING")
-            continue
-        v = frame[c["name"]].to_numpy()
-        ok = column_sha256(v) == c["sha256"]
-        out.append(f"column {role} {c['name']!r}: {'matches' if ok else 'DIFFERS'}")
-    return out
+    if not isinstance(text, str | bytes | bytearray):
+        raise ThresholdsFileError(
+            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
+        )
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return Certificate.parse(payload).calibrator()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -41,13 +42,14 @@ import pandas as pd
 __all__ = [
     "ParameterError",
     "DataError",
+    "SettingWarning",
     "check_range",
     "check_risk",
+    "warn_risk",
     "check_int",
     "check_bool",
     "check_choice",
     "check_array",
-    "check_labels",
     "check_groups",
     "check_same_index",
     "check_consistent_length",
@@ -67,6 +69,11 @@ class ParameterError(ValueError):
 
 class DataError(ValueError):
     """A missing or malformed file, column or row; the message names it (command line: exit status 1)."""
+
+
+class SettingWarning(UserWarning):
+    """A setting that is allowed but looks like a mistake (``alpha >= 0.5``; ``eps`` and ``alpha`` swapped);
+    the message names it (command line: a ``warning:`` line)."""
 
 
 def _number(name: str, value) -> float:
@@ -142,7 +149,30 @@ def check_risk(eps, alpha, loss_bound=1.0) -> tuple[float, float, float]:
         Naming the first of ``loss_bound``, ``eps``, ``alpha`` that is out of its range.
     """
     loss_bound = check_range("loss_bound", loss_bound, 0.0, math.inf)
-    return check_range("eps", eps, 0.0, loss_bound), check_range("alpha", alpha), loss_bound
+    eps, alpha = check_range("eps", eps, 0.0, loss_bound), check_range("alpha", alpha)
+    return eps, alpha, loss_bound
+
+
+def warn_risk(eps: float, alpha: float, loss_bound: float = 1.0) -> None:
+    """A :class:`SettingWarning` for checked settings that look like a mistake: ``alpha >= 0.5`` (the
+    guarantee would hold with probability at most one half), or ``eps`` and ``alpha`` that look swapped
+    (``alpha >= 0.25`` with ``eps <= 0.1 loss_bound`` below half of it). The public entries call it once
+    (:class:`~gpac_utils.settings.Settings`, :class:`~gpac_utils.online.OnlineSettings`,
+    :func:`~gpac_utils.calibrate.threshold`).
+    """
+    if alpha >= 0.5:
+        message = (
+            f"alpha={alpha:g}: the guarantee then holds with probability only 1 - alpha = {1 - alpha:.3g}; "
+            "alpha is the miscoverage (usually 0.05 or 0.1)"
+        )
+    elif alpha >= 0.25 and eps <= 0.1 * loss_bound and eps < alpha / 2:
+        message = (
+            f"eps={eps:g}, alpha={alpha:g}: they look swapped (eps is the target risk, alpha the miscoverage: "
+            f"the guarantee holds with probability {1 - alpha:.3g}); pass them by name, eps=..., alpha=..."
+        )
+    else:
+        return
+    warnings.warn(message, SettingWarning, stacklevel=3)
 
 
 def check_int(name: str, value, minimum: int) -> int:
@@ -422,35 +452,11 @@ def check_groups(name: str, labels, n: int | None = None) -> np.ndarray:
                 raise ParameterError(f"{name}: labels of mixed types ({shown}); use one type")
     if a.dtype.kind not in "USO" and a.dtype.kind not in "iubf":
         raise ParameterError(f"{name}: labels must be strings or integers, got dtype {a.dtype}")
-    out = a.astype(str)
+    out = a.astype(str, copy=False)  # a numpy string array is returned as it is (read, never written)
     empty = out == ""
     if empty.any():
         raise ParameterError(f"{name}: empty labels ('') at rows {_first(empty)}")
     return out
-
-
-def check_labels(name: str, labels, n: int) -> np.ndarray:
-    """One label per item (``n`` of them), none missing; returned as strings (:func:`check_groups`).
-
-    Parameters
-    ----------
-    name : str
-        Named in the error message.
-    labels : array_like
-        The labels to check.
-    n : int
-        The number of items.
-
-    Returns
-    -------
-    numpy.ndarray of str
-
-    Raises
-    ------
-    ParameterError
-        As :func:`check_groups`.
-    """
-    return check_groups(name, labels, n)
 
 
 def check_same_index(**named) -> None:
@@ -656,7 +662,7 @@ def check_decisions(decisions, n: int):
         Naming ``decisions`` and the field: a wrong shape, or a wrong dtype (0/1 integer flags
         would index rows by position instead of masking them).
     """
-    names = ("route", "observe", "propensity", "rate", "threshold")
+    names = ("route_nothink", "observe", "propensity", "rate", "threshold")
     if not (isinstance(decisions, tuple) and hasattr(decisions, "_fields") and len(decisions) >= len(names)):
         raise ParameterError(f"decisions: must be the Decisions that decide() returned, got {type(decisions).__name__}")
     out = []

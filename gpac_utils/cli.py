@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -52,8 +54,8 @@ import pandas as pd
 from . import (
     allocation,
     bounds,
-    certificate,
     checks,
+    cli_serve,
     data,
     feasibility,
     prediction,
@@ -69,20 +71,23 @@ from .calibrate import (
     GroupWarning,
     calibrator,
     default_method,
-    from_json,
     method,
 )
+from .certificate import Certificate
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
-from .settings import CORRECTIONS, CPAC_MODES, Settings
+from .scores import SCORES
+from .settings import CORRECTIONS, CPAC_MODES, RENAMED_UNTIL, Settings
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 SCORE = "score_cli"  # the internal name of the chosen score column
 
 
-#: A bad option or parameter value (exit status 2).
-UsageError = ParameterError
+def _default(name: str):
+    """The default of a :class:`~gpac_utils.settings.Settings` field (the options' defaults come from there)."""
+    f = Settings.__dataclass_fields__[name]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 # --------------------------------------------------------------------------- parser
@@ -93,9 +98,15 @@ def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
     p.add_argument("--loss-col", default="loss", help=loss_help)
     p.add_argument("--group-col", default=group_default, help=group_help)
     p.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
-    p.add_argument("--alpha", type=float, default=0.05, help="the guarantee holds with probability 1 - alpha")
-    p.add_argument("--loss-bound", type=float, default=1.0, help="upper end of the loss range (2 for 1 - cos)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the label sampling (and C-PAC's split, the pilot)")
+    p.add_argument(
+        "--alpha", type=float, default=_default("alpha"), help="the guarantee holds with probability 1 - alpha"
+    )
+    p.add_argument(
+        "--loss-bound", type=float, default=_default("loss_bound"), help="upper end of the loss range (2 for 1 - cos)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=_default("seed"), help="seed of the label sampling (and C-PAC's split, the pilot)"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,6 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("calibrate", help="fit thresholds and write them as JSON", formatter_class=fmt)
     _add_common(c, "loss in [0, loss-bound] of the non-thinking answer", None, "known group labels (for --method gpac)")
     c.add_argument("--id-col", default="item_id", help="unique item identifier")
+    c.add_argument(
+        "--score",
+        choices=list(SCORES),
+        default=None,
+        help="the score's registry name, recorded in the certificate (what the serving router computes); "
+        "default: --score-col when it is one",
+    )
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     methods = {m.cli_name: m for m in CALIBRATORS.values()}
     c.add_argument(
@@ -130,16 +148,28 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
-    c.add_argument("--k", type=int, default=3, help="C-PAC: number of learned groups")
+    partitioner = _default("partitioner")
+    c.add_argument("--k", type=int, default=partitioner.k, help="C-PAC: number of learned groups")
     c.add_argument(
-        "--partition", choices=list(PARTITION_ALGORITHMS), default="kmeans", help="C-PAC: partition algorithm"
+        "--partition",
+        choices=list(PARTITION_ALGORITHMS),
+        default=partitioner.algorithm,
+        help="C-PAC: partition algorithm",
     )
-    c.add_argument("--mode", choices=list(CPAC_MODES), default="split", help="C-PAC: split or joint calibration")
-    c.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
+    c.add_argument(
+        "--mode", choices=list(CPAC_MODES), default=_default("mode"), help="C-PAC: split or joint calibration"
+    )
+    c.add_argument(
+        "--cluster-fraction",
+        type=float,
+        default=_default("cluster_fraction"),
+        help="C-PAC, split mode: share of the items that learn the partition",
+    )
+    c.add_argument("--min-group-size", type=int, default=_default("min_group_size"), help="smaller groups always think")
     c.add_argument(
         "--correction",
         choices=list(CORRECTIONS),
-        default="none",
+        default=_default("correction"),
         help="how alpha is shared across the k groups: "
         + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values()),
     )
@@ -147,9 +177,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--risk",
         choices=list(risks.RISKS),
-        default="joint",
+        default=_default("risk"),
         help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
     )
+    c.add_argument("--score-model", type=Path, default=None, help="the score's model (gpac fit-router): recorded")
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -196,6 +227,7 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
     i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
+    cli_serve.add_parsers(sub)  # fit-router, audit, verify
     return ap
 
 
@@ -205,7 +237,7 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     for p in pairs:
         src, eq, dst = p.partition("=")
         if not (src and eq and dst):
-            raise UsageError(f"--map: expects SOURCE=TARGET, got {p!r}")
+            raise ParameterError(f"--map: expects SOURCE=TARGET, got {p!r}")
         out[src] = dst
     return out
 
@@ -214,7 +246,7 @@ def _recipe(a) -> Recipe:
     base = as_recipe(a.recipe)
     sampling_ = a.sampling or base.sampling
     if sampling_ == "full" and a.label_prob not in (None, 1):
-        raise UsageError(
+        raise ParameterError(
             f"--label-prob: sampling 'full' labels every item (bernoulli/resample only), got {a.label_prob}"
         )
     base_prob = None if base.sampling == "full" else base.label_prob
@@ -224,7 +256,7 @@ def _recipe(a) -> Recipe:
         cand = int(cand) if str(cand).isdigit() else cand
         return Recipe(a.bound or base.bound, sampling_, label_prob, a.rule or base.rule, cand)
     except ValueError as exc:
-        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+        raise ParameterError(f"--{str(exc).replace('_', '-')}") from None
 
 
 def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
@@ -287,15 +319,24 @@ def _refuse_ignored(a) -> None:
     groups = method(a.method).groups
     if a.group_col and groups != "known":
         known = by_groups["known"]
-        raise UsageError(
+        raise ParameterError(
             f"--group-col: only --method {known} uses group labels (got --method {a.method}); add --method {known}"
         )
     learned = by_groups["learned"]
-    for option, default in {"k": 3, "partition": "kmeans", "mode": "split"}.items():
+    partitioner = _default("partitioner")
+    defaults = {
+        "k": partitioner.k,
+        "partition": partitioner.algorithm,
+        "mode": _default("mode"),
+        "cluster_fraction": _default("cluster_fraction"),
+    }
+    for option, default in defaults.items():
         if getattr(a, option) != default and groups != "learned":
-            raise UsageError(f"--{option}: only --method {learned} uses it (got --method {a.method})")
-    if a.correction != "none" and groups == "none":
-        raise UsageError(f"--correction: --method {a.method} has one group; use it with a method of several groups")
+            raise ParameterError(
+                f"--{option.replace('_', '-')}: only --method {learned} uses it (got --method {a.method})"
+            )
+    if a.correction != _default("correction") and groups == "none":
+        raise ParameterError(f"--correction: --method {a.method} has one group; use it with a method of several groups")
 
 
 def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
@@ -328,44 +369,70 @@ def _warn(groups, what: str) -> None:
         print(f"warning: {len(groups)} group(s) {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
 
 
-def _report_small_groups(cal, min_group_size: int) -> None:
+def _report_small_groups(cal) -> None:
+    min_group_size = cal.config.min_group_size
     small = sorted(g for g, n in cal.group_sizes_.items() if n < min_group_size)
     _warn(small, f"have fewer than {min_group_size} calibration items and always think")
     few = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and g not in small)
     if few:
-        need = feasibility.min_items(
-            cal.eps,
-            cal.config.alpha_per_group(len(cal.groups_)),
-            cal.recipe,
-            loss_bound=cal.settings["loss_bound"],
-            risk=cal.risk,
-        )
+        st = cal.config  # checked once, when built
+        need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound, st.risk)
         _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
     uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
     _warn(uncertified, "could not be certified at eps and always think")
 
 
 # --------------------------------------------------------------------------- calibrate
+#: The Settings fields that ``calibrate`` and ``plan`` both take from options of the same name.
+_COMMON_SETTINGS = ("eps", "alpha", "loss_bound", "min_group_size", "seed", "correction", "risk")
+
+
+def _settings_from(a, recipe, **more) -> Settings:
+    """The Settings of the parsed options ``a`` (their common fields), ``recipe`` and ``more``: built once."""
+    return Settings(recipe=recipe, **{key: getattr(a, key) for key in _COMMON_SETTINGS}, **more)
+
+
+def _settings(a) -> Settings:
+    """The :class:`~gpac_utils.settings.Settings` of the options, built and checked once (a bad value: exit 2,
+    naming the option)."""
+    recipe = _recipe(a)
+    try:
+        return _settings_from(
+            a, recipe, partitioner=ScorePartitioner(a.k, a.partition), mode=a.mode, cluster_fraction=a.cluster_fraction
+        )
+    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        option, _, message = str(exc).partition(":")
+        raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
+
+
+def _roles(cols: dict[str, str | None]) -> None:
+    """Refuse one column given for two roles (``--score-col x --loss-col x``), naming both options."""
+    seen: dict[str, str] = {}
+    for option, col in cols.items():
+        if col is None:
+            continue
+        if col in seen:
+            raise ParameterError(f"{option} {col!r}: the same column as {seen[col]}; give each its own column")
+        seen[col] = option
+
+
 def _calibrate(a) -> int:
     # Parameters first (usage errors, exit 2), then the data (exit 1).
-    try:
-        eps, alpha, loss_bound = checks.check_risk(a.eps, a.alpha, a.loss_bound)
-        min_group_size = checks.check_int("min_group_size", a.min_group_size, 1)
-        seed = checks.check_int("seed", a.seed, 0)
-        k = checks.check_int("k", a.k, 1)
-    except ParameterError as exc:
-        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
-    recipe = _recipe(a)
     if a.simultaneous:
-        raise UsageError("--simultaneous: replaced by --correction bonferroni")
+        raise ParameterError(
+            f"--simultaneous: replaced by --correction bonferroni (this message goes in gpac_utils {RENAMED_UNTIL})"
+        )
     _refuse_ignored(a)
+    settings = _settings(a)
+    recipe, loss_bound = settings.recipe, settings.loss_bound
     known_groups = method(a.method).groups == "known"
     if known_groups and not a.group_col:
-        raise UsageError(f"--group-col: --method {a.method} needs the column of known group labels")
+        raise ParameterError(f"--group-col: --method {a.method} needs the column of known group labels")
+    cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--group-col": a.group_col, "--id-col": a.id_col}
+    _roles(cols)
     extra = _mapping(a.map)
     _output(a.output)
     df = _read(a.data)
-    cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--id-col": a.id_col, "--group-col": a.group_col}
     _need_columns(df, a.data, cols)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
     if a.group_col:
@@ -388,69 +455,53 @@ def _calibrate(a) -> int:
                 f"{data.describe_rows(table, bad)} have other values: use {others}"
             )
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
-    try:
-        settings = Settings(
-            eps=eps,
-            alpha=alpha,
-            recipe=recipe,
-            loss_bound=loss_bound,
-            min_group_size=min_group_size,
-            seed=seed,
-            correction=a.correction,
-            partitioner=ScorePartitioner(k, a.partition),
-            mode=a.mode,
-            risk=a.risk,
-        )
-    except ParameterError as exc:
-        raise UsageError(f"--{exc}") from None
     cal = calibrator(a.method, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
         cal.fit(u, loss, table[data.GROUP] if known_groups else None)
-    columns = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
-    used = {role: (col, df[col].to_numpy()) for role, col in columns.items() if col is not None and col in df.columns}
-    payload = certificate.make_certificate(cal, columns=used, table_path=a.data, recipe_name=a.recipe)
-    payload.update(columns=columns, data=str(a.data), n_items=int(len(table)))
+    roles = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
+    used = {role: (col, df[col].to_numpy() if col in df.columns else None) for role, col in roles.items()}
+    cert = Certificate.from_calibrator(
+        cal, columns=used, score=a.score, table_path=a.data, recipe_name=a.recipe, n_items=len(table)
+    )
+    if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
+        cert.document["provenance"][cli_serve.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     a.output.parent.mkdir(parents=True, exist_ok=True)
-    a.output.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    _report_small_groups(cal, min_group_size)
-    shown = ", ".join(f"{g}: {_threshold_text(t)}" for g, t in payload["thresholds"].items())
-    risk = "" if a.risk == next(iter(risks.RISKS)) else f", risk {a.risk}"  # the first: the default
+    a.output.write_text(cert.to_json())
+    _report_small_groups(cal)
+    shown = ", ".join(f"{g}: {_threshold_text(t)}" for g, t in cert.thresholds.items())
+    risk = "" if a.risk == _default("risk") else f", risk {a.risk}"
     print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}{risk}) thresholds {{{shown}}} -> {a.output}")
     return EXIT_OK
 
 
 # --------------------------------------------------------------------------- route
 def _route(a) -> int:
-    payload = certificate.load_certificate(a.thresholds)
-    if a.group_col and CALIBRATORS[payload["method"]].groups != "known":
-        raise UsageError(f"--group-col: a {payload['method']} thresholds file routes without group labels")
+    cert = Certificate.read(a.thresholds)
+    if a.group_col and cert.kind != "known":
+        raise ParameterError(f"--group-col: a {cert.method} thresholds file routes without group labels")
     _output(a.output, table=True, data_path=a.data)
-    cols = payload.get("columns", {}) or {}
+    cols = cert.columns
     # an option given on the command line wins over the column used at calibration
     score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
     differ = [
         f"{key} {col!r} (calibrated on {cols[key]!r})"
         for key, col in (("score", score_col), ("group", group_col))
-        if cols.get(key)
-        and col
-        and col != cols[key]
-        and (key == "score" or CALIBRATORS[payload["method"]].groups == "known")
+        if cols.get(key) and col and col != cols[key] and (key == "score" or cert.kind == "known")
     ]
     if differ:
         print(f"warning: the data's columns differ from the certificate's: {'; '.join(differ)}", file=sys.stderr)
-    try:
-        cal = from_json(json.dumps(payload))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"{a.thresholds}: settings cannot be read back ({exc})") from None
+    if not score_col:
+        raise ParameterError("--score-col: the certificate names no score column; give it")
+    cal = cert.calibrator()
     df = _read(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
     s = _scores(df, score_col, named)
     groups = None
-    if CALIBRATORS[payload["method"]].groups == "known":
+    if cert.kind == "known":
         if not group_col:
-            raise UsageError(f"--group-col: {payload['method']} thresholds need the column of group labels")
+            raise ParameterError(f"--group-col: {cert.method} thresholds need the column of group labels")
         _need_columns(df, a.data, {"--group-col": group_col})
         groups = _groups(df, group_col, named)
         known, present = set(cal.thresholds_), set(np.unique(groups).tolist())
@@ -469,13 +520,14 @@ def _route(a) -> int:
 
 # --------------------------------------------------------------------------- inspect
 def _inspect(a) -> int:
-    payload = certificate.load_certificate(a.file)
-    print(certificate.render(payload))
+    cert = Certificate.read(a.file)
+    print(cert.render())
     if a.data is not None:
-        if not payload.get("provenance"):
-            raise DataError(f"--data: {a.file} has no provenance to check against (a version-1 file)")
+        lines, ok = cert.verify(a.data, _read(a.data))
         print("")
-        print("\n".join(certificate.verify_columns(payload, a.data, data.read_frame(a.data))))
+        print("\n".join(lines))
+        if not ok:
+            raise DataError(f"--data {a.data}: does not match {a.file} (the lines above marked DIFFERS or MISSING)")
     return EXIT_OK
 
 
@@ -484,16 +536,7 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     """The settings, pilot model and budget of ``gpac plan`` (usage errors name the option as typed)."""
     try:
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
-        settings = Settings(
-            eps=a.eps,
-            alpha=a.alpha,
-            recipe=recipe,
-            loss_bound=a.loss_bound,
-            seed=a.seed,
-            risk=a.risk,
-            correction=a.correction,
-            min_group_size=a.min_group_size,
-        )
+        settings = _settings_from(a, recipe)
         checks.check_int("n_resamples", a.n_resamples, 2)
         if a.pilot_fraction is not None:
             checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
@@ -505,7 +548,7 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
         model = prediction.PilotModel(kind=a.pilot_model)
     except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
         option, _, message = str(exc).partition(":")
-        raise UsageError(f"--{option.replace('_', '-')}:{message}") from None
+        raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
     return settings, model, budget
 
 
@@ -514,9 +557,9 @@ def _plan(a) -> int:
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
-        raise UsageError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
+        raise ParameterError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
     if grid is not None and (not grid or min(grid) < 1):
-        raise UsageError(f"--grid: label counts must be positive integers, got {a.grid!r}")
+        raise ParameterError(f"--grid: label counts must be positive integers, got {a.grid!r}")
     _output(a.output)
     _output(a.output.with_name(a.output.stem + "_curves.csv"))
     df = _read(a.data)
@@ -548,7 +591,7 @@ def _plan(a) -> int:
     n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
     most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
     if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
-        raise UsageError(
+        raise ParameterError(
             f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
             f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
         )
@@ -556,7 +599,7 @@ def _plan(a) -> int:
     need = prediction.n_needed(settings, len(names))
     labels_needed = feasibility.expected_labels(need, settings.recipe)
     if budget < labels_needed:
-        raise UsageError(
+        raise ParameterError(
             f"--budget: {budget} labels is below the {labels_needed:g} any group needs to certify anything "
             f"({settings.recipe.bound}, risk {settings.risk}, min-group-size {settings.min_group_size}); "
             f"give at least {math.ceil(labels_needed)}"
@@ -569,22 +612,13 @@ def _plan(a) -> int:
             warnings.simplefilter("always", prediction.PilotWarning)
             curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    feas = feasibility.feasibility(
-        pool,
-        settings.eps,
-        settings.alpha,
-        settings.recipe,
-        loss_bound=settings.loss_bound,
-        risk=settings.risk,
-        correction=settings.correction,
-        min_group_size=settings.min_group_size,
-    ).set_index("group")
+    feas = feasibility.feasibility(pool, settings).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:
@@ -645,11 +679,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ------
     SystemExit
         From :mod:`argparse`, for ``--help`` or a command line it cannot parse (status 2).
+
+    A closed standard output (``gpac inspect thr.json | head``) ends the command quietly, status 0.
     """
     a = _parser().parse_args(argv)
     try:
-        return {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
-    except UsageError as exc:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", checks.SettingWarning)
+            if a.command in cli_serve.COMMANDS:  # fit-router, audit, verify: given this module's helpers
+                status = cli_serve.COMMANDS[a.command](a, sys.modules[__name__])
+            else:
+                status = {"calibrate": _calibrate, "route": _route, "plan": _plan, "inspect": _inspect}[a.command](a)
+        for w in caught:  # the settings that look like a mistake: one warning line each
+            if issubclass(w.category, checks.SettingWarning):
+                print(f"warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return status
+    except BrokenPipeError:  # ``gpac inspect ... | head``: the reader has all it wants; end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        return EXIT_OK
+    except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (DataError, data.SchemaError, FileNotFoundError) as exc:

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from . import data
 from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
-from .checks import check_int, check_range
+from .checks import ParameterError, check_choice, check_int, check_range
 from .metrics import error_gap, mcse
 from .metrics import stp as _stp
 from .recipe import Recipe, as_recipe
@@ -55,8 +55,9 @@ __all__ = [
 
 #: The recipe's own fields (:class:`gpac_utils.recipe.Recipe`), in their order: a field added there is a key here.
 RECIPE_KEYS = [f.name for f in dataclasses.fields(Recipe)]
-#: The columns that identify one calibrated configuration in the results: method, score and the recipe's fields.
-KEYS = ["method", "score", *RECIPE_KEYS]
+#: The columns that identify one calibrated configuration in the results: method, score, the risk certified
+#: (:data:`gpac_utils.risks.RISKS`) and the recipe's fields.
+KEYS = ["method", "score", "risk", *RECIPE_KEYS]
 
 
 def trial_split(n: int, cal_ratio: float, seed: int, trial: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,11 +175,26 @@ class ExperimentConfig(Settings):
         if self.scores is not None:
             object.__setattr__(self, "scores", tuple(self.scores))
         if not self.recipes:
-            raise ValueError("recipes: give at least one calibration recipe")
+            raise ParameterError("recipes: give at least one calibration recipe")
         check_int("n_trials", self.n_trials, 1)
         check_range("cal_ratio", self.cal_ratio)
-        if self.eval_groups not in ("known", "learned"):
-            raise ValueError(f"eval_groups must be 'known' or 'learned', got {self.eval_groups!r}")
+        check_choice("eval_groups", self.eval_groups, ("known", "learned"))
+        self._refuse_ignored()
+
+    def _refuse_ignored(self) -> None:
+        """A setting no method of :attr:`methods` reads would be ignored: refused, naming it (the settings
+        each method reads are its ``OPTIONS``; ``partitioner`` also learns ``eval_groups="learned"``)."""
+        reads = {key for m in self.methods for key in CALIBRATORS[m].cls.OPTIONS}
+        if self.eval_groups == "learned":
+            reads.add("partitioner")
+        if self.recipes != (self.recipe,):
+            reads.discard("recipe")  # each recipe of ``recipes`` is used instead
+        for name in self.ignored(reads)[:1]:
+            raise ParameterError(
+                f"{name}: none of the methods {list(self.methods)} reads it"
+                + (" (recipes= replaces it)" if name == "recipe" else "")
+                + f", got {getattr(self, name)!r}; leave it at its default or add a method that reads it"
+            )
 
     def replace(self, **changes) -> ExperimentConfig:
         """A copy with some fields changed."""
@@ -203,6 +219,12 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
         One row per trial x method x score x recipe x group (``group == "__all__"``: the whole
         test set), with ``error``, ``routed_share``, ``pop_risk``, ``threshold`` and ``stp``.
     """
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterError(f"table: must be a pandas DataFrame in the data schema, got {type(table).__name__}")
+    if not isinstance(cfg, ExperimentConfig):
+        raise ParameterError(
+            f"cfg: must be an ExperimentConfig (Settings and the experiment's fields), got {type(cfg).__name__}"
+        )
     scores = list(cfg.scores) if cfg.scores is not None else data.score_columns(table)
     table = data.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
     by_known = [m for m in cfg.methods if CALIBRATORS[m].groups == "known"]
@@ -215,7 +237,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
     tokens = [table[c].to_numpy(float) for c in (data.THINK_TOKENS, data.NOTHINK_TOKENS)] if has_tokens else None
 
     evaluate = get_risk(cfg.risk).evaluate  # what pop_risk measures: the certified risk
-    rows = []
+    rows, measured = [], (losses, tokens, evaluate)
     for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):
         cal, test = trial_split(len(table), cfg.cal_ratio, cfg.seed, trial)
         for si, score in enumerate(scores):
@@ -238,20 +260,22 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
-                    rows.extend(
-                        _rows(trial, obj.name, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate)
-                    )
+                    setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
+                    rows.extend(_rows(trial, setting, test, routed, thr, labels, (*measured, form)))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, method, score, recipe, test, routed, losses, labels, thr, tokens, form, evaluate):
+def _rows(trial, setting, test, routed, thr, labels, measured):
+    """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`;
+    ``measured``: the table's losses, its token counts (or None), the risk's evaluation and the score's STP
+    cost form."""
+    losses, tokens, evaluate, form = measured
     out = []
     groups = [ALL] + sorted(set(labels.tolist()))
     for g in groups:
         in_g = np.ones(len(losses), bool) if g == ALL else labels == g
         t = test[in_g[test]]
         r = routed[t]
-        setting = (method, score, *(getattr(recipe, name) for name in RECIPE_KEYS))
         row = {
             "trial": trial,
             **dict(zip(KEYS, setting)),

@@ -57,12 +57,12 @@ from collections.abc import Mapping
 import pandas as pd
 
 from .bounds import BOUNDS
-from .checks import check_int, check_risk
+from .checks import ParameterError, check_int, check_risk
 from .recipe import VALID, Recipe, as_recipe
 from .risks import get_risk
-from .settings import CORRECTIONS
+from .settings import Settings
 
-__all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "feasibility"]
+__all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "SETTINGS_READ", "feasibility"]
 
 
 def best_case_ucb(bound: str, m: int, alpha: float, term_range: float = 1.0) -> float:
@@ -198,32 +198,22 @@ def expected_labels(n_items: int, recipe: Recipe | str = VALID) -> float:
     return float(recipe.label_prob * terms_of(n_items, recipe))
 
 
-def feasibility(
-    group_sizes: Mapping[str, int],
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    *,
-    loss_bound: float = 1.0,
-    min_group_size: int = 1,
-    correction: str = "none",
-    risk: str = "joint",
-) -> pd.DataFrame:
+#: The :class:`~gpac_utils.settings.Settings` fields :func:`feasibility` reads (it refuses the others away
+#: from their defaults: they would not change its answer).
+SETTINGS_READ = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "correction", "risk")
+
+
+def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFrame:
     """Per group: can any threshold be certified with the items available, and how many are needed?
 
     Parameters
     ----------
     group_sizes : mapping of str to int
         Calibration items per group (all items of a table, or a pilot's pool).
-    eps, alpha, recipe, loss_bound
-        As for :class:`~gpac_utils.calibrate.GPAC`.
-    min_group_size : int, default 1
-        The calibrator's own minimum (a smaller group always thinks whatever the bound).
-    correction : str, default "none"
-        How ``alpha`` is shared across the groups (:data:`gpac_utils.settings.CORRECTIONS`;
-        ``"bonferroni"``: each is calibrated at ``alpha / k``).
-    risk : str, default "joint"
-        What is certified (:data:`gpac_utils.risks.RISKS`): its minimum-items rule.
+    settings : Settings
+        The calibrator's settings, whole; it reads :data:`SETTINGS_READ` (``alpha`` shared across the groups
+        by ``correction``; ``min_group_size``: a smaller group always thinks whatever the bound;
+        ``risk``: its minimum-items rule) and refuses a setting it would ignore.
 
     Returns
     -------
@@ -235,18 +225,22 @@ def feasibility(
 
     Examples
     --------
-    >>> feasibility({"a": 40, "b": 300}, 0.05, 0.05)[["group", "n_needed", "feasible"]].to_dict("list")
+    >>> from gpac_utils import Settings
+    >>> table = feasibility({"a": 40, "b": 300}, Settings(eps=0.05))
+    >>> table[["group", "n_needed", "feasible"]].to_dict("list")
     {'group': ['a', 'b'], 'n_needed': [59, 59], 'feasible': [False, True]}
     """
-    eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
-    recipe = as_recipe(recipe)
+    if not isinstance(settings, Settings):
+        kind = type(settings).__name__
+        raise ParameterError(f"settings: must be a Settings (checked once, passed whole), got {kind}")
+    for name in settings.ignored(SETTINGS_READ)[:1]:
+        value = getattr(settings, name)
+        raise ParameterError(f"settings: feasibility does not read {name}={value!r}; it reads {list(SETTINGS_READ)}")
+    eps, recipe, loss_bound = settings.eps, settings.recipe, settings.loss_bound
     group_sizes = {g: check_int(f"group_sizes[{g!r}]", n, 0) for g, n in group_sizes.items()}
-    level = CORRECTIONS[CORRECTIONS.check(correction, "correction")].per_group(alpha, max(1, len(group_sizes)))
-    entry = get_risk(risk)
-    need = max(
-        min_items(eps, level, recipe, loss_bound=loss_bound, risk=entry.name),
-        check_int("min_group_size", min_group_size, 1),
-    )
+    level = settings.alpha_per_group(max(1, len(group_sizes)))
+    entry = get_risk(settings.risk)
+    need = max(_min_items(eps, level, recipe, loss_bound, entry.name), settings.min_group_size)
     rows = [
         {
             "group": str(g),

@@ -84,6 +84,7 @@ batch axes (independent streams).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import uuid
@@ -104,12 +105,16 @@ from .checks import (
     check_range,
     check_risk,
     check_rng,
+    check_same_index,
+    warn_risk,
 )
 from .registry import Registry
 from .selection import candidate_grid
+from .settings import RENAMED_UNTIL
 
 __all__ = [
     "BETS",
+    "OnlineSettings",
     "LabellingMode",
     "LABELLING",
     "OnlineGPAC",
@@ -187,8 +192,8 @@ class LabellingMode:
     name : str
         Its name (``OnlineGPAC(labelling=name)``).
     propensity : callable
-        ``propensity(cheap, rate)``: the probability that an item's loss is observed, given
-        whether it is routed to the non-thinking model (``cheap``, boolean array) and the
+        ``propensity(route_nothink, rate)``: the probability that an item's loss is observed, given
+        whether it is routed to the non-thinking model (``route_nothink``, boolean array) and the
         schedule's labelling probability ``rate`` (array, in ``(0, 1]``); known before the loss.
         A propensity of 1 is a free label (no draw).
     description : str
@@ -212,11 +217,13 @@ LABELLING: Registry[LabellingMode] = Registry(
     [
         LabellingMode(
             "free",
-            lambda cheap, rate: np.where(cheap, rate, 1.0),
+            lambda route_nothink, rate: np.where(route_nothink, rate, 1.0),
             "thinking-routed items observed for free (the cheap model run beside them); "
             "non-thinking-routed ones with probability label_prob (a paid label)",
         ),
-        LabellingMode("fixed-rate", lambda cheap, rate: rate, "every item observed with probability label_prob"),
+        LabellingMode(
+            "fixed-rate", lambda route_nothink, rate: rate, "every item observed with probability label_prob"
+        ),
     ],
 )
 
@@ -263,12 +270,13 @@ class Block:
 
 
 class Decisions(NamedTuple):
-    """Per item of a block: ``route`` (True: the non-thinking model answers), ``observe`` (the loss
+    """Per item of a block: ``route_nothink`` (True: the non-thinking model answers; the one name for it, as
+    in :meth:`~gpac_utils.calibrate.PAC.route`, ``gpac route`` and the serving router), ``observe`` (the loss
     is to be computed), ``propensity`` (P(observe), known before the loss), ``rate`` (the schedule's
     labelling probability at that item, 0: not learned from) and ``threshold`` (the one in use);
     ``block``: the :class:`Block` they were made for (``None`` from the core :func:`decide`)."""
 
-    route: np.ndarray
+    route_nothink: np.ndarray
     observe: np.ndarray
     propensity: np.ndarray
     rate: np.ndarray
@@ -287,12 +295,137 @@ def grid_points(grid) -> np.ndarray:
     return g
 
 
+#: Settings of the online side that were renamed: old keyword to the one-line message naming the new one.
+ONLINE_RENAMED = {
+    "free_labels": "free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False) "
+    f"(this message goes in gpac_utils {RENAMED_UNTIL})",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnlineSettings:
+    """Every setting of the online side, declared once and checked once: :class:`OnlineGPAC`,
+    :func:`learn`, :func:`~gpac_utils.online_streams.run_online` and B-PAC's runner
+    (:func:`~gpac_utils.online_streams.run_bpac`) take it whole.
+
+    Parameters
+    ----------
+    eps, alpha, label_prob, labelling, warmup_items, warmup_prob, label_budget, drift_alpha, drift_scope, n_groups,
+    grid, loss_bound, bet, seed
+        As for :class:`OnlineGPAC`. ``warmup_prob`` needs ``warmup_items > 0`` (else it would be ignored).
+
+    Examples
+    --------
+    >>> s = OnlineSettings(eps=0.05, label_prob=0.3, grid=11)
+    >>> s.points.size, s.schedule.label_prob, s.drift_level
+    (11, 0.3, None)
+    >>> OnlineSettings(eps=0.05, label_prob=0.3, warmup_prob=1.0)
+    Traceback (most recent call last):
+    ...
+    gpac_utils.checks.ParameterError: warmup_prob: applies to a group's first warmup_items; give warmup_items > 0
+    """
+
+    eps: float
+    alpha: float = 0.05
+    label_prob: float
+    labelling: str = "free"
+    warmup_items: int = 0
+    warmup_prob: float | None = None
+    label_budget: int | None = None
+    drift_alpha: float | None = None
+    drift_scope: str = "group"
+    n_groups: int | None = None
+    grid: int | tuple = 101
+    loss_bound: float = 1.0
+    bet: str = "mixture"
+    seed: int | tuple | np.random.Generator = 0
+
+    def __post_init__(self) -> None:
+        eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
+        warn_risk(eps, alpha, loss_bound)
+        fixed = {
+            "eps": eps,
+            "alpha": alpha,
+            "loss_bound": loss_bound,
+            "label_prob": check_range("label_prob", self.label_prob, closed_right=True),
+            "warmup_items": check_int("warmup_items", self.warmup_items, 0),
+            "labelling": LABELLING.check(self.labelling, "labelling"),
+            "bet": check_choice("bet", self.bet, BETS),
+        }
+        if self.warmup_prob is not None:
+            fixed["warmup_prob"] = check_range("warmup_prob", self.warmup_prob, closed_right=True)
+            if not fixed["warmup_items"]:
+                raise ParameterError("warmup_prob: applies to a group's first warmup_items; give warmup_items > 0")
+        if self.label_budget is not None:
+            fixed["label_budget"] = check_int("label_budget", self.label_budget, 0)
+        if self.drift_alpha is not None:
+            fixed["drift_alpha"] = check_range("drift_alpha", self.drift_alpha)
+        drift_level(fixed.get("drift_alpha", 0.5), self.drift_scope, self.n_groups)  # checks scope and n_groups
+        points = grid_points(self.grid)
+        fixed["grid"] = self.grid if isinstance(self.grid, int) else tuple(points.tolist())
+        seed = check_rng("seed", self.seed)
+        fixed["seed"] = tuple(seed) if isinstance(seed, list | np.ndarray) else seed
+        for key, value in fixed.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_points", points)
+
+    @property
+    def points(self) -> np.ndarray:
+        """The candidate thresholds (:func:`grid_points`)."""
+        return self._points
+
+    @property
+    def schedule(self) -> Schedule:
+        """The labelling schedule of each group."""
+        return Schedule(self.label_prob, self.warmup_items, self.warmup_prob, self.label_budget)
+
+    @property
+    def drift_level(self) -> float | None:
+        """The level of each group's drift detector (:func:`drift_level`; ``None``: no alarm)."""
+        return None if self.drift_alpha is None else drift_level(self.drift_alpha, self.drift_scope, self.n_groups)
+
+    def replace(self, **changes) -> OnlineSettings:
+        """A copy with some fields changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def refuse(self, reader: str, reads) -> OnlineSettings:
+        """Refuse, naming it, a setting away from its default that ``reader`` does not read (it would be ignored)."""
+        for f in dataclasses.fields(self):
+            if f.name not in reads and f.default is not dataclasses.MISSING and getattr(self, f.name) != f.default:
+                raise ParameterError(
+                    f"{f.name}: {reader} does not read it (got {getattr(self, f.name)!r}); it reads {sorted(reads)}"
+                )
+        return self
+
+
+def online_settings(settings: OnlineSettings | None, options: dict) -> OnlineSettings:
+    """``settings``, or the :class:`OnlineSettings` of keyword ``options`` (not both); renamed ones refused."""
+    for old, message in ONLINE_RENAMED.items():
+        if old in options:
+            raise TypeError(message)
+    if settings is None:
+        fields = [f.name for f in dataclasses.fields(OnlineSettings)]
+        unknown = [k for k in options if k not in fields]
+        if unknown:
+            raise TypeError(f"OnlineGPAC: unknown setting(s) {unknown}; it reads {fields}")
+        if "label_prob" not in options:
+            raise ParameterError(
+                "label_prob: missing; the probability of labelling an item routed to the non-thinking model, in (0, 1]"
+            )
+        return OnlineSettings(**options)
+    if not isinstance(settings, OnlineSettings):
+        raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
+    if options:
+        raise ParameterError(f"settings: given with {sorted(options)}; change them with settings.replace(...)")
+    return settings
+
+
 def new_state(batch=(), size=101, bet="mixture") -> dict:
     """A fresh group state (wealth 1, nothing certified) for ``size`` grid points, batch axes first."""
     keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
     state = {k: np.zeros((*batch, size)) for k in keys}
     state |= {"certified": np.zeros((*batch, size), bool), "log_sr": np.full((*batch, DRIFT_BETS.size), -np.inf)}
-    return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "alarms")}
+    return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "observed", "alarms")}
 
 
 def threshold_of(state, grid) -> np.ndarray:
@@ -311,15 +444,15 @@ def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling=
 
     ``labelling``: a :data:`LABELLING` name or entry; ``uniforms`` in ``[0, 1)``."""
     thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
-    cheap = member & (scores <= thr)
+    route_nothink = member & (scores <= thr)
     warm = _before(state["seen"], member) < schedule.warmup_items
     rate = np.where(warm, schedule.warmup_prob or schedule.label_prob, schedule.label_prob) * member
     drawn = uniforms < rate
     if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
-        rate = np.where(_before(state["paid"], drawn & cheap) < schedule.label_budget, rate, 0.0)
-    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(cheap, rate), rate)
+        rate = np.where(_before(state["paid"], drawn & route_nothink) < schedule.label_budget, rate, 0.0)
+    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(route_nothink, rate), rate)
     observe = (rate > 0) & (uniforms < propensity)  # a propensity of 1 is always observed: a free label
-    return Decisions(cheap, observe, propensity, rate, thr)
+    return Decisions(route_nothink, observe, propensity, rate, thr)
 
 
 def _running(carry, steps):
@@ -327,9 +460,11 @@ def _running(carry, steps):
     return np.cumsum(buf, axis=-2, out=buf)
 
 
-def certify(state, x, used, term_range, *, eps, alpha, bet="mixture", beta=1.0):
+def certify(state, x, used, term_range, settings: OnlineSettings):
     """Run the wealth of every grid point over the terms ``x`` (..., n, K) of the ``used`` items;
-    return the state's updated certification fields (a new dict)."""
+    return the state's updated certification fields (a new dict). ``settings``: its ``eps``, ``alpha``,
+    ``bet`` and ``loss_bound`` (the bets' ``beta = loss_bound**2``)."""
+    eps, alpha, bet, beta = settings.eps, settings.alpha, settings.bet, settings.loss_bound**2
     d = np.where(used[..., None], eps - x, 0.0)  # unused items: D = 0, every sum and factor unchanged
     cap = (CLIP / (term_range - eps))[..., None]
     s1, s2 = _running(state["s1"], d), _running(state["s2"], d * d)
@@ -354,33 +489,21 @@ def _detector(log_sr, x_thr, monitored, eps):
     return acc + log_p
 
 
-def learn(
-    state,
-    scores,
-    losses,
-    member,
-    decisions: Decisions,
-    grid,
-    *,
-    eps,
-    alpha,
-    loss_bound=1.0,
-    bet="mixture",
-    labelling="free",
-    drift_alpha=None,
-) -> tuple[dict, np.ndarray]:
+def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineSettings) -> tuple[dict, np.ndarray]:
     """Feed one group's items of a block (decided by :func:`decide`) to its state.
 
-    ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). Returns the
-    new state and, per batch entry, the position of the drift alarm in the block (``-1``: none).
+    ``losses`` is read where ``decisions.observe`` only (it may be ``nan`` elsewhere). ``settings``:
+    it reads ``eps``, ``alpha``, ``loss_bound``, ``bet``, ``labelling``, the grid and the drift
+    alarm's level (:attr:`OnlineSettings.drift_level`). Returns the new state and, per batch entry,
+    the position of the drift alarm in the block (``-1``: none).
     """
+    eps, loss_bound, grid, drift_alpha = settings.eps, settings.loss_bound, settings.points, settings.drift_level
     used = member & (decisions.rate > 0)
     observed = decisions.observe & used
     z = np.where(observed, np.where(observed, losses, 0.0) / np.where(observed, decisions.propensity, 1.0), 0.0)
     x = z[..., None] * (scores[..., None] <= np.asarray(grid))
     always = ~np.isfinite(decisions.threshold)
-    p_min = np.where(used, _labelling(labelling).min_propensity(always, decisions.rate), 1.0)
-    kw = dict(eps=eps, alpha=alpha, bet=bet, beta=loss_bound**2)
+    p_min = np.where(used, _labelling(settings.labelling).min_propensity(always, decisions.rate), 1.0)
     alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
     log_sr = state["log_sr"]
     if drift_alpha is not None and scores.shape[-1]:
@@ -388,12 +511,18 @@ def learn(
         over = np.logaddexp.reduce(sr, axis=-1) >= math.log(DRIFT_BETS.size / drift_alpha)
         alarm, first = over.any(axis=-1), np.where(over.any(axis=-1), np.argmax(over, axis=-1), first)
         log_sr = np.where(alarm[..., None], -np.inf, sr[..., -1, :])
-    new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, **kw)
+    new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, settings)
     if alarm.any():  # forget the certification; learn again from the items after the alarm only
         after = used & (np.arange(scores.shape[-1]) > first[..., None])
-        fresh = certify(new_state(alarm.shape, grid.size, bet), x, after & alarm[..., None], loss_bound / p_min, **kw)
+        empty = new_state(alarm.shape, grid.size, settings.bet)
+        fresh = certify(empty, x, after & alarm[..., None], loss_bound / p_min, settings)
         new = {k: np.where(alarm[..., None], fresh[k], v) for k, v in new.items()}
-    counts = {"seen": member.sum(-1), "paid": (observed & decisions.route).sum(-1), "alarms": alarm}
+    counts = {
+        "seen": member.sum(-1),
+        "paid": (observed & decisions.route_nothink).sum(-1),
+        "observed": observed.sum(-1),
+        "alarms": alarm,
+    }
     new |= {k: state[k] + v for k, v in counts.items()} | {"log_sr": log_sr}
     return new, np.where(alarm, first, -1)
 
@@ -438,6 +567,9 @@ class OnlineGPAC:
         How the certification bets are chosen (module description).
     seed : int, sequence of int or numpy.random.Generator, default 0
         Seed of the observe-or-not draws of :meth:`decide`.
+    settings : OnlineSettings, optional
+        All of the above at once (then give none of them): :class:`OnlineSettings`, kept whole as
+        ``settings``; the keywords build one.
 
     Notes
     -----
@@ -457,6 +589,9 @@ class OnlineGPAC:
         The threshold in use per group seen so far (``-inf``: always think; unseen groups think).
     n_seen_, n_paid_ : dict of str to int
         Items and paid labels (observed items routed to the non-thinking model) per group.
+    n_observed_ : dict of str to int
+        Observed items per group, free and paid: the gold labels spent when the loss needs one
+        (:attr:`gpac_utils.llm.grading.Grader.needs_gold`; :meth:`gold_labels`).
     alarms_ : dict of str to list of int
         Per group, the group-item counts at which the drift alarm fired.
 
@@ -478,48 +613,31 @@ class OnlineGPAC:
     [True, False]
     """
 
-    def __init__(
-        self,
-        eps,
-        alpha=0.05,
-        *,
-        label_prob,
-        labelling="free",
-        warmup_items=0,
-        warmup_prob=None,
-        label_budget=None,
-        drift_alpha=None,
-        grid=101,
-        loss_bound=1.0,
-        bet="mixture",
-        seed=0,
-        drift_scope="group",
-        n_groups=None,
-        **renamed,
-    ):
-        if "free_labels" in renamed:
-            raise TypeError("free_labels: replaced by labelling='free' (True) or labelling='fixed-rate' (False)")
-        if renamed:
-            raise TypeError(f"OnlineGPAC: unexpected keyword argument(s) {sorted(renamed)}")
-        self.eps, self.alpha, self.loss_bound = check_risk(eps, alpha, loss_bound)
-        warm = None if warmup_prob is None else check_range("warmup_prob", warmup_prob, closed_right=True)
-        budget = None if label_budget is None else check_int("label_budget", label_budget, 0)
-        self.schedule = Schedule(
-            check_range("label_prob", label_prob, closed_right=True),
-            check_int("warmup_items", warmup_items, 0),
-            warm,
-            budget,
-        )
-        self.drift_alpha = None if drift_alpha is None else check_range("drift_alpha", drift_alpha)
-        self.drift_scope, self.n_groups = drift_scope, n_groups
-        level = drift_level(self.drift_alpha or 0.5, drift_scope, n_groups)  # checks the scope either way
-        self.drift_level_ = None if self.drift_alpha is None else level
-        self.labelling, self.grid = LABELLING.check(labelling, "labelling"), grid_points(grid)
-        self.bet, self._rng = check_choice("bet", bet, BETS), np.random.default_rng(check_rng("seed", seed))
+    def __init__(self, eps=None, alpha=0.05, *, settings: OnlineSettings | None = None, **options):
+        if settings is None:
+            options = {"eps": eps, "alpha": alpha, **options}
+        elif eps is not None:
+            raise ParameterError("eps: given with settings=; change it with settings.replace(eps=...)")
+        self.settings = online_settings(settings, options)
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
+        self.n_observed_ = {}
         self._id, self._blocks, self._pending, self._fed = uuid.uuid4().hex, itertools.count(), {}, set()
+        self._rng = np.random.default_rng(self.settings.seed)
 
-    def _split(self, scores, groups, labels=False):
+    eps = property(lambda self: self.settings.eps)
+    alpha = property(lambda self: self.settings.alpha)
+    loss_bound = property(lambda self: self.settings.loss_bound)
+    grid = property(lambda self: self.settings.points)
+    labelling = property(lambda self: self.settings.labelling)
+    bet = property(lambda self: self.settings.bet)
+    schedule = property(lambda self: self.settings.schedule)
+    drift_alpha = property(lambda self: self.settings.drift_alpha)
+    drift_scope = property(lambda self: self.settings.drift_scope)
+    n_groups = property(lambda self: self.settings.n_groups)
+    drift_level_ = property(lambda self: self.settings.drift_level)
+
+    def _split(self, scores, groups, labels=False, losses=None):
+        check_same_index(scores=scores, groups=groups, losses=losses)  # never re-paired by position
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         g = group_labels(groups, s.size)
         codes, names = factorize_groups(g)
@@ -532,8 +650,8 @@ class OnlineGPAC:
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its group's threshold)."""
         s, parts = self._split(scores, groups)
-        cheap = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
-        return np.logical_or.reduce([np.zeros(s.size, bool), *cheap])
+        nothink = [member & (s <= self.thresholds_.get(name, -math.inf)) for name, member in parts]
+        return np.logical_or.reduce([np.zeros(s.size, bool), *nothink])
 
     def decide(self, scores, groups=None) -> Decisions:
         """Route, observe-or-not and propensity of a block of arriving items (before any loss)."""
@@ -561,6 +679,11 @@ class OnlineGPAC:
                 f"decisions: block {b.number} was already fed to update (its evidence would count twice)"
             )
         block, rows = self._pending[b.number], b.rows
+        if rows.size != s.size:
+            raise ParameterError(
+                f"decisions: cover {rows.size} rows of block {b.number}, but scores, losses and groups have {s.size}; "
+                "slice all of them with the same rows (Decisions(*(f[rows] for f in d)))"
+            )
         twice = block["fed"][rows]
         if twice.any():
             raise ParameterError(
@@ -593,36 +716,34 @@ class OnlineGPAC:
     def update(self, scores, losses, groups, decisions: Decisions) -> OnlineGPAC:
         """Feed back the losses of a block decided by :meth:`decide` (read where it observes; may be
         ``nan`` elsewhere); return ``self``."""
-        s, parts, g = self._split(scores, groups, labels=True)
+        s, parts, g = self._split(scores, groups, labels=True, losses=losses)
         dec = check_decisions(decisions, s.size)
         self._check_block(s, g, dec)
         loss = check_observed_losses(losses, dec.observe, self.loss_bound)  # read only where observed
-        kw = dict(eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, bet=self.bet)
         known = set(self._states) | {name for name, _ in parts}
-        if DRIFT_SCOPES[self.drift_scope].needs_groups and len(known) > self.n_groups:
+        st = self.settings
+        if DRIFT_SCOPES[st.drift_scope].needs_groups and len(known) > st.n_groups:
             raise ParameterError(
-                f"groups: drift_scope='any_group' was set for n_groups={self.n_groups}; saw {len(known)}"
+                f"groups: drift_scope={st.drift_scope!r} was set for n_groups={st.n_groups}; saw {len(known)}"
             )
         for name, member in parts:
             state = self._state(name)
-            self._states[name], alarm = learn(
-                state,
-                s,
-                loss,
-                member,
-                dec,
-                self.grid,
-                **kw,
-                labelling=self.labelling,
-                drift_alpha=self.drift_level_,
-            )
+            self._states[name], alarm = learn(state, s, loss, member, dec, st)
             if alarm >= 0:
                 self.alarms_.setdefault(name, []).append(int(state["seen"] + member[: alarm + 1].sum()))
             new = self._states[name]
             self.thresholds_[name] = float(threshold_of(new, self.grid))
             self.n_seen_[name], self.n_paid_[name] = int(new["seen"]), int(new["paid"])
+            self.n_observed_[name] = int(new["observed"])
         self._mark_fed(dec)
         return self
+
+    def gold_labels(self, needs_gold: bool) -> dict:
+        """Gold labels spent per group: every observed item when the loss needs a gold answer (a
+        ``binary`` loss: thinking right and non-thinking wrong), none when it is computed from the two
+        answers alone (the semantic loss); the paid labels (:attr:`n_paid_`) are the extra thinking calls.
+        """
+        return {g: (n if needs_gold else 0) for g, n in self.n_observed_.items()}
 
     def fit(self, scores, losses, groups=None) -> OnlineGPAC:
         """One block of a deployment in a single call: :meth:`decide`, then :meth:`update` with the

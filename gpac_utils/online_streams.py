@@ -28,125 +28,115 @@ import numpy as np
 
 from . import online
 from .calibrate import GPAC
+from .checks import ParameterError, check_int
+
+#: What B-PAC's runner reads of :class:`~gpac_utils.online.OnlineSettings` (its labelling is free and it has
+#: no drift alarm: the other settings are refused, not ignored; its bet is aGRAPA, ``bet="grapa"``, and the
+#: default ``"mixture"`` stands for it).
+BPAC_READS = (
+    "eps",
+    "alpha",
+    "label_prob",
+    "warmup_items",
+    "warmup_prob",
+    "label_budget",
+    "grid",
+    "loss_bound",
+    "bet",
+    "seed",
+)
 
 
-def run_bpac(
-    scores,
-    losses,
-    groups,
-    n_groups,
-    grid,
-    *,
-    eps,
-    alpha,
-    label_prob,
-    warmup_items=0,
-    warmup_prob=None,
-    label_budget=None,
-    loss_bound=1.0,
-    seed=0,
-) -> dict:
+def _streams(scores, settings):
+    """The shared start of the runners: stream shape, observe-or-not uniforms, empty route_nothink and observe."""
+    n_trials, n = scores.shape
+    uniforms = np.random.default_rng(settings.seed).random((n_trials, n))
+    return n_trials, n, uniforms, np.zeros((n_trials, n), bool), np.zeros((n_trials, n), bool)
+
+
+def run_bpac(scores, losses, groups, n_groups, settings: online.OnlineSettings) -> dict:
     """One B-PAC learner per group over streams ``(n_trials, n)``, item by item.
 
-    Returns ``route`` and ``observe`` (n_trials, n) and ``thresholds`` (n_trials, n_groups) after
-    the stream (B-PAC's thresholds never decrease, so these are also the largest in use).
+    ``settings``: it reads :data:`BPAC_READS` and refuses the others away from their defaults.
+    Returns ``route_nothink`` (True: the non-thinking model answers) and ``observe`` (n_trials, n) and
+    ``thresholds`` (n_trials, n_groups) after the stream (B-PAC's thresholds never decrease, so these
+    are also the largest in use).
     """
-    n_trials, n = scores.shape
-    grid = np.asarray(grid, float)
-    warm = label_prob if warmup_prob is None else warmup_prob
+    st = settings.refuse("B-PAC", BPAC_READS)
+    eps, label_prob, loss_bound, grid = st.eps, st.label_prob, st.loss_bound, st.points
+    n_trials, n, uniforms, route_nothink, observe = _streams(scores, st)
+    warm = label_prob if st.warmup_prob is None else st.warmup_prob
     cap = 0.9 / (loss_bound / min(label_prob, warm) - eps)
-    budget = math.inf if label_budget is None else label_budget
+    budget = math.inf if st.label_budget is None else st.label_budget
     shape = (n_trials, n_groups, grid.size)
     s1, s2, log_w, cert = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape, bool)
     seen, paid = np.zeros((n_trials, n_groups), int), np.zeros((n_trials, n_groups), int)
     thr = np.full((n_trials, n_groups), -np.inf)
-    uniforms = np.random.default_rng(seed).random((n_trials, n))
-    route, observe = np.zeros((n_trials, n), bool), np.zeros((n_trials, n), bool)
     rows = np.arange(n_trials)
     for t in range(n):
         j, u = groups[:, t], scores[:, t]
-        cheap = u <= thr[rows, j]
-        rate = np.where(seen[rows, j] < warmup_items, warm, label_prob)
+        nothink_t = u <= thr[rows, j]  # this item of every stream
+        rate = np.where(seen[rows, j] < st.warmup_items, warm, label_prob)
         rate = np.where(paid[rows, j] < budget, rate, 0.0)
-        obs = (rate > 0) & (~cheap | (uniforms[:, t] < rate))
-        x = np.where(obs, losses[:, t] / np.where(cheap, np.maximum(rate, 1e-300), 1.0), 0.0)
+        obs = (rate > 0) & (~nothink_t | (uniforms[:, t] < rate))
+        x = np.where(obs, losses[:, t] / np.where(nothink_t, np.maximum(rate, 1e-300), 1.0), 0.0)
         d = np.where((rate > 0)[:, None], eps - x[:, None] * (u[:, None] <= grid), 0.0)
         a, b = s1[rows, j], s2[rows, j]
         lam = np.clip(a / (b + loss_bound**2), 0.0, cap)
         log_w[rows, j] += np.log1p(lam * d)
         s1[rows, j], s2[rows, j] = a + d, b + d * d
-        cert[rows, j] |= log_w[rows, j] >= math.log(1 / alpha)
+        cert[rows, j] |= log_w[rows, j] >= math.log(1 / st.alpha)
         count = np.logical_and.accumulate(cert[rows, j], axis=-1).sum(-1)
         thr[rows, j] = np.where(count > 0, grid[np.maximum(count - 1, 0)], -np.inf)
         seen[rows, j] += 1
-        paid[rows, j] += obs & cheap
-        route[:, t], observe[:, t] = cheap, obs
-    return {"route": route, "observe": observe, "thresholds": thr}
+        paid[rows, j] += obs & nothink_t
+        route_nothink[:, t], observe[:, t] = nothink_t, obs
+    return {"route_nothink": route_nothink, "observe": observe, "thresholds": thr}
 
 
-def run_online(
-    scores,
-    losses,
-    groups,
-    n_groups,
-    grid,
-    *,
-    eps,
-    alpha,
-    label_prob,
-    warmup_items=0,
-    warmup_prob=None,
-    label_budget=None,
-    labelling="free",
-    bet="mixture",
-    drift_alpha=None,
-    every=20,
-    loss_bound=1.0,
-    seed=0,
-) -> dict:
+def run_online(scores, losses, groups, n_groups, settings: online.OnlineSettings, *, every=20) -> dict:
     """Online G-PAC (:mod:`gpac_utils.online`) over streams ``(n_trials, n)``: decide a block of
-    ``every`` items with the thresholds in use, then learn from it.
+    ``every`` items with the thresholds in use, then learn from it (``settings`` whole, as
+    :class:`~gpac_utils.online.OnlineGPAC` takes it).
 
-    Returns ``route``, ``observe`` (n_trials, n), ``thresholds`` (n_trials, n_blocks, n_groups): the
+    Returns ``route_nothink``, ``observe`` (n_trials, n), ``thresholds`` (n_trials, n_blocks, n_groups): the
     threshold in use during each block, and ``alarms`` (n_trials, n_groups): the stream position of
     each group's first drift alarm (``-1``: none).
     """
-    n_trials, n = scores.shape
-    grid = np.asarray(grid, float)
-    schedule = online.Schedule(label_prob, warmup_items, warmup_prob, label_budget)
-    states = [online.new_state((n_trials,), grid.size, bet) for _ in range(n_groups)]
-    uniforms = np.random.default_rng(seed).random((n_trials, n))
-    route, observe = np.zeros((n_trials, n), bool), np.zeros((n_trials, n), bool)
-    starts = range(0, n, every)
+    if not isinstance(settings, online.OnlineSettings):
+        raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
+    n_trials, n, uniforms, route_nothink, observe = _streams(scores, settings)
+    grid, schedule = settings.points, settings.schedule
+    states = [online.new_state((n_trials,), grid.size, settings.bet) for _ in range(n_groups)]
+    starts = range(0, n, check_int("every", every, 1))
     thresholds = np.full((n_trials, len(starts), n_groups), -np.inf)
     alarms = np.full((n_trials, n_groups), -1)
-    kw = dict(eps=eps, alpha=alpha, loss_bound=loss_bound, bet=bet, labelling=labelling, drift_alpha=drift_alpha)
     for b, t0 in enumerate(starts):
         block = slice(t0, t0 + every)
         u, loss, g = scores[:, block], losses[:, block], groups[:, block]
         for j in range(n_groups):
             member = g == j
-            d = online.decide(states[j], u, member, uniforms[:, block], schedule, grid, labelling)
+            d = online.decide(states[j], u, member, uniforms[:, block], schedule, grid, settings.labelling)
             thresholds[:, b, j] = online.threshold_of(states[j], grid)
-            route[:, block] |= d.route
+            route_nothink[:, block] |= d.route_nothink
             observe[:, block] |= d.observe & member
-            states[j], first = online.learn(states[j], u, np.where(d.observe, loss, np.nan), member, d, grid, **kw)
+            states[j], first = online.learn(states[j], u, np.where(d.observe, loss, np.nan), member, d, settings)
             new = (first >= 0) & (alarms[:, j] < 0)
             alarms[:, j] = np.where(new, t0 + first, alarms[:, j])
-    return {"route": route, "observe": observe, "thresholds": thresholds, "alarms": alarms}
+    return {"route_nothink": route_nothink, "observe": observe, "thresholds": thresholds, "alarms": alarms}
 
 
 def run_offline(scores, losses, groups, n_groups, paid, *, eps, alpha) -> dict:
     """Offline G-PAC (valid recipe) calibrated on the first ``paid[s]`` items of stream ``s``, all
     labelled (each a thinking call), then routing the rest with those thresholds."""
-    route, observe, thresholds = np.zeros(scores.shape, bool), np.zeros(scores.shape, bool), []
+    route_nothink, observe, thresholds = np.zeros(scores.shape, bool), np.zeros(scores.shape, bool), []
     for s, n_cal in enumerate(np.asarray(paid, int)):
         names = groups[s].astype(str)
         fitted = GPAC(eps, alpha, "valid").fit(scores[s, :n_cal], losses[s, :n_cal], names[:n_cal])
-        route[s, :n_cal] = observe[s, :n_cal] = True  # calibration items: paid labels
-        route[s, n_cal:] = fitted.route(scores[s, n_cal:], names[n_cal:])
+        route_nothink[s, :n_cal] = observe[s, :n_cal] = True  # calibration items: paid labels
+        route_nothink[s, n_cal:] = fitted.route(scores[s, n_cal:], names[n_cal:])
         thresholds.append([fitted.thresholds_.get(str(j), -np.inf) for j in range(n_groups)])
-    return {"route": route, "observe": observe, "thresholds": np.array(thresholds)}
+    return {"route_nothink": route_nothink, "observe": observe, "thresholds": np.array(thresholds)}
 
 
 def summary(result, risk, eps, n_groups) -> dict:
@@ -157,11 +147,11 @@ def summary(result, risk, eps, n_groups) -> dict:
     violated = risk(worst) > eps
     rate = violated.mean(axis=0)
     n_trials = violated.shape[0]
-    no_think = (result["route"] & ~result["observe"]).mean(axis=1)
+    no_think = (result["route_nothink"] & ~result["observe"]).mean(axis=1)
     return {
         "no_thinking_call": float(no_think.mean()),
         "no_thinking_call_sd": float(no_think.std(ddof=1)) if n_trials > 1 else 0.0,
-        "paid_labels": float((result["route"] & result["observe"]).sum(axis=1).mean()),
+        "paid_labels": float((result["route_nothink"] & result["observe"]).sum(axis=1).mean()),
         "worst_violation_rate": float(rate.max()),
         "worst_violation_mcse": float(math.sqrt(max(rate.max() * (1 - rate.max()), 0.0) / n_trials)),
     }
@@ -184,29 +174,31 @@ def closed_form_risk(a, k):
     return risk
 
 
-def matched_bpac(u, loss, g, n_groups, grid, paid, *, label_prob, tries=4, **kw):
-    """B-PAC with its labelling probability raised until its mean paid labels reach ``paid``
-    (at least equal paid labels: a comparison that favours B-PAC). Returns (result, label_prob)."""
-    prob = label_prob
+def matched_bpac(u, loss, g, n_groups, paid, settings: online.OnlineSettings, *, tries=4):
+    """B-PAC with its labelling probability raised from ``settings.label_prob`` until its mean paid labels
+    reach ``paid`` (at least equal paid labels: a comparison that favours B-PAC). Returns (result, label_prob)."""
+    prob = settings.label_prob
     for _ in range(tries):
-        res = run_bpac(u, loss, g, n_groups, grid, label_prob=prob, **kw)
-        got = (res["route"] & res["observe"]).sum(axis=1).mean()
+        res = run_bpac(u, loss, g, n_groups, settings.replace(label_prob=prob))
+        got = (res["route_nothink"] & res["observe"]).sum(axis=1).mean()
         if got >= paid or prob >= 1:
             break
         prob = min(1.0, prob * 1.02 * paid / max(got, 1.0))
     return res, prob
 
 
-def head_to_head(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, every=20, seed=0) -> dict:
+def head_to_head(u, loss, g, n_groups, risk, settings: online.OnlineSettings, *, every=20) -> dict:
     """Online G-PAC (free labels; fixed rate), one B-PAC learner per group and offline G-PAC on the
     same streams, B-PAC given at least and offline G-PAC exactly the paid labels of online G-PAC
-    with free labels."""
-    kw = dict(eps=eps, alpha=alpha, seed=seed)
-    free = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, **kw)
-    fixed = run_online(u, loss, g, n_groups, grid, every=every, label_prob=label_prob, labelling="fixed-rate", **kw)
-    paid = (free["route"] & free["observe"]).sum(axis=1).mean()
-    bpac, prob = matched_bpac(u, loss, g, n_groups, grid, paid, label_prob=label_prob, **kw)
-    offline = run_offline(u, loss, g, n_groups, (free["route"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha)
+    with free labels (``settings``: the free-label one; its ``eps``, ``alpha``, ``label_prob``, grid and seed)."""
+    eps, alpha = settings.eps, settings.alpha
+    free = run_online(u, loss, g, n_groups, settings, every=every)
+    fixed = run_online(u, loss, g, n_groups, settings.replace(labelling="fixed-rate"), every=every)
+    paid = (free["route_nothink"] & free["observe"]).sum(axis=1).mean()
+    bpac, prob = matched_bpac(u, loss, g, n_groups, paid, settings)
+    offline = run_offline(
+        u, loss, g, n_groups, (free["route_nothink"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha
+    )
     runs = {
         "online G-PAC, free labels": free,
         "online G-PAC, fixed rate": fixed,
@@ -215,7 +207,9 @@ def head_to_head(u, loss, g, n_groups, risk, grid, *, eps, alpha, label_prob, ev
     }
     out = {name: summary(res, risk, eps, n_groups) for name, res in runs.items()}
     out["B-PAC per group"]["label_prob"] = prob
-    diff = (free["route"] & ~free["observe"]).mean(axis=1) - (bpac["route"] & ~bpac["observe"]).mean(axis=1)
+    diff = (free["route_nothink"] & ~free["observe"]).mean(axis=1) - (bpac["route_nothink"] & ~bpac["observe"]).mean(
+        axis=1
+    )
     out["online G-PAC, free labels"] |= {
         "minus_bpac": float(diff.mean()),
         "minus_bpac_se": float(diff.std(ddof=1) / math.sqrt(diff.size)),

@@ -74,7 +74,7 @@ import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy
+from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy, warn_risk
 from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
@@ -152,6 +152,9 @@ class Risk:
         :class:`~gpac_utils.bounds.Bound`).
     formula : callable, default: the bound's formula
         ``formula(bound)``: that rule as text.
+    conditional : bool, default False
+        Whether the risk is conditional on the route, i.e. averaged over the items routed to the
+        non-thinking model only (``gpac audit`` tests it given their number), not over the group.
     """
 
     name: str
@@ -163,6 +166,7 @@ class Risk:
     pvalue: bool = False
     fewest_terms: Callable[[Bound, float, float, float], int | float] = _bound_minimum
     formula: Callable[[Bound], str] = _bound_formula
+    conditional: bool = False
 
 
 #: The risk definitions, by name ("joint" first: the default).
@@ -274,7 +278,9 @@ def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
         check_recipe(options["recipe"]),
         *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
     )
+    warn_risk(eps, alpha, loss_bound)
     check_risk_recipe(entry.name, recipe)
+    warn_risk(eps, alpha, loss_bound)  # h-settings' warning (alpha >= 0.5, eps/alpha swapped), kept at the merge
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
     check_label_prob(options["label_prob"], losses.shape)
     checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))
@@ -506,4 +512,5 @@ register_risk(
     pvalue=True,
     fewest_terms=_routed_minimum,
     formula=_routed_formula,
+    conditional=True,
 )

@@ -21,13 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import ParameterError, check_choice, check_int, check_range, check_risk
+from .checks import ParameterError, check_choice, check_int, check_range, check_risk, warn_risk
 from .partition import ScorePartitioner
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
 from .risks import check_risk_recipe, get_risk
 
-__all__ = ["Correction", "CORRECTIONS", "CPAC_MODES", "Settings", "RENAMED"]
+__all__ = ["Correction", "CORRECTIONS", "CPAC_MODES", "Settings", "RENAMED", "RENAMED_UNTIL"]
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,14 @@ CORRECTIONS: Registry[Correction] = Registry(
 #: C-PAC's modes: learn the partition on a held-out share (``split``) or on the same items (``joint``).
 CPAC_MODES = ("split", "joint")
 
+#: The gpac_utils version whose release removes the renamed-argument messages (the old names then are
+#: unknown keywords); every message of :data:`RENAMED` (and of the online side's) states it.
+RENAMED_UNTIL = "0.4"
+
 #: Settings that were renamed: old keyword to the one-line message that names the new one.
 RENAMED = {
-    "simultaneous": "simultaneous: replaced by correction='bonferroni' (simultaneous=True) or correction='none'",
+    "simultaneous": "simultaneous: replaced by correction='bonferroni' (simultaneous=True) or correction='none'"
+    f" (this message goes in gpac_utils {RENAMED_UNTIL})",
 }
 
 
@@ -122,10 +127,10 @@ class Settings:
     >>> s = Settings(eps=0.1, correction="bonferroni")
     >>> s.recipe.bound, s.alpha_per_group(4)
     ('hoeffding_bentkus', 0.0125)
-    >>> Settings(eps=0.1, simultaneous=True)
+    >>> Settings(eps=0.1, simultaneous=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: simultaneous: replaced by correction='bonferroni' (simultaneous=True) or correction='none'
+    TypeError: simultaneous: replaced by correction='bonferroni' (simultaneous=True) or ... (this message goes in ...)
     """
 
     eps: float
@@ -142,6 +147,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
+        warn_risk(eps, alpha, loss_bound)
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "loss_bound", loss_bound)
@@ -159,12 +165,25 @@ class Settings:
         """The level each of ``k`` groups is calibrated at (the :data:`CORRECTIONS` entry's)."""
         return CORRECTIONS[self.correction].per_group(self.alpha, k)
 
+    def ignored(self, reads) -> list[str]:
+        """The calibrator fields away from their defaults that a consumer reading only ``reads`` would ignore
+        (it refuses them, naming the first)."""
+        out = []
+        for f in dataclasses.fields(Settings):
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if f.name not in reads and default is not dataclasses.MISSING and getattr(self, f.name) != default:
+                out.append(f.name)
+        return out
+
     def replace(self, **changes) -> Settings:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
     def as_settings(self, **changes) -> Settings:
-        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too)."""
+        """The calibrator :class:`Settings` alone (of a subclass such as ``ExperimentConfig`` too); the same
+        object when it is one and nothing changes (settings are checked once, when built)."""
+        if type(self) is Settings and not changes:
+            return self
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)}
         return Settings(**(values | changes))
 

@@ -1,7 +1,7 @@
 """The thresholds file: its declared, versioned schema, checked on every read.
 
 ``to_json`` (:class:`~gpac_utils.calibrate.PAC` and the others) and ``gpac calibrate`` write it;
-:func:`~gpac_utils.calibrate.from_json` and ``gpac route`` read it through :func:`validate_file`, which
+:func:`~gpac_utils.certificate.from_json` and ``gpac route`` read it through :func:`validate_file`, which
 refuses a corrupt, hand-edited or foreign file with one line naming the field, e.g.
 ``thresholds['hard']: must be a number in [0, 1] or null (always think), got 7``.
 
@@ -11,11 +11,14 @@ Versions
     Files without a ``schema_version`` field (gpac_utils 0.2 and before). Read as version 2.
 ``2``
     The same fields, plus ``schema_version``.
-``3`` (:data:`SCHEMA_VERSION`)
+``3``
     The same, plus the certificate's fields that ``gpac calibrate`` writes (:mod:`gpac_utils.certificate`):
     ``schema``, ``provenance`` and ``groups`` (per group: n, labelled, status, threshold, bound),
-    declared here and checked in depth by :func:`gpac_utils.certificate.check_certificate`.
-    Written by this version.
+    declared here and checked in depth by :meth:`gpac_utils.certificate.Certificate.parse`.
+``4`` (:data:`SCHEMA_VERSION`)
+    The same, plus ``score``: the score's registry name (:data:`gpac_utils.scores.SCORES`) beside
+    ``columns.score``, the table's column. Written by this version; older versions are read and
+    migrated by :meth:`gpac_utils.certificate.Certificate.read` (one path for every version).
 
 A file of a newer version than :data:`SCHEMA_VERSION` is refused (it may carry fields this
 version would ignore). ``settings['pi']`` is read as ``settings['label_prob']`` (its name before
@@ -27,7 +30,7 @@ Every field a file may hold is declared once, below, in :data:`FIELDS` (top leve
 :data:`SETTINGS` (inside ``settings``): its check, whether it is required, and which kinds of
 method carry it (a method's kind is its registry entry's ``groups``: ``"none"``, ``"known"`` or
 ``"learned"``; the methods themselves come from :data:`gpac_utils.calibrate.CALIBRATORS`, passed in
-by :func:`~gpac_utils.calibrate.from_json` and ``gpac route``, never compared by name here).
+by :func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here).
 A field that is not declared is refused. To extend the file (a new field), add a
 :class:`Field` to the right table, write it in ``to_json``, and raise :data:`SCHEMA_VERSION` when
 files of the new version could not be read by the previous one.
@@ -35,7 +38,6 @@ files of the new version could not be read by the previous one.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -45,14 +47,15 @@ from . import bounds, partition, sampling, selection
 from .checks import ParameterError
 from .recipe import Recipe
 from .risks import RISKS
+from .scores import SCORES
 from .settings import CORRECTIONS
 
-__all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file", "loads"]
+__all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file"]
 
 #: The version this gpac_utils writes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The versions it reads (1: files without ``schema_version``).
-READS = (1, 2, 3)
+READS = (1, 2, 3, 4)
 #: The kinds of method (their registry entry's ``groups``) that carry a field.
 _ALL = ("none", "known", "learned")
 _GROUPED = ("known", "learned")
@@ -225,6 +228,11 @@ FIELDS: dict[str, Field] = {
     "group_sizes": Field(_group_sizes, required=False, doc="group -> calibration items"),
     "partition": Field(_partition, kinds=_LEARNED, doc="C-PAC's learned partition: algorithm, boundaries"),
     "columns": Field(_columns, required=False, doc="gpac calibrate: the table's columns"),
+    "score": Field(
+        lambda v, p: None if v is None else _registry(SCORES)(v, p),
+        required=False,
+        doc="the score's registry name (null: the column holds no registered score)",
+    ),
     "data": Field(_text, required=False, doc="gpac calibrate: the table it read"),
     "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows"),
     "schema": Field(_one_of("gpac-thresholds"), required=False, doc="the certificate's schema name"),
@@ -356,34 +364,3 @@ def validate_file(payload, methods: Mapping) -> dict:
     payload.setdefault("schema_version", 1)
     del payload["_kind"]
     return payload
-
-
-def loads(text, methods: Mapping) -> dict:
-    """Parse and :func:`validate_file` the text of a thresholds file.
-
-    Parameters
-    ----------
-    text : str or bytes
-        The JSON text.
-    methods : mapping
-        The calibrator registry, as for :func:`validate_file`.
-
-    Returns
-    -------
-    dict
-        The validated payload.
-
-    Raises
-    ------
-    ThresholdsFileError
-        For text that is not a string, not JSON, or not a valid thresholds file.
-    """
-    if not isinstance(text, str | bytes | bytearray):
-        raise ThresholdsFileError(
-            f"text: must be the JSON text (str), got {type(text).__name__}; for a file: from_json(path.read_text())"
-        )
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ThresholdsFileError(f"text: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return validate_file(payload, methods)

@@ -795,7 +795,8 @@ for g in ("easy", "medium"):
     worst_violation = max(worst_violation, cell("G-PAC", "known", g)["violation_rate"].max())
 display(
     Markdown(
-        f"PAC's hard-group risk: {pac_hard['risk'].min():.3f} to {pac_hard['risk'].max():.3f} over the ε grid, "
+        f"PAC's hard-group risk: {pac_hard['risk'].iloc[0]:.3f} at the smallest ε ({pac_hard.index[0]:g}) up to "
+        f"{pac_hard['risk'].max():.3f} (at ε = {pac_hard['risk'].idxmax():g}), "
         f"significantly above ε at every ε. G-PAC routes {easy.iloc[0]:.2f} of the easy group at ε = {easy.index[0]:g} "
         f"and at least {100 * easy[easy.index >= cfg.eps].min():.1f} % at ε ≥ {cfg.eps:g}. Learned clusters where PAC or G-PAC "
         f"is significantly above ε: {int(others_learned['above_eps'].sum())} of {len(others_learned)} (ε, cluster) cells. "
@@ -809,8 +810,9 @@ display(
 # %% [markdown]
 # ## Take-aways
 #
-# * **PAC** meets ε on average, but the `hard` group's risk is well above ε for every tolerance —
-#   the failure the paper's group-conditional guarantee is designed to prevent.
+# * **PAC** meets ε on average, but the `hard` group's risk is significantly above ε at every
+#   tolerance (the cell above prints it at the smallest ε and at its largest) — the failure the paper's
+#   group-conditional guarantee is designed to prevent.
 # * **G-PAC** brings every *known* group to (about) ε — no group's mean risk is significantly
 #   above it — and routes almost all of the easy group to the cheap model from the
 #   worked-example tolerance up. It needs the group labels at calibration and at deployment.
@@ -831,9 +833,10 @@ display(
 #   whose risk exceeds ε (the {term}`violation rate`, meant to be at most α per group), not about
 #   the average: here G-PAC's mean risk is nowhere significantly above ε, yet its worst known
 #   group breaks ε in the share of calibrations displayed above the take-aways.
-# - **Expecting the paper's curve to be tighter because the CLT is "only approximate".** With
-#   π = 0.5 the resampled terms vary more than the labels themselves; the figure in §2 and
-#   exercise {ref}`ex-quickstart-resampled-width` show it. The CLT bound's problem is coverage,
+# - **Reading the paper's lower curve as a better bound.** Resampling with π = 0.5 makes the CLT
+#   bound wider than a CLT bound on the labelled items themselves (exercise
+#   {ref}`ex-quickstart-resampled-width`). It still often lies below the Hoeffding–Bentkus curve
+#   (§2 counts the cases), because the CLT has no finite-sample margin. Its problem is coverage,
 #   not width.
 # - **Mixing the recipes.** The paper's bound, sampling and `max` rule, or the valid bound with
 #   every label and first-crossing: `GPAC(..., recipe=...)` takes one `Recipe`; say which one you
@@ -849,11 +852,85 @@ display(
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/00_quickstart.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/00_quickstart.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "00_quickstart.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# uncertainty score
+# : $U(x) \in [0, 1]$: how unsure the non-thinking model (or a router) is about query $x$ — from
+#   the answer's logits, a verbalized confidence, or a trained router; larger = less certain. The
+#   tables' `score_*` columns (`score_logits`, `score_verbalized`, `score_router`).
+#
+# routing
+# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
+#   otherwise.
+#
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# PAC
+# : Marginal PAC reasoning: one threshold $\hat u$ with
+#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
+#   Definition 2.1, `def:pac-efficient`).
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
+#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
+#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
+#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
+#   mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
+#   and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

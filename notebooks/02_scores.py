@@ -327,3 +327,16 @@ display(
         )
     )
 )
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# STP
+# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
+#   routed; the router form (router scores) pays for it only when routed.
+# :::

@@ -272,8 +272,9 @@ axes[1].legend(loc="upper left", markerscale=3)
 # C-PAC (`gpac_utils.calibrate.CPAC`, k-means partition, valid bound `cfg["bound"]` with `cfg["sampling"]`
 # labels) on `n` calibration items; for every learned group `Ĝ_j` the exact risk
 # `R(û_j | Ĝ_j)` is compared with ε. Splitting (half the items cluster, half calibrate) is
-# exactly valid per learned group (Theorem 4.6, part 1); the joint approach reuses the items and carries
-# an extra `c δ` term (Theorem 4.6, part 2).
+# exactly valid per learned group (Theorem 4.6, part 1); for the joint approach, which reuses the items, the
+# paper claims only ε + cδ (Theorem 4.6, part 2), with c a constant and δ unknown, and its proof (Appendix E)
+# conditions on a partition learned from the same items: no guarantee a certificate can state.
 
 # %%
 recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
@@ -391,8 +392,8 @@ display(
 # * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
 #   error; asserted above). The joint approach is not visibly worse here: with a valid,
 #   conservative bound and misassigned items only at group edges, its `c δ` term does not show
-#   at these sizes. The theorem's joint constant `c = 2Bk` (with `p_min ≥ 1/(2k)`) would allow
-#   `ε + 6δ` — a bound, not a prediction.
+#   at these sizes. The paper's proof sets `c = 2Bk` (with `p_min ≥ 1/(2k)`, which it says holds only
+#   with high probability, not counted in α), which would allow `ε + 6δ` — a claim, not a prediction.
 
 # %% [markdown]
 # :::{exercise}
@@ -504,8 +505,9 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #   its labels reversed mismatches most inputs label by label (exercise
 #   {ref}`ex-partition-gap-by-hand`); δ minimises over relabellings.
 # - **Reading a small δ as coverage.** Sample splitting is valid because the partition is
-#   independent of the calibration items, whatever δ is; the joint approach reuses them and its
-#   guarantee is only $\varepsilon + c\delta$.
+#   independent of the calibration items, whatever δ is; the joint approach reuses them, and the
+#   paper claims only $\varepsilon + c\delta$ for it (Theorem 4.6, part 2), with $c$ a constant and δ
+#   unknown, and its proof conditions on a partition learned from the same items.
 # - **Reading $\mathrm{Eff}(\mathcal G^*) - \mathrm{Eff}(\hat{\mathcal G}) \le 2\delta$ as a theorem.**
 #   It held in every learned partition here, but it fails in general (exercise
 #   {ref}`ex-partition-gap-counterexample`): a few misassigned lossy inputs can cost a group its
@@ -516,11 +518,57 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/11_partition_gap.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/11_partition_gap.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "11_partition_gap.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "11_partition_gap.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
+#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
+#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
+#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
+#   mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# oracle partition
+# : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal
+#   thresholds (Definition 4.4, `def:oracle-optimal`).
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

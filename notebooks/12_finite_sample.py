@@ -321,11 +321,46 @@ print(
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/12_finite_sample.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/12_finite_sample.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "12_finite_sample.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "12_finite_sample.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# UCB
+# : Upper confidence bound on $R(u)$ at every candidate threshold: `clt` and `hoeffding` (the
+#   paper's: Algorithm 1 and Appendix A), `hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
+#   `clopper_pearson` (finite-sample valid with i.i.d. labelling). Assumption 4.1 asks that it cover
+#   the risk with probability $1 - \alpha$ at each threshold.
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
+#   and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

@@ -28,7 +28,8 @@
 # **Reads** nothing. **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
 # `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_oracle_ratio.{csv,md}`,
 # `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_summary.{png,pdf}` (the audit on
-# one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`.
+# one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`, `figures/selection_fixed_sequence.{png,pdf}`
+# (fixed-sequence testing, one calibration).
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300})
 # ≈ 12 s of CPU time; paper profile (1 000 calibrations per cell, group sizes
@@ -215,17 +216,10 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 # ## Run the audit
 
 # %%
-settings = dict(
-    bounds=list(BOUNDS) if cfg.bounds == "all" else cfg.bounds,  # "all": the registry's, as it is now
-    label_probs=cfg.label_probs,
-    eps_list=cfg.eps_list,
-    rules=cfg.rules,
-    alpha=cfg.alpha,
-    calibrations=cfg.calibrations,
-    seed=cfg.seed,
-)
+settings = cfg.pick("label_probs", "eps_list", "rules", "alpha", "calibrations", "seed")
+bounds = list(BOUNDS) if cfg.bounds == "all" else cfg.bounds  # "all": the registry's, as it is now
 t0 = time.perf_counter()
-audit = validity_audit(pop, group_sizes=cfg.group_sizes, **settings)
+audit = validity_audit(pop, group_sizes=cfg.group_sizes, bounds=bounds, **settings)
 elapsed = time.perf_counter() - t0
 print(f"audit: {len(audit)} rows in {elapsed:.1f} s")
 audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_list) * len(pop.groups)).round(1)
@@ -238,7 +232,7 @@ audit.groupby("bound")["ucb_seconds"].sum().div(len(cfg.rules) * len(cfg.eps_lis
 # %%
 cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
 assert len(cp) == 0 or cp["pass"].all(), cp[~cp["pass"]]
-alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], **{**settings, "label_probs": [1.0]})
+alone = validity_audit(pop, group_sizes=cfg.group_sizes[:1], bounds=bounds, **{**settings, "label_probs": [1.0]})
 cell = audit[(audit["n_group"] == cfg.group_sizes[0]) & (audit["scheme"] == "resample") & (audit["pi"] == 1.0)]
 same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_index(drop=True)
 assert len(cell) and cell.drop(columns="ucb_seconds").reset_index(drop=True).equals(same)
@@ -598,42 +592,139 @@ if rule_gap is not None and len(clt_resample) and len(clt_small):
 # (selection-lesson)=
 # ## Choosing the threshold from the data: why first-crossing is valid, and what `max` risks
 #
+# *In class, 15 minutes: the problem, the picture, fixed-sequence testing and the take-away. The
+# simulations after them are optional reading.*
+#
 # **A pointwise guarantee at a point chosen from the data.** Assumption 4.1 (`assump:ucb-validity`)
 # is a statement about one threshold $u$ fixed in advance: $P(R(u \mid G_j) \le \hat L_{j,u}(\alpha))
 # \ge 1-\alpha$. The proof of Theorem 4.2 (`thm:known-grouping`, Appendix B) applies it at
-# $\hat u_j = \max\{u : \hat L_{j,u}(\alpha) \le \varepsilon\}$: "combining with the UCB validity, with
-# probability at least $1-\alpha$: $R(\hat u_j \mid G_j) \le \hat L_{j,\hat u_j}(\alpha) \le \varepsilon$". But
-# $\hat u_j$ is computed from the same calibration set as the bound, and the event "the bound holds at
-# $u$" is a different event for every $u$. The rule looks for a point where the bound is low — which
-# is where it is most likely to have failed. At a random point the assumption only gives
+# $\hat u_j = \max\{u : \hat L_{j,u}(\alpha) \le \varepsilon\}$, a point computed from the same
+# calibration set as the bound. A rule that looks for a point where the bound is low looks where the
+# bound is most likely to have failed: at a point chosen from the data the assumption only gives
 # $P(R(\hat u) > \hat L_{\hat u}) \le P(\exists u : R(u) > \hat L_u)$, a union over the candidates that
 # can approach (number of candidates) × α. Whether a rule is valid depends on *how* it chooses.
 #
 # **Fixed-sequence testing.** Read each candidate as a test of $H_u : R(u \mid G_j) > \varepsilon$
 # ("routing at $u$ is unsafe"), rejected when $\hat L_u \le \varepsilon$. Each test has level α: if
 # $H_u$ is true, $\hat L_u \le \varepsilon < R(u)$ means the bound failed at $u$, probability at most
-# α. Because $R$ is non-decreasing, the true hypotheses are the upper end of the candidates, from
-# the smallest unsafe one, $g^*$, on — and $g^*$ is fixed by the population, not by the data.
-# Fixed-sequence testing tests hypotheses in an order fixed in advance and stops at the first it
-# cannot reject; `first-crossing` is exactly that, in the order $u_1 < u_2 < \dots$ (as in the
-# risk-controlling prediction sets of Bates et al. 2021 and Learn-then-Test, Angelopoulos et al.
-# 2021). It certifies an unsafe threshold only by rejecting *every* hypothesis up to it, $g^*$
-# included, so
+# α. Because $R$ is non-decreasing, the unsafe candidates are the upper end of the list, from the
+# smallest one, $g^*$, on — and $g^*$ is fixed by the population, not by the data. Fixed-sequence
+# testing tests the hypotheses in an order fixed in advance and stops at the first it cannot reject;
+# `first-crossing` is exactly that, in the order $u_1 < u_2 < \dots$ (as in the risk-controlling
+# prediction sets of Bates et al. 2021 and Learn-then-Test, Angelopoulos et al. 2021). It certifies an
+# unsafe threshold only by rejecting *every* hypothesis up to it, $g^*$ included, so
 #
 # $$P\big(R(\hat u \mid G_j) > \varepsilon\big) \le P\big(\hat L_{g^*} \le \varepsilon\big) \le \alpha :$$
 #
-# one fixed point carries the whole error, with no union bound over the candidates.
+# one fixed point carries the whole error, with no union bound over the candidates. The picture
+# below is one calibration: the candidates are tested from left to right, and `max` would instead
+# take the largest candidate whose bound is at most ε, wherever it is.
+
+# %%
+# the picture: one calibration of the independent-batch design (each candidate checked on its own batch)
+fs_eps, fs_n, fs_alpha = 0.1, 200, 0.05
+fs_grid = np.linspace(0.05, 1.0, 20)  # the candidates, fixed before the data
+
+
+def fs_risk(u):
+    """R(u): 0.2 u up to 0.5 (safe), then just above eps = 0.1 and creeping up (a long unsafe stretch)."""
+    return np.where(u <= 0.5, 0.2 * u, 0.105 + 0.01 * (u - 0.5))
+
+
+fs_rng = np.random.default_rng([cfg.seed, 41])
+for _ in range(1000):  # the first draw (seeded) in which `max` certifies an unsafe candidate
+    losses = (fs_rng.random((fs_grid.size, fs_n)) < fs_risk(fs_grid)[:, None]).astype(float)
+    fs_ucb = np.array([ucb("clopper_pearson", row, np.zeros(fs_n), [1.0], fs_alpha, 1.0)[0] for row in losses])
+    passed = fs_ucb <= fs_eps
+    stop = int(np.argmin(passed)) if not passed.all() else fs_grid.size
+    picked_max = int(np.flatnonzero(passed).max())
+    if fs_risk(fs_grid[picked_max]) > fs_eps and stop > 0:
+        break
+g_star_fs = int(np.argmax(fs_risk(fs_grid) > fs_eps))
+assert stop <= g_star_fs < picked_max  # first-crossing stops in time; max jumps past the stop
+
+fig, ax = plt.subplots(figsize=(9, 4.6))
+ax.plot(np.linspace(0, 1, 400), fs_risk(np.linspace(0, 1, 400)), color="0.3", lw=2, label="true risk R(u)")
+ax.axhline(fs_eps, color="black", ls="--", lw=1.2, label="ε")
+ax.axvspan(fs_grid[g_star_fs] - 0.025, 1.025, color="tab:red", alpha=0.07, lw=0)
+ax.text(fs_grid[g_star_fs], 0.205, "unsafe: R(u) > ε", color="tab:red", fontsize=12, va="top")
+tested = np.arange(fs_grid.size) <= stop
+ax.scatter(
+    fs_grid[tested & passed],
+    fs_ucb[tested & passed],
+    s=70,
+    color="tab:green",
+    zorder=3,
+    label="tested in order, UCB ≤ ε: certified",
+)
+ax.scatter(fs_grid[stop], fs_ucb[stop], s=110, marker="X", color="tab:orange", zorder=3, label="first UCB > ε: stop")
+ax.scatter(fs_grid[~tested], fs_ucb[~tested], s=60, facecolors="none", edgecolors="0.5", zorder=3, label="never tested")
+ax.annotate(
+    "first-crossing's û",
+    (fs_grid[stop - 1], fs_ucb[stop - 1]),
+    xytext=(30, -45),
+    textcoords="offset points",
+    fontsize=12,
+    color="tab:green",
+    arrowprops={"arrowstyle": "->", "color": "tab:green"},
+)
+ax.text(fs_grid[g_star_fs] + 0.005, 0.004, "g*: the first unsafe candidate", color="tab:red", fontsize=11)
+ax.annotate(
+    "max picks this one:\nthe bound dipped below ε\nat an unsafe u",
+    (fs_grid[picked_max], fs_ucb[picked_max]),
+    xytext=(-190, -70),
+    textcoords="offset points",
+    fontsize=12,
+    arrowprops={"arrowstyle": "->", "color": "tab:red"},
+    color="tab:red",
+)
+ax.set_xlim(0, 1.05)
+ax.set_ylim(0, 0.21)
+ax.set_xlabel("candidate threshold u (tested from left to right)", fontsize=13)
+ax.set_ylabel("risk / upper confidence bound", fontsize=13)
+ax.tick_params(labelsize=12)
+ax.set_title("Fixed-sequence testing: certify candidates in a fixed order, stop at the first failure", fontsize=13)
+ax.legend(loc="upper left", fontsize=11, frameon=False)
+fig.tight_layout()
+plotting.savefig(fig, "selection_fixed_sequence")
+plt.show()
+
+# %% [markdown]
+# :::{admonition} Take-away
+# :class: important
+# * A bound that is valid at every *fixed* threshold does not make a threshold *chosen from the data*
+#   valid: the choice can land where the bound failed.
+# * First-crossing is fixed-sequence testing: a violation needs the bound to fail at one point fixed
+#   in advance, $g^*$, so it happens with probability at most α.
+# * `max` violates when the bound dips below ε at *any* unsafe candidate, a union of events. With a
+#   bound that never decreases in $u$ the two rules pick the same threshold; the valid recipe uses
+#   first-crossing so that it needs no such property.
+# :::
 #
-# **On a fixed grid or on every score.** The argument needs $g^*$ fixed. On a grid chosen before the
-# data it is. With every calibration score as a candidate (the library's default) the candidates
-# are random, but every bound here depends on $u$ only through the terms $z_i \mathbf 1\{U_i \le u\}$,
-# which do not change between consecutive scores: scanning the scores is scanning every $u$ of
-# $[0, 1]$, with the running maximum $E(u) = \max_{u' \le u} \hat L_{u'}$ (still valid pointwise, and
-# non-decreasing; the library scans it). If $R(\hat u) > \varepsilon$, then $E(v) \le E(\hat u) \le \varepsilon$
-# at every fixed $v \le \hat u$ with $R(v) > \varepsilon$; these events grow as $v$ decreases to
+# **Every score as a candidate, step by step.** The argument needs $g^*$ fixed. On a grid chosen
+# before the data it is. The library's default candidates are the calibration scores themselves,
+# which are random; the argument still holds, in three steps.
+#
+# 1. *The bound only changes at a score.* Every bound here depends on $u$ through the terms
+#    $z_i \mathbf 1\{U_i \le u\}$, which stay the same between two consecutive scores. So scanning the
+#    scores is scanning every $u$ in $[0, 1]$.
+# 2. *The library scans the running maximum* $E(u) = \max_{u' \le u} \hat L_{u'}$. It never decreases,
+#    and it is at least $\hat L_u$, so it is still valid at each fixed $u$.
+# 3. *One fixed point carries the error.* Let $v^*$ be where the true risk first exceeds ε. If the
+#    chosen $\hat u$ is unsafe, the running maximum is at most ε at every fixed $v$ between $v^*$ and
+#    $\hat u$: at such a $v$ the bound failed, which has probability at most α. Taking $v$ closer and
+#    closer to $v^*$ gives $P(\text{violation}) \le \alpha$ (the limit: the note below).
+#
+# A grid of score *quantiles* is neither fixed nor every score: there the argument fails
+# (`gpac_utils.selection` explains when).
+
+# %% [markdown]
+# ### Going further (optional): the limit, and what `max` risks in two simulations
+#
+# **The limit of step 3.** If $R(\hat u) > \varepsilon$, then $E(v) \le E(\hat u) \le \varepsilon$ at every
+# fixed $v \le \hat u$ with $R(v) > \varepsilon$; these events grow as $v$ decreases to
 # $v^* = \inf\{u : R(u) > \varepsilon\}$, so the violation has probability at most
-# $\lim_{v \downarrow v^*} P(E(v) \le \varepsilon) \le \alpha$. A grid of score *quantiles* is neither
-# fixed nor every score: there the argument fails (`gpac_utils.selection` explains when).
+# $\lim_{v \downarrow v^*} P(E(v) \le \varepsilon) \le \alpha$.
 #
 # **What `max` risks.** The paper's rule violates when the bound is at most ε at *any* unsafe
 # candidate: the event is the union $\bigcup_{u : R(u) > \varepsilon} \{\hat L_u \le \varepsilon\}$,
@@ -758,7 +849,8 @@ shared.round(4)
 # :label: ex-audit-selection-rule
 #
 # (1) Show that if $\hat L_u$ is non-decreasing in $u$ for every calibration set, `max` and
-# first-crossing pick the same threshold. (2) In the independent-batch design, let the first $j$
+# first-crossing pick the same threshold (in class, 5 minutes). Optional, with the simulations above:
+# (2) In the independent-batch design, let the first $j$
 # safe points be certified with probabilities $q_1, \dots, q_j$ and the $K$ unsafe points each with
 # probability $p \le \alpha$. Write the violation probability of each rule. (3) At $p = \alpha = 0.05$,
 # how many unsafe points make `max` violate more than twice as often as α allows? Check (2) against
@@ -1042,11 +1134,69 @@ display(Markdown("\n".join(f"- {m}" for m in mistakes)))
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/13_validity_audit.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/13_validity_audit.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "13_validity_audit.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "13_validity_audit.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# UCB
+# : Upper confidence bound on $R(u)$ at every candidate threshold: `clt` and `hoeffding` (the
+#   paper's: Algorithm 1 and Appendix A), `hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
+#   `clopper_pearson` (finite-sample valid with i.i.d. labelling). Assumption 4.1 asks that it cover
+#   the risk with probability $1 - \alpha$ at each threshold.
+#
+# sampling scheme
+# : Which calibration items get a label: `resample` (the paper's Algorithm 1 with $m = n/\pi$
+#   draws with replacement, Appendix F; its terms scatter around the *empirical* calibration risk),
+#   `bernoulli` (each item labelled once with probability $\pi$) or `full`.
+#
+# selection rule
+# : How the threshold is read off the UCB curve: `first-crossing` (scan the candidates upward and
+#   stop before the first whose UCB exceeds $\varepsilon$: fixed-sequence testing, valid for any
+#   pointwise-valid UCB on a grid fixed before the data or on every calibration score) or `max`
+#   (the paper's literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$, Algorithm 2), which may
+#   jump past a crossing where the bound dips back below $\varepsilon$. Why a pointwise-valid UCB
+#   does not make a threshold chosen from the data valid, why first-crossing does, and what `max`
+#   risks: the selection lesson of notebook 13.
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
+#   and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

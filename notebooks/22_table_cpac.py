@@ -19,8 +19,9 @@
 # group, with **disjoint** clustering (C-PAC `mode="split"`: groups learned on half of the
 # calibration set, thresholds on the other half; Theorem 4.6 (`thm:unknown-grouping`), part 1,
 # Eq. (`eq:unknown-guarantee-split`)) and **joint** clustering (the same items for both; Theorem 4.6,
-# part 2, Eq. (`eq:unknown-guarantee-joint`), which bounds the risk only by $\varepsilon + c\,\delta$ with an
-# unspecified constant $c$ and the partition gap $\delta$; Section 3.2 says the joint approach adds a gap term
+# part 2, Eq. (`eq:unknown-guarantee-joint`), which claims only $\varepsilon + c\,\delta$ with an
+# unspecified constant $c$ and the unknown partition gap $\delta$, a claim its proof (Appendix E) reaches by
+# conditioning on a partition learned from the same items; Section 3.2 says the joint approach adds a gap term
 # $\delta(n, k)$ to the UCB but gives no formula for it, and C-PAC here adds none). Both methods are judged on
 # the groups C-PAC learned in that trial.
 #
@@ -204,3 +205,24 @@ notes = [
     f"the calibration set ({share * len(cal):.0f} items on {dataset}).",
 ]
 display(Markdown("\n".join(f"- {n}" for n in notes)))
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

@@ -90,29 +90,10 @@ for b, df in data.items():
         s = summarize(quiet_run(df, exp), eps_map[b])
         rows.append(s.assign(eps=eps_map[b]).assign(dataset=b, cal_ratio=float(ratio)))
 summary = pd.concat(rows, ignore_index=True)
-percent = [
-    "Error",
-    "Error_Gap",
-    "STP",
-    "routed_share",
-    "violation_max_group",
-    "violation_any_group",
-    "worst_group_error",
-]
+shown = ["Error", "Error_Gap", "STP", "routed_share", "violation_max_group", "violation_any_group"]
+percent = [*shown, "worst_group_error"]
 summary[percent] = 100 * summary[percent]
-cols = [
-    "dataset",
-    "cal_ratio",
-    "method",
-    "score",
-    "Error",
-    "Error_Gap",
-    "STP",
-    "routed_share",
-    "violation_max_group",
-    "violation_any_group",
-    "trials",
-]
+cols = ["dataset", "cal_ratio", "method", "score", *shown, "trials"]
 plotting.save_table(summary[cols], f"calibration_ratio{suffix}")
 summary[cols].round(2).head(12)
 

@@ -55,7 +55,7 @@ from IPython.display import Markdown, display
 
 from gpac_utils import data
 from gpac_utils import online_streams as streams  # B-PAC's rule, the many-stream runners
-from gpac_utils.online import OnlineGPAC, grid_points
+from gpac_utils.online import OnlineGPAC, OnlineSettings, grid_points
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.workflow import config
 
@@ -203,9 +203,9 @@ display(Markdown(f"By hand and library agree on all {rows.size} thresholds in us
 # %% slideshow={"slide_type": "slide"}
 rows = np.random.default_rng([cfg.seed, 0]).integers(0, len(U), size=(cfg.n_trials, cfg.stream_length))
 u, loss, g = U[rows], L[rows], codes[rows]
-common = dict(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, every=cfg.every, seed=cfg.seed)
-free = streams.run_online(u, loss, g, len(names), grid, **common)
-fixed = streams.run_online(u, loss, g, len(names), grid, labelling="fixed-rate", **common)
+settings = OnlineSettings(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_prob, grid=tuple(grid), seed=cfg.seed)
+free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
+fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
@@ -245,12 +245,12 @@ plotting.savefig(fig, "online_gpac_stream")
 def summarise(method, res, rows_of_risk, n_groups, extra=None):
     thr = res["thresholds"] if res["thresholds"].ndim == 2 else res["thresholds"].max(axis=1)
     bad = risk(thr, rows_of_risk) > cfg.eps
-    no_think = (res["route"] & ~res["observe"]).mean(axis=1)
+    no_think = (res["route_nothink"] & ~res["observe"]).mean(axis=1)
     return {
         "method": method,
         "n_trials": cfg.n_trials,
         "label_prob": (extra or {}).get("label_prob", cfg.label_prob),
-        "paid_labels": (res["route"] & res["observe"]).sum(axis=1).mean(),
+        "paid_labels": (res["route_nothink"] & res["observe"]).sum(axis=1).mean(),
         "no_thinking_call": no_think.mean(),
         "no_thinking_call_sd": no_think.std(ddof=1),
         "worst_group_violation_rate": bad.mean(axis=0).max(),
@@ -259,13 +259,12 @@ def summarise(method, res, rows_of_risk, n_groups, extra=None):
     }, thr
 
 
-paid = (free["route"] & free["observe"]).sum(axis=1)
-kw = dict(eps=cfg.eps, alpha=cfg.alpha, seed=cfg.seed)
-per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), grid, paid.mean(), label_prob=cfg.label_prob, **kw)
+paid = (free["route_nothink"] & free["observe"]).sum(axis=1)
+per_group, prob_g = streams.matched_bpac(u, loss, g, len(names), paid.mean(), settings)
 one = np.zeros_like(g)
-pac = streams.run_online(u, loss, one, 1, grid, **common)
-pac_paid = (pac["route"] & pac["observe"]).sum(axis=1).mean()
-bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, grid, pac_paid, label_prob=cfg.label_prob, **kw)
+pac = streams.run_online(u, loss, one, 1, settings, every=cfg.every)
+pac_paid = (pac["route_nothink"] & pac["observe"]).sum(axis=1).mean()
+bpac_one, prob_1 = streams.matched_bpac(u, loss, one, 1, pac_paid, settings)
 offline = streams.run_offline(u, loss, g, len(names), paid, eps=cfg.eps, alpha=cfg.alpha)
 all_rows = np.array([len(names)])
 records, finals = [], {}
@@ -286,7 +285,7 @@ plotting.save_table(savings, "online_gpac_savings", floatfmt=".3f")
 
 # %%
 def no_think(res):
-    return (res["route"] & ~res["observe"]).mean(axis=1)
+    return (res["route_nothink"] & ~res["observe"]).mean(axis=1)
 
 
 gain_g, gain_1 = no_think(free) - no_think(per_group), no_think(pac) - no_think(bpac_one)
@@ -297,7 +296,7 @@ display(
         f"Over {cfg.n_trials} streams of {cfg.stream_length:,} items: online G-PAC with free labels answers "
         f"{no_think(free).mean():.3f} of the stream without any thinking call, one B-PAC learner per group "
         f"{no_think(per_group).mean():.3f} (difference {gain_g.mean():+.3f} ± {se(gain_g):.3f} s.e., paired), with "
-        f"{paid.mean():.0f} vs {(per_group['route'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
+        f"{paid.mean():.0f} vs {(per_group['route_nothink'] & per_group['observe']).sum(axis=1).mean():.0f} paid labels. "
         f"One group: online PAC {no_think(pac).mean():.3f} vs B-PAC {no_think(bpac_one).mean():.3f} "
         f"({gain_1.mean():+.3f} ± {se(gain_1):.3f}). The fixed-rate mode answers {no_think(fixed).mean():.3f}; "
         f"offline G-PAC given the same paid labels up front {no_think(offline).mean():.3f}."
@@ -310,14 +309,14 @@ display(
 # same online G-PAC with B-PAC's bet (`bet="grapa"`) keeps the per-step range and drops the mixture:
 
 # %%
-grapa = streams.run_online(u, loss, g, len(names), grid, bet="grapa", **common)
+grapa = streams.run_online(u, loss, g, len(names), settings.replace(bet="grapa"), every=cfg.every)
 gain_range = no_think(grapa) - no_think(per_group)
 display(
     Markdown(
         f"Online G-PAC with B-PAC's aGRAPA bet answers {no_think(grapa).mean():.3f} of the stream without a thinking "
         f"call (mixture bet: {no_think(free).mean():.3f}; B-PAC per group: {no_think(per_group).mean():.3f}; "
         f"difference to B-PAC {gain_range.mean():+.3f} ± {se(gain_range):.3f} s.e., paired), with "
-        f"{(grapa['route'] & grapa['observe']).sum(axis=1).mean():.0f} paid labels."
+        f"{(grapa['route_nothink'] & grapa['observe']).sum(axis=1).mean():.0f} paid labels."
     )
 )
 
@@ -385,7 +384,7 @@ def drift_stream(episode):
 
 
 def drift_run(episode, drift_alpha):
-    res = streams.run_online(*drift_stream(episode), 1, grid, drift_alpha=drift_alpha, **common)
+    res = streams.run_online(*drift_stream(episode), 1, settings.replace(drift_alpha=drift_alpha), every=cfg.every)
     thr = res["thresholds"][0, :, 0]
     times = np.arange(thr.size) * cfg.every
     rows_of_risk = np.where(times < change, j_drift, j_source)  # the group's population over time
@@ -581,11 +580,31 @@ display(
 # ## Check yourself
 #
 # Questions on this lesson: click an answer to see whether it is right, and why. They live in
-# `notebooks/questions/33_online_gpac.json` (rendered by jupyterquiz); the lecture slides show them too.
+# `notebooks/questions/33_online_gpac.json` (`gpac_utils.quiz`: click an answer to see why); the lecture slides show them too.
 
 # %% tags=["remove-input"]
-from jupyterquiz import display_quiz
-
+from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
-display_quiz(str(NOTEBOOKS / "questions" / "33_online_gpac.json"), shuffle_answers=False)
+display_quiz(NOTEBOOKS / "questions" / "33_online_gpac.json")
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

@@ -14,7 +14,8 @@
 # # 35 — Risk among routed items: a second guarantee, its audit, and what it costs on real outputs
 #
 # **Reproduces** no paper artefact. The paper certifies the *joint* risk
-# $R(u \mid G_j) = E[\ell\,\mathbf 1\{U \le u\} \mid G_j]$ (Section 4, Eq. (`pac-optimal-threshold`)):
+# $R(u \mid G_j) = E[\ell\,\mathbf 1\{U \le u\} \mid G_j]$ (Definition 3.1 (`def:group-conditional-pac`),
+# Theorem 4.2 (`thm:known-grouping`); the formula is written out in Section 4.2, beside Eq. (`pac-optimal-threshold`)):
 # the error that routing adds to the whole group. This notebook adds the error *among the routed
 # items*, $R_c(u \mid G_j) = E[\ell \mid U \le u, G_j]$, certified per group as
 # $P(R_c(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ (`risk="routed"` of PAC, G-PAC and C-PAC;
@@ -218,13 +219,7 @@ def routed_audit(groups, *, group_sizes, eps_list, label_probs, alpha, calibrati
 
 t0 = time.perf_counter()
 audit, (routed_thr, (u_c, loss_c, recipe_c, seed_c), eps_c) = routed_audit(
-    POPULATION,
-    group_sizes=cfg.group_sizes,
-    eps_list=cfg.eps_list,
-    label_probs=cfg.label_probs,
-    alpha=cfg.alpha,
-    calibrations=cfg.calibrations,
-    seed=cfg.seed,
+    POPULATION, **cfg.pick("group_sizes", "eps_list", "label_probs", "alpha", "calibrations", "seed")
 )
 print(f"audit: {len(audit)} rows in {time.perf_counter() - t0:.1f} s")
 # the audit's routed thresholds are those of the library, from the same draws
@@ -433,3 +428,15 @@ display(
 #   framing: the extra error of the composite system), and when labels are few: the routed risk needs enough
 #   routed items at a grid point to certify it (with $m$ loss-free items the binomial p-value is
 #   $(1-\varepsilon)^m$), and the fallback procedure starts each run of rejections at α/64.
+
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
+#
+# :::{glossary}
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import Recipe, ScorePartitioner, experiment, metrics
+from gpac_utils import Recipe, ScorePartitioner, experiment, from_json, metrics
 from gpac_utils import partition as cluster
-from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, from_json
+from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, factorize_groups
 from gpac_utils.experiment import ExperimentConfig
 
 HB_FULL = Recipe("hoeffding_bentkus", "full")
@@ -225,6 +225,7 @@ def test_summary_names_per_group_and_any_group_violations_apart():
                     "trial": trial,
                     "method": "G-PAC",
                     "score": "s",
+                    "risk": "joint",
                     "bound": "wsr",
                     "sampling": "full",
                     "label_prob": 1.0,
@@ -329,3 +330,20 @@ def test_recipe_label_prob_is_one_for_full_labels_and_old_json_still_reads():
     assert payload["settings"]["label_prob"] == 0.5 and "pi" not in payload["settings"]
     payload["settings"]["pi"] = payload["settings"].pop("label_prob")  # written before the rename
     assert from_json(json.dumps(payload)).recipe == cal.recipe
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.random.default_rng(0).integers(0, 100, 10_000).astype(str),  # packed exactly into one integer
+        np.array(["Algebra", "Counting & Probability", "a\x00b", "ab", "b", "é", "日本"] * 1000),  # hashed
+        np.array(["x"] * 5000),
+        np.array(["b", "a"] * 100),  # below the size of the fast path: pandas
+    ],
+    ids=["digits", "long-unicode", "one-label", "small"],
+)
+def test_factorize_groups_gives_pandas_codes_and_sorted_names(labels):
+    codes, names = factorize_groups(labels)
+    want_codes, want_names = pd.factorize(labels.astype(object), sort=True)
+    assert codes.tolist() == want_codes.tolist() and names.tolist() == list(want_names)
+    assert names[codes].tolist() == labels.tolist()

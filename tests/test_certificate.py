@@ -1,4 +1,4 @@
-"""The certificate (thresholds file, schema version 3): provenance, per-group status, `gpac inspect`, `gpac route`."""
+"""The certificate (one value, `Certificate`): provenance, per-group status, migration, `gpac inspect`, `gpac route`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from gpac_utils import CPAC, GPAC, Partition, ScorePartitioner, from_json
 from gpac_utils.calibrate import NO_FEASIBLE, TOO_FEW, UNSEEN
-from gpac_utils.certificate import check_certificate, column_sha256, file_sha256, make_certificate, review
+from gpac_utils.certificate import Certificate, column_sha256, file_sha256
 from gpac_utils.checks import DataError
 from gpac_utils.cli import main
 from gpac_utils.thresholds_schema import SCHEMA_VERSION
@@ -43,7 +43,7 @@ def test_calibrate_writes_provenance_and_statuses(table, tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert "'tiny'" in err and "'short'" in err and "needs to certify anything (59)" in err
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION and check_certificate(doc, "thr.json") == SCHEMA_VERSION
+    assert doc["schema_version"] == SCHEMA_VERSION and Certificate.read(doc).version == SCHEMA_VERSION
     prov = doc["provenance"]
     assert prov["created"] == "2026-01-01T00:00:00Z" and prov["recipe"] == "valid" and prov["seed"] == 0
     assert prov["table"]["sha256"] == file_sha256(table)
@@ -78,10 +78,58 @@ def test_inspect_prints_the_review_table_and_verifies_hashes(table, tmp_path, ca
     df = pd.read_csv(table)
     df.loc[0, "err"] = 1 - df.loc[0, "err"]
     df.to_csv(table, index=False)
-    assert main(["inspect", str(out), "--data", str(table)]) == 0
-    text = capsys.readouterr().out
+    assert main(["inspect", str(out), "--data", str(table)]) == 1  # a table that does not match: non-zero
+    captured = capsys.readouterr()
+    text = captured.out
     assert "table file cal.csv: DIFFERS" in text and "column loss 'err': DIFFERS" in text
     assert "column score 'unc': matches" in text
+    [line] = captured.err.strip().splitlines()
+    assert line.startswith("error: --data") and "does not match" in line
+
+
+def test_inspect_shows_every_setting(table, tmp_path, capsys):
+    """A routed, Bonferroni certificate does not print the settings line of a default one."""
+    out = tmp_path / "thr.json"
+    assert calibrate(table, out, "--risk", "routed", "--correction", "bonferroni") == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "risk=routed" in first and "correction=bonferroni" in first
+    for key in Certificate.read(out).settings.to_dict(GPAC.OPTIONS):
+        assert f"{key}=" in first
+
+
+def test_inspect_ends_quietly_on_a_closed_pipe(table, tmp_path):
+    """``gpac inspect ... | head -1``: no traceback."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "thr.json"
+    calibrate(table, out)
+    cmd = f"{sys.executable} -m gpac_utils inspect {out} | head -1"
+    done = subprocess.run(cmd, shell=True, capture_output=True, text=True, check=False)
+    assert done.stdout.startswith("G-PAC thresholds") and done.stderr == ""
+
+
+def test_certificate_is_one_value_with_one_migration(table, tmp_path):
+    """From a calibrator and from a file, back to a calibrator; old versions read through one migration."""
+    out = tmp_path / "thr.json"
+    calibrate(table, out, "--score", "score_logits")
+    cert = Certificate.read(out)
+    assert cert.score == "score_logits" and cert.columns["score"] == "unc" and cert.version == SCHEMA_VERSION
+    cal = cert.calibrator()
+    assert cal.config == cert.settings and cal.thresholds_ == from_json(out.read_text()).thresholds_
+    again = Certificate.from_calibrator(cal, columns={"score": ("unc", None)}, score="score_logits")
+    assert again.thresholds == cert.thresholds and again.score == cert.score
+    # version 3: no score (its column is not a registered score's name); read as the current version
+    old = json.loads(out.read_text())
+    old.pop("score")
+    old["schema_version"] = 3
+    read = Certificate.read(old)
+    assert read.version == 3 and read.document["schema_version"] == SCHEMA_VERSION and read.score is None
+    assert read.calibrator().thresholds_ == cal.thresholds_
+    with pytest.raises(DataError, match="score"):
+        Certificate.read(json.loads(out.read_text()) | {"score": "score_magic"})
 
 
 def test_column_hash_is_independent_of_the_file_format(table, tmp_path):
@@ -125,7 +173,7 @@ def test_route_refuses_a_malformed_certificate(table, tmp_path, capsys, change, 
     change(doc)
     out.write_text(json.dumps(doc))
     with pytest.raises(DataError, match=message):
-        check_certificate(doc, "thr.json")
+        Certificate.read(doc)
     capsys.readouterr()
     assert main(["route", "--thresholds", str(out), "--data", str(table), "-o", str(tmp_path / "r.csv")]) == 1
     [line] = capsys.readouterr().err.strip().splitlines()
@@ -143,7 +191,7 @@ def test_version_1_file_is_still_read(table, tmp_path, capsys):
     assert main(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
     assert "schema version 1" in text and "provenance: none" in text
-    status = review(doc).set_index("group")["status"].to_dict()
+    status = Certificate.read(doc).review().set_index("group")["status"].to_dict()
     assert status == {"fine": "certified", "tiny": TOO_FEW, "short": TOO_FEW, "lossy": NO_FEASIBLE}
     assert main(["route", "--thresholds", str(out), "--data", str(table), "-o", str(tmp_path / "r.csv")]) == 0
 
@@ -155,9 +203,9 @@ def test_cpac_learned_group_without_items_is_unseen():
     assert sorted(cal.thresholds_) == ["c0", "c1"]  # two distinct scores: two groups with items
     # as if the partition, learned on another half (split mode), had a third group that no item fell in
     cal.partition_ = Partition(np.array([0.5, 0.95]), "quantile")
-    doc = make_certificate(cal, created="2026-01-01T00:00:00Z")
+    doc = Certificate.from_calibrator(cal, created="2026-01-01T00:00:00Z").document
     assert {g: e["status"] for g, e in doc["groups"].items()} == {"c0": "certified", "c1": "certified", "c2": UNSEEN}
-    assert doc["groups"]["c2"]["n"] == 0 and check_certificate(doc, "doc") == SCHEMA_VERSION
+    assert doc["groups"]["c2"]["n"] == 0 and Certificate.read(doc).version == SCHEMA_VERSION
 
 
 def test_certify_in_python_matches_fit():
@@ -165,12 +213,24 @@ def test_certify_in_python_matches_fit():
     g = np.repeat(["a", "b"], 300)
     u = rng.uniform(size=600)
     cal = GPAC(0.1, recipe="valid-bernoulli").fit(u, (rng.uniform(size=600) < 0.2 * u).astype(float), g)
-    doc = make_certificate(cal, columns={"score": ("u", u)}, created="2026-01-01T00:00:00Z")
+    doc = Certificate.from_calibrator(cal, columns={"score": ("u", u)}, created="2026-01-01T00:00:00Z").document
     for name, rec in cal.groups_.items():
         e = doc["groups"][name]
         assert (e["n"], e["labelled"], e["status"], e["ucb"]) == tuple(rec)
         assert 0 < e["labelled"] < e["n"]  # Bernoulli at 0.5 labels about half
     assert doc["provenance"]["columns"]["score"]["sha256"] == column_sha256(u)
+
+
+def test_a_certificate_refuses_a_setting_it_would_not_record():
+    """The certificate records the settings its method reads; another one away from its default is refused."""
+    from gpac_utils import Settings
+    from gpac_utils.calibrate import calibrator
+    from gpac_utils.checks import ParameterError
+
+    u = np.linspace(0, 1, 300)
+    cal = calibrator("pac", Settings(eps=0.1, mode="joint")).fit(u, (u > 0.8).astype(float))
+    with pytest.raises(ParameterError, match="^settings: mode='joint' is not read by PAC"):
+        Certificate.from_calibrator(cal)
 
 
 def test_the_deploying_page_names_the_schema_version_from_the_code():

@@ -6,6 +6,8 @@ the required structure without a schema download.)
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from gpac_utils.workflow.paths import REPO_ROOT
@@ -30,3 +32,23 @@ def test_citation_cff_has_the_required_keys():
     assert paper["title"] == "Conditional Performance Guarantee for Large Reasoning Models"
     _check_authors(paper["authors"], "preferred-citation")
     assert [a["family-names"] for a in paper["authors"]] == ["Huang", "Zeng", "Jing", "Wei", "An"]
+
+
+ARXIV = "2601.22790"
+
+
+def test_the_paper_is_linked_on_arxiv_in_the_citation_and_the_syllabus():
+    cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())
+    paper = cff["preferred-citation"]
+    assert paper["url"] == f"https://arxiv.org/abs/{ARXIV}"
+    assert {"type": "doi", "value": f"10.48550/arXiv.{ARXIV}"}.items() <= paper["identifiers"][0].items()
+    (preprint,) = cff["references"]
+    assert preprint["title"] == paper["title"] and preprint["year"] == paper["year"] == 2026
+    assert [a["family-names"] for a in preprint["authors"]] == [a["family-names"] for a in paper["authors"]]
+    # the syllabus's BibTeX says the same: title, authors in order, year, the arXiv identifier
+    syllabus = (REPO_ROOT / "docs" / "syllabus.md").read_text()
+    bibtex = syllabus.split("```bibtex\n", 1)[1].split("```", 1)[0]
+    fields = dict(re.findall(r"^\s*(\w+)\s*=\s*\{(.*)\},?$", bibtex, re.M))
+    assert fields["title"] == paper["title"] and fields["year"] == str(paper["year"]) and fields["eprint"] == ARXIV
+    assert fields["author"] == " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
+    assert f"[arXiv:{ARXIV}](https://arxiv.org/abs/{ARXIV})" in syllabus

@@ -292,3 +292,22 @@ def test_plan_unwritable_output_names_the_option(table, tmp_path, capsys):
         ]
     )
     assert code == 1 and f"-o {blocker / 'plan.csv'}: cannot write it" in one_line_error(capsys)
+
+
+def test_one_column_for_two_roles_names_both_options(tmp_path, capsys):
+    """The same column as score and loss: both options named, not an internal column."""
+    import numpy as np
+    import pandas as pd
+
+    from gpac_utils.cli import main
+
+    p = tmp_path / "t.csv"
+    pd.DataFrame({"item_id": range(100), "u": np.linspace(0, 1, 100), "loss": np.zeros(100)}).to_csv(p, index=False)
+    base = ["calibrate", "--data", str(p), "--eps", "0.1", "-o", str(tmp_path / "o.json")]
+    assert main([*base, "--score-col", "u", "--loss-col", "u"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --loss-col 'u': the same column as --score-col; give each its own column"
+    assert "score_cli" not in err
+    assert main([*base, "--score-col", "u", "--alpha", "0.9"]) == 0  # allowed, with a warning line
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "alpha=0.9" in warned[0]

@@ -21,7 +21,9 @@ from gpac_utils.workflow.paths import FIGURES, NOTEBOOKS
 NOTEBOOKS_CHECKED = ["10_oracle_partition", "11_partition_gap", "12_finite_sample", "25_ece_scores"]
 
 RUN = """
-import sys, jupytext, papermill
+import sys
+import gpac_utils.workflow.runner  # first: the runner's lighter start (no IRI checker under nbformat)
+import jupytext, papermill
 nb = jupytext.read(sys.argv[1])
 papermill.execute_notebook(nb, sys.argv[2], parameters={"profile": "paper"}, kernel_name="python3",
                            progress_bar=False, execution_timeout=600)

@@ -124,15 +124,31 @@ def test_results_violation_ranges():
     assert_quoted("docs/results.md", f"some group exceeds ε in {span(paper[any_group])}")
     arena = pd.concat([table("arena_results"), table("arena_results_llama")])
     arena_paper = arena[arena["Method"].isin(["G-PAC", "C-PAC"]) & (arena["Setting"] == "paper")]
+    some_group = span(arena_paper[any_group])
     assert_quoted(
         "docs/results.md",
-        f"on Arena-Hard (semantic loss) in {span(arena_paper[per_group])} (some group in {span(arena_paper[any_group])})",
+        f"on Arena-Hard (semantic loss) in {span(arena_paper[per_group])} (some group in {some_group})",
     )
     assert_quoted("docs/results.md", f"the per-group violation rate stays within {span(valid[per_group])}")
     assert_quoted(
         "docs/results.md", f"MCSE of at most {valid['Max group violation MCSE (%)'].max():.1f} %; some group in"
     )
     assert_quoted("docs/results.md", f"some group in {span(valid[any_group])}, which the guarantee does not bound")
+
+
+def test_results_valid_gpac_always_thinks_on_math500():
+    known = table("01_results_known")
+    valid = known[(known["Dataset"] == "MATH-500") & (known["Method"] == "G-PAC") & (known["Setting"] == "valid")]
+    assert (valid["eps"] == 0.05).all() and (valid["Routed share (%)"] == 0).all()  # "always thinks"
+    stp = valid.groupby("Score")["STP (%)"].agg(["min", "max"])
+    assert set(stp.index) == {"Logits", "Verbalized", "Router"} and (stp["min"] == stp["max"]).all()
+    cascade = stp.loc[["Logits", "Verbalized"], "min"]
+    assert cascade.nunique() == 1 and stp.loc["Router", "min"] == 0
+    assert_quoted(
+        "docs/results.md",
+        f"always thinks (STP −{-cascade.iloc[0]:.1f} % with the logits and verbalized scores, whose cascade still "
+        "pays for the non-thinking answer; 0 with the router score)",
+    )
 
 
 def test_results_real_data_sentence():

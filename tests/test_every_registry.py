@@ -15,12 +15,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from test_precall import ToyEmbedder
 from test_serve import FakeEngine, requests_table
 
 from gpac_utils import GPAC, bounds, calibrate, cli, registry, risks, scores, settings
-from gpac_utils.certificate import make_certificate
+from gpac_utils.certificate import Certificate
 from gpac_utils.experiment import ExperimentConfig, run_experiment
-from gpac_utils.llm import benchmarks, grading
+from gpac_utils.llm import benchmarks, grading, router_model
 from gpac_utils.llm.generation import generate, pair_samplings, walk_samplings
 from gpac_utils.llm.scoring import score_run
 from gpac_utils.llm.serve import CertifiedRouter
@@ -29,6 +30,7 @@ from gpac_utils.recipe import Recipe
 
 BOUND, SCORE, ROLE, METHOD, CORRECTION = "dummy_bound", "score_dummy", "dummy_role", "D-PAC", "dummy_correction"
 RISK, LABEL, DRIFT, BENCH = "dummy_risk", "dummy_labelling", "dummy_drift", "dummy_bench"
+EMBEDDER = "dummy_embedder"
 
 
 def _one_sided(s1, s2, m, alpha, term_range):
@@ -104,6 +106,7 @@ ENTRIES = [
         ),
     ),  # fmt: skip
     (grading.GRADERS, grading.Grader(BENCH, grading.grade_exact)),
+    (router_model.EMBEDDERS, router_model.Embedding(EMBEDDER, ToyEmbedder, "word and digit counts")),
 ]
 
 
@@ -112,7 +115,17 @@ def test_every_registry_has_a_dummy_here():
     import gpac_utils
 
     found = set()
-    for name in ("bounds", "scores", "calibrate", "settings", "risks", "online", "llm.benchmarks", "llm.grading"):
+    for name in (
+        "bounds",
+        "scores",
+        "calibrate",
+        "settings",
+        "risks",
+        "online",
+        "llm.benchmarks",
+        "llm.grading",
+        "llm.router_model",
+    ):
         module = __import__(f"gpac_utils.{name}", fromlist=["x"])
         found |= {id(v) for v in vars(module).values() if isinstance(v, registry.Registry)}
     assert found == {id(r) for r, _ in ENTRIES}, "a registry without a dummy entry in tests/test_every_registry.py"
@@ -251,14 +264,14 @@ def test_the_serving_router_serves_the_dummy_score_method_bound_and_risk(dummies
     cal = DPAC(0.3, recipe=Recipe(bound=BOUND), correction=CORRECTION, risk=RISK).fit(
         served_scores, loss, cal_reqs["group"].to_numpy()
     )
-    cert = make_certificate(
+    cert = Certificate.from_calibrator(
         cal, columns={"score": (SCORE, served_scores), "group": ("group", cal_reqs["group"].to_numpy())}
     )
     online = OnlineGPAC(eps=0.3, label_prob=0.5, labelling=LABEL, grid=11)
     router = CertifiedRouter(cert, cheap, thinker, online=online, loss_fn=lambda r, a, b: float(a != b))
     served = router.serve(requests_table(50))
-    assert router.score is scores.SCORES[SCORE] and cert["method"] == METHOD
-    assert served["score"].between(0, 1).all() and (served["route"] == "nothink").any()  # certified, used
+    assert router.score is scores.SCORES[SCORE] and cert.method == METHOD and cert.score == SCORE
+    assert served["score"].between(0, 1).all() and served["route_nothink"].any()  # certified, used
     assert served["observed"].any() and np.isfinite(served.loc[served["observed"], "loss"]).all()
 
 
@@ -274,3 +287,19 @@ def test_a_generation_run_with_the_role_benchmark_grader_and_score(dummies, tmp_
     run = score_run(tmp_path, BENCH, embedder=embedder, router_folds=2)
     assert SCORE in run.table.columns and run.table[SCORE].between(0, 1).all()
     assert grading.grade(BENCH, "13", "13")
+
+
+def test_the_router_score_with_the_dummy_embedder(dummies, tmp_path):
+    """gpac fit-router, gpac calibrate --score-model and the serving router's pre-call decision."""
+    from gpac_utils.workflow.paths import DATA
+
+    model, scored, cert = tmp_path / "r.json", tmp_path / "c.parquet", tmp_path / "t.json"
+    table = str(DATA / "generated" / "arith__smollm2.parquet")
+    fit = ["fit-router", "--data", table, "--benchmark", "arith", "--group-col", "group", "--embedder", EMBEDDER]
+    assert cli.main([*fit, "--scored", str(scored), "-o", str(model)]) == 0
+    cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.3"]
+    assert cli.main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
+    assert Certificate.read(cert).provenance["score_model"]["embedder"] == EMBEDDER
+    items = benchmarks.load_benchmark("arith").groupby("group").head(2)
+    decided = CertifiedRouter(cert, None, None).decide(items)
+    assert decided["score"].between(0, 1).all() and len(decided) == len(items)

@@ -8,9 +8,10 @@ import warnings
 import numpy as np
 import pytest
 
-from gpac_utils import GPAC, GroupWarning, Recipe, threshold
+from gpac_utils import GPAC, GroupWarning, Recipe, Settings, threshold
 from gpac_utils.bounds import BOUNDS
 from gpac_utils.calibrate import NO_FEASIBLE, TOO_FEW
+from gpac_utils.checks import ParameterError
 from gpac_utils.feasibility import best_case_ucb, expected_labels, feasibility, min_items, min_terms, terms_of
 
 
@@ -94,14 +95,16 @@ def test_bernoulli_needs_more_labels_than_full():
 
 
 def test_feasibility_table_and_simultaneous():
-    t = feasibility({"a": 58, "b": 59}, 0.05, 0.05)
+    t = feasibility({"a": 58, "b": 59}, Settings(eps=0.05))
     assert t["feasible"].tolist() == [False, True] and t["n_needed"].tolist() == [59, 59]
-    s = feasibility({"a": 58, "b": 59}, 0.05, 0.05, correction="bonferroni")
+    s = feasibility({"a": 58, "b": 59}, Settings(eps=0.05, correction="bonferroni"))
     assert s["n_needed"].iloc[0] == min_items(0.05, 0.025) > 59
-    m = feasibility({"a": 70}, 0.05, 0.05, min_group_size=80)
+    m = feasibility({"a": 70}, Settings(eps=0.05, min_group_size=80))
     assert not m["feasible"].iloc[0] and m["n_needed"].iloc[0] == 80
-    with pytest.raises(ValueError, match="eps"):
-        feasibility({"a": 1}, 1.5, 0.05)
+    with pytest.raises(ParameterError, match="^settings: must be a Settings"):
+        feasibility({"a": 1}, 0.05)
+    with pytest.raises(ParameterError, match="^settings: feasibility does not read mode='joint'"):
+        feasibility({"a": 1}, Settings(eps=0.05, mode="joint"))
 
 
 def test_fit_warns_and_records_the_two_always_think_statuses():
@@ -205,11 +208,11 @@ def test_routed_statuses_warnings_and_table():
     assert any("'small'" in m and "fewer than 140" in m and "routed" in m for m in msgs), msgs
     assert cal.groups_["small"].status == TOO_FEW and np.isneginf(cal.thresholds_["small"])
     assert cal.groups_["big"].status == "certified"
-    t = feasibility({"small": 139, "big": 140}, 0.05, 0.05, risk="routed")
+    t = feasibility({"small": 139, "big": 140}, Settings(eps=0.05, risk="routed"))
     assert t["feasible"].tolist() == [False, True] and t["n_needed"].tolist() == [140, 140]
     assert "alpha/64" in t["formula"].iloc[0]
     with pytest.raises(ValueError, match="risk"):
-        feasibility({"a": 1}, 0.05, 0.05, risk="nope")
+        Settings(eps=0.05, risk="nope")
 
 
 def test_the_deploying_page_quotes_the_routed_minimum():

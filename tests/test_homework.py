@@ -1,23 +1,33 @@
-"""The graded homework (``make homework``, workflow/scripts/homework.py; issue 33, item 7).
+"""The graded homework (``make homework``, ``make grade``; workflow/scripts/homework.py; issues 33 and 38).
 
 otter-grader builds the student notebook and the autograder from notebooks/homework/gpac_homework.py
 (``otter assign``, which also checks that the solutions pass every test), and ``otter run`` grades a
-submission locally, without Docker, as docs/teaching.md tells the teacher. A correct submission gets
-full marks; a submission with three typical mistakes gets exactly the points of the answers it
-got right: the hidden tests check the values, not that a cell ran.
+submission locally, without Docker. Here:
+
+* the commands of docs/teaching.md's grading section (and the Makefile's by-hand line) run verbatim, in
+  a copy of the repository without ``build/``, on two submissions: the solution gets full marks, four
+  typical mistakes keep exactly the points of the answers that are right, and the class table has one
+  row per student and the points per question;
+* the public checks in the student's notebook flag each of the four mistakes before submission (none
+  of them says "All test cases passed!");
+* no feedback (``feedback.md``, ``results.json``, otter's output) shows an expected value.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import jupytext
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -29,7 +39,7 @@ _spec.loader.exec_module(homework)
 
 #: The points of each question (the assignment's question configs).
 FULL = {"q1": 2, "q2": 3, "q3": 2, "q4": 2, "q5": 1}
-#: Three typical mistakes (solution line -> wrong line) and the points the submission keeps per question.
+#: Four typical mistakes (solution line -> wrong line); the points the submission keeps per question.
 MISTAKES = {
     # q1: the resampled bound taken as wide as the full-label one (its variance R(1 - R) / n)
     "half_width_resampled = z * np.sqrt(r_hat * (1 - label_prob * r_hat) / n_items)": (
@@ -42,77 +52,171 @@ MISTAKES = {
     "risks = np.array([eps_gap + eps_gap / (2 * (n_trials - 1))] * (n_trials - 1) + [0.0])": (
         "risks = np.full(n_trials, 1.01 * eps_gap)"
     ),
+    # q5: the range 1/pi of the terms forgotten (the bound 1 - alpha^(1/n) of pi = 1)
+    "n_min = int(np.ceil(np.log(0.1) / np.log(1 - 0.25 * 0.1)))": "n_min = int(np.ceil(np.log(0.1) / np.log(1 - 0.1)))",
 }
-WRONG = {"q1": 1, "q2": 3, "q3": 1, "q4": 0, "q5": 1}
+WRONG = {"q1": 1, "q2": 3, "q3": 1, "q4": 0, "q5": 0}
+#: The expected values, as a feedback would print them: none may appear in what a student gets back.
+EXPECTED_VALUES = {
+    "q1": stats.norm.ppf(0.95) * np.sqrt(0.04 * 0.98 / 400),
+    "q2": 0.05 / 0.9,
+    "q3": stats.norm.cdf(-stats.norm.ppf(0.95) / np.sqrt(2)),
+    "q4": 0.99,
+    "q5": 91,
+}
 
 
 def test_the_hidden_values_are_the_lessons_answers():
-    """The constants of the hidden tests, derived again (the lessons' formulas and the library)."""
+    """The hidden tests compute the expected values from the lessons' formulas; the library agrees."""
     from gpac_utils import bounds
 
     source = homework.SOURCE.read_text()
-    z = stats.norm.ppf(0.95)
-    assert "1.6448536" in source and abs(z - 1.6448536) < 1e-7
-    assert "0.1224" in source and abs(stats.norm.cdf(-z / np.sqrt(2)) - 0.1224) < 5e-5
-    # q5: the library's Hoeffding-Bentkus bound of n loss-free terms of range 1/pi = 2 first reaches eps = 0.1 at 59
-    assert "n_min == 59" in source
+    assert "stats.norm.cdf(-stats.norm.ppf(0.95) / np.sqrt(2))" in source
+    assert abs(EXPECTED_VALUES["q3"] - 0.1224) < 5e-5
+    # q5, new numbers (pi = 0.25, eps = alpha = 0.1): the library's Hoeffding-Bentkus bound of n loss-free
+    # terms of range 1/pi = 4 first reaches eps at 91 (not the 59 of the lessons)
+    assert "expected = int(np.ceil(np.log(0.1) / np.log(1 - 0.25 * 0.1)))" in source
+    assert int(np.ceil(np.log(0.1) / np.log(1 - 0.25 * 0.1))) == EXPECTED_VALUES["q5"]
     hb = {
-        n: bounds.ucb("hoeffding_bentkus", np.zeros(n), np.linspace(0, 1, n), np.ones(1), 0.05, 2.0)[0]
-        for n in (58, 59)
+        n: bounds.ucb("hoeffding_bentkus", np.zeros(n), np.linspace(0, 1, n), np.ones(1), 0.1, 4.0)[0] for n in (90, 91)
     }
-    assert hb[58] > 0.1 >= hb[59]
+    assert hb[90] > 0.1 >= hb[91]
+    assert "59" not in source
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     pytest.importorskip("otter", reason="otter-grader is missing: the `homework` extra (make test installs it)")
-    # otter's own run of the tests on the solutions is skipped: the test below grades the solution notebook
+    # otter's own run of the tests on the solutions is skipped: the documented commands below run it
     return homework.build(tmp_path_factory.mktemp("homework"), check_solutions=False)
-
-
-def _submission(built, folder, mistakes=None):
-    nb = nbformat.read(built["solution"], as_version=4)
-    for old, new in (mistakes or {}).items():
-        cells = [cell for cell in nb.cells if cell.cell_type == "code" and old in cell.source]
-        assert len(cells) == 1, f"the solution line {old!r} is not in one cell"
-        cells[0].source = cells[0].source.replace(old, new)
-    folder.mkdir()
-    nbformat.write(nb, folder / built["solution"].name)
-    return folder / built["solution"].name
 
 
 def test_the_student_notebook_holds_no_solution_and_no_hidden_test(built):
     text = built["student"].read_text()
-    for solution_or_test in [*MISTAKES, "0.05 / 0.9", "0.1224", "== 59", "# SOLUTION", "BEGIN QUESTION"]:
+    for solution_or_test in [*MISTAKES, "expected =", "hidden=True", "# SOLUTION", "BEGIN QUESTION"]:
         assert solution_or_test not in text, f"the student notebook shows {solution_or_test!r}"
     nb = nbformat.read(built["student"], as_version=4)
     checks = [cell.source for cell in nb.cells if cell.cell_type == "code" and cell.source.startswith("grader.check")]
-    assert checks == [f'grader.check("{name}")' for name in FULL]  # each question's public test, for the student
+    assert checks == [f'grader.check("{name}")' for name in FULL]  # each question's public checks, for the student
     assert jupytext.read(homework.SOURCE).metadata["kernelspec"]["name"] == "python3"
 
 
-def test_otter_run_grades_a_correct_and_a_wrong_submission(built, tmp_path):
-    submissions = {
-        "correct": _submission(built, tmp_path / "correct"),
-        "wrong": _submission(built, tmp_path / "wrong", MISTAKES),
-    }
-    otter_run = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(built["autograder"])]
-    runs = {  # the two submissions graded side by side, each in a kernel of its own, as a teacher runs it
-        name: subprocess.Popen(
-            [*otter_run, "-o", str(path.parent), str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+def _answers(mistakes: dict[str, str]) -> dict[str, str]:
+    """{left-hand side: the whole line} of every solution line (``x = ...``, ``return ...``), mistakes applied."""
+    source = homework.SOURCE.read_text().splitlines()
+    lines = [line.removesuffix("  # SOLUTION").strip() for line in source if line.endswith("  # SOLUTION")]
+    return {re.match(r"(return|\w+ =) ", line).group(1): mistakes.get(line, line) for line in lines}
+
+
+@pytest.mark.slow
+def test_the_public_checks_catch_the_typical_mistakes_before_submission(built, tmp_path):
+    """The student's notebook, filled in with the four mistakes and run: grader.check flags exactly those."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(built["student"], as_version=4)
+    answers = _answers(MISTAKES)
+    for cell in nb.cells:
+        for lhs, line in answers.items():
+            # otter shows ``x = ...`` for an assignment and a bare ``...`` for a ``return``
+            pattern = r"^(\s*)\.\.\.$" if lhs == "return" else rf"^(\s*){re.escape(lhs)} \.\.\.$"
+            cell.source = re.sub(pattern, lambda m, line=line: m.group(1) + line, cell.source, flags=re.M)
+    assert "..." not in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    shutil.copytree(built["student"].parent, tmp_path / "student")
+    path = tmp_path / "student" / built["student"].name
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    shown = {}
+    for cell in nb.cells:
+        m = re.fullmatch(r'grader.check\("(q\d)"\)', cell.source)
+        if m:
+            shown[m.group(1)] = "".join(
+                o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs
+            )
+    assert set(shown) == set(FULL)
+    for q, text in shown.items():
+        passed = "All test cases passed!" in text
+        assert passed == (WRONG[q] == FULL[q]), f"{q}: the public checks {'pass' if passed else 'fail'}:\n{text}"
+        if not passed:
+            assert "message:" in text, f"{q}: a failed public check gives no hint:\n{text}"
+
+
+# ---- the documented commands, verbatim ---------------------------------------------------------------------
+
+
+def _documented_commands() -> list[str]:
+    """The bash blocks of docs/teaching.md's grading section, and the Makefile's by-hand command for NAME."""
+    page = (REPO_ROOT / "docs" / "teaching.md").read_text()
+    section = page.split("\n## Graded homework\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    by_hand = re.search(r"^# submission:\s+(mkdir -p \S+ &&)\n#\s+(\.venv/bin/otter run .*)$", makefile, re.M)
+    assert len(blocks) == 3 and by_hand, "the grading section holds three bash blocks; the Makefile one command"
+    return [*blocks, f"{by_hand.group(1)} {by_hand.group(2)}".replace("NAME", "alice")]
+
+
+def _fresh_copy(dest: Path) -> Path:
+    """The repository's files (tracked and untracked, not ignored) in ``dest``, with no build/, and a .venv
+    that is this interpreter's environment (its entries linked, its stamp newer than every file)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = REPO_ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dest / rel)
+    venv = dest / ".venv"
+    venv.mkdir()
+    for entry in Path(sys.prefix).iterdir():
+        if entry.name != ".installed":
+            (venv / entry.name).symlink_to(entry)
+    (venv / ".installed").touch()
+    return dest
+
+
+@pytest.mark.slow
+def test_the_documented_grading_commands_run_verbatim(built, tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    root = _fresh_copy(tmp_path / "clone")
+    assert not (root / "build").exists()
+    (root / "submissions").mkdir()
+    shutil.copy(built["solution"], root / "submissions" / "alice.ipynb")
+    nb = nbformat.read(built["solution"], as_version=4)
+    for old, new in MISTAKES.items():
+        (cell,) = [cell for cell in nb.cells if cell.cell_type == "code" and old in cell.source]
+        cell.source = cell.source.replace(old, new)
+    nbformat.write(nb, root / "submissions" / "bob.ipynb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "GPAC_"))}
+    for command in _documented_commands():
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command], cwd=root, env=env, capture_output=True, text=True
         )
-        for name, path in submissions.items()
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+
+    results = root / "build" / "homework" / "results"
+    grades = pd.read_csv(root / "build" / "homework" / "grades.csv")
+    assert list(grades.columns) == ["student", *FULL, "total"]
+    assert grades.set_index("student").drop(columns="total").to_dict("index") == {
+        "alice": FULL,
+        "bob": WRONG,
     }
-    scores = {}
-    for name, proc in runs.items():
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out[-3000:]
-        results = json.loads((submissions[name].parent / "results.json").read_text())
-        scores[name] = {t["name"]: t["score"] for t in results["tests"] if t["name"] in FULL}
-        assert {t["name"]: t["max_score"] for t in results["tests"] if t["name"] in FULL} == FULL
-    assert scores["correct"] == FULL
-    assert scores["wrong"] == WRONG
-    assert sum(scores["wrong"].values()) == 6 and sum(FULL.values()) == 10
+    assert grades.set_index("student")["total"].to_dict() == {"alice": 10, "bob": 5}
+    for name, expected in {"alice": FULL, "bob": WRONG}.items():
+        scores = json.loads((results / name / "results.json").read_text())["tests"]
+        assert {t["name"]: t["score"] for t in scores if t["name"] in FULL} == expected
+        assert {t["name"]: t["max_score"] for t in scores if t["name"] in FULL} == FULL
+
+    feedback = (results / "bob" / "feedback.md").read_text()
+    assert "5 of 10 points." in feedback and "## q2: 3 of 3\n* every check passed" in feedback
+    assert feedback.count("\n* ") - 1 == 9  # the hints of the 9 failed checks (q1: 2, q3: 2, q4: 3, q5: 2)
+    returned = feedback + (results / "bob" / "results.json").read_text()
+    for q, value in EXPECTED_VALUES.items():
+        shown = {f"{value:.{d}f}" for d in (2, 3, 4, 5)} | {repr(value)} if isinstance(value, float) else {str(value)}
+        for text in shown:
+            assert text not in returned, f"the feedback shows {q}'s expected value {text}"
 
 
 def test_the_teaching_page_states_the_points_and_scores_graded_here():
@@ -121,4 +225,4 @@ def test_the_teaching_page_states_the_points_and_scores_graded_here():
     assert {f"q{k}": int(v) for k, v in rows.items()} == FULL
     total, kept = sum(FULL.values()), sum(WRONG.values())
     assert f"({total} of {total} points)" in page and f"which keeps exactly {kept} of {total}" in page
-    assert "notebooks/homework/gpac_homework.py" in page and "make homework" in page
+    assert "notebooks/homework/gpac_homework.py" in page and "make homework" in page and "make grade" in page

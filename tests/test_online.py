@@ -12,7 +12,7 @@ import pytest
 from gpac_utils import online
 from gpac_utils import online_streams as streams
 from gpac_utils.checks import ParameterError
-from gpac_utils.online import OnlineGPAC
+from gpac_utils.online import OnlineGPAC, OnlineSettings
 
 EPS, ALPHA = 0.1, 0.05
 GRID = online.grid_points(51)
@@ -39,7 +39,8 @@ def per_group_violations(mode, n_trials=300, n=2000, every=10, seed=0):
     u, loss, g = streams.closed_form_streams(n_trials, n, VALIDITY["probs"], VALIDITY["a"], VALIDITY["k"], seed)
     rates, final = [], []
     for j, (a, k) in enumerate(zip(VALIDITY["a"], VALIDITY["k"])):
-        res = streams.run_online(*compact(u, loss, g, j), 1, GRID, eps=EPS, alpha=ALPHA, every=every, seed=j, **mode)
+        settings = OnlineSettings(eps=EPS, alpha=ALPHA, grid=GRID, seed=j, **mode)
+        res = streams.run_online(*compact(u, loss, g, j), 1, settings, every=every)
         thr = res["thresholds"][..., 0]
         rates.append(np.mean((streams.closed_form_risk(a, k)(thr) > EPS).any(axis=1)))
         final.append(np.maximum(thr[:, -1], 0).mean())
@@ -69,9 +70,9 @@ def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
     # risk 0.04 u^2 + 0.06 u^3 stays below 0.1 up to u = 0.91.
     probs, a, k = (0.8, 0.2), (0.1, 0.9), (1, 2)
     u, loss, g = streams.closed_form_streams(300, 2000, probs, a, k, seed=4)
-    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    marginal = streams.run_online(u, loss, np.zeros_like(g), 1, GRID, **kw)["thresholds"][..., 0]
-    hard = streams.run_online(*compact(u, loss, g, 1), 1, GRID, **kw)["thresholds"][..., 0]
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.2, grid=GRID)
+    marginal = streams.run_online(u, loss, np.zeros_like(g), 1, settings, every=10)["thresholds"][..., 0]
+    hard = streams.run_online(*compact(u, loss, g, 1), 1, settings, every=10)["thresholds"][..., 0]
     risk = streams.closed_form_risk(a[1], k[1])
     assert np.mean((risk(marginal) > EPS).any(axis=1)) > 0.5  # the hard group, under one marginal threshold
     assert np.mean((risk(hard) > EPS).any(axis=1)) <= ALPHA + 3 * mcse(ALPHA, 300)
@@ -79,10 +80,10 @@ def test_marginal_online_pac_violates_a_hidden_group_online_gpac_does_not():
 
 def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 1500, (1.0,), (0.3,), (1,), seed=3)
-    kw = dict(eps=EPS, alpha=ALPHA, label_prob=0.2, every=10)
-    free = streams.run_online(u, loss, g, 1, GRID, **kw)
-    fixed = streams.run_online(u, loss, g, 1, GRID, labelling="fixed-rate", **kw)
-    paid = [(r["route"] & r["observe"]).sum() for r in (free, fixed)]
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.2, grid=GRID)
+    free = streams.run_online(u, loss, g, 1, settings, every=10)
+    fixed = streams.run_online(u, loss, g, 1, settings.replace(labelling="fixed-rate"), every=10)
+    paid = [(r["route_nothink"] & r["observe"]).sum() for r in (free, fixed)]
     thr = [np.maximum(r["thresholds"][:, 10, 0], 0).mean() for r in (free, fixed)]  # after 100 items
     assert thr[0] > thr[1] + 0.1, thr
     assert np.maximum(free["thresholds"][:, -1, 0], 0).mean() > np.maximum(fixed["thresholds"][:, -1, 0], 0).mean()
@@ -93,13 +94,13 @@ def test_free_labels_certify_faster_than_the_fixed_rate_at_fewer_paid_labels():
 def test_decisions_free_labels_schedule_and_budget():
     router = OnlineGPAC(EPS, label_prob=0.25, warmup_items=30, warmup_prob=1.0, label_budget=40, grid=[0.2, 0.5])
     d = router.decide(np.full(10, 0.1), ["a"] * 10)
-    assert not d.route.any() and d.observe.all() and np.all(d.propensity == 1)  # always think: free labels
+    assert not d.route_nothink.any() and d.observe.all() and np.all(d.propensity == 1)  # always think: free labels
     router._states["a"] = online.new_state((), 2) | {"certified": np.array([True, True])}
     router.thresholds_["a"] = 0.5
     u = np.tile([0.1, 0.9], 200)
     d = router.decide(u, ["a"] * 400)
     cheap = u <= 0.5
-    assert np.array_equal(d.route, cheap) and np.all(d.threshold == 0.5)
+    assert np.array_equal(d.route_nothink, cheap) and np.all(d.threshold == 0.5)
     paid = np.cumsum(d.observe & cheap)
     live = d.rate > 0
     assert d.observe[~cheap & live].all() and np.all(d.propensity[~cheap & live] == 1)  # thinking-routed: free
@@ -113,27 +114,28 @@ def test_decisions_free_labels_schedule_and_budget():
 def test_fixed_rate_mode_observes_at_the_rate_whatever_the_route():
     router = OnlineGPAC(EPS, label_prob=0.3, labelling="fixed-rate", grid=[0.5], seed=4)
     d = router.decide(np.random.default_rng(1).uniform(size=20000), ["g"] * 20000)
-    assert np.all(d.propensity == 0.3) and not d.route.any()
+    assert np.all(d.propensity == 0.3) and not d.route_nothink.any()
     assert abs(d.observe.mean() - 0.3) < 4 * mcse(0.3, 20000)
 
 
 def test_the_class_matches_the_block_runner():
     u, loss, g = streams.closed_form_streams(1, 1200, **VALIDITY, seed=5)
-    want = streams.run_online(
-        u, loss, g, 3, GRID, eps=EPS, alpha=ALPHA, label_prob=0.3, every=40, seed=7, drift_alpha=0.01
-    )
+    settings = OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
+    want = streams.run_online(u, loss, g, 3, settings, every=40)
     router = OnlineGPAC(EPS, ALPHA, label_prob=0.3, grid=GRID, seed=7, drift_alpha=0.01)
     names = np.array(["0", "1", "2"])[g[0]]
     for b, t0 in enumerate(range(0, 1200, 40)):
         block = slice(t0, t0 + 40)
         assert [router.thresholds_.get(str(j), -np.inf) for j in range(3)] == want["thresholds"][0, b].tolist()
         d = router.decide(u[0, block], names[block])
-        assert np.array_equal(d.route, want["route"][0, block]) and np.array_equal(d.observe, want["observe"][0, block])
+        assert np.array_equal(d.route_nothink, want["route_nothink"][0, block]) and np.array_equal(
+            d.observe, want["observe"][0, block]
+        )
         router.update(u[0, block], np.where(d.observe, loss[0, block], np.nan), names[block], d)
     assert np.isfinite(want["thresholds"][0, -1, 1:]).all()  # certified, and drift_alpha = 0.01 raised alarms:
     assert sorted(router.alarms_) == [str(j) for j in np.flatnonzero(want["alarms"][0] >= 0)] == ["0"]
     assert sum(router.n_seen_.values()) == 1200
-    assert sum(router.n_paid_.values()) == int((want["route"] & want["observe"]).sum())
+    assert sum(router.n_paid_.values()) == int((want["route_nothink"] & want["observe"]).sum())
 
 
 def test_fit_is_one_block_of_a_deployment_and_losses_are_read_only_where_observed():
@@ -273,7 +275,7 @@ def test_bad_update_arguments(change, name):
 def test_free_labels_beat_one_bpac_learner_per_group_at_equal_paid_labels():
     u, loss, g = streams.closed_form_streams(40, 3000, **VALIDITY, seed=9)
     risk = streams.closed_form_risk(VALIDITY["a"], VALIDITY["k"])
-    out = streams.head_to_head(u, loss, g, 3, risk, GRID, eps=EPS, alpha=ALPHA, label_prob=0.1)
+    out = streams.head_to_head(u, loss, g, 3, risk, OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.1, grid=GRID))
     ours, theirs = out["online G-PAC, free labels"], out["B-PAC per group"]
     assert theirs["paid_labels"] >= ours["paid_labels"] and theirs["label_prob"] > 0.1  # B-PAC got more
     assert ours["minus_bpac"] > 2 * ours["minus_bpac_se"], ours
@@ -310,3 +312,42 @@ def test_online_gpac_is_a_calibrator():
     router = OnlineGPAC(EPS, label_prob=0.5)
     assert isinstance(router, Calibrator)
     assert router.fit([0.2, 0.4], [0.0, 1.0], ["a", "b"]) is router and set(router.thresholds_) == {"a", "b"}
+
+
+def test_pandas_inputs_whose_indexes_differ_are_refused():
+    """As G-PAC does: two Series with different indexes are never paired by position."""
+    import pandas as pd
+
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    scores = pd.Series([0.1, 0.2, 0.3], index=[2, 1, 0])
+    groups = pd.Series(["a", "b", "a"], index=[0, 1, 2])
+    for call in (router.route, router.decide):
+        with pytest.raises(ParameterError, match="^groups: its pandas index differs from that of scores"):
+            call(scores, groups)
+    d = router.decide(scores.to_numpy(), groups.to_numpy())
+    with pytest.raises(ParameterError, match="^losses: its pandas index differs"):
+        router.update(scores, pd.Series([0.0, 1.0, 0.0]), groups.set_axis(scores.index), d)
+
+
+def test_decisions_of_other_rows_than_the_call_name_the_rows():
+    router = OnlineGPAC(EPS, label_prob=0.5)
+    d = router.decide([0.1, 0.2, 0.3], ["a", "b", "a"])
+    part = online.Decisions(*(f[:2] for f in d[:5]), block=d.block)  # the block's identity, 3 rows
+    with pytest.raises(ParameterError, match="^decisions: cover 3 rows of block 0, but scores") as err:
+        router.update([0.1, 0.2], [0.0, 1.0], ["a", "b"], part)
+    assert "another router" not in str(err.value)
+
+
+def test_online_settings_travel_whole_and_refuse_what_is_ignored():
+    s = OnlineSettings(eps=EPS, label_prob=0.3, grid=11, seed=3)
+    router = OnlineGPAC(settings=s)
+    assert router.settings is s and router.grid.size == 11
+    with pytest.raises(ParameterError, match="^warmup_prob: applies to a group's first warmup_items"):
+        OnlineGPAC(EPS, label_prob=0.3, warmup_prob=1.0)
+    with pytest.raises(ParameterError, match="^settings: given with"):
+        OnlineGPAC(settings=s, label_prob=0.5)
+    with pytest.raises(TypeError, match="^free_labels: replaced by labelling='free'.*goes in gpac_utils 0.4"):
+        OnlineGPAC(EPS, label_prob=0.3, free_labels=True)
+    u, loss, g = streams.closed_form_streams(2, 50, **VALIDITY, seed=1)
+    with pytest.raises(ParameterError, match="^drift_alpha: B-PAC does not read it"):
+        streams.run_bpac(u, loss, g, 3, s.replace(drift_alpha=0.01))

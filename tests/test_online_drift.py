@@ -50,9 +50,10 @@ def test_false_alarms_at_the_worst_null_stay_within_the_shiryaev_roberts_bound()
         member = np.ones_like(u[:, block], bool)
         d = online.decide(state, u[:, block], member, uniforms[:, block], schedule, grid)
         assert np.all(d.threshold[alarm < 0] == 0.5)
-        state, first = online.learn(
-            state, u[:, block], loss[:, block], member, d, grid, eps=EPS, alpha=ALPHA, drift_alpha=drift_alpha
+        settings = online.OnlineSettings(
+            eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=drift_alpha
         )
+        state, first = online.learn(state, u[:, block], loss[:, block], member, d, settings)
         alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
         state["certified"][:] = True  # hold the threshold: the detector alone is under test
     rate = np.mean(alarm >= 0)
@@ -66,9 +67,10 @@ def test_stationary_groups_raise_false_alarms_within_the_bound():
     grid = online.grid_points(51)
     for j, (a, k) in enumerate([(0.3, 1), (0.6, 1), (1.0, 2)]):
         u, loss, g = group_stream(n_trials, n, a, k, seed=20 + j)
-        res = streams.run_online(
-            u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10, drift_alpha=drift_alpha, seed=j
+        settings = online.OnlineSettings(
+            eps=EPS, alpha=ALPHA, label_prob=0.2, grid=tuple(grid), drift_alpha=drift_alpha, seed=j
         )
+        res = streams.run_online(u, loss, g, 1, settings, every=10)
         alarm = first_alarms(res)
         thr = res["thresholds"][:, :, 0]
         at = thr[np.arange(n_trials), np.maximum(alarm, 0) // 10]
@@ -85,9 +87,10 @@ def test_a_step_in_one_groups_risk_is_detected_and_the_recertified_threshold_is_
     n_trials, n, change, drift_alpha = 300, 4000, 1500, 1e-4
     grid = online.grid_points(51)
     u, loss, g = group_stream(n_trials, n, 0.3, 1, seed=31, change=change, after=(0.9, 1))
-    res = streams.run_online(
-        u, loss, g, 1, grid, eps=EPS, alpha=ALPHA, label_prob=0.2, every=10, drift_alpha=drift_alpha, seed=3
+    settings = online.OnlineSettings(
+        eps=EPS, alpha=ALPHA, label_prob=0.2, grid=tuple(grid), drift_alpha=drift_alpha, seed=3
     )
+    res = streams.run_online(u, loss, g, 1, settings, every=10)
     thr = res["thresholds"][:, :, 0]
     risk_after = streams.closed_form_risk(0.9, 1)
     alarm = first_alarms(res)
@@ -121,9 +124,8 @@ def held_null_alarms(n_streams, horizon, level, seed):
         block = slice(t0, t0 + 10)
         member = np.ones_like(u[:, block], bool)
         d = online.decide(state, u[:, block], member, uniforms[:, block], online.Schedule(0.3), grid)
-        state, first = online.learn(
-            state, u[:, block], loss[:, block], member, d, grid, eps=EPS, alpha=ALPHA, drift_alpha=level
-        )
+        settings = online.OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=level)
+        state, first = online.learn(state, u[:, block], loss[:, block], member, d, settings)
         alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
         state["certified"][:] = True
     return alarm

@@ -350,9 +350,7 @@ def test_plan_and_calibration_agree_on_feasibility(risk, correction, min_group_s
     u = np.random.default_rng(0).uniform(size=g.size)
     loss = np.zeros(g.size)
     need = prediction.n_needed(settings, 3)
-    table = feasibility.feasibility(
-        {x: 400 for x in "abc"}, 0.05, 0.05, risk=risk, correction=correction, min_group_size=min_group_size
-    )
+    table = feasibility.feasibility({x: 400 for x in "abc"}, settings)
     assert (table["n_needed"] == need).all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", prediction.PilotWarning)

@@ -1,6 +1,7 @@
-"""The self-check questions of the lessons (``notebooks/questions/NN_name.json``, shown by jupyterquiz).
+"""The self-check questions of the lessons (``notebooks/questions/NN_name.json``, shown by gpac_utils.quiz).
 
-Checked as the exercises are: every lesson has at least two questions in jupyterquiz's schema, each
+Checked as the exercises are: every lesson has at least two questions in jupyterquiz's schema (which
+gpac_utils.quiz reads; the slides read the same files), each
 multiple-choice question has exactly one correct answer and every answer says why; every lesson
 shows its file in a cell that the student edition keeps; the answers that are numbers agree with the
 library and the formulas the notebooks compute them with. Then one question file goes the book's
@@ -95,7 +96,7 @@ def test_the_correct_answers_are_not_always_in_the_same_place():
 @pytest.mark.parametrize("name", lessons())
 def test_every_lesson_shows_its_questions_and_the_student_edition_keeps_them(name):
     path = NOTEBOOKS / f"{name}.py"
-    call = f'display_quiz(str(NOTEBOOKS / "questions" / "{name}.json")'
+    call = f'display_quiz(NOTEBOOKS / "questions" / "{name}.json")'
     cells = [c for c in jupytext.read(path).cells if call in c.source]
     assert len(cells) == 1 and "solution" not in cells[0].metadata.get("tags", []), name
     assert any(call in c.source for c in edition.student_notebook(path).cells), name
@@ -142,10 +143,7 @@ def quiz_page(tmp_path_factory):
         InteractiveShell.clear_instance()
     cell = nbformat.v4.new_code_cell(cell.source, metadata=cell.metadata)
     cell.outputs = [nbformat.v4.new_output("display_data", data=out.data) for out in captured.outputs]
-    assert [sorted(out.data) for out in captured.outputs] == [
-        ["text/html", "text/plain"],
-        ["application/javascript", "text/plain"],
-    ]
+    assert [sorted(out.data) for out in captured.outputs] == [["text/html", "text/plain"]]  # HTML, no script
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Check yourself"), cell])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, src / "quiz.ipynb")
@@ -159,7 +157,7 @@ def quiz_page(tmp_path_factory):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (out / "quiz.html").read_text()
-    assert "MCButton" in html or "Question" in html, "jupyterquiz's script is not on the page"
+    assert 'class="gpac-quiz"' in html and "<script" not in html.split('class="gpac-quiz"', 1)[1].split("</div>")[0]
     return out
 
 
@@ -193,16 +191,21 @@ def test_the_book_renders_the_questions_and_their_feedback(quiz_page, page):
     try:
         page.goto(f"http://127.0.0.1:{server.server_address[1]}/quiz.html")
         questions = load("12_finite_sample")
-        buttons = page.locator(".MCButton")
-        buttons.first.wait_for(state="visible", timeout=10_000)
-        assert buttons.count() == sum(len(q["answers"]) for q in questions)
+        answers = page.locator(".gpac-quiz details")
+        answers.first.wait_for(state="visible", timeout=10_000)
+        assert answers.count() == sum(len(q["answers"]) for q in questions)
         first = questions[0]
         right = next(a for a in first["answers"] if a["correct"])
-        page.locator(".MCButton", has_text=right["answer"]).first.click()
-        feedback = page.locator(".Feedback.correct").first
-        feedback.wait_for(state="visible", timeout=10_000)
-        shown = re.sub(r"\s+", " ", feedback.inner_text())
-        assert shown.startswith("Right"), shown
+        wrong = next(a for a in first["answers"] if not a["correct"])
+        why = page.locator(".gpac-quiz details.right .why").first
+        assert not why.is_visible()  # the verdict shows only after a click
+        page.locator(".gpac-quiz summary", has_text=right["answer"]).first.click()
+        why.wait_for(state="visible", timeout=10_000)
+        shown = re.sub(r"\s+", " ", why.inner_text())
+        assert shown.startswith("✔ Right"), shown
+        page.locator(".gpac-quiz summary", has_text=wrong["answer"]).first.click()
+        shown = re.sub(r"\s+", " ", page.locator(".gpac-quiz details.wrong[open] .why").first.inner_text())
+        assert shown.startswith("✘ No"), shown
         BUILD.mkdir(exist_ok=True)
         page.screenshot(path=str(BUILD / "questions-book.png"), full_page=True)
     finally:

@@ -37,8 +37,8 @@ def table(n=240, seed=0) -> pd.DataFrame:
     )
 
 
-def test_the_keys_are_method_score_and_the_recipes_fields():
-    assert experiment.KEYS == ["method", "score", *FIELDS]
+def test_the_keys_are_method_score_risk_and_the_recipes_fields():
+    assert experiment.KEYS == ["method", "score", "risk", *FIELDS]
     assert "candidates" in experiment.KEYS
 
 

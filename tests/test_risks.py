@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import CPAC, GPAC, PAC, ScorePartitioner, bounds, risks, selection
-from gpac_utils.calibrate import from_json
+from gpac_utils import CPAC, GPAC, PAC, ScorePartitioner, bounds, from_json, risks, selection
 from gpac_utils.checks import ParameterError
 from gpac_utils.cli import main
 from gpac_utils.paper.theory.conditional import StepGroup, routed_oracle, routed_risk

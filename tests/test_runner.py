@@ -162,6 +162,8 @@ BAD_RUNS = [
         "parameter regenerate: expected true or false, got 'maybe'",
     ),
     (["-p", "eps", "0.1"], "01_generate: unknown parameter(s) ['eps']"),  # all notebooks: checked before any runs
+    (["-p", "eps", "1.5", "21"], "21_table_known_groups: parameter eps: must lie in (0.0, 1.0), got 1.5"),
+    (["-p", "overrides", "{alpha: 2.0}", "21"], "parameter overrides['alpha']: must lie in (0.0, 1.0), got 2.0"),
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from gpac_utils import CPAC, GPAC, GroupWarning, ScorePartitioner
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW, UNSEEN
-from gpac_utils.certificate import make_certificate
+from gpac_utils.certificate import Certificate
 from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.llm.engines import Completion, Sampling, item_seed
 from gpac_utils.llm.generation import WALK_SAMPLING
@@ -97,7 +97,9 @@ def certificate(cheap):
     loss = (rng.uniform(size=u.size) < np.where(g == "hard", 0.6, 0.1) * u**2).astype(float)
     with pytest.warns(GroupWarning, match="'tiny' has 30 calibration items"):
         cal = GPAC(0.05).fit(u, loss, g)
-    return make_certificate(cal, columns={"score": ("score_logits", u), "group": ("group", g)}, created=CREATED)
+    return Certificate.from_calibrator(
+        cal, columns={"score": ("score_logits", u), "group": ("group", g)}, created=CREATED
+    ).document
 
 
 def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, cheap, thinker):
@@ -108,9 +110,9 @@ def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, c
     expected_thr = np.array([thr.get(g, -np.inf) for g in reqs["group"]])
     np.testing.assert_array_equal(served["score"], engine_scores(cheap, reqs))
     np.testing.assert_array_equal(served["threshold"], expected_thr)
-    assert (served["route"] == np.where(served["score"] <= expected_thr, "nothink", "think")).all()
-    assert {"nothink", "think"} <= set(served["route"])  # both routes occur
-    assert (served.loc[:4, "status"] == UNSEEN).all() and (served.loc[:4, "route"] == "think").all()
+    assert (served["route_nothink"] == (served["score"] <= expected_thr)).all()
+    assert served["route_nothink"].nunique() == 2  # both routes occur
+    assert (served.loc[:4, "status"] == UNSEEN).all() and (~served.loc[:4, "route_nothink"]).all()
     assert set(served.loc[5:, "status"]) == {CERTIFIED}
     # the answers are what the engines give for the request's seed
     for row, (_, req) in zip(served.itertuples(), reqs.iterrows()):
@@ -119,40 +121,60 @@ def test_routes_match_the_certificate_and_answers_are_the_engines(certificate, c
             row.nothink_answer
             == cheap.complete(req["messages_nothink"], WALK_SAMPLING["nothink"].with_(seed=seed)).text
         )
-        if row.route == "think":
+        if not row.route_nothink:
             want = thinker.complete(req["messages"], WALK_SAMPLING["think"].with_(seed=seed)).text
             assert row.think_answer == row.answer == want
         else:
             assert pd.isna(row.think_answer) and row.answer == row.nothink_answer
     # the thinking engine was called for the think-routed requests only
-    assert [k for k, _ in thinker.requests] == served.loc[served["route"] == "think", "item_id"].tolist()
+    assert [k for k, _ in thinker.requests] == served.loc[~served["route_nothink"], "item_id"].tolist()
 
 
 def test_a_group_that_always_thinks(certificate, cheap, thinker):
     assert certificate["groups"]["tiny"]["status"] == TOO_FEW
     reqs = requests_table(20, groups=("tiny",))
     served = CertifiedRouter(certificate, cheap, thinker).serve(reqs)
-    assert (served["route"] == "think").all() and (served["status"] == TOO_FEW).all()
+    assert (~served["route_nothink"]).all() and (served["status"] == TOO_FEW).all()
 
 
 def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
     doc = json.loads(json.dumps(certificate))
-    doc["columns"]["score"] = "score_router"
-    with pytest.raises(ParameterError, match="certificate: calibrated on score 'score_router'") as info:
+    doc["score"] = "score_disagree"
+    with pytest.raises(ParameterError, match="certificate: calibrated on score 'score_disagree'") as info:
         CertifiedRouter(doc, cheap, thinker)
     assert "\n" not in str(info.value)
     doc["groups"]["easy"]["status"] = "maybe"
     with pytest.raises(DataError, match="status"):
         CertifiedRouter(doc, cheap, thinker)
-    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on 'score_logits'"):
+    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on score 'score_logits'"):
         CertifiedRouter(certificate, cheap, thinker, score_col="score_verbalized")
     with pytest.raises(ParameterError, match="loss_fn"):
         CertifiedRouter(certificate, cheap, thinker, online=OnlineGPAC(0.1, label_prob=0.5))
 
 
+def test_a_score_column_named_anything_is_served(certificate, cheap, thinker):
+    """The certificate records the score's registry name beside the table's column: any column name serves."""
+    reqs = requests_table(40)
+    plain = CertifiedRouter(certificate, cheap, thinker).serve(reqs)
+    renamed = json.loads(json.dumps(certificate))
+    renamed["columns"]["score"] = "my_logits"
+    cert = Certificate.read(renamed)
+    assert cert.score == "score_logits" and cert.columns["score"] == "my_logits"
+    served = CertifiedRouter(cert, cheap, thinker).serve(reqs)
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
+    # a version-3 file has no registry name: its column is not a registered score, so score_col names it
+    old = renamed | {"schema_version": 3}
+    old.pop("score")
+    assert Certificate.read(old).score is None
+    with pytest.raises(ParameterError, match="certificate: calibrated on score None \\(column 'my_logits'\\)"):
+        CertifiedRouter(old, cheap, thinker)
+    served = CertifiedRouter(old, cheap, thinker, score_col="score_logits").serve(reqs)
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
+
+
 def test_verbalized_score(certificate, cheap, thinker):
     doc = json.loads(json.dumps(certificate))
-    doc["columns"]["score"] = "score_verbalized"
+    doc["score"] = "score_verbalized"
     reqs = requests_table(30)
     served = CertifiedRouter(doc, cheap, thinker).serve(reqs)
     verbal = [s for k, s in cheap.requests if s.n == WALK_SAMPLING["verbalized"].n and s.temperature == 0.7]
@@ -165,10 +187,10 @@ def test_cpac_and_pac_certificates(cheap, thinker):
     u = engine_scores(cheap, reqs)
     loss = (np.random.default_rng(0).uniform(size=u.size) < 0.2 * u).astype(float)
     cal = CPAC(0.2, partitioner=ScorePartitioner(k=2)).fit(u, loss)
-    doc = make_certificate(cal, columns={"score": ("score_logits", u)}, created=CREATED)
+    doc = Certificate.from_calibrator(cal, columns={"score": ("score_logits", u)}, created=CREATED)
     served = CertifiedRouter(doc, cheap, thinker).serve(reqs)
     assert (served["group"] == cal.assign(u)).all()
-    assert (served["route"] == np.where(cal.route(u), "nothink", "think")).all()
+    assert (served["route_nothink"] == (cal.route(u))).all()
 
 
 def test_feeds_an_online_router_without_changing_routes(certificate, cheap, thinker):
@@ -182,7 +204,7 @@ def test_feeds_an_online_router_without_changing_routes(certificate, cheap, thin
         return float(nothink != think)
 
     served = CertifiedRouter(certificate, cheap, thinker, online=online, loss_fn=loss_fn).serve(reqs)
-    pd.testing.assert_series_equal(served["route"], plain["route"])
+    pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
     pd.testing.assert_series_equal(served["answer"], plain["answer"])
     assert sum(online.n_seen_.values()) == len(reqs)
     observed = served[served["observed"]]
@@ -217,7 +239,7 @@ def test_tiny_model_on_arith_with_the_transformers_engine(tmp_path):
     served = CertifiedRouter(out, engine, engine, samplings=short).serve(items)
     cert = json.loads(out.read_text())
     thr = np.array([cert["thresholds"][g] for g in items["group"]])
-    assert (served["route"] == np.where(served["score"] <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (served["score"] <= thr)).all()
     direct = dict(
         engine.stream(
             (i, c, WALK_SAMPLING["nothink"].with_(seed=item_seed(0, i)))

@@ -10,6 +10,7 @@ import pytest
 
 from gpac_utils import CPAC, GPAC, PAC, ExperimentConfig, Settings, from_json
 from gpac_utils.calibrate import CALIBRATORS, calibrator
+from gpac_utils.checks import ParameterError
 from gpac_utils.partition import ScorePartitioner
 from gpac_utils.settings import CORRECTIONS, Correction
 
@@ -25,9 +26,22 @@ def _data(n=1500, seed=0):
 def test_experiment_config_extends_settings_with_the_same_fields():
     names = [f.name for f in dataclasses.fields(Settings)]
     assert [f.name for f in dataclasses.fields(ExperimentConfig)][: len(names)] == names
-    cfg = ExperimentConfig(eps=0.1, correction="bonferroni", mode="joint", n_trials=3)
+    cfg = ExperimentConfig(eps=0.1, correction="bonferroni", mode="joint", methods=("G-PAC", "C-PAC"), n_trials=3)
     assert cfg.as_settings() == Settings(eps=0.1, correction="bonferroni", mode="joint")
     assert cfg.recipes == (cfg.recipe,)
+
+
+@pytest.mark.parametrize(
+    "changes, name",
+    [
+        (dict(mode="joint"), "mode"),  # only C-PAC reads it
+        (dict(methods=("PAC",), correction="bonferroni"), "correction"),  # PAC has one group
+        (dict(recipe="paper", recipes=("valid",)), "recipe"),  # recipes= replaces it
+    ],
+)
+def test_experiment_config_refuses_a_setting_no_method_reads(changes, name):
+    with pytest.raises(ParameterError, match=f"^{name}: none of the methods"):
+        ExperimentConfig(eps=0.1, n_trials=3, **changes)
 
 
 @pytest.mark.parametrize("name", list(CALIBRATORS))

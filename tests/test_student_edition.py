@@ -55,6 +55,16 @@ def test_every_exercise_has_one_marked_solution(path):
     edition.student_notebook(path)  # raises when a solution cell lacks the tag, or a tag has no solution
 
 
+def test_an_out_that_is_a_file_is_a_usage_error(tmp_path, capsys):
+    taken = tmp_path / "student.txt"
+    taken.write_text("mine")
+    for out in (taken, taken / "sub"):
+        assert edition.main(["--out", str(out)]) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"error: --out {out}: must be a folder")
+    assert taken.read_text() == "mine"
+
+
 def test_a_solution_without_its_tag_is_refused(tmp_path):
     bad = tmp_path / "99_bad.py"
     bad.write_text(

@@ -213,6 +213,7 @@ def test_group_violations_counts_trials_and_mcse():
                     "setting": "paper",
                     "method": "G-PAC",
                     "score": "s",
+                    "risk": "joint",
                     "bound": "clt",
                     "sampling": "resample",
                     "label_prob": 0.5,

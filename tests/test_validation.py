@@ -143,7 +143,7 @@ def _one_block(losses_nan_at=None, int_flags=False):
     if losses_nan_at is not None:
         loss[losses_nan_at] = np.nan
     if int_flags:
-        d = d._replace(route=d.route.astype(int), observe=d.observe.astype(int))
+        d = d._replace(route_nothink=d.route_nothink.astype(int), observe=d.observe.astype(int))
     return router, u, loss, d
 
 

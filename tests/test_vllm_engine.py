@@ -197,7 +197,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     served = CertifiedRouter(cert, engine, engine, window=window).serve(items)
     thresholds = json.loads(cert.read_text())["thresholds"]
     thr = np.array([thresholds[g] for g in items["group"]], dtype=float)
-    assert (served["route"] == np.where(served["score"] <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (served["score"] <= thr)).all()
     assert (served["status"] == "certified").all()
 
     def direct(role, frame, col):
@@ -209,7 +209,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     for row in served.itertuples():
         assert row.nothink_answer == cheap[row.item_id].text
         assert row.score == pytest.approx(logits_score(cheap[row.item_id].token_logprobs), abs=1e-5)
-    routed = (served["route"] == "think").to_numpy()
+    routed = (~served["route_nothink"]).to_numpy()
     thought = direct("think", items[routed], "messages")
     for row in served[routed].itertuples():
         assert row.think_answer == row.answer == thought[row.item_id].text
@@ -218,5 +218,59 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     # served routes are the certificate's routes on the calibration table itself
     recorded = pd.read_parquet(table).set_index("item_id").loc[items["item_id"], "score_logits"].to_numpy()
     np.testing.assert_allclose(served["score"], recorded, rtol=0, atol=SAME_ENGINE_ATOL)
-    assert (served["route"] == np.where(recorded <= thr, "nothink", "think")).all()
+    assert (served["route_nothink"] == (recorded <= thr)).all()
     print(f"served {routed.sum()}/{len(items)} to thinking, as the certificate routes the committed table's rows")
+
+
+def test_precall_router_serves_the_arith_certificate(engine, tmp_path):
+    """Pre-call serving on the real engine (issue 39): a certificate on the router-based score (fitted by
+    ``gpac fit-router`` on half of the committed ``arith`` table, calibrated on the other half) decides
+    from the prompt; the engine is asked for a cheap answer exactly for the items routed to it and for a
+    thinking answer exactly for the rest, and the answers are the engine's for those seeds."""
+    from test_precall import TOY, ToyEmbedder
+
+    from gpac_utils.cli import main
+    from gpac_utils.llm.router_model import EMBEDDERS, Embedding, load_router_model
+    from gpac_utils.llm.serve import CertifiedRouter
+    from gpac_utils.workflow.paths import DATA
+
+    class Counting:
+        """The engine, recording the item of every request and the role (by its sampling) it was made for."""
+
+        def __init__(self, inner):
+            self.inner, self.calls = inner, []
+            self.model, self.backend, self.tokenizer = inner.model, inner.backend, inner.tokenizer
+
+        def stream(self, requests, window=None):
+            requests = list(requests)
+            self.calls += [(key, s.max_tokens) for key, _, s in requests]
+            yield from self.inner.stream(requests, window)
+
+    table, model, scored, cert = (
+        DATA / "generated" / "arith__smollm2.parquet",
+        *(tmp_path / n for n in ("r.json", "c.parquet", "t.json")),
+    )
+    with EMBEDDERS.registered(Embedding(TOY, ToyEmbedder, "tests")):
+        fit = ["--data", str(table), "--benchmark", "arith", "--group-col", "group", "--embedder", TOY]
+        assert main(["fit-router", *fit, "--scored", str(scored), "-o", str(model)]) == 0
+        cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.1"]
+        assert main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
+        fitted = set(load_router_model(model).fitted_on["item_ids"])
+        items = load_benchmark("arith")
+        items = items[~items["item_id"].isin(fitted)].groupby("group").head(1).reset_index(drop=True)
+        counting = Counting(engine)
+        served = CertifiedRouter(cert, counting, counting, window=WINDOWS["nothink"]).serve(items)
+    cheap = served["route_nothink"].to_numpy()
+    nothink_tokens, think_tokens = gen.WALK_SAMPLING["nothink"].max_tokens, gen.WALK_SAMPLING["think"].max_tokens
+    assert sorted(counting.calls) == sorted(
+        [(i, nothink_tokens) for i in served.loc[cheap, "item_id"]]
+        + [(i, think_tokens) for i in served.loc[~cheap, "item_id"]]
+    )
+    assert 0 < cheap.sum() < len(items)
+    reqs = [
+        (i, c, gen.WALK_SAMPLING["nothink"].with_(seed=gen.item_seed(0, i)))
+        for i, c in zip(items.loc[cheap, "item_id"], items.loc[cheap, "messages_nothink"])
+    ]
+    direct = {k: comps[0].text for k, comps in engine.stream(reqs, WINDOWS["nothink"])}
+    assert served.loc[cheap, "answer"].tolist() == [direct[i] for i in served.loc[cheap, "item_id"]]
+    print(f"pre-call on vLLM: {len(items) - cheap.sum()} of {len(items)} cheap-model calls saved")

@@ -287,6 +287,13 @@ class Grader:
     function: Callable[[str, object], bool] | None
     loss: str = "binary"
 
+    @property
+    def needs_gold(self) -> bool:
+        """Whether an item's loss needs its gold answer: a ``binary`` loss grades both answers against it,
+        so even a thinking-routed item, whose two answers are known, costs a gold label (unless the
+        two answers agree: then the loss is 0); the semantic loss compares the two answers only."""
+        return self.function is not None
+
 
 #: The graders, by benchmark.
 GRADERS: Registry[Grader] = Registry(

@@ -33,21 +33,24 @@ cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import certificate as _certificate
-from ..calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning, from_json
+from ..audit import routing_groups
+from ..calibrate import UNSEEN, GroupWarning
+from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
+from .router_model import embedder as embedder_named
+from .router_model import load_router_model
 
 __all__ = ["CertifiedRouter"]
 
@@ -59,8 +62,9 @@ class CertifiedRouter:
 
     Parameters
     ----------
-    certificate : dict, str or path
-        The thresholds file written by ``gpac calibrate`` (or :func:`gpac_utils.certificate.make_certificate`).
+    certificate : Certificate, dict, str or path
+        The :class:`~gpac_utils.certificate.Certificate` (used as it is), or a thresholds file written by
+        ``gpac calibrate`` (read by :meth:`~gpac_utils.certificate.Certificate.read`).
     nothink, think : engine
         The non-thinking and the thinking engine (they may be the same object, as in the walk).
     samplings : mapping, optional
@@ -70,7 +74,8 @@ class CertifiedRouter:
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score_col : str, optional
-        The certificate's score, for a certificate that does not name it (``columns.score``); another
+        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
+        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
         score than the one it names is refused.
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
@@ -90,7 +95,7 @@ class CertifiedRouter:
     --------
     >>> router = CertifiedRouter("thresholds.json", engine, engine)  # doctest: +SKIP
     >>> served = router.serve(requests)  # item_id, group, messages / messages_nothink  # doctest: +SKIP
-    >>> served[["item_id", "route", "answer"]]  # doctest: +SKIP
+    >>> served[["item_id", "route_nothink", "answer"]]  # doctest: +SKIP
     """
 
     def __init__(
@@ -105,20 +110,23 @@ class CertifiedRouter:
         online=None,
         loss_fn: Callable | None = None,
         window: int | None = None,
+        score_model=None,
+        embedder=None,
     ):
-        self.certificate = _certificate.load_certificate(certificate)
-        self.calibrator = from_json(json.dumps(self.certificate))
-        columns = self.certificate.get("columns") or {}
-        if score_col and columns.get("score") and score_col != columns["score"]:
+        cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
+        self.certificate, self.calibrator = cert, cert.calibrator()
+        columns = cert.columns
+        if score_col and cert.score and score_col != cert.score:
             raise ParameterError(
-                f"score_col: the certificate was calibrated on {columns['score']!r}, not {score_col!r}"
+                f"score_col: the certificate was calibrated on score {cert.score!r}, not {score_col!r}"
             )
-        self.score_col = score_col or columns.get("score")
+        self.score_col = score_col or cert.score  # the score's registry name (its column may be named anything)
         served = [name for name, score in SCORES.items() if score.serve is not None]
         if self.score_col not in served:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r}, which the router cannot compute; "
-                f"it computes {served}"
+                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
+                f"router cannot compute; it computes {served} (score_col= names the score of a certificate "
+                "without one)"
             )
         self.score = SCORES[self.score_col]
         self.group_col = columns.get("group") or "group"
@@ -127,8 +135,46 @@ class CertifiedRouter:
         self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
         self.samplings = {**walk_samplings(), **dict(samplings or {})}
         self.seed = int(seed)
-        self.think_is_thinking = model_defaults(think.model)[1]
-        self.statuses = {g: e["status"] for g, e in _certificate.review(self.certificate).set_index("group").iterrows()}
+        self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
+        self.statuses = {g: e["status"] for g, e in cert.groups.items()}
+        self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
+
+    def _load_score_model(self, source, path, embedder):
+        """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
+        record = (self.certificate.provenance or {}).get("score_model")
+        if record is None:
+            if path is not None:
+                raise ParameterError(
+                    "score_model: the certificate records no score model (gpac calibrate --score-model)"
+                )
+            return None
+        if path is None:  # as recorded, else beside the certificate file
+            path = Path(record["path"])
+            beside = (
+                Path(source).parent / path.name
+                if isinstance(source, (str, Path)) and not str(source).lstrip().startswith("{")
+                else path
+            )
+            path = path if path.exists() or not beside.exists() else beside
+        model = load_router_model(path, record["sha256"])
+        if model.embedder != record["embedder"]:
+            raise DataError(
+                f"{path}: reads {model.embedder!r} embeddings; the certificate records {record['embedder']!r}"
+            )
+        name = getattr(embedder, "model_name", None) if embedder is not None else None
+        if embedder is not None and name != model.embedder:
+            raise ParameterError(
+                f"embedder: the certificate's score model reads {model.embedder!r} embeddings, not {name!r}"
+            )
+        return model
+
+    @property
+    def embedder(self):
+        """The score model's embedder: the one given, else a new one of its
+        :data:`~gpac_utils.llm.router_model.EMBEDDERS` entry."""
+        if self._embedder is None:
+            self._embedder = embedder_named(self.score_model.embedder)
+        return self._embedder
 
     # -- the steps --------------------------------------------------------------------------------
     def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
@@ -148,16 +194,42 @@ class CertifiedRouter:
 
     def _groups(self, requests: pd.DataFrame, scores: np.ndarray):
         """The labels passed to the calibrator, and the group whose status each request gets."""
-        method = self.certificate["method"]
-        kind = CALIBRATORS[method].groups  # what it routes by: none, known or learned groups
-        if kind == "known":
-            if self.group_col not in requests.columns:
-                raise DataError(f"requests: {method} needs the group column {self.group_col!r}")
-            g = requests[self.group_col].astype(str).to_numpy()
-            return g, g
-        if kind == "learned":
-            return None, self.calibrator.assign(scores)
-        return None, np.full(len(scores), ALL)
+        known = self.certificate.kind == "known"
+        if known and self.group_col not in requests.columns:
+            raise DataError(f"requests: {self.certificate.method} needs the group column {self.group_col!r}")
+        groups = requests[self.group_col].to_numpy() if known else None
+        return routing_groups(self.certificate, self.calibrator, scores, groups)
+
+    def _route(self, requests: pd.DataFrame, scores: np.ndarray):
+        """The group each request is reported under, its threshold, and whether it goes to the cheap model."""
+        labels, named = self._groups(requests, scores)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
+            thr = self.calibrator.thresholds_for(scores, labels)
+        return named, thr, scores <= thr
+
+    def decide(self, requests: pd.DataFrame) -> pd.DataFrame:
+        """The routes of a pre-call score, before any model runs (what a gateway hook needs).
+
+        Returns one row per request: ``group``, ``status``, ``score``, ``threshold``, ``route_nothink``
+        (True: the cheap model answers it).
+
+        Raises
+        ------
+        ParameterError
+            For a certificate whose score needs the cheap answer (not pre-call).
+        """
+        if not self.score.pre_call:
+            raise ParameterError(
+                f"certificate: score {self.score_col!r} needs the cheap model's answer; deciding before any call "
+                "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
+            )
+        scores = self._scores(requests, None)
+        named, thr, cheap = self._route(requests, scores)
+        statuses = [self.statuses.get(g, UNSEEN) for g in named]
+        return pd.DataFrame(
+            {"group": named, "status": statuses, "score": scores, "threshold": thr, "route_nothink": cheap}
+        )
 
     @staticmethod
     def _conversations(requests: pd.DataFrame, role: str) -> list:
@@ -181,7 +253,8 @@ class CertifiedRouter:
         -------
         pandas.DataFrame
             One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
-            the certificate), ``score``, ``threshold``, ``route`` (``"nothink"`` or ``"think"``),
+            the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
+            served),
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
             thinking model was not called); with an online router also ``observed`` and ``loss``.
         """
@@ -191,18 +264,21 @@ class CertifiedRouter:
         if missing:
             raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
-        cheap = self._generate(self.nothink, "nothink", ids, self._conversations(requests, "nothink"))
-        scores = self._scores(requests, cheap)
-        labels, named = self._groups(requests, scores)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
-            thr = self.calibrator.thresholds_for(scores, labels)
-        nothink_route = scores <= thr
+        nothink_convs = self._conversations(requests, "nothink")
+        if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it
+            cheap, scores = None, self._scores(requests, None)
+        else:
+            cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
+            scores = self._scores(requests, cheap)
+        named, thr, route_nothink = self._route(requests, scores)
         decisions = None
-        need_think = ~nothink_route
+        need_think = ~route_nothink
         if self.online is not None:
             decisions = self.online.decide(scores, named)
             need_think = need_think | decisions.observe
+        if cheap is None:
+            pick = np.flatnonzero(route_nothink | (decisions.observe if decisions is not None else False))
+            cheap = self._generate(self.nothink, "nothink", [ids[k] for k in pick], [nothink_convs[k] for k in pick])
         think_convs = self._conversations(requests, "think")
         pick = np.flatnonzero(need_think)
         thought = self._generate(
@@ -212,7 +288,7 @@ class CertifiedRouter:
             [think_convs[k] for k in pick],
             thinking=self.think_is_thinking,
         )
-        nothink_answers = [cheap[i][0][0] for i in ids]
+        nothink_answers = [cheap[i][0][0] if i in cheap else None for i in ids]
         think_answers = [thought[i][0][0] if i in thought else None for i in ids]
         out = pd.DataFrame(
             {
@@ -221,8 +297,8 @@ class CertifiedRouter:
                 "status": [self.statuses.get(g, UNSEEN) for g in named],
                 "score": scores,
                 "threshold": thr,
-                "route": np.where(nothink_route, "nothink", "think"),
-                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, nothink_route)],
+                "route_nothink": route_nothink,
+                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
                 "nothink_answer": nothink_answers,
                 "think_answer": think_answers,
             }

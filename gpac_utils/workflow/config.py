@@ -76,6 +76,17 @@ class Config(dict):
     def __setattr__(self, key, value):
         raise AttributeError("set a Config's values through config.load's overrides")
 
+    def pick(self, *keys: str) -> dict[str, Any]:
+        """The named settings as keyword arguments (``f(**cfg.pick("alpha", "seed"))``); an unknown key is refused.
+
+        Examples
+        --------
+        >>> Config({"alpha": 0.05, "seed": 0, "n_trials": 5}, "demo").pick("alpha", "seed")
+        {'alpha': 0.05, 'seed': 0}
+        """
+        _check_keys(self.name, self, dict.fromkeys(keys))
+        return {key: self[key] for key in keys}
+
     def __repr__(self) -> str:
         body = yaml.safe_dump(dict(self), sort_keys=False, default_flow_style=None, width=100).rstrip()
         return f"# {self.name} — profile {self.profile!r}\n{body}"

@@ -33,16 +33,22 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import jupytext
-import papermill
-import yaml
-from papermill.exceptions import PapermillExecutionError
-from papermill.translators import PythonTranslator
-from traitlets.config import Config
+# jsonschema (under nbformat) imports its optional IRI format checker, rfc3987_syntax, which builds a
+# grammar at import: about 1.5 s of CPU at the start of every notebook run. nbformat's schemas check no
+# IRI, so the runner goes without it (an import of it here fails; jsonschema skips that one checker).
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from . import reads
-from .config import PROFILE_ENV, PROFILES, ConfigError, read_config
-from .paths import BUILD, FIGURES_ENV, NOTEBOOKS
+import jupytext  # noqa: E402
+import papermill  # noqa: E402
+import yaml  # noqa: E402
+from papermill.exceptions import PapermillExecutionError  # noqa: E402
+from papermill.translators import PythonTranslator  # noqa: E402
+from traitlets.config import Config  # noqa: E402
+
+from ..checks import ParameterError, check_int, check_range  # noqa: E402
+from . import reads  # noqa: E402
+from .config import PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
+from .paths import BUILD, FIGURES_ENV, NOTEBOOKS  # noqa: E402
 
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
@@ -126,6 +132,31 @@ def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") 
         if key not in settings:
             raise RunnerError(f"{name}: parameter overrides: unknown setting {key!r}; known: {sorted(settings)}")
         _check_type(f"{name}: parameter overrides[{key!r}]", value, settings[key])
+    loss_bound = next((v[0] for k, v in (values if settings else {}).items() if k == "loss_bound" and v[0]), 1.0)
+    _check_ranges(name, "parameter ", parameters, loss_bound)
+    _check_ranges(name, "parameter overrides", parameters.get("overrides") or {}, loss_bound)
+
+
+#: The ranges of the parameters the validation layer knows (:mod:`gpac_utils.checks`), checked before any
+#: kernel starts: a value out of range is a usage error (exit 2), not a failed notebook.
+RANGES = {
+    "eps": lambda v, lb: check_range("eps", v, 0.0, lb),
+    "alpha": lambda v, lb: check_range("alpha", v),
+    "label_prob": lambda v, lb: check_range("label_prob", v, closed_right=True),
+    "n_trials": lambda v, lb: check_int("n_trials", v, 1),
+    "seed": lambda v, lb: check_int("seed", v, 0),
+}
+
+
+def _check_ranges(name: str, where: str, values: Mapping[str, Any], loss_bound: float) -> None:
+    lb = values.get("loss_bound") or loss_bound
+    for key, value in values.items():
+        if key in RANGES and value is not None and not isinstance(value, bool):
+            try:
+                RANGES[key](value, lb)
+            except ParameterError as exc:
+                what = f"{where}{key}" if where.endswith(" ") else f"{where}[{key!r}]"
+                raise RunnerError(f"{name}: {what}: {str(exc).partition(': ')[2]}") from None
 
 
 #: Types of the parameters whose default and configuration value are both None.

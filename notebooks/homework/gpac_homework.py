@@ -22,6 +22,8 @@
 #   pdf: false
 #   zips: false
 # run_tests: true
+# tests:
+#   ok_format: false
 
 # %% [markdown]
 # # Homework — PAC, G-PAC and what the guarantees say
@@ -30,8 +32,8 @@
 # function: each question names the exercise of the lesson it grades, where its full text,
 # the derivation and the worked solution are. Write your answers in the cells marked `...`,
 # using numpy and scipy only; keep the names the cells define. Run every cell, then `grader.check("q1")`
-# (and so on) checks the form of an answer; the value is graded by the autograder. Submit the
-# notebook (`.ipynb`).
+# (and so on): these public checks catch the typical mistakes and say what to look at again; they do
+# not check the values, which the autograder grades after you submit. Submit the notebook (`.ipynb`).
 #
 # | Question | Session | Lesson exercise | Points |
 # |---|---|---|---|
@@ -48,7 +50,7 @@ from scipy import stats
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
-# points: [0, 1, 1]
+# points: [0, 0, 1, 1]
 
 # %% [markdown]
 # **Question 1 — the width of the paper's resampled bound** (`ex-quickstart-resampled-width`).
@@ -76,15 +78,57 @@ half_width_full = z * np.sqrt(r_hat * (1 - r_hat) / n_items)  # SOLUTION
 # # BEGIN TESTS
 
 # %%
-assert np.ndim(half_width_resampled) == 0 and np.ndim(half_width_full) == 0 and 0 < half_width_full < 0.1
+""" # BEGIN TEST CONFIG
+failure_message: 'each half-width is one positive number below 0.1 (a float, not an array)'
+"""  # END TEST CONFIG
+
+
+def test_q1_form(half_width_resampled, half_width_full):
+    import numpy as np
+
+    assert all(np.ndim(x) == 0 and 0 < x < 0.1 for x in (half_width_resampled, half_width_full))
+
 
 # %%
-# HIDDEN
-assert abs(half_width_resampled - 1.6448536 * np.sqrt(0.04 * 0.98 / 400)) < 1e-5
+""" # BEGIN TEST CONFIG
+failure_message: 'the resampled bound must be wider than the full-label one - labelling only a share pi of the draws adds variance; derive Var(Z) for Z = loss * xi / pi with xi ~ Bernoulli(pi)'
+"""  # END TEST CONFIG
+
+
+def test_q1_resampled_is_wider(half_width_resampled, half_width_full):
+
+    assert half_width_resampled > half_width_full * (1 + 1e-9)
+
 
 # %%
-# HIDDEN
-assert abs(half_width_full - 1.6448536 * np.sqrt(0.04 * 0.96 / 400)) < 1e-5
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'half_width_resampled - Var(Z) given the calibration set is E[Z^2] minus the squared mean, with E[Z^2] = R/pi; then divide by m = n/pi draws, not by n'
+"""  # END TEST CONFIG
+
+
+def test_q1_resampled_value(half_width_resampled):
+    import numpy as np
+    from scipy import stats
+
+    expected = stats.norm.ppf(0.95) * np.sqrt(0.04 * (1 - 0.5 * 0.04) / 400)
+    assert abs(half_width_resampled - expected) < 1e-5
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'half_width_full - use the question''s formula with the one-sided normal quantile z at 1 - alpha'
+"""  # END TEST CONFIG
+
+
+def test_q1_full_value(half_width_full):
+    import numpy as np
+    from scipy import stats
+
+    expected = stats.norm.ppf(0.95) * np.sqrt(0.04 * 0.96 / 400)
+    assert abs(half_width_full - expected) < 1e-5
+
 
 # %% [raw]
 # # END TESTS
@@ -95,7 +139,7 @@ assert abs(half_width_full - 1.6448536 * np.sqrt(0.04 * 0.96 / 400)) < 1e-5
 # %% [raw]
 # # BEGIN QUESTION
 # name: q2
-# points: [0, 1, 1, 1]
+# points: [0, 0, 1, 1, 1]
 
 # %% [markdown]
 # **Question 2 — a counterexample to the efficiency bound of Theorem 4.6**
@@ -122,19 +166,66 @@ eff_learned = eps  # SOLUTION
 # # BEGIN TESTS
 
 # %%
-assert all(np.ndim(x) == 0 and 0 <= x <= 1 for x in (a, eff_oracle, eff_learned))
+""" # BEGIN TEST CONFIG
+failure_message: 'a, eff_oracle and eff_learned are each one number between 0 and 1 (masses and shares)'
+"""  # END TEST CONFIG
+
+
+def test_q2_form(a, eff_oracle, eff_learned):
+    import numpy as np
+
+    assert all(np.ndim(x) == 0 and 0 <= x <= 1 for x in (a, eff_oracle, eff_learned))
+
 
 # %%
-# HIDDEN
-assert abs(a - 0.05 / 0.9) < 1e-6
+""" # BEGIN TEST CONFIG
+failure_message: 'no partition routes more than the oracle partition, and G1* cannot hold more lossy mass than there is (q)'
+"""  # END TEST CONFIG
+
+
+def test_q2_order(a, eff_oracle, eff_learned):
+
+    assert eff_learned <= eff_oracle and 0 < a < 0.5
+
 
 # %%
-# HIDDEN
-assert abs(eff_oracle - 0.6) < 1e-6
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'a - choose it so that the risk of G1* (its lossy mass over its whole mass) is exactly eps'
+"""  # END TEST CONFIG
+
+
+def test_q2_a(a):
+
+    expected = 0.1 * 0.5 / 0.9
+    assert abs(a - expected) < 1e-6
+
 
 # %%
-# HIDDEN
-assert abs(eff_learned - 0.1) < 1e-6
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'eff_oracle - G1* routes all of its mass; G2* is above eps, so it routes only the share eps of its mass'
+"""  # END TEST CONFIG
+
+
+def test_q2_oracle(eff_oracle):
+
+    expected = 0.5 + 0.1
+    assert abs(eff_oracle - expected) < 1e-6
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'eff_learned - after the move, is G1''s risk still at most eps? If not, it routes only the share eps of its mass'
+"""  # END TEST CONFIG
+
+
+def test_q2_learned(eff_learned):
+
+    expected = 0.1
+    assert abs(eff_learned - expected) < 1e-6
+
 
 # %% [raw]
 # # END TESTS
@@ -145,7 +236,7 @@ assert abs(eff_learned - 0.1) < 1e-6
 # %% [raw]
 # # BEGIN QUESTION
 # name: q3
-# points: [0, 1, 1]
+# points: [0, 0, 1, 1]
 
 # %% [markdown]
 # **Question 3 — how far the resampled CLT bound misses** (`ex-audit-kappa-range`). Write
@@ -174,16 +265,58 @@ miss_upper = stats.norm.cdf(-stats.norm.ppf(1 - 0.05) / np.sqrt(2))  # SOLUTION
 # # BEGIN TESTS
 
 # %%
-assert np.shape(kappa(np.full((3, 2), 0.1), np.full((3, 2), 0.5))) == (3, 2)
+""" # BEGIN TEST CONFIG
+failure_message: 'kappa takes arrays and returns an array of their shape (use numpy operations, not math or a loop over scalars)'
+"""  # END TEST CONFIG
+
+
+def test_q3_form(kappa):
+    import numpy as np
+
+    assert np.shape(kappa(np.full((3, 2), 0.1), np.full((3, 2), 0.5))) == (3, 2)
+
 
 # %%
-# HIDDEN
-grid_r, grid_p = np.meshgrid(np.linspace(0.01, 0.99, 25), np.linspace(0.01, 1.0, 25))
-assert np.allclose(kappa(grid_r, grid_p), 1 + (1 - grid_r) / (1 - grid_p * grid_r))
+""" # BEGIN TEST CONFIG
+failure_message: 'miss_upper - a miss rate of alpha (or below) is what a valid bound has; the resampled bound''s variance ratio exceeds 1, so it misses more often'
+"""  # END TEST CONFIG
+
+
+def test_q3_misses_more_than_alpha(miss_upper):
+    import numpy as np
+
+    assert np.ndim(miss_upper) == 0 and 0.05 + 1e-6 < miss_upper < 0.5
+
 
 # %%
-# HIDDEN
-assert abs(miss_upper - 0.1224) < 5e-4
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'kappa - by the law of total variance, the resampled term''s variance is the sampling variance plus the labelling variance; kappa is their sum over the variance the CLT bound uses'
+"""  # END TEST CONFIG
+
+
+def test_q3_kappa(kappa):
+    import numpy as np
+
+    grid_r, grid_p = np.meshgrid(np.linspace(0.01, 0.99, 25), np.linspace(0.01, 1.0, 25))
+    expected = 1 + (1 - grid_r) / (1 - grid_p * grid_r)
+    assert np.allclose(kappa(grid_r, grid_p), expected)
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'miss_upper - find the supremum of kappa over R in (0, 1) and pi in (0, 1] (a limit, not attained), then put it into the first-order miss rate'
+"""  # END TEST CONFIG
+
+
+def test_q3_miss_upper(miss_upper):
+    import numpy as np
+    from scipy import stats
+
+    expected = stats.norm.cdf(-stats.norm.ppf(0.95) / np.sqrt(2))
+    assert abs(miss_upper - expected) < 5e-4
+
 
 # %% [raw]
 # # END TESTS
@@ -194,7 +327,7 @@ assert abs(miss_upper - 0.1224) < 5e-4
 # %% [raw]
 # # BEGIN QUESTION
 # name: q4
-# points: [0, 1, 1]
+# points: [0, 0, 0, 1, 1]
 
 # %% [markdown]
 # **Question 4 — $\mathrm{Error}_{\rm Gap} = 0$ is not a guarantee** (`ex-gap-zero-violations`).
@@ -217,15 +350,68 @@ max_violation_rate = (n_trials - 1) / n_trials  # SOLUTION
 # # BEGIN TESTS
 
 # %%
-assert np.shape(risks) == (100,) and np.all(np.asarray(risks) >= 0)
+""" # BEGIN TEST CONFIG
+failure_message: 'risks holds one risk (at least 0) for each of the 100 trials'
+"""  # END TEST CONFIG
+
+
+def test_q4_form(risks):
+    import numpy as np
+
+    assert np.shape(risks) == (100,) and np.all(np.asarray(risks) >= 0)
+
 
 # %%
-# HIDDEN
-assert np.mean(risks) <= 0.05 + 1e-12 and np.mean(np.asarray(risks) > 0.05) == 0.99
+""" # BEGIN TEST CONFIG
+failure_message: 'the mean of your risks is above eps, so Error_Gap = max(0, mean - eps) is not 0; the construction must keep the mean at most eps'
+"""  # END TEST CONFIG
+
+
+def test_q4_gap_is_zero(risks):
+    import numpy as np
+
+    assert np.mean(risks) <= 0.05 + 1e-12
+
 
 # %%
-# HIDDEN
-assert abs(max_violation_rate - 0.99) < 1e-9
+""" # BEGIN TEST CONFIG
+failure_message: 'your risks do not reach the violation rate you give - the share of trials above eps in risks should be max_violation_rate'
+"""  # END TEST CONFIG
+
+
+def test_q4_rate_is_reached(risks, max_violation_rate):
+    import numpy as np
+
+    assert np.ndim(max_violation_rate) == 0 and abs(np.mean(np.asarray(risks) > 0.05) - max_violation_rate) < 1e-9
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'risks - more trials can exceed eps: how little of the total risk does one trial need to keep the mean at eps?'
+"""  # END TEST CONFIG
+
+
+def test_q4_risks(risks):
+    import numpy as np
+
+    rate = np.mean(np.asarray(risks) > 0.05)
+    expected = 0.99
+    assert np.mean(risks) <= 0.05 + 1e-12 and rate == expected
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'max_violation_rate - can every trial but one be above eps while the mean stays at most eps?'
+"""  # END TEST CONFIG
+
+
+def test_q4_max_violation_rate(max_violation_rate):
+
+    expected = 0.99
+    assert abs(max_violation_rate - expected) < 1e-9
+
 
 # %% [raw]
 # # END TESTS
@@ -236,20 +422,20 @@ assert abs(max_violation_rate - 0.99) < 1e-9
 # %% [raw]
 # # BEGIN QUESTION
 # name: q5
-# points: [0, 1]
+# points: [0, 0, 1]
 
 # %% [markdown]
-# **Question 5 — the smallest group that can certify** (`ex-realdata-small-subject`). Under the
-# valid recipe of notebook 31 (Bernoulli labelling at $\pi = 0.5$, the Hoeffding–Bentkus bound,
-# $\varepsilon = 0.1$, $\alpha = 0.05$), a group with no loss at all has the bound
-# $(1/\pi)(1-\alpha^{1/n})$. Compute `n_min`, the smallest number of calibration items with which a
-# group can certify any threshold (an integer).
+# **Question 5 — the smallest group that can certify** (`ex-realdata-small-subject`). Take the valid
+# recipe of notebook 31 (Bernoulli labelling, the Hoeffding–Bentkus bound), but with other numbers:
+# a labelling probability $\pi = 0.25$, $\varepsilon = 0.1$ and $\alpha = 0.1$. A group with no loss
+# at all has the bound $(1/\pi)(1-\alpha^{1/n})$. Compute `n_min`, the smallest number of calibration
+# items with which a group can certify any threshold (an integer).
 
 # %% [raw]
 # # BEGIN SOLUTION
 
 # %%
-n_min = int(np.ceil(np.log(0.05) / np.log(1 - 0.5 * 0.1)))  # SOLUTION
+n_min = int(np.ceil(np.log(0.1) / np.log(1 - 0.25 * 0.1)))  # SOLUTION
 
 # %% [raw]
 # # END SOLUTION
@@ -258,11 +444,41 @@ n_min = int(np.ceil(np.log(0.05) / np.log(1 - 0.5 * 0.1)))  # SOLUTION
 # # BEGIN TESTS
 
 # %%
-assert isinstance(n_min, int | np.integer) and n_min > 0
+""" # BEGIN TEST CONFIG
+failure_message: 'n_min is one positive integer (int or a numpy integer), not a float'
+"""  # END TEST CONFIG
+
+
+def test_q5_form(n_min):
+    import numpy as np
+
+    assert isinstance(n_min, int | np.integer) and n_min > 0
+
 
 # %%
-# HIDDEN
-assert int(n_min) == n_min == 59
+""" # BEGIN TEST CONFIG
+failure_message: 'with n_min loss-free items the bound (1/pi)(1 - alpha^(1/n)) is still above eps, so the group cannot certify - did you keep the factor 1/pi and round up?'
+"""  # END TEST CONFIG
+
+
+def test_q5_certifies(n_min):
+
+    assert (1 / 0.25) * (1 - 0.1 ** (1 / n_min)) <= 0.1
+
+
+# %%
+""" # BEGIN TEST CONFIG
+hidden: true
+failure_message: 'n_min - not the smallest group that certifies: solve the bound = eps for n exactly (the Kullback-Leibler form, not the sub-Gaussian one) and take the smallest integer'
+"""  # END TEST CONFIG
+
+
+def test_q5_smallest(n_min):
+    import numpy as np
+
+    expected = int(np.ceil(np.log(0.1) / np.log(1 - 0.25 * 0.1)))
+    assert int(n_min) == n_min == expected
+
 
 # %% [raw]
 # # END TESTS

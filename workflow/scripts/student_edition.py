@@ -135,8 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "student")
     args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    blocked = next((p for p in (args.out, *args.out.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:  # a usage error (exit 2), before any notebook is read
+        what = "it is a file" if blocked == args.out else f"{blocked} is a file"
+        print(f"error: --out {args.out}: must be a folder ({what}); give a folder for the notebooks", file=sys.stderr)
+        return 2
     try:
+        args.out.mkdir(parents=True, exist_ok=True)
         for path in args.notebooks or with_exercises():
             out = args.out / f"{path.stem}.ipynb"
             nbformat.write(student_notebook(path), out)

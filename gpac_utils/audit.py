@@ -1,0 +1,215 @@
+r"""Audit a certificate on fresh labelled data, and recompute it from its recipe (``gpac audit``, ``gpac verify``).
+
+**Audit** (:func:`audit`). A certificate promises, per group :math:`G_j`, that the risk of the
+kind it certifies (``settings.risk``: :data:`gpac_utils.risks.RISKS`) is at most ``eps`` at its
+threshold, with probability ``1 - alpha`` over the calibration data (Theorem 4.2). A *finite* test
+set sees that risk with noise: Theorem 4.3 (``thm:empirical-known-grouping``) bounds the
+empirical test risk by ``eps + t`` with probability ``1 - alpha - exp(-2 N_j t^2 / B^2)``. So a
+held-out risk above ``eps`` is not yet a violation; judged by eye, held-out halves of a valid
+certificate show "violations" in about half the splits.
+
+The audit turns Theorem 4.3 into a test, per group, of :math:`H_j: R_j \le \varepsilon` given the
+certificate (the calibration data are fixed; the fresh items are independent of them):
+
+* the *trials*: for the joint risk :math:`E[\ell\,1\{U \le \hat u\}]` every item of the group
+  (term :math:`\ell\,1\{U \le \hat u\}`); for the routed risk :math:`E[\ell \mid U \le \hat u]`
+  the items routed to the non-thinking model (term :math:`\ell`), **conditional on their number**
+  ``m``: given ``m``, they are i.i.d. draws of the group's routed items, so a test valid for a
+  fixed sample size is valid given ``m``, hence unconditionally. No routed item: nothing to test
+  (``"no routed items"``; the routed risk of an empty route is no violation).
+* the *p-value*: binary losses (every loss ``0`` or ``B``): the exact binomial tail
+  :math:`P(\mathrm{Bin}(m, \varepsilon/B) \ge k)` — a loss with mean at most ``eps`` has a count
+  stochastically below it; other losses in ``[0, B]``: Hoeffding's
+  :math:`\exp(-2 m t^2/B^2)` with :math:`t = (\hat R - \varepsilon)_+`, Theorem 4.3's own term.
+* the *interval*: one-sided bounds at confidence ``1 - level/K``: exact Clopper–Pearson for binary
+  losses, Hoeffding's otherwise. ``lower > eps`` exactly when the group is declared violated.
+* the *verdict*: ``violated`` where the p-value is at most ``level / K``, ``K`` the number of
+  groups tested (Bonferroni over groups), else ``consistent``. If every group's risk is at most
+  ``eps``, the chance that any group is declared violated is at most ``level``: a ``violated``
+  verdict is not test noise (at that level). It says the risk on this traffic exceeds ``eps``: the
+  certificate is in its ``alpha`` failure event, the traffic differs from the calibration table
+  (drift), or the certificate is not what it claims. Unconditionally (Theorem 4.3's reading), a
+  group of a valid certificate is flagged with probability at most ``alpha + level / K``.
+
+**Verify** (:func:`verify_certificate`). Recompute the certificate from the recorded settings (recipe, seed,
+risk, correction, ...) on the recorded columns of a table, after checking the table's hashes
+against the provenance; every threshold and every group entry must be bit-identical.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
+from .certificate import Certificate
+from .checks import DataError, check_range
+from .risks import RISKS
+
+__all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "routing_groups", "audit", "verify_certificate", "verdict_line"]
+
+CONSISTENT, VIOLATED, NOT_TESTED = "consistent", "violated", "no routed items"
+
+
+def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
+    """The labels a certificate's calibrator routes by, and the group each item is reported under.
+
+    Known groups (G-PAC): ``groups`` itself (needed); learned groups (C-PAC): the calibrator's
+    assignment of the scores; one group (PAC): ``"__all__"``.
+    """
+    kind = cert.kind
+    if kind == "known":
+        if groups is None:
+            raise DataError(f"{cert.method} routes by known groups: give the group column")
+        g = np.asarray(groups).astype(str)
+        return g, g
+    if kind == "learned":
+        return None, cal.assign(scores)
+    return None, np.full(len(scores), ALL)
+
+
+def _pvalue_and_bounds(terms: np.ndarray, eps: float, level: float, binary: bool):
+    """p-value of ``mean(terms) <= eps`` and one-sided bounds at ``1 - level`` (terms in ``[0, 1]``)."""
+    m = terms.size
+    if binary:
+        k = int(round(terms.sum()))
+        p = float(stats.binom.sf(k - 1, m, eps))
+        lower = 0.0 if k == 0 else float(stats.beta.ppf(level, k, m - k + 1))
+        upper = 1.0 if k == m else float(stats.beta.ppf(1 - level, k + 1, m - k))
+        return p, lower, upper
+    mean = float(terms.mean())
+    p = math.exp(-2 * m * max(mean - eps, 0.0) ** 2)
+    half = math.sqrt(math.log(1 / level) / (2 * m))
+    return p, max(mean - half, 0.0), min(mean + half, 1.0)
+
+
+def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05) -> pd.DataFrame:
+    """Audit a certificate on fresh labelled items (module description).
+
+    Parameters
+    ----------
+    cert : Certificate
+        The certificate (:meth:`gpac_utils.certificate.Certificate.read`).
+    scores, losses : array-like
+        The fresh items' scores (the certificate's score) and losses in ``[0, loss_bound]``.
+    groups : array-like, optional
+        Their group labels (certificates of known groups).
+    level : float, default 0.05
+        The audit's family-wise level over the groups tested (Bonferroni).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: ``group``, ``status`` (the certificate's), ``n``, ``routed`` (items
+        routed to the non-thinking model), ``trials`` (items the risk is averaged over), ``risk``
+        (realised), ``lower``, ``upper`` (one-sided bounds at ``1 - level/K``), ``p_value``,
+        ``verdict``; ``attrs``: ``eps``, ``risk_kind``, ``level``, ``K``, ``per_group_level``,
+        ``binary``.
+    """
+    level = check_range("level", level)
+    st = cert.settings
+    eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
+    conditional = RISKS[risk].conditional
+    cal = cert.calibrator()
+    s = np.asarray(scores, dtype=float)
+    loss = np.asarray(losses, dtype=float)
+    if s.shape != loss.shape or s.ndim != 1:
+        raise DataError(f"scores and losses: need one of each per item, got shapes {s.shape} and {loss.shape}")
+    bad = ~np.isfinite(loss) | (loss < 0) | (loss > bound)
+    if bad.any():
+        raise DataError(
+            f"losses: must lie in [0, {bound:g}] (the certificate's loss_bound); bad at row {np.argmax(bad)}"
+        )
+    labels, named = routing_groups(cert, cal, s, groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
+        cheap = s <= cal.thresholds_for(s, labels)
+    z = loss / bound
+    binary = bool(np.all((z == 0) | (z == 1)))
+    statuses = {g: e["status"] for g, e in cert.groups.items()}
+    rows = []
+    for g in sorted(set(named.tolist())):
+        at = named == g
+        terms = z[at & cheap] if conditional else (z * cheap)[at]
+        rows.append({"group": g, "status": statuses.get(g, UNSEEN), "n": int(at.sum()),
+                     "routed": int((at & cheap).sum()), "trials": int(terms.size), "_terms": terms})  # fmt: skip
+    k = max(sum(r["trials"] > 0 for r in rows), 1)
+    for r in rows:
+        terms = r.pop("_terms")
+        if terms.size == 0:
+            r.update(risk=math.nan, lower=math.nan, upper=math.nan, p_value=math.nan, verdict=NOT_TESTED)
+            continue
+        p, lo, hi = _pvalue_and_bounds(terms, eps / bound, level / k, binary)
+        r.update(risk=float(terms.mean()) * bound, lower=lo * bound, upper=hi * bound, p_value=p)
+        r["verdict"] = VIOLATED if p <= level / k else CONSISTENT
+    out = pd.DataFrame(rows, columns=["group", "status", "n", "routed", "trials", "risk", "lower", "upper",
+                                      "p_value", "verdict"])  # fmt: skip
+    out.attrs.update(eps=eps, risk_kind=risk, level=level, K=k, per_group_level=level / k, binary=binary)
+    return out
+
+
+def verdict_line(report: pd.DataFrame) -> str:
+    """One line: the verdict, the level and its multiplicity."""
+    a = report.attrs
+    bad = report.loc[report["verdict"] == VIOLATED, "group"].tolist()
+    how = "exact binomial / Clopper-Pearson" if a["binary"] else "Hoeffding (Theorem 4.3)"
+    head = f"{a['risk_kind']} risk, eps={a['eps']:g}: "
+    tail = (
+        f"at family-wise level {a['level']:g} over {a['K']} group(s) tested (Bonferroni: {a['per_group_level']:.3g} "
+        f"each; {how})"
+    )
+    if bad:
+        return head + f"VIOLATED in {len(bad)} group(s) {bad} " + tail
+    return head + "consistent in every group " + tail
+
+
+# --------------------------------------------------------------------------- verify
+def _fmt(x) -> str:
+    return "null" if x is None else repr(x)
+
+
+def verify_certificate(cert: Certificate, table_path, frame: pd.DataFrame) -> list[str]:
+    """Recompute a certificate from its recorded settings and the table; the lines of a pass.
+
+    Raises
+    ------
+    DataError
+        One line naming the first thing that differs: a column of the table (its hash), a
+        threshold or a group entry (after a certificate was edited, or settings that give another
+        result).
+    """
+    where = cert._where
+    prov = cert.provenance if cert.has_provenance else None
+    if not prov or not prov.get("columns"):
+        raise DataError(f"{where}: no provenance to recompute from (a version-{cert.version} file)")
+    lines, _ = cert.verify(table_path, frame)
+    for line in lines:
+        if line.startswith("column") and not line.endswith("matches"):
+            raise DataError(f"--data {table_path}: {line} from the certificate's provenance; refused")
+    same_file = all(line.endswith("matches") for line in lines if line.startswith("table"))
+    cols = {role: c["name"] for role, c in prov["columns"].items()}
+    if "score" not in cols or "loss" not in cols:
+        raise DataError(f"{where}: provenance.columns needs 'score' and 'loss' to recompute")
+    fresh = CALIBRATORS[cert.method].cls.from_settings(cert.settings)
+    u = frame[cols["score"]].to_numpy(float)
+    loss = frame[cols["loss"]].to_numpy(float)
+    g = frame[cols["group"]].astype(str).to_numpy() if cert.kind == "known" and "group" in cols else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupWarning)
+        fresh.fit(u, loss, g)
+    again = Certificate.from_calibrator(fresh, created=prov.get("created")).document
+    for g_ in sorted(set(cert.thresholds) | set(again["thresholds"])):
+        a, b = cert.thresholds.get(g_, "absent"), again["thresholds"].get(g_, "absent")
+        if a != b or (isinstance(a, float) and isinstance(b, float) and a.hex() != b.hex()):
+            raise DataError(f"{where}: threshold of group {g_!r} is {_fmt(a)}; recomputed {_fmt(b)}")
+    for g_, entry in again["groups"].items():
+        old = cert.groups.get(g_, {})
+        for key, value in entry.items():
+            if key in old and old[key] != value:
+                raise DataError(f"{where}: groups[{g_!r}].{key} is {_fmt(old[key])}; recomputed {_fmt(value)}")
+    note = "" if same_file else " (another file with the same columns)"
+    return [f"recomputed {len(again['thresholds'])} threshold(s) from the recorded settings: bit-identical{note}"]

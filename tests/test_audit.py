@@ -1,0 +1,166 @@
+"""``gpac audit`` and ``gpac verify`` (issue 39): the audit's test is exact and valid (an oracle for the
+Clopper-Pearson bounds, a seeded false-alarm rate), its verdicts on the real table are the ones
+``docs/deploying.md`` shows, and each failure mode gets one line and the documented exit status."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from gpac_utils.audit import CONSISTENT, VIOLATED, _pvalue_and_bounds
+from gpac_utils.cli import main
+from gpac_utils.workflow.paths import DATA, REPO_ROOT
+
+REAL = DATA / "real" / "mathl5_zeroeval.csv"
+SCORE = "weak_uncertainty_disagree"
+EPS = 0.15
+
+
+def halves(tmp_path, seed=0):
+    """A random half of each subject to calibrate on, the other half to audit on."""
+    df = pd.read_csv(REAL)
+    rng = np.random.default_rng(seed)
+    cal = np.zeros(len(df), bool)
+    for idx in df.groupby("group").indices.values():
+        p = rng.permutation(idx)
+        cal[p[: len(p) // 2]] = True
+    paths = tmp_path / "calibration.csv", tmp_path / "heldout.csv"
+    df[cal].to_csv(paths[0], index=False)
+    df[~cal].to_csv(paths[1], index=False)
+    return paths
+
+
+def calibrate(table, out, *extra):
+    args = ["--score-col", SCORE, "--group-col", "group", "--method", "gpac", "--eps", str(EPS), *extra]
+    assert main(["calibrate", "--data", str(table), *args, "-o", str(out)]) == 0
+    return out
+
+
+def audit_markdown(report: pd.DataFrame) -> str:
+    """The page's table: group, status, n, routed, realised risk, bounds, verdict."""
+    lines = ["| group | status | n | routed | risk | lower | upper | verdict |", "|---|---|---|---|---|---|---|---|"]
+    for r in report.itertuples():
+        cells = [r.group, r.status, r.n, r.routed, *(f"{x:.3f}" for x in (r.risk, r.lower, r.upper)), r.verdict]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def real(tmp_path):
+    cal, held = halves(tmp_path)
+    return calibrate(cal, tmp_path / "thresholds.json"), cal, held
+
+
+def test_the_real_table_audit_is_the_pages(real, tmp_path, capsys):
+    cert, _, held = real
+    rc = main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "audit.csv")])
+    out = capsys.readouterr().out
+    report = pd.read_csv(tmp_path / "audit.csv")
+    assert rc == 0 and (report["verdict"] == CONSISTENT).all()
+    assert "consistent in every group at family-wise level 0.05 over 7 group(s)" in out
+    page = (REPO_ROOT / "docs" / "deploying.md").read_text()
+    assert audit_markdown(report) in page, audit_markdown(report)
+
+
+def test_a_certificate_that_routes_too_much_is_violated(real, tmp_path, capsys):
+    cert, _, held = real
+    doc = json.loads(cert.read_text())
+    for g in doc["thresholds"]:  # every item to the cheap model: the joint risk is the group's loss rate
+        doc["thresholds"][g] = 1.0
+        doc["groups"][g].update(status="certified", threshold=1.0)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    rc = main(["audit", str(bad), "--data", str(held), "-o", str(tmp_path / "audit.csv")])
+    out = capsys.readouterr().out
+    report = pd.read_csv(tmp_path / "audit.csv")
+    assert rc == 3 and "VIOLATED in" in out and "Bonferroni" in out
+    # a group is violated exactly when its lower bound clears eps
+    assert ((report["verdict"] == VIOLATED) == (report["lower"] > EPS)).all()
+    assert (report["verdict"] == VIOLATED).sum() >= 4
+
+
+def test_routed_risk_is_tested_on_the_routed_items(tmp_path, capsys):
+    cal, held = halves(tmp_path)
+    cert = calibrate(cal, tmp_path / "routed.json", "--risk", "routed")
+    assert main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "a.csv")]) == 0
+    report = pd.read_csv(tmp_path / "a.csv")
+    tested = report["routed"] > 0
+    assert (report.loc[tested, "trials"] == report.loc[tested, "routed"]).all()
+    assert (report.loc[~tested, "verdict"] == "no routed items").all()
+    assert "routed risk" in capsys.readouterr().out
+
+
+def test_clopper_pearson_bounds_against_their_definition():
+    for k, m in [(0, 20), (3, 20), (20, 20), (7, 93)]:
+        p, lo, hi = _pvalue_and_bounds(np.r_[np.ones(k), np.zeros(m - k)], 0.1, 0.01, True)
+        assert p == pytest.approx(stats.binom.sf(k - 1, m, 0.1))
+        if k > 0:
+            assert stats.binom.sf(k - 1, m, lo) == pytest.approx(0.01, rel=1e-6)
+        if k < m:
+            assert stats.binom.cdf(k, m, hi) == pytest.approx(0.01, rel=1e-6)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_false_alarms_at_the_boundary_stay_below_the_level(binary):
+    """Losses with mean exactly eps: the per-group test rejects at most level of the time (seeded)."""
+    rng = np.random.default_rng(7)
+    reps, m, eps, level = 4000, 80, 0.1, 0.05
+    if binary:
+        draws = (rng.uniform(size=(reps, m)) < eps).astype(float)
+    else:
+        draws = rng.beta(1, 9, size=(reps, m))  # mean 0.1
+    rate = np.mean([_pvalue_and_bounds(d, eps, level, binary)[0] <= level for d in draws])
+    assert rate <= level + 3 * np.sqrt(level * (1 - level) / reps)
+
+
+def test_audit_refuses_a_table_without_the_certificates_columns(real, tmp_path, capsys):
+    cert, _, held = real
+    pd.read_csv(held).drop(columns=[SCORE]).to_csv(tmp_path / "no_score.csv", index=False)
+    assert main(["audit", str(cert), "--data", str(tmp_path / "no_score.csv")]) == 1
+    err = capsys.readouterr().err
+    assert f"no score column {SCORE!r} (the certificate's)" in err and err.count("\n") == 1
+    assert main(["audit", str(cert), "--data", str(held), "--level", "1.5"]) == 2
+
+
+# --------------------------------------------------------------------------- verify
+def test_verify_recomputes_bit_identically(real, capsys):
+    cert, cal, _ = real
+    assert main(["verify", str(cert), "--data", str(cal)]) == 0
+    assert "bit-identical" in capsys.readouterr().out
+    routed = calibrate(cal, cert.with_name("routed.json"), "--risk", "routed", "--correction", "bonferroni")
+    assert main(["verify", str(routed), "--data", str(cal)]) == 0
+
+
+def one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+def test_verify_refuses_a_changed_table(real, tmp_path, capsys):
+    cert, cal, _ = real
+    df = pd.read_csv(cal)
+    df.loc[3, "loss"] = 1 - df.loc[3, "loss"]
+    df.to_csv(tmp_path / "changed.csv", index=False)
+    assert main(["verify", str(cert), "--data", str(tmp_path / "changed.csv")]) == 1
+    assert re.search(r"column loss 'loss': DIFFERS", one_error(capsys))
+
+
+def test_verify_refuses_a_tampered_certificate(real, tmp_path, capsys):
+    cert, cal, _ = real
+    doc = json.loads(cert.read_text())
+    g = next(g for g, t in doc["thresholds"].items() if t is not None)
+    doc["thresholds"][g] = doc["groups"][g]["threshold"] = doc["thresholds"][g] + 0.01
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    assert main(["verify", str(tmp_path / "t.json"), "--data", str(cal)]) == 1
+    assert f"threshold of group {g!r}" in one_error(capsys)
+    doc = json.loads(cert.read_text())
+    doc["settings"]["eps"] = 0.2
+    (tmp_path / "e.json").write_text(json.dumps(doc))
+    assert main(["verify", str(tmp_path / "e.json"), "--data", str(cal)]) == 1
+    assert "recomputed" in one_error(capsys)

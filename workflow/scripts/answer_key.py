@@ -1,0 +1,182 @@
+"""The printable answer key (``make answer-key``): quiz answers, exercise solutions and homework solutions, as a PDF.
+
+    python workflow/scripts/answer_key.py [--out build/answer-key]
+
+writes ``<out>/answer-key.html`` and prints it to ``<out>/answer-key.pdf`` with headless Chromium
+(Debian's ``/usr/bin/chromium`` driven by Playwright's ``page.pdf``, as the book's tests drive it; no
+browser download, nothing fetched: the page is a local file, its math typeset by the book's local
+MathJax when ``docs/_mathjax`` is installed, else left as TeX). Its three parts, read from the sources:
+
+1. every self-check question (``notebooks/questions/NN_name.json``) with its correct answer and why;
+2. every exercise of the lessons (the notebooks with exercises, as ``make student`` finds them) with
+   its solution: the cells tagged ``solution``, prose and code;
+3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import jupytext
+from markdown_it import MarkdownIt
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO_ROOT / "notebooks"
+QUESTIONS = NOTEBOOKS / "questions"
+HOMEWORK = NOTEBOOKS / "homework" / "gpac_homework.py"
+MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5" / "tex-mml-chtml.js"
+
+_spec = importlib.util.spec_from_file_location("student_edition", Path(__file__).with_name("student_edition.py"))
+edition = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(edition)
+
+#: a MyST role, ``{term}`risk``` or ``{ref}`text <label>```: its text is kept
+_ROLE = re.compile(r"\{[a-z-]+\}`(?:([^`<]*?)\s*<[^`>]+>|([^`]+))`")
+#: the fences of a directive (``:::{exercise}``, ```` ```{solution-start} label````) and its options
+_FENCE = re.compile(r"^(?::::+|```+)(\{[a-z-]+\}.*)?$|^:[a-z-]+:.*$", re.M)
+_MD = MarkdownIt("commonmark").enable("table")
+_STYLE = """
+body { font-family: "DejaVu Serif", Georgia, serif; font-size: 10.5pt; line-height: 1.4; margin: 0 1.5em; }
+h1 { font-size: 20pt; } h2 { font-size: 15pt; border-bottom: 1px solid #999; margin-top: 1.6em; }
+h3 { font-size: 12pt; margin: 1.2em 0 0.3em; break-after: avoid; }
+pre { background: #f4f4f4; padding: 0.5em; font-size: 8.5pt; white-space: pre-wrap; break-inside: avoid; }
+.item { break-inside: avoid; margin-bottom: 0.8em; }
+.answer { border-left: 3px solid #2e7d32; padding-left: 0.7em; }
+.label { color: #555; font-family: monospace; font-size: 9pt; }
+"""
+
+
+def _markdown(source: str) -> str:
+    text = _FENCE.sub("", _ROLE.sub(lambda m: m.group(1) or m.group(2), source))
+    # keep math away from markdown's emphasis and escapes: each $...$ / $$...$$ span is rendered as is
+    spans: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        spans.append(html.escape(m.group(0)))
+        return f"MATHSPAN{len(spans) - 1}X"
+
+    text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+?\$", hold, text, flags=re.S)
+    out = _MD.render(text)
+    return re.sub(r"MATHSPAN(\d+)X", lambda m: spans[int(m.group(1))], out)
+
+
+def quiz_part() -> str:
+    parts = ["<h2>1. Self-check questions</h2>"]
+    for path in sorted(QUESTIONS.glob("[0-9][0-9]_*.json")):
+        parts.append(f"<h3>Notebook {path.stem}</h3>")
+        for number, q in enumerate(json.loads(path.read_text()), 1):
+            (right,) = [a for a in q["answers"] if a["correct"]]
+            parts.append(
+                f'<div class="item"><p><b>Q{number}.</b> {html.escape(q["question"])}</p>'
+                f'<p class="answer"><b>Answer:</b> {html.escape(right["answer"])}<br>'
+                f"<i>Why:</i> {html.escape(right['feedback'])}</p></div>"
+            )
+    return "\n".join(parts)
+
+
+def exercise_part() -> str:
+    parts = ["<h2>2. Exercises and their solutions</h2>"]
+    for path in edition.with_exercises(NOTEBOOKS):
+        parts.append(f"<h3>Notebook {path.stem}</h3>")
+        number, current = 0, None
+        for cell in jupytext.read(path).cells:
+            labels = edition._EXERCISE_LABEL.findall(cell.source) if cell.cell_type == "markdown" else []
+            if labels:
+                number += 1
+                current = labels[0]
+                parts.append(
+                    f'<div class="item"><p><b>Exercise {number}</b> <span class="label">{labels[0]}</span></p>'
+                    f"{_markdown(cell.source)}</div>"
+                )
+            elif "solution" in cell.metadata.get("tags", []) and current is not None:
+                if cell.cell_type == "code":
+                    parts.append(f'<pre class="answer">{html.escape(cell.source)}</pre>')
+                elif _FENCE.sub("", cell.source).strip():
+                    parts.append(f'<div class="answer">{_markdown(cell.source)}</div>')
+    return "\n".join(parts)
+
+
+def homework_part() -> str:
+    parts = ["<h2>3. Homework solutions</h2>"]
+    cells = jupytext.read(HOMEWORK).cells
+    in_solution = False
+    for cell in cells:
+        source = cell.source.strip()
+        if cell.cell_type == "raw":
+            in_solution = {"# BEGIN SOLUTION": True, "# END SOLUTION": False}.get(source, in_solution)
+        elif cell.cell_type == "markdown" and source.startswith("**Question"):
+            parts.append(f'<div class="item">{_markdown(source)}</div>')
+        elif cell.cell_type == "code" and in_solution:
+            parts.append(f'<pre class="answer">{html.escape(cell.source.replace("  # SOLUTION", ""))}</pre>')
+    return "\n".join(parts)
+
+
+def page(mathjax: Path | None) -> str:
+    script = ""
+    if mathjax is not None:
+        script = (
+            "<script>window.MathJax = {tex: {inlineMath: [['$', '$']], displayMath: [['$$', '$$']]},"
+            " startup: {typeset: true}};</script>"
+            f'<script src="{mathjax.name}"></script>'
+        )
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Answer key</title>'
+        f"<style>{_STYLE}</style>{script}</head><body>"
+        "<h1>Answer key — G-PAC / C-PAC reasoning</h1>"
+        "<p>The teacher's copy: the answers of the self-check questions, the solutions of the lesson "
+        "exercises and of the graded homework (docs/syllabus.md). Generated from the notebooks by "
+        "<code>make answer-key</code>; do not hand it out before the homework is graded.</p>"
+        f"{quiz_part()}{exercise_part()}{homework_part()}</body></html>"
+    )
+
+
+def build(out: Path, chromium: str | None = None) -> dict[str, Path]:
+    """Write ``out/answer-key.html`` and print it to ``out/answer-key.pdf``; their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    mathjax = MATHJAX if MATHJAX.is_file() else None
+    if mathjax is not None:
+        shutil.copy2(mathjax, out / mathjax.name)
+    html_path, pdf_path = out / "answer-key.html", out / "answer-key.pdf"
+    html_path.write_text(page(mathjax))
+    chromium = chromium or shutil.which("chromium")
+    if chromium is None:
+        raise OSError("no Chromium to print the PDF with: `make test` installs Debian's chromium (apt-get, needs root)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        tab = browser.new_page()
+        tab.goto(html_path.resolve().as_uri())
+        if mathjax is not None:
+            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+            tab.evaluate("() => MathJax.startup.promise")
+        tab.pdf(
+            path=str(pdf_path), format="A4", margin={"top": "18mm", "bottom": "18mm", "left": "15mm", "right": "15mm"}
+        )
+        browser.close()
+    return {"html": html_path, "pdf": pdf_path}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="answer_key.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "answer-key")
+    args = ap.parse_args(argv)
+    try:
+        pdf = build(args.out)["pdf"]
+    except OSError as exc:
+        print(f"answer key: {exc}", file=sys.stderr)
+        return 1
+    print(f"answer key: {pdf} ({pdf.stat().st_size // 1024} KiB; the page it was printed from beside it)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,8 +17,11 @@ Reported per (table, eps, pilot size), over the pilot draws and the groups with 
 * ``coverage``: share of (group, pilot draw) cases whose predicted 10–90 % band holds the realised mean
   routed share; ``band_width``: the band's mean width (points of the group's traffic);
 * ``pred_total``/``real_total``: the predicted and realised routed share of all traffic (mean over pilots);
+  ``total_gap_se``: the standard error of their difference over the pilot draws;
 * ``brier``/``brier_const``: the Brier score of ``p_certify`` against each draw's certification, and
-  that of the best constant prediction (the setting's mean certification rate); ``overclaim``: the cases with
+  that of the best constant prediction (the setting's mean certification rate); ``brier_beatable``: whether
+  the realised certification varies at all (where every draw certifies, the constant scores 0 and ties
+  cannot be beaten; the output says so); ``overclaim``: the cases with
   ``p_certify >= 0.95`` and a realised certification rate below 0.8;
 * ``gain_pred``/``gain_real``: the planned allocation's gain over the uniform one, predicted and realised
   (points of all traffic), with ``gain_se`` its Monte Carlo standard error.
@@ -180,7 +183,10 @@ def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         w = r["traffic"]
         per_pilot = r.groupby("pilot")
         pred_total = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["pred_mean"])).mean()
-        real_total = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["real_mean"])).mean()
+        real_totals = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["real_mean"]))
+        real_total = real_totals.mean()
+        gap = per_pilot.apply(lambda q: np.sum(q["traffic"] * q["pred_mean"])) - real_totals
+        gap_se = float(gap.std(ddof=1) / np.sqrt(gap.size)) if gap.size > 1 else float("nan")
         gain_pred = per_pilot.apply(lambda q: np.sum(q["traffic"] * (q["pred_mean"] - q["uniform_pred_mean"]))).mean()
         gain_real = per_pilot.apply(lambda q: np.sum(q["traffic"] * (q["real_mean"] - q["uniform_real_mean"]))).mean()
         gain_se = np.sqrt(np.sum((w**2) * (r["real_se"] ** 2 + r["uniform_real_se"] ** 2))) / r["pilot"].nunique()
@@ -200,8 +206,10 @@ def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "band_width": float((lr["pred_q90"] - lr["pred_q10"]).mean()),
                 "pred_total": float(pred_total),
                 "real_total": float(real_total),
+                "total_gap_se": gap_se,
                 "brier": brier,
                 "brier_const": brier_const,
+                "brier_beatable": bool(brier_const > 1e-12),
                 "overclaim": int(np.sum((lr["p_certify"] >= 0.95) & (c < 0.8))),
                 "gain_pred": float(gain_pred),
                 "gain_real": float(gain_real),
@@ -247,6 +255,12 @@ def main(argv=None) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(summary.round(3).to_string(index=False))
         print(rel.round(3).to_string(index=False))
+    for r in summary[~summary["brier_beatable"]].itertuples():
+        print(
+            f"{r.table} eps={r.eps:g} pilot={r.pilot_share:g}: every planned group certified in every draw (or none "
+            "did), so a constant prediction scores 0 and cannot be beaten; the Brier goal is judged only where "
+            "certification varies"
+        )
     print(f"elapsed_s={time.perf_counter() - t0:.1f}")
     return 0
 

@@ -33,7 +33,8 @@ What the prediction is, honestly
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
 * ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a posterior predictive
-  model: scores from the group's unlabelled scores, and the loss rate per score region from a
+  model: scores from the group's unlabelled scores (distinct rows outside the pilot, without replacement,
+  where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region from a
   three-level posterior (the pooled pilot's rate around a monotone prior that keeps half a loss where
   the pilot saw none, the group's odds ratio to the pool, the group's own rate in the region), drawn
   anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md`` says why it covers). An unseen
@@ -384,42 +385,75 @@ def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
     return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
 
 
-def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound):
+def _outside_pilot(unl: np.ndarray, pilot_scores: np.ndarray, cap: float) -> np.ndarray | None:
+    """The group's scores outside its pilot (the rows its calibration labels are drawn from), or ``None``.
+
+    Known when the pilot's rows are among the group's scores and ``cap`` is the number left: the multiset
+    difference of the two. Otherwise (no cap, or a pilot that is not part of ``scores``) the population is
+    taken as infinite: items drawn with replacement from the group's scores."""
+    if not math.isfinite(cap):
+        return None
+    values, counts = np.unique(unl, return_counts=True)
+    pv, pc = np.unique(pilot_scores, return_counts=True)
+    at = np.searchsorted(values, pv)
+    if np.any(at >= values.size) or np.any(values[np.minimum(at, values.size - 1)] != pv):
+        return None
+    left = counts.copy()
+    left[at] -= pc
+    if np.any(left < 0) or int(left.sum()) != int(cap):
+        return None
+    return np.repeat(values, left)
+
+
+def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population=None):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
-    Scores come from the group's unlabelled scores. In each score region ``b`` the probability of a
-    positive loss is drawn once per resample: first the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b)
-    + m_b - k_b)`` of all pilot items in the region around the prior centre ``r_b`` (:func:`_pooled_rate`);
-    then the group's odds ratio to the pool, ``rho_j ~ Gamma(1 + K_j, 1 + E_j)`` (its ``K_j`` positive
-    pilot losses against the ``E_j = sum_b m_jb theta0_b`` the pool predicts), shared by its regions; then
-    ``theta_jb ~ Beta(strength t_jb + k_jb, strength (1 - t_jb) + m_jb - k_jb)`` around the shifted rate
-    ``t_jb`` (odds of ``theta0_b`` times ``rho_j``). A
-    positive loss takes the value of a positive pilot loss of the region (the group's own if any, else the
-    pool's, else ``loss_bound``): 1 for binary losses.
+    In each score region ``b`` the probability of a positive loss is drawn once per posterior draw: first
+    the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b) + m_b - k_b)`` of all pilot items in the
+    region around the prior centre ``r_b`` (:func:`_pooled_rate`); then the group's odds ratio to the pool,
+    ``rho_j ~ Gamma(1 + K_j, 1 + E_j)`` (its ``K_j`` positive pilot losses against the ``E_j = sum_b m_jb
+    theta0_b`` the pool predicts), shared by its regions; then ``theta_jb ~ Beta(strength t_jb + k_jb,
+    strength (1 - t_jb) + m_jb - k_jb)`` around the shifted rate ``t_jb`` (odds of ``theta0_b`` times
+    ``rho_j``). A positive loss takes the value of a positive pilot loss of the region (the group's own if
+    any, else the pool's, else ``loss_bound``): 1 for binary losses.
+
+    The pseudo-counts of both Beta priors are raised, where needed, to ``1 / centre`` (at least one expected
+    loss), so that no prior has an infinite density at a zero rate: with 2 pseudo-items around a small centre
+    ``r`` the prior ``Beta(2 r, ...)`` puts most of its mass next to zero, and an unseen loss would be
+    treated as a near-zero loss in all but a few draws.
+
+    With a finite ``population`` (the group's scores outside the pilot, :func:`_outside_pilot`), a calibration
+    set holds distinct rows of it, drawn **without replacement** as calibration draws them: a group planned
+    onto all its rows calibrates on exactly those rows' scores, and only the posterior varies.
     """
     ps, pl, in_group = pilot  # all pilot scores and losses, and which pilot items are the group's
     n_resamples, n_items = shape
     strength, mix = model.strength, model.mix
-    s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
-    b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
     n_bins = edges.size + 1
     pos = pl > 0
     k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
     k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
     r = _pooled_rate(k_all, m_all)
-    theta0 = rng.beta(2 * r + k_all, 2 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
+    c0 = np.maximum(2.0, 1.0 / r)  # pseudo-items: at least one expected loss, no prior piles up at a zero rate
+    theta0 = rng.beta(c0 * r + k_all, c0 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
     theta0 = np.clip(theta0, 1e-9, 1 - 1e-9)
     # the group's odds ratio to the pool, shared by its regions: Gamma(1 + K_j, 1 + E_j), with K_j its positive
     # losses and E_j those the pooled rates expect of its pilot (a Poisson approximation)
     expected = (theta0 * m_own).sum(axis=1)
     ratio = rng.gamma(1.0 + k_own.sum(), 1.0 / (1.0 + expected))[:, None]
     shifted = np.clip(ratio * theta0 / (1 - theta0 + ratio * theta0), 1e-9, 1 - 1e-9)
-    theta = rng.beta(strength * shifted + k_own, strength * (1 - shifted) + (m_own - k_own))
+    c1 = np.maximum(strength, 1.0 / shifted)
+    theta = rng.beta(c1 * shifted + k_own, c1 * (1 - shifted) + (m_own - k_own))
+
+    if population is None or n_items > population.size:
+        s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
+    else:  # distinct rows outside the pilot, without replacement (each set has its own posterior draw, so
+        # the losses of the rows it does not hold never matter)
+        s = population[np.stack([rng.choice(population.size, n_items, replace=False) for _ in range(n_resamples)])]
+    b = np.searchsorted(edges, s, side="right")
     hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
     loss = np.zeros((n_resamples, n_items))
-    if not hit.any():
-        return s, loss
     values = np.full((n_resamples, n_items), float(loss_bound))
     for bin_ in np.unique(b[hit]):
         here = hit & (b == bin_)
@@ -506,7 +540,9 @@ class PlanSpec:
         Each group's share of traffic; default the groups' shares of ``scores``.
     cap : dict, int or array_like, optional
         Most labels per group: the items it has **outside the pilot** (pilot items are not reused in
-        calibration: ``docs/planning.md``); default no cap.
+        calibration: ``docs/planning.md``); default no cap. Where the pilot's rows are among ``scores`` and
+        the cap counts the rest, the ``posterior`` model draws calibration sets from those rows without
+        replacement (a finite population); otherwise with replacement from all the group's scores.
     pool : dict, int or array_like, optional
         Calibration items available per group for ``bernoulli`` / ``resample`` recipes: then
         ``n`` labels mean the labelling probability ``n / pool_j`` on ``pool_j`` items.
@@ -729,6 +765,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         pilot_models[name] = use
         shrink = math.inf if pooled else float(model.shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
+        population = _outside_pilot(unl, ps[in_group], cap_arr[j]) if use == "posterior" else None
         for k, n in enumerate(grid):
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
             if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
@@ -742,7 +779,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
                 cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
             elif use == "posterior":
                 cs, cl = _draw_posterior(
-                    unl, (ps, pl, in_group), regions, (n_resamples, m_items), grs, model, loss_bound
+                    unl, (ps, pl, in_group), regions, (n_resamples, m_items), grs, model, loss_bound, population
                 )
             else:
                 cs, cl = _draw_smoothed(

@@ -391,3 +391,36 @@ def test_teaching_prerequisite_numbers():
     assert_quoted(
         "docs/teaching.md", f"misses about {round(100 * miss)} % of calibrations instead of {100 * alpha:g} %"
     )
+
+
+def test_planning_limits_follow_the_real_table_benchmark():
+    """docs/planning.md's measured limits are those of benchmarks/plan_realdata.csv."""
+    s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata.csv")
+    cov, width = s["coverage"], s["band_width"]
+    assert_quoted(
+        "docs/planning.md",
+        f"covers the realised mean routed share in {100 * cov.min():.0f}–{100 * cov.max():.0f} % of (group, pilot) "
+        f"cases per setting, with a mean width of {100 * width.min():.0f}–{100 * width.max():.0f} points",
+    )
+    gap = 100 * (s["pred_total"] - s["real_total"])
+    within = int((gap.abs() <= 5).sum())
+    assert_quoted("docs/planning.md", f"within 5 points of the realised one in {within} of {len(s)} settings")
+    for row, g in zip(s.itertuples(), gap):
+        if abs(g) > 5:
+            side = "high" if g > 0 else "low"
+            assert_quoted("docs/planning.md", f"{abs(g):.1f} points {side}")
+            assert_quoted("docs/planning.md", f"standard error {100 * row.total_gap_se:.1f}")
+    short = s[cov < 0.75]
+    assert len(short) == 1 and short["table"].iloc[0].startswith("mathl5")
+    assert_quoted(
+        "docs/planning.md",
+        f"({round(short['coverage'].iloc[0] * short['cases'].iloc[0])} of {short['cases'].iloc[0]} cases)",
+    )
+    math = s[s["table"].str.startswith("mathl5")]
+    assert (math["overclaim"] == 1).all()
+    beaten = int((math["brier"] < math["brier_const"]).sum())
+    assert_quoted("docs/planning.md", f"below a constant's in {number_word(beaten)} of four MATH settings")
+    gpqa = s[s["table"].str.startswith("gpqa")]
+    assert_quoted(
+        "docs/planning.md", f"in every draw in {number_word(int((~gpqa['brier_beatable']).sum()))} of four settings"
+    )

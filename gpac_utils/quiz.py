@@ -34,7 +34,7 @@ _STYLE = (
 )
 
 
-def load(path) -> list[dict]:
+def read_questions(path) -> list[dict]:
     """The questions of ``path``, checked: every key there, multiple choice, exactly one correct answer."""
     path = Path(path)
     questions = json.loads(path.read_text())
@@ -81,7 +81,7 @@ class Quiz:
     """A set of questions that displays as HTML (``_repr_html_``) or as text."""
 
     def __init__(self, path):
-        self.questions = load(path)
+        self.questions = read_questions(path)
 
     def _repr_html_(self) -> str:
         return to_html(self.questions)

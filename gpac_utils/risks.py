@@ -267,7 +267,13 @@ def threshold(
     entry, scores, losses, options = _checked(scores, losses, risk, {**options, "interval": interval})
     if entry.threshold is not None:
         return entry.threshold(scores, losses, **options)
-    return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
+    if scores.ndim == 1:
+        return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
+    # a risk that certifies one group at a time: one call per row of the batch (per-row label_prob sliced)
+    prob = options.pop("label_prob")
+    probs = prob if np.ndim(prob) == 2 else [prob] * len(scores)
+    rows = zip(scores, losses, probs, strict=True)
+    return np.array([entry.certify(s, loss, **options, label_prob=p)[0] for s, loss, p in rows], dtype=float)
 
 
 def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
@@ -280,7 +286,6 @@ def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
     )
     warn_risk(eps, alpha, loss_bound)
     check_risk_recipe(entry.name, recipe)
-    warn_risk(eps, alpha, loss_bound)  # h-settings' warning (alpha >= 0.5, eps/alpha swapped), kept at the merge
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
     check_label_prob(options["label_prob"], losses.shape)
     checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))

@@ -870,7 +870,8 @@ display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
 # uncertainty score
 # : $U(x) \in [0, 1]$: how unsure the non-thinking model (or a router) is about query $x$ — from
 #   the answer's logits, a verbalized confidence, or a trained router; larger = less certain. The
-#   tables' `score_*` columns (`score_logits`, `score_verbalized`, `score_router`).
+#   tables' `score_*` columns (the paper's: `score_logits`, `score_verbalized` and `score_router`;
+#   {py:data}`gpac_utils.scores.SCORES` lists every one).
 #
 # routing
 # : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
@@ -902,11 +903,11 @@ display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
 # mode
 # : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
 #   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
-#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
-#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
-#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
-#   mode.
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
 #
 # partition
 # : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
@@ -918,8 +919,9 @@ display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
 #
 # recipe
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
-#   and `paper`.
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
 #
 # violation rate
 # : For one group $j$: the share of trials (calibration draws) in which that group's risk

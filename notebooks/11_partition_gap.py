@@ -541,11 +541,11 @@ display_quiz(NOTEBOOKS / "questions" / "11_partition_gap.json")
 # mode
 # : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
 #   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
-#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
-#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
-#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
-#   mode.
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
 #
 # partition
 # : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of

@@ -1163,10 +1163,11 @@ display_quiz(NOTEBOOKS / "questions" / "13_validity_audit.json")
 #   probability at least $1 - \alpha$.
 #
 # UCB
-# : Upper confidence bound on $R(u)$ at every candidate threshold: `clt` and `hoeffding` (the
-#   paper's: Algorithm 1 and Appendix A), `hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
-#   `clopper_pearson` (finite-sample valid with i.i.d. labelling). Assumption 4.1 asks that it cover
-#   the risk with probability $1 - \alpha$ at each threshold.
+# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
+#   {py:data}`gpac_utils.bounds.BOUNDS`: the paper's
+#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
+#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
+#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
 #
 # sampling scheme
 # : Which calibration items get a label: `resample` (the paper's Algorithm 1 with $m = n/\pi$
@@ -1184,8 +1185,9 @@ display_quiz(NOTEBOOKS / "questions" / "13_validity_audit.json")
 #
 # recipe
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
-#   and `paper`.
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
 #
 # violation rate
 # : For one group $j$: the share of trials (calibration draws) in which that group's risk

@@ -548,11 +548,11 @@ display_quiz(NOTEBOOKS / "questions" / "31_realdata_case_study.json")
 # mode
 # : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
 #   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both: the
-#   paper then guarantees only $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$
-#   with probability $1 - \alpha$ (part 2; $\delta$ the {term}`partition gap`, $c$ "some positive
-#   constant", which its proof in Appendix E takes as $c = 2Bk$). The code adds no term in `joint`
-#   mode.
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
 #
 # partition
 # : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
@@ -563,15 +563,17 @@ display_quiz(NOTEBOOKS / "questions" / "31_realdata_case_study.json")
 #   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
 #
 # UCB
-# : Upper confidence bound on $R(u)$ at every candidate threshold: `clt` and `hoeffding` (the
-#   paper's: Algorithm 1 and Appendix A), `hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
-#   `clopper_pearson` (finite-sample valid with i.i.d. labelling). Assumption 4.1 asks that it cover
-#   the risk with probability $1 - \alpha$ at each threshold.
+# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
+#   {py:data}`gpac_utils.bounds.BOUNDS`: the paper's
+#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
+#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
+#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
 #
 # recipe
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
-#   and `paper`.
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
 #
 # Error
 # : The test error of the routed system relative to the thinking model,

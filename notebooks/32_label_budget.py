@@ -909,10 +909,11 @@ display_quiz(NOTEBOOKS / "questions" / "32_label_budget.json")
 #   probability at least $1 - \alpha$.
 #
 # UCB
-# : Upper confidence bound on $R(u)$ at every candidate threshold: `clt` and `hoeffding` (the
-#   paper's: Algorithm 1 and Appendix A), `hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
-#   `clopper_pearson` (finite-sample valid with i.i.d. labelling). Assumption 4.1 asks that it cover
-#   the risk with probability $1 - \alpha$ at each threshold.
+# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
+#   {py:data}`gpac_utils.bounds.BOUNDS`: the paper's
+#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
+#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
+#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
 #
 # sampling scheme
 # : Which calibration items get a label: `resample` (the paper's Algorithm 1 with $m = n/\pi$
@@ -930,8 +931,9 @@ display_quiz(NOTEBOOKS / "questions" / "32_label_budget.json")
 #
 # recipe
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default), `valid-bernoulli`
-#   and `paper`.
+#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
 #
 # routed share
 # : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal

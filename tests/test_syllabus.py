@@ -57,6 +57,13 @@ def test_the_sessions_minutes_are_the_teaching_pages():
         assert "**You will be able to**" in section and "**Before.**" in section
 
 
+def test_the_selection_sections_minutes_are_the_teaching_pages():
+    teaching = (DOCS / "teaching.md").read_text()
+    minutes = re.search(r"^\| [^|]+ \| (\d+) min \| \{ref\}`selection-lesson`", teaching, re.M).group(1)
+    syllabus = re.sub(r"\s+", " ", (DOCS / "syllabus.md").read_text())
+    assert f"its selection section {minutes} of them)" in syllabus
+
+
 def test_the_syllabus_commands_are_make_targets():
     makefile = (REPO_ROOT / "Makefile").read_text()
     syllabus = (DOCS / "syllabus.md").read_text()

@@ -54,8 +54,8 @@ from scipy import stats
 
 # %% [markdown]
 # **Question 1 — the width of the paper's resampled bound** (`ex-quickstart-resampled-width`).
-# One group has $n = 400$ calibration items with empirical risk $\hat R = 0.04$ at a candidate
-# threshold. The paper's recipe draws $m = n/\pi$ items with replacement and labels each draw
+# One group has $n = 400$ calibration items, with the 0-1 loss, and empirical risk $\hat R = 0.04$ at
+# a candidate threshold. The paper's recipe draws $m = n/\pi$ items with replacement and labels each draw
 # with probability $\pi = 0.5$; its CLT bound at level $\alpha = 0.05$ has the half-width
 # $z_{1-\alpha}\sqrt{\mathrm{Var}(Z)/m}$, with the variance of one term $Z$ given the calibration set.
 # Compute `half_width_resampled` (that half-width, from the variance you derive) and
@@ -306,7 +306,7 @@ def test_q3_kappa(kappa):
 # %%
 """ # BEGIN TEST CONFIG
 hidden: true
-failure_message: 'miss_upper - find the supremum of kappa over R in (0, 1) and pi in (0, 1] (a limit, not attained), then put it into the first-order miss rate'
+failure_message: 'miss_upper - find the maximum of kappa over R in (0, 1) and pi in (0, 1], reached at pi = 1, then put it into the first-order miss rate'
 """  # END TEST CONFIG
 
 

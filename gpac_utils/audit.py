@@ -52,9 +52,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .bounds import BOUNDS
 from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
 from .certificate import Certificate
-from .bounds import BOUNDS
 from .checks import DataError, check_range
 from .risks import RISKS
 

@@ -2,14 +2,17 @@ r"""Audit a certificate on fresh labelled data, and recompute it from its recipe
 
 **Audit** (:func:`audit`). A certificate promises, per group :math:`G_j`, that the risk of the
 kind it certifies (``settings.risk``: :data:`gpac_utils.risks.RISKS`) is at most ``eps`` at its
-threshold, with probability ``1 - alpha`` over the calibration data (Theorem 4.2). A *finite* test
-set sees that risk with noise: Theorem 4.3 (``thm:empirical-known-grouping``) bounds the
-empirical test risk by ``eps + t`` with probability ``1 - alpha - exp(-2 N_j t^2 / B^2)``. So a
-held-out risk above ``eps`` is not yet a violation; judged by eye, held-out halves of a valid
-certificate show "violations" in about half the splits.
+threshold, with probability ``1 - alpha`` over the calibration data (Theorem 4.2 for G-PAC's joint
+risk; Theorem 4.6 part 1 for C-PAC in split mode; for the routed risk, the fallback Learn-then-Test
+procedure of :mod:`gpac_utils.risks`, not Theorem 4.2). A *finite* test set sees that risk with
+noise: for the joint risk, Theorem 4.3 (``thm:empirical-known-grouping``) bounds the empirical
+test risk by ``eps + t`` with probability at least ``1 - alpha - exp(-2 N_j t^2 / B^2)``. So a
+held-out risk above ``eps`` is not yet a violation: a group whose risk is near ``eps`` shows
+held-out risk above ``eps`` in up to about half of the splits.
 
-The audit turns Theorem 4.3 into a test, per group, of :math:`H_j: R_j \le \varepsilon` given the
-certificate (the calibration data are fixed; the fresh items are independent of them):
+The audit turns Theorem 4.3 (for the routed risk, its analogue given the number of routed items)
+into a test, per group, of :math:`H_j: R_j \le \varepsilon` given the certificate (the
+calibration data are fixed; the fresh items are independent of them):
 
 * the *trials*: for the joint risk :math:`E[\ell\,1\{U \le \hat u\}]` every item of the group
   (term :math:`\ell\,1\{U \le \hat u\}`); for the routed risk :math:`E[\ell \mid U \le \hat u]`
@@ -17,16 +20,20 @@ certificate (the calibration data are fixed; the fresh items are independent of 
   ``m``: given ``m``, they are i.i.d. draws of the group's routed items, so a test valid for a
   fixed sample size is valid given ``m``, hence unconditionally. No routed item: nothing to test
   (``"no routed items"``; the routed risk of an empty route is no violation).
-* the *p-value*: binary losses (every loss ``0`` or ``B``): the exact binomial tail
+* the *p-value*: losses binary by design (declared: ``binary=True``, ``gpac audit --binary``, or a
+  certificate whose recipe's bound needs binary terms; every fresh loss must then be ``0`` or
+  ``B``), the exact binomial tail
   :math:`P(\mathrm{Bin}(m, \varepsilon/B) \ge k)` — a loss with mean at most ``eps`` has a count
-  stochastically below it; other losses in ``[0, B]``: Hoeffding's
+  stochastically below it; otherwise (even where the fresh losses happen to be all ``0`` or ``B``,
+  since a loss that can take other values may have more variance): Hoeffding's
   :math:`\exp(-2 m t^2/B^2)` with :math:`t = (\hat R - \varepsilon)_+`, Theorem 4.3's own term.
 * the *interval*: one-sided bounds at confidence ``1 - level/K``: exact Clopper–Pearson for binary
   losses, Hoeffding's otherwise. ``lower > eps`` exactly when the group is declared violated.
 * the *verdict*: ``violated`` where the p-value is at most ``level / K``, ``K`` the number of
   groups tested (Bonferroni over groups), else ``consistent``. If every group's risk is at most
   ``eps``, the chance that any group is declared violated is at most ``level``: a ``violated``
-  verdict is not test noise (at that level). It says the risk on this traffic exceeds ``eps``: the
+  verdict is evidence, at that level, that the risk on this traffic exceeds ``eps`` (under that
+  null it still happens with probability up to ``level``): the
   certificate is in its ``alpha`` failure event, the traffic differs from the calibration table
   (drift), or the certificate is not what it claims. Unconditionally (Theorem 4.3's reading), a
   group of a valid certificate is flagged with probability at most ``alpha + level / K``.
@@ -45,6 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .bounds import BOUNDS
 from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
 from .certificate import Certificate
 from .checks import DataError, check_range
@@ -87,7 +95,7 @@ def _pvalue_and_bounds(terms: np.ndarray, eps: float, level: float, binary: bool
     return p, max(mean - half, 0.0), min(mean + half, 1.0)
 
 
-def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05) -> pd.DataFrame:
+def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05, binary: bool = False) -> pd.DataFrame:
     """Audit a certificate on fresh labelled items (module description).
 
     Parameters
@@ -100,6 +108,10 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
         Their group labels (certificates of known groups).
     level : float, default 0.05
         The audit's family-wise level over the groups tested (Bonferroni).
+    binary : bool, default False
+        The loss takes only the values ``0`` and ``loss_bound`` by design (a correctness loss): use
+        the exact binomial test. Also implied by a certificate whose recipe's bound needs binary
+        terms. Never inferred from the fresh losses.
 
     Returns
     -------
@@ -129,7 +141,10 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
         warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
         cheap = s <= cal.thresholds_for(s, labels)
     z = loss / bound
-    binary = bool(np.all((z == 0) | (z == 1)))
+    binary = bool(binary) or BOUNDS[st.recipe.bound].binary_terms
+    if binary and not np.all((z == 0) | (z == 1)):
+        bad = np.argmax((z != 0) & (z != 1))
+        raise DataError(f"losses: a binary loss must be 0 or {bound:g} (the loss_bound); row {bad} is {loss[bad]:g}")
     statuses = {g: e["status"] for g, e in cert.groups.items()}
     rows = []
     for g in sorted(set(named.tolist())):

@@ -56,6 +56,7 @@ def add_parsers(sub) -> None:
     for key in ("score", "loss", "group"):
         a.add_argument(f"--{key}-col", default=None, help=f"default: the certificate's {key} column")
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
+    a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
     a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
     v = sub.add_parser("verify", help="recompute a certificate from its recipe, seed and table", formatter_class=fmt)
     v.add_argument("certificate", type=Path, help="JSON written by calibrate")
@@ -109,7 +110,7 @@ def _audit_cmd(a, cli) -> int:
     s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols else None
-    report = _audit.audit(cert, s, loss, groups, level=level)
+    report = _audit.audit(cert, s, loss, groups, level=level, binary=a.binary)
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper")})
     shown["p_value"] = report["p_value"].map(lambda p: f"{p:.3g}")
     print(shown.to_string(index=False))

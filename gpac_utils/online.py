@@ -9,8 +9,10 @@ non-decreasing in ``u`` (as in the paper's Section 4).
 only, its route (threshold in use :math:`\hat u_{j,t}`) and whether its loss will be observed,
 with a propensity :math:`p_i` known at that moment; the labelling mode (registry :data:`LABELLING`)
 sets it. ``labelling="free"``: an item sent to the
-thinking model is observed with :math:`p_i = 1` (run the cheap model beside it and grade its
-answer against the thinking one: no extra thinking call); an item sent to the non-thinking model
+thinking model is observed with :math:`p_i = 1` (run the cheap model beside it: no extra thinking
+call; the label is free only for a loss computed from the two answers, such as the disagreement
+loss, an upper bound on 1{thinking right, cheap wrong}, which needs a gold answer per observed item:
+:meth:`OnlineGPAC.gold_labels`, ``docs/choosing-risk.md``); an item sent to the non-thinking model
 with :math:`p_i = \pi_t` (``label_prob``: a *paid* label, one extra thinking call).
 ``labelling="fixed-rate"`` (for a caller without the cheap answer on
 thinking-routed items): every item with :math:`p_i = \pi_t`. The schedule :math:`\pi_t` depends
@@ -743,6 +745,8 @@ class OnlineGPAC:
         """Gold labels spent per group: every observed item when the loss needs a gold answer (a
         ``binary`` loss: thinking right and non-thinking wrong), none when it is computed from the two
         answers alone (the semantic loss); the paid labels (:attr:`n_paid_`) are the extra thinking calls.
+        An upper bound for a gold loss: an observed item whose two answers agree has loss 0 without its
+        gold answer, and is counted all the same.
         """
         return {g: (n if needs_gold else 0) for g, n in self.n_observed_.items()}
 

@@ -32,13 +32,15 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
-* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a posterior predictive
-  model: scores from the group's unlabelled scores (distinct rows outside the pilot, without replacement,
-  where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region from a
-  three-level posterior (the pooled pilot's rate around a monotone prior that keeps half a loss where
-  the pilot saw none, the group's odds ratio to the pool, the group's own rate in the region), drawn
-  anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md`` says why it covers). An unseen
-  loss is not a zero loss: where the pilot is thin, the band is wide and ``p_certify`` is not near 1.
+* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from an approximate
+  empirical-Bayes posterior predictive model (prior centre fitted on the pilot, a Poisson
+  approximation for the odds ratio): scores from the group's unlabelled scores (distinct rows outside
+  the pilot, without replacement, where ``cap`` counts them: :func:`_outside_pilot`), and the loss
+  rate per score region from a three-level posterior (the pooled pilot's rate around a monotone prior
+  that keeps half a loss where the pilot saw none, the group's odds ratio to the pool, the group's own
+  rate in the region), drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
+  says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
+  the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the

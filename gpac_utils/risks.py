@@ -11,7 +11,8 @@ r"""What a calibrator certifies: the risk definitions, by name (``risk=`` of PAC
     :math:`P\big(R_c(\hat u_j \mid G_j) \le \varepsilon\big) \ge 1 - \alpha` per group (no routed
     item, :math:`\hat u = -\infty`, counts as no violation). As :math:`R = R_c \cdot F` with
     :math:`F(u) = P(U \le u \mid G_j) \le 1`, a threshold with :math:`R_c \le \varepsilon` has
-    :math:`R \le \varepsilon`: the routed risk is the stronger guarantee and routes less
+    :math:`R \le \varepsilon`: the routed risk is the stronger guarantee and typically routes less
+    (the population's feasible thresholds are nested; estimated thresholds need not be)
     (:func:`routed_threshold`).
 
 **Why the routed risk needs its own selection.** :math:`R_c` is not monotone in ``u`` (a group

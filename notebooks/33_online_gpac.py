@@ -90,7 +90,10 @@ cfg
 # propensity $p_i$ known at that moment:
 #
 # * an item sent to the **thinking** model is observed with $p_i = 1$: the cheap model runs
-#   beside it and its answer is graded against the thinking one (a *free* label);
+#   beside it (no extra thinking call). The label is *free* only for a loss computed from the two
+#   answers (graded against the thinking answer: the disagreement loss, an upper bound on this
+#   notebook's $1\{\text{thinking right} \wedge \text{cheap wrong}\}$, which needs a gold answer
+#   per observed item; `docs/choosing-risk.md`);
 # * an item sent to the **non-thinking** model is observed with $p_i=\pi_t$ (`label_prob`): a
 #   *paid* label, one extra thinking call. $\pi_t$ may follow a schedule fixed in advance or
 #   depending on the past only (a warm-up at a higher rate, a label budget).

@@ -71,13 +71,20 @@ def label_counts() -> str:
     from gpac_utils.online import OnlineGPAC
 
     df = pd.read_csv(DATA / "real" / "mathl5_zeroeval.csv").sample(frac=1, random_state=0)
-    router = OnlineGPAC(EPS, label_prob=0.1)
+    router, agree = OnlineGPAC(EPS, label_prob=0.1), 0
     for block in np.array_split(np.arange(len(df)), 20):
         b = df.iloc[block]
-        router.fit(b[SCORE].to_numpy(), b["loss"].to_numpy(float), b["group"].to_numpy())
+        s, loss, g = b[SCORE].to_numpy(), b["loss"].to_numpy(float), b["group"].to_numpy()
+        d = router.decide(s, g)  # OnlineGPAC.fit, by hand: which items are observed
+        router.update(s, np.where(d.observe, loss, np.nan), g, d)
+        agree += int((d.observe & (b["strong_correct"] == 1) & (b["weak_correct"] == 1)).sum())
     paid, gold = sum(router.n_paid_.values()), sum(router.gold_labels(GRADERS["math500"].needs_gold).values())
     assert gold == sum(router.n_observed_.values()) >= paid and sum(router.gold_labels(False).values()) == 0
-    return f"{paid} paid labels (extra thinking calls), but {gold} gold labels for the {len(df)} items"
+    return (
+        f"{paid} paid labels (extra thinking calls), but {gold} gold labels for the {len(df)} items; "
+        f"{agree} of those have both models right (the answers agree: no gold needed), which leaves at most "
+        f"{gold - agree}, about {round((gold - agree) / paid)} times the paid count"
+    )
 
 
 def test_free_labels_are_counted_honestly():

@@ -132,6 +132,16 @@ def test_the_data_cards_other_numbers_are_the_tables():
     assert 0 < raw["weak_uncertainty_len"].min() and raw["weak_uncertainty_len"].max() == 1
 
 
+def test_the_gpqa_cards_decile_zero_numbers_are_the_tables():
+    """data/real/gpqa_gemma4_decile.md: the decile-0 confidence is near 1 for all but a few questions."""
+    from gpac_utils.workflow.paths import DATA
+
+    u = pd.read_csv(DATA / "real" / "gpqa_gemma4_decile.csv")["weak_uncertainty"]
+    card = (DATA / "real" / "gpqa_gemma4_decile.md").read_text()
+    assert f"near 1 for all but {int((u > 0.05).sum())} of the {len(u)} questions" in card
+    assert f"above 0.05; at most {u.max():.3f})" in card
+
+
 def test_the_committed_real_table_matches_its_stored_checksum():
     assert realdata.resolve_data_path(None) == realdata.paths.REPO_ROOT / "data" / "real" / "mathl5_zeroeval.csv"
     stored = realdata.stored_checksums()

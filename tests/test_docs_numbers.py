@@ -299,10 +299,16 @@ def test_planning_simulated_label_counts():
     )
     assert verbalized.drop(["Intermediate Algebra", "Precalculus"]).eq(needed).all()
     assert pd.isna(verbalized["Precalculus"])
-    sizes = sim.drop_duplicates("group")["pilot_n"]
+    from gpac_utils.paper.reference import CAL_RATIO
+    from gpac_utils.recipe import Recipe
+
+    items = [int(round(CAL_RATIO["math500"] * n)) for n in sim.drop_duplicates("group")["pilot_n"]]
+    half = min_items(0.05, 0.05, Recipe(sampling="bernoulli", label_prob=0.5))
+    assert max(items) < half
     assert_quoted(
         "docs/planning.md",
-        f"π = 0.5 setting ({0.5 * sizes.min():.0f}–{0.5 * sizes.max():.0f} expected labels per subject)",
+        f"calibrates on {CAL_RATIO['math500']:.0%} of each subject with π = 0.5: {min(items)}–{max(items)} items "
+        f"(about {0.5 * min(items):.0f}–{0.5 * max(items):.0f} expected labels), below the {half} items π = 0.5 needs",
     )
 
 

@@ -226,9 +226,11 @@ def test_planned_share_is_realised_within_the_predicted_band():
             if n == 0:  # nothing to check at zero labels: check the group at its equal share of the budget
                 n = int(curves.n_grid[curves.n_grid <= budget // len(curves.groups)][-1])
             k = int(np.flatnonzero(curves.n_grid == n)[0])
-            mask = g == name
+            mask = (g == name) & ~pilot  # calibration labels come from the rows outside the pilot
+            n_items = int(curves.n_items[j, k])
+            assert n_items <= mask.sum(), (name, n_items, int(mask.sum()))
             routed, _ = _calibrate_repeatedly(
-                u[mask], loss[mask], int(curves.n_items[j, k]), eps=eps, recipe=recipe, seed=100 * setting + j
+                u[mask], loss[mask], n_items, eps=eps, recipe=recipe, seed=100 * setting + j
             )
             mean = float(routed.mean())
             ok = lo[j, k] - 1e-9 <= mean <= hi[j, k] + 1e-9

@@ -150,8 +150,16 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
     for g in sorted(set(named.tolist())):
         at = named == g
         terms = z[at & cheap] if conditional else (z * cheap)[at]
-        rows.append({"group": g, "status": statuses.get(g, UNSEEN), "n": int(at.sum()),
-                     "routed": int((at & cheap).sum()), "trials": int(terms.size), "_terms": terms})  # fmt: skip
+        rows.append(
+            {
+                "group": g,
+                "status": statuses.get(g, UNSEEN),
+                "n": int(at.sum()),
+                "routed": int((at & cheap).sum()),
+                "trials": int(terms.size),
+                "_terms": terms,
+            }
+        )
     k = max(sum(r["trials"] > 0 for r in rows), 1)
     for r in rows:
         terms = r.pop("_terms")
@@ -161,8 +169,9 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
         p, lo, hi = _pvalue_and_bounds(terms, eps / bound, level / k, binary)
         r.update(risk=float(terms.mean()) * bound, lower=lo * bound, upper=hi * bound, p_value=p)
         r["verdict"] = VIOLATED if p <= level / k else CONSISTENT
-    out = pd.DataFrame(rows, columns=["group", "status", "n", "routed", "trials", "risk", "lower", "upper",
-                                      "p_value", "verdict"])  # fmt: skip
+    out = pd.DataFrame(
+        rows, columns=["group", "status", "n", "routed", "trials", "risk", "lower", "upper", "p_value", "verdict"]
+    )
     out.attrs.update(eps=eps, risk_kind=risk, level=level, K=k, per_group_level=level / k, binary=binary)
     return out
 

@@ -641,15 +641,22 @@ def _grid(spec, cap_arr, n_scores) -> np.ndarray:
     return np.unique(grid.astype(int))
 
 
+#: predict()'s former pilot keywords: the PilotModel field each became.
+_PILOT_MOVED = {
+    "pilot_model": "kind",
+    "pilot_uncertainty": "uncertainty",
+    "min_pilot": "min_pilot",
+    "bins": "bins",
+    "shrinkage": "shrinkage",
+}
+
 #: predict()'s former keywords: where each went (a one-line TypeError; the old spellings were removed in 0.2.0).
 _MOVED = {
     **{k: f"settings=Settings({k}=...)" for k in PLANNED_SETTINGS},
     **{k: f"spec=PlanSpec({k}=...)" for k in ("n_grid", "n_resamples", "traffic", "cap", "pool")},
     "pilot": "spec=PlanSpec(model=...)",
-    **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in {
-        "pilot_model": "kind", "pilot_uncertainty": "uncertainty", "min_pilot": "min_pilot", "bins": "bins",
-        "shrinkage": "shrinkage"}.items()},
-}  # fmt: skip
+    **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in _PILOT_MOVED.items()},
+}
 
 
 def _refuse_moved(func):
@@ -788,9 +795,16 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
                     unl, ps, pl, in_group, edges, m_items, n_resamples, grs, model.uncertainty, shrink
                 )
             t = _risks.threshold(  # the library's own procedure, on all resamples at once
-                cs, cl, eps=eps, alpha=level, recipe=recipe, loss_bound=loss_bound, rng=grs, label_prob=rate,
+                cs,
+                cl,
+                eps=eps,
+                alpha=level,
+                recipe=recipe,
+                loss_bound=loss_bound,
+                rng=grs,
+                label_prob=rate,
                 risk=settings.risk,
-            )  # fmt: skip
+            )
             certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     record = {

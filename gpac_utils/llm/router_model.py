@@ -169,8 +169,13 @@ class RouterModel:
             sizes = {a.size for a in arrays.values()}
             if len(sizes) != 1 or any(a.ndim != 1 for a in arrays.values()) or not np.all(arrays["scale"] > 0):
                 raise ValueError("mean, scale and coef must be vectors of one length, scale > 0")
-            return cls(str(doc["embedder"]), str(doc["text"]), intercept=float(doc["intercept"]),
-                       fitted_on=dict(doc.get("fitted_on") or {}), **arrays)  # fmt: skip
+            return cls(
+                str(doc["embedder"]),
+                str(doc["text"]),
+                intercept=float(doc["intercept"]),
+                fitted_on=dict(doc.get("fitted_on") or {}),
+                **arrays,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{where}: {exc}") from None
 

@@ -175,6 +175,12 @@ def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.
     return pd.DataFrame(out)
 
 
+#: Where the best constant in hindsight scores below this Brier score, the realised certification barely varies
+#: (every planned group certifies in nearly every draw, or none does): nothing is left to beat, and the Brier
+#: goal is judged as ``brier < BRIER_TIE`` (``p_certify`` within about 0.1 of the realised rate, root mean square).
+BRIER_TIE = 0.01
+
+
 def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary per (table, eps, pilot share) and the reliability table of p_certify."""
     out = []
@@ -209,7 +215,7 @@ def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "total_gap_se": gap_se,
                 "brier": brier,
                 "brier_const": brier_const,
-                "brier_beatable": bool(brier_const > 1e-12),
+                "brier_beatable": bool(brier_const >= BRIER_TIE),
                 "overclaim": int(np.sum((lr["p_certify"] >= 0.95) & (c < 0.8))),
                 "gain_pred": float(gain_pred),
                 "gain_real": float(gain_real),
@@ -224,23 +230,30 @@ def summarise(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         .agg(cases=("p_certify", "size"), p_certify=("p_certify", "mean"), realised=("real_cert", "mean"))
         .reset_index()
     )
-    return pd.DataFrame(out), rel
+    summary = pd.DataFrame(out)
+    summary["gap"] = summary["pred_total"] - summary["real_total"]
+    summary["goal_coverage"] = summary["coverage"] >= 0.75
+    summary["goal_total"] = summary["gap"].abs() <= 0.05
+    summary["goal_brier"] = (summary["brier"] < summary["brier_const"]) | (
+        ~summary["brier_beatable"] & (summary["brier"] < BRIER_TIE)
+    )
+    summary["goal_overclaim"] = summary["overclaim"] == 0
+    return summary, rel
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fast", action="store_true", help="one table, one setting, one pilot, few draws")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/plan_realdata"), help="output stem")
-    ap.add_argument("--pilots", type=int, default=4)
+    ap.add_argument("--pilots", type=int, default=10)
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--n-resamples", type=int, default=200)
     ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
     ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
-    ap.add_argument("--strength", type=float, default=prediction.PilotModel().strength)
     ap.add_argument("--mix", type=float, default=prediction.PilotModel().mix)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, strength=a.strength, mix=a.mix)
+    model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, mix=a.mix)
     if a.fast:
         rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:
@@ -257,10 +270,12 @@ def main(argv=None) -> int:
         print(rel.round(3).to_string(index=False))
     for r in summary[~summary["brier_beatable"]].itertuples():
         print(
-            f"{r.table} eps={r.eps:g} pilot={r.pilot_share:g}: every planned group certified in every draw (or none "
-            "did), so a constant prediction scores 0 and cannot be beaten; the Brier goal is judged only where "
-            "certification varies"
+            f"{r.table} eps={r.eps:g} pilot={r.pilot_share:g}: the best constant in hindsight scores "
+            f"{r.brier_const:.4f} < {BRIER_TIE} (certification barely varies): the Brier goal is judged as "
+            f"brier < {BRIER_TIE} (got {r.brier:.4f})"
         )
+    goals = [c for c in summary.columns if c.startswith("goal_")]
+    print(f"goals met: {int(summary[goals].to_numpy().sum())} of {summary[goals].size} ({len(summary)} settings)")
     print(f"elapsed_s={time.perf_counter() - t0:.1f}")
     return 0
 

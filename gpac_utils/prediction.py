@@ -32,13 +32,12 @@ What the prediction is, honestly
 --------------------------------
 It is an *estimate*, not a guarantee. The pilot stands in for the unknown population:
 
-* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from an approximate
-  empirical-Bayes posterior predictive model (prior centre fitted on the pilot, a Poisson
-  approximation for the odds ratio): scores from the group's unlabelled scores (distinct rows outside
-  the pilot, without replacement, where ``cap`` counts them: :func:`_outside_pilot`), and the loss
-  rate per score region from a three-level posterior (the pooled pilot's rate around a monotone prior
-  that keeps half a loss where the pilot saw none, the group's odds ratio to the pool, the group's own
-  rate in the region), drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
+* ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a hierarchical posterior
+  predictive model: scores from the group's unlabelled scores (distinct rows outside the pilot, without
+  replacement, where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region as the
+  pooled pilot's rate (around a monotone prior that keeps half a loss where the pilot saw none) times the
+  group's own odds ratio in that region, whose spread across groups has its own posterior
+  (:func:`_spread_posterior`), all drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
   says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
   the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
@@ -325,13 +324,35 @@ def _draw_bootstrap(ps, pl, n_items, n_resamples, rng, bayes):
     return ps[idx], pl[idx]
 
 
-def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, bayes, shrinkage):
+@dataclass(frozen=True)
+class _Source:
+    """What one group's synthetic calibration sets are drawn from (:func:`_draw_smoothed`, :func:`_draw_posterior`).
+
+    ``unl``: the group's unlabelled scores, sorted; ``pilot``: all pilot scores, losses and which items are the
+    group's; ``edges``: inner edges of the score regions; ``population``: the group's scores outside the pilot
+    (:func:`_outside_pilot`) or ``None``; ``spread``: the posterior of the groups' spread (:func:`_spread_posterior`)
+    or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's pull to the pool.
+    """
+
+    unl: np.ndarray
+    pilot: tuple
+    edges: np.ndarray
+    model: PilotModel
+    loss_bound: float = 1.0
+    population: np.ndarray | None = None
+    spread: tuple | None = None
+    shrinkage: float = math.inf
+
+
+def _draw_smoothed(src: _Source, shape, rng):
     """Scores from the group's unlabelled scores; losses from the same score bin of the pilot."""
+    (ps, pl, in_group), edges, unl = src.pilot, src.edges, src.unl
+    n_resamples, n_items = shape
     s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
     M = ps.size
-    w = rng.dirichlet(np.ones(M), size=n_resamples) if bayes else np.ones((n_resamples, M))
+    w = rng.dirichlet(np.ones(M), size=n_resamples) if src.model.uncertainty else np.ones((n_resamples, M))
     loss = np.zeros((n_resamples, n_items))
     for bin_ in np.unique(b):
         mask = b == bin_
@@ -341,8 +362,8 @@ def _draw_smoothed(unl, ps, pl, in_group, edges, n_items, n_resamples, rng, baye
             pooled = np.flatnonzero(pb == pb[near])
         own = pooled[in_group[pooled]]
         draw = pl[pooled][_weighted_choice(w[:, pooled], n_items, rng)]
-        if own.size and math.isfinite(shrinkage):
-            lam = own.size / (own.size + shrinkage)
+        if own.size and math.isfinite(src.shrinkage):
+            lam = own.size / (own.size + src.shrinkage)
             own_draw = pl[own][_weighted_choice(w[:, own], n_items, rng)]
             draw = np.where(rng.random((n_resamples, n_items)) < lam, own_draw, draw)
         loss[mask] = draw[mask]
@@ -407,30 +428,84 @@ def _outside_pilot(unl: np.ndarray, pilot_scores: np.ndarray, cap: float) -> np.
     return np.repeat(values, left)
 
 
-def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population=None):
+#: The grid of the group effect ``u`` (log odds to the pool) and of the groups' spread ``tau`` (``posterior``).
+_U_GRID = np.linspace(-8.0, 8.0, 161)
+_TAU_GRID = np.linspace(0.05, 4.0, 80)
+
+
+def _logit(p):
+    return np.log(p) - np.log1p(-p)
+
+
+def _log_sigmoid(x):
+    return -np.logaddexp(0.0, -x)
+
+
+def _cell_loglik(l0, k, m) -> np.ndarray:
+    """Log-likelihood of ``k`` positive losses in ``m`` pilot items per region at the log odds ``l0 + v``, for each
+    ``v`` of :data:`_U_GRID`; ``l0``, ``k``, ``m`` broadcast to (..., B), the result has shape (..., B, U)."""
+    z = np.asarray(l0)[..., None] + _U_GRID
+    return np.asarray(k)[..., None] * _log_sigmoid(z) + (np.asarray(m) - np.asarray(k))[..., None] * _log_sigmoid(-z)
+
+
+def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior of ``tau``, the spread of a group's log odds to the pool in a score region (``posterior``).
+
+    The loss rate of group ``j`` in region ``b`` has the log odds ``logit r_b + v_jb`` (``r_b``:
+    :func:`_pooled_rate`), with independent ``v_jb ~ N(0, tau^2)``; ``tau`` has a half-Cauchy(0, 1) prior
+    (heavy-tailed: outlying cells may pull it up) and the likelihood of every (group, region) cell's pilot counts
+    with its ``v_jb`` integrated out (on :data:`_U_GRID`). A thin pilot leaves ``tau`` near its prior: groups
+    may differ much. Returned as :data:`_TAU_GRID` and its posterior weights.
+    """
+    ps, pl, pg = pilot
+    pb = np.searchsorted(edges, ps, side="right")
+    n_bins, pos = edges.size + 1, pl > 0
+    l0 = _logit(_pooled_rate(np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)))
+    log_post = -np.log1p(_TAU_GRID**2)  # half-Cauchy(0, 1)
+    t = _TAU_GRID[:, None]
+    log_prior_v = -0.5 * ((_U_GRID[None, :] + 0.5 * t**2) / t) ** 2 - np.log(t)  # (T, U): N(-tau^2 / 2, tau^2)
+    for x in np.unique(pg):
+        own = pg == x
+        m = np.bincount(pb[own], minlength=n_bins)
+        ll = _cell_loglik(l0, np.bincount(pb[own], pos[own], n_bins), m)[m > 0]  # (cells, U)
+        a = log_prior_v[:, None, :] + ll[None, :, :]  # (T, cells, U)
+        top = a.max(axis=2, keepdims=True)
+        log_post = log_post + (top[..., 0] + np.log(np.exp(a - top).sum(axis=2))).sum(axis=1)
+    w = np.exp(log_post - log_post.max())
+    return _TAU_GRID, w / w.sum()
+
+
+def _draw_grid(logw: np.ndarray, grid: np.ndarray, rng) -> np.ndarray:
+    """Per row of ``logw`` (rows, len(grid)): one point of ``grid`` drawn with weights ``exp(logw)``, jittered
+    uniformly within its grid cell."""
+    w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    idx = _weighted_choice(w, 1, rng)[:, 0]
+    step = grid[1] - grid[0]
+    return grid[idx] + (rng.random(idx.size) - 0.5) * step
+
+
+def _draw_posterior(src: _Source, shape, rng):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
     In each score region ``b`` the probability of a positive loss is drawn once per posterior draw: first
-    the pooled rate ``theta0_b ~ Beta(2 r_b + k_b, 2 (1 - r_b) + m_b - k_b)`` of all pilot items in the
-    region around the prior centre ``r_b`` (:func:`_pooled_rate`); then the group's odds ratio to the pool,
-    ``rho_j ~ Gamma(1 + K_j, 1 + E_j)`` (its ``K_j`` positive pilot losses against the ``E_j = sum_b m_jb
-    theta0_b`` the pool predicts), shared by its regions; then ``theta_jb ~ Beta(strength t_jb + k_jb,
-    strength (1 - t_jb) + m_jb - k_jb)`` around the shifted rate ``t_jb`` (odds of ``theta0_b`` times
-    ``rho_j``). A positive loss takes the value of a positive pilot loss of the region (the group's own if
-    any, else the pool's, else ``loss_bound``): 1 for binary losses.
-
-    The pseudo-counts of both Beta priors are raised, where needed, to ``1 / centre`` (at least one expected
-    loss), so that no prior has an infinite density at a zero rate: with 2 pseudo-items around a small centre
-    ``r`` the prior ``Beta(2 r, ...)`` puts most of its mass next to zero, and an unseen loss would be
-    treated as a near-zero loss in all but a few draws.
+    the pooled rate ``theta0_b ~ Beta(c r_b + k_b, c (1 - r_b) + m_b - k_b)`` of all pilot items in the
+    region around the prior centre ``r_b`` (:func:`_pooled_rate`; ``c = max(2, 1 / r_b)`` pseudo-items, at
+    least one expected loss, so that no prior piles up at a zero rate: an unseen loss is not a zero loss);
+    then the groups' spread ``tau`` from its posterior (:func:`_spread_posterior`); then the group's effect in
+    the region, ``v_jb`` (log odds to the pool), from its posterior on :data:`_U_GRID`: the prior
+    ``N(-tau^2 / 2, tau^2)`` (mean-preserving: the pool's odds are the groups' mean) times the likelihood of the
+    group's ``k_jb`` positive losses in its ``m_jb`` pilot items of the region at the rate
+    ``theta_jb = expit(logit theta0_b + v_jb)``. Where the group's pilot is thin, ``v_jb`` keeps the whole
+    spread of the groups (an outlying group is possible until its pilot rules it out); where it is large, its
+    own counts pin it. A positive loss takes the value of a positive pilot loss of the region (the group's own
+    if any, else the pool's, else ``loss_bound``): 1 for binary losses.
 
     With a finite ``population`` (the group's scores outside the pilot, :func:`_outside_pilot`), a calibration
     set holds distinct rows of it, drawn **without replacement** as calibration draws them: a group planned
     onto all its rows calibrates on exactly those rows' scores, and only the posterior varies.
     """
-    ps, pl, in_group = pilot  # all pilot scores and losses, and which pilot items are the group's
+    (ps, pl, in_group), edges, unl, model = src.pilot, src.edges, src.unl, src.model
     n_resamples, n_items = shape
-    strength, mix = model.strength, model.mix
     pb = np.searchsorted(edges, ps, side="right")
     n_bins = edges.size + 1
     pos = pl > 0
@@ -439,15 +514,18 @@ def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population
     r = _pooled_rate(k_all, m_all)
     c0 = np.maximum(2.0, 1.0 / r)  # pseudo-items: at least one expected loss, no prior piles up at a zero rate
     theta0 = rng.beta(c0 * r + k_all, c0 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
-    theta0 = np.clip(theta0, 1e-9, 1 - 1e-9)
-    # the group's odds ratio to the pool, shared by its regions: Gamma(1 + K_j, 1 + E_j), with K_j its positive
-    # losses and E_j those the pooled rates expect of its pilot (a Poisson approximation)
-    expected = (theta0 * m_own).sum(axis=1)
-    ratio = rng.gamma(1.0 + k_own.sum(), 1.0 / (1.0 + expected))[:, None]
-    shifted = np.clip(ratio * theta0 / (1 - theta0 + ratio * theta0), 1e-9, 1 - 1e-9)
-    c1 = np.maximum(strength, 1.0 / shifted)
-    theta = rng.beta(c1 * shifted + k_own, c1 * (1 - shifted) + (m_own - k_own))
+    l0 = _logit(np.clip(theta0, 1e-9, 1 - 1e-9))
+    if src.spread is None:
+        theta = 1.0 / (1.0 + np.exp(-l0))
+    else:
+        tau_grid, tau_w = src.spread
+        tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, tau_w.size))), tau_grid, rng), 1e-3)
+        centre = -0.5 * tau[:, None, None] ** 2  # mean-preserving: E[exp(v)] = 1, the pool's odds are the groups' mean
+        logw = -0.5 * ((_U_GRID - centre) / tau[:, None, None]) ** 2 + _cell_loglik(l0, k_own, m_own)  # (R, B, U)
+        v = _draw_grid(logw.reshape(-1, _U_GRID.size), _U_GRID, rng).reshape(n_resamples, n_bins)
+        theta = 1.0 / (1.0 + np.exp(-(l0 + v)))
 
+    population = src.population
     if population is None or n_items > population.size:
         s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     else:  # distinct rows outside the pilot, without replacement (each set has its own posterior draw, so
@@ -456,21 +534,21 @@ def _draw_posterior(unl, pilot, edges, shape, rng, model, loss_bound, population
     b = np.searchsorted(edges, s, side="right")
     hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
     loss = np.zeros((n_resamples, n_items))
-    values = np.full((n_resamples, n_items), float(loss_bound))
+    values = np.full((n_resamples, n_items), float(src.loss_bound))
     for bin_ in np.unique(b[hit]):
         here = hit & (b == bin_)
         own = pl[pos & in_group & (pb == bin_)]
-        src = own if own.size else pl[pos & (pb == bin_)]
-        src = src if src.size else pl[pos]
-        if src.size:
-            values[here] = src[rng.integers(0, src.size, int(here.sum()))]
+        pick = own if own.size else pl[pos & (pb == bin_)]
+        pick = pick if pick.size else pl[pos]
+        if pick.size:
+            values[here] = pick[rng.integers(0, pick.size, int(here.sum()))]
     loss[hit] = values[hit]
-    if mix is None or not in_group.any():
+    if model.mix is None or not in_group.any():
         return s, loss
     # the Dirichlet-process posterior: the group's own pilot items (Bayesian-bootstrap weights) with the
     # weight m_j / (m_j + mix) in expectation, the region model above (the base measure) with the rest
     m = int(in_group.sum())
-    w = rng.dirichlet(np.r_[np.ones(m), float(mix)], size=n_resamples)
+    w = rng.dirichlet(np.r_[np.ones(m), float(model.mix)], size=n_resamples)
     idx = _weighted_choice(w, n_items, rng)
     own = idx < m
     gs, gl = ps[in_group], pl[in_group]
@@ -484,9 +562,9 @@ class PilotModel:
 
     Parameters
     ----------
-    kind : {"auto", "bootstrap", "smoothed"}, default "auto"
-        ``auto``: ``bootstrap`` for groups with at least ``min_pilot`` pilot items, ``smoothed``
-        otherwise.
+    kind : {"posterior", "auto", "bootstrap", "smoothed"}, default "posterior"
+        ``posterior``: the hierarchical posterior of :func:`_draw_posterior`; ``auto``: ``bootstrap`` for groups
+        with at least ``min_pilot`` pilot items, ``smoothed`` otherwise.
     uncertainty : bool, default True
         Bayesian-bootstrap weights on the pilot, new per resample (propagates pilot noise).
     min_pilot : int, default 30
@@ -495,9 +573,6 @@ class PilotModel:
         Score bins of the ``smoothed`` model (quantiles of the pooled pilot scores).
     shrinkage : float, default 20
         Pseudo-count pulling a group's per-bin losses toward the pooled pilot (``smoothed``).
-    strength : float, default 4
-        ``posterior``: the prior's pseudo-count pulling a group's loss rate in a score region toward the
-        pooled pilot's (how far groups may differ at equal scores; small: they may differ much).
     mix : float or None, default None
         ``posterior``: ``None`` draws every synthetic item from the region model; a number ``a`` draws it
         from a Dirichlet-process posterior instead: one of the group's ``m`` pilot items (Bayesian-bootstrap
@@ -510,7 +585,6 @@ class PilotModel:
     min_pilot: int = 30
     bins: int = 5
     shrinkage: float = 20.0
-    strength: float = 4.0
     mix: float | None = None
 
     def __post_init__(self) -> None:
@@ -520,9 +594,6 @@ class PilotModel:
         shrinkage = self.shrinkage
         if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
             raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
-        strength = self.strength
-        if isinstance(strength, bool) or not (isinstance(strength, int | float) and 0 < strength < math.inf):
-            raise ParameterError(f"strength: must be a finite number > 0, got {strength!r}")
         mix = self.mix
         if mix is not None and (isinstance(mix, bool) or not (isinstance(mix, int | float) and 0 < mix < math.inf)):
             raise ParameterError(f"mix: must be None or a finite number > 0, got {mix!r}")
@@ -758,6 +829,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
     # score regions: inner quantiles of the pilot scores (smoothed) or of all scores (posterior)
     edges = np.unique(np.quantile(ps, np.linspace(0, 1, max(1, int(model.bins)) + 1)[1:-1]))
     regions = _regions(s, model.bins)
+    spread = None if pooled or model.kind != "posterior" else _spread_posterior((ps, pl, pg), regions)
     routed_shares = np.full((G, K, n_resamples), np.nan)
     certified = np.zeros((G, K, n_resamples), bool)
     n_items = np.zeros((G, K), dtype=int)
@@ -775,6 +847,8 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         shrink = math.inf if pooled else float(model.shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
         population = _outside_pilot(unl, ps[in_group], cap_arr[j]) if use == "posterior" else None
+        post_src = _Source(unl, (ps, pl, in_group), regions, model, loss_bound, population, spread)
+        smooth_src = _Source(unl, (ps, pl, in_group), edges, model, shrinkage=shrink)
         for k, n in enumerate(grid):
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
             if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
@@ -787,13 +861,9 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
             if use == "bootstrap":
                 cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
             elif use == "posterior":
-                cs, cl = _draw_posterior(
-                    unl, (ps, pl, in_group), regions, (n_resamples, m_items), grs, model, loss_bound, population
-                )
+                cs, cl = _draw_posterior(post_src, (n_resamples, m_items), grs)
             else:
-                cs, cl = _draw_smoothed(
-                    unl, ps, pl, in_group, edges, m_items, n_resamples, grs, model.uncertainty, shrink
-                )
+                cs, cl = _draw_smoothed(smooth_src, (n_resamples, m_items), grs)
             t = _risks.threshold(  # the library's own procedure, on all resamples at once
                 cs,
                 cl,

@@ -266,17 +266,19 @@ display(feasible_table)
 
 # %%
 sim = data.read_table(paths.REPO_ROOT / cfg.sim_table)
+sim_settings = Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed)
+
+
+def plan_sim(score: str, spec: prediction.PlanSpec) -> prediction.PlanCurves:
+    """The planner on the stand-in, every item its own pilot, with `sim_settings` and the given spec."""
+    return prediction.predict(
+        sim[score], sim["group"], sim[score], sim["loss"], sim["group"], settings=sim_settings, spec=spec
+    )
+
+
 rows, sim_curves = [], {}
 for score in cfg.sim_scores:
-    c = prediction.predict(
-        sim[score],
-        sim["group"],
-        sim[score],
-        sim["loss"],
-        sim["group"],
-        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
-        spec=prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples),
-    )
+    c = plan_sim(score, prediction.PlanSpec(n_grid=cfg.sim_grid, n_resamples=cfg.n_resamples))
     sim_curves[score] = c
     need_mean = prediction.labels_needed(c, cfg.target, "mean")
     need_q10 = prediction.labels_needed(c, cfg.target, "q10")
@@ -368,15 +370,7 @@ plotting.savefig(fig, "label_budget_sim")
 
 # %%
 group_name, n_by_hand = c.groups[0], n_min[cfg.sim_eps]
-library = prediction.predict(
-    sim[main_score],
-    sim["group"],
-    sim[main_score],
-    sim["loss"],
-    sim["group"],
-    settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
-    spec=prediction.PlanSpec(n_grid=[n_by_hand], n_resamples=cfg.n_resamples, model="auto"),
-)
+library = plan_sim(main_score, prediction.PlanSpec(n_grid=[n_by_hand], n_resamples=cfg.n_resamples, model="auto"))
 j = library.groups.index(group_name)
 assert library.pilot_models[group_name] == "bootstrap"
 in_group = (sim["group"] == group_name).to_numpy()
@@ -426,14 +420,9 @@ display(
 smallest = sim_table.loc[sim_table["score"] == main_score].sort_values("pilot_n")["group"].iloc[0]
 band_width = {}
 for bayes in (True, False):
-    curves_small = prediction.predict(
-        sim[main_score],
-        sim["group"],
-        sim[main_score],
-        sim["loss"],
-        sim["group"],
-        settings=Settings(eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe, seed=cfg.seed),
-        spec=prediction.PlanSpec(
+    curves_small = plan_sim(
+        main_score,
+        prediction.PlanSpec(
             n_grid=[4 * n_min[cfg.sim_eps]],
             n_resamples=cfg.n_resamples,
             model=prediction.PilotModel(kind="auto", uncertainty=bayes),

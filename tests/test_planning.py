@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
 import warnings
@@ -441,11 +442,11 @@ def test_a_group_planned_onto_all_its_rows_calibrates_on_them():
     assert prediction._outside_pilot(np.sort(u), u[pilot], np.inf) is None
     loss = (rng.uniform(size=60) < 0.3).astype(float)
     mine = np.ones(pilot.size, bool)
-    args = (np.sort(u), (u[pilot], loss[pilot], mine), np.array([0.5]), (30, outside.size))
-    s, drawn = prediction._draw_posterior(*args, rng, prediction.PilotModel(), 1.0, outside)
+    src = prediction._Source(np.sort(u), (u[pilot], loss[pilot], mine), np.array([0.5]), prediction.PilotModel())
+    s, drawn = prediction._draw_posterior(dataclasses.replace(src, population=outside), (30, outside.size), rng)
     assert np.array_equal(np.sort(s, axis=1), np.broadcast_to(outside, s.shape))
     assert np.all(np.isin(drawn, [0.0, 1.0])) and 0 < drawn.mean() < 1
-    s_inf, _ = prediction._draw_posterior(*args, rng, prediction.PilotModel(), 1.0, None)
+    s_inf, _ = prediction._draw_posterior(src, (30, outside.size), rng)
     assert any(np.unique(row).size < row.size for row in s_inf)  # with replacement: some row repeats a score
 
 
@@ -459,7 +460,11 @@ def test_an_unseen_loss_keeps_its_rate_off_zero():
     assert pl[ps <= 0.5].sum() == 0
     unl = np.linspace(0, 0.45, 50)  # the group's traffic lies in the region without a pilot loss
     pilot = (ps, pl, np.ones(40, bool))
-    _, drawn = prediction._draw_posterior(unl, pilot, np.array([0.5]), (4000, 20), rng, prediction.PilotModel(), 1.0)
+    edges = np.array([0.5])
+    src = prediction._Source(
+        unl, pilot, edges, prediction.PilotModel(), spread=prediction._spread_posterior(pilot, edges)
+    )
+    _, drawn = prediction._draw_posterior(src, (4000, 20), rng)
     assert drawn.mean() > 0.003  # an unseen loss is not a zero loss (half a loss in 21 items: 0.024 pooled)
     assert (drawn.sum(axis=1) == 0).mean() < 0.95
 

@@ -283,8 +283,11 @@ def test_results_proposition_check():
 def test_planning_simulated_label_counts():
     sim = table("label_budget_sim")
     zero_loss = sim[sim["loss_rate"] == 0]
-    assert len(zero_loss) and (zero_loss["labels_to_certify"] == zero_loss["labels_to_certify"].iloc[0]).all()
-    needed = int(zero_loss["labels_to_certify"].iloc[0])
+    # a loss-free pilot certifies from the bound's minimum with the logits and router scores (the verbalized score's
+    # posterior keeps room for a loss the pilot did not see, so it may need more)
+    needed = int(zero_loss["labels_to_certify"].min())
+    assert needed == min_items(0.05, 0.05)
+    assert zero_loss[zero_loss["score"] != "score_verbalized"]["labels_to_certify"].eq(needed).all()
     assert_quoted("docs/planning.md", f"needs **{needed}** labelled items before Hoeffding–Bentkus")
 
     target = sim.pivot(index="group", columns="score", values="labels_for_target_mean")
@@ -292,12 +295,14 @@ def test_planning_simulated_label_counts():
         assert (target[score] == needed).all(), score
     assert_quoted("docs/planning.md", f"**{needed} labels per subject** (about {needed * len(target)} in all)")
     verbalized = target["score_verbalized"]
+    others = verbalized.drop(["Intermediate Algebra", "Precalculus"])
+    assert others.min() == needed and others.max() < 2 * needed
+    span = f"{needed}" if others.max() == needed else f"{needed}–{others.max():.0f}"
     assert_quoted(
         "docs/planning.md",
-        f"with the verbalized score {needed} for {number_word((verbalized == needed).sum())} subjects, about "
+        f"with the verbalized score {span} for {number_word(others.size)} subjects, about "
         f"{verbalized['Intermediate Algebra']:.0f} for Intermediate Algebra, and Precalculus not within",
     )
-    assert verbalized.drop(["Intermediate Algebra", "Precalculus"]).eq(needed).all()
     assert pd.isna(verbalized["Precalculus"])
     from gpac_utils.paper.reference import CAL_RATIO
     from gpac_utils.recipe import Recipe

@@ -54,8 +54,8 @@ def test_the_counter_counts_as_the_issue_says():
 
 
 @pytest.mark.xfail(
-    reason="14 left after this part of issue 37; the rest belong to its other parts (prediction.predict and "
-    "_draw_smoothed, llm.generation, paper.results_tables.build_table, risks.routed_*, the calibrators' certify "
+    reason="10 left (the planner's draws take a _Source since issue 40); the rest belong to issue 37's other parts "
+    "(llm.generation, paper.results_tables.build_table, risks.routed_*, the calibrators' certify "
     "hook and threshold(), CertifiedRouter); strict: remove this mark when it passes",
     strict=True,
 )

@@ -20,9 +20,9 @@
 #
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
-#    by drawing synthetic calibration sets from a posterior fitted on the pilot (a Beta posterior on the
-#    loss rate per score region that keeps mass on losses the pilot did not see, so a thin pilot gives
-#    a wide band; `docs/planning.md`) and calibrating every one exactly as `GPAC` does (batched `threshold`);
+#    by drawing synthetic calibration sets from a posterior fitted on the pilot (a hierarchical posterior on
+#    the loss rate per score region: the pool's rate, which keeps mass on losses the pilot did not see, and
+#    each group's own effect in the region, so a thin pilot gives a wide band; `docs/planning.md`) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).

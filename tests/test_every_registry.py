@@ -22,7 +22,7 @@ from gpac_utils import GPAC, bounds, calibrate, cli, registry, risks, scores, se
 from gpac_utils.certificate import Certificate
 from gpac_utils.experiment import ExperimentConfig, run_experiment
 from gpac_utils.llm import benchmarks, grading, router_model
-from gpac_utils.llm.generation import generate, pair_samplings, walk_samplings
+from gpac_utils.llm.generation import GenerationRequest, generate, pair_samplings, walk_samplings
 from gpac_utils.llm.scoring import score_run
 from gpac_utils.llm.serve import CertifiedRouter
 from gpac_utils.online import DRIFT_SCOPES, LABELLING, DriftScope, LabellingMode, OnlineGPAC
@@ -281,8 +281,8 @@ def test_a_generation_run_with_the_role_benchmark_grader_and_score(dummies, tmp_
     assert walk_samplings()[ROLE].temperature == 0.5
     assert ROLE in pair_samplings({"think": "my/think", "nothink": "my/nothink"})
     engine = FakeEngine("tiny")
-    report = generate(items, {"think": "tiny", "nothink": "tiny"}, tmp_path, backend="fake", engine=engine,
-                      samplings=walk_samplings(), progress=False)  # fmt: skip
+    request = GenerationRequest(backend="fake", samplings=walk_samplings(), progress=False)
+    report = generate(items, {"think": "tiny", "nothink": "tiny"}, tmp_path, request, engine=engine)
     assert ROLE in report
     embedder = SimpleNamespace(model_name="fake", encode=lambda texts: np.eye(len(texts)))
     run = score_run(tmp_path, BENCH, embedder=embedder, router_folds=2)

@@ -158,7 +158,8 @@ class GenerationRequest:
     samplings : mapping, optional
         Sampling per role (default: :func:`pair_samplings` of the models; the walk: :func:`walk_samplings`).
     roles : tuple of str, optional
-        The roles to run, in order (default: every :data:`~gpac_utils.scores.ROLES` entry).
+        The roles to run, in order (default: every :data:`~gpac_utils.scores.ROLES` entry with a
+        sampling; all of them when ``samplings`` is not given).
     shard : str or (int, int), default "0/1"
         ``i/n``: this process handles the items ``k`` with ``k mod n == i``.
     seed : int, default 0
@@ -187,7 +188,8 @@ class GenerationRequest:
     sampling_overrides: Mapping | None = None
 
     def __post_init__(self):
-        roles = tuple(ROLES) if self.roles is None else tuple(self.roles)
+        every = [r for r in ROLES if self.samplings is None or r in self.samplings]
+        roles = tuple(every) if self.roles is None else tuple(self.roles)
         unknown = [r for r in roles if r not in ROLES]
         missing = [r for r in roles if self.samplings is not None and r not in self.samplings]
         if unknown or missing:

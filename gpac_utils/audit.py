@@ -118,14 +118,16 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
     pandas.DataFrame
         One row per group: ``group``, ``status`` (the certificate's), ``n``, ``routed`` (items
         routed to the non-thinking model), ``trials`` (items the risk is averaged over), ``risk``
-        (realised), ``lower``, ``upper`` (one-sided bounds at ``1 - level/K``), ``p_value``,
-        ``verdict``; ``attrs``: ``eps``, ``risk_kind``, ``level``, ``K``, ``per_group_level``,
-        ``binary``.
+        (realised: the certificate's risk evaluated on the group's routed items by its
+        :attr:`gpac_utils.risks.Risk.evaluate`, what :func:`~gpac_utils.experiment.run_experiment`
+        reports as ``pop_risk``; NaN with no trials), ``lower``, ``upper`` (one-sided bounds at
+        ``1 - level/K``), ``p_value``, ``verdict``; ``attrs``: ``eps``, ``risk_kind``, ``level``, ``K``,
+        ``per_group_level``, ``binary``.
     """
     level = check_range("level", level)
     st = cert.settings
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
-    conditional = RISKS[risk].conditional
+    entry = RISKS[risk]  # how the risk is evaluated on routed items (run_experiment's pop_risk too)
     cal = cert.calibrator()
     s = np.asarray(scores, dtype=float)
     loss = np.asarray(losses, dtype=float)
@@ -149,7 +151,7 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
     rows = []
     for g in sorted(set(named.tolist())):
         at = named == g
-        terms = z[at & cheap] if conditional else (z * cheap)[at]
+        terms = z[at & cheap] if entry.conditional else (z * cheap)[at]
         rows.append(
             {
                 "group": g,
@@ -157,6 +159,7 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
                 "n": int(at.sum()),
                 "routed": int((at & cheap).sum()),
                 "trials": int(terms.size),
+                "risk": entry.evaluate(loss[at], cheap[at]),
                 "_terms": terms,
             }
         )
@@ -167,7 +170,7 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
             r.update(risk=math.nan, lower=math.nan, upper=math.nan, p_value=math.nan, verdict=NOT_TESTED)
             continue
         p, lo, hi = _pvalue_and_bounds(terms, eps / bound, level / k, binary)
-        r.update(risk=float(terms.mean()) * bound, lower=lo * bound, upper=hi * bound, p_value=p)
+        r.update(lower=lo * bound, upper=hi * bound, p_value=p)
         r["verdict"] = VIOLATED if p <= level / k else CONSISTENT
     out = pd.DataFrame(
         rows, columns=["group", "status", "n", "routed", "trials", "risk", "lower", "upper", "p_value", "verdict"]

@@ -143,15 +143,15 @@ class CertifiedRouter:
             raise ParameterError(
                 f"score: the certificate was calibrated on score {cert.score!r}, not {options.score!r}"
             )
-        self.score_col = options.score or cert.score  # the score's registry name (its column may be named anything)
-        served = [name for name, score in SCORES.items() if score.serve is not None]
-        if self.score_col not in served:
+        name = options.score or cert.score  # the score's registry name (its column may be named anything)
+        served = [key for key, score in SCORES.items() if score.serve is not None]
+        if name not in served:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
+                f"certificate: calibrated on score {name!r} (column {columns.get('score')!r}), which the "
                 f"router cannot compute; it computes {served} (ServeOptions(score=) names the score of a certificate "
                 "without one)"
             )
-        self.score = SCORES[self.score_col]
+        self.score = SCORES[name]  # its registry entry (self.score.column: its name)
         self.group_col = columns.get("group") or "group"
         if online is not None and loss_fn is None:
             raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
@@ -246,7 +246,7 @@ class CertifiedRouter:
         """
         if not self.score.pre_call:
             raise ParameterError(
-                f"certificate: score {self.score_col!r} needs the cheap model's answer; deciding before any call "
+                f"certificate: score {self.score.column!r} needs the cheap model's answer; deciding before any call "
                 "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
             )
         scores = self._scores(requests, None)
@@ -287,7 +287,7 @@ class CertifiedRouter:
             raise DataError("requests: need a unique 'item_id' per request")
         missing = [c for c in self.score.request_columns if c not in requests.columns]
         if missing:
-            raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
+            raise DataError(f"requests: {self.score.column} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
         nothink_convs = self._conversations(requests, "nothink")
         if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it

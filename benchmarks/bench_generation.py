@@ -32,7 +32,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpac_utils.llm.engines import Sampling, item_seed  # noqa: E402
-from gpac_utils.llm.generation import make_engine, run_generation  # noqa: E402
+from gpac_utils.llm.generation import GenerationRequest, make_engine, run_generation  # noqa: E402
 
 SAMPLING = Sampling(temperature=0.8, top_p=0.95, top_k=-1, max_tokens=6000, ignore_eos=True)
 
@@ -64,9 +64,8 @@ def project(engine, items: pd.DataFrame, overrides: dict) -> float:
     """Seconds of :func:`run_generation` on the same requests (records written to a scratch folder)."""
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        rep = run_generation(
-            items, engine, tmp, role="nothink", sampling=SAMPLING, sampling_overrides=overrides, progress=False
-        )
+        request = GenerationRequest(samplings={"nothink": SAMPLING}, sampling_overrides=overrides, progress=False)
+        rep = run_generation(items, engine, tmp, "nothink", request)
         seconds = time.perf_counter() - t
     assert rep["tokens"] == sum(v["max_tokens"] for v in overrides.values())
     return seconds

@@ -14,6 +14,9 @@ The audit turns Theorem 4.3 (for the routed risk, its analogue given the number 
 into a test, per group, of :math:`H_j: R_j \le \varepsilon` given the certificate (the
 calibration data are fixed; the fresh items are independent of them):
 
+* the *risk*: the certificate's :data:`~gpac_utils.risks.RISKS` entry evaluates the group's routed
+  items (:attr:`~gpac_utils.risks.Risk.evaluate`, what :func:`~gpac_utils.experiment.run_experiment`
+  reports as ``pop_risk``), read as the mean of one term in ``[0, B]`` per trial;
 * the *trials*: for the joint risk :math:`E[\ell\,1\{U \le \hat u\}]` every item of the group
   (term :math:`\ell\,1\{U \le \hat u\}`); for the routed risk :math:`E[\ell \mid U \le \hat u]`
   the items routed to the non-thinking model (term :math:`\ell`), **conditional on their number**
@@ -80,16 +83,15 @@ def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
     return None, np.full(len(scores), ALL)
 
 
-def _pvalue_and_bounds(terms: np.ndarray, eps: float, level: float, binary: bool):
-    """p-value of ``mean(terms) <= eps`` and one-sided bounds at ``1 - level`` (terms in ``[0, 1]``)."""
-    m = terms.size
+def _pvalue_and_bounds(mean: float, m: int, eps: float, level: float, binary: bool):
+    """p-value of ``mean <= eps`` for the mean of ``m`` terms in ``[0, 1]``, and one-sided bounds at
+    ``1 - level`` (``binary``: terms 0 or 1, their count ``mean * m``)."""
     if binary:
-        k = int(round(terms.sum()))
+        k = int(round(mean * m))
         p = float(stats.binom.sf(k - 1, m, eps))
         lower = 0.0 if k == 0 else float(stats.beta.ppf(level, k, m - k + 1))
         upper = 1.0 if k == m else float(stats.beta.ppf(1 - level, k + 1, m - k))
         return p, lower, upper
-    mean = float(terms.mean())
     p = math.exp(-2 * m * max(mean - eps, 0.0) ** 2)
     half = math.sqrt(math.log(1 / level) / (2 * m))
     return p, max(mean - half, 0.0), min(mean + half, 1.0)
@@ -118,14 +120,16 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
     pandas.DataFrame
         One row per group: ``group``, ``status`` (the certificate's), ``n``, ``routed`` (items
         routed to the non-thinking model), ``trials`` (items the risk is averaged over), ``risk``
-        (realised), ``lower``, ``upper`` (one-sided bounds at ``1 - level/K``), ``p_value``,
-        ``verdict``; ``attrs``: ``eps``, ``risk_kind``, ``level``, ``K``, ``per_group_level``,
-        ``binary``.
+        (realised: the certificate's risk evaluated on the group's routed items by its
+        :attr:`gpac_utils.risks.Risk.evaluate`, what :func:`~gpac_utils.experiment.run_experiment`
+        reports as ``pop_risk``; NaN with no trials), ``lower``, ``upper`` (one-sided bounds at
+        ``1 - level/K``), ``p_value``, ``verdict``; ``attrs``: ``eps``, ``risk_kind``, ``level``, ``K``,
+        ``per_group_level``, ``binary``.
     """
     level = check_range("level", level)
     st = cert.settings
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
-    conditional = RISKS[risk].conditional
+    entry = RISKS[risk]  # how the risk is evaluated on routed items (run_experiment's pop_risk too)
     cal = cert.calibrator()
     s = np.asarray(scores, dtype=float)
     loss = np.asarray(losses, dtype=float)
@@ -149,25 +153,25 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
     rows = []
     for g in sorted(set(named.tolist())):
         at = named == g
-        terms = z[at & cheap] if conditional else (z * cheap)[at]
+        routed = int((at & cheap).sum())
+        trials = routed if entry.conditional else int(at.sum())
         rows.append(
             {
                 "group": g,
                 "status": statuses.get(g, UNSEEN),
                 "n": int(at.sum()),
-                "routed": int((at & cheap).sum()),
-                "trials": int(terms.size),
-                "_terms": terms,
+                "routed": routed,
+                "trials": trials,
+                "risk": float(entry.evaluate(loss[at], cheap[at])) if trials else math.nan,
             }
         )
     k = max(sum(r["trials"] > 0 for r in rows), 1)
     for r in rows:
-        terms = r.pop("_terms")
-        if terms.size == 0:
-            r.update(risk=math.nan, lower=math.nan, upper=math.nan, p_value=math.nan, verdict=NOT_TESTED)
+        if r["trials"] == 0:
+            r.update(lower=math.nan, upper=math.nan, p_value=math.nan, verdict=NOT_TESTED)
             continue
-        p, lo, hi = _pvalue_and_bounds(terms, eps / bound, level / k, binary)
-        r.update(risk=float(terms.mean()) * bound, lower=lo * bound, upper=hi * bound, p_value=p)
+        p, lo, hi = _pvalue_and_bounds(r["risk"] / bound, r["trials"], eps / bound, level / k, binary)
+        r.update(lower=lo * bound, upper=hi * bound, p_value=p)
         r["verdict"] = VIOLATED if p <= level / k else CONSISTENT
     out = pd.DataFrame(
         rows, columns=["group", "status", "n", "routed", "trials", "risk", "lower", "upper", "p_value", "verdict"]

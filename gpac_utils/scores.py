@@ -65,6 +65,12 @@ class Role:
         ``conversation(items, folder, shard) -> list``: its conversations, built from the items and
         the roles generated before it (``verbalized``: from the first ``nothink`` answer); ``None``:
         the items' ``messages_<role>`` column, else ``messages``.
+    walk_messages : callable or None, default None
+        ``walk_messages(problem) -> list``: its conversation for a walk problem (the walk's prompts,
+        :func:`gpac_utils.llm.grading.walk_messages`). A walk benchmark's items get the first such
+        role's as ``messages`` and each other's as ``messages_<role>``
+        (:func:`gpac_utils.llm.benchmarks.load_benchmark`); ``None``: the role has no walk prompt of
+        its own (it reads ``messages``, or builds its own with ``conversation``).
     """
 
     name: str
@@ -73,6 +79,7 @@ class Role:
     walk_sampling: Mapping[str, Any] = field(default_factory=dict)
     confidences: bool = False
     conversation: Callable | None = None
+    walk_messages: Callable[[str], list] | None = None
 
     def sampling(self, base, max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
         """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with the generation options that apply to it."""
@@ -101,12 +108,19 @@ def _computed(offline: str, serve: str, *request_columns: str) -> dict:
 ROLES: Registry[Role] = Registry(
     "role",
     [
-        Role("think", "think", "the thinking model's answer", {"temperature": 0.0, "max_tokens": 64}),
+        Role(
+            "think",
+            "think",
+            "the thinking model's answer",
+            {"temperature": 0.0, "max_tokens": 64},
+            walk_messages=_lazy("gpac_utils.llm.grading", "walk_think_messages"),
+        ),
         Role(
             "nothink",
             "nothink",
             "the non-thinking model's answer and its token logprobs",
             {"temperature": 1.0, "max_tokens": 16},
+            walk_messages=_lazy("gpac_utils.llm.grading", "walk_nothink_messages"),
         ),
         Role(
             "verbalized",

@@ -132,16 +132,10 @@ if mode != "validate":
         else {"batch_size": cfg.batch_size, "device": cfg.device}
     )
     engine_kwargs |= dict(cfg.engine_kwargs or {})  # e.g. vLLM on CPU: {dtype: float32, gpu_memory_utilization: 0.3}
-    report = gen.generate(
-        items,
-        models,
-        folder,
-        backend=mode,
-        samplings=samplings,
-        shard=cfg.shard,
-        seed=cfg.seed,
-        engine_kwargs=engine_kwargs,
+    request = gen.GenerationRequest(
+        backend=mode, samplings=samplings, shard=cfg.shard, seed=cfg.seed, engine_kwargs=engine_kwargs
     )
+    report = gen.generate(items, models, folder, request)
     print(report)
     for role in records.ROLES:
         g = records.load_generations(folder, role)

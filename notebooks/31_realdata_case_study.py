@@ -198,15 +198,17 @@ if available:
             settings,
             None,
             {dataset: table},
+            results_tables.TableOutput(
+                name,
+                "_layout",
+                rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
+                figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
+                title=f"{path.name}: eps = {cfg.eps}",
+                paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
+            ),
             eps={dataset: cfg.eps},
             cal_ratio={dataset: cfg.cal_ratio},
             groupings=groupings,
-            file_name=name,
-            layout_suffix="_layout",
-            rows=LAYOUT_ROWS + (("routed_share", "Routed share (%)"),),
-            figure=f"realdata_errorbar_category{suffix}" if "known" in groupings else None,
-            title=f"{path.name}: eps = {cfg.eps}",
-            paper_columns=not suffix,  # the real table's long table keeps its (empty) paper columns
         )
     }
     if "known" in groupings:

@@ -22,7 +22,7 @@ from gpac_utils import GPAC, bounds, calibrate, cli, registry, risks, scores, se
 from gpac_utils.certificate import Certificate
 from gpac_utils.experiment import ExperimentConfig, run_experiment
 from gpac_utils.llm import benchmarks, grading, router_model
-from gpac_utils.llm.generation import generate, pair_samplings, walk_samplings
+from gpac_utils.llm.generation import GenerationRequest, generate, pair_samplings, walk_samplings
 from gpac_utils.llm.scoring import score_run
 from gpac_utils.llm.serve import CertifiedRouter
 from gpac_utils.online import DRIFT_SCOPES, LABELLING, DriftScope, LabellingMode, OnlineGPAC
@@ -66,6 +66,20 @@ def _half_evaluate(losses, routed):
     return 2 * risks.RISKS["joint"].evaluate(losses, routed)
 
 
+def _dummy_walk_messages(problem):
+    """The dummy role's own walk prompt (no edit of grading needed)."""
+    return [{"role": "user", "content": f"{problem} (dummy prompt)"}]
+
+
+class RecordingEngine(FakeEngine):
+    """A fake engine that also keeps each conversation it is sent."""
+
+    def stream(self, requests, window=None):
+        requests = list(requests)
+        self.conversations = [*getattr(self, "conversations", []), *(c for _, c, _ in requests)]
+        return super().stream(requests, window)
+
+
 def _bench_items():
     return pd.DataFrame({"unique_id": [f"d{i}" for i in range(40)], "problem": [f"{i} + 1" for i in range(40)],
                          "answer": [str(i + 1) for i in range(40)], "subject": ["a", "b"] * 20,
@@ -74,7 +88,12 @@ def _bench_items():
 
 ENTRIES = [
     (bounds.BOUNDS, bounds.Bound(BOUND, _one_sided, True, _one_sided_reference, "test", monotone=True)),
-    (scores.ROLES, scores.Role(ROLE, "nothink", "a dummy role", {"temperature": 0.5, "max_tokens": 8})),
+    (
+        scores.ROLES,
+        scores.Role(
+            ROLE, "nothink", "a dummy role", {"temperature": 0.5, "max_tokens": 8}, walk_messages=_dummy_walk_messages
+        ),
+    ),
     (
         scores.SCORES,
         scores.Score(SCORE, "nothink", "cascade", "a dummy score", offline=_offline_dummy, serve=_serve_dummy),
@@ -247,6 +266,32 @@ def test_run_experiment_names_each_entry(dummies, table):
     assert (per["pop_risk"] >= 0).all() and per["pop_risk"].max() > 0
 
 
+@pytest.mark.filterwarnings("ignore::gpac_utils.calibrate.GroupWarning")
+def test_gpac_audit_evaluates_the_certificate_through_the_risk_entry(dummies, table, tmp_path, capsys):
+    """The certificate's realised risk on routed test items is its Risk entry's evaluate (37.1, 37.3):
+    the dummy risk reports twice the joint risk, as run_experiment's pop_risk does."""
+    df, path = table
+    half = len(df) // 2
+    cal_path, test_path = tmp_path / "cal.csv", tmp_path / "test.csv"
+    df.iloc[:half].to_csv(cal_path, index=False)
+    df.iloc[half:].to_csv(test_path, index=False)
+    out, report = tmp_path / "thr.json", tmp_path / "audit.csv"
+    args = ["--score-col", "score_logits", "--group-col", "group", "--eps", "0.3", "--risk", RISK]
+    assert cli.main(["calibrate", "--data", str(cal_path), *args, "-o", str(out)]) == 0
+    assert cli.main(["audit", str(out), "--data", str(test_path), "-o", str(report)]) in (0, 3)
+    assert RISK in capsys.readouterr().out  # the verdict line names the risk
+    got = pd.read_csv(report).set_index("group")
+    cert = Certificate.read(out)
+    test = df.iloc[half:]
+    cheap = cert.calibrator().route(test["score_logits"].to_numpy(), test["group"].to_numpy())
+    for g, row in got.iterrows():
+        at = (test["group"] == g).to_numpy()
+        loss = test["loss"].to_numpy()[at]
+        assert row["risk"] == pytest.approx(_half_evaluate(loss, cheap[at]))
+        assert row["risk"] == pytest.approx(2 * np.mean(loss * cheap[at]))  # not the joint risk itself
+    assert (got["routed"] > 0).any()
+
+
 def test_an_online_stream_with_the_labelling_mode_and_drift_scope(dummies, table):
     df, _ = table
     router = OnlineGPAC(eps=0.1, label_prob=0.3, labelling=LABEL, drift_scope=DRIFT, drift_alpha=1e-3, grid=11)
@@ -280,10 +325,13 @@ def test_a_generation_run_with_the_role_benchmark_grader_and_score(dummies, tmp_
     items = benchmarks.load_benchmark(BENCH, n_items=12)
     assert walk_samplings()[ROLE].temperature == 0.5
     assert ROLE in pair_samplings({"think": "my/think", "nothink": "my/nothink"})
-    engine = FakeEngine("tiny")
-    report = generate(items, {"think": "tiny", "nothink": "tiny"}, tmp_path, backend="fake", engine=engine,
-                      samplings=walk_samplings(), progress=False)  # fmt: skip
+    assert items[f"messages_{ROLE}"].tolist() == [_dummy_walk_messages(q) for q in items["question"]]
+    assert grading.walk_messages("2 + 2", ROLE) == _dummy_walk_messages("2 + 2")
+    engine = RecordingEngine("tiny")
+    request = GenerationRequest(backend="fake", samplings=walk_samplings(), progress=False)
+    report = generate(items, {"think": "tiny", "nothink": "tiny"}, tmp_path, request, engine=engine)
     assert ROLE in report
+    assert _dummy_walk_messages(items["question"].iloc[0]) in engine.conversations  # its walk prompt was sent
     embedder = SimpleNamespace(model_name="fake", encode=lambda texts: np.eye(len(texts)))
     run = score_run(tmp_path, BENCH, embedder=embedder, router_folds=2)
     assert SCORE in run.table.columns and run.table[SCORE].between(0, 1).all()

@@ -21,7 +21,7 @@ from test_precall import ToyEmbedder, fitted, toy_embedder  # noqa: F401  (fixtu
 from gpac_utils.calibrate import TOO_FEW, UNSEEN
 from gpac_utils.checks import ParameterError
 from gpac_utils.llm.benchmarks import load_benchmark
-from gpac_utils.llm.serve import CertifiedRouter
+from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
 from gpac_utils.workflow.paths import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "deploying.md"
@@ -80,7 +80,7 @@ def test_the_hook_routes_each_request_as_the_certificate_does(deployed):
     got = pd.DataFrame(strategy.decisions)
     assert len(got) == len(items) + 1
     # the same decisions as the serving router's, from the certificate and the prompt alone
-    want = CertifiedRouter(doc, None, None, embedder=ToyEmbedder()).decide(items)
+    want = CertifiedRouter(doc, None, None, ServeOptions(embedder=ToyEmbedder())).decide(items)
     np.testing.assert_array_equal(got["score"][:-1], want["score"])
     assert got["route_nothink"][:-1].tolist() == want["route_nothink"].tolist()
     assert {True, False} <= set(got["route_nothink"])

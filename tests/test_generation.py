@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,14 @@ from gpac_utils import data
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.engines import Completion, item_seed
-from gpac_utils.llm.generation import generate, model_defaults, pair_samplings, run_generation, split_thinking
+from gpac_utils.llm.generation import (
+    GenerationRequest,
+    generate,
+    model_defaults,
+    pair_samplings,
+    run_generation,
+    split_thinking,
+)
 from gpac_utils.llm.records import load_generations, load_run_facts, parse_shard
 
 ROOT = Path(__file__).parents[1]
@@ -98,17 +106,8 @@ S = model_defaults(MODEL)[0].with_(max_tokens=64)
 
 def _run(out, shard="0/1", engine=None, items=None, **kw):
     items = _items() if items is None else items
-    return run_generation(
-        items,
-        engine or StubEngine(MODEL),
-        out,
-        role="nothink",
-        sampling=kw.pop("sampling", S),
-        shard=shard,
-        seed=3,
-        progress=False,
-        **kw,
-    )
+    request = GenerationRequest(samplings={"nothink": kw.pop("sampling", S)}, shard=shard, seed=3, progress=False, **kw)
+    return run_generation(items, engine or StubEngine(MODEL), out, "nothink", request)
 
 
 def test_vllm_import_is_lazy():
@@ -212,9 +211,8 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
     FAKE_GOLD.update(zip(items["question"], items["gold"]))
     models = gen.pair_models("qwen")
     for shard in ("0/2", "1/2"):
-        generate(
-            items, models, tmp_path, backend="vllm", samplings=pair_samplings(models, 64), shard=shard, progress=False
-        )
+        request = GenerationRequest(backend="vllm", samplings=pair_samplings(models, 64), shard=shard, progress=False)
+        generate(items, models, tmp_path, request)
     verbal = load_generations(tmp_path, "verbalized", items["item_id"])
     assert (verbal.groupby("item_id").size() == 10).all()
     res = score_run(tmp_path, "math500", router_folds=2)
@@ -243,16 +241,18 @@ def test_generate_shuts_down_each_engine_it_builds_and_never_a_given_one(tmp_pat
     items = load_benchmark("math500", FIX / "math500_tiny.jsonl")
     FAKE_GOLD.update(zip(items["question"], items["gold"]))
     models = gen.pair_models("qwen")
-    kw = dict(backend="vllm", samplings=pair_samplings(models, 64), roles=("think", "nothink"), progress=False)
-    generate(items, models, tmp_path / "a", **kw)
+    request = GenerationRequest(
+        backend="vllm", samplings=pair_samplings(models, 64), roles=("think", "nothink"), progress=False
+    )
+    generate(items, models, tmp_path / "a", request)
     assert [e.model for e in built] == [models["think"], models["nothink"]] and all(e.closed for e in built)
     tmp_path.joinpath("fail").touch()  # a failing role still shuts its engine down
     with pytest.raises(RuntimeError, match="injected"):
-        generate(items, models, tmp_path / "b", **kw)
+        generate(items, models, tmp_path / "b", request)
     assert len(built) == 3 and built[-1].closed
     given = StubEngine(models["nothink"])  # the caller's engine: the caller closes it
     same = {"think": models["nothink"], "nothink": models["nothink"]}
-    generate(items, same, tmp_path / "c", engine=given, **{**kw, "samplings": pair_samplings(same, 64)})
+    generate(items, same, tmp_path / "c", replace(request, samplings=pair_samplings(same, 64)), engine=given)
     assert given.seen and not given.closed and len(built) == 3
 
 
@@ -293,9 +293,8 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
     FAKE_GOLD.update(zip(items["question"], items["gold"]))
     runs = tmp_path / "generations"
     models = gen.pair_models("qwen")
-    generate(
-        items, models, runs / "math500__qwen", backend="vllm", samplings=pair_samplings(models, 64), progress=False
-    )
+    request = GenerationRequest(backend="vllm", samplings=pair_samplings(models, 64), progress=False)
+    generate(items, models, runs / "math500__qwen", request)
     nb = jupytext.read(ROOT / "notebooks" / "02_scores.py")
     monkeypatch.setenv("GPAC_FIGURES", str(tmp_path / "figures"))  # the kernel's output folder
     papermill.execute_notebook(

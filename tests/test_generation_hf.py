@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from gpac_utils.llm.engines import Sampling, TransformersEngine, prompt_ids  # noqa: E402
-from gpac_utils.llm.generation import run_generation  # noqa: E402
+from gpac_utils.llm.generation import GenerationRequest, run_generation  # noqa: E402
 from gpac_utils.llm.records import load_generations  # noqa: E402
 
 WORDS = ["the", "answer", "is", "two", "three", "step", "so", "boxed", "yes", "no", "what", "plus", "one"]
@@ -99,7 +99,8 @@ def test_transformers_runner_end_to_end(tiny, tmp_path):
     eng = TransformersEngine(str(tiny), device="cpu", batch_size=2)
     items = pd.DataFrame({"item_id": ["a", "b", "c"], "messages": [CONV, CONV, [{"role": "user", "content": "yes"}]]})
     s = Sampling(temperature=1.0, max_tokens=8)
-    run_generation(items, eng, tmp_path, role="think", sampling=s, thinking=True, progress=False)
+    request = GenerationRequest(samplings={"think": s}, progress=False)
+    run_generation(items, eng, tmp_path, "think", request, thinking=True)
     g = load_generations(tmp_path, "think", items["item_id"])
     assert list(g["item_id"]) == ["a", "b", "c"] and (g["backend"] == "transformers").all()
     assert ((g["reasoning_tokens"] + g["answer_tokens"]) == g["n_tokens"]).all()
@@ -109,7 +110,7 @@ def test_transformers_runner_end_to_end(tiny, tmp_path):
             assert "</think>" not in row.answer
     # per-item seeds: regenerating one item alone gives the same text as in the batch
     alone = tmp_path / "alone"
-    run_generation(items.iloc[[1]], eng, alone, role="think", sampling=s, thinking=True, progress=False)
+    run_generation(items.iloc[[1]], eng, alone, "think", request, thinking=True)
     assert load_generations(alone, "think")["text"].iloc[0] == g["text"].iloc[1]
 
 

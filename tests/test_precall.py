@@ -19,7 +19,7 @@ from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.cli import main
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.router_model import EMBEDDERS, Embedding, RouterModel, load_router_model
-from gpac_utils.llm.serve import CertifiedRouter
+from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
 from gpac_utils.workflow.paths import DATA
 
 TABLE = DATA / "generated" / "arith__smollm2.parquet"
@@ -109,7 +109,7 @@ def test_a_tampered_model_file_is_refused(fitted, tmp_path):
     bad = tmp_path / "router.json"
     bad.write_text(json.dumps(doc))
     with pytest.raises(DataError, match=r"SHA-256 .* differs from the certificate's") as info:
-        CertifiedRouter(cert_path, FakeEngine("a"), FakeEngine("b"), score_model=bad)
+        CertifiedRouter(cert_path, FakeEngine("a"), FakeEngine("b"), ServeOptions(score_model=bad))
     assert "\n" not in str(info.value)
 
 
@@ -118,7 +118,7 @@ def test_another_embedder_or_no_model_is_refused(fitted):
     other = ToyEmbedder()
     other.model_name = "all-MiniLM-L6-v2"
     with pytest.raises(ParameterError, match="reads 'toy-arith' embeddings, not 'all-MiniLM-L6-v2'"):
-        CertifiedRouter(cert_path, FakeEngine("a"), FakeEngine("b"), embedder=other)
+        CertifiedRouter(cert_path, FakeEngine("a"), FakeEngine("b"), ServeOptions(embedder=other))
     doc = json.loads(cert_path.read_text())
     del doc["provenance"]["score_model"]
     router = CertifiedRouter(doc, FakeEngine("a"), FakeEngine("b"))

@@ -18,7 +18,7 @@ from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.llm.engines import Completion, Sampling, item_seed
 from gpac_utils.llm.generation import WALK_SAMPLING
 from gpac_utils.llm.scoring import logits_score
-from gpac_utils.llm.serve import CertifiedRouter
+from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
 from gpac_utils.online import OnlineGPAC
 
 CREATED = "2026-01-01T00:00:00Z"
@@ -146,8 +146,8 @@ def test_refuses_a_score_it_cannot_compute(certificate, cheap, thinker):
     doc["groups"]["easy"]["status"] = "maybe"
     with pytest.raises(DataError, match="status"):
         CertifiedRouter(doc, cheap, thinker)
-    with pytest.raises(ParameterError, match="score_col: the certificate was calibrated on score 'score_logits'"):
-        CertifiedRouter(certificate, cheap, thinker, score_col="score_verbalized")
+    with pytest.raises(ParameterError, match="score: the certificate was calibrated on score 'score_logits'"):
+        CertifiedRouter(certificate, cheap, thinker, ServeOptions(score="score_verbalized"))
     with pytest.raises(ParameterError, match="loss_fn"):
         CertifiedRouter(certificate, cheap, thinker, online=OnlineGPAC(0.1, label_prob=0.5))
 
@@ -162,13 +162,13 @@ def test_a_score_column_named_anything_is_served(certificate, cheap, thinker):
     assert cert.score == "score_logits" and cert.columns["score"] == "my_logits"
     served = CertifiedRouter(cert, cheap, thinker).serve(reqs)
     pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
-    # a version-3 file has no registry name: its column is not a registered score, so score_col names it
+    # a version-3 file has no registry name: its column is not a registered score, so ServeOptions(score=) names it
     old = renamed | {"schema_version": 3}
     old.pop("score")
     assert Certificate.read(old).score is None
     with pytest.raises(ParameterError, match="certificate: calibrated on score None \\(column 'my_logits'\\)"):
         CertifiedRouter(old, cheap, thinker)
-    served = CertifiedRouter(old, cheap, thinker, score_col="score_logits").serve(reqs)
+    served = CertifiedRouter(old, cheap, thinker, ServeOptions(score="score_logits")).serve(reqs)
     pd.testing.assert_series_equal(served["route_nothink"], plain["route_nothink"])
 
 
@@ -236,7 +236,7 @@ def test_tiny_model_on_arith_with_the_transformers_engine(tmp_path):
     items = load_benchmark("arith").groupby("group").head(1).reset_index(drop=True).iloc[:3]  # three groups
     engine = TransformersEngine("smollm2-135m", device="cpu", batch_size=8)
     short = {"think": WALK_SAMPLING["think"].with_(max_tokens=16)}  # the route does not depend on it
-    served = CertifiedRouter(out, engine, engine, samplings=short).serve(items)
+    served = CertifiedRouter(out, engine, engine, ServeOptions(samplings=short)).serve(items)
     cert = json.loads(out.read_text())
     thr = np.array([cert["thresholds"][g] for g in items["group"]])
     assert (served["route_nothink"] == (served["score"] <= thr)).all()

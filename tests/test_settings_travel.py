@@ -53,12 +53,6 @@ def test_the_counter_counts_as_the_issue_says():
     assert len(f.args.args) + len(f.args.kwonlyargs) + 2 == 5 and len(k.body[0].args.args) - 1 == 8
 
 
-@pytest.mark.xfail(
-    reason="10 left (the planner's draws take a _Source since issue 40); the rest belong to issue 37's other parts "
-    "(llm.generation, paper.results_tables.build_table, risks.routed_*, the calibrators' certify "
-    "hook and threshold(), CertifiedRouter); strict: remove this mark when it passes",
-    strict=True,
-)
 def test_few_functions_have_eight_or_more_parameters():
     found = many_parameter_functions()
     assert len(found) <= MOST_WITH_MANY, "\n".join(found)

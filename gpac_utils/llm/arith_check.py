@@ -102,10 +102,12 @@ def check(out=BUILD / "arith-check", *, table=TABLE, n_per_group=2, backend="aut
         check_items(committed, n_per_group),
         generation.pair_models("smollm2"),
         folder,
-        backend=backend,
-        samplings=generation.walk_samplings(n_verbalized=VERBALIZED_SAMPLES),
-        progress=False,
-        windows=WINDOWS,
-        engine_kwargs={**VLLM_CPU, "enforce_eager": eager} if backend == "vllm" else {"device": "cpu"},
+        generation.GenerationRequest(
+            backend=backend,
+            samplings=generation.walk_samplings(n_verbalized=VERBALIZED_SAMPLES),
+            progress=False,
+            windows=WINDOWS,
+            engine_kwargs={**VLLM_CPU, "enforce_eager": eager} if backend == "vllm" else {"device": "cpu"},
+        ),
     )
     return compare(score_run(folder, "arith").table, committed, same_engine=backend == "vllm")

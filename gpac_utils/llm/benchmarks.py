@@ -26,8 +26,9 @@ name            Hugging Face source                columns
 :func:`load_benchmark` returns one row per item with canonical columns ``item_id``, ``group``,
 ``question`` (text shown to the router and the verbalized prompt), ``prompt`` (the full user
 message), ``gold`` (answer string / correct letter / solution JSON / empty), ``messages``.
-The ``walk`` has one conversation per role: ``messages`` (``think``: a one-shot ``\\boxed{}``
-example, :func:`gpac_utils.llm.grading.walk_messages`) and ``messages_nothink``.
+The ``walk`` has one conversation per role with a walk prompt (:attr:`gpac_utils.scores.Role.walk_messages`,
+:func:`gpac_utils.llm.grading.walk_messages`): ``messages`` (the first such role's, ``think``: a one-shot
+``\\boxed{}`` example) and ``messages_<role>`` for each other (``messages_nothink``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import pandas as pd
 from .. import data
 from ..checks import ParameterError
 from ..registry import Registry, removed
+from ..scores import ROLES
 from ..workflow.paths import DATA
 from . import arithmetic, grading
 
@@ -271,9 +273,10 @@ def load_benchmark(name: str, path: str | Path | None = None, *, n_items: int | 
     if n_items is not None and n_items < len(out):
         keep = np.sort(np.random.default_rng(seed).choice(len(out), size=int(n_items), replace=False))
         out = out.iloc[keep].reset_index(drop=True)
-    if spec.walk:
-        out["messages"] = [grading.walk_messages(q, "think") for q in out["question"]]
-        out["messages_nothink"] = [grading.walk_messages(q, "nothink") for q in out["question"]]
+    if spec.walk:  # each role's walk prompt (Role.walk_messages): the first role's is the items' conversation
+        prompted = [r for r in ROLES.values() if r.walk_messages is not None]
+        for k, role in enumerate(prompted):
+            out[f"messages_{role.name}" if k else "messages"] = [role.walk_messages(q) for q in out["question"]]
     else:
         out["messages"] = [[{"role": "user", "content": p}] for p in out["prompt"]]
     return out

@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import ParameterError
-from .serve import CertifiedRouter
+from .serve import CertifiedRouter, ServeOptions
 
 __all__ = ["ROUTES", "NO_GROUP", "CertifiedRoutingStrategy", "build_router"]
 
@@ -82,7 +82,8 @@ class CertifiedRoutingStrategy(_base()):
     """
 
     def __init__(self, certificate, model_list, *, score_model=None, embedder=None, group_key="group"):
-        self.router = r = CertifiedRouter(certificate, None, None, score_model=score_model, embedder=embedder)
+        options = ServeOptions(score_model=score_model, embedder=embedder)
+        self.router = r = CertifiedRouter(certificate, None, None, options)
         self.text_columns = sorted({*r.score.request_columns, *([r.score_model.text] if r.score_model else [])})
         self.group_key = group_key
         r.decide(pd.DataFrame(columns=["item_id", r.group_col, *self.text_columns]))  # refuses a cascade score now

@@ -48,7 +48,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -142,31 +142,99 @@ def pair_models(pair: str, think_model: str | None = None, nothink_model: str | 
     return {**MODEL_PAIRS.get(pair, {}), **{k: v for k, v in (("think", think_model), ("nothink", nothink_model)) if v}}
 
 
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What a generation run does, declared once and passed whole (the command line, ``01_generate``,
+    the arithmetic check and the tests build one; :func:`generate` and :func:`run_generation` read it).
+
+    Checked when built (:class:`~gpac_utils.checks.ParameterError`, one line naming the field), before
+    any model loads.
+
+    Parameters
+    ----------
+    backend : str, default "auto"
+        The engine :func:`generate` builds per model (:func:`~.engines.make_engine`); ``"auto"``:
+        :func:`~.engines.resolve_backend`. Unused when an engine is given.
+    samplings : mapping, optional
+        Sampling per role (default: :func:`pair_samplings` of the models; the walk: :func:`walk_samplings`).
+    roles : tuple of str, optional
+        The roles to run, in order (default: every :data:`~gpac_utils.scores.ROLES` entry with a
+        sampling; all of them when ``samplings`` is not given).
+    shard : str or (int, int), default "0/1"
+        ``i/n``: this process handles the items ``k`` with ``k mod n == i``.
+    seed : int, default 0
+        Base seed; item ``i`` samples with :func:`~.engines.item_seed` ``(seed, item_id)``.
+    engine_kwargs : mapping, default {}
+        Passed to :func:`~.engines.make_engine` (``tensor_parallel_size``, ``device``, ...).
+    progress : bool, default True
+        tqdm bars on stderr.
+    windows : mapping, default {}
+        Per role, requests in flight at a time on a streaming engine (default all; records do not
+        depend on it). vLLM's CPU build fails on seeded sampling when a prompt's prefill is split over
+        engine steps ("CPU Generator does not use offset"): a sampled role's window times its prompt
+        tokens must stay below one step's tokens.
+    sampling_overrides : mapping, optional
+        ``{item_id: {"max_tokens": ...}}``: per-item changes of the sampling (benchmarks).
+    """
+
+    backend: str = "auto"
+    samplings: Mapping[str, Sampling] | None = None
+    roles: tuple[str, ...] | None = None
+    shard: str | tuple = "0/1"
+    seed: int = 0
+    engine_kwargs: Mapping = field(default_factory=dict)
+    progress: bool = True
+    windows: Mapping[str, int] = field(default_factory=dict)
+    sampling_overrides: Mapping | None = None
+
+    def __post_init__(self):
+        every = [r for r in ROLES if self.samplings is None or r in self.samplings]
+        roles = tuple(every) if self.roles is None else tuple(self.roles)
+        unknown = [r for r in roles if r not in ROLES]
+        missing = [r for r in roles if self.samplings is not None and r not in self.samplings]
+        if unknown or missing:
+            raise ParameterError(
+                f"roles: {list(roles)} must be among {list(ROLES)}, each with a sampling "
+                f"({sorted(self.samplings or ROLES)})"
+            )
+        parse_shard(self.shard)
+        windows = self.windows or {}
+        if not isinstance(windows, Mapping) or not all(
+            r in ROLES and type(v) is int and v > 0 for r, v in windows.items()
+        ):
+            raise ParameterError(f"windows: must map roles {list(ROLES)} to integers >= 1, got {windows!r}")
+        object.__setattr__(self, "roles", roles)
+        object.__setattr__(self, "windows", dict(windows))
+        object.__setattr__(self, "engine_kwargs", dict(self.engine_kwargs or {}))
+
+    def sampling(self, role: str) -> Sampling:
+        """``role``'s sampling (ParameterError when the request has none for it)."""
+        if self.samplings is None or role not in self.samplings:
+            raise ParameterError(f"samplings: the request has no sampling for role {role!r}")
+        return self.samplings[role]
+
+
 def run_generation(
     items: pd.DataFrame,
     engine,
     out_dir,
-    *,
     role: str,
-    sampling: Sampling,
+    request: GenerationRequest,
+    *,
     thinking: bool = False,
-    shard=None,
-    seed: int = 0,
     messages_col: str = "messages",
-    progress: bool = True,
-    sampling_overrides: Mapping | None = None,
-    window: int | None = None,
 ) -> dict:
-    """Generate ``role`` for every item of this shard not yet on disk (see the module doc).
+    """Generate ``role`` for every item of the request's shard not yet on disk (see the module doc).
 
     ``items`` need ``item_id`` (unique) and ``messages_col`` (lists of ``{"role", "content"}``);
-    ``thinking``: split reasoning from answer at ``</think>``; ``sampling_overrides``
-    ``{item_id: {"max_tokens": ...}}``: per-item changes (benchmarks); ``window``: requests in flight
-    at a time on a streaming engine (default all; records do not depend on it). Returns ``done_before``,
-    ``generated``, ``shard``, ``tokens``, ``wall_s``, ``tokens_per_s``.
+    ``request``: the run's settings (:class:`GenerationRequest`: the role's sampling and window, the
+    shard, seed, per-item sampling overrides, progress bars); ``thinking``: split reasoning from
+    answer at ``</think>``. Returns ``done_before``, ``generated``, ``shard``, ``tokens``, ``wall_s``,
+    ``tokens_per_s``.
     """
     if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        raise ParameterError(f"role: must be one of {list(ROLES)}, got {role!r}")
+    sampling, seed, shard = request.sampling(role), request.seed, request.shard
     for col in ("item_id", messages_col):
         if col not in items.columns:
             raise ValueError(f"items lack column {col!r}; they have {list(items.columns)}")
@@ -175,7 +243,7 @@ def run_generation(
     t0, started = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     (i, n), role_dir = parse_shard(shard), Path(out_dir) / role
     (role_dir / "runs").mkdir(parents=True, exist_ok=True)
-    overrides = {k: dict(v) for k, v in (sampling_overrides or {}).items()}
+    overrides = {k: dict(v) for k, v in (request.sampling_overrides or {}).items()}
     settings = {
         "model": engine.model,
         "backend": engine.backend,
@@ -196,11 +264,13 @@ def run_generation(
         for iid, conv in zip(todo["item_id"].tolist(), todo[messages_col])  # Python ids: JSON keys
     ]
     end_id = engine.tokenizer.get_vocab().get(END_THINK) if thinking else None
-    bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"{role} shard {i}/{n}", disable=not progress)
+    bar = tqdm(
+        total=len(mine), initial=len(mine) - len(todo), desc=f"{role} shard {i}/{n}", disable=not request.progress
+    )
     generated, tokens, status = 0, 0, "running"
     try:
         with open(path, "a") as f:
-            for iid, comps in engine.stream(requests, window):
+            for iid, comps in engine.stream(requests, request.windows.get(role)):
                 rows = []
                 for k, c in enumerate(comps):
                     sp = split_thinking(c, thinking=thinking, end_id=end_id)
@@ -259,61 +329,36 @@ def run_generation(
 
 
 # --------------------------------------------------------------------------- a whole run
-def _check_options(roles, samplings: Mapping, shard, windows) -> Mapping:
-    """``windows`` (``{}`` for ``None``) once ``roles``, ``shard`` and ``windows`` are checked (ParameterError)."""
-    if [r for r in roles if r not in ROLES] or [r for r in roles if r not in samplings]:
-        raise ParameterError(f"roles: {list(roles)} must be among {ROLES}, each with a sampling ({sorted(samplings)})")
-    parse_shard(shard)
-    windows = windows or {}
-    if not isinstance(windows, Mapping) or not all(r in ROLES and type(v) is int and v > 0 for r, v in windows.items()):
-        raise ParameterError(f"windows: must map roles {ROLES} to integers >= 1, got {windows!r}")
-    return windows
+def generate(items: pd.DataFrame, models: dict[str, str], folder, request: GenerationRequest, *, engine=None) -> dict:
+    """Run the request's roles for its shard, one model in memory at a time; ``{role: run_generation(...)}``.
 
-
-def generate(
-    items: pd.DataFrame,
-    models: dict[str, str],
-    folder,
-    *,
-    backend: str,
-    samplings: Mapping | None = None,
-    roles=ROLES,
-    shard="0/1",
-    seed: int = 0,
-    engine=None,
-    engine_kwargs: dict | None = None,
-    progress: bool = True,
-    windows: Mapping[str, int] | None = None,
-) -> dict:
-    """Run ``roles`` for this shard, one model in memory at a time; ``{role: run_generation(...)}``.
-
-    ``samplings``: per role (default :func:`pair_samplings`; the walk: :func:`walk_samplings`).
-    Each role reads its conversation from the items' ``messages_<role>`` column when there is one
-    (the walk's ``messages_nothink``), else ``messages``; ``verbalized`` is built from the first
-    ``nothink`` answer. ``engine``: one engine for every role (the walk's one model; e.g. shared
-    by several calls), else one is built per model by :func:`make_engine` with ``engine_kwargs``.
-    ``windows``: per role, requests in flight at a time on vLLM (default all). vLLM's CPU build fails
-    on seeded sampling when a prompt's prefill is split over engine steps ("CPU Generator does not use
-    offset"): a sampled role's window times its prompt tokens must stay below one step's tokens.
+    ``request``: the run's settings (:class:`GenerationRequest`; its samplings default to
+    :func:`pair_samplings` of ``models``). Each role reads its conversation from the items'
+    ``messages_<role>`` column when there is one (the walk's ``messages_nothink``), else ``messages``;
+    ``verbalized`` is built from the first ``nothink`` answer (:attr:`gpac_utils.scores.Role.conversation`).
+    ``engine``: one engine for every role (the walk's one model; e.g. shared by several calls), else one
+    is built per model by :func:`make_engine` with the request's backend and ``engine_kwargs``.
     """
-    folder, samplings = Path(folder), dict(samplings or pair_samplings(models))
-    windows = _check_options(roles, samplings, shard, windows)
+    folder = Path(folder)
+    if request.samplings is None:
+        request = replace(request, samplings=pair_samplings(models))
     if engine is not None and {models["think"], models["nothink"]} != {engine.model}:
         raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
+    backend = request.backend
+    if engine is None and backend == "auto" and (backend := resolve_backend(backend, models)) == "validate":
+        raise ParameterError("backend: no GPU with vLLM and no local model folders: nothing to generate here")
     records.save_items(items, folder)
     report = {}
     owned = None  # the engine built here, shut down here; a caller's engine is the caller's to close
     try:
-        for role in roles:
+        for role in request.roles:
             model = models[ROLES[role].model]
             if engine is None or engine.model != model:
                 _close(owned)  # one model in memory at a time
                 engine = owned = None
-                room = {"max_model_len": int(samplings[role].max_tokens) + 4096} if backend == "vllm" else {}
-                engine = owned = make_engine(backend, model, seed=seed, **{**room, **(engine_kwargs or {})})
-            report[role] = _run_role(
-                items, engine, folder, role, samplings[role], shard, seed, progress, windows, model
-            )
+                room = {"max_model_len": int(request.sampling(role).max_tokens) + 4096} if backend == "vllm" else {}
+                engine = owned = make_engine(backend, model, seed=request.seed, **{**room, **request.engine_kwargs})
+            report[role] = _run_role(items, engine, folder, role, request, model)
     finally:
         _close(owned)
     return report
@@ -326,25 +371,14 @@ def _close(engine) -> None:
         close()
 
 
-def _run_role(items, engine, folder, role, sampling, shard, seed, progress, windows, model) -> dict:
+def _run_role(items, engine, folder, role: str, request: GenerationRequest, model: str) -> dict:
     """One role of :func:`generate` on ``engine``: :func:`run_generation`'s report."""
     col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
     build = ROLES[role].conversation
     if build is not None:
-        items = items.assign(**{col: build(items, folder, shard)})
-    return run_generation(
-        items,
-        engine,
-        folder,
-        role=role,
-        sampling=sampling,
-        shard=shard,
-        seed=seed,
-        messages_col=col,
-        thinking=ROLES[role].model == "think" and model_defaults(model)[1],
-        progress=progress,
-        window=windows.get(role),
-    )
+        items = items.assign(**{col: build(items, folder, request.shard)})
+    thinking = ROLES[role].model == "think" and model_defaults(model)[1]
+    return run_generation(items, engine, folder, role, request, thinking=thinking, messages_col=col)
 
 
 def verbalized_conversations(items: pd.DataFrame, folder, shard) -> list:
@@ -397,15 +431,8 @@ def main(argv=None) -> int:
             samplings = walk_samplings(args.max_tokens, n_verbalized=args.n_verbalized)
         else:
             samplings = pair_samplings(models, args.max_tokens, *[n for n in [args.n_verbalized] if n is not None])
-        _check_options(roles, samplings, args.shard, args.windows)
-        if (backend := resolve_backend(args.backend, models)) == "validate":
-            raise ParameterError("--backend: no GPU with vLLM and no local model folders: nothing to generate here")
-        items = load_benchmark(args.benchmark, args.data, n_items=args.n_items, seed=args.seed)
-        result = generate(
-            items,
-            models,
-            out,
-            backend=backend,
+        request = GenerationRequest(
+            backend=args.backend,
             samplings=samplings,
             roles=roles,
             shard=args.shard,
@@ -414,6 +441,10 @@ def main(argv=None) -> int:
             progress=args.progress,
             windows=args.windows,
         )
+        if (backend := resolve_backend(args.backend, models)) == "validate":
+            raise ParameterError("--backend: no GPU with vLLM and no local model folders: nothing to generate here")
+        items = load_benchmark(args.benchmark, args.data, n_items=args.n_items, seed=args.seed)
+        result = generate(items, models, out, replace(request, backend=backend))
     except ParameterError as exc:  # shard, roles, windows, n_items, max_tokens, engine arguments: before a model loads
         ap.error(str(exc))
     except (OSError, ValueError, ImportError) as exc:  # a file, its columns or rows; a run's settings; no vllm

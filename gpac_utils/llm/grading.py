@@ -36,7 +36,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..checks import ParameterError
 from ..registry import Registry
+from ..scores import ROLES
 
 LETTERS = "ABCD"
 
@@ -100,23 +102,38 @@ def grade_math(response: str, gold: str, *, timeout_seconds: int = 5) -> bool:
 #: The one-shot example shown to the ``think`` role of the walk (format: steps, then ``\boxed{}``).
 WALK_EXAMPLE = ("What is 7 times 6 plus 5?", "7 times 6 is 42. Then 42 + 5 = 47. The answer is \\boxed{47}.")
 WALK_NOTHINK_INSTRUCTION = "Reply with the final answer only, as a number."
-WALK_ROLES = ("think", "nothink")
+
+
+def walk_think_messages(problem: str) -> list[dict]:
+    """The walk's ``think`` conversation (:attr:`gpac_utils.scores.Role.walk_messages`): a one-shot
+    example of the answer format (worked steps ending in ``\\boxed{}``), then the problem, both with
+    the MATH instruction."""
+    example, answer = WALK_EXAMPLE
+    user = [{"role": "user", "content": math_prompt(q)} for q in (example, problem)]
+    return [user[0], {"role": "assistant", "content": answer}, user[1]]
+
+
+def walk_nothink_messages(problem: str) -> list[dict]:
+    """The walk's ``nothink`` conversation (:attr:`gpac_utils.scores.Role.walk_messages`): the problem
+    and "reply with the final answer only"."""
+    return [{"role": "user", "content": f"{problem}\n\n{WALK_NOTHINK_INSTRUCTION}"}]
 
 
 def walk_messages(problem: str, role: str) -> list[dict]:
-    """Conversation of the walk's ``role`` for ``problem``.
+    """Conversation of the walk's ``role`` for ``problem``: its :data:`~gpac_utils.scores.ROLES` entry's
+    :attr:`~gpac_utils.scores.Role.walk_messages` (``think``: :func:`walk_think_messages`; ``nothink``:
+    :func:`walk_nothink_messages`).
 
-    ``think``: a one-shot example of the answer format (worked steps ending in ``\\boxed{}``), then
-    the problem, both with the MATH instruction; ``nothink``: the problem and
-    "reply with the final answer only".
+    Raises
+    ------
+    ParameterError
+        For a role that is not registered or has no walk prompt of its own.
     """
-    if role == "think":
-        example, answer = WALK_EXAMPLE
-        user = [{"role": "user", "content": math_prompt(q)} for q in (example, problem)]
-        return [user[0], {"role": "assistant", "content": answer}, user[1]]
-    if role == "nothink":
-        return [{"role": "user", "content": f"{problem}\n\n{WALK_NOTHINK_INSTRUCTION}"}]
-    raise ValueError(f"role must be one of {WALK_ROLES}, got {role!r}")
+    entry = ROLES[ROLES.check(role, "role")]
+    if entry.walk_messages is None:
+        walk = [n for n, r in ROLES.items() if r.walk_messages is not None]
+        raise ParameterError(f"role: {role!r} has no walk prompt of its own; the roles with one are {walk}")
+    return entry.walk_messages(problem)
 
 
 _LAST_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")

@@ -232,7 +232,7 @@ def serve_router(router, requests, cheap=None) -> np.ndarray:
     model = router.score_model
     if model is None:
         raise ParameterError(
-            f"certificate: score {router.score_col!r} is served by its fitted model (gpac fit-router), and the "
+            f"certificate: score {router.score.column!r} is served by its fitted model (gpac fit-router), and the "
             "certificate records none (gpac calibrate --score-model)"
         )
     if model.text not in requests.columns:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +53,43 @@ from .generation import model_defaults, split_thinking, walk_samplings
 from .router_model import embedder as embedder_named
 from .router_model import load_router_model
 
-__all__ = ["CertifiedRouter"]
+__all__ = ["CertifiedRouter", "ServeOptions"]
 
 __getattr__ = removed(__name__, {"SCORERS": "gpac_utils.scores.SCORES[name].serve (each score entry serves itself)"})
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How a :class:`CertifiedRouter` serves, beside what its certificate fixes (declared once, passed whole).
+
+    Parameters
+    ----------
+    samplings : mapping, optional
+        Sampling per role ``"nothink"``, ``"think"``, ``"verbalized"`` (their seeds are replaced
+        per request); default :data:`~gpac_utils.llm.generation.WALK_SAMPLING`, the settings of the
+        committed ``arith`` table.
+    seed : int, default 0
+        Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
+    score : str, optional
+        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
+        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
+        score than the one it names is refused.
+    window : int, optional
+        Requests in flight per engine call (vLLM on CPU: see :class:`~gpac_utils.llm.generation.GenerationRequest`).
+    score_model : path, optional
+        The score's fitted model file (default: the one the certificate records, else beside the
+        certificate file); hash-checked against the certificate.
+    embedder : object, optional
+        The score model's embedder (default: a new one of its
+        :data:`~gpac_utils.llm.router_model.EMBEDDERS` entry).
+    """
+
+    samplings: Mapping[str, Sampling] | None = None
+    seed: int = 0
+    score: str | None = None
+    window: int | None = None
+    score_model: str | Path | None = None
+    embedder: object | None = None
 
 
 class CertifiedRouter:
@@ -67,22 +102,12 @@ class CertifiedRouter:
         ``gpac calibrate`` (read by :meth:`~gpac_utils.certificate.Certificate.read`).
     nothink, think : engine
         The non-thinking and the thinking engine (they may be the same object, as in the walk).
-    samplings : mapping, optional
-        Sampling per role ``"nothink"``, ``"think"``, ``"verbalized"`` (their seeds are replaced
-        per request); default :data:`~gpac_utils.llm.generation.WALK_SAMPLING`, the settings of the
-        committed ``arith`` table.
-    seed : int, default 0
-        Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
-    score_col : str, optional
-        The score's registry name (:data:`gpac_utils.scores.SCORES`), for a certificate that does not
-        name one (its ``score``; the table's column, ``columns.score``, may be named anything); another
-        score than the one it names is refused.
+    options : ServeOptions, optional
+        Samplings, seed, the score's registry name, window, score model and embedder (:class:`ServeOptions`).
     online : OnlineGPAC, optional
         An online router to feed (module description); needs ``loss_fn``.
     loss_fn : callable, optional
         ``loss_fn(request, nothink_answer, think_answer) -> float`` in ``[0, loss_bound]``.
-    window : int, optional
-        Requests in flight per engine call (vLLM on CPU: see :func:`~gpac_utils.llm.generation.generate`).
 
     Raises
     ------
@@ -103,41 +128,41 @@ class CertifiedRouter:
         certificate,
         nothink,
         think,
+        options: ServeOptions | None = None,
         *,
-        samplings: Mapping[str, Sampling] | None = None,
-        seed: int = 0,
-        score_col: str | None = None,
         online=None,
         loss_fn: Callable | None = None,
-        window: int | None = None,
-        score_model=None,
-        embedder=None,
     ):
+        options = ServeOptions() if options is None else options
+        if not isinstance(options, ServeOptions):
+            raise ParameterError(f"options: must be a ServeOptions, got {type(options).__name__}")
         cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
-        self.certificate, self.calibrator = cert, cert.calibrator()
+        self.certificate, self.calibrator, self.options = cert, cert.calibrator(), options
         columns = cert.columns
-        if score_col and cert.score and score_col != cert.score:
+        if options.score and cert.score and options.score != cert.score:
             raise ParameterError(
-                f"score_col: the certificate was calibrated on score {cert.score!r}, not {score_col!r}"
+                f"score: the certificate was calibrated on score {cert.score!r}, not {options.score!r}"
             )
-        self.score_col = score_col or cert.score  # the score's registry name (its column may be named anything)
-        served = [name for name, score in SCORES.items() if score.serve is not None]
-        if self.score_col not in served:
+        name = options.score or cert.score  # the score's registry name (its column may be named anything)
+        served = [key for key, score in SCORES.items() if score.serve is not None]
+        if name not in served:
             raise ParameterError(
-                f"certificate: calibrated on score {self.score_col!r} (column {columns.get('score')!r}), which the "
-                f"router cannot compute; it computes {served} (score_col= names the score of a certificate "
+                f"certificate: calibrated on score {name!r} (column {columns.get('score')!r}), which the "
+                f"router cannot compute; it computes {served} (ServeOptions(score=) names the score of a certificate "
                 "without one)"
             )
-        self.score = SCORES[self.score_col]
+        self.score = SCORES[name]  # its registry entry (self.score.column: its name)
         self.group_col = columns.get("group") or "group"
         if online is not None and loss_fn is None:
             raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
-        self.nothink, self.think, self.online, self.loss_fn, self.window = nothink, think, online, loss_fn, window
-        self.samplings = {**walk_samplings(), **dict(samplings or {})}
-        self.seed = int(seed)
+        self.nothink, self.think, self.online, self.loss_fn = nothink, think, online, loss_fn
+        self.window = options.window
+        self.samplings = {**walk_samplings(), **dict(options.samplings or {})}
+        self.seed = int(options.seed)
         self.think_is_thinking = model_defaults(think.model)[1] if think is not None else False
         self.statuses = {g: e["status"] for g, e in cert.groups.items()}
-        self.score_model, self._embedder = self._load_score_model(certificate, score_model, embedder), embedder
+        self.score_model = self._load_score_model(certificate, options.score_model, options.embedder)
+        self._embedder = options.embedder
 
     def _load_score_model(self, source, path, embedder):
         """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
@@ -221,7 +246,7 @@ class CertifiedRouter:
         """
         if not self.score.pre_call:
             raise ParameterError(
-                f"certificate: score {self.score_col!r} needs the cheap model's answer; deciding before any call "
+                f"certificate: score {self.score.column!r} needs the cheap model's answer; deciding before any call "
                 "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
             )
         scores = self._scores(requests, None)
@@ -262,7 +287,7 @@ class CertifiedRouter:
             raise DataError("requests: need a unique 'item_id' per request")
         missing = [c for c in self.score.request_columns if c not in requests.columns]
         if missing:
-            raise DataError(f"requests: {self.score_col} needs the {missing[0]!r} column")
+            raise DataError(f"requests: {self.score.column} needs the {missing[0]!r} column")
         ids = requests["item_id"].tolist()
         nothink_convs = self._conversations(requests, "nothink")
         if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it

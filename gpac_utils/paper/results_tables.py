@@ -360,40 +360,19 @@ def group_table(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd
     return wide.drop(columns="_last").reset_index(drop=True)
 
 
-def build_table(
-    settings: TableSettings,
-    paper_table: str | None,
-    tables: Mapping[str, pd.DataFrame],
-    *,
-    eps: Mapping[str, float],
-    cal_ratio: Mapping[str, float],
-    groupings: Sequence[str],
-    file_name: str,
-    layout_suffix: str = "_paper_layout",
-    rows: Sequence[tuple[str, str]] = LAYOUT_ROWS,
-    figure: str | None = None,
-    title: str = "",
-    groups_table: bool = False,
-    paper_columns: bool | None = None,
-) -> ResultsTable:
-    """Run, summarize, pick the valid bound, save the tables and draw the error bars.
-
-    Saves the long table ``<file_name>.csv|.md`` (:func:`~gpac_utils.paper.table_layout.report_table`)
-    and the layout ``<file_name><layout_suffix>.csv|.md`` (:func:`~gpac_utils.paper.table_layout.paper_layout`).
+@dataclass(frozen=True)
+class TableOutput:
+    """What :func:`build_table` saves and draws (declared once, passed whole).
 
     Parameters
     ----------
-    settings : TableSettings
-        Method settings (its data settings are not read here).
-    paper_table : str or None
-        The paper table whose numbers are set beside ours (``None``: no paper numbers).
-    tables, eps, cal_ratio, groupings
-        As for :func:`run_results`.
     file_name : str
-        Stem of the saved tables.
+        Stem of the saved tables: the long table ``<file_name>.csv|.md``
+        (:func:`~gpac_utils.paper.table_layout.report_table`).
     layout_suffix : str, default "_paper_layout"
-        Suffix of the paper-layout table.
-    rows : sequence of (str, str)
+        Suffix of the paper-layout table ``<file_name><layout_suffix>.csv|.md``
+        (:func:`~gpac_utils.paper.table_layout.paper_layout`).
+    rows : tuple of (str, str)
         Rows of the layout (:data:`~gpac_utils.paper.table_layout.LAYOUT_ROWS`).
     figure : str, optional
         Save the per-group error bars of the ``known`` grouping (paper recipe) under this name.
@@ -404,6 +383,39 @@ def build_table(
     paper_columns : bool, optional
         Keep the (empty) ``… paper (%)`` columns in the long table without a paper table
         (default: only with one).
+    """
+
+    file_name: str
+    layout_suffix: str = "_paper_layout"
+    rows: tuple[tuple[str, str], ...] = LAYOUT_ROWS
+    figure: str | None = None
+    title: str = ""
+    groups_table: bool = False
+    paper_columns: bool | None = None
+
+
+def build_table(
+    settings: TableSettings,
+    paper_table: str | None,
+    tables: Mapping[str, pd.DataFrame],
+    output: TableOutput,
+    *,
+    eps: Mapping[str, float],
+    cal_ratio: Mapping[str, float],
+    groupings: Sequence[str],
+) -> ResultsTable:
+    """Run, summarize, pick the valid bound, save the tables and draw the error bars.
+
+    Parameters
+    ----------
+    settings : TableSettings
+        Method settings (its data settings are not read here).
+    paper_table : str or None
+        The paper table whose numbers are set beside ours (``None``: no paper numbers).
+    tables, eps, cal_ratio, groupings
+        As for :func:`run_results`.
+    output : TableOutput
+        What is saved and drawn: the file names, the layout's rows, the figure and its title.
 
     Returns
     -------
@@ -414,6 +426,7 @@ def build_table(
     A table without token counts gets no STP: NaN in the long table, and the STP row is left out
     of the layout (the notes say so).
     """
+    o, rows, file_name = output, tuple(output.rows), output.file_name
     notes = sources.source_notes(tables)
     if notes:  # a table without token counts: no STP
         rows = tuple(r for r in rows if r[0] != "STP")
@@ -421,16 +434,16 @@ def build_table(
     summary = summarize_results(results)
     valid_bound, comparison = pick_valid_bound(summary)
     side = side_by_side(summary, paper_table)
-    paper_columns = paper_table is not None if paper_columns is None else paper_columns
+    paper_columns = paper_table is not None if o.paper_columns is None else o.paper_columns
     plotting.save_table(report_table(side, paper_columns), file_name)
     layout = paper_layout(side, valid_bound, rows=rows)
-    plotting.save_table(layout, f"{file_name}{layout_suffix}")
-    if groups_table:
+    plotting.save_table(layout, f"{file_name}{o.layout_suffix}")
+    if o.groups_table:
         plotting.save_table(group_table(results, tables), f"{file_name}_groups")
-    if figure is not None:
+    if o.figure is not None:
         cat = category_errors(results[results.grouping == "known"], setting="paper")
-        fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=title)
-        plotting.savefig(fig, figure)
+        fig = plot_category_errorbars(cat, eps, colors=plotting.METHOD_COLORS, scores=settings.scores, title=o.title)
+        plotting.savefig(fig, o.figure)
     return ResultsTable(
         file_name,
         dict(tables),
@@ -495,18 +508,15 @@ def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
             file_name, suffix = f"{family}__{source.tag(None, pair)}", "_layout"
             figure = f"errorbar_category__{source.tag(None, pair)}" if s.figures and "known" in groupings else None
             title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
+        output = TableOutput(file_name, suffix, figure=figure, title=title, groups_table=not source.is_simulated)
         out[file_name] = build_table(
             s,
             spec.name if paper else None,
             tables,
+            output,
             eps=eps,
             cal_ratio=resolve_cal_ratio(run_on, s.cal_ratio),
             groupings=groupings,
-            file_name=file_name,
-            layout_suffix=suffix,
-            figure=figure,
-            title=title,
-            groups_table=not source.is_simulated,
         )
     return out
 

@@ -30,6 +30,8 @@ def test_a_new_bound_makes_the_readme_and_the_glossary_stale():
         made = registry_tables.blocks()
         stale = registry_tables.stale(made)
     assert REPO_ROOT / "README.md" in stale and REPO_ROOT / "docs" / "glossary.md" in stale
+    # the notebooks whose glossary cell copies the UCB entry (workflow/scripts/glossary_cells.py) go stale with it
+    assert REPO_ROOT / "notebooks" / "13_validity_audit.py" in stale
     assert "| `new_bound` | *valid* (finite-sample) | a test |" in made["bounds"]
     assert "`new_bound`" in made["glossary-ucb"]
 

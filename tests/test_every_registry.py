@@ -204,6 +204,10 @@ def test_the_command_line_runs_and_names_the_entry(dummies, table, case, tmp_pat
     shown = capsys.readouterr().out
     if case in ("bound", "score", "method"):  # the settings line names every setting once 37.3 lands
         assert name in shown
+    for command in (["audit", str(out), "--data", str(path)], ["verify", str(out), "--data", str(path)]):
+        assert cli.main(command) in (0, 3)  # 3: the audit finds a violation (the data are the calibration's)
+        shown = capsys.readouterr().out
+        assert name in shown or case == "correction", f"gpac {command[0]} does not name the {case} {name}"
     if case in ("bound", "score", "risk"):  # plan consults BOUNDS, SCORES and RISKS
         plan = tmp_path / "plan.csv"
         risk_options = ["--risk", RISK] if case == "risk" else []

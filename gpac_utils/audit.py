@@ -196,6 +196,12 @@ def verdict_line(report: pd.DataFrame) -> str:
 
 
 # --------------------------------------------------------------------------- verify
+def described(cert: Certificate) -> str:
+    """What a certificate certifies, named by its registry entries: method, bound, sampling, rule, risk and score."""
+    s, score = cert.settings, cert.score or cert.columns.get("score")
+    return f"{cert.method} ({s.recipe.bound}, {s.recipe.sampling}, {s.recipe.rule}, risk {s.risk}) on {score}"
+
+
 def _fmt(x) -> str:
     return "null" if x is None else repr(x)
 
@@ -240,4 +246,5 @@ def verify_certificate(cert: Certificate, table_path, frame: pd.DataFrame) -> li
             if key in old and old[key] != value:
                 raise DataError(f"{where}: groups[{g_!r}].{key} is {_fmt(old[key])}; recomputed {_fmt(value)}")
     note = "" if same_file else " (another file with the same columns)"
-    return [f"recomputed {len(again['thresholds'])} threshold(s) from the recorded settings: bit-identical{note}"]
+    n = len(again["thresholds"])
+    return [f"recomputed {n} threshold(s) of {described(cert)} from the recorded settings: bit-identical{note}"]

@@ -29,6 +29,7 @@ helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) share
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import warnings
@@ -777,11 +778,31 @@ class Method:
     def __post_init__(self) -> None:
         if self.groups not in GROUPINGS:
             raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
+        _same_defaults(self.name, self.cls)
 
     @property
     def cli_name(self) -> str:
         """Its ``gpac calibrate --method`` name: lower case without hyphens (``"gpac"``)."""
         return _key(self.name)
+
+
+def _same_defaults(name: str, cls: type) -> None:
+    """Refuse a calibrator whose ``__init__`` gives a :class:`~gpac_utils.settings.Settings` field a default
+    of its own: ``gpac calibrate``, ``run_experiment`` and a certificate build it with ``from_settings``, from
+    ``Settings``' default, so that default would hold in Python only (a G-PAC-wsr that calibrates with
+    Hoeffding–Bentkus)."""
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    for p in inspect.signature(cls.__init__).parameters.values():
+        field = fields.get(p.name)
+        if field is None or p.default is p.empty:
+            continue
+        shared = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        if p.default != shared:
+            raise ValueError(
+                f"method {name!r}: {cls.__name__}.__init__ defaults {p.name}={p.default!r}, but gpac calibrate, "
+                f"run_experiment and certificates build it from Settings, where {p.name} defaults to {shared!r}; "
+                "give that setting where it is used (a named recipe: --recipe), not as a class default"
+            )
 
 
 def _key(name) -> str:

@@ -111,6 +111,7 @@ def _audit_cmd(a, cli) -> int:
     loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols else None
     report = _audit.audit(cert, s, loss, groups, level=level, binary=a.binary)
+    print(f"{_audit.described(cert)}, tested on {a.data}:")
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper")})
     shown["p_value"] = report["p_value"].map(lambda p: f"{p:.3g}")
     print(shown.to_string(index=False))

@@ -31,6 +31,7 @@ from gpac_utils.recipe import Recipe
 BOUND, SCORE, ROLE, METHOD, CORRECTION = "dummy_bound", "score_dummy", "dummy_role", "D-PAC", "dummy_correction"
 RISK, LABEL, DRIFT, BENCH = "dummy_risk", "dummy_labelling", "dummy_drift", "dummy_bench"
 EMBEDDER = "dummy_embedder"
+WSR = Recipe(bound="wsr")
 
 
 def _one_sided(s1, s2, m, alpha, term_range):
@@ -222,6 +223,10 @@ def test_the_command_line_runs_and_names_the_entry(dummies, table, case, tmp_pat
     shown = capsys.readouterr().out
     if case in ("bound", "score", "method"):  # the settings line names every setting once 37.3 lands
         assert name in shown
+    for command in (["audit", str(out), "--data", str(path)], ["verify", str(out), "--data", str(path)]):
+        assert cli.main(command) in (0, 3)  # 3: the audit finds a violation (the data are the calibration's)
+        shown = capsys.readouterr().out
+        assert name in shown or case == "correction", f"gpac {command[0]} does not name the {case} {name}"
     if case in ("bound", "score", "risk"):  # plan consults BOUNDS, SCORES and RISKS
         plan = tmp_path / "plan.csv"
         risk_options = ["--risk", RISK] if case == "risk" else []
@@ -243,6 +248,19 @@ def test_the_default_calibrator_of_known_groups_stays(dummies, table, tmp_path):
     assert cli.main([*args, "--eps", "0.1", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["method"] == "G-PAC"
     assert calibrate.default_method("known").name == "G-PAC"
+
+
+def test_a_calibrator_with_a_default_of_its_own_is_refused():
+    """gpac calibrate, run_experiment and certificates build it from Settings: its own default would hold in
+    Python only (the CLI would record 'G-PAC-wsr' and calibrate with Hoeffding-Bentkus)."""
+
+    class OwnDefault(GPAC):
+        def __init__(self, eps, alpha=0.05, recipe=WSR, **options):
+            super().__init__(eps, alpha, recipe, **options)
+
+    with pytest.raises(ValueError, match=r"OwnDefault.__init__ defaults recipe=.*--recipe"):
+        calibrate.Method("own-default", OwnDefault, "known")
+    assert calibrate.Method("same-defaults", DPAC, "known").cls is DPAC
 
 
 @pytest.mark.filterwarnings("ignore::gpac_utils.calibrate.GroupWarning")  # eps / 2, alpha / 2: small groups

@@ -4,6 +4,7 @@ bound states the one VALID has."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -30,8 +31,18 @@ def test_a_new_bound_makes_the_readme_and_the_glossary_stale():
         made = registry_tables.blocks()
         stale = registry_tables.stale(made)
     assert REPO_ROOT / "README.md" in stale and REPO_ROOT / "docs" / "glossary.md" in stale
+    # the notebooks whose glossary cell copies the UCB entry (workflow/scripts/glossary_cells.py) go stale with it
+    assert REPO_ROOT / "notebooks" / "13_validity_audit.py" in stale
     assert "| `new_bound` | *valid* (finite-sample) | a test |" in made["bounds"]
     assert "`new_bound`" in made["glossary-ucb"]
+
+
+def test_a_new_calibrator_is_listed_by_the_glossary():
+    from gpac_utils.calibrate import CALIBRATORS
+
+    extra = dataclasses.replace(CALIBRATORS["G-PAC"], name="G-PAC-extra", default=False)
+    with CALIBRATORS.registered(extra):
+        assert "`G-PAC-extra`" in registry_tables.glossary_entries()["glossary-method"]
 
 
 def test_every_registry_is_listed():

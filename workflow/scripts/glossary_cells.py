@@ -34,9 +34,11 @@ TERM = re.compile(r"\{term\}`(?:[^`<]*<)?([^`>]+)>?`", re.S)
 OTHER_ROLE = re.compile(r"\{(?!term\})[a-z]+\}`(?:([^`<]*?)\s*<[^`>]+>|([^`]+))`")
 
 
-def entries(glossary: Path = GLOSSARY) -> dict[str, str]:
-    """{term: definition (its lines, indentation removed)} of the glossary directive, in its order."""
-    block = re.search(r"^```\{glossary\}\n(.*?)^```$", glossary.read_text(), re.S | re.M).group(1)
+def entries(glossary: Path | str = GLOSSARY) -> dict[str, str]:
+    """{term: definition (its lines, indentation removed)} of the glossary directive, in its order
+    (``glossary``: the page, or its text)."""
+    text = glossary.read_text() if isinstance(glossary, Path) else glossary
+    block = re.search(r"^```\{glossary\}\n(.*?)^```$", text, re.S | re.M).group(1)
     found: dict[str, list[str]] = {}
     term = None
     for line in block.splitlines():

@@ -318,9 +318,10 @@ def _refuse_ignored(a) -> None:
         a.method = by_groups["known"] if a.group_col else by_groups["none"]
     groups = method(a.method).groups
     if a.group_col and groups != "known":
-        known = by_groups["known"]
+        known = sorted(m.cli_name for m in CALIBRATORS.values() if m.groups == "known")
         raise ParameterError(
-            f"--group-col: only --method {known} uses group labels (got --method {a.method}); add --method {known}"
+            f"--group-col: only --method {' or '.join(known)} uses group labels (got --method {a.method}); "
+            f"add --method {by_groups['known']}"
         )
     learned = by_groups["learned"]
     partitioner = _default("partitioner")

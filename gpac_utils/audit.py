@@ -55,7 +55,7 @@ from scipy import stats
 from .bounds import BOUNDS
 from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
 from .certificate import Certificate
-from .checks import DataError, check_range
+from .checks import DataError, check_range, warn_level
 from .risks import RISKS
 
 __all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "routing_groups", "audit", "verify_certificate", "verdict_line"]
@@ -123,6 +123,7 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
         ``binary``.
     """
     level = check_range("level", level)
+    warn_level("level", level)
     st = cert.settings
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
     conditional = RISKS[risk].conditional

@@ -839,7 +839,7 @@ def method(name: str) -> Method:
     for entry in CALIBRATORS.values():
         if _key(entry.name) == _key(name):
             return entry
-    raise ValueError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
+    raise ParameterError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
 
 
 def method_class(name: str) -> type:

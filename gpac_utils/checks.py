@@ -49,6 +49,7 @@ __all__ = [
     "check_range",
     "check_risk",
     "warn_risk",
+    "warn_level",
     "check_int",
     "check_bool",
     "check_choice",
@@ -202,6 +203,18 @@ def warn_risk(eps: float, alpha: float, loss_bound: float = 1.0) -> None:
     else:
         return
     warnings.warn(message, SettingWarning, stacklevel=3)
+
+
+def warn_level(name: str, level: float) -> None:
+    """A :class:`SettingWarning` for a checked test level ``>= 0.5`` (a confidence such as 0.95 given as the
+    level): the level is the chance of a false alarm, usually 0.05."""
+    if level >= 0.5:
+        warnings.warn(
+            f"{name}={level:g}: a false alarm then has probability up to {level:g}; {name} is the test's error "
+            f"rate (usually 0.05), not its confidence (1 - {name})",
+            SettingWarning,
+            stacklevel=3,
+        )
 
 
 def check_int(name: str, value, minimum: int) -> int:

@@ -16,8 +16,10 @@ import pandas as pd
 import pytest
 
 from gpac_utils import CPAC, GPAC, PAC, Partition, ScorePartitioner, Settings, cli, summarize, validate, write_table
-from gpac_utils.calibrate import risk_curve
-from gpac_utils.checks import NotFittedError, ParameterError
+from gpac_utils.audit import audit
+from gpac_utils.calibrate import calibrator, risk_curve
+from gpac_utils.certificate import Certificate
+from gpac_utils.checks import NotFittedError, ParameterError, SettingWarning
 from gpac_utils.data import SchemaError
 from gpac_utils.recipe import VALID
 from gpac_utils.risks import threshold
@@ -73,6 +75,7 @@ API_MISTAKES = [
     ("Recipe: rule misspelt", lambda: VALID.replace(rule="firstcrossing"), "rule", "first-crossing"),
     ("Recipe: candidates=-1", lambda: VALID.replace(candidates=-1), "candidates", "-1"),
     ("Recipe: full with label_prob", lambda: VALID.replace(label_prob=0.5), "label_prob", "full"),
+    ("calibrator: method misspelt", lambda: calibrator("gpca", 0.1), "method", "G-PAC"),
     ("ScorePartitioner: k=0", lambda: ScorePartitioner(0), "k", "0"),
     ("ScorePartitioner: algorithm misspelt", lambda: ScorePartitioner(3, "kmean"), "partition", "kmeans"),
     # a partition built by hand is checked as one read from a file is
@@ -100,6 +103,15 @@ def test_binary_losses_pass_a_binary_bound():
     # 0/1 losses (and booleans, a loss flag) are what such a bound is for: nothing refused
     GPAC(0.1, recipe=BINARY).fit(U, LOSS, G)
     GPAC(0.1, recipe=BINARY).fit(U, LOSS.astype(bool), G)
+
+
+def test_an_audit_level_that_looks_like_a_confidence_warns():
+    cert = Certificate.from_calibrator(GPAC(0.1).fit(U, LOSS, G))
+    with pytest.warns(SettingWarning, match="level=0.95"):
+        audit(cert, U, LOSS, G, level=0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingWarning)
+        audit(cert, U, LOSS, G, level=0.05)
 
 
 TABLE_MISTAKES = [
@@ -153,6 +165,12 @@ def test_calibrate_refuses_a_boolean_score_column(files, capsys):
     argv = ["calibrate", "--data", str(files / "boolscore.csv"), "--score-col", "score_logits"]
     assert cli.main([*argv, "--group-col", "group", "--eps", "0.1", "-o", str(files / "x.json")]) == 1
     assert "booleans" in one_line(capsys)
+
+
+def test_audit_cli_warns_on_a_level_like_a_confidence(files, capsys):
+    argv = ["audit", str(files / "cert.json"), "--data", str(files / "t.csv"), "--level", "0.9"]
+    assert cli.main(argv) == 0
+    assert "level=0.9" in one_line(capsys, "warning:")
 
 
 def test_route_warns_on_duplicate_ids(files, capsys):

@@ -211,3 +211,16 @@ def test_an_output_folder_that_is_a_file_is_a_usage_error(tmp_path, capsys, main
         warnings.simplefilter("ignore")
         assert main([*argv, str(blocked)]) == 2
     assert "must be a folder" in one_line(capsys)
+
+
+def test_fit_router_checks_the_embedder_name_before_the_data(tmp_path, capsys):
+    argv = ["fit-router", "--data", str(tmp_path / "absent.csv"), "--scored", str(tmp_path / "s.csv")]
+    assert cli.main([*argv, "-o", str(tmp_path / "rm.json"), "--embedder", "nope"]) == 2
+    assert "--embedder" in one_line(capsys)
+
+
+def test_fit_router_names_a_loss_that_is_not_a_number(tmp_path, capsys):
+    TABLE.assign(question="q", loss="x").to_csv(tmp_path / "q.csv", index=False)
+    argv = ["fit-router", "--data", str(tmp_path / "q.csv"), "--scored", str(tmp_path / "s.csv")]
+    assert cli.main([*argv, "-o", str(tmp_path / "rm.json")]) == 1
+    assert "--loss-col 'loss'" in one_line(capsys)

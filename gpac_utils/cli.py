@@ -349,7 +349,7 @@ def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
         ((s < 0) | (s > 1), "must lie in [0, 1]"),
     ):
         if bad.any():
-            raise DataError(f"column {col!r} {what}: bad in {data.describe_rows(named, bad)}")
+            raise DataError(f"column {col!r} {what}; bad in {data.describe_rows(named, bad)}")
     return s
 
 

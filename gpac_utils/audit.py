@@ -58,7 +58,7 @@ from scipy import stats
 from .bounds import BOUNDS
 from .calibrate import ALL, CALIBRATORS, UNSEEN, GroupWarning
 from .certificate import Certificate
-from .checks import DataError, check_range
+from .checks import DataError, check_range, warn_level
 from .risks import RISKS
 
 __all__ = ["CONSISTENT", "VIOLATED", "NOT_TESTED", "routing_groups", "audit", "verify_certificate", "verdict_line"]
@@ -127,6 +127,7 @@ def audit(cert: Certificate, scores, losses, groups=None, *, level: float = 0.05
         ``per_group_level``, ``binary``.
     """
     level = check_range("level", level)
+    warn_level("level", level)
     st = cert.settings
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
     entry = RISKS[risk]  # how the risk is evaluated on routed items (run_experiment's pop_risk too)

@@ -48,6 +48,8 @@ from . import thresholds_schema as _schema
 from .checks import (
     ParameterError,
     check_array,
+    check_binary_losses,
+    check_fitted,
     check_groups,
     check_risk,
     check_rng,
@@ -225,6 +227,7 @@ def risk_curve(
     """
     recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1)
+    check_binary_losses(losses, _bounds.BOUNDS[recipe.bound].binary_terms, loss_bound)
     d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, check_rng("rng", rng))
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
@@ -404,8 +407,7 @@ class PAC:
 
     def to_json(self) -> str:
         """The fitted thresholds and every setting as JSON (``-inf`` written as ``null``)."""
-        if not self.thresholds_:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, bool(self.thresholds_))
         payload = {
             "schema_version": _schema.SCHEMA_VERSION,
             "method": self.name,
@@ -497,6 +499,7 @@ class PAC:
         if groups is None and not self.no_groups:
             raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
         s, loss, g = check_xy(scores, losses, groups, loss_bound=self.loss_bound, min_items=min_items)
+        check_binary_losses(loss, _bounds.BOUNDS[self.recipe.bound].binary_terms, self.loss_bound)
         return s, loss, np.full(s.size, ALL) if g is None else g
 
     def fit(self, scores, losses, groups=None) -> PAC:
@@ -522,8 +525,7 @@ class PAC:
     # -- deployment ----------------------------------------------------------------------------
     def thresholds_for(self, scores, groups=None) -> np.ndarray:
         """Each item's threshold (``-inf`` for unseen groups, with a warning); inputs checked as in :meth:`fit`."""
-        if not self.thresholds_:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, bool(self.thresholds_))
         return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
 
     def _thresholds_for(self, scores, labels) -> np.ndarray:
@@ -545,8 +547,7 @@ class PAC:
         (an ``(n, 1)`` array or a one-column DataFrame is refused: pass ``df["col"]``), scores in
         ``[0, 1]`` without NaN, labels of one type; the result has one flag per item.
         """
-        if not self.thresholds_:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, bool(self.thresholds_))
         s, _, labels = self._inputs(scores, None, groups)
         return s <= self._thresholds_for(s, labels)
 
@@ -664,8 +665,7 @@ class CPAC:
 
     def to_json(self) -> str:
         """The fitted partition, thresholds and every setting as JSON."""
-        if self.partition_ is None:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, self.partition_ is not None)
         payload = json.loads(self.gpac_.to_json())
         payload.update(
             method=self.name,
@@ -676,8 +676,7 @@ class CPAC:
 
     def assign(self, scores) -> np.ndarray:
         """Learned group label (``"c0"`` … ``"c{k-1}"``, ordered by score) of each score."""
-        if self.partition_ is None:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, self.partition_ is not None)
         return self.partition_.labels(check_array("scores", scores, 0.0, 1.0, allow_bool=False))
 
     def fit(self, scores, losses, groups=None) -> CPAC:
@@ -692,6 +691,7 @@ class CPAC:
         if groups is not None:
             raise ParameterError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
         scores, losses, _ = check_xy(scores, losses, loss_bound=self.gpac_.loss_bound, min_items=1)
+        check_binary_losses(losses, _bounds.BOUNDS[self.gpac_.recipe.bound].binary_terms, self.gpac_.loss_bound)
         rng = np.random.default_rng(self.seed)
         if self.mode == "split":
             perm = rng.permutation(scores.size)
@@ -712,8 +712,7 @@ class CPAC:
     def intervals(self) -> dict[str, tuple[float, float]]:
         """Each learned group's score interval ``[lo, hi]`` (its grids span it in ``split`` mode only:
         there it is fixed before the calibration half; :mod:`gpac_utils.selection`)."""
-        if self.partition_ is None:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, self.partition_ is not None)
         ends = [0.0, *np.clip(self.partition_.boundaries, 0.0, 1.0).tolist(), 1.0]
         return {f"c{j}": (ends[j], ends[j + 1]) for j in range(self.partition_.k)}
 
@@ -721,8 +720,7 @@ class CPAC:
         """Each item's threshold, by its learned group."""
         if groups is not None:
             raise ParameterError("groups: C-PAC routes by its learned groups; do not pass groups")
-        if self.partition_ is None:
-            raise RuntimeError("calibrator is not fitted")
+        check_fitted(self, self.partition_ is not None)
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         return self.gpac_._thresholds_for(s, self.partition_.labels(s))
 
@@ -862,7 +860,7 @@ def method(name: str) -> Method:
     for entry in CALIBRATORS.values():
         if _key(entry.name) == _key(name):
             return entry
-    raise ValueError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
+    raise ParameterError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
 
 
 def method_class(name: str) -> type:

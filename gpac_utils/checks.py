@@ -43,9 +43,13 @@ __all__ = [
     "ParameterError",
     "DataError",
     "SettingWarning",
+    "NotFittedError",
+    "check_fitted",
+    "check_binary_losses",
     "check_range",
     "check_risk",
     "warn_risk",
+    "warn_level",
     "check_int",
     "check_bool",
     "check_choice",
@@ -69,6 +73,32 @@ class ParameterError(ValueError):
 
 class DataError(ValueError):
     """A missing or malformed file, column or row; the message names it (command line: exit status 1)."""
+
+
+class NotFittedError(ParameterError, RuntimeError):
+    """A fitted router's method (``route``, ``thresholds_for``, ``to_json``) called before ``fit``; the message
+    names the router and says what to call (a ``ParameterError``, and a ``RuntimeError`` as before)."""
+
+
+def check_fitted(router, fitted: bool) -> None:
+    """Refuse a method of ``router`` called before ``fit`` (:class:`NotFittedError`, naming it)."""
+    if not fitted:
+        name = getattr(router, "name", type(router).__name__)
+        raise NotFittedError(f"{name}: not fitted; call fit(scores, losses, groups) first (or from_json)")
+
+
+def check_binary_losses(losses, binary: bool, loss_bound: float, name: str = "losses") -> None:
+    """Refuse losses other than exactly 0 or ``loss_bound`` for a bound whose terms are binary
+    (``binary``: the registry entry's ``binary_terms``), naming the first rows; nothing is rounded."""
+    if not binary or losses is None:
+        return
+    z = np.asarray(losses, dtype=float) / loss_bound
+    bad = (z != 0) & (z != 1)
+    if bad.any():
+        raise ParameterError(
+            f"{name}: this bound needs losses of exactly 0 or {loss_bound:g} (the loss bound); "
+            f"rows {_first(bad)} have other values"
+        )
 
 
 class SettingWarning(UserWarning):
@@ -175,6 +205,18 @@ def warn_risk(eps: float, alpha: float, loss_bound: float = 1.0) -> None:
     warnings.warn(message, SettingWarning, stacklevel=3)
 
 
+def warn_level(name: str, level: float) -> None:
+    """A :class:`SettingWarning` for a checked test level ``>= 0.5`` (a confidence such as 0.95 given as the
+    level): the level is the chance of a false alarm, usually 0.05."""
+    if level >= 0.5:
+        warnings.warn(
+            f"{name}={level:g}: a false alarm then has probability up to {level:g}; {name} is the test's error "
+            f"rate (usually 0.05), not its confidence (1 - {name})",
+            SettingWarning,
+            stacklevel=3,
+        )
+
+
 def check_int(name: str, value, minimum: int) -> int:
     """An integer ``>= minimum`` (``True``/``False`` and non-integral floats refused).
 
@@ -198,7 +240,7 @@ def check_int(name: str, value, minimum: int) -> int:
         When it is not an integer, or is below ``minimum``.
     """
     whole = isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer())
-    if not whole or value < minimum:
+    if isinstance(value, bool | np.bool_) or not whole or value < minimum:
         raise ParameterError(f"{name}: must be an integer >= {minimum}, got {value!r}")
     return int(value)
 

@@ -341,10 +341,16 @@ def _refuse_ignored(a) -> None:
 
 
 def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(df[col]):
+        raise DataError(f"column {col!r} holds booleans (True/False), not scores in [0, 1]")
     s = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
-    bad = ~np.isfinite(s) | (s < 0) | (s > 1)
-    if bad.any():
-        raise DataError(f"column {col!r} must lie in [0, 1]; bad in {data.describe_rows(named, bad)}")
+    for bad, what in (
+        (df[col].notna().to_numpy() & np.isnan(s), "is not numeric"),
+        (~np.isfinite(s), "has missing, NaN or infinite values"),
+        ((s < 0) | (s > 1), "must lie in [0, 1]"),
+    ):
+        if bad.any():
+            raise DataError(f"column {col!r} {what}; bad in {data.describe_rows(named, bad)}")
     return s
 
 
@@ -498,6 +504,9 @@ def _route(a) -> int:
     df = _read(a.data)
     _need_columns(df, a.data, {"--score-col": score_col})
     named = df.rename(columns={id_col: data.ID}) if id_col in df.columns else df
+    if id_col in df.columns and df[id_col].duplicated().any():  # each row is still routed on its own
+        twice = df[id_col].duplicated(keep=False).to_numpy()
+        print(f"warning: column {id_col!r} has duplicate ids in {data.describe_rows(named, twice)}", file=sys.stderr)
     s = _scores(df, score_col, named)
     groups = None
     if cert.kind == "known":
@@ -599,6 +608,11 @@ def _plan(a) -> int:
     budget = min(sum(pool.values()) // 2, most) if budget is None else budget
     need = prediction.n_needed(settings, len(names))
     labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if a.budget is None and budget < labels_needed:  # the default budget: half the rows outside the pilot
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
+            f"to calibrate on (any group needs {labels_needed:g} labels); unlabel rows or give --pilot-fraction"
+        )
     if budget < labels_needed:
         raise ParameterError(
             f"--budget: {budget} labels is below the {labels_needed:g} any group needs to certify anything "

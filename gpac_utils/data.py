@@ -182,6 +182,9 @@ def validate(
         raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
         raise SchemaError("the table is empty (0 rows)")
+    twice = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    if twice:  # df[name] would be a DataFrame, or the first column used silently
+        raise SchemaError(f"column name(s) {twice} occur more than once; rename them so that each is one")
     required = [ID, LOSS] + ([GROUP] if require_group else []) + (list(TOKENS) if require_tokens else [])
     scores = list(score_cols) if score_cols is not None else score_columns(df)
     missing = [c for c in required + scores if c not in df.columns]
@@ -200,6 +203,8 @@ def validate(
         raise SchemaError(f"loss_bound must be > 0, got {loss_bound}")
     out[LOSS] = _check_range(out, LOSS, 0.0, loss_bound)
     for col in scores:
+        if pd.api.types.is_bool_dtype(out[col]):  # True/False is a flag, not an uncertainty score
+            raise SchemaError(f"column {col!r} holds booleans (True/False), not scores in [0, 1]")
         out[col] = _check_range(out, col, 0.0, 1.0)
     for col in CORRECTNESS:
         if col in out.columns:
@@ -390,6 +395,8 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     SchemaError
         When the suffix names no known format.
     """
+    if not isinstance(df, pd.DataFrame):
+        raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
     path = Path(path)
     fmt = table_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)

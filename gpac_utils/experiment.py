@@ -352,6 +352,12 @@ def summarize(results: pd.DataFrame, eps: float) -> pd.DataFrame:
     -------
     pandas.DataFrame
     """
+    if not isinstance(results, pd.DataFrame) or results.empty:
+        raise ParameterError(f"results: must be the non-empty rows of run_experiment, got {type(results).__name__}")
+    missing = [c for c in (*KEYS, "group", "trial", "error", "pop_risk") if c not in results.columns]
+    if missing:
+        raise ParameterError(f"results: missing column(s) {missing}; pass the rows of run_experiment")
+    check_range("eps", eps, 0.0, float(results["loss_bound"].iloc[0]) if "loss_bound" in results else 1.0)
     out = []
     per_group = group_violations(results, eps)
     for key, df in results.groupby(KEYS, sort=False):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import ckmeans
 import numpy as np
 
+from .checks import ParameterError, check_array, check_choice
+
 #: Partition algorithms: exact 1-D k-means or equal-mass quantile bins.
 PARTITION_ALGORITHMS = ("kmeans", "quantile")
 
@@ -37,6 +39,13 @@ class Partition:
 
     boundaries: np.ndarray
     algorithm: str = "kmeans"
+
+    def __post_init__(self) -> None:
+        b = check_array("boundaries", self.boundaries, 0.0, 1.0, allow_bool=False)
+        if np.any(np.diff(b) < 0):
+            raise ParameterError(f"boundaries: must be ascending, got {b.tolist()}")
+        check_choice("algorithm", self.algorithm, PARTITION_ALGORITHMS)
+        object.__setattr__(self, "boundaries", b)
 
     @property
     def k(self) -> int:
@@ -75,9 +84,11 @@ class ScorePartitioner:
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
-            raise ValueError(f"k: must be an integer >= 1, got {self.k!r}")
+            raise ParameterError(f"k: must be an integer >= 1, got {self.k!r}")
         if self.algorithm not in PARTITION_ALGORITHMS:
-            raise ValueError(f"partition: unknown algorithm {self.algorithm!r}; choose one of {PARTITION_ALGORITHMS}")
+            raise ParameterError(
+                f"partition: unknown algorithm {self.algorithm!r}; choose one of {PARTITION_ALGORITHMS}"
+            )
 
     def fit(self, scores) -> Partition:
         """Learn the partition from ``scores`` (fewer groups than ``k`` if fewer distinct scores).

@@ -90,23 +90,23 @@ class Recipe:
     def __post_init__(self) -> None:
         _bounds.BOUNDS.check(self.bound, "bound")
         if self.sampling not in _sampling.SCHEMES:
-            raise ValueError(f"sampling: unknown {self.sampling!r}; choose one of {list(_sampling.SCHEMES)}")
+            raise ParameterError(f"sampling: unknown {self.sampling!r}; choose one of {list(_sampling.SCHEMES)}")
         if self.rule not in _selection.RULES:
-            raise ValueError(f"rule: unknown {self.rule!r}; choose one of {list(_selection.RULES)}")
+            raise ParameterError(f"rule: unknown {self.rule!r}; choose one of {list(_selection.RULES)}")
         if self.sampling == "full":
             if self.label_prob not in (None, 1, 1.0):
                 got = self.label_prob
-                raise ValueError(
+                raise ParameterError(
                     f"label_prob: sampling='full' labels every item, so label_prob must be None or 1; got {got}"
                 )
             object.__setattr__(self, "label_prob", 1.0)
         else:
             if self.label_prob is None:
-                raise ValueError(f"label_prob: sampling={self.sampling!r} needs a labelling probability in (0, 1]")
+                raise ParameterError(f"label_prob: sampling={self.sampling!r} needs a labelling probability in (0, 1]")
             object.__setattr__(self, "label_prob", check_range("label_prob", self.label_prob, closed_right=True))
         c = self.candidates
         if c not in ("auto", "all") and (isinstance(c, bool | str) or not isinstance(c, int) or c < 1):
-            raise ValueError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
+            raise ParameterError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
 
     @property
     def is_valid(self) -> bool:
@@ -159,7 +159,7 @@ def as_recipe(recipe: Recipe | str | None) -> Recipe:
         return recipe
     if isinstance(recipe, str) and recipe in RECIPES:
         return RECIPES[recipe]
-    raise ValueError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {recipe!r}")
+    raise ParameterError(f"recipe: expected a Recipe or one of {list(RECIPES)}, got {recipe!r}")
 
 
 def check_recipe(recipe) -> Recipe:

@@ -75,7 +75,7 @@ import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy, warn_risk
+from .checks import ParameterError, check_binary_losses, check_label_prob, check_risk, check_rng, check_xy, warn_risk
 from .recipe import VALID, Recipe, as_recipe, check_recipe
 from .registry import Registry
 
@@ -288,6 +288,7 @@ def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
     warn_risk(eps, alpha, loss_bound)
     check_risk_recipe(entry.name, recipe)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
+    check_binary_losses(losses, BOUNDS[recipe.bound].binary_terms, loss_bound)
     check_label_prob(options["label_prob"], losses.shape)
     checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))
     return entry, scores, losses, {**options, **checked}

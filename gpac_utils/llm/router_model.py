@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .. import certificate, data
 from ..checks import DataError, ParameterError, check_range
@@ -249,6 +250,7 @@ def fit_router_command(a, cli) -> int:
         seed = int(a.seed)
         if seed < 0:
             raise ParameterError(f"seed: must be >= 0, got {a.seed}")
+        a.embedder = EMBEDDERS.check(a.embedder or next(iter(EMBEDDERS)), "embedder")  # default: the first
     except ParameterError as exc:
         raise ParameterError(f"--{str(exc).replace('_', '-')}") from None
     cli._output(a.output)
@@ -264,18 +266,16 @@ def fit_router_command(a, cli) -> int:
     else:
         cli._need_columns(df, a.data, {"--text-col": a.text_col})
         texts = df[a.text_col].to_numpy()
-    loss = df[a.loss_col].to_numpy(float)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
     if not np.isfinite(loss).all():
-        raise DataError(
-            f"--loss-col {a.loss_col!r}: every row needs a loss; bad in {data.describe_rows(df, ~np.isfinite(loss))}"
-        )
+        bad = data.describe_rows(df, ~np.isfinite(loss))
+        raise DataError(f"--loss-col {a.loss_col!r}: every row needs a finite number as its loss; bad in {bad}")
     rng = np.random.default_rng(seed)
     fit = np.zeros(len(df), bool)
     strata = df[a.group_col].astype(str) if a.group_col else np.zeros(len(df), int)
     for idx in df.groupby(np.asarray(strata)).indices.values():
         pick = rng.permutation(idx)
         fit[pick[: int(round(frac * pick.size))]] = True
-    a.embedder = a.embedder or next(iter(EMBEDDERS))  # the default: the first registered
     embed = embedder(a.embedder)
     X = embed.encode(list(texts))
     ids = df[a.id_col].astype(str).tolist()

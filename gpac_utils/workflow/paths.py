@@ -50,3 +50,14 @@ def ensure(path: Path) -> Path:
     """Create ``path`` (a folder) if missing and return it."""
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def folder_error(option: str, path: Path) -> str | None:
+    """The one-line usage error (exit 2) for an output folder that cannot be one: ``path`` or a parent
+    of it is a file; ``None`` when it can be created. Checked before any work."""
+    path = Path(path)
+    blocked = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is None:
+        return None
+    what = "it is a file" if blocked == path else f"{blocked} is a file"
+    return f"{option} {path}: must be a folder ({what}); give a folder"

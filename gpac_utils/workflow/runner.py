@@ -48,7 +48,7 @@ from traitlets.config import Config  # noqa: E402
 from ..checks import ParameterError, check_int, check_range  # noqa: E402
 from . import reads  # noqa: E402
 from .config import PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
-from .paths import BUILD, FIGURES_ENV, NOTEBOOKS  # noqa: E402
+from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, folder_error  # noqa: E402
 
 #: Per-cell timeout (seconds) by profile when none is given.
 DEFAULT_TIMEOUT = {"fast": 600, "paper": 4 * 3600}
@@ -253,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--build-dir", type=Path, default=BUILD, help="executed notebooks go to BUILD_DIR/<profile>/")
     ap.add_argument("--no-progress-bar", dest="progress", action="store_false", help="no per-cell progress bar")
     a = ap.parse_args(argv)
+    if problem := folder_error("--build-dir", a.build_dir):  # a usage error (exit 2), before any notebook runs
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         params = (read_yaml(a.parameters_file, f"-f {a.parameters_file}", True) or {}) if a.parameters_file else {}
         params.update({name: read_yaml(value, f"-p {name} {value!r}") for name, value in a.parameter})

@@ -27,6 +27,8 @@ from pathlib import Path
 import jupytext
 from markdown_it import MarkdownIt
 
+from gpac_utils.workflow.paths import folder_error
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
 QUESTIONS = NOTEBOOKS / "questions"
@@ -169,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="answer_key.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "answer-key")
     args = ap.parse_args(argv)
+    if problem := folder_error("--out", args.out):  # a usage error (exit 2), before any build
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         pdf = build(args.out)["pdf"]
     except OSError as exc:

@@ -34,6 +34,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from gpac_utils.workflow.paths import folder_error
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = REPO_ROOT / "notebooks" / "homework" / "gpac_homework.py"
 #: a failed check's hint in otter's output (its ``failure_message``); a passed check has none
@@ -132,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--autograder", type=Path, help="default: OUT/autograder.zip (make homework)")
         ap.add_argument("--jobs", type=int, default=2, help="submissions graded at a time")
         args = ap.parse_args(argv[1:])
+        if problem := folder_error("--out", args.out):  # a usage error (exit 2), before any grading
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         try:
             table = grade(args.submissions, args.autograder or args.out / "autograder.zip", args.out, args.jobs)
         except (RuntimeError, OSError) as exc:
@@ -141,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grades: {args.out / 'grades.csv'}; feedback: {args.out / 'results'}/NAME/feedback.md")
         return 0
     args = ap.parse_args(argv)
+    if problem := folder_error("--out", args.out):  # a usage error (exit 2), before any build
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         paths = build(args.out)
     except (RuntimeError, OSError) as exc:

@@ -31,6 +31,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from gpac_utils.workflow.paths import folder_error
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
 TAG = "solution"
@@ -135,10 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "student")
     args = ap.parse_args(argv)
-    blocked = next((p for p in (args.out, *args.out.parents) if p.exists() and not p.is_dir()), None)
-    if blocked is not None:  # a usage error (exit 2), before any notebook is read
-        what = "it is a file" if blocked == args.out else f"{blocked} is a file"
-        print(f"error: --out {args.out}: must be a folder ({what}); give a folder for the notebooks", file=sys.stderr)
+    problem = folder_error("--out", args.out)
+    if problem:  # a usage error (exit 2), before any notebook is read
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         args.out.mkdir(parents=True, exist_ok=True)

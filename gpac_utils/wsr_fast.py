@@ -7,9 +7,9 @@ single calibrations reach 10^6 terms, and there the plain climb is slow and memo
 
 * each distinct row of terms is solved once (candidates that keep the same terms give the same row),
   and the rows of many calibrations are solved together;
-* the bets (:func:`_bets`) and the climb's evaluations (:func:`_evaluate`) run on *time-major* arrays (terms along axis 0, rows along
-  axis 1) in blocks of a few time steps, so that every running sum is one vectorised addition per time
-  step across all rows, in cache.
+* the bets (:func:`_bets`) and the climb's evaluations (:func:`_evaluate`) run on *time-major* arrays
+  (terms along axis 0, rows along axis 1) in blocks of a few time steps, so that every running sum is one
+  vectorised addition per time step across all rows, in cache.
 
 Each row's running sums add the same terms in the same order as ``np.cumsum`` along a row, and every
 other operation is elementwise (or an exact max/min), so the bound is bit for bit the plain one

@@ -1,8 +1,8 @@
 """The book: ``sphinx-build -W`` (html and linkcheck) over fast-profile executed notebooks, read in Chromium.
 
-Every notebook is executed on the fast profile (``conftest.fast_run``, shared with the notebook
-tests; ``GPAC_BOOK_EXECUTED`` names a folder of executed notebooks to use instead), ``docs/`` is
-copied to a scratch folder and built with warnings as errors, exactly as ``make book`` does.
+Every notebook is executed on the fast profile once (``conftest.fast_notebook``, shared with the notebook
+tests: 01 and 02 are the suite's CPU walk; ``GPAC_BOOK_EXECUTED`` names a folder of executed notebooks to
+use instead), ``docs/`` is copied to a scratch folder and built with warnings as errors, exactly as ``make book`` does.
 Then Playwright drives Debian's Chromium (``/usr/bin/chromium``, installed by ``make test``; no
 browser download) over the built book served on loopback, and checks what a reader sees: the
 images load, MathJax renders the math, an exercise's solution stays hidden until its toggle is
@@ -60,8 +60,8 @@ def test_a_book_without_every_executed_notebook_fails_naming_them(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory, fast_run) -> Path:
-    """The HTML folder of the book built from every notebook's fast-profile run."""
+def book(tmp_path_factory, fast_notebook) -> Path:
+    """The HTML folder of the book built from every notebook's fast-profile run (``conftest.fast_notebook``)."""
     if not (MATHJAX / "tex-mml-chtml.js").is_file():
         pytest.skip("no local MathJax: `make test` installs it (npm ci --prefix docs/_mathjax), npm is missing here")
     tmp = tmp_path_factory.mktemp("book")
@@ -69,7 +69,7 @@ def book(tmp_path_factory, fast_run) -> Path:
     if "GPAC_BOOK_EXECUTED" not in os.environ:
         executed.mkdir()
         for name in NOTEBOOKS:
-            shutil.copy2(fast_run(name).nb, executed / f"{name}.ipynb")
+            shutil.copy2(fast_notebook(name), executed / f"{name}.ipynb")
     # A copy of docs/ (and the README its architecture page includes): the build writes its source folder.
     src = tmp / "repo" / "docs"
     shutil.copytree(REPO_ROOT / "docs", src, ignore=shutil.ignore_patterns("notebooks", "node_modules", "_build"))

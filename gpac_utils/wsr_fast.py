@@ -109,10 +109,9 @@ def _bets(X, alpha):
         cq = sb[-1].copy()
         sb += 0.25
         sb /= tb  # sigma2_t
-        nb[0] = last  # the bet at t uses sigma2_{t-1}
-        nb[1:] = sb[:-1]
+        np.divide(1.0, last, out=nb[0])  # the bet at t uses sigma2_{t-1}
+        np.divide(1.0, sb[:-1], out=nb[1:])
         last = sb[-1].copy()
-        np.divide(1.0, nb, out=nb)
         nb *= scale
         np.sqrt(nb, out=nb)
         np.minimum(nb, 1.0, out=nb)
@@ -137,6 +136,17 @@ def _upper(x, alpha):
         return smax[pos], step[pos]
 
     return wsr_upper(x, alpha, evaluate=evaluate)
+
+
+def _kept_terms(x, scores, rows, cand):
+    """``np.where(scores[rows] <= cand[:, None], x[rows], 0.0)``, built by blocks of rows that stay in cache."""
+    out = np.empty((rows.size, x.shape[1]))
+    size = max(1, BLOCK_ELEMENTS // x.shape[1])
+    for i in range(0, rows.size, size):
+        r, dst = rows[i : i + size], out[i : i + size]
+        np.take(x, r, axis=0, out=dst)
+        np.copyto(dst, 0.0, where=~(scores[r] <= cand[i : i + size, None]))
+    return out
 
 
 def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048):
@@ -164,5 +174,5 @@ def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048
     for p0 in range(0, first.size, chunk):
         r = rows[p0 : p0 + chunk]
         c = cand[r, cols[p0 : p0 + chunk]]
-        vals[p0 : p0 + chunk] = _upper(np.where(scores[r] <= c[:, None], x[r], 0.0), alpha)
+        vals[p0 : p0 + chunk] = _upper(_kept_terms(x, scores, r, c), alpha)
     return term_range * vals[inverse.reshape(n_calibrations, n_candidates)]

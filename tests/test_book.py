@@ -40,8 +40,10 @@ CHROMIUM_ARGS = [
 
 
 def sphinx(builder: str, src: Path, out: Path, executed: Path, keep_going: bool = True) -> subprocess.CompletedProcess:
-    """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders)."""
-    cmd = [sys.executable, "-m", "sphinx", "-W", *(["--keep-going"] if keep_going else []), "-q", "-b", builder]
+    """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders); without
+    ``keep_going`` it stops at the first warning (Sphinx 8.1+: ``-W`` alone finishes the build first)."""
+    stop = ["--keep-going"] if keep_going else ["--exception-on-warning"]
+    cmd = [sys.executable, "-m", "sphinx", "-W", *stop, "-q", "-b", builder]
     cmd += ["-d", str(out / "doctrees")]
     settings = {"book_executed": executed, "book_notebooks": REPO_ROOT / "notebooks", "book_mathjax": MATHJAX}
     cmd += [arg for name, value in settings.items() for arg in ("-D", f"{name}={value}")]

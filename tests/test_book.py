@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ from gpac_utils.workflow.paths import BUILD, REPO_ROOT
 NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5"
 SCREENSHOTS = BUILD / "book-test"
+#: ``--exception-on-warning`` (stop at the first warning) exists from Sphinx 8.1 on (before it, ``-W`` stopped).
+SPHINX_8_1 = tuple(int(p) for p in importlib.metadata.version("sphinx").split(".")[:2]) >= (8, 1)
 #: The notebook page with the demo exercise (a gated solution holding a code cell).
 EXERCISE_PAGE = "notebooks/12_finite_sample.html"
 CHROMIUM_ARGS = [
@@ -42,7 +45,7 @@ CHROMIUM_ARGS = [
 def sphinx(builder: str, src: Path, out: Path, executed: Path, keep_going: bool = True) -> subprocess.CompletedProcess:
     """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders); without
     ``keep_going`` it stops at the first warning (Sphinx 8.1+: ``-W`` alone finishes the build first)."""
-    stop = ["--keep-going"] if keep_going else ["--exception-on-warning"]
+    stop = ["--keep-going"] if keep_going else ["--exception-on-warning"] if SPHINX_8_1 else []
     cmd = [sys.executable, "-m", "sphinx", "-W", *stop, "-q", "-b", builder]
     cmd += ["-d", str(out / "doctrees")]
     settings = {"book_executed": executed, "book_notebooks": REPO_ROOT / "notebooks", "book_mathjax": MATHJAX}

@@ -7,9 +7,9 @@ single calibrations reach 10^6 terms, and there the plain climb is slow and memo
 
 * each distinct row of terms is solved once (candidates that keep the same terms give the same row),
   and the rows of many calibrations are solved together;
-* the climb's evaluations (:func:`_evaluate`) run on *time-major* arrays (terms along axis 0, rows along
-  axis 1) in blocks of a few time steps, so that every running sum is one vectorised addition per time
-  step across all rows, in cache.
+* the bets (:func:`_bets`) and the climb's evaluations (:func:`_evaluate`) run on *time-major* arrays
+  (terms along axis 0, rows along axis 1) in blocks of a few time steps, so that every running sum is one
+  vectorised addition per time step across all rows, in cache.
 
 Each row's running sums add the same terms in the same order as ``np.cumsum`` along a row, and every
 other operation is elementwise (or an exact max/min), so the bound is bit for bit the plain one
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .wsr import wsr_bets, wsr_upper
+from .wsr import wsr_upper
 
 #: Time steps per block of the time-major evaluation (the block of all rows stays in cache).
 BLOCK_ELEMENTS = 1 << 16
@@ -81,13 +81,48 @@ def _evaluate(X, NU, mu, c):
     return smax, step
 
 
+def _bets(X, alpha):
+    """:func:`gpac_utils.wsr.wsr_bets` of every column of the time-major ``X`` (shape (m, P)), same bits.
+
+    The same operations in the same order, by blocks of time steps: each running sum adds a column's terms
+    in ``np.cumsum``'s order (:func:`_running_sum`), every other operation is elementwise.
+    """
+    m, n_columns = X.shape
+    t = np.arange(2, m + 2, dtype=float)[:, None]  # t + 1 for t = 1..m
+    scale = 2 * math.log(1 / alpha) / m
+    NU = np.empty((m, n_columns))
+    block_steps = max(4, BLOCK_ELEMENTS // max(n_columns, 1))
+    muhat, sig2 = np.empty((2, min(block_steps, m), n_columns))
+    cx = cq = None
+    last = np.full(n_columns, 0.25)  # sigma2_0
+    for t0 in range(0, m, block_steps):
+        t1 = min(m, t0 + block_steps)
+        mb, sb, xb, tb, nb = muhat[: t1 - t0], sig2[: t1 - t0], X[t0:t1], t[t0:t1], NU[t0:t1]
+        np.copyto(mb, xb)
+        _running_sum(mb, t1 - t0, cx)
+        cx = mb[-1].copy()
+        mb += 0.5
+        mb /= tb  # muhat_t = (1/2 + sum x) / (t + 1)
+        np.subtract(xb, mb, out=sb)
+        np.square(sb, out=sb)  # (x - muhat) ** 2
+        _running_sum(sb, t1 - t0, cq)
+        cq = sb[-1].copy()
+        sb += 0.25
+        sb /= tb  # sigma2_t
+        np.divide(1.0, last, out=nb[0])  # the bet at t uses sigma2_{t-1}
+        np.divide(1.0, sb[:-1], out=nb[1:])
+        last = sb[-1].copy()
+        nb *= scale
+        np.sqrt(nb, out=nb)
+        np.minimum(nb, 1.0, out=nb)
+    return NU
+
+
 def _upper(x, alpha):
     """:func:`gpac_utils.wsr.wsr_upper` of every row of ``x`` (shape (P, m)), evaluated time-major."""
     c = math.log(1 / alpha)
-    X, NU = np.ascontiguousarray(x.T), np.empty(x.T.shape)
-    size = max(1, BLOCK_ELEMENTS // x.shape[1])  # rows per block: the bets' temporaries stay in cache
-    for i in range(0, x.shape[0], size):
-        NU[:, i : i + size] = wsr_bets(x[i : i + size], alpha).T
+    X = np.ascontiguousarray(x.T)
+    NU = _bets(X, alpha)
     held = np.arange(x.shape[0])  # the rows whose terms X and NU hold
 
     def evaluate(mu, rows):
@@ -101,6 +136,17 @@ def _upper(x, alpha):
         return smax[pos], step[pos]
 
     return wsr_upper(x, alpha, evaluate=evaluate)
+
+
+def _kept_terms(x, scores, rows, cand):
+    """``np.where(scores[rows] <= cand[:, None], x[rows], 0.0)``, built by blocks of rows that stay in cache."""
+    out = np.empty((rows.size, x.shape[1]))
+    size = max(1, BLOCK_ELEMENTS // x.shape[1])
+    for i in range(0, rows.size, size):
+        r, dst = rows[i : i + size], out[i : i + size]
+        np.take(x, r, axis=0, out=dst)
+        np.copyto(dst, 0.0, where=~(scores[r] <= cand[i : i + size, None]))
+    return out
 
 
 def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048):
@@ -128,5 +174,5 @@ def wsr(z, scores, cand, alpha, term_range, max_elements=1 << 24, max_pairs=2048
     for p0 in range(0, first.size, chunk):
         r = rows[p0 : p0 + chunk]
         c = cand[r, cols[p0 : p0 + chunk]]
-        vals[p0 : p0 + chunk] = _upper(np.where(scores[r] <= c[:, None], x[r], 0.0), alpha)
+        vals[p0 : p0 + chunk] = _upper(_kept_terms(x, scores, r, c), alpha)
     return term_range * vals[inverse.reshape(n_calibrations, n_candidates)]

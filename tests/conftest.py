@@ -135,6 +135,21 @@ def fast_run(shared_root):
     return run
 
 
+#: Notebooks whose fast-profile execution is the suite's CPU walk (``walked``), not a ``fast_run`` of their own.
+WALKED = ("01_generate", "02_scores")
+
+
+@pytest.fixture(scope="session")
+def fast_notebook(fast_run, request):
+    """``fast_notebook(name) -> Path``: the notebook's one fast-profile execution of this session: the walk's
+    for :data:`WALKED`, ``fast_run``'s for every other (each executed once, whichever test asks first)."""
+
+    def get(name: str) -> Path:
+        return request.getfixturevalue("walked").notebooks[name] if name in WALKED else fast_run(name).nb
+
+    return get
+
+
 @pytest.fixture(scope="session")
 def shared_root(tmp_path_factory, worker_id) -> Path:
     """A folder shared by every xdist worker of this session."""

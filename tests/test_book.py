@@ -1,8 +1,8 @@
 """The book: ``sphinx-build -W`` (html and linkcheck) over fast-profile executed notebooks, read in Chromium.
 
-Every notebook is executed on the fast profile (``conftest.fast_run``, shared with the notebook
-tests; ``GPAC_BOOK_EXECUTED`` names a folder of executed notebooks to use instead), ``docs/`` is
-copied to a scratch folder and built with warnings as errors, exactly as ``make book`` does.
+Every notebook is executed on the fast profile once (``conftest.fast_notebook``, shared with the notebook
+tests: 01 and 02 are the suite's CPU walk; ``GPAC_BOOK_EXECUTED`` names a folder of executed notebooks to
+use instead), ``docs/`` is copied to a scratch folder and built with warnings as errors, exactly as ``make book`` does.
 Then Playwright drives Debian's Chromium (``/usr/bin/chromium``, installed by ``make test``; no
 browser download) over the built book served on loopback, and checks what a reader sees: the
 images load, MathJax renders the math, an exercise's solution stays hidden until its toggle is
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ from gpac_utils.workflow.paths import BUILD, REPO_ROOT
 NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5"
 SCREENSHOTS = BUILD / "book-test"
+#: ``--exception-on-warning`` (stop at the first warning) exists from Sphinx 8.1 on (before it, ``-W`` stopped).
+SPHINX_8_1 = tuple(int(p) for p in importlib.metadata.version("sphinx").split(".")[:2]) >= (8, 1)
 #: The notebook page with the demo exercise (a gated solution holding a code cell).
 EXERCISE_PAGE = "notebooks/12_finite_sample.html"
 CHROMIUM_ARGS = [
@@ -40,8 +43,10 @@ CHROMIUM_ARGS = [
 
 
 def sphinx(builder: str, src: Path, out: Path, executed: Path, keep_going: bool = True) -> subprocess.CompletedProcess:
-    """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders)."""
-    cmd = [sys.executable, "-m", "sphinx", "-W", *(["--keep-going"] if keep_going else []), "-q", "-b", builder]
+    """``sphinx-build -W`` of ``src`` as ``make book`` runs it (doctrees shared between builders); without
+    ``keep_going`` it stops at the first warning (Sphinx 8.1+: ``-W`` alone finishes the build first)."""
+    stop = ["--keep-going"] if keep_going else ["--exception-on-warning"] if SPHINX_8_1 else []
+    cmd = [sys.executable, "-m", "sphinx", "-W", *stop, "-q", "-b", builder]
     cmd += ["-d", str(out / "doctrees")]
     settings = {"book_executed": executed, "book_notebooks": REPO_ROOT / "notebooks", "book_mathjax": MATHJAX}
     cmd += [arg for name, value in settings.items() for arg in ("-D", f"{name}={value}")]
@@ -60,8 +65,8 @@ def test_a_book_without_every_executed_notebook_fails_naming_them(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory, fast_run) -> Path:
-    """The HTML folder of the book built from every notebook's fast-profile run."""
+def book(tmp_path_factory, fast_notebook) -> Path:
+    """The HTML folder of the book built from every notebook's fast-profile run (``conftest.fast_notebook``)."""
     if not (MATHJAX / "tex-mml-chtml.js").is_file():
         pytest.skip("no local MathJax: `make test` installs it (npm ci --prefix docs/_mathjax), npm is missing here")
     tmp = tmp_path_factory.mktemp("book")
@@ -69,7 +74,7 @@ def book(tmp_path_factory, fast_run) -> Path:
     if "GPAC_BOOK_EXECUTED" not in os.environ:
         executed.mkdir()
         for name in NOTEBOOKS:
-            shutil.copy2(fast_run(name).nb, executed / f"{name}.ipynb")
+            shutil.copy2(fast_notebook(name), executed / f"{name}.ipynb")
     # A copy of docs/ (and the README its architecture page includes): the build writes its source folder.
     src = tmp / "repo" / "docs"
     shutil.copytree(REPO_ROOT / "docs", src, ignore=shutil.ignore_patterns("notebooks", "node_modules", "_build"))

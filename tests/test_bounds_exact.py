@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpac_utils import bounds, sampling, selection, wsr_fast
+from gpac_utils import bounds, sampling, selection, wsr, wsr_fast
 from gpac_utils.paper.theory import populations
 
 
@@ -73,3 +73,15 @@ def test_running_sum_paths_give_the_same_bits(monkeypatch, m, n_calibrations):
     monkeypatch.setattr(wsr_fast, "ROWWISE_MIN_COLUMNS", 1 << 30)
     blockwise = bounds.ucb("wsr", z, u, cand, 0.05, 1.0)
     assert np.array_equal(rowwise, blockwise)
+
+
+@pytest.mark.parametrize("rowwise_min", [0, 1 << 30])
+@pytest.mark.parametrize("n_columns,m", [(1, 5), (3, 700), (300, 450), (700, 97)])
+def test_time_major_bets_are_the_bets(monkeypatch, rowwise_min, n_columns, m):
+    """The fast path's bets, by blocks of time steps (several blocks here), are ``wsr.wsr_bets`` bit for bit."""
+    monkeypatch.setattr(wsr_fast, "ROWWISE_MIN_COLUMNS", rowwise_min)
+    rng = np.random.default_rng(m)
+    x = (rng.random((n_columns, m)) < 0.2) * rng.random((n_columns, m))
+    for alpha in (0.01, 0.05, 0.3):
+        want = wsr.wsr_bets(x, alpha).T
+        assert np.array_equal(wsr_fast._bets(np.ascontiguousarray(x.T), alpha), want), alpha

@@ -26,8 +26,6 @@ from gpac_utils.workflow.paths import REPO_ROOT
 NOTEBOOKS = run.discover()
 IDS = [p.stem for p in NOTEBOOKS]
 SPEC = yaml.safe_load((REPO_ROOT / "workflow" / "notebooks.yaml").read_text())
-#: Run by the suite's walk (tests/conftest.py ``walked``), not by ``fast_run``.
-WALKED = ("01_generate", "02_scores")
 
 
 def undeclared(stem: str, files: set[str]) -> list[str]:
@@ -57,11 +55,8 @@ def git_ignored(files) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_a_notebook_reads_only_declared_repository_files(path, fast_run, request):
-    if path.stem in WALKED:
-        request.getfixturevalue("walked")
-    else:
-        fast_run(path.stem)
+def test_a_notebook_reads_only_declared_repository_files(path, fast_notebook):
+    fast_notebook(path.stem)
     got = reads.recorded(path.stem)
     assert f"notebooks/config/{path.stem}.yaml" in got, f"{path.stem}: no record of its own configuration: {got}"
     outside = sorted(f for f in got if f.startswith(".."))

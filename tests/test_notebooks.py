@@ -21,8 +21,6 @@ NOTEBOOKS = run.discover()
 IDS = [p.stem for p in NOTEBOOKS]
 #: At most this many papermill parameters per notebook (profile, a few overrides, ``overrides``).
 MAX_PARAMETERS = 7
-#: Notebooks whose fast-profile execution is the suite's shared walk (tests/conftest.py ``walked``).
-WALKED = ("01_generate", "02_scores")
 #: Per-cell timeout of a notebook execution in the test suite (seconds).
 CELL_TIMEOUT = 600
 #: Text a notebook must not contain: path hacks, installs, working-directory changes.
@@ -74,11 +72,8 @@ def test_notebook_static(path):
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_notebook_executes_on_fast_profile(path, fast_run, request):
-    if path.stem in WALKED:  # the fast profile of 01/02 is the CPU walk: the suite runs it once
-        out = request.getfixturevalue("walked").notebooks[path.stem]
-    else:
-        out = fast_run(path.stem).nb
+def test_notebook_executes_on_fast_profile(path, fast_notebook):
+    out = fast_notebook(path.stem)  # the fast profile of 01/02 is the CPU walk: the suite runs it once
     nb = nbformat.read(str(out), as_version=4)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

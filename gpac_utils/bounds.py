@@ -36,6 +36,7 @@ the inversions run once per *distinct* prefix sum.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,12 +119,42 @@ def _curve_at_scores(bound: Bound, z: np.ndarray, scores: np.ndarray, alpha: flo
     """
     order = np.argsort(scores)
     cand = scores[order]
-    zs = z[order]
+    return cand, _curve(bound, z[order], _tie_ends(cand), alpha, term_range)
+
+
+def _curve_at_items(bound: Bound, z: np.ndarray, scores: np.ndarray, items: np.ndarray, alpha: float, term_range):
+    """:func:`_curve_at_scores` for terms drawn with replacement (``items``: each term's item), or
+    ``None`` when two items share a score (the caller then sorts the terms themselves).
+
+    Without shared scores, the terms sorted by their item's rank are the terms sorted by score, and
+    the terms of one item are 0 or that item's one value: their sum does not depend on their order,
+    so the prefix sums are those of :func:`prefix_sums`, bit for bit, with a sort of the ``n``
+    scores and a counting sort of the ``m`` terms instead of a sort of the ``m`` terms.
+    """
+    order = np.argsort(scores)
+    cand = scores[order]
+    if cand.size > 1 and not (cand[1:] != cand[:-1]).all():
+        return None
+    rank = np.empty(cand.size, np.intp)
+    rank[order] = np.arange(cand.size)
+    ranks = rank[items]
+    by_rank = np.argsort(ranks.astype(np.min_scalar_type(cand.size - 1)), kind="stable")  # a radix sort
+    ends = np.cumsum(np.bincount(ranks, minlength=cand.size))  # the terms scored at most each candidate
+    return cand, _curve(bound, z[by_rank], ends, alpha, term_range)
+
+
+def _tie_ends(cand: np.ndarray) -> np.ndarray:
+    """``searchsorted(cand, cand, side="right")`` of sorted ``cand`` in one pass: each end of its ties."""
+    ends = np.append(np.flatnonzero(cand[1:] != cand[:-1]) + 1, cand.size)
+    return np.repeat(ends, np.diff(ends, prepend=0))
+
+
+def _curve(bound: Bound, zs: np.ndarray, ends: np.ndarray, alpha: float, term_range):
+    """The bound at each candidate from the terms sorted by score and the count of terms at most each."""
     c1 = np.concatenate(([0.0], np.cumsum(zs)))
     c2 = np.concatenate(([0.0], np.cumsum(zs * zs)))
-    idx = np.searchsorted(cand, cand, side="right")  # the terms scored at most each candidate, ties included
-    out = bound.function(c1[idx][None], c2[idx][None], z.size, alpha, term_range)
-    return cand, np.asarray(out, dtype=float).reshape(cand.shape)
+    out = bound.function(c1[ends][None], c2[ends][None], zs.size, alpha, term_range)
+    return np.asarray(out, dtype=float).reshape(ends.shape)
 
 
 # --- bounds from prefix sums -----------------------------------------------------------------
@@ -134,7 +165,13 @@ def _clt(s1, s2, m, alpha, term_range):
     if m < 2:
         return np.full_like(mean, np.inf)
     var = np.maximum(s2 - s1 * s1 / m, 0.0) / (m - 1)
-    return mean + stats.norm.ppf(1 - alpha) * np.sqrt(var / m)
+    return mean + _normal_quantile(1 - alpha) * np.sqrt(var / m)
+
+
+@functools.lru_cache(maxsize=256)
+def _normal_quantile(level: float) -> float:
+    """``scipy.stats.norm.ppf(level)``, once per level (its dispatch costs more than the curve at n = 1e4)."""
+    return float(stats.norm.ppf(level))
 
 
 def _hoeffding(s1, s2, m, alpha, term_range):

@@ -55,7 +55,7 @@ from .checks import (
 from .partition import Partition
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
-from .risks import threshold
+from .risks import Problem, batch_threshold, threshold
 from .settings import RENAMED, Settings
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "STATUSES",
     "Calibrator",
     "threshold",
+    "batch_threshold",
     "risk_curve",
     "factorize_groups",
     "group_labels",
@@ -117,11 +118,27 @@ def _group_record(n, labelled, t, bound, n_min) -> GroupRecord:
     return GroupRecord(int(n), int(labelled), TOO_FEW if n < n_min else NO_FEASIBLE, None)
 
 
-def _certify_joint(scores, losses, *, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
+def _members(scores, losses, labels) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]]]:
+    """The distinct labels, sorted, and each one's scores and losses in their input order (``labels``
+    ``None``: one group, :data:`ALL`); the labels are factorised once, and the items gathered once."""
+    if labels is None:
+        return [ALL], [(scores, losses)]
+    codes, names = factorize_groups(labels)
+    if len(names) == 1:
+        return names.tolist(), [(scores, losses)]
+    # a stable sort of small integers (a radix sort): each group's items in their input order
+    order = np.argsort(codes.astype(np.min_scalar_type(len(names))), kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(names)))
+    s, loss = scores[order], losses[order]
+    starts = np.concatenate(([0], ends[:-1]))
+    return names.tolist(), [(s[a:b], loss[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def _certify_joint(scores, losses, problem: Problem, rng):
     """The joint risk's step for one group (:attr:`gpac_utils.risks.Risk.certify`): :func:`_threshold`
     with the labels drawn and the upper confidence bound at the chosen candidate."""
-    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
-    t = float(_selection.select(cand, ucb, eps, recipe.rule))
+    d, cand, ucb = _bound_curve(scores, losses, problem, rng)
+    t = float(_selection.select(cand, ucb, problem.eps, problem.recipe.rule))
     at = np.searchsorted(cand, t, side="right") - 1  # the chosen candidate (ties share their bound)
     return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
 
@@ -167,10 +184,10 @@ class Calibrator(Protocol):
     def route(self, scores, groups=None) -> np.ndarray: ...
 
 
-def _threshold(scores, losses, eps, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
-    """:func:`threshold` on checked arguments (the calibrators and the planner call it in their loops)."""
-    _, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob, interval)
-    return _selection.select(cand, ucb, eps, recipe.rule)
+def _threshold(scores, losses, problem: Problem, rng):
+    """:func:`batch_threshold`'s joint-risk step on checked arguments (the thresholds only)."""
+    _, cand, ucb = _bound_curve(scores, losses, problem, rng)
+    return _selection.select(cand, ucb, problem.eps, problem.recipe.rule)
 
 
 # the paper's risk: certified by the functions above (calibrate imports risks, not the other way round)
@@ -179,17 +196,23 @@ _risks.RISKS.register(
 )
 
 
-def _bound_curve(scores, losses, alpha, recipe, loss_bound, rng, label_prob=None, interval=(0.0, 1.0)):
+def _bound_curve(scores, losses, problem: Problem, rng):
     """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
-    probs = recipe.label_prob if label_prob is None else label_prob
+    recipe = problem.recipe
+    bound = _bounds.BOUNDS[recipe.bound]
     # Only a sequential bound depends on the order of the terms.
-    shuffle = _bounds.BOUNDS[recipe.bound].sequential
-    d = _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=shuffle)
+    d = _sampling.draw(
+        scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=bound.sequential
+    )
     every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
-    if every_score and d.scores is scores and scores.ndim == 1:  # the terms carry the scores in their order
-        return d, *_bounds._curve_at_scores(_bounds.BOUNDS[recipe.bound], d.z, scores, alpha, d.term_range)
-    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, interval)
-    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, alpha, d.term_range)
+    if every_score and scores.ndim == 1 and not bound.sequential:  # one sort of the scores is enough
+        if d.items is None:  # the terms carry the scores in their order
+            return d, *_bounds._curve_at_scores(bound, d.z, scores, problem.alpha, d.term_range)
+        curve = _bounds._curve_at_items(bound, d.z, scores, d.items, problem.alpha, d.term_range)
+        if curve is not None:
+            return d, *curve
+    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, problem.interval)
+    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, problem.alpha, d.term_range)
 
 
 def risk_curve(
@@ -224,7 +247,7 @@ def risk_curve(
     """
     recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
     scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1)
-    d, cand, ucb = _bound_curve(scores, losses, alpha, recipe, loss_bound, check_rng("rng", rng))
+    d, cand, ucb = _bound_curve(scores, losses, Problem(eps, alpha, recipe, loss_bound), check_rng("rng", rng))
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
     envelope = _selection.upper_envelope(ucb)
@@ -429,8 +452,8 @@ class PAC:
         ----------
         scores, losses : numpy.ndarray, shape (n,)
             Checked calibration scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
-        labels : array_like, shape (n,)
-            The group label of each item (all :data:`ALL` for marginal PAC).
+        labels : array_like, shape (n,), or None
+            The group label of each item (``None``: one group, :data:`ALL`, as marginal PAC).
         rng : numpy.random.Generator
             The generator of the label sampling.
         intervals : dict of str to (float, float), optional
@@ -443,45 +466,34 @@ class PAC:
         """
         self.thresholds_, self.group_sizes_, self.groups_ = {}, {}, {}
         certify = _risks.get_risk(self.risk).certify  # the hook: what is certified
-        codes, names = factorize_groups(labels)
+        names, members = _members(scores, losses, labels)
         alpha = self.config.alpha_per_group(len(names))
-        # a stable sort of small integers (a radix sort): each group's items in their input order
-        small = codes.astype(np.min_scalar_type(len(names)))
-        order = np.argsort(small, kind="stable") if len(names) > 1 else np.arange(len(codes))
-        members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
         n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, self.risk)  # checked once
-        for g, idx in zip(names.tolist(), members):
-            self.group_sizes_[g] = int(idx.size)
-            if idx.size < self.min_group_size:
+        for g, (s, loss) in zip(names, members):
+            self.group_sizes_[g] = int(s.size)
+            if s.size < self.min_group_size:
                 warnings.warn(
-                    f"group {g!r} has {idx.size} calibration items (< min_group_size="
+                    f"group {g!r} has {s.size} calibration items (< min_group_size="
                     f"{self.min_group_size}); it always routes to the thinking model",
                     GroupWarning,
                     stacklevel=4,
                 )
                 self.thresholds_[g] = -math.inf
-                self.groups_[g] = GroupRecord(int(idx.size), 0, TOO_FEW, None)
+                self.groups_[g] = GroupRecord(int(s.size), 0, TOO_FEW, None)
                 continue
-            if idx.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
+            if s.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
                 warnings.warn(
-                    f"group {g!r} has {idx.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
+                    f"group {g!r} has {s.size} calibration items; {self.recipe.bound} certifies nothing with fewer "
                     f"than {n_min} at eps={self.eps}, alpha={alpha:.3g}, risk={self.risk}: it always routes to the "
                     "thinking model",
                     GroupWarning,
                     stacklevel=4,
                 )
-            t, labelled, bound = certify(
-                scores[idx],
-                losses[idx],
-                eps=self.eps,
-                alpha=alpha,
-                recipe=self.recipe,
-                loss_bound=self.loss_bound,
-                rng=rng,
-                interval=(intervals or {}).get(g, (0.0, 1.0)),
-            )
+            interval = (intervals or {}).get(g, (0.0, 1.0))
+            problem = Problem(self.eps, alpha, self.recipe, self.loss_bound, interval=interval)
+            t, labelled, bound = certify(s, loss, problem, rng)
             self.thresholds_[g] = float(t)
-            self.groups_[g] = _group_record(idx.size, labelled, float(t), bound, n_min)
+            self.groups_[g] = _group_record(s.size, labelled, float(t), bound, n_min)
         _warn_uncertified(self.groups_, self.eps)
         return self
 
@@ -490,13 +502,12 @@ class PAC:
 
     def _inputs(self, scores, losses=None, groups=None, min_items=0):
         """The validation layer's one call (:func:`~gpac_utils.checks.check_xy`): checked scores,
-        losses and the label of each item."""
+        losses and the label of each item (``None`` without groups)."""
         if groups is not None and self.no_groups:
             raise ParameterError(f"groups: {self.no_groups}")
         if groups is None and not self.no_groups:
             raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
-        s, loss, g = check_xy(scores, losses, groups, loss_bound=self.loss_bound, min_items=min_items)
-        return s, loss, np.full(s.size, ALL) if g is None else g
+        return check_xy(scores, losses, groups, loss_bound=self.loss_bound, min_items=min_items)
 
     def fit(self, scores, losses, groups=None) -> PAC:
         """Calibrate on per-item ``scores`` (in [0, 1]) and ``losses``, one threshold per group.
@@ -526,6 +537,8 @@ class PAC:
         return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
 
     def _thresholds_for(self, scores, labels) -> np.ndarray:
+        if labels is None:  # marginal PAC: every item is in its one group
+            labels = np.full(scores.size, ALL)
         codes, names = factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:

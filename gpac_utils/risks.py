@@ -66,17 +66,16 @@ routed items (:attr:`Risk.evaluate`) and its minimum-items rule.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_risk, check_rng, check_xy, warn_risk
-from .recipe import VALID, Recipe, as_recipe, check_recipe
+from .checks import ParameterError, check_label_prob, check_rng, check_xy
+from .recipe import Recipe
 from .registry import Registry
 
 __all__ = [
@@ -86,7 +85,10 @@ __all__ = [
     "register_risk",
     "get_risk",
     "check_risk_recipe",
+    "Problem",
+    "THRESHOLD_READS",
     "threshold",
+    "batch_threshold",
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
@@ -119,6 +121,39 @@ def _routed_risk(losses: np.ndarray, routed: np.ndarray) -> float:
     return float(np.mean(losses[routed])) if routed.any() else 0.0
 
 
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One calibration as a risk's step sees it (:attr:`Risk.certify`), its values checked.
+
+    Parameters
+    ----------
+    eps : float
+        Target risk.
+    alpha : float
+        The level of this calibration (a group's share after a correction).
+    recipe : Recipe
+        Bound, sampling, labelling probability, rule and candidates.
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    label_prob : float or numpy.ndarray or None, default None
+        Labelling probabilities broadcastable to the losses (``None``: the recipe's).
+    interval : (float, float), default (0.0, 1.0)
+        The span of the evenly spaced grids (a split C-PAC group's interval).
+    """
+
+    eps: float
+    alpha: float
+    recipe: Recipe
+    loss_bound: float = 1.0
+    label_prob: float | np.ndarray | None = None
+    interval: tuple[float, float] = (0.0, 1.0)
+
+    @property
+    def probs(self):
+        """The labelling probabilities the sampling uses: ``label_prob``, else the recipe's."""
+        return self.recipe.label_prob if self.label_prob is None else self.label_prob
+
+
 @dataclass(frozen=True)
 class Risk:
     """A risk definition: what a calibrator certifies per group.
@@ -130,8 +165,8 @@ class Risk:
     summary : str
         One line: the risk as a formula, and what it means.
     certify : callable or None
-        The calibrators' step for one group, with the keywords of :func:`routed_certify` (``eps``,
-        ``alpha``, ``recipe``, ``loss_bound``, ``rng``, ``label_prob``, ``interval``): returns
+        The calibrators' step for one group, ``certify(scores, losses, problem, rng)`` as
+        :func:`routed_certify` (checked 1-D arrays, a :class:`Problem`, a generator): returns
         ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at
         the threshold (``None`` where the risk certifies by tests, not by a bound). ``None`` until
         registered (the joint risk's is in :mod:`gpac_utils.calibrate`, which registers itself).
@@ -140,8 +175,9 @@ class Risk:
         (a test split, or a whole table taken as the population): what :func:`gpac_utils.experiment.run_experiment`
         reports as ``pop_risk`` and compares with ``eps``.
     threshold : callable or None, default None
-        :attr:`certify` for a batch (leading axes), returning the thresholds only (:func:`threshold`);
-        ``None``: ``certify``'s threshold, one group at a time.
+        :attr:`certify` for a batch (leading axes), ``threshold(scores, losses, problem, rng)``,
+        returning the thresholds only (:func:`batch_threshold`); ``None``: ``certify``'s threshold,
+        one calibration at a time.
     samplings : tuple of str, or None, default None
         The label sampling schemes its selection is valid with (``None``: any).
     pvalue : bool, default False
@@ -204,56 +240,48 @@ def check_risk_recipe(risk: str, recipe: Recipe) -> None:
         )
 
 
-def threshold(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    label_prob=None,
-    interval=(0.0, 1.0),
-    risk: str = "joint",
-) -> np.ndarray:
-    """Calibrate one group, or many independent calibrations at once (batch dims lead).
+#: The :class:`~gpac_utils.settings.Settings` fields :func:`threshold` and :func:`batch_threshold` read
+#: (they refuse the others away from their defaults: they would not change the answer).
+THRESHOLD_READS = ("eps", "alpha", "recipe", "loss_bound", "risk")
+
+
+def threshold(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields) -> np.ndarray:
+    """Calibrate one group: its threshold (``-inf``: always think).
 
     Parameters
     ----------
-    scores, losses : array_like, shape (..., n)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
-    eps : float
-        Target risk.
-    alpha : float
-        Miscoverage level of the upper confidence bound.
-    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
-        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
-    loss_bound : float, default 1.0
-        Upper end of the loss range (the paper's ``B``).
+    scores, losses : array_like, shape (n,)
+        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``, 1-D (an ``(n, 1)`` array
+        is refused: :func:`batch_threshold` calibrates many groups at once).
+    settings : Settings, optional
+        The settings, whole (:class:`~gpac_utils.settings.Settings`); it reads
+        :data:`THRESHOLD_READS` and refuses the other fields away from their defaults.
     rng : numpy.random.Generator or int, optional
         Randomness of the label sampling.
     label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
-        e.g. a different probability per calibration in a batch).
+        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``).
     interval : (float, float), default (0.0, 1.0)
         The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
         C-PAC group's interval, fixed before the calibration half
         (:func:`gpac_utils.selection.candidate_grid`).
-    risk : str, default "joint"
-        What is certified (:data:`RISKS`).
+    **fields
+        Without ``settings``, its fields: ``eps`` (target risk, required), ``alpha`` (miscoverage,
+        default 0.05), ``recipe`` (a :class:`~gpac_utils.recipe.Recipe` or its name, default
+        :data:`~gpac_utils.recipe.VALID`), ``loss_bound`` (default 1.0) and ``risk`` (what is
+        certified, :data:`RISKS`, default ``"joint"``); with it, changes to them.
 
     Returns
     -------
-    numpy.ndarray, shape (...)
-        Thresholds; ``-inf`` where no candidate is certified (always think).
+    numpy.ndarray, shape ()
+        The threshold; ``-inf`` where no candidate is certified (always think).
 
     Raises
     ------
     ParameterError
         Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
-        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``, ``rng`` or ``risk``.
+        infinity, shapes that differ or are not 1-D, pandas inputs whose indexes differ (never
+        re-paired by position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``,
+        ``rng`` or ``risk``, a setting it would ignore.
 
     Examples
     --------
@@ -264,33 +292,86 @@ def threshold(
     >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
     True
     """
-    options = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, label_prob=label_prob)
-    entry, scores, losses, options = _checked(scores, losses, risk, {**options, "interval": interval})
+    entry, scores, losses, problem = _checked(scores, losses, _settings(settings, fields), (label_prob, interval))
+    return np.asarray(entry.certify(scores, losses, problem, check_rng("rng", rng))[0], dtype=float)
+
+
+def batch_threshold(
+    scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields
+) -> np.ndarray:
+    """:func:`threshold` of many independent calibrations at once (the planner's resamples, the audits).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (..., n)
+        One calibration per index of the leading axes (at least one: a 1-D array is refused,
+        :func:`threshold` calibrates one group), ``n`` items each.
+    settings, rng, interval, **fields
+        As for :func:`threshold`.
+    label_prob : array_like, optional
+        As for :func:`threshold`; e.g. a different probability per calibration, shape ``(..., 1)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        One threshold per calibration; ``-inf`` where no candidate is certified.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.tile(np.linspace(0, 1, 500), (3, 1))
+    >>> batch_threshold(u, (u > 0.8).astype(float), eps=0.05).shape
+    (3,)
+    """
+    checked = _checked(scores, losses, _settings(settings, fields), (label_prob, interval), batch=True)
+    entry, scores, losses, problem = checked
+    rng = check_rng("rng", rng)
     if entry.threshold is not None:
-        return entry.threshold(scores, losses, **options)
-    if scores.ndim == 1:
-        return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
-    # a risk that certifies one group at a time: one call per row of the batch (per-row label_prob sliced)
-    prob = options.pop("label_prob")
-    probs = prob if np.ndim(prob) == 2 else [prob] * len(scores)
-    rows = zip(scores, losses, probs, strict=True)
-    return np.array([entry.certify(s, loss, **options, label_prob=p)[0] for s, loss, p in rows], dtype=float)
+        return entry.threshold(scores, losses, problem, rng)
+    # a risk that certifies one group at a time: one call per calibration (a per-row label_prob sliced)
+    batch, n = scores.shape[:-1], scores.shape[-1]
+    per_row = problem.label_prob is not None and np.ndim(problem.label_prob) > 1
+    probs = np.broadcast_to(problem.label_prob, scores.shape).reshape(-1, n) if per_row else None
+    out = [
+        entry.certify(s, loss, replace(problem, label_prob=probs[i]) if per_row else problem, rng)[0]
+        for i, (s, loss) in enumerate(zip(scores.reshape(-1, n), losses.reshape(-1, n), strict=True))
+    ]
+    return np.array(out, dtype=float).reshape(batch)
 
 
-def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
-    """:func:`threshold`'s checks (the validation layer's calls) on its keyword ``options``: the risk's
-    entry, the checked scores and losses, and the checked options."""
-    entry = get_risk(risk)
-    recipe, eps, alpha, loss_bound = (
-        check_recipe(options["recipe"]),
-        *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
-    )
-    warn_risk(eps, alpha, loss_bound)
-    check_risk_recipe(entry.name, recipe)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
-    check_label_prob(options["label_prob"], losses.shape)
-    checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))
-    return entry, scores, losses, {**options, **checked}
+def _settings(settings, fields: dict):
+    """The :class:`~gpac_utils.settings.Settings` of a :func:`threshold` call: given whole (``fields``
+    then change it) or built from ``fields``; a field it would ignore is refused."""
+    from .settings import Settings  # settings imports this module
+
+    if settings is None:
+        settings = Settings(**fields)
+    elif not isinstance(settings, Settings):
+        raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+    elif fields:
+        settings = settings.as_settings(**fields)
+    ignored = settings.ignored(THRESHOLD_READS)
+    if ignored:
+        raise ParameterError(
+            f"{ignored[0]}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
+        )
+    return settings
+
+
+def _checked(scores, losses, settings, call, batch: bool = False):
+    """The validation layer's calls of :func:`threshold` on checked ``settings`` and the call's
+    ``(label_prob, interval)``: the risk's entry, the checked scores and losses, and the :class:`Problem`."""
+    entry = get_risk(settings.risk)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
+    if batch and scores.ndim < 2:
+        raise ParameterError(
+            f"scores: batch_threshold takes calibrations along leading axes, shape (..., n); got shape {scores.shape}: "
+            "use threshold() for one group"
+        )
+    label_prob, interval = call
+    check_label_prob(label_prob, losses.shape)
+    problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
+    return entry, scores, losses, problem
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -408,13 +489,13 @@ def largest_rejected(grid, rejected) -> np.ndarray:
     return np.where(rejected.any(axis=-1), chosen, -np.inf)
 
 
-def _terms(scores, losses, recipe, loss_bound, rng, label_prob):
-    check_risk_recipe("routed", recipe)
-    probs = recipe.label_prob if label_prob is None else label_prob
-    return _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=False)
+def _terms(scores, losses, problem: Problem, rng):
+    check_risk_recipe("routed", problem.recipe)
+    recipe = problem.recipe
+    return _sampling.draw(scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=False)
 
 
-def routed_threshold(scores, losses, **options) -> np.ndarray:
+def routed_threshold(scores, losses, settings=None, **options) -> np.ndarray:
     """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
 
     Returns
@@ -432,31 +513,28 @@ def routed_threshold(scores, losses, **options) -> np.ndarray:
     >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
     True
     """
-    return threshold(scores, losses, risk="routed", **options)
+    return threshold(scores, losses, settings, **{**options, "risk": "routed"})
 
 
-def routed_certify(
-    scores, losses, *, eps, alpha, recipe=VALID, loss_bound=1.0, rng=None, label_prob=None, interval=(0.0, 1.0)
-):
-    """:func:`routed_threshold` on checked arguments, with what the calibrators record:
-    ``(threshold, labelled, None)`` (the routed risk certifies by tests, so no upper bound is recorded
-    at the threshold)."""
-    recipe = as_recipe(recipe)
-    d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
-    grid = routed_grid(interval)
-    p, _ = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    return largest_rejected(grid, fallback_reject(p, alpha)), np.asarray(d.n_queried), None
+def routed_certify(scores, losses, problem: Problem, rng):
+    """The routed risk's step (:attr:`Risk.certify`) on checked arguments, with what the calibrators
+    record: ``(threshold, labelled, None)`` (the routed risk certifies by tests, so no upper bound is
+    recorded at the threshold)."""
+    d = _terms(scores, losses, problem, rng)
+    grid = routed_grid(problem.interval)
+    p, _ = routed_pvalues(d.z, d.scores, grid, problem.eps, d.term_range, problem.recipe.bound)
+    return largest_rejected(grid, fallback_reject(p, problem.alpha)), np.asarray(d.n_queried), None
 
 
-def routed_risk_curve(scores, losses, **options):
+def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields):
     """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
 
     Parameters
     ----------
     scores, losses : array_like, shape (n,)
         One group's scores and losses.
-    **options
-        Those of :func:`threshold` (``eps`` and ``alpha`` required), checked as there.
+    settings, rng, label_prob, interval, **fields
+        As for :func:`threshold` (``risk`` is ``"routed"``), checked as there.
 
     Returns
     -------
@@ -464,12 +542,11 @@ def routed_risk_curve(scores, losses, **options):
         Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
         ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
     """
-    given = inspect.signature(threshold).bind(scores, losses, **{**options, "risk": "routed"})
-    given.apply_defaults()
-    _, scores, losses, o = _checked(scores, losses, "routed", given.arguments, batch=False)
-    recipe, eps, alpha = o["recipe"], o["eps"], o["alpha"]
-    d = _terms(scores, losses, recipe, o["loss_bound"], o["rng"], o["label_prob"])
-    grid = routed_grid(o["interval"])
+    settings = _settings(settings, {**fields, "risk": "routed"})
+    _, scores, losses, problem = _checked(scores, losses, settings, (label_prob, interval))
+    recipe, eps, alpha = problem.recipe, problem.eps, problem.alpha
+    d = _terms(scores, losses, problem, check_rng("rng", rng))
+    grid = routed_grid(problem.interval)
     p, m = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
     rejected = fallback_reject(p, alpha)
     K = grid.size

@@ -300,26 +300,35 @@ def _factorize_unicode(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     collision, and pandas factorises). Same codes and names as :func:`pandas.factorize`.
     """
     chars = np.ascontiguousarray(a).view(np.uint32).reshape(a.size, -1)
-    top = chars.max(axis=0)
+    top = _column_max(chars)
     used = np.flatnonzero(top)
     if used.size == 0:  # every label is '' (refused by the checks; pandas says the same)
         return None
     bits = int(top.max()).bit_length()
     exact = bits * used.size <= 64
+    cols = chars[:, used].astype(np.uint64)  # the used columns, in one pass over the labels
     key = np.zeros(a.size, np.uint64)
-    for j in used:
-        column = chars[:, j].astype(np.uint64)
+    for column in cols.T:
         key = (key << np.uint64(bits)) | column if exact else (key ^ column) * np.uint64(0x100000001B3)
     hashed, _ = pd.factorize(key)
     first = np.empty(hashed.max() + 1, np.intp)
     first[hashed] = np.arange(a.size)  # one label of each key
-    if not exact and not np.array_equal(chars[first[hashed]][:, used], chars[:, used]):
+    if not exact and not np.array_equal(cols[first[hashed]], cols):
         return None
     names = a[first]
     order = np.argsort(names)
     rank = np.empty(order.size, np.intp)
     rank[order] = np.arange(order.size)
     return rank[hashed], names[order].astype(str)
+
+
+def _column_max(chars: np.ndarray, rows: int = 256) -> np.ndarray:
+    """``chars.max(axis=0)`` of a C-ordered ``(n, L)`` array, with long inner loops: blocks of ``rows`` rows
+    side by side (a reduction over axis 0 of a few columns costs a call per row)."""
+    n, width = chars.shape
+    whole = n - n % rows
+    top = chars[:whole].reshape(-1, rows * width).max(axis=0).reshape(rows, width).max(axis=0) if whole else 0
+    return np.maximum(top, chars[whole:].max(axis=0)) if whole < n else top
 
 
 def group_labels(groups, n: int) -> np.ndarray:

@@ -119,41 +119,40 @@ def _curve_at_scores(bound: Bound, z: np.ndarray, scores: np.ndarray, alpha: flo
     """
     order = np.argsort(scores)
     cand = scores[order]
-    return cand, _curve(bound, z[order], _tie_ends(cand), alpha, term_range)
+    ends = np.append(np.flatnonzero(cand[1:] != cand[:-1]) + 1, cand.size)  # the end of each run of ties
+    return cand, _curve(bound, z[order], np.repeat(ends, np.diff(ends, prepend=0)), z.size, alpha, term_range)
 
 
-def _curve_at_items(bound: Bound, z: np.ndarray, scores: np.ndarray, items: np.ndarray, alpha: float, term_range):
-    """:func:`_curve_at_scores` for terms drawn with replacement (``items``: each term's item), or
-    ``None`` when two items share a score (the caller then sorts the terms themselves).
+def _curve_of_nonzero(
+    bound: Bound, z: np.ndarray, term_scores: np.ndarray, scores: np.ndarray, alpha: float, term_range
+):
+    """:func:`_curve_at_scores` for any terms of one calibration (``term_scores``: each term's score; terms
+    drawn with replacement too), from its nonzero terms alone; ``None`` where that could change a bit.
 
-    Without shared scores, the terms sorted by their item's rank are the terms sorted by score, and
-    the terms of one item are 0 or that item's one value: their sum does not depend on their order,
-    so the prefix sums are those of :func:`prefix_sums`, bit for bit, with a sort of the ``n``
-    scores and a counting sort of the ``m`` terms instead of a sort of the ``m`` terms.
+    A zero term leaves every prefix sum as it is (``x + 0.0 == x``), and the sums are read only at the
+    end of each run of equal scores, so the nonzero terms sorted by score give the prefix sums of
+    :func:`prefix_sums` bit for bit, unless a run of equal scores holds unequal nonzero terms (their
+    order would then matter) or a term is ``-0.0``. Under Bernoulli labelling most terms are zero.
     """
-    order = np.argsort(scores)
-    cand = scores[order]
-    if cand.size > 1 and not (cand[1:] != cand[:-1]).all():
+    nonzero = np.flatnonzero(z)
+    if np.signbit(z).any():
         return None
-    rank = np.empty(cand.size, np.intp)
-    rank[order] = np.arange(cand.size)
-    ranks = rank[items]
-    by_rank = np.argsort(ranks.astype(np.min_scalar_type(cand.size - 1)), kind="stable")  # a radix sort
-    ends = np.cumsum(np.bincount(ranks, minlength=cand.size))  # the terms scored at most each candidate
-    return cand, _curve(bound, z[by_rank], ends, alpha, term_range)
+    at = term_scores[nonzero]
+    order = np.argsort(at)
+    at, zs = at[order], z[nonzero][order]
+    tied = at[1:] == at[:-1]
+    if tied.any() and (zs[1:][tied] != zs[:-1][tied]).any():
+        return None
+    cand = np.sort(scores)
+    return cand, _curve(bound, zs, np.searchsorted(at, cand, side="right"), z.size, alpha, term_range)
 
 
-def _tie_ends(cand: np.ndarray) -> np.ndarray:
-    """``searchsorted(cand, cand, side="right")`` of sorted ``cand`` in one pass: each end of its ties."""
-    ends = np.append(np.flatnonzero(cand[1:] != cand[:-1]) + 1, cand.size)
-    return np.repeat(ends, np.diff(ends, prepend=0))
-
-
-def _curve(bound: Bound, zs: np.ndarray, ends: np.ndarray, alpha: float, term_range):
-    """The bound at each candidate from the terms sorted by score and the count of terms at most each."""
+def _curve(bound: Bound, zs: np.ndarray, ends: np.ndarray, m: int, alpha: float, term_range):
+    """The bound of ``m`` terms at each candidate, from the terms sorted by score (zero terms may be left
+    out) and the count of them scored at most each candidate."""
     c1 = np.concatenate(([0.0], np.cumsum(zs)))
     c2 = np.concatenate(([0.0], np.cumsum(zs * zs)))
-    out = bound.function(c1[ends][None], c2[ends][None], zs.size, alpha, term_range)
+    out = bound.function(c1[ends][None], c2[ends][None], m, alpha, term_range)
     return np.asarray(out, dtype=float).reshape(ends.shape)
 
 

@@ -205,12 +205,12 @@ def _bound_curve(scores, losses, problem: Problem, rng):
         scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=bound.sequential
     )
     every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
-    if every_score and scores.ndim == 1 and not bound.sequential:  # one sort of the scores is enough
-        if d.items is None:  # the terms carry the scores in their order
-            return d, *_bounds._curve_at_scores(bound, d.z, scores, problem.alpha, d.term_range)
-        curve = _bounds._curve_at_items(bound, d.z, scores, d.items, problem.alpha, d.term_range)
+    if every_score and scores.ndim == 1 and not bound.sequential:  # shortcuts of the same bits
+        curve = _bounds._curve_of_nonzero(bound, d.z, d.scores, scores, problem.alpha, d.term_range)
         if curve is not None:
             return d, *curve
+        if d.items is None:  # the terms carry the scores in their order
+            return d, *_bounds._curve_at_scores(bound, d.z, scores, problem.alpha, d.term_range)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, problem.interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, problem.alpha, d.term_range)
 

@@ -144,7 +144,9 @@ def _curve_of_nonzero(
     if tied.any() and (zs[1:][tied] != zs[:-1][tied]).any():
         return None
     cand = np.sort(scores)
-    return cand, _curve(bound, zs, np.searchsorted(at, cand, side="right"), z.size, alpha, term_range)
+    # the nonzero terms scored at most each candidate: each term counts from the first candidate >= its score
+    ends = np.cumsum(np.bincount(np.searchsorted(cand, at), minlength=cand.size))[: cand.size]
+    return cand, _curve(bound, zs, ends, z.size, alpha, term_range)
 
 
 def _curve(bound: Bound, zs: np.ndarray, ends: np.ndarray, m: int, alpha: float, term_range):

@@ -48,6 +48,7 @@ from .checks import (
     ParameterError,
     check_array,
     check_groups,
+    check_label_prob,
     check_risk,
     check_rng,
     check_xy,
@@ -55,7 +56,7 @@ from .checks import (
 from .partition import Partition
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
-from .risks import Problem, batch_threshold, threshold
+from .risks import Problem
 from .settings import RENAMED, Settings
 
 __all__ = [
@@ -64,8 +65,11 @@ __all__ = [
     "GroupRecord",
     "STATUSES",
     "Calibrator",
+    "THRESHOLD_READS",
     "threshold",
     "batch_threshold",
+    "routed_threshold",
+    "routed_risk_curve",
     "risk_curve",
     "factorize_groups",
     "group_labels",
@@ -213,6 +217,203 @@ def _bound_curve(scores, losses, problem: Problem, rng):
             return d, *_bounds._curve_at_scores(bound, d.z, scores, problem.alpha, d.term_range)
     cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, problem.interval)
     return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, problem.alpha, d.term_range)
+
+
+#: The :class:`~gpac_utils.settings.Settings` fields :func:`threshold` and :func:`batch_threshold` read
+#: (they refuse the others away from their defaults: they would not change the answer).
+THRESHOLD_READS = ("eps", "alpha", "recipe", "loss_bound", "risk")
+
+
+def threshold(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields) -> np.ndarray:
+    """Calibrate one group: its threshold (``-inf``: always think).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (n,)
+        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``, 1-D (an ``(n, 1)`` array
+        is refused: :func:`batch_threshold` calibrates many groups at once).
+    settings : Settings, optional
+        The settings, whole (:class:`~gpac_utils.settings.Settings`); it reads
+        :data:`THRESHOLD_READS` and refuses the other fields away from their defaults.
+    rng : numpy.random.Generator or int, optional
+        Randomness of the label sampling.
+    label_prob : array_like, optional
+        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``).
+    interval : (float, float), default (0.0, 1.0)
+        The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
+        C-PAC group's interval, fixed before the calibration half
+        (:func:`gpac_utils.selection.candidate_grid`).
+    **fields
+        Without ``settings``, its fields: ``eps`` (target risk, required), ``alpha`` (miscoverage,
+        default 0.05), ``recipe`` (a :class:`~gpac_utils.recipe.Recipe` or its name, default
+        :data:`~gpac_utils.recipe.VALID`), ``loss_bound`` (default 1.0) and ``risk`` (what is
+        certified, :data:`~gpac_utils.risks.RISKS`, default ``"joint"``); with it, changes to them.
+
+    Returns
+    -------
+    numpy.ndarray, shape ()
+        The threshold; ``-inf`` where no candidate is certified (always think).
+
+    Raises
+    ------
+    ParameterError
+        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
+        infinity, shapes that differ or are not 1-D, pandas inputs whose indexes differ (never
+        re-paired by position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``,
+        ``rng`` or ``risk``, a setting it would ignore.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.linspace(0, 1, 500)
+    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
+    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
+    True
+    """
+    entry, scores, losses, problem = _checked(scores, losses, _settings(settings, fields), (label_prob, interval))
+    return np.asarray(entry.certify(scores, losses, problem, check_rng("rng", rng))[0], dtype=float)
+
+
+def batch_threshold(
+    scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields
+) -> np.ndarray:
+    """:func:`threshold` of many independent calibrations at once (the planner's resamples, the audits).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (..., n)
+        One calibration per index of the leading axes (at least one: a 1-D array is refused,
+        :func:`threshold` calibrates one group), ``n`` items each.
+    settings, rng, interval, **fields
+        As for :func:`threshold`.
+    label_prob : array_like, optional
+        As for :func:`threshold`; e.g. a different probability per calibration, shape ``(..., 1)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        One threshold per calibration; ``-inf`` where no candidate is certified.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.tile(np.linspace(0, 1, 500), (3, 1))
+    >>> batch_threshold(u, (u > 0.8).astype(float), eps=0.05).shape
+    (3,)
+    """
+    checked = _checked(scores, losses, _settings(settings, fields), (label_prob, interval), batch=True)
+    entry, scores, losses, problem = checked
+    rng = check_rng("rng", rng)
+    if entry.threshold is not None:
+        return entry.threshold(scores, losses, problem, rng)
+    # a risk that certifies one group at a time: one call per calibration (a per-row label_prob sliced)
+    batch, n = scores.shape[:-1], scores.shape[-1]
+    per_row = problem.label_prob is not None and np.ndim(problem.label_prob) > 1
+    probs = np.broadcast_to(problem.label_prob, scores.shape).reshape(-1, n) if per_row else None
+    out = [
+        entry.certify(s, loss, dataclasses.replace(problem, label_prob=probs[i]) if per_row else problem, rng)[0]
+        for i, (s, loss) in enumerate(zip(scores.reshape(-1, n), losses.reshape(-1, n), strict=True))
+    ]
+    return np.array(out, dtype=float).reshape(batch)
+
+
+def _settings(settings, fields: dict):
+    """The :class:`~gpac_utils.settings.Settings` of a :func:`threshold` call: given whole (``fields``
+    then change it) or built from ``fields``; a field it would ignore is refused."""
+    if settings is None:
+        settings = Settings(**fields)
+    elif not isinstance(settings, Settings):
+        raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+    elif fields:
+        settings = settings.as_settings(**fields)
+    ignored = settings.ignored(THRESHOLD_READS)
+    if ignored:
+        raise ParameterError(
+            f"{ignored[0]}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
+        )
+    return settings
+
+
+def _checked(scores, losses, settings, call, batch: bool = False):
+    """The validation layer's calls of :func:`threshold` on checked ``settings`` and the call's
+    ``(label_prob, interval)``: the risk's entry, the checked scores and losses, and the :class:`Problem`."""
+    entry = _risks.get_risk(settings.risk)
+    scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
+    if batch and scores.ndim < 2:
+        raise ParameterError(
+            f"scores: batch_threshold takes calibrations along leading axes, shape (..., n); got shape {scores.shape}: "
+            "use threshold() for one group"
+        )
+    label_prob, interval = call
+    check_label_prob(label_prob, losses.shape)
+    problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
+    return entry, scores, losses, problem
+
+
+def routed_threshold(scores, losses, settings=None, **options) -> np.ndarray:
+    """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        The largest threshold of the grid whose hypothesis the fallback procedure rejects;
+        ``-inf`` if none (always think).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.linspace(0, 1, 2000)
+    >>> losses = (u > 0.5).astype(float)  # the upper half is always wrong
+    >>> t = float(routed_threshold(u, losses, eps=0.1, alpha=0.05))
+    >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
+    True
+    """
+    return threshold(scores, losses, settings, **{**options, "risk": "routed"})
+
+
+def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields):
+    """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
+
+    Parameters
+    ----------
+    scores, losses : array_like, shape (n,)
+        One group's scores and losses.
+    settings, rng, label_prob, interval, **fields
+        As for :func:`threshold` (``risk`` is ``"routed"``), checked as there.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
+        ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
+    """
+    settings = _settings(settings, {**fields, "risk": "routed"})
+    _, scores, losses, problem = _checked(scores, losses, settings, (label_prob, interval))
+    recipe, eps, alpha = problem.recipe, problem.eps, problem.alpha
+    d = _risks.terms(scores, losses, problem, check_rng("rng", rng))
+    grid = _risks.routed_grid(problem.interval)
+    p, m = _risks.routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
+    rejected = _risks.fallback_reject(p, alpha)
+    K = grid.size
+    level, carried = np.zeros(K), 0.0
+    for k in range(K):
+        level[k] = alpha / K + carried
+        carried = level[k] if rejected[k] else 0.0
+    s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
+    chosen = float(_risks.largest_rejected(grid, rejected))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
+    return pd.DataFrame(
+        {
+            "u": grid,
+            "routed": m,
+            "routed_risk": risk,
+            "p_value": p,
+            "level": level,
+            "rejected": rejected,
+            "selected": grid == chosen,
+        }
+    )
 
 
 def risk_curve(

@@ -13,13 +13,13 @@ r"""What a calibrator certifies: the risk definitions, by name (``risk=`` of PAC
     :math:`F(u) = P(U \le u \mid G_j) \le 1`, a threshold with :math:`R_c \le \varepsilon` has
     :math:`R \le \varepsilon`: the routed risk is the stronger guarantee and typically routes less
     (the population's feasible thresholds are nested; estimated thresholds need not be)
-    (:func:`routed_threshold`).
+    (:func:`gpac_utils.calibrate.routed_threshold`).
 
 **Why the routed risk needs its own selection.** :math:`R_c` is not monotone in ``u`` (a group
 whose most confident items are wrong has a high :math:`R_c` at small ``u``, lower further up), so
 the first-crossing argument of :mod:`gpac_utils.selection`, which passes the *smallest* grid point
 with risk above ``eps``, does not apply: a violation at the chosen threshold says nothing about
-the points below it. :func:`routed_threshold` is a Learn-then-Test procedure (Angelopoulos, Bates,
+the points below it. :func:`~gpac_utils.calibrate.routed_threshold` is a Learn-then-Test procedure (Angelopoulos, Bates,
 Candès, Jordan & Lei 2021): one hypothesis per grid point, a family-wise error control that needs
 no monotonicity.
 
@@ -67,14 +67,13 @@ routed items (:attr:`Risk.evaluate`) and its minimum-items rule.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_label_prob, check_rng, check_xy
+from .checks import ParameterError
 from .recipe import Recipe
 from .registry import Registry
 
@@ -86,16 +85,12 @@ __all__ = [
     "get_risk",
     "check_risk_recipe",
     "Problem",
-    "THRESHOLD_READS",
-    "threshold",
-    "batch_threshold",
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
     "largest_rejected",
-    "routed_threshold",
     "routed_certify",
-    "routed_risk_curve",
+    "terms",
 ]
 
 #: Grid points of the routed risk's selection (evenly spaced in ``[lo, hi]``, fixed in advance).
@@ -176,7 +171,7 @@ class Risk:
         reports as ``pop_risk`` and compares with ``eps``.
     threshold : callable or None, default None
         :attr:`certify` for a batch (leading axes), ``threshold(scores, losses, problem, rng)``,
-        returning the thresholds only (:func:`batch_threshold`); ``None``: ``certify``'s threshold,
+        returning the thresholds only (:func:`gpac_utils.calibrate.batch_threshold`); ``None``: ``certify``'s threshold,
         one calibration at a time.
     samplings : tuple of str, or None, default None
         The label sampling schemes its selection is valid with (``None``: any).
@@ -238,140 +233,6 @@ def check_risk_recipe(risk: str, recipe: Recipe) -> None:
             f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
             f"{bounds}, got {recipe.sampling!r} and {recipe.bound!r}"
         )
-
-
-#: The :class:`~gpac_utils.settings.Settings` fields :func:`threshold` and :func:`batch_threshold` read
-#: (they refuse the others away from their defaults: they would not change the answer).
-THRESHOLD_READS = ("eps", "alpha", "recipe", "loss_bound", "risk")
-
-
-def threshold(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields) -> np.ndarray:
-    """Calibrate one group: its threshold (``-inf``: always think).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``, 1-D (an ``(n, 1)`` array
-        is refused: :func:`batch_threshold` calibrates many groups at once).
-    settings : Settings, optional
-        The settings, whole (:class:`~gpac_utils.settings.Settings`); it reads
-        :data:`THRESHOLD_READS` and refuses the other fields away from their defaults.
-    rng : numpy.random.Generator or int, optional
-        Randomness of the label sampling.
-    label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``).
-    interval : (float, float), default (0.0, 1.0)
-        The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
-        C-PAC group's interval, fixed before the calibration half
-        (:func:`gpac_utils.selection.candidate_grid`).
-    **fields
-        Without ``settings``, its fields: ``eps`` (target risk, required), ``alpha`` (miscoverage,
-        default 0.05), ``recipe`` (a :class:`~gpac_utils.recipe.Recipe` or its name, default
-        :data:`~gpac_utils.recipe.VALID`), ``loss_bound`` (default 1.0) and ``risk`` (what is
-        certified, :data:`RISKS`, default ``"joint"``); with it, changes to them.
-
-    Returns
-    -------
-    numpy.ndarray, shape ()
-        The threshold; ``-inf`` where no candidate is certified (always think).
-
-    Raises
-    ------
-    ParameterError
-        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ or are not 1-D, pandas inputs whose indexes differ (never
-        re-paired by position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``,
-        ``rng`` or ``risk``, a setting it would ignore.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpac_utils.calibrate import threshold
-    >>> u = np.linspace(0, 1, 500)
-    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
-    True
-    """
-    entry, scores, losses, problem = _checked(scores, losses, _settings(settings, fields), (label_prob, interval))
-    return np.asarray(entry.certify(scores, losses, problem, check_rng("rng", rng))[0], dtype=float)
-
-
-def batch_threshold(
-    scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields
-) -> np.ndarray:
-    """:func:`threshold` of many independent calibrations at once (the planner's resamples, the audits).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (..., n)
-        One calibration per index of the leading axes (at least one: a 1-D array is refused,
-        :func:`threshold` calibrates one group), ``n`` items each.
-    settings, rng, interval, **fields
-        As for :func:`threshold`.
-    label_prob : array_like, optional
-        As for :func:`threshold`; e.g. a different probability per calibration, shape ``(..., 1)``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        One threshold per calibration; ``-inf`` where no candidate is certified.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.tile(np.linspace(0, 1, 500), (3, 1))
-    >>> batch_threshold(u, (u > 0.8).astype(float), eps=0.05).shape
-    (3,)
-    """
-    checked = _checked(scores, losses, _settings(settings, fields), (label_prob, interval), batch=True)
-    entry, scores, losses, problem = checked
-    rng = check_rng("rng", rng)
-    if entry.threshold is not None:
-        return entry.threshold(scores, losses, problem, rng)
-    # a risk that certifies one group at a time: one call per calibration (a per-row label_prob sliced)
-    batch, n = scores.shape[:-1], scores.shape[-1]
-    per_row = problem.label_prob is not None and np.ndim(problem.label_prob) > 1
-    probs = np.broadcast_to(problem.label_prob, scores.shape).reshape(-1, n) if per_row else None
-    out = [
-        entry.certify(s, loss, replace(problem, label_prob=probs[i]) if per_row else problem, rng)[0]
-        for i, (s, loss) in enumerate(zip(scores.reshape(-1, n), losses.reshape(-1, n), strict=True))
-    ]
-    return np.array(out, dtype=float).reshape(batch)
-
-
-def _settings(settings, fields: dict):
-    """The :class:`~gpac_utils.settings.Settings` of a :func:`threshold` call: given whole (``fields``
-    then change it) or built from ``fields``; a field it would ignore is refused."""
-    from .settings import Settings  # settings imports this module
-
-    if settings is None:
-        settings = Settings(**fields)
-    elif not isinstance(settings, Settings):
-        raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
-    elif fields:
-        settings = settings.as_settings(**fields)
-    ignored = settings.ignored(THRESHOLD_READS)
-    if ignored:
-        raise ParameterError(
-            f"{ignored[0]}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
-        )
-    return settings
-
-
-def _checked(scores, losses, settings, call, batch: bool = False):
-    """The validation layer's calls of :func:`threshold` on checked ``settings`` and the call's
-    ``(label_prob, interval)``: the risk's entry, the checked scores and losses, and the :class:`Problem`."""
-    entry = get_risk(settings.risk)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
-    if batch and scores.ndim < 2:
-        raise ParameterError(
-            f"scores: batch_threshold takes calibrations along leading axes, shape (..., n); got shape {scores.shape}: "
-            "use threshold() for one group"
-        )
-    label_prob, interval = call
-    check_label_prob(label_prob, losses.shape)
-    problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
-    return entry, scores, losses, problem
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -489,86 +350,21 @@ def largest_rejected(grid, rejected) -> np.ndarray:
     return np.where(rejected.any(axis=-1), chosen, -np.inf)
 
 
-def _terms(scores, losses, problem: Problem, rng):
+def terms(scores, losses, problem: Problem, rng):
+    """The routed risk's label terms of one calibration, in input order (its recipe checked first)."""
     check_risk_recipe("routed", problem.recipe)
     recipe = problem.recipe
     return _sampling.draw(scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=False)
 
 
-def routed_threshold(scores, losses, settings=None, **options) -> np.ndarray:
-    """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        The largest threshold of the grid whose hypothesis the fallback procedure rejects;
-        ``-inf`` if none (always think).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.linspace(0, 1, 2000)
-    >>> losses = (u > 0.5).astype(float)  # the upper half is always wrong
-    >>> t = float(routed_threshold(u, losses, eps=0.1, alpha=0.05))
-    >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
-    True
-    """
-    return threshold(scores, losses, settings, **{**options, "risk": "routed"})
-
-
 def routed_certify(scores, losses, problem: Problem, rng):
-    """The routed risk's step (:attr:`Risk.certify`) on checked arguments, with what the calibrators
-    record: ``(threshold, labelled, None)`` (the routed risk certifies by tests, so no upper bound is
-    recorded at the threshold)."""
-    d = _terms(scores, losses, problem, rng)
+    """:func:`~gpac_utils.calibrate.routed_threshold`'s step (:attr:`Risk.certify`) on checked arguments,
+    with what the calibrators record: ``(threshold, labelled, None)`` (the routed risk certifies by
+    tests, so no upper bound is recorded at the threshold)."""
+    d = terms(scores, losses, problem, rng)
     grid = routed_grid(problem.interval)
     p, _ = routed_pvalues(d.z, d.scores, grid, problem.eps, d.term_range, problem.recipe.bound)
     return largest_rejected(grid, fallback_reject(p, problem.alpha)), np.asarray(d.n_queried), None
-
-
-def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields):
-    """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        One group's scores and losses.
-    settings, rng, label_prob, interval, **fields
-        As for :func:`threshold` (``risk`` is ``"routed"``), checked as there.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
-        ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
-    """
-    settings = _settings(settings, {**fields, "risk": "routed"})
-    _, scores, losses, problem = _checked(scores, losses, settings, (label_prob, interval))
-    recipe, eps, alpha = problem.recipe, problem.eps, problem.alpha
-    d = _terms(scores, losses, problem, check_rng("rng", rng))
-    grid = routed_grid(problem.interval)
-    p, m = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    rejected = fallback_reject(p, alpha)
-    K = grid.size
-    level, carried = np.zeros(K), 0.0
-    for k in range(K):
-        level[k] = alpha / K + carried
-        carried = level[k] if rejected[k] else 0.0
-    s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
-    chosen = float(largest_rejected(grid, rejected))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
-    return pd.DataFrame(
-        {
-            "u": grid,
-            "routed": m,
-            "routed_risk": risk,
-            "p_value": p,
-            "level": level,
-            "rejected": rejected,
-            "selected": grid == chosen,
-        }
-    )
 
 
 def _routed_minimum(bound: Bound, eps: float, alpha: float, term_range: float) -> int | float:

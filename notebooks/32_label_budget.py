@@ -853,12 +853,12 @@ n_small, n_cal, rate = 10, 4000, 2 * cfg.sim_eps
 rng_clt = np.random.default_rng(cfg.seed)
 u_clt = rng_clt.random((n_cal, n_small))
 l_clt = (rng_clt.random((n_cal, n_small)) < rate).astype(float)
-t_clt = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
+t_clt = batch_threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
 risk_clt = rate * np.clip(t_clt, 0.0, 1.0)  # R(t) = P(loss) * P(U <= t), loss independent of U
 violated = np.mean(risk_clt > cfg.sim_eps)
 lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
 assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
-t_valid = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
+t_valid = batch_threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
 assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
 print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); valid recipe: never certifies")
 

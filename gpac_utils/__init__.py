@@ -53,7 +53,7 @@ Examples
 [True]
 """
 
-from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, threshold
+from .calibrate import ALL, CPAC, GPAC, PAC, Calibrator, GroupWarning, batch_threshold, threshold
 from .certificate import Certificate, from_json
 from .data import SchemaError, read_table, validate, write_table
 from .experiment import ExperimentConfig, run_experiment, summarize
@@ -73,6 +73,7 @@ __all__ = [
     "from_json",
     "Certificate",
     "threshold",
+    "batch_threshold",
     "SchemaError",
     "read_table",
     "validate",

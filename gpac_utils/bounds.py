@@ -36,6 +36,7 @@ the inversions run once per *distinct* prefix sum.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,12 +119,43 @@ def _curve_at_scores(bound: Bound, z: np.ndarray, scores: np.ndarray, alpha: flo
     """
     order = np.argsort(scores)
     cand = scores[order]
-    zs = z[order]
+    ends = np.append(np.flatnonzero(cand[1:] != cand[:-1]) + 1, cand.size)  # the end of each run of ties
+    return cand, _curve(bound, z[order], np.repeat(ends, np.diff(ends, prepend=0)), z.size, alpha, term_range)
+
+
+def _curve_of_nonzero(
+    bound: Bound, z: np.ndarray, term_scores: np.ndarray, scores: np.ndarray, alpha: float, term_range
+):
+    """:func:`_curve_at_scores` for any terms of one calibration (``term_scores``: each term's score; terms
+    drawn with replacement too), from its nonzero terms alone; ``None`` where that could change a bit.
+
+    A zero term leaves every prefix sum as it is (``x + 0.0 == x``), and the sums are read only at the
+    end of each run of equal scores, so the nonzero terms sorted by score give the prefix sums of
+    :func:`prefix_sums` bit for bit, unless a run of equal scores holds unequal nonzero terms (their
+    order would then matter) or a term is ``-0.0``. Under Bernoulli labelling most terms are zero.
+    """
+    nonzero = np.flatnonzero(z)
+    if np.signbit(z).any():
+        return None
+    at = term_scores[nonzero]
+    order = np.argsort(at)
+    at, zs = at[order], z[nonzero][order]
+    tied = at[1:] == at[:-1]
+    if tied.any() and (zs[1:][tied] != zs[:-1][tied]).any():
+        return None
+    cand = np.sort(scores)
+    # the nonzero terms scored at most each candidate: each term counts from the first candidate >= its score
+    ends = np.cumsum(np.bincount(np.searchsorted(cand, at), minlength=cand.size))[: cand.size]
+    return cand, _curve(bound, zs, ends, z.size, alpha, term_range)
+
+
+def _curve(bound: Bound, zs: np.ndarray, ends: np.ndarray, m: int, alpha: float, term_range):
+    """The bound of ``m`` terms at each candidate, from the terms sorted by score (zero terms may be left
+    out) and the count of them scored at most each candidate."""
     c1 = np.concatenate(([0.0], np.cumsum(zs)))
     c2 = np.concatenate(([0.0], np.cumsum(zs * zs)))
-    idx = np.searchsorted(cand, cand, side="right")  # the terms scored at most each candidate, ties included
-    out = bound.function(c1[idx][None], c2[idx][None], z.size, alpha, term_range)
-    return cand, np.asarray(out, dtype=float).reshape(cand.shape)
+    out = bound.function(c1[ends][None], c2[ends][None], m, alpha, term_range)
+    return np.asarray(out, dtype=float).reshape(ends.shape)
 
 
 # --- bounds from prefix sums -----------------------------------------------------------------
@@ -134,7 +166,13 @@ def _clt(s1, s2, m, alpha, term_range):
     if m < 2:
         return np.full_like(mean, np.inf)
     var = np.maximum(s2 - s1 * s1 / m, 0.0) / (m - 1)
-    return mean + stats.norm.ppf(1 - alpha) * np.sqrt(var / m)
+    return mean + _normal_quantile(1 - alpha) * np.sqrt(var / m)
+
+
+@functools.lru_cache(maxsize=256)
+def _normal_quantile(level: float) -> float:
+    """``scipy.stats.norm.ppf(level)``, once per level (its dispatch costs more than the curve at n = 1e4)."""
+    return float(stats.norm.ppf(level))
 
 
 def _hoeffding(s1, s2, m, alpha, term_range):

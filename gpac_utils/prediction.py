@@ -10,7 +10,7 @@ This module predicts it from a small labelled **pilot** and the (free) unlabelle
 
 1. :func:`predict`: for each group and each ``n`` of a grid, draw ``n_resamples`` synthetic calibration
    sets of ``n`` labels from a model of the group fitted on the pilot, calibrate all ``n_resamples`` at
-   once with the library's batched :func:`~gpac_utils.risks.threshold` (exactly as
+   once with the library's :func:`~gpac_utils.calibrate.batch_threshold` (exactly as
    :class:`~gpac_utils.calibrate.GPAC` does with the same :class:`~gpac_utils.settings.Settings`: its
    ``risk``, the level its ``correction`` gives each group, its ``min_group_size``), and read each
    threshold's routed share off the group's unlabelled scores. The result, :class:`PlanCurves`, holds
@@ -91,9 +91,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import calibrate as _calibrate  # noqa: F401  (the joint risk's procedure registers itself on import)
+from . import calibrate as _calibrate
 from . import feasibility as _feasibility
-from . import risks as _risks
 from .checks import (
     ParameterError,
     check_array,
@@ -864,7 +863,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
                 cs, cl = _draw_posterior(post_src, (n_resamples, m_items), grs)
             else:
                 cs, cl = _draw_smoothed(smooth_src, (n_resamples, m_items), grs)
-            t = _risks.threshold(  # the library's own procedure, on all resamples at once
+            t = _calibrate.batch_threshold(  # the library's own procedure, on all resamples at once
                 cs,
                 cl,
                 eps=eps,

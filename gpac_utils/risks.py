@@ -13,13 +13,13 @@ r"""What a calibrator certifies: the risk definitions, by name (``risk=`` of PAC
     :math:`F(u) = P(U \le u \mid G_j) \le 1`, a threshold with :math:`R_c \le \varepsilon` has
     :math:`R \le \varepsilon`: the routed risk is the stronger guarantee and typically routes less
     (the population's feasible thresholds are nested; estimated thresholds need not be)
-    (:func:`routed_threshold`).
+    (:func:`gpac_utils.calibrate.routed_threshold`).
 
 **Why the routed risk needs its own selection.** :math:`R_c` is not monotone in ``u`` (a group
 whose most confident items are wrong has a high :math:`R_c` at small ``u``, lower further up), so
 the first-crossing argument of :mod:`gpac_utils.selection`, which passes the *smallest* grid point
 with risk above ``eps``, does not apply: a violation at the chosen threshold says nothing about
-the points below it. :func:`routed_threshold` is a Learn-then-Test procedure (Angelopoulos, Bates,
+the points below it. :func:`~gpac_utils.calibrate.routed_threshold` is a Learn-then-Test procedure (Angelopoulos, Bates,
 Candès, Jordan & Lei 2021): one hypothesis per grid point, a family-wise error control that needs
 no monotonicity.
 
@@ -66,17 +66,15 @@ routed items (:attr:`Risk.evaluate`) and its minimum-items rule.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from . import sampling as _sampling
 from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
-from .checks import ParameterError, check_binary_losses, check_label_prob, check_risk, check_rng, check_xy, warn_risk
-from .recipe import VALID, Recipe, as_recipe, check_recipe
+from .checks import ParameterError
+from .recipe import Recipe
 from .registry import Registry
 
 __all__ = [
@@ -86,14 +84,13 @@ __all__ = [
     "register_risk",
     "get_risk",
     "check_risk_recipe",
-    "threshold",
+    "Problem",
     "routed_grid",
     "routed_pvalues",
     "fallback_reject",
     "largest_rejected",
-    "routed_threshold",
     "routed_certify",
-    "routed_risk_curve",
+    "terms",
 ]
 
 #: Grid points of the routed risk's selection (evenly spaced in ``[lo, hi]``, fixed in advance).
@@ -119,6 +116,39 @@ def _routed_risk(losses: np.ndarray, routed: np.ndarray) -> float:
     return float(np.mean(losses[routed])) if routed.any() else 0.0
 
 
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One calibration as a risk's step sees it (:attr:`Risk.certify`), its values checked.
+
+    Parameters
+    ----------
+    eps : float
+        Target risk.
+    alpha : float
+        The level of this calibration (a group's share after a correction).
+    recipe : Recipe
+        Bound, sampling, labelling probability, rule and candidates.
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    label_prob : float or numpy.ndarray or None, default None
+        Labelling probabilities broadcastable to the losses (``None``: the recipe's).
+    interval : (float, float), default (0.0, 1.0)
+        The span of the evenly spaced grids (a split C-PAC group's interval).
+    """
+
+    eps: float
+    alpha: float
+    recipe: Recipe
+    loss_bound: float = 1.0
+    label_prob: float | np.ndarray | None = None
+    interval: tuple[float, float] = (0.0, 1.0)
+
+    @property
+    def probs(self):
+        """The labelling probabilities the sampling uses: ``label_prob``, else the recipe's."""
+        return self.recipe.label_prob if self.label_prob is None else self.label_prob
+
+
 @dataclass(frozen=True)
 class Risk:
     """A risk definition: what a calibrator certifies per group.
@@ -130,8 +160,8 @@ class Risk:
     summary : str
         One line: the risk as a formula, and what it means.
     certify : callable or None
-        The calibrators' step for one group, with the keywords of :func:`routed_certify` (``eps``,
-        ``alpha``, ``recipe``, ``loss_bound``, ``rng``, ``label_prob``, ``interval``): returns
+        The calibrators' step for one group, ``certify(scores, losses, problem, rng)`` as
+        :func:`routed_certify` (checked 1-D arrays, a :class:`Problem`, a generator): returns
         ``(threshold, labelled, bound)``, the expert labels drawn and the certified upper bound at
         the threshold (``None`` where the risk certifies by tests, not by a bound). ``None`` until
         registered (the joint risk's is in :mod:`gpac_utils.calibrate`, which registers itself).
@@ -140,8 +170,9 @@ class Risk:
         (a test split, or a whole table taken as the population): what :func:`gpac_utils.experiment.run_experiment`
         reports as ``pop_risk`` and compares with ``eps``.
     threshold : callable or None, default None
-        :attr:`certify` for a batch (leading axes), returning the thresholds only (:func:`threshold`);
-        ``None``: ``certify``'s threshold, one group at a time.
+        :attr:`certify` for a batch (leading axes), ``threshold(scores, losses, problem, rng)``,
+        returning the thresholds only (:func:`gpac_utils.calibrate.batch_threshold`); ``None``: ``certify``'s threshold,
+        one calibration at a time.
     samplings : tuple of str, or None, default None
         The label sampling schemes its selection is valid with (``None``: any).
     pvalue : bool, default False
@@ -202,96 +233,6 @@ def check_risk_recipe(risk: str, recipe: Recipe) -> None:
             f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
             f"{bounds}, got {recipe.sampling!r} and {recipe.bound!r}"
         )
-
-
-def threshold(
-    scores,
-    losses,
-    *,
-    eps: float,
-    alpha: float,
-    recipe: Recipe | str = VALID,
-    loss_bound: float = 1.0,
-    rng=None,
-    label_prob=None,
-    interval=(0.0, 1.0),
-    risk: str = "joint",
-) -> np.ndarray:
-    """Calibrate one group, or many independent calibrations at once (batch dims lead).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (..., n)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``.
-    eps : float
-        Target risk.
-    alpha : float
-        Miscoverage level of the upper confidence bound.
-    recipe : Recipe or str, default :data:`~gpac_utils.recipe.VALID`
-        Bound, sampling, labelling probability, rule and candidates (or a recipe name).
-    loss_bound : float, default 1.0
-        Upper end of the loss range (the paper's ``B``).
-    rng : numpy.random.Generator or int, optional
-        Randomness of the label sampling.
-    label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``;
-        e.g. a different probability per calibration in a batch).
-    interval : (float, float), default (0.0, 1.0)
-        The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
-        C-PAC group's interval, fixed before the calibration half
-        (:func:`gpac_utils.selection.candidate_grid`).
-    risk : str, default "joint"
-        What is certified (:data:`RISKS`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        Thresholds; ``-inf`` where no candidate is certified (always think).
-
-    Raises
-    ------
-    ParameterError
-        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ, pandas inputs whose indexes differ (never re-paired by
-        position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``, ``rng`` or ``risk``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpac_utils.calibrate import threshold
-    >>> u = np.linspace(0, 1, 500)
-    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
-    True
-    """
-    options = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=rng, label_prob=label_prob)
-    entry, scores, losses, options = _checked(scores, losses, risk, {**options, "interval": interval})
-    if entry.threshold is not None:
-        return entry.threshold(scores, losses, **options)
-    if scores.ndim == 1:
-        return np.asarray(entry.certify(scores, losses, **options)[0], dtype=float)
-    # a risk that certifies one group at a time: one call per row of the batch (per-row label_prob sliced)
-    prob = options.pop("label_prob")
-    probs = prob if np.ndim(prob) == 2 else [prob] * len(scores)
-    rows = zip(scores, losses, probs, strict=True)
-    return np.array([entry.certify(s, loss, **options, label_prob=p)[0] for s, loss, p in rows], dtype=float)
-
-
-def _checked(scores, losses, risk: str, options: dict, batch: bool = True):
-    """:func:`threshold`'s checks (the validation layer's calls) on its keyword ``options``: the risk's
-    entry, the checked scores and losses, and the checked options."""
-    entry = get_risk(risk)
-    recipe, eps, alpha, loss_bound = (
-        check_recipe(options["recipe"]),
-        *check_risk(options["eps"], options["alpha"], options["loss_bound"]),
-    )
-    warn_risk(eps, alpha, loss_bound)
-    check_risk_recipe(entry.name, recipe)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, batch=batch)
-    check_binary_losses(losses, BOUNDS[recipe.bound].binary_terms, loss_bound)
-    check_label_prob(options["label_prob"], losses.shape)
-    checked = dict(eps=eps, alpha=alpha, recipe=recipe, loss_bound=loss_bound, rng=check_rng("rng", options["rng"]))
-    return entry, scores, losses, {**options, **checked}
 
 
 def routed_grid(interval=(0.0, 1.0), size: int = ROUTED_GRID) -> np.ndarray:
@@ -409,90 +350,21 @@ def largest_rejected(grid, rejected) -> np.ndarray:
     return np.where(rejected.any(axis=-1), chosen, -np.inf)
 
 
-def _terms(scores, losses, recipe, loss_bound, rng, label_prob):
-    check_risk_recipe("routed", recipe)
-    probs = recipe.label_prob if label_prob is None else label_prob
-    return _sampling.draw(scores, losses, recipe.sampling, probs, rng, loss_bound, shuffle=False)
+def terms(scores, losses, problem: Problem, rng):
+    """The routed risk's label terms of one calibration, in input order (its recipe checked first)."""
+    check_risk_recipe("routed", problem.recipe)
+    recipe = problem.recipe
+    return _sampling.draw(scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=False)
 
 
-def routed_threshold(scores, losses, **options) -> np.ndarray:
-    """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        The largest threshold of the grid whose hypothesis the fallback procedure rejects;
-        ``-inf`` if none (always think).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.linspace(0, 1, 2000)
-    >>> losses = (u > 0.5).astype(float)  # the upper half is always wrong
-    >>> t = float(routed_threshold(u, losses, eps=0.1, alpha=0.05))
-    >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
-    True
-    """
-    return threshold(scores, losses, risk="routed", **options)
-
-
-def routed_certify(
-    scores, losses, *, eps, alpha, recipe=VALID, loss_bound=1.0, rng=None, label_prob=None, interval=(0.0, 1.0)
-):
-    """:func:`routed_threshold` on checked arguments, with what the calibrators record:
-    ``(threshold, labelled, None)`` (the routed risk certifies by tests, so no upper bound is recorded
-    at the threshold)."""
-    recipe = as_recipe(recipe)
-    d = _terms(scores, losses, recipe, loss_bound, rng, label_prob)
-    grid = routed_grid(interval)
-    p, _ = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    return largest_rejected(grid, fallback_reject(p, alpha)), np.asarray(d.n_queried), None
-
-
-def routed_risk_curve(scores, losses, **options):
-    """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        One group's scores and losses.
-    **options
-        Those of :func:`threshold` (``eps`` and ``alpha`` required), checked as there.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
-        ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
-    """
-    given = inspect.signature(threshold).bind(scores, losses, **{**options, "risk": "routed"})
-    given.apply_defaults()
-    _, scores, losses, o = _checked(scores, losses, "routed", given.arguments, batch=False)
-    recipe, eps, alpha = o["recipe"], o["eps"], o["alpha"]
-    d = _terms(scores, losses, recipe, o["loss_bound"], o["rng"], o["label_prob"])
-    grid = routed_grid(o["interval"])
-    p, m = routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    rejected = fallback_reject(p, alpha)
-    K = grid.size
-    level, carried = np.zeros(K), 0.0
-    for k in range(K):
-        level[k] = alpha / K + carried
-        carried = level[k] if rejected[k] else 0.0
-    s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
-    chosen = float(largest_rejected(grid, rejected))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
-    return pd.DataFrame(
-        {
-            "u": grid,
-            "routed": m,
-            "routed_risk": risk,
-            "p_value": p,
-            "level": level,
-            "rejected": rejected,
-            "selected": grid == chosen,
-        }
-    )
+def routed_certify(scores, losses, problem: Problem, rng):
+    """:func:`~gpac_utils.calibrate.routed_threshold`'s step (:attr:`Risk.certify`) on checked arguments,
+    with what the calibrators record: ``(threshold, labelled, None)`` (the routed risk certifies by
+    tests, so no upper bound is recorded at the threshold)."""
+    d = terms(scores, losses, problem, rng)
+    grid = routed_grid(problem.interval)
+    p, _ = routed_pvalues(d.z, d.scores, grid, problem.eps, d.term_range, problem.recipe.bound)
+    return largest_rejected(grid, fallback_reject(p, problem.alpha)), np.asarray(d.n_queried), None
 
 
 def _routed_minimum(bound: Bound, eps: float, alpha: float, term_range: float) -> int | float:

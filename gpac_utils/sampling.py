@@ -47,12 +47,16 @@ class Draw:
         single calibration, else the shape of the batch dimensions).
     n_queried : int or numpy.ndarray, shape (...)
         The number of expert labels used, per calibration.
+    items : numpy.ndarray of int, shape (..., m), or None
+        The index (last axis) of each term's item; ``None`` where the terms are the items in their
+        input order.
     """
 
     z: np.ndarray  # (..., m) terms in [0, term_range]
     scores: np.ndarray  # (..., m) the score of each term's item
     term_range: float | np.ndarray  # loss_bound / min(label_prob), per calibration (shape of the batch)
     n_queried: np.ndarray  # (...) number of expert labels used
+    items: np.ndarray | None = None  # (..., m) each term's item; None: the items in input order
 
 
 def _check_label_prob(label_prob, shape):
@@ -126,14 +130,20 @@ def draw(scores, losses, scheme: str, label_prob=0.5, rng=None, loss_bound: floa
     if losses.min() < 0 or losses.max() > loss_bound:
         raise ValueError(f"losses must lie in [0, loss_bound={loss_bound}]")
     n = losses.shape[-1]
-    probs = np.ones_like(losses) if scheme == "full" else _check_label_prob(label_prob, losses.shape)
+    if scheme == "full":
+        probs = np.ones_like(losses)
+    elif np.ndim(label_prob) == 0:  # one probability for every item: no array of it (same bits)
+        probs = float(_check_label_prob(label_prob, ()))
+    else:
+        probs = _check_label_prob(label_prob, losses.shape)
     # The range of the terms is per calibration (per batch row): one calibration's labelling
     # probabilities never widen another's bound.
-    term_range = loss_bound / probs.min(axis=-1)
+    every = np.broadcast_to(probs, losses.shape)  # a view: no copy of one probability
+    term_range = loss_bound / every.min(axis=-1)
     if term_range.ndim == 0:
         term_range = float(term_range)
     if scheme == "resample":
-        means = probs.mean(axis=-1)
+        means = every.mean(axis=-1)
         if np.ndim(means) and not np.all(means == means.flat[0]):
             raise ValueError(
                 "label_prob: the resample scheme draws n / mean(label_prob) terms, so mean(label_prob) must be "
@@ -147,19 +157,23 @@ def draw(scores, losses, scheme: str, label_prob=0.5, rng=None, loss_bound: floa
             )
         m = int(math.ceil(n_terms - 1e-9))
         idx = rng.integers(0, n, size=losses.shape[:-1] + (m,))
-        drawn_losses = np.take_along_axis(losses, idx, axis=-1)
-        drawn_scores = np.take_along_axis(scores, idx, axis=-1)
-        drawn_probs = np.take_along_axis(probs, idx, axis=-1)
+        drawn_losses, drawn_scores, drawn_probs = (_take(a, idx) for a in (losses, scores, probs))
         xi = rng.random(idx.shape) < drawn_probs
-        return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1))
+        return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1), idx)
+    order = None
     if shuffle:
         order = rng.permuted(np.broadcast_to(np.arange(n), losses.shape), axis=-1)
-        drawn_losses = np.take_along_axis(losses, order, axis=-1)
-        drawn_scores = np.take_along_axis(scores, order, axis=-1)
-        drawn_probs = np.take_along_axis(probs, order, axis=-1)
+        drawn_losses, drawn_scores, drawn_probs = (_take(a, order) for a in (losses, scores, probs))
     else:
         drawn_losses, drawn_scores, drawn_probs = losses, scores, probs
     if scheme == "full":
-        return Draw(drawn_losses, drawn_scores, term_range, np.full(losses.shape[:-1], n))
+        return Draw(drawn_losses, drawn_scores, term_range, np.full(losses.shape[:-1], n), order)
     xi = rng.random(drawn_losses.shape) < drawn_probs
-    return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1))
+    return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1), order)
+
+
+def _take(a, idx):
+    """``a`` at the items ``idx`` along the last axis (a float: one value for every item, as it is)."""
+    if isinstance(a, float):
+        return a
+    return a[idx] if a.ndim == 1 else np.take_along_axis(a, idx, axis=-1)

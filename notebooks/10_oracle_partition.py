@@ -61,7 +61,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from gpac_utils import Recipe, metrics
-from gpac_utils.calibrate import ALL, threshold
+from gpac_utils.calibrate import ALL, batch_threshold
 from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
@@ -447,17 +447,17 @@ assert np.isclose(by_coin["routed_share_grouped"], exact["routed_share_marginal"
 # %% [markdown]
 # **Calibrate.** `calibrations` times: marginal PAC on `n_cal` mixture items, G-PAC on each
 # group's `round(w_j n_cal)` items (Algorithm 2), with the recipe `bound`, `sampling` and the
-# first-crossing rule. `threshold` calibrates all repetitions at once (one row each).
+# first-crossing rule. `batch_threshold` calibrates all repetitions at once (one row each).
 
 # %%
 recipe = Recipe(bound=cfg.bound, sampling=cfg.sampling)
 rng = np.random.default_rng(cfg.seed)
 loss, u, _ = pop.sample(cfg.n_cal, rng, size=cfg.calibrations)
-thr = {"PAC": dict.fromkeys(pop.names, threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))}
+thr = {"PAC": dict.fromkeys(pop.names, batch_threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng))}
 thr["G-PAC"] = {}
 for g, wj in zip(pop.names, pop.weights):
     lj, uj = pop.group(g).sample((cfg.calibrations, max(2, int(round(wj * cfg.n_cal)))), rng)
-    thr["G-PAC"][g] = threshold(uj, lj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
+    thr["G-PAC"][g] = batch_threshold(uj, lj, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
 oracle_thr = {
     "PAC": dict.fromkeys(pop.names, populations.oracle_threshold(pop, cfg.eps)),
     "G-PAC": {g: populations.oracle_threshold(pop, cfg.eps, g) for g in pop.names},

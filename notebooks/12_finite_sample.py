@@ -56,7 +56,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from scipy import stats
 
-from gpac_utils import Recipe, threshold
+from gpac_utils import Recipe, batch_threshold
 from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
@@ -102,7 +102,7 @@ for si, (bound, scheme) in enumerate(tuple(s) for s in cfg.settings):
     recipe = Recipe(bound=bound, sampling=scheme, label_prob=None if scheme == "full" else cfg.label_prob)
     rng = np.random.default_rng([cfg.seed, si])
     loss, u = group.sample((T, int(cfg.n_cal)), rng)
-    u_hat = threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
+    u_hat = batch_threshold(u, loss, eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=rng)
     risk = group.risk(u_hat)
     draws[(bound, scheme)] = {"threshold": u_hat, "risk": risk}
     for N in cfg.N_grid:

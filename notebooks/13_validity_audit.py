@@ -745,7 +745,7 @@ plt.show()
 from scipy.stats import beta as beta_dist
 from scipy.stats import binom
 
-from gpac_utils import Recipe, threshold
+from gpac_utils import Recipe, batch_threshold
 
 sel_eps, sel_n, sel_reps = 0.1, 200, 2 * int(cfg.calibrations)
 sel_grid = np.linspace(0.05, 1.0, 20)  # fixed before the data
@@ -795,7 +795,7 @@ sel_terms_seed = [cfg.seed, 41]  # one seed for both rules: wsr shuffles its ter
 for bound in ("hoeffding_bentkus", "clopper_pearson", "empirical_bernstein", "wsr"):
     recipes = {r: Recipe(bound=bound, sampling="full", rule=r) for r in selection.RULES}
     thr = {
-        r: threshold(sel_u, sel_loss, eps=sel_eps, alpha=cfg.alpha, recipe=recipes[r], rng=sel_terms_seed)
+        r: batch_threshold(sel_u, sel_loss, eps=sel_eps, alpha=cfg.alpha, recipe=recipes[r], rng=sel_terms_seed)
         for r in selection.RULES
     }
     rates = {r: float(np.mean(sel_risk(thr[r]) > sel_eps)) for r in selection.RULES}

@@ -73,7 +73,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from matplotlib import ticker
 
-from gpac_utils import allocation, bounds, data, feasibility, prediction, threshold
+from gpac_utils import allocation, batch_threshold, bounds, data, feasibility, prediction, threshold
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.settings import Settings
@@ -383,7 +383,7 @@ cumulative /= cumulative[:, -1:]
 draws = stream.random((cfg.n_resamples, n_by_hand))  # 2. n items per resample, by inverse CDF
 pick = np.array([np.searchsorted(cumulative[r], draws[r], side="right") for r in range(cfg.n_resamples)])
 pick = np.minimum(pick, pilot_u.size - 1)
-thresholds = threshold(pilot_u[pick], pilot_l[pick], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)  # 3.
+thresholds = batch_threshold(pilot_u[pick], pilot_l[pick], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)  # 3.
 by_hand = np.array([np.mean(unlabelled <= t) for t in thresholds])  # 4. routed share of each resample
 assert np.allclose(by_hand, library.routed_shares[j, 0]), (by_hand[:5], library.routed_shares[j, 0, :5])
 display(
@@ -436,7 +436,7 @@ for bayes in (True, False):
         in_small = (sim["group"] == smallest).to_numpy()
         su, sl = sim[main_score].to_numpy()[in_small], sim["loss"].to_numpy()[in_small]
         idx = rng_small.integers(0, su.size, size=(cfg.n_resamples, 4 * n_min[cfg.sim_eps]))
-        t_small = threshold(su[idx], sl[idx], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
+        t_small = batch_threshold(su[idx], sl[idx], eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
         shares = np.array([np.mean(np.sort(su) <= t) for t in t_small])
         assert np.allclose(shares, curves_small.routed_shares[k, 0])
 print(f"{smallest}: 10-90 % band width, Bayesian {band_width[True]:.3f}, ordinary {band_width[False]:.3f}")
@@ -842,12 +842,12 @@ n_small, n_cal, rate = 10, 4000, 2 * cfg.sim_eps
 rng_clt = np.random.default_rng(cfg.seed)
 u_clt = rng_clt.random((n_cal, n_small))
 l_clt = (rng_clt.random((n_cal, n_small)) < rate).astype(float)
-t_clt = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
+t_clt = batch_threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
 risk_clt = rate * np.clip(t_clt, 0.0, 1.0)  # R(t) = P(loss) * P(U <= t), loss independent of U
 violated = np.mean(risk_clt > cfg.sim_eps)
 lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
 assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
-t_valid = threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
+t_valid = batch_threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
 assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
 print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); valid recipe: never certifies")
 

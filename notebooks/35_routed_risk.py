@@ -131,9 +131,9 @@ oracles
 # %%
 dip = POPULATION[1]
 loss1, u1 = dip.sample(1000, np.random.default_rng([cfg.seed, 99]))
-curve = risks.routed_risk_curve(u1, loss1, eps=0.15, alpha=cfg.alpha)
+curve = calibrate.routed_risk_curve(u1, loss1, eps=0.15, alpha=cfg.alpha)
 assert curve["selected"].sum() <= 1
-t_hand = float(risks.routed_threshold(u1, loss1, eps=0.15, alpha=cfg.alpha))
+t_hand = float(calibrate.routed_threshold(u1, loss1, eps=0.15, alpha=cfg.alpha))
 assert (curve.loc[curve["selected"], "u"].tolist() or [-math.inf])[0] == t_hand
 curve.iloc[::6].round(4)
 
@@ -146,10 +146,10 @@ curve.iloc[::6].round(4)
 # Cells: population group × n × ε × labelling (full, or bernoulli at π) × p-value (Hoeffding–Bentkus; the
 # exact binomial under full labels). For each cell, `calibrations` independent calibration sets, one draw of
 # the labels, and four selections from the same draws:
-# - **routed** — the fallback procedure (what `risk="routed"` runs; its thresholds are `risks.routed_threshold`'s);
+# - **routed** — the fallback procedure (what `risk="routed"` runs; its thresholds are `calibrate.routed_threshold`'s);
 # - **fixed sequence** — the same p-values, stopping at the first non-rejection from the smallest $u$;
 # - **no multiplicity step** — the largest point with p-value ≤ α (each point tested alone);
-# - **joint** — the joint risk's threshold at the same ε (`calibrate.threshold`, the same recipe).
+# - **joint** — the joint risk's threshold at the same ε (`calibrate.batch_threshold`, the same recipe).
 #
 # The violation rate is the share of calibrations with $R_c(\hat u) > \varepsilon$, exact for each one;
 # the oracle ratio is $F(\hat u) / F(u^*_c)$ with $u^*_c$ the largest $u$ with $R_c(u) \le \varepsilon$.
@@ -169,7 +169,7 @@ def audit_cell(group, n, eps, label_prob, bound, seeds, *, alpha, calibrations):
         "routed": risks.largest_rejected(grid, risks.fallback_reject(p, alpha)),
         "fixed sequence": risks.largest_rejected(grid, risks.fallback_reject(p, alpha, weights=first_only)),
         "no multiplicity step": risks.largest_rejected(grid, p <= alpha),
-        "joint": calibrate.threshold(
+        "joint": calibrate.batch_threshold(
             u, loss, eps=eps, alpha=alpha, recipe=recipe, rng=np.random.default_rng(draw_seed)
         ),
     }
@@ -223,8 +223,8 @@ audit, (routed_thr, (u_c, loss_c, recipe_c, seed_c), eps_c) = routed_audit(
 )
 print(f"audit: {len(audit)} rows in {time.perf_counter() - t0:.1f} s")
 # the audit's routed thresholds are those of the library, from the same draws
-same = risks.routed_threshold(
-    u_c, loss_c, eps=eps_c, alpha=cfg.alpha, recipe=recipe_c, rng=np.random.default_rng(seed_c)
+same = calibrate.batch_threshold(
+    u_c, loss_c, eps=eps_c, alpha=cfg.alpha, recipe=recipe_c, rng=np.random.default_rng(seed_c), risk="routed"
 )
 assert np.array_equal(same, routed_thr)
 plotting.save_table(audit, "routed_risk_audit", floatfmt=".3f")

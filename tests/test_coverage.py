@@ -28,7 +28,7 @@ def violation_rate(bound, n, label_prob, sampling, seed):
     rng = np.random.default_rng(seed)
     u = rng.random((CALIBRATIONS, n))
     loss = (rng.random((CALIBRATIONS, n)) < SLOPE * u).astype(float)
-    thr = calibrate.threshold(
+    thr = calibrate.batch_threshold(
         u,
         loss,
         eps=EPS[n],

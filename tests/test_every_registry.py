@@ -8,6 +8,7 @@ an online stream, the serving router (fake engines) and a generation run (fake e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -58,9 +59,9 @@ class DPAC(GPAC):
     name = METHOD
 
 
-def _half_certify(scores_, losses, **kw):
+def _half_certify(scores_, losses, problem, rng):
     """Certify the joint risk at eps / 2."""
-    return risks.RISKS["joint"].certify(scores_, losses, **{**kw, "eps": kw["eps"] / 2})
+    return risks.RISKS["joint"].certify(scores_, losses, dataclasses.replace(problem, eps=problem.eps / 2), rng)
 
 
 def _half_evaluate(losses, routed):

@@ -186,7 +186,7 @@ def test_routed_minimum_is_the_closed_form(eps, alpha, expected):
 )
 def test_routed_minimum_is_where_the_library_procedure_starts_to_certify(recipe):
     """A loss-free group of m - 1 items gets -inf from the library's own procedure, m items a threshold."""
-    from gpac_utils.risks import routed_threshold
+    from gpac_utils.calibrate import routed_threshold
 
     eps, alpha = 0.05, 0.05
     m = min_items(eps, alpha, recipe, risk="routed")
@@ -217,7 +217,8 @@ def test_routed_statuses_warnings_and_table():
 
 def test_the_deploying_page_quotes_the_routed_minimum():
     """``risk="routed"``: the first rejection of its fallback procedure needs (1 - eps/R)^m <= alpha / K."""
-    from gpac_utils.risks import ROUTED_GRID, routed_threshold
+    from gpac_utils.calibrate import routed_threshold
+    from gpac_utils.risks import ROUTED_GRID
     from gpac_utils.workflow.paths import REPO_ROOT
 
     n = math.ceil(math.log(0.05 / ROUTED_GRID) / math.log(1 - 0.05))

@@ -17,12 +17,11 @@ import pytest
 
 from gpac_utils import CPAC, GPAC, PAC, Partition, ScorePartitioner, Settings, cli, summarize, validate, write_table
 from gpac_utils.audit import audit
-from gpac_utils.calibrate import calibrator, risk_curve
+from gpac_utils.calibrate import calibrator, risk_curve, threshold
 from gpac_utils.certificate import Certificate
 from gpac_utils.checks import NotFittedError, ParameterError, SettingWarning
 from gpac_utils.data import SchemaError
 from gpac_utils.recipe import VALID
-from gpac_utils.risks import threshold
 from gpac_utils.workflow import runner
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

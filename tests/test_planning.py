@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, feasibility, prediction, threshold
+from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, batch_threshold, feasibility, prediction
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW, GroupWarning
 from gpac_utils.checks import ParameterError
 from gpac_utils.cli import main as cli_main
@@ -187,7 +187,7 @@ def _calibrate_repeatedly(u, losses, n_items, *, eps, recipe=VALID, n_calibratio
     """
     rng = np.random.default_rng(seed)
     idx = rng.permuted(np.broadcast_to(np.arange(u.size), (n_calibrations, u.size)), axis=-1)[:, :n_items]
-    t = threshold(u[idx], losses[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
+    t = batch_threshold(u[idx], losses[idx], eps=eps, alpha=0.05, recipe=recipe, rng=rng)
     routed = u[None, :] <= t[:, None]
     return routed.mean(axis=1), (routed * losses).mean(axis=1)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpac_utils import CPAC, GPAC, PAC, ScorePartitioner, bounds, from_json, risks, selection
+from gpac_utils import CPAC, GPAC, PAC, ScorePartitioner, bounds, calibrate, from_json, risks, selection
 from gpac_utils.checks import ParameterError
 from gpac_utils.cli import main
 from gpac_utils.paper.theory.conditional import StepGroup, routed_oracle, routed_risk
@@ -69,7 +69,7 @@ def test_fallback_procedure_matches_its_definition_and_controls_the_family_wise_
 def test_routed_risk_is_valid_on_a_non_monotone_population_and_the_multiplicity_step_is_needed():
     eps, alpha, trials, n = 0.08, 0.1, 600, 400
     loss, u = DIP.sample((trials, n), np.random.default_rng(3))
-    thr = risks.routed_threshold(u, loss, eps=eps, alpha=alpha)
+    thr = calibrate.batch_threshold(u, loss, eps=eps, alpha=alpha, risk="routed")
     rate = np.mean(routed_risk(DIP, thr) > eps)
     assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / trials), rate
     # a flat group just above eps: every hypothesis is true. The exact binomial p-values, each point tested at
@@ -90,7 +90,7 @@ def test_the_option_on_the_calibrators_json_and_errors():
     loss = (rng.uniform(size=3000) < 0.4 * u**2).astype(float)
     joint = PAC(eps=0.1).fit(u, loss)
     routed = PAC(eps=0.1, risk="routed").fit(u, loss)
-    direct = risks.routed_threshold(u, loss, eps=0.1, alpha=0.05, rng=np.random.default_rng(0))
+    direct = calibrate.routed_threshold(u, loss, eps=0.1, alpha=0.05, rng=np.random.default_rng(0))
     assert routed.thresholds_["__all__"] == float(direct)
     assert routed.thresholds_["__all__"] < joint.thresholds_["__all__"]  # the stronger guarantee routes less
     kept = loss[u <= routed.thresholds_["__all__"]]
@@ -172,3 +172,40 @@ def test_split_cpac_wsr_grid_spans_each_groups_interval_and_joint_keeps_the_unit
             grid = np.linspace(lo, hi, 64) if mode == "split" else np.linspace(0, 1, 64)
             assert not np.isfinite(t) or np.isclose(grid, t, rtol=0, atol=1e-15).any(), (mode, g, t)
         assert np.isfinite(list(c.thresholds_.values())).all()  # both groups certified something
+
+
+@pytest.mark.parametrize("risk", ["joint", "routed"])
+def test_threshold_is_one_group_and_batch_threshold_the_batch(risk):
+    """An (n, 1) column is not n one-item calibrations: threshold() refuses it, naming scores; the batch
+    entry says it is a batch, refuses a 1-D array, and gives each row the threshold of that row alone."""
+    rng = np.random.default_rng(11)
+    u = rng.random((3, 400))
+    loss = (rng.random((3, 400)) < 0.1 * u).astype(float)
+    kw = dict(eps=0.2, alpha=0.05, risk=risk)
+    with pytest.raises(ParameterError, match=r"^scores: must be 1-D") as err:
+        calibrate.threshold(u[0][:, None], loss[0][:, None], **kw)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ParameterError, match=r"^scores: .*threshold\(\) for one group"):
+        calibrate.batch_threshold(u[0], loss[0], **kw)
+    batched = calibrate.batch_threshold(u, loss, rng=5, **kw)
+    assert batched.shape == (3,)
+    alone = calibrate.threshold(u[0], loss[0], rng=5, **kw)
+    assert batched[0] == alone and np.isfinite(alone)  # the first row draws first from the same generator
+
+
+def test_threshold_takes_the_settings_whole_and_refuses_a_field_it_would_ignore():
+    from gpac_utils.settings import Settings
+
+    u = np.linspace(0, 1, 500)
+    loss = (u > 0.8).astype(float)
+    given = Settings(eps=0.05, recipe="valid-bernoulli")
+    assert calibrate.threshold(u, loss, given, rng=3) == calibrate.threshold(
+        u, loss, eps=0.05, recipe="valid-bernoulli", rng=3
+    )
+    assert calibrate.threshold(u, loss, given, rng=3, eps=0.2) == calibrate.threshold(
+        u, loss, Settings(eps=0.2, recipe="valid-bernoulli"), rng=3
+    )
+    with pytest.raises(ParameterError, match=r"^seed: threshold\(\) does not read it"):
+        calibrate.threshold(u, loss, Settings(eps=0.05, seed=4))
+    with pytest.raises(ParameterError, match=r"^settings: must be a Settings"):
+        calibrate.threshold(u, loss, 0.05)

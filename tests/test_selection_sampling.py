@@ -115,14 +115,14 @@ def test_sampling_bad_input(kw, match):
 def test_batched_per_calibration_label_prob_does_not_leak(bound):
     """One calibration's labelling rate never widens another's bound (range per batch row)."""
     from gpac_utils import Recipe
-    from gpac_utils.calibrate import threshold
+    from gpac_utils.calibrate import batch_threshold, threshold
 
     rng = np.random.default_rng(3)
     u = rng.random((2, 500))
     loss = (rng.random((2, 500)) < u**3).astype(float)
     label_prob = np.stack([np.full(500, 0.9), np.full(500, 0.1)])
     recipe = Recipe(bound, "bernoulli", 0.5)
-    batched = threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, label_prob=label_prob, rng=1)
+    batched = batch_threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, label_prob=label_prob, rng=1)
     alone = threshold(u[0], loss[0], eps=0.1, alpha=0.05, recipe=recipe, label_prob=0.9, rng=1)
     assert batched[0] == alone
 
@@ -182,13 +182,13 @@ def test_one_seed_gives_both_rules_one_wsr_curve():
 def test_the_lessons_wsr_row_is_reproducible():
     """The batched calls of notebook 13 (one seed for both rules) give the same thresholds run after run,
     and the two rules then differ in few calibrations (with unshared draws they differed in about half)."""
-    from gpac_utils import Recipe, threshold
+    from gpac_utils import Recipe, batch_threshold
 
     u, loss = _lesson_population(400)
     seed = [0, 41]
     runs = [
         {
-            r: threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=seed)
+            r: batch_threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=seed)
             for r in selection.RULES
         }
         for _ in range(2)
@@ -197,7 +197,7 @@ def test_the_lessons_wsr_row_is_reproducible():
         np.testing.assert_array_equal(runs[0][r], runs[1][r])
     shared = float(np.mean(runs[0]["max"] != runs[0]["first-crossing"]))
     unshared = {
-        r: threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=[1, k])
+        r: batch_threshold(u, loss, eps=0.1, alpha=0.05, recipe=Recipe("wsr", "full", rule=r), rng=[1, k])
         for k, r in enumerate(selection.RULES)
     }
     apart = float(np.mean(unshared["max"] != unshared["first-crossing"]))
@@ -214,6 +214,7 @@ def test_notebook_13_passes_a_seed_to_every_threshold_call():
     calls = [
         node
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "threshold"
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("threshold", "batch_threshold")
     ]
     assert calls and all(any(k.arg == "rng" for k in call.keywords) for call in calls), [c.lineno for c in calls]

@@ -194,7 +194,7 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, label_prob):
     loss, u = populations.AUDIT_POPULATION.group("flat").sample((20, 80), np.random.default_rng(6))
     for rule in ("first-crossing", "max"):
         recipe = Recipe(bound=bound, sampling=scheme, label_prob=None if scheme == "full" else label_prob, rule=rule)
-        ref = calibrate.threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, rng=np.random.default_rng(7))
+        ref = calibrate.batch_threshold(u, loss, eps=0.1, alpha=0.05, recipe=recipe, rng=np.random.default_rng(7))
         d = sampling.draw(u, loss, scheme, label_prob, np.random.default_rng(7), shuffle=False)
         cand = selection.candidate_grid(u, "auto", bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.term_range), 0.1, rule)

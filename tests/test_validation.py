@@ -28,6 +28,7 @@ from gpac_utils.checks import ParameterError
 from gpac_utils.online import Decisions, OnlineGPAC
 from gpac_utils.prediction import PilotModel, PilotWarning, PlanCurves, PlanSpec, predict
 from gpac_utils.recipe import as_recipe
+from gpac_utils.risks import Problem
 from gpac_utils.settings import Settings
 from gpac_utils.thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
 
@@ -442,7 +443,7 @@ def test_valid_inputs_answer_as_the_core_in_every_container(case, container):
         args = (u, loss.astype(bool), g)
     else:
         args = (u, loss, g)
-    core = _threshold(u, loss.astype(float), eps, alpha, as_recipe(recipe), 1.0, seed)
+    core = _threshold(u, loss.astype(float), Problem(eps, alpha, as_recipe(recipe)), seed)
     assert np.array_equal(threshold(*args[:2], eps=eps, alpha=alpha, recipe=recipe, rng=seed), core)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)

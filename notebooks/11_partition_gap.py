@@ -262,7 +262,7 @@ for m, g in gap.groupby("algorithm"):
     # drawn to 9 decimals: the last bits of a vectorised numpy.power differ between CPUs (AVX-512 or not)
     axes[1].scatter(g["bound_2delta"], g["routed_share_loss"].round(9), s=4, alpha=0.4, color=colors[m], label=m)
 lim = gap["bound_2delta"].max()
-axes[1].plot([0, lim], [0, lim], color="black", lw=0.8, label="loss = 2δ (Theorem 4.6's claim)")
+axes[1].plot([0, lim], [0, lim], color="black", lw=0.8, label="2δ: Thm 4.6's bound (reference for G*)")
 axes[1].axhline(0, color="grey", lw=0.6)
 axes[1].set(xlabel="2δ", ylabel="routed-share loss vs reference", title="Routed-share loss vs 2δ (this population)")
 axes[1].legend(loc="upper left", markerscale=3)

@@ -663,6 +663,8 @@ def _plan(a) -> int:
     )
     print(f"planned vs uniform split: {delta:+.1%} of all traffic (Monte Carlo s.e. {se:.1%}); {verdict}")
     row = feas.iloc[0]
+    score = f"registered score {a.score_col}" if a.score_col in SCORES else f"score column {a.score_col!r}"
+    print(f"planned for the {score}, grouped by {a.group_col!r}, with {settings.recipe.bound} at eps={settings.eps:g}")
     print(
         f"feasibility ({settings.recipe.bound}, risk {settings.risk}, {row['formula']}): a group certifies nothing "
         f"with fewer than {row['n_needed']} items ({row['labels_needed']:g} labels expected)"

@@ -495,6 +495,7 @@ def test_cli_plan_budget_excludes_the_pilot_and_its_rows(tmp_path, capsys):
     n_pilot = int(df["loss"].notna().sum())
     assert f"budget 100 calibration labels, on top of the {n_pilot} pilot labels ({100 + n_pilot} in all)" in out
     assert "calibrate on rows outside the pilot" in out and "planned vs uniform split" in out
+    assert "planned for the score column 'score_x', grouped by 'group', with hoeffding_bentkus at eps=0.1" in out
     t = pd.read_csv(tmp_path / "p.csv")
     rows = df.assign(pilot=df["loss"].notna()).groupby("group")["pilot"].agg(lambda p: int((~p).sum()))
     planned = t[(t["allocation"] == "planned") & (t["group"] != "ALL")].set_index("group")["n_labels"]

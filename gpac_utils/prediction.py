@@ -443,8 +443,14 @@ def _log_sigmoid(x):
 def _cell_loglik(l0, k, m) -> np.ndarray:
     """Log-likelihood of ``k`` positive losses in ``m`` pilot items per region at the log odds ``l0 + v``, for each
     ``v`` of :data:`_U_GRID`; ``l0``, ``k``, ``m`` broadcast to (..., B), the result has shape (..., B, U)."""
-    z = np.asarray(l0)[..., None] + _U_GRID
-    return np.asarray(k)[..., None] * _log_sigmoid(z) + (np.asarray(m) - np.asarray(k))[..., None] * _log_sigmoid(-z)
+    l0 = np.asarray(l0)
+    k, m = np.broadcast_to(k, l0.shape), np.broadcast_to(m, l0.shape)
+    z = l0[..., None] + _U_GRID
+    out = np.zeros(z.shape)  # a term whose count is 0 adds nothing: only the others are computed
+    hit, miss = k > 0, m - k > 0
+    out[hit] = k[hit][:, None] * _log_sigmoid(z[hit])
+    out[miss] += (m - k)[miss][:, None] * _log_sigmoid(-z[miss])
+    return out
 
 
 def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray]:
@@ -466,7 +472,7 @@ def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray]:
     for x in np.unique(pg):
         own = pg == x
         m = np.bincount(pb[own], minlength=n_bins)
-        ll = _cell_loglik(l0, np.bincount(pb[own], pos[own], n_bins), m)[m > 0]  # (cells, U)
+        ll = _cell_loglik(l0[m > 0], np.bincount(pb[own], pos[own], n_bins)[m > 0], m[m > 0])  # (cells, U)
         a = log_prior_v[:, None, :] + ll[None, :, :]  # (T, cells, U)
         top = a.max(axis=2, keepdims=True)
         log_post = log_post + (top[..., 0] + np.log(np.exp(a - top).sum(axis=2))).sum(axis=1)
@@ -520,7 +526,10 @@ def _draw_posterior(src: _Source, shape, rng):
         tau_grid, tau_w = src.spread
         tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, tau_w.size))), tau_grid, rng), 1e-3)
         centre = -0.5 * tau[:, None, None] ** 2  # mean-preserving: E[exp(v)] = 1, the pool's odds are the groups' mean
-        logw = -0.5 * ((_U_GRID - centre) / tau[:, None, None]) ** 2 + _cell_loglik(l0, k_own, m_own)  # (R, B, U)
+        loglik = np.zeros((n_resamples, n_bins, _U_GRID.size))  # a region without pilot items adds nothing
+        seen = m_own > 0
+        loglik[:, seen] = _cell_loglik(l0[:, seen], k_own[seen], m_own[seen])
+        logw = -0.5 * ((_U_GRID - centre) / tau[:, None, None]) ** 2 + loglik  # (R, B, U)
         v = _draw_grid(logw.reshape(-1, _U_GRID.size), _U_GRID, rng).reshape(n_resamples, n_bins)
         theta = 1.0 / (1.0 + np.exp(-(l0 + v)))
 

@@ -521,16 +521,19 @@ def ucb_view(eps, alpha, n, label_prob, recipe_name):
 ucb_view(cfg.eps, cfg.alpha, 600, 0.5, "valid (HB, every item labelled)")
 
 # %% tags=["remove-output"]
-look = {"style": {"description_width": "120px"}, "layout": widgets.Layout(width="520px")}  # labels not cut
-slide = {**look, "continuous_update": False}  # redraw when the slider is released
-widgets.interactive(
-    ucb_view,
-    eps=widgets.FloatSlider(cfg.eps, min=0.02, max=0.3, step=0.01, description="ε (target)", **slide),
-    alpha=widgets.FloatSlider(cfg.alpha, min=0.01, max=0.2, step=0.01, description="α (miss prob.)", **slide),
-    n=widgets.IntSlider(600, min=100, max=len(pool), step=50, description="n (items)", **slide),
-    label_prob=widgets.FloatSlider(0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)", **slide),
-    recipe_name=widgets.Dropdown(options=list(WIDGET_RECIPES), description="recipe", **look),
-)
+# The controls need a front-end (JupyterLab) to draw them. A batch run (make reproduce, papermill) has
+# none, so it skips them (config.in_batch) and keeps the static view above.
+if not config.in_batch():
+    look = {"style": {"description_width": "120px"}, "layout": widgets.Layout(width="520px")}  # labels not cut
+    slide = {**look, "continuous_update": False}  # redraw when the slider is released
+    controls = {
+        "eps": widgets.FloatSlider(cfg.eps, min=0.02, max=0.3, step=0.01, description="ε (target)", **slide),
+        "alpha": widgets.FloatSlider(cfg.alpha, min=0.01, max=0.2, step=0.01, description="α (miss prob.)", **slide),
+        "n": widgets.IntSlider(600, min=100, max=len(pool), step=50, description="n (items)", **slide),
+        "label_prob": widgets.FloatSlider(0.5, min=0.2, max=1.0, step=0.05, description="π (label_prob)", **slide),
+        "recipe_name": widgets.Dropdown(options=list(WIDGET_RECIPES), description="recipe", **look),
+    }
+    display(widgets.interactive(ucb_view, **controls))
 
 # %% [markdown]
 # ## 4. Why a marginal guarantee can fail inside a group

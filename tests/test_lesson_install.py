@@ -140,6 +140,7 @@ def test_every_lesson_runs_in_the_light_install_on_the_fast_profile(path, tmp_pa
     # the kernel "python3" of .venv-lesson (an empty user data folder: no kernel of the machine user wins)
     env |= {
         "GPAC_PROFILE": "fast",
+        "GPAC_BATCH": "1",  # a batch, as the runner's: no widgets (config.in_batch)
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
     }

@@ -42,6 +42,8 @@ PROFILES = ("fast", "paper")
 CONFIG_DIR = NOTEBOOKS / "config"
 #: The environment variable that, when set, decides the profile of every :func:`load`.
 PROFILE_ENV = "GPAC_PROFILE"
+#: Set (non-empty) by whatever executes notebooks in a batch (the runner, the lesson tier): see :func:`in_batch`.
+BATCH_ENV = "GPAC_BATCH"
 
 
 class ConfigError(ValueError):
@@ -149,3 +151,13 @@ def load(notebook: str, profile: str = "paper", folder: Path | None = None, **ov
     values.update(given)
     set_profile(profile)  # outputs of any profile but paper go under build/<profile>/
     return Config(values, Path(notebook).stem, profile)
+
+
+def in_batch() -> bool:
+    """Whether this kernel runs in a batch (papermill, nbclient: ``$GPAC_BATCH`` set), not in a front-end.
+
+    Notebooks build their ipywidgets controls only outside a batch. A batch has no front-end to draw
+    them, and creating them there can stall the executor until its cell timeout (jupyter/nbclient#312,
+    jupyter/nbconvert#1921); the notebook's static view of the same function stands in for them.
+    """
+    return bool(os.environ.get(BATCH_ENV, "").strip())

@@ -47,7 +47,7 @@ from traitlets.config import Config  # noqa: E402
 
 from ..checks import ParameterError, check_int, check_range  # noqa: E402
 from . import reads  # noqa: E402
-from .config import PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
+from .config import BATCH_ENV, PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, folder_error  # noqa: E402
 
 #: Per-cell timeout (seconds) by profile when none is given.
@@ -216,6 +216,7 @@ def run_notebook(
     out = out_dir / f"{path.stem}.ipynb"
     env = {FIGURES_ENV: str(Path(figures_dir).resolve())} if figures_dir is not None else {}
     env[PROFILE_ENV] = profile  # the kernel's config.load follows the run, not a GPAC_PROFILE left in a shell
+    env[BATCH_ENV] = "1"  # no front-end: the notebooks skip their widgets (config.in_batch)
     env |= reads.kernel_env(path.stem)  # $GPAC_RECORD_READS set: record the repository files it reads
     try:
         with mock.patch.dict(os.environ, env), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as cwd:

@@ -34,9 +34,14 @@ busy shared cores (``elapsed_s`` is printed).
 
 The per-group rows go to ``<out>_groups.csv``, the summary to ``<out>.csv``, the reliability table of
 ``p_certify`` to ``<out>_reliability.csv``. ``--fast`` runs one table, one setting, one pilot and few
-draws (``tests/test_planning.py`` runs it).
+draws (``tests/test_planning.py`` runs it). ``--tables``, ``--eps`` and ``--pilot-shares`` run a subset of the
+default settings (all tables, eps 0.05 and 0.1, pilot shares 0.1 and 0.25), e.g. while developing the pilot model:
+``--tables mathl5_zeroeval --eps 0.1 --out /tmp/plan_math``. ``--table PATH`` (repeatable) adds a table outside
+``data/real/``: a CSV with the columns ``score`` (in [0, 1]), ``loss`` and ``group`` (a held-out check of the
+planner on a table it was not developed on; the project's outputs never read one).
 
-Usage: python benchmarks/plan_realdata.py [--fast] [--out benchmarks/plan_realdata_after]
+Usage: python benchmarks/plan_realdata.py [--fast] [--tables T ...] [--table PATH ...] [--eps E ...]
+[--pilot-shares P ...] [--out benchmarks/plan_realdata_after]
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ class Table:
     budget_share: float = 0.5  # the label budget, as a share of the table's rows
 
     def read(self) -> pd.DataFrame:
+        if Path(self.file).is_absolute():  # a --table: already score, loss, group
+            return pd.read_csv(self.file)[["score", "loss", "group"]].astype({"group": str})
         df = realdata.read_raw(paths.REALDATA / self.file)
         score = 1.0 - df[self.score[2:]] if self.score.startswith("1-") else df[self.score]
         if "*(1-" in self.loss:
@@ -130,7 +137,8 @@ def realise(df, pilot, settings, n_labels: dict, draws: int, seed: int) -> pd.Da
 def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
     out = []
     for tname in tables:
-        table = TABLES[tname]
+        table = TABLES[tname] if tname in TABLES else Table(str(Path(tname).resolve()), "score", "loss")
+        tname = Path(tname).stem if tname not in TABLES else tname
         df = table.read()
         g = df["group"].to_numpy(str)
         names = sorted(set(g.tolist()))
@@ -251,6 +259,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fast", action="store_true", help="one table, one setting, one pilot, few draws")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/plan_realdata"), help="output stem")
+    ap.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES), help="real tables to run")
+    ap.add_argument("--table", action="append", default=[], type=Path, help="a CSV of score, loss, group to add")
+    ap.add_argument("--eps", nargs="+", type=float, default=[0.05, 0.1], help="eps values to run")
+    ap.add_argument("--pilot-shares", nargs="+", type=float, default=[0.1, 0.25], help="pilot shares to run")
     ap.add_argument("--pilots", type=int, default=10)
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--n-resamples", type=int, default=200)
@@ -264,7 +276,8 @@ def main(argv=None) -> int:
         rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:
         spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)
-        rows = run(list(TABLES), [0.05, 0.1], [0.1, 0.25], a.pilots, a.draws, spec)
+        tables = list(a.tables) + [str(x) for x in a.table]
+        rows = run(tables, a.eps, a.pilot_shares, a.pilots, a.draws, spec)
     summary, rel = summarise(rows)
     out = a.out if a.out.is_absolute() else paths.REPO_ROOT / a.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fast", action="store_true", help="one table, one setting, one pilot, few draws")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/plan_realdata"), help="output stem")
-    ap.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES), help="real tables to run")
+    ap.add_argument("--tables", nargs="*", default=list(TABLES), choices=list(TABLES), help="real tables to run")
     ap.add_argument("--table", action="append", default=[], type=Path, help="a CSV of score, loss, group to add")
     ap.add_argument("--eps", nargs="+", type=float, default=[0.05, 0.1], help="eps values to run")
     ap.add_argument("--pilot-shares", nargs="+", type=float, default=[0.1, 0.25], help="pilot shares to run")

@@ -394,17 +394,92 @@ def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.repeat([b[0] for b in blocks], [b[2] for b in blocks])
 
 
-def _pooled_rate(k_all: np.ndarray, m_all: np.ndarray) -> np.ndarray:
-    """The prior centre of each region's loss rate: the pooled pilot's rate, made non-decreasing in the score
-    (a larger score means less trust) and never below ``1/2 / (m + 1)`` for the ``m`` pilot items at or below
-    the region: a region where the pilot saw no loss keeps the rate of half a loss it could have missed."""
-    seen = m_all > 0
-    rate = np.zeros(m_all.size)
-    if seen.any():
-        fit = _isotonic(k_all[seen] / m_all[seen], m_all[seen])
-        rate = np.interp(np.arange(m_all.size), np.flatnonzero(seen), fit)
-    floor = 0.5 / (np.cumsum(m_all) + 1.0)
-    return np.clip(np.maximum(rate, floor), 1e-6, 1 - 1e-6)
+def _region_x(ps: np.ndarray, pb: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Each region's score: the mean of its pilot scores, else the middle of its edges (0 and 1 outside)."""
+    n_bins = edges.size + 1
+    m = np.bincount(pb, minlength=n_bins)
+    bounds = np.r_[0.0, edges, 1.0]
+    mid = (bounds[:-1] + bounds[1:]) / 2
+    return np.where(m > 0, np.bincount(pb, ps, n_bins) / np.maximum(m, 1), mid)
+
+
+def _curve_fit(x: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled loss curve ``logit theta = a + b (x - 1/2)``: the posterior mode and covariance (Laplace) of
+    ``(a, b)`` under the pilot's binomial counts ``k`` of ``m`` per region and an ``N(0, 2.5^2)`` prior on each
+    coefficient (a weakly informative prior for logistic regression on a unit-range input, Gelman et al. 2008)."""
+    X = np.stack([np.ones_like(x), x - 0.5], axis=1)
+    beta = np.zeros(2)
+    prior = np.eye(2) / 2.5**2
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(X @ beta)))
+        grad = X.T @ (k - m * p) - prior @ beta
+        H = (X * (m * p * (1 - p))[:, None]).T @ X + prior
+        step = np.linalg.solve(H, grad)
+        beta = beta + step
+        if np.abs(step).max() < 1e-10:
+            break
+    p = 1.0 / (1.0 + np.exp(-(X @ beta)))
+    H = (X * (m * p * (1 - p))[:, None]).T @ X + prior
+    return beta, np.linalg.inv(H)
+
+
+def _region_spread(l_curve: np.ndarray, k: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Posterior weights on :data:`_TAU_GRID` of ``sigma``, the spread of the regions' log odds around the curve:
+    a half-Cauchy(0, 1) prior times the likelihood of each region's counts with its deviation integrated out."""
+    ll = _cell_loglik(l_curve, k, m)  # (B, U)
+    log_post = -np.log1p(_TAU_GRID**2) + _lse(_normal_logw(_TAU_GRID)[:, None, :] + ll[None], axis=2).sum(axis=1)
+    w = np.exp(log_post - log_post.max())
+    return w / w.sum()
+
+
+def _monotone(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted isotonic regression of each row of ``theta`` (R, B) with weights ``w`` (B,), vectorised over rows:
+    the min-max formula ``fit_b = max_{i <= b} min_{j >= b} mean_w(theta_i..theta_j)`` (Robertson, Wright and
+    Dykstra 1988, Theorem 1.4.4)."""
+    cw = np.r_[0.0, np.cumsum(w)]
+    ct = np.concatenate([np.zeros((theta.shape[0], 1)), np.cumsum(theta * w, axis=1)], axis=1)
+    B = w.size
+    i, j = np.triu_indices(B)
+    avg = np.full((theta.shape[0], B, B), np.inf)
+    avg[:, i, j] = (ct[:, j + 1] - ct[:, i]) / (cw[j + 1] - cw[i])  # mean over regions i..j (i <= j)
+    low = np.minimum.accumulate(avg[:, :, ::-1], axis=2)[:, :, ::-1]  # [r, i, b] = min over j >= b
+    low = np.where(np.arange(B)[:, None] <= np.arange(B)[None, :], low, -np.inf)  # only i <= b
+    return low.max(axis=1)
+
+
+_PROJECTION = True
+
+
+def _pooled_logit(x: np.ndarray, k: np.ndarray, m: np.ndarray, n_draws: int | None = None, rng=None) -> np.ndarray:
+    """The pooled loss rate's log odds per region (``posterior``): the curve of :func:`_curve_fit` plus a deviation
+    ``w_b ~ N(-sigma^2 / 2, sigma^2)`` per region (mean-preserving on the odds), ``sigma`` from :func:`_region_spread`, each drawn from its posterior given the
+    region's pilot counts. With ``n_draws``: draws, shape (n_draws, B) (a new curve, ``sigma`` and deviations per
+    draw); without: the centre (the curve at its mode plus each deviation's posterior mean at the mean ``sigma``),
+    shape (B,).
+
+    The curve borrows strength across the score range: a region with few pilot items and no loss gets the rate the
+    curve extrapolates from the better-seen regions, spread by the curve's uncertainty and by ``sigma`` (an unseen
+    loss is not a zero loss), not a fixed floor; a region with many items is pinned by its own counts."""
+    if _PROJECTION:
+        w = m + 1.0
+        if n_draws is None:
+            return _logit(np.clip(_isotonic((k + 0.5) / w, w), 1e-6, 1 - 1e-6))
+        raw = rng.beta(0.5 + k, 0.5 + m - k, size=(n_draws, k.size))
+        return _logit(np.clip(_monotone(raw, w), 1e-9, 1 - 1e-9))
+    beta, cov = _curve_fit(x, k, m)
+    X = np.stack([np.ones_like(x), x - 0.5], axis=1)
+    sig_w = _region_spread(X @ beta, k, m)
+    if n_draws is None:
+        sigma = float(np.sum(_TAU_GRID * sig_w))
+        ll = _cell_loglik(X @ beta, k, m) + _normal_logw([sigma])  # (B, U)
+        w = np.exp(ll - ll.max(axis=1, keepdims=True))
+        return X @ beta + (w * _U_GRID).sum(axis=1) / w.sum(axis=1)
+    coef = rng.multivariate_normal(beta, cov, size=n_draws)  # (R, 2)
+    curve = coef @ X.T  # (R, B)
+    sigma = np.maximum(_draw_grid(np.log(np.broadcast_to(sig_w, (n_draws, sig_w.size))), _TAU_GRID, rng), 1e-3)
+    ll = _cell_loglik(curve, k, m) + _normal_logw(sigma)[:, None, :]  # (R, B, U)
+    dev = _draw_grid(ll.reshape(-1, _U_GRID.size), _U_GRID, rng).reshape(curve.shape)
+    return curve + dev
 
 
 def _outside_pilot(unl: np.ndarray, pilot_scores: np.ndarray, cap: float) -> np.ndarray | None:
@@ -453,31 +528,56 @@ def _cell_loglik(l0, k, m) -> np.ndarray:
     return out
 
 
-def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray]:
-    """The posterior of ``tau``, the spread of a group's log odds to the pool in a score region (``posterior``).
+def _normal_logw(spread: np.ndarray) -> np.ndarray:
+    """Log weights (len(spread), :data:`_U_GRID`) of ``N(-s^2 / 2, s^2)`` for each spread ``s`` (mean-preserving on
+    the odds: ``E[exp(x)] = 1``), normalised over the grid."""
+    s = np.asarray(spread, float)[:, None]
+    logw = -0.5 * ((_U_GRID[None, :] + 0.5 * s**2) / s) ** 2
+    top = logw.max(axis=1, keepdims=True)
+    return logw - top - np.log(np.exp(logw - top).sum(axis=1, keepdims=True))
 
-    The loss rate of group ``j`` in region ``b`` has the log odds ``logit r_b + v_jb`` (``r_b``:
-    :func:`_pooled_rate`), with independent ``v_jb ~ N(0, tau^2)``; ``tau`` has a half-Cauchy(0, 1) prior
-    (heavy-tailed: outlying cells may pull it up) and the likelihood of every (group, region) cell's pilot counts
-    with its ``v_jb`` integrated out (on :data:`_U_GRID`). A thin pilot leaves ``tau`` near its prior: groups
-    may differ much. Returned as :data:`_TAU_GRID` and its posterior weights.
+
+def _lse(a: np.ndarray, axis: int) -> np.ndarray:
+    top = a.max(axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.exp(a - top).sum(axis=axis))
+
+
+def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The posterior of the groups' spreads around the pool (``posterior``): :data:`_TAU_GRID` and the weights of
+    ``sigma`` and of ``tau`` on it.
+
+    The loss rate of group ``j`` in region ``b`` has the log odds ``l_b + a_j + v_jb`` (``l_b``: the pool's,
+    :func:`_pooled_logit`): a **shared effect** ``a_j ~ N(-sigma^2 / 2, sigma^2)`` (a group better or worse than
+    the pool at every score: all its pilot items inform it) plus independent per-region deviations
+    ``v_jb ~ N(-tau^2 / 2, tau^2)`` (mean-preserving: the pool's odds are the groups' mean). ``sigma`` and ``tau``
+    have half-Cauchy(0, 1) priors (heavy-tailed: outlying groups may pull them up); ``sigma``'s likelihood is every
+    group's pilot counts with its ``a_j`` integrated out, ``tau``'s every (group, region) cell's counts with its
+    ``v_jb`` integrated out around the group's shifted curve (``a_j`` at its posterior mean). A thin pilot leaves
+    them near their priors: groups may differ much.
     """
     ps, pl, pg = pilot
     pb = np.searchsorted(edges, ps, side="right")
     n_bins, pos = edges.size + 1, pl > 0
-    l0 = _logit(_pooled_rate(np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)))
-    log_post = -np.log1p(_TAU_GRID**2)  # half-Cauchy(0, 1)
-    t = _TAU_GRID[:, None]
-    log_prior_v = -0.5 * ((_U_GRID[None, :] + 0.5 * t**2) / t) ** 2 - np.log(t)  # (T, U): N(-tau^2 / 2, tau^2)
+    l0 = _pooled_logit(_region_x(ps, pb, edges), np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
+    prior = -np.log1p(_TAU_GRID**2)  # half-Cauchy(0, 1)
+    prior_a = _normal_logw(_TAU_GRID)  # (T, U)
+    counts = {}
     for x in np.unique(pg):
         own = pg == x
-        m = np.bincount(pb[own], minlength=n_bins)
-        ll = _cell_loglik(l0[m > 0], np.bincount(pb[own], pos[own], n_bins)[m > 0], m[m > 0])  # (cells, U)
-        a = log_prior_v[:, None, :] + ll[None, :, :]  # (T, cells, U)
-        top = a.max(axis=2, keepdims=True)
-        log_post = log_post + (top[..., 0] + np.log(np.exp(a - top).sum(axis=2))).sum(axis=1)
-    w = np.exp(log_post - log_post.max())
-    return _TAU_GRID, w / w.sum()
+        counts[x] = np.bincount(pb[own], pos[own], n_bins), np.bincount(pb[own], minlength=n_bins)
+    shared = {x: _cell_loglik(l0, k, m).sum(axis=0) for x, (k, m) in counts.items()}  # (U,) per group
+    log_sigma = prior + sum(_lse(prior_a + ll[None], axis=1) for ll in shared.values())
+    w_sigma = np.exp(log_sigma - log_sigma.max())
+    w_sigma /= w_sigma.sum()
+    prior_hat = _normal_logw([max(float(np.sum(_TAU_GRID * w_sigma)), 1e-3)])[0]
+    log_tau = prior.copy()
+    for x, (k, m) in counts.items():
+        post = prior_hat + shared[x]
+        a_hat = float(np.sum(_U_GRID * np.exp(post - post.max())) / np.exp(post - post.max()).sum())
+        ll = _cell_loglik((l0 + a_hat)[m > 0], k[m > 0], m[m > 0])  # (cells, U)
+        log_tau = log_tau + _lse(prior_a[:, None, :] + ll[None], axis=2).sum(axis=1)
+    w_tau = np.exp(log_tau - log_tau.max())
+    return _TAU_GRID, w_sigma, w_tau / w_tau.sum()
 
 
 def _draw_grid(logw: np.ndarray, grid: np.ndarray, rng) -> np.ndarray:
@@ -516,18 +616,18 @@ def _draw_posterior(src: _Source, shape, rng):
     pos = pl > 0
     k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
     k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
-    r = _pooled_rate(k_all, m_all)
-    c0 = np.maximum(2.0, 1.0 / r)  # pseudo-items: at least one expected loss, no prior piles up at a zero rate
-    theta0 = rng.beta(c0 * r + k_all, c0 * (1 - r) + m_all - k_all, size=(n_resamples, n_bins))
-    l0 = _logit(np.clip(theta0, 1e-9, 1 - 1e-9))
+    l0 = _pooled_logit(_region_x(ps, pb, edges), k_all, m_all, n_resamples, rng)
     if src.spread is None:
         theta = 1.0 / (1.0 + np.exp(-l0))
     else:
-        tau_grid, tau_w = src.spread
-        tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, tau_w.size))), tau_grid, rng), 1e-3)
+        grid, sigma_w, tau_w = src.spread
+        sigma = np.maximum(_draw_grid(np.log(np.broadcast_to(sigma_w, (n_resamples, grid.size))), grid, rng), 1e-3)
+        seen = m_own > 0
+        shared = _cell_loglik(l0[:, seen], k_own[seen], m_own[seen]).sum(axis=1)  # (R, U)
+        l0 = l0 + _draw_grid(_normal_logw(sigma) + shared, _U_GRID, rng)[:, None]  # the group's shared effect
+        tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, grid.size))), grid, rng), 1e-3)
         centre = -0.5 * tau[:, None, None] ** 2  # mean-preserving: E[exp(v)] = 1, the pool's odds are the groups' mean
         loglik = np.zeros((n_resamples, n_bins, _U_GRID.size))  # a region without pilot items adds nothing
-        seen = m_own > 0
         loglik[:, seen] = _cell_loglik(l0[:, seen], k_own[seen], m_own[seen])
         logw = -0.5 * ((_U_GRID - centre) / tau[:, None, None]) ** 2 + loglik  # (R, B, U)
         v = _draw_grid(logw.reshape(-1, _U_GRID.size), _U_GRID, rng).reshape(n_resamples, n_bins)

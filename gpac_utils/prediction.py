@@ -118,6 +118,7 @@ __all__ = [
     "default_grid",
     "PILOT_MODELS",
     "BAND",
+    "mid_quantiles",
     "MIN_POSITIVE",
 ]
 #: Fewest pilot items with a positive loss to predict from (module description).
@@ -273,8 +274,8 @@ class PlanCurves:
         return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
 
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper quantiles of the routed share, each of shape (G, K)."""
-        lo, hi = np.quantile(self.routed_shares, q, axis=-1)
+        """Lower and upper **mid-quantiles** of the routed share, each of shape (G, K) (:func:`mid_quantiles`)."""
+        lo, hi = mid_quantiles(self.routed_shares, q)
         return lo, hi
 
     @property
@@ -312,6 +313,36 @@ class PlanCurves:
                 "pilot_model": [self.pilot_models[g] for g in groups],
             }
         )
+
+
+def mid_quantiles(draws: np.ndarray, q) -> np.ndarray:
+    """Quantiles ``q`` of each row of ``draws`` (..., R) from the **mid-distribution function**
+    ``F(x) - P(X = x) / 2`` (Parzen 2004), interpolated linearly between the distinct values; ``nan`` rows stay
+    ``nan``. Shape (len(q), ...).
+
+    The routed share of one calibration takes few values (a discrete score, or a group planned onto nearly all its
+    rows), so its ordinary quantiles sit on those values, and a band between them excludes any mean of two of them
+    (the realised mean routed share over calibrations is one). The mid-quantiles interpolate between the values
+    by their probabilities; for draws without ties they are the sample quantiles at ``(i + 1/2) / R``.
+
+    Examples
+    --------
+    >>> mid_quantiles(np.array([0.0] * 6 + [0.5] * 4), [0.1, 0.9]).round(3).tolist()
+    [0.0, 0.5]
+    >>> mid_quantiles(np.array([0.2] * 9 + [0.5]), [0.9]).round(3).tolist()  # ordinary quantile: 0.2
+    [0.47]
+    """
+    x = np.asarray(draws, float)
+    q = np.atleast_1d(np.asarray(q, float))
+    flat = x.reshape(-1, x.shape[-1])
+    out = np.full((q.size, flat.shape[0]), np.nan)
+    for i, row in enumerate(flat):
+        if np.isnan(row).any():
+            continue
+        v, c = np.unique(row, return_counts=True)
+        p = c / row.size
+        out[:, i] = np.interp(q, np.cumsum(p) - p / 2, v)
+    return out.reshape((q.size, *x.shape[:-1]))
 
 
 def _draw_bootstrap(ps, pl, n_items, n_resamples, rng, bayes):
@@ -542,42 +573,86 @@ def _lse(a: np.ndarray, axis: int) -> np.ndarray:
     return np.squeeze(top, axis) + np.log(np.exp(a - top).sum(axis=axis))
 
 
-def _spread_posterior(pilot, edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The posterior of the groups' spreads around the pool (``posterior``): :data:`_TAU_GRID` and the weights of
-    ``sigma`` and of ``tau`` on it.
+#: The grids of a group's shared effect ``a_j`` (log odds to the pool at the pilot's mean score), of its slope
+#: ``c_j`` (log odds per unit of score) and of their spreads across groups (``posterior``).
+_A_GRID = np.linspace(-6.0, 6.0, 61)
+_C_GRID = np.linspace(-8.0, 8.0, 41)
+_S_GRID = np.linspace(0.05, 4.0, 20)
 
-    The loss rate of group ``j`` in region ``b`` has the log odds ``l_b + a_j + v_jb`` (``l_b``: the pool's,
-    :func:`_pooled_logit`): a **shared effect** ``a_j ~ N(-sigma^2 / 2, sigma^2)`` (a group better or worse than
-    the pool at every score: all its pilot items inform it) plus independent per-region deviations
-    ``v_jb ~ N(-tau^2 / 2, tau^2)`` (mean-preserving: the pool's odds are the groups' mean). ``sigma`` and ``tau``
-    have half-Cauchy(0, 1) priors (heavy-tailed: outlying groups may pull them up); ``sigma``'s likelihood is every
-    group's pilot counts with its ``a_j`` integrated out, ``tau``'s every (group, region) cell's counts with its
-    ``v_jb`` integrated out around the group's shifted curve (``a_j`` at its posterior mean). A thin pilot leaves
-    them near their priors: groups may differ much.
+
+@dataclass(frozen=True)
+class _Spread:
+    """The posterior of the groups' curves around the pool (:func:`_spread_posterior`).
+
+    ``tau``: the weights of the per-region spread on :data:`_TAU_GRID`; ``dx``: each region's score minus the pilot's
+    mean; ``effect``: per group, the posterior weights (:data:`_A_GRID`, :data:`_C_GRID`) of its shift and slope.
+    """
+
+    tau: np.ndarray
+    dx: np.ndarray
+    effect: dict
+
+    def of(self, group) -> tuple:
+        """What :func:`_draw_posterior` reads for ``group``: (tau weights, dx, its (shift, slope) weights)."""
+        return self.tau, self.dx, self.effect[group]
+
+
+def _gauss(grid: np.ndarray, spread: np.ndarray, centre) -> np.ndarray:
+    """Log weights (len(spread), len(grid)) of ``N(centre(s), s^2)`` for each spread ``s``, normalised over ``grid``."""
+    s = np.asarray(spread, float)[:, None]
+    logw = -0.5 * ((grid[None, :] - centre(s)) / s) ** 2
+    return logw - _lse(logw, axis=1)[:, None]
+
+
+def _spread_posterior(pilot, edges) -> _Spread:
+    """The posterior of the groups' curves around the pool (``posterior``).
+
+    The loss rate of group ``j`` in region ``b`` has the log odds ``l_b + a_j + c_j dx_b + v_jb`` (``l_b``: the
+    pool's, :func:`_pooled_logit`; ``dx_b``: the region's score minus the pilot's mean): a **shift** ``a_j ~
+    N(-sigma^2 / 2, sigma^2)`` and a **slope** ``c_j ~ N(0, kappa^2)`` (a group better or worse than the pool, by
+    an amount that may change with the score: all its pilot items inform both), plus independent per-region
+    deviations ``v_jb ~ N(-tau^2 / 2, tau^2)`` (mean-preserving: the pool's odds are the groups' mean). ``sigma``,
+    ``kappa`` and ``tau`` have half-Cauchy(0, 1) priors (heavy-tailed: outlying groups may pull them up).
+    ``(sigma, kappa)``'s likelihood is every group's pilot counts with its ``(a_j, c_j)`` integrated out (on
+    :data:`_A_GRID` x :data:`_C_GRID`); each group's ``(a_j, c_j)`` posterior mixes over it; ``tau``'s likelihood is
+    every (group, region) cell's counts with ``v_jb`` integrated out around the group's curve at its posterior mean.
+    A thin pilot leaves the spreads near their priors: groups may differ much.
     """
     ps, pl, pg = pilot
     pb = np.searchsorted(edges, ps, side="right")
     n_bins, pos = edges.size + 1, pl > 0
-    l0 = _pooled_logit(_region_x(ps, pb, edges), np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
-    prior = -np.log1p(_TAU_GRID**2)  # half-Cauchy(0, 1)
-    prior_a = _normal_logw(_TAU_GRID)  # (T, U)
-    counts = {}
-    for x in np.unique(pg):
-        own = pg == x
-        counts[x] = np.bincount(pb[own], pos[own], n_bins), np.bincount(pb[own], minlength=n_bins)
-    shared = {x: _cell_loglik(l0, k, m).sum(axis=0) for x, (k, m) in counts.items()}  # (U,) per group
-    log_sigma = prior + sum(_lse(prior_a + ll[None], axis=1) for ll in shared.values())
-    w_sigma = np.exp(log_sigma - log_sigma.max())
-    w_sigma /= w_sigma.sum()
-    prior_hat = _normal_logw([max(float(np.sum(_TAU_GRID * w_sigma)), 1e-3)])[0]
-    log_tau = prior.copy()
-    for x, (k, m) in counts.items():
-        post = prior_hat + shared[x]
-        a_hat = float(np.sum(_U_GRID * np.exp(post - post.max())) / np.exp(post - post.max()).sum())
-        ll = _cell_loglik((l0 + a_hat)[m > 0], k[m > 0], m[m > 0])  # (cells, U)
-        log_tau = log_tau + _lse(prior_a[:, None, :] + ll[None], axis=2).sum(axis=1)
+    x = _region_x(ps, pb, edges)
+    dx = x - float(np.mean(ps))
+    l0 = _pooled_logit(x, np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
+    z = l0[None, None, :] + _A_GRID[:, None, None] + _C_GRID[None, :, None] * dx[None, None, :]  # (A, C, B)
+    hc = -np.log1p(_S_GRID**2)  # half-Cauchy(0, 1)
+    prior_a = _gauss(_A_GRID, _S_GRID, lambda s: -0.5 * s**2)  # (S, A)
+    prior_c = _gauss(_C_GRID, _S_GRID, lambda s: 0.0 * s)  # (S, C)
+    counts, lik = {}, {}
+    log_sk = hc[:, None] + hc[None, :]  # (sigma, kappa)
+    for name in np.unique(pg):
+        own = pg == name
+        k, m = np.bincount(pb[own], pos[own], n_bins), np.bincount(pb[own], minlength=n_bins)
+        counts[name] = k, m
+        lik[name] = (k * _log_sigmoid(z) + (m - k) * _log_sigmoid(-z)).sum(axis=2)  # (A, C)
+        per_c = _lse(prior_a[:, :, None] + lik[name][None], axis=1)  # (sigma, C)
+        log_sk = log_sk + _lse(per_c[:, None, :] + prior_c[None, :, :], axis=2)
+    w_sk = np.exp(log_sk - log_sk.max())
+    w_sk /= w_sk.sum()
+    mix = np.exp(prior_a).T @ w_sk @ np.exp(prior_c)  # (A, C): the shift and slope prior, spreads integrated out
+    prior_t = _normal_logw(_TAU_GRID)  # (T, U)
+    log_tau, effect = -np.log1p(_TAU_GRID**2), {}
+    for name, (k, m) in counts.items():
+        post = np.log(np.maximum(mix, 1e-300)) + lik[name]
+        post = np.exp(post - post.max())
+        effect[name] = post / post.sum()
+        a_hat = float(np.sum(effect[name].sum(axis=1) * _A_GRID))
+        c_hat = float(np.sum(effect[name].sum(axis=0) * _C_GRID))
+        seen = m > 0
+        ll = _cell_loglik((l0 + a_hat + c_hat * dx)[seen], k[seen], m[seen])  # (cells, U)
+        log_tau = log_tau + _lse(prior_t[:, None, :] + ll[None], axis=2).sum(axis=1)
     w_tau = np.exp(log_tau - log_tau.max())
-    return _TAU_GRID, w_sigma, w_tau / w_tau.sum()
+    return _Spread(w_tau / w_tau.sum(), dx, effect)
 
 
 def _draw_grid(logw: np.ndarray, grid: np.ndarray, rng) -> np.ndarray:
@@ -620,12 +695,14 @@ def _draw_posterior(src: _Source, shape, rng):
     if src.spread is None:
         theta = 1.0 / (1.0 + np.exp(-l0))
     else:
-        grid, sigma_w, tau_w = src.spread
-        sigma = np.maximum(_draw_grid(np.log(np.broadcast_to(sigma_w, (n_resamples, grid.size))), grid, rng), 1e-3)
+        tau_w, dx, effect = src.spread
+        cell = rng.choice(effect.size, size=n_resamples, p=effect.ravel())
+        ia, ic = np.divmod(cell, _C_GRID.size)
+        a = _A_GRID[ia] + (rng.random(n_resamples) - 0.5) * (_A_GRID[1] - _A_GRID[0])
+        c = _C_GRID[ic] + (rng.random(n_resamples) - 0.5) * (_C_GRID[1] - _C_GRID[0])
+        l0 = l0 + a[:, None] + c[:, None] * dx[None, :]  # the group's curve
         seen = m_own > 0
-        shared = _cell_loglik(l0[:, seen], k_own[seen], m_own[seen]).sum(axis=1)  # (R, U)
-        l0 = l0 + _draw_grid(_normal_logw(sigma) + shared, _U_GRID, rng)[:, None]  # the group's shared effect
-        tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, grid.size))), grid, rng), 1e-3)
+        tau = np.maximum(_draw_grid(np.log(np.broadcast_to(tau_w, (n_resamples, tau_w.size))), _TAU_GRID, rng), 1e-3)
         centre = -0.5 * tau[:, None, None] ** 2  # mean-preserving: E[exp(v)] = 1, the pool's odds are the groups' mean
         loglik = np.zeros((n_resamples, n_bins, _U_GRID.size))  # a region without pilot items adds nothing
         loglik[:, seen] = _cell_loglik(l0[:, seen], k_own[seen], m_own[seen])
@@ -955,7 +1032,9 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         shrink = math.inf if pooled else float(model.shrinkage)
         grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
         population = _outside_pilot(unl, ps[in_group], cap_arr[j]) if use == "posterior" else None
-        post_src = _Source(unl, (ps, pl, in_group), regions, model, loss_bound, population, spread)
+        post_src = _Source(
+            unl, (ps, pl, in_group), regions, model, loss_bound, population, None if spread is None else spread.of(name)
+        )
         smooth_src = _Source(unl, (ps, pl, in_group), edges, model, shrinkage=shrink)
         for k, n in enumerate(grid):
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None

@@ -434,35 +434,6 @@ def _region_x(ps: np.ndarray, pb: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.where(m > 0, np.bincount(pb, ps, n_bins) / np.maximum(m, 1), mid)
 
 
-def _curve_fit(x: np.ndarray, k: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pooled loss curve ``logit theta = a + b (x - 1/2)``: the posterior mode and covariance (Laplace) of
-    ``(a, b)`` under the pilot's binomial counts ``k`` of ``m`` per region and an ``N(0, 2.5^2)`` prior on each
-    coefficient (a weakly informative prior for logistic regression on a unit-range input, Gelman et al. 2008)."""
-    X = np.stack([np.ones_like(x), x - 0.5], axis=1)
-    beta = np.zeros(2)
-    prior = np.eye(2) / 2.5**2
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-        grad = X.T @ (k - m * p) - prior @ beta
-        H = (X * (m * p * (1 - p))[:, None]).T @ X + prior
-        step = np.linalg.solve(H, grad)
-        beta = beta + step
-        if np.abs(step).max() < 1e-10:
-            break
-    p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-    H = (X * (m * p * (1 - p))[:, None]).T @ X + prior
-    return beta, np.linalg.inv(H)
-
-
-def _region_spread(l_curve: np.ndarray, k: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Posterior weights on :data:`_TAU_GRID` of ``sigma``, the spread of the regions' log odds around the curve:
-    a half-Cauchy(0, 1) prior times the likelihood of each region's counts with its deviation integrated out."""
-    ll = _cell_loglik(l_curve, k, m)  # (B, U)
-    log_post = -np.log1p(_TAU_GRID**2) + _lse(_normal_logw(_TAU_GRID)[:, None, :] + ll[None], axis=2).sum(axis=1)
-    w = np.exp(log_post - log_post.max())
-    return w / w.sum()
-
-
 def _monotone(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted isotonic regression of each row of ``theta`` (R, B) with weights ``w`` (B,), vectorised over rows:
     the min-max formula ``fit_b = max_{i <= b} min_{j >= b} mean_w(theta_i..theta_j)`` (Robertson, Wright and
@@ -478,39 +449,23 @@ def _monotone(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     return low.max(axis=1)
 
 
-_PROJECTION = True
+def _pooled_logit(k: np.ndarray, m: np.ndarray, n_draws: int | None = None, rng=None) -> np.ndarray:
+    """The log odds of the pooled loss rate per region (``posterior``), from ``k`` positive losses in ``m`` pilot items
+    per region: a **projection posterior** (Chakraborty and Ghosal 2021). Each region's rate is drawn from its own
+    Jeffreys posterior ``Beta(1/2 + k_b, 1/2 + m_b - k_b)``, and each draw is projected onto the non-decreasing
+    curves (a larger score means less trust) by weighted isotonic regression, weights ``m_b + 1``
+    (:func:`_monotone`). With ``n_draws``: draws, shape (n_draws, B); without: the centre, the projection of the
+    posterior means ``(k_b + 1/2) / (m_b + 1)``, shape (B,).
 
-
-def _pooled_logit(x: np.ndarray, k: np.ndarray, m: np.ndarray, n_draws: int | None = None, rng=None) -> np.ndarray:
-    """The pooled loss rate's log odds per region (``posterior``): the curve of :func:`_curve_fit` plus a deviation
-    ``w_b ~ N(-sigma^2 / 2, sigma^2)`` per region (mean-preserving on the odds), ``sigma`` from :func:`_region_spread`, each drawn from its posterior given the
-    region's pilot counts. With ``n_draws``: draws, shape (n_draws, B) (a new curve, ``sigma`` and deviations per
-    draw); without: the centre (the curve at its mode plus each deviation's posterior mean at the mean ``sigma``),
-    shape (B,).
-
-    The curve borrows strength across the score range: a region with few pilot items and no loss gets the rate the
-    curve extrapolates from the better-seen regions, spread by the curve's uncertainty and by ``sigma`` (an unseen
-    loss is not a zero loss), not a fixed floor; a region with many items is pinned by its own counts."""
-    if _PROJECTION:
-        w = m + 1.0
-        if n_draws is None:
-            return _logit(np.clip(_isotonic((k + 0.5) / w, w), 1e-6, 1 - 1e-6))
-        raw = rng.beta(0.5 + k, 0.5 + m - k, size=(n_draws, k.size))
-        return _logit(np.clip(_monotone(raw, w), 1e-9, 1 - 1e-9))
-    beta, cov = _curve_fit(x, k, m)
-    X = np.stack([np.ones_like(x), x - 0.5], axis=1)
-    sig_w = _region_spread(X @ beta, k, m)
+    A region where the pilot saw few items and no loss draws a rate spread over (0, 1) on its own (an unseen loss
+    is not a zero loss), and the projection pools it with its neighbours wherever the draw contradicts the order,
+    so the better-seen regions above it bound it: no fixed floor, and no rate pinned at the pilot's zero.
+    """
+    w = m + 1.0
     if n_draws is None:
-        sigma = float(np.sum(_TAU_GRID * sig_w))
-        ll = _cell_loglik(X @ beta, k, m) + _normal_logw([sigma])  # (B, U)
-        w = np.exp(ll - ll.max(axis=1, keepdims=True))
-        return X @ beta + (w * _U_GRID).sum(axis=1) / w.sum(axis=1)
-    coef = rng.multivariate_normal(beta, cov, size=n_draws)  # (R, 2)
-    curve = coef @ X.T  # (R, B)
-    sigma = np.maximum(_draw_grid(np.log(np.broadcast_to(sig_w, (n_draws, sig_w.size))), _TAU_GRID, rng), 1e-3)
-    ll = _cell_loglik(curve, k, m) + _normal_logw(sigma)[:, None, :]  # (R, B, U)
-    dev = _draw_grid(ll.reshape(-1, _U_GRID.size), _U_GRID, rng).reshape(curve.shape)
-    return curve + dev
+        return _logit(np.clip(_isotonic((k + 0.5) / w, w), 1e-6, 1 - 1e-6))
+    raw = rng.beta(0.5 + k, 0.5 + m - k, size=(n_draws, k.size))
+    return _logit(np.clip(_monotone(raw, w), 1e-9, 1 - 1e-9))
 
 
 def _outside_pilot(unl: np.ndarray, pilot_scores: np.ndarray, cap: float) -> np.ndarray | None:
@@ -557,15 +512,6 @@ def _cell_loglik(l0, k, m) -> np.ndarray:
     out[hit] = k[hit][:, None] * _log_sigmoid(z[hit])
     out[miss] += (m - k)[miss][:, None] * _log_sigmoid(-z[miss])
     return out
-
-
-def _normal_logw(spread: np.ndarray) -> np.ndarray:
-    """Log weights (len(spread), :data:`_U_GRID`) of ``N(-s^2 / 2, s^2)`` for each spread ``s`` (mean-preserving on
-    the odds: ``E[exp(x)] = 1``), normalised over the grid."""
-    s = np.asarray(spread, float)[:, None]
-    logw = -0.5 * ((_U_GRID[None, :] + 0.5 * s**2) / s) ** 2
-    top = logw.max(axis=1, keepdims=True)
-    return logw - top - np.log(np.exp(logw - top).sum(axis=1, keepdims=True))
 
 
 def _lse(a: np.ndarray, axis: int) -> np.ndarray:
@@ -623,7 +569,7 @@ def _spread_posterior(pilot, edges) -> _Spread:
     n_bins, pos = edges.size + 1, pl > 0
     x = _region_x(ps, pb, edges)
     dx = x - float(np.mean(ps))
-    l0 = _pooled_logit(x, np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
+    l0 = _pooled_logit(np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
     z = l0[None, None, :] + _A_GRID[:, None, None] + _C_GRID[None, :, None] * dx[None, None, :]  # (A, C, B)
     hc = -np.log1p(_S_GRID**2)  # half-Cauchy(0, 1)
     prior_a = _gauss(_A_GRID, _S_GRID, lambda s: -0.5 * s**2)  # (S, A)
@@ -640,7 +586,7 @@ def _spread_posterior(pilot, edges) -> _Spread:
     w_sk = np.exp(log_sk - log_sk.max())
     w_sk /= w_sk.sum()
     mix = np.exp(prior_a).T @ w_sk @ np.exp(prior_c)  # (A, C): the shift and slope prior, spreads integrated out
-    prior_t = _normal_logw(_TAU_GRID)  # (T, U)
+    prior_t = _gauss(_U_GRID, _TAU_GRID, lambda s: -0.5 * s**2)  # (T, U): N(-tau^2 / 2, tau^2)
     log_tau, effect = -np.log1p(_TAU_GRID**2), {}
     for name, (k, m) in counts.items():
         post = np.log(np.maximum(mix, 1e-300)) + lik[name]
@@ -691,7 +637,7 @@ def _draw_posterior(src: _Source, shape, rng):
     pos = pl > 0
     k_all, m_all = np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins).astype(float)
     k_own, m_own = np.bincount(pb[in_group], pos[in_group], n_bins), np.bincount(pb[in_group], minlength=n_bins)
-    l0 = _pooled_logit(_region_x(ps, pb, edges), k_all, m_all, n_resamples, rng)
+    l0 = _pooled_logit(k_all, m_all, n_resamples, rng)
     if src.spread is None:
         theta = 1.0 / (1.0 + np.exp(-l0))
     else:

@@ -35,9 +35,9 @@ It is an *estimate*, not a guarantee. The pilot stands in for the unknown popula
 * ``PilotModel(kind="posterior")`` (default) draws each synthetic set from a hierarchical posterior
   predictive model: scores from the group's unlabelled scores (distinct rows outside the pilot, without
   replacement, where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region as the
-  pooled pilot's rate (around a monotone prior that keeps half a loss where the pilot saw none) times the
-  group's own odds ratio in that region, whose spread across groups has its own posterior
-  (:func:`_spread_posterior`), all drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
+  pooled pilot's rate (a projection posterior: Jeffreys per region, made non-decreasing in the score) times the
+  group's own odds ratio (a shift and a slope in the score, plus a deviation per region), whose spreads across
+  groups have their own posterior (:func:`_spread_posterior`), all drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
   says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
   the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
@@ -360,8 +360,8 @@ class _Source:
 
     ``unl``: the group's unlabelled scores, sorted; ``pilot``: all pilot scores, losses and which items are the
     group's; ``edges``: inner edges of the score regions; ``population``: the group's scores outside the pilot
-    (:func:`_outside_pilot`) or ``None``; ``spread``: the posterior of the groups' spread (:func:`_spread_posterior`)
-    or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's pull to the pool.
+    (:func:`_outside_pilot`) or ``None``; ``spread``: what the group reads of the groups' posterior
+    (:meth:`_Spread.of`) or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's pull to the pool.
     """
 
     unl: np.ndarray
@@ -614,15 +614,15 @@ def _draw_posterior(src: _Source, shape, rng):
     """Posterior-predictive calibration sets (module description, ``posterior``).
 
     In each score region ``b`` the probability of a positive loss is drawn once per posterior draw: first
-    the pooled rate ``theta0_b ~ Beta(c r_b + k_b, c (1 - r_b) + m_b - k_b)`` of all pilot items in the
-    region around the prior centre ``r_b`` (:func:`_pooled_rate`; ``c = max(2, 1 / r_b)`` pseudo-items, at
-    least one expected loss, so that no prior piles up at a zero rate: an unseen loss is not a zero loss);
-    then the groups' spread ``tau`` from its posterior (:func:`_spread_posterior`); then the group's effect in
-    the region, ``v_jb`` (log odds to the pool), from its posterior on :data:`_U_GRID`: the prior
-    ``N(-tau^2 / 2, tau^2)`` (mean-preserving: the pool's odds are the groups' mean) times the likelihood of the
-    group's ``k_jb`` positive losses in its ``m_jb`` pilot items of the region at the rate
-    ``theta_jb = expit(logit theta0_b + v_jb)``. Where the group's pilot is thin, ``v_jb`` keeps the whole
-    spread of the groups (an outlying group is possible until its pilot rules it out); where it is large, its
+    the pooled rate ``theta0_b`` of all pilot items, a projection-posterior draw (:func:`_pooled_logit`: Jeffreys
+    per region, made non-decreasing in the score); then the group's shift ``a_j`` and slope ``c_j`` (its curve's
+    log odds to the pool, ``a_j + c_j dx_b``) from their posterior (:func:`_spread_posterior`, :class:`_Spread`);
+    then the groups' per-region spread ``tau`` from its posterior; then the group's deviation in the region,
+    ``v_jb``, from its posterior on :data:`_U_GRID`: the prior ``N(-tau^2 / 2, tau^2)`` (mean-preserving: the
+    pool's odds are the groups' mean) times the likelihood of the group's ``k_jb`` positive losses in its ``m_jb``
+    pilot items of the region at the rate ``theta_jb = expit(logit theta0_b + a_j + c_j dx_b + v_jb)``. Where the
+    group's pilot is thin, its curve and ``v_jb`` keep the whole spread of the groups (an outlying group is
+    possible until its pilot rules it out); where it is large, its
     own counts pin it. A positive loss takes the value of a positive pilot loss of the region (the group's own
     if any, else the pool's, else ``loss_bound``): 1 for binary losses.
 

@@ -21,9 +21,9 @@
 # 1. from a labelled **pilot** and the free unlabelled scores, predict per group and per number of
 #    labels $n_j$ the distribution of the routed share (mean, 10–90 % band) and $P(\text{certify})$,
 #    by drawing synthetic calibration sets from a posterior fitted on the pilot (a hierarchical posterior on
-#    the loss rate per score region: the pool's rate, which keeps mass on losses the pilot did not see, and
-#    each group's own effect in the region, drawn from the spread the groups' pilots show; `docs/planning.md`
-#    says when the band is wide and when it is wrongly narrow) and calibrating every one exactly as `GPAC` does (batched `threshold`);
+#    the loss rate per score region: the pool's rate, non-decreasing in the score and keeping mass on losses
+#    the pilot did not see, and each group's own shift, slope and per-region effect, drawn from the spread
+#    the groups' pilots show; `docs/planning.md` says when the band is wide and when it is wrongly narrow) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).

@@ -453,9 +453,10 @@ def test_a_group_planned_onto_all_its_rows_calibrates_on_them():
 
 
 def test_an_unseen_loss_keeps_its_rate_off_zero():
-    """A region where the pilot saw 20 items and no loss: the priors expect at least one loss in their
-    pseudo-items, so the drawn rate is not piled up next to zero. (With 2 and 4 pseudo-items around the small
-    centre, the former priors drew a mean rate of 0.0004 and no loss in 99.5 % of 20-item sets.)"""
+    """A region where the pilot saw 20 items and no loss: its Jeffreys posterior keeps half a loss it could have
+    missed (``Beta(1/2, 41/2)``, mean 0.024), so the drawn rate is not piled up next to zero. (With 2 and 4
+    pseudo-items around a small centre, an earlier prior drew a mean rate of 0.0004 and no loss in 99.5 % of
+    20-item sets.)"""
     rng = np.random.default_rng(6)
     ps = np.linspace(0, 1, 40)
     pl = (ps > 0.5).astype(float) * (rng.uniform(size=40) < 0.5)
@@ -464,11 +465,37 @@ def test_an_unseen_loss_keeps_its_rate_off_zero():
     pilot = (ps, pl, np.ones(40, bool))
     edges = np.array([0.5])
     src = prediction._Source(
-        unl, pilot, edges, prediction.PilotModel(), spread=prediction._spread_posterior(pilot, edges)
+        unl, pilot, edges, prediction.PilotModel(), spread=prediction._spread_posterior(pilot, edges).of(True)
     )
     _, drawn = prediction._draw_posterior(src, (4000, 20), rng)
     assert drawn.mean() > 0.003  # an unseen loss is not a zero loss (half a loss in 21 items: 0.024 pooled)
     assert (drawn.sum(axis=1) == 0).mean() < 0.95
+
+
+def test_the_pooled_rate_is_a_monotone_projection():
+    """Each draw of the pooled rate is the weighted isotonic regression of independent Jeffreys draws (the
+    vectorised min-max formula matches pool-adjacent-violators), so it never decreases in the score; a thin
+    region below better-seen loss-free ones is bounded by them."""
+    rng = np.random.default_rng(7)
+    theta, w = rng.uniform(size=(50, 7)), rng.uniform(0.5, 3.0, size=7)
+    expected = np.array([prediction._isotonic(row, w) for row in theta])
+    assert np.allclose(prediction._monotone(theta, w), expected)
+    k, m = np.array([0.0, 0.0, 0.0, 5.0]), np.array([1, 40, 40, 10])
+    rate = 1 / (1 + np.exp(-prediction._pooled_logit(k, m, 4000, rng)))
+    assert np.all(np.diff(rate, axis=1) >= -1e-12)
+    alone = rng.beta(0.5, 1.5, size=4000)  # the thin region's own posterior: mean 0.25
+    assert rate[:, 0].mean() < 0.5 * alone.mean()
+
+
+def test_band_is_the_mid_quantile_band():
+    """A routed share that takes two values: the ordinary 90 % quantile sits on the lower one, the mid-quantile
+    moves towards the upper one by its probability; without ties both agree (up to the plotting position)."""
+    draws = np.r_[np.full(185, 0.2), np.full(15, 0.5)]
+    assert np.quantile(draws, 0.9) == 0.2
+    mid = np.r_[0.925, 1.0] - np.r_[0.925, 0.075] / 2  # F - P(X = x) / 2 at 0.2 and 0.5
+    assert prediction.mid_quantiles(draws, [0.9])[0] == pytest.approx(0.2 + 0.3 * (0.9 - mid[0]) / (mid[1] - mid[0]))
+    smooth = np.random.default_rng(8).uniform(size=2000)
+    assert prediction.mid_quantiles(smooth, [0.1, 0.9]) == pytest.approx(np.quantile(smooth, [0.1, 0.9]), abs=0.01)
 
 
 def test_a_pilot_group_without_rows_is_one_line():

@@ -37,8 +37,8 @@ It is an *estimate*, not a guarantee. The pilot stands in for the unknown popula
   replacement, where ``cap`` counts them: :func:`_outside_pilot`), and the loss rate per score region as the
   pooled pilot's rate (a projection posterior: Jeffreys per region, made non-decreasing in the score) times the
   group's own odds ratio (a shift and a slope in the score, plus a deviation per region), whose spreads across
-  groups have their own posterior (:func:`_spread_posterior`), all drawn anew per synthetic set (:func:`_draw_posterior`; ``docs/planning.md``
-  says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
+  groups have their own posterior (:func:`_spread_posterior`), all drawn anew per synthetic set
+  (:func:`_draw_posterior`; ``docs/planning.md`` says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
   the pilot is thin, the band is wide and ``p_certify`` is not near 1.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
@@ -361,7 +361,8 @@ class _Source:
     ``unl``: the group's unlabelled scores, sorted; ``pilot``: all pilot scores, losses and which items are the
     group's; ``edges``: inner edges of the score regions; ``population``: the group's scores outside the pilot
     (:func:`_outside_pilot`) or ``None``; ``spread``: what the group reads of the groups' posterior
-    (:meth:`_Spread.of`) or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's pull to the pool.
+    (:meth:`_Spread.of`) or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's
+    pull to the pool.
     """
 
     unl: np.ndarray

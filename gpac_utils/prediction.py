@@ -38,8 +38,8 @@ It is an *estimate*, not a guarantee. The pilot stands in for the unknown popula
   pooled pilot's rate (a projection posterior: Jeffreys per region, made non-decreasing in the score) times the
   group's own odds ratio (a shift and a slope in the score, plus a deviation per region), whose spreads across
   groups have their own posterior (:func:`_spread_posterior`), all drawn anew per synthetic set
-  (:func:`_draw_posterior`; ``docs/planning.md`` says what its band is and how often it covers, measured). An unseen loss is not a zero loss: where
-  the pilot is thin, the band is wide and ``p_certify`` is not near 1.
+  (:func:`_draw_posterior`; ``docs/planning.md`` says what its band is and how often it covers, measured). An
+  unseen loss is not a zero loss: a region the pilot saw little of keeps a rate spread away from 0.
 * ``PilotModel(kind="bootstrap")`` resamples the group's own pilot ``(score, loss)`` pairs to size ``n``.
   Resampling a pilot of ``m`` items to ``n > m`` cannot invent score–loss structure the pilot
   does not show; in particular a pilot with no loss among its lowest scores predicts that the

@@ -417,15 +417,18 @@ def test_planning_limits_follow_the_real_table_benchmark():
     s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata.csv")
     rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata_groups.csv")
     cov, width = s["coverage"], s["band_width"]
+    assert (cov >= 0.75).all()  # the coverage goal holds in every setting
     assert_quoted(
         "docs/planning.md",
         f"realised mean routed share in {100 * cov.min():.0f}–{100 * cov.max():.0f} % of (group, pilot) cases per "
         f"setting, with a mean width of {100 * width.min():.0f}–{100 * width.max():.0f} points",
     )
-    short = s[cov < 0.75]
-    assert short["table"].str.startswith("mathl5").all() and (short["eps"] == 0.1).all()
-    for row in short.itertuples():
-        assert_quoted("docs/planning.md", f"{round(row.coverage * row.cases)} of {row.cases}")
+    planned = rows[rows["n_labels"] > 0]
+    span = {t[:4]: f"{g['pilot_n'].min()}–{g['pilot_n'].max()}" for t, g in planned.groupby("table")}
+    assert_quoted("docs/planning.md", f"(GPQA {span['gpqa']}, MATH {span['math']})")
+    sure = planned[planned["p_certify"] >= 0.95]
+    assert (sure["real_cert"] >= 0.8).all() and (s["overclaim"] == 0).all()  # no overclaim anywhere
+    assert_quoted("docs/planning.md", f"the {len(sure)} such cases certify in {100 * sure['real_cert'].mean():.0f} %")
     gap = 100 * (s["pred_total"] - s["real_total"])
     within = int((gap.abs() <= 5).sum())
     assert_quoted("docs/planning.md", f"of the realised one in {within} of {len(s)} settings")
@@ -433,16 +436,18 @@ def test_planning_limits_follow_the_real_table_benchmark():
         if abs(g) > 5:
             side = "high" if g > 0 else "low"
             assert_quoted("docs/planning.md", f"{abs(g):.1f} points {side}")
-            assert_quoted("docs/planning.md", f"error {100 * row.total_gap_se:.1f}")
-    sure = rows[(rows["n_labels"] > 0) & (rows["p_certify"] >= 0.95)]
-    over = sure[sure["real_cert"] < 0.8]
-    assert set(over["group"]) == {"Precalculus", "Intermediate Algebra"}
-    assert_quoted("docs/planning.md", f"{len(over)} of the {len(sure)} (group, pilot) cases with `p_certify` ≥ 0.95")
-    assert_quoted("docs/planning.md", f"the {len(sure)} such cases certify in {100 * sure['real_cert'].mean():.0f} %")
+            assert_quoted("docs/planning.md", f"{100 * row.total_gap_se:.1f}")
+    algebra = rows[rows["table"].str.startswith("mathl5") & (rows["pilot_share"] == 0.1) & (rows["group"] == "Algebra")]
+    for eps in (0.05, 0.1):
+        a = algebra[algebra["eps"] == eps]
+        share = 100 * (a["traffic"] * (a["pred_mean"] - a["real_mean"])).sum() / a["pilot"].nunique()
+        assert share < -2.5  # Algebra, under-predicted, carries most of the gap
+        assert_quoted("docs/planning.md", f"{abs(share):.1f}")
     math = s[s["table"].str.startswith("mathl5")]
-    assert_quoted("docs/planning.md", f"in {number_word(int((math['overclaim'] > 0).sum()))} of four settings")
     beaten = int((math["brier"] < math["brier_const"]).sum())
     assert_quoted("docs/planning.md", f"in hindsight in {number_word(beaten)} of four MATH settings")
+    for row in math[math["brier"] >= math["brier_const"]].itertuples():
+        assert_quoted("docs/planning.md", f"({row.brier:.4f} vs {row.brier_const:.4f})")
     gpqa = s[s["table"].str.startswith("gpqa")]
     assert (~gpqa["brier_beatable"]).all() and gpqa["goal_brier"].all()
     assert (gpqa["brier"] > gpqa["brier_const"]).all()  # "scores worse than it in all four settings"

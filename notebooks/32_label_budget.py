@@ -244,7 +244,7 @@ print(
 # WSR has no closed form and is searched numerically on the library's own bound.
 
 # %%
-valid_bounds = ["hoeffding_bentkus", "clopper_pearson", "empirical_bernstein", "wsr"]
+valid_bounds = bounds.BOUNDS.names(valid=True)  # every finite-sample valid bound the registry holds
 feasible_rows = [
     {
         "bound": b,

@@ -651,6 +651,15 @@ def _plan(a) -> int:
         f"budget {budget} calibration labels, on top of the {n_pilot} pilot labels ({budget + n_pilot} in all); "
         f"predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
     )
+    planned_pilots = [curves.pilot_sizes[x] for x, n in plan.n.items() if n > 0]
+    if planned_pilots and np.mean(planned_pilots) < prediction.THIN_PILOT:
+        print(
+            f"thin pilot: the planned groups' pilots average {np.mean(planned_pilots):.1f} labelled items "
+            f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to "
+            f"{prediction.THIN_PILOT_GAP:.0%} of all traffic on real tables (low where a group beats the pooled "
+            f"pilot, high where it trails it: docs/planning.md), so read {plan.total:.1%} as "
+            f"+/- {prediction.THIN_PILOT_GAP:.0%}; label a larger pilot to narrow it"
+        )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "
         "the counts depend on the calibration set and void the guarantee"

@@ -543,6 +543,19 @@ def test_cli_plan_bad_budget_and_routed_risk(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --min-group-size")
 
 
+def test_cli_plan_says_the_total_may_be_off_for_a_thin_pilot(tmp_path, capsys):
+    """A pilot averaging fewer than THIN_PILOT items per planned group gets the measured caveat on the total;
+    a thicker one does not."""
+    path = _write_table(tmp_path)
+    common = ["--eps", "0.1", "--budget", "400"]
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--pilot-fraction", "0.03") == 0
+    out = capsys.readouterr().out
+    gap = f"{prediction.THIN_PILOT_GAP:.0%}"
+    assert f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to {gap}" in out
+    assert _plan_cli(path, tmp_path / "p.csv", *common, "--pilot-fraction", "0.3") == 0
+    assert "thin pilot" not in capsys.readouterr().out
+
+
 def test_gain_over_uniform_is_reported_as_negligible_when_it_is():
     values = np.array([[0.5, 0.5], [0.5, 0.5]])  # identical groups: any split routes the same
     c = _curves(values, [10, 20], [0.5, 0.5])

@@ -126,11 +126,12 @@ __all__ = [
 #: Fewest pilot items with a positive loss to predict from (module description).
 MIN_POSITIVE = 5
 #: A pilot is *thin* for the total when the planned groups' pilots average fewer items than this: on the real
-#: tables (``benchmarks/plan_realdata.csv``) every setting this thin missed the 5-point goal or came near it, and
-#: none thicker did (``docs/planning.md``, *Limits, measured*).
+#: tables (``benchmarks/plan_realdata.csv``) every setting that missed the 5-point goal on the total was this thin,
+#: and none thicker did (``docs/planning.md``, *Which goals fail, and where*).
 THIN_PILOT = 20
 #: How far the predicted routed share of all traffic may be off for a thin pilot: the largest gap measured on the
-#: real tables with such pilots, rounded up (``docs/planning.md``; ``tests/test_docs_numbers.py`` checks it).
+#: real tables of ``data/real`` with such pilots, rounded up (``tests/test_docs_numbers.py`` checks it); a smaller
+#: held-out table showed more (``docs/planning.md``), so ``gpac plan`` calls it a lower bound.
 THIN_PILOT_GAP = 0.10
 
 

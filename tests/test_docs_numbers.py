@@ -454,3 +454,34 @@ def test_planning_limits_follow_the_real_table_benchmark():
     assert (gpqa["brier"] > gpqa["brier_const"]).all()  # "scores worse than it in all four settings"
     assert (gpqa["brier_const"] < 0.01).all()
     assert_quoted("docs/planning.md", f"holds in all four (at most {gpqa['brier'].max():.3f})")
+
+
+def test_planning_goal_failures_and_the_thin_pilot_caveat():
+    """docs/planning.md's account of which goals fail where, and the thin-pilot line of ``gpac plan``, follow
+    benchmarks/plan_realdata*.csv: every setting that misses the total goal is thin, none thicker misses any goal,
+    and THIN_PILOT_GAP is the largest gap of a thin setting, rounded up to a tenth."""
+    import math
+
+    from gpac_utils.prediction import THIN_PILOT, THIN_PILOT_GAP
+
+    s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata.csv")
+    rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata_groups.csv")
+    keys = ["table", "eps", "pilot_share"]
+    mean_pilot = rows[rows["n_labels"] > 0].groupby(keys)["pilot_n"].mean()
+    s = s.join(mean_pilot.rename("mean_pilot"), on=keys)
+    goals = s.filter(like="goal_")
+    assert_quoted("docs/planning.md", f"{int(goals.values.sum())} of the {goals.size} (setting, goal) checks pass")
+    assert s["goal_coverage"].all() and s["goal_overclaim"].all()
+    thin = s["mean_pilot"] < THIN_PILOT
+    assert (~s.loc[~s["goal_total"], "mean_pilot"].ge(THIN_PILOT)).all()  # every miss of the total is thin
+    assert goals[~thin].all().all()  # thicker pilots meet every goal
+    assert (s.loc[~s["goal_total"], "pilot_share"] == 0.1).all()
+    low, high = s.loc[thin, "mean_pilot"], s.loc[~thin, "mean_pilot"]
+    assert_quoted("docs/planning.md", f"average {low.min():g}–{low.max():.1f} items ({high.min():g}–{high.max():.1f}")
+    worst = float(s.loc[thin, "gap"].abs().max())
+    assert THIN_PILOT_GAP == math.ceil(10 * worst) / 10
+    assert_quoted("docs/planning.md", f"fewer than {THIN_PILOT} labelled items")
+    assert_quoted("docs/planning.md", f"off by up to {100 * THIN_PILOT_GAP:.0f} points of all traffic")
+    assert_quoted("docs/planning.md", f"{100 * worst:.1f} points, rounded up), either way")
+    brier = s[~s["goal_brier"]]
+    assert len(brier) == 1 and brier.iloc[0]["table"].startswith("mathl5") and brier.iloc[0]["eps"] == 0.05

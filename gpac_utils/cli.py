@@ -653,12 +653,13 @@ def _plan(a) -> int:
     )
     planned_pilots = [curves.pilot_sizes[x] for x, n in plan.n.items() if n > 0]
     if planned_pilots and np.mean(planned_pilots) < prediction.THIN_PILOT:
+        off = f"{100 * prediction.THIN_PILOT_GAP:.0f} points"
         print(
             f"thin pilot: the planned groups' pilots average {np.mean(planned_pilots):.1f} labelled items "
-            f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to "
-            f"{prediction.THIN_PILOT_GAP:.0%} of all traffic on the project's real tables, and by more on a smaller "
-            f"held-out one (low where a group beats the pooled pilot, high where it trails it: docs/planning.md), "
-            f"so read {plan.total:.1%} as +/- {prediction.THIN_PILOT_GAP:.0%} at best; a larger pilot narrows it"
+            f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to {off} of all "
+            "traffic on the project's real tables, and by more on a smaller held-out one (low where a group beats "
+            f"the pooled pilot, high where it trails it: docs/planning.md), so read {plan.total:.1%} as +/- {off} "
+            "at best; a larger pilot narrows it"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

@@ -60,7 +60,7 @@ from IPython.display import Image, Markdown, display
 from scipy import special, stats
 
 from gpac_utils import ALL, CPAC, GPAC, PAC, PAPER, VALID, VALID_BERNOULLI, ScorePartitioner, metrics
-from gpac_utils.calibrate import risk_curve
+from gpac_utils.calibrate import factorize_groups, risk_curve
 from gpac_utils.paper import plotting, toy
 from gpac_utils.workflow import config
 
@@ -634,12 +634,15 @@ def evaluate(fitted, test):
         "learned": fitted["C-PAC"].assign(u),
         "all": np.full(len(test), ALL),
     }
+    members = {}  # each partition's groups, sorted, and their items: found once for the three methods
+    for partition, labels in partitions.items():
+        codes, names = factorize_groups(labels)
+        members[partition] = [(grp, codes == j) for j, grp in enumerate(names.tolist())]
     rows = []
     for name, obj in fitted.items():
         route = obj.route(u, partitions["known"] if name == "G-PAC" else None)
-        for partition, labels in partitions.items():
-            for grp in sorted(set(labels.tolist())):
-                mine = labels == grp
+        for partition, groups in members.items():
+            for grp, mine in groups:
                 rows.append(
                     {
                         "method": name,

@@ -752,9 +752,10 @@ class PAC:
         return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
 
     def _thresholds_for(self, scores, labels) -> np.ndarray:
-        if labels is None:  # marginal PAC: every item is in its one group
-            labels = np.full(scores.size, ALL)
-        codes, names = factorize_groups(labels)
+        if labels is None:  # marginal PAC: every item is in its one group, ALL (code 0)
+            codes, names = np.zeros(scores.size, np.intp), np.array([ALL])
+        else:
+            codes, names = factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
             warnings.warn(

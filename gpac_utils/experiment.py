@@ -238,8 +238,10 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
 
     evaluate = get_risk(cfg.risk).evaluate  # what pop_risk measures: the certified risk
     rows, measured = [], (losses, tokens, evaluate)
+    known_parts = _parts(known, losses) if cfg.eval_groups == "known" else None  # the same for every trial
     for trial in tqdm(range(cfg.n_trials), desc="trials", leave=False, disable=not progress):
         cal, test = trial_split(len(table), cfg.cal_ratio, cfg.seed, trial)
+        known_cells = None if known_parts is None else _cells(known_parts, test)
         for si, score in enumerate(scores):
             u = table[score].to_numpy(float)
             form = default_stp_form(score)
@@ -251,30 +253,42 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                     obj.fit(u[cal], losses[cal], known[cal] if CALIBRATORS[m].groups == "known" else None)
                     fitted[m] = obj
                 learners = [obj for m, obj in fitted.items() if CALIBRATORS[m].groups == "learned"]
-                if cfg.eval_groups == "known":
-                    labels = known
+                if known_cells is not None:
+                    cells = known_cells
                 elif learners:
-                    labels = learners[0].assign(u)
+                    cells = _cells(_parts(learners[0].assign(u), losses), test)
                 else:
-                    labels = cfg.partitioner.fit(u[cal]).labels(u)
+                    cells = _cells(_parts(cfg.partitioner.fit(u[cal]).labels(u), losses), test)
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
                     setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
-                    rows.extend(_rows(trial, setting, test, routed, thr, labels, (*measured, form)))
+                    rows.extend(_rows(trial, setting, cells, routed, thr, (*measured, form)))
     return pd.DataFrame(rows)
 
 
-def _rows(trial, setting, test, routed, thr, labels, measured):
+def _parts(labels, losses):
+    """The evaluation groups of one labelling, :data:`ALL` first then sorted: ``(group, members, their losses)``
+    (``members``: a boolean mask over the table's items)."""
+    out = []
+    for g in [ALL] + sorted(set(labels.tolist())):
+        in_g = np.ones(len(losses), bool) if g == ALL else labels == g
+        out.append((g, in_g, losses[in_g]))
+    return out
+
+
+def _cells(parts, test):
+    """:func:`_parts` with each group's test items (positions in the table, in the order of ``test``)."""
+    return [(g, in_g, group_losses, test[in_g[test]]) for g, in_g, group_losses in parts]
+
+
+def _rows(trial, setting, cells, routed, thr, measured):
     """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`;
-    ``measured``: the table's losses, its token counts (or None), the risk's evaluation and the score's STP
-    cost form."""
+    ``cells``: the groups and their test items (:func:`_cells`); ``measured``: the table's losses, its token
+    counts (or None), the risk's evaluation and the score's STP cost form."""
     losses, tokens, evaluate, form = measured
     out = []
-    groups = [ALL] + sorted(set(labels.tolist()))
-    for g in groups:
-        in_g = np.ones(len(losses), bool) if g == ALL else labels == g
-        t = test[in_g[test]]
+    for g, in_g, group_losses, t in cells:
         r = routed[t]
         row = {
             "trial": trial,
@@ -283,7 +297,7 @@ def _rows(trial, setting, test, routed, thr, labels, measured):
             "n_test": len(t),
             "error": float(np.mean(losses[t] * r)) if len(t) else np.nan,
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
-            "pop_risk": evaluate(losses[in_g], routed[in_g]),
+            "pop_risk": evaluate(group_losses, routed[in_g]),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
             "stp": _stp(r, tokens[0][t], tokens[1][t], form) if tokens is not None and len(t) else np.nan,
         }

@@ -60,7 +60,7 @@ from IPython.display import Image, Markdown, display
 from scipy import special, stats
 
 from gpac_utils import ALL, CPAC, GPAC, PAC, PAPER, VALID, VALID_BERNOULLI, ScorePartitioner, metrics
-from gpac_utils.calibrate import risk_curve
+from gpac_utils.calibrate import factorize_groups, risk_curve
 from gpac_utils.paper import plotting, toy
 from gpac_utils.workflow import config
 
@@ -626,20 +626,37 @@ thresholds
 
 
 # %%
-def evaluate(fitted, test):
-    """Test risk and share routed per method, partition and group."""
-    u, loss = test["score_logits"].to_numpy(float), test["loss"].to_numpy(float)
+def groups_of(labels):
+    """The distinct labels, sorted, each with its items (a boolean mask over the test set)."""
+    codes, names = factorize_groups(labels)
+    return [(grp, codes == j) for j, grp in enumerate(names.tolist())]
+
+
+def test_set(test):
+    """A test table as `evaluate` reads it: scores, losses, known groups, and the groups of the two
+    partitions that do not depend on the calibrators (`known` and `all`), found once per test set."""
+    known = test["group"].to_numpy(str)
+    return {
+        "u": test["score_logits"].to_numpy(float),
+        "loss": test["loss"].to_numpy(float),
+        "known": known,
+        "groups": {"known": groups_of(known), "all": groups_of(np.full(len(test), ALL))},
+    }
+
+
+def evaluate(fitted, items):
+    """Test risk and share routed per method, partition and group on a `test_set`."""
+    u, loss = items["u"], items["loss"]
     partitions = {
-        "known": test["group"].to_numpy(str),
-        "learned": fitted["C-PAC"].assign(u),
-        "all": np.full(len(test), ALL),
+        "known": items["groups"]["known"],
+        "learned": groups_of(fitted["C-PAC"].assign(u)),
+        "all": items["groups"]["all"],
     }
     rows = []
     for name, obj in fitted.items():
-        route = obj.route(u, partitions["known"] if name == "G-PAC" else None)
-        for partition, labels in partitions.items():
-            for grp in sorted(set(labels.tolist())):
-                mine = labels == grp
+        route = obj.route(u, items["known"] if name == "G-PAC" else None)
+        for partition, groups in partitions.items():
+            for grp, mine in groups:
                 rows.append(
                     {
                         "method": name,
@@ -652,7 +669,7 @@ def evaluate(fitted, test):
     return pd.DataFrame(rows)
 
 
-one = evaluate(fitted, test)
+one = evaluate(fitted, test_set(test))
 share = test["group"].value_counts(normalize=True)
 for _, d in one.groupby("method"):  # the overall risk and share are the share-weighted group values
     known, overall = d[d["partition"] == "known"].set_index("group"), d[d["partition"] == "all"].iloc[0]
@@ -676,7 +693,7 @@ def seed_of(*keys):
     return np.random.SeedSequence([cfg.seed, *keys]).generate_state(1)[0]
 
 
-sweep_test = toy.toy_population(cfg.n_test, seed=seed_of(2))
+sweep_test = test_set(toy.toy_population(cfg.n_test, seed=seed_of(2)))
 frames = []
 for t in range(int(cfg.n_trials)):
     cal_t = toy.toy_population(cfg.n_cal, seed=seed_of(1, t))

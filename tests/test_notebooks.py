@@ -78,7 +78,7 @@ def test_notebook_executes_on_fast_profile(path, fast_notebook):
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     assert "IProgress not found" not in out.read_text(), f"{path.name}: progress bars do not render (ipywidgets)"
-    # a batch builds no widgets (config.in_batch): they can stall nbclient until the cell timeout
-    assert "application/vnd.jupyter.widget-view+json" not in out.read_text(), f"{path.name}: widgets in a batch"
+    if "config.in_batch()" in path.read_text():  # its controls are skipped in a batch (progress bars stay)
+        assert "application/vnd.jupyter.widget-view+json" not in out.read_text(), f"{path.name}: widgets in a batch"
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'profile = "fast"' in injected[0].source

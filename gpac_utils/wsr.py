@@ -55,7 +55,7 @@ def _log_capital(x, nu, mu, c):
         return S.max(axis=1), np.fmin.reduce((c - S) / dS, axis=1)
 
 
-def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
+def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None, start=None):
     """The WSR upper confidence bound for the mean of each row of ``x`` (shape (n_rows, m), values in [0, 1]).
 
     The bound is the smallest ``mu`` at which the log capital ``S_t(mu) = sum_{s<=t} log(1 - nu_s (x_s - mu))``
@@ -80,6 +80,9 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
         ``evaluate(mu, rows)``: ``max_t S_t(mu)`` and the smallest Newton target of the given rows. Default:
         ``_log_capital`` on the rows of ``x`` with the bets :func:`wsr_bets`; the fast path
         :mod:`gpac_utils.wsr_fast` passes the same computation laid out by time step (same bits).
+    start : numpy.ndarray, shape (n_rows,), optional
+        Where each row's climb starts: its sample mean, ``x.mean(axis=1)`` by default (the fast path passes
+        the same means, computed on its time-major layout).
 
     Returns
     -------
@@ -94,7 +97,8 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None):
             return _log_capital(x[rows], nu[rows], mu, c)
 
     n = x.shape[0]
-    mu = x.mean(axis=1)  # start at the sample mean, which is (almost always) below the root
+    # start at the sample mean, which is (almost always) below the root
+    mu = x.mean(axis=1) if start is None else np.array(start, dtype=float)
     out = np.ones(n)
     done, stepped, certifying = np.zeros((3, n), dtype=bool)
     evals = np.zeros(n, dtype=np.intp)

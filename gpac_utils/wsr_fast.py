@@ -7,6 +7,9 @@ single calibrations reach 10^6 terms, and there the plain climb is slow and memo
 
 * each distinct row of terms is solved once (candidates that keep the same terms give the same row),
   and the rows of many calibrations are solved together;
+* the kept terms are built time-major directly (:func:`_kept_terms`, one broadcast per run of a
+  calibration's candidates; no transpose), and each climb starts at its row's mean summed in numpy's
+  pairwise order on that layout (:func:`_column_means`);
 * the bets (:func:`_bets`) and the climb's evaluations (:func:`_evaluate`) run on *time-major* arrays
   (terms along axis 0, rows along axis 1) in blocks of a few time steps, so that every running sum is one
   vectorised addition per time step across all rows, in cache.
@@ -118,12 +121,38 @@ def _bets(X, alpha):
     return NU
 
 
-def _upper(x, alpha):
-    """:func:`gpac_utils.wsr.wsr_upper` of every row of ``x`` (shape (P, m)), evaluated time-major."""
+def _pairwise_sum(X, lo, n):
+    """The sum of the time steps ``lo .. lo + n - 1`` of every column of the time-major ``X``, added as
+    ``np.add.reduce`` adds a contiguous row (numpy's pairwise summation: blocks of at most 128 terms,
+    each summed by 8 interleaved accumulators, halves split at a multiple of 8), so the same bits."""
+    if n < 8:
+        total = np.zeros(X.shape[1])
+        for t in range(lo, lo + n):
+            total += X[t]
+        return total
+    if n <= 128:
+        acc = X[lo : lo + 8].copy()
+        end = lo + n - n % 8
+        for t in range(lo + 8, end, 8):
+            acc += X[t : t + 8]
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+        for t in range(end, lo + n):
+            total += X[t]
+        return total
+    half = n // 2 - (n // 2) % 8
+    return _pairwise_sum(X, lo, half) + _pairwise_sum(X, lo + half, n - half)
+
+
+def _column_means(X):
+    """``X.T.mean(axis=1)`` of the time-major ``X`` (shape (m, P)) with the bits of a row-major mean."""
+    return (0.0 + _pairwise_sum(X, 0, X.shape[0])) / X.shape[0]
+
+
+def _upper(X, alpha):
+    """:func:`gpac_utils.wsr.wsr_upper` of every column of the time-major ``X`` (shape (m, P))."""
     c = math.log(1 / alpha)
-    X = np.ascontiguousarray(x.T)
     NU = _bets(X, alpha)
-    held = np.arange(x.shape[0])  # the rows whose terms X and NU hold
+    held = np.arange(X.shape[1])  # the rows whose terms X and NU hold
 
     def evaluate(mu, rows):
         nonlocal X, NU, held
@@ -135,17 +164,19 @@ def _upper(x, alpha):
         smax, step = _evaluate(X, NU, mu_held, c)
         return smax[pos], step[pos]
 
-    return wsr_upper(x, alpha, evaluate=evaluate)
+    return wsr_upper(X.T, alpha, evaluate=evaluate, start=_column_means(X))
 
 
 def _kept_terms(x, scores, rows, cand):
-    """``np.where(scores[rows] <= cand[:, None], x[rows], 0.0)``, built by blocks of rows that stay in cache."""
-    out = np.empty((rows.size, x.shape[1]))
-    size = max(1, BLOCK_ELEMENTS // x.shape[1])
-    for i in range(0, rows.size, size):
-        r, dst = rows[i : i + size], out[i : i + size]
-        np.take(x, r, axis=0, out=dst)
-        np.copyto(dst, 0.0, where=~(scores[r] <= cand[i : i + size, None]))
+    """The time-major terms of the pairs ``(rows[j], cand[j])``: column ``j`` is ``x[rows[j]]`` with every
+    term scored above ``cand[j]`` set to 0 (shape (m, P)). ``rows`` come in runs of one calibration, each
+    run filled from its row at once."""
+    out = np.empty((x.shape[1], rows.size))
+    starts = np.flatnonzero(np.diff(rows, prepend=-1))
+    for j0, j1 in zip(starts, [*starts[1:], rows.size]):
+        b, dst = rows[j0], out[:, j0:j1]
+        np.copyto(dst, x[b][:, None])
+        np.copyto(dst, 0.0, where=~(scores[b][:, None] <= cand[j0:j1]))
     return out
 
 

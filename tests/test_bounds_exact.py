@@ -85,3 +85,11 @@ def test_time_major_bets_are_the_bets(monkeypatch, rowwise_min, n_columns, m):
     for alpha in (0.01, 0.05, 0.3):
         want = wsr.wsr_bets(x, alpha).T
         assert np.array_equal(wsr_fast._bets(np.ascontiguousarray(x.T), alpha), want), alpha
+
+
+@pytest.mark.parametrize("m", [1, 7, 8, 9, 128, 129, 300, 1000, 8193, 10000])
+def test_time_major_means_are_the_row_means(m):
+    """The climb's starts on the time-major layout (numpy's pairwise order) are ``x.mean(axis=1)`` bit for bit."""
+    rng = np.random.default_rng(m)
+    x = (rng.random((5, m)) < 0.3) * rng.random((5, m)) * 10.0 ** rng.integers(-6, 6, (5, m))
+    assert np.array_equal(wsr_fast._column_means(np.ascontiguousarray(x.T)), x.mean(axis=1))

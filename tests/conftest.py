@@ -4,15 +4,18 @@ Set at import, before any test module imports matplotlib or transformers; notebo
 started by the tests inherit these variables.
 """
 
+import contextlib
 import dataclasses
+import functools
 import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 os.environ["MPLBACKEND"] = "Agg"
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -85,7 +88,11 @@ def run_narrowed(narrowed_env):
 
 # --------------------------------------------------------------------------- notebook executions
 # Each notebook is executed on the fast profile once per test session, whichever tests need it,
-# even across pytest-xdist workers (a file lock in the session's shared temporary folder).
+# even across pytest-xdist workers (a file lock per execution in the session's shared temporary folder).
+# The executions the collected tests will ask for are known after collection (:func:`wanted_executions`): a
+# worker that would wait for an execution another worker is running runs a wanted one that nobody has
+# started meanwhile, so the notebooks spread over both workers instead of running one after another on
+# whichever worker asked first (the book asks for all of them, one by one).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,43 +107,166 @@ class Executed:
         return self.figures / "tables"
 
 
+class Executions:
+    """Named executions of this session, each run once by whichever worker claims it first (its lock).
+
+    ``jobs``: name -> work of the executions a waiting worker may run for the others, in the order it tries
+    them (``work()`` returns ``"ok"`` or ``"failed: why"``, recorded as the execution's status for every worker).
+    """
+
+    def __init__(self, root: Path, jobs: dict[str, Callable[[], str]]):
+        self.root = root
+        self.jobs = jobs
+        root.mkdir(parents=True, exist_ok=True)
+
+    def status(self, name: str) -> Path:
+        return self.root / f"{name}.STATUS"
+
+    def ensure(self, name: str, work: Callable[[], str]) -> str:
+        """Run ``work`` once for ``name`` (or wait for the worker running it, meanwhile running other jobs)."""
+        lock = FileLock(str(self.root / f"{name}.lock"))
+        while not self.status(name).exists():
+            try:
+                lock.acquire(blocking=False)
+            except Timeout:  # another worker runs it: run another job meanwhile, else wait
+                if not self._steal():
+                    with lock:
+                        pass
+                continue
+            try:
+                self._run(name, work)
+            finally:
+                lock.release()
+        return self.status(name).read_text()
+
+    def _run(self, name: str, work: Callable[[], str]) -> None:
+        if self.status(name).exists():
+            return
+        try:
+            text = work()
+        except Exception as exc:  # recorded for every worker, each then fails with it
+            text = f"failed: {type(exc).__name__}: {exc}"
+        tmp = self.root / f"{name}.STATUS.tmp"
+        tmp.write_text(text)
+        tmp.replace(self.status(name))  # whole, never half-written, for a worker reading it without the lock
+
+    def _steal(self) -> bool:
+        """Run one job nobody has started; False when there is none."""
+        for name, work in self.jobs.items():
+            if self.status(name).exists():
+                continue
+            lock = FileLock(str(self.root / f"{name}.lock"))
+            try:
+                lock.acquire(blocking=False)
+            except Timeout:
+                continue
+            try:
+                self._run(name, work)
+            finally:
+                lock.release()
+            return True
+        return False
+
+
+#: Where :func:`pytest_collection_finish` leaves :func:`wanted_executions` for the ``executions`` fixture.
+_WANTED = pytest.StashKey[list]()
+
+
 @pytest.fixture(scope="session")
-def fast_run(shared_root):
+def executions(shared_root, pytestconfig) -> Executions:
+    """The session's :class:`Executions` (one folder for all workers); its jobs: the executions the collected
+    tests ask for (:func:`wanted_executions`), the walk first (the longest)."""
+    root = shared_root / "fast-notebooks"
+    wanted = pytestconfig.stash.get(_WANTED, [])
+    jobs = {name: functools.partial(_run_fast, root, name, None, name) for name in wanted if name != WALK}
+    if WALK in wanted:
+        jobs = {WALK: functools.partial(_run_walk, root / WALK), **jobs}
+    return Executions(root, jobs)
+
+
+def wanted_executions(items) -> list[str]:
+    """The fast-profile executions ``items`` will ask for: the notebook a test of ``fast_notebook`` or
+    ``fast_run`` is parametrized with (a path or a name), every notebook for a test of ``fast_notebook``
+    parametrized with none (it asks for them by name: the book), the walk for the walk's notebooks and
+    the tests of ``walked``."""
+    from gpac_utils.workflow import runner
+
+    stems = [path.stem for path in runner.discover()]
+    wanted: list[str] = []
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "walked" in fixtures:
+            wanted.append(WALK)
+        if "fast_notebook" not in fixtures and "fast_run" not in fixtures:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {}).values()
+        named = [Path(p).stem for p in params if isinstance(p, str | Path) and Path(p).stem in stems]
+        wanted += named or (stems if "fast_notebook" in fixtures else [])
+    return list(dict.fromkeys(WALK if name in WALKED else name for name in wanted))
+
+
+def pytest_collection_finish(session):
+    session.config.stash[_WANTED] = wanted_executions(session.items)  # the selected tests (-m, -k) only
+
+
+def _run_fast(root: Path, name: str, parameters: dict | None, key: str) -> str:
+    from gpac_utils.workflow import runner
+
+    out_dir = root / key
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Kernels use their inline backend, as in a real run (figures shown in the notebook).
+    with _inline_backend():
+        try:
+            path = runner.resolve_notebook(name)
+            runner.run_notebook(
+                path, "fast", parameters, out_dir, 600, figures_dir=out_dir / "figures", progress_bar=False
+            )
+        except runner.NotebookFailed as exc:
+            return f"failed: {exc.reason}"
+    return "ok"
+
+
+def _run_walk(out: Path) -> str:
+    from gpac_utils.workflow import paths, walk
+
+    before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
+    with _inline_backend():
+        walk.run_walk(out, n_items=WALK_ITEMS)
+    after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
+    return "ok" if after == before else "failed: the walk touched the committed figures/"
+
+
+@contextlib.contextmanager
+def _inline_backend():
+    """Without ``MPLBACKEND`` meanwhile: notebook kernels use their inline backend, as in a real run."""
+    backend = os.environ.pop("MPLBACKEND", None)
+    try:
+        yield
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
+
+
+@pytest.fixture(scope="session")
+def fast_run(executions):
     """``fast_run(name, parameters=None, tag=None) -> Executed``: run once, share the result."""
     from gpac_utils.workflow import runner
 
-    root = shared_root / "fast-notebooks"
-    root.mkdir(parents=True, exist_ok=True)
-
     def run(name: str, parameters: dict | None = None, tag: str | None = None) -> Executed:
         key = tag or name
-        out_dir = root / key
-        figures = out_dir / "figures"
-        with FileLock(str(root / f"{key}.lock")):
-            status = out_dir / "STATUS"
-            if not status.exists():
-                out_dir.mkdir(parents=True, exist_ok=True)
-                path = runner.resolve_notebook(name)
-                # Kernels use their inline backend, as in a real run (figures shown in the notebook).
-                backend = os.environ.pop("MPLBACKEND", None)
-                try:
-                    runner.run_notebook(path, "fast", parameters, out_dir, 600, figures_dir=figures, progress_bar=False)
-                    status.write_text("ok")
-                except runner.NotebookFailed as exc:
-                    status.write_text(f"failed: {exc.reason}")
-                finally:
-                    if backend is not None:
-                        os.environ["MPLBACKEND"] = backend
-            text = status.read_text()
+        text = executions.ensure(key, functools.partial(_run_fast, executions.root, name, parameters, key))
         if text != "ok":
             pytest.fail(f"{key}: {text}")
-        return Executed(out_dir / f"{runner.resolve_notebook(name).stem}.ipynb", figures)
+        out_dir = executions.root / key
+        return Executed(out_dir / f"{runner.resolve_notebook(name).stem}.ipynb", out_dir / "figures")
 
     return run
 
 
 #: Notebooks whose fast-profile execution is the suite's CPU walk (``walked``), not a ``fast_run`` of their own.
 WALKED = ("01_generate", "02_scores")
+#: The walk's name among the :class:`Executions`.
+WALK = "walk"
 
 
 @pytest.fixture(scope="session")
@@ -167,29 +297,15 @@ def record_notebook_reads(shared_root):
 
 
 @pytest.fixture(scope="session")
-def walked(shared_root):
+def walked(executions):
     """The CPU walk (01 -> 02 -> 21 -> 25 on the fast profile, 24 of its 48 items), run once per session."""
-    from gpac_utils.workflow import paths, walk
+    from gpac_utils.workflow import walk
 
-    out = shared_root / "walk"
-    with FileLock(str(shared_root / "walk.lock")):
-        status = shared_root / "walk.STATUS"
-        if not status.exists():
-            before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
-            backend = os.environ.pop("MPLBACKEND", None)
-            try:
-                walk.run_walk(out, n_items=WALK_ITEMS)
-                after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
-                status.write_text("ok" if after == before else "failed: the walk touched the committed figures/")
-            except Exception as exc:  # recorded for every worker, each then fails with it
-                status.write_text(f"failed: {type(exc).__name__}: {exc}")
-            finally:
-                if backend is not None:
-                    os.environ["MPLBACKEND"] = backend
-        text = status.read_text()
+    text = executions.ensure(WALK, functools.partial(_run_walk, executions.root / WALK))
     if text != "ok":
         pytest.fail(f"the walk: {text}")
     benchmark, pair = walk.walk_target()
+    out = executions.root / WALK
     result = walk.WalkResult(out, benchmark, pair)
     result.notebooks.update({stem: out / f"{stem}.ipynb" for stem in walk.WALK_NOTEBOOKS})
     return result

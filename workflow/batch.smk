@@ -16,10 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
-sys.path.insert(0, workflow.basedir)
+BASEDIR = workflow.basedir
+sys.path.insert(0, BASEDIR)
 from batch_grid import read_grid  # noqa: E402 (workflow/batch_grid.py)
 
 from gpac_utils.workflow.runner import RunnerError
@@ -40,6 +40,8 @@ PACKAGE = sorted(str(p) for p in Path("gpac_utils").rglob("*.py"))
 
 # On a cluster only the papermill runs are jobs; the bookkeeping rules run where Snakemake runs
 # (measured on the one-node test cluster: the same grid in 57 s instead of 91 s).
+# No rule is a `run:` block: Snakemake would start a whole Snakemake process (parsing this file again) for
+# each such job, seconds apiece; the parameter files are written by the shell, the table by batch_combine.py.
 localrules: combined, ipynb, parameters
 
 
@@ -48,17 +50,11 @@ rule combined:
         expand(f"{OUT}/{{run}}/{NOTEBOOK}.ipynb", run=RUNS),
     output:
         f"{OUT}/combined.csv",
-    run:
-        frames = []
-        for run_name, combo in RUNS.items():
-            table = pd.read_csv(f"{OUT}/{run_name}/figures/{SPEC['table']}")
-            front = {"run": run_name}
-            for key, value in combo.items():  # lists as YAML text; a name the table has too gets " (grid)"
-                text = value if isinstance(value, (int, float, str)) else yaml.safe_dump(value, default_flow_style=True)
-                front[f"{key} (grid)" if key in table.columns else key] = text.strip() if isinstance(text, str) else text
-            frames.append(pd.concat([pd.DataFrame([front] * len(table)), table], axis=1))
-        pd.concat(frames, ignore_index=True).to_csv(output[0], index=False)
-        print(f"combined table of {len(RUNS)} runs: {output[0]}")
+    params:
+        table=SPEC["table"],
+        runs=yaml.safe_dump(RUNS, sort_keys=False),
+    shell:
+        "{PYTHON} {BASEDIR}/batch_combine.py {OUT:q} {params.table:q} {params.runs:q} {output:q}"
 
 
 rule ipynb:
@@ -70,15 +66,13 @@ rule ipynb:
         "{PYTHON} -m jupytext --quiet --to ipynb --output {output} {input}"
 
 
-# A shell rule, not `run:`: Snakemake runs each `run:` job in a Python process of its own that reads this
-# file again (papermill, pandas and the package imported: seconds per run); printf is instant.
 rule parameters:
     output:
         f"{OUT}/{{run}}/params.yaml",
     params:
-        text=lambda w: yaml.safe_dump({**FIXED, **RUNS[w.run]}, sort_keys=False),
+        values=lambda w: yaml.safe_dump({**FIXED, **RUNS[w.run]}, sort_keys=False),
     shell:
-        "printf '%s' {params.text:q} > {output}"
+        "printf '%s' {params.values:q} > {output}"
 
 
 rule papermill:

@@ -657,9 +657,9 @@ def _plan(a) -> int:
         print(
             f"thin pilot: the planned groups' pilots average {np.mean(planned_pilots):.1f} labelled items "
             f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to {off} of all "
-            "traffic on the project's real tables, and by more on a smaller held-out one (low where a group beats "
-            f"the pooled pilot, high where it trails it: docs/planning.md), so read {plan.total:.1%} as +/- {off} "
-            "at best; a larger pilot narrows it"
+            "traffic on average over pilot draws on the project's real tables, and by more on a smaller held-out "
+            "one (low where a group beats the pooled pilot, high where it trails it); one pilot's total was off by "
+            f"far more (docs/planning.md), so {plan.total:.1%} is a rough estimate; a larger pilot narrows it"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

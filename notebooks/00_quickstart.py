@@ -521,8 +521,8 @@ def ucb_view(eps, alpha, n, label_prob, recipe_name):
 ucb_view(cfg.eps, cfg.alpha, 600, 0.5, "valid (HB, every item labelled)")
 
 # %% tags=["remove-output"]
-# The controls need a front-end (JupyterLab) to draw them. A batch run (make reproduce, papermill) has
-# none, so it skips them (config.in_batch) and keeps the static view above.
+# The controls need a front-end (JupyterLab) to draw them. A batch run (make reproduce, or papermill with
+# GPAC_BATCH=1) has none, so it skips them (config.in_batch) and keeps the static view above.
 if not config.in_batch():
     look = {"style": {"description_width": "120px"}, "layout": widgets.Layout(width="520px")}  # labels not cut
     slide = {**look, "continuous_update": False}  # redraw when the slider is released

@@ -792,7 +792,7 @@ sel_u = sel_rng.random((sel_reps, sel_n))
 sel_loss = (sel_rng.random((sel_reps, sel_n)) < sel_loss_prob(sel_u)).astype(float)
 shared_rows = []
 sel_terms_seed = [cfg.seed, 41]  # one seed for both rules: wsr shuffles its terms alike, so both read one curve
-for bound in BOUNDS.names(valid=True):  # every finite-sample valid bound the registry holds
+for bound in BOUNDS.names(valid=True):  # the registry's `valid` family (valid=True)
     recipes = {r: Recipe(bound=bound, sampling="full", rule=r) for r in selection.RULES}
     thr = {
         r: batch_threshold(sel_u, sel_loss, eps=sel_eps, alpha=cfg.alpha, recipe=recipes[r], rng=sel_terms_seed)

@@ -23,7 +23,7 @@
 #    by drawing synthetic calibration sets from a posterior fitted on the pilot (a hierarchical posterior on
 #    the loss rate per score region: the pool's rate, non-decreasing in the score and keeping mass on losses
 #    the pilot did not see, and each group's own shift, slope and per-region effect, drawn from the spread
-#    the groups' pilots show; `docs/planning.md` says when the band is wide and when it is wrongly narrow) and calibrating every one exactly as `GPAC` does (batched `threshold`);
+#    the groups' pilots show; `docs/planning.md` says how wide the band is, how often it covered on the real tables, and where the predicted total was off) and calibrating every one exactly as `GPAC` does (batched `threshold`);
 # 2. choose $n_j$ maximising the expected routed share of all traffic under $\sum_j n_j\le L$
 #    (an exact dynamic programme on the grid: the curves are **not concave** — each starts flat and
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
@@ -244,7 +244,7 @@ print(
 # WSR has no closed form and is searched numerically on the library's own bound.
 
 # %%
-valid_bounds = bounds.BOUNDS.names(valid=True)  # every finite-sample valid bound the registry holds
+valid_bounds = bounds.BOUNDS.names(valid=True)  # the registry's `valid` family (valid=True)
 feasible_rows = [
     {
         "bound": b,

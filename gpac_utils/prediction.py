@@ -447,8 +447,8 @@ def _region_x(ps: np.ndarray, pb: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def _monotone(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted isotonic regression of each row of ``theta`` (R, B) with weights ``w`` (B,), vectorised over rows:
-    the min-max formula ``fit_b = max_{i <= b} min_{j >= b} mean_w(theta_i..theta_j)`` (Robertson, Wright and
-    Dykstra 1988, Theorem 1.4.4)."""
+    the max-min formula ``fit_b = max_{i <= b} min_{j >= b} mean_w(theta_i..theta_j)`` of isotonic regression
+    (Robertson, Wright and Dykstra 1988; tests/test_planning.py checks it against pool-adjacent-violators)."""
     cw = np.r_[0.0, np.cumsum(w)]
     ct = np.concatenate([np.zeros((theta.shape[0], 1)), np.cumsum(theta * w, axis=1)], axis=1)
     B = w.size

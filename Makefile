@@ -100,10 +100,12 @@ format: $(STAMP)
 # extra venvs and the SLURM packages are installed while the main suite runs (mostly downloads); then the
 # real vLLM engine (make test-vllm), the SLURM tier and the lessons in the light install run side by side:
 # the cluster mostly waits, the lessons take one core, and both run under `nice` ($(BESIDE)) so that the
-# vLLM tier, which has 450 s, keeps the CPU first. Each target's output is kept together (-Otarget).
+# vLLM tier, which has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread
+# beside a busy core spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy
+# core with two threads). Each target's output is kept together (-Otarget).
 # The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker idles
 # at the end while the other still holds a queue.
-BESIDE_VLLM := nice -n 10
+BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j4 -Otarget test-main venv-vllm venv-lesson $(VENV)/.slurm
 	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"

@@ -240,7 +240,11 @@ def _root(mu, c, iters, tol):
 def _unique_apply(values, fn):
     """Apply ``fn`` to the distinct entries of ``values`` only, and scatter back."""
     flat = np.asarray(values).ravel()
-    if flat.size > 1 and not (flat[1:] >= flat[:-1]).all():
+    ints = _small_counts(flat)
+    if ints is not None:  # counts 0..m (binomial bounds): their distinct values by counting, not sorting
+        present = np.bincount(ints) > 0
+        uniq, inverse = np.flatnonzero(present).astype(flat.dtype), (np.cumsum(present) - 1)[ints]
+    elif flat.size > 1 and not (flat[1:] >= flat[:-1]).all():
         uniq, inverse = np.unique(flat, return_inverse=True)
     else:  # ascending already (one calibration's prefix sums): its distinct values without a sort
         new = np.empty(flat.size, bool)
@@ -248,6 +252,16 @@ def _unique_apply(values, fn):
         np.not_equal(flat[1:], flat[:-1], out=new[1:])
         uniq, inverse = flat[new], np.cumsum(new) - 1
     return np.asarray(fn(uniq)).reshape(-1)[inverse].reshape(np.shape(values))
+
+
+def _small_counts(flat: np.ndarray) -> np.ndarray | None:
+    """``flat`` as integers when it holds many whole numbers in ``[0, flat.size]`` (float counts), else None."""
+    if flat.size < 1024 or flat.dtype.kind != "f":
+        return None
+    ints = flat.astype(np.int64)
+    if ints.min() < 0 or ints.max() > flat.size or not np.array_equal(ints, flat):
+        return None
+    return ints
 
 
 def _hoeffding_bentkus(s1, s2, m, alpha, term_range):

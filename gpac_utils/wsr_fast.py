@@ -171,12 +171,11 @@ def _kept_terms(x, scores, rows, cand):
     """The time-major terms of the pairs ``(rows[j], cand[j])``: column ``j`` is ``x[rows[j]]`` with every
     term scored above ``cand[j]`` set to 0 (shape (m, P)). ``rows`` come in runs of one calibration, each
     run filled from its row at once."""
-    out = np.empty((x.shape[1], rows.size))
+    out = np.zeros((x.shape[1], rows.size))  # every term dropped, then the kept ones copied in: one masked pass
     starts = np.flatnonzero(np.diff(rows, prepend=-1))
     for j0, j1 in zip(starts, [*starts[1:], rows.size]):
-        b, dst = rows[j0], out[:, j0:j1]
-        np.copyto(dst, x[b][:, None])
-        np.copyto(dst, 0.0, where=~(scores[b][:, None] <= cand[j0:j1]))
+        b = rows[j0]
+        np.copyto(out[:, j0:j1], x[b][:, None], where=scores[b][:, None] <= cand[j0:j1])
     return out
 
 

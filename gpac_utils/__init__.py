@@ -54,6 +54,7 @@ Examples
 """
 
 import importlib
+import importlib.util
 
 #: Where each public name lives. Imported on first use (PEP 562): ``python -m gpac_utils.workflow``, the
 #: notebook runner, reads only the workflow modules and so does not load the calibrators and scipy.stats
@@ -75,11 +76,13 @@ __all__ = list(_HOME)
 
 
 def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)  # ``gpac_utils.bounds`` after ``import gpac_utils``
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

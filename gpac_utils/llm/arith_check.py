@@ -84,16 +84,22 @@ def check_items(table: pd.DataFrame, n_per_group: int, seed: int = 0) -> pd.Data
     return load_benchmark("arith").set_index("item_id").loc[chosen].reset_index()
 
 
-def check(out=BUILD / "arith-check", *, table=TABLE, n_per_group=2, backend="auto", eager=False) -> CheckResult:
+def check(
+    out=BUILD / "arith-check", *, table=TABLE, n_per_group=2, backend="auto", eager=False, engine=None
+) -> CheckResult:
     """Regenerate ``n_per_group`` committed items per group as the committed run did, score them as
     ``02_scores`` does, and :func:`compare` them with :data:`TABLE`.
 
     ``backend="auto"``: vLLM when it is installed (the committed table's engine, :data:`VLLM_CPU`),
     else transformers on CPU. ``out`` is emptied first: the check always generates afresh. ``eager``:
     vLLM without torch.compile (``enforce_eager``), which starts in seconds instead of minutes on a CPU;
-    its records equalled the compiled engine's on all 14 items of ``n_per_group=2``.
+    its records equalled the compiled engine's on all 14 items of ``n_per_group=2``. ``engine``: an engine
+    of SmolLM2-135M-Instruct to generate with instead of building one (its backend replaces ``backend``;
+    the same-engine comparison is exact only for a vLLM engine built with :data:`VLLM_CPU`).
     """
-    if backend == "auto":
+    if engine is not None:
+        backend = engine.backend
+    elif backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
     committed = data.read_table(table)
     folder = Path(out) / "arith__smollm2"
@@ -109,5 +115,6 @@ def check(out=BUILD / "arith-check", *, table=TABLE, n_per_group=2, backend="aut
             windows=WINDOWS,
             engine_kwargs={**VLLM_CPU, "enforce_eager": eager} if backend == "vllm" else {"device": "cpu"},
         ),
+        engine=engine,
     )
     return compare(score_run(folder, "arith").table, committed, same_engine=backend == "vllm")

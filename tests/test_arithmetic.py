@@ -150,6 +150,13 @@ def test_committed_table_matches_the_benchmark():
     assert chosen["item_id"].tolist() == arith_check.check_items(table, 2)["item_id"].tolist()
 
 
+def test_check_refuses_an_engine_that_is_not_one(tmp_path):
+    from gpac_utils.checks import ParameterError
+
+    with pytest.raises(ParameterError, match="^engine: an engine of generation.make_engine, got 'vllm'$"):
+        arith_check.check(tmp_path, engine="vllm")
+
+
 @pytest.mark.slow
 def test_regenerating_a_subset_on_another_engine_agrees_with_the_committed_table(tmp_path):
     """transformers (another engine than the table's vLLM): the greedy think role's correctness agrees on

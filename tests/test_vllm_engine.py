@@ -5,7 +5,7 @@ the scored table beside the transformers path's.
 Runs in its own venv (``make venv-vllm``; ``make test`` runs it as ``make test-vllm``, budget
 7.5 minutes; the main suite deselects it): ``vllm-cpu`` and the GPU extra's ``vllm`` provide the same
 module. One engine serves the module (the exact check of the committed ``arith`` table too), a second one
-the killed CLI; both eager (``enforce_eager``):
+the killed CLI; each runs in the process that starts it (``CPU_ENGINE``), and eager (``enforce_eager``):
 vllm-cpu 0.32 would otherwise spend minutes in torch.compile at each start on 2 cores. fp32, as
 bf16 is slow on CPUs without AVX-512 BF16.
 """
@@ -36,8 +36,11 @@ N_ITEMS = 16
 N_HF = 8
 #: the engine's settings on CPU: those of the committed arith table (arith_check.VLLM_CPU; the KV cache is
 #: sized by VLLM_CPU_KVCACHE_SPACE, GiB), eager: no torch.compile at start-up (seeded sampling works with
-#: it as long as no prefill is split over engine steps: see WINDOWS)
-CPU_ENGINE = {**arith_check.VLLM_CPU, "enforce_eager": True}
+#: it as long as no prefill is split over engine steps: see WINDOWS), and in the test's own process: the model
+#: runs in it ("uni"), and the engine core too (IN_PROCESS). Each process of its own imports vLLM again: an
+#: engine took 59 s to start with them, 21 s without, and regenerated 14 of 14 arith items exactly.
+CPU_ENGINE = {**arith_check.VLLM_CPU, "enforce_eager": True, "distributed_executor_backend": "uni"}
+IN_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
 WINDOWS = {"nothink": 8, "verbalized": 4}
 MODELS = gen.pair_models("smollm2")
 
@@ -45,7 +48,8 @@ MODELS = gen.pair_models("smollm2")
 @pytest.fixture(scope="module")
 def engine():
     pytest.importorskip("vllm")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    for name, value in IN_PROCESS.items():
+        os.environ.setdefault(name, value)
     with gen.make_engine("vllm", "smollm2-135m", seed=0, **CPU_ENGINE) as engine:
         yield engine  # shut down at the module's end, not by vLLM's finalizer at interpreter exit
 
@@ -133,11 +137,12 @@ def test_same_seeds_give_the_same_records(engine, vllm_run, items, tmp_path):
 
 
 def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_run, items, tmp_path):
-    """The CLI in its own process (its own engine), killed once some items are on disk; then resumed."""
+    """The CLI in its own process (its own engine, in that process), killed once some items are on disk;
+    then resumed."""
     cmd = [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "walk", "--pair", "smollm2"]
     cmd += ["--backend", "vllm", "--roles", "think", "--n-items", str(N_ITEMS), "--out", str(tmp_path)]
     cmd += [f"--engine-arg={k}={json.dumps(v)}" for k, v in CPU_ENGINE.items()]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **IN_PROCESS}
     shard = tmp_path / "think" / "shard-00-of-01.jsonl"
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
@@ -149,7 +154,7 @@ def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_ru
             assert time.monotonic() < deadline, "no record within 480 s"
             time.sleep(0.02)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its engine process
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI, its engine inside it, and anything it started
         proc.wait()
     before = shard.read_bytes().count(b"\n")
     assert 2 <= before < N_ITEMS, f"killed after {before} of {N_ITEMS} items: not mid-shard"

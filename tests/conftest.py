@@ -23,10 +23,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 # Figures and tables written during the tests (notebooks on the fast profile) go to a scratch
 # folder, never over the committed paper-profile outputs in figures/.
+# Made by the process that starts the session (xdist's workers inherit it), removed when that process ends.
 if "GPAC_FIGURES" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["GPAC_FIGURES"] = tempfile.mkdtemp(prefix="gpac-figures-")
+    atexit.register(shutil.rmtree, os.environ["GPAC_FIGURES"], ignore_errors=True)
 
 # Nothing the suite reads may lie in ../shared beside the repository (a clone elsewhere has none), except
 # the paper's LaTeX for the numbering check (workflow/scripts/paper_numbering.py, which skips without it):

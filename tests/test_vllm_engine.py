@@ -37,10 +37,11 @@ N_HF = 8
 #: the engine's settings on CPU: those of the committed arith table (arith_check.VLLM_CPU; the KV cache is
 #: sized by VLLM_CPU_KVCACHE_SPACE, GiB), eager: no torch.compile at start-up (seeded sampling works with
 #: it as long as no prefill is split over engine steps: see WINDOWS), and in the test's own process: the model
-#: runs in it ("uni"), and the engine core too (IN_PROCESS). Each process of its own imports vLLM again: an
-#: engine took 59 s to start with them, 21 s without, and regenerated 14 of 14 arith items exactly.
+#: runs in it ("uni"), and the engine core too (ENGINE_ENV, with the KV cache's size). Each process of its
+#: own imports vLLM again: an engine took 59 s to start with them, 21 s without, and regenerated 14 of 14
+#: arith items exactly.
 CPU_ENGINE = {**arith_check.VLLM_CPU, "enforce_eager": True, "distributed_executor_backend": "uni"}
-IN_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
 WINDOWS = {"nothink": 8, "verbalized": 4}
 MODELS = gen.pair_models("smollm2")
 
@@ -48,7 +49,7 @@ MODELS = gen.pair_models("smollm2")
 @pytest.fixture(scope="module")
 def engine():
     pytest.importorskip("vllm")
-    for name, value in IN_PROCESS.items():
+    for name, value in ENGINE_ENV.items():
         os.environ.setdefault(name, value)
     with gen.make_engine("vllm", "smollm2-135m", seed=0, **CPU_ENGINE) as engine:
         yield engine  # shut down at the module's end, not by vLLM's finalizer at interpreter exit
@@ -142,7 +143,7 @@ def test_sigkill_mid_shard_then_resume_has_no_gaps_or_duplicates(engine, vllm_ru
     cmd = [sys.executable, "-m", "gpac_utils.llm.generation", "--benchmark", "walk", "--pair", "smollm2"]
     cmd += ["--backend", "vllm", "--roles", "think", "--n-items", str(N_ITEMS), "--out", str(tmp_path)]
     cmd += [f"--engine-arg={k}={json.dumps(v)}" for k, v in CPU_ENGINE.items()]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **IN_PROCESS}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **ENGINE_ENV}
     shard = tmp_path / "think" / "shard-00-of-01.jsonl"
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True

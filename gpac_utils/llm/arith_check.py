@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from .. import data
-from ..checks import ParameterError, check_int
+from ..checks import check_int
 from ..workflow.paths import BUILD, DATA
 from . import generation
 from .benchmarks import load_benchmark
+from .engines import check_engine
 from .scoring import score_run
 
 #: The committed scored table: SmolLM2-135M-Instruct on every item, in the walk's roles, on the real
@@ -98,9 +99,7 @@ def check(
     the same-engine comparison is exact only for a vLLM engine built with :data:`VLLM_CPU`).
     """
     if engine is not None:
-        if not isinstance(getattr(engine, "backend", None), str):
-            raise ParameterError(f"engine: an engine of generation.make_engine, got {engine!r}")
-        backend = engine.backend
+        backend = check_engine(engine).backend
     elif backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
     committed = data.read_table(table)

@@ -307,6 +307,14 @@ def resolve_backend(backend: str, models: dict[str, str]) -> str:
     return "transformers" if all(Path(m).is_dir() or tiny.is_tiny(m) for m in models.values()) else "validate"
 
 
+def check_engine(engine):
+    """``engine``, refused in one line (:class:`~gpac_utils.checks.ParameterError`) unless it is an engine: an
+    object with a ``str`` ``model`` and ``backend``, as :func:`make_engine`'s and the test suite's fakes have."""
+    if not all(isinstance(getattr(engine, name, None), str) for name in ("model", "backend")):
+        raise ParameterError(f"engine: an engine of generation.make_engine, got {engine!r}")
+    return engine
+
+
 def make_engine(backend: str, model: str, *, seed: int = 0, **kw):
     """A :class:`VLLMEngine` (``kw`` go to ``vllm.LLM``) or a :class:`TransformersEngine` (``seed``: unused,
     its requests carry their seeds). Keyword arguments the engine does not take (a ``TypeError``, raised by

@@ -59,7 +59,7 @@ from ..checks import ParameterError
 from ..workflow.paths import DATA
 from . import records
 from .benchmarks import BENCHMARKS, load_benchmark
-from .engines import Sampling, item_seed, make_engine, resolve_backend
+from .engines import Sampling, check_engine, item_seed, make_engine, resolve_backend
 from .records import ROLES, load_generations, parse_shard
 from .scoring import verbalized_messages
 
@@ -342,7 +342,7 @@ def generate(items: pd.DataFrame, models: dict[str, str], folder, request: Gener
     folder = Path(folder)
     if request.samplings is None:
         request = replace(request, samplings=pair_samplings(models))
-    if engine is not None and {models["think"], models["nothink"]} != {engine.model}:
+    if engine is not None and {models["think"], models["nothink"]} != {check_engine(engine).model}:
         raise ValueError(f"engine: serves {engine.model!r}, the roles need {models}")
     backend = request.backend
     if engine is None and backend == "auto" and (backend := resolve_backend(backend, models)) == "validate":

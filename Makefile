@@ -207,10 +207,11 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 7.5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine), beside the
 # SLURM and lesson tiers, which yield the CPU to it (nice).
-# Every test marked `vllm`: the engine tests and the exact same-engine check of the committed arith table, on
+# Every test marked `vllm`: the engine tests and the same-engine check of the committed arith table, on
 # one engine, which runs in the test's process (tests/test_vllm_engine.py, CPU_ENGINE). Measured (2 cores,
-# 2026-11-28): 8 passed in 1 min 45 s alone; with the engine core and the model in processes of their own,
-# 3 min 20 s alone and 4 min 5 s to 5 min 6 s beside the SLURM and lesson tiers (the machine's speed varies).
+# 2026-11-28): 8 passed in 1 min 45 s alone and 3 min 22 s beside the SLURM and lesson tiers in a fresh clone;
+# with the engine core and the model in processes of their own, 3 min 20 s alone and 4 min 5 s to 5 min 6 s
+# beside the SLURM and lesson tiers (the machine's speed varies).
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
 	timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py

@@ -428,8 +428,26 @@ def test_planning_limits_follow_the_real_table_benchmark():
     span = {t[:4]: f"{g['pilot_n'].min()}–{g['pilot_n'].max()}" for t, g in planned.groupby("table")}
     assert_quoted("docs/planning.md", f"(GPQA {span['gpqa']}, MATH {span['math']})")
     sure = planned[planned["p_certify"] >= 0.95]
-    assert (sure["real_cert"] >= 0.8).all() and (s["overclaim"] == 0).all()  # no overclaim anywhere
-    assert_quoted("docs/planning.md", f"the {len(sure)} such cases certify in {100 * sure['real_cert'].mean():.1f} %")
+    assert_quoted("docs/planning.md", f"The {len(sure)} (group, pilot) cases with `p_certify` ≥ 0.95")
+    assert_quoted("docs/planning.md", f"certify in {100 * sure['real_cert'].mean():.1f} % of draws on average")
+    over = sure[sure["real_cert"] < 0.8]
+    assert int(s["overclaim"].sum()) == len(over)
+    assert_quoted("docs/planning.md", f"but {len(over)} of them certify in fewer than 80 % of draws")
+    # the overclaims as the doc names them: all MATH with a 25 % pilot, Precalculus twice at eps 0.1, Prealgebra once
+    assert over["table"].str.startswith("mathl5").all() and (over["pilot_share"] == 0.25).all()
+    named = sorted(zip(over["group"], over["eps"]))
+    assert named == [("Prealgebra", 0.05), ("Precalculus", 0.1), ("Precalculus", 0.1)]
+    pre = over[over["group"] == "Precalculus"]
+    assert (pre["n_labels"] == 26).all() and (pre["pilot_n"] == 9).all() and (pre["real_cert"] == 0).all()
+    assert pre["p_certify"].round(2).eq(0.96).all()
+    alg = over[over["group"] == "Prealgebra"].iloc[0]
+    assert (round(alg["p_certify"], 2), round(100 * alg["real_cert"])) == (0.95, 22)
+    expected = (1 - sure["p_certify"]).sum()  # failures if each case were all or nothing with prob. p_certify
+    assert round(expected) == 5
+    assert_quoted(
+        "docs/planning.md",
+        f"about {round(expected)} would fail (the sum of their `1 − p_certify`), and {len(over)} did",
+    )
     gap = 100 * (s["pred_total"] - s["real_total"])
     within = int((gap.abs() <= 5).sum())
     assert_quoted("docs/planning.md", f"of the realised one in {within} of {len(s)} settings")
@@ -454,6 +472,34 @@ def test_planning_limits_follow_the_real_table_benchmark():
     assert (gpqa["brier"] > gpqa["brier_const"]).all()  # "scores worse than it in all four settings"
     assert (gpqa["brier_const"] < 0.01).all()
     assert_quoted("docs/planning.md", f"holds in all four (at most {gpqa['brier'].max():.3f})")
+    worst_gpqa = gap[s["table"].str.startswith("gpqa")].abs().idxmax()
+    assert_quoted("docs/planning.md", f"On GPQA the gap is at most {abs(gap[worst_gpqa]):.1f} points")
+    assert_quoted("docs/planning.md", f"standard error {100 * s.loc[worst_gpqa, 'total_gap_se']:.1f}), most of it from")
+    assert_quoted("docs/planning.md", f"{rows['pilot'].nunique()} pilot draws × 100")
+    # the benchmark's former 10 pilot draws are its first 10 (same seeds): their summary, by the benchmark's own code
+    s10, _ = _plan_benchmark().summarise(rows[rows["pilot"] < 10])
+    before = s10.set_index(["table", "eps", "pilot_share"]).loc[("gpqa_gemma4_d30", 0.05, 0.1)]
+    assert_quoted(
+        "docs/planning.md",
+        f"read {100 * before['gap']:.1f} points high with a standard error of {100 * before['total_gap_se']:.1f}",
+    )
+    rows10 = rows[(rows["pilot"] < 10) & (rows["n_labels"] > 0)]
+    sure10 = rows10[rows10["p_certify"] >= 0.95]
+    assert (sure10["real_cert"] >= 0.8).all()
+    expected10 = round((1 - sure10["p_certify"]).sum())
+    assert_quoted("docs/planning.md", f"({len(sure10)} such cases, about {expected10} expected failures) none failed")
+
+
+def _plan_benchmark():
+    """benchmarks/plan_realdata.py as a module (it is a script, not part of the package)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("plan_realdata", REPO_ROOT / "benchmarks" / "plan_realdata.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, mod)  # its dataclass looks its module up
+    spec.loader.exec_module(sys.modules[spec.name])
+    return sys.modules[spec.name]
 
 
 def test_planning_goal_failures_and_the_thin_pilot_caveat():
@@ -471,11 +517,14 @@ def test_planning_goal_failures_and_the_thin_pilot_caveat():
     s = s.join(mean_pilot.rename("mean_pilot"), on=keys)
     goals = s.filter(like="goal_")
     assert_quoted("docs/planning.md", f"{int(goals.values.sum())} of the {goals.size} (setting, goal) checks pass")
-    assert s["goal_coverage"].all() and s["goal_overclaim"].all()
+    assert s["goal_coverage"].all()
     thin = s["mean_pilot"] < THIN_PILOT
     assert (~s.loc[~s["goal_total"], "mean_pilot"].ge(THIN_PILOT)).all()  # every miss of the total is thin
-    assert goals[~thin].all().all()  # thicker pilots meet every goal
-    assert (s.loc[~s["goal_total"], "pilot_share"] == 0.1).all()
+    assert s.loc[~thin, ["goal_total", "goal_brier"]].all().all()  # thicker pilots: the total and the Brier goal hold
+    assert (s.loc[~s["goal_total"], "pilot_share"] == 0.1).all() and (~s["goal_total"]).sum() == 2
+    over = s[~s["goal_overclaim"]]  # the overclaims: MATH's two 25 % settings (the doc names them)
+    assert over["table"].str.startswith("mathl5").all() and (over["pilot_share"] == 0.25).all() and len(over) == 2
+    assert goals[s["table"].str.startswith("gpqa")].all().all()  # GPQA's settings, thin ones included, meet every goal
     low, high = s.loc[thin, "mean_pilot"], s.loc[~thin, "mean_pilot"]
     assert_quoted("docs/planning.md", f"average {low.min():g}–{low.max():.1f} items ({high.min():g}–{high.max():.1f}")
     worst = float(s.loc[thin, "gap"].abs().max())
@@ -494,8 +543,8 @@ def test_planning_goal_failures_and_the_thin_pilot_caveat():
     assert round(gpqa_thin["max"]) == 43
     assert_quoted("docs/planning.md", "from −18 to +43 points on GPQA with a 10 %")
     thick = per_pilot.xs(0.25, level="pilot_share")
-    assert round(thick.abs().max().max()) == 25
-    assert_quoted("docs/planning.md", "by up to 25 points even with a 25 % pilot")
+    assert round(thick.abs().max().max()) == 31
+    assert_quoted("docs/planning.md", "by up to 31 points even with a 25 % pilot")
     assert_quoted("docs/planning.md", f"between {low.max():.1f} and {high.min():g} separates them")
 
 
@@ -507,10 +556,11 @@ def test_planning_the_groups_the_plan_is_wrongly_optimistic_about():
     means = by.mean()
     ratio = means["pred_mean"] / means["real_mean"]
     algebra = ratio.loc["Intermediate Algebra"]
-    assert (round(algebra.min(), 1), round(algebra.max(), 1)) == (1.6, 2.9)
+    assert (round(algebra.min(), 1), round(algebra.max(), 1)) == (1.9, 2.6)
     precalc = means.loc["Precalculus"]
     assert set(precalc.index.get_level_values("eps")) == {0.1}  # planned only at eps = 0.1
-    assert (int(ratio.loc["Precalculus"].min()), round(ratio.loc["Precalculus"].max())) == (3, 5)
+    assert (int(ratio.loc["Precalculus"].min()), round(ratio.loc["Precalculus"].max())) == (4, 6)
     assert precalc["p_certify"].round(1).eq(0.8).all()
-    assert (round(100 * precalc["real_cert"].min()), round(100 * precalc["real_cert"].max())) == (22, 33)
-    assert_quoted("docs/planning.md", "1.6–2.9 times the\nrealised one, and Precalculus's 4–5 times")
+    assert (round(100 * precalc["real_cert"].min()), round(100 * precalc["real_cert"].max())) == (26, 27)
+    assert_quoted("docs/planning.md", "1.9–2.6 times the\nrealised one, and Precalculus's 4–6 times")
+    assert_quoted("docs/planning.md", "while it certifies in 26–27 % of draws")

@@ -102,3 +102,12 @@ def test_makefile_extras_are_the_locked_extras():
     makefile = (REPO_ROOT / "Makefile").read_text()
     extras = re.search(r"^EXTRAS \?= (\S+)$", makefile, re.M).group(1).split(",")
     assert sorted(extras + ["cluster"]) == sorted(lock.LOCKS["venv"]["extras"])
+
+
+@pytest.mark.parametrize("name", [n for n, s in lock.LOCKS.items() if s.get("pinned_by")])
+def test_a_lock_pinned_by_another_shares_its_versions(name):
+    """The lesson lock pins every package it shares with the main venv's lock at that lock's version."""
+    own, main = pins(name), pins(lock.LOCKS[name]["pinned_by"])
+    differ = {k: (str(own[k]), str(main[k])) for k in own.keys() & main.keys() if own[k] != main[k]}
+    assert not differ, f"requirements/{name}.lock differs from its pinning lock: {differ}; run `make lock`"
+    assert own.keys() & main.keys()  # they share packages (the check is not vacuous)

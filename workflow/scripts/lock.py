@@ -42,8 +42,9 @@ LOCKS = {
         omit=["torchvision", "torchaudio", "torchcodec"],
     ),
     # the light install for students (make venv-lesson, .venv-lesson): the lessons and JupyterLab
-    # (constrained=False: no package of constraints/cpu.txt, the CPU torch, is part of it)
-    "lesson": dict(extras=["lesson"], inputs=["build.in"], omit=[], constrained=False),
+    # (constrained=False: no package of constraints/cpu.txt, the CPU torch, is part of it); pinned_by: every
+    # package it shares with .venv at .venv's version, so that a lesson computes with the same libraries
+    "lesson": dict(extras=["lesson"], inputs=["build.in"], omit=[], constrained=False, pinned_by="venv"),
     # one file installed without its dependencies (see smollm2.in)
     "smollm2": dict(extras=None, inputs=["smollm2.in"], omit=[]),
 }
@@ -68,6 +69,8 @@ def inputs_digest(name: str) -> str:
         "omit": spec["omit"],
         "target": [PYTHON, PLATFORM],
     }
+    if spec.get("pinned_by"):  # the lock it takes its shared versions from (without its first line: its digest)
+        doc["pinned_by"] = lock_path(spec["pinned_by"]).read_text().split("\n", 1)[1]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -80,6 +83,8 @@ def compile_lock(name: str) -> None:
     spec = LOCKS[name]
     sources = ([] if spec["extras"] is None else ["pyproject.toml"]) + [f"requirements/{f}" for f in spec["inputs"]]
     cmd = [sys.executable, "-m", "uv", "pip", "compile", *sources, "-c", CONSTRAINTS]
+    if spec.get("pinned_by"):
+        cmd += ["-c", str(lock_path(spec["pinned_by"]).relative_to(ROOT))]
     cmd += [a for e in spec["extras"] or [] for a in ("--extra", e)]
     cmd += [a for p in spec["omit"] for a in ("--no-emit-package", p)]
     cmd += ["--python-version", PYTHON, "--python-platform", PLATFORM, "--generate-hashes"]
@@ -101,7 +106,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"error: unknown lock {unknown[0]!r}; the locks are {', '.join(LOCKS)}", file=sys.stderr)
         return 2
-    for name in argv or LOCKS:
+    for name in argv or LOCKS:  # in LOCKS' order: a lock pinned by another comes after it
         compile_lock(name)
     return 0
 

@@ -9,6 +9,7 @@ and this test fails until the sentence is rewritten. Settings (ε, α, n) and da
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 
@@ -536,8 +537,9 @@ def _table_sizes() -> dict:
     return out
 
 
+@functools.cache
 def _plan_benchmark():
-    """benchmarks/plan_realdata.py as a module (it is a script, not part of the package)."""
+    """benchmarks/plan_realdata.py as a module (it is a script, not part of the package), loaded once."""
     import importlib.util
     import sys
 

@@ -9,18 +9,16 @@ saying why; the HTML is checked anyway.
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 import shutil
 
 import pytest
+import repo_scripts
 
 from gpac_utils.workflow.paths import REPO_ROOT
 
-_spec = importlib.util.spec_from_file_location("answer_key", REPO_ROOT / "workflow" / "scripts" / "answer_key.py")
-answer_key = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(answer_key)
+answer_key = repo_scripts.load("workflow/scripts/answer_key.py")
 
 
 def _text(page: str) -> str:

@@ -16,6 +16,7 @@ import statistics
 import numpy as np
 import pandas as pd
 import pytest
+import repo_scripts
 import yaml
 
 from gpac_utils.feasibility import min_items
@@ -540,14 +541,7 @@ def _table_sizes() -> dict:
 @functools.cache
 def _plan_benchmark():
     """benchmarks/plan_realdata.py as a module (it is a script, not part of the package), loaded once."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("plan_realdata", REPO_ROOT / "benchmarks" / "plan_realdata.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, mod)  # its dataclass looks its module up
-    spec.loader.exec_module(sys.modules[spec.name])
-    return sys.modules[spec.name]
+    return repo_scripts.load("benchmarks/plan_realdata.py")
 
 
 def test_planning_goal_failures_and_the_thin_pilot_caveat():
@@ -623,14 +617,15 @@ def test_planning_the_groups_the_plan_is_wrongly_optimistic_about():
 
 def test_planning_one_row_decides_prealgebra():
     """docs/planning.md: the one loss at MATH's lowest score, seen or missed by each pilot of the benchmark."""
-    bench = _plan_benchmark()
-    df = bench.TABLES["mathl5_zeroeval"].read()
-    lowest = df["score"] == df["score"].min()
-    key = np.flatnonzero(lowest & (df["loss"] > 0))
-    assert key.size == 1 and df["group"].iloc[key[0]] == "Prealgebra"
-    assert_quoted("docs/planning.md", f"one of the {int(lowest.sum())} rows at that score")
-    above = np.sort(df["score"].unique())[1:3]
-    assert df.loc[df["score"].isin(above), "loss"].eq(0).all()  # "no loss at the next two scores"
+    df = _plan_benchmark().TABLES["mathl5_zeroeval"].read()
+    values = np.sort(df["score"].unique())
+    counts = [(int(df.loc[df["score"] == v, "loss"].gt(0).sum()), int((df["score"] == v).sum())) for v in values[:4]]
+    low, pre = counts[0], df[(df["score"] == values[0]) & (df["group"] == "Prealgebra")]
+    assert low[0] == 1 and pre["loss"].gt(0).sum() == 1
+    assert_quoted("docs/planning.md", f"one of the {low[1]} rows at that score (Prealgebra's 1 of {len(pre)})")
+    nxt = ", ".join(f"{k} of {m}" for k, m in counts[1:])
+    assert_quoted("docs/planning.md", f"above that of the next three scores ({nxt})")
+    key = int(pre.index[pre["loss"].gt(0)][0])
     g = df["group"].to_numpy(str)
     names = sorted(set(g.tolist()))
     rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata_groups.csv")
@@ -642,20 +637,23 @@ def test_planning_one_row_decides_prealgebra():
         for x in names:
             at = np.flatnonzero(g == x)
             pilot[rng.choice(at, max(2, int(round(r.pilot_share * at.size))), replace=False)] = True
-        seen.append(bool(pilot[key[0]]))
-    by = rows.assign(seen=seen).groupby(["pilot_share", "seen"])
-    n, p, real = by.size(), by["p_certify"].mean(), by["real_cert"].mean()
-    assert (rows["n_labels"] > 0).all()  # planned in every pilot draw
-    assert n.loc[(0.1, False)] + n.loc[(0.1, True)] == 30
+        seen.append(bool(pilot[key]))
+    left = int((g == "Prealgebra").sum()) - rows["pilot_n"]
+    by = rows.assign(seen=seen, undrawn=1 - rows["n_labels"] / left).groupby(["pilot_share", "seen"])
+    n, p, real, undrawn = by.size(), by["p_certify"].mean(), by["real_cert"].mean(), by["undrawn"].mean()
+    assert (rows["n_labels"] > 0).all() and n.loc[(0.1, False)] + n.loc[(0.1, True)] == 30
+    missed = [(0.1, False), (0.25, False)]
     assert_quoted(
-        "docs/planning.md", f"({n.loc[(0.1, False)]} of 30 pilot draws with a 10 % pilot, {n.loc[(0.25, False)]} of 30"
+        "docs/planning.md", f"({n.loc[missed[0]]} of 30 pilot draws with a 10 % pilot, {n.loc[missed[1]]} of 30"
     )
     assert_quoted(
         "docs/planning.md",
-        f"certifies in {100 * real.loc[(0.1, False)]:.0f} % and {100 * real.loc[(0.25, False)]:.0f} % of draws on"
-        f" average, against a mean `p_certify` of {p.loc[(0.1, False)]:.2f} and {p.loc[(0.25, False)]:.2f}",
+        f"on average {100 * undrawn.loc[missed[0]]:.0f} % and {100 * undrawn.loc[missed[1]]:.0f} % of its rows left"
+        f" are not drawn (with a 10 % and a 25 % pilot), and it certifies in {100 * real.loc[missed[0]]:.0f} % and"
+        f" {100 * real.loc[missed[1]]:.0f} % of calibrations, against a mean `p_certify` of {p.loc[missed[0]]:.2f}"
+        f" and {p.loc[missed[1]]:.2f}",
     )
-    assert real.loc[(0.1, True)] == real.loc[(0.25, True)] == 1.0  # "certifies in every draw"
+    assert real.loc[(0.1, True)] == real.loc[(0.25, True)] == 1.0  # "in every calibration"
     assert_quoted(
         "docs/planning.md", f"a mean `p_certify` of {p.loc[(0.1, True)]:.2f} and {p.loc[(0.25, True)]:.2f}. The"
     )

@@ -15,7 +15,6 @@ submission locally, without Docker. Here:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -29,13 +28,12 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
+import repo_scripts
 from scipy import stats
 
 from gpac_utils.workflow.paths import REPO_ROOT
 
-_spec = importlib.util.spec_from_file_location("homework", REPO_ROOT / "workflow" / "scripts" / "homework.py")
-homework = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(homework)
+homework = repo_scripts.load("workflow/scripts/homework.py")
 
 #: The points of each question (the assignment's question configs).
 FULL = {"q1": 2, "q2": 3, "q3": 2, "q4": 2, "q5": 1}

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import re
@@ -33,16 +32,13 @@ from pathlib import Path
 
 import jupytext
 import pytest
+import repo_scripts
 
 from gpac_utils.workflow import config, runner
 from gpac_utils.workflow.paths import BUILD, NOTEBOOKS, REPO_ROOT
 
 NOTEBOOK_FILES = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
-_spec = importlib.util.spec_from_file_location(
-    "glossary_cells", REPO_ROOT / "workflow" / "scripts" / "glossary_cells.py"
-)
-glossary_cells = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(glossary_cells)
+glossary_cells = repo_scripts.load("workflow/scripts/glossary_cells.py")
 SCREENSHOTS = BUILD / "lab-test"
 KERNEL_DISPLAY_NAME = "Python 3 (gpac)"  # what make venv installs (ipykernel install --display-name)
 LAB_OVERRIDES = REPO_ROOT / "jupyter" / "lab-overrides.json"

@@ -25,6 +25,7 @@ import tomllib
 
 import jupytext
 import pytest
+import repo_scripts
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -35,10 +36,7 @@ LESSON_PY = LESSON_VENV / "bin" / "python"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "workflow" / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load(f"workflow/scripts/{name}.py")
 
 
 edition, lock = _load("student_edition"), _load("lock")

@@ -15,15 +15,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import repo_scripts
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from gpac_utils.workflow.paths import REPO_ROOT
 
-_spec = importlib.util.spec_from_file_location("lock", REPO_ROOT / "workflow" / "scripts" / "lock.py")
-lock = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lock)
+lock = repo_scripts.load("workflow/scripts/lock.py")
 
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s\\;]+)")
 

@@ -7,13 +7,13 @@ never silently accepted, and a command-line usage error exits 2 with one ``error
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import repo_scripts
 
 from gpac_utils import CPAC, GPAC, PAC, Partition, ScorePartitioner, Settings, cli, summarize, validate, write_table
 from gpac_utils.audit import audit
@@ -187,10 +187,7 @@ def test_plan_default_budget_blames_the_pilot_not_budget(files, capsys):
 
 
 def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "workflow" / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    return repo_scripts.load(f"workflow/scripts/{name}.py").main
 
 
 @pytest.mark.parametrize(

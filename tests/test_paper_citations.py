@@ -14,19 +14,15 @@ as an older draft numbered it, fails: that is Appendix F).
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+import repo_scripts
 
 from gpac_utils.workflow.paths import REPO_ROOT
 
-_spec = importlib.util.spec_from_file_location(
-    "paper_numbering", REPO_ROOT / "workflow" / "scripts" / "paper_numbering.py"
-)
-numbering = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(numbering)
+numbering = repo_scripts.load("workflow/scripts/paper_numbering.py")
 
 KINDS = {
     "theorem": "Theorem",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import repo_scripts
 
 from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, batch_threshold, feasibility, prediction
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW, GroupWarning
@@ -583,14 +583,9 @@ def test_gpqa_table_matches_its_data_card():
     assert round(roc_auc_score(1 - d["correct_d30"], 1 - d["conf_d30"]), 3) == 0.708
 
 
-def test_plan_realdata_fast_mode(tmp_path, monkeypatch):
+def test_plan_realdata_fast_mode(tmp_path):
     """benchmarks/plan_realdata.py --fast: the buyer's check runs and reports every column."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("plan_realdata", ROOT / "benchmarks" / "plan_realdata.py")
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)  # its dataclass looks its module up
-    spec.loader.exec_module(mod)
+    mod = repo_scripts.load("benchmarks/plan_realdata.py")
     assert mod.main(["--fast", "--out", str(tmp_path / "r")]) == 0
     s = pd.read_csv(tmp_path / "r.csv")
     assert len(s) == 1 and 0 <= s["coverage"].iloc[0] <= 1 and s["band_width"].iloc[0] > 0

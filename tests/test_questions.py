@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import json
 import math
 import re
@@ -27,6 +26,7 @@ import jupytext
 import nbformat
 import numpy as np
 import pytest
+import repo_scripts
 from scipy import stats
 
 from gpac_utils import VALID, threshold
@@ -37,9 +37,7 @@ LESSONS = ("00", "10", "11", "12", "13", "31", "32", "33")
 TYPES = {"multiple_choice", "many_choice", "numeric"}
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5"
 
-_spec = importlib.util.spec_from_file_location("student_edition", REPO_ROOT / "workflow/scripts/student_edition.py")
-edition = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(edition)
+edition = repo_scripts.load("workflow/scripts/student_edition.py")
 
 
 def lessons() -> list[str]:

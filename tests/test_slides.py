@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import json
 import re
 import shutil
-import sys
 import threading
 
 import pytest
+import repo_scripts
 
 from gpac_utils.workflow.paths import BUILD, REPO_ROOT
 
@@ -28,10 +27,7 @@ SCRIPT = REPO_ROOT / "workflow" / "scripts" / "slides.py"
 SCREENSHOTS = BUILD / "slides-test"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
-spec = importlib.util.spec_from_file_location("slides", SCRIPT)
-slides = importlib.util.module_from_spec(spec)
-sys.modules["slides"] = slides  # its dataclasses look their module up
-spec.loader.exec_module(slides)
+slides = repo_scripts.load(SCRIPT)
 
 
 def test_sessions_come_from_the_teaching_page():

@@ -9,21 +9,17 @@ an exercise depends on what its solution computed.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import jupytext
 import nbformat
 import pytest
+import repo_scripts
 
 from gpac_utils.workflow import runner
-from gpac_utils.workflow.paths import NOTEBOOKS, REPO_ROOT
+from gpac_utils.workflow.paths import NOTEBOOKS
 
-_spec = importlib.util.spec_from_file_location(
-    "student_edition", REPO_ROOT / "workflow" / "scripts" / "student_edition.py"
-)
-edition = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(edition)
+edition = repo_scripts.load("workflow/scripts/student_edition.py")
 
 NOTEBOOK_FILES = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 WITH_EXERCISES = edition.with_exercises()

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import warnings
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import repo_scripts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -480,9 +480,7 @@ def test_allocate_answers_as_the_unbounded_dp_for_any_budget(budget, seed):
 
 
 def test_answers_equal_those_of_the_package_before_the_layer():
-    spec = importlib.util.spec_from_file_location("validation_reference", FIXTURES / "validation_reference.py")
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    ref = repo_scripts.load(FIXTURES / "validation_reference.py")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (GroupWarning, PilotWarning))
         got = json.loads(json.dumps(ref.compute(), sort_keys=True))

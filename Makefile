@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
 
 help:
 	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
@@ -113,8 +113,14 @@ test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j4 -Otarget test-main venv-vllm venv-lesson $(VENV)/.slurm
 	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
 
-test-main: $(STAMP)
+test-main: $(STAMP) tiny-model
 	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
+
+# The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file once before
+# the main suite starts, beside the installs: a test process that needs it and finds it missing converts it
+# itself (25 s of CPU), and on a fresh clone the walk and the tests of the tiny model would each do so.
+tiny-model: $(STAMP)
+	$(PY) -c "from gpac_utils.llm import tiny; tiny.model_dir('smollm2-135m')"
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not notebook" $(PYTEST_ARGS)

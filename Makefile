@@ -110,15 +110,16 @@ format: $(STAMP)
 # at the end while the other still holds a queue.
 BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
-	$(MAKE) --no-print-directory -j4 -Otarget test-main venv-vllm venv-lesson $(VENV)/.slurm
+	$(MAKE) --no-print-directory -j4 -Otarget tiny-model test-main venv-vllm venv-lesson $(VENV)/.slurm
 	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
 
-test-main: $(STAMP) tiny-model
+test-main: $(STAMP)
 	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
 
-# The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file once before
-# the main suite starts, beside the installs: a test process that needs it and finds it missing converts it
-# itself (25 s of CPU), and on a fresh clone the walk and the tests of the tiny model would each do so.
+# The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file (25 s of CPU)
+# as a job of its own beside the main suite: a test that needs it meanwhile waits for that conversion instead of
+# converting it again (model_dir's lock). Before, the walk and the other-engine arith check each converted it
+# on a fresh clone (that check took 94 s instead of 44 s).
 tiny-model: $(STAMP)
 	$(PY) -c "from gpac_utils.llm import tiny; tiny.model_dir('smollm2-135m')"
 

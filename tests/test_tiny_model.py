@@ -4,6 +4,7 @@ name, answers, batches without changing its records, and runs the walk's generat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,30 @@ def test_unknown_name_and_lookup():
     with pytest.raises(ValueError, match="name"):
         tiny.gguf_path("gpt-5")
     assert tiny.gguf_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_concurrent_callers_convert_once(tmp_path, monkeypatch):
+    """model_dir: threads (each with its own lock file handle, as processes have) that find the folder
+    missing wait for the one converting, instead of converting it again."""
+    import threading
+    import time
+
+    calls = []
+
+    def fake_convert(out_dir, name):
+        calls.append(name)
+        time.sleep(0.5)  # long enough for every other caller to arrive meanwhile
+        (Path(out_dir) / "tiny.json").write_text(json.dumps({"name": name, "conversion": tiny.CONVERSION_VERSION}))
+        return Path(out_dir)
+
+    monkeypatch.setattr(tiny, "convert", fake_convert)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(tiny.model_dir(cache=tmp_path))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["smollm2-135m"] and got == [tmp_path / "smollm2-135m"] * 4
 
 
 def test_converted_folder_is_plain(engine):

@@ -117,19 +117,20 @@ def _is_current(folder: Path, name: str) -> bool:
 
 def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Path:
     """The converted folder of ``name`` under ``cache`` (default ``GPAC_TINY_CACHE`` or ``build/tiny``),
-    converted on first use (atomic; safe across processes). ``AutoModelForCausalLM.from_pretrained``
-    and ``vllm.LLM`` read it."""
+    converted on first use (atomic; once across processes: one converts while the others wait for it).
+    ``AutoModelForCausalLM.from_pretrained`` and ``vllm.LLM`` read it."""
+    from filelock import FileLock
+
     root = Path(cache or os.environ.get("GPAC_TINY_CACHE", BUILD / "tiny"))
     folder = root / name
     if _is_current(folder, name):
         return folder
     root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root, ignore_cleanup_errors=True) as tmp:
-        convert(tmp, name)
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
+    with FileLock(str(root / f".{name}.lock")):
+        if _is_current(folder, name):  # converted by the process that held the lock
+            return folder
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root, ignore_cleanup_errors=True) as tmp:
+            convert(tmp, name)
+            shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)
-        except OSError:  # another process won the race
-            if not _is_current(folder, name):
-                raise
     return folder

@@ -219,9 +219,12 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # 2026-11-28): 8 passed in 1 min 45 s alone and 3 min 22 s beside the SLURM and lesson tiers in a fresh clone;
 # with the engine core and the model in processes of their own, 3 min 20 s alone and 4 min 5 s to 5 min 6 s
 # beside the SLURM and lesson tiers (the machine's speed varies).
+# The engine's temporary files (torch.distributed's file store, one per engine, which it never removes) go to a
+# folder of the tier's own, short (its IPC socket paths must stay under 108 bytes), removed afterwards.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider --durations=10 tests/test_vllm_engine.py
+	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
+	  --durations=10 tests/test_vllm_engine.py; rc=$$?; rm -rf $$tmp; exit $$rc
 
 bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py

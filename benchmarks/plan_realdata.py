@@ -135,6 +135,17 @@ def realise(df, pilot, settings, n_labels: dict, draws: int, seed: int) -> pd.Da
     )
 
 
+def pilot_rows(groups: np.ndarray, share: float, pilot: int, eps: float) -> np.ndarray:
+    """The rows of pilot draw ``pilot`` of a setting (a mask), seeded by the draw, the share and ``eps``:
+    stratified, ``share`` of each group's rows (at least 2)."""
+    rng = np.random.default_rng([pilot, int(share * 1000), int(eps * 1000)])
+    out = np.zeros(len(groups), bool)
+    for x in sorted(set(groups.tolist())):
+        rows_x = np.flatnonzero(groups == x)
+        out[rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=False)] = True
+    return out
+
+
 def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
     out = []
     for tname in tables:
@@ -149,11 +160,7 @@ def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.
             settings = Settings(eps=eps, alpha=alpha)
             for share in pilot_shares:
                 for p in range(pilots):
-                    rng = np.random.default_rng([p, int(share * 1000), int(eps * 1000)])
-                    pilot = np.zeros(len(df), bool)  # stratified: every group gets pilot labels
-                    for x in names:
-                        rows_x = np.flatnonzero(g == x)
-                        pilot[rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=False)] = True
+                    pilot = pilot_rows(g, share, p, eps)
                     cap = {x: int(np.sum((g == x) & ~pilot)) for x in names}
                     uni = allocation.uniform_counts(cap, min(budget, sum(cap.values())))
                     curves, planned = plan(df, pilot, settings.replace(seed=p), budget, spec, uni.values())

@@ -627,17 +627,10 @@ def test_planning_one_row_decides_prealgebra():
     assert_quoted("docs/planning.md", f"above that of the next three scores ({nxt})")
     key = int(pre.index[pre["loss"].gt(0)][0])
     g = df["group"].to_numpy(str)
-    names = sorted(set(g.tolist()))
     rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata_groups.csv")
     rows = rows[rows["table"].eq("mathl5_zeroeval") & rows["group"].eq("Prealgebra") & rows["eps"].eq(0.05)]
-    seen = []
-    for r in rows.itertuples():  # each pilot redrawn from the benchmark's seeds (plan_realdata.run)
-        rng = np.random.default_rng([r.pilot, int(r.pilot_share * 1000), int(r.eps * 1000)])
-        pilot = np.zeros(len(df), bool)
-        for x in names:
-            at = np.flatnonzero(g == x)
-            pilot[rng.choice(at, max(2, int(round(r.pilot_share * at.size))), replace=False)] = True
-        seen.append(bool(pilot[key]))
+    bench = _plan_benchmark()  # each pilot redrawn as the benchmark drew it
+    seen = [bool(bench.pilot_rows(g, r.pilot_share, r.pilot, r.eps)[key]) for r in rows.itertuples()]
     left = int((g == "Prealgebra").sum()) - rows["pilot_n"]
     by = rows.assign(seen=seen, undrawn=1 - rows["n_labels"] / left).groupby(["pilot_share", "seen"])
     n, p, real, undrawn = by.size(), by["p_certify"].mean(), by["real_cert"].mean(), by["undrawn"].mean()

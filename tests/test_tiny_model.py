@@ -41,6 +41,22 @@ def test_unknown_name_and_lookup():
     assert tiny.gguf_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"name": 2}, "^name: unknown tiny model 2;"),
+        ({"name": ["smollm2-135m"]}, "^name: unknown tiny model"),
+        ({"cache": 123}, "^cache: must be a folder"),
+    ],
+)
+def test_model_dir_refuses_a_wrong_argument_before_touching_the_disk(tmp_path, kwargs, match):
+    from gpac_utils.checks import ParameterError
+
+    with pytest.raises(ParameterError, match=match):
+        tiny.model_dir(**{"cache": tmp_path / "c", **kwargs})
+    assert not (tmp_path / "c").exists()
+
+
 def test_concurrent_callers_convert_once(tmp_path, monkeypatch):
     """model_dir: threads (each with its own lock file handle, as processes have) that find the folder
     missing wait for the one converting, instead of converting it again."""

@@ -35,6 +35,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..checks import ParameterError
 from ..workflow.paths import BUILD
 
 #: name -> (import name of the package folder that holds its GGUF file (never imported), the file)
@@ -51,6 +52,12 @@ def is_tiny(name) -> bool:
     return isinstance(name, str) and name in TINY_MODELS
 
 
+def _check_name(name) -> str:
+    if not is_tiny(name):
+        raise ParameterError(f"name: unknown tiny model {name!r}; choose one of {sorted(TINY_MODELS)}")
+    return name
+
+
 def gguf_path(name: str = "smollm2-135m") -> Path:
     """The installed GGUF file of tiny model ``name``.
 
@@ -62,9 +69,7 @@ def gguf_path(name: str = "smollm2-135m") -> Path:
     FileNotFoundError
         When the package is not installed (the message gives the pip command).
     """
-    if not is_tiny(name):
-        raise ValueError(f"name: unknown tiny model {name!r}; choose one of {sorted(TINY_MODELS)}")
-    package, filename = TINY_MODELS[name]
+    package, filename = TINY_MODELS[_check_name(name)]
     found = importlib.util.find_spec(package)
     for folder in found.submodule_search_locations or [] if found else []:
         if (Path(folder) / filename).is_file():
@@ -121,8 +126,10 @@ def model_dir(name: str = "smollm2-135m", cache: str | Path | None = None) -> Pa
     ``AutoModelForCausalLM.from_pretrained`` and ``vllm.LLM`` read it."""
     from filelock import FileLock
 
+    if cache is not None and not isinstance(cache, str | os.PathLike):
+        raise ParameterError(f"cache: must be a folder (str or Path) or None, got {type(cache).__name__}")
     root = Path(cache or os.environ.get("GPAC_TINY_CACHE", BUILD / "tiny"))
-    folder = root / name
+    folder = root / _check_name(name)
     if _is_current(folder, name):
         return folder
     root.mkdir(parents=True, exist_ok=True)

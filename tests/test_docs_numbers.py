@@ -647,6 +647,7 @@ def test_planning_one_row_decides_prealgebra():
         f" and {p.loc[missed[1]]:.2f}",
     )
     assert real.loc[(0.1, True)] == real.loc[(0.25, True)] == 1.0  # "in every calibration"
+    assert_quoted("docs/planning.md", f"holds it ({n.loc[(0.1, True)]} and {n.loc[(0.25, True)]} draws)")
     assert_quoted(
         "docs/planning.md", f"a mean `p_certify` of {p.loc[(0.1, True)]:.2f} and {p.loc[(0.25, True)]:.2f}. The"
     )

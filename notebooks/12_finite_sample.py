@@ -13,7 +13,17 @@
 # %% [markdown]
 # # 12 — Theorem 4.3: the empirical test risk of a calibrated group
 #
-# **Reproduces** Theorem 4.3 (`thm:empirical-known-grouping`, PAC finite-sample guarantee for known grouping):
+# **Why this lesson.** Theorem 4.2 (`thm:known-grouping`) promises something nobody can observe: the
+# *population* risk $R(\hat u_j \mid G_j)$ of a calibrated group stays below ε with probability
+# $1-\alpha$. What a team sees after deployment is the error on a finite test set, and it will
+# sometimes be above ε even when the calibration did its job. How far above is still consistent with
+# the guarantee? Theorem 4.3 (`thm:empirical-known-grouping`) answers with a slack $t$ and a price,
+# $\exp(-2 N_j t^2 / B^2)$, that falls with the number $N_j$ of test items. In this lesson we derive
+# the bound from Theorem 4.2 and Hoeffding's inequality, watch it hold, and learn what it can and
+# cannot tell us about a calibration.
+#
+# **Checks** Theorem 4.3 by simulation, on one population (the inequality is checked cell by cell; a
+# simulation illustrates a theorem, it does not prove it):
 # `P(R̂(f̂ | G_j) ≤ ε + t) ≥ 1 − α − exp(−2 N_j t² / B²)` for the empirical risk on `N_j` test items.
 # We show the distribution of `R̂` against `ε + t` and the exceedance probability against the
 # bound `α + exp(−2 N_j t²)` as `N_j` varies, for the paper's `clt` bound (with its resampling
@@ -179,7 +189,7 @@ fig.tight_layout()
 plotting.savefig(fig, "finite_sample")
 
 # %% [markdown]
-# ## Checks
+# ## Does the inequality hold? Cell by cell
 # For the valid bounds the theorem must hold in every (N_j, t) cell up to Monte Carlo error.
 # The bound is a union bound and loose: for small `N_j t²` it exceeds 1, and where
 # `exp(−2 N_j t²)` is small the slack `t` already lifts `ε + t` above almost every calibrated
@@ -316,6 +326,19 @@ print(
 # - **Forgetting the range `B`.** For losses in $[0, B]$ the exponent is $-2 N_j t^2 / B^2$; with
 #   $B > 1$ the test set must be $B^2$ times larger for the same slack.
 
+
+# %% [markdown]
+# ## Take-away
+#
+# - **Theorem 4.3 is Theorem 4.2 plus Hoeffding, joined by a union bound** (its proof, Appendix C):
+#   the α comes from the calibration, $\exp(-2 N_j t^2 / B^2)$ from the finite test set, which must be
+#   independent of the calibration set.
+# - **A test error above ε is not by itself evidence against a calibration.** Allow the slack $t$ and
+#   enough test items that $\exp(-2 N_j t^2)$ is small; at $t = 0$ the theorem says nothing.
+# - **The inequality is a weak audit.** It held in every cell here even for the `clt` setting, whose
+#   own violation rate is above α (displayed above): the union bound is loose exactly where it could
+#   tell. To check a calibration method, measure its violation rate $P(R(\hat u) > \varepsilon)$
+#   directly, as notebook 13 does.
 
 # %% [markdown]
 # ## Check yourself

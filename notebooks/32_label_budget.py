@@ -31,8 +31,11 @@
 # **The plan is an estimate, not a guarantee.** The guarantee (risk $\le\varepsilon$ with
 # probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is, provided
 # $n_j$ is fixed without looking at the losses of the items calibrated on (here the pilot that chose
-# $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*); the plan
-# only predicts how much each group will route. It assumes the pilot is a random sample of the
+# $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*). The sizes are still
+# chosen from the unlabelled scores of all rows, the calibration rows' included, so the guarantee
+# also assumes that a size chosen from the scores alone leaves the calibration items i.i.d. given
+# that size (planning on the scores of rows outside the calibration pool drops the assumption). The
+# plan only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
 # scores) is only as likely as the prior makes it.
 #

@@ -120,6 +120,8 @@ cfg
 # **It needs** i.i.d. items, propensities known when the item is decided and never 0 for a term
 # that is used, the loss of every observed item — a thinking-routed one included — in full, and a
 # grid fixed before the stream (here the score's support $\{0,\frac18,\dots,1\}$).
+
+# %% [markdown] tags=["maintainer"]
 # `tests/test_online.py` checks it per group on 300 seeded streams in four labelling modes.
 
 # %%

@@ -376,6 +376,7 @@ fig
 split = cov_tab[cov_tab["mode"] == "split"]
 assert (split["violation_rate"] <= cfg.alpha + 3 * split["mcse"]).all(), split
 assert agg.groupby("algorithm")["delta_mean"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()
+assert all(abs(beta - 0.5) < 0.1 for _, beta in rates.values())  # about the n^(-1/2) rate of a quantile
 worst_mode = cov_tab.groupby("mode")["violation_rate"].max()
 display(
     Markdown(

@@ -200,6 +200,9 @@ plotting.savefig(fig, "finite_sample")
 valid_rows = res[res["bound"] != "clt"]
 assert valid_rows["holds"].all(), valid_rows[~valid_rows["holds"]]
 clt_rows = res[res["bound"] == "clt"]
+# the invalid setting: its violation rate above alpha beyond Monte Carlo error, yet the inequality holds everywhere
+assert clt_rows["violation_rate"].iloc[0] > cfg.alpha + 3 * math.sqrt(cfg.alpha * (1 - cfg.alpha) / T)
+assert clt_rows["holds"].all()
 tight = clt_rows[clt_rows["thm32_bound"] <= cfg.alpha + 0.01]  # cells where exp(-2 N t^2) <= 0.01
 clt_risk = draws[("clt", "resample")]["risk"]
 above = max(float(np.mean(clt_risk > cfg.eps + t)) for t in tight["t"].unique()) if len(tight) else float("nan")

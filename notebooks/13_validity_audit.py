@@ -745,11 +745,11 @@ assert p_max_unsafe > 2 * fs_alpha and p_first_unsafe < 1e-4  # max: well above 
 display(
     Markdown(
         f"The picture is draw {fs_draw} of its seed. In this design `max` certifies an unsafe candidate with "
-        f"probability {100 * p_max_unsafe:.1f} % (one of the {int(fs_unsafe.sum())} unsafe candidates passes, each "
-        f"with probability at most {100 * fs_pass[fs_unsafe].max():.1f} %), for α = {100 * fs_alpha:g} %; the "
-        f"loop's event has probability {100 * p_shown:.1f} %, so about one draw in {1 / p_shown:.0f} looks like the "
-        f"picture. First-crossing certifies an unsafe candidate only if every candidate up to g* passes: "
-        f"probability {p_first_unsafe:.1e}, about 0."
+        f"probability {100 * p_max_unsafe:.1f} % (when at least one of the {int(fs_unsafe.sum())} unsafe candidates "
+        f"passes, each with probability at most {100 * fs_pass[fs_unsafe].max():.1f} %), for α = {100 * fs_alpha:g} %; "
+        f"with the first candidate certified as well (the loop's event) {100 * p_shown:.1f} %: about one draw in "
+        f"{1 / p_shown:.0f} looks like the picture. First-crossing certifies an unsafe candidate only if every "
+        f"candidate up to g* passes: probability {p_first_unsafe:.1e}, about 0."
     )
 )
 

@@ -18,11 +18,11 @@
 # group, so two questions follow. Does each group's guarantee survive when the groups come from the
 # data? And how much routing do we give up by not knowing the best partition, the oracle partition
 # of Definition 4.4 (`def:oracle-optimal`)? Section 4.3 answers both through one number, the
-# partition gap δ, the smallest share of inputs the learned partition puts in another group than the
-# oracle, over relabellings of the groups (Eq. 5, `eq:partition-gap`). Theorem 4.6 (`thm:unknown-grouping`) states that with sample splitting every
-# learned group keeps its guarantee and routes at most 2δ less than the oracle, that reusing the
-# items costs at most $c\,\delta$ in risk, and the paper adds that δ shrinks like $n^{-\beta}$ under
-# standard conditions. Here we measure δ, watch it shrink, test the coverage claims on a population
+# partition gap δ: the smallest share of inputs that the learned partition puts in another group
+# than the oracle partition does, over relabellings of the groups (Eq. 5, `eq:partition-gap`).
+# Theorem 4.6 (`thm:unknown-grouping`) states that with sample splitting every learned group keeps
+# its guarantee and routes at most 2δ less than the oracle, and that reusing the items costs at most
+# $c\,\delta$ in risk; the paper adds that δ shrinks like $n^{-\beta}$ under standard conditions. Here we measure δ, watch it shrink, test the coverage claims on a population
 # where every risk is exact, and find the one claim that does not hold in general.
 #
 # **Illustrates** Section 4.3 of the paper: the partition gap δ (Eq. partition-gap, minimised
@@ -536,7 +536,7 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #   sample splitting the partition is fixed before the calibration items are looked at, so each
 #   learned group gets the per-group guarantee of Theorem 4.6, part 1 (Eq. 6,
 #   `eq:unknown-guarantee-split`), whatever δ is; the coverage panel shows every learned group's
-#   violation rate at or below α (asserted under "Reading the results").
+#   violation rate at or below α up to Monte Carlo error (asserted under "Reading the results").
 # - **δ is a distance between partitions, up to relabelling.** For a 1-D clustering of the score it
 #   shrinks like the error of a quantile, $n^{-1/2}$ (the fitted β displayed above), as the paper's
 #   $\delta = O(n^{-\beta})$ (Section 4.3) leads us to expect. The paper measures it against the

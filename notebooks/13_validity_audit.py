@@ -16,10 +16,10 @@
 # **Why this lesson.** Every guarantee in Section 4 of the paper rests on one premise, Assumption 4.1
 # (`assump:ucb-validity`): at each threshold, the upper confidence bound covers the group's risk with
 # probability at least $1-\alpha$. Theorems 4.2, 4.3 and 4.6 take it as given, and a guarantee is only
-# as good as its premise. Here we test the premise itself, the way a statistician checks a confidence
-# interval: on a population whose risk is known exactly, calibrate many times and count how often
-# the certified threshold is in fact unsafe. That count should be at most α. For the paper's own
-# recipe it is not, and the lesson is to find out why, predict by how much, and see what a rule
+# as good as its premise. Here we test it the way a statistician checks a confidence interval: on
+# a population whose risk is known exactly, calibrate many times and count how often the certified
+# threshold is in fact unsafe. With a valid bound that share is at most α, up to Monte Carlo error.
+# For the paper's own recipe it is not, and the lesson is to find out why, predict by how much, and see what a rule
 # that picks the threshold from the data adds to the problem.
 #
 # **Reproduces** no paper artefact: it audits Assumption 4.1 (`assump:ucb-validity`), the premise
@@ -1197,10 +1197,12 @@ display(Markdown("\n".join(f"- {m}" for m in mistakes)))
 # %% [markdown]
 # ## Take-away
 #
-# - **A premise can be audited.** Assumption 4.1 (`assump:ucb-validity`) is a statement about
-#   repeated calibration; on a population with a known risk curve, the share of calibrations whose
-#   certified threshold is unsafe estimates it, and a valid bound keeps that share at or below α up
-#   to its Monte Carlo error. The finite-sample bounds do so under i.i.d. labelling.
+# - **A guarantee can be audited.** The conclusion of Theorem 4.2 (`thm:known-grouping`),
+#   $P(R(\hat u_j \mid G_j) > \varepsilon) \le \alpha$, is a statement about repeated calibration. On a
+#   population with a known risk curve the share of calibrations whose certified threshold is unsafe
+#   estimates that probability; a bound that satisfies Assumption 4.1 (`assump:ucb-validity`), read
+#   off with first-crossing, keeps it at or below α up to Monte Carlo error. The finite-sample
+#   bounds did so here under i.i.d. labelling.
 # - **The paper's recipe fails the premise, predictably.** Resampling makes the terms i.i.d. only
 #   given the calibration set, so the CLT bound leaves out the variance of the empirical risk: the
 #   variance ratio κ lies between 1 and 2, and the miss rate $\Phi(-z_{1-\alpha}/\sqrt\kappa)$ it

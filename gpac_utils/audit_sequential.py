@@ -56,10 +56,10 @@ import numpy as np
 import pandas as pd
 
 from . import audit as _audit
-from .calibrate import GroupWarning
+from .calibrate import CERTIFIED, GroupWarning
 from .certificate import Certificate, column_sha256, file_sha256
 from .checks import DataError, ParameterError, check_range, warn_level
-from .eprocess import BETS, EProcess
+from .eprocess import BETTING, EProcess
 from .risks import RISKS
 
 __all__ = [
@@ -82,8 +82,7 @@ BY_CONSTRUCTION = "risk 0 by construction"
 EXIT_VIOLATED, EXIT_UNTESTED = 3, 4
 FORMAT, VERSION = "gpac-audit-sequential", 1
 #: The columns whose consumed prefix the state hashes, in this order.
-ROLES = ("id", "order", "group", "score", "loss")
-CERTIFIED = "certified"
+_ROLES = ("id", "order", "group", "score", "loss")
 
 
 def _ids(values) -> list[str]:
@@ -130,7 +129,7 @@ class SequentialAudit:
         """
         level = check_range("level", level)
         warn_level("level", level)
-        bet = BETS.check(bet, "bet")
+        bet = BETTING.check(bet, "bet")
         st = cert.settings
         eps, bound = float(st.eps), float(st.loss_bound)
         certified = sorted(g for g, e in cert.groups.items() if e["status"] == CERTIFIED)
@@ -315,7 +314,7 @@ class SequentialAudit:
                     rec["confirmation"].update(terms)
             self.consumed["n"] = len(frame)
             self.consumed["ids"] = self.consumed["ids"] + _ids(new["id"])
-        self.consumed["sha256"] = {r: column_sha256(frame[r].to_numpy()) for r in ROLES if r in frame}
+        self.consumed["sha256"] = {r: column_sha256(frame[r].to_numpy()) for r in _ROLES if r in frame}
         report = self.report()
         report.attrs.update(rows=len(frame), new_rows=len(frame) - n0)
         self.looks.append(
@@ -397,7 +396,9 @@ def add_sequential_options(parser) -> None:
     )
     g.add_argument("--order-col", default=None, help="the declared order of the rows (e.g. arrival time)")
     g.add_argument("--state", type=Path, default=None, help="the state file (JSON): read if it exists, then written")
-    g.add_argument("--bet", default="mixture", choices=list(BETS), help="the e-processes' bets (gpac_utils.eprocess)")
+    g.add_argument(
+        "--bet", default="mixture", choices=list(BETTING), help="the e-processes' bets (gpac_utils.eprocess)"
+    )
     if "--id-col" not in parser._option_string_actions:
         g.add_argument("--id-col", default=None, help="unique item identifier (default: the certificate's id column)")
 

@@ -26,7 +26,7 @@ predictable rule (the items routed to the non-thinking model, chosen by their ow
 This is the testing-by-betting construction of Waudby-Smith & Ramdas (2024), "Estimating means
 of bounded random variables by betting" (J. R. Stat. Soc. B 86(1)), at one candidate mean.
 
-**Bets** (registry :data:`BETS`):
+**Bets** (registry :data:`BETTING`):
 
 * ``"grapa"``: :math:`\lambda_i = \min(\max(S_{i-1} / (V_{i-1} + \beta), 0), c_i)`, the
   running sums :math:`S = \sum D_s`, :math:`V = \sum D_s^2` of the earlier steps,
@@ -56,7 +56,7 @@ Examples
 A loss-free group at ``eps = 0.05``: after how many terms does each bet certify at ``alpha = 0.05``?
 
 >>> import numpy as np
->>> [int(EProcess(0.05, "below", bet=b).update(np.zeros(200)).first_crossing(0.05)) for b in BETS]
+>>> [int(EProcess(0.05, "below", bet=b).update(np.zeros(200)).first_crossing(0.05)) for b in BETTING]
 [75, 86, 65]
 
 (``grapa``'s first bet, from no past, is 0, and it reaches the cap only gradually; the fixed-n
@@ -79,7 +79,7 @@ __all__ = [
     "DETECTOR_BETS",
     "DIRECTIONS",
     "Bet",
-    "BETS",
+    "BETTING",
     "bet_cap",
     "signed_terms",
     "running",
@@ -107,28 +107,34 @@ class Bet:
     ----------
     name : str
         Its name (``bet=``).
-    keys : tuple of str
-        The running quantities it carries between batches (the state's fields).
+    plug_in : bool
+        Whether it runs the plug-in (``grapa``) wealth.
+    constant : float or None
+        The constant bet as a share of each step's cap, whose wealth it runs (``None``: none).
+        With both, the wealth is their average.
     description : str
         The bet, in words.
     """
 
     name: str
-    keys: tuple[str, ...]
+    plug_in: bool
+    constant: float | None
     description: str
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The running quantities it carries between batches (the state's fields)."""
+        plug = ("s1", "s2", "log_grapa") if self.plug_in else ()
+        return plug + (("log_constant",) if self.constant is not None else ())
 
 
 #: The betting strategies (module description): ``grapa``, ``mixture`` (default of the online router), ``max``.
-BETS: Registry[Bet] = Registry(
+BETTING: Registry[Bet] = Registry(
     "bet",
     [
-        Bet("grapa", ("s1", "s2", "log_grapa"), "plug-in growth bet S/(V + B^2), capped (B-PAC's)"),
-        Bet(
-            "mixture",
-            ("s1", "s2", "log_grapa", "log_constant"),
-            "average of the grapa wealth and the constant bet half the cap",
-        ),
-        Bet("max", ("log_max_bet",), "the constant bet at the cap"),
+        Bet("grapa", True, None, "plug-in growth bet S/(V + B^2), capped (B-PAC's)"),
+        Bet("mixture", True, 0.5, "average of the grapa wealth and the constant bet half the cap"),
+        Bet("max", False, 1.0, "the constant bet at the cap"),
     ],
 )
 
@@ -160,7 +166,7 @@ def running(carry, steps):
 
 def new_wealth(shape=(), bet: str = "mixture") -> dict:
     """Wealth 1 (log 0) and empty running sums for ``bet``, arrays of ``shape`` (batch axes, then ``K``)."""
-    return {k: np.zeros(shape) for k in BETS[bet].keys}
+    return {k: np.zeros(shape) for k in BETTING[bet].keys}
 
 
 def wealth(state: dict, d, cap, bet: str = "mixture", beta: float = 1.0) -> tuple[dict, np.ndarray]:
@@ -175,7 +181,7 @@ def wealth(state: dict, d, cap, bet: str = "mixture", beta: float = 1.0) -> tupl
     cap : float or numpy.ndarray
         Each step's largest bet (:func:`bet_cap`), broadcast against ``d``.
     bet : str
-        A :data:`BETS` name.
+        A :data:`BETTING` name.
     beta : float
         The ``grapa`` bet's regulariser (the loss bound squared).
 
@@ -186,17 +192,19 @@ def wealth(state: dict, d, cap, bet: str = "mixture", beta: float = 1.0) -> tupl
     log_wealth : numpy.ndarray
         The log wealth after each step, ``(..., n, K)``.
     """
-    if bet == "max":
-        log_m = running(state["log_max_bet"], np.log1p(cap * d))[..., 1:, :]
-        return {"log_max_bet": log_m[..., -1, :]}, log_m
-    s1, s2 = running(state["s1"], d), running(state["s2"], d * d)
-    lam = np.clip(s1[..., :-1, :] / (s2[..., :-1, :] + beta), 0.0, cap)  # predictable: earlier steps only
-    log_w = running(state["log_grapa"], np.log1p(lam * d))[..., 1:, :]
-    new = {"s1": s1[..., -1, :], "s2": s2[..., -1, :], "log_grapa": log_w[..., -1, :]}
-    if bet == "mixture":
-        log_c = running(state["log_constant"], np.log1p(0.5 * cap * d))[..., 1:, :]
+    entry = BETTING[bet]
+    new, paths = {}, []
+    if entry.plug_in:
+        s1, s2 = running(state["s1"], d), running(state["s2"], d * d)
+        lam = np.clip(s1[..., :-1, :] / (s2[..., :-1, :] + beta), 0.0, cap)  # predictable: earlier steps only
+        log_g = running(state["log_grapa"], np.log1p(lam * d))[..., 1:, :]
+        new |= {"s1": s1[..., -1, :], "s2": s2[..., -1, :], "log_grapa": log_g[..., -1, :]}
+        paths.append(log_g)
+    if entry.constant is not None:
+        log_c = running(state["log_constant"], np.log1p(entry.constant * cap * d))[..., 1:, :]
         new["log_constant"] = log_c[..., -1, :]
-        log_w = np.logaddexp(log_w, log_c) - math.log(2)
+        paths.append(log_c)
+    log_w = paths[0] if len(paths) == 1 else np.logaddexp(*paths) - math.log(2)
     return new, log_w
 
 
@@ -323,7 +331,7 @@ class EProcess(_Sequential):
         The loss bound ``B``: terms lie in ``[0, B]`` unless a step's ``term_range`` says more; the
         ``grapa`` bet's regulariser is ``B**2``.
     bet : str, default "mixture"
-        A :data:`BETS` name.
+        A :data:`BETTING` name.
     clip : float, default 0.9
         Largest bet as a share of the one that could zero the wealth.
     shape : tuple of int, default ()
@@ -350,7 +358,7 @@ class EProcess(_Sequential):
 
     def __init__(self, eps, direction="below", *, bound=1.0, bet="mixture", clip=CLIP, shape=()):
         super().__init__(eps, direction, bound, clip, shape)
-        self.bet = BETS.check(bet, "bet")
+        self.bet = BETTING.check(bet, "bet")
         self.state = new_wealth((*self.shape, 1), self.bet) | {
             "n": np.zeros(self.shape, np.int64),
             "log_e": np.zeros(self.shape),
@@ -369,7 +377,7 @@ class EProcess(_Sequential):
             ep = cls(d["eps"], d["direction"], bound=d["bound"], bet=d["bet"], clip=d["clip"], shape=tuple(d["shape"]))
         except KeyError as exc:
             raise ParameterError(f"{name}: malformed (no {exc})") from None
-        ep._check_state(d["state"], (*BETS[ep.bet].keys, "n", "log_e", "log_max"), name)
+        ep._check_state(d["state"], (*BETTING[ep.bet].keys, "n", "log_e", "log_max"), name)
         ep.state = d["state"]
         return ep
 

@@ -136,11 +136,9 @@ __all__ = [
     "threshold_of",
 ]
 
-#: The online router's bets (:data:`gpac_utils.eprocess.BETS`: ``"max"`` is the planner's, not offered here).
+#: The online router's bets (:data:`gpac_utils.eprocess.BETTING`: ``"max"`` is the planner's, not offered here).
 BETS = ("grapa", "mixture")
 
-#: Largest bet as a share of the bet that could zero the wealth, ``1 / (term_range - eps)``.
-CLIP = eprocess.CLIP
 #: The drift detector's bets, in units of ``0.9 / eps``.
 DRIFT_BETS = eprocess.DETECTOR_BETS
 
@@ -468,7 +466,7 @@ def certify(state, x, used, term_range, settings: OnlineSettings):
     :func:`gpac_utils.eprocess.wealth` in direction ``"below"``."""
     eps, alpha, bet, beta = settings.eps, settings.alpha, settings.bet, settings.loss_bound**2
     d = np.where(used[..., None], eprocess.signed_terms(x, eps), 0.0)  # unused items: D = 0, nothing changes
-    cap = eprocess.bet_cap(eps, term_range, clip=CLIP)[..., None]
+    cap = eprocess.bet_cap(eps, term_range, clip=eprocess.CLIP)[..., None]
     new, log_w = eprocess.wealth(state, d, cap, bet, beta)
     hit = (log_w >= math.log(1 / alpha)).any(axis=-2)
     return new | {"certified": state["certified"] | hit}

@@ -12,7 +12,7 @@ import pytest
 
 from gpac_utils import eprocess, online
 from gpac_utils.checks import ParameterError
-from gpac_utils.eprocess import BETS, EDetector, EProcess
+from gpac_utils.eprocess import BETTING, EDetector, EProcess
 
 EPS, LEVEL, REPS, N = 0.1, 0.05, 4000, 400
 
@@ -25,7 +25,7 @@ def bernoulli(p, shape, seed):
     return (np.random.default_rng(seed).uniform(size=shape) < p).astype(float)
 
 
-@pytest.mark.parametrize("bet", BETS)
+@pytest.mark.parametrize("bet", BETTING)
 @pytest.mark.parametrize("direction", eprocess.DIRECTIONS)
 def test_false_rejections_at_any_look_stay_below_the_level(direction, bet):
     # The null's boundary (mean exactly eps) is its hardest case; the sup over all N looks is tested.
@@ -36,7 +36,7 @@ def test_false_rejections_at_any_look_stay_below_the_level(direction, bet):
     assert np.all(ep.max_e_value >= ep.e_value) and np.all(ep.n == N)
 
 
-@pytest.mark.parametrize("bet", BETS)
+@pytest.mark.parametrize("bet", BETTING)
 def test_power_against_an_alternative_in_each_direction(bet):
     below = EProcess(EPS, "below", bet=bet, shape=500).update(bernoulli(EPS / 4, (500, N), seed=4))
     assert below.rejects(LEVEL).mean() > 0.5, below.rejects(LEVEL).mean()
@@ -51,7 +51,7 @@ def test_power_against_an_alternative_in_each_direction(bet):
 
 
 def test_loss_free_terms_certify_after_the_documented_counts():
-    counts = {b: int(EProcess(0.05, "below", bet=b).update(np.zeros(200)).first_crossing(0.05)) for b in BETS}
+    counts = {b: int(EProcess(0.05, "below", bet=b).update(np.zeros(200)).first_crossing(0.05)) for b in BETTING}
     assert counts == {"grapa": 75, "mixture": 86, "max": 65}  # issue 53: 86 mixture, 65 capped maximal
     assert math.ceil(math.log(0.05) / math.log(1 - 0.05)) == 59  # the fixed-n binomial route
 
@@ -73,7 +73,7 @@ def test_the_same_bits_as_online_gpac_certification(bet):
         ep = EProcess(EPS, "below", bet=bet)
         for part in np.array_split(np.arange(n), 3):  # other batches, the same bits
             ep.update(terms[part, j], term_range=1.0 / p[part])
-        for key in BETS[bet].keys:
+        for key in BETTING[bet].keys:
             assert ep.state[key][0].tobytes() == state[key][j].tobytes(), key
         assert bool(ep.rejects(LEVEL)) == bool(state["certified"][j])
     assert state["certified"].any() and not state["certified"].all()  # both outcomes compared

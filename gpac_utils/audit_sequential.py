@@ -72,6 +72,9 @@ __all__ = [
     "EXIT_UNTESTED",
     "SequentialAudit",
     "add_sequential_options",
+    "ordered",
+    "verdict_lines",
+    "gate",
     "wanted",
     "command",
 ]
@@ -397,10 +400,15 @@ def add_sequential_options(parser) -> None:
     g.add_argument("--order-col", default=None, help="the declared order of the rows (e.g. arrival time)")
     g.add_argument("--state", type=Path, default=None, help="the state file (JSON): read if it exists, then written")
     g.add_argument(
-        "--bet", default="mixture", choices=list(BETTING), help="the e-processes' bets (gpac_utils.eprocess)"
+        "--bet",
+        default="mixture",
+        choices=["grapa", "mixture"],
+        help="the e-processes' bets (gpac_utils.eprocess.BETTING; 'max' is for certifying loss-free groups only)",
     )
     if "--id-col" not in parser._option_string_actions:
-        g.add_argument("--id-col", default=None, help="unique item identifier (default: the certificate's id column)")
+        g.add_argument(
+            "--id-col", default=None, help="unique item identifier (the certificate's id column, else item_id)"
+        )
 
 
 def _column(a, df, cert: Certificate, key: str, default=None, need=True):
@@ -426,7 +434,10 @@ def ordered(df: pd.DataFrame, cols: dict, where: str) -> pd.DataFrame:
         shown = sorted(set(_ids(df.loc[dup, cols["id"]])))[:5]
         raise DataError(f"{where}: column {cols['id']!r} (the id) repeats {shown}; each row needs its own id")
     out = pd.DataFrame({role: df[c].to_numpy() for role, c in cols.items()})
-    return out.sort_values(["order", "id"], kind="mergesort").reset_index(drop=True)
+    try:
+        return out.sort_values(["order", "id"], kind="mergesort").reset_index(drop=True)
+    except TypeError as exc:
+        raise DataError(f"{where}: column {cols['order']!r} (the order) cannot be sorted ({exc})") from None
 
 
 def wanted(a) -> bool:
@@ -468,11 +479,10 @@ def command(a, cli) -> int:
     group = _column(a, df, cert, "group", need=cert.kind == "known") if cert.kind == "known" else None
     if group is not None:
         cols["group"] = group
-    cli._scores(df, cols["score"], df)  # one line naming a bad score
+    checked = df.assign(**{cols["score"]: cli._scores(df, cols["score"], df)})  # one line naming a bad score
     if group is not None:
-        cli._groups(df, group, df)
-    frame = ordered(df, cols, f"--data {a.data}")
-    frame["score"] = frame["score"].astype(float)
+        checked[group] = cli._groups(df, group, df)
+    frame = ordered(checked, cols, f"--data {a.data}")
     if a.state.exists():
         state = SequentialAudit.read(a.state)
         state.check_same(digest, level, a.bet, cols, f"--state {a.state}")

@@ -72,6 +72,17 @@ def test_a_group_whose_loss_rises_is_flagged_and_the_others_are_not(cert_path, t
     assert [(x["rows"], x["new_rows"], x[VIOLATED]) for x in looks] == [(900, 900, []), (3000, 2100, ["b"])]
 
 
+def test_a_certified_group_without_trials_exits_4_and_unknown_labels_think(cert_path, tmp_path, capsys):
+    df = draw(400, np.random.default_rng(7))
+    df = df[df["group"] != "c"].assign(group=lambda d: d["group"].replace({"a": "A"}))
+    df.to_csv(tmp_path / "data.csv", index=False)
+    assert run(cert_path, tmp_path / "data.csv", tmp_path / "state.json", "-o", str(tmp_path / "r.csv")) == 4
+    out = capsys.readouterr().out
+    report = pd.read_csv(tmp_path / "r.csv").set_index("group")
+    assert report.loc["c", "verdict"] == "no trials yet" and report.loc["A", "verdict"] == "risk 0 by construction"
+    assert "warning: label(s) ['A'] are not in the certificate" in out and "no trials yet: ['a', 'c']" in out
+
+
 def test_one_run_equals_runs_on_a_split(cert_path, tmp_path):
     df = draw(2000, np.random.default_rng(2), rise_after=1500)
     shuffled = df.sample(frac=1.0, random_state=3)  # the file's row order does not matter; the order column does

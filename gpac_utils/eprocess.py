@@ -47,7 +47,8 @@ false alarm at ``1/a`` is at least ``1/a`` while :math:`\mu \le \varepsilon` (:c
 The core functions take leading batch axes (independent streams) and a last axis of candidate
 thresholds (``(..., n, K)`` terms, time on axis ``-2``); their running sums are ``np.cumsum``
 continued from a carried state, so one batch or many give the same bits. :class:`EProcess` and
-:class:`EDetector` wrap them for one threshold (any batch shape): updated in batches, written to
+:class:`EDetector` wrap them for one threshold per process (any batch shape: a grid of thresholds,
+as the planner's sequential labelling needs, is a batch axis): updated in batches, written to
 JSON and read back exactly (:meth:`EProcess.to_dict`, :meth:`EProcess.from_dict`), which is what
 ``gpac audit --sequential`` keeps between looks (:mod:`gpac_utils.audit_sequential`).
 

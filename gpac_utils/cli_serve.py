@@ -23,6 +23,7 @@ import importlib
 from pathlib import Path
 
 from . import audit as _audit
+from . import audit_sequential
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
@@ -58,6 +59,7 @@ def add_parsers(sub) -> None:
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
     a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
+    audit_sequential.add_sequential_options(a)
     v = sub.add_parser("verify", help="recompute a certificate from its recipe, seed and table", formatter_class=fmt)
     v.add_argument("certificate", type=Path, help="JSON written by calibrate")
     v.add_argument("--data", required=True, type=Path, help="the calibration table")
@@ -98,6 +100,8 @@ def _columns(cert: Certificate, a, df, path) -> dict:
 
 
 def _audit_cmd(a, cli) -> int:
+    if audit_sequential.wanted(a):
+        return audit_sequential.command(a, cli)
     try:
         level = check_range("level", a.level)
     except ParameterError as exc:

@@ -214,7 +214,8 @@ def _audit_cmd(a, cli) -> int:
     print(f"{_audit.described(cert)}, tested on {a.data}:")
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
     shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")
-    print(shown.fillna("-").replace(float("inf"), "none").to_string(index=False))
+    shown = shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none")
+    print(shown.to_string(index=False))
     print(_audit.verdict_line(report))
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")

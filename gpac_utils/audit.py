@@ -307,16 +307,17 @@ def check_fresh(cert: Certificate, *, ids=None, columns=None, source: str = "dat
         if values is not None and role in hashes and column_sha256(np.asarray(values)) == hashes[role]
     }
     if "id" in same or {"score", "loss"} <= same:
-        which = "id column" if "id" in same else "score and loss columns"
+        which = "id column is" if "id" in same else "score and loss columns are"
         raise DataError(
-            f"{source}: its {which} are the calibration table's (their SHA-256 equal the certificate's "
-            "provenance); audit on items the certificate never saw"
+            f"{source}: its {which} the calibration table's (the SHA-256 in the certificate's provenance); "
+            "audit on items the certificate never saw"
         )
     warnings.warn(
-        "the certificate records no calibration item ids (a file from before provenance.item_ids): overlap of "
-        "the audit items with the calibration items cannot be checked, only a copy of its columns is refused",
+        "the certificate records no calibration item ids (an older file, or calibrated without an id column): "
+        "overlap of the audit items with the calibration items cannot be checked, only a copy of its columns is "
+        "refused",
         AuditWarning,
-        stacklevel=2,
+        stacklevel=3,
     )
 
 

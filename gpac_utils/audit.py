@@ -76,9 +76,10 @@ tested and not allowed, :data:`EXIT_TOO_SMALL` (5) for a tested group too small 
 **Fresh data** (:func:`check_fresh`). Audit items must be items the certificate never saw: a
 certificate that records its calibration items' ids (``provenance.item_ids``,
 :func:`gpac_utils.certificate.id_digests`) refuses audit ids among them, in any order, subset or
-file format. One that records none (older files) refuses only a copy of the calibration columns
-(the id column's SHA-256, or the score's and the loss's both, equal to the provenance's), with a
-warning that overlap cannot be checked.
+file format. Any certificate with provenance refuses a copy of the calibration columns (the id
+column's SHA-256, or the score's and the loss's both, equal to the provenance's: the calibration
+table under other ids); one that records no ids (older files) refuses only that, with a warning
+that overlap cannot be checked.
 
 **Verify** (:func:`verify_certificate`). Recompute the certificate from the recorded settings (recipe, seed,
 risk, correction, ...) on the recorded columns of a table, after checking the table's hashes
@@ -298,7 +299,6 @@ def check_fresh(cert: Certificate, *, ids=None, columns=None, source: str = "dat
                 f"{source}: {int(shared.sum())} of {len(ids)} item(s) are calibration items of the certificate "
                 f"(first id {ids[np.argmax(shared)]!r}); audit on items it never saw"
             )
-        return
     prov = cert.provenance if cert.has_provenance else None
     hashes = {role: c["sha256"] for role, c in ((prov or {}).get("columns") or {}).items()}
     same = {
@@ -312,6 +312,8 @@ def check_fresh(cert: Certificate, *, ids=None, columns=None, source: str = "dat
             f"{source}: its {which} the calibration table's (the SHA-256 in the certificate's provenance); "
             "audit on items the certificate never saw"
         )
+    if recorded is not None:
+        return
     warnings.warn(
         "the certificate records no calibration item ids (an older file, or calibrated without an id column): "
         "overlap of the audit items with the calibration items cannot be checked, only a copy of its columns is "

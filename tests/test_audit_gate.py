@@ -229,6 +229,13 @@ def test_calibration_items_are_refused_in_any_format_order_or_subset(real, capsy
     assert f"(first id {first!r})" in line, line
 
 
+def test_the_calibration_table_under_other_ids_is_refused(real, tmp_path, capsys):
+    cert, cal, _, _ = real
+    path = write(cal.assign(item_id=cal["item_id"] + 10_000), tmp_path / "renamed.csv")
+    rc, _, err = run(capsys, cert, "--data", path)
+    assert rc == 1 and "its score and loss columns are the calibration table's" in one_error(err)
+
+
 def test_the_certificate_records_the_calibration_ids_as_sorted_digests(real, tmp_path, monkeypatch):
     """Any order and format of one table give one record, byte for byte; the ids are not written."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")

@@ -226,7 +226,7 @@ def detectable_risk(
     --------
     >>> r = detectable_risk(93, 0.15, 0.05 / 6, binary=True)
     >>> round(r, 3), round(float(stats.binom.sf(_critical_count(93, 0.15, 0.05 / 6) - 1, 93, r)), 6)
-    (0.287, 0.8)
+    (0.293, 0.8)
     """
     e, b = eps / loss_bound, loss_bound
     if m <= 0:

@@ -94,7 +94,9 @@ SCHEMA = "gpac-thresholds"
 PACKAGE = "gpac-utils"
 GROUP_FIELDS = ("n", "labelled", "status", "threshold", "ucb")
 #: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
-ID_DIGEST, ID_HEX = "sha256-48", 12
+ID_DIGEST = "sha256-48"
+#: The hex characters kept of each id's SHA-256.
+ID_HEX = 12
 
 
 def column_sha256(values) -> str:

@@ -179,6 +179,15 @@ def test_the_detectable_risk_against_a_monte_carlo_of_the_audits_own_test():
     assert rate >= POWER - 3 * se
 
 
+def test_the_audit_modules_examples_run():
+    import doctest
+
+    import gpac_utils.audit
+
+    result = doctest.testmod(gpac_utils.audit, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
 def test_no_detectable_risk_for_a_group_too_small_to_flag_anything():
     assert detectable_risk(1, 0.15, 0.01, binary=True) == np.inf  # P(Bin(1, 0.15) >= 1) = 0.15 > 0.01
     assert detectable_risk(3, 0.15, 0.01, binary=False) == np.inf  # the closed form exceeds 1

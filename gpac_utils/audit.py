@@ -531,7 +531,8 @@ def verdict_line(report: pd.DataFrame) -> str:
     if names := _names(report, ALLOWED):
         problems.append(f"untested as allowed (--allow-untested): {names}")
     status = gate(report)
-    verdict = "PASS: every certified group tested, none violated, each confirmed or large enough to show " + flag
+    tested = "tested or allowed untested" if _names(report, ALLOWED) else "tested"
+    verdict = f"PASS: every certified group {tested}, none violated, each confirmed or large enough to show {flag}"
     if status != EXIT_PASS:
         verdict = "FAIL (exit " + str(status) + ")"
     what = "; ".join([verdict, *problems])

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_audit import calibrate, halves
+from test_audit import SCORE, calibrate, halves
 from test_precall import TOY, ToyEmbedder
 
 from gpac_utils.audit import (
@@ -23,6 +23,7 @@ from gpac_utils.audit import (
     EXIT_UNTESTED,
     EXIT_VIOLATED,
     NO_ITEMS,
+    NO_ROUTED,
     POWER,
     _critical_count,
     _pvalue_and_bounds,
@@ -109,6 +110,20 @@ def test_an_absent_group_fails_unless_allowed_by_name(real, capsys):
     assert rc == 2 and "'Precalculus' is not a group the certificate certifies" in one_error(err)
 
 
+def test_a_routed_risk_group_with_nothing_routed_is_not_tested(real, tmp_path, capsys):
+    """The routed risk's trials are the routed items: none routed, nothing tested (exit 4), unless allowed."""
+    _, cal, held, d = real
+    cert = calibrate(d / "calibration.csv", tmp_path / "routed.json", "--risk", "routed")
+    high = write(held.assign(**{SCORE: 1.0}), tmp_path / "high.csv")  # above every threshold
+    rc, out, _ = run(capsys, cert, "--data", high, "-o", tmp_path / "r.csv")
+    report = pd.read_csv(tmp_path / "r.csv").set_index("group")
+    assert rc == EXIT_UNTESTED and report.loc["Algebra", "verdict"] == NO_ROUTED and report.loc["Algebra", "n"] == 93
+    assert "NOT TESTED: 1 certified group(s) ['Algebra']" in out
+    rc, out, _ = run(capsys, cert, "--data", high, "--allow-untested", "Algebra")
+    assert rc == EXIT_PASS and "untested as allowed (--allow-untested): ['Algebra']" in out
+    assert "PASS: every certified group tested or allowed untested" in out
+
+
 def test_the_gates_order_of_exit_statuses():
     def status(*marks):
         return gate(pd.DataFrame({"gate": list(marks)}))
@@ -166,7 +181,8 @@ def test_the_detectable_risk_against_a_monte_carlo_of_the_audits_own_test():
     for binary in (True, False):
         r = detectable_risk(m, eps, level, binary=binary)
         counts = rng.binomial(m, r, size=reps)
-        rate = np.mean([_pvalue_and_bounds(c / m, m, eps, level, binary)[0] <= level for c in counts])
+        flags = {c: _pvalue_and_bounds(c / m, m, eps, level, binary)[0] <= level for c in np.unique(counts)}
+        rate = np.mean([flags[c] for c in counts])
         if binary:
             assert abs(rate - POWER) <= 3 * se, (rate, r)
         else:

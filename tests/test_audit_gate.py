@@ -27,10 +27,12 @@ from gpac_utils.audit import (
     POWER,
     _critical_count,
     _pvalue_and_bounds,
+    audit,
     detectable_risk,
     gate,
 )
 from gpac_utils.certificate import Certificate, id_digests
+from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.cli import main
 from gpac_utils.llm.router_model import EMBEDDERS, Embedding
 from gpac_utils.workflow.paths import DATA, REPO_ROOT
@@ -252,6 +254,17 @@ def test_calibration_items_are_refused_in_any_format_order_or_subset(real, capsy
     ids = (pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path))["item_id"].tolist()
     first = next(v for v in ids if v == v and int(float(v)) in set(cal["item_id"]))
     assert f"(first id {first!r})" in line, line
+
+
+def test_the_python_audit_needs_the_ids_a_certificate_records(real):
+    cert, _, held, _ = real
+    cert = Certificate.read(cert)
+    args = (cert, held[SCORE], held["loss"], held["group"])
+    with pytest.raises(ParameterError, match="ids: the certificate records its calibration items' ids"):
+        audit(*args)
+    with pytest.raises(DataError, match=f"ids: need one per item, got 10 for {len(held)} items"):
+        audit(*args, ids=held["item_id"][:10])
+    assert audit(*args, ids=held["item_id"]).attrs["K"] == 6
 
 
 def test_the_calibration_table_under_other_ids_is_refused(real, tmp_path, capsys):

@@ -80,6 +80,9 @@ def test_the_real_table_audit_is_the_pages(real, tmp_path, capsys):
     assert set(report["verdict"]) == {CONFIRMED, INCONCLUSIVE, BY_CONSTRUCTION}
     assert report.loc[report["gate"] == "too small", "group"].tolist() == ["Counting & Probability", "Geometry"]
     assert "over 6 certified group(s) tested (Bonferroni: 0.00833 each" in out and "FAIL (exit 5)" in out
+    assert "one-sided at 1 − 0.05/6 (Bonferroni over the six certified subjects; Precalculus" in " ".join(
+        (REPO_ROOT / "docs" / "deploying.md").read_text().split()
+    )
     page = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
     assert audit_markdown(report) in (REPO_ROOT / "docs" / "deploying.md").read_text(), audit_markdown(report)
     # the page's sentences on how weak an inconclusive verdict is, at its own sizes

@@ -146,6 +146,19 @@ def test_help_names_every_exit_status(capsys):
     assert "--allow-untested" in text and "--detectable" in text and "one look" in text
 
 
+def test_the_deploying_page_states_the_gates_exit_statuses_and_power():
+    page = " ".join(PAGE.read_text().split())
+    assert f"four times in five (power {POWER:g}, `--power`)" in page and POWER == 0.8
+    for status, meaning in [
+        (EXIT_VIOLATED, "a group is violated"),
+        (EXIT_UNTESTED, "a certified group was not tested"),
+        (EXIT_TOO_SMALL, "an inconclusive group is too small"),
+    ]:
+        assert f"| {status} | {meaning}" in page
+    assert "**for one look at the data**" in page and "`gpac audit --sequential`" in page
+    assert "(default 2ε, at most the loss bound B)" in page
+
+
 @pytest.mark.parametrize(
     "option, value", [("--level", "1.5"), ("--power", "0"), ("--detectable", "0.15"), ("--detectable", "1.5")]
 )

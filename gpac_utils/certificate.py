@@ -22,6 +22,15 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     the SHA-256 of its values, :func:`column_sha256`), the package and its version, the named
     recipe the settings started from, the seed and the creation time (UTC, ISO 8601; the
     ``SOURCE_DATE_EPOCH`` environment variable, the reproducible-builds convention, fixes it).
+    ``item_ids`` (when the table has an id column) records *which* items were calibrated on, so
+    that ``gpac audit`` can refuse audit data that shares items with them in any order, subset or
+    file format: ``{"digest": "sha256-48", "n": N, "values": "..."}``, the ``N`` distinct ids'
+    digests (:func:`id_digests`: the first 12 hex characters, 48 bits, of the SHA-256 of each id's
+    text), sorted and concatenated (byte-stable; the ids themselves are not written). Two distinct
+    ids share a digest with probability ``2**-48`` per pair, so a false overlap between ``n``
+    calibration and ``m`` audit ids has probability at most ``n * m * 2**-48``. Ids are compared as
+    text, integers (also an integral float, as a CSV column with a gap reads) written in decimal:
+    ``7``, ``7.0`` and ``"7"`` are one id.
 ``groups``
     per group: ``n`` (calibration items), ``labelled`` (expert labels used), ``status`` (one of
     :data:`~gpac_utils.calibrate.STATUSES`), ``threshold`` (``null``: always think) and ``ucb``,
@@ -69,11 +78,25 @@ from .scores import SCORES
 from .settings import Settings
 from .thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Certificate", "from_json", "column_sha256", "file_sha256", "created_at"]
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Certificate",
+    "from_json",
+    "column_sha256",
+    "file_sha256",
+    "created_at",
+    "id_digests",
+    "ID_DIGEST",
+]
 
 SCHEMA = "gpac-thresholds"
 PACKAGE = "gpac-utils"
 GROUP_FIELDS = ("n", "labelled", "status", "threshold", "ucb")
+#: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
+ID_DIGEST = "sha256-48"
+#: The hex characters kept of each id's SHA-256.
+ID_HEX = 12
 
 
 def column_sha256(values) -> str:
@@ -92,6 +115,51 @@ def column_sha256(values) -> str:
     else:
         payload = json.dumps([str(v) for v in arr.tolist()], ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(payload).hexdigest()
+
+
+def _id_text(v) -> str:
+    """An id's canonical text: an integer (also an integral float) in decimal, anything else as ``str``."""
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def id_digests(values) -> list[str]:
+    """Each id's digest, in order: the first 12 hex characters of the SHA-256 of its canonical text.
+
+    The canonical text writes an integer, or an integral float, in decimal, so that a CSV, a
+    Parquet and a JSONL copy of an id column give the same digests.
+
+    Examples
+    --------
+    >>> id_digests([7]) == id_digests(["7"]) == id_digests(np.array([7.0]))
+    True
+    >>> len(id_digests(["a"])[0])
+    12
+    """
+    return [hashlib.sha256(_id_text(v).encode()).hexdigest()[:ID_HEX] for v in np.asarray(values, dtype=object)]
+
+
+def _item_ids_record(values) -> dict:
+    """``provenance.item_ids``: the distinct ids' digests, sorted and concatenated (module description)."""
+    digests = sorted(set(id_digests(values)))
+    return {"digest": ID_DIGEST, "n": len(digests), "values": "".join(digests)}
+
+
+def _check_item_ids(rec) -> None:
+    """``provenance.item_ids``, when present: the digest's name, and ``n`` digests of 12 hex characters, sorted."""
+    if not isinstance(rec, dict) or rec.get("digest") != ID_DIGEST:
+        raise ThresholdsFileError(f"provenance.item_ids: must be an object with digest {ID_DIGEST!r}, n and values")
+    n, values = rec.get("n"), rec.get("values")
+    if not isinstance(n, int) or isinstance(n, bool) or not isinstance(values, str) or len(values) != ID_HEX * n:
+        raise ThresholdsFileError(f"provenance.item_ids: values must hold n={n!r} digests of {ID_HEX} characters")
+    chunks = [values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX)]
+    if any(c.strip("0123456789abcdef") for c in chunks) or chunks != sorted(set(chunks)):
+        raise ThresholdsFileError("provenance.item_ids: values must be distinct lowercase hex digests, sorted")
 
 
 def file_sha256(path) -> str:
@@ -193,6 +261,8 @@ def _check_fields(payload: dict) -> None:
     need = ("table", "columns", "package_version", "seed", "created")
     if not isinstance(prov, dict) or any(k not in prov for k in need):
         raise ThresholdsFileError(f"provenance: must be an object with {list(need)}")
+    if "item_ids" in prov:
+        _check_item_ids(prov["item_ids"])
 
 
 def _legacy_groups(payload: dict, settings: Settings) -> dict:
@@ -279,7 +349,8 @@ class Certificate:
         columns : mapping, optional
             ``{role: (column name, values)}`` for every column used (``score``, ``loss``, ``group``,
             ``id``): hashed by :func:`column_sha256`; the names go to ``columns`` (what ``gpac route``
-            and the serving router read). ``values`` None: the name only.
+            and the serving router read). ``values`` None: the name only. The ``id`` values are
+            also recorded as ``provenance.item_ids`` (module description).
         score : str, optional
             The score's registry name (:data:`gpac_utils.scores.SCORES`); default: the score column's
             name when it is one, else ``null``.
@@ -318,6 +389,8 @@ class Certificate:
             "seed": cal.config.seed,
             "created": created_at(created),
         }
+        if columns.get("id", (None, None))[1] is not None:
+            provenance["item_ids"] = _item_ids_record(columns["id"][1])
         doc.update(
             schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal), score=score
         )
@@ -365,6 +438,15 @@ class Certificate:
     groups = property(lambda self: self.document["groups"], doc="Per group: n, labelled, status, threshold, ucb.")
     thresholds = property(lambda self: self.document["thresholds"], doc="Group -> threshold (None: always think).")
     provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
+
+    @property
+    def calibration_ids(self) -> frozenset[str] | None:
+        """The calibration items' id digests (:func:`id_digests`), or None when the file records none."""
+        rec = (self.provenance or {}).get("item_ids") if self.has_provenance else None
+        if rec is None:
+            return None
+        values = rec["values"]
+        return frozenset(values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX))
 
     @property
     def kind(self) -> str:

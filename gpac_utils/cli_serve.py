@@ -6,9 +6,14 @@ fit-router
     *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows).
     ``gpac calibrate --score-model router.json`` records its SHA-256 and embedder in the certificate.
 audit
-    test a certificate on fresh labelled data (:func:`gpac_utils.audit.audit`): per group the
-    realised risk of the certified kind, its exact interval and a verdict at a family-wise level.
-    Exit 0: consistent; 3 (:data:`EXIT_VIOLATED`): violated in some group.
+    test a certificate on fresh labelled data as a gate (:func:`gpac_utils.audit.audit`): per
+    certified group the realised risk of the certified kind, its bounds, a verdict (violated,
+    confirmed, inconclusive; risk 0 by construction for a group that always thinks) at a
+    family-wise level, and the risk it would flag four times in five. Exit 0 only when every
+    certified group was tested, none violated, each confirmed or large enough; else 3 (:data:`EXIT_VIOLATED`)
+    violated, 4 (:data:`EXIT_UNTESTED`) a certified group untested, 5 (:data:`EXIT_TOO_SMALL`) a
+    group too small (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
+    refused (1); with a recorded score model, the scores are recomputed from the text column.
 verify
     recompute a certificate from its recorded settings and the table (:func:`gpac_utils.audit.verify_certificate`);
     exit 0 only when every threshold is bit-identical, 1 naming what differs.
@@ -20,14 +25,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+import warnings
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from . import audit as _audit
 from . import audit_sequential
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
-EXIT_VIOLATED = 3
+EXIT_VIOLATED, EXIT_UNTESTED, EXIT_TOO_SMALL = _audit.EXIT_VIOLATED, _audit.EXIT_UNTESTED, _audit.EXIT_TOO_SMALL
 #: The certificate's provenance field that records a score model (the router-based score's artefact).
 SCORE_MODEL = "score_model"
 
@@ -51,13 +61,43 @@ def add_parsers(sub) -> None:
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
     f.add_argument("--scored", required=True, type=Path, help="the other rows with the router's score (calibrate)")
     f.add_argument("-o", "--output", required=True, type=Path, help="router model JSON to write")
-    a = sub.add_parser("audit", help="test a certificate on fresh labelled data", formatter_class=fmt)
+    a = sub.add_parser(
+        "audit",
+        help="test a certificate on fresh labelled data, as a gate",
+        formatter_class=fmt,
+        epilog=(
+            f"exit status: {_audit.EXIT_PASS} every certified group tested, none violated, each confirmed or large "
+            f"enough to flag the --detectable risk with probability --power; {_audit.EXIT_VIOLATED} a group violated; "
+            f"{_audit.EXIT_UNTESTED} a certified group not tested (no items, or no routed items) and not "
+            f"--allow-untested; {_audit.EXIT_TOO_SMALL} an inconclusive group too small to flag --detectable; "
+            "1 bad input (audit items that are calibration items, a missing column, a score model whose hash "
+            "differs); 2 usage. The level holds for one look at the data."
+        ),
+    )
     a.add_argument("certificate", type=Path, help="JSON written by calibrate")
-    a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration table)")
-    for key in ("score", "loss", "group"):
+    a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration items)")
+    for key in ("score", "loss", "group", "id"):
         a.add_argument(f"--{key}-col", default=None, help=f"default: the certificate's {key} column")
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
+    a.add_argument(
+        "--detectable",
+        type=float,
+        default=None,
+        help="the risk each inconclusive group must flag with probability --power (default: 2 eps, at most the "
+        "loss bound)",
+    )
+    a.add_argument("--power", type=float, default=_audit.POWER, help="the probability of flagging --detectable")
+    a.add_argument(
+        "--allow-untested",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="accept that this certified group has no trials (repeatable); the verdict line says so",
+    )
+    a.add_argument(
+        "--score-model", type=Path, default=None, help="the router model file (default: the certificate's record)"
+    )
     a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
     audit_sequential.add_sequential_options(a)
     v = sub.add_parser("verify", help="recompute a certificate from its recipe, seed and table", formatter_class=fmt)
@@ -81,22 +121,52 @@ def record_score_model(path: Path, table_ids) -> dict:
 
 
 # --------------------------------------------------------------------------- audit
-def _columns(cert: Certificate, a, df, path) -> dict:
+def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
     """The audit's columns: the options, else the certificate's; one line naming a missing one."""
     cols = cert.columns
     out = {}
-    for key in ("score", "loss", "group"):
+    for key in ("score", "loss", "group", "id"):
         col = getattr(a, f"{key}_col") or cols.get(key)
         if col is None:
             continue
         if col not in df.columns:
+            if key not in need and not getattr(a, f"{key}_col"):
+                continue
             where = "" if getattr(a, f"{key}_col") else " (the certificate's)"
-            raise DataError(f"--data {path}: no {key} column {col!r}{where}; it has {list(df.columns)}")
+            why = " to check the audit items are not calibration items, which it records" if key == "id" else ""
+            raise DataError(f"--data {path}: no {key} column {col!r}{where}{why}; it has {list(df.columns)}")
         out[key] = col
-    for key in ("score", "loss"):
+    for key in need:
         if key not in out:
             raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
     return out
+
+
+def _recomputed_scores(cert: Certificate, a, df, cols) -> np.ndarray | None:
+    """With a recorded score model: the scores the audit routes on, recomputed from the text column (hash-checked
+    model); a warning line when the table's score column differs. None without one."""
+    record = (cert.provenance or {}).get(SCORE_MODEL) if cert.has_provenance else None
+    if not record:
+        if a.score_model is not None:
+            raise ParameterError(f"--score-model: {a.certificate} records no score model to recompute scores with")
+        return None
+    path = a.score_model or Path(record["path"])
+    model = _llm().load_router_model(path, record["sha256"])
+    if model.text not in df.columns:
+        raise DataError(
+            f"--data {a.data}: the score model {path} reads the {model.text!r} column; it has {list(df.columns)}"
+        )
+    scores = model.score_texts(df[model.text].astype(str).tolist())
+    if "score" in cols:
+        given = pd.to_numeric(df[cols["score"]], errors="coerce").to_numpy(float)
+        differ = ~np.isclose(given, scores, rtol=0, atol=1e-9)
+        if differ.any():
+            print(
+                f"warning: column {cols['score']!r} differs from the score model's scores in {int(differ.sum())} "
+                f"row(s) (first: row {int(np.argmax(differ))}); the audit routes on the model's",
+                file=sys.stderr,
+            )
+    return scores
 
 
 def _audit_cmd(a, cli) -> int:
@@ -104,25 +174,56 @@ def _audit_cmd(a, cli) -> int:
         return audit_sequential.command(a, cli)
     try:
         level = check_range("level", a.level)
+        power = check_range("power", a.power)
     except ParameterError as exc:
         raise ParameterError(f"--{exc}") from None
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    cols = _columns(cert, a, df, a.data)
-    s = cli._scores(df, cols["score"], df)
+    model = bool(cert.has_provenance and (cert.provenance or {}).get(SCORE_MODEL))
+    need = ("loss",) if model else ("score", "loss")
+    need += ("id",) if cert.calibration_ids is not None else ()
+    cols = _columns(cert, a, df, a.data, need)
+    s = _recomputed_scores(cert, a, df, cols)
+    if s is None:
+        s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
-    groups = cli._groups(df, cols["group"], df) if "group" in cols else None
-    report = _audit.audit(cert, s, loss, groups, level=level, binary=a.binary)
+    groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
+    ids = df[cols["id"]].to_numpy() if "id" in cols else None
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", _audit.AuditWarning)
+            report = _audit.audit(
+                cert,
+                s,
+                loss,
+                groups,
+                ids=ids,
+                level=level,
+                binary=a.binary,
+                detectable=a.detectable,
+                power=power,
+                allow_untested=a.allow_untested,
+                source=f"--data {a.data}",
+            )
+    except ParameterError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        name, _, message = str(exc).partition(":")
+        raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
+    for w in caught:
+        if issubclass(w.category, _audit.AuditWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     print(f"{_audit.described(cert)}, tested on {a.data}:")
-    shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper")})
-    shown["p_value"] = report["p_value"].map(lambda p: f"{p:.3g}")
+    shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
+    shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")
+    shown = shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none")
     print(shown.to_string(index=False))
     print(_audit.verdict_line(report))
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")
-    return EXIT_VIOLATED if (report["verdict"] == _audit.VIOLATED).any() else 0
+    return _audit.gate(report)
 
 
 # --------------------------------------------------------------------------- verify

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -479,7 +480,23 @@ def command(a, cli) -> int:
     group = _column(a, df, cert, "group", need=cert.kind == "known") if cert.kind == "known" else None
     if group is not None:
         cols["group"] = group
-    checked = df.assign(**{cols["score"]: cli._scores(df, cols["score"], df)})  # one line naming a bad score
+    from . import cli_serve  # the one-look audit's score-model path (cli_serve imports this module)
+
+    scores = cli_serve._recomputed_scores(cert, a, df, cols)  # with a recorded score model: from the text
+    if scores is None:
+        scores = cli._scores(df, cols["score"], df)  # one line naming a bad score
+    loss = pd.to_numeric(df[cols["loss"]], errors="coerce").to_numpy(float)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _audit.AuditWarning)
+        _audit.check_fresh(
+            cert,
+            ids=df[cols["id"]].to_numpy(),
+            columns={"score": scores, "loss": loss, "id": df[cols["id"]].to_numpy()},
+            source=f"--data {a.data}",
+        )
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    checked = df.assign(**{cols["score"]: scores})
     if group is not None:
         checked[group] = cli._groups(df, group, df)
     frame = ordered(checked, cols, f"--data {a.data}")
@@ -492,7 +509,13 @@ def command(a, cli) -> int:
     known = set(cert.groups)
     unknown = sorted(set(report["group"]) - known)
     if unknown:
-        print(f"warning: label(s) {unknown} are not in the certificate: they always think, not monitored")
+        counts = dict(zip(report["group"], report["n"]))
+        listed = _audit._listed(unknown, cert.groups, counts)
+        print(
+            f"warning: {len(unknown)} label(s) of --data {a.data} are not groups of the certificate: they always "
+            f"think and are not monitored: {listed}",
+            file=sys.stderr,
+        )
     print(f"{_audit.described(cert)}, sequential audit of {a.data} (state {a.state}):")
     shown = report.assign(risk=report["risk"].round(4))
     for c in ("e_violated", "e_confirmed"):

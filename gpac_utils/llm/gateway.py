@@ -14,7 +14,10 @@ deployment. :class:`CertifiedRoutingStrategy` picks it from a certificate:
    group, or with a group the certificate does not know, thinks with status *unseen at calibration*.
 
 Each decision is appended to :attr:`CertifiedRoutingStrategy.decisions` (group, status, score,
-threshold, route, deployment id). Only pre-call scores can be served here (a cascade score needs
+threshold, route, deployment id, the certificate's SHA-256). With a drift store (``drift=``, the
+configuration's ``gpac.drift`` block: :mod:`gpac_utils.llm.drift`), a group under a drift alarm
+gets the ``think`` deployment with status ``drift alarm: always think``; labels come back through
+:meth:`CertifiedRoutingStrategy.feedback`. Only pre-call scores can be served here (a cascade score needs
 the cheap answer first: :class:`gpac_utils.llm.serve.CertifiedRouter`).
 
 Importing LiteLLM: set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` first, or it fetches its model-cost

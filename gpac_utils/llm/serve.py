@@ -28,7 +28,8 @@ seed, whatever the batch; a table generated with the same seed and samplings has
 The guarantee is the certificate's: per group, the extra error of the served answers is at most
 ``eps`` with probability ``1 - alpha``, for requests drawn like the calibration table (same
 models, prompts, samplings and score). The certificate's provenance names that table; the router
-cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
+cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can, and so can labels fed back
+to a drift store, ``drift=``: :mod:`gpac_utils.llm.drift`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ deployment. :class:`CertifiedRoutingStrategy` picks it from a certificate:
    group, or with a group the certificate does not know, thinks with status *unseen at calibration*.
 
 Each decision is appended to :attr:`CertifiedRoutingStrategy.decisions` (group, status, score,
-threshold, route, deployment id). Only pre-call scores can be served here (a cascade score needs
+threshold, route, deployment id, the certificate's SHA-256). With a drift store (``drift=``, the
+configuration's ``gpac.drift`` block: :mod:`gpac_utils.llm.drift`), a group under a drift alarm
+gets the ``think`` deployment with status ``drift alarm: always think``; labels come back through
+:meth:`CertifiedRoutingStrategy.feedback`. Only pre-call scores can be served here (a cascade score needs
 the cheap answer first: :class:`gpac_utils.llm.serve.CertifiedRouter`).
 
 Importing LiteLLM: set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` first, or it fetches its model-cost
@@ -36,6 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import ParameterError
+from .drift import DriftStore
 from .serve import CertifiedRouter, ServeOptions
 
 __all__ = ["ROUTES", "NO_GROUP", "CertifiedRoutingStrategy", "build_router"]
@@ -79,11 +83,14 @@ class CertifiedRoutingStrategy(_base()):
         The embedder of the router model (default: its registry entry's).
     group_key : str, default "group"
         The request ``metadata`` field naming its group.
+    drift : DriftStore or path, optional
+        The drift alarms' store that every worker shares (:mod:`gpac_utils.llm.drift`); labels
+        come back through :meth:`feedback`.
     """
 
-    def __init__(self, certificate, model_list, *, score_model=None, embedder=None, group_key="group"):
+    def __init__(self, certificate, model_list, *, score_model=None, embedder=None, group_key="group", drift=None):
         options = ServeOptions(score_model=score_model, embedder=embedder)
-        self.router = r = CertifiedRouter(certificate, None, None, options)
+        self.router = r = CertifiedRouter(certificate, None, None, options, drift=drift)
         self.text_columns = sorted({*r.score.request_columns, *([r.score_model.text] if r.score_model else [])})
         self.group_key = group_key
         r.decide(pd.DataFrame(columns=["item_id", r.group_col, *self.text_columns]))  # refuses a cascade score now
@@ -123,9 +130,14 @@ class CertifiedRoutingStrategy(_base()):
             "threshold": float(row["threshold"]),
             "route_nothink": route_nothink,
             "deployment": (deployment.get("model_info") or {}).get("id"),
+            "certificate_sha256": self.router.certificate_sha256,
         }
         self.decisions.append(decision)
         return deployment
+
+    def feedback(self, records, losses):
+        """Feed labelled decision records to the drift alarm (:meth:`gpac_utils.llm.serve.CertifiedRouter.feedback`)."""
+        return self.router.feedback(records, losses)
 
     def get_available_deployment(
         self, model, messages=None, input=None, specific_deployment=False, request_kwargs=None
@@ -144,7 +156,8 @@ def build_router(config: Mapping, *, base: Path | None = None, embedder=None):
     Parameters
     ----------
     config : mapping
-        ``model_list`` and ``gpac`` (``certificate``, optional ``score_model`` and ``group_key``);
+        ``model_list`` and ``gpac`` (``certificate``, optional ``score_model``, ``group_key`` and
+        ``drift``: ``{store: path, level: 0.05, horizon: 10000}``, :class:`~gpac_utils.llm.drift.DriftStore`);
         relative paths are read from ``base``.
     base : path, optional
         The folder the configuration's paths are relative to (default: the working directory).
@@ -164,17 +177,31 @@ def build_router(config: Mapping, *, base: Path | None = None, embedder=None):
     where = Path(base) if base is not None else Path.cwd()
     certificate = where / g.pop("certificate")
     score_model = g.pop("score_model", None)
+    drift = _drift_store(g.pop("drift", None), where)
     unknown = sorted(set(g) - {"group_key"})
     if unknown:
-        raise ParameterError(f"config: gpac.{unknown[0]} is not a setting (certificate, score_model, group_key)")
+        raise ParameterError(f"config: gpac.{unknown[0]} is not a setting (certificate, score_model, group_key, drift)")
     strategy = CertifiedRoutingStrategy(
         certificate,
         config["model_list"],
         score_model=None if score_model is None else where / score_model,
         embedder=embedder,
+        drift=drift,
         **g,
     )
     router = Router(model_list=[dict(d) for d in config["model_list"]])
     register = getattr(router, "register_plugin", None) or router.set_custom_routing_strategy
     register(strategy)
     return router, strategy
+
+
+def _drift_store(block, where: Path):
+    """The configuration's ``gpac.drift`` block as a :class:`~gpac_utils.llm.drift.DriftStore` (None: no alarm)."""
+    if block is None:
+        return None
+    if not isinstance(block, Mapping) or "store" not in block:
+        raise ParameterError("config: gpac.drift needs 'store' (the SQLite file), and optionally 'level' and 'horizon'")
+    unknown = sorted(set(block) - {"store", "level", "horizon"})
+    if unknown:
+        raise ParameterError(f"config: gpac.drift.{unknown[0]} is not a setting (store, level, horizon)")
+    return DriftStore(where / block["store"], **{k: block[k] for k in ("level", "horizon") if k in block})

@@ -28,7 +28,8 @@ seed, whatever the batch; a table generated with the same seed and samplings has
 The guarantee is the certificate's: per group, the extra error of the served answers is at most
 ``eps`` with probability ``1 - alpha``, for requests drawn like the calibration table (same
 models, prompts, samplings and score). The certificate's provenance names that table; the router
-cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
+cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can, and so can labels fed back
+to a drift store, ``drift=``: :mod:`gpac_utils.llm.drift`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
+from .drift import DriftAlarm, DriftStore, certificate_sha256
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
 from .router_model import embedder as embedder_named
@@ -108,6 +110,9 @@ class CertifiedRouter:
         An online router to feed (module description); needs ``loss_fn``.
     loss_fn : callable, optional
         ``loss_fn(request, nothink_answer, think_answer) -> float`` in ``[0, loss_bound]``.
+    drift : DriftStore or path, optional
+        The drift alarms' store (:mod:`gpac_utils.llm.drift`): a group under an alarm thinks, with
+        status ``"drift alarm: always think"``; labels come back through :meth:`feedback`.
 
     Raises
     ------
@@ -132,6 +137,7 @@ class CertifiedRouter:
         *,
         online=None,
         loss_fn: Callable | None = None,
+        drift=None,
     ):
         options = ServeOptions() if options is None else options
         if not isinstance(options, ServeOptions):
@@ -163,6 +169,7 @@ class CertifiedRouter:
         self.statuses = {g: e["status"] for g, e in cert.groups.items()}
         self.score_model = self._load_score_model(certificate, options.score_model, options.embedder)
         self._embedder = options.embedder
+        self._watch_drift(certificate, drift)
 
     def _load_score_model(self, source, path, embedder):
         """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
@@ -237,7 +244,8 @@ class CertifiedRouter:
         """The routes of a pre-call score, before any model runs (what a gateway hook needs).
 
         Returns one row per request: ``group``, ``status``, ``score``, ``threshold``, ``route_nothink``
-        (True: the cheap model answers it).
+        (True: the cheap model answers it), with ``item_id`` (where the requests have it) and
+        ``certificate_sha256``: the decision records :meth:`feedback` reads.
 
         Raises
         ------
@@ -251,10 +259,11 @@ class CertifiedRouter:
             )
         scores = self._scores(requests, None)
         named, thr, cheap = self._route(requests, scores)
-        statuses = [self.statuses.get(g, UNSEEN) for g in named]
-        return pd.DataFrame(
+        cheap, statuses = self._drift_route(named, cheap)
+        out = pd.DataFrame(
             {"group": named, "status": statuses, "score": scores, "threshold": thr, "route_nothink": cheap}
         )
+        return self._drift_fields(out, requests)
 
     @staticmethod
     def _conversations(requests: pd.DataFrame, role: str) -> list:
@@ -281,7 +290,8 @@ class CertifiedRouter:
             the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
             served),
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
-            thinking model was not called); with an online router also ``observed`` and ``loss``.
+            thinking model was not called), ``certificate_sha256``; with an online router also
+            ``observed`` and ``loss``.
         """
         if "item_id" not in requests.columns or requests["item_id"].duplicated().any():
             raise DataError("requests: need a unique 'item_id' per request")
@@ -296,6 +306,7 @@ class CertifiedRouter:
             cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
             scores = self._scores(requests, cheap)
         named, thr, route_nothink = self._route(requests, scores)
+        route_nothink, statuses = self._drift_route(named, route_nothink)
         decisions = None
         need_think = ~route_nothink
         if self.online is not None:
@@ -319,7 +330,7 @@ class CertifiedRouter:
             {
                 "item_id": ids,
                 "group": named,
-                "status": [self.statuses.get(g, UNSEEN) for g in named],
+                "status": statuses,
                 "score": scores,
                 "threshold": thr,
                 "route_nothink": route_nothink,
@@ -335,4 +346,50 @@ class CertifiedRouter:
                 losses[k] = float(self.loss_fn(rows.iloc[k], nothink_answers[k], think_answers[k]))
             self.online.update(scores, losses, named, decisions)
             out["observed"], out["loss"] = decisions.observe, losses
+        return self._drift_fields(out, requests)
+
+    # -- drift in production (gpac_utils.llm.drift) -----------------------------------------------
+    def _watch_drift(self, certificate, drift) -> None:
+        """The certificate's SHA-256, and its drift alarm in ``drift`` (a DriftStore or its path; None: none)."""
+        self.certificate_sha256 = certificate_sha256(certificate)
+        store = drift if drift is None or isinstance(drift, DriftStore) else DriftStore(drift)
+        self.drift = None if store is None else DriftAlarm(store, self.certificate, self.certificate_sha256)
+
+    def _drift_route(self, named, route_nothink):
+        """The routes and statuses after the drift alarms: an alarmed group's requests think, with status
+        :data:`~gpac_utils.llm.drift.DRIFT_STATUS`."""
+        statuses = np.array([self.statuses.get(g, UNSEEN) for g in named], dtype=object)
+        if self.drift is None:
+            return np.asarray(route_nothink, bool), statuses
+        return self.drift.apply(named, route_nothink, statuses)
+
+    def _drift_fields(self, out: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+        """Each record's request id (``item_id``, where the requests have one) and the certificate's SHA-256."""
+        if "item_id" not in out.columns and "item_id" in requests.columns:
+            out.insert(0, "item_id", requests["item_id"].to_numpy())
+        out["certificate_sha256"] = self.certificate_sha256
         return out
+
+    def feedback(self, records, losses) -> pd.DataFrame:
+        """Feed labelled decision records to the drift alarm (:meth:`gpac_utils.llm.drift.DriftAlarm.feed`).
+
+        Parameters
+        ----------
+        records : pandas.DataFrame
+            Rows of :meth:`decide` or :meth:`serve` (their ``item_id`` and ``certificate_sha256`` included).
+        losses : array_like
+            One loss per record, in ``[0, loss_bound]``, in the order the labels arrived.
+
+        Returns
+        -------
+        pandas.DataFrame
+            What each group did (:meth:`~gpac_utils.llm.drift.DriftAlarm.feed`).
+
+        Raises
+        ------
+        ParameterError
+            For a router built without ``drift=``.
+        """
+        if self.drift is None:
+            raise ParameterError("drift: feedback needs a drift store (CertifiedRouter(..., drift=DriftStore(path)))")
+        return self.drift.feed(records, losses)

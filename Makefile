@@ -288,7 +288,8 @@ grade: $(STAMP)
 
 # The printable answer key (docs/syllabus.md): every self-check answer, exercise solution and homework solution,
 # from the notebooks, as build/answer-key/answer-key.pdf (and .html), printed offline by headless Chromium
-# (Playwright's page.pdf; the book's local MathJax typesets the math) — workflow/scripts/answer_key.py.
+# (Playwright's page.pdf; the book's local MathJax typesets the math, its script and fonts copied beside the page,
+# and a print where a font or any other request fails is refused) — workflow/scripts/answer_key.py.
 answer-key: $(STAMP) $(VENV)/.browser $(MATHJAX)
 	$(PY) workflow/scripts/answer_key.py --out build/answer-key
 

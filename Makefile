@@ -182,11 +182,12 @@ endif
 venv-vllm: $(VLLM_STAMP)
 
 # ---- the light install for students (docs/syllabus.md): the `lesson` extra alone (numpy, scipy, pandas,
-# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst), from its lock
-# requirements/lesson.lock, in .venv-lesson, with the kernel "Python 3 (gpac)" and the lab settings that open
-# the .py files as notebooks: `.venv-lesson/bin/jupyter lab` starts JupyterLab there. `make test`
-# builds it (this step downloads; the test does not) and runs every lesson in it on the fast profile
-# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`).
+# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst, and otter-grader for
+# the homework's checks), from its lock requirements/lesson.lock, in .venv-lesson, with the kernel
+# "Python 3 (gpac)" and the lab settings that open the .py files as notebooks: `.venv-lesson/bin/jupyter lab`
+# starts JupyterLab there. `make test` builds it (this step downloads; the test does not) and runs every lesson
+# in it on the fast profile and the homework's checks on its solution (make test-lesson,
+# tests/test_lesson_install.py, the tests marked `lesson`).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed

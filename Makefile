@@ -182,11 +182,12 @@ endif
 venv-vllm: $(VLLM_STAMP)
 
 # ---- the light install for students (docs/syllabus.md): the `lesson` extra alone (numpy, scipy, pandas,
-# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst), from its lock
-# requirements/lesson.lock, in .venv-lesson, with the kernel "Python 3 (gpac)" and the lab settings that open
-# the .py files as notebooks: `.venv-lesson/bin/jupyter lab` starts JupyterLab there. `make test`
-# builds it (this step downloads; the test does not) and runs every lesson in it on the fast profile
-# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`).
+# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst, and otter-grader for
+# the homework's checks), from its lock requirements/lesson.lock, in .venv-lesson, with the kernel
+# "Python 3 (gpac)" and the lab settings that open the .py files as notebooks: `.venv-lesson/bin/jupyter lab`
+# starts JupyterLab there. `make test` builds it (this step downloads; the test does not) and runs every lesson
+# in it on the fast profile and the homework's checks on its solution (make test-lesson,
+# tests/test_lesson_install.py, the tests marked `lesson`).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
@@ -288,7 +289,8 @@ grade: $(STAMP)
 
 # The printable answer key (docs/syllabus.md): every self-check answer, exercise solution and homework solution,
 # from the notebooks, as build/answer-key/answer-key.pdf (and .html), printed offline by headless Chromium
-# (Playwright's page.pdf; the book's local MathJax typesets the math) — workflow/scripts/answer_key.py.
+# (Playwright's page.pdf; the book's local MathJax typesets the math, its script and fonts copied beside the page,
+# and a print where a font or any other request fails is refused) — workflow/scripts/answer_key.py.
 answer-key: $(STAMP) $(VENV)/.browser $(MATHJAX)
 	$(PY) workflow/scripts/answer_key.py --out build/answer-key
 

@@ -2,8 +2,10 @@
 
 Built here as ``make answer-key`` builds it (the PDF printed by headless Chromium, offline): it holds every
 self-check question's correct answer, every exercise of every lesson with its solution, and every homework
-question with its solution lines; the PDF is a real multi-page PDF. Without Chromium the PDF is skipped,
-saying why; the HTML is checked anyway.
+question with its solution lines; the PDF is a real multi-page PDF, printed with every MathJax font loaded
+and no failed request (the build refuses a print where a request fails or the page logs an error, and a
+MathJax without its fonts is refused). Without Chromium the PDF is skipped, saying why; the HTML is checked
+anyway.
 """
 
 from __future__ import annotations
@@ -44,16 +46,43 @@ def test_the_key_holds_every_answer_and_solution():
     assert "# SOLUTION" not in text and "{term}" not in text and ":::" not in text and "{solution-start}" not in text
 
 
-@pytest.mark.slow
-def test_make_answer_key_prints_a_pdf(tmp_path):
+def _chromium() -> str:
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("no Chromium: `make test` installs Debian's chromium (apt-get, needs root); not here")
-    paths = answer_key.build(tmp_path, chromium=chromium)
+    return chromium
+
+
+def _fonts(urls: list[str]) -> set[str]:
+    return {url.rsplit("/", 1)[1] for url in urls if url.endswith(".woff")}
+
+
+@pytest.mark.slow
+def test_make_answer_key_prints_a_pdf(tmp_path):
+    loaded: list[str] = []
+    paths = answer_key.build(tmp_path, chromium=_chromium(), loaded=loaded)  # no failed request, no page error
     pdf = paths["pdf"].read_bytes()
     assert pdf.startswith(b"%PDF-")
     pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf))
     assert pages >= 10, pages
+    if answer_key.MATHJAX.is_file():  # the maths typeset with MathJax's own fonts, loaded from beside the page
+        fonts = _fonts(loaded)
+        assert {"MathJax_Main-Regular.woff", "MathJax_Math-Italic.woff", "MathJax_Size1-Regular.woff"} <= fonts, fonts
+        assert all(url.startswith(tmp_path.resolve().as_uri()) for url in loaded), loaded  # nothing from elsewhere
     assert "Answer key" in paths["html"].read_text()
     makefile = (REPO_ROOT / "Makefile").read_text()
     assert re.search(r"^answer-key: .*\n\t\$\(PY\) workflow/scripts/answer_key.py", makefile, re.M)
+
+
+@pytest.mark.slow
+def test_a_print_with_a_font_missing_is_refused(tmp_path, monkeypatch):
+    """MathJax's script without its fonts (as the key was once copied): the build names the fonts and fails."""
+    if not answer_key.MATHJAX.is_file():
+        pytest.skip("docs/_mathjax is not installed (npm ci --prefix docs/_mathjax; make test installs it)")
+    chromium = _chromium()
+    monkeypatch.setattr(answer_key, "MATHJAX_FILES", ["tex-mml-chtml.js"])
+    monkeypatch.setattr(answer_key, "quiz_part", lambda: r"<p>$\sqrt{\hat R(1-\hat R)/n}$</p>")
+    monkeypatch.setattr(answer_key, "exercise_part", lambda: "")
+    monkeypatch.setattr(answer_key, "homework_part", lambda: "")
+    with pytest.raises(OSError, match=r"mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular\.woff: net::"):
+        answer_key.build(tmp_path, chromium=chromium)

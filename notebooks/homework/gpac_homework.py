@@ -37,11 +37,11 @@
 #
 # | Question | Session | Lesson exercise | Points |
 # |---|---|---|---|
-# | 1 | 1 | `ex-quickstart-resampled-width` (notebook 00) | 2 |
-# | 2 | 2 | `ex-partition-gap-counterexample` (notebook 11) | 3 |
-# | 3 | 2 | `ex-audit-kappa-range` (notebook 13) | 2 |
-# | 4 | 2 | `ex-gap-zero-violations` (notebook 21) | 2 |
-# | 5 | 3 | `ex-realdata-small-subject` (notebook 31) | 1 |
+# | 1 | 1 | Exercise 3 in notebook `00_quickstart` | 2 |
+# | 2 | 2 | Exercise 2 in notebook `11_partition_gap` | 3 |
+# | 3 | 2 | Exercise 2 in notebook `13_validity_audit` | 2 |
+# | 4 | 2 | Exercise 1 in notebook `21_table_known_groups` | 2 |
+# | 5 | 3 | Exercise 3 in notebook `31_realdata_case_study` | 1 |
 
 # %%
 import numpy as np
@@ -51,9 +51,10 @@ from scipy import stats
 # # BEGIN QUESTION
 # name: q1
 # points: [0, 0, 1, 1]
+# # exercise: ex-quickstart-resampled-width  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
-# **Question 1 — the width of the paper's resampled bound** (`ex-quickstart-resampled-width`).
+# **Question 1 — the width of the paper's resampled bound** (Exercise 3 in notebook `00_quickstart`).
 # One group has $n = 400$ calibration items, with the 0-1 loss, and empirical risk $\hat R = 0.04$ at
 # a candidate threshold. The paper's recipe draws $m = n/\pi$ items with replacement and labels each draw
 # with probability $\pi = 0.5$; its CLT bound at level $\alpha = 0.05$ has the half-width
@@ -140,10 +141,11 @@ def test_q1_full_value(half_width_full):
 # # BEGIN QUESTION
 # name: q2
 # points: [0, 0, 1, 1, 1]
+# # exercise: ex-partition-gap-counterexample  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
 # **Question 2 — a counterexample to the efficiency bound of Theorem 4.6**
-# (`ex-partition-gap-counterexample`). Binary losses with $P(\ell = 1) = q = 1/2$, scores
+# (Exercise 2 in notebook `11_partition_gap`). Binary losses with $P(\ell = 1) = q = 1/2$, scores
 # $U \sim \mathrm{Uniform}(0, 0.1)$ for the lossy inputs and $U \sim \mathrm{Uniform}(0.1, 1)$ for the
 # others, $\varepsilon = 0.1$, $k = 2$ groups. Compute the lossy mass `a` that the oracle group $G_1^*$
 # holds beside all loss-free inputs, the routed share `eff_oracle` of the oracle partition, and the
@@ -237,9 +239,10 @@ def test_q2_learned(eff_learned):
 # # BEGIN QUESTION
 # name: q3
 # points: [0, 0, 1, 1]
+# # exercise: ex-audit-kappa-range  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
-# **Question 3 — how far the resampled CLT bound misses** (`ex-audit-kappa-range`). Write
+# **Question 3 — how far the resampled CLT bound misses** (Exercise 2 in notebook `13_validity_audit`). Write
 # `kappa(risk, label_prob)`, the variance ratio $\kappa$ of notebook 13 (the miss rate to first order
 # is $\Phi(-z_{1-\alpha}/\sqrt\kappa)$), for numpy arrays of risks $R \in (0, 1)$ and labelling
 # probabilities $\pi \in (0, 1]$, and compute `miss_upper`, the largest first-order miss rate over
@@ -328,9 +331,10 @@ def test_q3_miss_upper(miss_upper):
 # # BEGIN QUESTION
 # name: q4
 # points: [0, 0, 0, 1, 1]
+# # exercise: ex-gap-zero-violations  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
-# **Question 4 — $\mathrm{Error}_{\rm Gap} = 0$ is not a guarantee** (`ex-gap-zero-violations`).
+# **Question 4 — $\mathrm{Error}_{\rm Gap} = 0$ is not a guarantee** (Exercise 1 in notebook `21_table_known_groups`).
 # Construct `risks`, one group's risk in each of $T = 100$ trials, whose mean is at most
 # $\varepsilon = 0.05$ (so $\mathrm{Error}_{\rm Gap} = 0$) while as many trials as possible have a
 # risk above ε, and give that largest possible violation rate as `max_violation_rate`.
@@ -423,9 +427,10 @@ def test_q4_max_violation_rate(max_violation_rate):
 # # BEGIN QUESTION
 # name: q5
 # points: [0, 0, 1]
+# # exercise: ex-realdata-small-subject  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
-# **Question 5 — the smallest group that can certify** (`ex-realdata-small-subject`). Take the valid
+# **Question 5 — the smallest group that can certify** (Exercise 3 in notebook `31_realdata_case_study`). Take the valid
 # recipe of notebook 31 (Bernoulli labelling, the Hoeffding–Bentkus bound), but with other numbers:
 # a labelling probability $\pi = 0.25$, $\varepsilon = 0.1$ and $\alpha = 0.1$. A group with no loss
 # at all has the bound $(1/\pi)(1-\alpha^{1/n})$. Compute `n_min`, the smallest number of calibration

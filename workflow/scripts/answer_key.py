@@ -5,7 +5,11 @@
 writes ``<out>/answer-key.html`` and prints it to ``<out>/answer-key.pdf`` with headless Chromium
 (Debian's ``/usr/bin/chromium`` driven by Playwright's ``page.pdf``, as the book's tests drive it; no
 browser download, nothing fetched: the page is a local file, its math typeset by the book's local
-MathJax when ``docs/_mathjax`` is installed, else left as TeX). Its three parts, read from the sources:
+MathJax when ``docs/_mathjax`` is installed, else left as TeX). MathJax's script and the web fonts its
+CHTML output loads (``output/chtml/fonts/woff-v2/``, beside the script) are copied to ``<out>/mathjax/``;
+the print waits for every font and refuses (an error naming them) any request that fails or answers an
+error status, and any error the page logs: without its fonts MathJax draws a square root's bar on the
+line above and a hat beside its letter. Its three parts, read from the sources:
 
 1. every self-check question (``notebooks/questions/NN_name.json``) with its correct answer and why;
 2. every exercise of the lessons (the notebooks with exercises, as ``make student`` finds them) with
@@ -34,6 +38,9 @@ NOTEBOOKS = REPO_ROOT / "notebooks"
 QUESTIONS = NOTEBOOKS / "questions"
 HOMEWORK = NOTEBOOKS / "homework" / "gpac_homework.py"
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5" / "tex-mml-chtml.js"
+#: what the page loads of MathJax, relative to its es5 folder: the script and the fonts of its CHTML output
+#: (MathJax finds them beside the script: its fontURL is ``[mathjax]/output/chtml/fonts/woff-v2``)
+MATHJAX_FILES = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2"]
 
 _spec = importlib.util.spec_from_file_location("student_edition", Path(__file__).with_name("student_edition.py"))
 edition = importlib.util.module_from_spec(_spec)
@@ -126,7 +133,7 @@ def page(mathjax: Path | None) -> str:
         script = (
             "<script>window.MathJax = {tex: {inlineMath: [['$', '$']], displayMath: [['$$', '$$']]},"
             " startup: {typeset: true}};</script>"
-            f'<script src="{mathjax.name}"></script>'
+            f'<script src="mathjax/{mathjax.name}"></script>'
         )
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Answer key</title>'
@@ -139,13 +146,33 @@ def page(mathjax: Path | None) -> str:
     )
 
 
-def build(out: Path, chromium: str | None = None) -> dict[str, Path]:
-    """Write ``out/answer-key.html`` and print it to ``out/answer-key.pdf``; their paths."""
+def copy_mathjax(out: Path, mathjax: Path = MATHJAX) -> Path:
+    """Copy MathJax's script and fonts (:data:`MATHJAX_FILES`) to ``out/mathjax/``; the folder."""
+    target = Path(out) / "mathjax"
+    if target.exists():
+        shutil.rmtree(target)
+    for rel in MATHJAX_FILES:
+        src = mathjax.parent / rel
+        if src.is_dir():
+            shutil.copytree(src, target / rel)
+        else:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / rel)
+    return target
+
+
+def build(out: Path, chromium: str | None = None, loaded: list[str] | None = None) -> dict[str, Path]:
+    """Write ``out/answer-key.html`` and print it to ``out/answer-key.pdf``; their paths.
+
+    Refuses (``OSError``, naming them) a print during which a request failed or answered a status of 400
+    or more, or the page logged an error: a missing MathJax font prints garbled mathematics. ``loaded``,
+    a list: the URL of every request that finished is appended to it.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     mathjax = MATHJAX if MATHJAX.is_file() else None
     if mathjax is not None:
-        shutil.copy2(mathjax, out / mathjax.name)
+        copy_mathjax(out, mathjax)
     html_path, pdf_path = out / "answer-key.html", out / "answer-key.pdf"
     html_path.write_text(page(mathjax))
     chromium = chromium or shutil.which("chromium")
@@ -153,18 +180,33 @@ def build(out: Path, chromium: str | None = None) -> dict[str, Path]:
         raise OSError("no Chromium to print the PDF with: `make test` installs Debian's chromium (apt-get, needs root)")
     from playwright.sync_api import sync_playwright
 
+    problems: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
         tab = browser.new_page()
+        tab.on("requestfailed", lambda r: problems.append(f"{_short(r.url, out)}: {r.failure}"))
+        tab.on("response", lambda r: r.status >= 400 and problems.append(f"{_short(r.url, out)}: status {r.status}"))
+        tab.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+        tab.on("pageerror", lambda err: problems.append(f"page error: {err}"))
+        if loaded is not None:
+            tab.on("requestfinished", lambda r: loaded.append(r.url))
         tab.goto(html_path.resolve().as_uri())
         if mathjax is not None:
             tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
             tab.evaluate("() => MathJax.startup.promise")
+        tab.evaluate("() => document.fonts.ready.then(() => true)")  # every web font loaded (or failed)
         tab.pdf(
             path=str(pdf_path), format="A4", margin={"top": "18mm", "bottom": "18mm", "left": "15mm", "right": "15mm"}
         )
         browser.close()
+    if problems:
+        raise OSError(f"printing {html_path.name}: {len(problems)} failed loads or errors: {'; '.join(problems[:12])}")
     return {"html": html_path, "pdf": pdf_path}
+
+
+def _short(url: str, out: Path) -> str:
+    """A request's URL, relative to the output folder where it lies in it."""
+    return url.removeprefix(out.resolve().as_uri() + "/")
 
 
 def main(argv: list[str] | None = None) -> int:

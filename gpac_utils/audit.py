@@ -88,8 +88,10 @@ against the provenance; every threshold and every group entry must be bit-identi
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -117,6 +119,8 @@ __all__ = [
     "routing_groups",
     "detectable_risk",
     "check_fresh",
+    "model_scores",
+    "SCORE_MODEL",
     "audit",
     "gate",
     "verdict_line",
@@ -255,6 +259,61 @@ def _listed(labels, known, counts) -> str:
         shown.append(f"{g!r} ({counts[g]} items{'' if hint is None else f'; did you mean {hint!r}?'})")
     more = f" and {len(labels) - 5} more" if len(labels) > 5 else ""
     return ", ".join(shown) + more
+
+
+#: The certificate's provenance field that records a score model (the router-based score's artefact).
+SCORE_MODEL = "score_model"
+
+
+def model_scores(cert: Certificate, frame: pd.DataFrame, *, score_col=None, path=None, source: str = "data"):
+    """With a recorded score model (``provenance.score_model``): the scores recomputed from the frame's text
+    column by the hash-checked model; ``None`` for a certificate without one.
+
+    Parameters
+    ----------
+    cert : Certificate
+        The certificate.
+    frame : pandas.DataFrame
+        The audit items.
+    score_col : str, optional
+        The frame's score column: where it differs from the model's scores, an :class:`AuditWarning`
+        (the audit routes on the model's).
+    path : path, optional
+        Where the model file is (default: the path the certificate records); its SHA-256 must be the
+        recorded one.
+    source : str, default "data"
+        What the messages call the frame.
+
+    Raises
+    ------
+    ParameterError
+        ``path`` given for a certificate that records no score model.
+    DataError
+        A model file whose SHA-256 differs, or a frame without the model's text column.
+    """
+    record = (cert.provenance or {}).get(SCORE_MODEL) if cert.has_provenance else None
+    if not record:
+        if path is not None:
+            raise ParameterError("score_model: the certificate records no score model to recompute scores with")
+        return None
+    path = Path(path or record["path"])
+    model = importlib.import_module("gpac_utils.llm.router_model").load_router_model(path, record["sha256"])
+    if model.text not in frame.columns:
+        raise DataError(
+            f"{source}: the score model {path} reads the {model.text!r} column; it has {list(frame.columns)}"
+        )
+    scores = model.score_texts(frame[model.text].astype(str).tolist())
+    if score_col is not None and score_col in frame.columns:
+        given = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
+        differ = ~np.isclose(given, scores, rtol=0, atol=1e-9)
+        if differ.any():
+            warnings.warn(
+                f"column {score_col!r} differs from the score model's scores in {int(differ.sum())} row(s) "
+                f"(first: row {int(np.argmax(differ))}); the audit routes on the model's",
+                AuditWarning,
+                stacklevel=2,
+            )
+    return scores
 
 
 def check_fresh(cert: Certificate, *, ids=None, columns=None, source: str = "data") -> None:

@@ -38,9 +38,9 @@ changed, removed or moved: one line naming it), refuses a state written for anot
 or with other settings, and consumes only the new rows. One run on all rows and two runs on a
 split give the same state (``tests/test_audit_sequential.py``).
 
-Exit status: 0 no group violated (inconclusive groups are listed in one line), 3 (:data:`EXIT_VIOLATED`)
-a group violated, 4 (:data:`EXIT_UNTESTED`) a certified group without any trial yet (the
-one-look gate's statuses), 1 bad input or a refused state.
+Exit status: 0 no group violated (inconclusive groups are listed in one line), 3
+(:data:`~gpac_utils.audit.EXIT_VIOLATED`) a group violated, 4 (:data:`~gpac_utils.audit.EXIT_UNTESTED`) a
+certified group without any trial yet (the one-look gate's statuses), 1 bad input or a refused state.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from . import audit as _audit
+from .audit import BY_CONSTRUCTION, EXIT_UNTESTED, EXIT_VIOLATED
 from .calibrate import CERTIFIED, GroupWarning
 from .certificate import Certificate, column_sha256, file_sha256
 from .checks import DataError, ParameterError, check_range, warn_level
@@ -68,22 +69,17 @@ __all__ = [
     "CONFIRMED",
     "INCONCLUSIVE",
     "NO_TRIALS",
-    "BY_CONSTRUCTION",
-    "EXIT_VIOLATED",
-    "EXIT_UNTESTED",
     "SequentialAudit",
     "add_sequential_options",
     "ordered",
     "verdict_lines",
-    "gate",
+    "exit_status",
     "wanted",
     "command",
 ]
 
 VIOLATED, CONFIRMED, INCONCLUSIVE, NO_TRIALS = "violated", "confirmed", "inconclusive", "no trials yet"
-BY_CONSTRUCTION = "risk 0 by construction"
 #: The one-look gate's exit statuses, which the sequential mode shares.
-EXIT_VIOLATED, EXIT_UNTESTED = 3, 4
 FORMAT, VERSION = "gpac-audit-sequential", 1
 #: The columns whose consumed prefix the state hashes, in this order.
 _ROLES = ("id", "order", "group", "score", "loss")
@@ -381,7 +377,7 @@ def verdict_lines(report: pd.DataFrame, allowed=()) -> list[str]:
     return lines
 
 
-def gate(report: pd.DataFrame, allowed=()) -> int:
+def exit_status(report: pd.DataFrame, allowed=()) -> int:
     """The exit status: 3 a group violated, 4 a certified group without trials (not allowed), else 0."""
     if (report["verdict"] == VIOLATED).any():
         return EXIT_VIOLATED
@@ -480,9 +476,13 @@ def command(a, cli) -> int:
     group = _column(a, df, cert, "group", need=cert.kind == "known") if cert.kind == "known" else None
     if group is not None:
         cols["group"] = group
-    from . import cli_serve  # the one-look audit's score-model path (cli_serve imports this module)
-
-    scores = cli_serve._recomputed_scores(cert, a, df, cols)  # with a recorded score model: from the text
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _audit.AuditWarning)
+        scores = _audit.model_scores(  # with a recorded score model: from the text
+            cert, df, score_col=cols["score"], path=getattr(a, "score_model", None), source=f"--data {a.data}"
+        )
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     if scores is None:
         scores = cli._scores(df, cols["score"], df)  # one line naming a bad score
     loss = pd.to_numeric(df[cols["loss"]], errors="coerce").to_numpy(float)
@@ -527,4 +527,4 @@ def command(a, cli) -> int:
     state.write(a.state)
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")
-    return gate(report, allowed)
+    return exit_status(report, allowed)

@@ -53,6 +53,7 @@ import pandas as pd
 
 from . import (
     allocation,
+    audit,
     bounds,
     checks,
     cli_serve,
@@ -472,7 +473,7 @@ def _calibrate(a) -> int:
         cal, columns=used, score=a.score, table_path=a.data, recipe_name=a.recipe, n_items=len(table)
     )
     if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
-        cert.document["provenance"][cli_serve.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
+        cert.document["provenance"][audit.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(cert.to_json())
     _report_small_groups(cal)

@@ -30,7 +30,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from . import audit as _audit
 from . import audit_sequential
@@ -38,8 +37,6 @@ from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
 EXIT_VIOLATED, EXIT_UNTESTED, EXIT_TOO_SMALL = _audit.EXIT_VIOLATED, _audit.EXIT_UNTESTED, _audit.EXIT_TOO_SMALL
-#: The certificate's provenance field that records a score model (the router-based score's artefact).
-SCORE_MODEL = "score_model"
 
 
 def add_parsers(sub) -> None:
@@ -143,29 +140,18 @@ def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
 
 
 def _recomputed_scores(cert: Certificate, a, df, cols) -> np.ndarray | None:
-    """With a recorded score model: the scores the audit routes on, recomputed from the text column (hash-checked
-    model); a warning line when the table's score column differs. None without one."""
-    record = (cert.provenance or {}).get(SCORE_MODEL) if cert.has_provenance else None
-    if not record:
-        if a.score_model is not None:
-            raise ParameterError(f"--score-model: {a.certificate} records no score model to recompute scores with")
-        return None
-    path = a.score_model or Path(record["path"])
-    model = _llm().load_router_model(path, record["sha256"])
-    if model.text not in df.columns:
-        raise DataError(
-            f"--data {a.data}: the score model {path} reads the {model.text!r} column; it has {list(df.columns)}"
-        )
-    scores = model.score_texts(df[model.text].astype(str).tolist())
-    if "score" in cols:
-        given = pd.to_numeric(df[cols["score"]], errors="coerce").to_numpy(float)
-        differ = ~np.isclose(given, scores, rtol=0, atol=1e-9)
-        if differ.any():
-            print(
-                f"warning: column {cols['score']!r} differs from the score model's scores in {int(differ.sum())} "
-                f"row(s) (first: row {int(np.argmax(differ))}); the audit routes on the model's",
-                file=sys.stderr,
+    """With a recorded score model: the scores the audit routes on (:func:`gpac_utils.audit.model_scores`), its
+    warning as a ``warning:`` line; None without one."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", _audit.AuditWarning)
+            scores = _audit.model_scores(
+                cert, df, score_col=cols.get("score"), path=a.score_model, source=f"--data {a.data}"
             )
+    except ParameterError as exc:
+        raise ParameterError(f"--score-model: {a.certificate} {str(exc).partition(': ')[2]}") from None
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     return scores
 
 
@@ -181,7 +167,7 @@ def _audit_cmd(a, cli) -> int:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    model = bool(cert.has_provenance and (cert.provenance or {}).get(SCORE_MODEL))
+    model = bool(cert.has_provenance and (cert.provenance or {}).get(_audit.SCORE_MODEL))
     need = ("loss",) if model else ("score", "loss")
     need += ("id",) if cert.calibration_ids is not None else ()
     cols = _columns(cert, a, df, a.data, need)

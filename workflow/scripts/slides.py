@@ -190,7 +190,7 @@ def plain(markdown: str) -> str:
 #: An equation cited by its label in the paper's LaTeX, ``{eq}`eq:partition-gap```: the slide shows "(5)".
 _EQ_ROLE = re.compile(r"\{eq\}`([^`]+)`")
 #: A label of the paper's LaTeX written in backticks beside its number: "Theorem 4.2 (`thm:known-grouping`)".
-_LABEL_ASIDE = re.compile(r"\s*\(`(?:thm|prop|def|assump|alg|app|sec|eq|fig|tab|table|remark):[^`]+`\)")
+_LABEL_ASIDE = re.compile(r"(?<=\d)\s*\(`(?:thm|prop|def|assump|alg|app|sec|eq|fig|tab|table|remark):[^`]+`\)")
 NUMBERING = REPO_ROOT / "gpac_utils" / "paper" / "data" / "paper_numbering.csv"
 
 
@@ -268,6 +268,16 @@ def slide_markdown(source: str, heading: str) -> str:
 def figure_names(source: str) -> list[str]:
     """The committed figures a code cell writes (``savefig(fig, "NAME")``, ``show(fig, "NAME")``)."""
     return [name for name in _FIGURE_CALL.findall(source) if (FIGURES / f"{name}.png").is_file()]
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    """A notebook as jupytext reads it, parsed once per text (the slides only read it)."""
+    return _parse(path.read_text(encoding="utf-8"), path.suffix[1:])
+
+
+@functools.cache
+def _parse(text: str, ext: str) -> nbformat.NotebookNode:
+    return jupytext.reads(text, fmt=ext)
 
 
 @functools.cache
@@ -365,6 +375,7 @@ MIN_FIGURE_HEIGHT = 300
 MIN_LABEL_PX = 14
 
 
+@functools.cache
 def tick_label_px() -> float:
     """The tick-label size of the compendium's figure style in PNG pixels (points × dpi / 72)."""
     import matplotlib as mpl
@@ -427,7 +438,7 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
     slide records the index of the notebook cell it comes from (``metadata.gpac.at``; a slide-only
     slide, that of the slide it follows)."""
     path = NOTEBOOKS / f"{name}.py"
-    nb = jupytext.read(path)
+    nb = _read(path)
     heading, out = name, []
     extra = theory_slides(name)
 
@@ -471,7 +482,7 @@ def section_slides(part: Part, parts: list[Part]) -> list[nbformat.NotebookNode]
     its notebook from the cell holding the target up to the next cell that opens a section (``## ``);
     a part without one has the rest of its notebook (what no such section of ``parts`` takes)."""
     path = NOTEBOOKS / f"{part.notebook}.py"
-    cells = jupytext.read(path).cells
+    cells = _read(path).cells
 
     def section(label: str) -> range:
         found = [i for i, c in enumerate(cells) if re.search(rf"^\({re.escape(label)}\)=\s*$", c.source, re.M)]
@@ -538,7 +549,7 @@ def exercise_numbers() -> dict[str, tuple[str, int]]:
     numbers them (workflow/scripts/student_edition.py: "Exercise N", in the notebook's order)."""
     out = {}
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
-        cells = [c for c in jupytext.read(path).cells if c.cell_type == "markdown"]
+        cells = [c for c in _read(path).cells if c.cell_type == "markdown"]
         labels = [label for c in cells for label in _EXERCISE_LABEL.findall(c.source)]
         out |= {label: (path.stem, k) for k, label in enumerate(labels, start=1)}
     return out
@@ -629,7 +640,7 @@ def deck(session: Session) -> nbformat.NotebookNode:
         if part.kind == "lab":
             cells.append(lab_slide(part))
             continue
-        source = jupytext.read(NOTEBOOKS / f"{part.notebook}.py").cells
+        source = _read(NOTEBOOKS / f"{part.notebook}.py").cells
         first = next((c for c in source if part.start and re.search(rf"^\({part.start}\)=", c.source, re.M)), source[0])
         nb_title = _heading(first.source) or part.notebook
         where = f" ({part.where})" if part.where else ""

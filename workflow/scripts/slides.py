@@ -2,10 +2,11 @@
 
     python workflow/scripts/slides.py [--out build/slides]
 
-The sessions and their lecture parts are read from docs/teaching.md: each ``### Session N — title``
-heading opens a session, and each table row whose part begins with "Lecture" names its notebook
-(``{doc}`notebooks/NN_name```). A deck holds, per lecture part, a title slide and then what the
-notebook marks for slides with jupytext's ``slideshow`` cell metadata
+The sessions are read from docs/teaching.md: each ``### Session N — title`` heading opens a session,
+and each row of its table is a part: "Lecture" rows name their notebook (``{doc}`notebooks/NN_name```,
+or a section of one, ``{ref}`target` (notebook NN)``), "Lab" and "Wrap-up" rows follow. A deck opens
+with the agenda (every row with its minutes) and holds, per lecture part, a title slide and then what
+the notebook marks for slides with jupytext's ``slideshow`` cell metadata
 (``# %% [markdown] slideshow={"slide_type": "slide"}``), in notebook order:
 
 * a marked **markdown** cell gives one slide with only what a lecturer shows: its first heading
@@ -25,8 +26,18 @@ theorems, numbered as the paper numbers them), each placed after the slide it na
 speaker notes of every slide with its minutes (``<aside class="notes">``; ``s`` opens reveal.js's
 speaker view); a marked slide without notes is an error. Then the part's self-check questions
 (``notebooks/questions/NN_name.json``, the ones the notebook shows with jupyterquiz), one slide
-each, the answer and its why as a fragment revealed on click; they are at most :data:`QUIZ_SHARE`
-of a deck.
+each, the answer and its why as a fragment revealed on click, the notes naming the wrong answer the
+room is likely to pick (the question's ``likely_wrong`` and ``discuss``); they are at most
+:data:`QUIZ_SHARE` of a deck. Each lab (a "Lab" row, or the exercises of a "Lecture + lab" row done in
+class) gets a slide with its exercises, numbered as the student edition numbers them, and its minutes;
+the deck ends with the wrap-up its session schedules and the session's homework.
+
+The words on a slide are checked before anything renders (:func:`check_words`): a slide that shows a
+LaTeX label (``eq:...``, ``thm:...``, or a label of the paper where its number belongs), TeX outside
+``$...$`` or math in ASCII (``u*_j``, ``Σ_j p_j``) is refused. The paper's equations are cited by label,
+``Eq. {eq}`eq:partition-gap```, and shown with the number gpac_utils/paper/data/paper_numbering.csv gives
+them, "Eq. (5)"; a label written beside a statement's number ("Theorem 4.2 (`thm:known-grouping`)") is
+dropped on a slide.
 
 nbconvert's ``SlidesExporter`` renders each deck with the template ``docs/_slides/templates/gpac_reveal``
 (nbconvert's reveal template without any CDN) and ``--SlidesExporter.reveal_url_prefix=reveal.js``.

@@ -241,12 +241,12 @@ display(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
-# theorem. We check three statements on random populations (`a_j ~ U(0.1, 1)`,
-# `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`, random masses) and on populations whose groups are identical:
+# theorem. We check three statements on random populations ($a_j \sim U(0.1, 1)$,
+# $b_j \in \{0, 0.5, 1, 2, 4, 8, 16\}$, random masses) and on populations whose groups are identical:
 #
 # 1. **corrected**: G-PAC ≥ the best single threshold valid in every group, with equality iff
-#    the `u*_j` coincide — always true (each `u*_j ≥ min_i u*_i`);
-# 2. **equality case**: identical groups give `Eff(G) = Eff({X})` exactly;
+#    the $u^*_j$ coincide — always true (each $u^*_j \ge \min_i u^*_i$);
+# 2. **equality case**: identical groups give $\mathrm{Eff}(\mathcal G) = \mathrm{Eff}(\{\mathcal X\})$ exactly;
 # 3. **fixed partition** (what the proof's step would give): G-PAC ≥ marginal PAC — true when
 #    the marginal threshold happens to be valid in every group, false in general.
 

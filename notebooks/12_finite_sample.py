@@ -221,7 +221,7 @@ res.groupby(["bound", "scheme"])["holds"].mean()
 # {ref}`ex-finite-sample-detect`). The direct check is the one notebook 13 makes: the
 # violation rate `P(R(û) > ε)` itself.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown]
 # ## Exercise
 #
 # ```{exercise}

@@ -4,9 +4,11 @@ The decks are built into a scratch folder from the notebooks' ``slideshow`` cell
 sessions of docs/teaching.md, then Playwright drives Debian's Chromium (``/usr/bin/chromium``, no
 browser download) over them on loopback, as tests/test_book.py does for the book: each deck has the
 slide count the build reports (reveal.js counts them), MathJax renders its math without an error,
-every image loads, and no slide's content is taller than the slide. A screenshot of the first
-slide of each lecture part goes to ``build/slides-test/``. The teaching page links every deck with
-its slide and question counts.
+every image loads, and no slide's content is taller than the slide, and no slide shows a LaTeX label,
+TeX that MathJax left unrendered or math in ASCII. A screenshot of every slide goes to
+``build/slides-test/``. The teaching page links every deck with its slide and question counts; each
+deck has a slide per lab with its exercises, ends on the wrap-up docs/teaching.md schedules, and fits
+the minutes of its session's rows.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import math
 import re
 import shutil
 import threading
@@ -28,6 +31,7 @@ SCREENSHOTS = BUILD / "slides-test"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 slides = repo_scripts.load(SCRIPT)
+citations = repo_scripts.load(REPO_ROOT / "tests" / "test_paper_citations.py")
 
 
 def test_sessions_come_from_the_teaching_page():
@@ -37,6 +41,13 @@ def test_sessions_come_from_the_teaching_page():
     assert lectures[1] == ["00_quickstart", "10_oracle_partition"], lectures
     assert set(lectures[2]) >= {"11_partition_gap", "12_finite_sample", "13_validity_audit"}, lectures
     assert lectures[3] == ["31_realdata_case_study", "32_label_budget", "33_online_gpac"], lectures
+    # every row of the tables: the labs and the wrap-up too; the selection lesson is a section of 13
+    kinds = {s.number: [p.kind for p in s.rows] for s in sessions}
+    assert kinds[1] == ["lecture", "lab", "lecture", "lab", "wrap-up"], kinds
+    assert kinds[2] == ["lecture", "lecture", "lecture", "lab", "lecture", "wrap-up"], kinds
+    (selection,) = [p for p in sessions[1].parts if p.start]
+    assert (selection.notebook, selection.start) == ("13_validity_audit", "selection-lesson")
+    assert [len(slides.exercises_of(p.exercises)) for p in sessions[0].rows] == [0, 2, 0, 2, 1]
 
 
 def test_a_slide_keeps_headings_lists_and_math_not_prose():
@@ -95,9 +106,110 @@ def test_every_slide_has_notes_and_every_figure_slide_a_takeaway():
             if 'class="gpac-figure"' in cell.source:
                 assert re.search(r'<p class="gpac-takeaway">[^<]{20,}</p>', cell.source), cell.source[:80]
         assert slides.quiz_count(nb) <= slides.QUIZ_SHARE * slides.slide_count(nb), session.name
-        # the notes' minutes fit the time docs/teaching.md gives the session's lecture parts
-        minutes = sum(float(m) for m in re.findall(r"<b>([\d.]+) min\.</b>", "\n".join(c.source for c in nb.cells)))
-        assert 0 < minutes <= sum(p.minutes for p in session.parts), (session.name, minutes)
+
+
+def _minutes(cells) -> float:
+    return sum(float(m) for c in cells for m in re.findall(r"<b>([\d.]+) min\.</b>", c.source))
+
+
+def test_the_minutes_fit_each_row_of_the_session():
+    """Per row of docs/teaching.md: a lecture part's slides, questions and lab (and the agenda, in the
+    first row) fit its time; a lab's slide and the wrap-up take their row's time; the deck its session's."""
+    for session in slides.sessions():
+        asked = set()
+        for index, part in enumerate(session.rows):
+            if part.kind != "lecture":
+                continue
+            cells = slides.section_slides(part, session.parts)
+            if part.notebook not in asked:
+                cells += slides.question_slides(part.notebook)
+                asked.add(part.notebook)
+            lab = slides.lab_minutes(part) if part.has_lab else 0
+            used = 0.5 + _minutes(cells) + lab + (1 if index == 0 else 0)  # its title slide, the agenda
+            assert used <= part.minutes, (session.name, part.title, used, part.minutes)
+            assert not part.has_lab or lab > 0, (session.name, part.title)
+        nb = slides.deck(session)
+        for cell in nb.cells:
+            if cell.metadata.get("gpac", {}).get("lab") or cell.metadata.get("gpac", {}).get("wrapup"):
+                assert _minutes([cell]) > 0
+        assert 0 < _minutes(nb.cells) <= session.minutes, (session.name, _minutes(nb.cells), session.minutes)
+
+
+def test_each_lab_has_a_slide_with_its_exercises_and_each_deck_ends_on_its_wrapup():
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        agenda = nb.cells[0].source
+        labs = [c for c in nb.cells if c.metadata.get("gpac", {}).get("lab")]
+        rows = [p for p in session.rows if p.has_lab]
+        assert len(labs) == len(rows) > 0, session.name
+        for cell, part in zip(labs, rows, strict=True):
+            assert f"**{part.minutes} min** {part.title}" in agenda, part.title
+            minutes = slides.lab_minutes(part)
+            assert cell.source.startswith(f"## Lab, {minutes:g} min: "), cell.source[:60]
+            for label, _, _ in slides.exercises_of(part.exercises):
+                notebook, number = slides.exercise_numbers()[label]
+                assert re.search(rf"\*\*(notebook \d\d, )?Exercise {number}\*\*", cell.source), (label, cell.source)
+        # the last slide is the wrap-up the teaching page schedules, with the session's homework, not a quiz
+        (wrapup,) = [p for p in session.rows if p.kind == "wrap-up"]
+        last = nb.cells[-1]
+        assert last.metadata["gpac"].get("wrapup") and last.metadata["slideshow"]["slide_type"] == "slide"
+        assert last.source.startswith(f"## Wrap-up: {wrapup.title.split(':', 1)[1].strip()}"), last.source[:80]
+        assert "Check yourself" not in last.source
+        for label, _, _ in slides.exercises_of(wrapup.exercises):
+            assert f"Exercise {slides.exercise_numbers()[label][1]}**" in last.source, label
+    session1 = slides.deck(slides.sessions()[0]).cells[-1].source
+    assert "**notebook 00, Exercise 3** (derive; it prepares session 2)" in session1, session1
+    session2 = slides.deck(slides.sessions()[1]).cells[-1].source
+    assert "Error_Gap" in session2 and "\\alpha/k" in session2 and "bonferroni" in session2
+
+
+def test_the_lecture_does_not_give_the_lab_away():
+    """Notebook 12's lab asks for the smallest N with exp(-2 N t^2) <= 0.05 at t = 0.05: 600 is said
+    in the notes of the lab's slide only (after the lab), not on a slide, a question or its answer."""
+    n = math.ceil(math.log(1 / 0.05) / (2 * 0.05**2))
+    assert n == 600 and math.exp(-2 * 599 * 0.05**2) == pytest.approx(0.05004, abs=1e-5)
+    (session,) = [s for s in slides.sessions() if any(p.notebook == "12_finite_sample" for p in s.parts)]
+    (part,) = [p for p in session.parts if p.notebook == "12_finite_sample"]
+    shown = slides.section_slides(part, session.parts) + slides.question_slides(part.notebook)
+    assert not [c.source[:60] for c in shown if re.search(r"\b600\b|599", slides.visible(c.source)[0])]
+    lab = slides.lab_slide(part)
+    assert "ex-finite-sample-size" in part.exercises and "600" not in slides.visible(lab.source)[0]
+    assert "599.1, so 600" in lab.source and "0.05004" in lab.source  # the notes, for after the lab
+
+
+def test_the_slides_cite_the_paper_as_it_numbers_it():
+    labels = slides.paper_labels()
+    text = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    assert citations.wrong_citations(text, "decks") == []
+    shown = {"(2)": "eq:u^hat_j", "(4)": "eq:pac-optimal-threshold", "(5)": "eq:partition-gap"}
+    for number, label in shown.items():
+        assert f"Eq. {number}" in text and labels[label] == ("Equation", number.strip("()")), label
+    assert "Theorem 4.6 (`thm:" not in text and "`assump:" not in text
+    assert slides.numbered("Eq. {eq}`eq:partition-gap`, Theorem 4.2 (`thm:known-grouping`)") == "Eq. (5), Theorem 4.2"
+    with pytest.raises(slides.SlidesError, match=r"not a numbered equation"):
+        slides.numbered("{eq}`eq:empirical-known-guarantee`")  # the paper leaves it unnumbered
+
+
+@pytest.mark.parametrize(
+    ("planted", "found"),
+    [
+        ("Algorithm 2, Eq. (`eq:u^hat_j`):", "a LaTeX label 'eq:u^hat_j'"),
+        ("Eq. (pac-optimal-threshold):", "the paper's label 'pac-optimal-threshold'"),
+        ("the predicted miss rate Φ(−z_{1−α}/√κ)", "unrendered TeX"),
+        ("the $u^*_j$ coincide, each u*_j ≥ min_i u*_i", "ASCII math"),
+        ("R(u) = Σ_j p_j R(u | G_j) is an average", "ASCII math"),
+    ],
+)
+def test_the_build_refuses_a_slide_that_leaks_latex(monkeypatch, planted, found):
+    toml = dict(slides.lectures())
+    toml["slide"] = [*toml["slide"], {**toml["slide"][0], "title": "Planted", "body": planted}]
+    toml["slide"][-1]["after"] = toml["slide"][0]["title"]
+    monkeypatch.setattr(slides, "lectures", lambda: toml)
+    session = slides.sessions()[0]
+    with pytest.raises(slides.SlidesError, match=rf"session-1: slide \d+ \(Planted\): {re.escape(found)}"):
+        slides.check_words(slides.deck(session), session.name)
+    monkeypatch.undo()
+    slides.check_words(slides.deck(session), session.name)  # the real deck passes
 
 
 def test_the_paper_s_statements_are_on_the_slides():
@@ -200,6 +312,20 @@ MEASURE = """i => {
             quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself'};
 }"""
 
+#: The words a slide shows once MathJax has run (its fragments included, its notes and formulas not),
+#: apart from its code: what :func:`slides.leaks` reads for labels, TeX left over and ASCII math.
+SHOWN = """i => {
+    Reveal.slide(i);
+    const walk = document.createTreeWalker(Reveal.getCurrentSlide(), NodeFilter.SHOW_TEXT);
+    let text = '', code = '';
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const e = n.parentElement;
+        if (e.closest('aside, mjx-container, script, style')) continue;
+        if (e.closest('code, pre')) code += n.textContent + ' '; else text += n.textContent + ' ';
+    }
+    return {text: text, code: code};
+}"""
+
 
 @pytest.mark.slow
 def test_every_deck_projects_at_1280_by_720(served, page):
@@ -236,6 +362,8 @@ def test_every_deck_projects_at_1280_by_720(served, page):
             page.screenshot(path=str(SCREENSHOTS / f"{name}-{i + 1:02d}.png"))
             where = f"{name} slide {i + 1} ({m['title'][:40]})"
             quiz += m["quiz"]
+            shown = page.evaluate(SHOWN, i)
+            problems += [f"{where}: {leak}" for leak in slides.leaks(shown["text"], shown["code"])]
             if m["height"] > 720 + 2 or m["width"] > 1280 + 2:
                 problems.append(f"{where}: content {m['width']:.0f} x {m['height']:.0f} px outside 1280 x 720")
             if m["text"] and min(m["text"]) < 32:
@@ -256,6 +384,25 @@ def test_every_deck_projects_at_1280_by_720(served, page):
     assert errors == [], errors
 
 
+@pytest.mark.slow
+def test_the_rendered_words_check_finds_a_planted_leak(served, page):
+    """The check above, on a deck with a paragraph MathJax cannot render planted on its first slide."""
+    url, counts = served
+    planted = "<p>Eq. (eq:u^hat_j) and Φ(−z_{1−α}/√κ) and \\hat u, with u*_j</p>"
+    page.goto(f"{url}/session-1.html")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+    page.evaluate("p => Reveal.getSlides()[0].insertAdjacentHTML('beforeend', p)", planted)
+    page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
+    shown = page.evaluate(SHOWN, 0)
+    found = " | ".join(slides.leaks(shown["text"], shown["code"]))
+    for what in ("a LaTeX label 'eq:u^hat_j'", "unrendered TeX", "ASCII math"):
+        assert what in found, found
+    page.goto(f"{url}/session-1.html")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+    page.evaluate("() => MathJax.startup.promise")
+    assert slides.leaks(*page.evaluate(SHOWN, 0).values()) == []
+
+
 def test_the_teaching_page_links_every_deck_with_its_counts(decks):
     _, counts = decks
     text = slides.TEACHING.read_text()
@@ -263,4 +410,5 @@ def test_the_teaching_page_links_every_deck_with_its_counts(decks):
     assert [r[1] for r in rows] == [f"{name}.html" for name in counts], rows
     for (number, page, n_slides, n_questions), session in zip(rows, slides.sessions(), strict=True):
         assert (int(number), int(n_slides)) == (session.number, counts[session.name]), page
-        assert int(n_questions) == sum(len(slides.questions(p.notebook)) for p in session.parts), page
+        notebooks = dict.fromkeys(p.notebook for p in session.parts)  # 13 has two parts, one set of questions
+        assert int(n_questions) == sum(len(slides.questions(n)) for n in notebooks), page

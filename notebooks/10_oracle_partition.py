@@ -126,7 +126,8 @@ for col, lab in (
         ],
     )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
-axes[2].legend()
+axes[2].set_ylim(0, 1.3)  # room for the legend above the curves
+axes[2].legend(loc="upper left")
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 

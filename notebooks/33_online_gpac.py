@@ -211,7 +211,7 @@ free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
 fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 # one panel per subject (two rows of four, the last holds the legend): free labels vs the fixed rate
-fig, axes = plt.subplots(2, 4, figsize=(8.6, 6.8), sharex=True, sharey=True)
+fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.2), sharex=True, sharey=True)
 for ax, (j, name) in zip(axes.flat, enumerate(names)):
     for res, label, style in [(free, "free labels", "-"), (fixed, f"fixed rate π = {cfg.label_prob:g}", "--")]:
         ax.step(
@@ -225,11 +225,12 @@ for ax, (j, name) in zip(axes.flat, enumerate(names)):
         )
     ax.axhline(oracle[name], color="0.3", ls=":", lw=1.4, label="best valid threshold")
     ax.set_title(name.replace(" & ", " &\n").replace("Intermediate ", "Intermediate\n"))
+    ax.set_xticks([0, 10_000, 20_000])
     ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if x else "0")
+    ax.tick_params(labelbottom=True)  # each row is a slide of its own: both rows keep their x axis
+    ax.set_xlabel("items seen")
 for ax in axes[:, 0]:
     ax.set_ylabel("threshold in use")
-for ax in axes[-1]:
-    ax.set_xlabel("items seen")
 axes.flat[-1].legend(
     handles=[
         plt.Line2D([], [], color="k", lw=2.2, label="free labels"),

@@ -18,7 +18,6 @@ from pathlib import Path
 import matplotlib as mpl
 import pandas as pd
 import seaborn as sns
-
 from matplotlib.axes import Axes
 from matplotlib.text import Annotation, Text
 from PIL import Image

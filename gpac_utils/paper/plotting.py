@@ -86,12 +86,16 @@ def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
     with _drawn_text() as measured:  # a first rendering measures the text ...
         fig.savefig(io.BytesIO(), format="png", dpi=DPI, metadata=PNG_METADATA)
     text = _text_record(fig, measured)
-    info = PngInfo()
-    info.add_text(TEXT_KEY, json.dumps(text, ensure_ascii=True, separators=(",", ":")), zip=True)
-    with _drawn_text() as again:  # ... the second, the same pixels, writes it into the PNG
-        fig.savefig(png, dpi=DPI, pil_kwargs={"pnginfo": info})
-    if _text_record(fig, again) != text:
-        raise DataError(f"figure {name}: its text was drawn differently twice; not saved with its measurements")
+    for _ in range(3):  # ... the next, the same pixels, writes it into the PNG (a constrained layout
+        info = PngInfo()  # may move once more on a second drawing: then measured again)
+        info.add_text(TEXT_KEY, json.dumps(text, ensure_ascii=True, separators=(",", ":")), zip=True)
+        with _drawn_text() as again:
+            fig.savefig(png, dpi=DPI, pil_kwargs={"pnginfo": info})
+        if (drawn := _text_record(fig, again)) == text:
+            break
+        text = drawn
+    else:
+        raise DataError(f"figure {name}: its text moves each time it is drawn; not saved with its measurements")
     fig.savefig(pdf, dpi=DPI, metadata=PDF_METADATA)
     return [png, pdf]
 
@@ -144,7 +148,7 @@ def _text_record(fig, drawn) -> dict:
     if not drawn:
         return {"dpi": DPI, "size": None, "axes": [], "texts": []}
     last = drawn[-1][0]  # savefig's bbox="tight" renders twice: to find the box, then the PNG
-    width, height = round(last.width), round(last.height)
+    width, height = int(last.width), int(last.height)  # Agg's canvas: the figure's size, truncated
     roles, texts, axes = _roles(fig), [], {}
     for renderer, artist, box in drawn:
         left, right = round(box.x0), round(box.x1)

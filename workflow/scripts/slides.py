@@ -290,9 +290,13 @@ MIN_FIGURE_TEXT_PX = 20
 
 def figure_text(figure: str) -> list[dict]:
     """The text drawn in ``figures/NAME.png`` as ``plotting.savefig`` measured it (PNG pixels)."""
+    from gpac_utils.checks import DataError
     from gpac_utils.paper.plotting import figure_text as measured
 
-    text = measured(FIGURES / f"{figure}.png")
+    try:
+        text = measured(FIGURES / f"{figure}.png")
+    except DataError as err:
+        raise SlidesError(f"{err}: rerun the notebook that writes it") from None
     if text is None:
         raise SlidesError(
             f"figures/{figure}.png holds no measurements of its text: rerun the notebook that writes it "
@@ -377,6 +381,7 @@ def axes_boxes(figure: str, axes: list) -> list[list[int]]:
     """The boxes of a panel given by the indices of the figure's axes (``fig.axes`` order), each with
     its tick labels, axis labels, title and legend: ``[0, 1]`` one box around axes 0 and 1,
     ``[[0], [3]]`` two boxes, stacked."""
+    figure_text(figure)  # refuses a PNG without measurements, or changed since
     from gpac_utils.paper.plotting import figure_text as measured
 
     text = measured(FIGURES / f"{figure}.png")

@@ -64,7 +64,7 @@ from gpac_utils.calibrate import factorize_groups, risk_curve
 from gpac_utils.paper import plotting, toy
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -165,7 +165,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
-fig, ax = plt.subplots(figsize=(6.2, 3.8))
+fig, ax = plt.subplots(figsize=(5.0, 3.4))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
     curves[name] = risk_curve(
@@ -185,7 +185,7 @@ ax.set(
     ylim=(0, 2.5 * cfg.eps),
     title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
 )
-ax.legend(fontsize=7, loc="lower right")
+ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
 show(fig, "quickstart_mechanism")
 
 # %%
@@ -552,7 +552,7 @@ curve = curve.reset_index()
 curve["se"] = curve["sd"].fillna(0.0) / np.sqrt(curve["n"])
 curve["score_mid"] = (edges[curve["bin"]] + edges[curve["bin"] + 1]) / 2
 assert curve["n"].sum() == len(test) and curve["bin"].between(0, 9).all()  # every test item in one bin
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
 for g in ["easy", "medium", "hard"]:
     d = curve[(curve["group"] == g) & (curve["n"] >= 50)]
     ax.errorbar(d["score_mid"], d["loss"], yerr=2 * d["se"], marker="o", ms=3, capsize=2, label=g)

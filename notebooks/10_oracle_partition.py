@@ -66,7 +66,7 @@ from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -96,7 +96,7 @@ cfg
 # %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
 for g, c in zip(pop.groups, ["#2a9d8f", "#e9c46a", "#e76f51"]):
     axes[0].plot(u_grid, g.loss_prob(u_grid), color=c, label=g.name)
     axes[1].plot(u_grid, g.risk(u_grid), color=c, label=g.name)
@@ -107,7 +107,7 @@ axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
 axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")
 axes[0].legend()
-axes[1].legend(fontsize=8)
+axes[1].legend()
 
 table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps_grid])
 for col, lab in (
@@ -126,7 +126,8 @@ for col, lab in (
         ],
     )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
-axes[2].legend(fontsize=8)
+axes[2].set_ylim(0, 1.3)  # room for the legend above the curves
+axes[2].legend(loc="upper left")
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 

@@ -84,7 +84,7 @@ from gpac_utils.paper.theory import populations
 from gpac_utils.partition import PARTITION_ALGORITHMS, ScorePartitioner
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -243,7 +243,7 @@ plotting.save_table(agg, "partition_gap", floatfmt=".4f")
 agg.round(4)
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+fig, axes = plt.subplots(1, 3, figsize=(17, 3.6))
 colors = {"kmeans": "#2a9d8f", "quantile": "#e76f51"}
 for m, a in agg.groupby("algorithm"):
     c, beta = rates[m]
@@ -361,10 +361,6 @@ axes[2].set(
 axes[2].set_xticks(cfg.cover_n, [f"{n:g}" for n in cfg.cover_n])
 axes[2].xaxis.set_minor_formatter(ticker.NullFormatter())
 axes[2].legend(loc="upper right")
-for ax in axes:
-    for item in (ax.title, ax.xaxis.label, ax.yaxis.label):
-        item.set_fontsize(13)
-    ax.tick_params(labelsize=11)
 fig.tight_layout()
 plotting.savefig(fig, "partition_gap")
 fig

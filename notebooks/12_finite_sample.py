@@ -71,7 +71,7 @@ from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -151,7 +151,7 @@ res.pivot_table(index=["bound", "N_test"], columns="t", values="exceed_rate").ro
 
 # %% slideshow={"slide_type": "slide"}
 settings_ = [tuple(s) for s in cfg.settings]
-fig, axes = plt.subplots(1, 1 + len(settings_), figsize=(4.2 * (1 + len(settings_)), 3.6))
+fig, axes = plt.subplots(1, 1 + len(settings_), figsize=(4.6 * (1 + len(settings_)), 3.4))
 valid = settings_[-1]
 bins = np.linspace(0, max(0.5, cfg.eps * 2.5), 60)
 axes[0].hist(draws[valid]["risk"], bins=bins, density=True, alpha=0.6, label="R(û) (population)")
@@ -159,7 +159,7 @@ for N in (min(cfg.N_grid), max(cfg.N_grid)):
     axes[0].hist(draws[valid][N], bins=bins, density=True, histtype="step", lw=1.2, label=f"R̂, N = {N}")
 axes[0].axvline(cfg.eps, color="black", lw=0.8)
 axes[0].set(xlabel="risk", ylabel="density", title=f"{valid[0]} ({valid[1]}), n_cal = {cfg['n_cal']}")
-axes[0].legend(fontsize=7)
+axes[0].legend()
 t_show = [t for t in cfg.t_grid if t > 0][:4]
 for ax, (b, s) in zip(axes[1:], settings_):
     d = res[(res["bound"] == b) & (res["scheme"] == s)]
@@ -184,7 +184,7 @@ for ax, (b, s) in zip(axes[1:], settings_):
         ylabel="P(R̂ > ε + t)",
         title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}",
     )
-axes[1].legend(fontsize=7)
+axes[1].legend()
 fig.tight_layout()
 plotting.savefig(fig, "finite_sample")
 

@@ -79,7 +79,7 @@ from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -306,27 +306,28 @@ def heat(ax, d, title, labels=True):
     )
     worst = d.groupby(["row", "col"], sort=False)["violation_rate"].max().unstack("col")
     worst = worst[sorted(worst.columns, key=lambda c: (float(c.split("ε=")[1]), int(c[2:].split("\n")[0])))]
+    # the paper's scheme (resample, π = 1) and every label (full, π = 1) first: the slide shows these rows
+    first = [r for r in worst.index if r.endswith("/ resample π=1")] + [r for r in worst.index if "/ full " in r]
+    worst = worst.loc[first + [r for r in worst.index if r not in first]]
     norm = TwoSlopeNorm(vmin=0.0, vcenter=cfg.alpha, vmax=max(0.5, float(audit["violation_rate"].max())))
     im = ax.imshow(worst.to_numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
     thr = cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.calibrations)
     for (i, j), v in np.ndenumerate(worst.to_numpy()):
+        cell = im.cmap(norm(v))
         ax.text(
-            j,
-            i,
-            f"{100 * v:.0f}" + ("•" if v > thr else ""),
-            ha="center",
-            va="center",
-            fontsize=6,
-            color="white" if v > 3 * cfg.alpha else "black",
+            j, i, f"{100 * v:.0f}" + ("•" if v > thr else ""), ha="center", va="center", color=plotting.text_color(cell)
         )
-    ax.set_xticks(range(worst.shape[1]), worst.columns, fontsize=6)
-    ax.set_yticks(range(worst.shape[0]), worst.index if labels else [], fontsize=6)
-    ax.set_title(title, fontsize=9)
+    ax.axhline(len(first) - 0.5, color="black", lw=3)  # the rows the slide shows end here
+    ax.xaxis.tick_top()  # column labels above: the slide cuts the top rows with them
+    ax.set_xticks(range(worst.shape[1]), worst.columns)
+    ax.set_yticks(range(worst.shape[0]), worst.index if labels else [])
+    ax.tick_params(length=0)
+    ax.set_title(title, pad=12)
     ax.grid(False)
     return im
 
 
-fig, axes = plt.subplots(1, len(cfg.rules), figsize=(5 * len(cfg.rules) + 2, 9), squeeze=False)
+fig, axes = plt.subplots(1, len(cfg.rules), figsize=(7.5 * len(cfg.rules) + 4, 11), squeeze=False, layout="constrained")
 for i, (ax, rule) in enumerate(zip(axes[0], cfg.rules)):
     im = heat(ax, audit[audit["rule"] == rule], f"violation rate (%), rule = {rule}", labels=i == 0)
 fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
@@ -956,7 +957,7 @@ k_twice
 def summary_figure(audit, alpha, predicted):
     fc = audit[audit["rule"] == "first-crossing"]
     sizes = sorted(fc["n_group"].unique())
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=False)
     ax = axes[0]
     clt = fc[fc["bound"] == "clt"]
     for scheme, label, color in (
@@ -970,8 +971,8 @@ def summary_figure(audit, alpha, predicted):
         100 * predicted, color="#c0392b", ls=":", lw=1.8, label=f"predicted with resampling ({100 * predicted:.1f} %)"
     )
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
-    ax.set_title("(a) the paper's CLT bound", fontsize=12)
-    ax.set_ylabel("violation rate P(R(û) > ε) (%)", fontsize=11)
+    ax.set_title("(a) the paper's CLT bound")
+    ax.set_ylabel("violation rate (%)")
     ax = axes[1]
     valid = fc[(fc["kind"] == "valid") & fc["scheme"].isin(VALID_SCHEMES)]
     for bound, d in valid.groupby("bound", sort=False):
@@ -979,15 +980,14 @@ def summary_figure(audit, alpha, predicted):
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
     limit = alpha + 3 * np.sqrt(alpha * (1 - alpha) / fc["calibrations"].min())
     ax.axhline(100 * limit, color="black", ls=":", lw=1.2, label=f"pass limit α + 3 MCSE ({100 * limit:.1f} %)")
-    ax.set_title("(b) valid bounds, i.i.d. labels: worst cell", fontsize=12)
+    ax.set_title("(b) valid bounds, i.i.d. labels: worst cell")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xticks(sizes, [str(n) for n in sizes])
         ax.minorticks_off()
-        ax.set_xlabel("calibration items per group n", fontsize=11)
-        ax.tick_params(labelsize=10)
-    axes[0].legend(fontsize=9, loc="upper right", framealpha=0.9)
-    axes[1].legend(fontsize=9, loc="upper left", framealpha=0.9)
+        ax.set_xlabel("calibration items per group n")
+    axes[0].legend(loc="upper right", framealpha=0.9)
+    axes[1].legend(loc="upper left", framealpha=0.9, ncol=2)
     shown = clt[clt["scheme"].isin(["resample", "full"])]["violation_rate"].max()
     axes[0].set_ylim(0, max(20.0, 110 * shown))
     axes[1].set_ylim(0, max(10.0, 110 * valid["violation_rate"].max(), 110 * limit))

@@ -352,7 +352,7 @@ for j, g in enumerate(c.groups):
 for ax in axes.flat[len(c.groups) :]:
     ax.axis("off")
 axes[0, 0].set_ylabel("routed share")
-axes[0, 0].legend(fontsize=6, loc="upper left")
+axes[0, 0].legend(fontsize=9, loc="upper left")
 fig.tight_layout()
 fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
 plotting.savefig(fig, "label_budget_sim")
@@ -739,9 +739,9 @@ ax.bar(
     label="realised (held-out)",
 )
 ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
-ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=8)
+ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=9)
 ax.set_ylabel("routed share of all traffic")
-ax.legend(fontsize=7, loc="lower right")
+ax.legend(fontsize=9, loc="lower right")
 ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):
@@ -749,9 +749,9 @@ for i, name in enumerate(order):
     ax.bar(
         np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}"
     )
-ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
+ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=9)
 ax.set_ylabel("routed share of the group")
-ax.legend(fontsize=7, ncol=2)
+ax.legend(fontsize=9, ncol=2)
 fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, eps={eps}, {cfg.n_trials} splits", fontsize=10)
 fig.tight_layout()
 plotting.savefig(fig, "label_budget_real")

@@ -59,7 +59,7 @@ from gpac_utils.online import OnlineGPAC, OnlineSettings, grid_points
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 pd.set_option("display.width", 200)
 
 # %% tags=["parameters"]
@@ -212,17 +212,39 @@ settings = OnlineSettings(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_pro
 free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
 fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
-    for j, name in enumerate(names):
-        ax.step(times, np.maximum(res["thresholds"][0, :, j], -0.1), where="post", color=f"C{j}", label=name)
-        ax.axhline(oracle[name], color=f"C{j}", ls=":", lw=0.8)
-    ax.set(xlabel="items seen", title=f"{title} (stream 0; dotted: best valid)")
-axes[0].set(ylabel="threshold in use (below 0: always think)")
-axes[1].legend(fontsize=8, loc="lower right")
-fig.suptitle(
-    f"online G-PAC on MATH L5: ε = {cfg.eps}, α = {cfg.alpha}, labelling probability π = {cfg.label_prob}", fontsize=10
+# one panel per subject (two rows of four, the last holds the legend): free labels vs the fixed rate
+fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.2), sharex=True, sharey=True)
+for ax, (j, name) in zip(axes.flat, enumerate(names)):
+    for res, label, style in [(free, "free labels", "-"), (fixed, f"fixed rate π = {cfg.label_prob:g}", "--")]:
+        ax.step(
+            times,
+            np.maximum(res["thresholds"][0, :, j], -0.1),
+            where="post",
+            color=f"C{j}",
+            ls=style,
+            lw=2.2,
+            label=label,
+        )
+    ax.axhline(oracle[name], color="0.3", ls=":", lw=1.4, label="best valid threshold")
+    ax.set_title(name.replace(" & ", " &\n").replace("Intermediate ", "Intermediate\n"))
+    ax.set_xticks([0, 10_000, 20_000])
+    ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if x else "0")
+    ax.tick_params(labelbottom=True)  # each row is a slide of its own: both rows keep their x axis
+    ax.set_xlabel("items seen")
+for ax in axes[:, 0]:
+    ax.set_ylabel("threshold in use")
+axes.flat[-1].legend(
+    handles=[
+        plt.Line2D([], [], color="k", lw=2.2, label="free labels"),
+        plt.Line2D([], [], color="k", lw=2.2, ls="--", label=f"fixed rate π = {cfg.label_prob:g}"),
+        plt.Line2D([], [], color="0.3", lw=1.4, ls=":", label="best valid"),
+        plt.Line2D([], [], color="none", label="below 0: always think"),
+    ],
+    loc="center",
+    frameon=False,
+    title=f"stream 0, ε = {cfg.eps:g}",
 )
+axes.flat[-1].axis("off")
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_stream")
 
@@ -432,7 +454,7 @@ display(
 # %% slideshow={"slide_type": "slide"}
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+fig, axes = plt.subplots(1, 2, figsize=(13, 3.4))
 for ax, (a, p), label in [
     (axes[0], (thr_a, thr_p), "threshold in use"),
     (axes[1], (risk_a, risk_p), "population risk"),
@@ -444,7 +466,7 @@ for ax, (a, p), label in [
         ax.axvline(alarm, color="C3", lw=0.8, ls=":", label="alarm")
     ax.set(xlabel="items seen", ylabel=label, title=f"{cfg.drift_group}: {label}")
 axes[1].axhline(cfg.eps, color="k", lw=0.6, label="ε (target risk)")
-axes[1].legend(fontsize=7, loc="upper left")
+axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_drift")
 

@@ -234,10 +234,101 @@ def test_the_paper_s_statements_are_on_the_slides():
 def test_a_figure_too_small_to_read_is_refused(monkeypatch):
     panel = slides.panels("validity_audit_summary")[0]
     monkeypatch.setattr(slides, "FIGURE_BOX", (400, 480))  # the whole panel squeezed into 400 px
-    with pytest.raises(slides.SlidesError, match=r"validity_audit_summary panel 1 is \d+ px tall with [\d.]+ px axis"):
+    with pytest.raises(slides.SlidesError, match=r"validity_audit_summary panel 1 is \d+ px tall on the slide"):
         slides.figure_slide(panel)
     w, h, scale = slides.Panel(**{**panel.__dict__, "boxes": []}).shown()
     assert scale < 1 and h < 300
+
+
+def _planted(folder, cell_pt: float):
+    """A figure saved as the notebooks save theirs: a heat map whose cell text is ``cell_pt`` points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from gpac_utils.paper import plotting
+
+    plotting.apply_style(projected=True)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    axes[0].plot([0, 1], [0, 1], label="a line")
+    axes[0].legend()
+    axes[1].imshow(np.eye(3), cmap="RdBu_r")
+    for (i, j), v in np.ndenumerate(np.eye(3)):
+        axes[1].text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=cell_pt, color=plotting.text_color("#b2182b"))
+    plotting.savefig(fig, "planted", folder)
+    plt.close(fig)
+
+
+def test_savefig_records_each_text_where_the_png_draws_it(tmp_path):
+    from PIL import Image
+
+    from gpac_utils.paper import plotting
+
+    _planted(tmp_path, 6)
+    text = plotting.figure_text(tmp_path / "planted.png")
+    with Image.open(tmp_path / "planted.png") as image:
+        assert text["size"] == list(image.size) and text["dpi"] == plotting.DPI
+        pixels = image.convert("RGB")
+    cells = [t for t in text["texts"] if t["role"] == "text"]
+    assert len(cells) == 9 and {t["px"] for t in cells} == {6 * plotting.DPI / 72}
+    assert {t["role"] for t in text["texts"]} >= {"tick label", "legend"}
+    assert [t["text"] for t in text["texts"] if t["role"] == "legend"] == ["a line"]
+    # the top-left cell's "1", white on dark red: its white pixels lie inside its recorded box
+    left, top, right, bottom = cells[0]["box"]
+    ax_left, ax_top, ax_right, ax_bottom = text["axes"][1]
+    assert ax_left <= left < right <= ax_right and ax_top <= top < bottom <= ax_bottom
+    inside = [pixels.getpixel((x, y)) for x in range(left, right) for y in range(top, bottom)]
+    assert any(min(p) > 200 for p in inside), "no white glyph pixel inside the recorded box"
+    assert plotting.text_color("#053061") == "white" and plotting.text_color("#f7f7f7") == "black"
+
+
+def test_a_figure_whose_own_text_is_too_small_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(slides, "FIGURES", tmp_path)
+    _planted(tmp_path, 6)  # 6-pt cell text: 12.5 px in the PNG
+    heat = slides.Panel("planted", 1, slides.axes_boxes("planted", [1]), "v", "t", "takeaway", "notes", 1)
+    line = slides.Panel("planted", 2, slides.axes_boxes("planted", [0]), "v", "t", "takeaway", "notes", 1)
+    with pytest.raises(
+        slides.SlidesError, match=r"figure planted panel 1 shows text under 20 px on the slide.*text '1'"
+    ):
+        slides.figure_slide(heat)
+    assert "gpac-figure" in slides.figure_slide(line).source  # the other axes' text is large enough
+    _planted(tmp_path, 14)
+    w, h, scale = heat.shown()
+    assert slides.small_figure_text(heat, scale) == [] and 14 * 150 / 72 * scale >= slides.MIN_FIGURE_TEXT_PX
+    assert 'data-text-px="' in slides.figure_slide(heat).source
+    from PIL import Image
+
+    Image.new("RGB", (400, 400), "white").save(tmp_path / "bare.png")  # a PNG not saved by plotting.savefig
+    bare = slides.Panel("bare", 1, [], "v", "t", "takeaway", "notes", 1)
+    with pytest.raises(slides.SlidesError, match=r"figures/bare.png holds no measurements of its text"):
+        slides.figure_slide(bare)
+    with pytest.raises(slides.SlidesError, match=r"planted.png has no axes \[5\]"):
+        slides.axes_boxes("planted", [5])
+
+
+def test_every_figure_on_the_slides_is_readable_from_the_back():
+    """Every panel the decks show: its own text at least 20 px on the slide (what the build refuses)."""
+    for figure in slides.lectures()["figure"]:
+        for panel in slides.panels(figure):
+            w, h, scale = panel.shown()
+            assert slides.panel_text(panel), (figure, panel.index)
+            assert slides.small_figure_text(panel, scale) == [], (figure, panel.index)
+            assert h >= slides.MIN_FIGURE_HEIGHT, (figure, panel.index)
+
+
+def test_code_under_32_px_is_refused(tmp_path):
+    slides.check_code_size()  # the template as committed
+    template = (slides.SLIDES_SRC / "templates" / slides.TEMPLATE / "index.html.j2").read_text()
+    planted = tmp_path / "index.html.j2"
+    planted.write_text(
+        template.replace("</style>", ".reveal .jp-RenderedHTMLCommon code { font-size: 28px; }\n</style>")
+    )
+    with pytest.raises(
+        slides.SlidesError, match=r"code at 28 px \(\.reveal \.jp-RenderedHTMLCommon code\); at least 32"
+    ):
+        slides.check_code_size(planted)
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +380,8 @@ def page():
 
 
 #: Per slide, measured on the current slide as reveal.js lays it out at 1280 x 720 (slide pixels):
-#: its content height, its smallest body-text size, its figures' heights and scales, whether it has
+#: its content height, its smallest body-text size, its code sizes, its figures' heights, scales and
+#: smallest text (PNG pixels, ``data-text-px``), whether it has
 #: speaker notes and whether it is a question.
 MEASURE = """i => {
     Reveal.slide(i);
@@ -299,7 +391,9 @@ MEASURE = """i => {
         .map(e => parseFloat(getComputedStyle(e).fontSize));
     const figures = Array.from(s.querySelectorAll('img')).map(img => ({
         height: img.getBoundingClientRect().height / Reveal.getScale(), natural: img.naturalHeight,
-        scale: parseFloat(img.dataset.scale || '0')}));
+        scale: parseFloat(img.dataset.scale || '0'), textPx: parseFloat(img.dataset.textPx || '0')}));
+    const code = Array.from(s.querySelectorAll('code')).filter(e => !e.closest('aside') && e.textContent.trim())
+        .map(e => parseFloat(getComputedStyle(e).fontSize));
     const notes = s.querySelector('aside.notes');
     const shown = Array.from(s.querySelectorAll('*')).filter(e => !e.closest('aside')
         && (e.tagName === 'MJX-CONTAINER' || !e.parentElement.closest('mjx-container'))
@@ -307,7 +401,7 @@ MEASURE = """i => {
     const box = s.getBoundingClientRect(), k = Reveal.getScale();
     const bottom = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().bottom - box.top) / k));
     const right = Math.max(0, ...shown.map(e => (e.getBoundingClientRect().right - box.left) / k));
-    return {height: bottom, width: right, text: text, figures: figures,
+    return {height: bottom, width: right, text: text, figures: figures, code: code,
             notes: notes ? notes.textContent.trim() : '', title: (s.querySelector('h1, h2') || {}).textContent || '',
             quiz: (s.querySelector('h2') || {}).textContent === 'Check yourself'};
 }"""
@@ -329,14 +423,14 @@ SHOWN = """i => {
 
 @pytest.mark.slow
 def test_every_deck_projects_at_1280_by_720(served, page):
-    """Every slide of every deck, at 1280 x 720: 16:9, body text at least 32 px, figures at least
-    300 px tall with tick labels at least 14 px, speaker notes with minutes on every slide, nothing
-    outside the slide, at most a quarter questions; each slide photographed into build/slides-test/."""
+    """Every slide of every deck, at 1280 x 720: 16:9, body text and code at least 32 px, figures at
+    least 300 px tall with their own smallest text (as plotting.savefig measured it) at least 20 px
+    as Chromium shows them, speaker notes with minutes on every slide, nothing outside the slide, at
+    most a quarter questions; each slide photographed into build/slides-test/."""
     url, counts = served
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
-    label_px = slides.tick_label_px()
     errors, problems = [], []
     page.on("pageerror", lambda err: errors.append(str(err)))
     for name, expected in counts.items():
@@ -368,6 +462,8 @@ def test_every_deck_projects_at_1280_by_720(served, page):
                 problems.append(f"{where}: content {m['width']:.0f} x {m['height']:.0f} px outside 1280 x 720")
             if m["text"] and min(m["text"]) < 32:
                 problems.append(f"{where}: body text {min(m['text'])} px (at least 32)")
+            if m["code"] and min(m["code"]) < slides.MIN_CODE_PX:
+                problems.append(f"{where}: code {min(m['code'])} px (at least {slides.MIN_CODE_PX})")
             if not re.match(r"^[\d.]+ min\. \S", m["notes"]):
                 problems.append(f"{where}: no speaker notes with their minutes")
             if m["title"].strip() == "Figure":
@@ -376,8 +472,8 @@ def test_every_deck_projects_at_1280_by_720(served, page):
                 shown = fig["height"] / fig["natural"]
                 if fig["height"] < slides.MIN_FIGURE_HEIGHT - 1:
                     problems.append(f"{where}: a figure {fig['height']:.0f} px tall (at least 300)")
-                if abs(shown - fig["scale"]) > 0.02 or label_px * shown < slides.MIN_LABEL_PX:
-                    problems.append(f"{where}: tick labels {label_px * shown:.1f} px on screen (at least 14)")
+                if abs(shown - fig["scale"]) > 0.02 or fig["textPx"] * shown < slides.MIN_FIGURE_TEXT_PX - 0.05:
+                    problems.append(f"{where}: figure text {fig['textPx'] * shown:.1f} px on screen (at least 20)")
         if quiz > slides.QUIZ_SHARE * expected:
             problems.append(f"{name}: {quiz} of {expected} slides are questions")
     assert problems == [], "\n".join(problems)

@@ -18,8 +18,10 @@ the notebook marks for slides with jupytext's ``slideshow`` cell metadata
   (``savefig(fig, "NAME")`` or ``show(fig, "NAME")`` with ``figures/NAME.png`` committed): one slide
   per panel that docs/_slides/lectures.toml cuts from the PNG (``[figure.NAME]``), each with its
   title and a one-line takeaway, sized for the slide; a panel shown under :data:`MIN_FIGURE_HEIGHT`
-  px or with tick labels under :data:`MIN_LABEL_PX` px is an error. The slides never execute a
-  notebook and never change ``figures/``.
+  px, or holding text of the figure's own (tick labels, axis labels, legends, titles, annotations,
+  heat-map cells: what ``plotting.savefig`` measured in the PNG) under :data:`MIN_FIGURE_TEXT_PX`
+  px at the slide's scale, is an error. The slides never execute a notebook and never change
+  ``figures/``.
 
 docs/_slides/lectures.toml also holds the slides no notebook has (the paper's definitions and
 theorems, numbered as the paper numbers them), each placed after the slide it names, and the
@@ -41,7 +43,8 @@ dropped on a slide.
 
 nbconvert's ``SlidesExporter`` renders each deck with the template ``docs/_slides/templates/gpac_reveal``
 (nbconvert's reveal template without any CDN) and ``--SlidesExporter.reveal_url_prefix=reveal.js``.
-The decks are 16:9, 1280 x 720, body text 32 px. The output folder is self-contained and works
+The decks are 16:9, 1280 x 720, body text and code 32 px (the template's CSS; a code size under
+:data:`MIN_CODE_PX` is an error). The output folder is self-contained and works
 offline: ``session-N.html``, ``reveal.js/`` (the npm package pinned in docs/_slides/package-lock.json),
 ``mathjax/`` (docs/_mathjax's), ``figures/`` (the panels the decks show) and ``slides.json`` (the
 slide count of each deck).
@@ -381,23 +384,81 @@ def _trim(image, pad: int = 4):
 FIGURE_BOX = (1200, 480)
 MAX_UPSCALE = 1.6
 PANEL_GAP = 12
-#: The smallest figure on a slide, and the smallest axis label (tick label) on screen, in slide pixels.
+#: The smallest figure on a slide (slide pixels).
 MIN_FIGURE_HEIGHT = 300
-MIN_LABEL_PX = 14
+#: The smallest text of a figure on a slide, in slide pixels: a figure's own text (tick labels, axis
+#: labels, legends, titles, annotations, heat-map cells), read from the measurements
+#: ``plotting.savefig`` writes into the PNG, times the scale at which the slide shows the panel.
+MIN_FIGURE_TEXT_PX = 20
 
 
-@functools.cache
-def tick_label_px() -> float:
-    """The tick-label size of the compendium's figure style in PNG pixels (points × dpi / 72)."""
-    import matplotlib as mpl
-    from matplotlib.font_manager import FontProperties
+def figure_text(figure: str) -> list[dict]:
+    """The text drawn in ``figures/NAME.png`` as ``plotting.savefig`` measured it (PNG pixels)."""
+    from gpac_utils.checks import DataError
+    from gpac_utils.paper.plotting import figure_text as measured
 
-    from gpac_utils.paper.plotting import DPI, apply_style
+    try:
+        text = measured(FIGURES / f"{figure}.png")
+    except DataError as err:
+        raise SlidesError(f"{err}: rerun the notebook that writes it") from None
+    if text is None:
+        raise SlidesError(
+            f"figures/{figure}.png holds no measurements of its text: rerun the notebook that writes it "
+            "(plotting.savefig records them)"
+        )
+    return text["texts"]
 
-    with mpl.rc_context():
-        apply_style()
-        size = FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
-    return size * DPI / 72
+
+def panel_text(panel: Panel) -> list[dict]:
+    """The figure's texts a panel shows: those whose centre lies in one of its boxes (all without boxes)."""
+    texts = figure_text(panel.figure)
+    if not panel.boxes:
+        return texts
+
+    def inside(t, box):
+        x, y = (t["box"][0] + t["box"][2]) / 2, (t["box"][1] + t["box"][3]) / 2
+        return box[0] <= x < box[2] and box[1] <= y < box[3]
+
+    return [t for t in texts if any(inside(t, box) for box in panel.boxes)]
+
+
+def small_figure_text(panel: Panel, scale: float) -> list[str]:
+    """The panel's texts under :data:`MIN_FIGURE_TEXT_PX` on the slide at ``scale``, one line each."""
+    return [
+        f"{t['role']} {t['text']!r} {t['px'] * scale:.1f} px"
+        for t in panel_text(panel)
+        if t["px"] * scale < MIN_FIGURE_TEXT_PX - 1e-9
+    ]
+
+
+def check_figure_text(panel: Panel, scale: float) -> None:
+    """Refuse a panel whose own text is under :data:`MIN_FIGURE_TEXT_PX` on the slide at ``scale``."""
+    small = small_figure_text(panel, scale)
+    if small:
+        shown = "; ".join(small[:4]) + (f"; and {len(small) - 4} more" if len(small) > 4 else "")
+        raise SlidesError(
+            f"{LECTURES.name}: figure {panel.figure} panel {panel.index} shows text under {MIN_FIGURE_TEXT_PX} px "
+            f"on the slide (scale {scale:.2f}): {shown}; enlarge it in the notebook's figure, or cut smaller panels"
+        )
+
+
+#: The smallest code on a slide (slide pixels), inline or in a block: the template's CSS sets it.
+MIN_CODE_PX = 32
+_CSS_RULE = re.compile(r"([^{}]+)\{([^}]*)\}")
+_FONT_SIZE = re.compile(r"font-size:\s*([\d.]+)px")
+
+
+def check_code_size(template: Path | None = None) -> None:
+    """Refuse a template whose CSS sets a code size (a rule whose selector names ``code``) under
+    :data:`MIN_CODE_PX`; the browser test measures what Chromium computes."""
+    template = template or SLIDES_SRC / "templates" / TEMPLATE / "index.html.j2"
+    css = "\n".join(re.findall(r"<style[^>]*>(.*?)</style>", template.read_text(encoding="utf-8"), re.S))
+    for selector, body in _CSS_RULE.findall(re.sub(r"/\*.*?\*/", "", css, flags=re.S)):
+        if re.search(r"\bcode\b", selector) and (size := _FONT_SIZE.search(body)) and float(size[1]) < MIN_CODE_PX:
+            raise SlidesError(
+                f"{template.relative_to(REPO_ROOT) if template.is_relative_to(REPO_ROOT) else template}: "
+                f"code at {size[1]} px ({' '.join(selector.split())}); at least {MIN_CODE_PX} px"
+            )
 
 
 def panels(figure: str) -> list[Panel]:
@@ -408,24 +469,58 @@ def panels(figure: str) -> list[Panel]:
     out = []
     for index, p in enumerate(spec.get("panel", []), start=1):
         boxes = p.get("boxes", [p["box"]] if "box" in p else [])
+        if "axes" in p:  # boxes by the figure's axes, as plotting.savefig measured them
+            boxes = axes_boxes(figure, p["axes"])
         out.append(
             Panel(figure, index, boxes, p.get("stack", "v"), p["title"], p["takeaway"], p["notes"], p["minutes"])
         )
     return out
 
 
+#: The white margin kept around a panel cut by its axes (PNG pixels).
+AXES_PAD = 8
+
+
+def axes_boxes(figure: str, axes: list) -> list[list[int]]:
+    """The boxes of a panel given by the indices of the figure's axes (``fig.axes`` order), each with
+    its tick labels, axis labels, title and legend: ``[0, 1]`` one box around axes 0 and 1,
+    ``[[0], [3]]`` two boxes, stacked."""
+    figure_text(figure)  # refuses a PNG without measurements, or changed since
+    from gpac_utils.paper.plotting import figure_text as measured
+
+    text = measured(FIGURES / f"{figure}.png")
+    if text is None:
+        raise SlidesError(f"figures/{figure}.png holds no measurements of its axes: rerun the notebook that writes it")
+    width, height = text["size"]
+    out = []
+    for group in axes if axes and isinstance(axes[0], list) else [axes]:
+        try:
+            found = [text["axes"][i] for i in group]
+        except (IndexError, TypeError):
+            found = [None]
+        if not group or None in found:
+            raise SlidesError(
+                f"{LECTURES.name}: [figure.{figure}] axes = {axes}: figures/{figure}.png has no axes {group}"
+            )
+        left, top = min(b[0] for b in found) - AXES_PAD, min(b[1] for b in found) - AXES_PAD
+        right, bottom = max(b[2] for b in found) + AXES_PAD, max(b[3] for b in found) + AXES_PAD
+        out.append([max(left, 0), max(top, 0), min(right, width), min(bottom, height)])
+    return out
+
+
 def figure_slide(panel: Panel) -> nbformat.NotebookNode:
     """One figure slide: its title, what to see (one line), the panel, its notes."""
     w, h, scale = panel.shown()
-    label = tick_label_px() * scale
-    if h < MIN_FIGURE_HEIGHT or label < MIN_LABEL_PX:
+    if h < MIN_FIGURE_HEIGHT:
         raise SlidesError(
-            f"{LECTURES.name}: figure {panel.figure} panel {panel.index} is {h} px tall with {label:.1f} px axis "
-            f"labels on the slide (at least {MIN_FIGURE_HEIGHT} and {MIN_LABEL_PX}): cut it into smaller panels"
+            f"{LECTURES.name}: figure {panel.figure} panel {panel.index} is {h} px tall on the slide "
+            f"(at least {MIN_FIGURE_HEIGHT}): cut it into smaller panels"
         )
+    check_figure_text(panel, scale)
+    smallest = min((t["px"] for t in panel_text(panel)), default=0)
     img = (
         f'<img class="gpac-figure" src="figures/{panel.file}" width="{w}" height="{h}" '
-        f'data-scale="{scale:.4f}" alt="{html.escape(panel.title)}">'
+        f'data-scale="{scale:.4f}" data-text-px="{smallest:g}" alt="{html.escape(panel.title)}">'
     )
     text = f'## {panel.title}\n\n<p class="gpac-takeaway">{panel.takeaway}</p>\n\n{img}\n\n'
     cell = _cell(text + notes(panel.notes, panel.minutes), "slide", panel.title)
@@ -760,6 +855,7 @@ def build(out: Path) -> dict[str, int]:
     for what, path in (("reveal.js", REVEAL / "dist" / "reveal.js"), ("MathJax", MATHJAX / "tex-mml-chtml.js")):
         if not path.is_file():
             raise SlidesError(f"{what} is not installed ({path}): make slides installs it with npm ci")
+    check_code_size()
     out.mkdir(parents=True, exist_ok=True)
     for sub, src in (("reveal.js/dist", REVEAL / "dist"), ("reveal.js/plugin/notes", REVEAL / "plugin" / "notes")):
         shutil.copytree(src, out / sub, dirs_exist_ok=True)

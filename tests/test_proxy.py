@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(
 
 #: Installed in the proxy's process: sockets to anything but localhost refused and recorded; the toy
 #: embedder registered (the bundled MiniLM would take the test's time).
-GUARD = '''
+GUARD = """
 import os, socket
 _log = os.environ["GPAC_NETWORK_LOG"]
 _connect = socket.socket.connect
@@ -59,7 +59,7 @@ sys.path.insert(0, os.environ["GPAC_TESTS"])
 from gpac_utils.llm.router_model import EMBEDDERS, Embedding
 from test_precall import ToyEmbedder, TOY
 EMBEDDERS.register(Embedding(TOY, ToyEmbedder, "word and digit counts (tests)"))
-'''
+"""
 
 
 def page_block(lang: str, marker: str) -> str:

@@ -246,3 +246,17 @@ def test_decide_returns_item_ids_and_refuses_duplicates(deployed):
         router.decide(items.drop(columns="question"))
     with pytest.raises(DataError, match="need a unique 'item_id'"):
         router.decide(items.drop(columns="item_id"))
+
+
+def test_the_performance_page_quotes_the_benchmark_csv():
+    """docs/performance.md's gateway figures are those of benchmarks/gateway.csv (benchmarks/bench_gateway.py)."""
+    rows = pd.read_csv(REPO_ROOT / "benchmarks" / "gateway.csv").set_index("case")
+    page = (REPO_ROOT / "docs" / "performance.md").read_text()
+    section = page[page.index("## The certified gateway hook") :]
+    for case in ("default", "certified", "decision", "embed_one", "embed_batched16"):
+        med, p99 = rows.loc[case, ["median_ms", "p99_ms"]]
+        fmt = "{:.4f}" if med < 0.01 else "{:.2f}"
+        assert f"| {fmt.format(med)} ms | {fmt.format(p99)} ms |" in section, case
+    assert rows.loc["decision", "p99_ms"] < 1.0  # the decision without the embedding, within 1 ms at p99
+    assert f"by at most {rows.loc['batch_vs_alone', 'median_ms']:.4f}" in section
+    assert f"load average {rows['machine'].iloc[0].rsplit(' ', 1)[1]}" in section

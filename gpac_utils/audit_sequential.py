@@ -59,7 +59,7 @@ import pandas as pd
 from . import audit as _audit
 from .audit import BY_CONSTRUCTION, EXIT_UNTESTED, EXIT_VIOLATED
 from .calibrate import CERTIFIED, GroupWarning
-from .certificate import Certificate, column_sha256, file_sha256
+from .certificate import Certificate, column_sha256
 from .checks import DataError, ParameterError, check_range, warn_level
 from .eprocess import BETTING, EProcess
 from .risks import RISKS
@@ -465,7 +465,7 @@ def command(a, cli) -> int:
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
-    digest = file_sha256(a.certificate)
+    digest = cert.sha256
     df = cli._read(a.data)
     cols = {
         "id": _column(a, df, cert, "id", "item_id"),

@@ -453,6 +453,12 @@ class Certificate:
         """What its method routes by: ``"none"``, ``"known"`` or ``"learned"`` groups."""
         return CALIBRATORS[self.method].groups
 
+    @property
+    def sha256(self) -> str:
+        """The certificate's identity: the SHA-256 of :meth:`to_json` (``sha256sum`` of a file ``gpac calibrate``
+        wrote in the current schema version; the same whatever a file's whitespace or key order)."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
     def calibrator(self):
         """The fitted calibrator it certifies (no second validation)."""
         cal = CALIBRATORS[self.method].cls.from_settings(self.settings)

@@ -297,21 +297,22 @@ def test_the_litellm_strategy_consults_the_same_store(cert_doc, tmp_path, monkey
     path = tmp_path / gpac["drift"]["store"]
     assert strategy.router.drift.store.path == path and strategy.router.drift.store.horizon == 10_000
 
+    seen = []
+
     def ask(group, u):
         messages = [{"role": "user", "content": str(u)}]
-        return strategy.decide("certified", messages, {"metadata": {"group": group}})["model_info"]["id"]
+        seen.append(strategy.decide("certified", messages, {"metadata": {"group": group}}))
+        return seen[-1]["deployment"]
 
     assert ask("b", 0.05) == "nothink"
     # another worker (its own router, the same file) feeds group b's risen losses
     worker = CertifiedRouter(tmp_path / gpac["certificate"], FakeEngine("cheap"), FakeEngine("thinker"), drift=path)
-    assert (
-        worker.certificate_sha256 == strategy.router.certificate_sha256 == strategy.decisions[-1]["certificate_sha256"]
-    )
+    assert worker.certificate_sha256 == strategy.router.certificate_sha256 == seen[-1]["certificate_sha256"]
     records = worker.decide(traffic(300, seed=3).assign(group="b", u_in=0.05))
     with caplog.at_level(logging.WARNING, "gpac_utils.llm.drift"):
         assert worker.feedback(records, np.ones(300))["new_alarm"].tolist() == [True]
         assert [ask("b", 0.05), ask("b", 0.05), ask("a", 0.05)] == ["think", "think", "nothink"]
-    assert strategy.decisions[-2]["status"] == DRIFT_STATUS
+    assert seen[-2]["status"] == DRIFT_STATUS
     # one WARNING from the worker that raised it, one from the strategy that found it in the store
     assert [r.getMessage().startswith("drift alarm: group 'b'") for r in caplog.records] == [True, True]
     with pytest.raises(ParameterError, match=r"^config: gpac.drift.ttl is not a setting"):

@@ -374,5 +374,5 @@ def test_the_router_score_with_the_dummy_embedder(dummies, tmp_path):
     assert cli.main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
     assert Certificate.read(cert).provenance["score_model"]["embedder"] == EMBEDDER
     items = benchmarks.load_benchmark("arith").groupby("group").head(2)
-    decided = CertifiedRouter(cert, None, None).decide(items)
+    decided = CertifiedRouter.for_decisions(cert).decide(items)
     assert decided["score"].between(0, 1).all() and len(decided) == len(items)

@@ -67,7 +67,6 @@ process that finds it in the store; the decision records of an alarmed group car
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import os
@@ -81,7 +80,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibrate import CERTIFIED
-from ..certificate import Certificate, file_sha256
+from ..certificate import Certificate
 from ..checks import DataError, ParameterError, check_array, check_int, check_range, warn_level
 from ..eprocess import DETECTOR_BETS, EDetector, shiryaev_roberts
 from ..risks import get_risk
@@ -119,27 +118,18 @@ CREATE TABLE IF NOT EXISTS drift_labels (
 
 
 def certificate_sha256(certificate) -> str:
-    """The certificate's SHA-256: of the file for a path (as ``gpac audit --sequential`` records it),
-    of the text for JSON text, of its canonical text (:meth:`~gpac_utils.certificate.Certificate.to_json`)
-    for a :class:`~gpac_utils.certificate.Certificate` or a parsed dict.
+    """The certificate's SHA-256, :attr:`gpac_utils.certificate.Certificate.sha256` (of its canonical text), for a
+    :class:`~gpac_utils.certificate.Certificate`, a path, JSON text or a parsed dict.
 
     Examples
     --------
     >>> from gpac_utils import PAC
     >>> u = np.linspace(0, 1, 400)
     >>> cert = Certificate.from_calibrator(PAC(eps=0.1).fit(u, u > 0.8), created="2026-01-01T00:00:00Z")
-    >>> certificate_sha256(cert) == certificate_sha256(cert.to_json())
+    >>> certificate_sha256(cert) == certificate_sha256(cert.to_json()) == cert.sha256
     True
     """
-    if isinstance(certificate, Certificate):
-        text = certificate.to_json()
-    elif isinstance(certificate, Mapping):
-        text = Certificate.read(dict(certificate)).to_json()
-    elif isinstance(certificate, str) and certificate.lstrip().startswith("{"):
-        text = certificate
-    else:
-        return file_sha256(certificate)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return (certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)).sha256
 
 
 class DriftStore:

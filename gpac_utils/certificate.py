@@ -403,7 +403,10 @@ class Certificate:
         """
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
-        settings = Settings.from_dict(payload["settings"])
+        try:  # the settings together (e.g. risk 'routed' with the clt bound)
+            settings = Settings.from_dict(payload["settings"])
+        except ValueError as exc:
+            raise ThresholdsFileError(f"settings: {exc}") from None
         version, prov = payload["schema_version"], "provenance" in payload
         return cls(_migrate(payload, settings), settings, version, prov, where, source=payload)
 

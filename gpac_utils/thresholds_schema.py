@@ -60,10 +60,13 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
 
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
-from .recipe import Recipe
+from .recipe import RECIPES, Recipe
 from .risks import RISKS
 from .scores import SCORES
 from .settings import CORRECTIONS
@@ -285,7 +288,7 @@ def _nullable(check):
 
 
 def _nonneg(v, _):
-    return None if _is_number(v) and v >= 0 else f"must be a number >= 0 or null, got {v!r}"
+    return None if v is None or (_is_number(v) and v >= 0) else f"must be a number >= 0 or null, got {v!r}"
 
 
 def _threshold(v, _):
@@ -302,8 +305,6 @@ def _hex(length: int | None):
 
 
 def _dtype(v, _):
-    import numpy as np  # the one place the schema reads numpy: a dtype's name
-
     try:
         np.dtype(v)
     except (TypeError, ValueError):
@@ -312,8 +313,6 @@ def _dtype(v, _):
 
 
 def _timestamp(v, _):
-    from datetime import datetime
-
     try:
         datetime.fromisoformat(str(v).replace("Z", "+00:00"))
     except ValueError:
@@ -326,8 +325,6 @@ def _record(v, _):
 
 
 def _recipe_name(v, _):
-    from .recipe import RECIPES
-
     return None if v is None or v in RECIPES else f"must be one of {list(RECIPES)} or null, got {v!r}"
 
 
@@ -348,16 +345,6 @@ def _overrides(v, root):
         if problem:
             return f"[{k!r}]: {problem}"
     return None
-
-
-def _statuses():
-    from .calibrate import STATUSES  # the calibrators import this module: read when needed
-
-    return STATUSES
-
-
-def _status(v, _):
-    return None if v in _statuses() else f"must be one of {list(_statuses())}, got {v!r}"
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -449,7 +436,9 @@ GROUP_ENTRY: dict[str, Field] = {
     "labelled": Field(
         _nullable(_int_at_least(0)), doc="expert labels used (null: not recorded)", type="count", since=3
     ),
-    "status": Field(_status, doc="certified or why it always thinks", type="choice", choices=_statuses, since=3),
+    "status": Field(  # its values: gpac_utils.calibrate.STATUSES (checked by gpac_utils.certificate, which reads them)
+        _text, doc="certified or why it always thinks", type="status", since=3
+    ),
     "threshold": Field(_threshold, doc="the threshold (null: always think)", type="threshold", since=3),
     "ucb": Field(_nonneg, doc="the certified bound at the threshold (null: none)", type="bound", since=3),
 }

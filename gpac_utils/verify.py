@@ -81,8 +81,8 @@ def _dotted(path) -> str:
 
 # --------------------------------------------------------------------------- --expect
 def _value(text: str):
-    """A stated value: ``null``/``none`` -> None, a JSON number or boolean, else the text."""
-    if text.lower() in ("null", "none"):
+    """A stated value: ``null`` -> None, a JSON number or boolean, else the text (``none`` is a correction's name)."""
+    if text == "null":
         return None
     try:
         v = json.loads(text)
@@ -211,6 +211,11 @@ def _check_agreement(cert: Certificate) -> None:
             raise DataError(
                 f"{where}: columns.{role} is {_fmt(named)}, but provenance.columns.{role}.name is {c['name']!r}"
             )
+    if cert.kind != "known" and cert.columns.get("group") is not None:
+        raise DataError(
+            f"{where}: columns.group is {cert.columns['group']!r}, but a {cert.method} certificate routes without "
+            "group labels (gpac calibrate refuses --group-col for it)"
+        )
 
 
 def _numeric(dtype) -> bool:
@@ -226,7 +231,14 @@ def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[s
             raise DataError(
                 f"--data {table_path}: {line} from the certificate's provenance (provenance.columns.{role}); refused"
             )
-    for role, c in cert.provenance.get("columns", {}).items():
+    hashed = cert.provenance.get("columns", {})
+    for role, name in cert.columns.items():  # a role named without a hash: its column was not in the table
+        if role not in hashed and name is not None and name in frame.columns:
+            raise DataError(
+                f"{cert._where}: columns.{role} is {name!r}, a column of the table, but provenance.columns "
+                f"records no hash of it (gpac calibrate hashes every column it names that the table has)"
+            )
+    for role, c in hashed.items():
         got = frame[c["name"]].to_numpy().dtype
         if _numeric(c["dtype"]) != _numeric(got):
             kinds = {True: "numbers", False: "text"}

@@ -508,11 +508,26 @@ class Certificate:
         beside = Path(self._where).parent / path.name
         return beside if not path.exists() and beside.exists() else path
 
+    def table_bytes(self, table_path) -> tuple[bool, bool]:
+        """Whether ``table_path`` has the recorded bytes (``provenance.table.sha256``), and whether it is the
+        file the provenance names (``provenance.table.path``, relative to the working directory)."""
+        table = (self.provenance or {}).get("table") or {}
+        if not table:
+            return True, False
+        same = file_sha256(table_path) == table["sha256"]
+        try:
+            named = os.path.samefile(table_path, table["path"])
+        except OSError:  # the named file is not there (another machine, another folder)
+            named = False
+        return same, named
+
     def verify(self, table_path, frame: pd.DataFrame) -> tuple[list[str], bool]:
         """Compare a table with the provenance by the one rule for "the same table": every recorded column's
-        values (canonical hashes, whatever the file format). One line per column (``matches``, ``DIFFERS``
-        or ``MISSING``) and one for the file's bytes (descriptive: a copy in another format differs), and
-        whether every column matches.
+        values (canonical hashes, whatever the file format), and the file the provenance names keeps its
+        bytes. One line per column (``matches``, ``DIFFERS`` or ``MISSING``) and one for the file's bytes,
+        and whether all agree: a copy elsewhere (a Parquet copy of the CSV) has other bytes and passes by
+        its columns; the very file the provenance names (``provenance.table.path``) with other bytes does
+        not (the file changed, or the recorded SHA-256 was edited).
 
         Parameters
         ----------
@@ -531,9 +546,15 @@ class Certificate:
             raise DataError(f"--data: {self._where} has no provenance to check against (a version-{self.version} file)")
         out, ok = [], True
         if prov.get("table"):
-            same = file_sha256(table_path) == prov["table"]["sha256"]
-            what = "matches the recorded bytes" if same else "DIFFERS from the recorded bytes"
-            out.append(f"table file {Path(table_path).name}: {what} (descriptive: the columns' values decide)")
+            same, named = self.table_bytes(table_path)
+            ok &= same or not named
+            if same:
+                what = "matches the recorded bytes"
+            elif named:
+                what = "DIFFERS from the recorded bytes, and it is the file provenance.table.path names"
+            else:
+                what = "DIFFERS from the recorded bytes (a copy: its columns' values decide)"
+            out.append(f"table file {Path(table_path).name}: {what}")
         for role, c in sorted(prov.get("columns", {}).items()):
             if c["name"] not in frame.columns:
                 ok = False

@@ -23,8 +23,11 @@ stated (:data:`~gpac_utils.thresholds_schema.STATED`)
     agrees: an edited ``eps`` that recomputes to the same thresholds, 0.1 to 0.100011, is then
     self-consistent and only a statement can refuse it.)
 descriptive (:data:`~gpac_utils.thresholds_schema.DESCRIPTIVE`)
-    shown, not checked: the creation time, the package version, the table file's SHA-256 (a
-    Parquet copy of a CSV has other bytes and the same columns), the score model's path.
+    shown, not checked: the creation time, the package version, the score model's path.
+
+The table file's SHA-256 is checked only against the file the provenance names: ``--data`` that is
+that file (same path) must have its bytes; a copy elsewhere (a Parquet copy of the CSV: other bytes,
+the same columns) is judged by its columns.
 
 "The same table" has one rule, shared with ``gpac inspect --data``
 (:meth:`~gpac_utils.certificate.Certificate.verify`): every recorded column's values, hashed
@@ -225,6 +228,13 @@ def _numeric(dtype) -> bool:
 def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[str]:
     """The recorded columns against the data (canonical hashes); the dtypes' class."""
     lines, _ = cert.verify(table_path, frame)
+    same, named = cert.table_bytes(table_path)
+    if named and not same:
+        raise DataError(
+            f"--data {table_path}: the file provenance.table.path names, but its bytes differ from "
+            "provenance.table.sha256 (the file changed, or the hash was edited); a copy elsewhere is judged by its "
+            "columns"
+        )
     for line in lines:
         if line.startswith("column") and not line.endswith("matches"):
             role = line.split()[1]
@@ -284,7 +294,9 @@ def _compare(cert: Certificate, again: dict) -> None:
     """Every checked field of the file against the recomputed certificate (both ways)."""
     where = cert._where
     source = cert.source or cert.document
-    special = {("data",), ("provenance", "table", "path")}  # agree with each other (_check_agreement)
+    # data and table.path agree with each other (_check_agreement); table.sha256 with the file it names
+    # (_check_columns); the version with the fields the file holds (_check_versions)
+    special = {("data",), ("provenance", "table", "path"), ("provenance", "table", "sha256"), ("schema_version",)}
     for g in sorted(set(cert.thresholds) | set(again["thresholds"])):
         a, b = cert.thresholds.get(g, "absent"), again["thresholds"].get(g, "absent")
         if not _same(a, b):

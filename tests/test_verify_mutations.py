@@ -42,7 +42,6 @@ from gpac_utils.verify import EXPECT
 TOY = "toy-verify"
 #: The fields declared descriptive: an edit of them passes (they are shown, not checked).
 DESCRIPTIVE_FIELDS = {
-    "provenance.table.sha256",  # the file's bytes: a Parquet copy of the CSV has other bytes, the same columns
     "provenance.package_version",
     "provenance.created",
     "provenance.score_model.path",  # where the model was; verify finds it there or beside the certificate

@@ -261,11 +261,6 @@ def fit_router_command(a, cli) -> int:
     cli._output(a.scored, table=True, data_path=a.data)
     df = cli._read(a.data)
     cli._need_columns(df, a.data, {"--id-col": a.id_col, "--loss-col": a.loss_col, "--group-col": a.group_col})
-    if a.score_col in df.columns and not getattr(a, "overwrite_score_col", False):
-        raise DataError(
-            f"--score-col {a.score_col!r}: {a.data} already has that column, and the scored table would replace it; "
-            "give another --score-col, or --overwrite-score-col"
-        )
     if a.benchmark is not None:
         text = load_benchmark(a.benchmark).set_index("item_id")[a.text_col]
         missing = ~df[a.id_col].isin(text.index)
@@ -279,6 +274,11 @@ def fit_router_command(a, cli) -> int:
     if not np.isfinite(loss).all():
         bad = data.describe_rows(df, ~np.isfinite(loss))
         raise DataError(f"--loss-col {a.loss_col!r}: every row needs a finite number as its loss; bad in {bad}")
+    if a.score_col in df.columns and not getattr(a, "overwrite_score_col", False):
+        raise DataError(
+            f"--score-col {a.score_col!r}: {a.data} already has that column, and the scored table would replace it; "
+            "give another --score-col, or --overwrite-score-col"
+        )
     rng = np.random.default_rng(seed)
     fit = np.zeros(len(df), bool)
     strata = df[a.group_col].astype(str) if a.group_col else np.zeros(len(df), int)

@@ -109,6 +109,21 @@ def test_the_fixtures_are_what_this_version_writes(tmp_path, monkeypatch, capsys
     assert doc == committed
 
 
+#: The refusals docs/deploying.md quotes (section 6), each asserted by a test below.
+PAGE_REFUSALS = (
+    "settings.eps is 0.100011; --expect eps=0.1",
+    "groups.alg.n is 151; recomputed 150",
+    "provenance.recipe 'valid' with provenance.recipe_overrides {} does not give the settings' recipe",
+)
+
+
+def test_the_deploying_page_quotes_verifys_refusals():
+    page = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    for message in PAGE_REFUSALS:
+        assert f"`{message}`" in page, message
+    assert HOLES["groups.alg.n"][2] == PAGE_REFUSALS[1]
+
+
 # --------------------------------------------------------------------------- the 17 holes
 def _set(doc, path, value):
     at = doc
@@ -122,7 +137,7 @@ HOLES = {  # issue 49's 17 edits verify accepted: field -> (path, new value, wha
     "columns.loss": (("columns", "loss"), "loss_other", "columns.loss"),
     "columns.group": (("columns", "group"), "subject", "columns.group"),
     "columns.id": (("columns", "id"), "qid", "columns.id"),
-    "groups.alg.n": (("groups", "alg", "n"), 151, "groups.alg.n"),
+    "groups.alg.n": (("groups", "alg", "n"), 151, "groups.alg.n is 151; recomputed 150"),
     "groups.geo.n": (("groups", "geo", "n"), 149, "groups.geo.n"),
     "n_items": (("n_items",), 301, "n_items"),
     "dtype score": (("provenance", "columns", "score", "dtype"), "object", "provenance.columns.score.dtype"),
@@ -154,7 +169,7 @@ def test_the_recipe_name_is_checked_against_the_settings(work, capsys):
     doc["provenance"]["recipe"] = "valid"
     cert.write_text(json.dumps(doc))
     rc, _, err = run(capsys, "verify", cert, "--data", work / "table.csv")
-    assert rc == 1 and "provenance.recipe 'valid' with provenance.recipe_overrides {}" in one_error(err)
+    assert rc == 1 and PAGE_REFUSALS[2] in one_error(err)
     assert "NOT valid" in Certificate.read(cert).render()
     # an override is recorded, and the name then checks: paper with bound hoeffding_bentkus
     over = calibrate(capsys, work / "table.csv", work / "o.json", "--recipe", "paper", "--bound", "hoeffding_bentkus")
@@ -179,7 +194,7 @@ def test_what_no_data_can_tell_is_checked_against_the_statement(work, capsys):
     assert "eps=0.100011" in trusted and "score='score_logits'" in trusted
     assert "checked against --expect: nothing (no --expect)" in out
     rc, _, err = run(capsys, "verify", cert, "--data", work / "u.csv", "--expect", "eps=0.1")
-    assert rc == 1 and "settings.eps is 0.100011; --expect eps=0.1" in one_error(err)
+    assert rc == 1 and PAGE_REFUSALS[0] in one_error(err)
     rc, _, err = run(capsys, "verify", cert, "--data", work / "u.csv", "--expect", "eps=0.100011", "score=null")
     assert rc == 1 and "score is 'score_logits'; --expect score=null" in one_error(err)
     every = ["eps=0.100011", "alpha=0.05", "method=G-PAC", "score=score_logits", "seed=0", "risk=joint"]

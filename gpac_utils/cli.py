@@ -23,8 +23,8 @@ inspect
     (hashes of the table and columns, package version, recipe and its overrides, seed, creation
     time, the score model's path, hash, embedder and text column) and one row per group (n,
     labelled, status, threshold, the certified bound at it); ``--data`` checks a table against the
-    file by its columns' values (whatever the format; the file's bytes are shown, not checked) and
-    the score model's file by its hash.
+    file by its columns' values, whatever the format (a copy's bytes are shown; the file the
+    provenance names must keep its bytes), and the score model's file by its hash.
 fit-router
     fit the router-based score (sentence embeddings of the prompt, logistic regression) on a share
     of a labelled table, write it as JSON, and write the other rows scored by it (the table to

@@ -297,7 +297,7 @@ def _threshold(v, _):
 
 def _hex(length: int | None):
     def check(v, _):
-        ok = isinstance(v, str) and v and all(c in "0123456789abcdef" for c in v)
+        ok = isinstance(v, str) and (bool(v) or length is None) and all(c in "0123456789abcdef" for c in v)
         ok = ok and (length is None or len(v) == length)
         return None if ok else f"must be {length or 'a string of'} lowercase hexadecimal digits, got {v!r}"
 

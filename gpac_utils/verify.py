@@ -7,7 +7,8 @@ checked (:data:`~gpac_utils.thresholds_schema.CHECKED`)
     recomputed from the table and the settings — every threshold, every group entry (``n``,
     ``labelled``, ``status``, ``threshold``, ``ucb``), ``group_sizes``, C-PAC's partition,
     ``n_items``, every column's canonical hash and name, the provenance's seed, the
-    recipe's overrides, the score model's hash, embedder and text column (and, with a score
+    recipe's overrides, the calibration ids' record (``provenance.item_ids``, from the id
+    column), the score model's hash, embedder and text column (and, with a score
     model, the score column itself: recomputed from the model and the text column) — or checked
     against the fields it must agree with: the recipe's name with the settings' bound, sampling,
     label probability, rule and candidates (through ``provenance.recipe_overrides``, schema

@@ -320,6 +320,10 @@ def _timestamp(v, _):
     return None if isinstance(v, str) else f"must be a string, got {v!r}"
 
 
+def _checked_with_the_record(v, _):
+    return None
+
+
 def _record(v, _):
     return None if isinstance(v, dict) else "must be an object"
 
@@ -477,12 +481,14 @@ SCORE_MODEL_RECORD: dict[str, Field] = {
 }
 
 #: ``provenance.item_ids``: the calibration items' ids, as digests (what ``gpac audit`` checks overlap with).
+#: The record's values are checked together where it is written (:mod:`gpac_utils.certificate`: the digest's
+#: name, ``n`` digests, sorted); here, its fields and how ``gpac verify`` checks them (recomputed from the ids).
 ITEM_IDS_RECORD: dict[str, Field] = {
     "digest": Field(
-        _one_of("sha256-48"), doc="how each id is digested", type="choice", choices=("sha256-48",), since=5
+        _checked_with_the_record, doc="how each id is digested", type="choice", choices=("sha256-48",), since=5
     ),
-    "n": Field(_int_at_least(0), doc="how many ids", type="int", since=5),
-    "values": Field(_hex(None), doc="the sorted digests, concatenated", type="hexstring", since=5),
+    "n": Field(_checked_with_the_record, doc="how many distinct ids", type="int", since=5),
+    "values": Field(_checked_with_the_record, doc="the sorted digests, concatenated", type="hexstring", since=5),
 }
 
 #: The fields of ``provenance``.

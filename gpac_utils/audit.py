@@ -98,10 +98,11 @@ import pandas as pd
 from scipy import optimize, stats
 
 from .bounds import BOUNDS
-from .calibrate import ALL, CALIBRATORS, GroupWarning
+from .calibrate import ALL, GroupWarning
 from .certificate import Certificate, column_sha256, id_digests
 from .checks import DataError, ParameterError, check_range, warn_level
 from .risks import RISKS
+from .verify import described, verify_certificate  # noqa: F401 (gpac verify: gpac_utils.verify)
 
 __all__ = [
     "VIOLATED",
@@ -600,58 +601,3 @@ def verdict_line(report: pd.DataFrame) -> str:
         f"(Bonferroni: {a['per_group_level']:.3g} each; {how})"
     )
     return head + what + tail
-
-
-# --------------------------------------------------------------------------- verify
-def described(cert: Certificate) -> str:
-    """What a certificate certifies, named by its registry entries: method, bound, sampling, rule, risk and score."""
-    s, score = cert.settings, cert.score or cert.columns.get("score")
-    return f"{cert.method} ({s.recipe.bound}, {s.recipe.sampling}, {s.recipe.rule}, risk {s.risk}) on {score}"
-
-
-def _fmt(x) -> str:
-    return "null" if x is None else repr(x)
-
-
-def verify_certificate(cert: Certificate, table_path, frame: pd.DataFrame) -> list[str]:
-    """Recompute a certificate from its recorded settings and the table; the lines of a pass.
-
-    Raises
-    ------
-    DataError
-        One line naming the first thing that differs: a column of the table (its hash), a
-        threshold or a group entry (after a certificate was edited, or settings that give another
-        result).
-    """
-    where = cert._where
-    prov = cert.provenance if cert.has_provenance else None
-    if not prov or not prov.get("columns"):
-        raise DataError(f"{where}: no provenance to recompute from (a version-{cert.version} file)")
-    lines, _ = cert.verify(table_path, frame)
-    for line in lines:
-        if line.startswith("column") and not line.endswith("matches"):
-            raise DataError(f"--data {table_path}: {line} from the certificate's provenance; refused")
-    same_file = all(line.endswith("matches") for line in lines if line.startswith("table"))
-    cols = {role: c["name"] for role, c in prov["columns"].items()}
-    if "score" not in cols or "loss" not in cols:
-        raise DataError(f"{where}: provenance.columns needs 'score' and 'loss' to recompute")
-    fresh = CALIBRATORS[cert.method].cls.from_settings(cert.settings)
-    u = frame[cols["score"]].to_numpy(float)
-    loss = frame[cols["loss"]].to_numpy(float)
-    g = frame[cols["group"]].astype(str).to_numpy() if cert.kind == "known" and "group" in cols else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", GroupWarning)
-        fresh.fit(u, loss, g)
-    again = Certificate.from_calibrator(fresh, created=prov.get("created")).document
-    for g_ in sorted(set(cert.thresholds) | set(again["thresholds"])):
-        a, b = cert.thresholds.get(g_, "absent"), again["thresholds"].get(g_, "absent")
-        if a != b or (isinstance(a, float) and isinstance(b, float) and a.hex() != b.hex()):
-            raise DataError(f"{where}: threshold of group {g_!r} is {_fmt(a)}; recomputed {_fmt(b)}")
-    for g_, entry in again["groups"].items():
-        old = cert.groups.get(g_, {})
-        for key, value in entry.items():
-            if key in old and old[key] != value:
-                raise DataError(f"{where}: groups[{g_!r}].{key} is {_fmt(old[key])}; recomputed {_fmt(value)}")
-    note = "" if same_file else " (another file with the same columns)"
-    n = len(again["thresholds"])
-    return [f"recomputed {n} threshold(s) of {described(cert)} from the recorded settings: bit-identical{note}"]

@@ -20,8 +20,12 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     what the thresholds were calibrated on and with: the SHA-256 of the table file
     (``table.sha256``) and of every column used (``columns.<role>``: the column's name, dtype and
     the SHA-256 of its values, :func:`column_sha256`), the package and its version, the named
-    recipe the settings started from, the seed and the creation time (UTC, ISO 8601; the
-    ``SOURCE_DATE_EPOCH`` environment variable, the reproducible-builds convention, fixes it).
+    recipe the settings started from and the recipe's fields the settings changed from it
+    (``recipe_overrides``, from schema version 5: so the name can be checked against the settings),
+    the seed and the creation time (UTC, ISO 8601; the ``SOURCE_DATE_EPOCH`` environment variable,
+    the reproducible-builds convention, fixes it); with ``gpac calibrate --score-model``, the score's
+    model (``score_model``: its path, SHA-256, embedder and text column). Every field is declared in
+    :mod:`gpac_utils.thresholds_schema`, with how ``gpac verify`` checks it (:mod:`gpac_utils.verify`).
     ``item_ids`` (when the table has an id column) records *which* items were calibrated on, so
     that ``gpac audit`` can refuse audit data that shares items with them in any order, subset or
     file format: ``{"digest": "sha256-48", "n": N, "values": "..."}``, the ``N`` distinct ids'
@@ -52,7 +56,8 @@ and a Parquet copy of a table give the same column hashes (and different file ha
 Migration of older files (:meth:`Certificate.read`): a file without ``schema_version`` is version
 1; versions 1 and 2 have no provenance, and each group's status is derived from its size and the
 settings; versions before 4 have no ``score``: it is the calibration column when that column is a
-registered score's name, else ``null``.
+registered score's name, else ``null``; versions before 5 have no ``provenance.recipe_overrides``
+(the recipe's name is then not checked against the settings).
 """
 
 from __future__ import annotations
@@ -74,9 +79,17 @@ import pandas as pd
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError, ParameterError
 from .feasibility import min_items
+from .recipe import as_recipe
 from .scores import SCORES
 from .settings import Settings
-from .thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
+from .thresholds_schema import (
+    GROUP_ENTRY,
+    RECIPE_FIELDS,
+    SCHEMA_VERSION,
+    ThresholdsFileError,
+    check_record,
+    validate_file,
+)
 
 __all__ = [
     "SCHEMA",
@@ -88,6 +101,7 @@ __all__ = [
     "created_at",
     "id_digests",
     "ID_DIGEST",
+    "recipe_overrides",
 ]
 
 SCHEMA = "gpac-thresholds"
@@ -187,6 +201,22 @@ def created_at(created: str | datetime | None = None) -> str:
     return created.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def recipe_overrides(recipe_name: str | None, recipe) -> dict | None:
+    """The fields of ``recipe`` that differ from the named recipe's (``provenance.recipe_overrides``);
+    None without a name.
+
+    Examples
+    --------
+    >>> from gpac_utils.recipe import PAPER
+    >>> recipe_overrides("paper", PAPER.replace(bound="hoeffding_bentkus")), recipe_overrides(None, PAPER)
+    ({'bound': 'hoeffding_bentkus'}, None)
+    """
+    if recipe_name is None:
+        return None
+    base = as_recipe(recipe_name)
+    return {k: getattr(recipe, k) for k in RECIPE_FIELDS if getattr(recipe, k) != getattr(base, k)}
+
+
 def _version() -> str:
     try:
         return metadata.version(PACKAGE)
@@ -250,6 +280,7 @@ def _check_fields(payload: dict) -> None:
             raise ThresholdsFileError(f"groups[{g!r}] lacks {missing}")
         if e["status"] not in STATUSES:
             raise ThresholdsFileError(f"groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
+        check_record(e, GROUP_ENTRY, f"groups[{g!r}]", payload)
         if (e["status"] == CERTIFIED) != (e["threshold"] is not None):
             raise ThresholdsFileError(f"groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
         if e["status"] != UNSEEN and thr.get(g, "absent") != e["threshold"]:
@@ -326,6 +357,8 @@ class Certificate:
     version: int = SCHEMA_VERSION
     has_provenance: bool = True
     _where: str = field(default="certificate", repr=False)
+    #: The file as read (validated, before the migration): what ``gpac verify`` checks field by field.
+    source: dict | None = field(default=None, repr=False)
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -339,6 +372,7 @@ class Certificate:
         recipe_name: str | None = None,
         created: str | datetime | None = None,
         n_items: int | None = None,
+        score_model: Mapping | None = None,
     ) -> Certificate:
         """The certificate of a fitted calibrator.
 
@@ -362,6 +396,9 @@ class Certificate:
             The creation time (default: :func:`created_at`).
         n_items : int, optional
             The table's rows (``gpac calibrate``).
+        score_model : mapping, optional
+            The score's model (``provenance.score_model``: path, sha256, embedder, text;
+            :func:`gpac_utils.llm.router_model.score_model_record`).
         """
         reads = CALIBRATORS[cal.name].cls.OPTIONS  # what the certificate records of the settings
         for name in cal.config.ignored(reads)[:1]:
@@ -386,11 +423,14 @@ class Certificate:
             "package": PACKAGE,
             "package_version": _version(),
             "recipe": recipe_name,
+            "recipe_overrides": recipe_overrides(recipe_name, cal.config.recipe),
             "seed": cal.config.seed,
             "created": created_at(created),
         }
         if columns.get("id", (None, None))[1] is not None:
             provenance["item_ids"] = _item_ids_record(columns["id"][1])
+        if score_model is not None:
+            provenance["score_model"] = dict(score_model)
         doc.update(
             schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal), score=score
         )
@@ -399,7 +439,7 @@ class Certificate:
             doc["data"] = str(table_path)
         if n_items is not None:
             doc["n_items"] = int(n_items)
-        return cls(doc, cal.config)
+        return cls(doc, cal.config, source=json.loads(json.dumps(doc)))
 
     @classmethod
     def read(cls, source, *, where: str | None = None) -> Certificate:
@@ -428,8 +468,12 @@ class Certificate:
         """
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
-        settings = Settings.from_dict(payload["settings"])
-        return cls(_migrate(payload, settings), settings, payload["schema_version"], "provenance" in payload, where)
+        try:  # the settings together (e.g. risk 'routed' with the clt bound)
+            settings = Settings.from_dict(payload["settings"])
+        except ValueError as exc:
+            raise ThresholdsFileError(f"settings: {exc}") from None
+        version, prov = payload["schema_version"], "provenance" in payload
+        return cls(_migrate(payload, settings), settings, version, prov, where, source=payload)
 
     # -- what it holds ----------------------------------------------------------------------------
     method = property(lambda self: self.document["method"], doc="The calibrator's registry name.")
@@ -488,8 +532,18 @@ class Certificate:
                 lines.append(f"column    {role:<6} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
             lines.append(
                 f"package   {prov.get('package', PACKAGE)} {prov['package_version']}; "
-                f"recipe {prov.get('recipe') or '-'}; seed {prov['seed']}; created {prov['created']}"
+                f"seed {prov['seed']}; created {prov['created']}"
             )
+            lines.append(f"recipe    {self.recipe_text()}")
+            model = prov.get("score_model")
+            if model:
+                lines.append(
+                    f"model     {model['path']}  sha256 {model['sha256']}  embedder {model['embedder']}  "
+                    f"text column {model['text']!r}"
+                )
+            ids = prov.get("item_ids")
+            if isinstance(ids, dict):
+                lines.append(f"item ids  {ids.get('n', '-')} recorded ({ids.get('digest', '-')} digests)")
         else:
             lines.append(
                 f"provenance: none (a version-{self.version} file or a calibrator's own JSON); "
@@ -509,9 +563,51 @@ class Certificate:
         lines += ["", "; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)]
         return "\n".join(lines)
 
+    def recipe_text(self) -> str:
+        """The recipe as the provenance names it, its overrides, and whether the settings' recipe is valid."""
+        prov = self.provenance or {}
+        name, over = prov.get("recipe"), prov.get("recipe_overrides")
+        said = name or "- (none named)"
+        if over:
+            said += " with " + ", ".join(f"{k}={v}" for k, v in over.items())
+        elif name is not None and "recipe_overrides" not in prov:
+            said += " (its overrides not recorded before schema version 5)"
+        r = self.settings.recipe
+        valid = "valid" if r.is_valid else "NOT valid (no finite-sample guarantee)"
+        return f"{said}; the settings' recipe ({r.bound}, {r.sampling}, {r.rule}) is {valid}"
+
+    def score_model_path(self, given=None) -> Path | None:
+        """The recorded score model's file: ``given``, else the recorded path, else the file of that name
+        beside the certificate (as the serving router finds it); None when none is recorded."""
+        model = (self.provenance or {}).get("score_model") if self.has_provenance else None
+        if not model:
+            return None
+        if given is not None:
+            return Path(given)
+        path = Path(model["path"])
+        beside = Path(self._where).parent / path.name
+        return beside if not path.exists() and beside.exists() else path
+
+    def table_bytes(self, table_path) -> tuple[bool, bool]:
+        """Whether ``table_path`` has the recorded bytes (``provenance.table.sha256``), and whether it is the
+        file the provenance names (``provenance.table.path``, relative to the working directory)."""
+        table = (self.provenance or {}).get("table") or {}
+        if not table:
+            return True, False
+        same = file_sha256(table_path) == table["sha256"]
+        try:
+            named = os.path.samefile(table_path, table["path"])
+        except OSError:  # the named file is not there (another machine, another folder)
+            named = False
+        return same, named
+
     def verify(self, table_path, frame: pd.DataFrame) -> tuple[list[str], bool]:
-        """Compare a table with the provenance: one line per hash (``matches``, ``DIFFERS`` or ``MISSING``),
-        and whether all match.
+        """Compare a table with the provenance by the one rule for "the same table": every recorded column's
+        values (canonical hashes, whatever the file format), and the file the provenance names keeps its
+        bytes. One line per column (``matches``, ``DIFFERS`` or ``MISSING``) and one for the file's bytes,
+        and whether all agree: a copy elsewhere (a Parquet copy of the CSV) has other bytes and passes by
+        its columns; the very file the provenance names (``provenance.table.path``) with other bytes does
+        not (the file changed, or the recorded SHA-256 was edited).
 
         Parameters
         ----------
@@ -530,9 +626,15 @@ class Certificate:
             raise DataError(f"--data: {self._where} has no provenance to check against (a version-{self.version} file)")
         out, ok = [], True
         if prov.get("table"):
-            same = file_sha256(table_path) == prov["table"]["sha256"]
-            ok &= same
-            out.append(f"table file {Path(table_path).name}: {'matches' if same else 'DIFFERS'}")
+            same, named = self.table_bytes(table_path)
+            ok &= same or not named
+            if same:
+                what = "matches the recorded bytes"
+            elif named:
+                what = "DIFFERS from the recorded bytes, and it is the file provenance.table.path names"
+            else:
+                what = "DIFFERS from the recorded bytes (a copy: its columns' values decide)"
+            out.append(f"table file {Path(table_path).name}: {what}")
         for role, c in sorted(prov.get("columns", {}).items()):
             if c["name"] not in frame.columns:
                 ok = False

@@ -1,11 +1,14 @@
-"""Command line: ``gpac calibrate``, ``gpac route``, ``gpac plan`` and ``gpac inspect`` (also ``python -m gpac_utils``).
+"""Command line: ``gpac calibrate``, ``route``, ``plan``, ``inspect``, ``fit-router``, ``audit`` and ``verify``
+(also ``python -m gpac_utils``). ``gpac COMMAND --help`` lists a command's options.
 
 calibrate
     fit PAC / G-PAC / C-PAC on a table and write the certificate: the thresholds, every setting,
     the provenance and each group's status as JSON (:mod:`gpac_utils.certificate`). A
     larger score U means a *less* certain non-thinking answer: an item is routed to the
     non-thinking model when U <= its group's threshold. A threshold ``null`` in the JSON means
-    "always think" (no threshold could be certified for that group).
+    "always think" (no threshold could be certified for that group). With ``--score-model``
+    (a model written by ``fit-router``), the score column is first recomputed from the model and
+    the table's text column, and refused unless equal; the model's hash is recorded.
 route
     read such a JSON (its schema checked) and a table; write the table with ``threshold`` and
     ``route_nothink`` in the format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl). A warning
@@ -17,9 +20,24 @@ plan
     (:mod:`gpac_utils.allocation`, an exact dynamic programme).
 inspect
     print a thresholds file for review (:mod:`gpac_utils.certificate`): its settings, provenance
-    (hashes of the table and columns, package version, recipe, seed, creation time) and one row
-    per group (n, labelled, status, threshold, the certified bound at it); ``--data`` checks a
-    table's hashes against the file.
+    (hashes of the table and columns, package version, recipe and its overrides, seed, creation
+    time, the score model's path, hash, embedder and text column) and one row per group (n,
+    labelled, status, threshold, the certified bound at it); ``--data`` checks a table against the
+    file by its columns' values, whatever the format (a copy's bytes are shown; the file the
+    provenance names must keep its bytes), and the score model's file by its hash.
+fit-router
+    fit the router-based score (sentence embeddings of the prompt, logistic regression) on a share
+    of a labelled table, write it as JSON, and write the other rows scored by it (the table to
+    calibrate on); an existing score column is replaced only with ``--overwrite-score-col``.
+audit
+    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`): the realised
+    risk, its bounds and a verdict at a family-wise level; exit 3 when a group is violated (the
+    other statuses: ``gpac audit --help``).
+verify
+    check every field of a certificate (:mod:`gpac_utils.verify`): recomputed from the calibration
+    table and the recorded settings, checked against the fields it must agree with, or against
+    what you state with ``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``; the
+    fields you do not state are listed as taken on trust.
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -53,7 +71,6 @@ import pandas as pd
 
 from . import (
     allocation,
-    audit,
     bounds,
     checks,
     cli_serve,
@@ -74,7 +91,7 @@ from .calibrate import (
     default_method,
     method,
 )
-from .certificate import Certificate
+from .certificate import Certificate, file_sha256
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
@@ -442,6 +459,9 @@ def _calibrate(a) -> int:
     _output(a.output)
     df = _read(a.data)
     _need_columns(df, a.data, cols)
+    model = None
+    if a.score_model is not None:  # the score column recomputed from the model, before any work is written
+        model = cli_serve.record_score_model(a.score_model, df, score_col=a.score_col, id_col=a.id_col)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
     if a.group_col:
         mapping[a.group_col] = data.GROUP
@@ -470,10 +490,14 @@ def _calibrate(a) -> int:
     roles = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     used = {role: (col, df[col].to_numpy() if col in df.columns else None) for role, col in roles.items()}
     cert = Certificate.from_calibrator(
-        cal, columns=used, score=a.score, table_path=a.data, recipe_name=a.recipe, n_items=len(table)
+        cal,
+        columns=used,
+        score=a.score,
+        table_path=a.data,
+        recipe_name=a.recipe,
+        n_items=len(table),
+        score_model=model,
     )
-    if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
-        cert.document["provenance"][audit.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(cert.to_json())
     _report_small_groups(cal)
@@ -534,7 +558,14 @@ def _inspect(a) -> int:
     cert = Certificate.read(a.file)
     print(cert.render())
     if a.data is not None:
-        lines, ok = cert.verify(a.data, _read(a.data))
+        lines, ok = cert.verify(a.data, _read(a.data))  # the columns' values decide (the file's bytes: shown)
+        model = cert.score_model_path()
+        if model is not None:  # the recorded score model's file: its hash (gpac verify recomputes its scores)
+            found = model.is_file()
+            same = found and file_sha256(model) == cert.provenance["score_model"]["sha256"]
+            ok &= same
+            state = "matches" if same else ("DIFFERS" if found else "MISSING")
+            lines.append(f"score model {model}: sha256 {state} (provenance.score_model.sha256)")
         print("")
         print("\n".join(lines))
         if not ok:

@@ -3,8 +3,10 @@
 fit-router
     fit the router-based score (:mod:`gpac_utils.llm.router_model`: sentence embeddings of the prompt,
     logistic regression) on a share of a labelled table, write it as a JSON artefact, and write the
-    *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows).
-    ``gpac calibrate --score-model router.json`` records its SHA-256 and embedder in the certificate.
+    *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows); an
+    existing ``--score-col`` column of the table is refused unless ``--overwrite-score-col``.
+    ``gpac calibrate --score-model router.json`` recomputes the score column from the model and the
+    text column (refusing a column that is not the model's score), then records its SHA-256 and embedder.
 audit
     test a certificate on fresh labelled data as a gate (:func:`gpac_utils.audit.audit`): per
     certified group the realised risk of the certified kind, its bounds, a verdict (violated,
@@ -15,8 +17,12 @@ audit
     group too small (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
     refused (1); with a recorded score model, the scores are recomputed from the text column.
 verify
-    recompute a certificate from its recorded settings and the table (:func:`gpac_utils.audit.verify_certificate`);
-    exit 0 only when every threshold is bit-identical, 1 naming what differs.
+    verify every field of a certificate (:func:`gpac_utils.verify.verify_certificate`): recomputed from
+    the table and the recorded settings, checked against the fields it must agree with, or against
+    what the operator states (``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``);
+    the fields not stated are listed as taken on trust, the descriptive ones as not checked. Exit 0
+    only when every checked and stated field agrees; 1 naming the first that does not; 2 for a
+    malformed or unknown ``--expect`` key.
 
 The parsers are added to ``gpac``'s by :func:`add_parsers`; :data:`COMMANDS` maps each to its handler.
 """
@@ -33,6 +39,7 @@ import numpy as np
 
 from . import audit as _audit
 from . import audit_sequential
+from . import verify as _verify
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
@@ -56,6 +63,11 @@ def add_parsers(sub) -> None:
         "--embedder", default=None, help="sentence embedder, a registered name (default: the bundled MiniLM)"
     )
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
+    f.add_argument(
+        "--overwrite-score-col",
+        action="store_true",
+        help="replace an existing --score-col column of --data in the scored table (refused otherwise)",
+    )
     f.add_argument("--scored", required=True, type=Path, help="the other rows with the router's score (calibrate)")
     f.add_argument("-o", "--output", required=True, type=Path, help="router model JSON to write")
     a = sub.add_parser(
@@ -97,9 +109,31 @@ def add_parsers(sub) -> None:
     )
     a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
     audit_sequential.add_sequential_options(a)
-    v = sub.add_parser("verify", help="recompute a certificate from its recipe, seed and table", formatter_class=fmt)
+    v = sub.add_parser(
+        "verify",
+        help="check every field of a certificate against its table, its settings and what you state",
+        description="Recompute every field of a certificate from the calibration table and the recorded settings, "
+        "check it against the fields it must agree with, and check what no data can tell against --expect. "
+        "Exit 0: every field agrees (the fields not stated are listed as taken on trust); 1: the first field "
+        "that does not, named; 2: a bad --expect.",
+        formatter_class=fmt,
+    )
     v.add_argument("certificate", type=Path, help="JSON written by calibrate")
-    v.add_argument("--data", required=True, type=Path, help="the calibration table")
+    v.add_argument("--data", required=True, type=Path, help="the calibration table (any format: its columns decide)")
+    v.add_argument(
+        "--expect",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="what the certificate must say, of what no data can tell; keys: " + ", ".join(_verify.EXPECT),
+    )
+    v.add_argument(
+        "--score-model",
+        type=Path,
+        default=None,
+        help="the recorded score model's file (default: its recorded path, else beside the certificate)",
+    )
 
 
 # --------------------------------------------------------------------------- fit-router
@@ -112,9 +146,10 @@ def _fit_router(a, cli) -> int:
     return _llm().fit_router_command(a, cli)
 
 
-def record_score_model(path: Path, table_ids) -> dict:
-    """What ``gpac calibrate --score-model`` records (:func:`gpac_utils.llm.router_model.score_model_record`)."""
-    return _llm().score_model_record(path, table_ids)
+def record_score_model(path: Path, frame, *, score_col: str, id_col: str | None) -> dict:
+    """What ``gpac calibrate --score-model`` records, after recomputing the score column from the model
+    (:func:`gpac_utils.llm.router_model.score_model_record`)."""
+    return _llm().score_model_record(path, frame, score_col=score_col, id_col=id_col)[0]
 
 
 # --------------------------------------------------------------------------- audit
@@ -214,9 +249,10 @@ def _audit_cmd(a, cli) -> int:
 
 # --------------------------------------------------------------------------- verify
 def _verify_cmd(a, cli) -> int:
+    expect = _verify.parse_expect(a.expect)  # usage errors first
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    for line in _audit.verify_certificate(cert, a.data, df):
+    for line in _verify.verify_certificate(cert, a.data, df, expect=expect, score_model=a.score_model):
         print(line)
     return 0
 

@@ -360,7 +360,18 @@ def scored(tmp_path_factory):
     with EMBEDDERS.registered(Embedding(TOY, ToyEmbedder, "word and digit counts (tests)")):
         d = tmp_path_factory.mktemp("score_model")
         model, rest = d / "router.json", d / "rest.parquet"
-        args = ["fit-router", "--data", TABLE, "--benchmark", "arith", "--group-col", "group", "--embedder", TOY]
+        args = [
+            "fit-router",
+            "--data",
+            TABLE,
+            "--benchmark",
+            "arith",
+            "--group-col",
+            "group",
+            "--embedder",
+            TOY,
+            "--overwrite-score-col",
+        ]
         assert main([*map(str, args), "--scored", str(rest), "-o", str(model)]) == 0
         df = pd.read_parquet(rest)
         first = df.groupby("group").cumcount() % 2 == 0

@@ -369,6 +369,7 @@ def test_the_router_score_with_the_dummy_embedder(dummies, tmp_path):
     model, scored, cert = tmp_path / "r.json", tmp_path / "c.parquet", tmp_path / "t.json"
     table = str(DATA / "generated" / "arith__smollm2.parquet")
     fit = ["fit-router", "--data", table, "--benchmark", "arith", "--group-col", "group", "--embedder", EMBEDDER]
+    fit += ["--overwrite-score-col"]  # the table's cross-fitted score_router, replaced by the model's
     assert cli.main([*fit, "--scored", str(scored), "-o", str(model)]) == 0
     cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.3"]
     assert cli.main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0

@@ -52,6 +52,7 @@ def fitted(tmp_path_factory):
     d = tmp_path_factory.mktemp("precall")
     model, scored, cert = d / "router.json", d / "calibration.parquet", d / "thresholds.json"
     args = ["fit-router", "--data", str(TABLE), "--benchmark", "arith", "--group-col", "group", "--embedder", TOY]
+    args += ["--overwrite-score-col"]  # the table's score_router is the cross-fitted one: replaced by the model's
     assert main([*args, "--scored", str(scored), "-o", str(model)]) == 0
     cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.1"]
     assert main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0

@@ -600,18 +600,25 @@ def _plan(a) -> int:
     cap = {x: math.inf if a.no_cap else pool[x] for x in names}
     n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
     most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
+    need = prediction.n_needed(settings, len(names))
+    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if sum(pool.values()) < labels_needed:  # the cause, with or without --budget: the pilot holds the rows
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
+            f"to calibrate on (any group needs {labels_needed:g} labels; every labelled row is the pilot unless "
+            "--pilot-fraction picks it); unlabel rows or give --pilot-fraction"
+        )
     if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
         raise ParameterError(
             f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
             f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
         )
     budget = min(sum(pool.values()) // 2, most) if budget is None else budget
-    need = prediction.n_needed(settings, len(names))
-    labels_needed = feasibility.expected_labels(need, settings.recipe)
     if a.budget is None and budget < labels_needed:  # the default budget: half the rows outside the pilot
         raise DataError(
-            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
-            f"to calibrate on (any group needs {labels_needed:g} labels); unlabel rows or give --pilot-fraction"
+            f"--loss-col {a.loss_col!r}: half of the {sum(pool.values())} row(s) outside the labelled pilot (the "
+            f"default budget, {budget}) is too few to calibrate on (any group needs {labels_needed:g} labels); "
+            "give --budget, unlabel rows or give a smaller --pilot-fraction"
         )
     if budget < labels_needed:
         raise ParameterError(
@@ -633,7 +640,8 @@ def _plan(a) -> int:
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    feas = feasibility.feasibility(pool, settings).set_index("group")
+    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
+    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     if a.target is not None:

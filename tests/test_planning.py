@@ -592,3 +592,31 @@ def test_plan_realdata_fast_mode(tmp_path):
     rows = pd.read_csv(tmp_path / "r_groups.csv")
     assert (rows["n_labels"] <= rows["n_labels"].max()).all() and set(rows["table"]) == {"mathl5_zeroeval"}
     assert ((rows["p_certify"] < 1) & (rows["p_certify"] >= 0)).all()
+
+
+# --------------------------------------------------------------------------------------------
+# issue 53 item 5: --seed works; a fully labelled table names the cause, with or without --budget
+# --------------------------------------------------------------------------------------------
+
+
+def test_cli_plan_runs_with_any_seed_and_the_seed_moves_the_pilot(tmp_path, capsys):
+    path = _write_table(tmp_path)
+    tables = []
+    for seed in ("0", "3", "17"):
+        out = tmp_path / f"p{seed}.csv"
+        assert _plan_cli(path, out, "--eps", "0.1", "--pilot-fraction", "0.3", "--seed", seed) == 0, capsys
+        tables.append(pd.read_csv(out))
+    assert "feasibility does not read" not in capsys.readouterr().err
+    assert not tables[0].equals(tables[1])  # another pilot, another plan
+    again = tmp_path / "again.csv"
+    assert _plan_cli(path, again, "--eps", "0.1", "--pilot-fraction", "0.3", "--seed", "3") == 0
+    pd.testing.assert_frame_equal(pd.read_csv(again), tables[1])  # seeded
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget", "100"], ["--budget", "2000"]])
+def test_cli_plan_on_a_fully_labelled_table_names_the_cause(tmp_path, capsys, budget):
+    path = _write_table(tmp_path)  # every row labelled: without --pilot-fraction, every row is the pilot
+    assert _plan_cli(path, tmp_path / "p.csv", "--eps", "0.1", *budget) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --loss-col 'loss': only 0 row(s) lie outside the labelled pilot") and "\n" not in err
+    assert "every labelled row is the pilot" in err and "--pilot-fraction" in err and "give at most" not in err

@@ -62,6 +62,7 @@ from . import (
     risks,
     sampling,
     selection,
+    sequential_labels,
 )
 from .calibrate import (
     CALIBRATORS,
@@ -216,6 +217,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
     p.add_argument("--correction", choices=list(CORRECTIONS), default="none", help="how alpha is shared across groups")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
+    p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="no forecast: label in batches, stop each group when its anytime-valid bound certifies or cannot "
+        "(gpac_utils.sequential_labels); each call feeds the requested losses and writes the next rows to -o",
+    )
+    p.add_argument(
+        "--state", type=Path, default=None, help="--sequential: its state (default <output stem>.state.json)"
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="--sequential: labels per active group per batch")
+    p.add_argument("--grid-size", type=int, default=50, help="--sequential: thresholds per group (score quantiles)")
+    p.add_argument("--bet", default="mixture", help="--sequential: the e-process's bet (mixture, max, grapa)")
     p.add_argument(
         "-o",
         "--output",
@@ -562,8 +575,83 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     return settings, model, budget
 
 
+def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
+    """``gpac plan --sequential``: feed the requested losses, decide each group, request the next batch."""
+    state_path = a.state or a.output.with_name(a.output.stem + ".state.json")
+    cert_path = a.output.with_name(a.output.stem + "_certificate.json")
+    for path in (a.output, state_path, cert_path):
+        _output(path)
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    try:
+        if state_path.exists():
+            state = sequential_labels.read_state(state_path.read_text(), f"--state {state_path}")
+            if state["settings"]["n_rows"] != len(df):
+                raise DataError(
+                    f"--data {a.data}: {len(df)} rows, but the --state {state_path} was started on "
+                    f"{state['settings']['n_rows']} (the order is fixed before the first label: keep the table)"
+                )
+        else:
+            state = sequential_labels.start(
+                s,
+                g,
+                eps=settings.eps,
+                alpha=settings.alpha,
+                budget=budget if budget is not None else len(df) // 2,
+                batch_size=a.batch_size or sequential_labels.BATCH_SIZE,
+                grid_size=a.grid_size,
+                bet=a.bet,
+                correction=settings.correction,
+                loss_bound=settings.loss_bound,
+                seed=settings.seed,
+            )
+        sequential_labels.update(state, s, loss)
+        batch = sequential_labels.next_rows(state)
+    except ParameterError as exc:
+        option, _, message = str(exc).partition(":")
+        option = {"losses": "--loss-col", "scores": "--score-col"}.get(option, f"--{option.replace('_', '-')}")
+        raise (DataError if option == "--loss-col" else ParameterError)(f"{option}:{message}") from None
+    rows = [(int(r), x) for x, rs in batch.items() for r in rs]
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows, columns=["row", a.group_col]).to_csv(a.output, index=False, lineterminator="\n")
+        state_path.write_text(sequential_labels.write_state(state))
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    st = state["settings"]
+    print(
+        f"sequential labelling ({st['bet']} bet, alpha per group {st['alpha_per_group']:g}, batches of "
+        f"{st['batch_size']}): {sequential_labels.spent(state)} of {st['budget']} labels requested -> {state_path}"
+    )
+    for x, e in state["groups"].items():
+        t = "always think" if e["threshold"] is None else f"threshold {e['threshold']:.4g}"
+        print(f"  {x}: {e['labelled']} labelled, {e['status']}, {t}")
+    if rows:
+        print(f"label next: {len(rows)} row(s) (0-based row numbers of --data) -> {a.output}; then run this again")
+        return EXIT_OK
+    cert = sequential_labels.certificate(
+        state,
+        s,
+        loss,
+        g,
+        settings,
+        columns={"score": (a.score_col, s), "loss": (a.loss_col, None), "group": (a.group_col, g)},
+        table_path=a.data,
+    )
+    try:
+        cert_path.write_text(cert.to_json())
+    except OSError as exc:
+        raise DataError(f"-o {cert_path}: cannot write it ({exc.strerror or exc})") from None
+    print(f"done: certificate (mode sequential, in its provenance) -> {cert_path}")
+    return EXIT_OK
+
+
 def _plan(a) -> int:
     settings, model, budget = _plan_settings(a)
+    if a.sequential:
+        return _plan_sequential(a, settings, budget)
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:

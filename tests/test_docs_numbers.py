@@ -722,3 +722,24 @@ def test_planning_one_row_decides_precalculus():
         f"{100 * real.loc[True]:.0f} % of calibrations, the {n.loc[False]} that miss it in "
         f"{100 * real.loc[False]:.0f} %, against a mean `p_certify` of {p.loc[True]:.2f} and {p.loc[False]:.2f}",
     )
+
+
+def test_planning_sequential_cost():
+    """docs/planning.md: what a loss-free group costs the sequential mode per bet, and the fixed-n route's 59."""
+    from gpac_utils import feasibility, sequential_labels
+
+    u = np.random.default_rng(0).random(300)
+    cost = {}
+    for bet, batch in (("mixture", 1), ("max", 1), ("mixture", 20)):
+        state = sequential_labels.start(u, np.zeros(300), eps=0.05, alpha=0.05, budget=300, batch_size=batch, bet=bet)
+        sequential_labels.update(state, u, np.zeros(300))
+        while sequential_labels.next_rows(state):
+            sequential_labels.update(state, u, np.zeros(300))
+        cost[bet, batch] = state["groups"]["0.0"]["labelled"]
+    assert_quoted(
+        "docs/planning.md",
+        f"certifies after **{cost['mixture', 1]}** labels with the default mixture bet and\n"
+        f"**{cost['max', 1]}** with the capped maximal bet (`--bet max`), against "
+        f"**{feasibility.min_items(0.05, 0.05)}** for the fixed-n route",
+    )
+    assert_quoted("docs/planning.md", f"({cost['mixture', 20]} labels with batches of 20 and the mixture bet)")

@@ -337,6 +337,18 @@ def run_deployment(populations, eps_values, pilot_shares, pilots, draws, spec, a
                                 "one_q10": at(one_lo),
                                 "one_q90": at(one_hi),
                                 "p_certify": at(curves.p_certify),
+                                "pooled": bool(in_pilot.size < prediction.THIN_PILOT),
+                                "p_cautious": prediction.cautious_p_certify(
+                                    s[rows[x]],
+                                    prediction.worst_rate(s[in_pilot], loss[in_pilot], s[rows[x]]),
+                                    n,
+                                    settings,
+                                    level,
+                                    resamples=100,
+                                    seed=p,
+                                )
+                                if in_pilot.size < prediction.THIN_PILOT
+                                else float("nan"),
                                 "p_pooled": pooled_baseline(s[pi], loss[pi], n, settings, level, [p, j, 5]),
                                 "real_mean": float(shares.mean()),
                                 "real_se": float(shares.std(ddof=1) / np.sqrt(draws)),

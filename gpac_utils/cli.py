@@ -732,6 +732,16 @@ def _plan(a) -> int:
     feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
+    pooled = prediction.pooled_groups(curves)
+    level = settings.alpha_per_group(len(names))
+    worst = {x: prediction.worst_rate(s[pilot & (g == x)], loss[pilot & (g == x)], s[g == x]) for x in names}
+    table["pooled"] = table["group"].map(pooled)
+    table["p_certify_cautious"] = [
+        prediction.cautious_p_certify(s[g == r.group], worst[r.group], r.n_labels, settings, level, seed=settings.seed)
+        if pooled.get(r.group) and r.n_labels > 0
+        else np.nan
+        for r in table.itertuples()
+    ]
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
@@ -756,6 +766,24 @@ def _plan(a) -> int:
             "traffic on average over pilot draws on the project's real tables, and by more on a smaller held-out "
             "one (low where a group beats the pooled pilot, high where it trails it); one pilot's total was off by "
             f"far more (docs/planning.md), so {plan.total:.1%} is a rough estimate; a larger pilot narrows it"
+        )
+    thin = [x for x in names if pooled[x]]
+    if thin:
+        planned_rows = table[(table["allocation"] == "planned")].set_index("group")
+        detail = "; ".join(
+            f"{x} (pilot {curves.pilot_sizes[x]}, low-score loss rate up to {worst[x]:.0%} not ruled out"
+            + (
+                f", p_certify {planned_rows.loc[x, 'p_certify']:.2f}, cautious "
+                f"{planned_rows.loc[x, 'p_certify_cautious']:.2f})"
+                if planned_rows.loc[x, "n_labels"] > 0
+                else ", not planned)"
+            )
+            for x in thin
+        )
+        print(
+            f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
+            f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
+            f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

@@ -743,3 +743,12 @@ def test_planning_sequential_cost():
         f"**{feasibility.min_items(0.05, 0.05)}** for the fixed-n route",
     )
     assert_quoted("docs/planning.md", f"({cost['mixture', 20]} labels with batches of 20 and the mixture bet)")
+
+
+def test_planning_thin_pilot_worst_rate():
+    """docs/planning.md: the cautious p_certify's rate for a pilot of 9 clean items, and the pooled cut-off."""
+    from gpac_utils import prediction
+
+    rate = prediction.worst_rate([0.0] * 9, [0.0] * 9, [0.0, 1.0])
+    assert_quoted("docs/planning.md", f"with 9\nclean items, {100 * rate:.0f} %)")
+    assert_quoted("docs/planning.md", f"fewer than {prediction.THIN_PILOT} labelled items (`prediction.THIN_PILOT`)")

@@ -80,6 +80,7 @@ from . import (
     risks,
     sampling,
     selection,
+    sequential_labels,
 )
 from .calibrate import (
     CALIBRATORS,
@@ -234,6 +235,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
     p.add_argument("--correction", choices=list(CORRECTIONS), default="none", help="how alpha is shared across groups")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
+    p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="no forecast: label in batches, stop each group when its anytime-valid bound certifies or cannot "
+        "(gpac_utils.sequential_labels); each call feeds the requested losses and writes the next rows to -o",
+    )
+    p.add_argument(
+        "--state", type=Path, default=None, help="--sequential: its state (default <output stem>.state.json)"
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="--sequential: labels per active group per batch")
+    p.add_argument("--grid-size", type=int, default=50, help="--sequential: thresholds per group (score quantiles)")
+    p.add_argument("--bet", default="mixture", help="--sequential: the e-process's bet (mixture, max, grapa)")
     p.add_argument(
         "-o",
         "--output",
@@ -594,8 +607,83 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     return settings, model, budget
 
 
+def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
+    """``gpac plan --sequential``: feed the requested losses, decide each group, request the next batch."""
+    state_path = a.state or a.output.with_name(a.output.stem + ".state.json")
+    cert_path = a.output.with_name(a.output.stem + "_certificate.json")
+    for path in (a.output, state_path, cert_path):
+        _output(path)
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    try:
+        if state_path.exists():
+            state = sequential_labels.read_state(state_path.read_text(), f"--state {state_path}")
+            if state["settings"]["n_rows"] != len(df):
+                raise DataError(
+                    f"--data {a.data}: {len(df)} rows, but the --state {state_path} was started on "
+                    f"{state['settings']['n_rows']} (the order is fixed before the first label: keep the table)"
+                )
+        else:
+            state = sequential_labels.start(
+                s,
+                g,
+                eps=settings.eps,
+                alpha=settings.alpha,
+                budget=budget if budget is not None else len(df) // 2,
+                batch_size=a.batch_size or sequential_labels.BATCH_SIZE,
+                grid_size=a.grid_size,
+                bet=a.bet,
+                correction=settings.correction,
+                loss_bound=settings.loss_bound,
+                seed=settings.seed,
+            )
+        sequential_labels.update(state, s, loss)
+        batch = sequential_labels.next_rows(state)
+    except ParameterError as exc:
+        option, _, message = str(exc).partition(":")
+        option = {"losses": "--loss-col", "scores": "--score-col"}.get(option, f"--{option.replace('_', '-')}")
+        raise (DataError if option == "--loss-col" else ParameterError)(f"{option}:{message}") from None
+    rows = [(int(r), x) for x, rs in batch.items() for r in rs]
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows, columns=["row", a.group_col]).to_csv(a.output, index=False, lineterminator="\n")
+        state_path.write_text(sequential_labels.write_state(state))
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    st = state["settings"]
+    print(
+        f"sequential labelling ({st['bet']} bet, alpha per group {st['alpha_per_group']:g}, batches of "
+        f"{st['batch_size']}): {sequential_labels.spent(state)} of {st['budget']} labels requested -> {state_path}"
+    )
+    for x, e in state["groups"].items():
+        t = "always think" if e["threshold"] is None else f"threshold {e['threshold']:.4g}"
+        print(f"  {x}: {e['labelled']} labelled, {e['status']}, {t}")
+    if rows:
+        print(f"label next: {len(rows)} row(s) (0-based row numbers of --data) -> {a.output}; then run this again")
+        return EXIT_OK
+    cert = sequential_labels.certificate(
+        state,
+        s,
+        loss,
+        g,
+        settings,
+        columns={"score": (a.score_col, s), "loss": (a.loss_col, None), "group": (a.group_col, g)},
+        table_path=a.data,
+    )
+    try:
+        cert_path.write_text(cert.to_json())
+    except OSError as exc:
+        raise DataError(f"-o {cert_path}: cannot write it ({exc.strerror or exc})") from None
+    print(f"done: certificate (mode sequential, in its provenance) -> {cert_path}")
+    return EXIT_OK
+
+
 def _plan(a) -> int:
     settings, model, budget = _plan_settings(a)
+    if a.sequential:
+        return _plan_sequential(a, settings, budget)
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
@@ -632,18 +720,25 @@ def _plan(a) -> int:
     cap = {x: math.inf if a.no_cap else pool[x] for x in names}
     n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
     most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
+    need = prediction.n_needed(settings, len(names))
+    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if sum(pool.values()) < labels_needed:  # the cause, with or without --budget: the pilot holds the rows
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
+            f"to calibrate on (any group needs {labels_needed:g} labels; every labelled row is the pilot unless "
+            "--pilot-fraction picks it); unlabel rows or give --pilot-fraction"
+        )
     if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
         raise ParameterError(
             f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
             f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
         )
     budget = min(sum(pool.values()) // 2, most) if budget is None else budget
-    need = prediction.n_needed(settings, len(names))
-    labels_needed = feasibility.expected_labels(need, settings.recipe)
     if a.budget is None and budget < labels_needed:  # the default budget: half the rows outside the pilot
         raise DataError(
-            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
-            f"to calibrate on (any group needs {labels_needed:g} labels); unlabel rows or give --pilot-fraction"
+            f"--loss-col {a.loss_col!r}: half of the {sum(pool.values())} row(s) outside the labelled pilot (the "
+            f"default budget, {budget}) is too few to calibrate on (any group needs {labels_needed:g} labels); "
+            "give --budget, unlabel rows or give a smaller --pilot-fraction"
         )
     if budget < labels_needed:
         raise ParameterError(
@@ -665,9 +760,20 @@ def _plan(a) -> int:
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    feas = feasibility.feasibility(pool, settings).set_index("group")
+    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
+    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
+    pooled = prediction.pooled_groups(curves)
+    level = settings.alpha_per_group(len(names))
+    worst = {x: prediction.worst_rate(s[pilot & (g == x)], loss[pilot & (g == x)], s[g == x]) for x in names}
+    table["pooled"] = table["group"].map(pooled)
+    table["p_certify_cautious"] = [
+        prediction.cautious_p_certify(s[g == r.group], worst[r.group], r.n_labels, settings, level, seed=settings.seed)
+        if pooled.get(r.group) and r.n_labels > 0
+        else np.nan
+        for r in table.itertuples()
+    ]
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
@@ -692,6 +798,24 @@ def _plan(a) -> int:
             "traffic on average over pilot draws on the project's real tables, and by more on a smaller held-out "
             "one (low where a group beats the pooled pilot, high where it trails it); one pilot's total was off by "
             f"far more (docs/planning.md), so {plan.total:.1%} is a rough estimate; a larger pilot narrows it"
+        )
+    thin = [x for x in names if pooled[x]]
+    if thin:
+        planned_rows = table[(table["allocation"] == "planned")].set_index("group")
+        detail = "; ".join(
+            f"{x} (pilot {curves.pilot_sizes[x]}, low-score loss rate up to {worst[x]:.0%} not ruled out"
+            + (
+                f", p_certify {planned_rows.loc[x, 'p_certify']:.2f}, cautious "
+                f"{planned_rows.loc[x, 'p_certify_cautious']:.2f})"
+                if planned_rows.loc[x, "n_labels"] > 0
+                else ", not planned)"
+            )
+            for x in thin
+        )
+        print(
+            f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
+            f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
+            f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

@@ -524,6 +524,21 @@ PROVENANCE: dict[str, Field] = {
     "item_ids": Field(
         _record, required=False, doc="the calibration items' ids: digest, n, values", since=5, fields=ITEM_IDS_RECORD
     ),
+    "mode": Field(
+        _one_of("sequential"),
+        required=False,
+        doc="absent: an offline calibration; 'sequential': gpac plan --sequential's e-processes (not recomputed)",
+        type="choice",
+        choices=("sequential",),
+        since=5,
+    ),
+    "sequential": Field(
+        _record,
+        required=False,
+        doc="the sequential run's settings: bet, batch_size, grid_size, alpha_per_group, budget, seed, stopped",
+        type="record",
+        since=5,
+    ),
 }
 
 #: The top-level fields.

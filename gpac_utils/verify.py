@@ -367,6 +367,11 @@ def verify_certificate(
     """
     where = cert._where
     prov = cert.provenance if cert.has_provenance else None
+    if prov and prov.get("mode") == "sequential":
+        raise DataError(
+            f"{where}: provenance.mode 'sequential' (gpac plan --sequential): its thresholds come from e-processes "
+            "over the labelling order, which gpac verify does not recompute; test it with gpac audit"
+        )
     if not prov or not prov.get("columns"):
         raise DataError(f"{where}: no provenance to recompute from (a version-{cert.version} file)")
     cols = {role: c["name"] for role, c in prov["columns"].items()}

@@ -127,6 +127,9 @@ def test_cli_plan_sequential_labels_to_a_certificate(tmp_path, capsys):
     assert labelled == sum(e["labelled"] for e in cert["groups"].values()) <= 400
     assert cli_main(["route", "--thresholds", str(tmp_path / "next_certificate.json"), "--data", str(path),
                      "-o", str(tmp_path / "routed.csv")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert cli_main(["verify", str(tmp_path / "next_certificate.json"), "--data", str(path)]) == 1
+    assert "provenance.mode 'sequential'" in capsys.readouterr().err  # refused, not recomputed as G-PAC
     # a changed table is refused in one line
     pd.read_csv(path).iloc[:-1].to_csv(path, index=False)
     assert cli_main(args) == 1

@@ -54,6 +54,8 @@ NOT_WRITTEN = {
     "provenance.item_ids.digest": "the calibration ids' record, once gpac calibrate writes it",
     "provenance.item_ids.n": "idem",
     "provenance.item_ids.values": "idem",
+    "provenance.mode": "the sequential labelling mode's certificate (gpac plan --sequential), which verify refuses",
+    "provenance.sequential": "idem",
 }
 
 
@@ -157,6 +159,7 @@ EDITS = {
     "timestamp": lambda v, d, p: "2030-01-01T00:00:00Z" if v != "2030-01-01T00:00:00Z" else "2031-01-01T00:00:00Z",
     "text": lambda v, d, p: f"{v}-edited",
     "boundaries": lambda v, d, p: [b * 0.999 for b in v],
+    "record": lambda v, d, p: {**v, "edited": True},
 }
 
 

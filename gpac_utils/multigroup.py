@@ -474,6 +474,8 @@ def _step(knots, values, u):
 
 #: The path's parameter ``s``: each group's own bound on the path half is held to ``s * eps`` (``s`` = 0.01 ... 3).
 PATH_GRID = np.arange(1, 301) / 100
+#: The multiplicative steps that set the weights of the groups on the path half (:class:`Path`).
+PATH_ROUNDS = 200
 
 
 @dataclass(frozen=True)
@@ -536,9 +538,9 @@ class Path:
     def cell_levels(self, cell: str) -> np.ndarray:
         """:math:`\\Lambda_c(s)` over :data:`PATH_GRID` (``-inf``: the cell does not route at that ``s``)."""
         gs = self.cell_groups.get(cell, [])
-        if not gs or any(g in self.off or g not in self.levels for g in gs):
+        if not gs or any(g in self.off for g in gs) or cell not in self.levels:
             return np.full(self.grid.size, -np.inf)
-        return np.min([self.levels[g] for g in gs], axis=0)
+        return self.grid * self.levels[cell]
 
     def q(self, cells, u) -> np.ndarray:
         """Each item's score :math:`q = \\hat p_c(U)` (``inf``: its cell never routes)."""
@@ -580,8 +582,50 @@ class Path:
         return 1.0 if j == knots.size - 1 else float(knots[j])
 
 
+def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: float, test_items: dict) -> dict:
+    """Each cell's base level :math:`\\lambda_c = 1 / \\sum_{G \\ni c} \\mu_G` (module description of
+    :class:`Path`): the weights :math:`\\mu_G` make every group's predicted bound about ``eps`` at once.
+
+    The prediction of a group's bound is Hoeffding–Bentkus with the test half's expected items at the path
+    half's mean; the weights follow :data:`PATH_ROUNDS` multiplicative steps
+    :math:`\\mu_G \\leftarrow \\mu_G\\,(\\text{bound}_G / \\varepsilon)^{1/2}` (a group whose bound is under
+    ``eps`` lets its cells route more)."""
+    bound = _bounds.BOUNDS["hoeffding_bentkus"].function
+    on = [j for j, g in enumerate(coll.names) if g not in path.off and coll.member[:, j].any()]
+    cells, codes = np.unique(coll.cells, return_inverse=True)
+    index = {g: j for j, g in enumerate(coll.names)}
+    every = sorted(path.cell_groups)
+    c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float).reshape(
+        len(every), len(coll.names)
+    )
+    where = np.array([every.index(c) for c in cells.tolist()], dtype=int)[codes] if codes.size else codes
+    mu = np.ones(len(coll.names))
+    expected = np.array([max(float(test_items.get(g, coll.member[:, j].sum())), 1.0) for j, g in enumerate(coll.names)])
+    n_g = np.maximum(coll.member.sum(axis=0), 1)
+    finite = np.isfinite(q)
+    for _ in range(PATH_ROUNDS):
+        lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
+        routed = finite & (q <= lam[where])
+        risk = (coll.member * (y * routed)[:, None]).sum(axis=0) / n_g
+        pred = np.array([float(bound(np.array([risk[j] * expected[j]]), None, expected[j], alpha, 1.0)[0]) for j in on])
+        mu[on] *= np.clip(pred / eps, 0.25, 4.0) ** 0.5
+        mu = np.clip(mu, 1e-6, 1e6)
+    lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
+    del index
+    return {c: float(v) for c, v in zip(every, lam.tolist())}
+
+
 def fit_path(
-    scores, losses, coll: Collection, cell_groups: dict, *, eps: float, alpha: float, loss_bound: float = 1.0, off=()
+    scores,
+    losses,
+    coll: Collection,
+    cell_groups: dict,
+    *,
+    eps: float,
+    alpha: float,
+    loss_bound: float = 1.0,
+    off=(),
+    test_items: dict | None = None,
 ) -> Path:
     """The path of :class:`PathGPAC`, from the path half's labelled items (:class:`Path`).
 
@@ -599,11 +643,15 @@ def fit_path(
         Losses are divided by it (:math:`\\hat p_c` lies in ``[0, 1]``).
     off : iterable of str
         Groups whose items never route.
+    test_items : dict of str to float, optional
+        Per group, the items the test half is expected to hold (the bound a level is held to is
+        Hoeffding–Bentkus with that many terms at the path half's mean); default: the path half's.
 
     Returns
     -------
     Path
     """
+    test_items = test_items or {}
     y = np.asarray(losses, float) / loss_bound
     fits, counts = {}, {}
     for j, g in enumerate(coll.names):
@@ -618,18 +666,7 @@ def fit_path(
         fits[c] = _isotonic(scores[at], y[at])
     draft = Path(fits, counts, dict(cell_groups), frozenset(off), {})
     q = draft.q(coll.cells, scores)
-    levels = {}
-    for j, g in enumerate(coll.names):
-        at = coll.member[:, j] & np.isfinite(q)
-        if g in draft.off or not at.any():
-            continue
-        cand = np.unique(q[at])
-        env = _selection.upper_envelope(
-            _bounds.ucb("hoeffding_bentkus", y[at] * loss_bound, q[at], cand, alpha, loss_bound)
-        )
-        last = np.searchsorted(env, PATH_GRID * eps, side="right") - 1  # the first crossing of s * eps
-        lam = np.where(last >= 0, cand[np.maximum(last, 0)], -np.inf)
-        levels[g] = np.where(last == cand.size - 1, 1.0, lam)  # certified at every candidate: the whole group
+    levels = _lagrange_levels(q, y, coll, draft, eps / loss_bound, alpha, test_items)
     return Path(fits, counts, dict(cell_groups), frozenset(off), levels)
 
 
@@ -729,7 +766,15 @@ class PathGPAC(_Overlapping):
         cells, names = np.unique(coll.cells).tolist(), coll.names
         cg = {c: [names[j] for j in js] for c, js in _cell_groups(cells, names, coll.groupings).items()}
         self.path_ = path = fit_path(
-            s[lab], loss[lab], sub, cg, eps=self.eps, alpha=self.alpha, loss_bound=self.loss_bound, off=off
+            s[lab],
+            loss[lab],
+            sub,
+            cg,
+            eps=self.eps,
+            alpha=self.alpha,
+            loss_bound=self.loss_bound,
+            off=off,
+            test_items=dict(zip(coll.names, expected.tolist())),
         )
         # the test half: every group that can route is tested at every s of the fixed grid
         r = path.scores(coll.cells, s)

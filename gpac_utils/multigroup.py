@@ -489,11 +489,12 @@ class Path:
        :data:`SHRINK`), non-decreasing and left-continuous in ``u``. An item's path score is
        :math:`q = \hat p_{c}(U)`: among items of one cell, routing :math:`q \le \lambda` is routing
        :math:`U \le t_c(\lambda) = \sup\{u : \hat p_c(u) \le \lambda\}`.
-    2. *A level per group and per cell.* For ``s`` in :data:`PATH_GRID`, group ``G``'s level
-       :math:`\lambda_G(s)` is the largest :math:`\lambda` at which the upper envelope of G's
-       Hoeffding–Bentkus bound on its path-half items, routed by :math:`q \le \lambda`, is at most
-       ``s * eps`` (G-PAC on the path half, in the score ``q``); a cell's level is the smallest among its
-       groups', :math:`\Lambda_c(s) = \min_{G \ni c} \lambda_G(s)`, non-decreasing in ``s``.
+    2. *A level per cell.* Each group ``G`` gets a weight :math:`\mu_G > 0`, and cell ``c`` the base level
+       :math:`\lambda_c = 1 / \sum_{G \ni c} \mu_G`: an item routes when :math:`q \le s\,\lambda_c`,
+       the Lagrangian form of "route the items of least expected loss subject to every group's
+       constraint". The weights are set on the path half so that every group's *predicted* test
+       bound is about ``eps`` (:func:`_lagrange_levels`); ``s`` scales every level:
+       :math:`\Lambda_c(s) = s\,\lambda_c`.
 
     Cell ``c`` routes :math:`U \le t_c(\Lambda_c(s))` at ``s``: every threshold is non-decreasing in
     ``s``, so every group's joint risk is. A cell in a group that is off (too few items) never routes.
@@ -508,8 +509,8 @@ class Path:
         Each cell's groups.
     off : frozenset of str
         The groups whose items never route (too few items to be tested).
-    levels : dict of str to numpy.ndarray
-        Each group's :math:`\lambda_G(s)` over :data:`PATH_GRID` (``-inf``: none).
+    levels : dict of str to float
+        Each cell's base level :math:`\lambda_c`.
     """
 
     fits: dict
@@ -586,14 +587,14 @@ def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: floa
     """Each cell's base level :math:`\\lambda_c = 1 / \\sum_{G \\ni c} \\mu_G` (module description of
     :class:`Path`): the weights :math:`\\mu_G` make every group's predicted bound about ``eps`` at once.
 
-    The prediction of a group's bound is Hoeffding–Bentkus with the test half's expected items at the path
-    half's mean; the weights follow :data:`PATH_ROUNDS` multiplicative steps
-    :math:`\\mu_G \\leftarrow \\mu_G\\,(\\text{bound}_G / \\varepsilon)^{1/2}` (a group whose bound is under
-    ``eps`` lets its cells route more)."""
-    bound = _bounds.BOUNDS["hoeffding_bentkus"].function
+    The prediction of a group's bound is Bernstein's, :math:`r + \\sqrt{2 r (1 - r) \\log(1/\\alpha) / m}
+    + \\log(1/\\alpha) / m`, with the path half's risk ``r`` and the test half's expected items ``m``.
+    The weights take :data:`PATH_ROUNDS` multiplicative steps, each by the square root of the
+    group's predicted bound over ``eps`` (clipped to ``[1/4, 4]``): a group under ``eps`` lets its
+    cells route more."""
+    log_a = math.log(1 / alpha)
     on = [j for j, g in enumerate(coll.names) if g not in path.off and coll.member[:, j].any()]
     cells, codes = np.unique(coll.cells, return_inverse=True)
-    index = {g: j for j, g in enumerate(coll.names)}
     every = sorted(path.cell_groups)
     c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float).reshape(
         len(every), len(coll.names)
@@ -607,11 +608,10 @@ def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: floa
         lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
         routed = finite & (q <= lam[where])
         risk = (coll.member * (y * routed)[:, None]).sum(axis=0) / n_g
-        pred = np.array([float(bound(np.array([risk[j] * expected[j]]), None, expected[j], alpha, 1.0)[0]) for j in on])
-        mu[on] *= np.clip(pred / eps, 0.25, 4.0) ** 0.5
+        pred = risk + np.sqrt(2 * risk * (1 - risk) * log_a / expected) + log_a / expected
+        mu[on] *= np.clip(pred[on] / eps, 0.25, 4.0) ** 0.5
         mu = np.clip(mu, 1e-6, 1e6)
     lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
-    del index
     return {c: float(v) for c, v in zip(every, lam.tolist())}
 
 

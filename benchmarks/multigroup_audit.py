@@ -45,7 +45,6 @@ from gpac_utils.multigroup import SEP, MinGPAC, PathGPAC
 from gpac_utils.paper.theory.overlap import POPULATIONS
 
 EPS, ALPHA = 0.05, 0.05
-PATH_SHARE = 0.5
 SIZES = (1000, 4000)
 METHODS = ("min", "min-bonferroni", "path", "cells-bonferroni", "last-column")
 #: The guarantee each method claims: per group ("each"), all groups at once ("all") or none.
@@ -59,7 +58,7 @@ def calibrate(method: str, u, loss, labels: dict, seed: int) -> dict:
     if method == "min-bonferroni":
         return MinGPAC(EPS, ALPHA, seed=seed, correction="bonferroni").fit(u, loss, labels).thresholds_
     if method == "path":
-        return PathGPAC(EPS, ALPHA, seed=seed, cluster_fraction=PATH_SHARE).fit(u, loss, labels).thresholds_
+        return PathGPAC(EPS, ALPHA, seed=seed).fit(u, loss, labels).thresholds_
     parts = [np.char.add(f"{g}=", v) for g, v in labels.items()]
     cells = parts[0]
     for p in parts[1:]:

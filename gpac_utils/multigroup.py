@@ -22,7 +22,7 @@ language); a threshold is set per cell. Two calibrators, both registered in
     groups at ``alpha / m``). It does **not** carry over to the risk among routed items,
     :math:`E[\ell \mid U \le u, G]`, which a lower threshold can raise: ``risk="routed"`` is refused.
 :class:`PathGPAC` (``"Path-G-PAC"``): pooled along a path fixed in advance
-    A random ``cluster_fraction`` of the calibration items (the *path half*) fixes a one-parameter
+    A random half of the calibration items (the *path half*, :attr:`PathGPAC.path_share`) fixes a one-parameter
     family of per-cell thresholds: an estimate :math:`\hat p_c(u)` of the loss at score ``u`` in cell
     ``c`` (isotonic in ``u``, shrunk toward the cell's groups), and for a level :math:`\lambda` the cell
     routes :math:`U \le t_c(\lambda) = \sup\{u : \hat p_c(u) \le \lambda\}`: an item routes when its
@@ -679,10 +679,10 @@ class PathGPAC(_Overlapping):
         As for :class:`~gpac_utils.calibrate.PAC` (sampling ``full`` or ``bernoulli``; rule
         ``first-crossing``: the fixed-sequence test).
     **options
-        ``loss_bound``, ``min_group_size``, ``seed`` (the split and the labels), ``risk``
-        (``"joint"`` only) and ``cluster_fraction`` (default 0.5): the share of the calibration items
-        that fixes the path; the rest tests it. The guarantee holds for all groups at once at ``alpha``
-        (no ``correction`` is read: none is needed).
+        ``loss_bound``, ``min_group_size``, ``seed`` (the split and the labels) and ``risk``
+        (``"joint"`` only). A random half of the calibration items (:attr:`path_share`) fixes the
+        path; the rest tests it. The guarantee holds for all groups at once at ``alpha`` (no
+        ``correction`` is read: none is needed).
 
     Attributes
     ----------
@@ -717,7 +717,9 @@ class PathGPAC(_Overlapping):
     """
 
     name = "Path-G-PAC"
-    OPTIONS = PAC.OPTIONS + ("cluster_fraction",)
+    #: The share of the calibration items that fixes the path (the rest tests it); a class attribute, not a
+    #: setting: the thresholds file's schema (version 4) has no field for it.
+    path_share = 0.5
 
     def _setup(self, settings) -> None:
         if settings.recipe.rule != "first-crossing":
@@ -730,10 +732,8 @@ class PathGPAC(_Overlapping):
         self.path_: Path | None = None
         self.curve_: pd.DataFrame | None = None
 
-    cluster_fraction = property(lambda self: self.config.cluster_fraction)
-
     def fit(self, scores, losses, groups=None) -> PathGPAC:
-        """Fix the path on a random ``cluster_fraction`` of the items, then test it on the rest.
+        """Fix the path on a random half of the items (:attr:`path_share`), then test it on the rest.
 
         Parameters
         ----------
@@ -750,9 +750,9 @@ class PathGPAC(_Overlapping):
         rng = np.random.default_rng(self.seed)
         z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
         perm = rng.permutation(s.size)
-        n1 = int(round(self.cluster_fraction * s.size))
+        n1 = int(round(self.path_share * s.size))
         if not 0 < n1 < s.size:
-            raise ParameterError(f"cluster_fraction: cannot split {s.size} items with {self.cluster_fraction}")
+            raise ParameterError(f"scores: cannot split {s.size} items into a path share and a test share")
         first, test = np.sort(perm[:n1]), perm[n1:]  # test: a random order (a sequential bound reads it)
         self._start(coll)
         n_min = _feasibility._min_items(self.eps, self.alpha, self.recipe, self.loss_bound, "joint")
@@ -793,7 +793,7 @@ class PathGPAC(_Overlapping):
             g, k = blocked[0]
             warnings.warn(
                 f"group {g!r} has {k} test items (< {need}, the fewest that certify anything): no step of the path "
-                "can pass, every item thinks; use more items or a smaller cluster_fraction",
+                "can pass, every item thinks; use more items",
                 GroupWarning,
                 stacklevel=2,
             )

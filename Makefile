@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench multigroup-audit bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
 
 help:
 	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
@@ -128,6 +128,11 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_calibration.py
+
+# issue 54: the validity audit and efficiency of the calibrators of overlapping groups; writes the committed
+# benchmarks/multigroup_audit.csv and benchmarks/multigroup_realdata.csv (about 10 minutes on two cores)
+multigroup-audit: $(STAMP)
+	$(PY) benchmarks/multigroup_audit.py
 
 # ---- the cluster path (docs/cluster.md): tests/test_slurm.py starts a one-node SLURM cluster (Debian's
 # slurm-wlm + munge, as root; stopped by pid afterwards), runs a batch grid through Snakemake's SLURM

@@ -1127,7 +1127,3 @@ def calibrator(method_name: str, settings: Settings | float, **changes):
     else:
         settings = Settings(eps=settings, **changes)
     return method(method_name).cls.from_settings(settings)
-
-
-# The calibrators of overlapping groups register themselves (Min-G-PAC, Path-G-PAC); imported last: they build on PAC.
-from . import multigroup as _multigroup  # noqa: E402,F401

@@ -10,8 +10,9 @@ boolean membership matrix. The target is, for every :math:`G \in \mathcal C`,
 
 the paper's joint risk (Section 4) with a per-item threshold :math:`\hat u(X)`; separately for each
 group, or for all of them at once. Items with the same memberships form a *cell* (one subject and one
-language); a threshold is set per cell. Two calibrators, both registered in
-:data:`gpac_utils.calibrate.CALIBRATORS`:
+language); a threshold is set per cell. Two calibrators, registered in
+:data:`gpac_utils.calibrate.CALIBRATORS` when this module is imported (``calibrate`` cannot import it: this
+module builds on :class:`~gpac_utils.calibrate.PAC`, and the package has no import cycle):
 
 :class:`MinGPAC` (``"Min-G-PAC"``): the simple valid baseline
     G-PAC's threshold :math:`\hat u_G` of every group on its own items (Theorem 4.2 per group), and each

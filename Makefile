@@ -24,10 +24,10 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench plan-benchmark bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench plan-benchmark multigroup-audit bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | plan-benchmark | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | plan-benchmark | multigroup-audit | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -137,6 +137,11 @@ plan-benchmark: $(STAMP)
 	$(PY) benchmarks/plan_realdata.py --case deployment --tables mathl5_zeroeval --simulated 0 --eps 0.05 \
 	  --pilots 10 --draws 200 --out benchmarks/plan_deploy_math
 	$(PY) benchmarks/plan_realdata.py --out benchmarks/plan_realdata
+
+# issue 54: the validity audit and efficiency of the calibrators of overlapping groups; writes the committed
+# benchmarks/multigroup_audit.csv and benchmarks/multigroup_realdata.csv (about 10 minutes on two cores)
+multigroup-audit: $(STAMP)
+	$(PY) benchmarks/multigroup_audit.py
 
 # ---- the cluster path (docs/cluster.md): tests/test_slurm.py starts a one-node SLURM cluster (Debian's
 # slurm-wlm + munge, as root; stopped by pid afterwards), runs a batch grid through Snakemake's SLURM

@@ -392,7 +392,7 @@ class DriftAlarm:
                 row = db.execute(f"SELECT labels, trials, detector, alarmed FROM drift_groups {_ROW}", (self.sha256, g))
                 row = row.fetchone()
                 rec = {"group": g, "fed": take.size, "duplicates": at.size - take.size, "monitored": row is not None}
-                if row is None:  # always thinks, or unknown to the certificate: risk 0 by construction
+                if row is None:  # always thinks, or unknown to the certificate: adds no loss by construction
                     out.append(rec | {"labels": 0, "trials": 0, "statistic": math.nan, "alarmed": False})
                     out[-1]["new_alarm"] = False
                     continue

@@ -3,23 +3,33 @@ r"""Audit a certificate on fresh data as a gate; recompute it from its recipe (`
 **Audit** (:func:`audit`). A certificate promises, per group :math:`G_j`, that the risk of the
 kind it certifies (``settings.risk``: :data:`gpac_utils.risks.RISKS`) is at most ``eps`` at its
 threshold, with probability ``1 - alpha`` over the calibration data (Theorem 4.2 for G-PAC's joint
-risk; Theorem 4.6 part 1 for C-PAC in split mode; for the routed risk, the fallback Learn-then-Test
-procedure of :mod:`gpac_utils.risks`, not Theorem 4.2). A *finite* test set sees that risk with
-noise: for the joint risk, Theorem 4.3 (``thm:empirical-known-grouping``) bounds the empirical
-test risk by ``eps + t`` with probability at least ``1 - alpha - exp(-2 N_j t^2 / B^2)``. So a
+risk, with the package's first-crossing rule, a fixed-sequence test, for the threshold chosen from
+the data; Theorem 4.6 part 1 for C-PAC in split mode; for the routed risk, the fallback
+Learn-then-Test procedure of :mod:`gpac_utils.risks`, not Theorem 4.2). A *finite* test set sees
+that risk with noise: for G-PAC's joint risk with known groups, Theorem 4.3
+(``thm:empirical-known-grouping``) bounds the empirical test risk of group ``j`` over its ``N_j``
+test items by ``eps + t`` with probability at least ``1 - alpha - exp(-2 N_j t^2 / B^2)``. So a
 held-out risk above ``eps`` is not yet a violation: a group whose risk is near ``eps`` shows
 held-out risk above ``eps`` in up to about half of the splits.
 
-The audit turns Theorem 4.3 (for the routed risk, its analogue given the number of routed items)
-into a test, per group the certificate **certifies** (a threshold), of
+The audit's test is the conditional step in the proof of Theorem 4.3 (Appendix C: given the
+threshold, the group's test losses are i.i.d. and Hoeffding's inequality bounds their mean), not
+the theorem itself; for the routed risk, the package's analogue given the number of routed items
+(not the paper's). Per group the certificate **certifies** (a threshold) it tests
 :math:`H_j: R_j \le \varepsilon` given the certificate (the calibration data are fixed; the fresh
-items are independent of them):
+items are independent of them, and the certificate was fixed before they were looked at: one
+re-calibrated, or whose ``eps`` or score was chosen, until the audit passes depends on them). The
+terms' mean is the group's risk only if the fresh items are a sample of the group's traffic drawn
+without regard to their losses and, for the joint risk, without regard to their scores or routes
+(a table of production labels that grades only the cheap answers estimates
+:math:`E[\ell \mid U \le \hat u, G_j]`, not the joint risk):
 
 * the *groups*: the certificate's. A label of the data that the certificate lacks is not tested
   and not counted (one :class:`AuditWarning` lists them, with a near match: the same label up to
   case and whitespace). A group that always thinks (threshold ``null``: too few items, no feasible
-  threshold, unseen) routes nothing, so its risk is 0 **by construction**: verdict
-  :data:`BY_CONSTRUCTION`, not tested, not counted.
+  threshold, unseen) routes nothing, so the router adds no loss **by construction** (for the joint
+  risk the risk is 0; the routed risk is undefined): verdict :data:`BY_CONSTRUCTION`, not tested,
+  not counted.
 * the *risk*: the certificate's :data:`~gpac_utils.risks.RISKS` entry evaluates the group's routed
   items (:attr:`~gpac_utils.risks.Risk.evaluate`, what :func:`~gpac_utils.experiment.run_experiment`
   reports as ``pop_risk``), read as the mean of one term in ``[0, B]`` per trial;
@@ -34,22 +44,33 @@ items are independent of them):
   certificate whose recipe's bound needs binary terms; every fresh loss must then be ``0`` or
   ``B``), the exact binomial tail
   :math:`P(\mathrm{Bin}(m, \varepsilon/B) \ge k)` — a loss with mean at most ``eps`` has a count
-  stochastically below it; otherwise (even where the fresh losses happen to be all ``0`` or ``B``,
-  since a loss that can take other values may have more variance): Hoeffding's
+  stochastically below it; otherwise (even where the fresh losses happen to be all ``0`` or ``B``:
+  Clopper–Pearson then bounds :math:`P(\ell = B)`, which is the mean only if no other value can
+  occur, and values missed by the sample still count in the mean): Hoeffding's
   :math:`\exp(-2 m t^2/B^2)` with :math:`t = (\hat R - \varepsilon)_+`, Theorem 4.3's own term.
 * the *bounds*: one-sided, each at confidence ``1 - level/K``: exact Clopper–Pearson for binary
   losses, Hoeffding's otherwise; ``K`` the number of certified groups tested (Bonferroni). ``K``
-  depends on the group labels and scores only, not on the losses, so given them the level holds.
+  depends only on the group labels (joint risk) or on the labels and the route indicators
+  :math:`1\{U \le \hat u\}` (routed risk). Given those, each group's trials are i.i.d. from the
+  group's law (joint) or its routed law (routed), so each test holds its level given ``K``, hence
+  unconditionally.
 * the *verdict*: :data:`VIOLATED` where the p-value is at most ``level / K`` (equivalently the lower
   bound exceeds ``eps``), :data:`CONFIRMED` where the upper bound is at most ``eps``, else
-  :data:`INCONCLUSIVE`. A wrong verdict is a violated group whose risk is at most ``eps`` or a
-  confirmed one whose risk exceeds it; a group can be wrong in one direction only (which depends on
-  its risk), each with probability at most ``level / K``, so the chance of any wrong verdict is at
-  most ``level`` — for **one look** at the data (a gate re-run as held-out data accumulate inflates
-  it; ``gpac audit --sequential`` is valid at every look). A violated verdict is evidence that the
-  certificate is in its ``alpha`` failure event, the traffic differs from the calibration table
-  (drift), or the certificate is not what it claims. Unconditionally (Theorem 4.3's reading), a
-  group of a valid certificate is flagged with probability at most ``alpha + level / K``.
+  :data:`INCONCLUSIVE`. A *wrong* verdict (here and in :mod:`gpac_utils.audit_sequential`) is a
+  violated group whose risk is at most ``eps`` or a confirmed one whose risk exceeds it; a group
+  can be wrong in one direction only (which depends on its risk), each with probability at most
+  ``level / K``, so the chance of any wrong verdict is at most ``level`` — for **one look** at the
+  data (a gate re-run on new rows as held-out data accumulate inflates it;
+  ``gpac audit --sequential`` is valid at every look). A violated verdict is evidence, at
+  family-wise level ``level``, that the certificate is in its ``alpha`` failure event, the traffic
+  differs from the calibration table (drift), or the certificate is not what it claims. A
+  confirmed one says that, at family-wise level ``level`` (one look, given the certificate), the
+  risk of its threshold on the traffic the audit items were drawn from is at most ``eps``; it does
+  not re-establish the calibration's ``1 - alpha`` statement, and says nothing about later traffic.
+  If the audit items are drawn from the calibration population, then over the calibration and
+  audit draws a given group is flagged with probability at most ``alpha + level / K``. This is per
+  group: Theorem 4.2 is not simultaneous over groups, so the chance that some group is flagged is
+  at most ``K alpha + level``.
 * the *power*: per tested group, ``detectable`` is the risk it would flag with probability
   :data:`POWER` (four times in five) at its number of trials and the per-group level ``level / K``
   (:func:`detectable_risk`). For the exact test it is exact: the risk where
@@ -59,8 +80,8 @@ items are independent of them):
   inequality for the lower tail of the mean, so **every** loss distribution with that risk is
   flagged at least four times in five (a particular one may be flagged at a lower risk). For the
   routed risk, ``m`` is the **observed** number of routed items and the power is conditional on
-  it: the test itself is conditional on ``m`` (above), ``m`` depends on the scores and not on the
-  routed items' losses, and the audit actually run had ``m`` trials; the expected count would
+  it: the test itself is conditional on ``m`` (above), ``m`` depends on the route indicators and
+  not on the routed items' losses, and the audit actually run had ``m`` trials; the expected count would
   describe audits of another size, and it is unknown (estimated by ``m`` itself).
 
 **The gate** (:func:`gate`): exit :data:`EXIT_PASS` (0) only when every certified group was tested

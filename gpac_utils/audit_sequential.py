@@ -10,24 +10,41 @@ e-processes of Waudby-Smith & Ramdas 2024) on the group's trials, in that order:
 * the *trials and their terms* are the one-look audit's: for the joint risk every item of the
   group, term :math:`\ell\,1\{U \le \hat u\}`; for the routed risk (``conditional`` in
   :data:`gpac_utils.risks.RISKS`) the items routed to the non-thinking model, term :math:`\ell`
-  (the routed items of an i.i.d. stream, chosen by their own score, are i.i.d. draws of the
-  group's routed items);
+  (the route :math:`1\{U_i \le \hat u\}` is seen before the loss, so the routed items' terms
+  are a test supermartingale's subsequence: :mod:`gpac_utils.eprocess`);
 * *violated*: the wealth betting that the risk exceeds ``eps`` (direction ``"above"``, null
-  :math:`R_j \le \varepsilon`) has reached ``K / level`` at some look, ``K`` the number of groups
-  the certificate certifies (Bonferroni);
+  :math:`R_j \le \varepsilon`) has reached ``K / level`` at some trial so far (its running
+  maximum: Ville's inequality covers every trial), ``K`` the number of groups the certificate
+  certifies (Bonferroni);
 * *confirmed*: the wealth betting that it is below ``eps`` (direction ``"below"``, null
-  :math:`R_j \ge \varepsilon`) has reached ``K / level``, and the group is not violated;
+  :math:`R_j \ge \varepsilon`) has reached ``K / level`` at some trial so far, and the group is not
+  violated;
 * *inconclusive* otherwise; *no trials yet* with none.
 
-By Ville's inequality, if every certified group's risk on this traffic is at most ``eps``, the
-probability that any group is *ever* declared violated, at any look of any run, under any rule for
-when to look or stop, is at most ``level``; likewise for a wrong *confirmed* when every risk is at
-least ``eps`` (for a group at exactly ``eps`` both verdicts are errors). Only groups the certificate
-certifies are monitored; a group that always thinks routes nothing to the non-thinking model, its
-risk is 0 by construction and it is not counted in ``K``; labels the certificate does not know
-always think too. This needs the items in the declared order to be i.i.d. (the order fixed before
-their losses are seen: arrival time, not anything computed from the losses); the certificate is
-fixed (the calibration data are, and the audit items are not among them).
+A *wrong* verdict is the one-look audit's (:mod:`gpac_utils.audit`): violated while the group's
+risk is at most ``eps``, or confirmed while it exceeds ``eps``. By Ville's inequality, whatever the
+other groups' risks, the probability that some group whose risk is at most ``eps`` is *ever*
+declared violated, at any look of any run, under any rule for when to look or stop, is at most
+``level``; likewise for some group whose risk exceeds ``eps`` ever confirmed. A group can be wrong in
+one direction only, so the chance of any wrong verdict is at most ``level``. The confirmation tests
+:math:`R_j \ge \varepsilon`, so it also confirms a group at exactly ``eps`` with probability at most
+``level / K``: read as "risk below eps", each kind of error is at most ``level`` and together they
+are at most ``2 level`` (at most ``level`` when no group's risk is exactly ``eps``;
+``tests/test_audit_sequential.py`` measures both). Exit 0 means only "no violation so far": unlike
+the one-look gate there is no size requirement, so a pass with inconclusive groups is no evidence
+that their risk is at most ``eps``.
+
+Only groups the certificate certifies are monitored; a group that always thinks routes nothing to
+the non-thinking model, so the router adds no loss (the joint risk is 0, the routed risk
+undefined), and it is not counted in ``K``; labels the certificate does not know always think too.
+The null tested: each trial's conditional mean given the earlier rows (and, for the routed risk,
+given that it is routed) is at most ``eps``. I.i.d. traffic at risk at most ``eps`` is one case;
+traffic that drifts but stays at or below ``eps`` is another. The declared order must not depend on
+the losses (the request's arrival time, not the label's). The certificate must be fixed before the
+audit data are looked at: audit items that are not calibration items are not enough, since
+re-calibrating, or choosing ``eps`` or the score, until the audit passes makes the certificate
+depend on the audit data. The guarantee holds per state file: deleting it (or losing it with a CI
+cache) and re-running over rows already audited spends the level again.
 
 **The state file** (``--state``, JSON) records the certificate's SHA-256, the settings (level,
 bet, columns), the rows consumed (their ids in order and a SHA-256 per column of the consumed
@@ -368,7 +385,7 @@ def verdict_lines(report: pd.DataFrame, allowed=()) -> list[str]:
     )
     lines = [head + (f"VIOLATED in {named[VIOLATED]}; " if named[VIOLATED] else "no group violated; ") + tail]
     if named[CONFIRMED]:
-        lines.append(f"confirmed (risk below eps): {named[CONFIRMED]}")
+        lines.append(f"confirmed (risk at most eps): {named[CONFIRMED]}")
     if named[INCONCLUSIVE]:
         lines.append(f"inconclusive (no verdict yet; more rows will tell): {named[INCONCLUSIVE]}")
     if untested:

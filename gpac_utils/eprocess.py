@@ -18,11 +18,15 @@ before the term) with conditional mean :math:`\mu` given the past. For a thresho
 With every bet capped at ``clip`` (default 0.9) times the bet that could zero the wealth
 (:func:`bet_cap`: ``clip / (R - eps)`` below, ``clip / eps`` above), each factor is at least
 ``1 - clip`` > 0, so :math:`K` is a nonnegative supermartingale with :math:`K_0 = 1` under
-:math:`H_0` (a *test supermartingale*), and **Ville's inequality** gives
+:math:`H_0` (a *test supermartingale*), and **Ville's inequality** (Ville 1939, *Étude critique
+de la notion de collectif*) gives
 :math:`P(\exists n: K_n \ge 1/a) \le a`: rejecting :math:`H_0` the first time the wealth reaches
 ``1/a`` is a level-``a`` test at every look, under any stopping rule (anytime-valid). An average of
-test supermartingales is one, and so is a test supermartingale run on a subsequence chosen by a
-predictable rule (the items routed to the non-thinking model, chosen by their own score).
+test supermartingales is one, and so is one run on a subsequence selected by a rule known before
+each term: for the routed items, the route :math:`1\{U_i \le \hat u\}` is seen before the loss
+(the filtration reveals :math:`U_i` before :math:`\ell_i`). Their terms have conditional mean
+:math:`E[\ell \mid \text{past}, U \le \hat u]`, which the routed-risk null bounds by
+:math:`\varepsilon` (for i.i.d. items, :math:`E[\ell \mid U \le \hat u, G]`).
 This is the testing-by-betting construction of Waudby-Smith & Ramdas (2024), "Estimating means
 of bounded random variables by betting" (J. R. Stat. Soc. B 86(1)), at one candidate mean.
 
@@ -31,7 +35,7 @@ of bounded random variables by betting" (J. R. Stat. Soc. B 86(1)), at one candi
 * ``"grapa"``: :math:`\lambda_i = \min(\max(S_{i-1} / (V_{i-1} + \beta), 0), c_i)`, the
   running sums :math:`S = \sum D_s`, :math:`V = \sum D_s^2` of the earlier steps,
   :math:`\beta = B^2` (``B`` the loss bound) and :math:`c_i` the step's cap: the plug-in growth
-  bet of B-PAC;
+  bet of B-PAC, aGRAPA-type (Waudby-Smith & Ramdas's approximate GRAPA plug-in);
 * ``"mixture"`` (default): the average of the ``grapa`` wealth and the wealth of the constant bet
   :math:`c_i / 2`; robust when the first terms mislead the plug-in;
 * ``"max"``: the constant bet :math:`c_i` (capped maximal bet): fastest on loss-free terms (at
@@ -40,9 +44,12 @@ of bounded random variables by betting" (J. R. Stat. Soc. B 86(1)), at one candi
   each term 0.
 
 The drift alarm of :class:`gpac_utils.online.OnlineGPAC` uses :func:`shiryaev_roberts`, an
-e-detector (Shin, Ramdas & Rinaldo, "E-detectors") over the constant bets ``clip / eps * 2**-b``,
-``b = 0..9``: a sum of such wealths started at every step, whose mean number of steps before a
-false alarm at ``1/a`` is at least ``1/a`` while :math:`\mu \le \varepsilon` (:class:`EDetector`).
+e-detector (Shin, Ramdas & Rinaldo, "E-detectors: a nonparametric framework for sequential change
+detection", New England Journal of Statistics in Data Science, pp. 229–260,
+doi:10.51387/23-nejsds51) over the constant bets ``clip / eps * 2**-b``, ``b = 0..9``: a sum of such
+wealths started at every step, whose mean number of steps before a false alarm at ``1/a`` is at
+least ``1/a`` while :math:`\mu \le \varepsilon` (their average-run-length bound;
+:class:`EDetector`).
 
 The core functions take leading batch axes (independent streams) and a last axis of candidate
 thresholds (``(..., n, K)`` terms, time on axis ``-2``); their running sums are ``np.cumsum``
@@ -442,8 +449,12 @@ class EDetector(_Sequential):
     The mean, over the constant bets ``clip / eps * DETECTOR_BETS``, of the sum of the wealths
     started at every step (:func:`shiryaev_roberts`); :meth:`alarms` at ``a`` when it reaches
     ``1/a``. While the mean stays at most ``eps``, the expected number of steps before a false alarm
-    is at least ``1/a``, and ``P(alarm within n steps) <= n a`` (Shin, Ramdas & Rinaldo,
-    "E-detectors"). :meth:`reset` starts afresh after an alarm.
+    is at least ``1/a`` (Shin, Ramdas & Rinaldo's average-run-length bound, module description), and
+    ``P(alarm within n steps) <= n a``: with ``R_k`` the detector after ``k`` steps,
+    ``k -> R_k + (n - k)``, ``k <= n``, is a nonnegative supermartingale starting at ``n`` (for each
+    bet a step maps its sum ``R`` to ``(R + 1)`` times a factor of conditional mean at most 1, and
+    their average inherits it), so Ville's inequality
+    bounds the chance that it reaches ``1/a`` by ``n a``. :meth:`reset` starts afresh after an alarm.
 
     Examples
     --------

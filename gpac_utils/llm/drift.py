@@ -20,31 +20,49 @@ under an alarm went to the thinking model, but its term is still the one at :mat
 
 * a test of :math:`H_0: R_j \le \varepsilon` by Ville's inequality (:class:`~gpac_utils.eprocess.EProcess`,
   direction ``"above"``): :math:`P(\text{ever alarm}) \le a` while the risk stays at most
-  :math:`\varepsilon`, over an unbounded stream. Its wealth is one product over all labels since
-  the certificate was loaded: a long stretch below :math:`\varepsilon` drives it down (the bets
-  learn that the risk is low), and evidence against :math:`H_0` after a change must first undo
-  that stretch, so the delay grows with the time the certificate has been serving;
-* the Shiryaev–Roberts e-detector (:class:`~gpac_utils.eprocess.EDetector`, Shin, Ramdas &
-  Rinaldo, "E-detectors"), the one :class:`gpac_utils.online.OnlineGPAC` uses: the sum of the
-  wealths started at every label, so the evidence after a change counts from the change, whatever
-  came before.
+  :math:`\varepsilon`, over an unbounded stream. Its bets learn from every label since the
+  certificate was loaded: after a long stretch below :math:`\varepsilon` the plug-in bet is 0 (the
+  wealth is not driven down: the default mixture's stays at most 1/2, its constant-bet half spent).
+  It stays 0 until the running sum :math:`\sum (X - \varepsilon)` turns positive again, which
+  after ``n`` labels at risk :math:`r_0 < \varepsilon` takes about
+  :math:`n(\varepsilon - r_0)/(r_1 - \varepsilon)` labels at the new risk :math:`r_1`, so the delay
+  grows with the time the certificate has been serving;
+* the Shiryaev–Roberts e-detector (:class:`~gpac_utils.eprocess.EDetector`; Shin, Ramdas &
+  Rinaldo, "E-detectors: a nonparametric framework for sequential change detection", New England
+  Journal of Statistics in Data Science, pp. 229–260, doi:10.51387/23-nejsds51), the one
+  :class:`gpac_utils.online.OnlineGPAC` uses: the sum of the wealths started at every label, so the
+  evidence after a change counts from the change, whatever came before.
 
 Production drift is a change after a long good stretch, so the alarm is the e-detector. Its
-guarantee is not "never", but in labels: each group's detector runs at ``a = level / horizon``,
-and while the group's risk at its certified threshold is at most :math:`\varepsilon` at every
-label (terms with conditional mean at most :math:`\varepsilon`, fed in an order not chosen from
-their losses),
+guarantee is not "never", but in labels: each group's detector runs at ``a = level / horizon``.
+The labelled requests must be a sample of the group's requests drawn without regard to their
+losses and, for the joint risk, without regard to their scores or routes: requests served by the
+thinking model must be fed too (their term is 0 whatever loss is given). A pipeline that grades
+only the cheap answers feeds terms with mean :math:`E[\ell \mid U \le \hat u_j, G_j]`, which can
+exceed :math:`\varepsilon` while the joint risk is below it. For the routed risk, sample the
+cheap-routed requests without regard to their scores. The labels must be fed in an order that does
+not depend on their losses (the requests' order, or a grading pipeline whose latency does not
+depend on the verdict). Then, while the group's risk at its certified threshold is at most
+:math:`\varepsilon` at every label (terms with conditional mean at most :math:`\varepsilon`),
 
 .. math:: P(\text{the group alarms within its first } n \text{ labels}) \le n\,a, \qquad
    \text{so } \le \texttt{level} \text{ for } n \le \texttt{horizon},
 
-and the mean number of labels before a false alarm is at least ``horizon / level``
-(``tests/test_drift.py`` measures the first by seeded Monte Carlo at the null's hardest point,
-terms Bernoulli(eps)). The bound is per group; for all ``k`` monitored groups at once, give
-``level / k``. The price of the horizon is ``log(horizon)`` more evidence per alarm; the gain,
-a delay that does not grow with the time served (``tests/test_drift.py`` compares both after a
-long good stretch). An alarm *latches*: the group sends every request to the thinking model
-until a new certificate (another SHA-256) is loaded, which starts fresh state.
+(Ville's inequality, :class:`~gpac_utils.eprocess.EDetector`) and the mean number of labels before
+a false alarm is at least ``horizon / level`` (Shin, Ramdas & Rinaldo's average-run-length bound).
+Beyond ``horizon`` labels the bound ``n level / horizon`` grows linearly: a group whose risk sits
+at :math:`\varepsilon` will eventually alarm, so choose ``horizon`` at least the labels a group
+receives over a certificate's life. For the routed risk the detector counts trials (routed
+labels), so the bound in labels is valid but loose. ``tests/test_drift.py`` measures the
+false-alarm rate by seeded Monte Carlo at the boundary of the null (mean :math:`\varepsilon`) with
+the most spread-out terms, Bernoulli(eps), and finds the bound conservative. The bound is per
+group: to bound by ``level`` the chance that any of ``k`` groups alarms falsely within ``horizon``
+labels each, open the store with ``level / k`` (a union bound); the mean-time bound is per group
+only. The price of the horizon is ``log(horizon)`` more log-wealth (nats) to alarm than a one-shot
+test at ``level``; the gain, a delay that does not grow with the time served
+(``tests/test_drift.py`` compares both after a long good stretch). An alarm *latches*: the group
+sends every request to the thinking model until a new certificate (another SHA-256) is loaded,
+which starts fresh state.
 
 **The store** (:class:`DriftStore`): one SQLite file (standard-library :mod:`sqlite3`, WAL
 journal, so readers do not block the writer) that every worker of a proxy opens: one row per
@@ -141,9 +159,15 @@ class DriftStore:
         The SQLite file (created with its tables if absent; its folder must exist). Every worker
         of a proxy opens the same file.
     level : float, default 0.05
-        Per group, the probability of a false alarm within ``horizon`` labels.
+        Per group, an upper bound on the probability of a false alarm within ``horizon`` labels,
+        while the group's risk stays at most ``eps`` (module description). To bound by ``level``
+        the chance that any of ``k`` groups alarms falsely within ``horizon`` labels each, open the
+        store with ``level / k`` (union bound); the mean-time bound is per group only.
     horizon : int, default 10000
         The labels per group over which ``level`` holds; each detector runs at ``level / horizon``.
+        Beyond it the bound ``n level / horizon`` grows linearly, and a group whose risk sits at
+        ``eps`` eventually alarms: choose at least the labels a group receives over a certificate's
+        life.
     timeout : float, default 30.0
         Seconds a feed waits for another process's transaction before failing.
 
@@ -321,7 +345,8 @@ class DriftAlarm:
         return ids, records["group"].astype(str).to_numpy(), score, thr, loss, records["certificate_sha256"].to_numpy()
 
     def feed(self, records, losses) -> pd.DataFrame:
-        """Feed labelled decision records, in the order the labels arrived; return what each group did.
+        """Feed labelled decision records, in an order that does not depend on their losses; return what each
+        group did.
 
         Parameters
         ----------
@@ -367,7 +392,7 @@ class DriftAlarm:
                 row = db.execute(f"SELECT labels, trials, detector, alarmed FROM drift_groups {_ROW}", (self.sha256, g))
                 row = row.fetchone()
                 rec = {"group": g, "fed": take.size, "duplicates": at.size - take.size, "monitored": row is not None}
-                if row is None:  # always thinks, or unknown to the certificate: risk 0 by construction
+                if row is None:  # always thinks, or unknown to the certificate: adds no loss by construction
                     out.append(rec | {"labels": 0, "trials": 0, "statistic": math.nan, "alarmed": False})
                     out[-1]["new_alarm"] = False
                     continue

@@ -502,7 +502,8 @@ class CertifiedRouter:
             Rows of :meth:`decide` or :meth:`serve`, or the gateway's decision records (their request id,
             ``item_id`` or ``request_id``, and ``certificate_sha256`` included).
         losses : array_like
-            One loss per record, in ``[0, loss_bound]``, in the order the labels arrived.
+            One loss per record, in ``[0, loss_bound]``; the records in an order that does not depend on
+            their losses (the requests' order, or a grader whose latency does not depend on the verdict).
 
         Returns
         -------

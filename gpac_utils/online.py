@@ -50,7 +50,8 @@ used), the loss of every observed item (a thinking-routed one included) in full,
 before the stream. It is per group (``alpha / k`` for all ``k`` groups at once).
 
 **Drift alarm** (``drift_alpha``). Once a group has a threshold :math:`\hat u`, a Shiryaev–Roberts
-e-detector (Shin, Ramdas & Rinaldo, "E-detectors") tests whether :math:`R_j(\hat u) > \varepsilon`
+e-detector (Shin, Ramdas & Rinaldo 2023, "E-detectors: a nonparametric framework for sequential change
+detection", NEJSDS) tests whether :math:`R_j(\hat u) > \varepsilon`
 on the same terms: :math:`M_n = \frac1{|\Lambda|}\sum_{\lambda\in\Lambda}\sum_{k\le n}\prod_{i=k}^n
 (1 + \lambda (X_i(\hat u_i) - \varepsilon))`, ``Lambda`` = ``0.9 / eps`` times ``2**-b``,
 ``b = 0..9``; an alarm when :math:`M_n \ge 1/\alpha'`. While :math:`R_j(\hat u_i) \le \varepsilon`
@@ -74,7 +75,7 @@ items, and the bound above, in items of the whole stream. A horizon counted *per
 :math:`\alpha' =` ``drift_alpha / k``, :func:`drift_level`), so that
 :math:`P(\text{some group alarms falsely within } H \text{ of its monitored items}) \le H \cdot`
 ``drift_alpha`` (tests/test_online_drift.py measures both). The price is a longer detection delay
-(``log(k)`` more evidence per alarm).
+(``log(k)`` more log-wealth, in nats, to alarm).
 The detection delay depends on the jump and on :math:`\pi` (about ``log(1/drift_alpha)``
 divided by the per-item evidence). MAPIE's ``RiskMonitoring`` was not used: it tests the mean of
 all unweighted losses since monitoring began against a reference bound, so it neither takes

@@ -380,7 +380,8 @@ plotting.save_table(groups, "online_gpac_groups", floatfmt=".3f")
 #
 # From mid-stream on, `drift_group`'s items are drawn from `drift_source`'s rows: the same
 # subject label, a harder population. Once a group has a threshold $\hat u$, a Shiryaev–Roberts
-# **e-detector** (Shin, Ramdas & Rinaldo 2023, "E-detectors: a nonparametric framework for sequential change detection", NEJSDS) tests whether $R_j(\hat u)>\varepsilon$
+# **e-detector** (Shin, Ramdas & Rinaldo 2023, "E-detectors: a nonparametric framework for sequential
+# change detection", NEJSDS) tests whether $R_j(\hat u)>\varepsilon$
 # on the same terms:
 # $M_n=\frac1{|\Lambda|}\sum_{\lambda\in\Lambda}\sum_{k\le n}\prod_{i=k}^n(1+\lambda(X_i(\hat u_i)-\varepsilon))$,
 # a new bet started at every item. While $R_j(\hat u_i)\le\varepsilon$ every product is a test

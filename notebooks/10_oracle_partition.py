@@ -95,14 +95,14 @@ cfg
 # %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
-fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(18.5, 3.6))  # the third legend beside its axes
 for g, c in zip(pop.groups, ["#2a9d8f", "#e9c46a", "#e76f51"]):
     axes[0].plot(u_grid, g.loss_prob(u_grid), color=c, label=g.name)
     axes[1].plot(u_grid, g.risk(u_grid), color=c, label=g.name)
     # u*_j marked from the axis up to where the risk curve crosses ε (not across the legend)
-    axes[1].vlines(min(populations.oracle_threshold(pop, e0, g.name), 1), 0, e0, color=c, ls=":", lw=1.5)
+    axes[1].vlines(min(populations.oracle_threshold(pop, e0, g.name), 1), 0, e0, color=c, ls=":", lw=2)
 axes[1].plot(u_grid, pop.risk(u_grid), color="#1f3b73", lw=2, label="marginal")
-axes[1].vlines(populations.oracle_threshold(pop, e0), 0, e0, color="#1f3b73", ls=":", lw=1.5)
+axes[1].vlines(populations.oracle_threshold(pop, e0), 0, e0, color="#1f3b73", ls=":", lw=2)
 axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
 axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")

@@ -19,7 +19,7 @@
 # data? And how much routing do we give up by not knowing the best partition, the oracle partition
 # of Definition 4.4 (`def:oracle-optimal`)? Section 4.3 answers both through one number, the
 # partition gap δ: the smallest share of inputs that the learned partition puts in another group
-# than the oracle partition does, over relabellings of the groups (Eq. 5, `eq:partition-gap`).
+# than the oracle partition does, over relabellings of the groups (Eq. (5)).
 # Theorem 4.6 (`thm:unknown-grouping`) states that with sample splitting every learned group keeps
 # its guarantee and routes at most 2δ less than the oracle, and that reusing the items costs at most
 # $c\,\delta$ in risk; the paper adds that δ shrinks like $n^{-\beta}$ under standard conditions. Here we measure δ, watch it shrink, test the coverage claims on a population
@@ -538,9 +538,9 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #
 # - **Learned groups keep the guarantee when the partition is learned on other items.** With
 #   sample splitting the partition is fixed before the calibration items are looked at, so each
-#   learned group gets the per-group guarantee of Theorem 4.6, part 1 (Eq. 6,
-#   `eq:unknown-guarantee-split`), whatever δ is; the coverage panel shows every learned group's
-#   violation rate at or below α up to Monte Carlo error (asserted under "Reading the results").
+#   learned group gets the per-group guarantee of Theorem 4.6, part 1 (Eq. (6)), whatever δ is; the
+#   coverage panel shows every learned group's violation rate at or below α up to Monte Carlo error
+#   (asserted under "Reading the results").
 # - **δ is a distance between partitions, up to relabelling.** For a 1-D clustering of the score it
 #   shrinks like the error of a quantile, $n^{-1/2}$ (the fitted β displayed above), as the paper's
 #   $\delta = O(n^{-\beta})$ (Section 4.3) leads us to expect. The paper measures it against the
@@ -548,10 +548,10 @@ round(eff_oracle, 4), round(eff_learned, 4), 2 * delta_x
 #   the data, which is computable and, at this tolerance, not the oracle.
 # - **Read Theorem 4.6's other two claims as claims.** The efficiency bound
 #   $\mathrm{Eff}(\mathcal G^*) - \mathrm{Eff}(\hat{\mathcal G}) \le 2\delta$ is not what the figure
-#   checks (its loss and δ are against the generating partition, not the oracle $\mathcal G^*$), and it
-#   fails in general (exercise {ref}`ex-partition-gap-counterexample`), and the joint approach's
-#   $\varepsilon + c\,\delta$ (part 2, Eq. 7, `eq:unknown-guarantee-joint`) has an unknown $c$ and an
-#   unknown δ: no certificate can state it. When a guarantee is needed, split.
+#   checks (its loss and δ are against the generating partition, not the oracle $\mathcal G^*$) and
+#   fails in general (exercise {ref}`ex-partition-gap-counterexample`); the joint approach's
+#   $\varepsilon + c\,\delta$ (part 2, Eq. (7)) has an unknown $c$ and an unknown δ: no certificate
+#   can state it. When a guarantee is needed, split.
 
 # %% [markdown]
 # ## Check yourself

@@ -105,7 +105,7 @@ axes[1].plot(u_grid, pop.risk(u_grid), color="#1f3b73", lw=2, label="marginal")
 axes[1].vlines(populations.oracle_threshold(pop, e0), 0, e0, color="#1f3b73", ls=":", lw=2)
 axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
-axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")
+axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: $u^*_j$ at ε = {e0:g}")
 axes[0].legend()
 axes[1].legend()
 

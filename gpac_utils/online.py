@@ -40,9 +40,9 @@ wealth of the constant bet half the cap (an average of test supermartingales is 
 The wealth and the drift detector below are those of :mod:`gpac_utils.eprocess` (direction
 ``"below"`` and :func:`~gpac_utils.eprocess.shiryaev_roberts`), which the sequential audit uses too.
 
-**Validity (anytime, per group).** Let :math:`u^*` be the smallest grid point with
-:math:`R_j(u^*) > \varepsilon`. As :math:`R_j` is non-decreasing, a threshold in use with risk
-above :math:`\varepsilon` is :math:`\ge u^*`, so :math:`u^*` was certified, and by Ville's
+**Validity (anytime, per group).** Let :math:`u^+` be the first unsafe grid point, the smallest with
+:math:`R_j(u^+) > \varepsilon`. As :math:`R_j` is non-decreasing, a threshold in use with risk
+above :math:`\varepsilon` is :math:`\ge u^+`, so :math:`u^+` was certified, and by Ville's
 inequality :math:`P(\exists t: R_j(\hat u_{j,t}) > \varepsilon) \le \alpha` for every group: at
 every moment, under any stopping rule, with no union bound over the grid or over time. It needs
 i.i.d. items, propensities known when the item is decided (never 0 for an item whose term is

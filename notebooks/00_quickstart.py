@@ -557,7 +557,7 @@ for g in ["easy", "medium", "hard"]:
     d = curve[(curve["group"] == g) & (curve["n"] >= 50)]
     ax.errorbar(d["score_mid"], d["loss"], yerr=2 * d["se"], marker="o", ms=3, capsize=2, label=g)
 ax.set(xlabel="uncertainty score U", ylabel="P(loss = 1)", title="Loss rate by score and group (test set)")
-ax.legend(title="group")
+ax.legend(title="group", loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the curves, not over one
 show(fig, "quickstart_loss_by_score")
 
 # %% [markdown]

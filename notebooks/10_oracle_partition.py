@@ -13,11 +13,10 @@
 # %% [markdown]
 # # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Proposition 4.5)
 #
-# **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
-# (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
-# Proposition 4.5 (`prop:grouping-benefit`, "grouping never hurts, strictly helps under
-# heterogeneity") checked numerically — including the equality case, and the step of its proof
-# that does *not* hold (the proposition itself does).
+# **Illustrates** Section 4.2 of the paper: the PAC-optimal threshold of each group (Eq. (4)) and
+# the routed share of marginal PAC vs G-PAC vs the oracle; and **checks numerically** Proposition 4.5
+# (`prop:grouping-benefit`, "grouping never hurts, strictly helps under heterogeneity"), including
+# the equality case, and the step of its proof that does *not* hold (the proposition itself does).
 #
 # **Population** (`pop` below, a `gpac_utils.paper.theory.populations.Population`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
@@ -96,16 +95,17 @@ cfg
 # %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
-fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(18.5, 3.6))  # the third legend beside its axes
 for g, c in zip(pop.groups, ["#2a9d8f", "#e9c46a", "#e76f51"]):
     axes[0].plot(u_grid, g.loss_prob(u_grid), color=c, label=g.name)
     axes[1].plot(u_grid, g.risk(u_grid), color=c, label=g.name)
-    axes[1].axvline(min(populations.oracle_threshold(pop, e0, g.name), 1), color=c, ls=":")
+    # u*_j marked from the axis up to where the risk curve crosses ε (not across the legend)
+    axes[1].vlines(min(populations.oracle_threshold(pop, e0, g.name), 1), 0, e0, color=c, ls=":", lw=2)
 axes[1].plot(u_grid, pop.risk(u_grid), color="#1f3b73", lw=2, label="marginal")
-axes[1].axvline(populations.oracle_threshold(pop, e0), color="#1f3b73", ls=":")
+axes[1].vlines(populations.oracle_threshold(pop, e0), 0, e0, color="#1f3b73", ls=":", lw=2)
 axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
-axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")
+axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: $u^*_j$ at ε = {e0:g}")
 axes[0].legend()
 axes[1].legend()
 
@@ -126,8 +126,8 @@ for col, lab in (
         ],
     )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
-axes[2].set_ylim(0, 1.3)  # room for the legend above the curves
-axes[2].legend(loc="upper left")
+axes[2].set_ylim(0, 1)
+axes[2].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the curves, not over them
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 

@@ -184,7 +184,9 @@ for ax, (b, s) in zip(axes[1:], settings_):
         ylabel="P(R̂ > ε + t)",
         title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}",
     )
-axes[1].legend()
+# the legend where no mark is: low on the second panel the slides show (hoeffding_bentkus), under the
+# bound's lines and above the points
+axes[2].legend(loc="lower left", bbox_to_anchor=(0, 0.08), handlelength=1.5)
 fig.tight_layout()
 plotting.savefig(fig, "finite_sample")
 

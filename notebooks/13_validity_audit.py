@@ -26,7 +26,7 @@
 # of Theorems 4.2, 4.3 and 4.6, for the paper's bounds (Appendix A: `clt`, `hoeffding`) and four
 # finite-sample valid ones (`hoeffding_bentkus`, `empirical_bernstein`, `wsr`,
 # `clopper_pearson`), under each expert-labelling scheme (`resample` = paper Alg. 1,
-# `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`, Eq. (`eq:u^hat_j`)).
+# `bernoulli`, `full`) and both selection rules (`first-crossing`, the paper's `max`, Eq. (2)).
 #
 # **Population** (`gpac_utils.paper.theory.populations.AUDIT_POPULATION`): two groups with `U ~ Uniform(0, 1)` and
 # binary loss, `P(loss = 1 | U = u)` = `0.8 u^3` ("informative", `R(u) = 0.2 u^4`) and `0.5`
@@ -93,7 +93,7 @@ cfg
 
 # %% [markdown]
 # ## The population and its oracle thresholds
-# `u*_j = sup{u : R(u | G_j) ≤ ε}` — the PAC-optimal threshold of Eq. (pac-optimal-threshold);
+# `u*_j = sup{u : R(u | G_j) ≤ ε}` — the PAC-optimal threshold of Eq. (4);
 # for a fixed threshold the PAC probability is 0 or 1, so it does not depend on α. The oracle
 # ratio below is `P(U ≤ û | G_j) / P(U ≤ u*_j | G_j)` = `û / u*_j` (û = −∞, "always think", counts 0).
 
@@ -624,13 +624,14 @@ if rule_gap is not None and len(clt_resample) and len(clt_small):
 # ("routing at $u$ is unsafe"), rejected when $\hat L_u \le \varepsilon$. Each test has level α: if
 # $H_u$ is true, $\hat L_u \le \varepsilon < R(u)$ means the bound failed at $u$, probability at most
 # α. Because $R$ is non-decreasing, the unsafe candidates are the upper end of the list, from the
-# smallest one, $g^*$, on — and $g^*$ is fixed by the population, not by the data. Fixed-sequence
-# testing tests the hypotheses in an order fixed in advance and stops at the first it cannot reject;
+# **first unsafe candidate** $u^+ = \min\{u_i : R(u_i \mid G_j) > \varepsilon\}$ on, and $u^+$ is
+# fixed by the population, not by the data. Fixed-sequence testing tests the hypotheses in an order
+# fixed in advance and stops at the first it cannot reject;
 # `first-crossing` is exactly that, in the order $u_1 < u_2 < \dots$ (as in the risk-controlling
 # prediction sets of Bates et al. 2021 and Learn-then-Test, Angelopoulos et al. 2021). It certifies an
-# unsafe threshold only by rejecting *every* hypothesis up to it, $g^*$ included, so
+# unsafe threshold only by rejecting *every* hypothesis up to it, $u^+$ included, so
 #
-# $$P\big(R(\hat u \mid G_j) > \varepsilon\big) \le P\big(\hat L_{g^*} \le \varepsilon\big) \le \alpha :$$
+# $$P\big(R(\hat u \mid G_j) > \varepsilon\big) \le P\big(\hat L_{u^+} \le \varepsilon\big) \le \alpha :$$
 #
 # one fixed point carries the whole error, with no union bound over the candidates. The picture
 # below is one calibration, chosen to show `max` failing (how rare that is: under the picture): the
@@ -657,14 +658,14 @@ for _ in range(1000):  # the first draw (seeded) in which `max` certifies an uns
     picked_max = int(np.flatnonzero(passed).max())
     if fs_risk(fs_grid[picked_max]) > fs_eps and stop > 0:
         break
-g_star_fs = int(np.argmax(fs_risk(fs_grid) > fs_eps))
-assert stop <= g_star_fs < picked_max  # first-crossing stops in time; max jumps past the stop
+u_plus_fs = int(np.argmax(fs_risk(fs_grid) > fs_eps))
+assert stop <= u_plus_fs < picked_max  # first-crossing stops in time; max jumps past the stop
 
 fig, ax = plt.subplots(figsize=(9, 4.6))
 ax.plot(np.linspace(0, 1, 400), fs_risk(np.linspace(0, 1, 400)), color="0.3", lw=2, label="true risk R(u)")
 ax.axhline(fs_eps, color="black", ls="--", lw=1.2, label="ε")
-ax.axvspan(fs_grid[g_star_fs] - 0.025, 1.025, color="tab:red", alpha=0.07, lw=0)
-ax.text(fs_grid[g_star_fs], 0.205, "unsafe: R(u) > ε", color="tab:red", fontsize=12, va="top")
+ax.axvspan(fs_grid[u_plus_fs] - 0.025, 1.025, color="tab:red", alpha=0.07, lw=0)
+ax.text(fs_grid[u_plus_fs], 0.205, "unsafe: R(u) > ε", color="tab:red", fontsize=12, va="top")
 tested = np.arange(fs_grid.size) <= stop
 ax.scatter(
     fs_grid[tested & passed],
@@ -685,7 +686,7 @@ ax.annotate(
     color="tab:green",
     arrowprops={"arrowstyle": "->", "color": "tab:green"},
 )
-ax.text(fs_grid[g_star_fs] + 0.005, 0.004, "g*: the first unsafe candidate", color="tab:red", fontsize=11)
+ax.text(fs_grid[u_plus_fs] + 0.005, 0.004, "u⁺: the first unsafe candidate", color="tab:red", fontsize=11)
 ax.annotate(
     "max picks this one:\nthe bound dipped below ε\nat an unsafe u",
     (fs_grid[picked_max], fs_ucb[picked_max]),
@@ -728,7 +729,7 @@ fs_cert = max(
 fs_pass = binom.cdf(fs_cert, fs_n, fs_risk(fs_grid))
 fs_unsafe = fs_risk(fs_grid) > fs_eps
 p_max_unsafe = float(1 - np.prod(1 - fs_pass[fs_unsafe]))  # some unsafe candidate passes
-p_first_unsafe = float(np.prod(fs_pass[: g_star_fs + 1]))  # every candidate up to g* passes
+p_first_unsafe = float(np.prod(fs_pass[: u_plus_fs + 1]))  # every candidate up to u⁺ passes
 p_shown = float(fs_pass[0] * p_max_unsafe)  # the loop's event (candidate 0 is safe: independent of the rest)
 # which draw the picture shows: the same seeded draws, counted
 count_rng, fs_draw = np.random.default_rng([cfg.seed, 41]), 0
@@ -750,7 +751,7 @@ display(
         f"passes, each with probability at most {100 * fs_pass[fs_unsafe].max():.1f} %), for α = {100 * fs_alpha:g} %; "
         f"with the first candidate certified as well (the loop's event) {100 * p_shown:.1f} %: about one draw in "
         f"{1 / p_shown:.0f} looks like the picture. First-crossing certifies an unsafe candidate only if every "
-        f"candidate up to g* passes: probability {p_first_unsafe:.1e}, about 0."
+        f"candidate up to u⁺ passes: probability {p_first_unsafe:.1e}, about 0."
     )
 )
 
@@ -760,13 +761,13 @@ display(
 # * A bound that is valid at every *fixed* threshold does not make a threshold *chosen from the data*
 #   valid: the choice can land where the bound failed.
 # * First-crossing is fixed-sequence testing: a violation needs the bound to fail at one point fixed
-#   in advance, $g^*$, so it happens with probability at most α.
+#   in advance, $u^+$, so it happens with probability at most α.
 # * `max` violates when the bound dips below ε at *any* unsafe candidate, a union of events. With a
 #   bound that never decreases in $u$ the two rules pick the same threshold; the valid recipe uses
 #   first-crossing so that it needs no such property.
 # :::
 #
-# **Every score as a candidate, step by step.** The argument needs $g^*$ fixed. On a grid chosen
+# **Every score as a candidate, step by step.** The argument needs $u^+$ fixed. On a grid chosen
 # before the data it is. The library's default candidates are the calibration scores themselves,
 # which are random; the argument still holds, in three steps.
 #
@@ -775,10 +776,11 @@ display(
 #    scores is scanning every $u$ in $[0, 1]$.
 # 2. *The library scans the running maximum* $E(u) = \max_{u' \le u} \hat L_{u'}$. It never decreases,
 #    and it is at least $\hat L_u$, so it is still valid at each fixed $u$.
-# 3. *One fixed point carries the error.* Let $v^*$ be where the true risk first exceeds ε. If the
-#    chosen $\hat u$ is unsafe, the running maximum is at most ε at every fixed $v$ between $v^*$ and
-#    $\hat u$: at such a $v$ the bound failed, which has probability at most α. Taking $v$ closer and
-#    closer to $v^*$ gives $P(\text{violation}) \le \alpha$ (the limit: the note below).
+# 3. *One fixed point carries the error.* Let $u^+$ be where the true risk first exceeds ε (the first
+#    unsafe candidate again, now among all of $[0, 1]$). If the chosen $\hat u$ is unsafe, the running
+#    maximum is at most ε at every fixed $v$ between $u^+$ and $\hat u$: at such a $v$ the bound
+#    failed, which has probability at most α. Taking $v$ closer and closer to $u^+$ gives
+#    $P(\text{violation}) \le \alpha$ (the limit: the note below).
 #
 # A grid of score *quantiles* is neither fixed nor every score: there the argument fails
 # (`gpac_utils.selection` explains when).
@@ -788,13 +790,13 @@ display(
 #
 # **The limit of step 3.** If $R(\hat u) > \varepsilon$, then $E(v) \le E(\hat u) \le \varepsilon$ at every
 # fixed $v \le \hat u$ with $R(v) > \varepsilon$; these events grow as $v$ decreases to
-# $v^* = \inf\{u : R(u) > \varepsilon\}$, so the violation has probability at most
-# $\lim_{v \downarrow v^*} P(E(v) \le \varepsilon) \le \alpha$.
+# $u^+ = \inf\{u : R(u) > \varepsilon\}$, so the violation has probability at most
+# $\lim_{v \downarrow u^+} P(E(v) \le \varepsilon) \le \alpha$.
 #
 # **What `max` risks.** The paper's rule violates when the bound is at most ε at *any* unsafe
 # candidate: the event is the union $\bigcup_{u : R(u) > \varepsilon} \{\hat L_u \le \varepsilon\}$,
-# not the single event at $g^*$. If the bound is non-decreasing in $u$ on every data set, the union is
-# the event at $g^*$ and `max` picks the first-crossing threshold; if it can dip back below ε past a
+# not the single event at $u^+$. If the bound is non-decreasing in $u$ on every data set, the union is
+# the event at $u^+$ and `max` picks the first-crossing threshold; if it can dip back below ε past a
 # crossing, the union can be much larger. Two simulations on one population (seeded, exact risks):
 # `U ~ Uniform(0, 1)` and `P(loss = 1 | U = u)` = 0.02 below 0.5, 1 on (0.5, 0.59] and 0.01 above, so
 # $R$ crosses ε = 0.1 at 0.59 and then creeps up by 0.01 per unit of $u$: a long stretch of unsafe
@@ -844,13 +846,13 @@ batch_rate = {
 # exact: P(bound <= eps) at each point is P(count <= c), c the largest count the bound certifies
 cert_max = int(np.flatnonzero(cp_upper(np.arange(sel_n + 1), sel_n, cfg.alpha) <= sel_eps).max())
 p_pass = binom.cdf(cert_max, sel_n, risk_grid)
-g_star = int(np.argmax(unsafe))
-exact_batch = {"first-crossing": float(np.prod(p_pass[: g_star + 1])), "max": float(1 - np.prod(1 - p_pass[unsafe]))}
+u_plus = int(np.argmax(unsafe))
+exact_batch = {"first-crossing": float(np.prod(p_pass[: u_plus + 1])), "max": float(1 - np.prod(1 - p_pass[unsafe]))}
 sel_mcse = {r: float(mcse(max(exact_batch[r], cfg.alpha), sel_reps)) for r in selection.RULES}
 assert np.all(p_pass[unsafe] <= cfg.alpha)  # pointwise valid at every unsafe point
 for r in selection.RULES:
     assert abs(batch_rate[r] - exact_batch[r]) < 3 * sel_mcse[r] + 1e-12, (r, batch_rate[r], exact_batch[r])
-assert exact_batch["first-crossing"] <= p_pass[g_star] <= cfg.alpha
+assert exact_batch["first-crossing"] <= p_pass[u_plus] <= cfg.alpha
 assert batch_rate["max"] > cfg.alpha + 3 * sel_mcse["max"]  # max breaks validity here
 # 2. one calibration set per repetition, the library's bounds, both rules on the same items
 sel_u = sel_rng.random((sel_reps, sel_n))
@@ -900,7 +902,7 @@ shared.round(4)
 # Read the two together. Pointwise validity allows errors that are independent across candidates,
 # and then `max` collects them: its violation rate is one minus the product of the unsafe points'
 # pass probabilities, far above α, while first-crossing stays below the pass probability of the one
-# point $g^*$. On one calibration set the bound's errors at neighbouring candidates are nearly the
+# point $u^+$. On one calibration set the bound's errors at neighbouring candidates are nearly the
 # same event (the same items), so `max` gains only from the bound's wiggles past the crossing:
 # nothing for a bound that is monotone in $u$; for `wsr`, whose two rules read the same curve (one
 # seed shuffles its terms for both) and differ only in the few calibrations where that curve dips
@@ -929,14 +931,14 @@ shared.round(4)
 # (1) A non-decreasing bound that is at most ε at some $u$ is at most ε at every smaller candidate,
 # so the feasible set $\{u : \hat L_u \le \varepsilon\}$ is an initial segment of the candidates: its
 # maximum is the candidate just before the first crossing. (2) First-crossing violates only by
-# passing every safe point and then $g^*$: $q_1 \cdots q_j\, p \le p \le \alpha$ (if it certifies
+# passing every safe point and then $u^+$: $q_1 \cdots q_j\, p \le p \le \alpha$ (if it certifies
 # further unsafe points the risk is above ε anyway). `max` violates when any unsafe point passes:
 # $1 - (1-p)^K$. (3) $1 - (1-\alpha)^K > 2\alpha \iff K > \log(1 - 2\alpha)/\log(1 - \alpha)$, i.e.
 # from $K = 3$ on at $\alpha = 0.05$.
 
 # %% tags=["solution"]
-safe_part = np.prod(p_pass[:g_star])
-assert np.isclose(exact_batch["first-crossing"], safe_part * p_pass[g_star])
+safe_part = np.prod(p_pass[:u_plus])
+assert np.isclose(exact_batch["first-crossing"], safe_part * p_pass[u_plus])
 assert np.isclose(exact_batch["max"], 1 - np.prod(1 - p_pass[unsafe]))
 k_twice = int(np.floor(np.log(1 - 2 * 0.05) / np.log(1 - 0.05))) + 1
 assert 1 - 0.95**k_twice > 0.1 >= 1 - 0.95 ** (k_twice - 1)

@@ -73,9 +73,12 @@
 # makes it valid at the threshold it selects (fixed-sequence testing, a step the paper's proof of
 # Theorem 4.2 leaves out), and nothing is resampled, so each group gets the conclusion of Theorem 4.2
 # (`thm:known-grouping`) whatever its number of labels, as long as that number is chosen without the
-# calibration items' losses.
+# calibration items' losses and, as it is chosen from the rows' scores, a size chosen from the scores
+# alone leaves the calibration items i.i.d. given it (the assumption the first cell states).
 
 # %%
+import matplotlib.lines as mlines
+import matplotlib.patches as mpatches
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -730,18 +733,21 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
-ax.bar(
-    x,
-    summary["routed_share_mean"],
-    yerr=summary["routed_share_sd"],
-    color=["C3", "C0", "C2", "C7"],
-    alpha=0.8,
-    label="realised (held-out)",
-)
-ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
+ax.bar(x, summary["routed_share_mean"], color=["C3", "C0", "C2", "C7"], alpha=0.8)
+ax.errorbar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], fmt="none", ecolor="black", lw=1.5)
+ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5)
 ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=9)
 ax.set_ylabel("routed share of all traffic")
-ax.legend(fontsize=9, loc="lower right")
+ax.set_ylim(0, 0.5)  # room for the legend above the bars
+# every mark named: a bar of any colour, its vertical line and the diamonds (the x axis names the bars)
+marks = [
+    mpatches.Patch(facecolor="white", edgecolor="black", label="bar: realised (held-out), mean"),
+    mlines.Line2D(
+        [], [], color="black", marker="|", ms=12, mew=1.5, ls="none", label=f"line: ±1 SD over {cfg.n_trials} splits"
+    ),
+    mlines.Line2D([], [], color="black", marker="D", ms=5, ls="none", label="diamond: pilot's forecast"),
+]
+ax.legend(handles=marks, fontsize=9, loc="upper right")
 ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):

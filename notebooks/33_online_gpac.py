@@ -114,8 +114,8 @@ cfg
 # $1+\lambda_i(\varepsilon-R_j(u))\le1$, so $K(u)$ is a nonnegative supermartingale from 1 and by
 # **Ville's inequality** $P(\exists n:K_n(u)\ge1/\alpha)\le\alpha$. A grid point is certified once
 # its wealth reaches $1/\alpha$; the threshold in use is the largest grid point whose whole grid
-# prefix is certified. If ever $R_j(\hat u_{j,t})>\varepsilon$, the first grid point $u^*$ with
-# $R_j(u^*)>\varepsilon$ was certified — a Ville event of one process — so
+# prefix is certified. If ever $R_j(\hat u_{j,t})>\varepsilon$, the first unsafe grid point $u^+$
+# (the smallest with $R_j(u^+)>\varepsilon$) was certified — a Ville event of one process — so
 # $$P\bigl(\exists t:\ R_j(\hat u_{j,t})>\varepsilon\bigr)\le\alpha\quad\text{for every group }j.$$
 # **It needs** i.i.d. items, propensities known when the item is decided and never 0 for a term
 # that is used, the loss of every observed item — a thinking-routed one included — in full, and a

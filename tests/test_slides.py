@@ -28,6 +28,7 @@ from gpac_utils.workflow.paths import BUILD, REPO_ROOT
 
 SCRIPT = REPO_ROOT / "workflow" / "scripts" / "slides.py"
 SCREENSHOTS = BUILD / "slides-test"
+FIGURES = REPO_ROOT / "figures"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 slides = repo_scripts.load(SCRIPT)
@@ -316,6 +317,157 @@ def test_every_figure_on_the_slides_is_readable_from_the_back():
             assert slides.panel_text(panel), (figure, panel.index)
             assert slides.small_figure_text(panel, scale) == [], (figure, panel.index)
             assert h >= slides.MIN_FIGURE_HEIGHT, (figure, panel.index)
+
+
+def legends_over_marks(png) -> list[tuple[list[int], int]]:
+    """Where a legend of a figure saved by ``plotting.savefig`` lies over a coloured mark.
+
+    A legend's frame is drawn at matplotlib's default ``framealpha`` (0.8), so a curve, a bar or a
+    dotted line under it still tints the pixels between its (grey-scale) words. Per column of a
+    legend's texts (texts sharing a left edge; the handles lie left of them), the box spanning them
+    and its count of coloured pixels (channels at least 6 apart): ``[(box, count), ...]`` for the
+    boxes with any.
+    """
+    import numpy as np
+    from PIL import Image
+
+    from gpac_utils.paper import plotting
+
+    text = plotting.figure_text(png)
+    columns: dict[int, list[list[int]]] = {}
+    for t in (t for t in text["texts"] if t["role"] == "legend"):
+        left = next((k for k in columns if abs(k - t["box"][0]) <= 3), t["box"][0])
+        columns.setdefault(left, []).append(t["box"])
+    found = []
+    with Image.open(png) as image:
+        pixels = image.convert("RGB")
+        for boxes in columns.values():
+            box = [
+                min(b[0] for b in boxes),
+                min(b[1] for b in boxes),
+                max(b[2] for b in boxes),
+                max(b[3] for b in boxes),
+            ]
+            region = np.asarray(pixels.crop(box), dtype=int)
+            coloured = int((region.max(axis=-1) - region.min(axis=-1) >= 6).sum())
+            if coloured:
+                found.append((box, coloured))
+    return found
+
+
+def test_a_legend_over_a_curve_is_found(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpac_utils.paper import plotting
+
+    plotting.apply_style(projected=True)
+    for name, where in (
+        ("over", {"loc": "upper left"}),
+        ("beside", {"loc": "center left", "bbox_to_anchor": (1.02, 0.5)}),
+    ):
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot([0, 1], [0.9, 0.9], color="#e76f51", lw=3, label="a curve at 0.9")
+        ax.plot([0, 1], [0.1, 0.1], color="#1f3b73", label="another")
+        ax.set_ylim(0, 1)
+        ax.legend(**where)
+        plotting.savefig(fig, name, tmp_path)
+        plt.close(fig)
+    assert legends_over_marks(tmp_path / "over.png"), "the planted legend over the red curve was not found"
+    assert legends_over_marks(tmp_path / "beside.png") == []
+
+
+def test_no_legend_on_the_slides_covers_a_mark():
+    """Every figure the decks show: no legend over a curve, a bar or a line (issue 50: S1-11, S1-20,
+    S2-16 as the lecturer counted, S3-17)."""
+    covered = {f: found for f in slides.lectures()["figure"] if (found := legends_over_marks(FIGURES / f"{f}.png"))}
+    assert covered == {}, covered
+
+
+def _legend_and_titles(name: str) -> tuple[list[str], list[str]]:
+    from gpac_utils.paper import plotting
+
+    texts = plotting.figure_text(FIGURES / f"{name}.png")["texts"]
+    return [t["text"] for t in texts if t["role"] == "legend"], [t["text"] for t in texts if t["role"] != "legend"]
+
+
+def test_the_figures_say_what_their_slides_say():
+    # partition_gap, the slide "Loss against the generating partition vs 2δ (an observation, not Theorem 4.6)":
+    # the black line is loss = 2δ, not "Theorem 4.6's bound"
+    legend, other = _legend_and_titles("partition_gap")
+    assert "loss = 2δ" in legend and not [t for t in legend + other if re.search(r"Thm 4\.6's bound|G\*", t)]
+    assert "Loss vs 2δ: an observation, not Thm 4.6" in other and "2δ (vs generating partition)" in other
+    (panel,) = [p for p in slides.lectures()["figure"]["partition_gap"]["panel"] if p["axes"] == [1]]
+    assert "an observation, not Theorem 4.6" in panel["title"] and "legend calls" not in panel["notes"]
+    # label_budget_real (S3-17 as the lecturer counted): every mark named, the error bar's spread said
+    legend, _ = _legend_and_titles("label_budget_real")
+    n_splits = int(re.search(r"(\d+) splits", " ".join(_legend_and_titles("label_budget_real")[1])).group(1))
+    assert n_splits == 30
+    for mark in ("bar: realised (held-out), mean", f"line: ±1 SD over {n_splits} splits", "diamond: pilot's forecast"):
+        assert mark in legend, (mark, legend)
+    # the fixed-sequence picture names the first unsafe candidate as the decks do
+    _, other = _legend_and_titles("selection_fixed_sequence")
+    assert "u⁺: the first unsafe candidate" in other and not [t for t in other if "g*" in t]
+
+
+def _prose(notebook: str) -> str:
+    """The markdown a student reads in ``notebook`` (the glossary cells, copied from docs/glossary.md, left out)."""
+    import jupytext
+
+    nb = jupytext.read(slides.NOTEBOOKS / f"{notebook}.py")
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown" and "{glossary}" not in c.source)
+
+
+def test_one_name_for_the_first_unsafe_candidate():
+    """u⁺ = min{u_i : R(u_i | G_j) > ε}, as the decks write it, in notebooks 13 and 33 too; g* is the
+    paper's oracle assignment (Eq. (5)) and u*_j the PAC-optimal threshold (Eq. (4))."""
+    deck = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    assert "u^+ = \\min\\{u_i : R(u_i \\mid G_j) > \\varepsilon\\}" in deck
+    assert "g-star for u-plus" not in deck
+    lesson = _prose("13_validity_audit")
+    assert "**first unsafe candidate** $u^+ = \\min\\{u_i : R(u_i \\mid G_j) > \\varepsilon\\}$" in lesson
+    assert not re.search(r"g\^\*|\bg\*|v\^\*", lesson), "notebook 13 still names the first unsafe candidate otherwise"
+    code = (slides.NOTEBOOKS / "13_validity_audit.py").read_text()
+    assert '"u⁺: the first unsafe candidate"' in code and "g_star" not in code
+    assert "the first unsafe grid point $u^+$" in _prose("33_online_gpac")
+    for module in ("selection", "online"):
+        source = (REPO_ROOT / "gpac_utils" / f"{module}.py").read_text()
+        assert "u+" in source or "u^+" in source, module
+        assert not re.search(r"``g\*``|:math:`u\^\*`", source), module
+
+
+def test_the_lessons_cite_equations_by_number_and_illustrate_sections():
+    """What a student reads: "Eq. (4)", never the paper's label ("Eq. pac-optimal-threshold", `eq:...`);
+    a lesson illustrates or checks a section, it does not reproduce one."""
+    problems = []
+    for path in sorted(slides.NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        text = _prose(path.stem)
+        problems += [
+            f"{path.stem}: {m.group(0)!r}" for m in citations.BY_NAME.finditer(text) if m.group("kind").startswith("Eq")
+        ]
+        problems += [f"{path.stem}: `{label}`" for label in citations.LABEL.findall(text) if label.startswith("eq:")]
+        problems += [
+            f"{path.stem}: {m.group(0)!r}"
+            for m in re.finditer(r"\*\*Reproduces\*\* (?:Section|Theorem|Proposition)", text)
+        ]
+    assert problems == [], problems
+    assert "**Illustrates** Section 4.2 of the paper" in _prose("10_oracle_partition")
+    assert "(Eq. (4))" in _prose("10_oracle_partition") and "(Eq. (5)" in _prose("11_partition_gap")
+
+
+def test_the_label_budget_objectives_state_the_assumption_of_the_lesson():
+    """Notebook 32's learning objectives (a slide-marked cell) carry the assumption its first cell states."""
+    import jupytext
+
+    cells = jupytext.read(slides.NOTEBOOKS / "32_label_budget.py").cells
+    first = " ".join(cells[0].source.replace("#", "").split())
+    (objectives,) = [c for c in cells if c.source.startswith("**Learning objectives.**")]
+    said = " ".join(objectives.source.split())
+    assert "a size chosen from the scores alone leaves the calibration items i.i.d. given that size" in first
+    assert "chosen without the calibration items' losses" in said
+    assert "a size chosen from the scores alone leaves the calibration items i.i.d. given it" in said
 
 
 def test_code_under_32_px_is_refused(tmp_path):

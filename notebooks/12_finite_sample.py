@@ -14,8 +14,8 @@
 # # 12 — Theorem 4.3: the empirical test risk of a calibrated group
 #
 # **Why this lesson.** Theorem 4.2 (`thm:known-grouping`) promises something nobody can observe: the
-# *population* risk $R(\hat u_j \mid G_j)$ of a calibrated group stays below ε with probability
-# $1-\alpha$. What a team sees after deployment is the error on a finite test set, and it will
+# *population* risk $R(\hat u_j \mid G_j)$ of a calibrated group is at most ε with probability
+# at least $1-\alpha$. What a team sees after deployment is the error on a finite test set, and it will
 # sometimes be above ε even when the calibration did its job. How far above is still consistent with
 # the guarantee? Theorem 4.3 (`thm:empirical-known-grouping`) answers with a slack $t$ and a price,
 # $\exp(-2 N_j t^2 / B^2)$, that falls with the number $N_j$ of test items. In this lesson we derive

@@ -29,13 +29,12 @@
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
 #
 # **The plan is an estimate, not a guarantee.** The guarantee (risk $\le\varepsilon$ with
-# probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is, provided
-# $n_j$ is fixed without looking at the losses of the items calibrated on (here the pilot that chose
-# $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*). The sizes are still
-# chosen from the unlabelled scores of all rows, the calibration rows' included, so the guarantee
-# also assumes that a size chosen from the scores alone leaves the calibration items i.i.d. given
-# that size (planning on the scores of rows outside the calibration pool drops the assumption). The
-# plan only predicts how much each group will route. It assumes the pilot is a random sample of the
+# probability at least $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is,
+# provided $n_j$ is independent of the calibration items, their scores as well as their losses (the
+# pilot that chose $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*).
+# Here the sizes use the unlabelled scores of all rows, calibration rows included, so the guarantee
+# is only approximate (the dependence is weak when the pool is much larger than $n_j$); planning on
+# the scores of rows outside the calibration pool makes it exact. The plan only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
 # scores) is only as likely as the prior makes it.
 #
@@ -72,9 +71,9 @@
 # the risk at every fixed threshold (Assumption 4.1, `assump:ucb-validity`), the first-crossing rule
 # makes it valid at the threshold it selects (fixed-sequence testing, a step the paper's proof of
 # Theorem 4.2 leaves out), and nothing is resampled, so each group gets the conclusion of Theorem 4.2
-# (`thm:known-grouping`) whatever its number of labels, as long as that number is chosen without the
-# calibration items' losses and, as it is chosen from the rows' scores, a size chosen from the scores
-# alone leaves the calibration items i.i.d. given it (the assumption the first cell states).
+# (`thm:known-grouping`) whatever its number of labels, as long as that number is independent of the
+# calibration items, their scores as well as their losses; chosen here from the scores of all rows,
+# calibration rows included, it makes the guarantee only approximate (the caveat the first cell states).
 
 # %%
 import matplotlib.lines as mlines

@@ -465,9 +465,10 @@ def test_the_label_budget_objectives_state_the_assumption_of_the_lesson():
     first = " ".join(cells[0].source.replace("#", "").split())
     (objectives,) = [c for c in cells if c.source.startswith("**Learning objectives.**")]
     said = " ".join(objectives.source.split())
-    assert "a size chosen from the scores alone leaves the calibration items i.i.d. given that size" in first
-    assert "chosen without the calibration items' losses" in said
-    assert "a size chosen from the scores alone leaves the calibration items i.i.d. given it" in said
+    independent = "independent of the calibration items, their scores as well as their losses"
+    assert independent in first and independent in said
+    assert "so the guarantee is only approximate" in first and "the guarantee only approximate" in said
+    assert "planning on the scores of rows outside the calibration pool makes it exact" in first
 
 
 def test_code_under_32_px_is_refused(tmp_path):

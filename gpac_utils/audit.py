@@ -319,7 +319,8 @@ def model_scores(cert: Certificate, frame: pd.DataFrame, *, score_col=None, path
             raise ParameterError("score_model: the certificate records no score model to recompute scores with")
         return None
     path = Path(path or record["path"])
-    model = importlib.import_module("gpac_utils.llm.router_model").load_router_model(path, record["sha256"])
+    router_model = importlib.import_module("gpac_utils.llm.router_model")
+    model = router_model.load_router_model(path, record["sha256"])
     if model.text not in frame.columns:
         raise DataError(
             f"{source}: the score model {path} reads the {model.text!r} column; it has {list(frame.columns)}"
@@ -327,10 +328,11 @@ def model_scores(cert: Certificate, frame: pd.DataFrame, *, score_col=None, path
     scores = model.score_texts(frame[model.text].astype(str).tolist())
     if score_col is not None and score_col in frame.columns:
         given = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
-        differ = ~np.isclose(given, scores, rtol=0, atol=1e-9)
+        differ = router_model.scores_differ(given, scores)  # one tolerance with calibrate and verify
         if differ.any():
             warnings.warn(
-                f"column {score_col!r} differs from the score model's scores in {int(differ.sum())} row(s) "
+                f"column {score_col!r} differs from the score model's scores by more than "
+                f"{router_model.SCORE_TOLERANCE:g} in {int(differ.sum())} row(s) "
                 f"(first: row {int(np.argmax(differ))}); the audit routes on the model's",
                 AuditWarning,
                 stacklevel=2,

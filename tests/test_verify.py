@@ -90,7 +90,7 @@ def test_each_schema_versions_certificate_is_read_and_verified(version, capsys):
         return
     assert rc == 0, err
     assert "bit-identical" in out and "checked against --expect: method='G-PAC', eps=0.1" in out
-    model = "its scores of 'question' equal column 'score_router' in all 300 rows (recomputed)"
+    model = "its scores of 'question' equal column 'score_router' within 1e-05 in all 300 rows (recomputed)"
     assert (model in out) == (version >= 4)
     if version == 3:
         assert "(its overrides not recorded before schema version 5)" in Certificate.read(path).render()

@@ -160,6 +160,13 @@ def _check_expect(cert: Certificate, expect: dict) -> tuple[list[str], list[str]
                 raise DataError(f"{where}: a {cert.method} certificate has no {_dotted(path)}; --expect {key}=...")
             if not _same(value, expect[key]):
                 raise DataError(f"{where}: {_dotted(path)} is {_fmt(value)}; --expect {key}={_fmt(expect[key])}")
+            if key == "recipe":  # the recipe as named: no field of the settings' recipe overridden
+                overrides = recipe_overrides(value, cert.settings.recipe)
+                if overrides:
+                    raise DataError(
+                        f"{where}: the settings override recipe {value!r} with {overrides}; --expect recipe={value} "
+                        "states that recipe exactly (state the overridden fields instead, e.g. bound=...)"
+                    )
             checked.append(f"{key}={_fmt(value)}")
         elif value != "absent":
             trusted.append(f"{key}={_fmt(value)}")
@@ -261,6 +268,11 @@ def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[s
     return lines
 
 
+#: The registry's scores served by a fitted model (:func:`gpac_utils.llm.router_model.serve_router`): a
+#: certificate on one of them without ``provenance.score_model`` is refused (nothing serves its column).
+FITTED_SCORES = ("score_router",)
+
+
 def _llm():
     """The LLM layer's router model (imported by name: the core imports no outer layer)."""
     return importlib.import_module("gpac_utils.llm.router_model")
@@ -270,9 +282,25 @@ def _check_score_model(cert: Certificate, frame: pd.DataFrame, given) -> tuple[d
     """A recorded score model: its file's hash, its embedder and text column, and the score column
     recomputed from it; the record recomputed, and the lines of a pass."""
     recorded = cert.provenance.get("score_model")
-    if not recorded:
-        return None, []
     where = cert._where
+    if not recorded:
+        if given is not None:
+            raise ParameterError(
+                f"--score-model {given}: the certificate records no score model (provenance.score_model) to "
+                "recompute the scores with; refused"
+            )
+        if cert.score in FITTED_SCORES and cert.version < declared(("provenance", "score_model")).since:
+            return None, [
+                f"score {cert.score!r} without a score model: a version-{cert.version} file, before certificates "
+                "recorded one; that its column is a served score is taken on trust"
+            ]
+        if cert.score in FITTED_SCORES:
+            raise DataError(
+                f"{where}: score is {cert.score!r}, served by a fitted model, but provenance.score_model records "
+                "none: the column is not a score a router serves (a cross-fitted column is not); fit one with gpac "
+                "fit-router and calibrate with --score-model"
+            )
+        return None, []
     path = cert.score_model_path(given)
     if not path.exists():
         raise DataError(

@@ -102,7 +102,8 @@ def test_each_of_40_concurrent_responses_carries_its_own_decision(deployed, capl
                 router.acompletion(
                     model=name,
                     messages=[{"role": "user", "content": q}],
-                    metadata={"group": g, "request_id": i},
+                    metadata={"group": g},
+                    litellm_call_id=i,  # the request id (one rule with the proxy: the call id)
                 )
                 for q, g, i in zip(items["question"], items["group"], items["item_id"])
             )
@@ -138,7 +139,7 @@ def test_the_sync_path_and_requests_without_group_or_text(deployed):
     items = requests_of(1)
     for q, g, i in zip(items["question"], items["group"], items["item_id"]):
         reply = router.completion(
-            model=name, messages=[{"role": "user", "content": q}], metadata={"group": g, "request_id": i}
+            model=name, messages=[{"role": "user", "content": q}], metadata={"group": g}, litellm_call_id=i
         )
         got = reply._hidden_params["gpac_decision"]
         [want] = expected(doc, items[items["item_id"] == i])
@@ -161,6 +162,37 @@ def test_the_sync_path_and_requests_without_group_or_text(deployed):
             assert (got["group"], got["status"]) == (NO_GROUP, UNSEEN)
         else:
             assert got["status"] == NO_TEXT and math.isnan(got["score"]), case
+
+
+def refuse_constant(name):
+    raise ValueError(f"not JSON: {name}")
+
+
+def test_log_lines_are_strict_json_and_the_request_id_is_the_call_id(deployed, caplog):
+    """Review W5: a NaN score and a -inf threshold are logged as null (json.loads refusing NaN and Infinity
+    reads every line). Review W6: in litellm.Router, as in the proxy, the request id is the call id the
+    response carries, also when the call names none or its metadata names a request_id."""
+    router, strategy, config, doc = deployed
+    name = config["model_list"][0]["model_name"]
+    q = requests_of(1)["question"][0]
+    calls = [
+        ([{"role": "user", "content": "  "}], {"group": "add_1d", "request_id": "mine"}),  # no text: score nan
+        ([{"role": "user", "content": q}], {"group": "mul_1d"}),  # always thinks: threshold -inf
+        ([{"role": "user", "content": q}], {"group": "add_1d"}),
+    ]
+    with caplog.at_level(logging.INFO, logger=DECISION_LOGGER):
+        replies = [router.completion(model=name, messages=m, metadata=md) for m, md in calls[:2]]
+        replies.append(asyncio.run(router.acompletion(model=name, messages=calls[2][0], metadata=calls[2][1])))
+    lines = [r.getMessage() for r in caplog.records if r.name == DECISION_LOGGER]
+    logged = [json.loads(line, parse_constant=refuse_constant) for line in lines]
+    assert len(logged) == 3 and logged[0]["score"] is None and logged[1]["threshold"] is None
+    assert math.isnan(replies[0]._hidden_params["gpac_decision"]["score"])  # the record itself keeps nan
+    for reply, line in zip(replies, logged):
+        call_id = reply._hidden_params["litellm_call_id"]
+        assert call_id and line["request_id"] == reply._hidden_params["gpac_decision"]["request_id"] == call_id
+        assert reply._hidden_params["additional_headers"]["x-gpac-request-id"] == call_id
+    with pytest.raises(ValueError, match="not JSON: NaN"):  # the check can fail: what json.dumps wrote before
+        json.loads(json.dumps({"score": math.nan}), parse_constant=refuse_constant)
 
 
 def test_a_request_routed_to_think_is_never_answered_by_the_cheap_model(deployed, fitted, tmp_path):  # noqa: F811

@@ -130,6 +130,8 @@ PAGE_REFUSALS = (
     "settings.eps is 0.100011; --expect eps=0.1",
     "groups.alg.n is 151; recomputed 150",
     "provenance.recipe 'valid' with provenance.recipe_overrides {} does not give the settings' recipe",
+    "the settings override recipe 'paper' with {'bound': 'hoeffding_bentkus'}; --expect recipe=paper",
+    "score is 'score_router', served by a fitted model, but provenance.score_model records none",
 )
 
 
@@ -190,8 +192,15 @@ def test_the_recipe_name_is_checked_against_the_settings(work, capsys):
     # an override is recorded, and the name then checks: paper with bound hoeffding_bentkus
     over = calibrate(capsys, work / "table.csv", work / "o.json", "--recipe", "paper", "--bound", "hoeffding_bentkus")
     assert json.loads(over.read_text())["provenance"]["recipe_overrides"] == {"bound": "hoeffding_bentkus"}
-    assert run(capsys, "verify", over, "--data", work / "table.csv", "--expect", "recipe=paper")[0] == 0
+    assert run(capsys, "verify", over, "--data", work / "table.csv", "--expect", "bound=hoeffding_bentkus")[0] == 0
     assert "recipe    paper with bound=hoeffding_bentkus" in Certificate.read(over).render()
+    # --expect recipe=paper states the recipe exactly: an override is refused (review W3)
+    rc, _, err = run(capsys, "verify", over, "--data", work / "table.csv", "--expect", "recipe=paper")
+    assert rc == 1 and PAGE_REFUSALS[3] in one_error(err)
+    # a valid certificate whose bound was overridden to clt is not "recipe=valid"
+    clt = calibrate(capsys, work / "table.csv", work / "clt.json", "--recipe", "valid", "--bound", "clt")
+    rc, _, err = run(capsys, "verify", clt, "--data", work / "table.csv", "--expect", "recipe=valid")
+    assert rc == 1 and "the settings override recipe 'valid' with {'bound': 'clt'}" in one_error(err)
 
 
 def test_what_no_data_can_tell_is_checked_against_the_statement(work, capsys):
@@ -270,6 +279,22 @@ def test_a_score_column_that_is_not_the_models_is_refused(work, capsys):
     cert.write_text(json.dumps(doc))
     rc, _, err = run(capsys, "verify", cert, "--data", work / "noise.csv")
     assert rc == 1 and "is not the model's score of 'question'" in one_error(err)
+
+
+def test_a_score_router_certificate_without_a_model_is_refused(work, capsys):
+    """score=score_router with no recorded model: the column (here, as in the tables, not a fitted model's
+    score) is served by nothing; and --score-model for a certificate that records none is refused, not
+    ignored (review W3)."""
+    cert = calibrate(capsys, work / "table.csv", work / "bare.json", model=False)
+    assert json.loads(cert.read_text())["score"] == "score_router"
+    rc, _, err = run(capsys, "verify", cert, "--data", work / "table.csv", "--expect", "score=score_router")
+    assert rc == 1 and PAGE_REFUSALS[4] in one_error(err)
+    table = pd.read_csv(work / "table.csv").rename(columns={"score_router": "u"})
+    table.to_csv(work / "u.csv", index=False)
+    plain = calibrate(capsys, work / "u.csv", work / "u.json", score="u", model=False)
+    assert run(capsys, "verify", plain, "--data", work / "u.csv")[0] == 0
+    rc, _, err = run(capsys, "verify", plain, "--data", work / "u.csv", "--score-model", work / "router.json")
+    assert rc == 2 and "the certificate records no score model (provenance.score_model)" in one_error(err)
 
 
 # --------------------------------------------------------------------------- the same table

@@ -20,8 +20,12 @@ status, score, threshold, route, the certificate's SHA-256, plus the ``deploymen
 with the request's own response: in the response's hidden parameters (``response._hidden_params
 ["gpac_decision"]``) and as ``x-gpac-*`` headers (:data:`HEADERS`; in the proxy, HTTP response
 headers), and goes to the logger :data:`~gpac_utils.llm.serve.DECISION_LOGGER`. Nothing is kept in
-memory. The request id is LiteLLM's ``litellm_call_id`` where the request has one (the proxy's
-``x-litellm-call-id`` header), else a new UUID.
+memory. The request id is LiteLLM's call id, one rule for the proxy and ``litellm.Router``: the
+proxy's ``x-litellm-call-id`` header; in the router returned by :func:`build_router`, the
+``litellm_call_id`` the call is given, else one drawn before routing, which the response carries as
+``response._hidden_params["litellm_call_id"]``. Only a decision made outside LiteLLM
+(:meth:`CertifiedRoutingStrategy.decide` without a call id) takes ``metadata.request_id``, else a new
+UUID.
 
 **A request the certificate sends to the thinking model is never answered by the cheap one.** A
 retry calls the same deployment again (the decision is a function of the request); a configuration
@@ -331,10 +335,13 @@ def _attach(response, slot: dict):
 
 def _carry_decisions(router) -> None:
     """Make ``router.completion`` / ``router.acompletion`` responses carry their decision (LiteLLM's
-    ``Router`` cannot be subclassed: the instance's two methods are wrapped)."""
+    ``Router`` cannot be subclassed: the instance's two methods are wrapped). A call without a
+    ``litellm_call_id`` gets one here, before routing, so that the decision's request id is the call id
+    the response carries (``response._hidden_params["litellm_call_id"]``), as in the proxy."""
     sync, asynchronous = router.completion, router.acompletion
 
     def completion(*args, **kwargs):
+        kwargs.setdefault("litellm_call_id", str(uuid.uuid4()))  # the request id: the call id, as in the proxy
         slot: dict = {}
         token = _SLOT.set(slot)
         try:
@@ -344,6 +351,7 @@ def _carry_decisions(router) -> None:
         return _attach(response, slot)
 
     async def acompletion(*args, **kwargs):
+        kwargs.setdefault("litellm_call_id", str(uuid.uuid4()))
         slot: dict = {}
         token = _SLOT.set(slot)
         try:

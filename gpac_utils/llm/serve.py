@@ -27,8 +27,9 @@ seed, whatever the batch; a table generated with the same seed and samplings has
 
 **Each decision is recorded** (:meth:`CertifiedRouter.decide`, :meth:`CertifiedRouter.serve`): its
 request id (``item_id``), group, status, score, threshold, route and the certificate's SHA-256
-(:attr:`CertifiedRouter.certificate_sha256`) go into the returned row and, one JSON line per request, to the
-Python logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
+(:attr:`CertifiedRouter.certificate_sha256`) go into the returned row and, one strict JSON line per
+request (:func:`json_line`: ``null`` for a score or threshold that is not finite), to the Python
+logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
 
 The guarantee is the certificate's: per group, the extra error of the served answers is at most
 ``eps`` with probability ``1 - alpha``, for requests drawn like the calibration table (same
@@ -61,10 +62,29 @@ from .generation import model_defaults, split_thinking, walk_samplings
 from .router_model import embedder as embedder_named
 from .router_model import load_router_model
 
-__all__ = ["CertifiedRouter", "ServeOptions", "DECISION_LOGGER", "DECISION_FIELDS", "ROUTES"]
+__all__ = ["CertifiedRouter", "ServeOptions", "DECISION_LOGGER", "DECISION_FIELDS", "ROUTES", "json_line"]
 
 #: The Python logger each decision goes to, one JSON object per line (level INFO).
 DECISION_LOGGER = "gpac_utils.decisions"
+
+
+def json_line(record) -> str:
+    """A decision record as one strict JSON line: ``null`` for a number that is not finite.
+
+    Examples
+    --------
+    >>> json_line({"score": float("nan"), "threshold": float("-inf"), "route": "think"})
+    '{"score": null, "threshold": null, "route": "think"}'
+    """
+
+    def finite(v):
+        if isinstance(v, float | np.floating) and not math.isfinite(v):
+            return None
+        return v
+
+    return json.dumps({k: finite(v) for k, v in dict(record).items()}, default=str, allow_nan=False)
+
+
 #: The fields of a decision record, in order: ``request_id`` is the request's ``item_id``.
 DECISION_FIELDS = ("request_id", "group", "status", "score", "threshold", "route", "certificate_sha256")
 #: The two routes: the non-thinking (cheap) model answers, or the thinking model does.
@@ -327,10 +347,12 @@ class CertifiedRouter:
         ]
 
     def log(self, records) -> None:
-        """Each decision record to :data:`DECISION_LOGGER`, one JSON line at level INFO (when enabled)."""
+        """Each decision record to :data:`DECISION_LOGGER`, one strict JSON line (RFC 8259) at level INFO
+        (when enabled): a score or threshold that is not finite (no score: ``nan``; an always-think
+        threshold: ``-inf``) is written ``null``, as the certificate writes an always-think threshold."""
         if _log.isEnabledFor(logging.INFO):
             for r in records:
-                _log.info(json.dumps(r, default=str, allow_nan=True), extra={"gpac_decision": r})
+                _log.info(json_line(r), extra={"gpac_decision": r})
 
     def decide_one(self, request_id, group, score: float) -> dict:
         """One pre-scored request's decision record (:data:`DECISION_FIELDS`), as :meth:`decide` gives it,

@@ -15,6 +15,7 @@ the toy embedder registered here.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -140,6 +141,39 @@ def test_the_deploying_page_quotes_verifys_refusals():
     for message in PAGE_REFUSALS:
         assert f"`{message}`" in page, message
     assert HOLES["groups.alg.n"][2] == PAGE_REFUSALS[1]
+
+
+def test_the_pages_ci_gate_passes_the_shipped_certificate_and_refuses_a_clt_one(work, capsys):
+    """docs/deploying.md section 7's gate, run as written on a certificate with a recorded model; a
+    --recipe valid --bound clt certificate (inspect: NOT valid) fails it (review W3)."""
+    page = (REPO_ROOT / "docs" / "deploying.md").read_text()
+    [gate] = re.findall(r"gpac verify certificates/thresholds\.json (.*?)\n\s*gpac audit", page, flags=re.S)
+    words = gate.replace("\\\n", " ").split()
+    expect = words[words.index("--expect") + 1 :]
+    assert words[words.index("--score-model") + 1] == "router.json"
+    cert = calibrate(capsys, work / "table.csv", work / "c.json")
+    rc, out, err = run(
+        capsys, "verify", cert, "--data", work / "table.csv", "--score-model", work / "router.json", "--expect", *expect
+    )
+    assert rc == 0, err
+    assert "taken on trust" not in out  # every stated field of a G-PAC certificate is stated
+    clt = calibrate(capsys, work / "table.csv", work / "clt.json", "--bound", "clt")
+    rc, _, err = run(capsys, "verify", clt, "--data", work / "table.csv", "--expect", *expect)
+    assert rc == 1 and "--expect recipe=valid" in one_error(err)
+
+
+def test_the_seed_moves_valid_bernoulli_thresholds_not_valid_ones(work, capsys):
+    """Section 7: with the valid recipe the seed changes nothing for G-PAC; with valid-bernoulli it does."""
+
+    def thresholds(recipe, seed):
+        out = calibrate(
+            capsys, work / "table.csv", work / f"{recipe}{seed}.json", "--recipe", recipe, "--seed", str(seed)
+        )
+        return json.loads(out.read_text())["thresholds"]
+
+    assert thresholds("valid", 7) == thresholds("valid", 8) == thresholds("valid", 9)
+    bern = [thresholds("valid-bernoulli", s) for s in (7, 8, 9)]
+    assert bern[0] != bern[1] or bern[1] != bern[2]
 
 
 # --------------------------------------------------------------------------- the 17 holes

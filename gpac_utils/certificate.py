@@ -30,16 +30,24 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     that ``gpac audit`` can refuse audit data that shares items with them in any order, subset or
     file format: ``{"digest": "sha256-48", "n": N, "values": "..."}``, the ``N`` distinct ids'
     digests (:func:`id_digests`: the first 12 hex characters, 48 bits, of the SHA-256 of each id's
-    text), sorted and concatenated (byte-stable; the ids themselves are not written). Two distinct
-    ids share a digest with probability ``2**-48`` per pair, so a false overlap between ``n``
-    calibration and ``m`` audit ids has probability at most ``n * m * 2**-48``. Ids are compared as
-    text, integers (also an integral float, as a CSV column with a gap reads) written in decimal:
-    ``7``, ``7.0`` and ``"7"`` are one id.
+    text), sorted and concatenated (byte-stable). The ids are not written in clear, but this is no
+    secrecy: ids that can be enumerated are recovered from their digests (and ``router.json`` stores
+    its fitting ids in clear). Treating SHA-256 as a random function, two distinct ids share a digest
+    with probability ``2**-48`` per pair, so a false overlap between ``n`` calibration and ``m``
+    audit ids has probability about ``n * m * 2**-48``; that is a heuristic, not a bound (ids crafted
+    to collide take about ``2**24`` hashes), and a collision only causes a false refusal. The real
+    failure is the other way: the same items under changed ids are not detected, so the audit items
+    must be fresh draws. Ids are compared as text, integers (also an integral float, as a CSV column
+    with a gap reads) written in decimal: ``7``, ``7.0`` and ``"7"`` are one id, but the text
+    ``"7.0"`` is another; an integer id above ``2**53`` read as a float (a CSV column with a gap)
+    changes value and so its digest.
 ``groups``
     per group: ``n`` (calibration items), ``labelled`` (expert labels used), ``status`` (one of
     :data:`~gpac_utils.calibrate.STATUSES`), ``threshold`` (``null``: always think) and ``ucb``,
-    the certified upper confidence bound on the group's risk at its threshold (``null`` when the
-    group always thinks).
+    the upper confidence bound on the group's risk evaluated at its data-chosen threshold (``null``
+    when the group always thinks, and for ``risk="routed"``, which certifies by tests); what is
+    certified is that the risk is at most ``eps``, and ``ucb`` carries no ``1 - alpha`` guarantee
+    of its own.
 
 The statuses: *certified*; *always think: too few items* (fewer than ``min_group_size``, or fewer
 than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items` for the joint

@@ -8,7 +8,7 @@ calibrate
     non-thinking model when U <= its group's threshold. A threshold ``null`` in the JSON means
     "always think" (no threshold could be certified for that group). With ``--score-model``
     (a model written by ``fit-router``), the score column is first recomputed from the model and
-    the table's text column, and refused unless equal; the model's hash is recorded.
+    the table's text column, and refused unless equal within 1e-5; the model's hash is recorded.
 route
     read such a JSON (its schema checked) and a table; write the table with ``threshold`` and
     ``route_nothink`` in the format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl). A warning
@@ -36,8 +36,9 @@ audit
 verify
     check every field of a certificate (:mod:`gpac_utils.verify`): recomputed from the calibration
     table and the recorded settings, checked against the fields it must agree with, or against
-    what you state with ``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``; the
-    fields you do not state are listed as taken on trust.
+    what you state with ``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``. Exit 0:
+    every recomputed and cross-checked field agrees and every ``--expect`` matches; the fields you
+    do not state are listed as taken on trust.
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -118,13 +119,20 @@ def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
     p.add_argument("--group-col", default=group_default, help=group_help)
     p.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
     p.add_argument(
-        "--alpha", type=float, default=_default("alpha"), help="the guarantee holds with probability 1 - alpha"
+        "--alpha",
+        type=float,
+        default=_default("alpha"),
+        help="for a valid recipe, the guarantee holds with probability at least 1 - alpha over the calibration "
+        "data, per group (for all groups jointly only with --correction bonferroni)",
     )
     p.add_argument(
         "--loss-bound", type=float, default=_default("loss_bound"), help="upper end of the loss range (2 for 1 - cos)"
     )
     p.add_argument(
-        "--seed", type=int, default=_default("seed"), help="seed of the label sampling (and C-PAC's split, the pilot)"
+        "--seed",
+        type=int,
+        default=_default("seed"),
+        help="seed of the label sampling (and C-PAC's split, the pilot); no effect with sampling=full G-PAC",
     )
 
 
@@ -140,7 +148,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(SCORES),
         default=None,
         help="the score's registry name, recorded in the certificate (what the serving router computes); "
-        "default: --score-col when it is one",
+        "when not given: --score-col when it is one. A score_router column without --score-model (the tables' "
+        "cross-fitted one) is no score a router serves, and gpac verify refuses its certificate: give --score "
+        "score_router_crossfit, or fit a model (gpac fit-router) and give --score-model",
     )
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     methods = {m.cli_name: m for m in CALIBRATORS.values()}
@@ -197,9 +207,17 @@ def _parser() -> argparse.ArgumentParser:
         "--risk",
         choices=list(risks.RISKS),
         default=_default("risk"),
-        help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
+        help="what is certified per group, each expectation given the group: "
+        + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
     )
-    c.add_argument("--score-model", type=Path, default=None, help="the score's model (gpac fit-router): recorded")
+    c.add_argument(
+        "--score-model",
+        type=Path,
+        default=None,
+        help="the score's model (gpac fit-router): the score column is recomputed from it and the text column and "
+        "refused when it differs by more than 1e-5, or when the table shares an item id with the model's fitting "
+        "items; then its SHA-256, embedder and text column are recorded",
+    )
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -257,7 +275,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
-    i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
+    i.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="check this table's column hashes against the file's provenance, and the recorded score model's file "
+        "by its SHA-256; exit 1 when one differs",
+    )
     cli_serve.add_parsers(sub)  # fit-router, audit, verify
     return ap
 

@@ -6,7 +6,8 @@ fit-router
     *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows); an
     existing ``--score-col`` column of the table is refused unless ``--overwrite-score-col``.
     ``gpac calibrate --score-model router.json`` recomputes the score column from the model and the
-    text column (refusing a column that is not the model's score), then records its SHA-256 and embedder.
+    text column (refusing a column that is not the model's score within 1e-5), then records its SHA-256
+    and embedder.
 audit
     test a certificate on fresh labelled data as a gate (:func:`gpac_utils.audit.audit`): per
     certified group the realised risk of the certified kind, its bounds, a verdict (violated,
@@ -21,8 +22,9 @@ verify
     the table and the recorded settings, checked against the fields it must agree with, or against
     what the operator states (``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``);
     the fields not stated are listed as taken on trust, the descriptive ones as not checked. Exit 0
-    only when every checked and stated field agrees; 1 naming the first that does not; 2 for a
-    malformed or unknown ``--expect`` key.
+    only when every recomputed and cross-checked field agrees and every ``--expect`` matches; 1
+    naming the first that does not; 2 for a malformed or unknown ``--expect`` key, or
+    ``--score-model`` for a certificate that records none.
 
 The parsers are added to ``gpac``'s by :func:`add_parsers`; :data:`COMMANDS` maps each to its handler.
 """
@@ -112,10 +114,12 @@ def add_parsers(sub) -> None:
     v = sub.add_parser(
         "verify",
         help="check every field of a certificate against its table, its settings and what you state",
-        description="Recompute every field of a certificate from the calibration table and the recorded settings, "
-        "check it against the fields it must agree with, and check what no data can tell against --expect. "
-        "Exit 0: every field agrees (the fields not stated are listed as taken on trust); 1: the first field "
-        "that does not, named; 2: a bad --expect.",
+        description="Recompute the fields of a certificate that its calibration table and recorded settings "
+        "determine, check the others against the fields they must agree with, and check what no data can tell "
+        "against --expect. Exit 0: every recomputed and cross-checked field agrees and every --expect matches; "
+        "fields not stated are listed as taken on trust. 1: the first field that does not agree, named (also a "
+        "score_router certificate without a recorded score model); 2: a bad --expect, or --score-model for a "
+        "certificate that records no score model.",
         formatter_class=fmt,
     )
     v.add_argument("certificate", type=Path, help="JSON written by calibrate")
@@ -126,13 +130,15 @@ def add_parsers(sub) -> None:
         action="extend",
         default=[],
         metavar="KEY=VALUE",
-        help="what the certificate must say, of what no data can tell; keys: " + ", ".join(_verify.EXPECT),
+        help="what the certificate must say, of what no data can tell (recipe=X: exactly recipe X, no field "
+        "overridden); keys: " + ", ".join(_verify.EXPECT),
     )
     v.add_argument(
         "--score-model",
         type=Path,
         default=None,
-        help="the recorded score model's file (default: its recorded path, else beside the certificate)",
+        help="the recorded score model's file (when not given: its recorded path, else beside the "
+        "certificate)%(default).0s",
     )
 
 

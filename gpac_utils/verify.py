@@ -6,20 +6,27 @@ A certificate (:mod:`gpac_utils.certificate`) is a list of fields, each declared
 checked (:data:`~gpac_utils.thresholds_schema.CHECKED`)
     recomputed from the table and the settings — every threshold, every group entry (``n``,
     ``labelled``, ``status``, ``threshold``, ``ucb``), ``group_sizes``, C-PAC's partition,
-    ``n_items``, every column's canonical hash and name, the provenance's seed, the
-    recipe's overrides, the calibration ids' record (``provenance.item_ids``, from the id
-    column), the score model's hash, embedder and text column (and, with a score
-    model, the score column itself: recomputed from the model and the text column) — or checked
-    against the fields it must agree with: the recipe's name with the settings' bound, sampling,
+    ``n_items``, every column's canonical hash and name, the recipe's overrides, the
+    calibration ids' record (``provenance.item_ids``, from the id column), the score model's
+    hash, embedder and text column (and, with a score model, the score column itself:
+    recomputed from the model and the text column and compared within
+    :data:`gpac_utils.llm.router_model.SCORE_TOLERANCE`; a ``score_router`` certificate without a
+    score model, of schema version 4 or later, is refused, and so is ``score_model`` given for a
+    certificate that records none) — or checked against the fields it must agree with: the
+    provenance's seed with ``settings.seed`` (G-PAC with ``sampling=full`` never uses it); the
+    recipe's name with the settings' bound, sampling,
     label probability, rule and candidates (through ``provenance.recipe_overrides``, schema
     version 5); the bound's kind with its :data:`~gpac_utils.bounds.BOUNDS` entry; ``data`` with
     ``provenance.table.path``; each column's dtype class (number or text: how it was hashed) with
     the data's; the schema version with the fields the file holds (none newer than it).
 stated (:data:`~gpac_utils.thresholds_schema.STATED`)
-    what no data can tell: the method, the score's registry name, ``eps``, ``alpha``, the loss
-    bound, the recipe and its fields, the seed, the risk, the correction, ... Each is checked
-    against what the operator states, ``gpac verify --expect eps=0.1 alpha=0.05 method=G-PAC
-    score=score_logits``; a field not stated is **taken on trust**, and the output says so, naming
+    what no data can tell: the keys of :data:`EXPECT` (``method``, ``score``, ``recipe``,
+    ``eps``, ``alpha``, ``loss_bound``, ``bound``, ``sampling``, ``label_prob``, ``rule``,
+    ``candidates``, ``min_group_size``, ``seed``, ``correction``, ``risk`` and C-PAC's ``k``,
+    ``partition``, ``mode``, ``cluster_fraction``). Each is checked against what the operator
+    states, ``gpac verify --expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits``
+    (``recipe=X`` requires the settings to be exactly recipe X, no field overridden); a field not
+    stated is **taken on trust**, and the output says so, naming
     each one with its value. (Without ``--expect`` verify still passes when everything checked
     agrees: an edited ``eps`` that recomputes to the same thresholds, 0.1 to 0.100011, is then
     self-consistent and only a statement can refuse it.)
@@ -35,11 +42,14 @@ the same columns) is judged by its columns.
 canonically, whatever the file format.
 
 A refusal is one line naming the field (:class:`~gpac_utils.checks.DataError`): the first field
-that does not agree. What a pass does not show: that the certificate is the only one that was
-computed (a certificate chosen as the best of several seeds or settings verifies, and its
-:math:`\alpha` no longer holds), that the table is a fair sample of the traffic, or that the
-score column is the score served (a cross-fitted score such as the tables' ``score_router`` is
-not; with a recorded score model the scores are recomputed from it).
+that does not agree. A pass: every recomputed and cross-checked field agrees and every statement
+matches; the fields not stated are listed as taken on trust. What a pass does not show: that the
+certificate is the only one that was computed (a certificate chosen as the best of k seeds,
+settings, router fits, groupings or recalibrations verifies, and holds only at
+:math:`\min(1, k\alpha)`), that the table is the whole calibration sample (a filtered table
+verifies), that it is a fair sample of the traffic, that the router's fitting items and the
+calibration items are independent (only shared ids are refused), or that a score column without
+a recorded model is the score served.
 """
 
 from __future__ import annotations

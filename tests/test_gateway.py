@@ -262,6 +262,19 @@ def test_what_the_hook_needs_is_checked_when_it_is_built(deployed, fitted, tmp_p
         CertifiedRouter.for_decisions(doc, ServeOptions(embedder=ToyEmbedder())).serve(requests_of(1))
 
 
+def test_a_certificate_with_a_group_named_like_the_no_group_label_is_refused(deployed, fitted):  # noqa: F811
+    """A request without a group is labelled "(no group)"; a certified group of that name would take its
+    threshold, so such a certificate is refused when the gateway is built (review, style)."""
+    from gpac_utils.llm.gateway import NO_GROUP, CertifiedRoutingStrategy
+
+    _, _, config, doc = deployed
+    doc = json.loads(json.dumps(doc))
+    doc["thresholds"][NO_GROUP] = doc["thresholds"].pop("add_1d")
+    doc["groups"][NO_GROUP] = doc["groups"].pop("add_1d")
+    with pytest.raises(ParameterError, match="has a group named"):
+        CertifiedRoutingStrategy(doc, config["model_list"], score_model=fitted[0], embedder=ToyEmbedder())
+
+
 def test_decide_returns_item_ids_and_refuses_duplicates(deployed):
     _, _, _, doc = deployed
     assert SCORES["score_router"].request_columns == ("question",)

@@ -8,18 +8,28 @@ the decision is the certificate's (:class:`gpac_utils.llm.serve.CertifiedRouter`
 1. the request's pre-call score (the certificate's score entry, :attr:`gpac_utils.scores.Score.serve`,
    on the text of the last user message, in every column the score reads; for ``score_router`` the
    certificate's hash-checked router model);
-2. the request's group from its ``metadata`` (key ``group_key``; G-PAC certificates);
+2. the request's group from its ``metadata`` (key ``group_key``; G-PAC certificates). The caller
+   chooses it: the guarantee for a group holds only if the group is assigned by the rule used at
+   calibration, set by the operator and not chosen by the caller;
 3. the ``nothink`` deployment when the score is at most the group's threshold, else the ``think``
    one. A group whose status is *always think* (too few items, no feasible threshold) has threshold
    ``-inf`` and always thinks; a request without a group, or with a group the certificate does not
    know, thinks with status *unseen at calibration*; a request without a user message, or whose
-   text is empty or blank, thinks with status :data:`NO_TEXT` (score ``nan``: nothing was scored).
+   text is ``None``, empty, blank or only non-text parts (an image), thinks with status
+   :data:`NO_TEXT` (score ``nan``: nothing was scored). A chat ending in an assistant turn is
+   scored on the last user message before it.
+
+The score is of the last user message's text, so the certificate's guarantee transfers only when
+that text is distributed like the certificate's text column (``provenance.score_model.text``):
+same template, single turn; a request with another template, a system prompt or earlier turns
+gets another score, and the certificate says nothing about it.
 
 **Each decision is a record** (:data:`~gpac_utils.llm.serve.DECISION_FIELDS`: request id, group,
 status, score, threshold, route, the certificate's SHA-256, plus the ``deployment`` id) that leaves
 with the request's own response: in the response's hidden parameters (``response._hidden_params
 ["gpac_decision"]``) and as ``x-gpac-*`` headers (:data:`HEADERS`; in the proxy, HTTP response
-headers), and goes to the logger :data:`~gpac_utils.llm.serve.DECISION_LOGGER`. Nothing is kept in
+headers, numbers as Python writes them: ``nan``, ``-inf``), and goes to the logger
+:data:`~gpac_utils.llm.serve.DECISION_LOGGER` as strict JSON (``null`` for them). Nothing is kept in
 memory. The request id is LiteLLM's call id, one rule for the proxy and ``litellm.Router``: the
 proxy's ``x-litellm-call-id`` header; in the router returned by :func:`build_router`, the
 ``litellm_call_id`` the call is given, else one drawn before routing, which the response carries as
@@ -179,6 +189,11 @@ class CertifiedRoutingStrategy(_base()):
             )
         if not isinstance(group_key, str) or not group_key:
             raise ParameterError(f"group_key: must be a non-empty string, got {group_key!r}")
+        if NO_GROUP in r._thresholds:  # the label of a request without a group must not name a certified group
+            raise ParameterError(
+                f"certificate: has a group named {NO_GROUP!r}, the label the gateway gives a request without a group; "
+                "rename that group and recalibrate"
+            )
         self.group_key, self.batch = group_key, bool(batch)
         self.deployments: dict[str, dict[str, dict]] = {}
         for k, d in enumerate(model_list or []):

@@ -32,11 +32,12 @@ request (:func:`json_line`: ``null`` for a score or threshold that is not finite
 logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
 
 The guarantee is the certificate's (a valid recipe's): per group, the expected extra loss
-:math:`E[\ell \cdot 1\{U \le \hat u_j\} \mid G_j]` is at most ``eps`` with probability at least
+``E[loss * 1{U <= u_j} | G_j]`` is at most ``eps`` with probability at least
 ``1 - alpha`` over the calibration data (Theorem 4.2; for all groups at once only with the
 Bonferroni correction), for requests drawn like the calibration table (same models, prompts,
-samplings and score, the score computed from text distributed like the calibration text). The certificate's provenance names that table; the router
-cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
+samplings and score, the score computed from text distributed like the calibration text). The
+certificate's provenance names that table; the router cannot check that live traffic resembles it
+(``OnlineGPAC``'s drift alarm can).
 """
 
 from __future__ import annotations

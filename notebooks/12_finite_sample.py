@@ -45,7 +45,7 @@
 #
 # - **derive** Theorem 4.3's bound from Theorem 4.2 (`thm:known-grouping`) and Hoeffding's
 #   inequality for the test set, and say which of its two terms comes from where;
-# - **compute** the test-set size that makes the Hoeffding term small at a given slack `t`;
+# - **compute** the test-set size that makes the Hoeffding term small at a given slack $t$;
 # - **explain** why the inequality holds in every cell of this experiment even for a
 #   calibration bound that is not valid, and **construct** a test size and slack at which it
 #   does expose that bound.

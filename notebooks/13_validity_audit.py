@@ -549,8 +549,8 @@ assert kappa_for(1e6, 0.15, 0.5) > 1e5  # the limit: kappa -> infinity, miss -> 
 # :label: ex-audit-kappa-range
 #
 # Show that for every labelling probability $\pi \in (0, 1]$ and every risk $R \in (0, 1)$ the first-order
-# miss rate of the resampled CLT bound lies strictly above $\alpha$ and at most $\Phi(-z_{1-\alpha}/\sqrt 2)$.
-# When is the upper end reached, and what does that say about choosing $\pi$ to make the paper's recipe
+# miss rate of the resampled CLT bound lies strictly above $\alpha$, and find its largest value.
+# When is that upper end reached, and what does that say about choosing $\pi$ to make the paper's recipe
 # safer? Check the two ends on a grid of $(R, \pi)$ with `variance_ratio`.
 # :::
 

@@ -372,7 +372,7 @@ plotting.savefig(fig, "label_budget_sim")
 # 2. draw a synthetic calibration set of $n$ items with replacement, item $i$ with probability $w_i$
 #    (inverse-CDF sampling: a uniform number, located in the cumulative weights);
 # 3. calibrate it exactly as G-PAC would (`threshold`, the valid recipe);
-# 4. read the routed share off the group's unlabelled scores: the share with $U \le \hat u$.
+# 4. read the routed share off the group's unlabelled scores, the share with $U \le \hat u$
 #
 # Every resample has its own weights, so the spread of the routed shares reflects both the
 # calibration noise at size $n$ and how little a small pilot says. The library uses one random

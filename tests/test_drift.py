@@ -369,3 +369,21 @@ def test_the_litellm_strategy_consults_the_same_store(cert_doc, tmp_path, monkey
         build_router(
             {"model_list": model_list, "gpac": {**gpac, "drift": {"store": "x.sqlite", "ttl": 1}}}, base=tmp_path
         )
+
+
+def test_records_parsed_from_the_strict_json_log_are_fed(tmp_path, cert_doc):
+    """A decision log line writes an always-think threshold and a missing score as null (strict JSON): fed back,
+    such a thinking request counts as a term 0, and a cheap route without a threshold is refused in one line."""
+    import json
+
+    router = router_for(cert_doc, tmp_path / "d.sqlite")
+    records = router.decide(traffic(40, seed=5))
+    lines = [json.loads(json.dumps(r, default=str).replace("NaN", "null").replace("-Infinity", "null")) for r in
+             records.to_dict("records")]  # fmt: skip
+    for r in lines[:3]:
+        r.update(score=None, threshold=None, route_nothink=False)
+    fed = router.feedback(lines, np.zeros(len(lines)))
+    assert int(fed["labels"].sum()) == len(lines)
+    lines[0].update(route_nothink=True, score=0.1)
+    with pytest.raises(DataError, match=r"^records.threshold: not a number at row 0 \(a cheap route\)$"):
+        router.feedback(lines, np.zeros(len(lines)))

@@ -157,11 +157,143 @@ def test_each_lab_has_a_slide_with_its_exercises_and_each_deck_ends_on_its_wrapu
         assert last.source.startswith(f"## Wrap-up: {wrapup.title.split(':', 1)[1].strip()}"), last.source[:80]
         assert "Check yourself" not in last.source
         for label, _, _ in slides.exercises_of(wrapup.exercises):
-            assert f"Exercise {slides.exercise_numbers()[label][1]}**" in last.source, label
+            assert re.search(rf"Exercise {slides.exercise_numbers()[label][1]}\b", last.source), label
     session1 = slides.deck(slides.sessions()[0]).cells[-1].source
-    assert "**notebook 00, Exercise 3** (derive; it prepares session 2)" in session1, session1
+    assert "- notebook 00: Exercise 3 (**graded: Q1**)" in session1, session1
     session2 = slides.deck(slides.sessions()[1]).cells[-1].source
-    assert "Error_Gap" in session2 and "\\alpha/k" in session2 and "bonferroni" in session2
+    assert "\\mathrm{Error}_{\\mathrm{Gap}} = 0" in session2 and "\\alpha/k" in session2 and "bonferroni" in session2
+
+
+def _part_cells(nb, session):
+    """The deck's slides per row of the session's table: the agenda goes with the first row, a lecture
+    part's title slide opens it, the homework hand-out goes with the wrap-up."""
+    rows, at = {}, -1
+    titles = {f"# {p.title}": i for i, p in enumerate(session.rows)}
+    for cell in nb.cells:
+        source, gpac = cell.source, cell.metadata.get("gpac", {})
+        head = source.split("\n", 1)[0]
+        if head in titles:
+            at = titles[head]
+        elif head.startswith("# Session "):
+            at = 0
+        elif gpac.get("lab") and session.rows[at].kind != "lab" and not session.rows[at].has_lab:
+            at += 1  # a "Lab" row after its lecture
+        elif gpac.get("homework") or gpac.get("wrapup"):
+            at = len(session.rows) - 1
+        rows.setdefault(at, []).append(cell)
+    return rows
+
+
+def test_the_notes_minutes_add_up_to_each_part_s_minutes():
+    """The lecturer's review (issue 50): the notes of every row's slides (its title slide, slides,
+    questions and lab; the agenda in the first row; the hand-out in the wrap-up) add up to exactly the
+    minutes docs/teaching.md gives the row, so each deck's notes add up to its session's 120 minutes."""
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        rows = _part_cells(nb, session)
+        assert sorted(rows) == list(range(len(session.rows))), (session.name, sorted(rows))
+        for index, part in enumerate(session.rows):
+            assert _minutes(rows[index]) == part.minutes, (session.name, part.title, _minutes(rows[index]))
+        assert _minutes(nb.cells) == session.minutes == 120, session.name
+
+
+def test_the_last_slide_lists_every_homework_exercise_graded_ones_marked():
+    """Each deck's last slide lists every exercise its session assigns as homework (from every row, not
+    only the wrap-up's), each graded one with its question of notebooks/homework/gpac_homework.py; the
+    graded homework is handed out in session 1 with its file, its five questions, 10 points and a deadline."""
+    graded = slides.graded()
+    assert sorted(q for q, _ in graded.values()) == ["Q1", "Q2", "Q3", "Q4", "Q5"]
+    assert sum(points for _, points in graded.values()) == 10
+    assigned = {}
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        last = nb.cells[-1].source.split('<aside class="notes">')[0]
+        homework = slides.session_homework(session)
+        assigned[session.number] = [label for label, _ in homework]
+        assert homework and "**Homework**" in last, session.name
+        for label, _ in homework:
+            notebook, number = slides.exercise_numbers()[label]
+            line = next(x for x in last.split("\n") if x.startswith(f"- notebook {notebook[:2]}: "))
+            mark = f"Exercise {number} (**graded: {graded[label][0]}**)" if label in graded else f"Exercise {number}"
+            assert re.search(rf"{re.escape(mark)}(,|$)", line), (session.name, label, line)
+        handout = [c for c in nb.cells if c.metadata.get("gpac", {}).get("homework")]
+        assert len(handout) == (1 if session.number == 1 else 0), session.name
+    assert set(graded) <= {label for labels in assigned.values() for label in labels}
+    assert len(assigned[2]) == 5 and len(assigned[3]) == 5, assigned  # nb11, 12, 13 and 21's two; 31, 32's two, 33
+    (handout,) = [c for c in slides.deck(slides.sessions()[0]).cells if c.metadata.get("gpac", {}).get("homework")]
+    text = handout.source.split('<aside class="notes">')[0]
+    assert "gpac_homework.ipynb" in text and "**10 points**" in text and "deadline" in text
+    assert re.findall(r"\*\*(Q\d)\*\*", text) == ["Q1", "Q2", "Q3", "Q4", "Q5"]
+    # the hand-out comes before the wrap-up, which stays the last slide
+    cells = slides.deck(slides.sessions()[0]).cells
+    assert cells[-2] is not handout or cells[-1].metadata["gpac"].get("wrapup")
+
+
+def test_no_slide_before_a_lab_or_a_homework_states_its_answer():
+    """The slides before notebook 32's lab do not state the minimum under Bernoulli labelling (the
+    terms' range B/π, the lab's Exercise 1 and homework Q5), and no slide states the variance ratio
+    κ(R, π) for π < 1 (homework Q3): only its π = 1 value, κ = 2. Questions that would answer a lab
+    come after its slide."""
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        for cell in nb.cells:
+            text = cell.source.split('<aside class="notes">')[0]
+            assert not re.search(r"1\s*-\s*\\pi\s*R|1 - \\pi R", text), (session.name, text[:80])
+        labs = {c.source.split("\n")[0]: i for i, c in enumerate(nb.cells) if c.metadata.get("gpac", {}).get("lab")}
+        for i, cell in enumerate(nb.cells):
+            text = cell.source.split('<aside class="notes">')[0]
+            if re.search(r"B\s*/\s*\\pi", text):
+                lab = next(j for t, j in labs.items() if "minimum label count" in t)
+                assert i > lab, (session.name, text[:80])
+    for name, start in (
+        ("32_label_budget", "What does $n_{\\min}$ depend on?"),
+        ("33_online_gpac", "The term $X_i(u)"),
+    ):
+        (q,) = [q for q in slides.questions(name) if q["question"].startswith(start)]
+        assert q.get("after_lab") is True
+        session = next(s for s in slides.sessions() if any(p.notebook == name for p in s.parts))
+        nb = slides.deck(session)
+        lab = next(
+            i
+            for i, c in enumerate(nb.cells)
+            if c.metadata.get("gpac", {}).get("lab") and f"Notebook {name[:2]}" in c.source
+        )
+        asked = next(
+            i for i, c in enumerate(nb.cells) if c.source.startswith("## Check yourself") and start in c.source
+        )
+        assert asked == lab + 1, (name, asked, lab)
+    # the trivial question (59 is in two slides' titles) is gone: 32 asks what 40 clean labels certify
+    assert not [q for q in slides.questions("32_label_budget") if "What is $n_{\\min}$" in q["question"]]
+
+
+def test_the_words_and_structure_of_the_decks():
+    """The lecturer's polish items: Error_Gap, drift_alpha and '#candidates' never as plain text on a
+    slide; objective slides are four short verb lines titled "Learning objectives"; speaker notes
+    at most 110 words; one symbol u*_j; a section's title slide does not repeat its first slide's title;
+    the lab of notebook 00 says to do Exercise 2 first."""
+    for session in slides.sessions():
+        nb = slides.deck(session)
+        for i, cell in enumerate(nb.cells):
+            text, code = slides.visible(cell.source)
+            where = (session.name, cell.source[:60])
+            assert not re.search(r"Error_Gap|drift_alpha|#candidates", text + code), where
+            assert "\\hat u^*" not in cell.source.replace("the paper writes $\\hat u^*_j$", ""), where
+            said = re.search(r'<aside class="notes"><p><b>[\d.]+ min\.</b>(.*?)</p></aside>', cell.source, re.S)
+            assert said is None or len(said[1].split()) <= 110, (where, len(said[1].split()))
+            if cell.source.startswith("## Learning objectives"):
+                body = cell.source.split('<aside class="notes">')[0]
+                verbs = re.findall(r"^- \*\*\w+\*\* ", body, re.M)
+                assert len(verbs) == 4 and len(slides.visible(body)[0].split()) <= 70, where
+            if cell.source.startswith("# Lecture") and i + 1 < len(nb.cells):
+                subtitle = cell.source.split("\n\n")[1]
+                assert subtitle not in nb.cells[i + 1].source.split("\n")[0], where
+    objectives = [
+        c for s in slides.sessions() for c in slides.deck(s).cells if "**explain** why an inverse" in c.source
+    ]
+    assert len(objectives) == 1 and objectives[0].source.startswith("## Learning objectives")
+    lab = slides.deck(slides.sessions()[0]).cells
+    (first,) = [c.source for c in lab if c.metadata.get("gpac", {}).get("lab") and "Notebook 00" in c.source]
+    assert "**Exercise 2** (conceptual, 10 min; do it first)" in first
 
 
 def test_the_lecture_does_not_give_the_lab_away():

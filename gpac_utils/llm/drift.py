@@ -331,11 +331,16 @@ class DriftAlarm:
         dup = pd.Series(ids).duplicated().to_numpy()
         if dup.any():
             raise DataError(f"records: {id_col} {ids[np.argmax(dup)]!r} appears twice in one feed")
-        score = check_array("records.score", records["score"])
-        thr = pd.to_numeric(records["threshold"], errors="coerce").to_numpy(float)
-        if np.isnan(thr).any():
-            raise DataError(f"records.threshold: not a number at row {int(np.argmax(np.isnan(thr)))}")
         route = records["route_nothink"].to_numpy()
+        # A decision log line writes an always-think threshold and a request without text's score as null
+        # (strict JSON): such a request thought, so its term is 0 whatever its score.
+        raw = pd.to_numeric(records["score"], errors="coerce").to_numpy(float)
+        score = check_array("records.score", np.where(np.isnan(raw) & ~route.astype(bool), 1.0, raw))
+        thr = pd.to_numeric(records["threshold"], errors="coerce").to_numpy(float)
+        missing = np.isnan(thr) & route.astype(bool)
+        if missing.any():
+            raise DataError(f"records.threshold: not a number at row {int(np.argmax(missing))} (a cheap route)")
+        thr = np.where(np.isnan(thr), -np.inf, thr)
         bad = route.astype(bool) & (score > thr)
         if bad.any():
             k = int(np.argmax(bad))

@@ -432,9 +432,9 @@ def test_q4_max_violation_rate(max_violation_rate):
 # %% [markdown]
 # **Question 5 — the smallest group that can certify** (Exercise 3 in notebook `31_realdata_case_study`). Take the valid
 # recipe of notebook 31 (Bernoulli labelling, the Hoeffding–Bentkus bound), but with other numbers:
-# a labelling probability $\pi = 0.25$, $\varepsilon = 0.1$ and $\alpha = 0.1$. A group with no loss
-# at all has the bound $(1/\pi)(1-\alpha^{1/n})$. Compute `n_min`, the smallest number of calibration
-# items with which a group can certify any threshold (an integer).
+# a labelling probability $\pi = 0.25$, $\varepsilon = 0.1$ and $\alpha = 0.1$. Derive the bound of a
+# group with no loss at all, then compute `n_min`, the smallest number of calibration items with
+# which a group can certify any threshold (an integer).
 
 # %% [raw]
 # # BEGIN SOLUTION
@@ -462,7 +462,7 @@ def test_q5_form(n_min):
 
 # %%
 """ # BEGIN TEST CONFIG
-failure_message: 'with n_min loss-free items the bound (1/pi)(1 - alpha^(1/n)) is still above eps, so the group cannot certify - did you keep the factor 1/pi and round up?'
+failure_message: 'with n_min loss-free items the bound is still above eps, so the group cannot certify yet: n_min is too small'
 """  # END TEST CONFIG
 
 

@@ -564,6 +564,8 @@ def notebook_slides(name: str) -> list[nbformat.NotebookNode]:
                 entry = _notes_of(f"{name}/{title}")
                 if "body" in entry:  # the slide's own text, where the notebook's would not project
                     text = f"## {title}\n\n{numbered(entry['body'].strip())}"
+                if "title" in entry:  # the slide's own title (the key keeps the notebook's)
+                    text = f"## {entry['title']}\n\n" + text.split("\n", 1)[1].lstrip("\n")
                 text += "\n\n" + notes(entry["notes"], entry["minutes"])
                 out.append(_cell(text, "slide", title))
                 out += following(title)
@@ -631,10 +633,14 @@ def quiz_notes(q: dict) -> str:
     )
 
 
-def question_slides(name: str) -> list[nbformat.NotebookNode]:
-    """One slide per multiple-choice question; the correct answer and its why as a fragment."""
+def question_slides(name: str, after_lab: bool | None = None) -> list[nbformat.NotebookNode]:
+    """One slide per multiple-choice question; the correct answer and its why as a fragment. With
+    ``after_lab`` only the questions asked before the lab (``False``) or after it (``True``: those
+    marked ``"after_lab": true``, whose answer would give the lab away)."""
     out = []
     for q in questions(name):
+        if after_lab is not None and bool(q.get("after_lab")) != after_lab:
+            continue
         letters = "ABCDEFGH"
         options = "\n".join(f"- **{letters[i]}.** {a['answer']}" for i, a in enumerate(q["answers"]))
         right = next(i for i, a in enumerate(q["answers"]) if a["correct"])
@@ -694,6 +700,7 @@ def lab_slide(part: Part) -> nbformat.NotebookNode:
     what = part.title.split(":", 1)[1].split(" — ")[0].strip()
     lines = [
         f"- {'homework, ' if homework else ''}{_exercise_line(label, note, part.notebook)}"
+        + (f" (**graded: {graded()[label][0]}**)" if homework and label in graded() else "")
         for label, note, homework in exercises_of(part.exercises)
     ]
     title = f"Lab, {minutes:g} min: {what}"
@@ -708,20 +715,82 @@ def lab_slide(part: Part) -> nbformat.NotebookNode:
     return cell
 
 
-def wrapup_slide(session: Session, part: Part) -> nbformat.NotebookNode:
+HOMEWORK = NOTEBOOKS / "homework" / "gpac_homework.py"
+_GRADED = re.compile(r"^# name: (q\d+)\n# points: \[([^\]]*)\]\n# # exercise: (ex-[a-z0-9-]+)", re.M)
+
+
+@functools.cache
+def graded() -> dict[str, tuple[str, int]]:
+    """The exercises the graded homework (notebooks/homework/gpac_homework.py) grades: label ->
+    (its question, "Q1", and its points)."""
+    found = _GRADED.findall(HOMEWORK.read_text(encoding="utf-8"))
+    if not found:
+        raise SlidesError(f"{HOMEWORK.relative_to(REPO_ROOT)}: no question naming the exercise it grades")
+    return {label: (name.upper(), sum(int(p) for p in points.split(","))) for name, points, label in found}
+
+
+def session_homework(session: Session) -> list[tuple[str, str]]:
+    """Every exercise a session assigns as homework, in the order of its rows: (label, its note)."""
+    return [(label, note) for part in session.rows for label, note, home in exercises_of(part.exercises) if home]
+
+
+def _homework_block(session: Session) -> str:
+    """The session's homework, one line per notebook, the graded exercises marked with their question."""
+    by_notebook: dict[str, list[str]] = {}
+    for label, _ in session_homework(session):
+        if label not in exercise_numbers():
+            raise SlidesError(f"{TEACHING.name}: no notebook has the exercise {label}")
+        where, number = exercise_numbers()[label]
+        mark = f" (**graded: {graded()[label][0]}**)" if label in graded() else ""
+        by_notebook.setdefault(where, []).append((number, f"Exercise {number}{mark}"))
+    return "\n".join(
+        f"- notebook {where[:2]}: {', '.join(item for _, item in sorted(items))}"
+        for where, items in by_notebook.items()
+    )
+
+
+def homework_slide(session: Session) -> nbformat.NotebookNode | None:
+    """The slide that hands out the graded homework (``[homework]`` of docs/_slides/lectures.toml, in the
+    session it names, before the wrap-up): the file, its questions with their exercises and points
+    (from the homework notebook), and the entry's body (when it is due, how to submit)."""
+    entry = lectures().get("homework", {})
+    if entry.get("session") != session.number:
+        return None
+    rows = []
+    for label, (question, points) in sorted(graded().items(), key=lambda kv: int(kv[1][0][1:])):
+        where, number = exercise_numbers()[label]
+        rows.append(
+            f"- **{question}** ({points} point{'s' if points > 1 else ''}): notebook {where[:2]}, Exercise {number}"
+        )
+    total = sum(points for _, points in graded().values())
+    table = "\n".join(rows)
+    title = entry["title"]
+    text = f"## {title}\n\n{table}\n\n{numbered(entry['body'].strip()).replace('{total}', str(total))}"
+    cell = _cell(text + "\n\n" + notes(entry["notes"], entry["minutes"]), "slide", title)
+    cell.metadata["gpac"]["homework"] = True
+    return cell
+
+
+def wrapup_slide(session: Session, part: Part, minutes: float | None = None) -> nbformat.NotebookNode:
     """The deck's last slide: the wrap-up docs/teaching.md schedules (``[wrapup."N"]`` of
-    docs/_slides/lectures.toml: its body and notes), and the session's homework from its row."""
+    docs/_slides/lectures.toml: its body and notes), and every exercise the session assigns as
+    homework (from all its rows), the graded ones marked with their question of the homework."""
     entry = lectures().get("wrapup", {}).get(str(session.number))
     if not entry or not entry.get("body") or not entry.get("notes"):
         raise SlidesError(f'{LECTURES.name}: no [wrapup."{session.number}"] with body and notes for the wrap-up')
     title = f"Wrap-up: {part.title.split(':', 1)[1].strip()}"
-    homework = [f"- {_exercise_line(label, note, '')}" for label, note, _ in exercises_of(part.exercises)]
     text = f"## {title}\n\n{numbered(entry['body'].strip())}"
-    if homework:
-        text += "\n\n**Homework**\n\n" + "\n".join(homework)
-    cell = _cell(text + "\n\n" + notes(entry["notes"], part.minutes), "slide", title)
+    if homework := _homework_block(session):
+        text += "\n\n**Homework**\n\n" + homework
+    minutes = part.minutes if minutes is None else minutes
+    cell = _cell(text + "\n\n" + notes(entry["notes"], minutes), "slide", title)
     cell.metadata["gpac"]["wrapup"] = True
     return cell
+
+
+def _minutes_of(cell: nbformat.NotebookNode) -> float:
+    """The minutes a slide's notes give it."""
+    return sum(float(m) for m in re.findall(r"<b>([\d.]+) min\.</b>", cell.source))
 
 
 def _agenda_line(part: Part) -> str:
@@ -738,29 +807,41 @@ def deck(session: Session) -> nbformat.NotebookNode:
     agenda = "\n".join(_agenda_line(p) for p in session.rows)
     plan = "; ".join(f"{p.title}: {p.minutes} min" for p in session.rows)
     cells = [_cell(f"# Session {session.number} — {session.title}\n\n{agenda}\n\n{notes('Plan. ' + plan, 1)}", "slide")]
-    asked, wrapup = set(), None
+    asked, wrapup, later = set(), None, {}
     for part in session.rows:
         if part.kind == "wrap-up":
-            wrapup = wrapup_slide(session, part)
+            handout = homework_slide(session)
+            taken = _minutes_of(handout) if handout is not None else 0
+            wrapup = ([handout] if handout is not None else []) + [wrapup_slide(session, part, part.minutes - taken)]
             continue
         if part.kind == "lab":
             cells.append(lab_slide(part))
+            cells += later.pop(part.notebook, [])
             continue
         source = _read(NOTEBOOKS / f"{part.notebook}.py").cells
         first = next((c for c in source if part.start and re.search(rf"^\({part.start}\)=", c.source, re.M)), source[0])
         nb_title = _heading(first.source) or part.notebook
+        if part.start:  # a section: its heading is the next slide's title; name the notebook it is from
+            nb_title = f"A section of notebook {_heading(source[0].source) or part.notebook}"
         where = f" ({part.where})" if part.where else ""
         say = f"{part.title} ({part.minutes} min in all); the notebook is {part.notebook}{where}; open it for the lab."
         cells.append(_cell(f"# {part.title}\n\n{plain(nb_title)}{where}\n\n{notes(say, 0.5)}", "slide"))
         cells += section_slides(part, session.parts)
         if part.notebook not in asked:
-            cells += question_slides(part.notebook)
+            cells += question_slides(part.notebook, after_lab=False)
+            later[part.notebook] = question_slides(part.notebook, after_lab=True)
             asked.add(part.notebook)
         if part.has_lab:
             cells.append(lab_slide(part))
+            cells += later.pop(part.notebook, [])
     if wrapup is None:
         raise SlidesError(f"{TEACHING.name}: session {session.number} has no Wrap-up row")
-    cells.append(wrapup)
+    if any(later.values()):
+        raise SlidesError(
+            f"{session.name}: questions asked after a lab of {sorted(k for k in later if later[k])}, "
+            "which has no lab in this session"
+        )
+    cells += wrapup
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["title"] = f"Session {session.number} — {session.title}"
     return nb

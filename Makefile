@@ -39,8 +39,10 @@ $(PY):
 # disagree). LOCKED=0 installs the ranges of pyproject.toml instead (another Python or platform).
 LOCKED ?= 1
 LOCK   := requirements/venv.lock
+# the lab settings (jupyter/, pyproject.toml's data files): an install copies them, so an edit reinstalls
+LAB_CONFIG := jupyter/lab-overrides.json jupyter/lab-page-config.json
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) $(LOCK) requirements/smollm2.lock | $(PY)
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(LOCK) requirements/smollm2.lock $(LAB_CONFIG) | $(PY)
 ifeq ($(LOCKED),1)
 	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "the locks are for CPython 3.11: \
 	make PYTHON=python3.11, or make LOCKED=0 for the ranges in pyproject.toml"; exit 1; }
@@ -201,12 +203,13 @@ venv-vllm: $(VLLM_STAMP)
 # "Python 3 (gpac)" and the lab settings that open the .py files as notebooks: `.venv-lesson/bin/jupyter lab`
 # starts JupyterLab there. `make test` builds it (this step downloads; the test does not) and runs every lesson
 # in it on the fast profile and the homework's checks on its solution (make test-lesson,
-# tests/test_lesson_install.py, the tests marked `lesson`).
+# tests/test_lesson_install.py, the tests marked `lesson`), and runs lessons in its JupyterLab in Chromium
+# (tests/test_jupyterlab.py).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
 
-$(LESSON_STAMP): pyproject.toml requirements/lesson.lock
+$(LESSON_STAMP): pyproject.toml requirements/lesson.lock $(LAB_CONFIG)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(LESSON_PY) || $(PYTHON) -m venv $(LESSON_VENV)
 ifeq ($(LOCKED),1)
@@ -217,14 +220,12 @@ else
 	$(LESSON_PY) -m pip install -e ".[lesson]"
 endif
 	$(LESSON_PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (gpac)"
-	mkdir -p $(LESSON_VENV)/share/jupyter/lab/settings/overrides.d
-	cp jupyter/lab-overrides.json $(LESSON_VENV)/share/jupyter/lab/settings/overrides.d/gpac-compendium.json
 	touch $(LESSON_STAMP)
 
 venv-lesson: $(LESSON_STAMP)
 
 test-lesson: $(STAMP) $(LESSON_STAMP)
-	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py
+	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 7.5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine), beside the
@@ -245,17 +246,20 @@ bench-generation: $(VLLM_STAMP)
 	$(VLLM_PY) benchmarks/bench_generation.py
 
 # JupyterLab at the repository root, the jupytext .py notebooks opening as notebooks (not as text): the
-# venv's lab settings hold jupyter/lab-overrides.json (installed by make venv, INSTALL_LAB_SETTINGS), so
+# venv's lab settings hold jupyter/lab-overrides.json and lab-page-config.json (pyproject.toml's data files), so
 # `.venv/bin/jupyter lab` does the same. As root (Docker, Codespaces, many JupyterHubs) --allow-root; a
 # browser is opened only where there is a display. GPAC_PROFILE=fast makes every notebook run on the fast
 # profile (gpac_utils.workflow.config). LAB_ARGS: more options, e.g. LAB_ARGS="--port 8899".
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/gpac-compendium.json
-INSTALL_LAB_SETTINGS = mkdir -p $(dir $(LAB_SETTINGS)) && cp jupyter/lab-overrides.json $(LAB_SETTINGS)
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/lab-overrides.json
+LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.d/lab-page-config.json
+INSTALL_LAB_SETTINGS = mkdir -p $(dir $(LAB_SETTINGS)) $(dir $(LAB_PAGE_CONFIG)) && cp jupyter/lab-overrides.json $(LAB_SETTINGS) \
+	&& cp jupyter/lab-page-config.json $(LAB_PAGE_CONFIG)
 LAB_OPEN_BROWSER ?= $(if $(or $(DISPLAY),$(WAYLAND_DISPLAY),$(filter Darwin,$(shell uname -s))),True,False)
 LAB_ARGS ?=
 
 lab: $(STAMP)
-	@cmp -s jupyter/lab-overrides.json $(LAB_SETTINGS) || { $(INSTALL_LAB_SETTINGS); }
+	@cmp -s jupyter/lab-overrides.json $(LAB_SETTINGS) && cmp -s jupyter/lab-page-config.json $(LAB_PAGE_CONFIG) \
+	  || { $(INSTALL_LAB_SETTINGS); }
 	$(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR) --ServerApp.open_browser=$(LAB_OPEN_BROWSER) \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 

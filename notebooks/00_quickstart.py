@@ -27,6 +27,84 @@
 #
 # **Runtime** (2 cores, measured): about 8 s on the `fast` profile (10 repetitions per ε), 12 s on `paper` (40).
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# uncertainty score
+# : $U(x) \in [0, 1]$: how unsure the non-thinking model (or a router) is about query $x$ — from
+#   the answer's logits, a verbalized confidence, or a trained router; larger = less certain. The
+#   tables' `score_*` columns (the paper's: `score_logits`, `score_verbalized` and `score_router`;
+#   `gpac_utils.scores.SCORES` lists every one).
+#
+# routing
+# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
+#   otherwise.
+#
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# PAC
+# : Marginal PAC reasoning: one threshold $\hat u$ with
+#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
+#   Definition 2.1, `def:pac-efficient`).
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
@@ -152,7 +230,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 # before the bound (its running maximum) first exceeds ε. The paper's recipe (CLT bound, a share
 # π of resampled items labelled, the literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$) draws
 # a second curve. Which curve is lower depends on the draw: labelling only half of its draws makes
-# its terms vary more (exercise {ref}`ex-quickstart-resampled-width` derives by how much), but a
+# its terms vary more (an exercise below derives by how much), but a
 # CLT bound carries no finite-sample margin, and Hoeffding–Bentkus does. In the group shown it lies
 # on or above the valid curve at most candidates; over three calibration sets × three groups it
 # lies *below* it at most candidates in most cases (the cells under the figure count both). A lower
@@ -879,80 +957,3 @@ from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
 display_quiz(NOTEBOOKS / "questions" / "00_quickstart.json")
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# uncertainty score
-# : $U(x) \in [0, 1]$: how unsure the non-thinking model (or a router) is about query $x$ — from
-#   the answer's logits, a verbalized confidence, or a trained router; larger = less certain. The
-#   tables' `score_*` columns (the paper's: `score_logits`, `score_verbalized` and `score_router`;
-#   {py:data}`gpac_utils.scores.SCORES` lists every one).
-#
-# routing
-# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
-#   otherwise.
-#
-# risk
-# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
-#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
-#
-# PAC
-# : Marginal PAC reasoning: one threshold $\hat u$ with
-#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
-#   Definition 2.1, `def:pac-efficient`).
-#
-# G-PAC
-# : Group-conditional PAC with known groups: one threshold per group, with
-#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
-#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
-#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
-#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
-#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
-#   probability at least $1 - \alpha$.
-#
-# C-PAC
-# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
-#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
-#   `thm:unknown-grouping`). See {term}`mode`.
-#
-# mode
-# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
-#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
-#   carries no guarantee a certificate can state: the paper claims only
-#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
-#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
-#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
-#
-# partition
-# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
-#   equal mass), `k` groups, named `c0` < `c1` < … by score.
-#
-# partition gap
-# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
-#
-# recipe
-# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
-#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -39,6 +39,20 @@
 # about a minute per benchmark on CPU (MiniLM embeddings). `fast` scores the walk
 # (`walk__smollm2`, written by `01_generate` on `fast`) when it is there.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# STP
+# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
+#   routed; the router form (router scores) pays for it only when routed.
+# :::
+
 # %%
 from pathlib import Path
 
@@ -327,16 +341,3 @@ display(
         )
     )
 )
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# STP
-# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
-#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
-#   routed; the router form (router scores) pays for it only when routed.
-# :::

@@ -29,6 +29,54 @@
 #
 # **Runtime** (measured on 2 shared cores): fast ≈ 5 s, paper ≈ 6–11 s.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# PAC
+# : Marginal PAC reasoning: one threshold $\hat u$ with
+#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
+#   Definition 2.1, `def:pac-efficient`).
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# oracle partition
+# : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal
+#   thresholds (Definition 4.4, `def:oracle-optimal`).
+#
+# routed share
+# : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal
+#   thresholds it is the paper's efficiency $\mathrm{Eff}_{\mathrm{PAC}}$ (Definition 4.4).
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
@@ -550,50 +598,3 @@ from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
 display_quiz(NOTEBOOKS / "questions" / "10_oracle_partition.json")
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# risk
-# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
-#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
-#
-# PAC
-# : Marginal PAC reasoning: one threshold $\hat u$ with
-#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
-#   Definition 2.1, `def:pac-efficient`).
-#
-# G-PAC
-# : Group-conditional PAC with known groups: one threshold per group, with
-#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
-#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
-#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
-#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
-#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
-#   probability at least $1 - \alpha$.
-#
-# oracle partition
-# : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal
-#   thresholds (Definition 4.4, `def:oracle-optimal`).
-#
-# routed share
-# : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal
-#   thresholds it is the paper's efficiency $\mathrm{Eff}_{\mathrm{PAC}}$ (Definition 4.4).
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -46,6 +46,54 @@
 # **Runtime** (measured on 2 shared cores): fast ≈ 5–10 s; paper ≈ 12 s in the last measured `make reproduce`
 # (`benchmarks/reproduce_timings.csv`), more when the cores are busy.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# oracle partition
+# : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal
+#   thresholds (Definition 4.4, `def:oracle-optimal`).
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Learning objectives
 #
@@ -405,8 +453,8 @@ display(
 #   input that both partitions put in the same group kept its threshold
 #   ($\hat u^*_{\hat g(x)} = \hat u^*_{g^*(x)}$). But a learned group's PAC-optimal threshold is
 #   computed on the learned group, whose risk curve $R(u \mid \hat G_j)$ changes with the
-#   misassigned inputs: a small δ can move a whole group's threshold. Exercise
-#   {ref}`ex-partition-gap-counterexample` builds a population in which the loss is 1/2 for
+#   misassigned inputs: a small δ can move a whole group's threshold. An exercise
+#   below builds a population in which the loss is 1/2 for
 #   every δ > 0.
 # * Splitting keeps every learned group's violation rate at or below α (up to Monte Carlo
 #   error; asserted above). The joint approach is not visibly worse here: with a valid,
@@ -567,50 +615,3 @@ from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
 display_quiz(NOTEBOOKS / "questions" / "11_partition_gap.json")
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# C-PAC
-# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
-#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
-#   `thm:unknown-grouping`). See {term}`mode`.
-#
-# mode
-# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
-#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
-#   carries no guarantee a certificate can state: the paper claims only
-#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
-#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
-#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
-#
-# partition
-# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
-#   equal mass), `k` groups, named `c0` < `c1` < … by score.
-#
-# partition gap
-# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
-#
-# oracle partition
-# : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal
-#   thresholds (Definition 4.4, `def:oracle-optimal`).
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -51,6 +51,68 @@
 # `benchmarks/bench_reproduce.py --workflow`. `wsr` dominates: O(m · 64) per calibration with
 # m = n/π terms under resampling.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# risk
+# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
+#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# UCB
+# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
+#   `gpac_utils.bounds.BOUNDS`: the paper's
+#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
+#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
+#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
+#
+# sampling scheme
+# : Which calibration items get a label: `resample` (the paper's Algorithm 1 with $m = n/\pi$
+#   draws with replacement, Appendix F; its terms scatter around the *empirical* calibration risk),
+#   `bernoulli` (each item labelled once with probability $\pi$) or `full`.
+#
+# selection rule
+# : How the threshold is read off the UCB curve: `first-crossing` (scan the candidates upward and
+#   stop before the first whose UCB exceeds $\varepsilon$: fixed-sequence testing, valid for any
+#   pointwise-valid UCB on a grid fixed before the data or on every calibration score) or `max`
+#   (the paper's literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$, Algorithm 2), which may
+#   jump past a crossing where the bound dips back below $\varepsilon$. Why a pointwise-valid UCB
+#   does not make a threshold chosen from the data valid, why first-crossing does, and what `max`
+#   risks: the selection lesson of notebook 13.
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this notebook you can
 # - explain what Assumption 4.1 (`assump:ucb-validity`) demands of a {term}`UCB` and measure it: the
@@ -1235,64 +1297,3 @@ from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
 display_quiz(NOTEBOOKS / "questions" / "13_validity_audit.json")
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# risk
-# : $R(u) = \mathbb{E}[\ell \cdot \mathbf{1}\{U \le u\}]$, the extra error caused by routing at
-#   threshold $u$; non-decreasing in $u$. $R(u \mid G_j)$ is the risk within group $G_j$.
-#
-# G-PAC
-# : Group-conditional PAC with known groups: one threshold per group, with
-#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
-#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
-#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
-#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
-#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
-#   probability at least $1 - \alpha$.
-#
-# UCB
-# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
-#   {py:data}`gpac_utils.bounds.BOUNDS`: the paper's
-#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
-#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
-#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
-#
-# sampling scheme
-# : Which calibration items get a label: `resample` (the paper's Algorithm 1 with $m = n/\pi$
-#   draws with replacement, Appendix F; its terms scatter around the *empirical* calibration risk),
-#   `bernoulli` (each item labelled once with probability $\pi$) or `full`.
-#
-# selection rule
-# : How the threshold is read off the UCB curve: `first-crossing` (scan the candidates upward and
-#   stop before the first whose UCB exceeds $\varepsilon$: fixed-sequence testing, valid for any
-#   pointwise-valid UCB on a grid fixed before the data or on every calibration score) or `max`
-#   (the paper's literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$, Algorithm 2), which may
-#   jump past a crossing where the bound dips back below $\varepsilon$. Why a pointwise-valid UCB
-#   does not make a threshold chosen from the data valid, why first-crossing does, and what `max`
-#   risks: the selection lesson of notebook 13.
-#
-# recipe
-# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
-#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -49,6 +49,44 @@
 #
 # **Runtime** (2 cores, measured): fast profile (5 trials) ~7 s; paper profile (100 trials) ~30 s.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# Error
+# : The test error of the routed system relative to the thinking model,
+#   $\frac1N \sum_i \ell_i \mathbf{1}\{\text{routed to the non-thinking model}\}$ over all $N$
+#   test items (a test-set estimate of $R(\hat u)$), averaged over trials in the tables.
+#
+# Error_Gap
+# : $\sum_j (\bar E_j - \varepsilon)_+$: the sum, over groups, of how far a group's test error
+#   $\bar E_j$ (averaged over trials) exceeds $\varepsilon$; 0 when every group stays within
+#   tolerance on average. It averages before comparing, so Error_Gap = 0 is not a guarantee: a
+#   method can show 0 while violating $\varepsilon$ in many single calibrations.
+#
+# STP
+# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
+#   routed; the router form (router scores) pays for it only when routed.
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %%
 import numpy as np
 import pandas as pd
@@ -425,40 +463,3 @@ lines = [
     f"Calibration items per known group: {group_sizes.min():.0f} to {group_sizes.max():.0f} (median {group_sizes.median():.0f}).",
 ]
 display(Markdown("\n".join(f"- {line}" for line in lines)))
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# Error
-# : The test error of the routed system relative to the thinking model,
-#   $\frac1N \sum_i \ell_i \mathbf{1}\{\text{routed to the non-thinking model}\}$ over all $N$
-#   test items (a test-set estimate of $R(\hat u)$), averaged over trials in the tables.
-#
-# Error_Gap
-# : $\sum_j (\bar E_j - \varepsilon)_+$: the sum, over groups, of how far a group's test error
-#   $\bar E_j$ (averaged over trials) exceeds $\varepsilon$; 0 when every group stays within
-#   tolerance on average. It averages before comparing, so Error_Gap = 0 is not a guarantee: a
-#   method can show 0 while violating $\varepsilon$ in many single calibrations.
-#
-# STP
-# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
-#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
-#   routed; the router form (router scores) pays for it only when routed.
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -49,6 +49,28 @@
 #
 # **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~20–30 s.
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %%
 import warnings
 
@@ -205,24 +227,3 @@ notes = [
     f"the calibration set ({share * len(cal):.0f} items on {dataset}).",
 ]
 display(Markdown("\n".join(f"- {n}" for n in notes)))
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -54,6 +54,107 @@
 # **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s on a quiet machine (20 s with
 # the cores shared).
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# routing
+# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
+#   otherwise.
+#
+# threshold
+# : The $u$ of {term}`routing`, one per group (a calibrator's `thresholds_` maps group →
+#   threshold). $-\infty$ (`null` in a thresholds JSON file) means *always think*: no
+#   threshold could be certified, or the group had fewer than `min_group_size` calibration items, or
+#   it was not seen at calibration.
+#
+# PAC
+# : Marginal PAC reasoning: one threshold $\hat u$ with
+#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
+#   Definition 2.1, `def:pac-efficient`).
+#
+# G-PAC
+# : Group-conditional PAC with known groups: one threshold per group, with
+#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
+#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
+#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
+#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
+#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
+#   probability at least $1 - \alpha$.
+#
+# C-PAC
+# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
+#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
+#   `thm:unknown-grouping`). See {term}`mode`.
+#
+# mode
+# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
+#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
+#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
+#   carries no guarantee a certificate can state: the paper claims only
+#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
+#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
+#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
+#
+# partition
+# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
+#   equal mass), `k` groups, named `c0` < `c1` < … by score.
+#
+# partition gap
+# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
+#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#
+# UCB
+# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
+#   `gpac_utils.bounds.BOUNDS`: the paper's
+#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
+#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
+#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
+#
+# recipe
+# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
+#   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
+#   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
+#   `first-crossing`), `valid-bernoulli` and `paper`.
+#
+# Error
+# : The test error of the routed system relative to the thinking model,
+#   $\frac1N \sum_i \ell_i \mathbf{1}\{\text{routed to the non-thinking model}\}$ over all $N$
+#   test items (a test-set estimate of $R(\hat u)$), averaged over trials in the tables.
+#
+# Error_Gap
+# : $\sum_j (\bar E_j - \varepsilon)_+$: the sum, over groups, of how far a group's test error
+#   $\bar E_j$ (averaged over trials) exceeds $\varepsilon$; 0 when every group stays within
+#   tolerance on average. It averages before comparing, so Error_Gap = 0 is not a guarantee: a
+#   method can show 0 while violating $\varepsilon$ in many single calibrations.
+#
+# STP
+# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
+#   routed; the router form (router scores) pays for it only when routed.
+#
+# routed share
+# : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal
+#   thresholds it is the paper's efficiency $\mathrm{Eff}_{\mathrm{PAC}}$ (Definition 4.4).
+#
+# violation rate
+# : For one group $j$: the share of trials (calibration draws) in which that group's risk
+#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
+#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
+#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
+#   The share of trials in which *some* group is violated ("Violation any group (%)",
+#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
+#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
+#
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this lesson you can
 # * **compute** one trial of a results table by hand — split, fit one {term}`threshold` per
@@ -510,103 +611,3 @@ from gpac_utils.quiz import display_quiz
 from gpac_utils.workflow.paths import NOTEBOOKS
 
 display_quiz(NOTEBOOKS / "questions" / "31_realdata_case_study.json")
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# routing
-# : Answering query $x$ with the non-thinking model when $U(x) \le u$ and with the thinking model
-#   otherwise.
-#
-# threshold
-# : The $u$ of {term}`routing`, one per group (a calibrator's `thresholds_` maps group →
-#   threshold). $-\infty$ (`null` in a thresholds JSON file) means *always think*: no
-#   threshold could be certified, or the group had fewer than `min_group_size` calibration items, or
-#   it was not seen at calibration.
-#
-# PAC
-# : Marginal PAC reasoning: one threshold $\hat u$ with
-#   $P(R(\hat u) \le \varepsilon) \ge 1 - \alpha$ over the calibration draw (the paper's
-#   Definition 2.1, `def:pac-efficient`).
-#
-# G-PAC
-# : Group-conditional PAC with known groups: one threshold per group, with
-#   $P(R(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ **for each** group $j$ separately
-#   (Definition 3.1, `def:group-conditional-pac`; Theorem 4.2, `thm:known-grouping`, under
-#   Assumption 4.1, `assump:ucb-validity`). The paper's algorithm calibrates every group at the same
-#   $\alpha$; nothing is split across groups. `GPAC(correction="bonferroni")` calibrates each of the $k$
-#   groups at $\alpha/k$ (Bonferroni), so that all groups are within $\varepsilon$ at once with
-#   probability at least $1 - \alpha$.
-#
-# C-PAC
-# : Clustered PAC for unknown groups: groups are learned by 1-D clustering of the score (exact
-#   k-means or quantile bins; see {term}`partition`), then G-PAC is calibrated on them (Theorem 4.6,
-#   `thm:unknown-grouping`). See {term}`mode`.
-#
-# mode
-# : How C-PAC uses the calibration set. `split` learns the partition on a random part of it
-#   (`cluster_fraction`, default one half) and calibrates on the rest: the per-group guarantee holds
-#   exactly for each learned group (Theorem 4.6, part 1). `joint` uses the same items for both and
-#   carries no guarantee a certificate can state: the paper claims only
-#   $R(\hat u_j \mid \hat G_j) \le \varepsilon + c\,\delta$ for all $j$ with probability $1 - \alpha$ (part 2; $\delta$ the unknown
-#   {term}`partition gap`, $c$ "some positive constant", which its proof in Appendix E takes as $c = 2Bk$,
-#   conditioning on a partition learned from the same items). The code adds no term in `joint` mode.
-#
-# partition
-# : C-PAC's learned groups: algorithm `kmeans` (exact 1-D k-means, `ckmeans`) or `quantile` (bins of
-#   equal mass), `k` groups, named `c0` < `c1` < … by score.
-#
-# partition gap
-# : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
-#
-# UCB
-# : Upper confidence bound on $R(u)$ at every candidate threshold, one of
-#   {py:data}`gpac_utils.bounds.BOUNDS`: the paper's
-#   `clt` and `hoeffding` (Algorithm 1 and Appendix A), and the finite-sample valid
-#   `hoeffding_bentkus`, `empirical_bernstein`, `wsr` and `clopper_pearson` (with i.i.d. labelling).
-#   Assumption 4.1 asks that it cover the risk with probability $1 - \alpha$ at each threshold.
-#
-# recipe
-# : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
-#   ({py:class}`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
-#   {py:data}`gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
-#
-# Error
-# : The test error of the routed system relative to the thinking model,
-#   $\frac1N \sum_i \ell_i \mathbf{1}\{\text{routed to the non-thinking model}\}$ over all $N$
-#   test items (a test-set estimate of $R(\hat u)$), averaged over trials in the tables.
-#
-# Error_Gap
-# : $\sum_j (\bar E_j - \varepsilon)_+$: the sum, over groups, of how far a group's test error
-#   $\bar E_j$ (averaged over trials) exceeds $\varepsilon$; 0 when every group stays within
-#   tolerance on average. It averages before comparing, so Error_Gap = 0 is not a guarantee: a
-#   method can show 0 while violating $\varepsilon$ in many single calibrations.
-#
-# STP
-# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
-#   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
-#   routed; the router form (router scores) pays for it only when routed.
-#
-# routed share
-# : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal
-#   thresholds it is the paper's efficiency $\mathrm{Eff}_{\mathrm{PAC}}$ (Definition 4.4).
-#
-# violation rate
-# : For one group $j$: the share of trials (calibration draws) in which that group's risk
-#   $R(\hat u_j \mid G_j)$ — computed on the whole table, or in closed form — exceeds
-#   $\varepsilon$. This is what the guarantee bounds: at most $\alpha$ for **each** group (up to its
-#   {term}`MCSE`). The tables' "Violation (%)" (`violation_max_group`) is the largest per-group rate.
-#   The share of trials in which *some* group is violated ("Violation any group (%)",
-#   `violation_any_group`) is not bounded by $\alpha$: with $k$ valid groups it can reach about
-#   $k\alpha$ (it is at most $\alpha$ only with `correction="bonferroni"`).
-#
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

@@ -30,6 +30,19 @@
 # **Runtime** (measured on 2 cores shared with other jobs): fast profile ≈ 25 s; paper profile ≈ 110 s (the
 # audit ≈ 60 s of it).
 
+# %% [markdown] tags=["remove-cell"]
+# ## Terms used in this notebook
+#
+# The glossary entries this notebook links (copied from `docs/glossary.md` by
+# `workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its
+# definition; a click brings you here.
+#
+# :::{glossary}
+# MCSE
+# : Monte Carlo standard error of an estimated rate over a finite number of trials,
+#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+# :::
+
 # %% [markdown]
 # **Learning objectives.** After this notebook you can
 # - tell the two risks apart and say which one a user of the cheap model's answers cares about;
@@ -428,15 +441,3 @@ display(
 #   framing: the extra error of the composite system), and when labels are few: the routed risk needs enough
 #   routed items at a grid point to certify it (with $m$ loss-free items the binomial p-value is
 #   $(1-\varepsilon)^m$), and the fallback procedure starts each run of rejections at α/64.
-
-# %% [markdown] tags=["remove-cell"]
-# ## Terms used in this notebook
-#
-# The glossary entries this notebook links (copied from `docs/glossary.md` by
-# `workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.
-#
-# :::{glossary}
-# MCSE
-# : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
-# :::

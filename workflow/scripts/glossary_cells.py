@@ -6,11 +6,20 @@
 The notebooks link a term as the book does, ``{term}`risk```. Sphinx resolves it to the glossary page;
 jupyterlab-myst sees one notebook at a time, so a term defined in another file is an unresolved
 reference, which it renders as ``<a href="#">``: the link goes nowhere and clicking it jumps the notebook
-to the top. So every notebook that links a term ends with one markdown cell, tagged ``remove-cell`` (the
+to the top. So every notebook that links a term holds one markdown cell, tagged ``remove-cell`` (the
 book drops it: myst-nb skips such cells, and the glossary page stays the one definition), holding a
 MyST ``glossary`` of the entries it links (and the entries those link), copied from docs/glossary.md: in
 JupyterLab each term then shows its definition on hover and jumps to its entry on a click.
-``tests/test_jupyterlab.py`` checks that the cells are current and that the links resolve in JupyterLab.
+
+The cell is the notebook's second, right after its title cell, not its last. JupyterLab (4.1 and later)
+attaches the cells of a notebook to the page one after another, top first, while the browser is idle
+(its default ``windowingMode``, ``contentVisibility``), and jupyterlab-myst resolves a cell's references
+against the cells attached so far: with the entries at the end, every cell that links a term was
+rendered before its targets existed, logged "Cross reference target was not found" and showed links to
+``#`` until the last cell was attached (seconds for a long lesson). Before the cells that link, the
+entries are there when those cells render; a ``{ref}`` to a later cell of the notebook has the same
+problem, and ``tests/test_jupyterlab.py`` refuses one. ``tests/test_jupyterlab.py`` checks that the
+cells are current and that the links resolve in JupyterLab as it ships (with windowing).
 """
 
 from __future__ import annotations
@@ -27,11 +36,15 @@ TAG = "remove-cell"
 HEADER = f'# %% [markdown] tags=["{TAG}"]\n# ## Terms used in this notebook\n'
 INTRO = (
     "The glossary entries this notebook links (copied from `docs/glossary.md` by\n"
-    "`workflow/scripts/glossary_cells.py`; edit them there): hover over a linked term for its definition.\n"
+    "`workflow/scripts/glossary_cells.py`; edit them there). Below, hover over a linked term for its\n"
+    "definition; a click brings you here.\n"
 )
+#: a cell of a jupytext percent notebook starts with this line
+CELL = "# %%"
 TERM = re.compile(r"\{term\}`(?:[^`<]*<)?([^`>]+)>?`", re.S)
-#: other roles in a definition (a {ref} to another notebook cannot resolve here): their text is kept
-OTHER_ROLE = re.compile(r"\{(?!term\})[a-z]+\}`(?:([^`<]*?)\s*<[^`>]+>|([^`]+))`")
+#: other roles in a definition (a {ref} to another notebook, {py:data} to the API pages: neither resolves
+#: here): their text is kept, as inline code for the ``py:`` roles
+OTHER_ROLE = re.compile(r"\{(?!term\})([a-z]+(?::[a-z]+)?)\}`(?:([^`<]*?)\s*<[^`>]+>|([^`]+))`")
 
 
 def entries(glossary: Path | str = GLOSSARY) -> dict[str, str]:
@@ -74,22 +87,46 @@ def cell(notebook_text: str, glossary: dict[str, str]) -> str:
     lines = [*INTRO.splitlines(), "", ":::{glossary}"]
     for term in glossary:
         if _key(term) in wanted:
-            body = OTHER_ROLE.sub(lambda m: m.group(1) or m.group(2), glossary[term]).splitlines()
+            body = OTHER_ROLE.sub(_role_text, glossary[term]).splitlines()
             lines += [term, f": {body[0]}", *[f"  {line}" if line else "" for line in body[1:]], ""]
     lines[-1] = ":::"
     return HEADER + "#\n" + "".join(f"# {line}\n" if line else "#\n" for line in lines)
 
 
+def _role_text(match: re.Match) -> str:
+    text = match.group(2) or match.group(3)
+    return f"`{text}`" if match.group(1).startswith("py:") else text
+
+
+def _cell_starts(text: str) -> list[int]:
+    """The offsets of the cell markers (``# %%`` at a line start) of a percent-format notebook."""
+    return [m.start() for m in re.finditer(rf"^{re.escape(CELL)}", text, re.M)]
+
+
 def _strip(text: str) -> str:
-    """The notebook without its glossary cell."""
-    head, sep, _ = text.partition("\n\n" + HEADER)
-    return head + "\n" if sep else text
+    """The notebook without its glossary cell (wherever it is: after the title cell, or last as before)."""
+    start = text.find("\n\n" + HEADER)
+    if start < 0:
+        return text
+    later = [i for i in _cell_starts(text) if i > start + 2]
+    if not later:
+        return text[:start] + "\n"
+    return text[:start] + "\n\n" + text[later[0] :]
 
 
 def updated(text: str, glossary: dict[str, str]) -> str:
+    """``text`` with its glossary cell current and in place: the second cell, right after the title cell."""
     body = _strip(text)
     new = cell(body, glossary)
-    return body + ("\n" + new if new else "")
+    if not new:
+        return body
+    starts = _cell_starts(body)
+    if not starts:
+        raise ValueError("not a percent-format notebook: no cell starts with '# %%'")
+    if len(starts) == 1:
+        return body + "\n" + new
+    at = starts[1]
+    return body[:at] + new + "\n" + body[at:]
 
 
 def main(argv: list[str] | None = None) -> int:

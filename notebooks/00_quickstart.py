@@ -165,7 +165,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
-fig, ax = plt.subplots(figsize=(5.0, 3.4))
+fig, ax = plt.subplots(figsize=(10.0, 3.6))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
     curves[name] = risk_curve(
@@ -185,7 +185,8 @@ ax.set(
     ylim=(0, 2.5 * cfg.eps),
     title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
 )
-ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+# the key under the axes, in two columns: beside them it took half the slide's width
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
 show(fig, "quickstart_mechanism")
 
 # %%

@@ -213,7 +213,7 @@ free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
 fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 # one panel per subject (two rows of four, the last holds the legend): free labels vs the fixed rate
-fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.2), sharex=True, sharey=True)
+fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.8), sharex=True, sharey=True)
 for ax, (j, name) in zip(axes.flat, enumerate(names)):
     for res, label, style in [(free, "free labels", "-"), (fixed, f"fixed rate π = {cfg.label_prob:g}", "--")]:
         ax.step(
@@ -241,10 +241,11 @@ key = [
     plt.Line2D([], [], color="0.3", lw=1.4, ls=":", label="best valid"),
 ]
 # each row is a slide of its own: the key above the first row, and in the second row's free cell
-axes[0, 0].legend(handles=key, loc="lower left", bbox_to_anchor=(0, 1.32), ncol=3, frameon=False, borderaxespad=0)
 axes.flat[-1].legend(handles=key, loc="center", frameon=False, title=f"stream 0, ε = {cfg.eps:g}")
 axes.flat[-1].axis("off")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0, 1, 0.95), h_pad=1.5)
+# after the layout, in the room it left above the panels
+axes[0, 0].legend(handles=key, loc="lower left", bbox_to_anchor=(0, 1.3), ncol=3, frameon=False, borderaxespad=0)
 plotting.savefig(fig, "online_gpac_stream")
 
 # %% [markdown]

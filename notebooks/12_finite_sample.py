@@ -154,7 +154,7 @@ settings_ = [tuple(s) for s in cfg.settings]
 # top: the distribution (left) and each setting's exceedance on the full 0-1 scale, with the bound's lines;
 # below each setting, the exceedance zoomed to 0-0.15, where its dots sit against α
 fig, grid = plt.subplots(
-    2, 1 + len(settings_), figsize=(4.6 * (1 + len(settings_)), 6.4), height_ratios=[1, 0.8], sharex="col"
+    2, 1 + len(settings_), figsize=(4.6 * (1 + len(settings_)), 7.0), height_ratios=[1, 0.8], sharex="col"
 )
 fig.delaxes(grid[1, 0])
 axes, zoom = grid[0], grid[1, 1:]
@@ -186,9 +186,11 @@ for ax, low, (b, s) in zip(axes[1:], zoom, settings_):
         ax.plot(dt["N_test"], dt["thm32_bound"], color=c, lw=1)
     for a_ in (ax, low):
         a_.axhline(cfg.alpha, color="grey", ls="--", lw=1)
+    ax.tick_params(labelbottom=True)  # each row is a slide of its own: both keep their x axis
     ax.set(
         xscale="log",
         ylim=(0, 1.02),
+        xlabel="$N_j$ (test items)",
         ylabel="P(R̂ > ε + t)",
         title=f"{plotting.bound_label(b, s)}: α̂ = {d['violation_rate'].iloc[0]:.3f}",
     )

@@ -243,7 +243,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
-fig, ax = plt.subplots(figsize=(5.0, 3.4))
+fig, ax = plt.subplots(figsize=(6.0, 3.4))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
     curves[name] = risk_curve(
@@ -253,9 +253,10 @@ for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "p
     ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
     chosen = curve.loc[curve["selected"], "u"]
     if len(chosen):
-        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {name}: {chosen.iloc[0]:.3f}")
+        short = name.split(" (")[0]
+        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {short}: {chosen.iloc[0]:.3f}")
 full = curves["valid (HB, every label)"]
-ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk of the calibration items")
+ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk")
 ax.axhline(cfg.eps, color="k", ls="--", lw=1, label="ε")
 ax.set(
     xlabel="threshold u",
@@ -263,6 +264,7 @@ ax.set(
     ylim=(0, 2.5 * cfg.eps),
     title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
 )
+# the key beside the curves, with short entries: the axes keep most of the slide's width
 ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
 show(fig, "quickstart_mechanism")
 

@@ -158,14 +158,17 @@ axes[0].legend()
 axes[1].legend()
 
 table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps_grid])
+# the figure runs past the table's last ε, to 0.3, so that the crossing near ε = 0.2 is not its last point
+wide = np.union1d(cfg.eps_grid, np.round(np.arange(max(cfg.eps_grid), 0.3 + 1e-9, 0.02), 2))
+curve = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in wide])
 for col, lab in (
     ("routed_share_marginal", "PAC (marginal constraint)"),
     ("routed_share_common", "one threshold, valid in every group"),
     ("routed_share_grouped", "G-PAC oracle (per-group)"),
 ):
     axes[2].plot(
-        table["eps"],
-        table[col],
+        curve["eps"],
+        curve[col],
         marker="o",
         ms=3,
         label=lab,
@@ -174,7 +177,8 @@ for col, lab in (
         ],
     )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
-axes[2].set_ylim(0, 1)
+axes[2].set_ylim(0, 1.03)  # a share is at most 1: the axis stops there
+axes[2].set_yticks(np.linspace(0, 1, 6))
 axes[2].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the curves, not over them
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")

@@ -190,40 +190,51 @@ res.pivot_table(index=["bound", "N_test"], columns="t", values="exceed_rate").ro
 
 # %% slideshow={"slide_type": "slide"}
 settings_ = [tuple(s) for s in cfg.settings]
-fig, axes = plt.subplots(1, 1 + len(settings_), figsize=(4.6 * (1 + len(settings_)), 3.4))
+# top: the distribution (left) and each setting's exceedance on the full 0-1 scale, with the bound's lines;
+# below each setting, the exceedance zoomed to 0-0.15, where its dots sit against α
+fig, grid = plt.subplots(
+    2, 1 + len(settings_), figsize=(4.6 * (1 + len(settings_)), 7.0), height_ratios=[1, 0.8], sharex="col"
+)
+fig.delaxes(grid[1, 0])
+axes, zoom = grid[0], grid[1, 1:]
 valid = settings_[-1]
 bins = np.linspace(0, max(0.5, cfg.eps * 2.5), 60)
 axes[0].hist(draws[valid]["risk"], bins=bins, density=True, alpha=0.6, label="R(û) (population)")
 for N in (min(cfg.N_grid), max(cfg.N_grid)):
     axes[0].hist(draws[valid][N], bins=bins, density=True, histtype="step", lw=1.2, label=f"R̂, N = {N}")
 axes[0].axvline(cfg.eps, color="black", lw=0.8)
-axes[0].set(xlabel="risk", ylabel="density", title=f"{valid[0]} ({valid[1]}), n_cal = {cfg['n_cal']}")
+axes[0].set(xlabel="risk", ylabel="density", title=f"{plotting.bound_label(*valid)}, n = {cfg['n_cal']}")
+axes[0].xaxis.set_tick_params(labelbottom=True)
 axes[0].legend()
 t_show = [t for t in cfg.t_grid if t > 0][:4]
-for ax, (b, s) in zip(axes[1:], settings_):
+for ax, low, (b, s) in zip(axes[1:], zoom, settings_):
     d = res[(res["bound"] == b) & (res["scheme"] == s)]
     for t, c in zip(t_show, ["#1f3b73", "#2a9d8f", "#e9c46a", "#e76f51"]):
         dt = d[d["t"] == t].sort_values("N_test")
-        ax.errorbar(
-            dt["N_test"],
-            dt["exceed_rate"],
-            yerr=2 * dt["mcse"],
-            color=c,
-            marker="o",
-            ms=3,
-            ls="none",
-            label=f"t = {t:g}",
-        )
+        for a_, ms in ((ax, 4), (low, 7)):
+            a_.errorbar(
+                dt["N_test"],
+                dt["exceed_rate"],
+                yerr=2 * dt["mcse"],
+                color=c,
+                marker="o",
+                ms=ms,
+                ls="none",
+                label=f"t = {t:g}",
+            )
         ax.plot(dt["N_test"], dt["thm32_bound"], color=c, lw=1)
-    ax.axhline(cfg.alpha, color="grey", ls="--", lw=0.8)
+    for a_ in (ax, low):
+        a_.axhline(cfg.alpha, color="grey", ls="--", lw=1)
+    ax.tick_params(labelbottom=True)  # each row is a slide of its own: both keep their x axis
     ax.set(
         xscale="log",
         ylim=(0, 1.02),
-        xlabel="N_j (test items)",
+        xlabel="$N_j$ (test items)",
         ylabel="P(R̂ > ε + t)",
-        title=f"{b} ({s}): α̂ = {d['violation_rate'].iloc[0]:.3f}",
+        title=f"{plotting.bound_label(b, s)}: α̂ = {d['violation_rate'].iloc[0]:.3f}",
     )
-# the legend where no mark is: low on the second panel the slides show (hoeffding_bentkus), under the
+    low.set(ylim=(0, 0.15), xlabel="$N_j$ (test items)", ylabel="zoomed: 0 to 0.15")
+# the legend where no mark is: low on the second panel the slides show (Hoeffding–Bentkus), under the
 # bound's lines and above the points
 axes[2].legend(loc="lower left", bbox_to_anchor=(0, 0.08), handlelength=1.5)
 fig.tight_layout()

@@ -363,15 +363,17 @@ summary
 
 
 # %% slideshow={"slide_type": "slide"}
-def heat(ax, d, title, labels=True):
+def heat(ax, d, title, labels=True, fontsize=None, pi=True):
     d = d.assign(
-        row=d["bound"] + " / " + d["scheme"] + " π=" + d["pi"].map("{:g}".format),
+        row=pd.Series([plotting.bound_label(b, s) for b, s in zip(d["bound"], d["scheme"])], index=d.index)
+        + (d["pi"].map(", π = {:g}".format) if pi else ""),
         col="n=" + d["n_group"].astype(str) + "\nε=" + d["eps"].map("{:g}".format),
     )
     worst = d.groupby(["row", "col"], sort=False)["violation_rate"].max().unstack("col")
     worst = worst[sorted(worst.columns, key=lambda c: (float(c.split("ε=")[1]), int(c[2:].split("\n")[0])))]
-    # the paper's resampling scheme, at π = 1, and every label (full, π = 1) first: the slide shows them
-    first = [r for r in worst.index if r.endswith("/ resample π=1")] + [r for r in worst.index if "/ full " in r]
+    # the paper's resampling scheme, at π = 1, and every label (full, π = 1) first
+    first = [r for r in worst.index if "resampled labels" in r and r.endswith(("π = 1", "labels"))]
+    first += [r for r in worst.index if "every label" in r]
     worst = worst.loc[first + [r for r in worst.index if r not in first]]
     norm = TwoSlopeNorm(vmin=0.0, vcenter=cfg.alpha, vmax=max(0.5, float(audit["violation_rate"].max())))
     im = ax.imshow(worst.to_numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
@@ -379,22 +381,44 @@ def heat(ax, d, title, labels=True):
     for (i, j), v in np.ndenumerate(worst.to_numpy()):
         cell = im.cmap(norm(v))
         ax.text(
-            j, i, f"{100 * v:.0f}" + ("•" if v > thr else ""), ha="center", va="center", color=plotting.text_color(cell)
+            j,
+            i,
+            f"{100 * v:.0f}" + ("•" if v > thr else ""),
+            ha="center",
+            va="center",
+            color=plotting.text_color(cell),
+            fontsize=fontsize,
         )
-    ax.axhline(len(first) - 0.5, color="black", lw=3)  # the rows the slide shows end here
-    ax.xaxis.tick_top()  # column labels above: the slide cuts the top rows with them
+    if len(first) < len(worst):
+        ax.axhline(len(first) - 0.5, color="black", lw=3)  # π = 1 above, the smaller π below
+    ax.xaxis.tick_top()
     ax.set_xticks(range(worst.shape[1]), worst.columns)
     ax.set_yticks(range(worst.shape[0]), worst.index if labels else [])
-    ax.tick_params(length=0)
-    ax.set_title(title, pad=12)
+    ax.tick_params(length=0, labelsize=fontsize)
+    ax.set_title(title, pad=12, fontsize=fontsize)
     ax.grid(False)
     return im
 
 
-fig, axes = plt.subplots(1, len(cfg.rules), figsize=(7.5 * len(cfg.rules) + 4, 11), squeeze=False, layout="constrained")
+fig = plt.figure(figsize=(9 * len(cfg.rules) + 5, 17), layout="constrained")
+full, small = fig.subfigures(2, 1, height_ratios=[11, 6])
+axes = full.subplots(1, len(cfg.rules), squeeze=False)
 for i, (ax, rule) in enumerate(zip(axes[0], cfg.rules)):
     im = heat(ax, audit[audit["rule"] == rule], f"violation rate (%), rule = {rule}", labels=i == 0)
-fig.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
+full.colorbar(im, ax=axes[0].tolist(), shrink=0.5, label="P(R(û) > ε)")
+# below, the slide's summary: the paper's CLT bound and two valid bounds at π = 1, first-crossing, the smallest ε,
+# resampled labels (the paper's scheme) above every label
+shown = ["clt", "hoeffding_bentkus", "clopper_pearson"]
+pick = audit[
+    (audit["rule"] == cfg.rules[0])
+    & audit["bound"].isin(shown)
+    & (audit["pi"] == 1)
+    & (audit["eps"] == min(cfg.eps_list))
+    & audit["scheme"].isin(["resample", "full"])
+]
+pick = pick.assign(order=pick["bound"].map(shown.index)).sort_values(["order"], kind="stable")
+ax = small.add_axes((0.34, 0.06, 0.42, 0.7))  # narrower than the maps: larger cells on the slide
+heat(ax, pick, f"violation rate (%), π = 1, ε = {min(cfg.eps_list):g}, rule = {cfg.rules[0]}", fontsize=20, pi=False)
 plotting.savefig(fig, "validity_audit")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -1024,12 +1048,12 @@ k_twice
 def summary_figure(audit, alpha, predicted):
     fc = audit[audit["rule"] == "first-crossing"]
     sizes = sorted(fc["n_group"].unique())
-    fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(15, 3.8), sharey=False)
     ax = axes[0]
     clt = fc[fc["bound"] == "clt"]
     for scheme, label, color in (
         ("resample", "resample (paper, Alg. 1)", "#c0392b"),
-        ("full", "no resampling (full, π = 1)", "#1f3b73"),
+        ("full", "every label (no resampling, π = 1)", "#1f3b73"),
     ):
         by_n = clt[clt["scheme"] == scheme].groupby("n_group")["violation_rate"]
         ax.fill_between(sizes, 100 * by_n.min(), 100 * by_n.max(), color=color, alpha=0.15, lw=0)
@@ -1043,7 +1067,8 @@ def summary_figure(audit, alpha, predicted):
     ax = axes[1]
     valid = fc[(fc["kind"] == "valid") & fc["scheme"].isin(VALID_SCHEMES)]
     for bound, d in valid.groupby("bound", sort=False):
-        ax.plot(sizes, 100 * d.groupby("n_group")["violation_rate"].max(), marker="o", lw=1.6, label=bound)
+        worst = 100 * d.groupby("n_group")["violation_rate"].max()
+        ax.plot(sizes, worst, marker="o", lw=1.6, label=plotting.bound_label(bound))
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
     limit = alpha + 3 * np.sqrt(alpha * (1 - alpha) / fc["calibrations"].min())
     ax.axhline(100 * limit, color="black", ls=":", lw=1.2, label=f"pass limit α + 3 MCSE ({100 * limit:.1f} %)")
@@ -1054,7 +1079,8 @@ def summary_figure(audit, alpha, predicted):
         ax.minorticks_off()
         ax.set_xlabel("calibration items per group n")
     axes[0].legend(loc="upper right", framealpha=0.9)
-    axes[1].legend(loc="upper left", framealpha=0.9, ncol=2)
+    # (b)'s key beside its axes: inside it would cover the pass limit the takeaway refers to
+    axes[1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), framealpha=0.9)
     shown = clt[clt["scheme"].isin(["resample", "full"])]["violation_rate"].max()
     axes[0].set_ylim(0, max(20.0, 110 * shown))
     axes[1].set_ylim(0, max(10.0, 110 * valid["violation_rate"].max(), 110 * limit))

@@ -414,14 +414,14 @@ c = sim_curves[main_score]
 lo, hi = c.band()
 cols = min(len(c.groups), 4)
 rows_ = -(-len(c.groups) // cols)
-fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), sharey=True, squeeze=False)
+fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 3.0 * rows_), sharey=True, squeeze=False)
 for j, g in enumerate(c.groups):
     ax = axes.flat[j]
     ok = np.isfinite(c.mean[j])
     ax.fill_between(c.n_grid[ok], lo[j, ok], hi[j, ok], color="0.8", label="10-90 %")
     ax.plot(c.n_grid[ok], c.mean[j, ok], color="k", lw=1.2, label="mean")
     ax.plot(c.n_grid[ok], c.p_certify[j, ok], color="0.5", lw=0.8, ls=":", label="P(certify)")
-    ax.axhline(cfg.target, color="C1", lw=0.8, ls="--")
+    ax.axhline(cfg.target, color="C1", lw=0.8, ls="--", label=f"{cfg.target:.0%} target")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
@@ -430,9 +430,14 @@ for j, g in enumerate(c.groups):
 for ax in axes.flat[len(c.groups) :]:
     ax.axis("off")
 axes[0, 0].set_ylabel("routed share")
-axes[0, 0].legend(fontsize=9, loc="upper left")
+# the key low on the right, under the band and above the target line: not over the jump near 59
+axes[0, 0].legend(fontsize=9, loc="lower right", bbox_to_anchor=(1.0, 0.36), borderaxespad=0.2)
 fig.tight_layout()
-fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
+fig.suptitle(
+    f"simulated MATH-500, {main_score.removeprefix('score_')} score, valid G-PAC at ε = {cfg.sim_eps}",
+    y=1.02,
+    fontsize=10,
+)
 plotting.savefig(fig, "label_budget_sim")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -811,7 +816,8 @@ x = np.arange(len(order))
 ax.bar(x, summary["routed_share_mean"], color=["C3", "C0", "C2", "C7"], alpha=0.8)
 ax.errorbar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], fmt="none", ecolor="black", lw=1.5)
 ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5)
-ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=9)
+shown = {"pi=0.5": "π = 0.5"}  # the allocations' names in the figure (the table keeps its own)
+ax.set_xticks(x, [shown.get(o, o).replace(" + ", "\n+ ") for o in order], fontsize=9)
 ax.set_ylabel("routed share of all traffic")
 ax.set_ylim(0, 0.5)  # room for the legend above the bars
 # every mark named: a bar of any colour, its vertical line and the diamonds (the x axis names the bars)
@@ -828,12 +834,16 @@ w = 0.2
 for i, name in enumerate(order):
     part = groups_table[groups_table["allocation"] == name].set_index("group").reindex(names)
     ax.bar(
-        np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}"
+        np.arange(len(names)) + (i - 1.5) * w,
+        part["routed_share"],
+        width=w,
+        label=shown.get(name, name),
+        color=f"C{[3, 0, 2, 7][i]}",
     )
 ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=9)
 ax.set_ylabel("routed share of the group")
 ax.legend(fontsize=9, ncol=2)
-fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, eps={eps}, {cfg.n_trials} splits", fontsize=10)
+fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, ε = {eps}, {cfg.n_trials} splits", fontsize=10)
 fig.tight_layout()
 plotting.savefig(fig, "label_budget_real")
 

@@ -235,7 +235,7 @@ free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
 fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
 # one panel per subject (two rows of four, the last holds the legend): free labels vs the fixed rate
-fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.2), sharex=True, sharey=True)
+fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.8), sharex=True, sharey=True)
 for ax, (j, name) in zip(axes.flat, enumerate(names)):
     for res, label, style in [(free, "free labels", "-"), (fixed, f"fixed rate π = {cfg.label_prob:g}", "--")]:
         ax.step(
@@ -255,19 +255,19 @@ for ax, (j, name) in zip(axes.flat, enumerate(names)):
     ax.set_xlabel("items seen")
 for ax in axes[:, 0]:
     ax.set_ylabel("threshold in use")
-axes.flat[-1].legend(
-    handles=[
-        plt.Line2D([], [], color="k", lw=2.2, label="free labels"),
-        plt.Line2D([], [], color="k", lw=2.2, ls="--", label=f"fixed rate π = {cfg.label_prob:g}"),
-        plt.Line2D([], [], color="0.3", lw=1.4, ls=":", label="best valid"),
-        plt.Line2D([], [], color="none", label="below 0: always think"),
-    ],
-    loc="center",
-    frameon=False,
-    title=f"stream 0, ε = {cfg.eps:g}",
-)
+# the level drawn at -0.1 is "no threshold yet": the group always thinks
+axes[0, 0].set_yticks([-0.1, 0.2, 0.4, 0.6, 0.8], ["always\nthink", "0.2", "0.4", "0.6", "0.8"])
+key = [
+    plt.Line2D([], [], color="k", lw=2.2, label="free labels"),
+    plt.Line2D([], [], color="k", lw=2.2, ls="--", label=f"fixed rate π = {cfg.label_prob:g}"),
+    plt.Line2D([], [], color="0.3", lw=1.4, ls=":", label="best valid"),
+]
+# each row is a slide of its own: the key above the first row, and in the second row's free cell
+axes.flat[-1].legend(handles=key, loc="center", frameon=False, title=f"stream 0, ε = {cfg.eps:g}")
 axes.flat[-1].axis("off")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0, 1, 0.95), h_pad=1.5)
+# after the layout, in the room it left above the panels
+axes[0, 0].legend(handles=key, loc="lower left", bbox_to_anchor=(0, 1.3), ncol=3, frameon=False, borderaxespad=0)
 plotting.savefig(fig, "online_gpac_stream")
 
 # %% [markdown]
@@ -477,7 +477,7 @@ display(
 # %% slideshow={"slide_type": "slide"}
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
-fig, axes = plt.subplots(1, 2, figsize=(13, 3.4))
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
 for ax, (a, p), label in [
     (axes[0], (thr_a, thr_p), "threshold in use"),
     (axes[1], (risk_a, risk_p), "population risk"),
@@ -486,10 +486,14 @@ for ax, (a, p), label in [
     ax.step(times, np.maximum(a, -0.1), where="post", color="C3", label="with the drift alarm")
     ax.axvline(change, color="k", lw=0.8, ls="--", label="change")
     if alarm >= 0:
-        ax.axvline(alarm, color="C3", lw=0.8, ls=":", label="alarm")
+        ax.axvline(alarm, color="C1", lw=2.4, ls=":", label="alarm")
     ax.set(xlabel="items seen", ylabel=label, title=f"{cfg.drift_group}: {label}")
+# the level drawn at -0.1 is "no threshold": the group always thinks
+axes[0].set_yticks([-0.1, 0.2, 0.4, 0.6, 0.8], ["always\nthink", "0.2", "0.4", "0.6", "0.8"])
 axes[1].axhline(cfg.eps, color="k", lw=0.6, label="ε (target risk)")
-axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+# each panel is a slide of its own: each keeps its key, below its axes (beside the curves, not over them)
+for ax in axes:
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_drift")
 

@@ -46,6 +46,45 @@ def test_the_key_holds_every_answer_and_solution():
     assert "# SOLUTION" not in text and "{term}" not in text and ":::" not in text and "{solution-start}" not in text
 
 
+def test_the_key_prints_each_solutions_result(tmp_path):
+    """Issue 50: each homework solution with its values, computed from its code; each exercise solution with
+    what the executed notebook printed for that very cell, and a line saying so where none holds it."""
+    text = _text(answer_key.homework_part())
+    for result in (
+        "half_width_resampled = 0.01628 half_width_full = 0.01612",
+        "a = 0.05556 eff_oracle = 0.6 eff_learned = 0.1",
+        "miss_upper = 0.1224",
+        "max_violation_rate = 0.99",
+        "n_min = 91",
+    ):
+        assert result in text, result
+    assert text.count("Result:") == len(re.findall(r"^# # BEGIN SOLUTION", answer_key.HOMEWORK.read_text(), re.M))
+    # an executed notebook 12 holding one solution cell (the sample-size exercise) as the workflow writes it
+    import jupytext
+    import nbformat
+
+    path = answer_key.NOTEBOOKS / "12_finite_sample.py"
+    (size,) = [
+        c.source
+        for c in jupytext.read(path).cells
+        if "solution" in c.metadata.get("tags", []) and "n_needed" in c.source and c.cell_type == "code"
+    ]
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(size)
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="a warning\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "600"}, execution_count=1),
+    ]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "12_finite_sample.ipynb")
+    page = _text(answer_key.exercise_part([tmp_path]))
+    section = page.split("Notebook 12_finite_sample", 1)[1].split("Notebook ", 1)[0]
+    assert "n_needed Result: 600" in section and "a warning" not in section
+    # the notebook's other solution cells are not in that notebook: said, never a stale or made-up result
+    assert "Result: not in" in section and "(older)" in section
+    assert "Result: not in build/paper/13_validity_audit.ipynb (missing)" in page
+
+
 def _chromium() -> str:
     chromium = shutil.which("chromium")
     if chromium is None:

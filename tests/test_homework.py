@@ -123,8 +123,9 @@ def _otter_output(name: str, failed: dict[int, str]) -> str:
 
 
 def test_a_blank_answer_gets_the_public_hints_and_not_the_near_solution_ones():
-    """Feedback gives the hints of the public checks (the form check first) always; the hidden checks' hints,
-    which come near the solution, only once the answer passes the form check (a blank one never does)."""
+    """Feedback gives the form check's hint always; the other checks' hints (the public ones assume an answer of
+    the right form, the hidden ones come near the solution) only once the answer passes the form check (a blank
+    one never does: a blank Q4 once got 'the mean of your risks is above eps')."""
     found = homework.questions()
     for name, question in found.items():
         checks = question["checks"]
@@ -145,11 +146,11 @@ def test_a_blank_answer_gets_the_public_hints_and_not_the_near_solution_ones():
     assert "0 of 10 points." in text and text.count(homework.WITHHELD) == len(FULL)
     teaching = re.sub(r"\s+", " ", (REPO_ROOT / "docs" / "teaching.md").read_text())
     assert f'the line "{homework.WITHHELD.split(" (")[0]}"' in teaching  # the page quotes the line
-    for question in found.values():
-        for check in question["checks"]:
-            assert (check["message"] in text) is not check["hidden"], check
+    for question in found.values():  # the form check's hint alone, public or hidden the others wait (issue 50)
+        for number, check in enumerate(question["checks"], 1):
+            assert (check["message"] in text) is (number == 1), check
     for section, question in zip(text.split("\n## ")[1:], found.values()):  # the form check's hint comes first
-        assert section.split("\n")[1] == f"* {question['checks'][0]['message']}"
+        assert section.split("\n")[1:3] == [f"* {question['checks'][0]['message']}", f"* {homework.WITHHELD}"]
     # the same failures but the form check passed (a wrong answer of the right form): every hint comes
     for test in blank["tests"]:
         checks = found[test["name"]]["checks"]
@@ -158,6 +159,34 @@ def test_a_blank_answer_gets_the_public_hints_and_not_the_near_solution_ones():
     assert homework.WITHHELD not in text
     assert all(c["message"] in text for q in found.values() for c in q["checks"][1:])
     assert not any(q["checks"][0]["message"] in text for q in found.values())
+
+
+def test_grader_check_gives_a_blank_answer_only_the_form_checks_hint():
+    """grader.check on a blank answer (``...``, as handed out): the form check (each question's first) fails with
+    its hint; the other public checks pass silently (issue 50: a blank Q4 got "the mean of your risks is above
+    eps"); on the solution's answers every public check passes."""
+    import inspect
+
+    cells = [c.source for c in jupytext.read(homework.SOURCE).cells if c.cell_type == "code"]
+    tests: dict[str, list] = {}
+    for source in cells:
+        if "def test_q" in source and "hidden: true" not in source:
+            space: dict = {}
+            exec(source, space)
+            (fn,) = [v for k, v in space.items() if k.startswith("test_q")]
+            tests.setdefault(fn.__name__.split("_")[1], []).append(fn)
+    solution: dict = {}
+    exec("\n".join(c for c in cells if "def test_q" not in c and "grader" not in c), solution)
+    assert set(tests) == set(FULL)
+    for name, (form, *others) in tests.items():
+        assert others, name  # every question has a public check beside its form check
+        blank = lambda fn: fn(**dict.fromkeys(inspect.signature(fn).parameters, ...))  # noqa: E731
+        with pytest.raises((AssertionError, TypeError)):  # a blank answer is not of the right form
+            blank(form)
+        for fn in others:
+            blank(fn)  # passes: its hint waits for an answer of the right form
+        for fn in (form, *others):
+            fn(**{k: solution[k] for k in inspect.signature(fn).parameters})
 
 
 @pytest.fixture(scope="module")

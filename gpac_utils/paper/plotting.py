@@ -31,6 +31,31 @@ PNG_METADATA = {"Software": None}
 PDF_METADATA = {"Creator": None, "Producer": None, "CreationDate": None}
 #: Colours used throughout: PAC (marginal) vs group-conditional methods.
 METHOD_COLORS = {"PAC": "#1f3b73", "G-PAC": "#2a9d8f", "C-PAC": "#e9c46a", "oracle": "#e76f51"}
+#: The bounds' names in figure labels (the registry's names, :data:`gpac_utils.bounds.BOUNDS`, are code).
+BOUND_LABELS = {
+    "clt": "CLT (paper)",
+    "hoeffding": "Hoeffding",
+    "hoeffding_bentkus": "Hoeffding–Bentkus",
+    "empirical_bernstein": "empirical Bernstein",
+    "wsr": "WSR (betting)",
+    "clopper_pearson": "Clopper–Pearson",
+}
+#: The labelling schemes' names in figure labels (:mod:`gpac_utils.sampling`).
+SCHEME_LABELS = {"full": "every label", "resample": "resampled labels", "bernoulli": "Bernoulli labels"}
+
+
+def bound_label(bound: str, scheme: str | None = None) -> str:
+    """A bound's name for a figure label, with its labelling scheme if given.
+
+    Examples
+    --------
+    >>> bound_label("clopper_pearson", "full")
+    'Clopper–Pearson, every label'
+    >>> bound_label("my_bound")
+    'my_bound'
+    """
+    name = BOUND_LABELS.get(bound, bound)
+    return name if scheme is None else f"{name}, {SCHEME_LABELS.get(scheme, scheme)}"
 
 
 def apply_style(projected: bool = False) -> None:

@@ -28,7 +28,7 @@
 # %% [markdown]
 # # Homework — PAC, G-PAC and what the guarantees say
 #
-# The homework of the three sessions (docs/teaching.md) whose answer is a number, an array or a
+# The homework of the course's three sessions whose answer is a number, an array or a
 # function: each question names the exercise of the lesson it grades, where its full text,
 # the derivation and the worked solution are. Write your answers in the cells marked `...`,
 # using numpy and scipy only; keep the names the cells define. Run every cell, then `grader.check("q1")`
@@ -97,7 +97,14 @@ failure_message: 'the resampled bound must be wider than the full-label one - la
 
 
 def test_q1_resampled_is_wider(half_width_resampled, half_width_full):
+    import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = all(np.ndim(x) == 0 and 0 < x < 0.1 for x in (half_width_resampled, half_width_full))
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert half_width_resampled > half_width_full * (1 + 1e-9)
 
 
@@ -186,7 +193,14 @@ failure_message: 'no partition routes more than the oracle partition, and G1* ca
 
 
 def test_q2_order(a, eff_oracle, eff_learned):
+    import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = all(np.ndim(x) == 0 and 0 <= x <= 1 for x in (a, eff_oracle, eff_learned))
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert eff_learned <= eff_oracle and 0 < a < 0.5
 
 
@@ -285,9 +299,15 @@ failure_message: 'miss_upper - a miss rate of alpha (or below) is what a valid b
 """  # END TEST CONFIG
 
 
-def test_q3_misses_more_than_alpha(miss_upper):
+def test_q3_misses_more_than_alpha(miss_upper, kappa):
     import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = np.shape(kappa(np.full((3, 2), 0.1), np.full((3, 2), 0.5))) == (3, 2)
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert np.ndim(miss_upper) == 0 and 0.05 + 1e-6 < miss_upper < 0.5
 
 
@@ -374,6 +394,12 @@ failure_message: 'the mean of your risks is above eps, so Error_Gap = max(0, mea
 def test_q4_gap_is_zero(risks):
     import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = np.shape(risks) == (100,) and bool(np.all(np.asarray(risks) >= 0))
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert np.mean(risks) <= 0.05 + 1e-12
 
 
@@ -386,6 +412,12 @@ failure_message: 'your risks do not reach the violation rate you give - the shar
 def test_q4_rate_is_reached(risks, max_violation_rate):
     import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = np.shape(risks) == (100,) and bool(np.all(np.asarray(risks) >= 0))
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert np.ndim(max_violation_rate) == 0 and abs(np.mean(np.asarray(risks) > 0.05) - max_violation_rate) < 1e-9
 
 
@@ -467,7 +499,14 @@ failure_message: 'with n_min loss-free items the bound is still above eps, so th
 
 
 def test_q5_certifies(n_min):
+    import numpy as np
 
+    try:  # gated on the form check: while it fails its hint is the one to read, this one would mislead
+        formed = isinstance(n_min, int | np.integer) and n_min > 0
+    except Exception:
+        formed = False
+    if not formed:
+        return
     assert (1 / 0.25) * (1 - 0.1 ** (1 / n_min)) <= 0.1
 
 

@@ -13,8 +13,11 @@ line above and a hat beside its letter. Its three parts, read from the sources:
 
 1. every self-check question (``notebooks/questions/NN_name.json``) with its correct answer and why;
 2. every exercise of the lessons (the notebooks with exercises, as ``make student`` finds them) with
-   its solution: the cells tagged ``solution``, prose and code;
-3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines.
+   its solution: the cells tagged ``solution``, prose and code, each code cell followed by its result as
+   the executed notebook printed it (``build/paper/NN.ipynb``, else ``build/fast/NN.ipynb``, the cell
+   with the same source; where neither holds it, a line says so and how to make it);
+3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines, each
+   followed by the values they compute (the solution cells run here, in order, numpy and scipy only).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys
 from pathlib import Path
 
 import jupytext
+import numpy as np
 from markdown_it import MarkdownIt
 
 from gpac_utils.workflow.paths import folder_error
@@ -41,6 +45,8 @@ MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5" /
 #: what the page loads of MathJax, relative to its es5 folder: the script and the fonts of its CHTML output
 #: (MathJax finds them beside the script: its fontURL is ``[mathjax]/output/chtml/fonts/woff-v2``)
 MATHJAX_FILES = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2"]
+#: where the executed lessons are read from, the first that holds a notebook (the workflow's profiles)
+EXECUTED = [REPO_ROOT / "build" / "paper", REPO_ROOT / "build" / "fast"]
 
 _spec = importlib.util.spec_from_file_location("student_edition", Path(__file__).with_name("student_edition.py"))
 edition = importlib.util.module_from_spec(_spec)
@@ -59,6 +65,7 @@ pre { background: #f4f4f4; padding: 0.5em; font-size: 8.5pt; white-space: pre-wr
 .item { break-inside: avoid; margin-bottom: 0.8em; }
 .answer { border-left: 3px solid #2e7d32; padding-left: 0.7em; }
 .label { color: #555; font-family: monospace; font-size: 9pt; }
+.result { border-left: 3px solid #1565c0; padding-left: 0.7em; background: #eef4fb; }
 """
 
 
@@ -90,10 +97,41 @@ def quiz_part() -> str:
     return "\n".join(parts)
 
 
-def exercise_part() -> str:
+def _output_text(cell: dict) -> str:
+    """What a code cell printed: its standard output and its results (markdown, else plain text), in order;
+    not its warnings (standard error)."""
+    texts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            text = out.get("text") if out.get("name") == "stdout" else None
+        else:
+            data = out.get("data", {})
+            text = data.get("text/markdown") or data.get("text/plain")
+        if text:
+            texts.append(text if isinstance(text, str) else "".join(text))
+    return "".join(t if t.endswith("\n") else t + "\n" for t in texts).rstrip("\n")
+
+
+def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path | None, dict[str, str]]:
+    """The executed notebook ``stem`` (the first of ``folders``, default :data:`EXECUTED`, that holds it) and
+    what each of its code cells printed, by the cell's source; ``(None, {})`` where none holds it."""
+    for folder in EXECUTED if folders is None else folders:
+        path = Path(folder) / f"{stem}.ipynb"
+        if path.is_file():
+            cells = json.loads(path.read_text())["cells"]
+            return path, {"".join(c["source"]): _output_text(c) for c in cells if c["cell_type"] == "code"}
+    return None, {}
+
+
+def _result(text: str) -> str:
+    return f'<pre class="result">Result:\n{html.escape(text)}</pre>'
+
+
+def exercise_part(folders: list[Path] | None = None) -> str:
     parts = ["<h2>2. Exercises and their solutions</h2>"]
     for path in edition.with_exercises(NOTEBOOKS):
         parts.append(f"<h3>Notebook {path.stem}</h3>")
+        executed, outputs = executed_outputs(path.stem, folders)
         number, current = 0, None
         for cell in jupytext.read(path).cells:
             labels = edition._EXERCISE_LABEL.findall(cell.source) if cell.cell_type == "markdown" else []
@@ -107,6 +145,15 @@ def exercise_part() -> str:
             elif "solution" in cell.metadata.get("tags", []) and current is not None:
                 if cell.cell_type == "code":
                     parts.append(f'<pre class="answer">{html.escape(cell.source)}</pre>')
+                    if cell.source in outputs:
+                        parts.append(_result(outputs[cell.source] or "(the cell prints nothing: its asserts passed)"))
+                    else:  # never a stale result: the executed cell must have this very source
+                        where = executed or REPO_ROOT / "build" / "paper" / f"{path.stem}.ipynb"
+                        where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+                        parts.append(
+                            f'<p class="result">Result: not in {where} ({"missing" if not executed else "older"});'
+                            f" run the notebook (make reproduce) and build the key again.</p>"
+                        )
                 elif _FENCE.sub("", cell.source).strip():
                     parts.append(f'<div class="answer">{_markdown(cell.source)}</div>')
     return "\n".join(parts)
@@ -115,7 +162,7 @@ def exercise_part() -> str:
 def homework_part() -> str:
     parts = ["<h2>3. Homework solutions</h2>"]
     cells = jupytext.read(HOMEWORK).cells
-    in_solution = False
+    in_solution, space = False, {}
     for cell in cells:
         source = cell.source.strip()
         if cell.cell_type == "raw":
@@ -124,7 +171,31 @@ def homework_part() -> str:
             parts.append(f'<div class="item">{_markdown(source)}</div>')
         elif cell.cell_type == "code" and in_solution:
             parts.append(f'<pre class="answer">{html.escape(cell.source.replace("  # SOLUTION", ""))}</pre>')
+            exec(cell.source, space)
+            parts.append(_result(_values(cell.source, space)))
+        elif cell.cell_type == "code" and "BEGIN TEST CONFIG" not in source:  # the set-up (imports)
+            exec(cell.source, space)
     return "\n".join(parts)
+
+
+def _values(source: str, space: dict) -> str:
+    """The values of the names a homework solution's ``# SOLUTION`` lines assign (a function is left out)."""
+    lines = []
+    for name in re.findall(r"^(\w+) = .*# SOLUTION$", source, re.M):
+        value = space[name]
+        if callable(value):
+            continue
+        if np.ndim(value):
+            array = np.asarray(value)
+            value = (
+                f"array of shape {array.shape}: mean {array.mean():.4g}, min {array.min():.4g}, max {array.max():.4g}"
+            )
+        elif isinstance(value, int | np.integer):
+            value = f"{int(value)}"
+        else:
+            value = f"{float(value):.4g}"
+        lines.append(f"{name} = {value}")
+    return "\n".join(dict.fromkeys(lines))
 
 
 def page(mathjax: Path | None) -> str:

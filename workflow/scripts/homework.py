@@ -18,9 +18,10 @@ The second form grades every ``SUBMISSIONS/*.ipynb`` with ``otter run`` (locally
 each failed check, its hint — never the expected value), and writes the class table
 ``<out>/grades.csv``: one row per student (the file name), the points of each question and the total.
 
-The hints come in two steps (:func:`feedback`): those of the public checks (the form check first, then
-the checks the student ran with ``grader.check``) always; those of the hidden checks, which come near
-the solution, only for an answer that passes its question's form check, so never for a blank one.
+The hints come in two steps (:func:`feedback`): the form check's (each question's first) always; the
+others — the public checks' (``grader.check`` runs them, and they too pass silently while the form check
+fails) and the hidden checks', which come near the solution — only for an answer that passes its
+question's form check, so never for a blank one.
 """
 
 from __future__ import annotations
@@ -157,9 +158,10 @@ def _otter_run(submission: Path, autograder: Path, results: Path) -> dict:
 def feedback(student: str, results: dict, checks: dict[str, dict] | None = None) -> str:
     """A student's feedback (markdown): the points per question and the hints of its failed checks.
 
-    The hints of the failed public checks (the form check first) are always given; those of the failed
-    hidden checks, which come near the solution, only where the question's form check (its first)
-    passed — a blank answer fails it — else one line, :data:`WITHHELD`, stands for them. ``checks``:
+    The hint of a failed form check (a question's first, public) is always given; those of its other
+    failed checks — the public ones, which assume an answer of the right form, and the hidden ones, which
+    come near the solution — only where the form check passed (a blank answer fails it), else one line,
+    :data:`WITHHELD`, stands for them. ``checks``:
     :func:`questions` of the assignment (default: of ``notebooks/homework/gpac_homework.py``).
     """
     checks = questions() if checks is None else checks
@@ -170,11 +172,10 @@ def feedback(student: str, results: dict, checks: dict[str, dict] | None = None)
         lines.append(f"## {t['name']}: {t['score']:g} of {t['max_score']:g}")
         hidden = {c["number"] for c in checks.get(t["name"], {}).get("checks", []) if c["hidden"]}
         failed = {int(k): hint for q, k, hint in HINT.findall(t.get("output", "")) if q == t["name"]}
-        hints = [f"* {failed[k]}" for k in sorted(failed) if k not in hidden]
-        if 1 in failed and set(failed) & hidden:
-            hints.append(f"* {WITHHELD}")
-        elif 1 not in failed:
-            hints += [f"* {failed[k]}" for k in sorted(failed) if k in hidden]
+        if 1 in failed:  # the form check's hint alone: the others assume an answer of the right form
+            hints = [f"* {failed[1]}"] + ([f"* {WITHHELD}"] if set(failed) - {1} else [])
+        else:  # the public checks' hints first, then the hidden ones'
+            hints = [f"* {failed[k]}" for k in sorted(failed, key=lambda k: (k in hidden, k))]
         lines += hints or ["* every check passed"]
         lines.append("")
     return "\n".join(lines)

@@ -359,7 +359,9 @@ summary
 # ## Heat map: violation rate per cell
 # Rows: bound / scheme / π; columns: n_group and ε; each entry is the *worst* of the two
 # groups. Colour is centred on α; a dot marks a cell whose violation rate exceeds
-# α + 3·MCSE (MCSE = √(α(1−α)/calibrations)).
+# α + 3·MCSE (MCSE = √(α(1−α)/calibrations)). Under the full map, a compact one (the one the
+# slide shows): the paper's CLT bound and two valid bounds (Hoeffding–Bentkus, Clopper–Pearson),
+# resampled labels above and every label below, at π = 1 and ε = 0.05.
 
 
 # %% slideshow={"slide_type": "slide"}

@@ -188,8 +188,7 @@ venv-vllm: $(VLLM_STAMP)
 # requirements/lesson.lock, in .venv-lesson, with the kernel "Python 3 (gpac)" and the lab settings that open
 # the .py files as notebooks: `.venv-lesson/bin/jupyter lab` starts JupyterLab there. `make test`
 # builds it (this step downloads; the test does not) and runs every lesson in it on the fast profile
-# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`), and runs lessons in its
-# JupyterLab in Chromium (tests/test_jupyterlab.py).
+# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
@@ -209,6 +208,7 @@ endif
 
 venv-lesson: $(LESSON_STAMP)
 
+# ... and lessons in its JupyterLab, in Chromium (tests/test_jupyterlab.py, the tests marked `lesson` there).
 test-lesson: $(STAMP) $(LESSON_STAMP)
 	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
 

@@ -24,10 +24,10 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench plan-benchmark multigroup-audit bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | plan-benchmark | multigroup-audit | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -131,6 +131,20 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_calibration.py
 
+# The label planner judged where it is used (issue 53; docs/planning.md): the deployment case (fresh i.i.d.
+# calibration draws from the real tables and the simulated populations; at most 30 minutes on 2 cores), its small
+# MATH run that docs/planning.md quotes, and the finite-table design (the committed benchmarks/plan_realdata*.csv).
+plan-benchmark: $(STAMP)
+	$(PY) benchmarks/plan_realdata.py --case deployment --pilots 12 --draws 200 --out benchmarks/plan_deploy
+	$(PY) benchmarks/plan_realdata.py --case deployment --tables mathl5_zeroeval --simulated 0 --eps 0.05 \
+	  --pilots 10 --draws 200 --out benchmarks/plan_deploy_math
+	$(PY) benchmarks/plan_realdata.py --out benchmarks/plan_realdata
+
+# issue 54: the validity audit and efficiency of the calibrators of overlapping groups; writes the committed
+# benchmarks/multigroup_audit.csv and benchmarks/multigroup_realdata.csv (about 10 minutes on two cores)
+multigroup-audit: $(STAMP)
+	$(PY) benchmarks/multigroup_audit.py
+
 # ---- the cluster path (docs/cluster.md): tests/test_slurm.py starts a one-node SLURM cluster (Debian's
 # slurm-wlm + munge, as root; stopped by pid afterwards), runs a batch grid through Snakemake's SLURM
 # executor (the `cluster` extra) with workflow/profiles/slurm/ and the generation as a job array.
@@ -184,11 +198,13 @@ endif
 venv-vllm: $(VLLM_STAMP)
 
 # ---- the light install for students (docs/syllabus.md): the `lesson` extra alone (numpy, scipy, pandas,
-# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst), from its lock
-# requirements/lesson.lock, in .venv-lesson, with the kernel "Python 3 (gpac)" and the lab settings that open
-# the .py files as notebooks: `.venv-lesson/bin/jupyter lab` starts JupyterLab there. `make test`
-# builds it (this step downloads; the test does not) and runs every lesson in it on the fast profile
-# (make test-lesson, tests/test_lesson_install.py, the tests marked `lesson`).
+# matplotlib, seaborn, scikit-learn, ipywidgets, JupyterLab, jupytext, jupyterlab-myst, and otter-grader for
+# the homework's checks), from its lock requirements/lesson.lock, in .venv-lesson, with the kernel
+# "Python 3 (gpac)" and the lab settings that open the .py files as notebooks: `.venv-lesson/bin/jupyter lab`
+# starts JupyterLab there. `make test` builds it (this step downloads; the test does not) and runs every lesson
+# in it on the fast profile and the homework's checks on its solution (make test-lesson,
+# tests/test_lesson_install.py, the tests marked `lesson`), and runs lessons in its JupyterLab in Chromium
+# (tests/test_jupyterlab.py).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
@@ -208,7 +224,6 @@ endif
 
 venv-lesson: $(LESSON_STAMP)
 
-# ... and lessons in its JupyterLab, in Chromium (tests/test_jupyterlab.py, the tests marked `lesson` there).
 test-lesson: $(STAMP) $(LESSON_STAMP)
 	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
 
@@ -292,7 +307,8 @@ grade: $(STAMP)
 
 # The printable answer key (docs/syllabus.md): every self-check answer, exercise solution and homework solution,
 # from the notebooks, as build/answer-key/answer-key.pdf (and .html), printed offline by headless Chromium
-# (Playwright's page.pdf; the book's local MathJax typesets the math) — workflow/scripts/answer_key.py.
+# (Playwright's page.pdf; the book's local MathJax typesets the math, its script and fonts copied beside the page,
+# and a print where a font or any other request fails is refused) — workflow/scripts/answer_key.py.
 answer-key: $(STAMP) $(VENV)/.browser $(MATHJAX)
 	$(PY) workflow/scripts/answer_key.py --out build/answer-key
 

@@ -41,8 +41,23 @@ default settings (all tables, eps 0.05 and 0.1, pilot shares 0.1 and 0.25), e.g.
 ``data/real/``: a CSV with the columns ``score`` (in [0, 1]), ``loss`` and ``group`` (a held-out check of the
 planner on a table it was not developed on; the project's outputs never read one).
 
+**The deployment case** (``--case deployment``, issue 53; the above is the *finite-table* design, kept as a second
+table): the calibration labels are fresh draws from the population the pilot came from. Each population is a
+finite table taken as the population, a real one of ``TABLES`` or a simulated one of known risk
+(:func:`simulated_population`, thin and thick groups, logistic score–loss shapes); the pilot is drawn i.i.d. from
+each group's rows (:func:`iid_pilot`), the planner sees every row's score, a group's labels are capped at its rows,
+and each planned count is realised by ``draws`` calibrations on i.i.d. draws (:func:`realise_iid`, independent of
+the pilot, so computed once per group and count). Per case it records the mean and one-calibration bands
+(``pred_q10``/``pred_q90``, the planner's mid-quantile band; ``one_q10``/``one_q90``, ordinary quantiles) and
+``one_coverage``, the share of the calibrations whose routed share the 10–90 % band holds; ``p_pooled``, the
+pilot's pooled rate (calibrations bootstrapped from the whole pooled pilot). :func:`summarise_deployment` judges the
+issue's goals per population and overall, standard errors clustered by (population, group) (the total's by
+population). Outputs: ``<out>.csv``, ``<out>_groups.csv``, ``<out>_reliability.csv`` (bins of width 0.1).
+``make plan-benchmark`` runs the full deployment case (``benchmarks/plan_deploy*``), the small MATH run
+``docs/planning.md`` quotes (``benchmarks/plan_deploy_math*``) and the finite-table design.
+
 Usage: python benchmarks/plan_realdata.py [--fast] [--tables T ...] [--table PATH ...] [--eps E ...]
-[--pilot-shares P ...] [--out benchmarks/plan_realdata_after]
+[--pilot-shares P ...] [--case {finite,deployment}] [--simulated K] [--out benchmarks/plan_realdata_after]
 """
 
 from __future__ import annotations
@@ -58,7 +73,7 @@ import numpy as np
 import pandas as pd
 
 from gpac_utils import allocation, prediction
-from gpac_utils.calibrate import GPAC, GroupWarning
+from gpac_utils.calibrate import GPAC, GroupWarning, batch_threshold
 from gpac_utils.paper import realdata
 from gpac_utils.settings import Settings
 from gpac_utils.workflow import paths
@@ -197,6 +212,236 @@ def run(tables, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.
     return pd.DataFrame(out)
 
 
+# --------------------------------------------------------------------------- the deployment case (issue 53)
+#: Simulated populations of the deployment case: (rows, groups, discrete score?) per population, seeded by its index.
+SIMULATED = [(400, 4, True), (600, 6, False), (300, 3, True), (800, 8, False), (500, 5, False), (700, 7, True)]
+
+
+def simulated_population(i: int) -> pd.DataFrame:
+    """Simulated population ``sim<i>``: a finite table of known risk (every row's loss drawn once, seeded by ``i``).
+
+    Groups of unequal traffic (a Dirichlet draw with one thin group of 2–4 %), each with a loss probability
+    logistic in the score, ``expit(a_g + b_g (s - 1/2))``: base rates from 2 % to 40 %, slopes from 1 to 8 (a
+    larger score means less trust), and in one population in two a group with one loss among its lowest scores
+    (MATH's Prealgebra shape). The score is discrete (nine values, as MATH's) or continuous (a Beta draw)."""
+    n, k, discrete = SIMULATED[i % len(SIMULATED)]
+    rng = np.random.default_rng([53, i])
+    share = rng.dirichlet(np.full(k, 2.0))
+    share[0] = rng.uniform(0.02, 0.04)  # a thin group
+    share = share / share.sum()
+    sizes = np.maximum(5, np.round(share * n).astype(int))
+    rows = []
+    for j, m in enumerate(sizes):
+        s = rng.integers(0, 9, m) / 8 if discrete else rng.beta(rng.uniform(0.7, 2), rng.uniform(0.7, 2), m)
+        a, b = np.log(rng.uniform(0.02, 0.4) / 0.98), rng.uniform(1, 8)
+        loss = (rng.random(m) < 1 / (1 + np.exp(-(a + b * (s - 0.5))))).astype(float)
+        if i % 2 == 0 and j == k - 1:
+            loss[np.argmin(s)] = 1.0  # one loss at the group's lowest score
+        rows.append(pd.DataFrame({"score": s, "loss": loss, "group": f"g{j}"}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def population(name: str) -> pd.DataFrame:
+    """A population of the deployment case: a real table (``TABLES``) or ``sim<i>``."""
+    return simulated_population(int(name[3:])) if name.startswith("sim") else TABLES[name].read()
+
+
+def iid_pilot(groups: np.ndarray, share: float, pilot: int, eps: float) -> np.ndarray:
+    """Row indices of pilot draw ``pilot`` in the deployment case: ``share`` of each group's rows (at least 2) drawn
+    i.i.d. (with replacement) from the group's rows, seeded by the draw, the share and ``eps``."""
+    rng = np.random.default_rng([pilot, int(share * 1000), int(eps * 1000), 53])
+    out = [
+        rng.choice(rows_x, max(2, int(round(share * rows_x.size))), replace=True)
+        for rows_x in (np.flatnonzero(groups == x) for x in sorted(set(groups.tolist())))
+    ]
+    return np.concatenate(out)
+
+
+def realise_iid(scores, losses, n: int, draws: int, settings: Settings, level: float, seed) -> tuple:
+    """Routed shares and certifications of ``draws`` calibrations of one group on ``n`` labels drawn i.i.d. from its
+    population rows (the deployment case: independent of the pilot), the shares read off those rows."""
+    if n < max(1, settings.min_group_size):
+        return np.zeros(draws), np.zeros(draws, bool)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, scores.size, (draws, n))
+    t = batch_threshold(scores[idx], losses[idx], settings.replace(alpha=level, seed=0), rng=rng, label_prob=None)
+    return np.searchsorted(np.sort(scores), t, side="right") / scores.size, np.isfinite(t)
+
+
+def pooled_baseline(pilot_scores, pilot_losses, n: int, settings: Settings, level: float, seed, resamples=50) -> float:
+    """The pilot's pooled rate: the share of calibrations of ``n`` items bootstrapped from the whole pooled pilot
+    (every group's items together) that certify, a forecast that ignores the group."""
+    if n < max(1, settings.min_group_size):
+        return 0.0
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, pilot_scores.size, (resamples, n))
+    t = batch_threshold(pilot_scores[idx], pilot_losses[idx], settings.replace(alpha=level, seed=0), rng=rng)
+    return float(np.mean(np.isfinite(t)))
+
+
+def run_deployment(populations, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
+    """One row per (population, eps, pilot share, pilot draw, group): the plan from an i.i.d. pilot and the realised
+    results of ``draws`` fresh i.i.d. calibrations at the planned counts (and at the uniform split's)."""
+    out = []
+    for pname in populations:
+        df = population(pname)
+        s, loss, g = df["score"].to_numpy(float), df["loss"].to_numpy(float), df["group"].to_numpy(str)
+        names = sorted(set(g.tolist()))
+        rows = {x: np.flatnonzero(g == x) for x in names}
+        traffic = {x: rows[x].size / g.size for x in names}
+        budget = int(round(0.5 * g.size))
+        cap = {x: rows[x].size for x in names}  # at most the group's population rows (no pilot exclusion: fresh draws)
+        for eps in eps_values:
+            settings = Settings(eps=eps, alpha=alpha)
+            level = settings.alpha_per_group(len(names))
+            cache: dict = {}
+
+            for share in pilot_shares:
+                for p in range(pilots):
+                    pi = iid_pilot(g, share, p, eps)
+                    uni = allocation.uniform_counts(cap, budget)
+                    grid = np.union1d(prediction.default_grid(max(cap.values())), [n for n in uni.values() if n > 0])
+                    sp = dataclasses.replace(spec, n_grid=grid, cap=cap, traffic=traffic)
+                    curves = prediction.predict(
+                        s, g, s[pi], loss[pi], g[pi], settings=settings.replace(seed=p), spec=sp
+                    )
+                    planned = allocation.allocate(curves, budget)
+                    lo, hi = curves.band()
+                    one_lo, one_hi = np.quantile(curves.routed_shares, [0.1, 0.9], axis=-1, method="inverted_cdf")
+                    for j, x in enumerate(curves.groups):
+                        n = planned.n[x]
+                        k = np.flatnonzero(curves.n_grid == n)
+                        kk = np.flatnonzero(curves.n_grid == uni[x])
+                        at = lambda a, k=k, j=j: float(a[j, k[0]]) if k.size else 0.0  # noqa: E731
+                        for _, m in sorted({(x, n), (x, uni[x])} - set(cache)):  # independent of the pilot
+                            seed = [j, int(m), int(eps * 1000), 77]
+                            cache[x, m] = realise_iid(s[rows[x]], loss[rows[x]], int(m), draws, settings, level, seed)
+                        shares, cert = cache[x, n]
+                        u_shares, _ = cache[x, uni[x]]
+                        in_pilot = pi[g[pi] == x]
+                        one = (at(one_lo) - 1e-12 <= shares) & (shares <= at(one_hi) + 1e-12)
+                        out.append(
+                            {
+                                "population": pname,
+                                "eps": eps,
+                                "pilot_share": share,
+                                "pilot": p,
+                                "group": x,
+                                "traffic": traffic[x],
+                                "pilot_n": int(in_pilot.size),
+                                "pilot_losses": int(loss[in_pilot].sum()),
+                                "n_labels": n,
+                                "pred_mean": at(curves.mean),
+                                "pred_q10": at(lo),
+                                "pred_q90": at(hi),
+                                "one_q10": at(one_lo),
+                                "one_q90": at(one_hi),
+                                "p_certify": at(curves.p_certify),
+                                "pooled": bool(in_pilot.size < prediction.THIN_PILOT),
+                                "p_cautious": prediction.cautious_p_certify(
+                                    s[rows[x]],
+                                    prediction.worst_rate(s[in_pilot], loss[in_pilot], s[rows[x]]),
+                                    n,
+                                    settings,
+                                    level,
+                                    resamples=100,
+                                    seed=p,
+                                )
+                                if in_pilot.size < prediction.THIN_PILOT
+                                else float("nan"),
+                                "p_pooled": pooled_baseline(s[pi], loss[pi], n, settings, level, [p, j, 5]),
+                                "real_mean": float(shares.mean()),
+                                "real_se": float(shares.std(ddof=1) / np.sqrt(draws)),
+                                "real_cert": float(cert.mean()),
+                                "one_coverage": float(one.mean()),
+                                "uniform_n": uni[x],
+                                "uniform_pred_mean": float(curves.mean[j, kk[0]]) if kk.size else 0.0,
+                                "uniform_real_mean": float(u_shares.mean()),
+                            }
+                        )
+    return pd.DataFrame(out)
+
+
+def _cluster_se(values: pd.Series, clusters: pd.Series) -> float:
+    """Standard error of the mean of ``values`` with cases clustered by ``clusters`` (the cluster means' spread)."""
+    means = values.groupby(clusters.to_numpy()).mean()
+    return float(means.std(ddof=1) / np.sqrt(means.size)) if means.size > 1 else float("nan")
+
+
+def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (population, eps, pilot share) and overall (``population == "ALL"``), the issue's goals, with standard
+    errors clustered by (population, group); and the reliability table of ``p_certify`` in bins of width 0.1."""
+    lab = rows[rows["n_labels"] > 0].copy()
+    lab["cluster"] = lab["population"] + "/" + lab["group"]
+    lab["thick"] = lab.groupby(["population", "eps", "pilot_share", "pilot"])["pilot_n"].transform("min") >= 20
+    out = []
+    keys = ["population", "eps", "pilot_share"]
+    for key, r in [*rows.groupby(keys), *((("ALL", e, sh), q) for (e, sh), q in rows.groupby(["eps", "pilot_share"]))]:
+        lr = lab.loc[lab.index.intersection(r.index)]
+        per_pilot = r.assign(p=r["traffic"] * r["pred_mean"], q=r["traffic"] * r["real_mean"])
+        per_pilot = per_pilot.assign(u=r["traffic"] * r["uniform_real_mean"])
+        tot = per_pilot.groupby(["population", "pilot"])[["p", "q", "u"]].sum()
+        thick = lab.loc[lab.index.intersection(r.index)].groupby(["population", "pilot"])["thick"].all()
+        gap = tot["p"] - tot["q"]
+        gain = tot["q"] - tot["u"]
+        by_pop = gap.groupby(level="population")
+        loo = {
+            pop: float(lab.loc[(lab["population"] != pop) & (lab["eps"] == key[1]), "real_cert"].mean())
+            for pop in lr["population"].unique()
+        }
+        c = lr["real_cert"]
+        const = lr["population"].map(loo).fillna(c.mean())
+        per_cluster = lr.groupby("cluster")["one_coverage"].mean()
+        out.append(
+            {
+                "population": key[0],
+                "eps": key[1],
+                "pilot_share": key[2],
+                "cases": int(len(lr)),
+                "clusters": int(lr["cluster"].nunique()),
+                "one_coverage": float(lr["one_coverage"].mean()),
+                "one_coverage_se": _cluster_se(lr["one_coverage"], lr["cluster"]),
+                "worst_cluster_coverage": float(per_cluster.min()) if per_cluster.size else float("nan"),
+                "mean_coverage": float(
+                    ((lr["pred_q10"] <= lr["real_mean"]) & (lr["real_mean"] <= lr["pred_q90"])).mean()
+                ),
+                "gap": float(gap.mean()),
+                "gap_se": float(by_pop.mean().std(ddof=1) / np.sqrt(by_pop.ngroups))
+                if by_pop.ngroups > 1
+                else float(gap.std(ddof=1) / np.sqrt(gap.size)),
+                "gap_thick": float(gap[thick.reindex(gap.index).fillna(False).to_numpy(bool)].mean()),
+                "brier": float(np.mean((lr["p_certify"] - c) ** 2 + c * (1 - c))),
+                "brier_const_other": float(np.mean((const - c) ** 2 + c * (1 - c))),
+                "brier_pooled": float(np.mean((lr["p_pooled"] - c) ** 2 + c * (1 - c))),
+                "sure": int((lr["p_certify"] >= 0.95).sum()),
+                "overclaim": int(((lr["p_certify"] >= 0.95) & (c < 0.8)).sum()),
+                "gain_real": float(gain.mean()),
+                "gain_se": float(gain.std(ddof=1) / np.sqrt(gain.size)) if gain.size > 1 else float("nan"),
+            }
+        )
+    summary = pd.DataFrame(out)
+    summary["goal_band"] = summary["one_coverage"].between(0.7, 0.9) & (summary["worst_cluster_coverage"] >= 0.5)
+    summary["goal_total"] = summary["gap_thick"].abs().le(0.03) | summary["gap_thick"].isna()
+    summary["goal_brier"] = (summary["brier"] < summary["brier_const_other"]) & (
+        summary["brier"] < summary["brier_pooled"]
+    )
+    summary["goal_overclaim"] = summary["overclaim"] <= 0.05 * summary["sure"]
+    b = np.minimum((lab["p_certify"] * 10).astype(int), 9)
+    rel = (
+        lab.assign(bin=[f"[{i / 10:.1f}, {(i + 1) / 10:.1f})" for i in b])
+        .groupby(["eps", "pilot_share", "bin"])
+        .agg(
+            cases=("p_certify", "size"),
+            clusters=("cluster", "nunique"),
+            p_certify=("p_certify", "mean"),
+            realised=("real_cert", "mean"),
+        )
+        .reset_index()
+    )
+    rel["calibrated"] = (rel["realised"] - rel["p_certify"]).abs() <= 0.05
+    return summary, rel
+
+
 #: Where the best constant in hindsight scores below this Brier score, the realised certification barely varies
 #: (every planned group certifies in nearly every draw, or none does): nothing is left to beat, and the Brier
 #: goal is judged as ``brier < BRIER_TIE`` (``p_certify`` within about 0.1 of the realised rate, root mean square).
@@ -277,9 +522,18 @@ def main(argv=None) -> int:
     ap.add_argument("--pilot-model", default="posterior", choices=prediction.PILOT_MODELS)
     ap.add_argument("--bins", type=int, default=prediction.PilotModel().bins)
     ap.add_argument("--mix", type=float, default=prediction.PilotModel().mix)
+    ap.add_argument(
+        "--case",
+        choices=["finite", "deployment"],
+        default="finite",
+        help="finite: calibrate on the table's rows outside the pilot; deployment: fresh i.i.d. draws from populations",
+    )
+    ap.add_argument("--simulated", type=int, default=len(SIMULATED), help="deployment: simulated populations")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, mix=a.mix)
+    if a.case == "deployment":
+        return _main_deployment(a, model, t0)
     if a.fast:
         rows = run(["mathl5_zeroeval"], [0.1], [0.25], 1, 20, prediction.PlanSpec(n_resamples=40, model=model))
     else:
@@ -303,6 +557,27 @@ def main(argv=None) -> int:
         )
     goals = [c for c in summary.columns if c.startswith("goal_")]
     print(f"goals met: {int(summary[goals].to_numpy().sum())} of {summary[goals].size} ({len(summary)} settings)")
+    print(f"elapsed_s={time.perf_counter() - t0:.1f}")
+    return 0
+
+
+def _main_deployment(a, model, t0) -> int:
+    """``--case deployment``: the real tables and ``--simulated`` simulated populations as populations."""
+    pops = list(a.tables) + [f"sim{i}" for i in range(a.simulated)]
+    if a.fast:
+        rows = run_deployment(["mathl5_zeroeval", "sim0"], [0.1], [0.25], 2, 20, prediction.PlanSpec(n_resamples=40))
+    else:
+        spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)
+        rows = run_deployment(pops, a.eps, a.pilot_shares, a.pilots, a.draws, spec)
+    summary, rel = summarise_deployment(rows)
+    out = a.out if a.out.is_absolute() else paths.REPO_ROOT / a.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out.with_name(out.name + "_groups.csv"), index=False, float_format="%.4f", lineterminator="\n")
+    summary.to_csv(out.with_name(out.name + ".csv"), index=False, float_format="%.4f", lineterminator="\n")
+    rel.to_csv(out.with_name(out.name + "_reliability.csv"), index=False, float_format="%.4f", lineterminator="\n")
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(summary.round(3).to_string(index=False))
+        print(rel.round(3).to_string(index=False))
     print(f"elapsed_s={time.perf_counter() - t0:.1f}")
     return 0
 

@@ -20,13 +20,34 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     what the thresholds were calibrated on and with: the SHA-256 of the table file
     (``table.sha256``) and of every column used (``columns.<role>``: the column's name, dtype and
     the SHA-256 of its values, :func:`column_sha256`), the package and its version, the named
-    recipe the settings started from, the seed and the creation time (UTC, ISO 8601; the
-    ``SOURCE_DATE_EPOCH`` environment variable, the reproducible-builds convention, fixes it).
+    recipe the settings started from and the recipe's fields the settings changed from it
+    (``recipe_overrides``, from schema version 5: so the name can be checked against the settings),
+    the seed and the creation time (UTC, ISO 8601; the ``SOURCE_DATE_EPOCH`` environment variable,
+    the reproducible-builds convention, fixes it); with ``gpac calibrate --score-model``, the score's
+    model (``score_model``: its path, SHA-256, embedder and text column). Every field is declared in
+    :mod:`gpac_utils.thresholds_schema`, with how ``gpac verify`` checks it (:mod:`gpac_utils.verify`).
+    ``item_ids`` (when the table has an id column) records *which* items were calibrated on, so
+    that ``gpac audit`` can refuse audit data that shares items with them in any order, subset or
+    file format: ``{"digest": "sha256-48", "n": N, "values": "..."}``, the ``N`` distinct ids'
+    digests (:func:`id_digests`: the first 12 hex characters, 48 bits, of the SHA-256 of each id's
+    text), sorted and concatenated (byte-stable). The ids are not written in clear, but this is no
+    secrecy: ids that can be enumerated are recovered from their digests (and ``router.json`` stores
+    its fitting ids in clear). Treating SHA-256 as a random function, two distinct ids share a digest
+    with probability ``2**-48`` per pair, so a false overlap between ``n`` calibration and ``m``
+    audit ids has probability about ``n * m * 2**-48``; that is a heuristic, not a bound (ids crafted
+    to collide take about ``2**24`` hashes), and a collision only causes a false refusal. The real
+    failure is the other way: the same items under changed ids are not detected, so the audit items
+    must be fresh draws. Ids are compared as text, integers (also an integral float, as a CSV column
+    with a gap reads) written in decimal: ``7``, ``7.0`` and ``"7"`` are one id, but the text
+    ``"7.0"`` is another; an integer id above ``2**53`` read as a float (a CSV column with a gap)
+    changes value and so its digest.
 ``groups``
     per group: ``n`` (calibration items), ``labelled`` (expert labels used), ``status`` (one of
     :data:`~gpac_utils.calibrate.STATUSES`), ``threshold`` (``null``: always think) and ``ucb``,
-    the certified upper confidence bound on the group's risk at its threshold (``null`` when the
-    group always thinks).
+    the upper confidence bound on the group's risk evaluated at its data-chosen threshold (``null``
+    when the group always thinks, and for ``risk="routed"``, which certifies by tests); what is
+    certified is that the risk is at most ``eps``, and ``ucb`` carries no ``1 - alpha`` guarantee
+    of its own.
 
 The statuses: *certified*; *always think: too few items* (fewer than ``min_group_size``, or fewer
 than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items` for the joint
@@ -43,7 +64,8 @@ and a Parquet copy of a table give the same column hashes (and different file ha
 Migration of older files (:meth:`Certificate.read`): a file without ``schema_version`` is version
 1; versions 1 and 2 have no provenance, and each group's status is derived from its size and the
 settings; versions before 4 have no ``score``: it is the calibration column when that column is a
-registered score's name, else ``null``.
+registered score's name, else ``null``; versions before 5 have no ``provenance.recipe_overrides``
+(the recipe's name is then not checked against the settings).
 """
 
 from __future__ import annotations
@@ -65,15 +87,38 @@ import pandas as pd
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError, ParameterError
 from .feasibility import min_items
+from .recipe import as_recipe
 from .scores import SCORES
 from .settings import Settings
-from .thresholds_schema import SCHEMA_VERSION, ThresholdsFileError, validate_file
+from .thresholds_schema import (
+    GROUP_ENTRY,
+    RECIPE_FIELDS,
+    SCHEMA_VERSION,
+    ThresholdsFileError,
+    check_record,
+    validate_file,
+)
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Certificate", "from_json", "column_sha256", "file_sha256", "created_at"]
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Certificate",
+    "from_json",
+    "column_sha256",
+    "file_sha256",
+    "created_at",
+    "id_digests",
+    "ID_DIGEST",
+    "recipe_overrides",
+]
 
 SCHEMA = "gpac-thresholds"
 PACKAGE = "gpac-utils"
 GROUP_FIELDS = ("n", "labelled", "status", "threshold", "ucb")
+#: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
+ID_DIGEST = "sha256-48"
+#: The hex characters kept of each id's SHA-256.
+ID_HEX = 12
 
 
 def column_sha256(values) -> str:
@@ -92,6 +137,51 @@ def column_sha256(values) -> str:
     else:
         payload = json.dumps([str(v) for v in arr.tolist()], ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(payload).hexdigest()
+
+
+def _id_text(v) -> str:
+    """An id's canonical text: an integer (also an integral float) in decimal, anything else as ``str``."""
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def id_digests(values) -> list[str]:
+    """Each id's digest, in order: the first 12 hex characters of the SHA-256 of its canonical text.
+
+    The canonical text writes an integer, or an integral float, in decimal, so that a CSV, a
+    Parquet and a JSONL copy of an id column give the same digests.
+
+    Examples
+    --------
+    >>> id_digests([7]) == id_digests(["7"]) == id_digests(np.array([7.0]))
+    True
+    >>> len(id_digests(["a"])[0])
+    12
+    """
+    return [hashlib.sha256(_id_text(v).encode()).hexdigest()[:ID_HEX] for v in np.asarray(values, dtype=object)]
+
+
+def _item_ids_record(values) -> dict:
+    """``provenance.item_ids``: the distinct ids' digests, sorted and concatenated (module description)."""
+    digests = sorted(set(id_digests(values)))
+    return {"digest": ID_DIGEST, "n": len(digests), "values": "".join(digests)}
+
+
+def _check_item_ids(rec) -> None:
+    """``provenance.item_ids``, when present: the digest's name, and ``n`` digests of 12 hex characters, sorted."""
+    if not isinstance(rec, dict) or rec.get("digest") != ID_DIGEST:
+        raise ThresholdsFileError(f"provenance.item_ids: must be an object with digest {ID_DIGEST!r}, n and values")
+    n, values = rec.get("n"), rec.get("values")
+    if not isinstance(n, int) or isinstance(n, bool) or not isinstance(values, str) or len(values) != ID_HEX * n:
+        raise ThresholdsFileError(f"provenance.item_ids: values must hold n={n!r} digests of {ID_HEX} characters")
+    chunks = [values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX)]
+    if any(c.strip("0123456789abcdef") for c in chunks) or chunks != sorted(set(chunks)):
+        raise ThresholdsFileError("provenance.item_ids: values must be distinct lowercase hex digests, sorted")
 
 
 def file_sha256(path) -> str:
@@ -117,6 +207,22 @@ def created_at(created: str | datetime | None = None) -> str:
         epoch = os.environ.get("SOURCE_DATE_EPOCH")
         created = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return created.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def recipe_overrides(recipe_name: str | None, recipe) -> dict | None:
+    """The fields of ``recipe`` that differ from the named recipe's (``provenance.recipe_overrides``);
+    None without a name.
+
+    Examples
+    --------
+    >>> from gpac_utils.recipe import PAPER
+    >>> recipe_overrides("paper", PAPER.replace(bound="hoeffding_bentkus")), recipe_overrides(None, PAPER)
+    ({'bound': 'hoeffding_bentkus'}, None)
+    """
+    if recipe_name is None:
+        return None
+    base = as_recipe(recipe_name)
+    return {k: getattr(recipe, k) for k in RECIPE_FIELDS if getattr(recipe, k) != getattr(base, k)}
 
 
 def _version() -> str:
@@ -182,6 +288,7 @@ def _check_fields(payload: dict) -> None:
             raise ThresholdsFileError(f"groups[{g!r}] lacks {missing}")
         if e["status"] not in STATUSES:
             raise ThresholdsFileError(f"groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
+        check_record(e, GROUP_ENTRY, f"groups[{g!r}]", payload)
         if (e["status"] == CERTIFIED) != (e["threshold"] is not None):
             raise ThresholdsFileError(f"groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
         if e["status"] != UNSEEN and thr.get(g, "absent") != e["threshold"]:
@@ -193,6 +300,8 @@ def _check_fields(payload: dict) -> None:
     need = ("table", "columns", "package_version", "seed", "created")
     if not isinstance(prov, dict) or any(k not in prov for k in need):
         raise ThresholdsFileError(f"provenance: must be an object with {list(need)}")
+    if "item_ids" in prov:
+        _check_item_ids(prov["item_ids"])
 
 
 def _legacy_groups(payload: dict, settings: Settings) -> dict:
@@ -256,6 +365,8 @@ class Certificate:
     version: int = SCHEMA_VERSION
     has_provenance: bool = True
     _where: str = field(default="certificate", repr=False)
+    #: The file as read (validated, before the migration): what ``gpac verify`` checks field by field.
+    source: dict | None = field(default=None, repr=False)
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -269,6 +380,7 @@ class Certificate:
         recipe_name: str | None = None,
         created: str | datetime | None = None,
         n_items: int | None = None,
+        score_model: Mapping | None = None,
     ) -> Certificate:
         """The certificate of a fitted calibrator.
 
@@ -279,7 +391,8 @@ class Certificate:
         columns : mapping, optional
             ``{role: (column name, values)}`` for every column used (``score``, ``loss``, ``group``,
             ``id``): hashed by :func:`column_sha256`; the names go to ``columns`` (what ``gpac route``
-            and the serving router read). ``values`` None: the name only.
+            and the serving router read). ``values`` None: the name only. The ``id`` values are
+            also recorded as ``provenance.item_ids`` (module description).
         score : str, optional
             The score's registry name (:data:`gpac_utils.scores.SCORES`); default: the score column's
             name when it is one, else ``null``.
@@ -291,6 +404,9 @@ class Certificate:
             The creation time (default: :func:`created_at`).
         n_items : int, optional
             The table's rows (``gpac calibrate``).
+        score_model : mapping, optional
+            The score's model (``provenance.score_model``: path, sha256, embedder, text;
+            :func:`gpac_utils.llm.router_model.score_model_record`).
         """
         reads = CALIBRATORS[cal.name].cls.OPTIONS  # what the certificate records of the settings
         for name in cal.config.ignored(reads)[:1]:
@@ -315,9 +431,14 @@ class Certificate:
             "package": PACKAGE,
             "package_version": _version(),
             "recipe": recipe_name,
+            "recipe_overrides": recipe_overrides(recipe_name, cal.config.recipe),
             "seed": cal.config.seed,
             "created": created_at(created),
         }
+        if columns.get("id", (None, None))[1] is not None:
+            provenance["item_ids"] = _item_ids_record(columns["id"][1])
+        if score_model is not None:
+            provenance["score_model"] = dict(score_model)
         doc.update(
             schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal), score=score
         )
@@ -326,7 +447,7 @@ class Certificate:
             doc["data"] = str(table_path)
         if n_items is not None:
             doc["n_items"] = int(n_items)
-        return cls(doc, cal.config)
+        return cls(doc, cal.config, source=json.loads(json.dumps(doc)))
 
     @classmethod
     def read(cls, source, *, where: str | None = None) -> Certificate:
@@ -355,8 +476,12 @@ class Certificate:
         """
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
-        settings = Settings.from_dict(payload["settings"])
-        return cls(_migrate(payload, settings), settings, payload["schema_version"], "provenance" in payload, where)
+        try:  # the settings together (e.g. risk 'routed' with the clt bound)
+            settings = Settings.from_dict(payload["settings"])
+        except ValueError as exc:
+            raise ThresholdsFileError(f"settings: {exc}") from None
+        version, prov = payload["schema_version"], "provenance" in payload
+        return cls(_migrate(payload, settings), settings, version, prov, where, source=payload)
 
     # -- what it holds ----------------------------------------------------------------------------
     method = property(lambda self: self.document["method"], doc="The calibrator's registry name.")
@@ -367,9 +492,24 @@ class Certificate:
     provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
 
     @property
+    def calibration_ids(self) -> frozenset[str] | None:
+        """The calibration items' id digests (:func:`id_digests`), or None when the file records none."""
+        rec = (self.provenance or {}).get("item_ids") if self.has_provenance else None
+        if rec is None:
+            return None
+        values = rec["values"]
+        return frozenset(values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX))
+
+    @property
     def kind(self) -> str:
         """What its method routes by: ``"none"``, ``"known"`` or ``"learned"`` groups."""
         return CALIBRATORS[self.method].groups
+
+    @property
+    def sha256(self) -> str:
+        """The certificate's identity: the SHA-256 of :meth:`to_json` (``sha256sum`` of a file ``gpac calibrate``
+        wrote in the current schema version; the same whatever a file's whitespace or key order)."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
 
     def calibrator(self):
         """The fitted calibrator it certifies (no second validation)."""
@@ -400,8 +540,18 @@ class Certificate:
                 lines.append(f"column    {role:<6} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
             lines.append(
                 f"package   {prov.get('package', PACKAGE)} {prov['package_version']}; "
-                f"recipe {prov.get('recipe') or '-'}; seed {prov['seed']}; created {prov['created']}"
+                f"seed {prov['seed']}; created {prov['created']}"
             )
+            lines.append(f"recipe    {self.recipe_text()}")
+            model = prov.get("score_model")
+            if model:
+                lines.append(
+                    f"model     {model['path']}  sha256 {model['sha256']}  embedder {model['embedder']}  "
+                    f"text column {model['text']!r}"
+                )
+            ids = prov.get("item_ids")
+            if isinstance(ids, dict):
+                lines.append(f"item ids  {ids.get('n', '-')} recorded ({ids.get('digest', '-')} digests)")
         else:
             lines.append(
                 f"provenance: none (a version-{self.version} file or a calibrator's own JSON); "
@@ -421,9 +571,51 @@ class Certificate:
         lines += ["", "; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)]
         return "\n".join(lines)
 
+    def recipe_text(self) -> str:
+        """The recipe as the provenance names it, its overrides, and whether the settings' recipe is valid."""
+        prov = self.provenance or {}
+        name, over = prov.get("recipe"), prov.get("recipe_overrides")
+        said = name or "- (none named)"
+        if over:
+            said += " with " + ", ".join(f"{k}={v}" for k, v in over.items())
+        elif name is not None and "recipe_overrides" not in prov:
+            said += " (its overrides not recorded before schema version 5)"
+        r = self.settings.recipe
+        valid = "valid" if r.is_valid else "NOT valid (no finite-sample guarantee)"
+        return f"{said}; the settings' recipe ({r.bound}, {r.sampling}, {r.rule}) is {valid}"
+
+    def score_model_path(self, given=None) -> Path | None:
+        """The recorded score model's file: ``given``, else the recorded path, else the file of that name
+        beside the certificate (as the serving router finds it); None when none is recorded."""
+        model = (self.provenance or {}).get("score_model") if self.has_provenance else None
+        if not model:
+            return None
+        if given is not None:
+            return Path(given)
+        path = Path(model["path"])
+        beside = Path(self._where).parent / path.name
+        return beside if not path.exists() and beside.exists() else path
+
+    def table_bytes(self, table_path) -> tuple[bool, bool]:
+        """Whether ``table_path`` has the recorded bytes (``provenance.table.sha256``), and whether it is the
+        file the provenance names (``provenance.table.path``, relative to the working directory)."""
+        table = (self.provenance or {}).get("table") or {}
+        if not table:
+            return True, False
+        same = file_sha256(table_path) == table["sha256"]
+        try:
+            named = os.path.samefile(table_path, table["path"])
+        except OSError:  # the named file is not there (another machine, another folder)
+            named = False
+        return same, named
+
     def verify(self, table_path, frame: pd.DataFrame) -> tuple[list[str], bool]:
-        """Compare a table with the provenance: one line per hash (``matches``, ``DIFFERS`` or ``MISSING``),
-        and whether all match.
+        """Compare a table with the provenance by the one rule for "the same table": every recorded column's
+        values (canonical hashes, whatever the file format), and the file the provenance names keeps its
+        bytes. One line per column (``matches``, ``DIFFERS`` or ``MISSING``) and one for the file's bytes,
+        and whether all agree: a copy elsewhere (a Parquet copy of the CSV) has other bytes and passes by
+        its columns; the very file the provenance names (``provenance.table.path``) with other bytes does
+        not (the file changed, or the recorded SHA-256 was edited).
 
         Parameters
         ----------
@@ -442,9 +634,15 @@ class Certificate:
             raise DataError(f"--data: {self._where} has no provenance to check against (a version-{self.version} file)")
         out, ok = [], True
         if prov.get("table"):
-            same = file_sha256(table_path) == prov["table"]["sha256"]
-            ok &= same
-            out.append(f"table file {Path(table_path).name}: {'matches' if same else 'DIFFERS'}")
+            same, named = self.table_bytes(table_path)
+            ok &= same or not named
+            if same:
+                what = "matches the recorded bytes"
+            elif named:
+                what = "DIFFERS from the recorded bytes, and it is the file provenance.table.path names"
+            else:
+                what = "DIFFERS from the recorded bytes (a copy: its columns' values decide)"
+            out.append(f"table file {Path(table_path).name}: {what}")
         for role, c in sorted(prov.get("columns", {}).items()):
             if c["name"] not in frame.columns:
                 ok = False

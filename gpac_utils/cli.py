@@ -1,11 +1,14 @@
-"""Command line: ``gpac calibrate``, ``gpac route``, ``gpac plan`` and ``gpac inspect`` (also ``python -m gpac_utils``).
+"""Command line: ``gpac calibrate``, ``route``, ``plan``, ``inspect``, ``fit-router``, ``audit`` and ``verify``
+(also ``python -m gpac_utils``). ``gpac COMMAND --help`` lists a command's options.
 
 calibrate
     fit PAC / G-PAC / C-PAC on a table and write the certificate: the thresholds, every setting,
     the provenance and each group's status as JSON (:mod:`gpac_utils.certificate`). A
     larger score U means a *less* certain non-thinking answer: an item is routed to the
     non-thinking model when U <= its group's threshold. A threshold ``null`` in the JSON means
-    "always think" (no threshold could be certified for that group).
+    "always think" (no threshold could be certified for that group). With ``--score-model``
+    (a model written by ``fit-router``), the score column is first recomputed from the model and
+    the table's text column, and refused unless equal within 1e-5; the model's hash is recorded.
 route
     read such a JSON (its schema checked) and a table; write the table with ``threshold`` and
     ``route_nothink`` in the format of the ``-o`` suffix (.csv, .tsv, .parquet, .jsonl). A warning
@@ -17,9 +20,25 @@ plan
     (:mod:`gpac_utils.allocation`, an exact dynamic programme).
 inspect
     print a thresholds file for review (:mod:`gpac_utils.certificate`): its settings, provenance
-    (hashes of the table and columns, package version, recipe, seed, creation time) and one row
-    per group (n, labelled, status, threshold, the certified bound at it); ``--data`` checks a
-    table's hashes against the file.
+    (hashes of the table and columns, package version, recipe and its overrides, seed, creation
+    time, the score model's path, hash, embedder and text column) and one row per group (n,
+    labelled, status, threshold, the certified bound at it); ``--data`` checks a table against the
+    file by its columns' values, whatever the format (a copy's bytes are shown; the file the
+    provenance names must keep its bytes), and the score model's file by its hash.
+fit-router
+    fit the router-based score (sentence embeddings of the prompt, logistic regression) on a share
+    of a labelled table, write it as JSON, and write the other rows scored by it (the table to
+    calibrate on); an existing score column is replaced only with ``--overwrite-score-col``.
+audit
+    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`): the realised
+    risk, its bounds and a verdict at a family-wise level; exit 3 when a group is violated (the
+    other statuses: ``gpac audit --help``).
+verify
+    check every field of a certificate (:mod:`gpac_utils.verify`): recomputed from the calibration
+    table and the recorded settings, checked against the fields it must agree with, or against
+    what you state with ``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``. Exit 0:
+    every recomputed and cross-checked field agrees and every ``--expect`` matches; the fields you
+    do not state are listed as taken on trust.
 
 Exit status: 0 on success, 2 on a usage error (a bad option or parameter value), 1 on a data
 error (a missing or malformed file, column or row). Errors are one line, never a traceback;
@@ -62,6 +81,7 @@ from . import (
     risks,
     sampling,
     selection,
+    sequential_labels,
 )
 from .calibrate import (
     CALIBRATORS,
@@ -73,7 +93,7 @@ from .calibrate import (
     default_method,
     method,
 )
-from .certificate import Certificate
+from .certificate import Certificate, file_sha256
 from .checks import DataError, ParameterError
 from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
@@ -99,13 +119,20 @@ def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
     p.add_argument("--group-col", default=group_default, help=group_help)
     p.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
     p.add_argument(
-        "--alpha", type=float, default=_default("alpha"), help="the guarantee holds with probability 1 - alpha"
+        "--alpha",
+        type=float,
+        default=_default("alpha"),
+        help="for a valid recipe, the guarantee holds with probability at least 1 - alpha over the calibration "
+        "data, per group (for all groups jointly only with --correction bonferroni)",
     )
     p.add_argument(
         "--loss-bound", type=float, default=_default("loss_bound"), help="upper end of the loss range (2 for 1 - cos)"
     )
     p.add_argument(
-        "--seed", type=int, default=_default("seed"), help="seed of the label sampling (and C-PAC's split, the pilot)"
+        "--seed",
+        type=int,
+        default=_default("seed"),
+        help="seed of the label sampling (and C-PAC's split, the pilot); no effect with sampling=full G-PAC",
     )
 
 
@@ -121,7 +148,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(SCORES),
         default=None,
         help="the score's registry name, recorded in the certificate (what the serving router computes); "
-        "default: --score-col when it is one",
+        "when not given: --score-col when it is one. A score_router column without --score-model (the tables' "
+        "cross-fitted one) is no score a router serves, and gpac verify refuses its certificate: give --score "
+        "score_router_crossfit, or fit a model (gpac fit-router) and give --score-model",
     )
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     methods = {m.cli_name: m for m in CALIBRATORS.values()}
@@ -178,9 +207,17 @@ def _parser() -> argparse.ArgumentParser:
         "--risk",
         choices=list(risks.RISKS),
         default=_default("risk"),
-        help="what is certified per group: " + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
+        help="what is certified per group, each expectation given the group: "
+        + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
     )
-    c.add_argument("--score-model", type=Path, default=None, help="the score's model (gpac fit-router): recorded")
+    c.add_argument(
+        "--score-model",
+        type=Path,
+        default=None,
+        help="the score's model (gpac fit-router): the score column is recomputed from it and the text column and "
+        "refused when it differs by more than 1e-5, or when the table shares an item id with the model's fitting "
+        "items; then its SHA-256, embedder and text column are recorded",
+    )
     c.add_argument("-o", "--output", required=True, type=Path, help="thresholds JSON to write")
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
@@ -217,6 +254,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--correction", choices=list(CORRECTIONS), default="none", help="how alpha is shared across groups")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="no forecast: label in batches, stop each group when its anytime-valid bound certifies or cannot "
+        "(gpac_utils.sequential_labels); each call feeds the requested losses and writes the next rows to -o",
+    )
+    p.add_argument(
+        "--state", type=Path, default=None, help="--sequential: its state (default <output stem>.state.json)"
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="--sequential: labels per active group per batch")
+    p.add_argument("--grid-size", type=int, default=50, help="--sequential: thresholds per group (score quantiles)")
+    p.add_argument("--bet", default="mixture", help="--sequential: the e-process's bet (mixture, max, grapa)")
+    p.add_argument(
         "-o",
         "--output",
         required=True,
@@ -226,7 +275,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     i = sub.add_parser("inspect", help="print a thresholds file for review", formatter_class=fmt)
     i.add_argument("file", type=Path, help="JSON written by calibrate")
-    i.add_argument("--data", type=Path, default=None, help="check this table's hashes against the file's provenance")
+    i.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="check this table's column hashes against the file's provenance, and the recorded score model's file "
+        "by its SHA-256; exit 1 when one differs",
+    )
     cli_serve.add_parsers(sub)  # fit-router, audit, verify
     return ap
 
@@ -441,6 +496,9 @@ def _calibrate(a) -> int:
     _output(a.output)
     df = _read(a.data)
     _need_columns(df, a.data, cols)
+    model = None
+    if a.score_model is not None:  # the score column recomputed from the model, before any work is written
+        model = cli_serve.record_score_model(a.score_model, df, score_col=a.score_col, id_col=a.id_col)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
     if a.group_col:
         mapping[a.group_col] = data.GROUP
@@ -469,10 +527,14 @@ def _calibrate(a) -> int:
     roles = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
     used = {role: (col, df[col].to_numpy() if col in df.columns else None) for role, col in roles.items()}
     cert = Certificate.from_calibrator(
-        cal, columns=used, score=a.score, table_path=a.data, recipe_name=a.recipe, n_items=len(table)
+        cal,
+        columns=used,
+        score=a.score,
+        table_path=a.data,
+        recipe_name=a.recipe,
+        n_items=len(table),
+        score_model=model,
     )
-    if a.score_model is not None:  # the router-based score's artefact: its hash and embedder
-        cert.document["provenance"][cli_serve.SCORE_MODEL] = cli_serve.record_score_model(a.score_model, df[a.id_col])
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(cert.to_json())
     _report_small_groups(cal)
@@ -533,7 +595,14 @@ def _inspect(a) -> int:
     cert = Certificate.read(a.file)
     print(cert.render())
     if a.data is not None:
-        lines, ok = cert.verify(a.data, _read(a.data))
+        lines, ok = cert.verify(a.data, _read(a.data))  # the columns' values decide (the file's bytes: shown)
+        model = cert.score_model_path()
+        if model is not None:  # the recorded score model's file: its hash (gpac verify recomputes its scores)
+            found = model.is_file()
+            same = found and file_sha256(model) == cert.provenance["score_model"]["sha256"]
+            ok &= same
+            state = "matches" if same else ("DIFFERS" if found else "MISSING")
+            lines.append(f"score model {model}: sha256 {state} (provenance.score_model.sha256)")
         print("")
         print("\n".join(lines))
         if not ok:
@@ -562,8 +631,83 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     return settings, model, budget
 
 
+def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
+    """``gpac plan --sequential``: feed the requested losses, decide each group, request the next batch."""
+    state_path = a.state or a.output.with_name(a.output.stem + ".state.json")
+    cert_path = a.output.with_name(a.output.stem + "_certificate.json")
+    for path in (a.output, state_path, cert_path):
+        _output(path)
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    try:
+        if state_path.exists():
+            state = sequential_labels.read_state(state_path.read_text(), f"--state {state_path}")
+            if state["settings"]["n_rows"] != len(df):
+                raise DataError(
+                    f"--data {a.data}: {len(df)} rows, but the --state {state_path} was started on "
+                    f"{state['settings']['n_rows']} (the order is fixed before the first label: keep the table)"
+                )
+        else:
+            state = sequential_labels.start(
+                s,
+                g,
+                eps=settings.eps,
+                alpha=settings.alpha,
+                budget=budget if budget is not None else len(df) // 2,
+                batch_size=a.batch_size or sequential_labels.BATCH_SIZE,
+                grid_size=a.grid_size,
+                bet=a.bet,
+                correction=settings.correction,
+                loss_bound=settings.loss_bound,
+                seed=settings.seed,
+            )
+        sequential_labels.update(state, s, loss)
+        batch = sequential_labels.next_rows(state)
+    except ParameterError as exc:
+        option, _, message = str(exc).partition(":")
+        option = {"losses": "--loss-col", "scores": "--score-col"}.get(option, f"--{option.replace('_', '-')}")
+        raise (DataError if option == "--loss-col" else ParameterError)(f"{option}:{message}") from None
+    rows = [(int(r), x) for x, rs in batch.items() for r in rs]
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows, columns=["row", a.group_col]).to_csv(a.output, index=False, lineterminator="\n")
+        state_path.write_text(sequential_labels.write_state(state))
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    st = state["settings"]
+    print(
+        f"sequential labelling ({st['bet']} bet, alpha per group {st['alpha_per_group']:g}, batches of "
+        f"{st['batch_size']}): {sequential_labels.spent(state)} of {st['budget']} labels requested -> {state_path}"
+    )
+    for x, e in state["groups"].items():
+        t = "always think" if e["threshold"] is None else f"threshold {e['threshold']:.4g}"
+        print(f"  {x}: {e['labelled']} labelled, {e['status']}, {t}")
+    if rows:
+        print(f"label next: {len(rows)} row(s) (0-based row numbers of --data) -> {a.output}; then run this again")
+        return EXIT_OK
+    cert = sequential_labels.certificate(
+        state,
+        s,
+        loss,
+        g,
+        settings,
+        columns={"score": (a.score_col, s), "loss": (a.loss_col, None), "group": (a.group_col, g)},
+        table_path=a.data,
+    )
+    try:
+        cert_path.write_text(cert.to_json())
+    except OSError as exc:
+        raise DataError(f"-o {cert_path}: cannot write it ({exc.strerror or exc})") from None
+    print(f"done: certificate (mode sequential, in its provenance) -> {cert_path}")
+    return EXIT_OK
+
+
 def _plan(a) -> int:
     settings, model, budget = _plan_settings(a)
+    if a.sequential:
+        return _plan_sequential(a, settings, budget)
     try:
         grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
     except ValueError:
@@ -600,18 +744,25 @@ def _plan(a) -> int:
     cap = {x: math.inf if a.no_cap else pool[x] for x in names}
     n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
     most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
+    need = prediction.n_needed(settings, len(names))
+    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if sum(pool.values()) < labels_needed:  # the cause, with or without --budget: the pilot holds the rows
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
+            f"to calibrate on (any group needs {labels_needed:g} labels; every labelled row is the pilot unless "
+            "--pilot-fraction picks it); unlabel rows or give --pilot-fraction"
+        )
     if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
         raise ParameterError(
             f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
             f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
         )
     budget = min(sum(pool.values()) // 2, most) if budget is None else budget
-    need = prediction.n_needed(settings, len(names))
-    labels_needed = feasibility.expected_labels(need, settings.recipe)
     if a.budget is None and budget < labels_needed:  # the default budget: half the rows outside the pilot
         raise DataError(
-            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
-            f"to calibrate on (any group needs {labels_needed:g} labels); unlabel rows or give --pilot-fraction"
+            f"--loss-col {a.loss_col!r}: half of the {sum(pool.values())} row(s) outside the labelled pilot (the "
+            f"default budget, {budget}) is too few to calibrate on (any group needs {labels_needed:g} labels); "
+            "give --budget, unlabel rows or give a smaller --pilot-fraction"
         )
     if budget < labels_needed:
         raise ParameterError(
@@ -633,9 +784,20 @@ def _plan(a) -> int:
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    feas = feasibility.feasibility(pool, settings).set_index("group")
+    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
+    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
+    pooled = prediction.pooled_groups(curves)
+    level = settings.alpha_per_group(len(names))
+    worst = {x: prediction.worst_rate(s[pilot & (g == x)], loss[pilot & (g == x)], s[g == x]) for x in names}
+    table["pooled"] = table["group"].map(pooled)
+    table["p_certify_cautious"] = [
+        prediction.cautious_p_certify(s[g == r.group], worst[r.group], r.n_labels, settings, level, seed=settings.seed)
+        if pooled.get(r.group) and r.n_labels > 0
+        else np.nan
+        for r in table.itertuples()
+    ]
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
@@ -660,6 +822,24 @@ def _plan(a) -> int:
             "traffic on average over pilot draws on the project's real tables, and by more on a smaller held-out "
             "one (low where a group beats the pooled pilot, high where it trails it); one pilot's total was off by "
             f"far more (docs/planning.md), so {plan.total:.1%} is a rough estimate; a larger pilot narrows it"
+        )
+    thin = [x for x in names if pooled[x]]
+    if thin:
+        planned_rows = table[(table["allocation"] == "planned")].set_index("group")
+        detail = "; ".join(
+            f"{x} (pilot {curves.pilot_sizes[x]}, low-score loss rate up to {worst[x]:.0%} not ruled out"
+            + (
+                f", p_certify {planned_rows.loc[x, 'p_certify']:.2f}, cautious "
+                f"{planned_rows.loc[x, 'p_certify_cautious']:.2f})"
+                if planned_rows.loc[x, "n_labels"] > 0
+                else ", not planned)"
+            )
+            for x in thin
+        )
+        print(
+            f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
+            f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
+            f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

@@ -3,15 +3,28 @@
 fit-router
     fit the router-based score (:mod:`gpac_utils.llm.router_model`: sentence embeddings of the prompt,
     logistic regression) on a share of a labelled table, write it as a JSON artefact, and write the
-    *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows).
-    ``gpac calibrate --score-model router.json`` records its SHA-256 and embedder in the certificate.
+    *other* rows, scored by it, as the table to calibrate on (disjoint from the fitting rows); an
+    existing ``--score-col`` column of the table is refused unless ``--overwrite-score-col``.
+    ``gpac calibrate --score-model router.json`` recomputes the score column from the model and the
+    text column (refusing a column that is not the model's score within 1e-5), then records its SHA-256
+    and embedder.
 audit
-    test a certificate on fresh labelled data (:func:`gpac_utils.audit.audit`): per group the
-    realised risk of the certified kind, its exact interval and a verdict at a family-wise level.
-    Exit 0: consistent; 3 (:data:`EXIT_VIOLATED`): violated in some group.
+    test a certificate on fresh labelled data as a gate (:func:`gpac_utils.audit.audit`): per
+    certified group the realised risk of the certified kind, its bounds, a verdict (violated,
+    confirmed, inconclusive; risk 0 by construction for a group that always thinks) at a
+    family-wise level, and the risk it would flag four times in five. Exit 0 only when every
+    certified group was tested, none violated, each confirmed or large enough; else 3 (:data:`EXIT_VIOLATED`)
+    violated, 4 (:data:`EXIT_UNTESTED`) a certified group untested, 5 (:data:`EXIT_TOO_SMALL`) a
+    group too small (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
+    refused (1); with a recorded score model, the scores are recomputed from the text column.
 verify
-    recompute a certificate from its recorded settings and the table (:func:`gpac_utils.audit.verify_certificate`);
-    exit 0 only when every threshold is bit-identical, 1 naming what differs.
+    verify every field of a certificate (:func:`gpac_utils.verify.verify_certificate`): recomputed from
+    the table and the recorded settings, checked against the fields it must agree with, or against
+    what the operator states (``--expect eps=0.1 alpha=0.05 method=G-PAC score=score_logits ...``);
+    the fields not stated are listed as taken on trust, the descriptive ones as not checked. Exit 0
+    only when every recomputed and cross-checked field agrees and every ``--expect`` matches; 1
+    naming the first that does not; 2 for a malformed or unknown ``--expect`` key, or
+    ``--score-model`` for a certificate that records none.
 
 The parsers are added to ``gpac``'s by :func:`add_parsers`; :data:`COMMANDS` maps each to its handler.
 """
@@ -20,15 +33,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+import warnings
 from pathlib import Path
 
+import numpy as np
+
 from . import audit as _audit
+from . import audit_sequential
+from . import verify as _verify
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
-EXIT_VIOLATED = 3
-#: The certificate's provenance field that records a score model (the router-based score's artefact).
-SCORE_MODEL = "score_model"
+EXIT_VIOLATED, EXIT_UNTESTED, EXIT_TOO_SMALL = _audit.EXIT_VIOLATED, _audit.EXIT_UNTESTED, _audit.EXIT_TOO_SMALL
 
 
 def add_parsers(sub) -> None:
@@ -48,19 +65,81 @@ def add_parsers(sub) -> None:
         "--embedder", default=None, help="sentence embedder, a registered name (default: the bundled MiniLM)"
     )
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
+    f.add_argument(
+        "--overwrite-score-col",
+        action="store_true",
+        help="replace an existing --score-col column of --data in the scored table (refused otherwise)",
+    )
     f.add_argument("--scored", required=True, type=Path, help="the other rows with the router's score (calibrate)")
     f.add_argument("-o", "--output", required=True, type=Path, help="router model JSON to write")
-    a = sub.add_parser("audit", help="test a certificate on fresh labelled data", formatter_class=fmt)
+    a = sub.add_parser(
+        "audit",
+        help="test a certificate on fresh labelled data, as a gate",
+        formatter_class=fmt,
+        epilog=(
+            f"exit status: {_audit.EXIT_PASS} every certified group tested, none violated, each confirmed or large "
+            f"enough to flag the --detectable risk with probability --power; {_audit.EXIT_VIOLATED} a group violated; "
+            f"{_audit.EXIT_UNTESTED} a certified group not tested (no items, or no routed items) and not "
+            f"--allow-untested; {_audit.EXIT_TOO_SMALL} an inconclusive group too small to flag --detectable; "
+            "1 bad input (audit items that are calibration items, a missing column, a score model whose hash "
+            "differs); 2 usage. The level holds for one look at the data."
+        ),
+    )
     a.add_argument("certificate", type=Path, help="JSON written by calibrate")
-    a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration table)")
-    for key in ("score", "loss", "group"):
+    a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration items)")
+    for key in ("score", "loss", "group", "id"):
         a.add_argument(f"--{key}-col", default=None, help=f"default: the certificate's {key} column")
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
+    a.add_argument(
+        "--detectable",
+        type=float,
+        default=None,
+        help="the risk each inconclusive group must flag with probability --power (default: 2 eps, at most the "
+        "loss bound)",
+    )
+    a.add_argument("--power", type=float, default=_audit.POWER, help="the probability of flagging --detectable")
+    a.add_argument(
+        "--allow-untested",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="accept that this certified group has no trials (repeatable); the verdict line says so",
+    )
+    a.add_argument(
+        "--score-model", type=Path, default=None, help="the router model file (default: the certificate's record)"
+    )
     a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
-    v = sub.add_parser("verify", help="recompute a certificate from its recipe, seed and table", formatter_class=fmt)
+    audit_sequential.add_sequential_options(a)
+    v = sub.add_parser(
+        "verify",
+        help="check every field of a certificate against its table, its settings and what you state",
+        description="Recompute the fields of a certificate that its calibration table and recorded settings "
+        "determine, check the others against the fields they must agree with, and check what no data can tell "
+        "against --expect. Exit 0: every recomputed and cross-checked field agrees and every --expect matches; "
+        "fields not stated are listed as taken on trust. 1: the first field that does not agree, named (also a "
+        "score_router certificate without a recorded score model); 2: a bad --expect, or --score-model for a "
+        "certificate that records no score model.",
+        formatter_class=fmt,
+    )
     v.add_argument("certificate", type=Path, help="JSON written by calibrate")
-    v.add_argument("--data", required=True, type=Path, help="the calibration table")
+    v.add_argument("--data", required=True, type=Path, help="the calibration table (any format: its columns decide)")
+    v.add_argument(
+        "--expect",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="what the certificate must say, of what no data can tell (recipe=X: exactly recipe X, no field "
+        "overridden); keys: " + ", ".join(_verify.EXPECT),
+    )
+    v.add_argument(
+        "--score-model",
+        type=Path,
+        default=None,
+        help="the recorded score model's file (when not given: its recorded path, else beside the "
+        "certificate)%(default).0s",
+    )
 
 
 # --------------------------------------------------------------------------- fit-router
@@ -73,59 +152,113 @@ def _fit_router(a, cli) -> int:
     return _llm().fit_router_command(a, cli)
 
 
-def record_score_model(path: Path, table_ids) -> dict:
-    """What ``gpac calibrate --score-model`` records (:func:`gpac_utils.llm.router_model.score_model_record`)."""
-    return _llm().score_model_record(path, table_ids)
+def record_score_model(path: Path, frame, *, score_col: str, id_col: str | None) -> dict:
+    """What ``gpac calibrate --score-model`` records, after recomputing the score column from the model
+    (:func:`gpac_utils.llm.router_model.score_model_record`)."""
+    return _llm().score_model_record(path, frame, score_col=score_col, id_col=id_col)[0]
 
 
 # --------------------------------------------------------------------------- audit
-def _columns(cert: Certificate, a, df, path) -> dict:
+def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
     """The audit's columns: the options, else the certificate's; one line naming a missing one."""
     cols = cert.columns
     out = {}
-    for key in ("score", "loss", "group"):
+    for key in ("score", "loss", "group", "id"):
         col = getattr(a, f"{key}_col") or cols.get(key)
         if col is None:
             continue
         if col not in df.columns:
+            if key not in need and not getattr(a, f"{key}_col"):
+                continue
             where = "" if getattr(a, f"{key}_col") else " (the certificate's)"
-            raise DataError(f"--data {path}: no {key} column {col!r}{where}; it has {list(df.columns)}")
+            why = " to check the audit items are not calibration items, which it records" if key == "id" else ""
+            raise DataError(f"--data {path}: no {key} column {col!r}{where}{why}; it has {list(df.columns)}")
         out[key] = col
-    for key in ("score", "loss"):
+    for key in need:
         if key not in out:
             raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
     return out
 
 
+def _recomputed_scores(cert: Certificate, a, df, cols) -> np.ndarray | None:
+    """With a recorded score model: the scores the audit routes on (:func:`gpac_utils.audit.model_scores`), its
+    warning as a ``warning:`` line; None without one."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", _audit.AuditWarning)
+            scores = _audit.model_scores(
+                cert, df, score_col=cols.get("score"), path=a.score_model, source=f"--data {a.data}"
+            )
+    except ParameterError as exc:
+        raise ParameterError(f"--score-model: {a.certificate} {str(exc).partition(': ')[2]}") from None
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return scores
+
+
 def _audit_cmd(a, cli) -> int:
+    if audit_sequential.wanted(a):
+        return audit_sequential.command(a, cli)
     try:
         level = check_range("level", a.level)
+        power = check_range("power", a.power)
     except ParameterError as exc:
         raise ParameterError(f"--{exc}") from None
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    cols = _columns(cert, a, df, a.data)
-    s = cli._scores(df, cols["score"], df)
+    model = bool(cert.has_provenance and (cert.provenance or {}).get(_audit.SCORE_MODEL))
+    need = ("loss",) if model else ("score", "loss")
+    need += ("id",) if cert.calibration_ids is not None else ()
+    cols = _columns(cert, a, df, a.data, need)
+    s = _recomputed_scores(cert, a, df, cols)
+    if s is None:
+        s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
-    groups = cli._groups(df, cols["group"], df) if "group" in cols else None
-    report = _audit.audit(cert, s, loss, groups, level=level, binary=a.binary)
+    groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
+    ids = df[cols["id"]].to_numpy() if "id" in cols else None
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", _audit.AuditWarning)
+            report = _audit.audit(
+                cert,
+                s,
+                loss,
+                groups,
+                ids=ids,
+                level=level,
+                binary=a.binary,
+                detectable=a.detectable,
+                power=power,
+                allow_untested=a.allow_untested,
+                source=f"--data {a.data}",
+            )
+    except ParameterError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        name, _, message = str(exc).partition(":")
+        raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
+    for w in caught:
+        if issubclass(w.category, _audit.AuditWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     print(f"{_audit.described(cert)}, tested on {a.data}:")
-    shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper")})
-    shown["p_value"] = report["p_value"].map(lambda p: f"{p:.3g}")
+    shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
+    shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")
+    shown = shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none")
     print(shown.to_string(index=False))
     print(_audit.verdict_line(report))
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")
-    return EXIT_VIOLATED if (report["verdict"] == _audit.VIOLATED).any() else 0
+    return _audit.gate(report)
 
 
 # --------------------------------------------------------------------------- verify
 def _verify_cmd(a, cli) -> int:
+    expect = _verify.parse_expect(a.expect)  # usage errors first
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    for line in _audit.verify_certificate(cert, a.data, df):
+    for line in _verify.verify_certificate(cert, a.data, df, expect=expect, score_model=a.score_model):
         print(line)
     return 0
 

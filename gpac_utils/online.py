@@ -37,10 +37,12 @@ reaches ``1/alpha``; the threshold in use is the largest point whose grid prefix
 ``bet="grapa"``: B-PAC's bet :math:`\sum_{s<i} D_s/(\sum_{s<i} D_s^2 + B^2)`,
 :math:`D_s = \varepsilon - X_s`; ``"mixture"`` (default): the average of that wealth and the
 wealth of the constant bet half the cap (an average of test supermartingales is one).
+The wealth and the drift detector below are those of :mod:`gpac_utils.eprocess` (direction
+``"below"`` and :func:`~gpac_utils.eprocess.shiryaev_roberts`), which the sequential audit uses too.
 
-**Validity (anytime, per group).** Let :math:`u^*` be the smallest grid point with
-:math:`R_j(u^*) > \varepsilon`. As :math:`R_j` is non-decreasing, a threshold in use with risk
-above :math:`\varepsilon` is :math:`\ge u^*`, so :math:`u^*` was certified, and by Ville's
+**Validity (anytime, per group).** Let :math:`u^+` be the first unsafe grid point, the smallest with
+:math:`R_j(u^+) > \varepsilon`. As :math:`R_j` is non-decreasing, a threshold in use with risk
+above :math:`\varepsilon` is :math:`\ge u^+`, so :math:`u^+` was certified, and by Ville's
 inequality :math:`P(\exists t: R_j(\hat u_{j,t}) > \varepsilon) \le \alpha` for every group: at
 every moment, under any stopping rule, with no union bound over the grid or over time. It needs
 i.i.d. items, propensities known when the item is decided (never 0 for an item whose term is
@@ -48,7 +50,8 @@ used), the loss of every observed item (a thinking-routed one included) in full,
 before the stream. It is per group (``alpha / k`` for all ``k`` groups at once).
 
 **Drift alarm** (``drift_alpha``). Once a group has a threshold :math:`\hat u`, a Shiryaev–Roberts
-e-detector (Shin, Ramdas & Rinaldo, "E-detectors") tests whether :math:`R_j(\hat u) > \varepsilon`
+e-detector (Shin, Ramdas & Rinaldo 2023, "E-detectors: a nonparametric framework for sequential change
+detection", NEJSDS) tests whether :math:`R_j(\hat u) > \varepsilon`
 on the same terms: :math:`M_n = \frac1{|\Lambda|}\sum_{\lambda\in\Lambda}\sum_{k\le n}\prod_{i=k}^n
 (1 + \lambda (X_i(\hat u_i) - \varepsilon))`, ``Lambda`` = ``0.9 / eps`` times ``2**-b``,
 ``b = 0..9``; an alarm when :math:`M_n \ge 1/\alpha'`. While :math:`R_j(\hat u_i) \le \varepsilon`
@@ -72,7 +75,7 @@ items, and the bound above, in items of the whole stream. A horizon counted *per
 :math:`\alpha' =` ``drift_alpha / k``, :func:`drift_level`), so that
 :math:`P(\text{some group alarms falsely within } H \text{ of its monitored items}) \le H \cdot`
 ``drift_alpha`` (tests/test_online_drift.py measures both). The price is a longer detection delay
-(``log(k)`` more evidence per alarm).
+(``log(k)`` more log-wealth, in nats, to alarm).
 The detection delay depends on the jump and on :math:`\pi` (about ``log(1/drift_alpha)``
 divided by the per-item evidence). MAPIE's ``RiskMonitoring`` was not used: it tests the mean of
 all unweighted losses since monitoring began against a reference bound, so it neither takes
@@ -96,6 +99,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import eprocess
 from .calibrate import factorize_groups, group_labels
 from .checks import (
     ParameterError,
@@ -133,12 +137,11 @@ __all__ = [
     "threshold_of",
 ]
 
+#: The online router's bets (:data:`gpac_utils.eprocess.BETTING`: ``"max"`` is the planner's, not offered here).
 BETS = ("grapa", "mixture")
 
-#: Largest bet as a share of the bet that could zero the wealth, ``1 / (term_range - eps)``.
-CLIP = 0.9
 #: The drift detector's bets, in units of ``0.9 / eps``.
-DRIFT_BETS = 2.0 ** -np.arange(10)
+DRIFT_BETS = eprocess.DETECTOR_BETS
 
 
 #: What ``drift_alpha`` bounds: each group's false alarms, or any group's (module description).
@@ -425,8 +428,7 @@ def online_settings(settings: OnlineSettings | None, options: dict) -> OnlineSet
 
 def new_state(batch=(), size=101, bet="mixture") -> dict:
     """A fresh group state (wealth 1, nothing certified) for ``size`` grid points, batch axes first."""
-    keys = ("s1", "s2", "log_grapa") + (("log_constant",) if bet == "mixture" else ())
-    state = {k: np.zeros((*batch, size)) for k in keys}
+    state = eprocess.new_wealth((*batch, size), bet)
     state |= {"certified": np.zeros((*batch, size), bool), "log_sr": np.full((*batch, DRIFT_BETS.size), -np.inf)}
     return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "observed", "alarms")}
 
@@ -458,38 +460,23 @@ def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling=
     return Decisions(route_nothink, observe, propensity, rate, thr)
 
 
-def _running(carry, steps):
-    buf = np.concatenate([carry[..., None, :], steps], axis=-2)
-    return np.cumsum(buf, axis=-2, out=buf)
-
-
 def certify(state, x, used, term_range, settings: OnlineSettings):
     """Run the wealth of every grid point over the terms ``x`` (..., n, K) of the ``used`` items;
     return the state's updated certification fields (a new dict). ``settings``: its ``eps``, ``alpha``,
-    ``bet`` and ``loss_bound`` (the bets' ``beta = loss_bound**2``)."""
+    ``bet`` and ``loss_bound`` (the bets' ``beta = loss_bound**2``). The wealth is
+    :func:`gpac_utils.eprocess.wealth` in direction ``"below"``."""
     eps, alpha, bet, beta = settings.eps, settings.alpha, settings.bet, settings.loss_bound**2
-    d = np.where(used[..., None], eps - x, 0.0)  # unused items: D = 0, every sum and factor unchanged
-    cap = (CLIP / (term_range - eps))[..., None]
-    s1, s2 = _running(state["s1"], d), _running(state["s2"], d * d)
-    lam = np.clip(s1[..., :-1, :] / (s2[..., :-1, :] + beta), 0.0, cap)  # predictable: earlier items only
-    log_w = _running(state["log_grapa"], np.log1p(lam * d))[..., 1:, :]
-    new = {"s1": s1[..., -1, :], "s2": s2[..., -1, :], "log_grapa": log_w[..., -1, :]}
-    if bet == "mixture":
-        log_c = _running(state["log_constant"], np.log1p(0.5 * cap * d))[..., 1:, :]
-        new["log_constant"] = log_c[..., -1, :]
-        log_w = np.logaddexp(log_w, log_c) - math.log(2)
+    d = np.where(used[..., None], eprocess.signed_terms(x, eps), 0.0)  # unused items: D = 0, nothing changes
+    cap = eprocess.bet_cap(eps, term_range, clip=eprocess.CLIP)[..., None]
+    new, log_w = eprocess.wealth(state, d, cap, bet, beta)
     hit = (log_w >= math.log(1 / alpha)).any(axis=-2)
     return new | {"certified": state["certified"] | hit}
 
 
 def _detector(log_sr, x_thr, monitored, eps):
-    """Shiryaev–Roberts statistic of every bet after each item (..., n, bets), carried from ``log_sr``."""
-    log_f = np.where(monitored[..., None], np.log1p((0.9 / eps * DRIFT_BETS) * (x_thr[..., None] - eps)), 0.0)
-    log_p = np.cumsum(log_f, axis=-2)
-    prev = np.concatenate([np.zeros_like(log_p[..., :1, :]), log_p[..., :-1, :]], axis=-2)
-    start = np.where(monitored[..., None], -prev, -np.inf)  # a new product starts at every monitored item
-    acc = np.logaddexp.accumulate(np.concatenate([log_sr[..., None, :], start], axis=-2), axis=-2)[..., 1:, :]
-    return acc + log_p
+    """Shiryaev–Roberts statistic of every bet after each item (..., n, bets), carried from ``log_sr``
+    (:func:`gpac_utils.eprocess.shiryaev_roberts`)."""
+    return eprocess.shiryaev_roberts(log_sr, x_thr - eps, monitored, 0.9 / eps)
 
 
 def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineSettings) -> tuple[dict, np.ndarray]:

@@ -135,6 +135,55 @@ THIN_PILOT = 20
 THIN_PILOT_GAP = 0.10
 
 
+def pooled_groups(curves) -> dict:
+    """Per group: whether its prediction is *pooled* (its pilot has fewer than :data:`THIN_PILOT` labelled items,
+    so its curve and deviations come mostly from the spreads all groups support, not from its own counts)."""
+    return {g: int(n) < THIN_PILOT for g, n in curves.pilot_sizes.items()}
+
+
+def worst_rate(pilot_scores, pilot_losses, group_scores, loss_bound: float = 1.0, level: float = 0.95) -> float:
+    """The worst low-score loss rate a group's pilot cannot rule out: the one-sided Clopper–Pearson upper bound at
+    ``level`` of the share of positive losses among its pilot items scored at most the median of its scores (the
+    half that routes first; all its pilot items where none is that low).
+
+    Examples
+    --------
+    >>> round(worst_rate([0.1] * 9, [0.0] * 9, [0.1, 0.9]), 3)  # 9 clean items cannot rule out 28 %
+    0.283
+    """
+    from scipy.stats import beta
+
+    ps, pl = np.asarray(pilot_scores, float), np.asarray(pilot_losses, float)
+    low = ps <= np.median(np.asarray(group_scores, float))
+    if not low.any():
+        low = np.ones(ps.size, bool)
+    k, m = int(np.sum(pl[low] > 0)), int(low.sum())
+    return 1.0 if k >= m else float(beta.ppf(level, k + 1, m - k))
+
+
+def cautious_p_certify(group_scores, rate: float, n: int, settings: Settings, level: float, *, resamples=200, seed=0):
+    """A cautious ``p_certify`` for a group at ``n`` labels: the share of ``resamples`` calibrations (the library's,
+    at ``level``) that certify when the group's scores are its unlabelled ones and every item's loss is positive
+    with probability ``rate`` (:func:`worst_rate`) whatever its score. ``0`` below ``min_group_size``."""
+    n = int(n)
+    if n < max(1, settings.min_group_size) or n <= 0:
+        return 0.0
+    rng = np.random.default_rng([seed, n, 53])
+    u = np.asarray(group_scores, float)[rng.integers(0, len(group_scores), (resamples, n))]
+    loss = (rng.random((resamples, n)) < rate) * settings.loss_bound
+    t = _calibrate.batch_threshold(
+        u,
+        loss,
+        eps=settings.eps,
+        alpha=level,
+        recipe=settings.recipe,
+        loss_bound=settings.loss_bound,
+        rng=rng,
+        risk=settings.risk,
+    )
+    return float(np.mean(np.isfinite(t)))
+
+
 class PilotWarning(UserWarning):
     """The pilot is too small to predict from (module description: the rule)."""
 

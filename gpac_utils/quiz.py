@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 from gpac_utils.checks import ParameterError
@@ -53,16 +54,23 @@ def read_questions(path) -> list[dict]:
     return questions
 
 
+def _text(text: str) -> str:
+    """A question's text as HTML: escaped, its TeX ``$...$`` written ``\\(...\\)``, the delimiters that
+    JupyterLab's MathJax and the book's both typeset in an output (the slides read the ``$`` form); the
+    block's class ``mathjax_process`` lets the book's MathJax into it (myst marks its sections ignored)."""
+    return re.sub(r"\$([^$]+)\$", r"\\(\1\\)", html.escape(text, quote=False))
+
+
 def to_html(questions: list[dict]) -> str:
     """The questions as one HTML block: each answer a ``<details>`` that opens on a click to say why."""
     parts = [_STYLE]
     for number, q in enumerate(questions, 1):
-        parts.append(f'<div class="gpac-quiz"><p><b>Question {number}.</b> {html.escape(q["question"])}</p>')
+        parts.append(f'<div class="gpac-quiz mathjax_process"><p><b>Question {number}.</b> {_text(q["question"])}</p>')
         for a in q["answers"]:
             verdict, mark = ("right", "✔") if a["correct"] else ("wrong", "✘")
             parts.append(
-                f'<details class="{verdict}"><summary>{html.escape(a["answer"])}</summary>'
-                f'<p class="why">{mark} {html.escape(a["feedback"])}</p></details>'
+                f'<details class="{verdict}"><summary>{_text(a["answer"])}</summary>'
+                f'<p class="why">{mark} {_text(a["feedback"])}</p></details>'
             )
         parts.append("</div>")
     return "".join(parts)

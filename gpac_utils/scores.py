@@ -219,6 +219,7 @@ SCORES: Registry[Score] = Registry(
             "a router trained on the question (cross-fitted in the tables; served by its fitted model)",
             True,
             serve=_lazy("gpac_utils.llm.router_model", "serve_router"),
+            request_columns=("question",),  # the prompt's text (a fitted model's ``text`` column, by default)
         ),
         Score("score_router_crossfit", None, "router", "router, cross-fitted on all items (notebook 02)"),
         Score("score_router_disjoint", None, "router", "router trained on the other half only (notebook 02)"),

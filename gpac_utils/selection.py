@@ -9,15 +9,15 @@ r"""Threshold selection from a curve of upper confidence bounds.
     envelope changes no threshold; it makes the argument below hold as stated.
 
     *Why it is valid, and on which grids.* ``R(u)`` is non-decreasing. (a) A grid fixed before
-    the data: if the chosen threshold had risk above ``eps``, the scan passed the smallest grid
-    point ``g*`` with ``R(g*) > eps``, a fixed point, where the bound then failed: probability at
-    most ``alpha`` (Bates et al. 2021, Angelopoulos et al. 2021). (b) Every distinct calibration
+    the data: if the chosen threshold had risk above ``eps``, the scan passed the first unsafe grid
+    point ``u+`` (the smallest with ``R(u+) > eps``), a fixed point, where the bound then failed:
+    probability at most ``alpha`` (Bates et al. 2021, Angelopoulos et al. 2021). (b) Every distinct calibration
     score (``"all"``): every bound here depends on ``u`` only through the terms
     ``z_i 1{U_i <= u}``, which are constant between consecutive scores, so the scan over the scores
     is the scan over all of ``[0, 1]``; a violation means the scan passed a fixed ``v`` with
     ``R(v) > eps``, where the bound failed. (c) A grid of *quantiles of the calibration scores*
     is neither: it skips scores, so passing a grid point says nothing about the fixed points in
-    between, and the point ``g*`` is random. The argument then needs a bound that is
+    between, and the point ``u+`` is random. The argument then needs a bound that is
     non-decreasing in every term, which ``wsr``, ``empirical_bernstein`` and ``clt`` are not.
     Hence ``candidates="auto"`` gives ``wsr`` (whose cost grows with the grid)
     :data:`WSR_AUTO_GRID` evenly spaced points of ``[0, 1]``, a grid fixed in advance; an explicit
@@ -36,7 +36,7 @@ r"""Threshold selection from a curve of upper confidence bounds.
     selection step is no less valid than before (its guarantee is Theorem 4.6, part 2's, with the
     extra ``c * delta``).
 ``max``
-    the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. u^hat_j); it may jump past a crossing
+    the paper's literal ``max{u : UCB(u) <= eps}`` (Eq. (2)); it may jump past a crossing
     where the bound dips back below ``eps``, so it is kept for reproduction only.
 
 No feasible candidate gives the threshold ``-inf`` (always think), as in Theorem 4.2's proof

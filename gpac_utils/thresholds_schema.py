@@ -15,10 +15,16 @@ Versions
     The same, plus the certificate's fields that ``gpac calibrate`` writes (:mod:`gpac_utils.certificate`):
     ``schema``, ``provenance`` and ``groups`` (per group: n, labelled, status, threshold, bound),
     declared here and checked in depth by :meth:`gpac_utils.certificate.Certificate.parse`.
-``4`` (:data:`SCHEMA_VERSION`)
+``4``
     The same, plus ``score``: the score's registry name (:data:`gpac_utils.scores.SCORES`) beside
-    ``columns.score``, the table's column. Written by this version; older versions are read and
-    migrated by :meth:`gpac_utils.certificate.Certificate.read` (one path for every version).
+    ``columns.score``, the table's column (and, from gpac_utils 0.2, ``provenance.score_model``).
+``5`` (:data:`SCHEMA_VERSION`)
+    The same, plus ``provenance.recipe_overrides`` (the recipe's fields the settings changed from
+    the named recipe's: what lets ``gpac verify`` check the name) and ``provenance.item_ids``
+    (digests of the calibration items' ids: what lets ``gpac audit`` refuse data that overlaps
+    them). Every field of the certificate, down to the provenance's records, is declared here.
+    Written by this version; older versions are read and migrated by
+    :meth:`gpac_utils.certificate.Certificate.read` (one path for every version).
 
 A file of a newer version than :data:`SCHEMA_VERSION` is refused (it may carry fields this
 version would ignore). ``settings['pi']`` is read as ``settings['label_prob']`` (its name before
@@ -31,9 +37,21 @@ Every field a file may hold is declared once, below, in :data:`FIELDS` (top leve
 method carry it (a method's kind is its registry entry's ``groups``: ``"none"``, ``"known"`` or
 ``"learned"``; the methods themselves come from :data:`gpac_utils.calibrate.CALIBRATORS`, passed in
 by :func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here).
-A field that is not declared is refused. To extend the file (a new field), add a
-:class:`Field` to the right table, write it in ``to_json``, and raise :data:`SCHEMA_VERSION` when
-files of the new version could not be read by the previous one.
+A field that is not declared is refused. The certificate's records are declared the same way:
+:data:`GROUP_ENTRY` (each ``groups`` entry), :data:`PROVENANCE` and its records
+(:data:`TABLE_RECORD`, :data:`COLUMN_RECORD`, :data:`SCORE_MODEL_RECORD`, :data:`ITEM_IDS_RECORD`);
+:func:`declared` finds the declaration of any field of a file by its path.
+
+Each declaration also says what a value of it looks like (``type``: what ``tests/test_verify_mutations.py``
+generates another value from), since which version it exists (``since``) and how ``gpac verify``
+(:mod:`gpac_utils.verify`) checks it (``verify``): :data:`CHECKED` (recomputed from the data and the
+settings, or checked against the fields it must agree with), :data:`STATED` (no data can tell it:
+checked against what the operator states, ``--expect``) or :data:`DESCRIPTIVE` (a timestamp, a
+path, a file's bytes: shown, not checked).
+
+To extend the file (a new field), add a :class:`Field` to the right table (with its ``type``,
+``since`` and ``verify``), write it, and raise :data:`SCHEMA_VERSION` when files of the new version
+could not be read by the previous one.
 """
 
 from __future__ import annotations
@@ -42,20 +60,45 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
 
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
-from .recipe import Recipe
+from .recipe import RECIPES, Recipe
 from .risks import RISKS
 from .scores import SCORES
 from .settings import CORRECTIONS
 
-__all__ = ["SCHEMA_VERSION", "READS", "ThresholdsFileError", "Field", "FIELDS", "SETTINGS", "validate_file"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "READS",
+    "CHECKED",
+    "STATED",
+    "DESCRIPTIVE",
+    "ThresholdsFileError",
+    "Field",
+    "FIELDS",
+    "SETTINGS",
+    "GROUP_ENTRY",
+    "PROVENANCE",
+    "TABLE_RECORD",
+    "COLUMN_RECORD",
+    "SCORE_MODEL_RECORD",
+    "ITEM_IDS_RECORD",
+    "declared",
+    "validate_file",
+    "check_record",
+]
 
 #: The version this gpac_utils writes.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The versions it reads (1: files without ``schema_version``).
-READS = (1, 2, 3, 4)
+READS = (1, 2, 3, 4, 5)
+#: How ``gpac verify`` checks a field: recomputed or checked against other fields; against ``--expect``;
+#: not at all (shown).
+CHECKED, STATED, DESCRIPTIVE = "checked", "stated", "descriptive"
 #: The kinds of method (their registry entry's ``groups``) that carry a field.
 _ALL = ("none", "known", "learned")
 _GROUPED = ("known", "learned")
@@ -81,12 +124,35 @@ class Field:
         of another kind must not have it).
     doc : str
         What it holds (for the documentation).
+    type : str
+        What a value looks like (``"fraction"``, ``"int"``, ``"name"``, ``"sha256"``, ...): the mutation
+        test generates another value of the type.
+    choices : callable or tuple, optional
+        The values a ``"name"`` or ``"choice"`` field may take (a callable: read when needed).
+    since : int
+        The first schema version that has the field.
+    verify : str
+        How ``gpac verify`` checks it: :data:`CHECKED`, :data:`STATED` or :data:`DESCRIPTIVE`.
+    fields : mapping, optional
+        A record's declared fields (``settings``, the provenance's records).
+    each : Field, optional
+        The declaration of each value of a map with free keys (groups, column roles).
     """
 
     check: Callable[[object, dict], str | None]
     required: bool = True
     kinds: tuple = _ALL
     doc: str = ""
+    type: str = "record"
+    choices: Callable[[], object] | tuple | None = None
+    since: int = 1
+    verify: str = CHECKED
+    fields: Mapping | None = None
+    each: Field | None = None
+
+    def options(self) -> list:
+        """The values a ``"name"`` or ``"choice"`` field may take."""
+        return list(self.choices() if callable(self.choices) else self.choices or ())
 
 
 # ----------------------------------------------------------------------------- value checks
@@ -216,59 +282,357 @@ def _columns(v, _):
     return None
 
 
+# ----------------------------------------------------------------------------- more value checks
+def _nullable(check):
+    return lambda v, root: None if v is None else check(v, root)
+
+
+def _nonneg(v, _):
+    return None if v is None or (_is_number(v) and v >= 0) else f"must be a number >= 0 or null, got {v!r}"
+
+
+def _threshold(v, _):
+    return None if v is None or (_is_number(v) and 0 <= v <= 1) else f"must be a number in [0, 1] or null, got {v!r}"
+
+
+def _hex(length: int | None):
+    def check(v, _):
+        ok = isinstance(v, str) and (bool(v) or length is None) and all(c in "0123456789abcdef" for c in v)
+        ok = ok and (length is None or len(v) == length)
+        return None if ok else f"must be {length or 'a string of'} lowercase hexadecimal digits, got {v!r}"
+
+    return check
+
+
+def _dtype(v, _):
+    try:
+        np.dtype(v)
+    except (TypeError, ValueError):
+        return f"must be a numpy dtype's name (float64, int64, object, ...), got {v!r}"
+    return None if isinstance(v, str) else f"must be a numpy dtype's name, got {v!r}"
+
+
+def _timestamp(v, _):
+    try:
+        datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    except ValueError:
+        return f"must be a UTC time in ISO 8601 (2026-01-01T00:00:00Z), got {v!r}"
+    return None if isinstance(v, str) else f"must be a string, got {v!r}"
+
+
+def _checked_with_the_record(v, _):
+    return None
+
+
+def _record(v, _):
+    return None if isinstance(v, dict) else "must be an object"
+
+
+def _recipe_name(v, _):
+    return None if v is None or v in RECIPES else f"must be one of {list(RECIPES)} or null, got {v!r}"
+
+
+#: The recipe's fields (what ``provenance.recipe_overrides`` may name).
+RECIPE_FIELDS = ("bound", "sampling", "label_prob", "rule", "candidates")
+
+
+def _overrides(v, root):
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        return "must be an object of recipe field -> value, or null"
+    bad = [k for k in v if k not in RECIPE_FIELDS]
+    if bad:
+        return f"[{bad[0]!r}]: not a field of the recipe {list(RECIPE_FIELDS)}"
+    for k, x in v.items():
+        problem = SETTINGS[k].check(x, root)
+        if problem:
+            return f"[{k!r}]: {problem}"
+    return None
+
+
 # ----------------------------------------------------------------------------- declarations
+_ROLES = ("score", "loss", "group", "id")
+
+#: The fields of ``settings``.
+SETTINGS: dict[str, Field] = {
+    "eps": Field(_risk("eps"), doc="target risk, in (0, loss_bound)", type="fraction", verify=STATED),
+    "alpha": Field(_risk("alpha"), doc="miscoverage level, in (0, 1)", type="fraction", verify=STATED),
+    "loss_bound": Field(_risk("loss_bound"), doc="upper end of the loss range, > 0", type="positive", verify=STATED),
+    "bound": Field(
+        _registry(bounds.BOUNDS), doc="the recipe's bound", type="name", choices=lambda: bounds.BOUNDS, verify=STATED
+    ),
+    "bound_kind": Field(
+        _one_of("valid", "paper"),
+        required=False,
+        doc="whether the bound is valid (checked against the bound's registry entry)",
+        type="choice",
+        choices=("valid", "paper"),
+    ),
+    "sampling": Field(
+        _registry(sampling.SCHEMES),
+        doc="the recipe's label sampling",
+        type="name",
+        choices=lambda: sampling.SCHEMES,
+        verify=STATED,
+    ),
+    "label_prob": Field(_label_prob, doc="labelling probability (legacy name: 'pi')", type="label_prob", verify=STATED),
+    "rule": Field(
+        _registry(selection.RULES),
+        doc="the recipe's selection rule",
+        type="name",
+        choices=lambda: selection.RULES,
+        verify=STATED,
+    ),
+    "candidates": Field(_candidates, doc="'auto', 'all' or a grid size", type="candidates", verify=STATED),
+    "min_group_size": Field(_int_at_least(1), doc="smaller groups always think", type="int", verify=STATED),
+    "seed": Field(_int_at_least(0), doc="seed of the label sampling (and C-PAC's split)", type="int", verify=STATED),
+    "correction": Field(
+        _registry(CORRECTIONS),
+        required=False,
+        kinds=_GROUPED,
+        doc="alpha across groups",
+        type="name",
+        choices=lambda: CORRECTIONS,
+        verify=STATED,
+    ),
+    "simultaneous": Field(
+        _boolean,
+        required=False,
+        kinds=_GROUPED,
+        doc="Bonferroni across groups (files before 0.3)",
+        type="bool",
+        verify=STATED,
+    ),
+    "risk": Field(
+        _registry(RISKS),
+        required=False,
+        doc="what is certified: joint (missing) or routed",
+        type="name",
+        choices=lambda: RISKS,
+        verify=STATED,
+    ),
+    "k": Field(_int_at_least(1), kinds=_LEARNED, doc="number of learned groups asked for", type="int", verify=STATED),
+    "partition": Field(
+        _registry(partition.PARTITION_ALGORITHMS),
+        kinds=_LEARNED,
+        doc="partition algorithm",
+        type="name",
+        choices=lambda: partition.PARTITION_ALGORITHMS,
+        verify=STATED,
+    ),
+    "mode": Field(
+        _one_of("split", "joint"),
+        kinds=_LEARNED,
+        doc="split or joint calibration",
+        type="choice",
+        choices=("split", "joint"),
+        verify=STATED,
+    ),
+    "cluster_fraction": Field(
+        _fraction, kinds=_LEARNED, doc="share of items that learn the partition", type="fraction", verify=STATED
+    ),
+}
+
+#: The fields of each ``groups`` entry (:mod:`gpac_utils.certificate`), all recomputed by ``gpac verify``.
+GROUP_ENTRY: dict[str, Field] = {
+    "n": Field(_int_at_least(0), doc="calibration items", type="int", since=3),
+    "labelled": Field(
+        _nullable(_int_at_least(0)), doc="expert labels used (null: not recorded)", type="count", since=3
+    ),
+    "status": Field(  # its values: gpac_utils.calibrate.STATUSES (checked by gpac_utils.certificate, which reads them)
+        _text, doc="certified or why it always thinks", type="status", since=3
+    ),
+    "threshold": Field(_threshold, doc="the threshold (null: always think)", type="threshold", since=3),
+    "ucb": Field(_nonneg, doc="the certified bound at the threshold (null: none)", type="bound", since=3),
+}
+
+#: ``provenance.table``: the calibration table's file.
+TABLE_RECORD: dict[str, Field] = {
+    "path": Field(_text, doc="the file, as given (must agree with 'data')", type="path", since=3),
+    "sha256": Field(
+        _hex(64),
+        doc="its bytes' SHA-256 (checked when --data is the file 'path' names; a copy elsewhere, in another format, "
+        "is judged by its columns)",
+        type="sha256",
+        since=3,
+    ),
+}
+
+#: ``provenance.columns[role]``: a column used, hashed canonically (:func:`gpac_utils.certificate.column_sha256`).
+COLUMN_RECORD: dict[str, Field] = {
+    "name": Field(_text, doc="the table's column (must agree with 'columns')", type="column", since=3),
+    "dtype": Field(
+        _dtype,
+        doc="its dtype as read; its class (number or text) decides how it is hashed and is checked, the rest is "
+        "descriptive (a CSV and a Parquet copy may read differently)",
+        type="dtype",
+        since=3,
+    ),
+    "sha256": Field(_hex(64), doc="the SHA-256 of its values, canonically", type="sha256", since=3),
+}
+
+#: ``provenance.score_model``: the score's fitted model (``gpac calibrate --score-model``).
+SCORE_MODEL_RECORD: dict[str, Field] = {
+    "path": Field(_text, doc="the model file, as given", type="path", since=4, verify=DESCRIPTIVE),
+    "sha256": Field(_hex(64), doc="the model file's SHA-256", type="sha256", since=4),
+    "embedder": Field(_text, doc="the embedder it reads (the model's)", type="text", since=4),
+    "text": Field(_text, doc="the request column it reads (the model's)", type="column", since=4),
+}
+
+#: ``provenance.item_ids``: the calibration items' ids, as digests (what ``gpac audit`` checks overlap with).
+#: The record's values are checked together where it is written (:mod:`gpac_utils.certificate`: the digest's
+#: name, ``n`` digests, sorted); here, its fields and how ``gpac verify`` checks them (recomputed from the ids).
+ITEM_IDS_RECORD: dict[str, Field] = {
+    "digest": Field(
+        _checked_with_the_record, doc="how each id is digested", type="choice", choices=("sha256-48",), since=5
+    ),
+    "n": Field(_checked_with_the_record, doc="how many distinct ids", type="int", since=5),
+    "values": Field(_checked_with_the_record, doc="the sorted digests, concatenated", type="hexstring", since=5),
+}
+
+#: The fields of ``provenance``.
+PROVENANCE: dict[str, Field] = {
+    "table": Field(_nullable(_record), doc="the table file: path, sha256 (null: none)", since=3, fields=TABLE_RECORD),
+    "columns": Field(
+        _record,
+        doc="role -> the column used: name, dtype, sha256",
+        since=3,
+        each=Field(_record, doc="a column used", since=3, fields=COLUMN_RECORD),
+    ),
+    "package": Field(
+        _one_of("gpac-utils"), required=False, doc="the package that wrote it", type="choice", choices=("gpac-utils",)
+    ),
+    "package_version": Field(_text, doc="its version", type="text", since=3, verify=DESCRIPTIVE),
+    "recipe": Field(_recipe_name, doc="the named recipe the settings started from", type="recipe", since=3),
+    "recipe_overrides": Field(
+        _overrides,
+        required=False,
+        doc="the recipe's fields the settings changed from the named recipe's (null: no named recipe)",
+        type="overrides",
+        since=5,
+    ),
+    "seed": Field(_int_at_least(0), doc="the settings' seed", type="int", since=3),
+    "created": Field(_timestamp, doc="creation time, UTC", type="timestamp", since=3, verify=DESCRIPTIVE),
+    "score_model": Field(
+        _record,
+        required=False,
+        doc="the score's model: path, sha256, embedder, text",
+        since=4,
+        fields=SCORE_MODEL_RECORD,
+    ),
+    "item_ids": Field(
+        _record, required=False, doc="the calibration items' ids: digest, n, values", since=5, fields=ITEM_IDS_RECORD
+    ),
+    "mode": Field(
+        _one_of("sequential"),
+        required=False,
+        doc="absent: an offline calibration; 'sequential': gpac plan --sequential's e-processes (not recomputed)",
+        type="choice",
+        choices=("sequential",),
+        since=5,
+    ),
+    "sequential": Field(
+        _record,
+        required=False,
+        doc="the sequential run's settings: bet, batch_size, grid_size, alpha_per_group, budget, seed, stopped",
+        type="record",
+        since=5,
+    ),
+}
+
 #: The top-level fields.
 FIELDS: dict[str, Field] = {
-    "schema_version": Field(_version, required=False, doc="the schema version (missing: 1)"),
-    "method": Field(lambda v, _: None, doc="a name of the calibrator registry (PAC, G-PAC, C-PAC)"),
-    "settings": Field(
-        lambda v, _: None if isinstance(v, dict) else "must be an object", doc="every setting ('SETTINGS')"
+    "schema_version": Field(
+        _version, required=False, doc="the schema version (missing: 1)", type="version", choices=lambda: READS
     ),
-    "thresholds": Field(_thresholds, doc="group -> threshold in [0, 1], null: always think"),
-    "group_sizes": Field(_group_sizes, required=False, doc="group -> calibration items"),
-    "partition": Field(_partition, kinds=_LEARNED, doc="C-PAC's learned partition: algorithm, boundaries"),
-    "columns": Field(_columns, required=False, doc="gpac calibrate: the table's columns"),
+    "method": Field(
+        lambda v, _: None, doc="a name of the calibrator registry (PAC, G-PAC, C-PAC)", type="method", verify=STATED
+    ),
+    "settings": Field(_record, doc="every setting ('SETTINGS')", fields=SETTINGS),
+    "thresholds": Field(
+        _thresholds,
+        doc="group -> threshold in [0, 1], null: always think",
+        each=Field(_threshold, doc="a group's threshold", type="threshold"),
+    ),
+    "group_sizes": Field(
+        _group_sizes,
+        required=False,
+        doc="group -> calibration items",
+        each=Field(_int_at_least(0), doc="a group's calibration items", type="int"),
+    ),
+    "partition": Field(
+        _partition,
+        kinds=_LEARNED,
+        doc="C-PAC's learned partition: algorithm, boundaries",
+        fields={
+            "algorithm": Field(
+                _registry(partition.PARTITION_ALGORITHMS),
+                doc="the partition algorithm",
+                type="name",
+                choices=lambda: partition.PARTITION_ALGORITHMS,
+            ),
+            "boundaries": Field(lambda v, _: None, doc="the learned boundaries, ascending", type="boundaries"),
+        },
+    ),
+    "columns": Field(
+        _columns,
+        required=False,
+        doc="gpac calibrate: the table's columns",
+        each=Field(_nullable(_text), doc="a role's column", type="column"),
+    ),
     "score": Field(
         lambda v, p: None if v is None else _registry(SCORES)(v, p),
         required=False,
         doc="the score's registry name (null: the column holds no registered score)",
+        type="score",
+        choices=lambda: SCORES,
+        since=4,
+        verify=STATED,
     ),
-    "data": Field(_text, required=False, doc="gpac calibrate: the table it read"),
-    "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows"),
-    "schema": Field(_one_of("gpac-thresholds"), required=False, doc="the certificate's schema name"),
-    "provenance": Field(
-        lambda v, _: None if isinstance(v, dict) else "must be an object",
+    "data": Field(_text, required=False, doc="gpac calibrate: the table it read", type="path"),
+    "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows", type="int"),
+    "schema": Field(
+        _one_of("gpac-thresholds"),
         required=False,
-        doc="the certificate's provenance",
+        doc="the certificate's schema name",
+        type="choice",
+        choices=("gpac-thresholds",),
+        since=3,
     ),
+    "provenance": Field(_record, required=False, doc="the certificate's provenance", since=3, fields=PROVENANCE),
     "groups": Field(
         lambda v, _: None if isinstance(v, dict) else "must be an object of group -> entry",
         required=False,
         doc="the certificate's per-group review: n, labelled, status, threshold, ucb",
+        since=3,
+        each=Field(_record, doc="a group's entry", since=3, fields=GROUP_ENTRY),
     ),
 }
 
-#: The fields of ``settings``.
-SETTINGS: dict[str, Field] = {
-    "eps": Field(_risk("eps"), doc="target risk, in (0, loss_bound)"),
-    "alpha": Field(_risk("alpha"), doc="miscoverage level, in (0, 1)"),
-    "loss_bound": Field(_risk("loss_bound"), doc="upper end of the loss range, > 0"),
-    "bound": Field(_registry(bounds.BOUNDS), doc="the recipe's bound"),
-    "bound_kind": Field(_one_of("valid", "paper"), required=False, doc="whether the bound is valid"),
-    "sampling": Field(_registry(sampling.SCHEMES), doc="the recipe's label sampling"),
-    "label_prob": Field(_label_prob, doc="labelling probability (legacy name: 'pi')"),
-    "rule": Field(_registry(selection.RULES), doc="the recipe's selection rule"),
-    "candidates": Field(_candidates, doc="'auto', 'all' or a grid size"),
-    "min_group_size": Field(_int_at_least(1), doc="smaller groups always think"),
-    "seed": Field(_int_at_least(0), doc="seed of the label sampling (and C-PAC's split)"),
-    "correction": Field(_registry(CORRECTIONS), required=False, kinds=_GROUPED, doc="alpha across groups"),
-    "simultaneous": Field(_boolean, required=False, kinds=_GROUPED, doc="Bonferroni across groups (files before 0.3)"),
-    "risk": Field(_registry(RISKS), required=False, doc="what is certified: joint (missing) or routed"),
-    "k": Field(_int_at_least(1), kinds=_LEARNED, doc="number of learned groups asked for"),
-    "partition": Field(_registry(partition.PARTITION_ALGORITHMS), kinds=_LEARNED, doc="partition algorithm"),
-    "mode": Field(_one_of("split", "joint"), kinds=_LEARNED, doc="split or joint calibration"),
-    "cluster_fraction": Field(_fraction, kinds=_LEARNED, doc="share of items that learn the partition"),
-}
+
+def declared(path) -> Field | None:
+    """The declaration of the field at ``path`` (a sequence of keys: ``("settings", "eps")``,
+    ``("groups", "algebra", "n")``, ``("provenance", "columns", "score", "sha256")``); None: undeclared.
+
+    Examples
+    --------
+    >>> declared(("provenance", "columns", "score", "sha256")).type
+    'sha256'
+    >>> declared(("settings", "eps")).verify, declared(("provenance", "created")).verify
+    ('stated', 'descriptive')
+    >>> declared(("settings", "nope")) is None
+    True
+    """
+    keys = list(path)
+    if not keys:
+        return None
+    f = FIELDS.get(keys[0])
+    for key in keys[1:]:
+        if f is None:
+            return None
+        f = f.fields.get(key) if f.fields is not None else f.each
+    return f
 
 
 def _path(prefix: str, name: str) -> str:
@@ -295,6 +659,40 @@ def _check_table(fields: dict, table: dict[str, Field], prefix: str, method: str
         problem = f.check(fields[name], root)
         if problem:
             raise ThresholdsFileError(f"{_path(prefix, name)}{'' if problem.startswith('[') else ': '}{problem}")
+
+
+def check_record(record, table: Mapping[str, Field], prefix: str, root: dict) -> None:
+    """Check a record of the certificate (the provenance and its records, a group's entry) against its
+    declarations ``table``: no undeclared field, every required one, each value's check; records within
+    it in depth.
+
+    Raises
+    ------
+    ThresholdsFileError
+        Naming the field by its path (``provenance['columns']['score']['sha256']: ...``).
+    """
+    if not isinstance(record, dict):
+        raise ThresholdsFileError(f"{prefix}: must be an object")
+    for name in record:
+        if name not in table:
+            raise ThresholdsFileError(f"{_path(prefix, name)}: not a field of the schema (version {SCHEMA_VERSION})")
+    for name, f in table.items():
+        if name not in record:
+            if f.required:
+                raise ThresholdsFileError(f"{_path(prefix, name)}: missing")
+            continue
+        value = record[name]
+        problem = f.check(value, root)
+        if problem:
+            raise ThresholdsFileError(f"{_path(prefix, name)}{'' if problem.startswith('[') else ': '}{problem}")
+        if value is None:
+            continue
+        if f.fields is not None:
+            check_record(value, f.fields, _path(prefix, name), root)
+        elif f.each is not None:
+            for key, item in value.items():
+                if f.each.fields is not None:
+                    check_record(item, f.each.fields, f"{_path(prefix, name)}[{key!r}]", root)
 
 
 def validate_file(payload, methods: Mapping) -> dict:
@@ -361,6 +759,8 @@ def validate_file(payload, methods: Mapping) -> dict:
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
         raise ThresholdsFileError(f"settings[{field!r}]: {message}") from None
+    if isinstance(payload.get("provenance"), dict):  # the certificate's records, in depth
+        check_record(payload["provenance"], PROVENANCE, "provenance", payload)
     payload.setdefault("schema_version", 1)
     del payload["_kind"]
     return payload

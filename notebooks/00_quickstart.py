@@ -142,7 +142,7 @@ from gpac_utils.calibrate import factorize_groups, risk_curve
 from gpac_utils.paper import plotting, toy
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -243,7 +243,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
-fig, ax = plt.subplots(figsize=(6.2, 3.8))
+fig, ax = plt.subplots(figsize=(6.0, 3.4))
 curves = {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
     curves[name] = risk_curve(
@@ -253,9 +253,10 @@ for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "p
     ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
     chosen = curve.loc[curve["selected"], "u"]
     if len(chosen):
-        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {name}: {chosen.iloc[0]:.3f}")
+        short = name.split(" (")[0]
+        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {short}: {chosen.iloc[0]:.3f}")
 full = curves["valid (HB, every label)"]
-ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk of the calibration items")
+ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk")
 ax.axhline(cfg.eps, color="k", ls="--", lw=1, label="ε")
 ax.set(
     xlabel="threshold u",
@@ -263,7 +264,8 @@ ax.set(
     ylim=(0, 2.5 * cfg.eps),
     title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
 )
-ax.legend(fontsize=7, loc="lower right")
+# the key beside the curves, with short entries: the axes keep most of the slide's width
+ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
 show(fig, "quickstart_mechanism")
 
 # %%
@@ -630,12 +632,12 @@ curve = curve.reset_index()
 curve["se"] = curve["sd"].fillna(0.0) / np.sqrt(curve["n"])
 curve["score_mid"] = (edges[curve["bin"]] + edges[curve["bin"] + 1]) / 2
 assert curve["n"].sum() == len(test) and curve["bin"].between(0, 9).all()  # every test item in one bin
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
 for g in ["easy", "medium", "hard"]:
     d = curve[(curve["group"] == g) & (curve["n"] >= 50)]
     ax.errorbar(d["score_mid"], d["loss"], yerr=2 * d["se"], marker="o", ms=3, capsize=2, label=g)
 ax.set(xlabel="uncertainty score U", ylabel="P(loss = 1)", title="Loss rate by score and group (test set)")
-ax.legend(title="group")
+ax.legend(title="group", loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the curves, not over one
 show(fig, "quickstart_loss_by_score")
 
 # %% [markdown]

@@ -13,11 +13,10 @@
 # %% [markdown]
 # # 10 — The oracle partition: PAC-optimal thresholds and why grouping helps (Proposition 4.5)
 #
-# **Reproduces** Section 4.2 of the paper: the PAC-optimal threshold of each group
-# (Eq. pac-optimal-threshold), the routed share of marginal PAC vs G-PAC vs the oracle, and
-# Proposition 4.5 (`prop:grouping-benefit`, "grouping never hurts, strictly helps under
-# heterogeneity") checked numerically — including the equality case, and the step of its proof
-# that does *not* hold (the proposition itself does).
+# **Illustrates** Section 4.2 of the paper: the PAC-optimal threshold of each group (Eq. (4)) and
+# the routed share of marginal PAC vs G-PAC vs the oracle; and **checks numerically** Proposition 4.5
+# (`prop:grouping-benefit`, "grouping never hurts, strictly helps under heterogeneity"), including
+# the equality case, and the step of its proof that does *not* hold (the proposition itself does).
 #
 # **Population** (`pop` below, a `gpac_utils.paper.theory.populations.Population`): three groups with `U ~ Uniform(0, 1)`
 # and binary loss with `P(loss = 1 | U = u, j) = a_j u^{b_j}`: easy (50 %, `0.4 u^2`), medium
@@ -114,7 +113,7 @@ from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 
 # %% tags=["parameters"]
 profile = "paper"
@@ -144,28 +143,32 @@ cfg
 # %% slideshow={"slide_type": "slide"}
 e0 = cfg.eps
 u_grid = np.linspace(0, 1, 401)
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+fig, axes = plt.subplots(1, 3, figsize=(18.5, 3.6))  # the third legend beside its axes
 for g, c in zip(pop.groups, ["#2a9d8f", "#e9c46a", "#e76f51"]):
     axes[0].plot(u_grid, g.loss_prob(u_grid), color=c, label=g.name)
     axes[1].plot(u_grid, g.risk(u_grid), color=c, label=g.name)
-    axes[1].axvline(min(populations.oracle_threshold(pop, e0, g.name), 1), color=c, ls=":")
+    # u*_j marked from the axis up to where the risk curve crosses ε (not across the legend)
+    axes[1].vlines(min(populations.oracle_threshold(pop, e0, g.name), 1), 0, e0, color=c, ls=":", lw=2)
 axes[1].plot(u_grid, pop.risk(u_grid), color="#1f3b73", lw=2, label="marginal")
-axes[1].axvline(populations.oracle_threshold(pop, e0), color="#1f3b73", ls=":")
+axes[1].vlines(populations.oracle_threshold(pop, e0), 0, e0, color="#1f3b73", ls=":", lw=2)
 axes[1].axhline(e0, color="grey", lw=0.8)
 axes[0].set(xlabel="score u", ylabel="P(loss = 1 | U = u)", title="loss curves")
-axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: u* at ε = {e0:g}")
+axes[1].set(xlabel="threshold u", ylabel="R(u | G)", title=f"risk; dotted: $u^*_j$ at ε = {e0:g}")
 axes[0].legend()
-axes[1].legend(fontsize=8)
+axes[1].legend()
 
 table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps_grid])
+# the figure runs past the table's last ε, to 0.3, so that the crossing near ε = 0.2 is not its last point
+wide = np.union1d(cfg.eps_grid, np.round(np.arange(max(cfg.eps_grid), 0.3 + 1e-9, 0.02), 2))
+curve = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in wide])
 for col, lab in (
     ("routed_share_marginal", "PAC (marginal constraint)"),
     ("routed_share_common", "one threshold, valid in every group"),
     ("routed_share_grouped", "G-PAC oracle (per-group)"),
 ):
     axes[2].plot(
-        table["eps"],
-        table[col],
+        curve["eps"],
+        curve[col],
         marker="o",
         ms=3,
         label=lab,
@@ -174,7 +177,9 @@ for col, lab in (
         ],
     )
 axes[2].set(xlabel="ε", ylabel="share routed to non-thinking", title="population routed share")
-axes[2].legend(fontsize=8)
+axes[2].set_ylim(0, 1.03)  # a share is at most 1: the axis stops there
+axes[2].set_yticks(np.linspace(0, 1, 6))
+axes[2].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the curves, not over them
 fig.tight_layout()
 plotting.savefig(fig, "oracle_partition")
 
@@ -289,12 +294,12 @@ display(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # So for a *given* partition (known groups, as G-PAC uses them) the inequality is not a
-# theorem. We check three statements on random populations (`a_j ~ U(0.1, 1)`,
-# `b_j ∈ {0, 0.5, 1, 2, 4, 8, 16}`, random masses) and on populations whose groups are identical:
+# theorem. We check three statements on random populations ($a_j \sim U(0.1, 1)$,
+# $b_j \in \{0, 0.5, 1, 2, 4, 8, 16\}$, random masses) and on populations whose groups are identical:
 #
 # 1. **corrected**: G-PAC ≥ the best single threshold valid in every group, with equality iff
-#    the `u*_j` coincide — always true (each `u*_j ≥ min_i u*_i`);
-# 2. **equality case**: identical groups give `Eff(G) = Eff({X})` exactly;
+#    the $u^*_j$ coincide — always true (each $u^*_j \ge \min_i u^*_i$);
+# 2. **equality case**: identical groups give $\mathrm{Eff}(\mathcal G) = \mathrm{Eff}(\{\mathcal X\})$ exactly;
 # 3. **fixed partition** (what the proof's step would give): G-PAC ≥ marginal PAC — true when
 #    the marginal threshold happens to be valid in every group, false in general.
 

@@ -18,8 +18,8 @@
 # the uncertainty score into $k=3$ groups (1-D k-means) and calibrates one threshold per
 # group, with **disjoint** clustering (C-PAC `mode="split"`: groups learned on half of the
 # calibration set, thresholds on the other half; Theorem 4.6 (`thm:unknown-grouping`), part 1,
-# Eq. (`eq:unknown-guarantee-split`)) and **joint** clustering (the same items for both; Theorem 4.6,
-# part 2, Eq. (`eq:unknown-guarantee-joint`), which claims only $\varepsilon + c\,\delta$ with an
+# Eq. (6)) and **joint** clustering (the same items for both; Theorem 4.6,
+# part 2, Eq. (7), which claims only $\varepsilon + c\,\delta$ with an
 # unspecified constant $c$ and the unknown partition gap $\delta$, a claim its proof (Appendix E) reaches by
 # conditioning on a partition learned from the same items; Section 3.2 says the joint approach adds a gap term
 # $\delta(n, k)$ to the UCB but gives no formula for it, and C-PAC here adds none). Both methods are judged on

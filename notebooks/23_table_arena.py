@@ -15,7 +15,7 @@
 #
 # **Reproduces** `table:arena_results` (Qwen pair, $\varepsilon=0.10$) and
 # `table:arena_results_llama` (Llama pair, $\varepsilon=0.15$): Arena-Hard answers cannot be
-# verified and carry no category labels, so the loss is semantic (Eq. (`eq:semantic_loss`), Appendix F.4:
+# verified and carry no category labels, so the loss is semantic (Eq. (15), Appendix F.4:
 # one minus the cosine similarity of the two answers' embeddings) and groups are learned by
 # C-PAC ($k=3$ groups of the score; disjoint and joint clustering). PAC is judged on the same
 # learned groups; `c0` holds the most confident answers, `c2` the least confident ones.

@@ -29,10 +29,12 @@
 #    jumps at the first $n$ where anything certifies — so a greedy on marginal gains can fall short).
 #
 # **The plan is an estimate, not a guarantee.** The guarantee (risk $\le\varepsilon$ with
-# probability $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is, provided
-# $n_j$ is fixed without looking at the losses of the items calibrated on (here the pilot that chose
-# $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*); the plan
-# only predicts how much each group will route. It assumes the pilot is a random sample of the
+# probability at least $1-\alpha$ per group) comes from the calibration itself, whatever $n_j$ is,
+# provided $n_j$ is independent of the calibration items, their scores as well as their losses (the
+# pilot that chose $n_j$ is never calibrated on: `docs/planning.md`, *The budget and the pilot*).
+# Here the sizes use the unlabelled scores of all rows, calibration rows included, so the guarantee
+# is only approximate (the dependence is weak when the pool is much larger than $n_j$); planning on
+# the scores of rows outside the calibration pool makes it exact. The plan only predicts how much each group will route. It assumes the pilot is a random sample of the
 # group and extrapolates from it: structure the pilot does not show (e.g. a loss among the lowest
 # scores) is only as likely as the prior makes it.
 #
@@ -145,10 +147,13 @@
 # the risk at every fixed threshold (Assumption 4.1, `assump:ucb-validity`), the first-crossing rule
 # makes it valid at the threshold it selects (fixed-sequence testing, a step the paper's proof of
 # Theorem 4.2 leaves out), and nothing is resampled, so each group gets the conclusion of Theorem 4.2
-# (`thm:known-grouping`) whatever its number of labels, as long as that number is chosen without the
-# calibration items' losses.
+# (`thm:known-grouping`) whatever its number of labels, as long as that number is independent of the
+# calibration items, their scores as well as their losses; chosen here from the scores of all rows,
+# calibration rows included, it makes the guarantee only approximate (the caveat the first cell states).
 
 # %%
+import matplotlib.lines as mlines
+import matplotlib.patches as mpatches
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -409,14 +414,14 @@ c = sim_curves[main_score]
 lo, hi = c.band()
 cols = min(len(c.groups), 4)
 rows_ = -(-len(c.groups) // cols)
-fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), sharey=True, squeeze=False)
+fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 3.0 * rows_), sharey=True, squeeze=False)
 for j, g in enumerate(c.groups):
     ax = axes.flat[j]
     ok = np.isfinite(c.mean[j])
     ax.fill_between(c.n_grid[ok], lo[j, ok], hi[j, ok], color="0.8", label="10-90 %")
     ax.plot(c.n_grid[ok], c.mean[j, ok], color="k", lw=1.2, label="mean")
     ax.plot(c.n_grid[ok], c.p_certify[j, ok], color="0.5", lw=0.8, ls=":", label="P(certify)")
-    ax.axhline(cfg.target, color="C1", lw=0.8, ls="--")
+    ax.axhline(cfg.target, color="C1", lw=0.8, ls="--", label=f"{cfg.target:.0%} target")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
@@ -425,9 +430,14 @@ for j, g in enumerate(c.groups):
 for ax in axes.flat[len(c.groups) :]:
     ax.axis("off")
 axes[0, 0].set_ylabel("routed share")
-axes[0, 0].legend(fontsize=6, loc="upper left")
+# the key low on the right, under the band and above the target line: not over the jump near 59
+axes[0, 0].legend(fontsize=9, loc="lower right", bbox_to_anchor=(1.0, 0.36), borderaxespad=0.2)
 fig.tight_layout()
-fig.suptitle(f"simulated MATH-500, {main_score}, valid G-PAC at eps={cfg.sim_eps}", y=1.02, fontsize=10)
+fig.suptitle(
+    f"simulated MATH-500, {main_score.removeprefix('score_')} score, valid G-PAC at ε = {cfg.sim_eps}",
+    y=1.02,
+    fontsize=10,
+)
 plotting.savefig(fig, "label_budget_sim")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -443,7 +453,7 @@ plotting.savefig(fig, "label_budget_sim")
 # 2. draw a synthetic calibration set of $n$ items with replacement, item $i$ with probability $w_i$
 #    (inverse-CDF sampling: a uniform number, located in the cumulative weights);
 # 3. calibrate it exactly as G-PAC would (`threshold`, the valid recipe);
-# 4. read the routed share off the group's unlabelled scores: the share with $U \le \hat u$.
+# 4. read the routed share off the group's unlabelled scores, the share with $U \le \hat u$
 #
 # Every resample has its own weights, so the spread of the routed shares reflects both the
 # calibration noise at size $n$ and how little a small pilot says. The library uses one random
@@ -803,29 +813,37 @@ plotting.save_table(groups_table, "label_budget_real_groups", floatfmt=".3f")
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
 ax = axes[0]
 x = np.arange(len(order))
-ax.bar(
-    x,
-    summary["routed_share_mean"],
-    yerr=summary["routed_share_sd"],
-    color=["C3", "C0", "C2", "C7"],
-    alpha=0.8,
-    label="realised (held-out)",
-)
-ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5, label="predicted from pilot")
-ax.set_xticks(x, [o.replace(" + ", "\n+ ") for o in order], fontsize=8)
+ax.bar(x, summary["routed_share_mean"], color=["C3", "C0", "C2", "C7"], alpha=0.8)
+ax.errorbar(x, summary["routed_share_mean"], yerr=summary["routed_share_sd"], fmt="none", ecolor="black", lw=1.5)
+ax.plot(x[:3], summary["predicted_routed_share"].iloc[:3], "kD", ms=5)
+shown = {"pi=0.5": "π = 0.5"}  # the allocations' names in the figure (the table keeps its own)
+ax.set_xticks(x, [shown.get(o, o).replace(" + ", "\n+ ") for o in order], fontsize=9)
 ax.set_ylabel("routed share of all traffic")
-ax.legend(fontsize=7, loc="lower right")
+ax.set_ylim(0, 0.5)  # room for the legend above the bars
+# every mark named: a bar of any colour, its vertical line and the diamonds (the x axis names the bars)
+marks = [
+    mpatches.Patch(facecolor="white", edgecolor="black", label="bar: realised (held-out), mean"),
+    mlines.Line2D(
+        [], [], color="black", marker="|", ms=12, mew=1.5, ls="none", label=f"line: ±1 SD over {cfg.n_trials} splits"
+    ),
+    mlines.Line2D([], [], color="black", marker="D", ms=5, ls="none", label="diamond: pilot's forecast"),
+]
+ax.legend(handles=marks, fontsize=9, loc="upper right")
 ax = axes[1]
 w = 0.2
 for i, name in enumerate(order):
     part = groups_table[groups_table["allocation"] == name].set_index("group").reindex(names)
     ax.bar(
-        np.arange(len(names)) + (i - 1.5) * w, part["routed_share"], width=w, label=name, color=f"C{[3, 0, 2, 7][i]}"
+        np.arange(len(names)) + (i - 1.5) * w,
+        part["routed_share"],
+        width=w,
+        label=shown.get(name, name),
+        color=f"C{[3, 0, 2, 7][i]}",
     )
-ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=7)
+ax.set_xticks(np.arange(len(names)), [n.replace(" & ", " &\n").replace(" ", "\n", 1) for n in names], fontsize=9)
 ax.set_ylabel("routed share of the group")
-ax.legend(fontsize=7, ncol=2)
-fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, eps={eps}, {cfg.n_trials} splits", fontsize=10)
+ax.legend(fontsize=9, ncol=2)
+fig.suptitle(f"MATH Level-5 (o1-mini vs gpt-4o-mini), valid G-PAC, ε = {eps}, {cfg.n_trials} splits", fontsize=10)
 fig.tight_layout()
 plotting.savefig(fig, "label_budget_real")
 

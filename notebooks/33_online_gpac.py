@@ -81,7 +81,7 @@ from gpac_utils.online import OnlineGPAC, OnlineSettings, grid_points
 from gpac_utils.paper import plotting, realdata
 from gpac_utils.workflow import config
 
-plotting.apply_style()
+plotting.apply_style(projected=True)
 pd.set_option("display.width", 200)
 
 # %% tags=["parameters"]
@@ -136,12 +136,14 @@ cfg
 # $1+\lambda_i(\varepsilon-R_j(u))\le1$, so $K(u)$ is a nonnegative supermartingale from 1 and by
 # **Ville's inequality** $P(\exists n:K_n(u)\ge1/\alpha)\le\alpha$. A grid point is certified once
 # its wealth reaches $1/\alpha$; the threshold in use is the largest grid point whose whole grid
-# prefix is certified. If ever $R_j(\hat u_{j,t})>\varepsilon$, the first grid point $u^*$ with
-# $R_j(u^*)>\varepsilon$ was certified — a Ville event of one process — so
+# prefix is certified. If ever $R_j(\hat u_{j,t})>\varepsilon$, the first unsafe grid point $u^+$
+# (the smallest with $R_j(u^+)>\varepsilon$) was certified — a Ville event of one process — so
 # $$P\bigl(\exists t:\ R_j(\hat u_{j,t})>\varepsilon\bigr)\le\alpha\quad\text{for every group }j.$$
 # **It needs** i.i.d. items, propensities known when the item is decided and never 0 for a term
 # that is used, the loss of every observed item — a thinking-routed one included — in full, and a
 # grid fixed before the stream (here the score's support $\{0,\frac18,\dots,1\}$).
+
+# %% [markdown] tags=["maintainer"]
 # `tests/test_online.py` checks it per group on 300 seeded streams in four labelling modes.
 
 # %%
@@ -232,18 +234,40 @@ settings = OnlineSettings(eps=cfg.eps, alpha=cfg.alpha, label_prob=cfg.label_pro
 free = streams.run_online(u, loss, g, len(names), settings, every=cfg.every)
 fixed = streams.run_online(u, loss, g, len(names), settings.replace(labelling="fixed-rate"), every=cfg.every)
 times = np.arange(free["thresholds"].shape[1]) * cfg.every
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-for ax, res, title in [(axes[0], free, "free labels"), (axes[1], fixed, "fixed rate")]:
-    for j, name in enumerate(names):
-        ax.step(times, np.maximum(res["thresholds"][0, :, j], -0.1), where="post", color=f"C{j}", label=name)
-        ax.axhline(oracle[name], color=f"C{j}", ls=":", lw=0.8)
-    ax.set(xlabel="items seen", title=f"{title} (stream 0; dotted: best valid)")
-axes[0].set(ylabel="threshold in use (below 0: always think)")
-axes[1].legend(fontsize=8, loc="lower right")
-fig.suptitle(
-    f"online G-PAC on MATH L5: ε = {cfg.eps}, α = {cfg.alpha}, labelling probability π = {cfg.label_prob}", fontsize=10
-)
-fig.tight_layout()
+# one panel per subject (two rows of four, the last holds the legend): free labels vs the fixed rate
+fig, axes = plt.subplots(2, 4, figsize=(8.6, 7.8), sharex=True, sharey=True)
+for ax, (j, name) in zip(axes.flat, enumerate(names)):
+    for res, label, style in [(free, "free labels", "-"), (fixed, f"fixed rate π = {cfg.label_prob:g}", "--")]:
+        ax.step(
+            times,
+            np.maximum(res["thresholds"][0, :, j], -0.1),
+            where="post",
+            color=f"C{j}",
+            ls=style,
+            lw=2.2,
+            label=label,
+        )
+    ax.axhline(oracle[name], color="0.3", ls=":", lw=1.4, label="best valid threshold")
+    ax.set_title(name.replace(" & ", " &\n").replace("Intermediate ", "Intermediate\n"))
+    ax.set_xticks([0, 10_000, 20_000])
+    ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if x else "0")
+    ax.tick_params(labelbottom=True)  # each row is a slide of its own: both rows keep their x axis
+    ax.set_xlabel("items seen")
+for ax in axes[:, 0]:
+    ax.set_ylabel("threshold in use")
+# the level drawn at -0.1 is "no threshold yet": the group always thinks
+axes[0, 0].set_yticks([-0.1, 0.2, 0.4, 0.6, 0.8], ["always\nthink", "0.2", "0.4", "0.6", "0.8"])
+key = [
+    plt.Line2D([], [], color="k", lw=2.2, label="free labels"),
+    plt.Line2D([], [], color="k", lw=2.2, ls="--", label=f"fixed rate π = {cfg.label_prob:g}"),
+    plt.Line2D([], [], color="0.3", lw=1.4, ls=":", label="best valid"),
+]
+# each row is a slide of its own: the key above the first row, and in the second row's free cell
+axes.flat[-1].legend(handles=key, loc="center", frameon=False, title=f"stream 0, ε = {cfg.eps:g}")
+axes.flat[-1].axis("off")
+fig.tight_layout(rect=(0, 0, 1, 0.95), h_pad=1.5)
+# after the layout, in the room it left above the panels
+axes[0, 0].legend(handles=key, loc="lower left", bbox_to_anchor=(0, 1.3), ncol=3, frameon=False, borderaxespad=0)
 plotting.savefig(fig, "online_gpac_stream")
 
 # %% [markdown]
@@ -378,7 +402,8 @@ plotting.save_table(groups, "online_gpac_groups", floatfmt=".3f")
 #
 # From mid-stream on, `drift_group`'s items are drawn from `drift_source`'s rows: the same
 # subject label, a harder population. Once a group has a threshold $\hat u$, a Shiryaev–Roberts
-# **e-detector** (Shin, Ramdas & Rinaldo, "E-detectors") tests whether $R_j(\hat u)>\varepsilon$
+# **e-detector** (Shin, Ramdas & Rinaldo 2023, "E-detectors: a nonparametric framework for sequential
+# change detection", NEJSDS) tests whether $R_j(\hat u)>\varepsilon$
 # on the same terms:
 # $M_n=\frac1{|\Lambda|}\sum_{\lambda\in\Lambda}\sum_{k\le n}\prod_{i=k}^n(1+\lambda(X_i(\hat u_i)-\varepsilon))$,
 # a new bet started at every item. While $R_j(\hat u_i)\le\varepsilon$ every product is a test
@@ -452,7 +477,7 @@ display(
 # %% slideshow={"slide_type": "slide"}
 thr_a, risk_a, alarm, times = drift_run(0, cfg.drift_alpha)
 thr_p, risk_p, _, _ = drift_run(0, None)
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
 for ax, (a, p), label in [
     (axes[0], (thr_a, thr_p), "threshold in use"),
     (axes[1], (risk_a, risk_p), "population risk"),
@@ -461,10 +486,14 @@ for ax, (a, p), label in [
     ax.step(times, np.maximum(a, -0.1), where="post", color="C3", label="with the drift alarm")
     ax.axvline(change, color="k", lw=0.8, ls="--", label="change")
     if alarm >= 0:
-        ax.axvline(alarm, color="C3", lw=0.8, ls=":", label="alarm")
+        ax.axvline(alarm, color="C1", lw=2.4, ls=":", label="alarm")
     ax.set(xlabel="items seen", ylabel=label, title=f"{cfg.drift_group}: {label}")
+# the level drawn at -0.1 is "no threshold": the group always thinks
+axes[0].set_yticks([-0.1, 0.2, 0.4, 0.6, 0.8], ["always\nthink", "0.2", "0.4", "0.6", "0.8"])
 axes[1].axhline(cfg.eps, color="k", lw=0.6, label="ε (target risk)")
-axes[1].legend(fontsize=7, loc="upper left")
+# each panel is a slide of its own: each keeps its key, below its axes (beside the curves, not over them)
+for ax in axes:
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
 fig.tight_layout()
 plotting.savefig(fig, "online_gpac_drift")
 

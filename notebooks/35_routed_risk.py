@@ -15,7 +15,7 @@
 #
 # **Reproduces** no paper artefact. The paper certifies the *joint* risk
 # $R(u \mid G_j) = E[\ell\,\mathbf 1\{U \le u\} \mid G_j]$ (Definition 3.1 (`def:group-conditional-pac`),
-# Theorem 4.2 (`thm:known-grouping`); the formula is written out in Section 4.2, beside Eq. (`pac-optimal-threshold`)):
+# Theorem 4.2 (`thm:known-grouping`); the formula is written out in Section 4.2, beside Eq. (4)):
 # the error that routing adds to the whole group. This notebook adds the error *among the routed
 # items*, $R_c(u \mid G_j) = E[\ell \mid U \le u, G_j]$, certified per group as
 # $P(R_c(\hat u_j \mid G_j) \le \varepsilon) \ge 1 - \alpha$ (`risk="routed"` of PAC, G-PAC and C-PAC;

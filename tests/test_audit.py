@@ -1,6 +1,7 @@
-"""``gpac audit`` and ``gpac verify`` (issue 39): the audit's test is exact and valid (an oracle for the
+"""``gpac audit`` and ``gpac verify`` (issues 39, 49): the audit's test is exact and valid (an oracle for the
 Clopper-Pearson bounds, a seeded false-alarm rate), its verdicts on the real table are the ones
-``docs/deploying.md`` shows, and each failure mode gets one line and the documented exit status."""
+``docs/deploying.md`` shows, and each failure mode gets one line and the documented exit status. The
+gate's own checks (untested groups, power, calibration items, the score model): tests/test_audit_gate.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from gpac_utils.audit import CONSISTENT, VIOLATED, _pvalue_and_bounds
+from gpac_utils.audit import (
+    BY_CONSTRUCTION,
+    CONFIRMED,
+    EXIT_TOO_SMALL,
+    INCONCLUSIVE,
+    VIOLATED,
+    _pvalue_and_bounds,
+    detectable_risk,
+)
 from gpac_utils.cli import main
 from gpac_utils.workflow.paths import DATA, REPO_ROOT
 
@@ -41,12 +50,17 @@ def calibrate(table, out, *extra):
     return out
 
 
+def cell(x) -> str:
+    return "-" if x != x else "none" if x == np.inf else f"{x:.3f}"
+
+
 def audit_markdown(report: pd.DataFrame) -> str:
-    """The page's table: group, status, n, routed, realised risk, bounds, verdict."""
-    lines = ["| group | status | n | routed | risk | lower | upper | verdict |", "|---|---|---|---|---|---|---|---|"]
+    """The page's table: group, status, n, routed, realised risk, bounds, detectable risk, verdict, gate."""
+    head = "| group | status | n | routed | risk | lower | upper | detectable | verdict | gate |"
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report.itertuples():
-        cells = [r.group, r.status, r.n, r.routed, *(f"{x:.3f}" for x in (r.risk, r.lower, r.upper)), r.verdict]
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
+        cells = [r.group, r.status, r.n, r.routed, *map(cell, (r.risk, r.lower, r.upper, r.detectable))]
+        lines.append("| " + " | ".join(map(str, [*cells, r.verdict, r.gate])) + " |")
     return "\n".join(lines)
 
 
@@ -61,10 +75,33 @@ def test_the_real_table_audit_is_the_pages(real, tmp_path, capsys):
     rc = main(["audit", str(cert), "--data", str(held), "--binary", "-o", str(tmp_path / "audit.csv")])
     out = capsys.readouterr().out
     report = pd.read_csv(tmp_path / "audit.csv")
-    assert rc == 0 and (report["verdict"] == CONSISTENT).all()
-    assert "consistent in every group at family-wise level 0.05 over 7 group(s)" in out
-    page = (REPO_ROOT / "docs" / "deploying.md").read_text()
-    assert audit_markdown(report) in page, audit_markdown(report)
+    # two subjects too small to flag 2 eps four times in five: the gate fails with its own status
+    assert rc == EXIT_TOO_SMALL
+    assert set(report["verdict"]) == {CONFIRMED, INCONCLUSIVE, BY_CONSTRUCTION}
+    assert report.loc[report["gate"] == "too small", "group"].tolist() == ["Counting & Probability", "Geometry"]
+    assert "over 6 certified group(s) tested (Bonferroni: 0.00833 each" in out and "FAIL (exit 5)" in out
+    assert "one-sided at 1 − 0.05/6 (Bonferroni over the six certified subjects; Precalculus" in " ".join(
+        (REPO_ROOT / "docs" / "deploying.md").read_text().split()
+    )
+    page = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert audit_markdown(report) in (REPO_ROOT / "docs" / "deploying.md").read_text(), audit_markdown(report)
+    # the page's sentences on how weak an inconclusive verdict is, at its own sizes
+    at = report.set_index("group")
+    algebra, geometry = at.loc["Algebra"], at.loc["Geometry"]
+    assert (algebra["n"], geometry["n"]) == (93, 22)
+    assert (
+        f"Algebra's 93 items are flagged four times in five only when their risk is {algebra['detectable']:.3f}, "
+        f"Geometry's 22 only at {geometry['detectable']:.3f}"
+    ) in page
+    counts = report["verdict"].value_counts()
+    assert (counts.get(VIOLATED, 0), counts[CONFIRMED], counts[INCONCLUSIVE]) == (0, 3, 3)
+    assert "No subject is violated, and three are confirmed. But the three others are inconclusive" in page
+    # "about twice and three times eps"
+    assert (round(algebra["detectable"] / EPS), round(geometry["detectable"] / EPS)) == (2, 3)
+    assert "fails with exit 5 (two subjects too small to flag 2ε = 0.3)" in page
+    # a looser --detectable lets the two small subjects pass: the same verdicts, exit 0
+    assert main(["audit", str(cert), "--data", str(held), "--binary", "--detectable", "0.5"]) == 0
+    assert "PASS: every certified group tested" in capsys.readouterr().out
 
 
 def test_a_certificate_that_routes_too_much_is_violated(real, tmp_path, capsys):
@@ -85,14 +122,17 @@ def test_a_certificate_that_routes_too_much_is_violated(real, tmp_path, capsys):
 
 
 def test_routed_risk_is_tested_on_the_routed_items(tmp_path, capsys):
+    """The routed risk's trials are the routed items; its power is stated at their observed number."""
     cal, held = halves(tmp_path)
     cert = calibrate(cal, tmp_path / "routed.json", "--risk", "routed")
-    assert main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "a.csv")]) == 0
-    report = pd.read_csv(tmp_path / "a.csv")
-    tested = report["routed"] > 0
-    assert (report.loc[tested, "trials"] == report.loc[tested, "routed"]).all()
-    assert (report.loc[~tested, "verdict"] == "no routed items").all()
-    assert "routed risk" in capsys.readouterr().out
+    assert main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "a.csv")]) == EXIT_TOO_SMALL
+    report = pd.read_csv(tmp_path / "a.csv").set_index("group")
+    algebra = report.loc["Algebra"]  # the one certified subject; the six others always think
+    assert algebra["status"] == "certified" and algebra["trials"] == algebra["routed"] == 55 < algebra["n"]
+    assert (report.drop("Algebra")["verdict"] == BY_CONSTRUCTION).all()
+    assert algebra["detectable"] == pytest.approx(detectable_risk(55, EPS, 0.05, binary=False), rel=1e-12)
+    out = capsys.readouterr().out
+    assert "routed risk" in out and "over 1 certified group(s) tested" in out
 
 
 def test_clopper_pearson_bounds_against_their_definition():
@@ -169,12 +209,18 @@ def test_verify_refuses_a_tampered_certificate(real, tmp_path, capsys):
 def test_the_exact_test_is_chosen_by_declaration_not_by_the_sample(real, tmp_path, capsys):
     """All-0/1 fresh losses alone give Hoeffding; ``--binary`` gives the exact test and refuses other values."""
     cert, _, held = real
-    assert main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "h.csv")]) == 0
+    assert main(["audit", str(cert), "--data", str(held), "-o", str(tmp_path / "h.csv")]) == EXIT_TOO_SMALL
     assert "Hoeffding" in capsys.readouterr().out
-    assert main(["audit", str(cert), "--data", str(held), "--binary", "-o", str(tmp_path / "b.csv")]) == 0
+    assert main(["audit", str(cert), "--data", str(held), "--binary", "-o", str(tmp_path / "b.csv")]) == EXIT_TOO_SMALL
     assert "Clopper-Pearson" in capsys.readouterr().out
     hoeff, exact = pd.read_csv(tmp_path / "h.csv"), pd.read_csv(tmp_path / "b.csv")
     assert not np.allclose(hoeff["upper"], exact["upper"])
+    # docs/deploying.md: with Hoeffding's test every subject is inconclusive and too small
+    tested = hoeff[hoeff["status"] == "certified"]
+    assert (tested["verdict"] == INCONCLUSIVE).all() and (tested["gate"] == "too small").all()
+    algebra = tested.set_index("group").loc["Algebra", "detectable"]
+    page = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
+    assert f"Algebra's detectable risk is then {algebra:.3f}" in page
     df = pd.read_csv(held)
     df["loss"] = df["loss"].astype(float)
     df.loc[df.index[0], "loss"] = 0.5
@@ -194,7 +240,7 @@ def test_a_valid_certificate_is_rarely_above_eps_on_held_out_halves(tmp_path):
         cal, held = halves(tmp_path, seed)
         cert = Certificate.read(calibrate(cal, tmp_path / f"c{seed}.json"))
         df = pd.read_csv(held)
-        report = audit(cert, df[SCORE], df["loss"], df["group"])
+        report = audit(cert, df[SCORE], df["loss"], df["group"], ids=df["item_id"])
         over += int((report["risk"] > EPS).sum())
         total += len(report)
     assert total == 70 and over <= 3, (over, total)

@@ -52,3 +52,15 @@ def test_the_paper_is_linked_on_arxiv_in_the_citation_and_the_syllabus():
     assert fields["title"] == paper["title"] and fields["year"] == str(paper["year"]) and fields["eprint"] == ARXIV
     assert fields["author"] == " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
     assert f"[arXiv:{ARXIV}](https://arxiv.org/abs/{ARXIV})" in syllabus
+
+
+def test_the_readme_names_the_paper_in_its_first_paragraph():
+    """Title, authors in order, venue and arXiv link, as CITATION.cff gives them (issue 50)."""
+    paper = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())["preferred-citation"]
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    first = " ".join(readme.split("\n## ", 1)[0].split("\n\n")[1].split())  # the paragraph under the title
+    assert f"*{paper['title']}*" in first, "README: the first paragraph does not give the paper's title"
+    names = [f"{a['given-names']} {a['family-names']}" for a in paper["authors"]]
+    assert f"{', '.join(names[:-1])} and {names[-1]}" in first, "README: the authors, in the paper's order"
+    venue = re.search(r"\((ICML \d{4})\)", paper["collection-title"])[1]
+    assert f"{venue}, [arXiv:{ARXIV}]({paper['url']})" in first, "README: the venue and the arXiv link"

@@ -416,6 +416,49 @@ def test_teaching_prerequisite_numbers():
     )
 
 
+def test_teaching_the_resampled_clt_miss_rates_and_the_case_study_violation(audit):
+    """The lessons' numbers on the paper's recipe (issue 50): the resampled CLT bound misses about 12 % for
+    large n (first order) but more at small n, and Precalculus's violation rate in notebook 31's question."""
+    import math
+
+    from scipy.stats import norm
+
+    clt = audit[(audit["bound"] == "clt") & (audit["scheme"] == "resample") & (audit["rule"] == "first-crossing")]
+    worst = clt.loc[clt["violation_rate"].idxmax()]
+    small, large = (
+        round(100 * worst["violation_rate"]),
+        round(100 * clt.loc[clt["n_group"] >= 300, "violation_rate"].median()),
+    )
+    predicted = round(100 * norm.cdf(-norm.ppf(0.95) / math.sqrt(2)))
+    assert (small, int(worst["n_group"]), large, predicted) == (37, 25, 13, 12)
+    lectures, questions = "docs/_slides/lectures.toml", "notebooks/questions/13_validity_audit.json"
+    assert_quoted(
+        lectures,
+        rf"about ${predicted}\,\%$ at $\alpha = 5\,\%$ for large $n$ (the first-order value), "
+        rf"up to ${small}\,\%$ in the audit at $n = {worst['n_group']}$",
+    )
+    for name in (lectures, questions):
+        assert_quoted(name, f"about {predicted} percent at alpha 5 percent for large n")
+        assert_quoted(name, f"up to {small} percent")
+    assert_quoted(lectures, f"up to {small} percent in the audit at n = {worst['n_group']}")
+    assert_quoted(lectures, f"at small n the audit measures more (up to {small} percent at n = {worst['n_group']})")
+    assert_quoted(
+        "notebooks/13_validity_audit.py",
+        f"about {large} % measured against {predicted} % # predicted at n ≥ 300); at small n the audit measures more",
+    )
+    cases = table("realdata_group_violations")
+    (row,) = (
+        cases[(cases["setting"] == "paper") & (cases["method"] == "G-PAC")].nlargest(1, "violation_rate").itertuples()
+    )
+    trials = round(row.violation_rate * (1 - row.violation_rate) / row.violation_mcse**2)
+    assert row.violation_rate - 0.05 <= 3 * row.violation_mcse  # "within Monte Carlo error of it"
+    assert_quoted(
+        "notebooks/questions/31_realdata_case_study.json",
+        f"here {row.group} is violated in {pct(row.violation_rate, 0)} percent of {trials} trials (MCSE "
+        f"{pct(row.violation_mcse)} percent): above alpha",
+    )
+
+
 def test_planning_limits_follow_the_real_table_benchmark():
     """docs/planning.md's measured limits are those of benchmarks/plan_realdata*.csv."""
     s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata.csv")
@@ -651,3 +694,104 @@ def test_planning_one_row_decides_prealgebra():
     assert_quoted(
         "docs/planning.md", f"a mean `p_certify` of {p.loc[(0.1, True)]:.2f} and {p.loc[(0.25, True)]:.2f}. The"
     )
+
+
+def test_planning_the_prealgebra_reversal_is_the_finite_tables():
+    """docs/planning.md: in the deployment case (benchmarks/plan_deploy_math*.csv: pilots and calibration sets drawn
+    i.i.d. from MATH's table as the population), Prealgebra certifies about as often whether or not the pilot holds
+    its one loss at the lowest score; the finite-table benchmark's reversal does not appear."""
+    bench = _plan_benchmark()
+    df = bench.population("mathl5_zeroeval")
+    g = df["group"].to_numpy(str)
+    key = int(df.index[(g == "Prealgebra") & (df["score"] == df["score"].min()) & (df["loss"] > 0)][0])
+    rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_deploy_math_groups.csv")
+    rows = rows[rows["group"].eq("Prealgebra") & rows["eps"].eq(0.05)]
+    held = [key in set(bench.iid_pilot(g, r.pilot_share, r.pilot, r.eps).tolist()) for r in rows.itertuples()]
+    by = rows.assign(held=held).groupby(["pilot_share", "held"])
+    n, p, real = by.size(), by["p_certify"].mean(), by["real_cert"].mean()
+    pilots = rows["pilot"].nunique()
+    assert (rows["n_labels"] > 0).all() and len(n) == 4
+    assert (real.groupby(level="pilot_share").agg(lambda r: r.max() - r.min()) < 0.05).all()  # no reversal
+    cells = [(s, h) for s in (0.1, 0.25) for h in (False, True)]
+    certs = [f"{100 * real.loc[c]:.0f} %" for c in cells]
+    assert_quoted(
+        "docs/planning.md",
+        f"({pilots} pilot draws per pilot size × 200 fresh calibrations)",
+    )
+    assert_quoted(
+        "docs/planning.md",
+        f"Prealgebra certifies in {certs[0]} of calibrations where the pilot misses the row and {certs[1]} where it "
+        f"holds it ({n.loc[cells[0]]} and {n.loc[cells[1]]} of {pilots} pilots) with a 10 % pilot, and in "
+        f"{certs[2]} and {certs[3]} with a 25 % pilot",
+    )
+    assert_quoted(
+        "docs/planning.md",
+        f"its `p_certify` still falls when the pilot holds the row ({p.loc[cells[0]]:.2f} to {p.loc[cells[1]]:.2f} "
+        f"and {p.loc[cells[2]]:.2f} to {p.loc[cells[3]]:.2f})",
+    )
+    s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_deploy_math.csv").set_index(["population", "pilot_share"])
+    gap = 100 * s.loc[("mathl5_zeroeval", 0.1), "gap"]
+    assert_quoted("docs/planning.md", f"the total is still {abs(gap):.1f} points low there with a 10 % pilot")
+
+
+def test_planning_one_row_decides_precalculus():
+    """docs/planning.md: in the finite-table benchmark at eps 0.1 with a 25 % pilot, whether the pilot holds
+    Precalculus's one loss at its lowest score decides how often it certifies (70 % vs 5 %), not chance."""
+    bench = _plan_benchmark()
+    df = bench.TABLES["mathl5_zeroeval"].read()
+    g = df["group"].to_numpy(str)
+    pre = df[(g == "Precalculus")]
+    low = pre[pre["score"] == pre["score"].min()]
+    assert len(low) == 2 and low["loss"].sum() == 1  # one loss among its two lowest rows
+    key = int(low.index[low["loss"] > 0][0])
+    rows = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_realdata_groups.csv")
+    rows = rows[rows["table"].eq("mathl5_zeroeval") & rows["group"].eq("Precalculus")]
+    rows = rows[rows["eps"].eq(0.1) & rows["pilot_share"].eq(0.25)]
+    held = np.array([bool(bench.pilot_rows(g, r.pilot_share, r.pilot, r.eps)[key]) for r in rows.itertuples()])
+    by = rows.assign(held=held).groupby("held")
+    n, p, real = by.size(), by["p_certify"].mean(), by["real_cert"].mean()
+    assert round(100 * real.loc[True]) == 70 and round(100 * real.loc[False]) == 5
+    # not chance: each pilot's rate averages 100 calibrations, and the two sets of pilots barely overlap
+    top_missed = rows.loc[~held, "real_cert"].max()
+    high_held = int((rows.loc[held, "real_cert"] >= 0.85).sum())
+    assert_quoted(
+        "docs/planning.md",
+        f"none of the {n.loc[False]} that miss it certifies in more than {100 * top_missed:.0f} % of its 100 "
+        f"calibrations, {high_held} of the {n.loc[True]} that hold it in at least 85 %",
+    )
+    assert_quoted(
+        "docs/planning.md",
+        f"the {n.loc[True]} of {len(rows)} pilots that hold it leave rows that certify in "
+        f"{100 * real.loc[True]:.0f} % of calibrations, the {n.loc[False]} that miss it in "
+        f"{100 * real.loc[False]:.0f} %, against a mean `p_certify` of {p.loc[True]:.2f} and {p.loc[False]:.2f}",
+    )
+
+
+def test_planning_sequential_cost():
+    """docs/planning.md: what a loss-free group costs the sequential mode per bet, and the fixed-n route's 59."""
+    from gpac_utils import feasibility, sequential_labels
+
+    u = np.random.default_rng(0).random(300)
+    cost = {}
+    for bet, batch in (("mixture", 1), ("max", 1), ("mixture", 20)):
+        state = sequential_labels.start(u, np.zeros(300), eps=0.05, alpha=0.05, budget=300, batch_size=batch, bet=bet)
+        sequential_labels.update(state, u, np.zeros(300))
+        while sequential_labels.next_rows(state):
+            sequential_labels.update(state, u, np.zeros(300))
+        cost[bet, batch] = state["groups"]["0.0"]["labelled"]
+    assert_quoted(
+        "docs/planning.md",
+        f"certifies after **{cost['mixture', 1]}** labels with the default mixture bet and\n"
+        f"**{cost['max', 1]}** with the capped maximal bet (`--bet max`), against "
+        f"**{feasibility.min_items(0.05, 0.05)}** for the fixed-n route",
+    )
+    assert_quoted("docs/planning.md", f"({cost['mixture', 20]} labels with batches of 20 and the mixture bet)")
+
+
+def test_planning_thin_pilot_worst_rate():
+    """docs/planning.md: the cautious p_certify's rate for a pilot of 9 clean items, and the pooled cut-off."""
+    from gpac_utils import prediction
+
+    rate = prediction.worst_rate([0.0] * 9, [0.0] * 9, [0.0, 1.0])
+    assert_quoted("docs/planning.md", f"with 9\nclean items, {100 * rate:.0f} %)")
+    assert_quoted("docs/planning.md", f"fewer than {prediction.THIN_PILOT} labelled items (`prediction.THIN_PILOT`)")

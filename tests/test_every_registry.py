@@ -224,8 +224,13 @@ def test_the_command_line_runs_and_names_the_entry(dummies, table, case, tmp_pat
     shown = capsys.readouterr().out
     if case in ("bound", "score", "method"):  # the settings line names every setting once 37.3 lands
         assert name in shown
-    for command in (["audit", str(out), "--data", str(path)], ["verify", str(out), "--data", str(path)]):
-        assert cli.main(command) in (0, 3)  # 3: the audit finds a violation (the data are the calibration's)
+    fresh = tmp_path / "fresh.csv"  # the audit refuses calibration items: other ids, the losses shuffled
+    df = table[0]
+    df.assign(item_id=df["item_id"] + len(df), loss=np.random.default_rng(1).permutation(df["loss"])).to_csv(
+        fresh, index=False
+    )
+    for command in (["audit", str(out), "--data", str(fresh)], ["verify", str(out), "--data", str(path)]):
+        assert cli.main(command) in (0, 3, 4, 5)  # the audit's gate: 3 violated, 4 a group untested, 5 too small
         shown = capsys.readouterr().out
         assert name in shown or case == "correction", f"gpac {command[0]} does not name the {case} {name}"
     if case in ("bound", "score", "risk"):  # plan consults BOUNDS, SCORES and RISKS
@@ -364,10 +369,11 @@ def test_the_router_score_with_the_dummy_embedder(dummies, tmp_path):
     model, scored, cert = tmp_path / "r.json", tmp_path / "c.parquet", tmp_path / "t.json"
     table = str(DATA / "generated" / "arith__smollm2.parquet")
     fit = ["fit-router", "--data", table, "--benchmark", "arith", "--group-col", "group", "--embedder", EMBEDDER]
+    fit += ["--overwrite-score-col"]  # the table's cross-fitted score_router, replaced by the model's
     assert cli.main([*fit, "--scored", str(scored), "-o", str(model)]) == 0
     cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.3"]
     assert cli.main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
     assert Certificate.read(cert).provenance["score_model"]["embedder"] == EMBEDDER
     items = benchmarks.load_benchmark("arith").groupby("group").head(2)
-    decided = CertifiedRouter(cert, None, None).decide(items)
+    decided = CertifiedRouter.for_decisions(cert).decide(items)
     assert decided["score"].between(0, 1).all() and len(decided) == len(items)

@@ -82,6 +82,113 @@ def test_the_hidden_values_are_the_lessons_answers():
     assert "59" not in source
 
 
+def _shown_text(source) -> str:
+    """What a student reads of the assignment source: its markdown and code cells (otter drops the raw ones)."""
+    return "\n".join(c.source for c in jupytext.read(source).cells if c.cell_type != "raw")
+
+
+def test_the_homework_names_each_exercise_as_the_student_edition_shows_it():
+    """'Exercise 3 in notebook `00_quickstart`' is the exercise the question grades, numbered as the student
+    edition numbers it (its cell there opens with "**Exercise 3.**"); the labels stay in the config cells."""
+    edition = repo_scripts.load("workflow/scripts/student_edition.py")
+    found = homework.questions()
+    assert list(found) == list(FULL) and all(q["exercise"] for q in found.values())
+    cells = [c.source for c in jupytext.read(homework.SOURCE).cells if c.cell_type == "markdown"]
+    intro = next(c for c in cells if "| Question |" in c)
+    teaching = (REPO_ROOT / "docs" / "teaching.md").read_text().split("\n## Graded homework\n", 1)[1]
+    for number, (name, question) in enumerate(found.items(), 1):
+        (text,) = [c for c in cells if c.startswith(f"**Question {number} ")]
+        (ref,) = homework.EXERCISE_REF.findall(text)
+        row = next(line for line in intro.splitlines() if line.startswith(f"| {number} |"))
+        assert homework.EXERCISE_REF.findall(row) == [ref], (name, row)
+        taught = next(line for line in teaching.splitlines() if line.startswith(f"| {number}: "))
+        assert homework.EXERCISE_REF.findall(taught) == [ref], (name, taught)
+        path = REPO_ROOT / "notebooks" / f"{ref[1]}.py"
+        assert edition.exercise_labels(path).index(question["exercise"]) + 1 == int(ref[0]), (name, ref)
+        (source,) = [c.source for c in jupytext.read(path).cells if f":label: {question['exercise']}\n" in c.source]
+        shown = [c.source for c in edition.student_notebook(path).cells if c.cell_type == "markdown"]
+        assert edition._plain_exercise(source, int(ref[0])) in shown, (name, ref)
+        assert f"**Exercise {ref[0]}.**" in edition._plain_exercise(source, int(ref[0]))
+    text = _shown_text(homework.SOURCE)
+    assert not re.search(r"\bex-[a-z]", text), re.findall(r"\bex-[\w-]+", text)
+    assert len(homework.EXERCISE_REF.findall(text)) == 2 * len(FULL)  # the intro's table and each question
+
+
+def _otter_output(name: str, failed: dict[int, str]) -> str:
+    """otter's output for one question (results.json) whose checks ``failed`` ({number: hint}) failed."""
+    return f"{name} results:\n" + "".join(
+        f"    {name} - {k} message: {hint}\n\n    {name} - {k} result:\n        ❌ Test case failed\n\n"
+        for k, hint in failed.items()
+    )
+
+
+def test_a_blank_answer_gets_the_public_hints_and_not_the_near_solution_ones():
+    """Feedback gives the form check's hint always; the other checks' hints (the public ones assume an answer of
+    the right form, the hidden ones come near the solution) only once the answer passes the form check (a blank
+    one never does: a blank Q4 once got 'the mean of your risks is above eps')."""
+    found = homework.questions()
+    for name, question in found.items():
+        checks = question["checks"]
+        assert not checks[0]["hidden"] and any(c["hidden"] for c in checks), name  # the form check is public
+    # a blank submission fails every check (as otter grades the notebook handed out: every answer ...)
+    blank = {
+        "tests": [
+            {
+                "name": name,
+                "score": 0,
+                "max_score": FULL[name],
+                "output": _otter_output(name, {c["number"]: c["message"] for c in q["checks"]}),
+            }
+            for name, q in found.items()
+        ]
+    }
+    text = homework.feedback("carol", blank)
+    assert "0 of 10 points." in text and text.count(homework.WITHHELD) == len(FULL)
+    teaching = re.sub(r"\s+", " ", (REPO_ROOT / "docs" / "teaching.md").read_text())
+    assert f'the line "{homework.WITHHELD.split(" (")[0]}"' in teaching  # the page quotes the line
+    for question in found.values():  # the form check's hint alone, public or hidden the others wait (issue 50)
+        for number, check in enumerate(question["checks"], 1):
+            assert (check["message"] in text) is (number == 1), check
+    for section, question in zip(text.split("\n## ")[1:], found.values()):  # the form check's hint comes first
+        assert section.split("\n")[1:3] == [f"* {question['checks'][0]['message']}", f"* {homework.WITHHELD}"]
+    # the same failures but the form check passed (a wrong answer of the right form): every hint comes
+    for test in blank["tests"]:
+        checks = found[test["name"]]["checks"]
+        test["output"] = _otter_output(test["name"], {c["number"]: c["message"] for c in checks[1:]})
+    text = homework.feedback("dave", blank)
+    assert homework.WITHHELD not in text
+    assert all(c["message"] in text for q in found.values() for c in q["checks"][1:])
+    assert not any(q["checks"][0]["message"] in text for q in found.values())
+
+
+def test_grader_check_gives_a_blank_answer_only_the_form_checks_hint():
+    """grader.check on a blank answer (``...``, as handed out): the form check (each question's first) fails with
+    its hint; the other public checks pass silently (issue 50: a blank Q4 got "the mean of your risks is above
+    eps"); on the solution's answers every public check passes."""
+    import inspect
+
+    cells = [c.source for c in jupytext.read(homework.SOURCE).cells if c.cell_type == "code"]
+    tests: dict[str, list] = {}
+    for source in cells:
+        if "def test_q" in source and "hidden: true" not in source:
+            space: dict = {}
+            exec(source, space)
+            (fn,) = [v for k, v in space.items() if k.startswith("test_q")]
+            tests.setdefault(fn.__name__.split("_")[1], []).append(fn)
+    solution: dict = {}
+    exec("\n".join(c for c in cells if "def test_q" not in c and "grader" not in c), solution)
+    assert set(tests) == set(FULL)
+    for name, (form, *others) in tests.items():
+        assert others, name  # every question has a public check beside its form check
+        blank = lambda fn: fn(**dict.fromkeys(inspect.signature(fn).parameters, ...))  # noqa: E731
+        with pytest.raises((AssertionError, TypeError)):  # a blank answer is not of the right form
+            blank(form)
+        for fn in others:
+            blank(fn)  # passes: its hint waits for an answer of the right form
+        for fn in (form, *others):
+            fn(**{k: solution[k] for k in inspect.signature(fn).parameters})
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     pytest.importorskip("otter", reason="otter-grader is missing: the `homework` extra (make test installs it)")
@@ -91,7 +198,8 @@ def built(tmp_path_factory):
 
 def test_the_student_notebook_holds_no_solution_and_no_hidden_test(built):
     text = built["student"].read_text()
-    for solution_or_test in [*MISTAKES, "expected =", "hidden=True", "# SOLUTION", "BEGIN QUESTION"]:
+    labels = [q["exercise"] for q in homework.questions().values()]
+    for solution_or_test in [*MISTAKES, "expected =", "hidden=True", "# SOLUTION", "BEGIN QUESTION", *labels]:
         assert solution_or_test not in text, f"the student notebook shows {solution_or_test!r}"
     nb = nbformat.read(built["student"], as_version=4)
     checks = [cell.source for cell in nb.cells if cell.cell_type == "code" and cell.source.startswith("grader.check")]
@@ -99,25 +207,12 @@ def test_the_student_notebook_holds_no_solution_and_no_hidden_test(built):
     assert jupytext.read(homework.SOURCE).metadata["kernelspec"]["name"] == "python3"
 
 
-def _answers(mistakes: dict[str, str]) -> dict[str, str]:
-    """{left-hand side: the whole line} of every solution line (``x = ...``, ``return ...``), mistakes applied."""
-    source = homework.SOURCE.read_text().splitlines()
-    lines = [line.removesuffix("  # SOLUTION").strip() for line in source if line.endswith("  # SOLUTION")]
-    return {re.match(r"(return|\w+ =) ", line).group(1): mistakes.get(line, line) for line in lines}
-
-
 @pytest.mark.slow
 def test_the_public_checks_catch_the_typical_mistakes_before_submission(built, tmp_path):
     """The student's notebook, filled in with the four mistakes and run: grader.check flags exactly those."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(built["student"], as_version=4)
-    answers = _answers(MISTAKES)
-    for cell in nb.cells:
-        for lhs, line in answers.items():
-            # otter shows ``x = ...`` for an assignment and a bare ``...`` for a ``return``
-            pattern = r"^(\s*)\.\.\.$" if lhs == "return" else rf"^(\s*){re.escape(lhs)} \.\.\.$"
-            cell.source = re.sub(pattern, lambda m, line=line: m.group(1) + line, cell.source, flags=re.M)
+    nb = homework.fill_in(nbformat.read(built["student"], as_version=4), homework.answer_lines(MISTAKES))
     assert "..." not in "".join(c.source for c in nb.cells if c.cell_type == "code")
     shutil.copytree(built["student"].parent, tmp_path / "student")
     path = tmp_path / "student" / built["student"].name

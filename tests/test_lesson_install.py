@@ -5,9 +5,11 @@ does). The tests marked ``lesson`` run in ``make test-lesson`` (``make test`` ru
 venv; the main suite deselects them) and skip, saying why, where ``.venv-lesson`` is not built:
 
 * ``.venv-lesson`` holds exactly what the lock pins (and the package, editable) — none of the
-  research tools (torch, Snakemake, Sphinx, otter-grader, papermill);
+  research tools (torch, Snakemake, papermill); otter-grader is there, for the homework's checks;
 * every lesson (the notebooks with exercises, found as ``make student`` finds them) runs there on the
-  fast profile, its solutions included, in the venv's own kernel "Python 3 (gpac)", with no error.
+  fast profile, its solutions included, in the venv's own kernel "Python 3 (gpac)", with no error;
+* the handed-out homework (``make homework``'s student notebook), filled in with the solution, runs
+  there and every public check (``grader.check("q1")``, ...) passes.
 
 The unmarked tests check the extra itself: every package a lesson imports is in it.
 """
@@ -43,8 +45,8 @@ edition, lock = _load("student_edition"), _load("lock")
 LESSONS = edition.with_exercises(NOTEBOOKS)
 #: import name -> distribution, where they differ
 DISTRIBUTION = {"sklearn": "scikit-learn", "IPython": "ipython", "yaml": "pyyaml", "mpl_toolkits": "matplotlib"}
-#: what the light install leaves out (the research and build tools)
-HEAVY = ["torch", "transformers", "snakemake", "sphinx", "otter-grader", "papermill", "vllm", "jupyterquiz"]
+#: what the light install leaves out (the research and build tools; Sphinx comes with otter-grader, via fica)
+HEAVY = ["torch", "transformers", "snakemake", "papermill", "vllm", "jupyterquiz", "myst-nb", "litellm"]
 
 
 def _imports(source: str) -> set[str]:
@@ -78,7 +80,7 @@ def test_the_lesson_extra_holds_every_package_the_lessons_import():
     third_party = {m for m in imported - set(sys.stdlib_module_names) if m != "gpac_utils"}
     missing = {m for m in third_party if canonicalize_name(DISTRIBUTION.get(m, m)) not in pinned}
     assert not missing, f"the lessons import {sorted(missing)}, which requirements/lesson.lock does not pin"
-    assert {"matplotlib", "jupyterlab", "jupytext", "jupyterlab-myst", "ipywidgets"} <= declared
+    assert {"matplotlib", "jupyterlab", "jupytext", "jupyterlab-myst", "ipywidgets", "otter-grader"} <= declared
     assert not set(HEAVY) & pinned, f"the light install pins {sorted(set(HEAVY) & pinned)}"
 
 
@@ -146,3 +148,49 @@ def test_every_lesson_runs_in_the_light_install_on_the_fast_profile(path, tmp_pa
         [str(py), "-c", _RUN, str(path), str(path.parent)], env=env, capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, f"{path.name} failed in .venv-lesson:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+
+
+_CHECKS = """
+import sys, json, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+def text(o):
+    return o.get("data", {}).get("text/plain", "") + o.get("text", "") + "".join(o.get("traceback", []))
+cells = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(("grader.check", "# Initialize Otter"))]
+print(json.dumps({c.source: "".join(text(o) for o in c.outputs) for c in cells}))
+"""
+
+
+@pytest.mark.lesson
+def test_the_homework_checks_pass_on_the_solution_in_the_light_install(tmp_path):
+    """The student's homework notebook, filled in with the solution, runs in .venv-lesson: every check passes."""
+    py = _lesson_venv()
+    pytest.importorskip("otter", reason="otter-grader builds the homework (the `homework` extra of .venv)")
+    import nbformat
+
+    homework = _load("homework")
+    built = homework.build(tmp_path / "homework", check_solutions=False)  # in .venv: otter assign
+    student = nbformat.read(built["student"], as_version=4)
+    homework.fill_in(student, homework.answer_lines())
+    assert "..." not in "".join(c.source for c in student.cells if c.cell_type == "code")
+    nbformat.write(student, built["student"])
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_PATH")}
+    env |= {"JUPYTER_DATA_DIR": str(tmp_path / "data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    proc = subprocess.run(
+        [str(py), "-c", _CHECKS, str(built["student"]), str(built["student"].parent)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"the homework failed in .venv-lesson:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    shown = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(k for k in shown if k.startswith("grader.check")) == [
+        f'grader.check("{q}")' for q in homework.questions()
+    ]
+    for cell, output in shown.items():
+        if cell.startswith("grader.check"):
+            assert "All test cases passed!" in output, f"{cell} in .venv-lesson:\n{output}"
+        else:  # the notebook's first cell: import otter, grader = otter.Notebook(...)
+            assert "Error" not in output, output

@@ -32,6 +32,7 @@ G = RNG.choice(["a", "b"], N)
 LOSS = (RNG.uniform(size=N) < 0.3 * U).astype(float)
 BINARY = VALID.replace(bound="clopper_pearson")  # a bound whose terms are 0/1 (binary_terms)
 TABLE = pd.DataFrame({"item_id": np.arange(N), "group": G, "loss": LOSS, "score_logits": U})
+FRESH_LOSS = (np.random.default_rng(1).uniform(size=N) < 0.3 * U).astype(float)  # audit data: other draws
 
 
 def _twice_named() -> pd.DataFrame:
@@ -135,6 +136,7 @@ def files(tmp_path):
         "nanscore": TABLE.assign(score_logits=np.r_[np.nan, U[1:]]),
         "boolscore": TABLE.assign(score_logits=TABLE.score_logits > 0.5),
         "dupid": TABLE.assign(item_id=0),
+        "fresh": TABLE.assign(item_id=TABLE.item_id + N, loss=FRESH_LOSS),  # other items: an audit's data
     }.items():
         df.to_csv(tmp_path / f"{name}.csv", index=False)
     cert = tmp_path / "cert.json"
@@ -167,7 +169,8 @@ def test_calibrate_refuses_a_boolean_score_column(files, capsys):
 
 
 def test_audit_cli_warns_on_a_level_like_a_confidence(files, capsys):
-    argv = ["audit", str(files / "cert.json"), "--data", str(files / "t.csv"), "--level", "0.9"]
+    argv = ["audit", str(files / "cert.json"), "--data", str(files / "fresh.csv"), "--level", "0.9"]
+    argv += ["--detectable", "0.3"]  # large enough groups: the gate passes, the warning is the only line
     assert cli.main(argv) == 0
     assert "level=0.9" in one_line(capsys, "warning:")
 

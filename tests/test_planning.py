@@ -592,3 +592,87 @@ def test_plan_realdata_fast_mode(tmp_path):
     rows = pd.read_csv(tmp_path / "r_groups.csv")
     assert (rows["n_labels"] <= rows["n_labels"].max()).all() and set(rows["table"]) == {"mathl5_zeroeval"}
     assert ((rows["p_certify"] < 1) & (rows["p_certify"] >= 0)).all()
+
+
+# --------------------------------------------------------------------------------------------
+# issue 53 item 5: --seed works; a fully labelled table names the cause, with or without --budget
+# --------------------------------------------------------------------------------------------
+
+
+def test_cli_plan_runs_with_any_seed_and_the_seed_moves_the_pilot(tmp_path, capsys):
+    path = _write_table(tmp_path)
+    tables = []
+    for seed in ("0", "3", "17"):
+        out = tmp_path / f"p{seed}.csv"
+        assert _plan_cli(path, out, "--eps", "0.1", "--pilot-fraction", "0.3", "--seed", seed) == 0, capsys
+        tables.append(pd.read_csv(out))
+    assert "feasibility does not read" not in capsys.readouterr().err
+    assert not tables[0].equals(tables[1])  # another pilot, another plan
+    again = tmp_path / "again.csv"
+    assert _plan_cli(path, again, "--eps", "0.1", "--pilot-fraction", "0.3", "--seed", "3") == 0
+    pd.testing.assert_frame_equal(pd.read_csv(again), tables[1])  # seeded
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget", "100"], ["--budget", "2000"]])
+def test_cli_plan_on_a_fully_labelled_table_names_the_cause(tmp_path, capsys, budget):
+    path = _write_table(tmp_path)  # every row labelled: without --pilot-fraction, every row is the pilot
+    assert _plan_cli(path, tmp_path / "p.csv", "--eps", "0.1", *budget) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --loss-col 'loss': only 0 row(s) lie outside the labelled pilot") and "\n" not in err
+    assert "every labelled row is the pilot" in err and "--pilot-fraction" in err and "give at most" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# issue 53 item 3: thin pilots say so (pooled mark, cautious p_certify, a line naming the groups)
+# --------------------------------------------------------------------------------------------
+
+
+def test_cli_plan_marks_thin_pilot_groups_pooled(tmp_path, capsys):
+    path = _write_table(tmp_path)
+    out = tmp_path / "p.csv"
+    assert _plan_cli(path, out, "--eps", "0.1", "--budget", "400", "--pilot-fraction", "0.03") == 0
+    text = capsys.readouterr().out
+    t = pd.read_csv(out)
+    groups = t[t["group"] != "ALL"].astype({"pooled": bool})
+    curves = pd.read_csv(tmp_path / "p_curves.csv").groupby("group")["pilot_n"].first()
+    thin = sorted(curves.index[curves < prediction.THIN_PILOT])
+    assert thin and sorted(groups.loc[groups["pooled"], "group"].unique()) == thin
+    assert f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items" in text
+    for x in thin:
+        assert f"{x} (pilot {curves[x]}, low-score loss rate up to" in text
+    planned = groups[(groups["allocation"] == "planned") & groups["pooled"] & (groups["n_labels"] > 0)]
+    assert planned["p_certify_cautious"].between(0, 1).all()
+    assert (planned["p_certify_cautious"] <= planned["p_certify"] + 0.05).all()  # cautious: not above the model's
+    assert groups.loc[~groups["pooled"], "p_certify_cautious"].isna().all()
+    assert _plan_cli(path, out, "--eps", "0.1", "--budget", "400", "--pilot-fraction", "0.3") == 0
+    assert "pooled:" not in capsys.readouterr().out and not pd.read_csv(out)["pooled"].fillna(False).any()
+
+
+def test_worst_rate_is_the_clopper_pearson_upper_bound():
+    assert prediction.worst_rate([0.1] * 9, [0.0] * 9, [0.1, 0.9]) == pytest.approx(1 - 0.05 ** (1 / 9))
+    assert prediction.worst_rate([0.1, 0.2], [1.0, 1.0], [0.5]) == 1.0
+    # only the low-score half counts: losses at high scores do not raise it
+    assert prediction.worst_rate([0.1] * 9 + [0.9] * 5, [0.0] * 9 + [1.0] * 5, np.linspace(0, 1, 11)) == pytest.approx(
+        1 - 0.05 ** (1 / 9)
+    )
+
+
+def test_plan_realdata_deployment_fast_mode(tmp_path):
+    """benchmarks/plan_realdata.py --case deployment --fast: fresh i.i.d. calibrations, a real and a simulated
+    population, every goal column, thin pilots marked pooled with a cautious p_certify."""
+    mod = repo_scripts.load("benchmarks/plan_realdata.py")
+    assert mod.main(["--case", "deployment", "--fast", "--out", str(tmp_path / "d")]) == 0
+    s = pd.read_csv(tmp_path / "d.csv")
+    assert set(s["population"]) == {"mathl5_zeroeval", "sim0", "ALL"}
+    assert {"goal_band", "goal_total", "goal_brier", "goal_overclaim", "one_coverage", "gain_se"} <= set(s.columns)
+    rows = pd.read_csv(tmp_path / "d_groups.csv")
+    assert rows["one_coverage"].between(0, 1).all() and rows["real_cert"].between(0, 1).all()
+    thin = rows[rows["pooled"] & (rows["n_labels"] > 0)]
+    assert (rows["pooled"] == (rows["pilot_n"] < prediction.THIN_PILOT)).all() and thin["p_cautious"].between(
+        0, 1
+    ).all()
+    # the realised results do not depend on the pilot: one group at one count realises the same in every pilot
+    same = rows.groupby(["population", "group", "n_labels"])["real_cert"].nunique()
+    assert (same == 1).all()
+    pop = mod.simulated_population(0)
+    assert pop.equals(mod.simulated_population(0)) and pop["group"].value_counts().min() >= 5  # seeded, thin groups

@@ -18,7 +18,7 @@ from test_serve import FakeEngine
 from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.cli import main
 from gpac_utils.llm.benchmarks import load_benchmark
-from gpac_utils.llm.router_model import EMBEDDERS, Embedding, RouterModel, load_router_model
+from gpac_utils.llm.router_model import EMBEDDERS, SCORE_TOLERANCE, Embedding, RouterModel, load_router_model
 from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
 from gpac_utils.workflow.paths import DATA
 
@@ -52,6 +52,7 @@ def fitted(tmp_path_factory):
     d = tmp_path_factory.mktemp("precall")
     model, scored, cert = d / "router.json", d / "calibration.parquet", d / "thresholds.json"
     args = ["fit-router", "--data", str(TABLE), "--benchmark", "arith", "--group-col", "group", "--embedder", TOY]
+    args += ["--overwrite-score-col"]  # the table's score_router is the cross-fitted one: replaced by the model's
     assert main([*args, "--scored", str(scored), "-o", str(model)]) == 0
     cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.1"]
     assert main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
@@ -121,10 +122,8 @@ def test_another_embedder_or_no_model_is_refused(fitted):
         CertifiedRouter(cert_path, FakeEngine("a"), FakeEngine("b"), ServeOptions(embedder=other))
     doc = json.loads(cert_path.read_text())
     del doc["provenance"]["score_model"]
-    router = CertifiedRouter(doc, FakeEngine("a"), FakeEngine("b"))
-    items = load_benchmark("arith").head(3)
-    with pytest.raises(ParameterError, match="served by its fitted model .* records none"):
-        router.serve(items)
+    with pytest.raises(ParameterError, match="served by its fitted model .* records none"):  # when built
+        CertifiedRouter(doc, FakeEngine("a"), FakeEngine("b"))
 
 
 def test_calibrating_on_the_routers_own_fitting_rows_is_refused(fitted, tmp_path, capsys):
@@ -147,3 +146,40 @@ def test_a_request_of_an_unknown_group_always_thinks(fitted):
     served = CertifiedRouter(cert_path, cheap, thinker).serve(items)
     assert (~served["route_nothink"]).all() and (served["status"] == "unseen at calibration").all()
     assert cheap.requests == [] and len(thinker.requests) == 4
+
+
+class BatchedEmbedder(ToyEmbedder):
+    """The toy embedder, off in the last bits by the size of the batch (as MiniLM's float32 embeddings
+    can be across batchings and CPUs)."""
+
+    model_name = "toy-batched"
+
+    def encode(self, texts):
+        return super().encode(texts) * (1 + 1e-9 * len(texts))
+
+
+def test_a_table_scored_in_another_batching_is_calibrated_and_verified(tmp_path, capsys):
+    """fit-router scores the held-out rows inside the batch of the whole table; calibrate, verify and audit
+    re-encode only the calibration rows: the scores differ in their last bits, and all three accept them
+    (one tolerance, SCORE_TOLERANCE), while a column off by 1e-3 is still refused."""
+    model, scored, cert = tmp_path / "router.json", tmp_path / "calibration.parquet", tmp_path / "thresholds.json"
+    with EMBEDDERS.registered(Embedding(BatchedEmbedder.model_name, BatchedEmbedder, "batch-dependent (tests)")):
+        args = ["fit-router", "--data", str(TABLE), "--benchmark", "arith", "--group-col", "group"]
+        args += ["--embedder", BatchedEmbedder.model_name, "--overwrite-score-col"]
+        assert main([*args, "--scored", str(scored), "-o", str(model)]) == 0
+        table = pd.read_parquet(scored)
+        again = load_router_model(model).score_texts(table["question"], BatchedEmbedder())
+        gap = np.abs(table["score_router"].to_numpy() - again)
+        assert 0 < gap.max() < SCORE_TOLERANCE and (gap > 0).sum() > 10  # not bit-identical, within tolerance
+        cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.1"]
+        assert main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0
+        assert main(["verify", str(cert), "--data", str(scored)]) == 0
+        held = table.assign(item_id="fresh-" + table["item_id"])
+        held.to_parquet(tmp_path / "held.parquet")
+        capsys.readouterr()
+        main(["audit", str(cert), "--data", str(tmp_path / "held.parquet"), "--binary"])
+        assert "differs from the score model's scores" not in capsys.readouterr().err
+        table.assign(score_router=table["score_router"] + 1e-3).to_parquet(tmp_path / "off.parquet")
+        off = ["calibrate", "--data", str(tmp_path / "off.parquet"), *cal, "--score-model", str(model)]
+        rc = main([*off, "-o", str(tmp_path / "off.json")])
+        assert rc == 1 and f"rows differ by more than {SCORE_TOLERANCE:g}" in capsys.readouterr().err

@@ -5,6 +5,10 @@ Every exercise in the notebooks has a solution marked as docs/teaching.md says (
 every notebook that has exercises (found in the notebooks, not listed by hand), holds no solution
 and no reference to a label it removed; and it still executes on the fast profile, so no cell after
 an exercise depends on what its solution computed.
+
+It carries no maintainer material either (issue 50): no cell tagged ``maintainer``, and no prose that
+names a test file, ``fsum``, the BLAS or "complexity" — the cells that say how a
+number is made BLAS-independent, which test checks a claim, or that write the README's paragraph.
 """
 
 from __future__ import annotations
@@ -136,3 +140,72 @@ def test_the_student_edition_executes_on_the_fast_profile(path, tmp_path):
         )
     except runner.NotebookFailed as exc:
         pytest.fail(f"{path.name}: the student edition fails without its solutions: {exc.reason}")
+
+
+#: Maintainer material in prose, as docs/teaching.md defines it (written out here, not imported, so that
+#: a change of the script's pattern cannot loosen the test).
+MAINTAINER_PROSE = re.compile(r"\btests/\w+\.py|\bfsum\b|\bBLAS\b|\bcomplexity\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda path: path.stem)
+def test_no_maintainer_material_survives_in_the_student_edition(path, tmp_path):
+    assert edition.main([str(path), "--out", str(tmp_path)]) == 0
+    nb = nbformat.read(tmp_path / f"{path.stem}.ipynb", as_version=4)
+    assert not any(edition.MAINTAINER_TAG in cell.metadata.get("tags", []) for cell in nb.cells)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = MAINTAINER_PROSE.findall(cell.source)
+            assert not found, f"{path.name}: the student edition keeps maintainer prose {found}: {cell.source[:80]!r}"
+    headings = {line for cell in nb.cells if cell.cell_type == "markdown" for line in cell.source.splitlines()}
+    assert not {"## The README paragraph", "## Checks"} & headings, path.name
+
+
+def test_the_maintainer_cells_the_issue_names_are_tagged():
+    """13's README paragraph and checks (prose and code), 11's note on the BLAS: in the book, not for students."""
+    tagged = {
+        path.stem: [c for c in jupytext.read(path).cells if edition.MAINTAINER_TAG in c.metadata.get("tags", [])]
+        for path in (NOTEBOOKS / "11_partition_gap.py", NOTEBOOKS / "13_validity_audit.py")
+    }
+    assert any("BLAS" in cell.source and "fsum" in cell.source for cell in tagged["11_partition_gap"])
+    audit = [cell.source for cell in tagged["13_validity_audit"]]
+    for heading in ("## The README paragraph", "## Checks"):
+        at = next(i for i, source in enumerate(audit) if source.startswith(heading))
+        assert not audit[at + 1].startswith("#"), f"13: the code cell under {heading!r} is not tagged"
+
+
+def test_maintainer_cells_go_and_maintainer_prose_is_refused(tmp_path):
+    nb = tmp_path / "96_maintainer.py"
+    body = (
+        "# %% [markdown]\n# :::{exercise}\n# :label: ex-one\n# Why?\n# :::\n\n"
+        '# %% [markdown] tags=["solution"]\n# ```{solution} ex-one\n# Because.\n# ```\n\n'
+        "# %%\nx = 1\n\n"
+    )
+    nb.write_text(
+        body + '# %% [markdown] tags=["maintainer"]\n# `tests/test_x.py` checks that, with `math.fsum`.\n\n'
+        '# %% tags=["maintainer"]\nassert x == 1\n'
+    )
+    cells = edition.student_notebook(nb).cells
+    assert [cell.source for cell in cells if cell.cell_type == "code"] == ["", "x = 1"]
+    assert not any("test_x" in cell.source for cell in cells)
+    # the same prose without the tag is refused, with the file and what it found
+    for prose, found in (
+        ("`tests/test_x.py` checks that.", "tests/test_x.py"),
+        ("Summed with `math.fsum`.", "fsum"),
+        ("The BLAS decides the last digits.", "BLAS"),
+        ("Its complexity is linear.", "complexity"),
+    ):
+        nb.write_text(body + f"# %% [markdown]\n# {prose}\n")
+        with pytest.raises(
+            edition.EditionError,
+            match=re.escape(f"96_maintainer.py: a kept markdown cell holds maintainer material {found!r}"),
+        ):
+            edition.student_notebook(nb)
+    assert edition.main([str(nb), "--out", str(tmp_path / "out")]) == 1
+    # a maintainer cell never holds an exercise, and kept prose never refers to a label only it defines
+    nb.write_text('# %% [markdown] tags=["maintainer"]\n# :::{exercise}\n# :label: ex-two\n# Why?\n# :::\n')
+    with pytest.raises(edition.EditionError, match="tagged 'maintainer' but holds an exercise"):
+        edition.student_notebook(nb)
+    note = '# %% [markdown] tags=["maintainer"]\n# (maint-note)=\n# A note.\n\n'
+    nb.write_text(body + note + "# %% [markdown]\n# See {ref}`maint-note`.\n")
+    with pytest.raises(edition.EditionError, match="maint-note"):
+        edition.student_notebook(nb)

@@ -70,3 +70,17 @@ def test_the_syllabus_commands_are_make_targets():
     for target in re.findall(r"^make ([\w-]+)", syllabus, re.M):
         assert re.search(rf"^{target}:", makefile, re.M), target
     assert 'pip install -e ".[lesson]"' in syllabus
+
+
+def test_the_student_command_says_what_to_add_as_root():
+    """JupyterLab refuses to start as root without --allow-root: the syllabus quotes its message and the flag."""
+    import importlib.util
+    from pathlib import Path
+
+    install = (DOCS / "syllabus.md").read_text().split("## What students install", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^GPAC_PROFILE=fast (\S*jupyter lab.*)$", install, re.M)
+    assert any("--allow-root" in c for c in commands) and any("--allow-root" not in c for c in commands), commands
+    message = re.search(r'"(Running as root[^"]+)"', re.sub(r"\s+", " ", install)).group(1)
+    spec = importlib.util.find_spec("jupyter_server.serverapp")
+    if spec is not None:  # the message as the installed jupyter_server words it
+        assert f'"{message}"' in Path(spec.origin).read_text()

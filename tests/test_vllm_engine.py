@@ -260,6 +260,7 @@ def test_precall_router_serves_the_arith_certificate(engine, tmp_path):
     )
     with EMBEDDERS.registered(Embedding(TOY, ToyEmbedder, "tests")):
         fit = ["--data", str(table), "--benchmark", "arith", "--group-col", "group", "--embedder", TOY]
+        fit += ["--overwrite-score-col"]  # the table's cross-fitted score_router, replaced by the model's
         assert main(["fit-router", *fit, "--scored", str(scored), "-o", str(model)]) == 0
         cal = ["--score-col", "score_router", "--group-col", "group", "--method", "gpac", "--eps", "0.1"]
         assert main(["calibrate", "--data", str(scored), *cal, "--score-model", str(model), "-o", str(cert)]) == 0

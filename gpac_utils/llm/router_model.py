@@ -47,17 +47,37 @@ from .scoring import DEFAULT_EMBEDDER, Embedder, make_router
 
 __all__ = [
     "ARTEFACT",
+    "SCORE_TOLERANCE",
     "Embedding",
     "EMBEDDERS",
     "RouterModel",
     "fit_router_model",
     "load_router_model",
+    "scores_differ",
     "embedder",
     "serve_router",
 ]
 
 #: The artefact's schema name and version (the ``artefact`` and ``version`` fields).
 ARTEFACT, VERSION = "gpac-router-model", 1
+
+#: How far a table's score may be from the model's recomputed score: one rule (:func:`scores_differ`) for
+#: ``gpac calibrate --score-model``, ``gpac verify`` and ``gpac audit``. Sentence embeddings of one text
+#: can differ across batchings and CPUs in the last float32 bits, which moves U far less than this; a
+#: column of noise, another model's score or a cross-fitted score differs by far more.
+SCORE_TOLERANCE = 1e-5
+
+
+def scores_differ(table, recomputed) -> np.ndarray:
+    """The rows where ``table`` is not ``recomputed`` within :data:`SCORE_TOLERANCE` (a NaN differs).
+
+    Examples
+    --------
+    >>> scores_differ(np.array([0.5, 0.5, np.nan]), np.array([0.5 + 2e-6, 0.51, 0.5])).tolist()
+    [False, True, True]
+    """
+    table, recomputed = np.asarray(table, dtype=float), np.asarray(recomputed, dtype=float)
+    return ~(np.abs(table - recomputed) <= SCORE_TOLERANCE)
 
 
 @dataclass(frozen=True)
@@ -223,7 +243,10 @@ def load_router_model(path, sha256: str | None = None) -> RouterModel:
         raise DataError(f"{path}: cannot read the router model ({exc.strerror or exc})") from None
     got = hashlib.sha256(raw).hexdigest()
     if sha256 is not None and got != sha256:
-        raise DataError(f"{path}: SHA-256 {got[:16]}... differs from the certificate's {sha256[:16]}...; refused")
+        raise DataError(
+            f"{path}: SHA-256 {got[:16]}... differs from the certificate's {sha256[:16]}... "
+            "(provenance.score_model.sha256); refused"
+        )
     return RouterModel.from_json(raw.decode("utf-8", "replace"), where=str(path))
 
 
@@ -244,7 +267,8 @@ def serve_router(router, requests, cheap=None) -> np.ndarray:
 # --------------------------------------------------------------------------- gpac fit-router
 def fit_router_command(a, cli) -> int:
     """``gpac fit-router`` (:mod:`gpac_utils.cli_serve`): fit on a share of the table, write the model,
-    and write the other rows scored by it."""
+    and write the other rows scored by it (an existing ``--score-col`` column of the table is refused
+    unless ``--overwrite-score-col``: the scored table would silently replace it)."""
     try:
         frac = check_range("fit_fraction", a.fit_fraction)
         seed = int(a.seed)
@@ -270,6 +294,11 @@ def fit_router_command(a, cli) -> int:
     if not np.isfinite(loss).all():
         bad = data.describe_rows(df, ~np.isfinite(loss))
         raise DataError(f"--loss-col {a.loss_col!r}: every row needs a finite number as its loss; bad in {bad}")
+    if a.score_col in df.columns and not getattr(a, "overwrite_score_col", False):
+        raise DataError(
+            f"--score-col {a.score_col!r}: {a.data} already has that column, and the scored table would replace it; "
+            "give another --score-col, or --overwrite-score-col"
+        )
     rng = np.random.default_rng(seed)
     fit = np.zeros(len(df), bool)
     strata = df[a.group_col].astype(str) if a.group_col else np.zeros(len(df), int)
@@ -297,18 +326,68 @@ def fit_router_command(a, cli) -> int:
     return 0
 
 
-def score_model_record(path: Path, table_ids) -> dict:
-    """What ``gpac calibrate --score-model`` records: the artefact's path, SHA-256, embedder, text column.
+def score_model_record(
+    path, frame: pd.DataFrame, *, score_col: str, id_col: str | None = None, sha256: str | None = None
+) -> tuple[dict, str]:
+    """What ``gpac calibrate --score-model`` records, after checking that the table's scores are the model's;
+    ``gpac verify`` recomputes it the same way.
 
-    A calibration table that shares an item with the router's fitting items is refused (the scores
-    of calibration items must be draws like the served ones).
+    The record: the artefact's path, SHA-256, embedder and text column. Refused, in one line naming the
+    field: a model file whose SHA-256 differs from ``sha256`` (the certificate's, for ``gpac verify``); a
+    calibration table that shares an item id with the router's fitting items (the scores of
+    calibration items must be draws like the served ones; the same items under other ids are not
+    detected, so the fitting and calibration rows must be independent draws, e.g. ``fit-router``'s
+    random split); a table without the model's text column; a score column that is not the model's
+    score of that text, **recomputed** here from the model and the text with its embedder and
+    compared within :data:`SCORE_TOLERANCE` (:func:`scores_differ`: a column of noise, another
+    model's score or a cross-fitted score is refused).
+
+    The score is a row-wise function of the row's embedding (:meth:`RouterModel.scores`), but
+    MiniLM embeddings can differ across batchings and CPUs in the last float32 bits: ``fit-router``
+    scores the held-out rows inside the batch of the whole table, this function re-encodes only the
+    calibration rows, and some scores then differ in their last bits (``tests/test_precall.py``
+    plants such an embedder). Hence the tolerance, not equality. The served score equals the
+    calibrated one up to that rounding, which can flip only a request scored within it of a
+    threshold.
+
+    Returns
+    -------
+    record : dict
+        ``path``, ``sha256``, ``embedder``, ``text``.
+    line : str
+        What was checked, for ``gpac verify``'s output.
     """
-    model = load_router_model(path)
-    shared = sorted(set(map(str, table_ids)) & set(model.fitted_on.get("item_ids", [])))
-    if shared:
+    path = Path(path)
+    model = load_router_model(path, sha256)
+    if id_col is not None and id_col in frame.columns:
+        shared = sorted(set(map(str, frame[id_col])) & set(model.fitted_on.get("item_ids", [])))
+        if shared:
+            raise DataError(
+                f"--score-model {path}: {len(shared)} calibration item(s) were fitting items of the router "
+                f"(first {shared[0]!r}); calibrate on the rows it did not see (gpac fit-router --scored)"
+            )
+    if model.text not in frame.columns:
         raise DataError(
-            f"--score-model {path}: {len(shared)} calibration item(s) were fitting items of the router "
-            f"(first {shared[0]!r}); calibrate on the rows it did not see (gpac fit-router --scored)"
+            f"--score-model {path}: the model reads the {model.text!r} column (provenance.score_model.text), "
+            f"which the table lacks; it has {list(frame.columns)}"
+        )
+    if score_col not in frame.columns:
+        raise DataError(f"--score-model {path}: no score column {score_col!r} in the table")
+    table = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
+    got = model.score_texts(frame[model.text].tolist())
+    differ = scores_differ(table, got)
+    if differ.any():
+        i = int(np.argmax(differ))
+        raise DataError(
+            f"--score-model {path}: column {score_col!r} is not the model's score of {model.text!r}: "
+            f"{int(differ.sum())} of {len(table)} rows differ by more than {SCORE_TOLERANCE:g} (first row {i}: "
+            f"{table[i]!r}, recomputed {got[i]!r}); refused"
         )
     sha = certificate.file_sha256(path)
-    return {"path": str(path), "sha256": sha, "embedder": model.embedder, "text": model.text}
+    record = {"path": str(path), "sha256": sha, "embedder": model.embedder, "text": model.text}
+    line = (
+        f"score model {path.name}: sha256 {'matches' if sha256 else sha[:16] + '...'}, embedder {model.embedder}; "
+        f"its scores of {model.text!r} equal column {score_col!r} within {SCORE_TOLERANCE:g} in all {len(table)} "
+        "rows (recomputed)"
+    )
+    return record, line

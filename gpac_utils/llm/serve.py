@@ -25,14 +25,25 @@ Every request is sampled with :func:`~gpac_utils.llm.engines.item_seed` ``(seed,
 :mod:`gpac_utils.llm.generation` does, so a served answer is the answer the engine returns for that
 seed, whatever the batch; a table generated with the same seed and samplings has the same answers.
 
-The guarantee is the certificate's: per group, the extra error of the served answers is at most
-``eps`` with probability ``1 - alpha``, for requests drawn like the calibration table (same
-models, prompts, samplings and score). The certificate's provenance names that table; the router
-cannot check that live traffic resembles it (``OnlineGPAC``'s drift alarm can).
+**Each decision is recorded** (:meth:`CertifiedRouter.decide`, :meth:`CertifiedRouter.serve`): its
+request id (``item_id``), group, status, score, threshold, route and the certificate's SHA-256
+(:attr:`CertifiedRouter.certificate_sha256`) go into the returned row and, one strict JSON line per
+request (:func:`json_line`: ``null`` for a score or threshold that is not finite), to the Python
+logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
+
+The guarantee is the certificate's (a valid recipe's): per group, the expected extra loss
+``E[loss * 1{U <= u_j} | G_j]`` is at most ``eps`` with probability at least
+``1 - alpha`` over the calibration data (Theorem 4.2; for all groups at once only with the
+Bonferroni correction), for requests drawn like the calibration table (same models, prompts,
+samplings and score, the score computed from text distributed like the calibration text). The
+certificate's provenance names that table; the router cannot check that live traffic resembles it
+(``OnlineGPAC``'s drift alarm can).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -48,12 +59,40 @@ from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
 from ..scores import SCORES
+from .drift import DriftAlarm, DriftStore
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
 from .router_model import embedder as embedder_named
 from .router_model import load_router_model
 
-__all__ = ["CertifiedRouter", "ServeOptions"]
+__all__ = ["CertifiedRouter", "ServeOptions", "DECISION_LOGGER", "DECISION_FIELDS", "ROUTES", "json_line"]
+
+#: The Python logger each decision goes to, one JSON object per line (level INFO).
+DECISION_LOGGER = "gpac_utils.decisions"
+
+
+def json_line(record) -> str:
+    """A decision record as one strict JSON line: ``null`` for a number that is not finite.
+
+    Examples
+    --------
+    >>> json_line({"score": float("nan"), "threshold": float("-inf"), "route": "think"})
+    '{"score": null, "threshold": null, "route": "think"}'
+    """
+
+    def finite(v):
+        if isinstance(v, float | np.floating) and not math.isfinite(v):
+            return None
+        return v
+
+    return json.dumps({k: finite(v) for k, v in dict(record).items()}, default=str, allow_nan=False)
+
+
+#: The fields of a decision record, in order: ``request_id`` is the request's ``item_id``.
+DECISION_FIELDS = ("request_id", "group", "status", "score", "threshold", "route", "certificate_sha256")
+#: The two routes: the non-thinking (cheap) model answers, or the thinking model does.
+ROUTES = ("nothink", "think")
+_log = logging.getLogger(DECISION_LOGGER)
 
 __getattr__ = removed(__name__, {"SCORERS": "gpac_utils.scores.SCORES[name].serve (each score entry serves itself)"})
 
@@ -108,13 +147,18 @@ class CertifiedRouter:
         An online router to feed (module description); needs ``loss_fn``.
     loss_fn : callable, optional
         ``loss_fn(request, nothink_answer, think_answer) -> float`` in ``[0, loss_bound]``.
+    drift : DriftStore or path, optional
+        The drift alarms' store (:mod:`gpac_utils.llm.drift`): a group under an alarm thinks, with
+        status ``"drift alarm: always think"``; labels come back through :meth:`feedback`.
 
     Raises
     ------
     DataError
         For a certificate that is not a valid thresholds file.
     ParameterError
-        For a certificate whose score the router cannot compute, or ``online`` without ``loss_fn``.
+        For a missing engine (:meth:`for_decisions` decides without engines), a certificate whose score
+        the router cannot compute (a ``score_router`` certificate without a recorded score model
+        included), or ``online`` without ``loss_fn``: all when the router is built.
 
     Examples
     --------
@@ -132,7 +176,29 @@ class CertifiedRouter:
         *,
         online=None,
         loss_fn: Callable | None = None,
+        drift=None,
     ):
+        for role, engine in (("nothink", nothink), ("think", think)):
+            missing = [a for a in ("model", "tokenizer", "stream") if not hasattr(engine, a)]
+            if engine is None or missing or not callable(engine.stream):
+                what = "None" if engine is None else f"a {type(engine).__name__} without {missing or ['stream()']}"
+                raise ParameterError(
+                    f"{role}: needs an engine (model, tokenizer, stream()), got {what}; "
+                    "CertifiedRouter.for_decisions(certificate) decides without engines"
+                )
+        self._build(certificate, nothink, think, options, online, loss_fn, drift)
+
+    @classmethod
+    def for_decisions(cls, certificate, options: ServeOptions | None = None, *, drift=None) -> CertifiedRouter:
+        """A router without engines, for :meth:`decide` only (a gateway's pre-call decision).
+
+        Everything else is checked as when a router with engines is built; :meth:`serve` is refused.
+        """
+        self = cls.__new__(cls)
+        self._build(certificate, None, None, options, None, None, drift)
+        return self
+
+    def _build(self, certificate, nothink, think, options, online, loss_fn, drift) -> None:
         options = ServeOptions() if options is None else options
         if not isinstance(options, ServeOptions):
             raise ParameterError(f"options: must be a ServeOptions, got {type(options).__name__}")
@@ -163,6 +229,20 @@ class CertifiedRouter:
         self.statuses = {g: e["status"] for g, e in cert.groups.items()}
         self.score_model = self._load_score_model(certificate, options.score_model, options.embedder)
         self._embedder = options.embedder
+        #: The request columns the score reads: its entry's, and its fitted model's text column.
+        self.request_columns = tuple(
+            dict.fromkeys([*self.score.request_columns, *([self.score_model.text] if self.score_model else [])])
+        )
+        #: The certificate's SHA-256: of its JSON as ``gpac calibrate`` writes it (:meth:`Certificate.to_json`),
+        #: so ``sha256sum thresholds.json`` for a file it wrote in the current schema version; the same for
+        #: the file, its text, its dict or its object, whatever the whitespace and key order.
+        self.certificate_sha256 = cert.sha256
+        store = drift if drift is None or isinstance(drift, DriftStore) else DriftStore(drift)
+        self.drift = None if store is None else DriftAlarm(store, cert, self.certificate_sha256)
+        self._known = cert.kind == "known"
+        self._thresholds = {g: (-math.inf if t is None else float(t)) for g, t in cert.thresholds.items()}
+        if self.score.pre_call:  # its computation runs once on no request: what it needs is checked now
+            self._scores(pd.DataFrame({"item_id": [], **{c: [] for c in self.request_columns}}), None)
 
     def _load_score_model(self, source, path, embedder):
         """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
@@ -233,28 +313,118 @@ class CertifiedRouter:
             thr = self.calibrator.thresholds_for(scores, labels)
         return named, thr, scores <= thr
 
+    def _check_requests(self, requests: pd.DataFrame) -> None:
+        if not isinstance(requests, pd.DataFrame):
+            raise DataError(f"requests: must be a pandas DataFrame, got {type(requests).__name__}")
+        if "item_id" not in requests.columns:
+            raise DataError("requests: need a unique 'item_id' per request (the request id)")
+        dup = requests["item_id"].duplicated()
+        if dup.any():
+            raise DataError(f"requests: item_id {requests['item_id'][dup].iloc[0]!r} appears more than once")
+        missing = [c for c in self.request_columns if c not in requests.columns]
+        if missing:
+            raise DataError(
+                f"requests: {self.score.column} needs the {missing[0]!r} column; they have {list(requests)}"
+            )
+
+    def records(self, decided: pd.DataFrame) -> list[dict]:
+        """The decision records (:data:`DECISION_FIELDS`) of :meth:`decide`'s or :meth:`serve`'s rows."""
+        return [
+            {
+                "request_id": i,
+                "group": str(g),
+                "status": st,
+                "score": float(u),
+                "threshold": float(t),
+                "route": ROUTES[0] if r else ROUTES[1],
+                "certificate_sha256": self.certificate_sha256,
+            }
+            for i, g, st, u, t, r in zip(
+                decided["item_id"],
+                decided["group"],
+                decided["status"],
+                decided["score"],
+                decided["threshold"],
+                decided["route_nothink"],
+            )
+        ]
+
+    def log(self, records) -> None:
+        """Each decision record to :data:`DECISION_LOGGER`, one strict JSON line (RFC 8259) at level INFO
+        (when enabled): a score or threshold that is not finite (no score: ``nan``; an always-think
+        threshold: ``-inf``) is written ``null``, as the certificate writes an always-think threshold."""
+        if _log.isEnabledFor(logging.INFO):
+            for r in records:
+                _log.info(json_line(r), extra={"gpac_decision": r})
+
+    def decide_one(self, request_id, group, score: float) -> dict:
+        """One pre-scored request's decision record (:data:`DECISION_FIELDS`), as :meth:`decide` gives it,
+        without a table (a gateway's per-request path); not logged."""
+        if self._known:
+            name = str(group)
+            thr = self._thresholds.get(name, -math.inf)
+            if not 0.0 <= score <= 1.0:
+                raise DataError(f"score: must be in [0, 1], got {score!r}")
+        else:
+            names, thrs, _ = self._route(pd.DataFrame(), np.array([score], dtype=float))
+            name, thr = str(names[0]), float(thrs[0])
+        [cheap], [status] = self._drift_route([name], [score <= thr])
+        return {
+            "request_id": request_id,
+            "group": name,
+            "status": status,
+            "score": float(score),
+            "threshold": float(thr),
+            "route": ROUTES[0] if cheap else ROUTES[1],
+            "certificate_sha256": self.certificate_sha256,
+        }
+
     def decide(self, requests: pd.DataFrame) -> pd.DataFrame:
         """The routes of a pre-call score, before any model runs (what a gateway hook needs).
 
-        Returns one row per request: ``group``, ``status``, ``score``, ``threshold``, ``route_nothink``
-        (True: the cheap model answers it).
+        Parameters
+        ----------
+        requests : pandas.DataFrame
+            ``item_id`` (unique: the request id), the certificate's group column for G-PAC, and the
+            columns the score reads (:attr:`request_columns`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per request: ``item_id``, ``group``, ``status``, ``score``, ``threshold``,
+            ``route_nothink`` (True: the cheap model answers it), ``route`` (``nothink`` or ``think``)
+            and ``certificate_sha256``; each row is also logged (:data:`DECISION_LOGGER`).
 
         Raises
         ------
         ParameterError
-            For a certificate whose score needs the cheap answer (not pre-call).
+            For a certificate whose score needs the cheap model's answer (not pre-call).
+        DataError
+            For requests without unique ``item_id`` or without a column the score reads.
         """
         if not self.score.pre_call:
             raise ParameterError(
                 f"certificate: score {self.score.column!r} needs the cheap model's answer; deciding before any call "
                 "needs a pre-call score (cost form 'router'), or serve the cascade with CertifiedRouter.serve"
             )
+        self._check_requests(requests)
         scores = self._scores(requests, None)
         named, thr, cheap = self._route(requests, scores)
-        statuses = [self.statuses.get(g, UNSEEN) for g in named]
-        return pd.DataFrame(
-            {"group": named, "status": statuses, "score": scores, "threshold": thr, "route_nothink": cheap}
+        cheap, statuses = self._drift_route(named, cheap)
+        out = pd.DataFrame(
+            {
+                "item_id": requests["item_id"].tolist(),
+                "group": named,
+                "status": statuses,
+                "score": scores,
+                "threshold": thr,
+                "route_nothink": cheap,
+                "route": np.where(cheap, ROUTES[0], ROUTES[1]),
+                "certificate_sha256": self.certificate_sha256,
+            }
         )
+        self.log(self.records(out))
+        return out
 
     @staticmethod
     def _conversations(requests: pd.DataFrame, role: str) -> list:
@@ -279,15 +449,13 @@ class CertifiedRouter:
         pandas.DataFrame
             One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
             the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
-            served),
+            served), ``route`` (``nothink`` or ``think``), ``certificate_sha256``,
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
             thinking model was not called); with an online router also ``observed`` and ``loss``.
         """
-        if "item_id" not in requests.columns or requests["item_id"].duplicated().any():
-            raise DataError("requests: need a unique 'item_id' per request")
-        missing = [c for c in self.score.request_columns if c not in requests.columns]
-        if missing:
-            raise DataError(f"requests: {self.score.column} needs the {missing[0]!r} column")
+        if self.nothink is None:
+            raise ParameterError("serve: this router decides only (CertifiedRouter.for_decisions); give it engines")
+        self._check_requests(requests)
         ids = requests["item_id"].tolist()
         nothink_convs = self._conversations(requests, "nothink")
         if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it
@@ -296,6 +464,7 @@ class CertifiedRouter:
             cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
             scores = self._scores(requests, cheap)
         named, thr, route_nothink = self._route(requests, scores)
+        route_nothink, statuses = self._drift_route(named, route_nothink)
         decisions = None
         need_think = ~route_nothink
         if self.online is not None:
@@ -319,10 +488,12 @@ class CertifiedRouter:
             {
                 "item_id": ids,
                 "group": named,
-                "status": [self.statuses.get(g, UNSEEN) for g in named],
+                "status": statuses,
                 "score": scores,
                 "threshold": thr,
                 "route_nothink": route_nothink,
+                "route": np.where(route_nothink, ROUTES[0], ROUTES[1]),
+                "certificate_sha256": self.certificate_sha256,
                 "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
                 "nothink_answer": nothink_answers,
                 "think_answer": think_answers,
@@ -335,4 +506,40 @@ class CertifiedRouter:
                 losses[k] = float(self.loss_fn(rows.iloc[k], nothink_answers[k], think_answers[k]))
             self.online.update(scores, losses, named, decisions)
             out["observed"], out["loss"] = decisions.observe, losses
+        self.log(self.records(out))
         return out
+
+    # -- drift in production (gpac_utils.llm.drift) -----------------------------------------------
+    def _drift_route(self, named, route_nothink):
+        """The routes and statuses after the drift alarms: an alarmed group's requests think, with status
+        :data:`~gpac_utils.llm.drift.DRIFT_STATUS`."""
+        statuses = np.array([self.statuses.get(g, UNSEEN) for g in named], dtype=object)
+        if self.drift is None:
+            return np.asarray(route_nothink, bool), statuses
+        return self.drift.apply(named, route_nothink, statuses)
+
+    def feedback(self, records, losses) -> pd.DataFrame:
+        """Feed labelled decision records to the drift alarm (:meth:`gpac_utils.llm.drift.DriftAlarm.feed`).
+
+        Parameters
+        ----------
+        records : pandas.DataFrame or iterable of dict
+            Rows of :meth:`decide` or :meth:`serve`, or the gateway's decision records (their request id,
+            ``item_id`` or ``request_id``, and ``certificate_sha256`` included).
+        losses : array_like
+            One loss per record, in ``[0, loss_bound]``; the records in an order that does not depend on
+            their losses (the requests' order, or a grader whose latency does not depend on the verdict).
+
+        Returns
+        -------
+        pandas.DataFrame
+            What each group did (:meth:`~gpac_utils.llm.drift.DriftAlarm.feed`).
+
+        Raises
+        ------
+        ParameterError
+            For a router built without ``drift=``.
+        """
+        if self.drift is None:
+            raise ParameterError("drift: feedback needs a drift store (CertifiedRouter(..., drift=DriftStore(path)))")
+        return self.drift.feed(records, losses)

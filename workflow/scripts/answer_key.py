@@ -5,12 +5,19 @@
 writes ``<out>/answer-key.html`` and prints it to ``<out>/answer-key.pdf`` with headless Chromium
 (Debian's ``/usr/bin/chromium`` driven by Playwright's ``page.pdf``, as the book's tests drive it; no
 browser download, nothing fetched: the page is a local file, its math typeset by the book's local
-MathJax when ``docs/_mathjax`` is installed, else left as TeX). Its three parts, read from the sources:
+MathJax when ``docs/_mathjax`` is installed, else left as TeX). MathJax's script and the web fonts its
+CHTML output loads (``output/chtml/fonts/woff-v2/``, beside the script) are copied to ``<out>/mathjax/``;
+the print waits for every font and refuses (an error naming them) any request that fails or answers an
+error status, and any error the page logs: without its fonts MathJax draws a square root's bar on the
+line above and a hat beside its letter. Its three parts, read from the sources:
 
 1. every self-check question (``notebooks/questions/NN_name.json``) with its correct answer and why;
 2. every exercise of the lessons (the notebooks with exercises, as ``make student`` finds them) with
-   its solution: the cells tagged ``solution``, prose and code;
-3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines.
+   its solution: the cells tagged ``solution``, prose and code, each code cell followed by its result as
+   the executed notebook printed it (``build/paper/NN.ipynb``, else ``build/fast/NN.ipynb``, the cell
+   with the same source; where neither holds it, a line says so and how to make it);
+3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines, each
+   followed by the values they compute (the solution cells run here, in order, numpy and scipy only).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import sys
 from pathlib import Path
 
 import jupytext
+import numpy as np
 from markdown_it import MarkdownIt
 
 from gpac_utils.workflow.paths import folder_error
@@ -34,6 +42,11 @@ NOTEBOOKS = REPO_ROOT / "notebooks"
 QUESTIONS = NOTEBOOKS / "questions"
 HOMEWORK = NOTEBOOKS / "homework" / "gpac_homework.py"
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5" / "tex-mml-chtml.js"
+#: what the page loads of MathJax, relative to its es5 folder: the script and the fonts of its CHTML output
+#: (MathJax finds them beside the script: its fontURL is ``[mathjax]/output/chtml/fonts/woff-v2``)
+MATHJAX_FILES = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2"]
+#: where the executed lessons are read from, the first that holds a notebook (the workflow's profiles)
+EXECUTED = [REPO_ROOT / "build" / "paper", REPO_ROOT / "build" / "fast"]
 
 _spec = importlib.util.spec_from_file_location("student_edition", Path(__file__).with_name("student_edition.py"))
 edition = importlib.util.module_from_spec(_spec)
@@ -52,6 +65,7 @@ pre { background: #f4f4f4; padding: 0.5em; font-size: 8.5pt; white-space: pre-wr
 .item { break-inside: avoid; margin-bottom: 0.8em; }
 .answer { border-left: 3px solid #2e7d32; padding-left: 0.7em; }
 .label { color: #555; font-family: monospace; font-size: 9pt; }
+.result { border-left: 3px solid #1565c0; padding-left: 0.7em; background: #eef4fb; }
 """
 
 
@@ -83,10 +97,41 @@ def quiz_part() -> str:
     return "\n".join(parts)
 
 
-def exercise_part() -> str:
+def _output_text(cell: dict) -> str:
+    """What a code cell printed: its standard output and its results (markdown, else plain text), in order;
+    not its warnings (standard error)."""
+    texts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            text = out.get("text") if out.get("name") == "stdout" else None
+        else:
+            data = out.get("data", {})
+            text = data.get("text/markdown") or data.get("text/plain")
+        if text:
+            texts.append(text if isinstance(text, str) else "".join(text))
+    return "".join(t if t.endswith("\n") else t + "\n" for t in texts).rstrip("\n")
+
+
+def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path | None, dict[str, str]]:
+    """The executed notebook ``stem`` (the first of ``folders``, default :data:`EXECUTED`, that holds it) and
+    what each of its code cells printed, by the cell's source; ``(None, {})`` where none holds it."""
+    for folder in EXECUTED if folders is None else folders:
+        path = Path(folder) / f"{stem}.ipynb"
+        if path.is_file():
+            cells = json.loads(path.read_text())["cells"]
+            return path, {"".join(c["source"]): _output_text(c) for c in cells if c["cell_type"] == "code"}
+    return None, {}
+
+
+def _result(text: str) -> str:
+    return f'<pre class="result">Result:\n{html.escape(text)}</pre>'
+
+
+def exercise_part(folders: list[Path] | None = None) -> str:
     parts = ["<h2>2. Exercises and their solutions</h2>"]
     for path in edition.with_exercises(NOTEBOOKS):
         parts.append(f"<h3>Notebook {path.stem}</h3>")
+        executed, outputs = executed_outputs(path.stem, folders)
         number, current = 0, None
         for cell in jupytext.read(path).cells:
             labels = edition._EXERCISE_LABEL.findall(cell.source) if cell.cell_type == "markdown" else []
@@ -100,6 +145,15 @@ def exercise_part() -> str:
             elif "solution" in cell.metadata.get("tags", []) and current is not None:
                 if cell.cell_type == "code":
                     parts.append(f'<pre class="answer">{html.escape(cell.source)}</pre>')
+                    if cell.source in outputs:
+                        parts.append(_result(outputs[cell.source] or "(the cell prints nothing: its asserts passed)"))
+                    else:  # never a stale result: the executed cell must have this very source
+                        where = executed or REPO_ROOT / "build" / "paper" / f"{path.stem}.ipynb"
+                        where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+                        parts.append(
+                            f'<p class="result">Result: not in {where} ({"missing" if not executed else "older"});'
+                            f" run the notebook (make reproduce) and build the key again.</p>"
+                        )
                 elif _FENCE.sub("", cell.source).strip():
                     parts.append(f'<div class="answer">{_markdown(cell.source)}</div>')
     return "\n".join(parts)
@@ -108,7 +162,7 @@ def exercise_part() -> str:
 def homework_part() -> str:
     parts = ["<h2>3. Homework solutions</h2>"]
     cells = jupytext.read(HOMEWORK).cells
-    in_solution = False
+    in_solution, space = False, {}
     for cell in cells:
         source = cell.source.strip()
         if cell.cell_type == "raw":
@@ -117,7 +171,31 @@ def homework_part() -> str:
             parts.append(f'<div class="item">{_markdown(source)}</div>')
         elif cell.cell_type == "code" and in_solution:
             parts.append(f'<pre class="answer">{html.escape(cell.source.replace("  # SOLUTION", ""))}</pre>')
+            exec(cell.source, space)
+            parts.append(_result(_values(cell.source, space)))
+        elif cell.cell_type == "code" and "BEGIN TEST CONFIG" not in source:  # the set-up (imports)
+            exec(cell.source, space)
     return "\n".join(parts)
+
+
+def _values(source: str, space: dict) -> str:
+    """The values of the names a homework solution's ``# SOLUTION`` lines assign (a function is left out)."""
+    lines = []
+    for name in re.findall(r"^(\w+) = .*# SOLUTION$", source, re.M):
+        value = space[name]
+        if callable(value):
+            continue
+        if np.ndim(value):
+            array = np.asarray(value)
+            value = (
+                f"array of shape {array.shape}: mean {array.mean():.4g}, min {array.min():.4g}, max {array.max():.4g}"
+            )
+        elif isinstance(value, int | np.integer):
+            value = f"{int(value)}"
+        else:
+            value = f"{float(value):.4g}"
+        lines.append(f"{name} = {value}")
+    return "\n".join(dict.fromkeys(lines))
 
 
 def page(mathjax: Path | None) -> str:
@@ -126,7 +204,7 @@ def page(mathjax: Path | None) -> str:
         script = (
             "<script>window.MathJax = {tex: {inlineMath: [['$', '$']], displayMath: [['$$', '$$']]},"
             " startup: {typeset: true}};</script>"
-            f'<script src="{mathjax.name}"></script>'
+            f'<script src="mathjax/{mathjax.name}"></script>'
         )
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Answer key</title>'
@@ -139,13 +217,33 @@ def page(mathjax: Path | None) -> str:
     )
 
 
-def build(out: Path, chromium: str | None = None) -> dict[str, Path]:
-    """Write ``out/answer-key.html`` and print it to ``out/answer-key.pdf``; their paths."""
+def copy_mathjax(out: Path, mathjax: Path = MATHJAX) -> Path:
+    """Copy MathJax's script and fonts (:data:`MATHJAX_FILES`) to ``out/mathjax/``; the folder."""
+    target = Path(out) / "mathjax"
+    if target.exists():
+        shutil.rmtree(target)
+    for rel in MATHJAX_FILES:
+        src = mathjax.parent / rel
+        if src.is_dir():
+            shutil.copytree(src, target / rel)
+        else:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / rel)
+    return target
+
+
+def build(out: Path, chromium: str | None = None, loaded: list[str] | None = None) -> dict[str, Path]:
+    """Write ``out/answer-key.html`` and print it to ``out/answer-key.pdf``; their paths.
+
+    Refuses (``OSError``, naming them) a print during which a request failed or answered a status of 400
+    or more, or the page logged an error: a missing MathJax font prints garbled mathematics. ``loaded``,
+    a list: the URL of every request that finished is appended to it.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     mathjax = MATHJAX if MATHJAX.is_file() else None
     if mathjax is not None:
-        shutil.copy2(mathjax, out / mathjax.name)
+        copy_mathjax(out, mathjax)
     html_path, pdf_path = out / "answer-key.html", out / "answer-key.pdf"
     html_path.write_text(page(mathjax))
     chromium = chromium or shutil.which("chromium")
@@ -153,18 +251,33 @@ def build(out: Path, chromium: str | None = None) -> dict[str, Path]:
         raise OSError("no Chromium to print the PDF with: `make test` installs Debian's chromium (apt-get, needs root)")
     from playwright.sync_api import sync_playwright
 
+    problems: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
         tab = browser.new_page()
+        tab.on("requestfailed", lambda r: problems.append(f"{_short(r.url, out)}: {r.failure}"))
+        tab.on("response", lambda r: r.status >= 400 and problems.append(f"{_short(r.url, out)}: status {r.status}"))
+        tab.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+        tab.on("pageerror", lambda err: problems.append(f"page error: {err}"))
+        if loaded is not None:
+            tab.on("requestfinished", lambda r: loaded.append(r.url))
         tab.goto(html_path.resolve().as_uri())
         if mathjax is not None:
             tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
             tab.evaluate("() => MathJax.startup.promise")
+        tab.evaluate("() => document.fonts.ready.then(() => true)")  # every web font loaded (or failed)
         tab.pdf(
             path=str(pdf_path), format="A4", margin={"top": "18mm", "bottom": "18mm", "left": "15mm", "right": "15mm"}
         )
         browser.close()
+    if problems:
+        raise OSError(f"printing {html_path.name}: {len(problems)} failed loads or errors: {'; '.join(problems[:12])}")
     return {"html": html_path, "pdf": pdf_path}
+
+
+def _short(url: str, out: Path) -> str:
+    """A request's URL, relative to the output folder where it lies in it."""
+    return url.removeprefix(out.resolve().as_uri() + "/")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,11 @@ The second form grades every ``SUBMISSIONS/*.ipynb`` with ``otter run`` (locally
 ``<out>/results/NAME/`` (otter's ``results.json`` and ``feedback.md``: the points per question and, for
 each failed check, its hint — never the expected value), and writes the class table
 ``<out>/grades.csv``: one row per student (the file name), the points of each question and the total.
+
+The hints come in two steps (:func:`feedback`): the form check's (each question's first) always; the
+others — the public checks' (``grader.check`` runs them, and they too pass silently while the form check
+fails) and the hidden checks', which come near the solution — only for an answer that passes its
+question's form check, so never for a blank one.
 """
 
 from __future__ import annotations
@@ -33,13 +38,76 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import yaml
 
 from gpac_utils.workflow.paths import folder_error
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = REPO_ROOT / "notebooks" / "homework" / "gpac_homework.py"
 #: a failed check's hint in otter's output (its ``failure_message``); a passed check has none
-HINT = re.compile(r"^\s*(q\d+) - \d+ message: (.*)$", re.M)
+HINT = re.compile(r"^\s*(q\d+) - (\d+) message: (.*)$", re.M)
+#: the test config of one check in the assignment source (a docstring opening the test's cell)
+_TEST_CONFIG = re.compile(r'^""" # BEGIN TEST CONFIG\n(.*?)"""\s+# END TEST CONFIG', re.S)
+#: a question's lesson exercise, for maintainers, in the question's config cell (which otter drops)
+_EXERCISE = re.compile(r"^# exercise: (\S+)", re.M)
+#: in the text the student reads: a reference to a lesson exercise as the student edition numbers it
+EXERCISE_REF = re.compile(r"Exercise (\d+) in notebook `(\d\d_\w+)`")
+#: the one line of feedback that stands for the withheld hints of a question whose form check failed
+WITHHELD = "the hints on the values come once the answer passes the first check (a blank answer gets none)"
+
+
+def questions(source: Path = SOURCE) -> dict[str, dict]:
+    """Each question of the assignment source: ``{name: {"exercise": label, "checks": [check, ...]}}``.
+
+    A check is ``{"number": k, "hidden": bool, "message": failure_message}``, numbered from 1 in the
+    question's order as otter numbers them in its output (``q2 - 3 message: ...``); the first is the
+    form check. ``exercise`` is the label of the lesson exercise the question grades (its config's
+    ``# exercise:`` comment), or None.
+    """
+    found: dict[str, dict] = {}
+    current = None
+    for cell in jupytext.read(source).cells:
+        text = cell.source.strip()
+        if cell.cell_type == "raw" and text.startswith("# BEGIN QUESTION"):
+            config = yaml.safe_load(text) or {}
+            current = found.setdefault(config["name"], {"exercise": None, "checks": []})
+            current["exercise"] = next(iter(_EXERCISE.findall(text)), None)
+        elif cell.cell_type == "raw" and text == "# END QUESTION":
+            current = None
+        elif cell.cell_type == "code" and current is not None and (m := _TEST_CONFIG.match(text)):
+            config = yaml.safe_load(m.group(1)) or {}
+            current["checks"].append(
+                {
+                    "number": len(current["checks"]) + 1,
+                    "hidden": bool(config.get("hidden", False)),
+                    "message": config.get("failure_message", ""),
+                }
+            )
+    return found
+
+
+def answer_lines(mistakes: dict[str, str] | None = None, source: Path = SOURCE) -> dict[str, str]:
+    """The solution's answer lines, ``{left-hand side: whole line}`` (``x =`` or ``return``), ``mistakes`` applied.
+
+    The lines of ``source`` that end in ``  # SOLUTION``; ``mistakes`` maps a solution line to the line
+    that replaces it. :func:`fill_in` writes them into the student's notebook.
+    """
+    mistakes = mistakes or {}
+    raw = source.read_text().splitlines()
+    lines = [line.removesuffix("  # SOLUTION").strip() for line in raw if line.endswith("  # SOLUTION")]
+    return {re.match(r"(return|\w+ =) ", line).group(1): mistakes.get(line, line) for line in lines}
+
+
+def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The student's notebook ``nb`` with each ``...`` replaced by its answer line (as a student fills it in).
+
+    otter shows ``x = ...`` for an assigned answer and a bare ``...`` for a ``return``.
+    """
+    for cell in nb.cells:
+        for lhs, line in answers.items():
+            pattern = r"^(\s*)\.\.\.$" if lhs == "return" else rf"^(\s*){re.escape(lhs)} \.\.\.$"
+            cell.source = re.sub(pattern, lambda m, line=line: m.group(1) + line, cell.source, flags=re.M)
+    return nb
 
 
 def build(out: Path, source: Path = SOURCE, check_solutions: bool = True) -> dict[str, Path]:
@@ -87,15 +155,28 @@ def _otter_run(submission: Path, autograder: Path, results: Path) -> dict:
     return json.loads((results / "results.json").read_text())
 
 
-def feedback(student: str, results: dict) -> str:
-    """A student's feedback (markdown): the points per question and the hint of every failed check."""
-    questions = [t for t in results["tests"] if re.fullmatch(r"q\d+", t["name"])]
-    got, possible = sum(t["score"] for t in questions), sum(t["max_score"] for t in questions)
+def feedback(student: str, results: dict, checks: dict[str, dict] | None = None) -> str:
+    """A student's feedback (markdown): the points per question and the hints of its failed checks.
+
+    The hint of a failed form check (a question's first, public) is always given; those of its other
+    failed checks — the public ones, which assume an answer of the right form, and the hidden ones, which
+    come near the solution — only where the form check passed (a blank answer fails it), else one line,
+    :data:`WITHHELD`, stands for them. ``checks``:
+    :func:`questions` of the assignment (default: of ``notebooks/homework/gpac_homework.py``).
+    """
+    checks = questions() if checks is None else checks
+    graded = [t for t in results["tests"] if re.fullmatch(r"q\d+", t["name"])]
+    got, possible = sum(t["score"] for t in graded), sum(t["max_score"] for t in graded)
     lines = [f"# Homework feedback: {student}", "", f"{got:g} of {possible:g} points.", ""]
-    for t in questions:
+    for t in graded:
         lines.append(f"## {t['name']}: {t['score']:g} of {t['max_score']:g}")
-        hints = [hint for _, hint in HINT.findall(t.get("output", ""))]
-        lines += [f"* {hint}" for hint in hints] or ["* every check passed"]
+        hidden = {c["number"] for c in checks.get(t["name"], {}).get("checks", []) if c["hidden"]}
+        failed = {int(k): hint for q, k, hint in HINT.findall(t.get("output", "")) if q == t["name"]}
+        if 1 in failed:  # the form check's hint alone: the others assume an answer of the right form
+            hints = [f"* {failed[1]}"] + ([f"* {WITHHELD}"] if set(failed) - {1} else [])
+        else:  # the public checks' hints first, then the hidden ones'
+            hints = [f"* {failed[k]}" for k in sorted(failed, key=lambda k: (k in hidden, k))]
+        lines += hints or ["* every check passed"]
         lines.append("")
     return "\n".join(lines)
 

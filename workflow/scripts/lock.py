@@ -43,8 +43,12 @@ LOCKS = {
     ),
     # the light install for students (make venv-lesson, .venv-lesson): the lessons and JupyterLab
     # (constrained=False: no package of constraints/cpu.txt, the CPU torch, is part of it); pinned_by: every
-    # package it shares with .venv at .venv's version, so that a lesson computes with the same libraries
-    "lesson": dict(extras=["lesson"], inputs=["build.in"], omit=[], constrained=False, pinned_by="venv"),
+    # package it shares with .venv at .venv's version, so that a lesson computes with the same libraries.
+    # Left out: playwright (161 MB, with greenlet), which otter-grader pulls through nbconvert[webpdf] for a
+    # PDF export the homework does not use (students submit the .ipynb; the lock is installed with --no-deps)
+    "lesson": dict(
+        extras=["lesson"], inputs=["build.in"], omit=["playwright", "greenlet"], constrained=False, pinned_by="venv"
+    ),
     # one file installed without its dependencies (see smollm2.in)
     "smollm2": dict(extras=None, inputs=["smollm2.in"], omit=[]),
 }

@@ -1,4 +1,4 @@
-"""The student edition of every notebook with exercises: every cell tagged ``solution`` removed (``make student``).
+"""The student edition of every notebook with exercises: its solutions and maintainer cells removed (``make student``).
 
     python workflow/scripts/student_edition.py [--out build/student] [NOTEBOOK ...]
 
@@ -19,6 +19,13 @@ directive) becomes that number ("Exercise 2", or the reference's own text). A so
 outside a tagged cell, a tagged cell outside a solution, or kept prose referring to a label that
 only a removed solution defines, is an error: the edition must never leak a solution nor leave a
 dangling reference.
+
+Maintainer material goes too: every cell tagged ``maintainer`` (``# %% [markdown] tags=["maintainer"]``)
+— what the book and the instructor keep but a student does not need: how a number is made
+independent of the BLAS, which test file checks a claim, a cost or complexity note, the cells that
+generate the README's paragraph or re-check the run. A kept markdown cell that still holds such
+material (:data:`MAINTAINER_MATERIAL`: a test-file path, ``fsum``, BLAS or "complexity") is an error,
+as is a maintainer-tagged cell that holds an exercise or a solution.
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ from gpac_utils.workflow.paths import folder_error
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
 TAG = "solution"
+#: The tag of the cells only the book and the instructor keep (docs/teaching.md).
+MAINTAINER_TAG = "maintainer"
+#: What marks maintainer prose in a kept markdown cell: a test-file path, exactly rounded sums, the BLAS,
+#: a complexity note. (Not big-O notation: a rate such as O(n^-1/2) is statistics a student needs.)
+MAINTAINER_MATERIAL = re.compile(r"\btests/\w+\.py|\bfsum\b|\bBLAS\b|\bcomplexity\b", re.IGNORECASE)
 _DIRECTIVE = re.compile(r"^(?::::+|```+)\{exercise\}.*$")
 _OPTION = re.compile(r"^:(?:label|class|nonumber|hidden):.*$")
 #: An exercise's label: the ``:label:`` option right under its directive.
@@ -59,6 +71,11 @@ def exercise_labels(path: Path) -> list[str]:
 def with_exercises(folder: Path = NOTEBOOKS) -> list[Path]:
     """The notebooks ``NN_name.py`` of ``folder`` that hold at least one exercise, in number order."""
     return [path for path in sorted(folder.glob("[0-9][0-9]_*.py")) if exercise_labels(path)]
+
+
+def maintainer_material(source: str) -> list[str]:
+    """The pieces of ``source`` that mark maintainer material (:data:`MAINTAINER_MATERIAL`), in order."""
+    return [match[0] for match in MAINTAINER_MATERIAL.finditer(source)]
 
 
 def _plain_exercise(source: str, number: int) -> str:
@@ -85,18 +102,24 @@ def _resolve_refs(source: str, numbers: dict[str, int], removed: set[str], name:
         if label in numbers:  # "exercise {ref}`ex-a`" reads "Exercise 2", not "exercise Exercise 2"
             return (match[1] or "") + text if text else f"Exercise {numbers[label]}"
         if label in removed:
-            raise EditionError(f"{name}: a kept cell refers to {label!r}, which only a removed solution defines")
+            raise EditionError(f"{name}: a kept cell refers to {label!r}, which only a removed cell defines")
         return match[0]
 
     return _REF.sub(plain, source)
 
 
 def student_notebook(path: Path) -> nbformat.NotebookNode:
-    """The notebook at ``path`` with its solutions removed (see the module docstring)."""
+    """The notebook at ``path`` with its solutions and maintainer material removed (see the module docstring)."""
     nb = jupytext.read(path)
     numbers = {label: k for k, label in enumerate(exercise_labels(path), start=1)}
     cells, inside, removed, n_seen = [], False, set(), 0
     for index, cell in enumerate(nb.cells):
+        if MAINTAINER_TAG in cell.metadata.get("tags", []):
+            if "{exercise}" in cell.source or "{solution" in cell.source or TAG in cell.metadata["tags"]:
+                raise EditionError(f"{path.name}: cell {index} is tagged {MAINTAINER_TAG!r} but holds an exercise")
+            if cell.cell_type == "markdown":
+                removed.update(a or b for a, b in _LABEL.findall(cell.source))
+            continue
         tagged = TAG in cell.metadata.get("tags", [])
         whole = "{solution}" in cell.source  # a solution in prose only: one directive, one cell
         starts, ends = "{solution-start}" in cell.source or whole, "{solution-end}" in cell.source or whole
@@ -126,6 +149,12 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
     for cell in cells:
         if cell.cell_type == "markdown":
             cell.source = _resolve_refs(cell.source, numbers, removed - set(numbers), path.name)
+            found = maintainer_material(cell.source)
+            if found:
+                raise EditionError(
+                    f"{path.name}: a kept markdown cell holds maintainer material {found[0]!r}: "
+                    f"tag it {MAINTAINER_TAG!r} or move it to the docs"
+                )
     nb.cells = cells
     return nb
 

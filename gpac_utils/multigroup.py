@@ -1,0 +1,840 @@
+r"""Guarantees for every group of several overlapping groupings (subject *and* language *and* tier).
+
+G-PAC (:class:`~gpac_utils.calibrate.GPAC`, paper Algorithm 2) certifies one partition: each item is in
+exactly one group. Here the groups form a *collection* :math:`\mathcal C = \{G_1, \dots, G_m\}` that may
+overlap (every subject and every language), given as several label columns (a grouping each) or as a
+boolean membership matrix. The target is, for every :math:`G \in \mathcal C`,
+
+.. math:: P\big(R(\hat u \mid G) \le \varepsilon\big) \ge 1 - \alpha,
+   \qquad R(\hat u \mid G) = E\big[\ell\,\mathbf 1\{U \le \hat u(X)\} \mid X \in G\big],
+
+the paper's joint risk (Section 4) with a per-item threshold :math:`\hat u(X)`; separately for each
+group, or for all of them at once. Items with the same memberships form a *cell* (one subject and one
+language); a threshold is set per cell. Two calibrators, registered in
+:data:`gpac_utils.calibrate.CALIBRATORS` when this module is imported (``calibrate`` cannot import it: this
+module builds on :class:`~gpac_utils.calibrate.PAC`, and the package has no import cycle):
+
+:class:`MinGPAC` (``"Min-G-PAC"``): the simple valid baseline
+    G-PAC's threshold :math:`\hat u_G` of every group on its own items (Theorem 4.2 per group), and each
+    cell takes the smallest threshold among its groups. For a group :math:`G`, every item of :math:`G`
+    then has :math:`\hat u(X) \le \hat u_G`, and as losses are non-negative
+    :math:`R(\hat u \mid G) \le R(\hat u_G \mid G)`: the guarantee of each group carries over, for each
+    group separately at ``alpha``, for all at once with ``correction="bonferroni"`` (each of the ``m``
+    groups at ``alpha / m``). It does **not** carry over to the risk among routed items,
+    :math:`E[\ell \mid U \le u, G]`, which a lower threshold can raise: ``risk="routed"`` is refused.
+:class:`PathGPAC` (``"Path-G-PAC"``): pooled along a path fixed in advance
+    A random half of the calibration items (the *path half*, :attr:`PathGPAC.path_share`) fixes a one-parameter
+    family of per-cell thresholds: an estimate :math:`\hat p_c(u)` of the loss at score ``u`` in cell
+    ``c`` (isotonic in ``u``, shrunk toward the cell's groups), and for a level :math:`\lambda` the cell
+    routes :math:`U \le t_c(\lambda) = \sup\{u : \hat p_c(u) \le \lambda\}`: an item routes when its
+    *path score* :math:`q = \hat p_{c}(U)` is at most :math:`\lambda`. On the other items (the *test
+    half*) the levels are tested in a fixed sequence, from the smallest up; a level passes only when
+    *every* group's upper confidence bound at it is at most ``eps`` (an intersection–union test), and
+    the scan stops before the first level that fails (first-crossing,
+    :mod:`gpac_utils.selection`). The guarantee holds for all groups at once at ``alpha``, with no
+    multiplicity correction; the proof is in ``docs/overlapping-groups.md``.
+
+A group that the path half shows to be too small to be tested on the test half always thinks in
+the path (it cannot certify anything, :func:`gpac_utils.feasibility.min_items`). A group tested with
+fewer test items than the bound needs blocks every level (everything thinks): skipping it would not be
+valid (``docs/overlapping-groups.md``). A cell not seen at calibration, an item in no group and a
+label not seen at calibration route to the thinking model.
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> from gpac_utils.multigroup import MinGPAC
+>>> rng = np.random.default_rng(0)
+>>> n = 4000
+>>> groups = pd.DataFrame({"subject": rng.choice(["alg", "geo"], n), "lang": rng.choice(["en", "fr"], n)})
+>>> u = rng.uniform(size=n)
+>>> loss = (rng.uniform(size=n) < np.where(groups["subject"] == "geo", 0.4, 0.1) * u).astype(float)
+>>> m = MinGPAC(eps=0.05).fit(u, loss, groups)
+>>> sorted(m.group_thresholds_)
+['lang=en', 'lang=fr', 'subject=alg', 'subject=geo']
+>>> m.thresholds_["subject=alg & lang=en"] == min(m.group_thresholds_["subject=alg"], m.group_thresholds_["lang=en"])
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import bounds as _bounds
+from . import feasibility as _feasibility
+from . import selection as _selection
+from . import thresholds_schema as _schema
+from .calibrate import (
+    CALIBRATORS,
+    CERTIFIED,
+    NO_FEASIBLE,
+    PAC,
+    TOO_FEW,
+    GroupRecord,
+    GroupWarning,
+    Method,
+)
+from .checks import ParameterError, check_array, check_binary_losses, check_fitted, check_groups, check_same_index
+
+__all__ = [
+    "Collection",
+    "collection",
+    "MinGPAC",
+    "PathGPAC",
+    "Path",
+    "fit_path",
+    "PATH_GRID",
+    "cell_risk",
+    "SEP",
+    "SHRINK",
+]
+
+#: Joins the parts of a cell's label: ``"subject=alg & lang=en"`` (a group of a grouping is ``column=label``).
+SEP = " & "
+#: The path's shrinkage: a cell's loss curve counts as many items as this of its groups' pooled curve.
+SHRINK = 10.0
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A checked collection of groups that may overlap (:func:`collection`).
+
+    Attributes
+    ----------
+    names : list of str
+        The groups: ``column=label`` for a grouping given as a label column; the label itself for one
+        grouping given as one label array; the column name of a membership matrix.
+    member : numpy.ndarray of bool, shape (n, m)
+        ``member[i, j]``: item ``i`` is in group ``names[j]``.
+    cells : numpy.ndarray of str, shape (n,)
+        Each item's cell: its groups joined by :data:`SEP` (``""``: an item in no group).
+    groupings : tuple of str or None
+        The grouping columns, in order (``None``: a membership matrix; ``()``: one label array).
+    """
+
+    names: list[str]
+    member: np.ndarray
+    cells: np.ndarray
+    groupings: tuple[str, ...] | None
+
+
+def _label_columns(groups) -> dict | None:
+    """The label columns of ``groups`` (a dict or a DataFrame of labels), or ``None`` when it is not one."""
+    if isinstance(groups, dict):
+        return dict(groups)
+    if isinstance(groups, pd.DataFrame) and not all(pd.api.types.is_bool_dtype(t) for t in groups.dtypes):
+        return {str(c): groups[c] for c in groups.columns}
+    return None
+
+
+def collection(groups, n: int, name: str = "groups", *, every_group_used: bool = True) -> Collection:
+    """Check a collection of groups of ``n`` items (one-line :class:`~gpac_utils.checks.ParameterError` naming it).
+
+    Parameters
+    ----------
+    groups : array_like, dict, pandas.DataFrame or numpy.ndarray of bool
+        One of: one label per item (one grouping: a partition, as for G-PAC); several groupings, as a
+        dict of column name to labels or a DataFrame of label columns; or a boolean membership matrix
+        of shape ``(n, m)`` (a DataFrame of boolean columns names its groups; a numpy array's groups
+        are named ``"0"``, ``"1"``, ...).
+    n : int
+        The number of items.
+    name : str, default "groups"
+        Named in the error messages.
+    every_group_used : bool, default True
+        Refuse a membership-matrix column with no item (at calibration; items to route need not
+        cover every group).
+
+    Returns
+    -------
+    Collection
+
+    Raises
+    ------
+    ParameterError
+        For labels that :func:`~gpac_utils.checks.check_groups` refuses (naming the column), a
+        membership matrix of another shape or not boolean, a group with no items, no grouping, or a
+        column name that contains ``=`` or :data:`SEP`.
+
+    Examples
+    --------
+    >>> c = collection({"subject": ["a", "b", "a"], "lang": ["en", "en", "fr"]}, 3)
+    >>> c.names
+    ['subject=a', 'subject=b', 'lang=en', 'lang=fr']
+    >>> c.cells.tolist()
+    ['subject=a & lang=en', 'subject=b & lang=en', 'subject=a & lang=fr']
+    >>> collection(np.array([[True, False], [False, False]]), 2)
+    Traceback (most recent call last):
+    ...
+    gpac_utils.checks.ParameterError: groups: group '1' has no items (column 1 of the membership matrix is all False)
+    """
+    if groups is None:
+        raise ParameterError(f"{name}: needs the items' groups (label columns or a boolean membership matrix)")
+    columns = _label_columns(groups)
+    if columns is not None:
+        if not columns:
+            raise ParameterError(f"{name}: no grouping given (an empty dict or DataFrame)")
+        names, member_cols, parts = [], [], []
+        for col, labels in columns.items():
+            if "=" in col or SEP in col:
+                raise ParameterError(f"{name}: grouping name {col!r} must not contain '=' or {SEP!r}")
+            lab = check_groups(f"{name}[{col!r}]", labels, n)
+            levels = np.unique(lab)
+            names += [f"{col}={v}" for v in levels.tolist()]
+            member_cols += [lab == v for v in levels]
+            parts.append(np.char.add(f"{col}=", lab))
+        cells = parts[0]
+        for p in parts[1:]:
+            cells = np.char.add(np.char.add(cells, SEP), p)
+        return Collection(names, np.column_stack(member_cols), cells.astype(str), tuple(columns))
+    if isinstance(groups, pd.DataFrame):  # boolean columns: a membership matrix with named groups
+        gnames = [str(c) for c in groups.columns]
+        matrix = groups.to_numpy(dtype=bool)
+    else:
+        a = np.asarray(groups)
+        if a.ndim == 1 or (a.ndim == 0):
+            lab = check_groups(name, groups, n)
+            levels = np.unique(lab)
+            return Collection(levels.tolist(), lab[:, None] == levels[None, :], lab, ())
+        if a.ndim != 2:
+            raise ParameterError(f"{name}: a membership matrix must be 2-D (n items, m groups), got shape {a.shape}")
+        if a.dtype != bool:
+            raise ParameterError(
+                f"{name}: a 2-D array must be a boolean membership matrix, got dtype {a.dtype}; "
+                "pass label columns as a dict or a DataFrame"
+            )
+        gnames, matrix = [str(j) for j in range(a.shape[1])], a
+    if matrix.shape[0] != n:
+        raise ParameterError(f"{name}: the membership matrix has {matrix.shape[0]} rows for {n} items (one per item)")
+    if matrix.shape[1] == 0:
+        raise ParameterError(f"{name}: the membership matrix has no columns (no group)")
+    empty = np.flatnonzero(~matrix.any(axis=0))
+    if empty.size and every_group_used:
+        j = int(empty[0])
+        raise ParameterError(
+            f"{name}: group {gnames[j]!r} has no items (column {j} of the membership matrix is all False)"
+        )
+    bad = [g for g in gnames if SEP in g or g == ""]
+    if bad:
+        raise ParameterError(f"{name}: group name {bad[0]!r} must be non-empty and not contain {SEP!r}")
+    if len(set(gnames)) != len(gnames):
+        raise ParameterError(f"{name}: the membership matrix's group names repeat")
+    order = np.argsort(gnames)  # a cell's label names its groups sorted: the columns' order does not matter
+    cells = np.array([SEP.join(gnames[j] for j in order[row[order]]) for row in matrix], dtype=str)
+    return Collection(gnames, matrix.astype(bool), cells, None)
+
+
+def _cell_groups(cells_names, coll_names, groupings) -> dict[str, list[int]]:
+    """Each cell label's groups (indices into ``coll_names``)."""
+    index = {g: j for j, g in enumerate(coll_names)}
+    out = {}
+    for c in cells_names:
+        if groupings == ():  # one label array: the cell is the group
+            out[c] = [index[c]] if c in index else []
+        else:
+            out[c] = [index[p] for p in c.split(SEP) if p in index] if c else []
+    return out
+
+
+def _terms(losses, recipe, loss_bound, rng):
+    """Every item's expert-label term, drawn once (an item in several groups has one label):
+    ``(z, labelled, term_range)`` with ``z = xi * loss / label_prob`` (``bernoulli``: ``xi`` a coin of
+    probability ``label_prob``, as :func:`gpac_utils.sampling.draw` draws it) or ``z = loss`` (``full``)."""
+    if recipe.sampling not in ("full", "bernoulli"):
+        raise ParameterError(
+            f"recipe: sampling {recipe.sampling!r} draws terms with replacement per group; overlapping groups need "
+            "one label per item ('full' or 'bernoulli')"
+        )
+    if recipe.sampling == "full":
+        return losses, np.ones(losses.size, bool), float(loss_bound)
+    pi = float(recipe.label_prob)
+    xi = rng.random(losses.size) < pi
+    return xi * losses / pi, xi, float(loss_bound / pi)
+
+
+class _Overlapping(PAC):
+    """What both calibrators of overlapping groups share: inputs, routing, JSON."""
+
+    no_groups = None
+    OPTIONS = PAC.OPTIONS
+
+    def _setup(self, settings) -> None:
+        if settings.risk != "joint":
+            raise ParameterError(
+                f"risk: {self.name} certifies the joint risk only; the risk among routed items E[loss | U <= u] can "
+                "rise when a threshold is lowered, so a group's guarantee does not carry over to items with a lower "
+                "threshold (use G-PAC on one grouping for risk='routed')"
+            )
+        super()._setup(settings)
+        self.group_thresholds_: dict[str, float] = {}
+        self.groupings_: tuple[str, ...] | None = None
+        self.group_names_: list[str] = []
+
+    def _inputs(self, scores, losses=None, groups=None, min_items=0):
+        """Checked scores, losses and the :class:`Collection` (refusals in one line, naming the argument)."""
+        if groups is None:
+            raise ParameterError(f"groups: {self.name} needs the items' groups (label columns or a membership matrix)")
+        check_same_index(scores=scores, losses=losses)
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        loss = None if losses is None else check_array("losses", losses, 0.0, self.loss_bound)
+        if loss is not None and loss.shape != s.shape:
+            raise ParameterError(f"losses: must be of equal length to scores, got {loss.shape} for {s.shape}")
+        if s.size < min_items:
+            raise ParameterError(f"scores: need at least {min_items} item(s), got {s.size} (empty calibration set)")
+        if isinstance(groups, pd.DataFrame | pd.Series) and isinstance(scores, pd.Series):
+            if not groups.index.equals(scores.index):
+                raise ParameterError("groups: its index differs from that of scores (rows are never re-paired)")
+        if loss is not None:
+            check_binary_losses(loss, _bounds.BOUNDS[self.recipe.bound].binary_terms, self.loss_bound)
+        return s, loss, collection(groups, s.size, every_group_used=loss is not None)
+
+    def _check_same_collection(self, coll: Collection) -> None:
+        """Routing needs the groupings the calibrator was fitted on (the same columns)."""
+        if self.groupings_ is None and coll.groupings is None:
+            if sorted(coll.names) != sorted(self.group_names_):
+                raise ParameterError(
+                    f"groups: the membership matrix's groups {coll.names} are not those of calibration "
+                    f"{self.group_names_}"
+                )
+        elif self.groupings_ != coll.groupings:
+            raise ParameterError(
+                f"groups: calibrated on groupings {list(self.groupings_ or [])}, got {list(coll.groupings or [])}"
+            )
+
+    def thresholds_for(self, scores, groups=None) -> np.ndarray:
+        """Each item's threshold: its cell's (``-inf``, with a warning, for a cell not seen at calibration)."""
+        check_fitted(self, bool(self.thresholds_))
+        s, _, coll = self._inputs(scores, None, groups)
+        self._check_same_collection(coll)
+        names, codes = np.unique(coll.cells, return_inverse=True)
+        unseen = [c for c in names.tolist() if c not in self.thresholds_]
+        if unseen:
+            warnings.warn(
+                f"cell(s) {unseen[:5]} were not seen at calibration; they always route to the thinking model",
+                GroupWarning,
+                stacklevel=3,
+            )
+        per = np.array([self.thresholds_.get(c, -math.inf) for c in names.tolist()], dtype=float)
+        return per[codes]
+
+    def route(self, scores, groups=None) -> np.ndarray:
+        """True where the item goes to the non-thinking model (``U <=`` its cell's threshold)."""
+        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
+        return s <= self.thresholds_for(scores, groups)
+
+    def to_json(self) -> str:
+        """The fitted per-cell thresholds, the items per group and every setting as JSON."""
+        check_fitted(self, bool(self.thresholds_))
+        payload = {
+            "schema_version": _schema.SCHEMA_VERSION,
+            "method": self.name,
+            "settings": self.settings,
+            "thresholds": {g: (None if not math.isfinite(t) else float(t)) for g, t in self.thresholds_.items()},
+            "group_sizes": self.group_sizes_,
+        }
+        return json.dumps(payload, indent=2, sort_keys=True)
+
+    def _restore(self, payload) -> None:
+        super()._restore(payload)
+        keys = [k for k in self.thresholds_ if k]
+        self.group_names_ = list(self.group_sizes_)
+        columns = {tuple(p.split("=", 1)[0] for p in k.split(SEP)) for k in keys}
+        if set(keys) <= set(self.group_sizes_):  # the cells are the groups: one label array
+            self.groupings_ = ()
+        elif len(columns) == 1 and all("=" in p for k in keys for p in k.split(SEP)):
+            self.groupings_ = columns.pop()
+        else:  # a membership matrix
+            self.groupings_ = None
+
+    def _start(self, coll: Collection) -> None:
+        self.thresholds_, self.group_sizes_, self.groups_, self.group_thresholds_ = {}, {}, {}, {}
+        self.groupings_, self.group_names_ = coll.groupings, list(coll.names)
+        self.group_sizes_ = {g: int(k) for g, k in zip(coll.names, coll.member.sum(axis=0).tolist())}
+
+    def _small(self, g: str, size: int, what: str = "calibration items") -> None:
+        warnings.warn(
+            f"group {g!r} has {size} {what} (< min_group_size={self.min_group_size}); it always routes to the "
+            "thinking model",
+            GroupWarning,
+            stacklevel=4,
+        )
+
+
+class MinGPAC(_Overlapping):
+    """Min-G-PAC: each group's own G-PAC threshold; each cell takes the smallest among its groups.
+
+    Parameters
+    ----------
+    eps, alpha, recipe
+        As for :class:`~gpac_utils.calibrate.PAC` (the recipe's sampling ``full`` or ``bernoulli``: one
+        label per item, shared by its groups).
+    **options
+        ``loss_bound``, ``min_group_size``, ``seed``, ``risk`` (``"joint"`` only) and ``correction``:
+        ``"none"`` (default) each group's guarantee separately at ``alpha``; ``"bonferroni"`` all ``m``
+        groups of the collection at once (each at ``alpha / m``).
+
+    Attributes
+    ----------
+    thresholds_ : dict of str to float
+        Per cell (the items with the same groups): the smallest threshold among its groups.
+    group_thresholds_ : dict of str to float
+        Per group: its own G-PAC threshold (Theorem 4.2 on its items).
+    group_sizes_, groups_ : dict
+        Per group: calibration items; :class:`~gpac_utils.calibrate.GroupRecord` (status, labels,
+        the bound at its own threshold).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> member = rng.uniform(size=(3000, 3)) < 0.5  # three overlapping groups
+    >>> member[:, 0] |= ~member.any(axis=1)  # every item in a group
+    >>> u = rng.uniform(size=3000)
+    >>> loss = (rng.uniform(size=3000) < 0.2 * u).astype(float)
+    >>> m = MinGPAC(eps=0.05, correction="bonferroni").fit(u, loss, member)
+    >>> m.route(u[:3], member[:3]).dtype
+    dtype('bool')
+
+    References
+    ----------
+    The G-PAC paper, Algorithm 2 and Theorem 4.2 (per group); ``docs/overlapping-groups.md``.
+    """
+
+    name = "Min-G-PAC"
+    OPTIONS = PAC.OPTIONS + ("correction",)
+
+    def fit(self, scores, losses, groups=None) -> MinGPAC:
+        """Calibrate every group of ``groups`` on its own items, then take the smallest threshold per cell.
+
+        Parameters
+        ----------
+        scores, losses : array_like, shape (n,)
+            Scores in ``[0, 1]``, losses in ``[0, loss_bound]``.
+        groups : array_like, dict, DataFrame or boolean array
+            The collection (:func:`collection`).
+
+        Returns
+        -------
+        self
+        """
+        s, loss, coll = self._inputs(scores, losses, groups, min_items=1)
+        rng = np.random.default_rng(self.seed)
+        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
+        order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
+        self._start(coll)
+        alpha = self.config.alpha_per_group(len(coll.names))
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
+        for j, g in enumerate(coll.names):
+            idx = order[coll.member[order, j]]
+            if idx.size < self.min_group_size:
+                self._small(g, idx.size)
+                self.group_thresholds_[g] = -math.inf
+                self.groups_[g] = GroupRecord(int(idx.size), 0, TOO_FEW, None)
+                continue
+            cand = _selection.candidate_grid(s[idx], self.recipe.candidates, self.recipe.bound)
+            ucb = _bounds.ucb(self.recipe.bound, z[idx], s[idx], cand, alpha, term_range)
+            t = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
+            self.group_thresholds_[g] = t
+            at = np.searchsorted(np.asarray(cand), t, side="right") - 1
+            status = CERTIFIED if math.isfinite(t) else (TOO_FEW if idx.size < n_min else NO_FEASIBLE)
+            self.groups_[g] = GroupRecord(
+                int(idx.size), int(xi[idx].sum()), status, float(ucb[at]) if math.isfinite(t) else None
+            )
+        cells = np.unique(coll.cells).tolist()
+        for c, js in _cell_groups(cells, coll.names, coll.groupings).items():
+            ts = [self.group_thresholds_[coll.names[j]] for j in js]
+            self.thresholds_[c] = float(min(ts)) if ts else -math.inf
+        return self
+
+
+# ---- the path -------------------------------------------------------------------------------------
+
+
+def _isotonic(u, y):
+    """An isotonic (non-decreasing) fit of ``y`` on ``u``: the distinct ``u`` (knots) and the fitted values."""
+    from scipy.optimize import isotonic_regression
+
+    knots, inv = np.unique(u, return_inverse=True)
+    w = np.bincount(inv, minlength=knots.size).astype(float)
+    mean = np.bincount(inv, weights=y, minlength=knots.size) / w
+    return knots, isotonic_regression(mean, weights=w).x
+
+
+def _step(knots, values, u):
+    """The left-continuous step function of an isotonic fit at ``u``: the value of the first knot ``>= u``
+    (the last value above the last knot): non-decreasing in ``u``."""
+    i = np.minimum(np.searchsorted(knots, u, side="left"), knots.size - 1)
+    return values[i]
+
+
+#: The path's parameter ``s``: each group's own bound on the path half is held to ``s * eps`` (``s`` = 0.01 ... 3).
+PATH_GRID = np.arange(1, 301) / 100
+#: The multiplicative steps that set the weights of the groups on the path half (:class:`Path`).
+PATH_ROUNDS = 200
+
+
+@dataclass(frozen=True)
+class Path:
+    r"""A one-parameter family of per-cell thresholds, fixed by the path half (:func:`fit_path`).
+
+    Two steps, both fixed before the test half is seen:
+
+    1. *A score per cell.* :math:`\hat p_c(u)` estimates the loss (over ``loss_bound``) at score ``u``
+       in cell ``c``: the cell's isotonic fit shrunk toward the mean of its groups' fits (weight
+       :data:`SHRINK`), non-decreasing and left-continuous in ``u``. An item's path score is
+       :math:`q = \hat p_{c}(U)`: among items of one cell, routing :math:`q \le \lambda` is routing
+       :math:`U \le t_c(\lambda) = \sup\{u : \hat p_c(u) \le \lambda\}`.
+    2. *A level per cell.* Each group ``G`` gets a weight :math:`\mu_G > 0`, and cell ``c`` the base level
+       :math:`\lambda_c = 1 / \sum_{G \ni c} \mu_G`: an item routes when :math:`q \le s\,\lambda_c`,
+       the Lagrangian form of "route the items of least expected loss subject to every group's
+       constraint". The weights are set on the path half so that every group's *predicted* test
+       bound is about ``eps`` (:func:`_lagrange_levels`); ``s`` scales every level:
+       :math:`\Lambda_c(s) = s\,\lambda_c`.
+
+    Cell ``c`` routes :math:`U \le t_c(\Lambda_c(s))` at ``s``: every threshold is non-decreasing in
+    ``s``, so every group's joint risk is. A cell in a group that is off (too few items) never routes.
+
+    Attributes
+    ----------
+    fits : dict of str to (knots, values)
+        The isotonic fit of every cell and group with path items.
+    counts : dict of str to int
+        Path items per cell and group.
+    cell_groups : dict of str to list of str
+        Each cell's groups.
+    off : frozenset of str
+        The groups whose items never route (too few items to be tested).
+    levels : dict of str to float
+        Each cell's base level :math:`\lambda_c`.
+    """
+
+    fits: dict
+    counts: dict
+    cell_groups: dict
+    off: frozenset
+    levels: dict
+
+    grid = PATH_GRID
+
+    def curve(self, cell: str):
+        """The cell's :math:`\\hat p_c` at the union of its knots: ``(knots, values)``, or ``None``: never routes."""
+        gs = self.cell_groups.get(cell, [])
+        if not gs or any(g in self.off for g in gs):
+            return None
+        parts = [g for g in gs if g in self.fits]
+        if not parts:
+            return None
+        own = self.fits.get(cell)
+        knots = np.unique(np.concatenate([self.fits[g][0] for g in parts] + ([own[0]] if own else [])))
+        prior = np.mean([_step(*self.fits[g], knots) for g in parts], axis=0)
+        n = self.counts.get(cell, 0) if own else 0
+        values = prior if not n else (n * _step(*own, knots) + SHRINK * prior) / (n + SHRINK)
+        return knots, values
+
+    def cell_levels(self, cell: str) -> np.ndarray:
+        """:math:`\\Lambda_c(s)` over :data:`PATH_GRID` (``-inf``: the cell does not route at that ``s``)."""
+        gs = self.cell_groups.get(cell, [])
+        if not gs or any(g in self.off for g in gs) or cell not in self.levels:
+            return np.full(self.grid.size, -np.inf)
+        return self.grid * self.levels[cell]
+
+    def q(self, cells, u) -> np.ndarray:
+        """Each item's score :math:`q = \\hat p_c(U)` (``inf``: its cell never routes)."""
+        out = np.full(u.size, np.inf)
+        names, codes = np.unique(cells, return_inverse=True)
+        for k, c in enumerate(names.tolist()):
+            curve = self.curve(c)
+            if curve is not None:
+                at = codes == k
+                out[at] = _step(*curve, u[at])
+        return out
+
+    def scores(self, cells, u) -> np.ndarray:
+        """Each item's path score: the first ``s`` of :data:`PATH_GRID` at which it routes (``inf``: never);
+        at ``s`` the items with path score at most ``s`` route."""
+        q = self.q(cells, u)
+        out = np.full(u.size, np.inf)
+        names, codes = np.unique(cells, return_inverse=True)
+        for k, c in enumerate(names.tolist()):
+            at = np.flatnonzero((codes == k) & np.isfinite(q))
+            if at.size:
+                first = np.searchsorted(self.cell_levels(c), q[at], side="left")  # the levels are non-decreasing
+                ok = first < self.grid.size
+                out[at[ok]] = self.grid[first[ok]]
+        return out
+
+    def threshold(self, cell: str, s: float) -> float:
+        """The cell's threshold on the score ``U`` at ``s``: the largest knot whose :math:`\\hat p_c` is at
+        most :math:`\\Lambda_c(s)` (1.0 past the last knot; ``-inf``: the cell does not route)."""
+        curve = self.curve(cell)
+        k = int(np.searchsorted(self.grid, s, side="right")) - 1 if math.isfinite(s) else -1
+        if curve is None or k < 0:
+            return -math.inf
+        level = float(self.cell_levels(cell)[k])
+        knots, values = curve
+        j = int(np.searchsorted(values, level, side="right")) - 1
+        if j < 0:
+            return -math.inf
+        return 1.0 if j == knots.size - 1 else float(knots[j])
+
+
+def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: float, test_items: dict) -> dict:
+    """Each cell's base level :math:`\\lambda_c = 1 / \\sum_{G \\ni c} \\mu_G` (module description of
+    :class:`Path`): the weights :math:`\\mu_G` make every group's predicted bound about ``eps`` at once.
+
+    The prediction of a group's bound is Bernstein's, :math:`r + \\sqrt{2 r (1 - r) \\log(1/\\alpha) / m}
+    + \\log(1/\\alpha) / m`, with the path half's risk ``r`` and the test half's expected items ``m``.
+    The weights take :data:`PATH_ROUNDS` multiplicative steps, each by the square root of the
+    group's predicted bound over ``eps`` (clipped to ``[1/4, 4]``): a group under ``eps`` lets its
+    cells route more."""
+    log_a = math.log(1 / alpha)
+    on = [j for j, g in enumerate(coll.names) if g not in path.off and coll.member[:, j].any()]
+    cells, codes = np.unique(coll.cells, return_inverse=True)
+    every = sorted(path.cell_groups)
+    c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float).reshape(
+        len(every), len(coll.names)
+    )
+    where = np.array([every.index(c) for c in cells.tolist()], dtype=int)[codes] if codes.size else codes
+    mu = np.ones(len(coll.names))
+    expected = np.array([max(float(test_items.get(g, coll.member[:, j].sum())), 1.0) for j, g in enumerate(coll.names)])
+    n_g = np.maximum(coll.member.sum(axis=0), 1)
+    finite = np.isfinite(q)
+    for _ in range(PATH_ROUNDS):
+        lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
+        routed = finite & (q <= lam[where])
+        risk = (coll.member * (y * routed)[:, None]).sum(axis=0) / n_g
+        pred = risk + np.sqrt(2 * risk * (1 - risk) * log_a / expected) + log_a / expected
+        mu[on] *= np.clip(pred[on] / eps, 0.25, 4.0) ** 0.5
+        mu = np.clip(mu, 1e-6, 1e6)
+    lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
+    return {c: float(v) for c, v in zip(every, lam.tolist())}
+
+
+def fit_path(
+    scores,
+    losses,
+    coll: Collection,
+    cell_groups: dict,
+    *,
+    eps: float,
+    alpha: float,
+    loss_bound: float = 1.0,
+    off=(),
+    test_items: dict | None = None,
+) -> Path:
+    """The path of :class:`PathGPAC`, from the path half's labelled items (:class:`Path`).
+
+    Parameters
+    ----------
+    scores, losses : numpy.ndarray, shape (n1,)
+        The path half's labelled items.
+    coll : Collection
+        Their groups (the full collection's names, restricted to these rows).
+    cell_groups : dict of str to list of str
+        Every cell's groups (the cells of all calibration items, seen in the path half or not).
+    eps, alpha : float
+        The target and the level of the path half's bounds (they shape the path, not the guarantee).
+    loss_bound : float, default 1.0
+        Losses are divided by it (:math:`\\hat p_c` lies in ``[0, 1]``).
+    off : iterable of str
+        Groups whose items never route.
+    test_items : dict of str to float, optional
+        Per group, the items the test half is expected to hold (the bound a level is held to is
+        Hoeffding–Bentkus with that many terms at the path half's mean); default: the path half's.
+
+    Returns
+    -------
+    Path
+    """
+    test_items = test_items or {}
+    y = np.asarray(losses, float) / loss_bound
+    fits, counts = {}, {}
+    for j, g in enumerate(coll.names):
+        at = coll.member[:, j]
+        counts[g] = int(at.sum())
+        if at.any():
+            fits[g] = _isotonic(scores[at], y[at])
+    names, codes = np.unique(coll.cells, return_inverse=True)
+    for k, c in enumerate(names.tolist()):
+        at = codes == k
+        counts[c] = int(at.sum())
+        fits[c] = _isotonic(scores[at], y[at])
+    draft = Path(fits, counts, dict(cell_groups), frozenset(off), {})
+    q = draft.q(coll.cells, scores)
+    levels = _lagrange_levels(q, y, coll, draft, eps / loss_bound, alpha, test_items)
+    return Path(fits, counts, dict(cell_groups), frozenset(off), levels)
+
+
+class PathGPAC(_Overlapping):
+    """Path-G-PAC: per-cell thresholds along a path fixed on a held-out share, tested for every group at once.
+
+    Parameters
+    ----------
+    eps, alpha, recipe
+        As for :class:`~gpac_utils.calibrate.PAC` (sampling ``full`` or ``bernoulli``; rule
+        ``first-crossing``: the fixed-sequence test).
+    **options
+        ``loss_bound``, ``min_group_size``, ``seed`` (the split and the labels) and ``risk``
+        (``"joint"`` only). A random half of the calibration items (:attr:`path_share`) fixes the
+        path; the rest tests it. The guarantee holds for all groups at once at ``alpha`` (no
+        ``correction`` is read: none is needed).
+
+    Attributes
+    ----------
+    thresholds_ : dict of str to float
+        Per cell seen at calibration: :math:`t_c(\\hat\\lambda)`.
+    level_ : float
+        The selected level :math:`\\hat\\lambda` (``-inf``: every item thinks).
+    path_ : Path
+        The path fixed by the path half.
+    groups_, group_sizes_ : dict
+        Per group: its record (items, labels, status, its bound at :math:`\\hat\\lambda` on the test
+        half) and its calibration items.
+    curve_ : pandas.DataFrame
+        Per level tested: each group's bound and their maximum (what the scan reads).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(2)
+    >>> n = 6000
+    >>> groups = {"subject": rng.choice(list("abc"), n), "lang": rng.choice(["en", "fr"], n)}
+    >>> u = rng.uniform(size=n)
+    >>> loss = (rng.uniform(size=n) < np.where(groups["subject"] == "c", 0.5, 0.1) * u).astype(float)
+    >>> p = PathGPAC(eps=0.05).fit(u, loss, groups)
+    >>> 0 < p.level_ < 1, p.thresholds_["subject=a & lang=en"] > p.thresholds_["subject=c & lang=en"]
+    (True, True)
+
+    References
+    ----------
+    The G-PAC paper, Assumption 4.1 and Theorem 4.2 (the per-group bound it rests on);
+    ``docs/overlapping-groups.md`` (the proof of the simultaneous guarantee).
+    """
+
+    name = "Path-G-PAC"
+    #: The share of the calibration items that fixes the path (the rest tests it); a class attribute, not a
+    #: setting: the thresholds file's schema (version 4) has no field for it.
+    path_share = 0.5
+
+    def _setup(self, settings) -> None:
+        if settings.recipe.rule != "first-crossing":
+            raise ParameterError(
+                f"recipe: rule {settings.recipe.rule!r}; Path-G-PAC tests the path in a fixed sequence "
+                "(rule 'first-crossing')"
+            )
+        super()._setup(settings)
+        self.level_ = -math.inf
+        self.path_: Path | None = None
+        self.curve_: pd.DataFrame | None = None
+
+    def fit(self, scores, losses, groups=None) -> PathGPAC:
+        """Fix the path on a random half of the items (:attr:`path_share`), then test it on the rest.
+
+        Parameters
+        ----------
+        scores, losses : array_like, shape (n,)
+            Scores in ``[0, 1]``, losses in ``[0, loss_bound]``.
+        groups : array_like, dict, DataFrame or boolean array
+            The collection (:func:`collection`).
+
+        Returns
+        -------
+        self
+        """
+        s, loss, coll = self._inputs(scores, losses, groups, min_items=2)
+        rng = np.random.default_rng(self.seed)
+        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
+        perm = rng.permutation(s.size)
+        n1 = int(round(self.path_share * s.size))
+        if not 0 < n1 < s.size:
+            raise ParameterError(f"scores: cannot split {s.size} items into a path share and a test share")
+        first, test = np.sort(perm[:n1]), perm[n1:]  # test: a random order (a sequential bound reads it)
+        self._start(coll)
+        n_min = _feasibility._min_items(self.eps, self.alpha, self.recipe, self.loss_bound, "joint")
+        need = max(n_min, self.min_group_size)
+        # the path: the path half's labelled items; a group expected to have too few test items is off
+        n1_g = coll.member[first].sum(axis=0)
+        expected = n1_g * (s.size - n1) / n1  # a group's expected test items, less two standard deviations
+        off = [g for g, e in zip(coll.names, expected.tolist()) if e - 2 * math.sqrt(e) < need]
+        lab = first[xi[first]]
+        sub = Collection(coll.names, coll.member[lab], coll.cells[lab], coll.groupings)
+        cells, names = np.unique(coll.cells).tolist(), coll.names
+        cg = {c: [names[j] for j in js] for c, js in _cell_groups(cells, names, coll.groupings).items()}
+        self.path_ = path = fit_path(
+            s[lab],
+            loss[lab],
+            sub,
+            cg,
+            eps=self.eps,
+            alpha=self.alpha,
+            loss_bound=self.loss_bound,
+            off=off,
+            test_items=dict(zip(coll.names, expected.tolist())),
+        )
+        # the test half: every group that can route is tested at every s of the fixed grid
+        r = path.scores(coll.cells, s)
+        r = np.where(np.isfinite(r), r, 2 * PATH_GRID[-1])  # past the grid: never routes
+        cand = PATH_GRID
+        curves, blocked = {}, []
+        for j, g in enumerate(names):
+            at = test[coll.member[test, j]]
+            if g in path.off:
+                continue
+            if at.size < need:
+                blocked.append((g, int(at.size)))
+                continue
+            curves[g] = _bounds.ucb(self.recipe.bound, z[at], r[at], cand, self.alpha, term_range)
+        if blocked:
+            g, k = blocked[0]
+            warnings.warn(
+                f"group {g!r} has {k} test items (< {need}, the fewest that certify anything): no step of the path "
+                "can pass, every item thinks; use more items",
+                GroupWarning,
+                stacklevel=2,
+            )
+            level = -math.inf
+        elif curves:
+            top = np.max(np.vstack(list(curves.values())), axis=0)
+            level = float(_selection.select(cand, top, self.eps, "first-crossing"))
+        else:
+            level = -math.inf
+        self.level_ = level
+        self.curve_ = pd.DataFrame({"s": cand, **curves})
+        at_level = int(np.searchsorted(cand, level, side="right")) - 1
+        for j, g in enumerate(names):
+            k = self.group_sizes_[g]
+            labelled = int(xi[coll.member[:, j]].sum())
+            if g in path.off:
+                self._small(g, int(n1_g[j]), "items in the path share (too few to be tested)")
+                self.groups_[g] = GroupRecord(k, labelled, TOO_FEW, None)
+            elif math.isfinite(level) and g in curves:
+                self.groups_[g] = GroupRecord(k, labelled, CERTIFIED, float(curves[g][at_level]))
+            else:
+                self.groups_[g] = GroupRecord(k, labelled, NO_FEASIBLE, None)
+        for c in cells:
+            self.thresholds_[c] = path.threshold(c, level)
+        return self
+
+
+def cell_risk(a, k, t) -> np.ndarray:
+    """The exact joint risk of a cell with ``U ~ Uniform(0, 1)`` and ``P(loss = 1 | U = u) = a u^k`` at
+    threshold ``t``: :math:`a\\,t^{k+1}/(k+1)` (0 for ``t = -inf``), the audit populations' risk.
+
+    Examples
+    --------
+    >>> float(cell_risk(0.5, 1, 1.0)), float(cell_risk(0.5, 1, -np.inf))
+    (0.25, 0.0)
+    """
+    t = np.asarray(t, dtype=float)
+    t = np.where(np.isneginf(t), 0.0, np.clip(t, 0.0, 1.0))
+    return a * t ** (k + 1) / (k + 1)
+
+
+CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "known"))
+CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "known"))

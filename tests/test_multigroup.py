@@ -1,0 +1,165 @@
+"""Calibrators of overlapping groups (gpac_utils.multigroup): brute force on tiny cases, refusals, a seeded audit."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpac_utils.bounds import ucb
+from gpac_utils.calibrate import CALIBRATORS, GPAC, GroupWarning, threshold
+from gpac_utils.checks import ParameterError
+from gpac_utils.multigroup import SEP, MinGPAC, PathGPAC, collection
+from gpac_utils.paper.theory.overlap import POPULATIONS
+from gpac_utils.selection import upper_envelope
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = {"subject": rng.choice(["a", "b", "c"], n), "lang": rng.choice(["en", "fr"], n)}
+    u = rng.uniform(size=n)
+    loss = (rng.uniform(size=n) < np.where(labels["subject"] == "c", 0.5, 0.1) * u).astype(float)
+    return u, loss, labels
+
+
+def test_min_gpac_is_the_smallest_of_each_groups_own_threshold_by_brute_force():
+    u, loss, labels = _data()
+    m = MinGPAC(0.05, correction="bonferroni").fit(u, loss, labels)
+    own = {}
+    for col, lab in labels.items():
+        for v in np.unique(lab):
+            at = lab == v
+            own[f"{col}={v}"] = float(threshold(u[at], loss[at], eps=0.05, alpha=0.05 / 5))
+    assert m.group_thresholds_ == own
+    for s in "abc":
+        for lang in ("en", "fr"):
+            cell = f"subject={s}{SEP}lang={lang}"
+            assert m.thresholds_[cell] == min(own[f"subject={s}"], own[f"lang={lang}"])
+    # routing: an item goes to the non-thinking model exactly when its score is at most its cell's threshold
+    cells = [f"subject={s}{SEP}lang={g}" for s, g in zip(labels["subject"], labels["lang"])]
+    assert np.array_equal(m.route(u, labels), u <= np.array([m.thresholds_[c] for c in cells]))
+
+
+def test_one_grouping_min_gpac_is_gpac():
+    u, loss, labels = _data()
+    assert (
+        MinGPAC(0.05).fit(u, loss, labels["subject"]).thresholds_
+        == GPAC(0.05).fit(u, loss, labels["subject"]).thresholds_
+    )
+
+
+def test_path_gpac_selects_the_first_crossing_of_every_groups_bound_by_brute_force():
+    u, loss, labels = _data(2000, 3)
+    p = PathGPAC(0.1, seed=2).fit(u, loss, labels)
+    coll = collection(labels, u.size)
+    rng = np.random.default_rng(2)
+    perm = rng.permutation(u.size)
+    test = perm[1000:]
+    r = p.path_.scores(coll.cells, u)
+    grid = p.path_.grid
+    worst = np.zeros(grid.size)
+    for j in range(len(coll.names)):  # every group's Hoeffding–Bentkus bound at every s, by its own call
+        at = test[coll.member[test, j]]
+        curve = ucb("hoeffding_bentkus", loss[at], np.where(np.isfinite(r[at]), r[at], 99.0), grid, 0.05, 1.0)
+        worst = np.maximum(worst, curve)
+    passed = upper_envelope(worst) <= 0.1
+    expected = grid[passed.argmin() - 1] if not passed.all() else grid[-1]
+    if not passed[0]:
+        expected = -math.inf
+    assert p.level_ == expected
+    # the per-cell thresholds route exactly the items whose path score is at most the level
+    assert np.array_equal(p.route(u, labels), r <= p.level_)
+
+
+def test_membership_matrix_gives_the_same_as_label_columns():
+    u, loss, labels = _data()
+    frame = pd.DataFrame({f"{c}={v}": labels[c] == v for c in labels for v in np.unique(labels[c])})
+    a = MinGPAC(0.05).fit(u, loss, labels)
+    b = MinGPAC(0.05).fit(u, loss, frame)
+    assert a.group_thresholds_ == b.group_thresholds_
+    assert np.array_equal(a.route(u, labels), b.route(u, frame))
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        (np.zeros((600, 2), bool), "^groups: group '0' has no items"),
+        (np.ones((5, 2), bool), "^groups: the membership matrix has 5 rows for 600 items"),
+        (np.ones((600, 2)), "^groups: a 2-D array must be a boolean membership matrix"),
+        ({}, "^groups: no grouping given"),
+        ({"a=b": ["x"] * 600}, "^groups: grouping name 'a=b' must not contain"),
+        ({"subject": ["x"] * 599}, r"^groups\['subject'\]: need one label per item"),
+        (None, "^groups: Min-G-PAC needs the items' groups"),
+    ],
+)
+def test_refusals_are_one_line_naming_the_argument(groups, message):
+    u, loss, _ = _data()
+    with pytest.raises(ParameterError, match=message) as info:
+        MinGPAC(0.05).fit(u, loss, groups)
+    assert "\n" not in str(info.value)
+
+
+def test_the_routed_risk_and_resampling_are_refused_in_one_line():
+    with pytest.raises(ParameterError, match="^risk: Min-G-PAC certifies the joint risk only; the risk among routed"):
+        MinGPAC(0.05, risk="routed")
+    with pytest.raises(ParameterError, match="^risk: Path-G-PAC certifies the joint risk only"):
+        PathGPAC(0.05, risk="routed")
+    u, loss, labels = _data()
+    with pytest.raises(ParameterError, match="^recipe: sampling 'resample'"):
+        MinGPAC(0.05, recipe="paper").fit(u, loss, labels)
+
+
+def test_unseen_cells_and_other_groupings_at_routing():
+    u, loss, labels = _data()
+    m = MinGPAC(0.05).fit(u, loss, labels)
+    with pytest.warns(GroupWarning, match="not seen at calibration"):
+        assert not m.route([0.0], {"subject": ["z"], "lang": ["en"]})[0]
+    with pytest.raises(ParameterError, match=r"^groups: calibrated on groupings \['subject', 'lang'\]"):
+        m.route([0.1], {"subject": ["a"]})
+
+
+def test_both_are_registered_calibrators():
+    assert {"Min-G-PAC", "Path-G-PAC"} <= set(CALIBRATORS)
+    assert CALIBRATORS["Path-G-PAC"].cls is PathGPAC and CALIBRATORS["Min-G-PAC"].groups == "known"
+
+
+def test_audit_every_group_within_alpha_plus_three_mcse_and_the_last_column_fails():
+    """The validity audit in small (benchmarks/multigroup_audit.py runs it in full): on a population whose
+    per-group risk is exact, every group's violation rate stays within alpha + 3 MCSE for both constructions, and
+    G-PAC on the last grouping alone (what a repeated --group-col did) does not."""
+    from tests.repo_scripts import load
+
+    audit = load("benchmarks/multigroup_audit.py").audit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupWarning)
+        out = audit(60, sizes=(600,), populations={"two-by-two": POPULATIONS["two-by-two"]}, seed=7)
+    valid = out[out["method"].isin(["min", "min-bonferroni", "path"]) & (out["group"] != "any")]
+    assert valid["pass"].all(), valid[~valid["pass"]]
+    together = out[out["method"].isin(["min-bonferroni", "path"]) & (out["group"] == "any")]
+    assert together["pass"].all()
+    last = out[(out["method"] == "last-column") & (out["group"] == "subject=s1")]
+    assert not last["pass"].iloc[0]  # the subject the last column ignores exceeds eps far more often than alpha
+
+
+def test_the_docs_page_statements_are_those_of_the_committed_audit():
+    """docs/overlapping-groups.md, "What it costs: measured", against benchmarks/multigroup_{audit,realdata}.csv."""
+    from gpac_utils.workflow.paths import REPO_ROOT
+
+    sim = pd.read_csv(REPO_ROOT / "benchmarks" / "multigroup_audit.csv")
+    real = pd.read_csv(REPO_ROOT / "benchmarks" / "multigroup_realdata.csv")
+    page = (REPO_ROOT / "docs" / "overlapping-groups.md").read_text()
+    valid = sim[sim["method"].isin(["min", "min-bonferroni", "path"]) & (sim["group"] != "any")]
+    assert valid["pass"].all()
+    assert sim[sim["method"].isin(["min-bonferroni", "path"]) & (sim["group"] == "any")]["pass"].all()
+    assert not sim[(sim["method"] == "last-column") & (sim["group"] == "any")]["pass"].any()
+    share = sim[sim["group"] == "any"].pivot_table(index=["population", "n"], columns="method", values="routed_share")
+    assert (share["path"] < share["min-bonferroni"]).all() and (share["path"] < share["cells-bonferroni"]).all()
+    total = real[real["group"] == "all"].set_index("method")["routed_share"]
+    assert total["cells-bonferroni"] < total["path"] < total["min-bonferroni"]
+    assert (
+        "less than Min-G-PAC with Bonferroni**" in page
+        and "routes more than G-PAC on the intersections on the real" in page
+    )

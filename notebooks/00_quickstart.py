@@ -83,7 +83,7 @@
 #
 # partition gap
 # : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#   oracle partition, over relabellings of the groups (the paper's Eq. (5)).
 #
 # recipe
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold

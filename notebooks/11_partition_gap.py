@@ -74,7 +74,7 @@
 #
 # partition gap
 # : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#   oracle partition, over relabellings of the groups (the paper's Eq. (5)).
 #
 # oracle partition
 # : The partition into $k$ groups that maximises the routed share under per-group PAC-optimal

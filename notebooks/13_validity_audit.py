@@ -46,11 +46,6 @@
 # ≈ 12 s of CPU time; paper profile (1 000 calibrations per cell, group sizes
 # {25, 50, 100, 300, 1000}, 1 440 cells) ≈ 68 s in the last measured `make reproduce`.
 
-# %% [markdown] tags=["maintainer"]
-# The paper-profile runtime is the one in `benchmarks/reproduce_timings.csv`, written by
-# `benchmarks/bench_reproduce.py --workflow`. `wsr` dominates: O(m · 64) per calibration with
-# m = n/π terms under resampling.
-
 # %% [markdown] tags=["remove-cell"]
 # ## Terms used in this notebook
 #
@@ -112,6 +107,11 @@
 # : Monte Carlo standard error of an estimated rate over a finite number of trials,
 #   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
 # :::
+
+# %% [markdown] tags=["maintainer"]
+# The paper-profile runtime is the one in `benchmarks/reproduce_timings.csv`, written by
+# `benchmarks/bench_reproduce.py --workflow`. `wsr` dominates: O(m · 64) per calibration with
+# m = n/π terms under resampling.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # **Learning objectives.** After this notebook you can

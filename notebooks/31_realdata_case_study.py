@@ -106,7 +106,7 @@
 #
 # partition gap
 # : $\delta$: the smallest share of inputs that a learned partition assigns differently from the
-#   oracle partition, over relabellings of the groups (the paper's Eq. `partition-gap`).
+#   oracle partition, over relabellings of the groups (the paper's Eq. (5)).
 #
 # UCB
 # : Upper confidence bound on $R(u)$ at every candidate threshold, one of

@@ -7,7 +7,7 @@ looks for ``Distribution.has_data``, which does not exist (the method is ``has_d
 ``-e`` installed no lab settings. This command installs them as the wheel does (a copy: rerun the
 install after editing them; ``make venv-lesson`` does, its stamp depends on them). pyproject.toml
 names it in ``[tool.setuptools.cmdclass]``; ``tests/test_jupyterlab.py`` builds an editable wheel and
-checks that it carries both files.
+checks that it carries both files. MANIFEST.in puts this file in the sdist, whose wheel needs it too.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 import urllib.request
@@ -244,11 +245,16 @@ def test_the_cell_toolbar_is_off():
 
 
 def _build(kind: str, project: Path, out: Path) -> dict[str, bytes]:
-    """{name: bytes} of the wheel (``kind``: "wheel" or "editable") setuptools builds from ``project``, offline."""
+    """{name: bytes} of what setuptools builds from ``project`` (``kind``: "wheel", "editable" or "sdist"), offline."""
     code = f"from setuptools import build_meta; print(build_meta.build_{kind}({str(out)!r}))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    with zipfile.ZipFile(out / proc.stdout.split()[-1]) as wheel:
+    built = out / proc.stdout.split()[-1]
+    if kind == "sdist":
+        with tarfile.open(built) as sdist:
+            sdist.extractall(out, filter="data")
+        return {"root": str(out / built.name.removesuffix(".tar.gz")).encode()}
+    with zipfile.ZipFile(built) as wheel:
         return {name: wheel.read(name) for name in wheel.namelist()}
 
 
@@ -256,20 +262,17 @@ def test_an_editable_install_carries_the_lab_settings(tmp_path):
     """``pip install -e ".[lesson]"`` (the syllabus) and make venv-lesson install the wheel setuptools builds
     for ``-e``: it carries both files as data files (jupyter/editable_data.py), as the plain wheel does."""
     project = tmp_path / "project"
-    for name in (
-        "pyproject.toml",
-        "README.md",
-        "gpac_utils/__init__.py",
-        *(s.relative_to(REPO_ROOT) for s in INSTALLED),
-    ):
+    sources = ["pyproject.toml", "README.md", "MANIFEST.in", "gpac_utils/__init__.py", "jupyter/editable_data.py"]
+    for name in [*sources, *(s.relative_to(REPO_ROOT) for s in INSTALLED)]:
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / name, project / name)
-    shutil.copy2(REPO_ROOT / "jupyter" / "editable_data.py", project / "jupyter" / "editable_data.py")
     data = f"gpac_utils-{gpac_utils.__version__}.data/data/"
-    for kind in ("editable", "wheel"):
-        files = _build(kind, project, tmp_path / kind)
+    # and the wheel built from the sdist (as `python -m build` does): the sdist holds the command (MANIFEST.in)
+    unpacked = Path(_build("sdist", project, tmp_path / "sdist")["root"].decode())
+    for kind, where in (("editable", project), ("wheel", project), ("wheel", unpacked)):
+        files = _build(kind, where, tmp_path / f"{kind}-{where.name}")
         for source, target in INSTALLED.items():
-            assert files.get(data + target) == source.read_bytes(), f"the {kind} wheel lacks {target}"
+            assert files.get(data + target) == source.read_bytes(), f"the {kind} wheel of {where.name} lacks {target}"
     # without the command, setuptools' editable wheel has none (if it starts to, jupyter/editable_data.py can go)
     text = (project / "pyproject.toml").read_text()
     (project / "pyproject.toml").write_text(text.replace('editable_wheel = "jupyter.editable_data.EditableWheel"', ""))

@@ -215,7 +215,7 @@ def test_cli_corners_of_the_issue(table, tmp_path, capsys):
     assert cli.main([*route, "-o", str(tmp_path)]) == 1 and "is a directory" in one_error(capsys)
     assert cli.main([*route, "-o", str(table)]) == 1 and "--data file" in one_error(capsys)
     plan = ["plan", "--data", str(table), "--score-col", "u", "--eps", "0.1", "--n-resamples", "10"]
-    assert cli.main([*plan, "--budget", "1e12", "-o", str(tmp_path / "p.csv")]) == 2
+    assert cli.main([*plan, "--pilot-fraction", "0.5", "--budget", "1e12", "-o", str(tmp_path / "p.csv")]) == 2
     assert "--budget: 1e+12 labels is more than this plan can spend" in one_error(capsys)
     pilot = tmp_path / "pilot.csv"
     df.assign(loss=df["loss"].where(df.index == 0)).to_csv(pilot, index=False)

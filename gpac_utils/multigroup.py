@@ -58,7 +58,6 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass
@@ -69,7 +68,6 @@ import pandas as pd
 from . import bounds as _bounds
 from . import feasibility as _feasibility
 from . import selection as _selection
-from . import thresholds_schema as _schema
 from .calibrate import (
     CALIBRATORS,
     CERTIFIED,
@@ -327,18 +325,6 @@ class _Overlapping(PAC):
         """True where the item goes to the non-thinking model (``U <=`` its cell's threshold)."""
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         return s <= self.thresholds_for(scores, groups)
-
-    def to_json(self) -> str:
-        """The fitted per-cell thresholds, the items per group and every setting as JSON."""
-        check_fitted(self, bool(self.thresholds_))
-        payload = {
-            "schema_version": _schema.SCHEMA_VERSION,
-            "method": self.name,
-            "settings": self.settings,
-            "thresholds": {g: (None if not math.isfinite(t) else float(t)) for g, t in self.thresholds_.items()},
-            "group_sizes": self.group_sizes_,
-        }
-        return json.dumps(payload, indent=2, sort_keys=True)
 
     def _restore(self, payload) -> None:
         super()._restore(payload)

@@ -35,6 +35,17 @@ slides = repo_scripts.load(SCRIPT)
 citations = repo_scripts.load(REPO_ROOT / "tests" / "test_paper_citations.py")
 
 
+@functools.cache
+def _deck(name: str):
+    return slides.deck(next(s for s in slides.sessions() if s.name == name))
+
+
+def deck(session):
+    """``slides.deck(session)``, built once per session for the tests that only read it (a deck reads every
+    figure's PNG; the tests that patch the build call ``slides.deck`` themselves)."""
+    return _deck(session.name)
+
+
 def test_sessions_come_from_the_teaching_page():
     sessions = slides.sessions()
     assert [s.number for s in sessions] == [1, 2, 3]
@@ -100,7 +111,7 @@ def test_directive_fences_are_dropped_and_their_body_kept():
 
 def test_every_slide_has_notes_and_every_figure_slide_a_takeaway():
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         for cell in nb.cells:
             if cell.metadata["slideshow"]["slide_type"] == "slide":
                 assert re.search(r'<aside class="notes"><p><b>[\d.]+ min\.</b> \S', cell.source), cell.source[:80]
@@ -129,7 +140,7 @@ def test_the_minutes_fit_each_row_of_the_session():
             used = 0.5 + _minutes(cells) + lab + (1 if index == 0 else 0)  # its title slide, the agenda
             assert used <= part.minutes, (session.name, part.title, used, part.minutes)
             assert not part.has_lab or lab > 0, (session.name, part.title)
-        nb = slides.deck(session)
+        nb = deck(session)
         for cell in nb.cells:
             if cell.metadata.get("gpac", {}).get("lab") or cell.metadata.get("gpac", {}).get("wrapup"):
                 assert _minutes([cell]) > 0
@@ -138,7 +149,7 @@ def test_the_minutes_fit_each_row_of_the_session():
 
 def test_each_lab_has_a_slide_with_its_exercises_and_each_deck_ends_on_its_wrapup():
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         agenda = nb.cells[0].source
         labs = [c for c in nb.cells if c.metadata.get("gpac", {}).get("lab")]
         rows = [p for p in session.rows if p.has_lab]
@@ -158,9 +169,9 @@ def test_each_lab_has_a_slide_with_its_exercises_and_each_deck_ends_on_its_wrapu
         assert "Check yourself" not in last.source
         for label, _, _ in slides.exercises_of(wrapup.exercises):
             assert re.search(rf"Exercise {slides.exercise_numbers()[label][1]}\b", last.source), label
-    session1 = slides.deck(slides.sessions()[0]).cells[-1].source
+    session1 = deck(slides.sessions()[0]).cells[-1].source
     assert "- notebook 00: Exercise 3 (**graded: Q1**)" in session1, session1
-    session2 = slides.deck(slides.sessions()[1]).cells[-1].source
+    session2 = deck(slides.sessions()[1]).cells[-1].source
     assert "\\mathrm{Error}_{\\mathrm{Gap}} = 0" in session2 and "\\alpha/k" in session2 and "bonferroni" in session2
 
 
@@ -189,7 +200,7 @@ def test_the_notes_minutes_add_up_to_each_part_s_minutes():
     questions and lab; the agenda in the first row; the hand-out in the wrap-up) add up to exactly the
     minutes docs/teaching.md gives the row, so each deck's notes add up to its session's 120 minutes."""
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         rows = _part_cells(nb, session)
         assert sorted(rows) == list(range(len(session.rows))), (session.name, sorted(rows))
         for index, part in enumerate(session.rows):
@@ -206,7 +217,7 @@ def test_the_last_slide_lists_every_homework_exercise_graded_ones_marked():
     assert sum(points for _, points in graded.values()) == 10
     assigned = {}
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         last = nb.cells[-1].source.split('<aside class="notes">')[0]
         homework = slides.session_homework(session)
         assigned[session.number] = [label for label, _ in homework]
@@ -220,12 +231,12 @@ def test_the_last_slide_lists_every_homework_exercise_graded_ones_marked():
         assert len(handout) == (1 if session.number == 1 else 0), session.name
     assert set(graded) <= {label for labels in assigned.values() for label in labels}
     assert len(assigned[2]) == 5 and len(assigned[3]) == 5, assigned  # nb11, 12, 13 and 21's two; 31, 32's two, 33
-    (handout,) = [c for c in slides.deck(slides.sessions()[0]).cells if c.metadata.get("gpac", {}).get("homework")]
+    (handout,) = [c for c in deck(slides.sessions()[0]).cells if c.metadata.get("gpac", {}).get("homework")]
     text = handout.source.split('<aside class="notes">')[0]
     assert "gpac_homework.ipynb" in text and "**10 points**" in text and "deadline" in text
     assert re.findall(r"\*\*(Q\d)\*\*", text) == ["Q1", "Q2", "Q3", "Q4", "Q5"]
     # the hand-out comes before the wrap-up, which stays the last slide
-    cells = slides.deck(slides.sessions()[0]).cells
+    cells = deck(slides.sessions()[0]).cells
     assert cells[-2] is not handout or cells[-1].metadata["gpac"].get("wrapup")
 
 
@@ -235,7 +246,7 @@ def test_no_slide_before_a_lab_or_a_homework_states_its_answer():
     κ(R, π) for π < 1 (homework Q3): only its π = 1 value, κ = 2. Questions that would answer a lab
     come after its slide."""
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         for cell in nb.cells:
             text = cell.source.split('<aside class="notes">')[0]
             assert not re.search(r"1\s*-\s*\\pi\s*R|1 - \\pi R", text), (session.name, text[:80])
@@ -252,7 +263,7 @@ def test_no_slide_before_a_lab_or_a_homework_states_its_answer():
         (q,) = [q for q in slides.questions(name) if q["question"].startswith(start)]
         assert q.get("after_lab") is True
         session = next(s for s in slides.sessions() if any(p.notebook == name for p in s.parts))
-        nb = slides.deck(session)
+        nb = deck(session)
         lab = next(
             i
             for i, c in enumerate(nb.cells)
@@ -272,7 +283,7 @@ def test_the_words_and_structure_of_the_decks():
     at most 110 words; one symbol u*_j; a section's title slide does not repeat its first slide's title;
     the lab of notebook 00 says to do Exercise 2 first."""
     for session in slides.sessions():
-        nb = slides.deck(session)
+        nb = deck(session)
         for i, cell in enumerate(nb.cells):
             text, code = slides.visible(cell.source)
             where = (session.name, cell.source[:60])
@@ -287,11 +298,9 @@ def test_the_words_and_structure_of_the_decks():
             if cell.source.startswith("# Lecture") and i + 1 < len(nb.cells):
                 subtitle = cell.source.split("\n\n")[1]
                 assert subtitle not in nb.cells[i + 1].source.split("\n")[0], where
-    objectives = [
-        c for s in slides.sessions() for c in slides.deck(s).cells if "**explain** why an inverse" in c.source
-    ]
+    objectives = [c for s in slides.sessions() for c in deck(s).cells if "**explain** why an inverse" in c.source]
     assert len(objectives) == 1 and objectives[0].source.startswith("## Learning objectives")
-    lab = slides.deck(slides.sessions()[0]).cells
+    lab = deck(slides.sessions()[0]).cells
     (first,) = [c.source for c in lab if c.metadata.get("gpac", {}).get("lab") and "Notebook 00" in c.source]
     assert "**Exercise 2** (conceptual, 10 min; do it first)" in first
 
@@ -312,7 +321,7 @@ def test_the_lecture_does_not_give_the_lab_away():
 
 def test_the_slides_cite_the_paper_as_it_numbers_it():
     labels = slides.paper_labels()
-    text = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    text = "\n".join(c.source for s in slides.sessions() for c in deck(s).cells)
     assert citations.wrong_citations(text, "decks") == []
     shown = {"(2)": "eq:u^hat_j", "(4)": "eq:pac-optimal-threshold", "(5)": "eq:partition-gap"}
     for number, label in shown.items():
@@ -346,7 +355,7 @@ def test_the_build_refuses_a_slide_that_leaks_latex(monkeypatch, planted, found)
 
 
 def test_the_paper_s_statements_are_on_the_slides():
-    shown = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
+    shown = "\n".join(c.source for s in slides.sessions() for c in deck(s).cells)
     for statement in (
         "Definition 2.1",
         "Definition 3.1",
@@ -555,9 +564,9 @@ def _prose(notebook: str) -> str:
 def test_one_name_for_the_first_unsafe_candidate():
     """u⁺ = min{u_i : R(u_i | G_j) > ε}, as the decks write it, in notebooks 13 and 33 too; g* is the
     paper's oracle assignment (Eq. (5)) and u*_j the PAC-optimal threshold (Eq. (4))."""
-    deck = "\n".join(c.source for s in slides.sessions() for c in slides.deck(s).cells)
-    assert "u^+ = \\min\\{u_i : R(u_i \\mid G_j) > \\varepsilon\\}" in deck
-    assert "g-star for u-plus" not in deck
+    shown = "\n".join(c.source for s in slides.sessions() for c in deck(s).cells)
+    assert "u^+ = \\min\\{u_i : R(u_i \\mid G_j) > \\varepsilon\\}" in shown
+    assert "g-star for u-plus" not in shown
     lesson = _prose("13_validity_audit")
     assert "**first unsafe candidate** $u^+ = \\min\\{u_i : R(u_i \\mid G_j) > \\varepsilon\\}$" in lesson
     assert not re.search(r"g\^\*|\bg\*|v\^\*", lesson), "notebook 13 still names the first unsafe candidate otherwise"

@@ -212,8 +212,9 @@ def figure_text(png: Path) -> dict | None:
     DataError
         The PNG's size differs from the one measured (the PNG was changed after saving).
     """
-    with Image.open(png) as image:
-        raw, size = image.text.get(TEXT_KEY), list(image.size)
+    with Image.open(png) as image:  # savefig writes the chunk before the pixels: read without decoding them
+        raw, size = image.info.get(TEXT_KEY), list(image.size)
+        raw = image.text.get(TEXT_KEY) if raw is None else raw  # a chunk after the pixels (another writer)
     if raw is None:
         return None
     text = json.loads(raw)

@@ -30,10 +30,23 @@ papermill.execute_notebook(nb, sys.argv[2], parameters={"profile": "paper"}, ker
 """
 
 
+#: Rerun only as an AVX2-only machine computes: at 30 s it is the slowest of the four, and its outputs
+#: equal the committed ones (written natively by ``make reproduce``) only if its code is current and the CPU
+#: does not change them; the native rerun of the other three checks the native path.
+NARROWED_ONLY = {"11_partition_gap"}
+
+
 @pytest.mark.slow
 @pytest.mark.notebook
-@pytest.mark.parametrize("cpu", ["native", "no-avx512"])
-@pytest.mark.parametrize("name", NOTEBOOKS_CHECKED)
+@pytest.mark.parametrize(
+    ("name", "cpu"),
+    [
+        (name, cpu)
+        for name in NOTEBOOKS_CHECKED
+        for cpu in ("native", "no-avx512")
+        if not (cpu == "native" and name in NARROWED_ONLY)
+    ],
+)
 def test_paper_outputs_are_byte_identical(tmp_path, name, cpu, request):
     env = {**os.environ, "GPAC_FIGURES": str(tmp_path / "figures")}
     env.pop("MPLBACKEND", None)  # kernels use their inline backend, as in `make reproduce`

@@ -6,8 +6,11 @@ venv; the main suite deselects them) and skip, saying why, where ``.venv-lesson`
 
 * ``.venv-lesson`` holds exactly what the lock pins (and the package, editable) — none of the
   research tools (torch, Snakemake, papermill); otter-grader is there, for the homework's checks;
-* every lesson (the notebooks with exercises, found as ``make student`` finds them) runs there on the
-  fast profile, its solutions included, in the venv's own kernel "Python 3 (gpac)", with no error;
+* every lesson's student edition (``make student``: the notebooks with exercises, their solutions taken
+  out) runs there on the fast profile, in the venv's own kernel "Python 3 (gpac)", with no error: what a
+  student runs, where a student runs it, and no cell after an exercise depends on what its solution
+  computed. The solutions themselves run in the main suite (the book's fast-profile executions); that
+  they import nothing the light install lacks is checked below, without running them;
 * the handed-out homework (``make homework``'s student notebook), filled in with the solution, runs
   there and every public check (``grader.check("q1")``, ...) passes.
 
@@ -130,8 +133,10 @@ print("ran", len(nb.cells), "cells")
 @pytest.mark.lesson
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_every_lesson_runs_in_the_light_install_on_the_fast_profile(path, tmp_path):
+def test_every_lesson_s_student_edition_runs_in_the_light_install_on_the_fast_profile(path, tmp_path):
     py = _lesson_venv()
+    assert edition.main([str(path), "--out", str(tmp_path / "student")]) == 0  # in .venv: make student
+    student = tmp_path / "student" / f"{path.stem}.ipynb"
     env = {
         k: v
         for k, v in os.environ.items()
@@ -145,9 +150,10 @@ def test_every_lesson_runs_in_the_light_install_on_the_fast_profile(path, tmp_pa
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
     }
     proc = subprocess.run(
-        [str(py), "-c", _RUN, str(path), str(path.parent)], env=env, capture_output=True, text=True, timeout=900
+        [str(py), "-c", _RUN, str(student), str(path.parent)], env=env, capture_output=True, text=True, timeout=900
     )
-    assert proc.returncode == 0, f"{path.name} failed in .venv-lesson:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    why = f"the student edition of {path.name} failed in .venv-lesson"
+    assert proc.returncode == 0, f"{why}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
 
 
 _CHECKS = """

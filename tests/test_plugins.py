@@ -17,6 +17,7 @@ import shutil
 import site
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -104,7 +105,10 @@ def test_plugins_load_once_when_a_name_misses_and_the_certificate_names_their_di
         role: (name, DIST) for role, name in NAMES.items()
     }
     assert providers["risk"]["distribution"] == registry.PACKAGE
-    assert f"{DIST} {VERSION}: method G-PAC-demo, bound hoeffding_demo, score score_demo_length" in cert.render()
+    assert (
+        f"provided  {DIST} {VERSION}: method G-PAC-demo, bound hoeffding_demo, score score_demo_length; "
+        f"gpac-utils {registry.package_version()}: correction none, risk joint\n"
+    ) in cert.render()
     bounds.BOUNDS.unregister(NAMES["bound"])  # as if the plugin were uninstalled (it is loaded once)
     with pytest.raises(DataError) as info:
         Certificate.read(cert.to_json(), where="thr.json")
@@ -152,7 +156,7 @@ def test_an_installed_plugin_works_from_the_plain_gpac_command_and_is_named_when
     ).stdout.strip()
     # the project's venv is itself a venv: its packages (numpy, pandas, gpac_utils) are added as a site dir
     parents = "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages())
-    (tmp_path / "venv" / purelib.split("/venv/", 1)[1] / "_project_venv.pth").write_text(f"import site; {parents}\n")
+    (Path(purelib) / "_project_venv.pth").write_text(f"import site; {parents}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "SOURCE_DATE_EPOCH": "1767225600"}
     pip = [sys.executable, "-m", "pip", "--python", python, "--quiet", "--disable-pip-version-check"]
     run(*pip, "install", "--no-deps", "--no-build-isolation", "--no-index", src, env=env, cwd=tmp_path)

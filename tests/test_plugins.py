@@ -75,7 +75,7 @@ def on_path(tmp_path, monkeypatch):
         (info / "entry_points.txt").write_text(f"[{registry.PLUGINS}]\n{module.split('_')[1]} = {module}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_plugins", None)  # as in a fresh process: not loaded yet
-    before = {role: list(r) for role, r in REGISTRIES.items()}
+    before = {role: list(r._entries) for role, r in REGISTRIES.items()}  # listing would load the plugins
     yield tmp_path
     for role, r in REGISTRIES.items():
         for name in [n for n in r._entries if n not in before[role]]:

@@ -188,7 +188,7 @@ def test_a_role_is_sampled_through_the_public_interface(certificate, cheap, thin
     on its model's engine from its declared prompt; a role without its prompt column is refused in one line."""
     reqs = requests_table(6)
     twice = Role("twice", "nothink", "two answers", {"temperature": 1.0, "max_tokens": 8}, n_samples=2)
-    with ROLES.registered(twice, Role("bare", "nothink", "no prompt of its own")):
+    with ROLES.registered(twice, Role("bare", "nothink", "no prompt of its own", {"temperature": 0.0})):
         router = CertifiedRouter(certificate, cheap, thinker)
         with pytest.raises(DataError, match="requests: role 'twice' is sent its prompt from the 'messages_twice'"):
             router.generate("twice", reqs)

@@ -89,25 +89,23 @@ def _bench_items():
                          "level": ["1"] * 40})  # fmt: skip
 
 
+_ROLE = scores.Role(
+    ROLE,
+    "nothink",
+    "a dummy role",
+    {"temperature": 0.5, "max_tokens": 8},
+    n_samples=2,
+    walk_messages=_dummy_walk_messages,
+)
+with scores.ROLES.registered(_ROLE):  # a score names a registered role (checked when it is made)
+    _SCORE = scores.Score(
+        SCORE, ROLE, "cascade", "a dummy score", offline=_offline_dummy, serve=_serve_dummy, counts_role=True
+    )
+
 ENTRIES = [
     (bounds.BOUNDS, bounds.Bound(BOUND, _one_sided, True, _one_sided_reference, "test", monotone=True)),
-    (
-        scores.ROLES,
-        scores.Role(
-            ROLE,
-            "nothink",
-            "a dummy role",
-            {"temperature": 0.5, "max_tokens": 8},
-            n_samples=2,
-            walk_messages=_dummy_walk_messages,
-        ),
-    ),
-    (
-        scores.SCORES,
-        scores.Score(
-            SCORE, ROLE, "cascade", "a dummy score", offline=_offline_dummy, serve=_serve_dummy, counts_role=True
-        ),
-    ),  # fmt: skip
+    (scores.ROLES, _ROLE),
+    (scores.SCORES, _SCORE),
     (calibrate.CALIBRATORS, calibrate.Method(METHOD, DPAC, "known")),
     (settings.CORRECTIONS, settings.Correction(CORRECTION, lambda alpha, k: alpha / 2, "each group at alpha / 2")),
     (

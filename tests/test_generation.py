@@ -240,7 +240,10 @@ def test_a_role_without_its_prompt_is_refused_before_a_model_loads(tmp_path):
         with pytest.raises(DataError, match=r"items: role 'bare' is sent its prompt from the 'messages_bare' column"):
             generate(_items(), {"think": MODEL, "nothink": MODEL}, tmp_path, request, engine=engine)
         assert not engine.seen and not (tmp_path / "items.parquet").exists()
-        items = _items().assign(messages_bare=lambda d: [[{"role": "user", "content": "bare"}]] * len(d))
+        items = _items().assign(
+            group="g", question=lambda d: d["item_id"], prompt="", gold="1"
+        )  # what save_items keeps
+        items["messages_bare"] = [[{"role": "user", "content": "bare"}]] * len(items)
         generate(items, {"think": MODEL, "nothink": MODEL}, tmp_path, request, engine=engine)
     assert set(engine.seen) == {"bare"}  # its own prompt, twice per item (n_samples)
     assert (load_generations(tmp_path, "bare").groupby("item_id").size() == 2).all()

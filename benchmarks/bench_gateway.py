@@ -57,6 +57,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpac_utils.llm.gateway import localhost_guard
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,29 +66,7 @@ PAGE = ROOT / "docs" / "deploying.md"
 GROUPS = ("a", "b")
 
 #: Installed in each proxy's process: sockets to anything but localhost refused and recorded.
-GUARD = """
-import os, socket
-_log = os.environ["GPAC_NETWORK_LOG"]
-_connect = socket.socket.connect
-def _local(address):
-    host = address[0] if isinstance(address, tuple) else address
-    return isinstance(host, str) and (host in ("127.0.0.1", "::1", "localhost") or host.startswith("/"))
-def connect(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6) and not _local(address):
-        with open(_log, "a") as f:
-            f.write(repr(address) + "\\n")
-        raise OSError("network refused by the benchmark")
-    return _connect(self, address)
-socket.socket.connect = connect
-_getaddrinfo = socket.getaddrinfo
-def getaddrinfo(host, *args, **kwargs):
-    if host not in (None, "127.0.0.1", "::1", "localhost", "0.0.0.0"):
-        with open(_log, "a") as f:
-            f.write(repr(host) + "\\n")
-        raise socket.gaierror("network refused by the benchmark")
-    return _getaddrinfo(host, *args, **kwargs)
-socket.getaddrinfo = getaddrinfo
-"""
+GUARD = localhost_guard("the benchmark")
 
 
 def page_block(lang: str, marker: str) -> str:

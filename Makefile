@@ -127,8 +127,8 @@ format: $(STAMP)
 # with one thread, as make reproduce runs each notebook): the main suite first (two xdist workers that steal
 # queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) under `nice -n 5`, the
 # SLURM tier (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`: they
-# take the CPU the main suite leaves and the rest after it. The wall time is bounded by the CPU time: 1,400 s of
-# CPU in all (the main suite 805 s: 444 s alone on two cores), 784-803 s of wall time in a fresh clone (2026-12-07);
+# take the CPU the main suite leaves and the rest after it. The wall time is bounded by the CPU time: 1,400-1,560 s of
+# CPU in all (the main suite 805 s: 444 s alone on two cores), 784-880 s of wall time in a fresh clone (2026-12-07);
 # giving each notebook kernel and each tier its own scheduling group at its niceness (the scheduler's autogroups)
 # changed nothing measurable. The venvs (uv, seconds) and the tiny model (25 s of
 # CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's

@@ -258,8 +258,9 @@ def _check_providers(recorded) -> None:
     (the record's own checks: :func:`~gpac_utils.thresholds_schema.validate_file`)."""
     for role, rec in recorded.items() if isinstance(recorded, dict) else ():
         name = rec.get("name") if role in NAMED and isinstance(rec, dict) else None
-        if isinstance(name, str) and name not in NAMED[role][0]:
-            what, dist = f"provenance.providers[{role!r}]: {NAMED[role][0].what} {name!r}", rec.get("distribution")
+        registry = NAMED[role][0] if name is not None else None
+        if isinstance(name, str) and name not in registry:
+            what, dist = f"provenance.providers[{role!r}]: {registry.what} {name!r}", rec.get("distribution")
             if not dist:
                 raise ThresholdsFileError(f"{what} was registered by code of no distribution; register it to read this")
             raise ThresholdsFileError(

@@ -48,6 +48,7 @@ gpac_utils.registry.UnknownName: colour: unknown 'green'; choose one of ['red', 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import sys
@@ -68,8 +69,9 @@ logger = logging.getLogger(__name__)
 _plugins: dict[str, tuple[str, str]] | None = None  # a plugin's top-level module -> (distribution, version)
 
 
+@functools.cache
 def package_version() -> str:
-    """The version of :data:`PACKAGE` (installed, else the source's ``__version__``)."""
+    """The version of :data:`PACKAGE` (installed, else the source's ``__version__``; read once per process)."""
     try:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:  # a source checkout on PYTHONPATH

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from . import metrics
-from .checks import DataError
+from .checks import DataError, ParameterError, check_int
 from .registry import Registry
 
 __all__ = ["Role", "ROLES", "Score", "SCORES", "score_stp"]
@@ -99,6 +99,11 @@ class Role:
     def __post_init__(self) -> None:
         if "n" in self.walk_sampling:
             raise ValueError(f"walk_sampling: {self.name}'s answers per item are its n_samples, not n")
+        check_int("n_samples", self.n_samples, 1)
+        if not isinstance(self.messages, tuple) or not all(isinstance(c, str) for c in self.messages):
+            raise ParameterError(
+                f"messages: a tuple of column names, e.g. ('messages_{self.name}',); got {self.messages!r}"
+            )
 
     def sampling(self, base, max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
         """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with its ``n_samples`` and the generation

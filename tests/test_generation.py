@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data
-from gpac_utils.checks import DataError
+from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.engines import Completion, item_seed
@@ -342,3 +342,16 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
     assert "MODE: score generations" in out and "replies unparsable" in out
     assert (tmp_path / "figures" / "02_scores__generated__math500__qwen.png").exists()
     assert (tmp_path / "figures" / "tables" / "02_scores_summary.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(n_samples="2"), "n_samples: must be an integer >= 1"),
+        (dict(n_samples=0), "n_samples: must be an integer >= 1"),
+        (dict(messages="messages"), "messages: a tuple of column names"),
+    ],
+)
+def test_a_role_refuses_a_wrong_declaration_naming_it(kw, message):
+    with pytest.raises(ParameterError, match=message):
+        Role("bare", "nothink", "a role", **kw)

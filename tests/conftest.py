@@ -69,6 +69,18 @@ def narrowed_cpu_env() -> dict[str, str]:
     return {"NPY_DISABLE_CPU_FEATURES": " ".join(above_v3), "OPENBLAS_CORETYPE": "Haswell"}
 
 
+@pytest.fixture(scope="session")
+def narrowing_changes_nothing() -> bool:
+    """Whether this CPU computes as :func:`narrowed_cpu_env` makes it anyway: no AVX-512, OpenBLAS on Haswell."""
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    features = np._core._multiarray_umath.__cpu_features__
+    cores = {i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"}
+    no_avx512 = not any(on for name, on in features.items() if name == "X86_V4" or name.startswith("AVX512"))
+    return no_avx512 and cores == {"Haswell"}
+
+
 @pytest.fixture
 def narrowed_env() -> dict[str, str]:
     """:func:`narrowed_cpu_env` (the test skips where it is not defined: not x86-64)."""

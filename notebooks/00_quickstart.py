@@ -271,6 +271,7 @@ for i, (short, (u, color)) in enumerate(cuts.items()):
         ha="right",
         va="top",
         transform=ax.get_xaxis_transform(),
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},  # over the grid lines, not crossed by them
     )
 ax.text(0.99, cfg.eps, f"ε = {cfg.eps:g}", ha="right", va="bottom", transform=ax.get_yaxis_transform())
 ax.set(

@@ -243,8 +243,8 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 
 # %% slideshow={"slide_type": "slide"}
 members = cal[cal["group"] == cfg.mechanism_group]
-fig, ax = plt.subplots(figsize=(6.0, 3.4))
-curves = {}
+fig, ax = plt.subplots(figsize=(9.6, 3.4))  # wide: the key sits inside the axes, which fill a slide's width
+curves, cuts = {}, {}
 for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "paper (CLT, resample, max)", "C3")):
     curves[name] = risk_curve(
         members["score_logits"], members["loss"], eps=cfg.eps, alpha=cfg.alpha, recipe=recipe, rng=cfg.seed
@@ -253,19 +253,34 @@ for recipe, name, color in ((VALID, "valid (HB, every label)", "C0"), (PAPER, "p
     ax.plot(curve["u"], curve["ucb"], color=color, lw=1.2, label=f"UCB(u), {name}")
     chosen = curve.loc[curve["selected"], "u"]
     if len(chosen):
-        short = name.split(" (")[0]
-        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2, label=f"threshold, {short}: {chosen.iloc[0]:.3f}")
+        cuts[name.split(" (")[0]] = (chosen.iloc[0], color)
+        ax.axvline(chosen.iloc[0], color=color, ls=":", lw=1.2)
 full = curves["valid (HB, every label)"]
 ax.plot(full["u"], full["empirical_risk"], color="k", lw=1, label="empirical risk")
-ax.axhline(cfg.eps, color="k", ls="--", lw=1, label="ε")
+ax.axhline(cfg.eps, color="k", ls="--", lw=1)
+# the thresholds and ε written beside their lines, where no curve runs: left of the dotted lines, above ε
+# (checked: no curve is above ε there), and at the dashed line's right end
+where = min(c for c, _ in cuts.values()) - 0.01
+assert all((c.loc[c["u"] < where, "ucb"] <= cfg.eps).all() for c in curves.values())
+for i, (short, (u, color)) in enumerate(cuts.items()):
+    ax.text(
+        where,
+        0.95 - 0.12 * i,
+        f"threshold, {short}: {u:.3f}",
+        color=color,
+        ha="right",
+        va="top",
+        transform=ax.get_xaxis_transform(),
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},  # over the grid lines, not crossed by them
+    )
+ax.text(0.99, cfg.eps, f"ε = {cfg.eps:g}", ha="right", va="bottom", transform=ax.get_yaxis_transform())
 ax.set(
     xlabel="threshold u",
     ylabel="risk",
     ylim=(0, 2.5 * cfg.eps),
     title=f"Calibrating group '{cfg.mechanism_group}' ({len(members)} items)",
 )
-# the key beside the curves, with short entries: the axes keep most of the slide's width
-ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+ax.legend(loc="lower right")  # below ε, right of the curves: the empty corner
 show(fig, "quickstart_mechanism")
 
 # %%

@@ -161,6 +161,10 @@ table = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in cfg.eps
 # the figure runs past the table's last ε, to 0.3, so that the crossing near ε = 0.2 is not its last point
 wide = np.union1d(cfg.eps_grid, np.round(np.arange(max(cfg.eps_grid), 0.3 + 1e-9, 0.02), 2))
 curve = pd.DataFrame([populations.oracle_summary(pop, float(e)) for e in wide])
+# what the slide says of it: G-PAC routes more than marginal PAC below ε = 0.2, PAC more from ε = 0.2 on, and
+# the curves run well past that point
+ahead = curve["routed_share_marginal"] > curve["routed_share_grouped"]
+assert (ahead == (curve["eps"] >= 0.2)).all() and curve["eps"].max() > 0.25, curve[["eps"]].assign(ahead=ahead)
 for col, lab in (
     ("routed_share_marginal", "PAC (marginal constraint)"),
     ("routed_share_common", "one threshold, valid in every group"),

@@ -33,7 +33,8 @@ import inspect
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -56,17 +57,35 @@ from .checks import (
     check_rng,
     check_xy,
 )
-from .partition import Partition
+from .partition import PARTITION_ALGORITHMS, Partition, ScorePartitioner
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
 from .risks import Problem
-from .settings import RENAMED, Settings
+from .settings import (
+    ALPHA,
+    COMMON,
+    CORRECTION,
+    LOSS_BOUND,
+    MIN_GROUP_SIZE,
+    RECIPE,
+    RENAMED,
+    REQUIRED,
+    RISK,
+    SEED,
+    Check,
+    Interval,
+    Options,
+    Setting,
+    Settings,
+    refusing,
+)
 
 __all__ = [
     "ALL",
     "GroupWarning",
     "GroupRecord",
     "STATUSES",
+    "ROUTING",
     "Calibrator",
     "THRESHOLD_READS",
     "threshold",
@@ -105,7 +124,38 @@ TOO_FEW = "always think: too few items"
 NO_FEASIBLE = "always think: no feasible threshold"
 #: A group met only when routing (a G-PAC label absent from calibration; a learned C-PAC group without items).
 UNSEEN = "unseen at calibration"
-STATUSES = (CERTIFIED, TOO_FEW, NO_FEASIBLE, UNSEEN)
+
+
+class _Statuses(Sequence):
+    """The group statuses: the four above, then each registered calibrator's own (:attr:`Method.statuses`),
+    read when asked (``routes``: only those of groups with a threshold, or only those without)."""
+
+    def __init__(self, routes: bool | None = None):
+        self.routes = routes
+
+    def _all(self) -> list[str]:
+        out = {CERTIFIED: True, TOO_FEW: False, NO_FEASIBLE: False, UNSEEN: False}
+        for entry in CALIBRATORS.values():
+            out.update(entry.statuses)
+        return [s for s, routes in out.items() if self.routes is None or routes == self.routes]
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+#: Every group status (``groups_``, the certificate's ``groups``): the vocabulary, registered calibrators' included.
+STATUSES = _Statuses()
+#: The statuses of groups that have a threshold (:data:`CERTIFIED`, and a calibrator's own, such as "pooled").
+ROUTING = _Statuses(routes=True)
 
 
 class GroupRecord(NamedTuple):
@@ -562,16 +612,36 @@ def group_labels(groups, n: int) -> np.ndarray:
     return check_groups("groups", groups, n)
 
 
+class _Names:
+    """``OPTIONS``: the names of a calibrator class's ``SETTINGS``."""
+
+    def __get__(self, obj, cls) -> tuple[str, ...]:
+        return tuple(s.name for s in cls.SETTINGS)
+
+
 class PAC:
     """Marginal PAC reasoning: one threshold for all inputs.
 
     Parameters
     ----------
-    eps, alpha, recipe, **options
-        The settings it reads, :attr:`OPTIONS`, declared and documented once in
-        :class:`~gpac_utils.settings.Settings` (target risk; miscoverage, default 0.05; recipe,
-        default ``"valid"``; ``loss_bound``, ``min_group_size``, ``seed``, ``risk``).
-        :meth:`from_settings` takes a ``Settings`` whole and keeps it (``config``).
+    eps : float
+        Target risk, in ``(0, loss_bound)``.
+    alpha : float, default 0.05
+        The guarantee holds with probability at least ``1 - alpha``.
+    recipe : Recipe or str, default "valid"
+        How the threshold is certified (:class:`~gpac_utils.recipe.Recipe` or its name).
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    min_group_size : int, default 10
+        Groups with fewer calibration items always think.
+    seed : int, default 0
+        Seed of the label sampling.
+    risk : str, default "joint"
+        What is certified (:data:`~gpac_utils.risks.RISKS`).
+
+    The parameters are the settings it reads, declared once (:attr:`SETTINGS`, checked by
+    :class:`~gpac_utils.settings.Settings`); :meth:`from_settings` takes a ``Settings`` whole and
+    keeps it (``config``).
 
     Attributes
     ----------
@@ -602,11 +672,30 @@ class PAC:
     """
 
     name = "PAC"
-    #: The :class:`~gpac_utils.settings.Settings` fields this calibrator reads (and writes to JSON).
-    OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
+    #: The settings this calibrator reads (and writes to JSON), in its parameters' order: their one declaration.
+    SETTINGS: tuple[Setting, ...] = COMMON
+    #: Their names.
+    OPTIONS = _Names()
 
-    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+    @refusing(RENAMED)
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = ALPHA.default,
+        recipe: Recipe | str = RECIPE.default,
+        *,
+        loss_bound: float = LOSS_BOUND.default,
+        min_group_size: int = MIN_GROUP_SIZE.default,
+        seed: int = SEED.default,
+        risk: str = RISK.default,
+    ):
+        self._setup(self.settings_of(locals()))
+
+    @classmethod
+    def settings_of(cls, arguments: Mapping) -> Settings:
+        """The :class:`~gpac_utils.settings.Settings` of an ``__init__``'s arguments (``locals()``): its
+        :attr:`SETTINGS`, checked once."""
+        return Settings(**{s.name: arguments[s.name] for s in cls.SETTINGS})
 
     def _setup(self, settings: Settings) -> None:
         """Keep ``settings`` whole (``config``) and start unfitted."""
@@ -783,12 +872,11 @@ class GPAC(PAC):
 
     Parameters
     ----------
-    eps, alpha, recipe
-        As for :class:`PAC`.
-    **options
-        ``loss_bound``, ``min_group_size``, ``seed`` (as for :class:`PAC`) and ``correction``:
+    eps, alpha, recipe, loss_bound, min_group_size, seed, risk
+        As for :class:`PAC` (``risk``: what is certified per group).
+    correction : str, default "none"
         ``"bonferroni"`` calibrates each of the ``k`` groups at ``alpha / k`` so that the guarantee
-        holds for all groups at once; ``"none"`` (default) for each group separately
+        holds for all groups at once; ``"none"`` for each group separately
         (:data:`~gpac_utils.settings.CORRECTIONS`).
 
     Attributes
@@ -814,9 +902,47 @@ class GPAC(PAC):
     """
 
     name = "G-PAC"
-    OPTIONS = PAC.OPTIONS + ("correction",)
+    SETTINGS = (*PAC.SETTINGS, CORRECTION)
+
+    @refusing(RENAMED)
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = ALPHA.default,
+        recipe: Recipe | str = RECIPE.default,
+        *,
+        loss_bound: float = LOSS_BOUND.default,
+        min_group_size: int = MIN_GROUP_SIZE.default,
+        seed: int = SEED.default,
+        risk: str = RISK.default,
+        correction: str = CORRECTION.default,
+    ):
+        self._setup(self.settings_of(locals()))
 
     no_groups = None  # G-PAC needs them
+
+
+def _not_a_partitioner(p):
+    raise ParameterError(f"partitioner: must be a ScorePartitioner, got {type(p).__name__}")
+
+
+#: C-PAC's own settings, declared here once (:attr:`CPAC.SETTINGS`).
+PARTITIONER = Setting(
+    "partitioner",
+    ScorePartitioner(),
+    Check(lambda p: p if isinstance(p, ScorePartitioner) else _not_a_partitioner(p)),
+    "C-PAC: how groups are learned from the score",
+    parts=(
+        Setting("k", ScorePartitioner().k, Interval(int, 1), "C-PAC: number of learned groups"),
+        Setting("partition", ScorePartitioner().algorithm, Options(PARTITION_ALGORITHMS), "C-PAC: partition algorithm"),
+    ),
+    join=ScorePartitioner,
+    split=lambda p: {"k": p.k, "partition": p.algorithm},
+)
+MODE = Setting("mode", "split", Options(("split", "joint")), "C-PAC: split or joint calibration")
+CLUSTER_FRACTION = Setting(
+    "cluster_fraction", 0.5, Interval(float, 0, 1), "C-PAC, split mode: share of the items that learn the partition"
+)
 
 
 class CPAC:
@@ -824,17 +950,17 @@ class CPAC:
 
     Parameters
     ----------
-    eps, alpha, recipe
-        As for :class:`PAC`.
-    **options
-        As for :class:`GPAC` (``correction`` over the learned groups), and C-PAC's own
-        (:class:`~gpac_utils.settings.Settings`): ``partitioner`` (how groups are learned from
-        the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``), ``mode``
-        (``"split"``, the default, learns the partition on a random ``cluster_fraction`` of the
-        calibration set and calibrates on the rest: exact per-group validity, Theorem 4.6, part 1;
-        ``"joint"`` uses the same items for both: no guarantee a certificate can state; the paper
-        claims ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown)
-        and ``cluster_fraction`` (default 0.5).
+    eps, alpha, recipe, loss_bound, min_group_size, seed, risk, correction
+        As for :class:`GPAC` (``correction`` over the learned groups).
+    partitioner : ScorePartitioner, default ``ScorePartitioner(k=3, algorithm="kmeans")``
+        How groups are learned from the score.
+    mode : {"split", "joint"}, default "split"
+        ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set and
+        calibrates on the rest: exact per-group validity, Theorem 4.6, part 1; ``"joint"`` uses the
+        same items for both: no guarantee a certificate can state; the paper claims
+        ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown.
+    cluster_fraction : float, default 0.5
+        ``"split"`` mode: the share of the items that learn the partition, in ``(0, 1)``.
 
     Attributes
     ----------
@@ -862,10 +988,28 @@ class CPAC:
     """
 
     name = "C-PAC"
-    OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
+    SETTINGS = (*GPAC.SETTINGS, PARTITIONER, MODE, CLUSTER_FRACTION)
+    OPTIONS = _Names()
 
-    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+    @refusing(RENAMED)
+    def __init__(
+        self,
+        eps: float,
+        alpha: float = ALPHA.default,
+        recipe: Recipe | str = RECIPE.default,
+        *,
+        loss_bound: float = LOSS_BOUND.default,
+        min_group_size: int = MIN_GROUP_SIZE.default,
+        seed: int = SEED.default,
+        risk: str = RISK.default,
+        correction: str = CORRECTION.default,
+        partitioner: ScorePartitioner = PARTITIONER.default,
+        mode: str = MODE.default,
+        cluster_fraction: float = CLUSTER_FRACTION.default,
+    ):
+        self._setup(self.settings_of(locals()))
+
+    settings_of = classmethod(PAC.settings_of.__func__)
 
     def _setup(self, settings: Settings) -> None:
         self.config = settings
@@ -956,17 +1100,6 @@ class CPAC:
         return s <= self.thresholds_for(s, groups)
 
 
-def _settings_for(cls, values) -> Settings:
-    """The :class:`Settings` of ``cls`` from keyword values; an option it does not read is a TypeError."""
-    unknown = [k for k in values if k not in cls.OPTIONS]
-    if unknown:
-        renamed = [RENAMED[k] for k in unknown if k in RENAMED]
-        if renamed:
-            raise TypeError(renamed[0])
-        raise TypeError(f"{cls.__name__}: unknown setting(s) {unknown}; it reads {list(cls.OPTIONS)}")
-    return Settings(**values)
-
-
 #: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
 GROUPINGS = ("none", "known", "learned")
 
@@ -978,31 +1111,42 @@ class Method:
     Parameters
     ----------
     name : str
-        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``).
+        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``): the class's
+        ``name`` (a mismatch is refused).
     cls : type
-        The class; ``cls.from_settings(settings)`` builds an unfitted one, ``cls.OPTIONS`` names
-        the settings it reads, and ``_restore(payload)`` sets the fitted state of its JSON.
+        The class; ``cls.SETTINGS`` declares the settings it reads (:class:`~gpac_utils.settings.Setting`,
+        the common ones first; its ``__init__`` takes them, the first three positional or keyword, the
+        rest keyword-only, with their declared defaults: a drift is refused), ``cls.from_settings(settings)``
+        builds an unfitted one, and ``_restore(payload)`` sets the fitted state of its JSON.
     groups : {"none", "known", "learned"}
         What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
         ``groups``), or groups it learns (it has ``assign(scores)``).
-    json_fields : tuple of str, default ()
-        Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
-        (C-PAC: ``partition``); a thresholds file without them is refused.
+    json_fields : mapping of str to thresholds_schema.Field, default {}
+        Fields its JSON has beyond the schema's common ones (C-PAC: ``partition``), declared here: a
+        thresholds file of this method without one is refused, and one of another method with it.
     default : bool, default False
         The default calibrator of its kind of grouping (:func:`default_method`: ``gpac calibrate``
         without ``--method``); registering another calibrator does not change a default.
+    statuses : mapping of str to bool, default {}
+        Group statuses of its own (:data:`STATUSES`), each to whether a group with it has a threshold.
     """
 
     name: str
     cls: type
     groups: str
-    json_fields: tuple[str, ...] = ()
+    json_fields: Mapping = field(default_factory=dict)
     default: bool = False
+    statuses: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.groups not in GROUPINGS:
             raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
-        _same_defaults(self.name, self.cls)
+        if getattr(self.cls, "name", self.name) != self.name:
+            raise ValueError(
+                f"method {self.name!r}: {self.cls.__name__}.name is {self.cls.name!r}; the entry's name must be the "
+                "class's (its certificates read back as the class the name names)"
+            )
+        _same_parameters(self.name, self.cls)
 
     @property
     def cli_name(self) -> str:
@@ -1010,23 +1154,33 @@ class Method:
         return _key(self.name)
 
 
-def _same_defaults(name: str, cls: type) -> None:
-    """Refuse a calibrator whose ``__init__`` gives a :class:`~gpac_utils.settings.Settings` field a default
-    of its own: ``gpac calibrate``, ``run_experiment`` and a certificate build it with ``from_settings``, from
-    ``Settings``' default, so that default would hold in Python only (a G-PAC-wsr that calibrates with
-    Hoeffding–Bentkus)."""
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
-    for p in inspect.signature(cls.__init__).parameters.values():
-        field = fields.get(p.name)
-        if field is None or p.default is p.empty:
-            continue
-        shared = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
-        if p.default != shared:
+def _same_parameters(name: str, cls: type) -> None:
+    """Refuse a calibrator whose ``__init__`` parameters differ from its declared ``SETTINGS`` (names, order,
+    defaults; keyword-only after the first three; no ``**options``): ``gpac calibrate``, ``run_experiment`` and
+    a certificate build it with ``from_settings``, from the declarations, so a default of its own would hold in
+    Python only (a G-PAC-wsr that calibrates with Hoeffding-Bentkus), and a hidden one would show nowhere."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    for i, s in enumerate(cls.SETTINGS):
+        p = params[i] if i < len(params) else None
+        default = inspect.Parameter.empty if s.default is REQUIRED else s.default
+        if p is None or p.name != s.name:
+            raise ValueError(
+                f"method {name!r}: {cls.__name__}.__init__ must take its declared setting {s.name!r} as parameter "
+                f"{i + 1}, got {p.name if p else 'none'!r}; its parameters are its SETTINGS, in their order"
+            )
+        if p.default is not default and p.default != default:
             raise ValueError(
                 f"method {name!r}: {cls.__name__}.__init__ defaults {p.name}={p.default!r}, but gpac calibrate, "
-                f"run_experiment and certificates build it from Settings, where {p.name} defaults to {shared!r}; "
-                "give that setting where it is used (a named recipe: --recipe), not as a class default"
+                f"run_experiment and certificates build it from the declaration, where {p.name} defaults to "
+                f"{default!r}; give that setting where it is used (a named recipe: --recipe), not as a class default"
             )
+        if i >= 3 and p.kind is not p.KEYWORD_ONLY:
+            raise ValueError(f"method {name!r}: {cls.__name__}.__init__: {p.name} must be keyword-only (after *)")
+    if len(params) != len(cls.SETTINGS):
+        extra = [p.name if p.kind is not p.VAR_KEYWORD else f"**{p.name}" for p in params[len(cls.SETTINGS) :]]
+        raise ValueError(
+            f"method {name!r}: {cls.__name__}.__init__ takes {extra}, which it does not declare (SETTINGS)"
+        )
 
 
 def _key(name) -> str:
@@ -1039,7 +1193,7 @@ CALIBRATORS: Registry[Method] = Registry(
     [
         Method("PAC", PAC, "none", default=True),
         Method("G-PAC", GPAC, "known", default=True),
-        Method("C-PAC", CPAC, "learned", ("partition",), default=True),
+        Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True),
     ],
 )
 

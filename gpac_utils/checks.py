@@ -177,9 +177,10 @@ def check_risk(eps, alpha, loss_bound=1.0) -> tuple[float, float, float]:
     ParameterError
         Naming the first of ``loss_bound``, ``eps``, ``alpha`` that is out of its range.
     """
-    loss_bound = check_range("loss_bound", loss_bound, 0.0, math.inf)
-    eps, alpha = check_range("eps", eps, 0.0, loss_bound), check_range("alpha", alpha)
-    return eps, alpha, loss_bound
+    from .settings import ALPHA, EPS, LOSS_BOUND  # their one declaration (settings imports this module)
+
+    loss_bound = LOSS_BOUND.check(loss_bound)
+    return EPS.check(eps, {"loss_bound": loss_bound}), ALPHA.check(alpha), loss_bound
 
 
 def warn_risk(eps: float, alpha: float, loss_bound: float = 1.0) -> None:

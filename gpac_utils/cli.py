@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import math
 import os
@@ -78,7 +77,6 @@ from . import (
     data,
     feasibility,
     prediction,
-    risks,
     sampling,
     selection,
     sequential_labels,
@@ -86,6 +84,7 @@ from . import (
 from .calibrate import (
     CALIBRATORS,
     GROUPINGS,
+    NO_FEASIBLE,
     TOO_FEW,
     UNSEEN,
     GroupWarning,
@@ -95,45 +94,39 @@ from .calibrate import (
 )
 from .certificate import Certificate, file_sha256
 from .checks import DataError, ParameterError
-from .partition import PARTITION_ALGORITHMS, ScorePartitioner
 from .recipe import RECIPES, VALID, Recipe, as_recipe
 from .scores import SCORES
-from .settings import CORRECTIONS, CPAC_MODES, RENAMED_UNTIL, Settings
+from .settings import COMMON, CORRECTION, RENAMED_UNTIL, REQUIRED, Interval, Settings, declared
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+#: The settings ``calibrate`` and ``plan`` both take, from options of the same name (their declarations').
+_COMMON = tuple(s for s in (*COMMON, CORRECTION) if s.option)
 SCORE = "score_cli"  # the internal name of the chosen score column
 
 
 def _default(name: str):
-    """The default of a :class:`~gpac_utils.settings.Settings` field (the options' defaults come from there)."""
-    f = Settings.__dataclass_fields__[name]
-    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    """The declared default of a setting (:func:`gpac_utils.settings.declared`: the options' come from there)."""
+    return declared()[name].default
+
+
+def _add_setting(p, setting) -> None:
+    """The options of a declared setting (a compound one's parts): type, choices, default and help from it."""
+    for part in setting.flat():
+        c = part.constraint
+        kind = {"type": c.type} if isinstance(c, Interval) else {"choices": list(c.options)}
+        given = {"required": True} if part.default is REQUIRED else {"default": part.default}
+        p.add_argument(f"--{part.name.replace('_', '-')}", **kind, **given, help=part.help)
 
 
 # --------------------------------------------------------------------------- parser
 def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
-    """The options ``calibrate`` and ``plan`` share."""
+    """The options ``calibrate`` and ``plan`` share: the columns and the settings of :data:`_COMMON`."""
     p.add_argument("--data", required=True, type=Path, help="table, one row per item (.csv, .tsv, .parquet, .jsonl)")
     p.add_argument("--score-col", required=True, help="uncertainty score in [0, 1]; larger = less certain")
     p.add_argument("--loss-col", default="loss", help=loss_help)
     p.add_argument("--group-col", default=group_default, help=group_help)
-    p.add_argument("--eps", type=float, required=True, help="target risk, in (0, loss-bound)")
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=_default("alpha"),
-        help="for a valid recipe, the guarantee holds with probability at least 1 - alpha over the calibration "
-        "data, per group (for all groups jointly only with --correction bonferroni)",
-    )
-    p.add_argument(
-        "--loss-bound", type=float, default=_default("loss_bound"), help="upper end of the loss range (2 for 1 - cos)"
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=_default("seed"),
-        help="seed of the label sampling (and C-PAC's split, the pilot); no effect with sampling=full G-PAC",
-    )
+    for setting in _COMMON:
+        _add_setting(p, setting)
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -198,39 +191,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
-    partitioner = _default("partitioner")
-    c.add_argument("--k", type=int, default=partitioner.k, help="C-PAC: number of learned groups")
-    c.add_argument(
-        "--partition",
-        choices=list(PARTITION_ALGORITHMS),
-        default=partitioner.algorithm,
-        help="C-PAC: partition algorithm",
-    )
-    c.add_argument(
-        "--mode", choices=list(CPAC_MODES), default=_default("mode"), help="C-PAC: split or joint calibration"
-    )
-    c.add_argument(
-        "--cluster-fraction",
-        type=float,
-        default=_default("cluster_fraction"),
-        help="C-PAC, split mode: share of the items that learn the partition",
-    )
-    c.add_argument("--min-group-size", type=int, default=_default("min_group_size"), help="smaller groups always think")
-    c.add_argument(
-        "--correction",
-        choices=list(CORRECTIONS),
-        default=_default("correction"),
-        help="how alpha is shared across the k groups: "
-        + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values()),
-    )
+    for setting in declared().values():  # the calibrators' own settings (C-PAC's, a plugin's)
+        if setting.option and setting not in _COMMON:
+            _add_setting(c, setting)
     c.add_argument("--simultaneous", action="store_true", help=argparse.SUPPRESS)  # renamed: refused below
-    c.add_argument(
-        "--risk",
-        choices=list(risks.RISKS),
-        default=_default("risk"),
-        help="what is certified per group, each expectation given the group: "
-        + "; ".join(f"{r.name}: {r.summary}" for r in risks.RISKS.values()),
-    )
     c.add_argument(
         "--score-model",
         type=Path,
@@ -255,12 +219,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
     p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
     p.add_argument(
-        "--risk",
-        choices=list(risks.RISKS),
-        default=next(iter(risks.RISKS)),
-        help="what is certified per group (its feasibility lines: the fewest items to certify anything)",
-    )
-    p.add_argument(
         "--budget",
         type=float,
         default=None,
@@ -271,8 +229,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
     p.add_argument("--n-resamples", type=int, default=200)
     p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default=prediction.PilotModel().kind)
-    p.add_argument("--min-group-size", type=int, default=10, help="smaller groups always think")
-    p.add_argument("--correction", choices=list(CORRECTIONS), default="none", help="how alpha is shared across groups")
     p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
     p.add_argument(
         "--sequential",
@@ -399,21 +355,14 @@ def _refuse_ignored(a) -> None:
             f"--group-col: only --method {' or '.join(known)} uses group labels (got --method {a.method}); "
             f"add --method {by_groups['known']}"
         )
-    learned = by_groups["learned"]
-    partitioner = _default("partitioner")
-    defaults = {
-        "k": partitioner.k,
-        "partition": partitioner.algorithm,
-        "mode": _default("mode"),
-        "cluster_fraction": _default("cluster_fraction"),
-    }
-    for option, default in defaults.items():
-        if getattr(a, option) != default and groups != "learned":
+    reads = method(a.method).cls.SETTINGS
+    for setting in declared().values():  # a setting the method does not read, given: refused, naming who reads it
+        given = [p for p in setting.flat() if setting.option and getattr(a, p.name) != p.default]
+        if given and setting not in reads:
+            readers = " or ".join(m.cli_name for m in CALIBRATORS.values() if setting in m.cls.SETTINGS)
             raise ParameterError(
-                f"--{option.replace('_', '-')}: only --method {learned} uses it (got --method {a.method})"
+                f"--{given[0].name.replace('_', '-')}: only --method {readers} uses it (got --method {a.method})"
             )
-    if a.correction != _default("correction") and groups == "none":
-        raise ParameterError(f"--correction: --method {a.method} has one group; use it with a method of several groups")
 
 
 def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
@@ -453,26 +402,31 @@ def _warn(groups, what: str) -> None:
 
 
 def _report_small_groups(cal) -> None:
+    """One warning line per kind of group that always thinks, by its status (a calibrator's own statuses,
+    such as pooled groups', are not guessed from the group's size)."""
     min_group_size = cal.config.min_group_size
-    small = sorted(g for g, n in cal.group_sizes_.items() if n < min_group_size)
+    small = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and r.n < min_group_size)
     _warn(small, f"have fewer than {min_group_size} calibration items and always think")
     few = sorted(g for g, r in cal.groups_.items() if r.status == TOO_FEW and g not in small)
     if few:
         st = cal.config  # checked once, when built
         need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound, st.risk)
         _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
-    uncertified = sorted(g for g, t in cal.thresholds_.items() if not math.isfinite(t) and g not in small + few)
+    uncertified = sorted(g for g, r in cal.groups_.items() if r.status == NO_FEASIBLE)
     _warn(uncertified, "could not be certified at eps and always think")
 
 
 # --------------------------------------------------------------------------- calibrate
-#: The Settings fields that ``calibrate`` and ``plan`` both take from options of the same name.
-_COMMON_SETTINGS = ("eps", "alpha", "loss_bound", "min_group_size", "seed", "correction", "risk")
-
-
-def _settings_from(a, recipe, **more) -> Settings:
-    """The Settings of the parsed options ``a`` (their common fields), ``recipe`` and ``more``: built once."""
-    return Settings(recipe=recipe, **{key: getattr(a, key) for key in _COMMON_SETTINGS}, **more)
+def _settings_from(a, recipe) -> Settings:
+    """The Settings of the parsed options ``a`` (each declared setting it has options for) and ``recipe``:
+    built once."""
+    values = {}
+    for s in declared().values():
+        parts = s.flat()
+        if s.option and all(hasattr(a, p.name) for p in parts):
+            given = {p.name: getattr(a, p.name) for p in parts}
+            values[s.name] = s.join(**given) if s.parts else given[s.name]
+    return Settings(recipe=recipe, **values)
 
 
 def _settings(a) -> Settings:
@@ -480,9 +434,7 @@ def _settings(a) -> Settings:
     naming the option)."""
     recipe = _recipe(a)
     try:
-        return _settings_from(
-            a, recipe, partitioner=ScorePartitioner(a.k, a.partition), mode=a.mode, cluster_fraction=a.cluster_fraction
-        )
+        return _settings_from(a, recipe)
     except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
         option, _, message = str(exc).partition(":")
         raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None

@@ -71,6 +71,7 @@ from . import selection as _selection
 from .calibrate import (
     CALIBRATORS,
     CERTIFIED,
+    GPAC,
     NO_FEASIBLE,
     PAC,
     TOO_FEW,
@@ -260,7 +261,6 @@ class _Overlapping(PAC):
     """What both calibrators of overlapping groups share: inputs, routing, JSON."""
 
     no_groups = None
-    OPTIONS = PAC.OPTIONS
 
     def _setup(self, settings) -> None:
         if settings.risk != "joint":
@@ -393,7 +393,7 @@ class MinGPAC(_Overlapping):
     """
 
     name = "Min-G-PAC"
-    OPTIONS = PAC.OPTIONS + ("correction",)
+    SETTINGS, __init__ = GPAC.SETTINGS, GPAC.__init__
 
     def fit(self, scores, losses, groups=None) -> MinGPAC:
         """Calibrate every group of ``groups`` on its own items, then take the smallest threshold per cell.

@@ -82,7 +82,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import warnings
@@ -827,21 +826,19 @@ class PlanSpec:
             object.__setattr__(self, "model", PilotModel(kind=self.model))  # checked there
 
 
-#: The Settings fields the planner reads; the others (C-PAC's) must keep their defaults (refused otherwise).
-PLANNED_SETTINGS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "correction", "risk")
+#: The settings the planner reads: G-PAC's (a calibrator's own, such as C-PAC's, must keep their defaults).
+PLANNED_SETTINGS = _calibrate.GPAC.OPTIONS
 
 
 def _check_settings(settings) -> Settings:
-    """The planner's settings, refusing the fields it cannot honour (one line naming the field)."""
+    """The planner's settings, refusing the ones it cannot honour (one line naming the setting)."""
     if not isinstance(settings, Settings):
         raise ParameterError(f"settings: must be a Settings (gpac_utils.settings), got {type(settings).__name__}")
-    default = Settings(eps=settings.eps)
-    for f in dataclasses.fields(Settings):
-        if f.name not in PLANNED_SETTINGS and getattr(settings, f.name) != getattr(default, f.name):
-            raise ParameterError(
-                f"settings.{f.name}: the planner plans known groups (G-PAC) and cannot honour C-PAC's "
-                f"{f.name}={getattr(settings, f.name)!r}; leave it at its default"
-            )
+    for name in settings.ignored(PLANNED_SETTINGS)[:1]:
+        raise ParameterError(
+            f"settings.{name}: the planner plans known groups (G-PAC) and cannot honour "
+            f"{name}={getattr(settings, name)!r}; leave it at its default"
+        )
     return settings
 
 

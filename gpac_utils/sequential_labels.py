@@ -48,7 +48,7 @@ from .certificate import Certificate
 from .checks import ParameterError, check_int, check_risk
 from .online import threshold_of
 from .selection import candidate_grid
-from .settings import CORRECTIONS
+from .settings import CORRECTIONS, SEED
 
 __all__ = [
     "BATCH_SIZE",
@@ -120,7 +120,7 @@ def start(
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     budget = check_int("budget", budget, 1)
     batch_size, grid_size = check_int("batch_size", batch_size, 1), check_int("grid_size", grid_size, 1)
-    seed = check_int("seed", seed, 0)
+    seed = SEED.check(seed)
     eprocess.BETTING.check(bet, "bet")
     CORRECTIONS.check(correction, "correction")
     s, g = np.asarray(scores, float), np.asarray(groups).astype(str)

@@ -1,10 +1,20 @@
-r"""The calibrator settings, declared once: :class:`Settings`.
+r"""The calibrator settings, each declared once by the entry that reads it: :class:`Setting`, :class:`Settings`.
+
+A :class:`Setting` is a setting's one declaration (scikit-learn's ``validate_params`` is the model):
+its name, default, constraint (an :class:`Interval`, :class:`Options` or a :class:`Check`) and
+what it means. The settings every calibrator reads are declared here (:data:`COMMON`); a
+calibrator class declares the ones it reads in its own module (``SETTINGS``: C-PAC's ``mode``,
+``partitioner`` and ``cluster_fraction`` in :mod:`gpac_utils.calibrate`; a plugin's in its own). From
+the registered calibrators (:func:`declared`) come :class:`Settings`' checks, the options of
+``gpac calibrate`` and ``gpac plan`` (with their "only --method X reads it" refusals), the
+certificate schema's ``settings`` (:mod:`gpac_utils.thresholds_schema`) and the JSON form
+(:meth:`Settings.to_dict`, :meth:`Settings.from_dict`).
 
 PAC, G-PAC and C-PAC (:mod:`gpac_utils.calibrate`), :func:`~gpac_utils.calibrate.calibrator`, the
 experiment runner (:class:`~gpac_utils.experiment.ExperimentConfig` extends :class:`Settings`), the
-table builder and ``gpac calibrate`` all read their settings from one :class:`Settings`. The
-settings a calibrator writes to JSON are :meth:`Settings.to_dict`; :meth:`Settings.from_dict`
-reads them back.
+table builder and ``gpac calibrate`` all read their settings from one :class:`Settings`; a
+setting a calibrator declares beyond :data:`COMMON` is a keyword of :class:`Settings` too (held in
+``Settings.options``, read as an attribute).
 
 How ``alpha`` is shared across the ``k`` groups is a named mode of the registry
 :data:`CORRECTIONS` (``"none"``: each group at ``alpha``, the guarantee holds for each group
@@ -17,17 +27,174 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .checks import ParameterError, check_choice, check_int, check_range, check_risk, warn_risk
-from .partition import ScorePartitioner
+from .checks import ParameterError, check_choice, check_int, check_range, warn_risk
 from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
-from .risks import check_risk_recipe, get_risk
+from .risks import RISKS, check_risk_recipe
 
-__all__ = ["Correction", "CORRECTIONS", "CPAC_MODES", "Settings", "RENAMED", "RENAMED_UNTIL"]
+__all__ = [
+    "Interval",
+    "Options",
+    "Check",
+    "Setting",
+    "REQUIRED",
+    "COMMON",
+    "declared",
+    "Correction",
+    "CORRECTIONS",
+    "Settings",
+    "RENAMED",
+    "RENAMED_UNTIL",
+]
+
+#: The default of a setting that has none (it must be given).
+REQUIRED = dataclasses.MISSING
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A number in an interval: ``type`` ``int`` (``[left, inf)``) or ``float`` (``(left, right)``, or
+    ``(left, right]`` with ``closed="right"``); ``right`` may name another setting (``eps``: ``"loss_bound"``)
+    or be ``None`` (unbounded)."""
+
+    type: type
+    left: float
+    right: float | str | None = None
+    closed: str = "neither"
+
+    def check(self, name: str, value, values: Mapping | None = None, strict: bool = False):
+        """``value`` checked (a one-line :class:`ParameterError` naming ``name``); ``strict``: a JSON value (an
+        int must be one, not ``3.0``)."""
+        if self.type is int:
+            if strict and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+                raise ParameterError(f"{name}: must be an integer >= {self.left}, got {value!r}")
+            return check_int(name, value, self.left)
+        hi = (values or {}).get(self.right, 1.0) if isinstance(self.right, str) else self.right
+        hi = float("inf") if hi is None or isinstance(hi, bool) or not isinstance(hi, numbers.Real) else hi
+        return check_range(name, value, self.left, hi, closed_right=self.closed == "right")
+
+    @property
+    def kind(self) -> str:
+        """What a value looks like (the schema's ``type``): ``int``, ``fraction`` or ``positive``."""
+        return "int" if self.type is int else ("fraction" if self.right is not None else "positive")
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a set of options: a tuple, or a :class:`~gpac_utils.registry.Registry` (its names when checked)."""
+
+    options: tuple | Registry
+
+    def check(self, name: str, value, values=None, strict: bool = False):
+        """``value`` if it is one of the options (a one-line :class:`ParameterError` naming ``name``)."""
+        if isinstance(self.options, Registry):
+            return self.options.check(value, name)
+        return check_choice(name, value, self.options)
+
+    kind = property(lambda self: "name" if isinstance(self.options, Registry) else "choice")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A value checked by a function ``check(value) -> value`` (raising :class:`ParameterError`), e.g. a recipe."""
+
+    function: Callable
+    kind: str = "record"
+
+    def check(self, name: str, value, values=None, strict: bool = False):
+        return self.function(value)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting, declared once, by the entry that reads it.
+
+    Parameters
+    ----------
+    name : str
+        Its keyword (``Settings(name=...)``, the calibrator's parameter, ``--name`` on the command line).
+    default : object
+        Its default (:data:`REQUIRED`: none, it must be given).
+    constraint : Interval, Options or Check
+        What a value may be.
+    doc : str or callable
+        What it means (the option's help, the schema's description); a callable: read when needed (a
+        registry's entries listed as they are then).
+    parts : tuple of Setting, default ()
+        A compound setting's JSON (and command-line) form, one declaration each: C-PAC's
+        ``partitioner`` is ``k`` and ``partition``; ``join(**parts)`` builds the value and ``split(value)``
+        gives the parts.
+    join, split : callable, optional
+        For ``parts`` (``split`` alone: the recipe, whose fields the schema declares).
+    required : bool, default True
+        Whether every file of a calibrator that reads it holds it (False: older files lack it).
+    option : bool, default True
+        Whether ``gpac calibrate`` has an option for it (the recipe's are its own: ``--recipe``, ``--bound``, ...).
+    """
+
+    name: str
+    default: Any
+    constraint: Interval | Options | Check
+    doc: str | Callable[[], str]
+    parts: tuple = ()
+    join: Callable | None = None
+    split: Callable | None = None
+    required: bool = True
+    option: bool = True
+
+    def check(self, value, values: Mapping | None = None, strict: bool = False):
+        """The checked value (``values``: the other settings, for an interval that ends at one of them)."""
+        return self.constraint.check(self.name, value, values, strict)
+
+    @property
+    def help(self) -> str:
+        """:attr:`doc`, as text."""
+        return self.doc() if callable(self.doc) else self.doc
+
+    def to_json(self, value) -> dict:
+        """Its JSON form: ``{name: value}``, or its parts'."""
+        return self.split(value) if self.split else {self.name: value}
+
+    def flat(self) -> tuple:
+        """The declarations of its JSON fields: its parts, or itself."""
+        return self.parts or (self,)
+
+
+#: The settings every calibrator reads, declared once (a calibrator's ``SETTINGS`` starts with them).
+EPS = Setting("eps", REQUIRED, Interval(float, 0, "loss_bound"), "target risk, in (0, loss-bound)")
+ALPHA = Setting(
+    "alpha",
+    0.05,
+    Interval(float, 0, 1),
+    "for a valid recipe, the guarantee holds with probability at least 1 - alpha over the calibration data, per "
+    "group (for all groups jointly only with --correction bonferroni)",
+)
+RECIPE = Setting(
+    "recipe", VALID, Check(check_recipe), "how a group's threshold is certified", split=Recipe.to_dict, option=False
+)
+LOSS_BOUND = Setting("loss_bound", 1.0, Interval(float, 0, None), "upper end of the loss range (2 for 1 - cos)")
+MIN_GROUP_SIZE = Setting("min_group_size", 10, Interval(int, 1), "smaller groups always think")
+SEED = Setting(
+    "seed",
+    0,
+    Interval(int, 0),
+    "seed of the label sampling (and C-PAC's split, the pilot); no effect with sampling=full G-PAC",
+)
+RISK = Setting(
+    "risk",
+    "joint",
+    Options(RISKS),
+    lambda: (
+        "what is certified per group, each expectation given the group: "
+        + "; ".join(f"{r.name}: {r.summary}" for r in RISKS.values())
+    ),
+    required=False,
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +225,44 @@ CORRECTIONS: Registry[Correction] = Registry(
     ],
 )
 
-#: C-PAC's modes: learn the partition on a held-out share (``split``) or on the same items (``joint``).
-CPAC_MODES = ("split", "joint")
+#: How ``alpha`` is shared across groups: read by the calibrators of several groups (G-PAC, C-PAC).
+CORRECTION = Setting(
+    "correction",
+    "none",
+    Options(CORRECTIONS),
+    lambda: (
+        "how alpha is shared across the k groups: "
+        + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values())
+    ),
+    required=False,
+)
+
+#: What every calibrator reads, in its parameters' order.
+COMMON = (EPS, ALPHA, RECIPE, LOSS_BOUND, MIN_GROUP_SIZE, SEED, RISK)
+#: :class:`Settings`' fields: the common settings and the correction (read by the core of every calibrator).
+_FIELDS = {s.name: s for s in (*COMMON, CORRECTION)}
+
+
+def declared() -> dict[str, Setting]:
+    """Every setting a registered calibrator reads, by name: :data:`COMMON`, the correction, then each
+    :data:`~gpac_utils.calibrate.CALIBRATORS` entry's own (``cls.SETTINGS``), in registration order.
+
+    Raises
+    ------
+    ValueError
+        When two calibrators declare one name differently (one name, one declaration).
+    """
+    from .calibrate import CALIBRATORS  # the calibrators import this module
+
+    out = dict(_FIELDS)
+    for entry in CALIBRATORS.values():
+        for s in entry.cls.SETTINGS:
+            if out.setdefault(s.name, s) != s:
+                raise ValueError(
+                    f"method {entry.name!r}: declares {s.name!r} again, differently; reuse its declaration"
+                )
+    return out
+
 
 #: The gpac_utils version whose release removes the renamed-argument messages (the old names then are
 #: unknown keywords); every message of :data:`RENAMED` (and of the online side's) states it.
@@ -72,16 +275,36 @@ RENAMED = {
 }
 
 
+def refusing(renamed: Mapping[str, str]):
+    """A decorator: the function (a calibrator's ``__init__``) refuses a keyword of ``renamed`` with its one-line
+    TypeError (:data:`RENAMED`)."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def refuse(*args, **kwargs):
+            for old in kwargs.keys() & renamed.keys():
+                raise TypeError(renamed[old])
+            return function(*args, **kwargs)
+
+        return refuse
+
+    return wrap
+
+
 def _refuse_renamed(cls):
-    """Wrap the dataclass ``__init__`` of ``cls`` so that a renamed keyword is a one-line TypeError."""
+    """Wrap the dataclass ``__init__`` of ``cls``: a renamed keyword is a one-line TypeError, and a setting a
+    registered calibrator declares beyond :class:`Settings`' fields (:func:`declared`) goes to ``options``."""
     init = cls.__init__
+    fields = {f.name for f in dataclasses.fields(cls)}
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
         for old, message in RENAMED.items():
             if old in kwargs:
                 raise TypeError(message)
-        init(self, *args, **kwargs)
+        own = [k for k in kwargs if k not in fields and k in declared()]
+        options = dict(kwargs.pop("options", ())) | {k: kwargs.pop(k) for k in own}
+        init(self, *args, options=tuple(options.items()), **kwargs)
 
     cls.__init__ = __init__
     return cls
@@ -91,6 +314,11 @@ def _refuse_renamed(cls):
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """Every setting of a calibrator (those a method does not use are ignored by it).
+
+    Its fields are the settings every calibrator reads (:data:`COMMON`) and the correction; a
+    calibrator declares the rest (C-PAC's ``partitioner``, ``mode``, ``cluster_fraction``; a plugin's
+    own), which are keywords and attributes here too, checked by their declaration
+    (:func:`declared`).
 
     Parameters
     ----------
@@ -107,26 +335,21 @@ class Settings:
         Groups with fewer calibration items always think.
     seed : int, default 0
         Seed of the label sampling (and of C-PAC's split).
-    correction : str, default "none"
-        How ``alpha`` is shared across groups, a name in :data:`CORRECTIONS`: ``"none"`` (each
-        group at ``alpha``) or ``"bonferroni"`` (each of the ``k`` groups at ``alpha / k``).
-    partitioner : ScorePartitioner, default ``ScorePartitioner()``
-        C-PAC: how groups are learned from the score.
-    mode : {"split", "joint"}, default "split"
-        C-PAC: ``"split"`` learns the partition on a random ``cluster_fraction`` of the
-        calibration set and calibrates on the rest (exact per-group validity, Theorem 4.6,
-        part 1); ``"joint"`` uses the same items for both (Theorem 4.6, part 2).
-    cluster_fraction : float, default 0.5
-        C-PAC: share of the calibration set used to learn the partition in ``"split"`` mode.
     risk : str, default "joint"
         What is certified per group, a name in :data:`gpac_utils.risks.RISKS`: ``"joint"`` (the
         paper's ``E[loss 1{U <= u}]``) or ``"routed"`` (``E[loss | U <= u]``, among routed items).
+    correction : str, default "none"
+        How ``alpha`` is shared across groups, a name in :data:`CORRECTIONS`: ``"none"`` (each
+        group at ``alpha``) or ``"bonferroni"`` (each of the ``k`` groups at ``alpha / k``).
+    options : tuple of (str, object) pairs, default ()
+        The settings declared by a calibrator, away from their defaults (given as keywords:
+        ``Settings(eps=0.1, mode="joint")``; read as attributes: ``settings.mode``).
 
     Examples
     --------
-    >>> s = Settings(eps=0.1, correction="bonferroni")
-    >>> s.recipe.bound, s.alpha_per_group(4)
-    ('hoeffding_bentkus', 0.0125)
+    >>> s = Settings(eps=0.1, correction="bonferroni", mode="joint")
+    >>> s.recipe.bound, s.alpha_per_group(4), s.mode, s.cluster_fraction
+    ('hoeffding_bentkus', 0.0125, 'joint', 0.5)
     >>> Settings(eps=0.1, simultaneous=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -134,46 +357,47 @@ class Settings:
     """
 
     eps: float
-    alpha: float = 0.05
-    recipe: Recipe | str = VALID
-    loss_bound: float = 1.0
-    min_group_size: int = 10
-    seed: int = 0
-    correction: str = "none"
-    partitioner: ScorePartitioner = field(default_factory=ScorePartitioner)
-    mode: str = "split"
-    cluster_fraction: float = 0.5
-    risk: str = "joint"
+    alpha: float = ALPHA.default
+    recipe: Recipe | str = RECIPE.default
+    loss_bound: float = LOSS_BOUND.default
+    min_group_size: int = MIN_GROUP_SIZE.default
+    seed: int = SEED.default
+    risk: str = RISK.default
+    correction: str = CORRECTION.default
+    options: tuple = ()
 
     def __post_init__(self) -> None:
-        eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
-        warn_risk(eps, alpha, loss_bound)
-        object.__setattr__(self, "eps", eps)
-        object.__setattr__(self, "alpha", alpha)
-        object.__setattr__(self, "loss_bound", loss_bound)
-        object.__setattr__(self, "recipe", check_recipe(self.recipe))
-        object.__setattr__(self, "min_group_size", check_int("min_group_size", self.min_group_size, 1))
-        object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
-        CORRECTIONS.check(self.correction, "correction")
-        if not isinstance(self.partitioner, ScorePartitioner):
-            raise ParameterError(f"partitioner: must be a ScorePartitioner, got {type(self.partitioner).__name__}")
-        check_choice("mode", self.mode, CPAC_MODES)
-        object.__setattr__(self, "cluster_fraction", check_range("cluster_fraction", self.cluster_fraction))
-        check_risk_recipe(get_risk(self.risk).name, self.recipe)
+        values = {name: getattr(self, name) for name in _FIELDS}
+        for s in sorted(_FIELDS.values(), key=lambda s: s is not LOSS_BOUND):  # eps's interval ends at it
+            values[s.name] = s.check(values[s.name], values)
+        warn_risk(values["eps"], values["alpha"], values["loss_bound"])
+        check_risk_recipe(values["risk"], values["recipe"])
+        every = declared()
+        for name, value in self.options:
+            if name in _FIELDS or name not in every:
+                raise TypeError(f"Settings: unknown setting {name!r}; the registered calibrators read {list(every)}")
+            values[name] = every[name].check(value, values)
+        own = tuple((k, values[k]) for k in every if k in dict(self.options) and values[k] != every[k].default)
+        for name, value in (*values.items(), ("options", own)):
+            if name in _FIELDS or name == "options":
+                object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str):
+        """A setting a calibrator declares (:func:`declared`): its value, or its default."""
+        setting = declared().get(name) if not name.startswith("_") else None
+        if setting is None or name in _FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return dict(self.__dict__.get("options", ())).get(name, setting.default)
 
     def alpha_per_group(self, k: int) -> float:
         """The level each of ``k`` groups is calibrated at (the :data:`CORRECTIONS` entry's)."""
         return CORRECTIONS[self.correction].per_group(self.alpha, k)
 
     def ignored(self, reads) -> list[str]:
-        """The calibrator fields away from their defaults that a consumer reading only ``reads`` would ignore
+        """The settings away from their defaults that a consumer reading only ``reads`` would ignore
         (it refuses them, naming the first)."""
-        out = []
-        for f in dataclasses.fields(Settings):
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if f.name not in reads and default is not dataclasses.MISSING and getattr(self, f.name) != default:
-                out.append(f.name)
-        return out
+        away = [n for n, s in _FIELDS.items() if s.default is not REQUIRED and getattr(self, n) != s.default]
+        return [n for n in (*away, *dict(self.options)) if n not in reads]
 
     def replace(self, **changes) -> Settings:
         """A copy with some fields changed (validated again)."""
@@ -184,38 +408,25 @@ class Settings:
         object when it is one and nothing changes (settings are checked once, when built)."""
         if type(self) is Settings and not changes:
             return self
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)}
+        values = {name: getattr(self, name) for name in _FIELDS} | dict(self.options)
         return Settings(**(values | changes))
 
     def to_dict(self, keys) -> dict[str, Any]:
-        """The JSON form of the settings ``keys`` (the recipe flattened into its fields, C-PAC's
-        partitioner into ``k`` and ``partition``)."""
-        out = {}
-        for key in keys:
-            if key == "recipe":
-                out.update(self.recipe.to_dict())
-            elif key == "partitioner":
-                out.update(k=self.partitioner.k, partition=self.partitioner.algorithm)
-            else:
-                out[key] = getattr(self, key)
-        return out
+        """The JSON form of the settings ``keys`` (each declaration's: the recipe flattened into its fields,
+        C-PAC's partitioner into ``k`` and ``partition``)."""
+        every = declared()
+        return {k: v for key in keys for k, v in every[key].to_json(getattr(self, key)).items()}
 
     @classmethod
     def from_dict(cls, st) -> Settings:
         """The settings of :meth:`to_dict`'s JSON form (``pi`` and ``simultaneous`` of older files read too)."""
         st = dict(st)
         recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
-        correction = st.get("correction", "bonferroni" if st.get("simultaneous") else "none")
-        partitioner = ScorePartitioner(st["k"], st["partition"]) if "k" in st else ScorePartitioner()
-        optional = {k: st[k] for k in ("mode", "cluster_fraction", "risk") if k in st}
-        return cls(
-            eps=st["eps"],
-            alpha=st["alpha"],
-            recipe=recipe,
-            loss_bound=st["loss_bound"],
-            min_group_size=st["min_group_size"],
-            seed=st["seed"],
-            correction=correction,
-            partitioner=partitioner,
-            **optional,
-        )
+        st.setdefault("correction", "bonferroni" if st.get("simultaneous") else "none")
+        values = {"recipe": recipe}
+        for s in declared().values():
+            if s.parts and all(p.name in st for p in s.parts):
+                values[s.name] = s.join(**{p.name: st[p.name] for p in s.parts})
+            elif not s.parts and s.name in st and s is not RECIPE:
+                values[s.name] = st[s.name]
+        return cls(**values)

@@ -15,7 +15,7 @@ def test_extending_page_runs_and_leaves_the_registries_as_they_were(tmp_path, mo
     registries = (bounds.BOUNDS, scores.SCORES, calibrate.CALIBRATORS, risks.RISKS, online.LABELLING)
     before = [list(r) for r in registries]
     blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
-    assert len(blocks) == 8
+    assert len(blocks) == 9
     namespace: dict = {}
     try:
         for block in blocks:
@@ -27,6 +27,11 @@ def test_extending_page_runs_and_leaves_the_registries_as_they_were(tmp_path, mo
                 registry.unregister(name)
     out = capsys.readouterr().out
     assert "GPAC thresholds" in out and "online thresholds" in out and "hoeffding_one_sided" in out
-    assert "G-PAC-wsr" in out and "with the margin" in out and "feasibility (hoeffding_one_sided" in out
+    assert (
+        "G-PAC-wsr" in out
+        and "pooled: [" in out
+        and "with the margin" in out
+        and "feasibility (hoeffding_one_sided" in out
+    )
     assert after == before
     assert namespace["status"] == 0

@@ -1141,12 +1141,12 @@ class Method:
     def __post_init__(self) -> None:
         if self.groups not in GROUPINGS:
             raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
+        _same_parameters(self.name, self.cls)
         if getattr(self.cls, "name", self.name) != self.name:
             raise ValueError(
                 f"method {self.name!r}: {self.cls.__name__}.name is {self.cls.name!r}; the entry's name must be the "
                 "class's (its certificates read back as the class the name names)"
             )
-        _same_parameters(self.name, self.cls)
 
     @property
     def cli_name(self) -> str:

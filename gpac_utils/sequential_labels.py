@@ -48,7 +48,7 @@ from .certificate import Certificate
 from .checks import ParameterError, check_int, check_risk
 from .online import threshold_of
 from .selection import candidate_grid
-from .settings import CORRECTIONS, SEED
+from .settings import ALPHA, CORRECTIONS, SEED
 
 __all__ = [
     "BATCH_SIZE",
@@ -81,7 +81,7 @@ def start(
     groups,
     *,
     eps,
-    alpha=0.05,
+    alpha=ALPHA.default,
     budget,
     batch_size=BATCH_SIZE,
     grid_size=50,

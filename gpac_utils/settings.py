@@ -76,7 +76,7 @@ class Interval:
             return check_int(name, value, self.left)
         hi = (values or {}).get(self.right, 1.0) if isinstance(self.right, str) else self.right
         hi = float("inf") if hi is None or isinstance(hi, bool) or not isinstance(hi, numbers.Real) else hi
-        return check_range(name, value, self.left, hi, closed_right=self.closed == "right")
+        return check_range(name, value, float(self.left), float(hi), closed_right=self.closed == "right")
 
     @property
     def kind(self) -> str:

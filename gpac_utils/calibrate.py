@@ -62,16 +62,10 @@ from .recipe import VALID, Recipe, check_recipe
 from .registry import Registry
 from .risks import Problem
 from .settings import (
-    ALPHA,
     COMMON,
     CORRECTION,
-    LOSS_BOUND,
-    MIN_GROUP_SIZE,
-    RECIPE,
     RENAMED,
     REQUIRED,
-    RISK,
-    SEED,
     Check,
     Interval,
     Options,
@@ -612,6 +606,22 @@ def group_labels(groups, n: int) -> np.ndarray:
     return check_groups("groups", groups, n)
 
 
+def _generated_init(cls):
+    """``cls.__init__``, generated from its declarations (``cls.SETTINGS``), as dataclasses generate theirs: each
+    setting an explicit parameter (``inspect.signature``, ``help()`` and tab completion show them), the first three
+    positional or keyword, the rest keyword-only, with the declared defaults; it builds the
+    :class:`~gpac_utils.settings.Settings` (checked once) and keeps it (``config``)."""
+    names = [s.name for s in cls.SETTINGS]
+    params = [n if s.default is REQUIRED else f"{n}=_default[{n!r}]" for n, s in zip(names, cls.SETTINGS)]
+    params[3:3] = ["*"] if len(params) > 3 else []
+    body = f"    self._setup(Settings({', '.join(f'{n}={n}' for n in names)}))"
+    namespace = {"_default": {s.name: s.default for s in cls.SETTINGS}, "Settings": Settings}
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}\n", namespace)  # noqa: S102
+    init = refusing(RENAMED)(namespace["__init__"])
+    init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", f"A {cls.name}: its settings, as declared."
+    return init
+
+
 class _Names:
     """``OPTIONS``: the names of a calibrator class's ``SETTINGS``."""
 
@@ -677,25 +687,10 @@ class PAC:
     #: Their names.
     OPTIONS = _Names()
 
-    @refusing(RENAMED)
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = ALPHA.default,
-        recipe: Recipe | str = RECIPE.default,
-        *,
-        loss_bound: float = LOSS_BOUND.default,
-        min_group_size: int = MIN_GROUP_SIZE.default,
-        seed: int = SEED.default,
-        risk: str = RISK.default,
-    ):
-        self._setup(self.settings_of(locals()))
-
-    @classmethod
-    def settings_of(cls, arguments: Mapping) -> Settings:
-        """The :class:`~gpac_utils.settings.Settings` of an ``__init__``'s arguments (``locals()``): its
-        :attr:`SETTINGS`, checked once."""
-        return Settings(**{s.name: arguments[s.name] for s in cls.SETTINGS})
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in vars(cls):  # its parameters are its SETTINGS (a plugin declares its own)
+            cls.__init__ = _generated_init(cls)
 
     def _setup(self, settings: Settings) -> None:
         """Keep ``settings`` whole (``config``) and start unfitted."""
@@ -867,6 +862,9 @@ class PAC:
         return s <= self._thresholds_for(s, labels)
 
 
+PAC.__init__ = _generated_init(PAC)
+
+
 class GPAC(PAC):
     """G-PAC: one threshold per known group (paper Algorithm 2).
 
@@ -903,21 +901,6 @@ class GPAC(PAC):
 
     name = "G-PAC"
     SETTINGS = (*PAC.SETTINGS, CORRECTION)
-
-    @refusing(RENAMED)
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = ALPHA.default,
-        recipe: Recipe | str = RECIPE.default,
-        *,
-        loss_bound: float = LOSS_BOUND.default,
-        min_group_size: int = MIN_GROUP_SIZE.default,
-        seed: int = SEED.default,
-        risk: str = RISK.default,
-        correction: str = CORRECTION.default,
-    ):
-        self._setup(self.settings_of(locals()))
 
     no_groups = None  # G-PAC needs them
 
@@ -990,26 +973,6 @@ class CPAC:
     name = "C-PAC"
     SETTINGS = (*GPAC.SETTINGS, PARTITIONER, MODE, CLUSTER_FRACTION)
     OPTIONS = _Names()
-
-    @refusing(RENAMED)
-    def __init__(
-        self,
-        eps: float,
-        alpha: float = ALPHA.default,
-        recipe: Recipe | str = RECIPE.default,
-        *,
-        loss_bound: float = LOSS_BOUND.default,
-        min_group_size: int = MIN_GROUP_SIZE.default,
-        seed: int = SEED.default,
-        risk: str = RISK.default,
-        correction: str = CORRECTION.default,
-        partitioner: ScorePartitioner = PARTITIONER.default,
-        mode: str = MODE.default,
-        cluster_fraction: float = CLUSTER_FRACTION.default,
-    ):
-        self._setup(self.settings_of(locals()))
-
-    settings_of = classmethod(PAC.settings_of.__func__)
 
     def _setup(self, settings: Settings) -> None:
         self.config = settings
@@ -1098,6 +1061,9 @@ class CPAC:
         """True where the item goes to the non-thinking model (``U <=`` its learned group's threshold)."""
         s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
         return s <= self.thresholds_for(s, groups)
+
+
+CPAC.__init__ = _generated_init(CPAC)
 
 
 #: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.

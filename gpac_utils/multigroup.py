@@ -393,7 +393,7 @@ class MinGPAC(_Overlapping):
     """
 
     name = "Min-G-PAC"
-    SETTINGS, __init__ = GPAC.SETTINGS, GPAC.__init__
+    SETTINGS = GPAC.SETTINGS
 
     def fit(self, scores, losses, groups=None) -> MinGPAC:
         """Calibrate every group of ``groups`` on its own items, then take the smallest threshold per cell.

@@ -196,10 +196,7 @@ def test_a_setting_declared_twice_differently_is_refused():
         name = "twice"
         SETTINGS = (*GPAC.SETTINGS, other)
 
-        def __init__(self, eps, alpha=0.05, recipe="valid", *, loss_bound=1.0, min_group_size=10, seed=0,
-                     risk="joint", correction="none", mode="x"):  # fmt: skip
-            self._setup(self.settings_of(locals()))
-
+    assert list(inspect.signature(Twice).parameters)[-1] == "mode"  # generated from its declarations
     with CALIBRATORS.registered(Method("twice", Twice, "known")):
         with pytest.raises(ValueError, match=r"^method 'twice': declares 'mode' again, differently"):
             declared()

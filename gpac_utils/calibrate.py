@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import json
 import math
 import warnings
@@ -66,7 +67,6 @@ from .settings import (
     CORRECTION,
     RENAMED,
     REQUIRED,
-    Check,
     Interval,
     Options,
     Setting,
@@ -97,7 +97,6 @@ __all__ = [
     "GROUPINGS",
     "default_method",
     "method",
-    "method_class",
     "calibrator",
 ]
 
@@ -136,14 +135,8 @@ class _Statuses(Sequence):
     def __getitem__(self, i):
         return self._all()[i]
 
-    def __iter__(self):
-        return iter(self._all())
-
     def __len__(self) -> int:
         return len(self._all())
-
-    def __repr__(self) -> str:
-        return repr(self._all())
 
 
 #: Every group status (``groups_``, the certificate's ``groups``): the vocabulary, registered calibrators' included.
@@ -913,7 +906,7 @@ def _not_a_partitioner(p):
 PARTITIONER = Setting(
     "partitioner",
     ScorePartitioner(),
-    Check(lambda p: p if isinstance(p, ScorePartitioner) else _not_a_partitioner(p)),
+    lambda p: p if isinstance(p, ScorePartitioner) else _not_a_partitioner(p),
     "C-PAC: how groups are learned from the score",
     parts=(
         Setting("k", ScorePartitioner().k, Interval(int, 1), "C-PAC: number of learned groups"),
@@ -1121,32 +1114,18 @@ class Method:
 
 
 def _same_parameters(name: str, cls: type) -> None:
-    """Refuse a calibrator whose ``__init__`` parameters differ from its declared ``SETTINGS`` (names, order,
-    defaults; keyword-only after the first three; no ``**options``): ``gpac calibrate``, ``run_experiment`` and
-    a certificate build it with ``from_settings``, from the declarations, so a default of its own would hold in
-    Python only (a G-PAC-wsr that calibrates with Hoeffding-Bentkus), and a hidden one would show nowhere."""
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    for i, s in enumerate(cls.SETTINGS):
-        p = params[i] if i < len(params) else None
-        default = inspect.Parameter.empty if s.default is REQUIRED else s.default
-        if p is None or p.name != s.name:
+    """Refuse a calibrator whose ``__init__`` differs from the one its declared ``SETTINGS`` generate (names,
+    order, defaults, keyword-only after the first three, no ``**options``): ``gpac calibrate``, ``run_experiment``
+    and a certificate build it with ``from_settings``, from the declarations, so a default of its own would hold
+    in Python only (a G-PAC-wsr that calibrates with Hoeffding-Bentkus), and a hidden setting would show nowhere."""
+    shown = [inspect.signature(f).parameters.values() for f in (cls.__init__, _generated_init(cls))]
+    for got, want in itertools.zip_longest(*shown):
+        if (got and (got.name, got.kind, got.default)) != (want and (want.name, want.kind, want.default)):
             raise ValueError(
-                f"method {name!r}: {cls.__name__}.__init__ must take its declared setting {s.name!r} as parameter "
-                f"{i + 1}, got {p.name if p else 'none'!r}; its parameters are its SETTINGS, in their order"
+                f"method {name!r}: {cls.__name__}.__init__ {'defaults' if got and want else 'takes'} {got or 'none'} "
+                f"where its declarations give {want or 'none'}; gpac calibrate, run_experiment and certificates build "
+                "it from them: give a setting where it is used (a named recipe: --recipe), not as a class default"
             )
-        if p.default is not default and p.default != default:
-            raise ValueError(
-                f"method {name!r}: {cls.__name__}.__init__ defaults {p.name}={p.default!r}, but gpac calibrate, "
-                f"run_experiment and certificates build it from the declaration, where {p.name} defaults to "
-                f"{default!r}; give that setting where it is used (a named recipe: --recipe), not as a class default"
-            )
-        if i >= 3 and p.kind is not p.KEYWORD_ONLY:
-            raise ValueError(f"method {name!r}: {cls.__name__}.__init__: {p.name} must be keyword-only (after *)")
-    if len(params) != len(cls.SETTINGS):
-        extra = [p.name if p.kind is not p.VAR_KEYWORD else f"**{p.name}" for p in params[len(cls.SETTINGS) :]]
-        raise ValueError(
-            f"method {name!r}: {cls.__name__}.__init__ takes {extra}, which it does not declare (SETTINGS)"
-        )
 
 
 def _key(name) -> str:
@@ -1207,17 +1186,6 @@ def method(name: str) -> Method:
         if _key(entry.name) == _key(name):
             return entry
     raise ParameterError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
-
-
-def method_class(name: str) -> type:
-    """The calibrator class for a method name (:func:`method`).
-
-    Examples
-    --------
-    >>> method_class("g_pac").__name__, method_class("C-PAC").__name__
-    ('GPAC', 'CPAC')
-    """
-    return method(name).cls
 
 
 def calibrator(method_name: str, settings: Settings | float, **changes):

@@ -1,7 +1,7 @@
 r"""The calibrator settings, each declared once by the entry that reads it: :class:`Setting`, :class:`Settings`.
 
 A :class:`Setting` is a setting's one declaration (scikit-learn's ``validate_params`` is the model):
-its name, default, constraint (an :class:`Interval`, :class:`Options` or a :class:`Check`) and
+its name, default, constraint (an :class:`Interval`, :class:`Options` or a checking function) and
 what it means. The settings every calibrator reads are declared here (:data:`COMMON`); a
 calibrator class declares the ones it reads in its own module (``SETTINGS``: C-PAC's ``mode``,
 ``partitioner`` and ``cluster_fraction`` in :mod:`gpac_utils.calibrate`; a plugin's in its own). From
@@ -40,7 +40,6 @@ from .risks import RISKS, check_risk_recipe
 __all__ = [
     "Interval",
     "Options",
-    "Check",
     "Setting",
     "REQUIRED",
     "COMMON",
@@ -100,17 +99,6 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Check:
-    """A value checked by a function ``check(value) -> value`` (raising :class:`ParameterError`), e.g. a recipe."""
-
-    function: Callable
-    kind: str = "record"
-
-    def check(self, name: str, value, values=None, strict: bool = False):
-        return self.function(value)
-
-
-@dataclass(frozen=True)
 class Setting:
     """One setting, declared once, by the entry that reads it.
 
@@ -120,8 +108,8 @@ class Setting:
         Its keyword (``Settings(name=...)``, the calibrator's parameter, ``--name`` on the command line).
     default : object
         Its default (:data:`REQUIRED`: none, it must be given).
-    constraint : Interval, Options or Check
-        What a value may be.
+    constraint : Interval, Options or callable
+        What a value may be (a callable: ``constraint(value)`` returns it checked, e.g. a recipe).
     doc : str or callable
         What it means (the option's help, the schema's description); a callable: read when needed (a
         registry's entries listed as they are then).
@@ -139,7 +127,7 @@ class Setting:
 
     name: str
     default: Any
-    constraint: Interval | Options | Check
+    constraint: Interval | Options | Callable
     doc: str | Callable[[], str]
     parts: tuple = ()
     join: Callable | None = None
@@ -149,7 +137,8 @@ class Setting:
 
     def check(self, value, values: Mapping | None = None, strict: bool = False):
         """The checked value (``values``: the other settings, for an interval that ends at one of them)."""
-        return self.constraint.check(self.name, value, values, strict)
+        c = self.constraint
+        return c.check(self.name, value, values, strict) if isinstance(c, Interval | Options) else c(value)
 
     @property
     def help(self) -> str:
@@ -175,7 +164,7 @@ ALPHA = Setting(
     "group (for all groups jointly only with --correction bonferroni)",
 )
 RECIPE = Setting(
-    "recipe", VALID, Check(check_recipe), "how a group's threshold is certified", split=Recipe.to_dict, option=False
+    "recipe", VALID, check_recipe, "how a group's threshold is certified", split=Recipe.to_dict, option=False
 )
 LOSS_BOUND = Setting("loss_bound", 1.0, Interval(float, 0, None), "upper end of the loss range (2 for 1 - cos)")
 MIN_GROUP_SIZE = Setting("min_group_size", 10, Interval(int, 1), "smaller groups always think")

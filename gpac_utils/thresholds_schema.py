@@ -381,7 +381,7 @@ def _from_declaration(s) -> Field:
         check,
         required=s.required,
         doc=s.help,
-        type=s.constraint.kind,
+        type=getattr(s.constraint, "kind", "record"),
         choices=None if options is None else (lambda: options),
         verify=STATED,
     )

@@ -611,7 +611,7 @@ def _generated_init(cls):
     namespace = {"_default": {s.name: s.default for s in cls.SETTINGS}, "Settings": Settings}
     exec(f"def __init__(self, {', '.join(params)}):\n{body}\n", namespace)  # noqa: S102
     init = refusing(RENAMED)(namespace["__init__"])
-    init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", f"A {cls.name}: its settings, as declared."
+    init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", "Its settings, as declared (SETTINGS)."
     return init
 
 
@@ -1122,10 +1122,14 @@ def _same_parameters(name: str, cls: type) -> None:
     for got, want in itertools.zip_longest(*shown):
         if (got and (got.name, got.kind, got.default)) != (want and (want.name, want.kind, want.default)):
             raise ValueError(
-                f"method {name!r}: {cls.__name__}.__init__ {'defaults' if got and want else 'takes'} {got or 'none'} "
-                f"where its declarations give {want or 'none'}; gpac calibrate, run_experiment and certificates build "
-                "it from them: give a setting where it is used (a named recipe: --recipe), not as a class default"
+                f"method {name!r}: {cls.__name__}.__init__ has {_shown(got)} where its declarations give "
+                f"{_shown(want)}; gpac calibrate, run_experiment and certificates build it from them: give a setting "
+                "where it is used (a named recipe: --recipe), not as a class default"
             )
+
+
+def _shown(p) -> str:
+    return "nothing" if p is None else f"{p} ({p.kind.description})"
 
 
 def _key(name) -> str:

@@ -29,13 +29,10 @@ helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) share
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import itertools
 import json
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -54,24 +51,24 @@ from .checks import (
     check_fitted,
     check_groups,
     check_label_prob,
-    check_risk,
     check_rng,
     check_xy,
 )
 from .partition import PARTITION_ALGORITHMS, Partition, ScorePartitioner
 from .recipe import VALID, Recipe, check_recipe
-from .registry import Registry
 from .risks import Problem
 from .settings import (
+    CALIBRATORS,
     COMMON,
     CORRECTION,
-    RENAMED,
-    REQUIRED,
+    GROUPINGS,
     Interval,
+    Method,
     Options,
     Setting,
     Settings,
-    refusing,
+    check_risk,
+    settings_init,
 )
 
 __all__ = [
@@ -599,22 +596,6 @@ def group_labels(groups, n: int) -> np.ndarray:
     return check_groups("groups", groups, n)
 
 
-def _generated_init(cls):
-    """``cls.__init__``, generated from its declarations (``cls.SETTINGS``), as dataclasses generate theirs: each
-    setting an explicit parameter (``inspect.signature``, ``help()`` and tab completion show them), the first three
-    positional or keyword, the rest keyword-only, with the declared defaults; it builds the
-    :class:`~gpac_utils.settings.Settings` (checked once) and keeps it (``config``)."""
-    names = [s.name for s in cls.SETTINGS]
-    params = [n if s.default is REQUIRED else f"{n}=_default[{n!r}]" for n, s in zip(names, cls.SETTINGS)]
-    params[3:3] = ["*"] if len(params) > 3 else []
-    body = f"    self._setup(Settings({', '.join(f'{n}={n}' for n in names)}))"
-    namespace = {"_default": {s.name: s.default for s in cls.SETTINGS}, "Settings": Settings}
-    exec(f"def __init__(self, {', '.join(params)}):\n{body}\n", namespace)  # noqa: S102
-    init = refusing(RENAMED)(namespace["__init__"])
-    init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", "Its settings, as declared (SETTINGS)."
-    return init
-
-
 class _Names:
     """``OPTIONS``: the names of a calibrator class's ``SETTINGS``."""
 
@@ -683,7 +664,7 @@ class PAC:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "__init__" not in vars(cls):  # its parameters are its SETTINGS (a plugin declares its own)
-            cls.__init__ = _generated_init(cls)
+            cls.__init__ = settings_init(cls)
 
     def _setup(self, settings: Settings) -> None:
         """Keep ``settings`` whole (``config``) and start unfitted."""
@@ -855,7 +836,7 @@ class PAC:
         return s <= self._thresholds_for(s, labels)
 
 
-PAC.__init__ = _generated_init(PAC)
+PAC.__init__ = settings_init(PAC)
 
 
 class GPAC(PAC):
@@ -915,7 +896,7 @@ PARTITIONER = Setting(
     join=ScorePartitioner,
     split=lambda p: {"k": p.k, "partition": p.algorithm},
 )
-MODE = Setting("mode", "split", Options(("split", "joint")), "C-PAC: split or joint calibration")
+CPAC_MODE = Setting("mode", "split", Options(("split", "joint")), "C-PAC: split or joint calibration")
 CLUSTER_FRACTION = Setting(
     "cluster_fraction", 0.5, Interval(float, 0, 1), "C-PAC, split mode: share of the items that learn the partition"
 )
@@ -964,7 +945,7 @@ class CPAC:
     """
 
     name = "C-PAC"
-    SETTINGS = (*GPAC.SETTINGS, PARTITIONER, MODE, CLUSTER_FRACTION)
+    SETTINGS = (*GPAC.SETTINGS, PARTITIONER, CPAC_MODE, CLUSTER_FRACTION)
     OPTIONS = _Names()
 
     def _setup(self, settings: Settings) -> None:
@@ -1056,95 +1037,17 @@ class CPAC:
         return s <= self.thresholds_for(s, groups)
 
 
-CPAC.__init__ = _generated_init(CPAC)
+CPAC.__init__ = settings_init(CPAC)
 
 
-#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
-GROUPINGS = ("none", "known", "learned")
-
-
-@dataclass(frozen=True)
-class Method:
-    """A calibrator: its class and how the rest of the package treats it.
-
-    Parameters
-    ----------
-    name : str
-        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``): the class's
-        ``name`` (a mismatch is refused).
-    cls : type
-        The class; ``cls.SETTINGS`` declares the settings it reads (:class:`~gpac_utils.settings.Setting`,
-        the common ones first; its ``__init__`` takes them, the first three positional or keyword, the
-        rest keyword-only, with their declared defaults: a drift is refused), ``cls.from_settings(settings)``
-        builds an unfitted one, and ``_restore(payload)`` sets the fitted state of its JSON.
-    groups : {"none", "known", "learned"}
-        What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
-        ``groups``), or groups it learns (it has ``assign(scores)``).
-    json_fields : mapping of str to thresholds_schema.Field, default {}
-        Fields its JSON has beyond the schema's common ones (C-PAC: ``partition``), declared here: a
-        thresholds file of this method without one is refused, and one of another method with it.
-    default : bool, default False
-        The default calibrator of its kind of grouping (:func:`default_method`: ``gpac calibrate``
-        without ``--method``); registering another calibrator does not change a default.
-    statuses : mapping of str to bool, default {}
-        Group statuses of its own (:data:`STATUSES`), each to whether a group with it has a threshold.
-    """
-
-    name: str
-    cls: type
-    groups: str
-    json_fields: Mapping = field(default_factory=dict)
-    default: bool = False
-    statuses: Mapping = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.groups not in GROUPINGS:
-            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
-        _same_parameters(self.name, self.cls)
-        if getattr(self.cls, "name", self.name) != self.name:
-            raise ValueError(
-                f"method {self.name!r}: {self.cls.__name__}.name is {self.cls.name!r}; the entry's name must be the "
-                "class's (its certificates read back as the class the name names)"
-            )
-
-    @property
-    def cli_name(self) -> str:
-        """Its ``gpac calibrate --method`` name: lower case without hyphens (``"gpac"``)."""
-        return _key(self.name)
-
-
-def _same_parameters(name: str, cls: type) -> None:
-    """Refuse a calibrator whose ``__init__`` differs from the one its declared ``SETTINGS`` generate (names,
-    order, defaults, keyword-only after the first three, no ``**options``): ``gpac calibrate``, ``run_experiment``
-    and a certificate build it with ``from_settings``, from the declarations, so a default of its own would hold
-    in Python only (a G-PAC-wsr that calibrates with Hoeffding-Bentkus), and a hidden setting would show nowhere."""
-    shown = [inspect.signature(f).parameters.values() for f in (cls.__init__, _generated_init(cls))]
-    for got, want in itertools.zip_longest(*shown):
-        if (got and (got.name, got.kind, got.default)) != (want and (want.name, want.kind, want.default)):
-            raise ValueError(
-                f"method {name!r}: {cls.__name__}.__init__ has {_shown(got)} where its declarations give "
-                f"{_shown(want)}; gpac calibrate, run_experiment and certificates build it from them: give a setting "
-                "where it is used (a named recipe: --recipe), not as a class default"
-            )
-
-
-def _shown(p) -> str:
-    return "nothing" if p is None else f"{p} ({p.kind.description})"
-
-
-def _key(name) -> str:
-    return str(name).strip().lower().replace("-", "").replace("_", "")
-
-
-#: The calibrators by their one name (as in tables and JSON); one default per kind of grouping.
-CALIBRATORS: Registry[Method] = Registry(
-    "method",
-    [
-        Method("PAC", PAC, "none", default=True),
-        Method("G-PAC", GPAC, "known", default=True),
-        Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True),
-    ],
-)
+# The built-in calibrators (the registry, :data:`~gpac_utils.settings.CALIBRATORS`, lives with the declarations
+# its entries make): one default per kind of grouping.
+for _entry in (
+    Method("PAC", PAC, "none", default=True),
+    Method("G-PAC", GPAC, "known", default=True),
+    Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True),
+):
+    CALIBRATORS.register(_entry)
 
 
 def default_method(groups: str) -> Method:
@@ -1187,7 +1090,7 @@ def method(name: str) -> Method:
     'known'
     """
     for entry in CALIBRATORS.values():
-        if _key(entry.name) == _key(name):
+        if entry.cli_name == Method.key(name):
             return entry
     raise ParameterError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
 

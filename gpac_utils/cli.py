@@ -96,7 +96,7 @@ from .certificate import Certificate, file_sha256
 from .checks import DataError, ParameterError
 from .recipe import RECIPES, VALID, Recipe, as_recipe
 from .scores import SCORES
-from .settings import COMMON, CORRECTION, RENAMED_UNTIL, REQUIRED, Interval, Settings, declared
+from .settings import COMMON, CORRECTION, RENAMED_UNTIL, REQUIRED, Interval, Settings, declarations
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 #: The settings ``calibrate`` and ``plan`` both take, from options of the same name (their declarations').
@@ -105,8 +105,8 @@ SCORE = "score_cli"  # the internal name of the chosen score column
 
 
 def _default(name: str):
-    """The declared default of a setting (:func:`gpac_utils.settings.declared`: the options' come from there)."""
-    return declared()[name].default
+    """The declared default of a setting (:func:`gpac_utils.settings.declarations`: the options' come from there)."""
+    return declarations()[name].default
 
 
 def _add_setting(p, setting) -> None:
@@ -191,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
     c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
     c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
-    for setting in declared().values():  # the calibrators' own settings (C-PAC's, a plugin's)
+    for setting in declarations().values():  # the calibrators' own settings (C-PAC's, a plugin's)
         if setting.option and setting not in _COMMON:
             _add_setting(c, setting)
     c.add_argument("--simultaneous", action="store_true", help=argparse.SUPPRESS)  # renamed: refused below
@@ -356,7 +356,7 @@ def _refuse_ignored(a) -> None:
             f"add --method {by_groups['known']}"
         )
     reads = method(a.method).cls.SETTINGS
-    for setting in declared().values():  # a setting the method does not read, given: refused, naming who reads it
+    for setting in declarations().values():  # a setting the method does not read, given: refused, naming who reads it
         given = [p for p in setting.flat() if setting.option and getattr(a, p.name) != p.default]
         if given and setting not in reads:
             readers = " or ".join(m.cli_name for m in CALIBRATORS.values() if setting in m.cls.SETTINGS)
@@ -421,7 +421,7 @@ def _settings_from(a, recipe) -> Settings:
     """The Settings of the parsed options ``a`` (each declared setting it has options for) and ``recipe``:
     built once."""
     values = {}
-    for s in declared().values():
+    for s in declarations().values():
         parts = s.flat()
         if s.option and all(hasattr(a, p.name) for p in parts):
             given = {p.name: getattr(a, p.name) for p in parts}

@@ -57,10 +57,10 @@ from collections.abc import Mapping
 import pandas as pd
 
 from .bounds import BOUNDS
-from .checks import ParameterError, check_int, check_risk
+from .checks import ParameterError, check_int
 from .recipe import VALID, Recipe, as_recipe
 from .risks import get_risk
-from .settings import Settings
+from .settings import Settings, check_risk
 
 __all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "SETTINGS_READ", "feasibility"]
 

@@ -109,14 +109,13 @@ from .checks import (
     check_int,
     check_observed_losses,
     check_range,
-    check_risk,
     check_rng,
     check_same_index,
     warn_risk,
 )
 from .registry import Registry
 from .selection import candidate_grid
-from .settings import ALPHA, LOSS_BOUND, RENAMED_UNTIL, refusing
+from .settings import ALPHA, LOSS_BOUND, RENAMED_UNTIL, check_risk, refusing
 
 __all__ = [
     "BETS",

@@ -5,7 +5,7 @@ its name, default, constraint (an :class:`Interval`, :class:`Options` or a check
 what it means. The settings every calibrator reads are declared here (:data:`COMMON`); a
 calibrator class declares the ones it reads in its own module (``SETTINGS``: C-PAC's ``mode``,
 ``partitioner`` and ``cluster_fraction`` in :mod:`gpac_utils.calibrate`; a plugin's in its own). From
-the registered calibrators (:func:`declared`) come :class:`Settings`' checks, the options of
+the registered calibrators (:func:`declarations`) come :class:`Settings`' checks, the options of
 ``gpac calibrate`` and ``gpac plan`` (with their "only --method X reads it" refusals), the
 certificate schema's ``settings`` (:mod:`gpac_utils.thresholds_schema`) and the JSON form
 (:meth:`Settings.to_dict`, :meth:`Settings.from_dict`).
@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import itertools
 import numbers
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import ParameterError, check_choice, check_int, check_range, warn_risk
@@ -43,7 +45,12 @@ __all__ = [
     "Setting",
     "REQUIRED",
     "COMMON",
-    "declared",
+    "declarations",
+    "check_risk",
+    "settings_init",
+    "GROUPINGS",
+    "Method",
+    "CALIBRATORS",
     "Correction",
     "CORRECTIONS",
     "Settings",
@@ -168,7 +175,7 @@ RECIPE = Setting(
 )
 LOSS_BOUND = Setting("loss_bound", 1.0, Interval(float, 0, None), "upper end of the loss range (2 for 1 - cos)")
 MIN_GROUP_SIZE = Setting("min_group_size", 10, Interval(int, 1), "smaller groups always think")
-SEED = Setting(
+RNG_SEED = Setting(
     "seed",
     0,
     Interval(int, 0),
@@ -226,13 +233,132 @@ CORRECTION = Setting(
     required=False,
 )
 
+
+def check_risk(eps, alpha, loss_bound=LOSS_BOUND.default) -> tuple[float, float, float]:
+    """The settings of every guarantee, by their declarations: ``loss_bound > 0``, ``0 < eps < loss_bound``,
+    ``0 < alpha < 1`` (at ``eps >= loss_bound`` every item could be routed unchecked).
+
+    Returns
+    -------
+    tuple of float
+        ``(eps, alpha, loss_bound)`` as floats.
+
+    Raises
+    ------
+    ParameterError
+        Naming the first of ``loss_bound``, ``eps``, ``alpha`` that is out of its range.
+    """
+    loss_bound = LOSS_BOUND.check(loss_bound)
+    return EPS.check(eps, {"loss_bound": loss_bound}), ALPHA.check(alpha), loss_bound
+
+
 #: What every calibrator reads, in its parameters' order.
-COMMON = (EPS, ALPHA, RECIPE, LOSS_BOUND, MIN_GROUP_SIZE, SEED, RISK)
+COMMON = (EPS, ALPHA, RECIPE, LOSS_BOUND, MIN_GROUP_SIZE, RNG_SEED, RISK)
 #: :class:`Settings`' fields: the common settings and the correction (read by the core of every calibrator).
 _FIELDS = {s.name: s for s in (*COMMON, CORRECTION)}
 
 
-def declared() -> dict[str, Setting]:
+#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
+GROUPINGS = ("none", "known", "learned")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A calibrator: its class and how the rest of the package treats it.
+
+    Parameters
+    ----------
+    name : str
+        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``): the class's
+        ``name`` (a mismatch is refused).
+    cls : type
+        The class; ``cls.SETTINGS`` declares the settings it reads (:class:`~gpac_utils.settings.Setting`,
+        the common ones first; its ``__init__`` takes them, the first three positional or keyword, the
+        rest keyword-only, with their declared defaults: a drift is refused), ``cls.from_settings(settings)``
+        builds an unfitted one, and ``_restore(payload)`` sets the fitted state of its JSON.
+    groups : {"none", "known", "learned"}
+        What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
+        ``groups``), or groups it learns (it has ``assign(scores)``).
+    json_fields : mapping of str to thresholds_schema.Field, default {}
+        Fields its JSON has beyond the schema's common ones (C-PAC: ``partition``), declared here: a
+        thresholds file of this method without one is refused, and one of another method with it.
+    default : bool, default False
+        The default calibrator of its kind of grouping (:func:`~gpac_utils.calibrate.default_method`: ``gpac calibrate``
+        without ``--method``); registering another calibrator does not change a default.
+    statuses : mapping of str to bool, default {}
+        Group statuses of its own (:data:`~gpac_utils.calibrate.STATUSES`), each to whether a group with it
+        has a threshold.
+    """
+
+    name: str
+    cls: type
+    groups: str
+    json_fields: Mapping = field(default_factory=dict)
+    default: bool = False
+    statuses: Mapping = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.groups not in GROUPINGS:
+            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
+        _same_parameters(self.name, self.cls)
+        if getattr(self.cls, "name", self.name) != self.name:
+            raise ValueError(
+                f"method {self.name!r}: {self.cls.__name__}.name is {self.cls.name!r}; the entry's name must be the "
+                "class's (its certificates read back as the class the name names)"
+            )
+
+    @property
+    def cli_name(self) -> str:
+        """Its ``gpac calibrate --method`` name: lower case without hyphens (``"gpac"``)."""
+        return self.key(self.name)
+
+    @staticmethod
+    def key(name) -> str:
+        """A method name as compared: ``"gpac"``, ``"G-PAC"`` and ``"g_pac"`` are one."""
+        return str(name).strip().lower().replace("-", "").replace("_", "")
+
+
+def _same_parameters(name: str, cls: type) -> None:
+    """Refuse a calibrator whose ``__init__`` differs from the one its declared ``SETTINGS`` generate (names,
+    order, defaults, keyword-only after the first three, no ``**options``): ``gpac calibrate``, ``run_experiment``
+    and a certificate build it with ``from_settings``, from the declarations, so a default of its own would hold
+    in Python only (a G-PAC-wsr that calibrates with Hoeffding-Bentkus), and a hidden setting would show nowhere."""
+    shown = [inspect.signature(f).parameters.values() for f in (cls.__init__, settings_init(cls))]
+    for got, want in itertools.zip_longest(*shown):
+        if (got and (got.name, got.kind, got.default)) != (want and (want.name, want.kind, want.default)):
+            raise ValueError(
+                f"method {name!r}: {cls.__name__}.__init__ has {_shown(got)} where its declarations give "
+                f"{_shown(want)}; gpac calibrate, run_experiment and certificates build it from them: give a setting "
+                "where it is used (a named recipe: --recipe), not as a class default"
+            )
+
+
+def _shown(p) -> str:
+    return "nothing" if p is None else f"{p} ({p.kind.description})"
+
+
+def settings_init(cls):
+    """``cls.__init__``, generated from its declarations (``cls.SETTINGS``), as dataclasses generate theirs: each
+    setting an explicit parameter (``inspect.signature``, ``help()`` and tab completion show them), the first three
+    positional or keyword, the rest keyword-only, with the declared defaults; it builds the
+    :class:`~gpac_utils.settings.Settings` (checked once) and keeps it (``config``)."""
+    names = [s.name for s in cls.SETTINGS]
+    params = [n if s.default is REQUIRED else f"{n}=_default[{n!r}]" for n, s in zip(names, cls.SETTINGS)]
+    params[3:3] = ["*"] if len(params) > 3 else []
+    body = f"    self._setup(Settings({', '.join(f'{n}={n}' for n in names)}))"
+    namespace = {"_default": {s.name: s.default for s in cls.SETTINGS}, "Settings": Settings}
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}\n", namespace)  # noqa: S102
+    init = refusing(RENAMED)(namespace["__init__"])
+    init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", "Its settings, as declared (SETTINGS)."
+    return init
+
+
+#: The calibrators by their one name (as in tables and JSON): the readers of the declared settings
+#: (:func:`declarations`). :mod:`gpac_utils.calibrate` registers PAC, G-PAC and C-PAC.
+CALIBRATORS: Registry[Method] = Registry("method")
+
+
+def declarations() -> dict[str, Setting]:
     """Every setting a registered calibrator reads, by name: :data:`COMMON`, the correction, then each
     :data:`~gpac_utils.calibrate.CALIBRATORS` entry's own (``cls.SETTINGS``), in registration order.
 
@@ -241,8 +367,6 @@ def declared() -> dict[str, Setting]:
     ValueError
         When two calibrators declare one name differently (one name, one declaration).
     """
-    from .calibrate import CALIBRATORS  # the calibrators import this module
-
     out = dict(_FIELDS)
     for entry in CALIBRATORS.values():
         for s in entry.cls.SETTINGS:
@@ -282,7 +406,7 @@ def refusing(renamed: Mapping[str, str]):
 
 def _refuse_renamed(cls):
     """Wrap the dataclass ``__init__`` of ``cls``: a renamed keyword is a one-line TypeError, and a setting a
-    registered calibrator declares beyond :class:`Settings`' fields (:func:`declared`) goes to ``options``."""
+    registered calibrator declares beyond :class:`Settings`' fields (:func:`declarations`) goes to ``options``."""
     init = cls.__init__
     fields = {f.name for f in dataclasses.fields(cls)}
 
@@ -291,7 +415,7 @@ def _refuse_renamed(cls):
         for old, message in RENAMED.items():
             if old in kwargs:
                 raise TypeError(message)
-        own = [k for k in kwargs if k not in fields and k in declared()]
+        own = [k for k in kwargs if k not in fields and k in declarations()]
         options = dict(kwargs.pop("options", ())) | {k: kwargs.pop(k) for k in own}
         init(self, *args, options=tuple(options.items()), **kwargs)
 
@@ -307,7 +431,7 @@ class Settings:
     Its fields are the settings every calibrator reads (:data:`COMMON`) and the correction; a
     calibrator declares the rest (C-PAC's ``partitioner``, ``mode``, ``cluster_fraction``; a plugin's
     own), which are keywords and attributes here too, checked by their declaration
-    (:func:`declared`).
+    (:func:`declarations`).
 
     Parameters
     ----------
@@ -350,18 +474,20 @@ class Settings:
     recipe: Recipe | str = RECIPE.default
     loss_bound: float = LOSS_BOUND.default
     min_group_size: int = MIN_GROUP_SIZE.default
-    seed: int = SEED.default
+    seed: int = RNG_SEED.default
     risk: str = RISK.default
     correction: str = CORRECTION.default
     options: tuple = ()
 
     def __post_init__(self) -> None:
         values = {name: getattr(self, name) for name in _FIELDS}
-        for s in sorted(_FIELDS.values(), key=lambda s: s is not LOSS_BOUND):  # eps's interval ends at it
-            values[s.name] = s.check(values[s.name], values)
+        values["eps"], values["alpha"], values["loss_bound"] = check_risk(self.eps, self.alpha, self.loss_bound)
+        for s in _FIELDS.values():
+            if s not in (EPS, ALPHA, LOSS_BOUND):
+                values[s.name] = s.check(values[s.name], values)
         warn_risk(values["eps"], values["alpha"], values["loss_bound"])
         check_risk_recipe(values["risk"], values["recipe"])
-        every = declared()
+        every = declarations()
         for name, value in self.options:
             if name in _FIELDS or name not in every:
                 raise TypeError(f"Settings: unknown setting {name!r}; the registered calibrators read {list(every)}")
@@ -372,8 +498,8 @@ class Settings:
                 object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str):
-        """A setting a calibrator declares (:func:`declared`): its value, or its default."""
-        setting = declared().get(name) if not name.startswith("_") else None
+        """A setting a calibrator declares (:func:`declarations`): its value, or its default."""
+        setting = declarations().get(name) if not name.startswith("_") else None
         if setting is None or name in _FIELDS:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return dict(self.__dict__.get("options", ())).get(name, setting.default)
@@ -403,7 +529,7 @@ class Settings:
     def to_dict(self, keys) -> dict[str, Any]:
         """The JSON form of the settings ``keys`` (each declaration's: the recipe flattened into its fields,
         C-PAC's partitioner into ``k`` and ``partition``)."""
-        every = declared()
+        every = declarations()
         return {k: v for key in keys for k, v in every[key].to_json(getattr(self, key)).items()}
 
     @classmethod
@@ -413,7 +539,7 @@ class Settings:
         recipe = Recipe(st["bound"], st["sampling"], st.get("label_prob", st.get("pi")), st["rule"], st["candidates"])
         st.setdefault("correction", "bonferroni" if st.get("simultaneous") else "none")
         values = {"recipe": recipe}
-        for s in declared().values():
+        for s in declarations().values():
             if s.parts and all(p.name in st for p in s.parts):
                 values[s.name] = s.join(**{p.name: st[p.name] for p in s.parts})
             elif not s.parts and s.name in st and s is not RECIPE:

@@ -70,6 +70,7 @@ from . import bounds, partition, sampling, selection
 from .checks import ParameterError
 from .recipe import RECIPES, Recipe
 from .scores import SCORES
+from .settings import CALIBRATORS
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -409,8 +410,6 @@ class _Every(Mapping):
         self.part = part
 
     def _all(self) -> dict[str, Field]:
-        from .calibrate import CALIBRATORS  # it imports this module
-
         out: dict[str, Field] = {}
         for entry in CALIBRATORS.values():
             out.update(method_fields(entry)[self.part])
@@ -702,7 +701,7 @@ def validate_file(payload, methods: Mapping) -> dict:
     payload : object
         The parsed JSON.
     methods : mapping
-        The calibrator registry (:data:`gpac_utils.calibrate.CALIBRATORS`): method name -> entry
+        The calibrator registry (:data:`gpac_utils.settings.CALIBRATORS`): method name -> entry
         whose ``groups`` is the method's kind.
 
     Returns

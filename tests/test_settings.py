@@ -16,7 +16,7 @@ from gpac_utils.checks import ParameterError
 from gpac_utils.online import OnlineGPAC, OnlineSettings
 from gpac_utils.partition import ScorePartitioner
 from gpac_utils.recipe import VALID
-from gpac_utils.settings import COMMON, CORRECTIONS, REQUIRED, Correction, Interval, Options, Setting, declared
+from gpac_utils.settings import COMMON, CORRECTIONS, REQUIRED, Correction, Interval, Options, Setting, declarations
 from gpac_utils.workflow.paths import REPO_ROOT
 
 
@@ -156,7 +156,7 @@ def test_cluster_fraction_is_declared_by_c_pac_alone():
     assert "cluster_fraction" not in {f.name for f in dataclasses.fields(Settings)}
     readers = [m for m in CALIBRATORS.values() if any(s.name == "cluster_fraction" for s in m.cls.SETTINGS)]
     assert [m.name for m in readers] == ["C-PAC"]
-    fraction = declared()["cluster_fraction"]
+    fraction = declarations()["cluster_fraction"]
     assert Settings(eps=0.1, cluster_fraction=0.3).cluster_fraction == 0.3 and Settings(eps=0.1).cluster_fraction == 0.5
     assert Settings(eps=0.1, cluster_fraction=0.5) == Settings(eps=0.1)  # a default is not stored
     with pytest.raises(ParameterError, match=r"^cluster_fraction: must lie in \(0.0, 1.0\), got 1.5$"):
@@ -168,7 +168,7 @@ def test_cluster_fraction_is_declared_by_c_pac_alone():
 def test_a_range_is_stated_once_in_the_tree():
     """No module checks a declared setting's range again (check_range("eps", ...) beside its declaration), and
     the schema declares no setting by hand: both derive from the one declaration."""
-    every = declared()
+    every = declarations()
     names = [p.name for s in every.values() for p in s.flat() if isinstance(p.constraint, Interval | Options)]
     pattern = re.compile(r"""check_(?:range|int|choice)\(\s*["']({})["']""".format("|".join(names)))
     hits = []
@@ -200,4 +200,4 @@ def test_a_setting_declared_twice_differently_is_refused():
     assert list(inspect.signature(Twice).parameters)[-1] == "mode"  # generated from its declarations
     with CALIBRATORS.registered(Method("twice", Twice, "known")):
         with pytest.raises(ValueError, match=r"^method 'twice': declares 'mode' again, differently"):
-            declared()
+            declarations()

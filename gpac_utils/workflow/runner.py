@@ -46,7 +46,7 @@ from papermill.translators import PythonTranslator  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
 from ..checks import ParameterError, check_int, check_range  # noqa: E402
-from ..settings import ALPHA, EPS, SEED  # noqa: E402
+from ..settings import ALPHA, EPS, RNG_SEED  # noqa: E402
 from . import reads  # noqa: E402
 from .config import BATCH_ENV, PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, folder_error  # noqa: E402
@@ -145,7 +145,7 @@ RANGES = {
     "alpha": lambda v, lb: ALPHA.check(v),
     "label_prob": lambda v, lb: check_range("label_prob", v, closed_right=True),
     "n_trials": lambda v, lb: check_int("n_trials", v, 1),
-    "seed": lambda v, lb: SEED.check(v),
+    "seed": lambda v, lb: RNG_SEED.check(v),
 }
 
 

@@ -400,7 +400,8 @@ class Bound:
         ``candidates="auto"`` gives it a fixed grid (its cost grows with the grid).
     monotone : bool, default False
         Non-decreasing in every term, so that any (even data-dependent) candidate grid keeps
-        first-crossing selection exactly valid.
+        first-crossing selection exactly valid: :attr:`gpac_utils.recipe.Recipe.is_valid` reads it (a
+        quantile grid, an int ``candidates``, is valid only with a monotone bound).
     binary_terms : bool, default False
         Needs every ``z / term_range`` to be 0 or 1.
     tolerance : float, default 1e-10

@@ -360,7 +360,7 @@ CALIBRATORS: Registry[Method] = Registry("method")
 
 def declarations() -> dict[str, Setting]:
     """Every setting a registered calibrator reads, by name: :data:`COMMON`, the correction, then each
-    :data:`~gpac_utils.calibrate.CALIBRATORS` entry's own (``cls.SETTINGS``), in registration order.
+    :data:`CALIBRATORS` entry's own (``cls.SETTINGS``), in registration order.
 
     Raises
     ------
@@ -493,14 +493,14 @@ class Settings:
                 raise TypeError(f"Settings: unknown setting {name!r}; the registered calibrators read {list(every)}")
             values[name] = every[name].check(value, values)
         own = tuple((k, values[k]) for k in every if k in dict(self.options) and values[k] != every[k].default)
-        for name, value in (*values.items(), ("options", own)):
-            if name in _FIELDS or name == "options":
-                object.__setattr__(self, name, value)
+        for name in _FIELDS:
+            object.__setattr__(self, name, values[name])
+        object.__setattr__(self, "options", own)
 
     def __getattr__(self, name: str):
         """A setting a calibrator declares (:func:`declarations`): its value, or its default."""
         setting = declarations().get(name) if not name.startswith("_") else None
-        if setting is None or name in _FIELDS:
+        if setting is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return dict(self.__dict__.get("options", ())).get(name, setting.default)
 

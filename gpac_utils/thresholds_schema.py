@@ -33,11 +33,11 @@ the rename), in every version.
 The fields
 ----------
 Every field a file may hold is declared once: the common ones below, in :data:`FIELDS` (top level,
-with the fields a calibrator's entry adds: :attr:`~gpac_utils.calibrate.Method.json_fields`, C-PAC's
+with the fields a calibrator's entry adds: :attr:`~gpac_utils.settings.Method.json_fields`, C-PAC's
 :data:`PARTITION`), and :data:`SETTINGS` (inside ``settings``: the recipe's fields,
 :data:`RECIPE_SETTINGS`, and each setting a calibrator declares, :class:`~gpac_utils.settings.Setting`,
 whose one constraint is its check here). Which fields a file holds is keyed by its method
-(:func:`method_fields`; the methods come from :data:`gpac_utils.calibrate.CALIBRATORS`, passed in by
+(:func:`method_fields`; the methods come from :data:`gpac_utils.settings.CALIBRATORS`, passed in by
 :func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here). A field
 that is not declared is refused, and one of another calibrator's files. The certificate's records are
 declared the same way: :data:`GROUP_ENTRY` (each ``groups`` entry), :data:`PROVENANCE` and its records
@@ -390,7 +390,7 @@ def _from_declaration(s) -> Field:
 
 def method_fields(entry) -> tuple[dict[str, Field], dict[str, Field]]:
     """The top-level fields and the ``settings`` of a file of the calibrator ``entry`` (a
-    :data:`~gpac_utils.calibrate.CALIBRATORS` entry): the common fields and its ``json_fields``; the recipe's
+    :data:`~gpac_utils.settings.CALIBRATORS` entry): the common fields and its ``json_fields``; the recipe's
     fields and each setting its class declares (``SETTINGS``), by their declarations."""
     settings: dict[str, Field] = {}
     for declared_ in entry.cls.SETTINGS:

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from gpac_utils import CPAC, GPAC, PAC, ExperimentConfig, Settings, from_json, thresholds_schema
+from gpac_utils.bounds import BOUNDS
 from gpac_utils.calibrate import CALIBRATORS, ROUTING, STATUSES, Method, calibrator
 from gpac_utils.checks import ParameterError
 from gpac_utils.online import OnlineGPAC, OnlineSettings
 from gpac_utils.partition import ScorePartitioner
-from gpac_utils.recipe import VALID
+from gpac_utils.recipe import VALID, Recipe
 from gpac_utils.settings import COMMON, CORRECTIONS, REQUIRED, Correction, Interval, Options, Setting, declarations
 from gpac_utils.workflow.paths import REPO_ROOT
 
@@ -201,3 +202,11 @@ def test_a_setting_declared_twice_differently_is_refused():
     with CALIBRATORS.registered(Method("twice", Twice, "known")):
         with pytest.raises(ValueError, match=r"^method 'twice': declares 'mode' again, differently"):
             declarations()
+
+
+def test_a_quantile_grid_is_valid_only_with_a_bound_monotone_in_every_term():
+    """Bound.monotone is read where it matters: a grid of score quantiles (an int candidates) is outside the
+    first-crossing validity argument unless the bound is non-decreasing in every term (gpac_utils.selection)."""
+    monotone, other = BOUNDS.names(valid=True, monotone=True)[0], BOUNDS.names(valid=True, monotone=False)[0]
+    assert Recipe(bound=monotone, candidates=20).is_valid and Recipe(bound=other).is_valid
+    assert not Recipe(bound=other, candidates=20).is_valid

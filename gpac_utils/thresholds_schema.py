@@ -252,10 +252,14 @@ def _partition(v, payload):
     return None
 
 
+#: The columns' roles (``columns``; ``gpac calibrate --score-col``, ``--loss-col``, ``--group-col``, ``--id-col``).
+_ROLES = ("score", "loss", "group", "id")
+
+
 def _columns(v, _):
-    ok = isinstance(v, dict) and set(v) <= {"score", "loss", "group", "id"}
+    ok = isinstance(v, dict) and set(v) <= set(_ROLES)
     if not ok or not all(c is None or isinstance(c, str) for c in v.values()):
-        return "must be an object of 'score', 'loss', 'group', 'id' -> column name or null"
+        return f"must be an object of {', '.join(map(repr, _ROLES))} -> column name or null"
     return None
 
 
@@ -329,7 +333,6 @@ def _overrides(v, root):
 
 
 # ----------------------------------------------------------------------------- declarations
-_ROLES = ("score", "loss", "group", "id")
 
 #: The recipe's fields in ``settings`` (its JSON form; :mod:`gpac_utils.recipe` checks them together).
 RECIPE_SETTINGS: dict[str, Field] = {

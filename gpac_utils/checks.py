@@ -141,10 +141,10 @@ def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_ri
     --------
     >>> check_range("label_prob", 1, closed_right=True)
     1.0
-    >>> check_range("alpha", 1.5)
+    >>> check_range("cal_ratio", 1.5)
     Traceback (most recent call last):
     ...
-    gpac_utils.checks.ParameterError: alpha: must lie in (0.0, 1.0), got 1.5
+    gpac_utils.checks.ParameterError: cal_ratio: must lie in (0.0, 1.0), got 1.5
     """
     v = _number(name, value)
     if not (lo < v < hi or (closed_right and v == hi)):

@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -70,7 +70,7 @@ from . import bounds, partition, sampling, selection
 from .checks import ParameterError
 from .recipe import RECIPES, Recipe
 from .scores import SCORES
-from .settings import CALIBRATORS
+from .settings import CALIBRATORS, RNG_SEED
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -509,7 +509,7 @@ PROVENANCE: dict[str, Field] = {
         type="overrides",
         since=5,
     ),
-    "seed": Field(_int_at_least(0), doc="the settings' seed", type="int", since=3),
+    "seed": replace(_from_declaration(RNG_SEED), doc="the settings' seed", since=3, verify=CHECKED),
     "created": Field(_timestamp, doc="creation time, UTC", type="timestamp", since=3, verify=DESCRIPTIVE),
     "score_model": Field(
         _record,

@@ -893,7 +893,7 @@ PARTITIONER = Setting(
         Setting("k", ScorePartitioner().k, Interval(int, 1), "C-PAC: number of learned groups"),
         Setting("partition", ScorePartitioner().algorithm, Options(PARTITION_ALGORITHMS), "C-PAC: partition algorithm"),
     ),
-    join=ScorePartitioner,
+    join=lambda k, partition: ScorePartitioner(k, partition),
     split=lambda p: {"k": p.k, "partition": p.algorithm},
 )
 CPAC_MODE = Setting("mode", "split", Options(("split", "joint")), "C-PAC: split or joint calibration")

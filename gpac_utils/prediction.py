@@ -635,11 +635,12 @@ def _spread_posterior(pilot, edges) -> _Spread:
     prior_c = _gauss(_C_GRID, _S_GRID, lambda s: 0.0 * s)  # (S, C)
     counts, lik = {}, {}
     log_sk = hc[:, None] + hc[None, :]  # (sigma, kappa)
+    up, down = _log_sigmoid(z), _log_sigmoid(-z)  # the same for every group: computed once
     for name in np.unique(pg):
         own = pg == name
         k, m = np.bincount(pb[own], pos[own], n_bins), np.bincount(pb[own], minlength=n_bins)
         counts[name] = k, m
-        lik[name] = (k * _log_sigmoid(z) + (m - k) * _log_sigmoid(-z)).sum(axis=2)  # (A, C)
+        lik[name] = (k * up + (m - k) * down).sum(axis=2)  # (A, C)
         per_c = _lse(prior_a[:, :, None] + lik[name][None], axis=1)  # (sigma, C)
         log_sk = log_sk + _lse(per_c[:, None, :] + prior_c[None, :, :], axis=2)
     w_sk = np.exp(log_sk - log_sk.max())
@@ -724,15 +725,17 @@ def _draw_posterior(src: _Source, shape, rng):
     b = np.searchsorted(edges, s, side="right")
     hit = rng.random((n_resamples, n_items)) < np.take_along_axis(theta, b, axis=1)
     loss = np.zeros((n_resamples, n_items))
-    values = np.full((n_resamples, n_items), float(src.loss_bound))
-    for bin_ in np.unique(b[hit]):
-        here = hit & (b == bin_)
+    at = np.flatnonzero(hit)  # the hits in row-major order, as ``loss[hit]`` visits them
+    hit_bins = b.ravel()[at]
+    values = np.full(at.size, float(src.loss_bound))
+    for bin_ in np.unique(hit_bins):
+        here = hit_bins == bin_
         own = pl[pos & in_group & (pb == bin_)]
         pick = own if own.size else pl[pos & (pb == bin_)]
         pick = pick if pick.size else pl[pos]
         if pick.size:
             values[here] = pick[rng.integers(0, pick.size, int(here.sum()))]
-    loss[hit] = values[hit]
+    loss.ravel()[at] = values
     if model.mix is None or not in_group.any():
         return s, loss
     # the Dirichlet-process posterior: the group's own pilot items (Bayesian-bootstrap weights) with the

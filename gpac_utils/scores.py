@@ -10,13 +10,18 @@
     question) and its cost form: how the STP metric counts the cost of routing with it
     (:func:`gpac_utils.metrics.stp`; ``"router"``: the score is known before any model runs,
     App. F; ``"cascade"``: the non-thinking model runs first). A column that is not registered
-    is costed in the cascade form. An entry also owns how its score is computed: offline, from a
-    finished generation run (:attr:`Score.offline`, :func:`gpac_utils.llm.scoring.score_run`), and
-    when serving (:attr:`Score.serve`, :class:`gpac_utils.llm.serve.CertifiedRouter`), with the
+    is costed in the cascade form; a score that samples generations of its own may count them
+    (:attr:`Score.counts_role`, :meth:`Score.stp`). An entry also owns how its score is computed:
+    offline, from a finished generation run (:attr:`Score.offline`,
+    :func:`gpac_utils.llm.scoring.score_run`, which loads the roles its scores read and no other),
+    and when serving (:attr:`Score.serve`, :class:`gpac_utils.llm.serve.CertifiedRouter`, whose
+    public :meth:`~gpac_utils.llm.serve.CertifiedRouter.generate` samples a role there), with the
     request columns it reads; :attr:`Score.pre_call` says whether it is known from the request
     alone, before any model answers.
 
-A new score is one :meth:`~gpac_utils.registry.Registry.register` call (``docs/extending.md``);
+A new score is one :meth:`~gpac_utils.registry.Registry.register` call, a new role another: a role
+that samples ``k`` answers declares it (:attr:`Role.n_samples`) and the prompt it is sent
+(:attr:`Role.messages` or :attr:`Role.conversation`) (``docs/extending.md``);
 the notebook configs' score lists are checked against :data:`SCORES` by ``tests/test_registry.py``.
 
 Examples
@@ -34,12 +39,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from . import metrics
+from .checks import DataError, ParameterError, check_int
 from .registry import Registry
 
-__all__ = ["Role", "ROLES", "Score", "SCORES", "COST_FORMS", "cost_form"]
-
-#: The cost forms of :func:`gpac_utils.metrics.stp`.
-COST_FORMS = ("cascade", "router")
+__all__ = ["Role", "ROLES", "Score", "SCORES", "score_stp"]
 
 
 @dataclass(frozen=True)
@@ -55,36 +61,67 @@ class Role:
     description : str
         What it is.
     walk_sampling : mapping, default {}
-        Its sampling in the walk (:class:`gpac_utils.llm.engines.Sampling` fields;
+        Its sampling in the walk (:class:`gpac_utils.llm.engines.Sampling` fields but ``n``;
         :func:`gpac_utils.llm.generation.walk_samplings`). A model pair's is the model's recommended
         sampling (:func:`gpac_utils.llm.generation.pair_samplings`).
+    n_samples : int, default 1
+        The answers it samples per item (the sampling's ``n``), in the walk, for a model pair and
+        when serving.
+    messages : tuple of str, default ()
+        The items' (or requests') columns of its conversation, the first one present
+        (:meth:`prompt_column`); ``()``: ``messages_<name>``, its own column only. A role whose
+        columns are all missing is refused (no other prompt is sent in its place).
     confidences : bool, default False
-        It samples ``n_verbalized`` short confidences (``verbalized_max_tokens`` each) instead of
-        one answer (``max_tokens``): how the generation options change its sampling.
+        It samples stated confidences: the generation options ``n_verbalized`` and
+        ``verbalized_max_tokens`` replace its ``n_samples`` and ``max_tokens``.
     conversation : callable or None, default None
         ``conversation(items, folder, shard) -> list``: its conversations, built from the items and
-        the roles generated before it (``verbalized``: from the first ``nothink`` answer); ``None``:
-        the items' ``messages_<role>`` column, else ``messages``.
+        the roles generated before it (``verbalized``: from the first ``nothink`` answer), instead
+        of read from :attr:`messages`.
     walk_messages : callable or None, default None
         ``walk_messages(problem) -> list``: its conversation for a walk problem (the walk's prompts,
         :func:`gpac_utils.llm.grading.walk_messages`). A walk benchmark's items get the first such
         role's as ``messages`` and each other's as ``messages_<role>``
         (:func:`gpac_utils.llm.benchmarks.load_benchmark`); ``None``: the role has no walk prompt of
-        its own (it reads ``messages``, or builds its own with ``conversation``).
+        its own.
     """
 
     name: str
     model: str
     description: str
     walk_sampling: Mapping[str, Any] = field(default_factory=dict)
+    n_samples: int = 1
+    messages: tuple[str, ...] = ()
     confidences: bool = False
     conversation: Callable | None = None
     walk_messages: Callable[[str], list] | None = None
 
+    def __post_init__(self) -> None:
+        if "n" in self.walk_sampling:
+            raise ValueError(f"walk_sampling: {self.name}'s answers per item are its n_samples, not n")
+        check_int("n_samples", self.n_samples, 1)
+        if not isinstance(self.messages, tuple) or not all(isinstance(c, str) for c in self.messages):
+            raise ParameterError(
+                f"messages: a tuple of column names, e.g. ('messages_{self.name}',); got {self.messages!r}"
+            )
+
     def sampling(self, base, max_tokens=None, n_verbalized=None, verbalized_max_tokens=None):
-        """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with the generation options that apply to it."""
-        base = base.with_(max_tokens=max_tokens)
+        """``base`` (a :class:`~gpac_utils.llm.engines.Sampling`) with its ``n_samples`` and the generation
+        options that apply to it."""
+        base = base.with_(max_tokens=max_tokens, n=self.n_samples)
         return base.with_(n=n_verbalized, max_tokens=verbalized_max_tokens) if self.confidences else base
+
+    def prompt_column(self, columns, where: str = "items") -> str:
+        """The first of its :attr:`messages` columns among ``columns``; a one-line
+        :class:`~gpac_utils.checks.DataError` naming the role and its column when there is none."""
+        named = self.messages or (f"messages_{self.name}",)
+        found = [c for c in named if c in columns]
+        if not found:
+            raise DataError(
+                f"{where}: role {self.name!r} is sent its prompt from the {' or '.join(map(repr, named))} column, "
+                f"which they lack (Role.messages or Role.conversation declare another); they have {list(columns)}"
+            )
+        return found[0]
 
 
 def _lazy(module: str, name: str) -> Callable:
@@ -113,6 +150,7 @@ ROLES: Registry[Role] = Registry(
             "think",
             "the thinking model's answer",
             {"temperature": 0.0, "max_tokens": 64},
+            messages=("messages_think", "messages"),  # a benchmark's prompt, sent to both models
             walk_messages=_lazy("gpac_utils.llm.grading", "walk_think_messages"),
         ),
         Role(
@@ -120,13 +158,15 @@ ROLES: Registry[Role] = Registry(
             "nothink",
             "the non-thinking model's answer and its token logprobs",
             {"temperature": 1.0, "max_tokens": 16},
+            messages=("messages_nothink", "messages"),
             walk_messages=_lazy("gpac_utils.llm.grading", "walk_nothink_messages"),
         ),
         Role(
             "verbalized",
             "nothink",
             "the non-thinking model's stated confidences",
-            {"temperature": 0.7, "top_p": 0.95, "max_tokens": 12, "n": 3},
+            {"temperature": 0.7, "top_p": 0.95, "max_tokens": 12},
+            n_samples=3,
             confidences=True,
             conversation=_lazy("gpac_utils.llm.generation", "verbalized_conversations"),
         ),
@@ -152,16 +192,21 @@ class Score:
         One of the paper's three scores (the simulated stand-ins and the generated tables have them).
     offline : callable or None, default None
         ``offline(generations) -> pandas.Series``: the score per ``item_id`` from its role's
-        generation table (:func:`gpac_utils.llm.records.load_generations`); ``None``: not computed
-        from generations alone (a learned router needs the run's losses:
+        generation table (:func:`gpac_utils.llm.records.load_generations`), or a report with that
+        Series as ``scores`` and a ``summary()`` line (:func:`gpac_utils.llm.scoring.verbalized_scores`);
+        ``None``: not computed from generations alone (a learned router needs the run's losses:
         :func:`gpac_utils.llm.scoring.score_run` fits it).
     serve : callable or None, default None
         ``serve(router, requests, cheap_answers) -> numpy.ndarray``: the score of each request when
         serving (:class:`gpac_utils.llm.serve.CertifiedRouter`; ``cheap_answers`` maps ``item_id``
-        to the non-thinking model's ``[(answer, completion), ...]``); ``None``: a router cannot
-        compute it, and a certificate calibrated on it is refused.
+        to the non-thinking model's ``[(answer, completion), ...]``, ``None`` for a pre-call score;
+        ``router.generate(role, requests)`` samples a role); ``None``: a router cannot compute it,
+        and a certificate calibrated on it is refused.
     request_columns : tuple of str, default ()
         The request columns ``serve`` reads beyond ``item_id`` and the conversation.
+    counts_role : bool, default False
+        Its cost counts its role's generations (:meth:`stp`); False: the paper's STP (App. F.3),
+        which counts the candidate and the reference answer only.
     """
 
     column: str
@@ -172,14 +217,15 @@ class Score:
     offline: Callable | None = None
     serve: Callable | None = None
     request_columns: tuple[str, ...] = ()
+    counts_role: bool = False
 
     def __post_init__(self) -> None:
         if not self.column.startswith("score_"):
             raise ValueError(f"column: a score column starts with 'score_', got {self.column!r}")
-        if self.role is not None:
+        if self.role is not None or self.counts_role:
             ROLES.check(self.role, "role")
-        if self.cost_form not in COST_FORMS:
-            raise ValueError(f"cost_form: must be one of {list(COST_FORMS)}, got {self.cost_form!r}")
+        if self.cost_form not in metrics.STP_FORMS:
+            raise ValueError(f"cost_form: must be one of {list(metrics.STP_FORMS)}, got {self.cost_form!r}")
 
     @property
     def name(self) -> str:
@@ -190,6 +236,23 @@ class Score:
     def pre_call(self) -> bool:
         """Known from the request alone, before any model answers (its cost form is ``"router"``)."""
         return self.cost_form == "router"
+
+    def stp(self, route, think_tokens, nothink_tokens) -> float:
+        """The saved token percentage of routing with it (:func:`gpac_utils.metrics.stp` in its cost form),
+        less, when it :attr:`counts_role`, its role's ``n_samples`` generations per item, each costed as
+        an answer of the role's model (``think_tokens`` or ``nothink_tokens``).
+
+        Examples
+        --------
+        >>> SCORES["score_logits"].stp([True, False], [100, 100], [25, 25])
+        0.25
+        """
+        saved = metrics.stp(route, think_tokens, nothink_tokens, self.cost_form)
+        if not self.counts_role:
+            return saved
+        role = ROLES[self.role]
+        own = think_tokens if role.model == "think" else nothink_tokens
+        return saved - role.n_samples * float(np.mean(np.divide(own, think_tokens, dtype=float)))
 
 
 #: The score columns, the paper's three first.
@@ -210,7 +273,7 @@ SCORES: Registry[Score] = Registry(
             "cascade",
             "the non-thinking model's stated confidence",
             True,
-            **_computed("verbalized_offline", "serve_verbalized", "question"),
+            **_computed("verbalized_scores", "serve_verbalized", "question"),
         ),
         Score(
             "score_router",
@@ -229,12 +292,9 @@ SCORES: Registry[Score] = Registry(
 )
 
 
-def cost_form(column: str) -> str:
-    """The STP cost form of a score column: its :data:`SCORES` entry's, ``"cascade"`` if unregistered.
-
-    Examples
-    --------
-    >>> cost_form("score_router"), cost_form("score_mine")
-    ('router', 'cascade')
-    """
-    return SCORES[column].cost_form if column in SCORES else "cascade"
+def score_stp(route, think_tokens, nothink_tokens, column: str) -> float:
+    """The saved token percentage of routing with score ``column``: its :data:`SCORES` entry's
+    (:meth:`Score.stp`), a cascade's (:func:`gpac_utils.metrics.stp`) if unregistered."""
+    if column in SCORES:
+        return SCORES[column].stp(route, think_tokens, nothink_tokens)
+    return metrics.stp(route, think_tokens, nothink_tokens, "cascade")

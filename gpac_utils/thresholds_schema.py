@@ -22,7 +22,8 @@ Versions
     The same, plus ``provenance.recipe_overrides`` (the recipe's fields the settings changed from
     the named recipe's: what lets ``gpac verify`` check the name) and ``provenance.item_ids``
     (digests of the calibration items' ids: what lets ``gpac audit`` refuse data that overlaps
-    them). Every field of the certificate, down to the provenance's records, is declared here.
+    them); later, optionally, ``provenance.providers`` (the distribution that provided each registry
+    name the file uses). Every field of the certificate, down to the provenance's records, is declared here.
     Written by this version; older versions are read and migrated by
     :meth:`gpac_utils.certificate.Certificate.read` (one path for every version).
 
@@ -91,6 +92,7 @@ __all__ = [
     "COLUMN_RECORD",
     "SCORE_MODEL_RECORD",
     "ITEM_IDS_RECORD",
+    "PROVIDER_RECORD",
     "declared",
     "validate_file",
     "check_record",
@@ -488,6 +490,16 @@ ITEM_IDS_RECORD: dict[str, Field] = {
     "values": Field(_checked_with_the_record, doc="the sorted digests, concatenated", type="hexstring", since=5),
 }
 
+#: ``provenance.providers[role]``: a registry name the file uses (:data:`gpac_utils.certificate.NAMED`) and
+#: the distribution that provided it (:meth:`gpac_utils.registry.Registry.provider`).
+PROVIDER_RECORD: dict[str, Field] = {
+    "name": Field(_text, doc="the name (as the field that uses it holds it)", type="text", since=5),
+    "distribution": Field(
+        _nullable(_text), doc="gpac-utils (built in), a plugin's, or null (code of none)", type="text", since=5
+    ),
+    "version": Field(_nullable(_text), doc="its version", type="text", since=5, verify=DESCRIPTIVE),
+}
+
 #: The fields of ``provenance``.
 PROVENANCE: dict[str, Field] = {
     "table": Field(_nullable(_record), doc="the table file: path, sha256 (null: none)", since=3, fields=TABLE_RECORD),
@@ -520,6 +532,13 @@ PROVENANCE: dict[str, Field] = {
     ),
     "item_ids": Field(
         _record, required=False, doc="the calibration items' ids: digest, n, values", since=5, fields=ITEM_IDS_RECORD
+    ),
+    "providers": Field(
+        _record,
+        required=False,
+        doc="role -> a registry name used",
+        since=5,
+        each=Field(_record, fields=PROVIDER_RECORD),
     ),
     "mode": Field(
         _one_of("sequential"),

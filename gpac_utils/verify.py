@@ -31,7 +31,9 @@ stated (:data:`~gpac_utils.thresholds_schema.STATED`)
     agrees: an edited ``eps`` that recomputes to the same thresholds, 0.1 to 0.100011, is then
     self-consistent and only a statement can refuse it.)
 descriptive (:data:`~gpac_utils.thresholds_schema.DESCRIPTIVE`)
-    shown, not checked: the creation time, the package version, the score model's path.
+    shown, not checked: the creation time, the package version, the score model's path, the version
+    of the distribution that provided each registry name (``provenance.providers``: the names and
+    their distributions are checked, against what provides them here).
 
 The table file's SHA-256 is checked only against the file the provenance names: ``--data`` that is
 that file (same path) must have its bytes; a copy elsewhere (a Parquet copy of the CSV: other bytes,
@@ -440,6 +442,8 @@ def verify_certificate(
     ).document
     if model_record is not None:
         again["provenance"]["score_model"] = model_record
+    if "providers" not in prov:  # optional: a file written before it records none
+        del again["provenance"]["providers"]
     _compare(cert, json.loads(json.dumps(again)))
     n = len(again["thresholds"])
     out = [
@@ -447,6 +451,7 @@ def verify_certificate(
         "and the recorded settings: bit-identical",
         *table_lines,
         *model_lines,
+        *(["names provided by: " + cert.providers_text()] if "providers" in prov else []),
     ]
     out.append("checked against --expect: " + (", ".join(checked) if checked else "nothing (no --expect)"))
     if trusted:

@@ -4,8 +4,6 @@ workflow sub-packages, and no public name is defined twice with different meanin
 from __future__ import annotations
 
 import ast
-import importlib
-import pkgutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -55,16 +53,18 @@ def test_boundary_check_catches_a_violation(tmp_path):
     assert "gpac_utils.paper" in found and "gpac_utils.data" in found
 
 
+MODULES = {
+    ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+    for p in sorted(PACKAGE.rglob("*.py"))
+}
+
+
 def _public_definitions() -> dict[str, list[str]]:
     defined = defaultdict(list)
-    for info in pkgutil.walk_packages(gpac_utils.__path__, "gpac_utils."):
-        if info.name.endswith("__main__"):
+    for name, path in MODULES.items():  # read, not imported (importing every module took 17 s)
+        if path.name in ("__init__.py", "__main__.py"):
             continue
-        mod = importlib.import_module(info.name)
-        src = getattr(mod, "__file__", None)
-        if not src or src.endswith("__init__.py"):
-            continue
-        tree = ast.parse(Path(src).read_text())
+        tree = ast.parse(path.read_text())
         for node in tree.body:
             names = []
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
@@ -75,7 +75,7 @@ def _public_definitions() -> dict[str, list[str]]:
                 names = [node.target.id]
             for n in names:
                 if not n.startswith("_") and n not in {"main", "logger"}:
-                    defined[n].append(info.name)
+                    defined[n].append(name)
     return defined
 
 
@@ -85,10 +85,6 @@ def test_no_public_name_defined_twice():
 
 
 # --------------------------------------------------------------------------- import cycles
-MODULES = {
-    ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-    for p in sorted(PACKAGE.rglob("*.py"))
-}
 
 
 def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:

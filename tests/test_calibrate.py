@@ -10,6 +10,7 @@ import pytest
 from gpac_utils import Recipe, ScorePartitioner, experiment, from_json, metrics
 from gpac_utils import partition as cluster
 from gpac_utils.calibrate import CPAC, GPAC, PAC, GroupWarning, factorize_groups
+from gpac_utils.checks import ParameterError
 from gpac_utils.experiment import ExperimentConfig
 
 HB_FULL = Recipe("hoeffding_bentkus", "full")
@@ -150,6 +151,22 @@ def test_metrics_by_hand():
     np.testing.assert_allclose(metrics.violation_rate([[0.1, 0.0], [0.0, 0.0]], 0.05), [0.5, 0.0])
     with pytest.raises(ValueError, match="think_tokens"):
         metrics.stp(route, [0, 1, 1, 1], nothink)
+
+
+@pytest.mark.parametrize(
+    "route,think,nothink,message",
+    [
+        ([[True, False]], [100, 100], [25, 25], "route: must be 1-D"),
+        (["yes", "no"], [100, 100], [25, 25], "route: must be numbers"),
+        ([1, 2], [100, 100], [25, 25], "route: values must lie in"),
+        ([True, False], [100, np.nan], [25, 25], "think_tokens: must be finite"),
+        ([True, False], [100, 100], [25, np.nan], "nothink_tokens: must be finite"),
+        ([True, False, True], [100, 100], [25, 25], "think_tokens: need one value per item of route"),
+    ],
+)
+def test_stp_refuses_a_students_mistakes_naming_the_argument(route, think, nothink, message):
+    with pytest.raises(ParameterError, match=message):
+        metrics.stp(route, think, nothink)
 
 
 def _table(n=600, seed=0):

@@ -21,9 +21,10 @@ from test_serve import FakeEngine, requests_table
 
 from gpac_utils import GPAC, bounds, calibrate, cli, registry, risks, scores, settings
 from gpac_utils.certificate import Certificate
-from gpac_utils.experiment import ExperimentConfig, run_experiment
+from gpac_utils.experiment import ExperimentConfig, run_experiment, trial_split
 from gpac_utils.llm import benchmarks, grading, router_model
 from gpac_utils.llm.generation import GenerationRequest, generate, pair_samplings, walk_samplings
+from gpac_utils.llm.records import load_generations
 from gpac_utils.llm.scoring import score_run
 from gpac_utils.llm.serve import CertifiedRouter
 from gpac_utils.online import DRIFT_SCOPES, LABELLING, DriftScope, LabellingMode, OnlineGPAC
@@ -88,18 +89,23 @@ def _bench_items():
                          "level": ["1"] * 40})  # fmt: skip
 
 
+_ROLE = scores.Role(
+    ROLE,
+    "nothink",
+    "a dummy role",
+    {"temperature": 0.5, "max_tokens": 8},
+    n_samples=2,
+    walk_messages=_dummy_walk_messages,
+)
+with scores.ROLES.registered(_ROLE):  # a score names a registered role (checked when it is made)
+    _SCORE = scores.Score(
+        SCORE, ROLE, "cascade", "a dummy score", offline=_offline_dummy, serve=_serve_dummy, counts_role=True
+    )
+
 ENTRIES = [
     (bounds.BOUNDS, bounds.Bound(BOUND, _one_sided, True, _one_sided_reference, "test", monotone=True)),
-    (
-        scores.ROLES,
-        scores.Role(
-            ROLE, "nothink", "a dummy role", {"temperature": 0.5, "max_tokens": 8}, walk_messages=_dummy_walk_messages
-        ),
-    ),
-    (
-        scores.SCORES,
-        scores.Score(SCORE, "nothink", "cascade", "a dummy score", offline=_offline_dummy, serve=_serve_dummy),
-    ),  # fmt: skip
+    (scores.ROLES, _ROLE),
+    (scores.SCORES, _SCORE),
     (calibrate.CALIBRATORS, calibrate.Method(METHOD, DPAC, "known")),
     (settings.CORRECTIONS, settings.Correction(CORRECTION, lambda alpha, k: alpha / 2, "each group at alpha / 2")),
     (
@@ -285,6 +291,12 @@ def test_run_experiment_names_each_entry(dummies, table):
     )
     rows = run_experiment(df, cfg)
     assert set(rows["method"]) == {METHOD, "PAC"} and set(rows["score"]) == {SCORE} and set(rows["bound"]) == {BOUND}
+    # its STP counts its role's two answers per item: the same routes under an unregistered name save that more
+    plain = run_experiment(df.rename(columns={SCORE: "score_plain"}), cfg.replace(scores=("score_plain",)))
+    every = (rows["group"] == calibrate.ALL).to_numpy()
+    share = [np.mean(df["nothink_tokens"].to_numpy()[t] / df["think_tokens"].to_numpy()[t]) for t in
+             (trial_split(len(df), cfg.cal_ratio, cfg.seed, k)[1] for k in rows.loc[every, "trial"])]  # fmt: skip
+    np.testing.assert_allclose(plain.loc[every, "stp"] - rows.loc[every, "stp"], 2 * np.array(share))
     # pop_risk is the dummy risk's evaluation: twice the joint risk, the test error's estimand
     per = rows[rows["group"] != "__all__"]
     assert (per["pop_risk"] >= 0).all() and per["pop_risk"].max() > 0
@@ -354,7 +366,8 @@ def test_a_generation_run_with_the_role_benchmark_grader_and_score(dummies, tmp_
     engine = RecordingEngine("tiny")
     request = GenerationRequest(backend="fake", samplings=walk_samplings(), progress=False)
     report = generate(items, {"think": "tiny", "nothink": "tiny"}, tmp_path, request, engine=engine)
-    assert ROLE in report
+    assert ROLE in report and report[ROLE]["tokens"] > 0
+    assert (load_generations(tmp_path, ROLE).groupby("item_id").size() == 2).all()  # its declared n_samples
     assert _dummy_walk_messages(items["question"].iloc[0]) in engine.conversations  # its walk prompt was sent
     embedder = SimpleNamespace(model_name="fake", encode=lambda texts: np.eye(len(texts)))
     run = score_run(tmp_path, BENCH, embedder=embedder, router_folds=2)

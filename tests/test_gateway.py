@@ -298,10 +298,13 @@ def test_the_performance_page_quotes_the_benchmark_csv():
     rows = pd.read_csv(REPO_ROOT / "benchmarks" / "gateway.csv").set_index("case")
     page = (REPO_ROOT / "docs" / "performance.md").read_text()
     section = page[page.index("## The certified gateway hook") :]
-    for case in ("default", "certified", "decision", "embed_one", "embed_batched16"):
+    assert {"proxy_default", "proxy_certified", "proxy_added", "hook_without_embedding", "decision"} <= set(rows.index)
+    for case in rows.index.drop("batch_vs_alone"):  # every timed row is on the page
         med, p99 = rows.loc[case, ["median_ms", "p99_ms"]]
-        fmt = "{:.4f}" if med < 0.01 else "{:.2f}"
+        fmt = "{:.4f}" if abs(med) < 0.01 else "{:.2f}"
         assert f"| {fmt.format(med)} ms | {fmt.format(p99)} ms |" in section, case
-    assert rows.loc["decision", "p99_ms"] < 1.0  # the decision without the embedding, within 1 ms at p99
+    # the page's claim: the decision without the embedding within 1 ms at the 99th percentile
+    assert rows.loc["decision", "p99_ms"] < 1.0
+    assert rows.loc["hook_without_embedding", "p99_ms"] < 1.0
     assert f"by at most {rows.loc['batch_vs_alone', 'median_ms']:.4f}" in section
     assert f"load average {rows['machine'].iloc[0].rsplit(' ', 1)[1]}" in section

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from gpac_utils import data
+from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.llm import generation as gen
 from gpac_utils.llm.benchmarks import load_benchmark
 from gpac_utils.llm.engines import Completion, item_seed
@@ -34,6 +35,7 @@ from gpac_utils.llm.generation import (
     split_thinking,
 )
 from gpac_utils.llm.records import load_generations, load_run_facts, parse_shard
+from gpac_utils.scores import ROLES, Role
 
 ROOT = Path(__file__).parents[1]
 FIX = Path(__file__).parent / "fixtures"
@@ -225,8 +227,26 @@ def test_pipeline_generate_then_score(tmp_path, monkeypatch):
     assert (think["reasoning_tokens"] > 0).all() and not think["answer"].str.contains("</think>").any()
     assert (t["think_correct"].to_numpy() == (~think["answer"].str.contains("12345")).to_numpy()).all()
     unparsable = (verbal["answer"] == "I cannot say").sum()
-    assert int(res.verbalized.n_unparsable.sum()) == unparsable
-    assert f"{unparsable} of {len(verbal)} replies unparsable" in res.verbalized.summary()
+    assert int(res.reports["score_verbalized"].n_unparsable.sum()) == unparsable
+    assert f"{unparsable} of {len(verbal)} replies unparsable" in res.reports["score_verbalized"].summary()
+
+
+def test_a_role_without_its_prompt_is_refused_before_a_model_loads(tmp_path):
+    """No silent fallback to another role's prompt: a role without its messages_<role> column is refused."""
+    bare = Role("bare", "nothink", "a role with no prompt of its own", n_samples=2)
+    engine = StubEngine(MODEL)
+    with ROLES.registered(bare):
+        request = GenerationRequest(samplings={"bare": bare.sampling(S)}, progress=False)
+        with pytest.raises(DataError, match=r"items: role 'bare' is sent its prompt from the 'messages_bare' column"):
+            generate(_items(), {"think": MODEL, "nothink": MODEL}, tmp_path, request, engine=engine)
+        assert not engine.seen and not (tmp_path / "items.parquet").exists()
+        items = _items().assign(
+            group="g", question=lambda d: d["item_id"], prompt="", gold="1"
+        )  # what save_items keeps
+        items["messages_bare"] = [[{"role": "user", "content": "bare"}]] * len(items)
+        generate(items, {"think": MODEL, "nothink": MODEL}, tmp_path, request, engine=engine)
+    assert set(engine.seen) == {"bare"}  # its own prompt, twice per item (n_samples)
+    assert (load_generations(tmp_path, "bare").groupby("item_id").size() == 2).all()
 
 
 def test_generate_shuts_down_each_engine_it_builds_and_never_a_given_one(tmp_path, monkeypatch):
@@ -322,3 +342,16 @@ def test_02_scores_notebook_scores_a_generation_run(tmp_path, monkeypatch):
     assert "MODE: score generations" in out and "replies unparsable" in out
     assert (tmp_path / "figures" / "02_scores__generated__math500__qwen.png").exists()
     assert (tmp_path / "figures" / "tables" / "02_scores_summary.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(n_samples="2"), "n_samples: must be an integer >= 1"),
+        (dict(n_samples=0), "n_samples: must be an integer >= 1"),
+        (dict(messages="messages"), "messages: a tuple of column names"),
+    ],
+)
+def test_a_role_refuses_a_wrong_declaration_naming_it(kw, message):
+    with pytest.raises(ParameterError, match=message):
+        Role("bare", "nothink", "a role", **kw)

@@ -23,6 +23,7 @@ import pytest
 from test_gateway import PAGE, mocked, page_config, requests_of
 from test_precall import TOY, ToyEmbedder, fitted, toy_embedder  # noqa: F401  (fixtures)
 
+from gpac_utils.llm.gateway import localhost_guard
 from gpac_utils.llm.serve import DECISION_FIELDS, CertifiedRouter, ServeOptions
 
 SERVER = ("fastapi", "uvicorn", "orjson", "apscheduler", "backoff", "jwt", "multipart", "websockets", "openai")
@@ -32,34 +33,15 @@ pytestmark = pytest.mark.skipif(
 
 #: Installed in the proxy's process: sockets to anything but localhost refused and recorded; the toy
 #: embedder registered (the bundled MiniLM would take the test's time).
-GUARD = """
-import os, socket
-_log = os.environ["GPAC_NETWORK_LOG"]
-_connect = socket.socket.connect
-def _local(address):
-    host = address[0] if isinstance(address, tuple) else address
-    return isinstance(host, str) and (host in ("127.0.0.1", "::1", "localhost") or host.startswith("/"))
-def connect(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6) and not _local(address):
-        with open(_log, "a") as f:
-            f.write(repr(address) + "\\n")
-        raise OSError("network refused by the test")
-    return _connect(self, address)
-socket.socket.connect = connect
-_getaddrinfo = socket.getaddrinfo
-def getaddrinfo(host, *args, **kwargs):
-    if host not in (None, "127.0.0.1", "::1", "localhost", "0.0.0.0"):
-        with open(_log, "a") as f:
-            f.write(repr(host) + "\\n")
-        raise socket.gaierror("network refused by the test")
-    return _getaddrinfo(host, *args, **kwargs)
-socket.getaddrinfo = getaddrinfo
-import sys
+GUARD = (
+    localhost_guard("the test")
+    + """import sys
 sys.path.insert(0, os.environ["GPAC_TESTS"])
 from gpac_utils.llm.router_model import EMBEDDERS, Embedding
 from test_precall import ToyEmbedder, TOY
 EMBEDDERS.register(Embedding(TOY, ToyEmbedder, "word and digit counts (tests)"))
 """
+)
 
 
 def page_block(lang: str, marker: str) -> str:

@@ -20,6 +20,7 @@ from gpac_utils.llm.generation import WALK_SAMPLING
 from gpac_utils.llm.scoring import logits_score
 from gpac_utils.llm.serve import CertifiedRouter, ServeOptions
 from gpac_utils.online import OnlineGPAC
+from gpac_utils.scores import ROLES, Role
 
 CREATED = "2026-01-01T00:00:00Z"
 
@@ -180,6 +181,30 @@ def test_verbalized_score(certificate, cheap, thinker):
     verbal = [s for k, s in cheap.requests if s.n == WALK_SAMPLING["verbalized"].n and s.temperature == 0.7]
     assert len(verbal) == 30  # one verbalized request per item, at the item's seed
     assert served["score"].between(0, 1).all() and served["score"].nunique() > 5
+
+
+def test_a_role_is_sampled_through_the_public_interface(certificate, cheap, thinker):
+    """What a score's serving computation calls: generate(role, requests) samples the role's n_samples answers
+    on its model's engine from its declared prompt; a role without its prompt column is refused in one line."""
+    reqs = requests_table(6)
+    twice = Role("twice", "nothink", "two answers", {"temperature": 1.0, "max_tokens": 8}, n_samples=2)
+    with ROLES.registered(twice, Role("bare", "nothink", "no prompt of its own", {"temperature": 0.0})):
+        router = CertifiedRouter(certificate, cheap, thinker)
+        with pytest.raises(DataError, match="requests: role 'twice' is sent its prompt from the 'messages_twice'"):
+            router.generate("twice", reqs)
+        got = router.generate("twice", reqs.assign(messages_twice=reqs["messages_nothink"]))
+        for i, conv in zip(reqs["item_id"], reqs["messages_nothink"]):
+            s = router.samplings["twice"].with_(seed=item_seed(0, i))
+            assert [a for a, _ in got[i]] == [cheap.complete(conv, s, k).text for k in range(2)]
+        assert router.conversations("nothink", reqs) == reqs["messages_nothink"].tolist()
+        assert router.conversations("think", reqs) == reqs["messages"].tolist()
+        with pytest.raises(DataError, match=r"role 'bare' is sent its prompt from the 'messages_bare' column") as info:
+            router.conversations("bare", reqs)
+        assert "\n" not in str(info.value)
+    assert len(cheap.requests) == len(reqs) and not thinker.requests
+    with pytest.raises(DataError, match="role 'think' is sent its prompt from the 'messages_think' or 'messages'"):
+        router.serve(reqs.drop(columns="messages"))
+    assert len(cheap.requests) == len(reqs)  # refused before any call
 
 
 def test_cpac_and_pac_certificates(cheap, thinker):

@@ -59,8 +59,9 @@ def test_few_functions_have_eight_or_more_parameters():
 
 
 def test_online_and_experiment_entries_take_settings_whole():
+    """``OnlineGPAC.__init__`` is exempt: its parameters are its declared settings (issue 52.4)."""
     found = " ".join(many_parameter_functions())
-    for name in ("run_online", "run_bpac", " learn ", "head_to_head", "matched_bpac", "OnlineGPAC.", "_rows"):
+    for name in ("run_online", "run_bpac", " learn ", "head_to_head", "matched_bpac", "_rows"):
         assert name not in found, name
 
 

@@ -264,7 +264,7 @@ def test_batch_grid_on_slurm_equals_the_local_run(cluster, tmp_path):
     before, profile = cluster.jobs(), site_profile(tmp_path / "profile")
     logs = tmp_path / "slurm_logs"  # the jobs' logs here (not under the checkout's .snakemake/)
     argv = [*batch, "--workflow-profile", str(profile), "--slurm-logdir", str(logs), "--slurm-keep-successful-logs"]
-    r, seconds = cluster.alongside([*argv, "--config", f"grid={grid}", f"out={tmp_path / 'slurm'}"], local, 300)
+    r, seconds = cluster.alongside([*argv, "--config", f"grid={grid}", f"out={tmp_path / 'slurm'}"], local, 600)
     job_logs = "\n".join(p.read_text()[-800:] for p in sorted(logs.rglob("*.log")))
     assert r.returncode == 0, f"{r.stderr[-3000:]}\n{job_logs[-3000:]}\n{cluster.logs()}"
     # the jobs went to SLURM (each papermill run among them) and completed there
@@ -285,11 +285,11 @@ def test_generation_as_a_job_array_equals_one_process(cluster, tmp_path):
     one_process = [sys.executable, "-m", "gpac_utils.llm.generation", *GENERATION, "--out", str(tmp_path / "one")]
     # Site settings and small resources on the command line; the script's #SBATCH lines are defaults.
     sbatch = ["sbatch", "--wait", f"--array=0-{N_SHARDS - 1}", f"--partition={PARTITION}", f"--account={ACCOUNT}"]
-    sbatch += ["--time=5", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
+    sbatch += ["--time=15", "--mem=2G", "--cpus-per-task=1", f"--output={tmp_path}/generate-%A_%a.log"]
     argv = [*sbatch, str(PROFILE / "generate.sbatch"), *GENERATION, "--out", str(tmp_path / "array")]
     # The single process alongside the array (it takes one core, the array's two tasks one each).
     one_thread = dataclasses.replace(cluster, env={**cluster.env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    r, seconds = one_thread.alongside(argv, one_process, 240)
+    r, seconds = one_thread.alongside(argv, one_process, 600)
     task_logs = "\n".join(p.read_text()[-1500:] for p in sorted(tmp_path.glob("generate-*.log")))
     assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{task_logs}\n{cluster.logs()}"
     job = re.search(r"Submitted batch job (\d+)", r.stdout)[1]

@@ -247,6 +247,14 @@ def test_what_no_data_can_tell_is_checked_against_the_statement(work, capsys):
     assert doc["score"] is None
     doc["settings"]["eps"], doc["score"] = 0.100011, "score_logits"
     cert.write_text(json.dumps(doc))
+    rc, _, err = run(capsys, "verify", cert, "--data", work / "u.csv")  # the providers' record names no score
+    assert rc == 1 and "provenance.providers.score.name is absent; recomputed 'score_logits'" in one_error(err)
+    provider = {
+        "name": "score_logits",
+        **{k: doc["provenance"]["providers"]["method"][k] for k in ("distribution", "version")},
+    }
+    doc["provenance"]["providers"]["score"] = provider  # an edit that also edits the record
+    cert.write_text(json.dumps(doc))
     rc, out, err = run(capsys, "verify", cert, "--data", work / "u.csv")
     assert rc == 0, err  # without a statement: passes, and says what it took on trust
     trusted = next(line for line in out.splitlines() if line.startswith("taken on trust"))

@@ -45,6 +45,7 @@ DESCRIPTIVE_FIELDS = {
     "provenance.package_version",
     "provenance.created",
     "provenance.score_model.path",  # where the model was; verify finds it there or beside the certificate
+    "provenance.providers.*.version",  # the version of the distribution that provided a name (its name is checked)
 }
 #: The fields whose only value the schema accepts is the one written: any edit is refused on reading.
 SCHEMA_FIXED = {"schema", "provenance.package", "provenance.item_ids.digest"}

@@ -91,6 +91,7 @@ __all__ = [
     "CertifiedProxyHook",
     "build_router",
     "headers",
+    "localhost_guard",
     "read_gateway_config",
 ]
 
@@ -544,3 +545,33 @@ def _refusal(message: str):
     except ImportError:  # the proxy's server is not installed: the caller is the Python API
         return ParameterError(message)
     return HTTPException(status_code=400, detail=message)
+
+
+def localhost_guard(refused_by: str) -> str:
+    """The source of a ``sitecustomize`` module that keeps a process (a LiteLLM proxy started offline, as
+    tests/test_proxy.py and benchmarks/bench_gateway.py start it) on this machine: a socket connection or
+    name lookup to anything but localhost raises, ``"network refused by <refused_by>"``, and is appended
+    to the file named by the environment variable ``GPAC_NETWORK_LOG``, which the caller reads back."""
+    return f"""
+import os, socket
+_log = os.environ["GPAC_NETWORK_LOG"]
+_connect = socket.socket.connect
+def _local(address):
+    host = address[0] if isinstance(address, tuple) else address
+    return isinstance(host, str) and (host in ("127.0.0.1", "::1", "localhost") or host.startswith("/"))
+def connect(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _local(address):
+        with open(_log, "a") as f:
+            f.write(repr(address) + "\\n")
+        raise OSError("network refused by {refused_by}")
+    return _connect(self, address)
+socket.socket.connect = connect
+_getaddrinfo = socket.getaddrinfo
+def getaddrinfo(host, *args, **kwargs):
+    if host not in (None, "127.0.0.1", "::1", "localhost", "0.0.0.0"):
+        with open(_log, "a") as f:
+            f.write(repr(host) + "\\n")
+        raise socket.gaierror("network refused by {refused_by}")
+    return _getaddrinfo(host, *args, **kwargs)
+socket.getaddrinfo = getaddrinfo
+"""

@@ -80,9 +80,9 @@ MODEL_PAIRS: dict[str, dict[str, str]] = {
     "llama": {"think": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "nothink": "meta-llama/Llama-3.1-8B-Instruct"},
     "smollm2": {"think": "smollm2-135m", "nothink": "smollm2-135m"},
 }
-#: The walk's sampling per role, as the built-in :data:`~gpac_utils.scores.ROLES` entries own it
-#: (:attr:`~gpac_utils.scores.Role.walk_sampling`; :func:`walk_samplings` reads the registry as it is now).
-WALK_SAMPLING: dict[str, Sampling] = {r.name: Sampling(**r.walk_sampling) for r in ROLES.values()}
+#: The walk's sampling per role, as the built-in :data:`~gpac_utils.scores.ROLES` entries own it (their
+#: ``walk_sampling`` and ``n_samples``; :func:`walk_samplings` reads the registry as it is now).
+WALK_SAMPLING: dict[str, Sampling] = {r.name: r.sampling(Sampling(**r.walk_sampling)) for r in ROLES.values()}
 
 
 def model_defaults(model: str) -> tuple[Sampling, bool]:
@@ -333,9 +333,10 @@ def generate(items: pd.DataFrame, models: dict[str, str], folder, request: Gener
     """Run the request's roles for its shard, one model in memory at a time; ``{role: run_generation(...)}``.
 
     ``request``: the run's settings (:class:`GenerationRequest`; its samplings default to
-    :func:`pair_samplings` of ``models``). Each role reads its conversation from the items'
-    ``messages_<role>`` column when there is one (the walk's ``messages_nothink``), else ``messages``;
-    ``verbalized`` is built from the first ``nothink`` answer (:attr:`gpac_utils.scores.Role.conversation`).
+    :func:`pair_samplings` of ``models``). Each role is sent the items' column its entry names
+    (:meth:`gpac_utils.scores.Role.prompt_column`: ``think`` and ``nothink`` their ``messages_<role>``,
+    else the benchmark's ``messages``), or builds it (``verbalized``, from the first ``nothink`` answer:
+    :attr:`gpac_utils.scores.Role.conversation`); a role without its column is refused before a model loads.
     ``engine``: one engine for every role (the walk's one model; e.g. shared by several calls), else one
     is built per model by :func:`make_engine` with the request's backend and ``engine_kwargs``.
     """
@@ -347,6 +348,9 @@ def generate(items: pd.DataFrame, models: dict[str, str], folder, request: Gener
     backend = request.backend
     if engine is None and backend == "auto" and (backend := resolve_backend(backend, models)) == "validate":
         raise ParameterError("backend: no GPU with vLLM and no local model folders: nothing to generate here")
+    for role in request.roles:  # each role's prompt, before a model loads
+        if ROLES[role].conversation is None:
+            ROLES[role].prompt_column(items.columns)
     records.save_items(items, folder)
     report = {}
     owned = None  # the engine built here, shut down here; a caller's engine is the caller's to close
@@ -373,8 +377,8 @@ def _close(engine) -> None:
 
 def _run_role(items, engine, folder, role: str, request: GenerationRequest, model: str) -> dict:
     """One role of :func:`generate` on ``engine``: :func:`run_generation`'s report."""
-    col = f"messages_{role}" if f"messages_{role}" in items.columns else "messages"
     build = ROLES[role].conversation
+    col = f"messages_{role}" if build else ROLES[role].prompt_column(items.columns)
     if build is not None:
         items = items.assign(**{col: build(items, folder, request.shard)})
     thinking = ROLES[role].model == "think" and model_defaults(model)[1]

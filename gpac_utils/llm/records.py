@@ -18,6 +18,8 @@ import pandas as pd
 from ..checks import ParameterError
 from ..scores import ROLES
 
+#: The roles whose answers are routed: every run generates them (the loss and the token counts).
+PAIR = ("think", "nothink")
 RECORD_COLUMNS = (
     "item_id",
     "role",
@@ -125,7 +127,7 @@ def load_generations(out_dir, role: str, items=None) -> pd.DataFrame:
     role_dir = Path(out_dir) / role
     rows = [r for p in sorted(role_dir.glob("shard-*.jsonl")) for e in read_records(p) for r in e]
     if not rows:
-        raise FileNotFoundError(f"no generations under {role_dir}: run 01_generate first")
+        raise FileNotFoundError(f"role {role!r}: no generations under {role_dir}: run 01_generate with it first")
     df = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
     dup = df.duplicated(["item_id", "sample"])
     if dup.any():
@@ -140,13 +142,19 @@ def load_generations(out_dir, role: str, items=None) -> pd.DataFrame:
     return df.sort_values(["_o", "sample"]).drop(columns="_o").reset_index(drop=True)
 
 
+def run_roles(folder) -> list[str]:
+    """The registered roles a run generated (a ``<role>/`` folder), and the :data:`PAIR` it always needs."""
+    return list(dict.fromkeys([*PAIR, *(r for r in ROLES if (Path(folder) / r).is_dir())]))
+
+
 def generations_status(folder) -> str:
-    """``"missing"`` (no run), ``"incomplete"`` (some role lacks some item) or ``"complete"``."""
+    """``"missing"`` (no run), ``"incomplete"`` (a role of :func:`run_roles` lacks some item) or ``"complete"``:
+    a role registered after the run does not make it incomplete."""
     if not (Path(folder) / "items.parquet").exists():
         return "missing"
     ids = load_items(folder)["item_id"]
     try:
-        for role in ROLES:
+        for role in run_roles(folder):
             load_generations(folder, role, ids)
     except (FileNotFoundError, ValueError):
         return "incomplete"

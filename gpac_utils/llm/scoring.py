@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..checks import ParameterError
 from ..scores import SCORES
 from .grading import GRADERS, grade
-from .records import ROLES, load_generations, load_items
+from .records import PAIR, load_generations, load_items, run_roles
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 SEMANTIC_LOSS_BOUND = 2.0
@@ -119,17 +120,12 @@ def verbalized_scores(generations: pd.DataFrame) -> VerbalizedReport:
     return VerbalizedReport(scores, conf.size(), conf.size() - conf.count(), none)
 
 
-def verbalized_offline(generations: pd.DataFrame) -> pd.Series:
-    """``score_verbalized`` per item of a ``verbalized`` generation table (:func:`verbalized_scores`' scores)."""
-    return verbalized_scores(generations).scores
-
-
 def serve_verbalized(router, requests: pd.DataFrame, cheap: dict) -> np.ndarray:
     """``score_verbalized`` when serving (:attr:`gpac_utils.scores.Score.serve`): one minus the cheap
     model's mean stated confidence in its answer (no parsable reply: ``U = 1``, think)."""
     ids = requests["item_id"].tolist()
     convs = [verbalized_messages(q, cheap[i][0][0]) for i, q in zip(ids, requests["question"])]
-    replies = router._generate(router.nothink, "verbalized", ids, convs)
+    replies = router.generate("verbalized", requests, convs)
     scores = []
     for i in ids:
         conf = [c for c in (parse_confidence(a) for a, _ in replies[i]) if c is not None]
@@ -193,20 +189,33 @@ def crossfit_router_scores(X: np.ndarray, y: np.ndarray, *, folds: int = 5, seed
 @dataclass
 class RunScores:
     table: pd.DataFrame
-    verbalized: VerbalizedReport
     notes: list
+    reports: dict  # per score column, the report its offline computation gave (score_verbalized's)
 
 
-def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, router_folds=5, seed=0) -> RunScores:
+def score_run(folder, benchmark: str, *, scores=None, embedder=None, router_folds=5, seed=0) -> RunScores:
     """Grade, score and assemble the per-item table (:mod:`gpac_utils.data`'s schema) of a finished run.
 
     Binary loss on graded benchmarks; semantic loss (bound 2) on ``arena_hard``. The router learns
     whether the non-thinking model "suffices": a loss of 0 (binary loss), or at most 0.1 (semantic
-    loss, the paper's Arena-Hard eps).
+    loss, the paper's Arena-Hard eps). ``embedder``: the router's (:class:`Embedder`, by default a new one).
+
+    Loads the pair's answers and the roles the scores read (:attr:`gpac_utils.scores.Score.role`), no
+    other. ``scores``: the columns computed from generations (:attr:`~gpac_utils.scores.Score.offline`);
+    default: every registered one whose role the run generated (:func:`~.records.run_roles`; the others
+    are named in the notes), so that registering a role or a score leaves earlier runs scorable. A
+    score whose role the run lacks is a one-line ``FileNotFoundError`` naming the role and its folder.
     """
     items = load_items(folder)
-    gens = {role: load_generations(folder, role, items["item_id"]) for role in ROLES}
-    think, nothink, verbal = gens["think"], gens["nothink"], gens["verbalized"]
+    computed, have = [c for c, s in SCORES.items() if s.offline is not None], run_roles(folder)
+    if scores is not None and not set(scores) <= set(computed):
+        raise ParameterError(f"scores: must be among the scores computed from generations {computed}, got {scores}")
+    lacking = [c for c in computed if SCORES[c].role not in have] if scores is None else []
+    notes = [f"{c}: not computed, the run has no {SCORES[c].role!r} generations" for c in lacking]
+    scores = [c for c in computed if c not in lacking] if scores is None else list(scores)
+    roles = dict.fromkeys([*PAIR, *(SCORES[c].role for c in scores)])
+    gens = {role: load_generations(folder, role, items["item_id"]) for role in roles}
+    think, nothink = gens["think"], gens["nothink"]
     t0, n0 = think[think["sample"] == 0], nothink[nothink["sample"] == 0]
     embedder = embedder or Embedder()
     if GRADERS[benchmark].loss == "semantic":
@@ -218,12 +227,17 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
             for col, answers in ((data.THINK_CORRECT, t0["answer"]), (data.NOTHINK_CORRECT, n0["answer"]))
         }
         losses, loss_bound, tol = data.binary_loss(*correct.values()), 1.0, 0.0
-    notes = []
     trunc = int((t0["finish_reason"] == "length").sum())
     if trunc:
         notes.append(f"{trunc} thinking generation(s) hit max_tokens (graded on their possibly empty answer)")
-    vrep = verbalized_scores(verbal)
-    notes.append(vrep.summary())
+    reports, columns = {}, {}
+    for column in scores:
+        got = SCORES[column].offline(gens[SCORES[column].role])
+        if hasattr(got, "summary"):  # a report: its scores, and a line for the notes
+            reports[column] = got
+            notes.append(got.summary())
+            got = got.scores
+        columns[column] = got.reindex(items["item_id"]).to_numpy()
     y = (np.asarray(losses, float) <= tol).astype(int)  # 1 = the non-thinking model suffices
     counts = np.bincount(y, minlength=2)
     folds = int(min(router_folds, counts.min()))
@@ -241,12 +255,9 @@ def score_run(folder, benchmark: str, *, embedder: Embedder | None = None, route
             **correct,
             data.THINK_TOKENS: t0["n_tokens"].to_numpy(float),
             data.NOTHINK_TOKENS: n0["n_tokens"].to_numpy(float),
-            **{
-                name: score.offline(gens[score.role]).reindex(items["item_id"]).to_numpy()
-                for name, score in SCORES.items()
-                if score.offline is not None and score.role in gens
-            },
+            **columns,
             "score_router": router,
         }
     )
-    return RunScores(data.validate(table, loss_bound=loss_bound, require_group=True, require_tokens=True), vrep, notes)
+    table = data.validate(table, loss_bound=loss_bound, require_group=True, require_tokens=True)
+    return RunScores(table, notes, reports)

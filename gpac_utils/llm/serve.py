@@ -58,7 +58,7 @@ from ..calibrate import UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..registry import removed
-from ..scores import SCORES
+from ..scores import ROLES, SCORES
 from .drift import DriftAlarm, DriftStore
 from .engines import Sampling, item_seed
 from .generation import model_defaults, split_thinking, walk_samplings
@@ -93,6 +93,7 @@ DECISION_FIELDS = ("request_id", "group", "status", "score", "threshold", "route
 #: The two routes: the non-thinking (cheap) model answers, or the thinking model does.
 ROUTES = ("nothink", "think")
 _log = logging.getLogger(DECISION_LOGGER)
+_RECORDED = ("item_id", "group", "status", "score", "threshold", "route_nothink")  # the table's columns of a record
 
 __getattr__ = removed(__name__, {"SCORERS": "gpac_utils.scores.SCORES[name].serve (each score entry serves itself)"})
 
@@ -104,9 +105,9 @@ class ServeOptions:
     Parameters
     ----------
     samplings : mapping, optional
-        Sampling per role ``"nothink"``, ``"think"``, ``"verbalized"`` (their seeds are replaced
-        per request); default :data:`~gpac_utils.llm.generation.WALK_SAMPLING`, the settings of the
-        committed ``arith`` table.
+        Sampling per role of :data:`~gpac_utils.scores.ROLES` (their seeds are replaced per request);
+        default :func:`~gpac_utils.llm.generation.walk_samplings`, the settings of the committed
+        ``arith`` table.
     seed : int, default 0
         Base seed; request ``i`` samples with ``item_seed(seed, item_id)``.
     score : str, optional
@@ -282,15 +283,30 @@ class CertifiedRouter:
         return self._embedder
 
     # -- the steps --------------------------------------------------------------------------------
-    def _generate(self, engine, role: str, ids, conversations, thinking: bool = False) -> dict:
-        """``{item_id: [(answer, completion), ...]}`` for ``role``, each request at its item seed."""
-        if not len(ids):
+    def conversations(self, role: str, requests: pd.DataFrame) -> list:
+        """Each request's conversation for ``role``: the requests' column its :data:`~gpac_utils.scores.ROLES`
+        entry names (:meth:`~gpac_utils.scores.Role.prompt_column`; ``nothink``: ``messages_nothink``, else
+        ``messages``); a role without its column is a one-line :class:`~gpac_utils.checks.DataError`."""
+        return list(requests[ROLES[role].prompt_column(requests.columns, "requests")])
+
+    def generate(self, role: str, requests: pd.DataFrame, conversations=None) -> dict:
+        """``role``'s answers to ``requests`` on its model's engine: ``{item_id: [(answer, completion), ...]}``.
+
+        What a score's serving computation calls (:attr:`gpac_utils.scores.Score.serve`) to sample a role
+        of its own. Each request is sampled at its item seed with the role's sampling (``n_samples``
+        answers; :class:`ServeOptions`), as :mod:`gpac_utils.llm.generation` generates it; ``conversations``:
+        one per request (default: :meth:`conversations`). A thinking model's answer is cut at ``</think>``.
+        """
+        if not len(requests):
             return {}
-        base = self.samplings[role]
-        requests = [(i, c, base.with_(seed=item_seed(self.seed, i))) for i, c in zip(ids, conversations)]
+        thinking = ROLES[role].model == "think" and self.think_is_thinking
+        engine = self.think if ROLES[role].model == "think" else self.nothink
+        ids, base = requests["item_id"].tolist(), self.samplings[role]
+        convs = self.conversations(role, requests) if conversations is None else conversations
+        calls = [(i, c, base.with_(seed=item_seed(self.seed, i))) for i, c in zip(ids, convs)]
         end_id = engine.tokenizer.get_vocab().get("</think>") if thinking else None
         out = {}
-        for key, comps in engine.stream(requests, self.window):
+        for key, comps in engine.stream(calls, self.window):
             out[key] = [(split_thinking(c, thinking=thinking, end_id=end_id)[1], c) for c in comps]
         return out
 
@@ -339,14 +355,7 @@ class CertifiedRouter:
                 "route": ROUTES[0] if r else ROUTES[1],
                 "certificate_sha256": self.certificate_sha256,
             }
-            for i, g, st, u, t, r in zip(
-                decided["item_id"],
-                decided["group"],
-                decided["status"],
-                decided["score"],
-                decided["threshold"],
-                decided["route_nothink"],
-            )
+            for i, g, st, u, t, r in zip(*(decided[c] for c in _RECORDED))
         ]
 
     def log(self, records) -> None:
@@ -411,27 +420,17 @@ class CertifiedRouter:
         scores = self._scores(requests, None)
         named, thr, cheap = self._route(requests, scores)
         cheap, statuses = self._drift_route(named, cheap)
-        out = pd.DataFrame(
-            {
-                "item_id": requests["item_id"].tolist(),
-                "group": named,
-                "status": statuses,
-                "score": scores,
-                "threshold": thr,
-                "route_nothink": cheap,
-                "route": np.where(cheap, ROUTES[0], ROUTES[1]),
-                "certificate_sha256": self.certificate_sha256,
-            }
-        )
+        out = self._decided(requests["item_id"].tolist(), named, statuses, scores, thr, cheap)
         self.log(self.records(out))
         return out
 
-    @staticmethod
-    def _conversations(requests: pd.DataFrame, role: str) -> list:
-        col = f"messages_{role}" if f"messages_{role}" in requests.columns else "messages"
-        if col not in requests.columns:
-            raise DataError(f"requests: need a 'messages' (or 'messages_{role}') column; they have {list(requests)}")
-        return list(requests[col])
+    def _decided(self, *columns, **more) -> pd.DataFrame:
+        """The rows of :meth:`decide`, and the first columns of :meth:`serve`'s: ``columns`` in the order of
+        ``_RECORDED``, then the route, the certificate's SHA-256 and ``more``."""
+        route = np.where(columns[-1], *ROUTES)
+        return pd.DataFrame(
+            {**dict(zip(_RECORDED, columns)), "route": route, "certificate_sha256": self.certificate_sha256, **more}
+        )
 
     def serve(self, requests: pd.DataFrame) -> pd.DataFrame:
         """Serve a batch (module description).
@@ -440,7 +439,7 @@ class CertifiedRouter:
         ----------
         requests : pandas.DataFrame
             ``item_id`` (unique), ``messages`` (the conversation; ``messages_nothink`` /
-            ``messages_think`` per role where they differ), the certificate's group column for
+            ``messages_think`` per role where they differ: :meth:`conversations`), the certificate's group column for
             G-PAC, the columns the score reads (:attr:`~gpac_utils.scores.Score.request_columns`:
             ``question`` for ``score_verbalized``) and whatever ``loss_fn`` reads.
 
@@ -456,12 +455,13 @@ class CertifiedRouter:
         if self.nothink is None:
             raise ParameterError("serve: this router decides only (CertifiedRouter.for_decisions); give it engines")
         self._check_requests(requests)
+        for role in ROUTES:  # both prompts, before any call
+            ROLES[role].prompt_column(requests.columns, "requests")
         ids = requests["item_id"].tolist()
-        nothink_convs = self._conversations(requests, "nothink")
         if self.score.pre_call:  # decided from the request: the cheap model answers the items routed to it
             cheap, scores = None, self._scores(requests, None)
         else:
-            cheap = self._generate(self.nothink, "nothink", ids, nothink_convs)
+            cheap = self.generate("nothink", requests)
             scores = self._scores(requests, cheap)
         named, thr, route_nothink = self._route(requests, scores)
         route_nothink, statuses = self._drift_route(named, route_nothink)
@@ -472,32 +472,20 @@ class CertifiedRouter:
             need_think = need_think | decisions.observe
         if cheap is None:
             pick = np.flatnonzero(route_nothink | (decisions.observe if decisions is not None else False))
-            cheap = self._generate(self.nothink, "nothink", [ids[k] for k in pick], [nothink_convs[k] for k in pick])
-        think_convs = self._conversations(requests, "think")
-        pick = np.flatnonzero(need_think)
-        thought = self._generate(
-            self.think,
-            "think",
-            [ids[k] for k in pick],
-            [think_convs[k] for k in pick],
-            thinking=self.think_is_thinking,
-        )
+            cheap = self.generate("nothink", requests.iloc[pick])
+        thought = self.generate("think", requests.iloc[np.flatnonzero(need_think)])
         nothink_answers = [cheap[i][0][0] if i in cheap else None for i in ids]
         think_answers = [thought[i][0][0] if i in thought else None for i in ids]
-        out = pd.DataFrame(
-            {
-                "item_id": ids,
-                "group": named,
-                "status": statuses,
-                "score": scores,
-                "threshold": thr,
-                "route_nothink": route_nothink,
-                "route": np.where(route_nothink, ROUTES[0], ROUTES[1]),
-                "certificate_sha256": self.certificate_sha256,
-                "answer": [n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
-                "nothink_answer": nothink_answers,
-                "think_answer": think_answers,
-            }
+        out = self._decided(
+            ids,
+            named,
+            statuses,
+            scores,
+            thr,
+            route_nothink,
+            answer=[n if r else t for n, t, r in zip(nothink_answers, think_answers, route_nothink)],
+            nothink_answer=nothink_answers,
+            think_answer=think_answers,
         )
         if decisions is not None:
             losses = np.full(len(ids), math.nan)

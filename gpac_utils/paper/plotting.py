@@ -108,21 +108,39 @@ def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
     """
     folder = ensure(folder or figures_dir())
     png, pdf = folder / f"{name}.png", folder / f"{name}.pdf"
+    first = io.BytesIO()
     with _drawn_text() as measured:  # a first rendering measures the text ...
-        fig.savefig(io.BytesIO(), format="png", dpi=DPI, metadata=PNG_METADATA)
+        fig.savefig(first, format="png", dpi=DPI, metadata=PNG_METADATA)
     text = _text_record(fig, measured)
-    for _ in range(3):  # ... the next, the same pixels, writes it into the PNG (a constrained layout
-        info = PngInfo()  # may move once more on a second drawing: then measured again)
-        info.add_text(TEXT_KEY, json.dumps(text, ensure_ascii=True, separators=(",", ":")), zip=True)
-        with _drawn_text() as again:
-            fig.savefig(png, dpi=DPI, pil_kwargs={"pnginfo": info})
-        if (drawn := _text_record(fig, again)) == text:
-            break
-        text = drawn
+    if fig.get_layout_engine() is None:  # ... and, with no layout engine to move it, is the PNG: its pixels
+        _pixels(first).save(png, format="png", dpi=(DPI, DPI), pnginfo=_png_info(text))
     else:
-        raise DataError(f"figure {name}: its text moves each time it is drawn; not saved with its measurements")
+        for _ in range(3):  # ... or the next, the same pixels, writes it into the PNG (a constrained layout
+            with _drawn_text() as again:  # may move once more on a second drawing: then measured again)
+                fig.savefig(png, dpi=DPI, pil_kwargs={"pnginfo": _png_info(text)})
+            if (drawn := _text_record(fig, again)) == text:
+                break
+            text = drawn
+        else:
+            raise DataError(f"figure {name}: its text moves each time it is drawn; not saved with its measurements")
     fig.savefig(pdf, dpi=DPI, metadata=PDF_METADATA)
     return [png, pdf]
+
+
+def _png_info(text) -> PngInfo:
+    """The PNG text chunk that records ``text`` (:data:`TEXT_KEY`), the only chunk of text in the file."""
+    info = PngInfo()
+    info.add_text(TEXT_KEY, json.dumps(text, ensure_ascii=True, separators=(",", ":")), zip=True)
+    return info
+
+
+def _pixels(rendered: io.BytesIO) -> Image.Image:
+    """The pixels of a rendering (a PNG in memory), to be encoded again with the text chunk: as matplotlib
+    encodes its RGBA buffer (``matplotlib.image.imsave``: Pillow, the ``pnginfo`` and the dpi), byte for byte."""
+    rendered.seek(0)
+    image = Image.open(rendered)
+    image.load()
+    return image
 
 
 #: The PNG text chunk (zTXt) in which :func:`savefig` records a figure's text (see :func:`figure_text`).

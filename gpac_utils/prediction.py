@@ -103,7 +103,7 @@ from .checks import (
     check_same_index,
 )
 from .recipe import Recipe
-from .settings import Settings
+from .settings import Settings, takes_settings
 
 __all__ = [
     "PlanCurves",
@@ -914,7 +914,6 @@ _PILOT_MOVED = {
 
 #: predict()'s former keywords: where each went (a one-line TypeError; the old spellings were removed in 0.2.0).
 _MOVED = {
-    **{k: f"settings=Settings({k}=...)" for k in PLANNED_SETTINGS},
     **{k: f"spec=PlanSpec({k}=...)" for k in ("n_grid", "n_resamples", "traffic", "cap", "pool")},
     "pilot": "spec=PlanSpec(model=...)",
     **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in _PILOT_MOVED.items()},
@@ -935,6 +934,7 @@ def _refuse_moved(func):
 
 
 @_refuse_moved
+@takes_settings(_calibrate.GPAC.SETTINGS)
 def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, settings, spec=None) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
 
@@ -954,9 +954,12 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
     pilot_groups : array_like, shape (M,), optional
         Group of each pilot item (every group needs at least one); ``None``: a pooled pilot (the
         pilot model becomes ``smoothed``: every group borrows the pooled loss-given-score).
-    settings : Settings
-        How each group will be calibrated (:class:`~gpac_utils.settings.Settings`), read whole:
-        :data:`PLANNED_SETTINGS`; C-PAC's fields are refused (one line naming the field).
+    eps, alpha, recipe, loss_bound, min_group_size, seed, risk, correction : optional
+        How each group will be calibrated: G-PAC's settings (:data:`PLANNED_SETTINGS`), each an explicit
+        keyword with its declared default (:class:`~gpac_utils.settings.Settings`; ``eps`` has none), or
+    settings : Settings, optional
+        all of them at once (then give none of them: one away from its default beside it is refused,
+        naming it); C-PAC's settings are refused (one line naming the setting).
     spec : PlanSpec, optional
         The label grid, resamples, traffic, caps, pool and pilot model (:class:`PlanSpec`).
 

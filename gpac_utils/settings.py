@@ -32,6 +32,7 @@ import itertools
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from inspect import Parameter, signature
 from typing import Any
 
 from .checks import ParameterError, check_choice, check_int, check_range, warn_risk
@@ -57,6 +58,7 @@ __all__ = [
     "declarations",
     "check_risk",
     "settings_init",
+    "takes_settings",
     "GROUPINGS",
     "Method",
     "CALIBRATORS",
@@ -360,6 +362,42 @@ def settings_init(cls):
     init = refusing(RENAMED)(namespace["__init__"])
     init.__qualname__, init.__doc__ = f"{cls.__qualname__}.__init__", "Its settings, as declared (SETTINGS)."
     return init
+
+
+def takes_settings(declared):
+    """A decorator: ``function(..., *, settings, ...)`` also takes each setting of ``declared`` as an explicit
+    keyword-only parameter before ``settings`` (``inspect.signature``, ``help()`` and tab completion show them),
+    with its declared default (``None`` for ``eps``); they build the :class:`Settings` when ``settings`` is not
+    given, and beside it one away from its default is refused, naming it (``settings: given with [...]``)."""
+
+    def wrap(function):
+        params = [
+            p.replace(default=None) if p.name == "settings" else p for p in signature(function).parameters.values()
+        ]
+        own = [Parameter(s.name, Parameter.KEYWORD_ONLY, default=None if s.default is REQUIRED else s.default)
+               for s in declared]  # fmt: skip
+        at = next((i for i, p in enumerate(params) if p.kind == p.KEYWORD_ONLY), len(params))
+        params[at:at] = own
+        text = [f"{p.name}=_d[{p.name!r}]" if p.default is not p.empty else p.name for p in params]
+        text.insert(at, "*")
+        code = f"def {function.__name__}({', '.join(text)}):\n    return _call(_f, _own, locals())\n"
+        namespace = {"_d": {p.name: p.default for p in params}, "_own": {p.name: p.default for p in own}}
+        namespace.update(_call=_call_with_settings, _f=function, __name__=function.__module__)
+        exec(code, namespace)  # noqa: S102
+        made = namespace[function.__name__]  # not functools.wraps: its __wrapped__ would show the old signature
+        made.__qualname__, made.__doc__ = function.__qualname__, function.__doc__
+        return made
+
+    return wrap
+
+
+def _call_with_settings(function, own: Mapping, arguments: dict):
+    given = {k: arguments.pop(k) for k in own}
+    if arguments["settings"] is None:
+        arguments["settings"] = Settings(**given)
+    elif changed := [k for k, v in given.items() if not (v is own[k] or (type(v) is type(own[k]) and v == own[k]))]:
+        raise ParameterError(f"settings: given with {changed}; give them in settings (settings.replace(...))")
+    return function(**arguments)
 
 
 #: The calibrators by their one name (as in tables and JSON): the readers of the declared settings

@@ -376,8 +376,10 @@ def test_planner_refuses_settings_it_cannot_honour():
     for bad, field in [(Settings(eps=0.1, mode="joint"), "mode"), (Settings(eps=0.1, cluster_fraction=0.3), "cluster")]:
         with pytest.raises(ParameterError, match=rf"^settings\.{field}"):
             prediction.predict(u, g, u, np.zeros(100), g, settings=bad)
-    with pytest.raises(TypeError, match=r"^eps: replaced by settings=Settings\(eps=...\)"):
-        prediction.predict(u, g, u, np.zeros(100), g, eps=0.1)
+    with pytest.raises(ParameterError, match=r"^settings: given with \['eps'\]; give them in settings"):
+        prediction.predict(u, g, u, np.zeros(100), g, eps=0.1, settings=Settings(eps=0.2))
+    with pytest.raises(ParameterError, match=r"^eps: "):
+        prediction.predict(u, g, u, np.zeros(100), g)  # no eps, no settings
 
 
 def test_unseen_losses_are_not_zero_losses():

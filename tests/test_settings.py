@@ -10,7 +10,17 @@ import re
 import numpy as np
 import pytest
 
-from gpac_utils import CPAC, GPAC, PAC, ExperimentConfig, Settings, from_json, thresholds_schema
+from gpac_utils import (
+    CPAC,
+    GPAC,
+    PAC,
+    ExperimentConfig,
+    Settings,
+    feasibility,
+    from_json,
+    prediction,
+    thresholds_schema,
+)
 from gpac_utils.bounds import BOUNDS
 from gpac_utils.calibrate import CALIBRATORS, ROUTING, STATUSES, Method, calibrator
 from gpac_utils.checks import ParameterError
@@ -210,3 +220,25 @@ def test_a_quantile_grid_is_valid_only_with_a_bound_monotone_in_every_term():
     monotone, other = BOUNDS.names(valid=True, monotone=True)[0], BOUNDS.names(valid=True, monotone=False)[0]
     assert Recipe(bound=monotone, candidates=20).is_valid and Recipe(bound=other).is_valid
     assert not Recipe(bound=other, candidates=20).is_valid
+
+
+@pytest.mark.parametrize(
+    ("function", "names"),
+    [(prediction.predict, prediction.PLANNED_SETTINGS), (feasibility.feasibility, feasibility.SETTINGS_READ)],
+)
+def test_the_planners_signatures_are_their_declared_settings_and_their_docstrings_list_them(function, names):
+    """Each setting the planner reads is an explicit keyword-only parameter with its declared default; the
+    docstring lists every parameter; the keywords build the same settings as ``settings=``."""
+    params = inspect.signature(function).parameters
+    every = declarations()
+    for name in names:
+        p, s = params[name], every[name]
+        assert p.kind is p.KEYWORD_ONLY and p.default == (None if s.default is REQUIRED else s.default), name
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    assert set(params) <= _documented(function), function.__name__
+    sizes = {"a": 40, "b": 300}
+    assert feasibility.feasibility(sizes, eps=0.05, risk="routed").equals(
+        feasibility.feasibility(sizes, Settings(eps=0.05, risk="routed"))
+    )
+    with pytest.raises(ParameterError, match=r"^settings: given with \['alpha'\]"):
+        feasibility.feasibility(sizes, Settings(eps=0.05), alpha=0.1)

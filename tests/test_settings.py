@@ -134,6 +134,7 @@ def test_online_gpacs_signature_is_its_settings():
         default = None if f.default is dataclasses.MISSING else f.default
         assert params[f.name].default == default, f.name
     assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    assert set(params) <= _documented(OnlineGPAC)  # its docstring lists every parameter
     router = OnlineGPAC(0.1, label_prob=0.5, grid=11, drift_alpha=0.01)
     assert router.settings == OnlineSettings(eps=0.1, label_prob=0.5, grid=11, drift_alpha=0.01)
     with pytest.raises(ParameterError, match=r"^settings: given with \['grid'\]"):

@@ -25,8 +25,8 @@ Two families:
     * ``empirical_bernstein`` — Maurer & Pontil (2009), Theorem 4;
     * ``wsr`` — Waudby-Smith & Ramdas (2023) betting bound, one-sided capital process with the
       predictable plug-in bets of Bates et al., running maximum (Ville), upper end found by a
-      monotone Newton root search (no grid); the climb is :func:`gpac_utils.wsr.wsr_upper`, run
-      per calibration by the plain path here and by the bit-identical fast path :mod:`gpac_utils.wsr_fast`;
+      monotone Newton root search (no grid); the climb is :func:`gpac_utils.wsr.wsr_upper`, run by the
+      fast path :mod:`gpac_utils.wsr_fast`, bit for bit the plain climb per calibration (its test's);
     * ``clopper_pearson`` — exact binomial bound; only when every ``z / term_range`` is 0 or 1.
 
 The bounds that depend on the data only through prefix sums (the non-``sequential`` ones) are computed
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from . import bound_references, wsr, wsr_fast
+from . import bound_references, wsr_fast
 from .checks import ParameterError
 from .registry import Registry, removed
 
@@ -285,22 +285,6 @@ def _clopper_pearson(s1, s2, m, alpha, term_range):
     return term_range * _unique_apply(np.rint(s1 / term_range), lambda k: _binomial_upper(k, m, alpha))
 
 
-# --- betting (WSR) ---------------------------------------------------------------------------
-
-
-def _wsr(z, scores, cand, alpha, term_range):
-    """WSR bound at every (calibration, candidate) pair; sequence order = the given (random) order.
-
-    The terms of pair ``(b, k)`` are ``x_b = z_b / term_range`` with every term scored above ``c_k`` set to 0.
-    """
-    x = z / term_range
-    out = np.empty(cand.shape)
-    for b in range(cand.shape[0]):
-        xk = np.where(scores[b] <= cand[b][:, None], x[b], 0.0)  # (K, m): one row per candidate
-        out[b] = wsr.wsr_upper(xk, alpha)
-    return term_range * out
-
-
 # --- minimum items and p-values ---------------------------------------------------------------
 
 
@@ -400,7 +384,8 @@ class Bound:
         ``candidates="auto"`` gives it a fixed grid (its cost grows with the grid).
     monotone : bool, default False
         Non-decreasing in every term, so that any (even data-dependent) candidate grid keeps
-        first-crossing selection exactly valid.
+        first-crossing selection exactly valid: :attr:`gpac_utils.recipe.Recipe.is_valid` reads it (a
+        quantile grid, an int ``candidates``, is valid only with a monotone bound).
     binary_terms : bool, default False
         Needs every ``z / term_range`` to be 0 or 1.
     tolerance : float, default 1e-10
@@ -473,8 +458,8 @@ class Bound:
         return smallest_count(lambda m: float(self.pvalue(0.0, m, e)) <= level, _binomial_tail(eps, level, term_range))
 
 
-#: Every bound, by name. The fast path of ``wsr`` (:mod:`gpac_utils.wsr_fast`) is bit for bit
-#: the plain climb ``_wsr``, which is too slow for the audits and n = 1e6.
+#: Every bound, by name. The fast path of ``wsr`` (:mod:`gpac_utils.wsr_fast`) is bit for bit the plain climb
+#: (:func:`gpac_utils.wsr.wsr_upper` per calibration: ``tests/test_bounds_exact.py``), too slow for n = 1e6.
 BOUNDS: Registry[Bound] = Registry(
     "bound",
     [

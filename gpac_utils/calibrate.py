@@ -28,45 +28,56 @@ helpers every calibrator (:class:`~gpac_utils.online.OnlineGPAC` included) share
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
-import pandas as pd
 
 from . import bounds as _bounds
 from . import feasibility as _feasibility
 from . import risks as _risks
-from . import sampling as _sampling
-from . import selection as _selection
 from . import thresholds_schema as _schema
 from .checks import (
     ParameterError,
     check_array,
     check_binary_losses,
     check_fitted,
-    check_groups,
-    check_label_prob,
-    check_risk,
-    check_rng,
     check_xy,
 )
-from .partition import Partition
-from .recipe import VALID, Recipe, check_recipe
-from .registry import Registry
+from .group_threshold import (
+    THRESHOLD_READS,
+    batch_threshold,
+    factorize_groups,
+    group_labels,
+    risk_curve,
+    routed_risk_curve,
+    routed_threshold,
+    threshold,
+)
+from .partition import PARTITION_ALGORITHMS, Partition, ScorePartitioner
 from .risks import Problem
-from .settings import RENAMED, Settings
+from .settings import (
+    CALIBRATORS,
+    COMMON,
+    CORRECTION,
+    GROUPINGS,
+    Interval,
+    Method,
+    Options,
+    Setting,
+    Settings,
+    settings_init,
+)
 
 __all__ = [
     "ALL",
     "GroupWarning",
     "GroupRecord",
     "STATUSES",
+    "ROUTING",
     "Calibrator",
     "THRESHOLD_READS",
     "threshold",
@@ -79,12 +90,11 @@ __all__ = [
     "PAC",
     "GPAC",
     "CPAC",
-    "Method",
-    "CALIBRATORS",
-    "GROUPINGS",
+    "PARTITIONER",
+    "CPAC_MODE",
+    "CLUSTER_FRACTION",
     "default_method",
     "method",
-    "method_class",
     "calibrator",
 ]
 
@@ -105,7 +115,32 @@ TOO_FEW = "always think: too few items"
 NO_FEASIBLE = "always think: no feasible threshold"
 #: A group met only when routing (a G-PAC label absent from calibration; a learned C-PAC group without items).
 UNSEEN = "unseen at calibration"
-STATUSES = (CERTIFIED, TOO_FEW, NO_FEASIBLE, UNSEEN)
+
+
+class _Statuses(Sequence):
+    """The group statuses: the four above, then each registered calibrator's own (:attr:`Method.statuses`),
+    read when asked (``routes``: only those of groups with a threshold, or only those without)."""
+
+    def __init__(self, routes: bool | None = None):
+        self.routes = routes
+
+    def _all(self) -> list[str]:
+        out = {CERTIFIED: True, TOO_FEW: False, NO_FEASIBLE: False, UNSEEN: False}
+        for entry in CALIBRATORS.values():
+            out.update(entry.statuses)
+        return [s for s, routes in out.items() if self.routes is None or routes == self.routes]
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+#: Every group status (``groups_``, the certificate's ``groups``): the vocabulary, registered calibrators' included.
+STATUSES = _Statuses()
+#: The statuses of groups that have a threshold (:data:`CERTIFIED`, and a calibrator's own, such as "pooled").
+ROUTING = _Statuses(routes=True)
 
 
 class GroupRecord(NamedTuple):
@@ -139,15 +174,6 @@ def _members(scores, losses, labels) -> tuple[list[str], list[tuple[np.ndarray, 
     s, loss = scores[order], losses[order]
     starts = np.concatenate(([0], ends[:-1]))
     return names.tolist(), [(s[a:b], loss[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-
-
-def _certify_joint(scores, losses, problem: Problem, rng):
-    """The joint risk's step for one group (:attr:`gpac_utils.risks.Risk.certify`): :func:`_threshold`
-    with the labels drawn and the upper confidence bound at the chosen candidate."""
-    d, cand, ucb = _bound_curve(scores, losses, problem, rng)
-    t = float(_selection.select(cand, ucb, problem.eps, problem.recipe.rule))
-    at = np.searchsorted(cand, t, side="right") - 1  # the chosen candidate (ties share their bound)
-    return t, int(np.asarray(d.n_queried)), float(ucb[at]) if math.isfinite(t) else None
 
 
 def _warn_uncertified(groups: dict, eps: float) -> None:
@@ -191,375 +217,11 @@ class Calibrator(Protocol):
     def route(self, scores, groups=None) -> np.ndarray: ...
 
 
-def _threshold(scores, losses, problem: Problem, rng):
-    """:func:`batch_threshold`'s joint-risk step on checked arguments (the thresholds only)."""
-    _, cand, ucb = _bound_curve(scores, losses, problem, rng)
-    return _selection.select(cand, ucb, problem.eps, problem.recipe.rule)
+class _Names:
+    """``OPTIONS``: the names of a calibrator class's ``SETTINGS``."""
 
-
-# the paper's risk: certified by the functions above (calibrate imports risks, not the other way round)
-_risks.RISKS.register(
-    dataclasses.replace(_risks.RISKS["joint"], certify=_certify_joint, threshold=_threshold), replace=True
-)
-
-
-def _bound_curve(scores, losses, problem: Problem, rng):
-    """The label terms as the recipe draws them, the candidate thresholds and the bound at each of them."""
-    recipe = problem.recipe
-    bound = _bounds.BOUNDS[recipe.bound]
-    # Only a sequential bound depends on the order of the terms.
-    d = _sampling.draw(
-        scores, losses, recipe.sampling, problem.probs, rng, problem.loss_bound, shuffle=bound.sequential
-    )
-    every_score = _selection.resolve_candidates(recipe.candidates, recipe.bound, scores.shape[-1]) == "all"
-    if every_score and scores.ndim == 1 and not bound.sequential:  # shortcuts of the same bits
-        curve = _bounds._curve_of_nonzero(bound, d.z, d.scores, scores, problem.alpha, d.term_range)
-        if curve is not None:
-            return d, *curve
-        if d.items is None:  # the terms carry the scores in their order
-            return d, *_bounds._curve_at_scores(bound, d.z, scores, problem.alpha, d.term_range)
-    cand = _selection.candidate_grid(scores, recipe.candidates, recipe.bound, problem.interval)
-    return d, cand, _bounds.ucb(recipe.bound, d.z, d.scores, cand, problem.alpha, d.term_range)
-
-
-#: The :class:`~gpac_utils.settings.Settings` fields :func:`threshold` and :func:`batch_threshold` read
-#: (they refuse the others away from their defaults: they would not change the answer).
-THRESHOLD_READS = ("eps", "alpha", "recipe", "loss_bound", "risk")
-
-
-def threshold(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields) -> np.ndarray:
-    """Calibrate one group: its threshold (``-inf``: always think).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        Per-item scores in ``[0, 1]`` and losses in ``[0, loss_bound]``, 1-D (an ``(n, 1)`` array
-        is refused: :func:`batch_threshold` calibrates many groups at once).
-    settings : Settings, optional
-        The settings, whole (:class:`~gpac_utils.settings.Settings`); it reads
-        :data:`THRESHOLD_READS` and refuses the other fields away from their defaults.
-    rng : numpy.random.Generator or int, optional
-        Randomness of the label sampling.
-    label_prob : array_like, optional
-        Labelling probabilities broadcastable to ``losses`` (overrides ``recipe.label_prob``).
-    interval : (float, float), default (0.0, 1.0)
-        The span of the evenly spaced grids (``wsr``'s auto grid, the routed risk's grid): a split
-        C-PAC group's interval, fixed before the calibration half
-        (:func:`gpac_utils.selection.candidate_grid`).
-    **fields
-        Without ``settings``, its fields: ``eps`` (target risk, required), ``alpha`` (miscoverage,
-        default 0.05), ``recipe`` (a :class:`~gpac_utils.recipe.Recipe` or its name, default
-        :data:`~gpac_utils.recipe.VALID`), ``loss_bound`` (default 1.0) and ``risk`` (what is
-        certified, :data:`~gpac_utils.risks.RISKS`, default ``"joint"``); with it, changes to them.
-
-    Returns
-    -------
-    numpy.ndarray, shape ()
-        The threshold; ``-inf`` where no candidate is certified (always think).
-
-    Raises
-    ------
-    ParameterError
-        Naming the argument: scores outside ``[0, 1]``, losses outside ``[0, loss_bound]``, NaN or
-        infinity, shapes that differ or are not 1-D, pandas inputs whose indexes differ (never
-        re-paired by position), ``eps``/``alpha``/``label_prob`` out of range, a bad ``recipe``,
-        ``rng`` or ``risk``, a setting it would ignore.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.linspace(0, 1, 500)
-    >>> losses = (u > 0.8).astype(float)  # only the most uncertain fifth is lossy
-    >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
-    True
-    """
-    entry, scores, losses, problem = _checked(scores, losses, _settings(settings, fields), (label_prob, interval))
-    return np.asarray(entry.certify(scores, losses, problem, check_rng("rng", rng))[0], dtype=float)
-
-
-def batch_threshold(
-    scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields
-) -> np.ndarray:
-    """:func:`threshold` of many independent calibrations at once (the planner's resamples, the audits).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (..., n)
-        One calibration per index of the leading axes (at least one: a 1-D array is refused,
-        :func:`threshold` calibrates one group), ``n`` items each.
-    settings, rng, interval, **fields
-        As for :func:`threshold`.
-    label_prob : array_like, optional
-        As for :func:`threshold`; e.g. a different probability per calibration, shape ``(..., 1)``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        One threshold per calibration; ``-inf`` where no candidate is certified.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.tile(np.linspace(0, 1, 500), (3, 1))
-    >>> batch_threshold(u, (u > 0.8).astype(float), eps=0.05).shape
-    (3,)
-    """
-    checked = _checked(scores, losses, _settings(settings, fields), (label_prob, interval), batch=True)
-    entry, scores, losses, problem = checked
-    rng = check_rng("rng", rng)
-    if entry.threshold is not None:
-        return entry.threshold(scores, losses, problem, rng)
-    # a risk that certifies one group at a time: one call per calibration (a per-row label_prob sliced)
-    batch, n = scores.shape[:-1], scores.shape[-1]
-    per_row = problem.label_prob is not None and np.ndim(problem.label_prob) > 1
-    probs = np.broadcast_to(problem.label_prob, scores.shape).reshape(-1, n) if per_row else None
-    out = [
-        entry.certify(s, loss, dataclasses.replace(problem, label_prob=probs[i]) if per_row else problem, rng)[0]
-        for i, (s, loss) in enumerate(zip(scores.reshape(-1, n), losses.reshape(-1, n), strict=True))
-    ]
-    return np.array(out, dtype=float).reshape(batch)
-
-
-def _settings(settings, fields: dict):
-    """The :class:`~gpac_utils.settings.Settings` of a :func:`threshold` call: given whole (``fields``
-    then change it) or built from ``fields``; a field it would ignore is refused."""
-    if settings is None:
-        settings = Settings(**fields)
-    elif not isinstance(settings, Settings):
-        raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
-    elif fields:
-        settings = settings.as_settings(**fields)
-    ignored = settings.ignored(THRESHOLD_READS)
-    if ignored:
-        raise ParameterError(
-            f"{ignored[0]}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
-        )
-    return settings
-
-
-def _checked(scores, losses, settings, call, batch: bool = False):
-    """The validation layer's calls of :func:`threshold` on checked ``settings`` and the call's
-    ``(label_prob, interval)``: the risk's entry, the checked scores and losses, and the :class:`Problem`."""
-    entry = _risks.get_risk(settings.risk)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
-    if batch and scores.ndim < 2:
-        raise ParameterError(
-            f"scores: batch_threshold takes calibrations along leading axes, shape (..., n); got shape {scores.shape}: "
-            "use threshold() for one group"
-        )
-    check_binary_losses(losses, _bounds.BOUNDS[settings.recipe.bound].binary_terms, settings.loss_bound)
-    label_prob, interval = call
-    check_label_prob(label_prob, losses.shape)
-    problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
-    return entry, scores, losses, problem
-
-
-def routed_threshold(scores, losses, settings=None, **options) -> np.ndarray:
-    """:func:`threshold` with ``risk="routed"``: the routed risk ``E[loss | U <= u] <= eps`` (module description).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        The largest threshold of the grid whose hypothesis the fallback procedure rejects;
-        ``-inf`` if none (always think).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.linspace(0, 1, 2000)
-    >>> losses = (u > 0.5).astype(float)  # the upper half is always wrong
-    >>> t = float(routed_threshold(u, losses, eps=0.1, alpha=0.05))
-    >>> 0.5 < t < 0.56  # among the items with U <= t at most about 10 % are wrong
-    True
-    """
-    return threshold(scores, losses, settings, **{**options, "risk": "routed"})
-
-
-def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=None, interval=(0.0, 1.0), **fields):
-    """The mechanism of one routed-risk calibration, per grid point (same ``rng`` → same threshold).
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        One group's scores and losses.
-    settings, rng, label_prob, interval, **fields
-        As for :func:`threshold` (``risk`` is ``"routed"``), checked as there.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
-        ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
-    """
-    settings = _settings(settings, {**fields, "risk": "routed"})
-    _, scores, losses, problem = _checked(scores, losses, settings, (label_prob, interval))
-    recipe, eps, alpha = problem.recipe, problem.eps, problem.alpha
-    d = _risks.terms(scores, losses, problem, check_rng("rng", rng))
-    grid = _risks.routed_grid(problem.interval)
-    p, m = _risks.routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    rejected = _risks.fallback_reject(p, alpha)
-    K = grid.size
-    level, carried = np.zeros(K), 0.0
-    for k in range(K):
-        level[k] = alpha / K + carried
-        carried = level[k] if rejected[k] else 0.0
-    s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
-    chosen = float(_risks.largest_rejected(grid, rejected))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        risk = np.where(m > 0, s / np.maximum(m, 1), np.nan)
-    return pd.DataFrame(
-        {
-            "u": grid,
-            "routed": m,
-            "routed_risk": risk,
-            "p_value": p,
-            "level": level,
-            "rejected": rejected,
-            "selected": grid == chosen,
-        }
-    )
-
-
-def risk_curve(
-    scores, losses, *, eps: float, alpha: float, recipe: Recipe | str = VALID, loss_bound: float = 1.0, rng=None
-) -> pd.DataFrame:
-    """The mechanism of one calibration: empirical risk and its upper confidence bound against ``u``.
-
-    Draws the label terms exactly as :func:`threshold` does (same ``rng`` → same threshold) and
-    returns, at every candidate threshold, the empirical thresholded risk of the terms, the upper
-    confidence bound, and whether the candidate is the selected threshold.
-
-    Parameters
-    ----------
-    scores, losses : array_like, shape (n,)
-        One group's calibration scores and losses.
-    eps, alpha, recipe, loss_bound, rng
-        As for :func:`threshold`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``u``, ``empirical_risk``, ``ucb``, ``envelope`` (its running maximum, what
-        first-crossing scans) and ``selected`` (one row per candidate).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> u = np.linspace(0, 1, 200)
-    >>> curve = risk_curve(u, (u > 0.7).astype(float), eps=0.1, alpha=0.05)
-    >>> list(curve.columns)
-    ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
-    """
-    recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1)
-    check_binary_losses(losses, _bounds.BOUNDS[recipe.bound].binary_terms, loss_bound)
-    d, cand, ucb = _bound_curve(scores, losses, Problem(eps, alpha, recipe, loss_bound), check_rng("rng", rng))
-    chosen = _selection.select(cand, ucb, eps, recipe.rule)
-    emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)
-    envelope = _selection.upper_envelope(ucb)
-    return pd.DataFrame(
-        {"u": cand, "empirical_risk": emp, "ucb": ucb, "envelope": envelope, "selected": cand == chosen}
-    )
-
-
-def factorize_groups(labels) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes and the sorted distinct labels (hash-based: fast for millions of rows).
-
-    Parameters
-    ----------
-    labels : array_like, shape (n,)
-        One group label per item.
-
-    Returns
-    -------
-    codes : numpy.ndarray of int, shape (n,)
-        Each item's index into ``names``.
-    names : numpy.ndarray of str
-        The distinct labels, sorted.
-
-    Examples
-    --------
-    >>> codes, names = factorize_groups(["b", "a", "b"])
-    >>> codes.tolist(), names.tolist()
-    ([1, 0, 1], ['a', 'b'])
-    """
-    a = np.asarray(labels)
-    if a.dtype.kind == "U" and a.ndim == 1 and a.size >= _PACKED_FROM:
-        packed = _factorize_unicode(a)
-        if packed is not None:
-            return packed
-    codes, names = pd.factorize(a, sort=True)
-    return codes, np.asarray(names).astype(str)
-
-
-#: From this many labels on, a numpy string array is factorised through its code points (below,
-#: pandas' hash table, which first converts every label to a Python object, is as fast).
-_PACKED_FROM = 4096
-
-
-def _factorize_unicode(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`factorize_groups` of a 1-D numpy string array without a Python object per label.
-
-    Each label is a row of code points (``NUL``-padded); the columns that hold a character anywhere
-    are packed into one ``uint64`` key per label, exactly when they fit in 64 bits, else hashed
-    (the hash is then checked: every label must equal its key's first label; ``None`` on a
-    collision, and pandas factorises). Same codes and names as :func:`pandas.factorize`.
-    """
-    chars = np.ascontiguousarray(a).view(np.uint32).reshape(a.size, -1)
-    top = _column_max(chars)
-    used = np.flatnonzero(top)
-    if used.size == 0:  # every label is '' (refused by the checks; pandas says the same)
-        return None
-    bits = int(top.max()).bit_length()
-    exact = bits * used.size <= 64
-    cols = chars[:, used].astype(np.uint64)  # the used columns, in one pass over the labels
-    key = np.zeros(a.size, np.uint64)
-    for column in cols.T:
-        key = (key << np.uint64(bits)) | column if exact else (key ^ column) * np.uint64(0x100000001B3)
-    hashed, _ = pd.factorize(key)
-    first = np.empty(hashed.max() + 1, np.intp)
-    first[hashed] = np.arange(a.size)  # one label of each key
-    if not exact and not np.array_equal(cols[first[hashed]], cols):
-        return None
-    names = a[first]
-    order = np.argsort(names)
-    rank = np.empty(order.size, np.intp)
-    rank[order] = np.arange(order.size)
-    return rank[hashed], names[order].astype(str)
-
-
-def _column_max(chars: np.ndarray, rows: int = 256) -> np.ndarray:
-    """``chars.max(axis=0)`` of a C-ordered ``(n, L)`` array, with long inner loops: blocks of ``rows`` rows
-    side by side (a reduction over axis 0 of a few columns costs a call per row)."""
-    n, width = chars.shape
-    whole = n - n % rows
-    top = chars[:whole].reshape(-1, rows * width).max(axis=0).reshape(rows, width).max(axis=0) if whole else 0
-    return np.maximum(top, chars[whole:].max(axis=0)) if whole < n else top
-
-
-def group_labels(groups, n: int) -> np.ndarray:
-    """The checked group labels of ``n`` items (one-line :class:`~gpac_utils.checks.ParameterError` naming ``groups``).
-
-    Parameters
-    ----------
-    groups : array_like or None
-        One label per item; ``None`` is refused (a calibrator with known groups needs them).
-    n : int
-        The number of items.
-
-    Returns
-    -------
-    numpy.ndarray of str, shape (n,)
-        The labels, as strings.
-
-    Examples
-    --------
-    >>> group_labels(["x", "y"], 2).tolist()
-    ['x', 'y']
-    """
-    if groups is None:
-        raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
-    return check_groups("groups", groups, n)
+    def __get__(self, obj, cls) -> tuple[str, ...]:
+        return tuple(s.name for s in cls.SETTINGS)
 
 
 class PAC:
@@ -567,11 +229,24 @@ class PAC:
 
     Parameters
     ----------
-    eps, alpha, recipe, **options
-        The settings it reads, :attr:`OPTIONS`, declared and documented once in
-        :class:`~gpac_utils.settings.Settings` (target risk; miscoverage, default 0.05; recipe,
-        default ``"valid"``; ``loss_bound``, ``min_group_size``, ``seed``, ``risk``).
-        :meth:`from_settings` takes a ``Settings`` whole and keeps it (``config``).
+    eps : float
+        Target risk, in ``(0, loss_bound)``.
+    alpha : float, default 0.05
+        The guarantee holds with probability at least ``1 - alpha``.
+    recipe : Recipe or str, default "valid"
+        How the threshold is certified (:class:`~gpac_utils.recipe.Recipe` or its name).
+    loss_bound : float, default 1.0
+        Upper end of the loss range.
+    min_group_size : int, default 10
+        Groups with fewer calibration items always think.
+    seed : int, default 0
+        Seed of the label sampling.
+    risk : str, default "joint"
+        What is certified (:data:`~gpac_utils.risks.RISKS`).
+
+    The parameters are the settings it reads, declared once (:attr:`SETTINGS`, checked by
+    :class:`~gpac_utils.settings.Settings`); :meth:`from_settings` takes a ``Settings`` whole and
+    keeps it (``config``).
 
     Attributes
     ----------
@@ -602,11 +277,15 @@ class PAC:
     """
 
     name = "PAC"
-    #: The :class:`~gpac_utils.settings.Settings` fields this calibrator reads (and writes to JSON).
-    OPTIONS = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "seed", "risk")
+    #: The settings this calibrator reads (and writes to JSON), in its parameters' order: their one declaration.
+    SETTINGS: tuple[Setting, ...] = COMMON
+    #: Their names.
+    OPTIONS = _Names()
 
-    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in vars(cls):  # its parameters are its SETTINGS (a plugin declares its own)
+            cls.__init__ = settings_init(cls)
 
     def _setup(self, settings: Settings) -> None:
         """Keep ``settings`` whole (``config``) and start unfitted."""
@@ -778,17 +457,19 @@ class PAC:
         return s <= self._thresholds_for(s, labels)
 
 
+PAC.__init__ = settings_init(PAC)
+
+
 class GPAC(PAC):
     """G-PAC: one threshold per known group (paper Algorithm 2).
 
     Parameters
     ----------
-    eps, alpha, recipe
-        As for :class:`PAC`.
-    **options
-        ``loss_bound``, ``min_group_size``, ``seed`` (as for :class:`PAC`) and ``correction``:
+    eps, alpha, recipe, loss_bound, min_group_size, seed, risk
+        As for :class:`PAC` (``risk``: what is certified per group).
+    correction : str, default "none"
         ``"bonferroni"`` calibrates each of the ``k`` groups at ``alpha / k`` so that the guarantee
-        holds for all groups at once; ``"none"`` (default) for each group separately
+        holds for all groups at once; ``"none"`` for each group separately
         (:data:`~gpac_utils.settings.CORRECTIONS`).
 
     Attributes
@@ -814,9 +495,32 @@ class GPAC(PAC):
     """
 
     name = "G-PAC"
-    OPTIONS = PAC.OPTIONS + ("correction",)
+    SETTINGS = (*PAC.SETTINGS, CORRECTION)
 
     no_groups = None  # G-PAC needs them
+
+
+def _not_a_partitioner(p):
+    raise ParameterError(f"partitioner: must be a ScorePartitioner, got {type(p).__name__}")
+
+
+#: C-PAC's own settings, declared here once (:attr:`CPAC.SETTINGS`).
+PARTITIONER = Setting(
+    "partitioner",
+    ScorePartitioner(),
+    lambda p: p if isinstance(p, ScorePartitioner) else _not_a_partitioner(p),
+    "C-PAC: how groups are learned from the score",
+    parts=(
+        Setting("k", ScorePartitioner().k, Interval(int, 1), "C-PAC: number of learned groups"),
+        Setting("partition", ScorePartitioner().algorithm, Options(PARTITION_ALGORITHMS), "C-PAC: partition algorithm"),
+    ),
+    join=lambda k, partition: ScorePartitioner(k, partition),
+    split=lambda p: {"k": p.k, "partition": p.algorithm},
+)
+CPAC_MODE = Setting("mode", "split", Options(("split", "joint")), "C-PAC: split or joint calibration")
+CLUSTER_FRACTION = Setting(
+    "cluster_fraction", 0.5, Interval(float, 0, 1), "C-PAC, split mode: share of the items that learn the partition"
+)
 
 
 class CPAC:
@@ -824,17 +528,17 @@ class CPAC:
 
     Parameters
     ----------
-    eps, alpha, recipe
-        As for :class:`PAC`.
-    **options
-        As for :class:`GPAC` (``correction`` over the learned groups), and C-PAC's own
-        (:class:`~gpac_utils.settings.Settings`): ``partitioner`` (how groups are learned from
-        the score; default ``ScorePartitioner(k=3, algorithm="kmeans")``), ``mode``
-        (``"split"``, the default, learns the partition on a random ``cluster_fraction`` of the
-        calibration set and calibrates on the rest: exact per-group validity, Theorem 4.6, part 1;
-        ``"joint"`` uses the same items for both: no guarantee a certificate can state; the paper
-        claims ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown)
-        and ``cluster_fraction`` (default 0.5).
+    eps, alpha, recipe, loss_bound, min_group_size, seed, risk, correction
+        As for :class:`GPAC` (``correction`` over the learned groups).
+    partitioner : ScorePartitioner, default ``ScorePartitioner(k=3, algorithm="kmeans")``
+        How groups are learned from the score.
+    mode : {"split", "joint"}, default "split"
+        ``"split"`` learns the partition on a random ``cluster_fraction`` of the calibration set and
+        calibrates on the rest: exact per-group validity, Theorem 4.6, part 1; ``"joint"`` uses the
+        same items for both: no guarantee a certificate can state; the paper claims
+        ``eps + c * delta``, Theorem 4.6, part 2, with ``c`` a constant and ``delta`` unknown.
+    cluster_fraction : float, default 0.5
+        ``"split"`` mode: the share of the items that learn the partition, in ``(0, 1)``.
 
     Attributes
     ----------
@@ -862,10 +566,8 @@ class CPAC:
     """
 
     name = "C-PAC"
-    OPTIONS = GPAC.OPTIONS + ("partitioner", "mode", "cluster_fraction")
-
-    def __init__(self, eps: float, alpha: float = 0.05, recipe: Recipe | str = VALID, **options):
-        self._setup(_settings_for(type(self), dict(eps=eps, alpha=alpha, recipe=recipe, **options)))
+    SETTINGS = (*GPAC.SETTINGS, PARTITIONER, CPAC_MODE, CLUSTER_FRACTION)
+    OPTIONS = _Names()
 
     def _setup(self, settings: Settings) -> None:
         self.config = settings
@@ -956,92 +658,17 @@ class CPAC:
         return s <= self.thresholds_for(s, groups)
 
 
-def _settings_for(cls, values) -> Settings:
-    """The :class:`Settings` of ``cls`` from keyword values; an option it does not read is a TypeError."""
-    unknown = [k for k in values if k not in cls.OPTIONS]
-    if unknown:
-        renamed = [RENAMED[k] for k in unknown if k in RENAMED]
-        if renamed:
-            raise TypeError(renamed[0])
-        raise TypeError(f"{cls.__name__}: unknown setting(s) {unknown}; it reads {list(cls.OPTIONS)}")
-    return Settings(**values)
+CPAC.__init__ = settings_init(CPAC)
 
 
-#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
-GROUPINGS = ("none", "known", "learned")
-
-
-@dataclass(frozen=True)
-class Method:
-    """A calibrator: its class and how the rest of the package treats it.
-
-    Parameters
-    ----------
-    name : str
-        Its one name, in result tables and in the JSON ``method`` field (``"G-PAC"``).
-    cls : type
-        The class; ``cls.from_settings(settings)`` builds an unfitted one, ``cls.OPTIONS`` names
-        the settings it reads, and ``_restore(payload)`` sets the fitted state of its JSON.
-    groups : {"none", "known", "learned"}
-        What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
-        ``groups``), or groups it learns (it has ``assign(scores)``).
-    json_fields : tuple of str, default ()
-        Fields its JSON has beyond ``method``, ``settings``, ``thresholds`` and ``group_sizes``
-        (C-PAC: ``partition``); a thresholds file without them is refused.
-    default : bool, default False
-        The default calibrator of its kind of grouping (:func:`default_method`: ``gpac calibrate``
-        without ``--method``); registering another calibrator does not change a default.
-    """
-
-    name: str
-    cls: type
-    groups: str
-    json_fields: tuple[str, ...] = ()
-    default: bool = False
-
-    def __post_init__(self) -> None:
-        if self.groups not in GROUPINGS:
-            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
-        _same_defaults(self.name, self.cls)
-
-    @property
-    def cli_name(self) -> str:
-        """Its ``gpac calibrate --method`` name: lower case without hyphens (``"gpac"``)."""
-        return _key(self.name)
-
-
-def _same_defaults(name: str, cls: type) -> None:
-    """Refuse a calibrator whose ``__init__`` gives a :class:`~gpac_utils.settings.Settings` field a default
-    of its own: ``gpac calibrate``, ``run_experiment`` and a certificate build it with ``from_settings``, from
-    ``Settings``' default, so that default would hold in Python only (a G-PAC-wsr that calibrates with
-    Hoeffding–Bentkus)."""
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
-    for p in inspect.signature(cls.__init__).parameters.values():
-        field = fields.get(p.name)
-        if field is None or p.default is p.empty:
-            continue
-        shared = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
-        if p.default != shared:
-            raise ValueError(
-                f"method {name!r}: {cls.__name__}.__init__ defaults {p.name}={p.default!r}, but gpac calibrate, "
-                f"run_experiment and certificates build it from Settings, where {p.name} defaults to {shared!r}; "
-                "give that setting where it is used (a named recipe: --recipe), not as a class default"
-            )
-
-
-def _key(name) -> str:
-    return str(name).strip().lower().replace("-", "").replace("_", "")
-
-
-#: The calibrators by their one name (as in tables and JSON); one default per kind of grouping.
-CALIBRATORS: Registry[Method] = Registry(
-    "method",
-    [
-        Method("PAC", PAC, "none", default=True),
-        Method("G-PAC", GPAC, "known", default=True),
-        Method("C-PAC", CPAC, "learned", ("partition",), default=True),
-    ],
-)
+# The built-in calibrators (the registry, :data:`~gpac_utils.settings.CALIBRATORS`, lives with the declarations
+# its entries make): one default per kind of grouping.
+for _entry in (
+    Method("PAC", PAC, "none", default=True),
+    Method("G-PAC", GPAC, "known", default=True),
+    Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True),
+):
+    CALIBRATORS.register(_entry)
 
 
 def default_method(groups: str) -> Method:
@@ -1084,20 +711,9 @@ def method(name: str) -> Method:
     'known'
     """
     for entry in CALIBRATORS.values():
-        if _key(entry.name) == _key(name):
+        if entry.cli_name == Method.key(name):
             return entry
     raise ParameterError(f"method: unknown {name!r}; choose one of {list(CALIBRATORS)}")
-
-
-def method_class(name: str) -> type:
-    """The calibrator class for a method name (:func:`method`).
-
-    Examples
-    --------
-    >>> method_class("g_pac").__name__, method_class("C-PAC").__name__
-    ('GPAC', 'CPAC')
-    """
-    return method(name).cls
 
 
 def calibrator(method_name: str, settings: Settings | float, **changes):

@@ -90,7 +90,7 @@ import numpy as np
 import pandas as pd
 
 from .bounds import BOUNDS
-from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, STATUSES, TOO_FEW, UNSEEN
+from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, ROUTING, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError, ParameterError
 from .feasibility import min_items
 from .recipe import as_recipe
@@ -326,7 +326,7 @@ def _check_fields(payload: dict) -> None:
         if e["status"] not in STATUSES:
             raise ThresholdsFileError(f"groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
         check_record(e, GROUP_ENTRY, f"groups[{g!r}]", payload)
-        if (e["status"] == CERTIFIED) != (e["threshold"] is not None):
+        if (e["status"] in ROUTING) != (e["threshold"] is not None):
             raise ThresholdsFileError(f"groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
         if e["status"] != UNSEEN and thr.get(g, "absent") != e["threshold"]:
             raise ThresholdsFileError(f"groups[{g!r}].threshold {e['threshold']!r} differs from thresholds[{g!r}]")

@@ -46,7 +46,6 @@ __all__ = [
     "check_fitted",
     "check_binary_losses",
     "check_range",
-    "check_risk",
     "warn_risk",
     "warn_level",
     "check_int",
@@ -142,44 +141,15 @@ def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_ri
     --------
     >>> check_range("label_prob", 1, closed_right=True)
     1.0
-    >>> check_range("alpha", 1.5)
+    >>> check_range("cal_ratio", 1.5)
     Traceback (most recent call last):
     ...
-    gpac_utils.checks.ParameterError: alpha: must lie in (0.0, 1.0), got 1.5
+    gpac_utils.checks.ParameterError: cal_ratio: must lie in (0.0, 1.0), got 1.5
     """
     v = _number(name, value)
     if not (lo < v < hi or (closed_right and v == hi)):
         raise ParameterError(f"{name}: must lie in ({lo}, {hi}{']' if closed_right else ')'}, got {value!r}")
     return v
-
-
-def check_risk(eps, alpha, loss_bound=1.0) -> tuple[float, float, float]:
-    """The settings of every guarantee: ``loss_bound > 0``, ``0 < eps < loss_bound``, ``0 < alpha < 1``.
-
-    At ``eps >= loss_bound`` every item could be routed unchecked.
-
-    Parameters
-    ----------
-    eps : float
-        The target risk.
-    alpha : float
-        The miscoverage level.
-    loss_bound : float, default 1.0
-        The loss bound ``B``.
-
-    Returns
-    -------
-    tuple of float
-        ``(eps, alpha, loss_bound)`` as floats.
-
-    Raises
-    ------
-    ParameterError
-        Naming the first of ``loss_bound``, ``eps``, ``alpha`` that is out of its range.
-    """
-    loss_bound = check_range("loss_bound", loss_bound, 0.0, math.inf)
-    eps, alpha = check_range("eps", eps, 0.0, loss_bound), check_range("alpha", alpha)
-    return eps, alpha, loss_bound
 
 
 def warn_risk(eps: float, alpha: float, loss_bound: float = 1.0) -> None:

@@ -263,5 +263,5 @@ def _verify_cmd(a, cli) -> int:
     return 0
 
 
-#: command -> handler ``handler(args, cli)``, ``cli`` the :mod:`gpac_utils.cli` module (its shared helpers).
+#: command -> handler ``handler(args, cli)``, ``cli`` the :mod:`gpac_utils.cli.common` module (the shared helpers).
 COMMANDS = {"fit-router": _fit_router, "audit": _audit_cmd, "verify": _verify_cmd}

@@ -81,6 +81,7 @@ import numpy as np
 
 from .checks import ParameterError, check_choice, check_range
 from .registry import Registry
+from .settings import EPS
 
 __all__ = [
     "CLIP",
@@ -258,7 +259,7 @@ class _Sequential:
 
     def __init__(self, eps, direction, bound, clip, shape):
         self.bound = check_range("bound", bound, 0.0, math.inf)
-        self.eps = check_range("eps", eps, 0.0, self.bound)
+        self.eps = EPS.check(eps, {"loss_bound": self.bound})
         self.direction = check_choice("direction", direction, DIRECTIONS)
         self.clip = check_range("clip", clip)
         self.shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(s) for s in shape)

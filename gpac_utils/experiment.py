@@ -38,7 +38,7 @@ from .checks import ParameterError, check_choice, check_int, check_range
 from .metrics import error_gap, mcse
 from .recipe import Recipe, as_recipe
 from .risks import get_risk
-from .settings import Settings, _refuse_renamed
+from .settings import EPS, Settings, _refuse_renamed
 
 __all__ = [
     "KEYS",
@@ -369,7 +369,7 @@ def summarize(results: pd.DataFrame, eps: float) -> pd.DataFrame:
     missing = [c for c in (*KEYS, "group", "trial", "error", "pop_risk") if c not in results.columns]
     if missing:
         raise ParameterError(f"results: missing column(s) {missing}; pass the rows of run_experiment")
-    check_range("eps", eps, 0.0, float(results["loss_bound"].iloc[0]) if "loss_bound" in results else 1.0)
+    EPS.check(eps, {"loss_bound": float(results["loss_bound"].iloc[0]) if "loss_bound" in results else 1.0})
     out = []
     per_group = group_violations(results, eps)
     for key, df in results.groupby(KEYS, sort=False):

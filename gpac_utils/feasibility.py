@@ -57,10 +57,10 @@ from collections.abc import Mapping
 import pandas as pd
 
 from .bounds import BOUNDS
-from .checks import ParameterError, check_int, check_risk
+from .checks import ParameterError, check_int
 from .recipe import VALID, Recipe, as_recipe
 from .risks import get_risk
-from .settings import Settings
+from .settings import Settings, check_risk, declarations, takes_settings
 
 __all__ = ["best_case_ucb", "min_terms", "terms_of", "min_items", "expected_labels", "SETTINGS_READ", "feasibility"]
 
@@ -203,6 +203,7 @@ def expected_labels(n_items: int, recipe: Recipe | str = VALID) -> float:
 SETTINGS_READ = ("eps", "alpha", "recipe", "loss_bound", "min_group_size", "correction", "risk")
 
 
+@takes_settings([declarations()[name] for name in SETTINGS_READ])
 def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFrame:
     """Per group: can any threshold be certified with the items available, and how many are needed?
 
@@ -210,10 +211,13 @@ def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFr
     ----------
     group_sizes : mapping of str to int
         Calibration items per group (all items of a table, or a pilot's pool).
-    settings : Settings
+    settings : Settings, optional
         The calibrator's settings, whole; it reads :data:`SETTINGS_READ` (``alpha`` shared across the groups
         by ``correction``; ``min_group_size``: a smaller group always thinks whatever the bound;
-        ``risk``: its minimum-items rule) and refuses a setting it would ignore.
+        ``risk``: its minimum-items rule) and refuses a setting it would ignore. Or:
+    eps, alpha, recipe, loss_bound, min_group_size, correction, risk : optional
+        The settings of :data:`SETTINGS_READ` as explicit keywords, each with its declared default
+        (``eps`` has none): they build the settings (not beside ``settings``: refused, naming them).
 
     Returns
     -------

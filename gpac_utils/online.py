@@ -93,7 +93,7 @@ import dataclasses
 import itertools
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -109,14 +109,13 @@ from .checks import (
     check_int,
     check_observed_losses,
     check_range,
-    check_risk,
     check_rng,
     check_same_index,
     warn_risk,
 )
 from .registry import Registry
 from .selection import candidate_grid
-from .settings import RENAMED_UNTIL
+from .settings import ALPHA, LOSS_BOUND, RENAMED_UNTIL, check_risk, refusing
 
 __all__ = [
     "BETS",
@@ -332,7 +331,7 @@ class OnlineSettings:
     """
 
     eps: float
-    alpha: float = 0.05
+    alpha: float = ALPHA.default
     label_prob: float
     labelling: str = "free"
     warmup_items: int = 0
@@ -342,7 +341,7 @@ class OnlineSettings:
     drift_scope: str = "group"
     n_groups: int | None = None
     grid: int | tuple = 101
-    loss_bound: float = 1.0
+    loss_bound: float = LOSS_BOUND.default
     bet: str = "mixture"
     seed: int | tuple | np.random.Generator = 0
 
@@ -404,25 +403,26 @@ class OnlineSettings:
         return self
 
 
-def online_settings(settings: OnlineSettings | None, options: dict) -> OnlineSettings:
-    """``settings``, or the :class:`OnlineSettings` of keyword ``options`` (not both); renamed ones refused."""
-    for old, message in ONLINE_RENAMED.items():
-        if old in options:
-            raise TypeError(message)
+def online_settings(settings: OnlineSettings | None, arguments: Mapping) -> OnlineSettings:
+    """``settings``, or the :class:`OnlineSettings` of :class:`OnlineGPAC`'s ``arguments`` (its ``locals()``;
+    not both: an argument away from its default beside ``settings`` is refused, naming it)."""
+    fields = dataclasses.fields(OnlineSettings)
     if settings is None:
-        fields = [f.name for f in dataclasses.fields(OnlineSettings)]
-        unknown = [k for k in options if k not in fields]
-        if unknown:
-            raise TypeError(f"OnlineGPAC: unknown setting(s) {unknown}; it reads {fields}")
-        if "label_prob" not in options:
+        if arguments["label_prob"] is None:
             raise ParameterError(
                 "label_prob: missing; the probability of labelling an item routed to the non-thinking model, in (0, 1]"
             )
-        return OnlineSettings(**options)
+        return OnlineSettings(**{f.name: arguments[f.name] for f in fields})
     if not isinstance(settings, OnlineSettings):
         raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
-    if options:
-        raise ParameterError(f"settings: given with {sorted(options)}; change them with settings.replace(...)")
+    default = {f.name: None if f.default is dataclasses.MISSING else f.default for f in fields}  # eps, label_prob
+    given = [
+        k
+        for k, d in default.items()
+        if not (arguments[k] is d or (type(arguments[k]) is type(d) and arguments[k] == d))
+    ]
+    if given:
+        raise ParameterError(f"settings: given with {given}; change them with settings.replace(...)")
     return settings
 
 
@@ -603,12 +603,27 @@ class OnlineGPAC:
     [True, False]
     """
 
-    def __init__(self, eps=None, alpha=0.05, *, settings: OnlineSettings | None = None, **options):
-        if settings is None:
-            options = {"eps": eps, "alpha": alpha, **options}
-        elif eps is not None:
-            raise ParameterError("eps: given with settings=; change it with settings.replace(eps=...)")
-        self.settings = online_settings(settings, options)
+    @refusing(ONLINE_RENAMED)
+    def __init__(
+        self,
+        eps: float | None = None,
+        alpha: float = ALPHA.default,
+        *,
+        label_prob: float | None = None,
+        labelling: str = "free",
+        warmup_items: int = 0,
+        warmup_prob: float | None = None,
+        label_budget: int | None = None,
+        drift_alpha: float | None = None,
+        drift_scope: str = "group",
+        n_groups: int | None = None,
+        grid: int | tuple = 101,
+        loss_bound: float = LOSS_BOUND.default,
+        bet: str = "mixture",
+        seed: int | tuple | np.random.Generator = 0,
+        settings: OnlineSettings | None = None,
+    ):
+        self.settings = online_settings(settings, locals())
         self.thresholds_, self.n_seen_, self.n_paid_, self.alarms_, self._states = {}, {}, {}, {}, {}
         self.n_observed_ = {}
         self._id, self._blocks, self._pending, self._fed = uuid.uuid4().hex, itertools.count(), {}, set()

@@ -63,7 +63,8 @@ class Recipe:
     ----------
     is_valid : bool
         Whether the recipe carries a finite-sample guarantee (a valid bound, a non-resampling
-        scheme and the first-crossing rule).
+        scheme, the first-crossing rule, and a quantile grid only with a ``monotone`` bound);
+        ``gpac inspect`` says it.
 
     Examples
     --------
@@ -110,8 +111,12 @@ class Recipe:
 
     @property
     def is_valid(self) -> bool:
-        """True for a finite-sample valid recipe (valid bound, no resampling, first-crossing)."""
-        return _bounds.BOUNDS[self.bound].valid and self.sampling != "resample" and self.rule == "first-crossing"
+        """True for a finite-sample valid recipe: a valid bound, no resampling, first-crossing, and a grid the
+        validity argument covers (a quantile grid of the scores, an int ``candidates``, only with a bound
+        ``monotone`` in every term: :mod:`gpac_utils.selection`)."""
+        bound = _bounds.BOUNDS[self.bound]
+        grid = bound.monotone or not isinstance(self.candidates, int)
+        return bound.valid and self.sampling != "resample" and self.rule == "first-crossing" and grid
 
     def replace(self, **changes) -> Recipe:
         """A copy with some fields changed (validated again)."""

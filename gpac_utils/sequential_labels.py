@@ -45,10 +45,10 @@ import numpy as np
 from . import eprocess
 from .calibrate import CERTIFIED, GPAC
 from .certificate import Certificate
-from .checks import ParameterError, check_int, check_risk
+from .checks import ParameterError, check_int
 from .online import threshold_of
 from .selection import candidate_grid
-from .settings import CORRECTIONS
+from .settings import ALPHA, CORRECTIONS, RNG_SEED, check_risk
 
 __all__ = [
     "BATCH_SIZE",
@@ -81,7 +81,7 @@ def start(
     groups,
     *,
     eps,
-    alpha=0.05,
+    alpha=ALPHA.default,
     budget,
     batch_size=BATCH_SIZE,
     grid_size=50,
@@ -120,7 +120,7 @@ def start(
     eps, alpha, loss_bound = check_risk(eps, alpha, loss_bound)
     budget = check_int("budget", budget, 1)
     batch_size, grid_size = check_int("batch_size", batch_size, 1), check_int("grid_size", grid_size, 1)
-    seed = check_int("seed", seed, 0)
+    seed = RNG_SEED.check(seed)
     eprocess.BETTING.check(bet, "bet")
     CORRECTIONS.check(correction, "correction")
     s, g = np.asarray(scores, float), np.asarray(groups).astype(str)

@@ -33,13 +33,15 @@ the rename), in every version.
 
 The fields
 ----------
-Every field a file may hold is declared once, below, in :data:`FIELDS` (top level) and
-:data:`SETTINGS` (inside ``settings``): its check, whether it is required, and which kinds of
-method carry it (a method's kind is its registry entry's ``groups``: ``"none"``, ``"known"`` or
-``"learned"``; the methods themselves come from :data:`gpac_utils.calibrate.CALIBRATORS`, passed in
-by :func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here).
-A field that is not declared is refused. The certificate's records are declared the same way:
-:data:`GROUP_ENTRY` (each ``groups`` entry), :data:`PROVENANCE` and its records
+Every field a file may hold is declared once: the common ones below, in :data:`FIELDS` (top level,
+with the fields a calibrator's entry adds: :attr:`~gpac_utils.settings.Method.json_fields`, C-PAC's
+:data:`PARTITION`), and :data:`SETTINGS` (inside ``settings``: the recipe's fields,
+:data:`RECIPE_SETTINGS`, and each setting a calibrator declares, :class:`~gpac_utils.settings.Setting`,
+whose one constraint is its check here). Which fields a file holds is keyed by its method
+(:func:`method_fields`; the methods come from :data:`gpac_utils.settings.CALIBRATORS`, passed in by
+:func:`~gpac_utils.certificate.from_json` and ``gpac route``, never compared by name here). A field
+that is not declared is refused, and one of another calibrator's files. The certificate's records are
+declared the same way: :data:`GROUP_ENTRY` (each ``groups`` entry), :data:`PROVENANCE` and its records
 (:data:`TABLE_RECORD`, :data:`COLUMN_RECORD`, :data:`SCORE_MODEL_RECORD`, :data:`ITEM_IDS_RECORD`);
 :func:`declared` finds the declaration of any field of a file by its path.
 
@@ -60,7 +62,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -68,9 +70,8 @@ import numpy as np
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
 from .recipe import RECIPES, Recipe
-from .risks import RISKS
 from .scores import SCORES
-from .settings import CORRECTIONS
+from .settings import CALIBRATORS, RNG_SEED
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -82,6 +83,9 @@ __all__ = [
     "Field",
     "FIELDS",
     "SETTINGS",
+    "RECIPE_SETTINGS",
+    "PARTITION",
+    "method_fields",
     "GROUP_ENTRY",
     "PROVENANCE",
     "TABLE_RECORD",
@@ -101,10 +105,6 @@ READS = (1, 2, 3, 4, 5)
 #: How ``gpac verify`` checks a field: recomputed or checked against other fields; against ``--expect``;
 #: not at all (shown).
 CHECKED, STATED, DESCRIPTIVE = "checked", "stated", "descriptive"
-#: The kinds of method (their registry entry's ``groups``) that carry a field.
-_ALL = ("none", "known", "learned")
-_GROUPED = ("known", "learned")
-_LEARNED = ("learned",)
 
 
 class ThresholdsFileError(ParameterError):
@@ -120,10 +120,7 @@ class Field:
     check : callable
         ``check(value, payload)``: returns an error text (without the field's name) or ``None``.
     required : bool
-        Whether a file of one of ``kinds`` must have it.
-    kinds : tuple of str
-        The kinds of method (``groups`` of their registry entry) whose files carry the field (a file
-        of another kind must not have it).
+        Whether a file (of a calibrator that has the field) must have it.
     doc : str
         What it holds (for the documentation).
     type : str
@@ -143,7 +140,6 @@ class Field:
 
     check: Callable[[object, dict], str | None]
     required: bool = True
-    kinds: tuple = _ALL
     doc: str = ""
     type: str = "record"
     choices: Callable[[], object] | tuple | None = None
@@ -174,10 +170,6 @@ def _one_of(*choices):
     return lambda v, _: None if v in choices and isinstance(v, str) else f"must be one of {list(choices)}, got {v!r}"
 
 
-def _fraction(v, _):
-    return None if _is_number(v) and 0 < v < 1 else f"must be a number in (0, 1), got {v!r}"
-
-
 def _boolean(v, _):
     return None if isinstance(v, bool) else f"must be true or false, got {v!r}"
 
@@ -192,21 +184,6 @@ def _version(v, _):
     if v > SCHEMA_VERSION:
         return f"{v} is newer than this gpac_utils reads ({SCHEMA_VERSION}); upgrade gpac_utils"
     return None if v in READS else f"must be one of {list(READS)}, got {v}"
-
-
-def _risk(name):
-    """``eps`` in ``(0, loss_bound)``, ``alpha`` in ``(0, 1)``, ``loss_bound > 0`` (as the calibrators check them)."""
-
-    def check(v, root):
-        if not _is_number(v):
-            return f"must be a finite number, got {v!r}"
-        if name == "loss_bound":
-            return None if v > 0 else f"must be > 0, got {v!r}"
-        lb = root.get("settings", {}).get("loss_bound", 1.0) if name == "eps" else 1.0
-        hi = lb if _is_number(lb) and lb > 0 else 1.0
-        return None if 0 < v < hi else f"must lie in (0, {hi}), got {v!r}"
-
-    return check
 
 
 def _label_prob(v, _):
@@ -277,10 +254,14 @@ def _partition(v, payload):
     return None
 
 
+#: The columns' roles (``columns``; ``gpac calibrate --score-col``, ``--loss-col``, ``--group-col``, ``--id-col``).
+_ROLES = ("score", "loss", "group", "id")
+
+
 def _columns(v, _):
-    ok = isinstance(v, dict) and set(v) <= {"score", "loss", "group", "id"}
+    ok = isinstance(v, dict) and set(v) <= set(_ROLES)
     if not ok or not all(c is None or isinstance(c, str) for c in v.values()):
-        return "must be an object of 'score', 'loss', 'group', 'id' -> column name or null"
+        return f"must be an object of {', '.join(map(repr, _ROLES))} -> column name or null"
     return None
 
 
@@ -347,20 +328,16 @@ def _overrides(v, root):
     if bad:
         return f"[{bad[0]!r}]: not a field of the recipe {list(RECIPE_FIELDS)}"
     for k, x in v.items():
-        problem = SETTINGS[k].check(x, root)
+        problem = RECIPE_SETTINGS[k].check(x, root)
         if problem:
             return f"[{k!r}]: {problem}"
     return None
 
 
 # ----------------------------------------------------------------------------- declarations
-_ROLES = ("score", "loss", "group", "id")
 
-#: The fields of ``settings``.
-SETTINGS: dict[str, Field] = {
-    "eps": Field(_risk("eps"), doc="target risk, in (0, loss_bound)", type="fraction", verify=STATED),
-    "alpha": Field(_risk("alpha"), doc="miscoverage level, in (0, 1)", type="fraction", verify=STATED),
-    "loss_bound": Field(_risk("loss_bound"), doc="upper end of the loss range, > 0", type="positive", verify=STATED),
+#: The recipe's fields in ``settings`` (its JSON form; :mod:`gpac_utils.recipe` checks them together).
+RECIPE_SETTINGS: dict[str, Field] = {
     "bound": Field(
         _registry(bounds.BOUNDS), doc="the recipe's bound", type="name", choices=lambda: bounds.BOUNDS, verify=STATED
     ),
@@ -387,54 +364,74 @@ SETTINGS: dict[str, Field] = {
         verify=STATED,
     ),
     "candidates": Field(_candidates, doc="'auto', 'all' or a grid size", type="candidates", verify=STATED),
-    "min_group_size": Field(_int_at_least(1), doc="smaller groups always think", type="int", verify=STATED),
-    "seed": Field(_int_at_least(0), doc="seed of the label sampling (and C-PAC's split)", type="int", verify=STATED),
-    "correction": Field(
-        _registry(CORRECTIONS),
-        required=False,
-        kinds=_GROUPED,
-        doc="alpha across groups",
-        type="name",
-        choices=lambda: CORRECTIONS,
-        verify=STATED,
-    ),
-    "simultaneous": Field(
-        _boolean,
-        required=False,
-        kinds=_GROUPED,
-        doc="Bonferroni across groups (files before 0.3)",
-        type="bool",
-        verify=STATED,
-    ),
-    "risk": Field(
-        _registry(RISKS),
-        required=False,
-        doc="what is certified: joint (missing) or routed",
-        type="name",
-        choices=lambda: RISKS,
-        verify=STATED,
-    ),
-    "k": Field(_int_at_least(1), kinds=_LEARNED, doc="number of learned groups asked for", type="int", verify=STATED),
-    "partition": Field(
-        _registry(partition.PARTITION_ALGORITHMS),
-        kinds=_LEARNED,
-        doc="partition algorithm",
-        type="name",
-        choices=lambda: partition.PARTITION_ALGORITHMS,
-        verify=STATED,
-    ),
-    "mode": Field(
-        _one_of("split", "joint"),
-        kinds=_LEARNED,
-        doc="split or joint calibration",
-        type="choice",
-        choices=("split", "joint"),
-        verify=STATED,
-    ),
-    "cluster_fraction": Field(
-        _fraction, kinds=_LEARNED, doc="share of items that learn the partition", type="fraction", verify=STATED
-    ),
 }
+#: ``settings['simultaneous']``: files before 0.3 (read as the correction), where the correction is read.
+SIMULTANEOUS = Field(
+    _boolean, required=False, doc="Bonferroni across groups (files before 0.3)", type="bool", verify=STATED
+)
+
+
+def _from_declaration(s) -> Field:
+    """The schema's field of a declared setting (:class:`gpac_utils.settings.Setting`): its one constraint,
+    checked strictly (a JSON integer is one)."""
+
+    def check(v, root):
+        try:
+            s.check(v, root.get("settings", {}), strict=True)
+        except ParameterError as exc:
+            return str(exc).partition(": ")[2]
+        return None
+
+    options = getattr(s.constraint, "options", None)
+    return Field(
+        check,
+        required=s.required,
+        doc=s.help,
+        type=getattr(s.constraint, "kind", "record"),
+        choices=None if options is None else (lambda: options),
+        verify=STATED,
+    )
+
+
+def method_fields(entry) -> tuple[dict[str, Field], dict[str, Field]]:
+    """The top-level fields and the ``settings`` of a file of the calibrator ``entry`` (a
+    :data:`~gpac_utils.settings.CALIBRATORS` entry): the common fields and its ``json_fields``; the recipe's
+    fields and each setting its class declares (``SETTINGS``), by their declarations."""
+    settings: dict[str, Field] = {}
+    for declared_ in entry.cls.SETTINGS:
+        if declared_.name == "recipe":
+            settings.update(RECIPE_SETTINGS)
+        else:
+            settings.update({p.name: _from_declaration(p) for p in declared_.flat()})
+    if "correction" in settings:
+        settings["simultaneous"] = SIMULTANEOUS
+    return {**_FIELDS, **entry.json_fields}, settings
+
+
+class _Every(Mapping):
+    """Every declared field of a table, whichever calibrator's (the registered ones', read when asked)."""
+
+    def __init__(self, part: int):
+        self.part = part
+
+    def _all(self) -> dict[str, Field]:
+        out: dict[str, Field] = {}
+        for entry in CALIBRATORS.values():
+            out.update(method_fields(entry)[self.part])
+        return out
+
+    def __getitem__(self, key):
+        return self._all()[key]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+#: The fields of ``settings``, every registered calibrator's (:func:`method_fields`: one file's).
+SETTINGS: Mapping[str, Field] = _Every(1)
 
 #: The fields of each ``groups`` entry (:mod:`gpac_utils.certificate`), all recomputed by ``gpac verify``.
 GROUP_ENTRY: dict[str, Field] = {
@@ -524,7 +521,7 @@ PROVENANCE: dict[str, Field] = {
         type="overrides",
         since=5,
     ),
-    "seed": Field(_int_at_least(0), doc="the settings' seed", type="int", since=3),
+    "seed": replace(_from_declaration(RNG_SEED), doc="the settings' seed", since=3, verify=CHECKED),
     "created": Field(_timestamp, doc="creation time, UTC", type="timestamp", since=3, verify=DESCRIPTIVE),
     "score_model": Field(
         _record,
@@ -560,8 +557,23 @@ PROVENANCE: dict[str, Field] = {
     ),
 }
 
-#: The top-level fields.
-FIELDS: dict[str, Field] = {
+#: C-PAC's ``partition`` (the C-PAC entry's ``json_fields``: a C-PAC file holds it, no other).
+PARTITION = Field(
+    _partition,
+    doc="C-PAC's learned partition: algorithm, boundaries",
+    fields={
+        "algorithm": Field(
+            _registry(partition.PARTITION_ALGORITHMS),
+            doc="the partition algorithm",
+            type="name",
+            choices=lambda: partition.PARTITION_ALGORITHMS,
+        ),
+        "boundaries": Field(lambda v, _: None, doc="the learned boundaries, ascending", type="boundaries"),
+    },
+)
+
+#: The top-level fields every file may hold (a calibrator's own: its entry's ``json_fields``).
+_FIELDS: dict[str, Field] = {
     "schema_version": Field(
         _version, required=False, doc="the schema version (missing: 1)", type="version", choices=lambda: READS
     ),
@@ -579,20 +591,6 @@ FIELDS: dict[str, Field] = {
         required=False,
         doc="group -> calibration items",
         each=Field(_int_at_least(0), doc="a group's calibration items", type="int"),
-    ),
-    "partition": Field(
-        _partition,
-        kinds=_LEARNED,
-        doc="C-PAC's learned partition: algorithm, boundaries",
-        fields={
-            "algorithm": Field(
-                _registry(partition.PARTITION_ALGORITHMS),
-                doc="the partition algorithm",
-                type="name",
-                choices=lambda: partition.PARTITION_ALGORITHMS,
-            ),
-            "boundaries": Field(lambda v, _: None, doc="the learned boundaries, ascending", type="boundaries"),
-        },
     ),
     "columns": Field(
         _columns,
@@ -630,6 +628,10 @@ FIELDS: dict[str, Field] = {
 }
 
 
+#: The top-level fields, every registered calibrator's (:func:`method_fields`: one file's).
+FIELDS: Mapping[str, Field] = _Every(0)
+
+
 def declared(path) -> Field | None:
     """The declaration of the field at ``path`` (a sequence of keys: ``("settings", "eps")``,
     ``("groups", "algebra", "n")``, ``("provenance", "columns", "score", "sha256")``); None: undeclared.
@@ -658,21 +660,20 @@ def _path(prefix: str, name: str) -> str:
     return f"{prefix}[{name!r}]" if prefix else name
 
 
-def _check_table(fields: dict, table: dict[str, Field], prefix: str, method: str, root: dict) -> None:
-    """Check ``fields`` (the file, or its settings) against the declarations ``table``."""
-    kind = root["_kind"]
+def _check_table(fields: dict, table: dict[str, Field], every: Mapping, prefix: str, method: str, root: dict):
+    """Check ``fields`` (the file, or its settings) against the declarations ``table`` of a ``method`` file
+    (``every``: every calibrator's, to tell another calibrator's field from an undeclared one)."""
     for name in fields:
         if name == "_kind" and fields is root:  # set by validate_file (a file holding it is refused there)
             continue
-        f = table.get(name)
-        if f is None or kind not in f.kinds:
-            whose = f"a {method} file" if f is not None else "the schema"
+        if name not in table:
+            whose = f"a {method} file" if name in every else "the schema"
             raise ThresholdsFileError(
                 f"{_path(prefix, name)}: not a field of {whose} (schema version {SCHEMA_VERSION})"
             )
     for name, f in table.items():
         if name not in fields:
-            if f.required and kind in f.kinds:
+            if f.required:
                 raise ThresholdsFileError(f"{_path(prefix, name)}: missing (a {method} file needs it)")
             continue
         problem = f.check(fields[name], root)
@@ -722,7 +723,7 @@ def validate_file(payload, methods: Mapping) -> dict:
     payload : object
         The parsed JSON.
     methods : mapping
-        The calibrator registry (:data:`gpac_utils.calibrate.CALIBRATORS`): method name -> entry
+        The calibrator registry (:data:`gpac_utils.settings.CALIBRATORS`): method name -> entry
         whose ``groups`` is the method's kind.
 
     Returns
@@ -766,8 +767,9 @@ def validate_file(payload, methods: Mapping) -> dict:
         problem = FIELDS[name].check(payload[name], payload) if name in payload else None
         if problem:
             raise ThresholdsFileError(f"{name}: {problem}")
-    _check_table(payload, FIELDS, "", method, payload)
-    _check_table(payload["settings"], SETTINGS, "settings", method, payload)
+    top, settings = method_fields(methods[method])
+    _check_table(payload, top, FIELDS, "", method, payload)
+    _check_table(payload["settings"], settings, SETTINGS, "settings", method, payload)
     for g, t in payload["thresholds"].items():
         problem = _each_threshold(g, t)
         if problem:

@@ -270,9 +270,9 @@ def test_a_calibrator_with_a_default_of_its_own_is_refused():
         def __init__(self, eps, alpha=0.05, recipe=WSR, **options):
             super().__init__(eps, alpha, recipe, **options)
 
-    with pytest.raises(ValueError, match=r"OwnDefault.__init__ defaults recipe=.*--recipe"):
+    with pytest.raises(ValueError, match=r"OwnDefault.__init__ has recipe=.*--recipe"):
         calibrate.Method("own-default", OwnDefault, "known")
-    assert calibrate.Method("same-defaults", DPAC, "known").cls is DPAC
+    assert calibrate.Method(METHOD, DPAC, "known").cls is DPAC
 
 
 @pytest.mark.filterwarnings("ignore::gpac_utils.calibrate.GroupWarning")  # eps / 2, alpha / 2: small groups

@@ -41,12 +41,17 @@ def _exec(blocks, namespace, registries=REGISTRIES):
 def test_extending_page_runs_and_leaves_the_registries_as_they_were(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     before = [list(r) for r in REGISTRIES]
-    assert len(BLOCKS) == 9
+    assert len(BLOCKS) == 10
     namespace: dict = {}
     after = _exec(BLOCKS, namespace)  # the page's last block removed what it added
     out = capsys.readouterr().out
     assert "GPAC thresholds" in out and "online thresholds" in out and "hoeffding_one_sided" in out
-    assert "G-PAC-wsr" in out and "with the margin" in out and "feasibility (hoeffding_one_sided" in out
+    assert (
+        "G-PAC-wsr" in out
+        and "pooled: [" in out
+        and "with the margin" in out
+        and "feasibility (hoeffding_one_sided" in out
+    )
     assert "score_entropy" in out
     assert after == before
     assert namespace["status"] == 0

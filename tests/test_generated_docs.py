@@ -40,7 +40,8 @@ def test_a_new_bound_makes_the_readme_and_the_glossary_stale():
 def test_a_new_calibrator_is_listed_by_the_glossary():
     from gpac_utils.calibrate import CALIBRATORS
 
-    extra = dataclasses.replace(CALIBRATORS["G-PAC"], name="G-PAC-extra", default=False)
+    cls = type("Extra", (CALIBRATORS["G-PAC"].cls,), {"name": "G-PAC-extra"})  # the entry's name is the class's
+    extra = dataclasses.replace(CALIBRATORS["G-PAC"], name="G-PAC-extra", cls=cls, default=False)
     with CALIBRATORS.registered(extra):
         assert "`G-PAC-extra`" in registry_tables.glossary_entries()["glossary-method"]
 

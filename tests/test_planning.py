@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import repo_scripts
 
-from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, batch_threshold, feasibility, prediction
+from gpac_utils import GPAC, VALID, VALID_BERNOULLI, allocation, batch_threshold, feasibility, pilot_draws, prediction
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW, GroupWarning
 from gpac_utils.checks import ParameterError
 from gpac_utils.cli import main as cli_main
@@ -90,7 +90,7 @@ def test_allocate_rejects_bad_parameters(kw, match):
 def test_weighted_choice_follows_the_weights():
     rng = np.random.default_rng(0)
     w = np.array([[0.7, 0.2, 0.1], [0.0, 0.0, 1.0]])
-    idx = prediction._weighted_choice(w, 20_000, rng)
+    idx = pilot_draws._weighted_choice(w, 20_000, rng)
     assert np.bincount(idx[0], minlength=3) / 20_000 == pytest.approx([0.7, 0.2, 0.1], abs=0.02)
     assert (idx[1] == 2).all()
 
@@ -376,8 +376,10 @@ def test_planner_refuses_settings_it_cannot_honour():
     for bad, field in [(Settings(eps=0.1, mode="joint"), "mode"), (Settings(eps=0.1, cluster_fraction=0.3), "cluster")]:
         with pytest.raises(ParameterError, match=rf"^settings\.{field}"):
             prediction.predict(u, g, u, np.zeros(100), g, settings=bad)
-    with pytest.raises(TypeError, match=r"^eps: replaced by settings=Settings\(eps=...\)"):
-        prediction.predict(u, g, u, np.zeros(100), g, eps=0.1)
+    with pytest.raises(ParameterError, match=r"^settings: given with \['eps'\]; give them in settings"):
+        prediction.predict(u, g, u, np.zeros(100), g, eps=0.1, settings=Settings(eps=0.2))
+    with pytest.raises(ParameterError, match=r"^eps: "):
+        prediction.predict(u, g, u, np.zeros(100), g)  # no eps, no settings
 
 
 def test_unseen_losses_are_not_zero_losses():
@@ -427,16 +429,16 @@ def test_a_group_planned_onto_all_its_rows_calibrates_on_them():
     u = np.round(rng.uniform(size=60), 2)
     pilot = np.arange(0, 60, 4)
     outside = np.sort(np.delete(u, pilot))
-    assert np.array_equal(prediction._outside_pilot(np.sort(u), u[pilot], outside.size), outside)
-    assert prediction._outside_pilot(np.sort(u), u[pilot], outside.size - 1) is None  # the cap does not match
-    assert prediction._outside_pilot(np.sort(u), u[pilot], np.inf) is None
+    assert np.array_equal(pilot_draws._outside_pilot(np.sort(u), u[pilot], outside.size), outside)
+    assert pilot_draws._outside_pilot(np.sort(u), u[pilot], outside.size - 1) is None  # the cap does not match
+    assert pilot_draws._outside_pilot(np.sort(u), u[pilot], np.inf) is None
     loss = (rng.uniform(size=60) < 0.3).astype(float)
     mine = np.ones(pilot.size, bool)
-    src = prediction._Source(np.sort(u), (u[pilot], loss[pilot], mine), np.array([0.5]), prediction.PilotModel())
-    s, drawn = prediction._draw_posterior(dataclasses.replace(src, population=outside), (30, outside.size), rng)
+    src = pilot_draws._Source(np.sort(u), (u[pilot], loss[pilot], mine), np.array([0.5]), prediction.PilotModel())
+    s, drawn = pilot_draws._draw_posterior(dataclasses.replace(src, population=outside), (30, outside.size), rng)
     assert np.array_equal(np.sort(s, axis=1), np.broadcast_to(outside, s.shape))
     assert np.all(np.isin(drawn, [0.0, 1.0])) and 0 < drawn.mean() < 1
-    s_inf, _ = prediction._draw_posterior(src, (30, outside.size), rng)
+    s_inf, _ = pilot_draws._draw_posterior(src, (30, outside.size), rng)
     assert any(np.unique(row).size < row.size for row in s_inf)  # with replacement: some row repeats a score
 
 
@@ -452,10 +454,10 @@ def test_an_unseen_loss_keeps_its_rate_off_zero():
     unl = np.linspace(0, 0.45, 50)  # the group's traffic lies in the region without a pilot loss
     pilot = (ps, pl, np.ones(40, bool))
     edges = np.array([0.5])
-    src = prediction._Source(
-        unl, pilot, edges, prediction.PilotModel(), spread=prediction._spread_posterior(pilot, edges).of(True)
+    src = pilot_draws._Source(
+        unl, pilot, edges, prediction.PilotModel(), spread=pilot_draws._spread_posterior(pilot, edges).of(True)
     )
-    _, drawn = prediction._draw_posterior(src, (4000, 20), rng)
+    _, drawn = pilot_draws._draw_posterior(src, (4000, 20), rng)
     assert drawn.mean() > 0.003  # an unseen loss is not a zero loss (half a loss in 21 items: 0.024 pooled)
     assert (drawn.sum(axis=1) == 0).mean() < 0.95
 
@@ -466,10 +468,10 @@ def test_the_pooled_rate_is_a_monotone_projection():
     region below better-seen loss-free ones is bounded by them."""
     rng = np.random.default_rng(7)
     theta, w = rng.uniform(size=(50, 7)), rng.uniform(0.5, 3.0, size=7)
-    expected = np.array([prediction._isotonic(row, w) for row in theta])
-    assert np.allclose(prediction._monotone(theta, w), expected)
+    expected = np.array([pilot_draws._isotonic(row, w) for row in theta])
+    assert np.allclose(pilot_draws._monotone(theta, w), expected)
     k, m = np.array([0.0, 0.0, 0.0, 5.0]), np.array([1, 40, 40, 10])
-    rate = 1 / (1 + np.exp(-prediction._pooled_logit(k, m, 4000, rng)))
+    rate = 1 / (1 + np.exp(-pilot_draws._pooled_logit(k, m, 4000, rng)))
     assert np.all(np.diff(rate, axis=1) >= -1e-12)
     alone = rng.beta(0.5, 1.5, size=4000)  # the thin region's own posterior: mean 0.25
     assert rate[:, 0].mean() < 0.5 * alone.mean()

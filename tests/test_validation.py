@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from gpac_utils import CPAC, GPAC, PAC, ScorePartitioner, cli, from_json, threshold
 from gpac_utils.allocation import _dp, _options, allocate
-from gpac_utils.calibrate import CALIBRATORS, GroupWarning, _threshold, risk_curve
+from gpac_utils.calibrate import CALIBRATORS, GroupWarning, risk_curve
 from gpac_utils.checks import ParameterError
+from gpac_utils.group_threshold import _threshold
 from gpac_utils.online import Decisions, OnlineGPAC
 from gpac_utils.prediction import PilotModel, PilotWarning, PlanCurves, PlanSpec, predict
 from gpac_utils.recipe import as_recipe

@@ -275,7 +275,7 @@ def test_what_no_data_can_tell_is_checked_against_the_statement(work, capsys):
         (["foo=1"], 2, "--expect foo: not a field to state"),
         (["eps"], 2, "--expect: expects KEY=VALUE, got 'eps'"),
         (["eps=0.1", "eps=0.2"], 2, "--expect eps: stated twice"),
-        (["alpha=2"], 2, "--expect alpha: must lie in (0, 1.0), got 2"),
+        (["alpha=2"], 2, "--expect alpha: must lie in (0.0, 1.0), got 2"),
         (["method=nope"], 2, "--expect method:"),
         (["k=3"], 1, "a G-PAC certificate has no settings.k"),
         (["correction=bonferroni"], 1, "settings.correction is 'none'; --expect correction='bonferroni'"),

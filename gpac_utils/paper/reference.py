@@ -27,8 +27,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ..calibrate import CALIBRATORS
-from ..settings import CPAC_MODES
+from ..calibrate import CALIBRATORS, CPAC_MODE
 
 REFERENCE_DATA = Path(__file__).parent / "data"
 #: The paper's three metrics, in the order of its tables.
@@ -70,7 +69,7 @@ class TableSpec:
     @property
     def groupings(self) -> tuple[str, ...]:
         """``("known",)`` for G-PAC tables, ``("split", "joint")`` for C-PAC tables."""
-        return ("known",) if CALIBRATORS[self.method].groups == "known" else CPAC_MODES
+        return ("known",) if CALIBRATORS[self.method].groups == "known" else CPAC_MODE.constraint.options
 
 
 @cache

@@ -35,6 +35,7 @@ from ..calibrate import GroupWarning
 from ..experiment import KEYS, ExperimentConfig, run_experiment, summarize
 from ..partition import ScorePartitioner
 from ..recipe import Recipe
+from ..settings import ALPHA
 from . import plotting, sources
 from .errorbars import category_errors, plot_category_errorbars
 from .reference import TABLE_SPECS, benchmark_eps, resolve_cal_ratio, table_name
@@ -101,7 +102,7 @@ class TableSettings:
     valid_bounds: Sequence[str]
     valid_recipe: Mapping[str, str]
     partition: Mapping[str, Any]
-    alpha: float = 0.05
+    alpha: float = ALPHA.default
     n_trials: int = 100
     loss_bound: float = 1.0
     seed: int = 0

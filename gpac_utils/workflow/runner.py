@@ -46,6 +46,7 @@ from papermill.translators import PythonTranslator  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
 from ..checks import ParameterError, check_int, check_range  # noqa: E402
+from ..settings import ALPHA, EPS, RNG_SEED  # noqa: E402
 from . import reads  # noqa: E402
 from .config import BATCH_ENV, PROFILE_ENV, PROFILES, ConfigError, read_config  # noqa: E402
 from .paths import BUILD, FIGURES_ENV, NOTEBOOKS, folder_error  # noqa: E402
@@ -140,11 +141,11 @@ def check_parameters(nb, parameters: Mapping[str, Any], name: str = "notebook") 
 #: The ranges of the parameters the validation layer knows (:mod:`gpac_utils.checks`), checked before any
 #: kernel starts: a value out of range is a usage error (exit 2), not a failed notebook.
 RANGES = {
-    "eps": lambda v, lb: check_range("eps", v, 0.0, lb),
-    "alpha": lambda v, lb: check_range("alpha", v),
+    "eps": lambda v, lb: EPS.check(v, {"loss_bound": lb}),
+    "alpha": lambda v, lb: ALPHA.check(v),
     "label_prob": lambda v, lb: check_range("label_prob", v, closed_right=True),
     "n_trials": lambda v, lb: check_int("n_trials", v, 1),
-    "seed": lambda v, lb: check_int("seed", v, 0),
+    "seed": lambda v, lb: RNG_SEED.check(v),
 }
 
 

@@ -1,0 +1,167 @@
+"""The helpers of the ``gpac`` commands (:mod:`gpac_utils.cli`): options, tables, checks and warnings."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import data
+from ..checks import DataError
+from ..settings import COMMON, CORRECTION, REQUIRED, Interval, Settings, declarations
+
+EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+#: The settings ``calibrate`` and ``plan`` both take, from options of the same name (their declarations').
+_COMMON = tuple(s for s in (*COMMON, CORRECTION) if s.option)
+SCORE = "score_cli"  # the internal name of the chosen score column
+
+
+def _default(name: str):
+    """The declared default of a setting (:func:`gpac_utils.settings.declarations`: the options' come from there)."""
+    return declarations()[name].default
+
+
+def _add_setting(p, setting) -> None:
+    """The options of a declared setting (a compound one's parts): type, choices, default and help from it."""
+    for part in setting.flat():
+        c = part.constraint
+        kind = {"type": c.type} if isinstance(c, Interval) else {"choices": list(c.options)}
+        given = {"required": True} if part.default is REQUIRED else {"default": part.default}
+        p.add_argument(f"--{part.name.replace('_', '-')}", **kind, **given, help=part.help)
+
+
+# --------------------------------------------------------------------------- parser
+def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
+    """The options ``calibrate`` and ``plan`` share: the columns and the settings of :data:`_COMMON`."""
+    p.add_argument("--data", required=True, type=Path, help="table, one row per item (.csv, .tsv, .parquet, .jsonl)")
+    p.add_argument("--score-col", required=True, help="uncertainty score in [0, 1]; larger = less certain")
+    p.add_argument("--loss-col", default="loss", help=loss_help)
+    p.add_argument("--group-col", default=group_default, help=group_help)
+    for setting in _COMMON:
+        _add_setting(p, setting)
+
+
+class _StoreOnce(argparse._StoreAction):
+    """An option of one value given twice is a usage error, not its last value kept in silence
+    (``--group-col subject --group-col language`` certified only ``language``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(self, "given", None) is not None:
+            hint = "; the groups of several columns: docs/overlapping-groups.md" if self.dest == "group_col" else ""
+            parser.error(f"{option_string}: given twice ({self.given!r}, then {values!r}); it takes one value{hint}")
+        self.given = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every command's parser (subparsers are made of the same class): single-valued options refuse repeats."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+
+# --------------------------------------------------------------------------- helpers
+def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
+    for option, col in cols.items():
+        if col is not None and col not in df.columns:
+            raise DataError(f"{option} {col!r}: no such column in {path}; it has {list(df.columns)}")
+
+
+def _header(path: Path) -> list:
+    """The column names as the file has them (pandas renames a repeated name ``loss.1``)."""
+    fmt = data.table_format(path)
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq  # pandas' parquet engine
+
+            return list(pq.read_schema(path).names)
+        with open(path, newline="", encoding="utf-8") as f:
+            if fmt == "jsonl":
+                pairs: list = []
+                json.loads(f.readline() or "{}", object_pairs_hook=lambda kv: pairs.extend(kv) or dict(kv))
+                return [k for k, _ in pairs]
+            return next(csv.reader(f, delimiter="\t" if fmt == "tsv" else ","), [])
+    except (OSError, ValueError, UnicodeDecodeError):
+        return []  # read_frame names what is wrong with the file
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """The table, unvalidated; a table with two columns of one name is refused (the first would be used)."""
+    df = data.read_frame(path)
+    names = _header(path)
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        where = {c: [i + 1 for i, x in enumerate(names) if x == c] for c in dup}
+        raise DataError(f"{path}: duplicate column name(s) {dup} (columns {where}); rename them so that each is one")
+    return df
+
+
+def _output(path: Path, table: bool = False, data_path: Path | None = None) -> None:
+    """Refuse an output path that cannot be written, before any work (exit 1, as a failed write)."""
+    problem = None
+    if path.is_dir():
+        problem = "it is a directory; give a file name"
+    elif any(p.exists() and not p.is_dir() for p in path.parents):
+        problem = f"{next(p for p in path.parents if p.exists() and not p.is_dir())} is not a directory"
+    elif data_path is not None and path.exists() and path.resolve() == Path(data_path).resolve():
+        problem = "it is the --data file; write the routed table elsewhere"
+    elif table and Path(path).suffix.lower() not in data.FORMATS:
+        problem = f"unknown table format {Path(path).suffix!r}; use one of {sorted(data.FORMATS)}"
+    if problem:
+        raise DataError(f"-o {path}: cannot write it ({problem})")
+
+
+def _scores(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(df[col]):
+        raise DataError(f"column {col!r} holds booleans (True/False), not scores in [0, 1]")
+    s = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
+    for bad, what in (
+        (df[col].notna().to_numpy() & np.isnan(s), "is not numeric"),
+        (~np.isfinite(s), "has missing, NaN or infinite values"),
+        ((s < 0) | (s > 1), "must lie in [0, 1]"),
+    ):
+        if bad.any():
+            raise DataError(f"column {col!r} {what}; bad in {data.describe_rows(named, bad)}")
+    return s
+
+
+def _groups(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
+    missing = df[col].isna().to_numpy()
+    if missing.any():
+        raise DataError(f"column {col!r} has missing group labels in {data.describe_rows(named, missing)}")
+    labels = df[col].astype(str).to_numpy()
+    empty = labels == ""
+    if empty.any():
+        raise DataError(f"column {col!r} has empty group labels ('') in {data.describe_rows(named, empty)}")
+    return labels
+
+
+def _threshold_text(t) -> str:
+    return "always think" if t is None or (isinstance(t, float) and not math.isfinite(t)) else f"{t:.4g}"
+
+
+def _warn(groups, what: str) -> None:
+    """One ``warning:`` line for a kind of group, with a count and the first five names."""
+    if groups:
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+        print(f"warning: {len(groups)} group(s) {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
+
+
+def _settings_from(a, recipe) -> Settings:
+    """The Settings of the parsed options ``a`` (each declared setting it has options for) and ``recipe``:
+    built once."""
+    values = {}
+    for s in declarations().values():
+        parts = s.flat()
+        if s.option and all(hasattr(a, p.name) for p in parts):
+            given = {p.name: getattr(a, p.name) for p in parts}
+            values[s.name] = s.join(**given) if s.parts else given[s.name]
+    return Settings(recipe=recipe, **values)

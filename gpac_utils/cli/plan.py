@@ -1,0 +1,327 @@
+"""``gpac plan``: the expert labels each group needs, from a labelled pilot, or in batches (:mod:`gpac_utils.cli`)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import allocation, bounds, checks, data, feasibility, prediction, sequential_labels
+from ..checks import DataError, ParameterError
+from ..recipe import RECIPES, as_recipe
+from ..scores import SCORES
+from ..settings import Settings
+from .common import (
+    EXIT_OK,
+    _add_common,
+    _default,
+    _groups,
+    _need_columns,
+    _output,
+    _read,
+    _scores,
+    _settings_from,
+    _warn,
+)
+
+
+def _add_parser(sub, fmt) -> None:
+    """Add ``gpac plan`` and its options to the subcommands ``sub``."""
+    p = sub.add_parser(
+        "plan", help="plan how many expert labels each group needs, from a labelled pilot", formatter_class=fmt
+    )
+    _add_common(p, "losses; rows without one are unlabelled", "group", "group labels")
+    p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
+    p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
+    p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="calibration labels, on top of the pilot's (default: half of the rows outside the pilot); drawn from "
+        "the rows outside the pilot",
+    )
+    p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
+    p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
+    p.add_argument("--n-resamples", type=int, default=200)
+    p.add_argument("--pilot-model", choices=list(prediction.PILOT_MODELS), default=prediction.PilotModel().kind)
+    p.add_argument("--target", type=float, default=None, help="also report the labels needed to route this share")
+    p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="no forecast: label in batches, stop each group when its anytime-valid bound certifies or cannot "
+        "(gpac_utils.sequential_labels); each call feeds the requested losses and writes the next rows to -o",
+    )
+    p.add_argument(
+        "--state", type=Path, default=None, help="--sequential: its state (default <output stem>.state.json)"
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="--sequential: labels per active group per batch")
+    p.add_argument("--grid-size", type=int, default=50, help="--sequential: thresholds per group (score quantiles)")
+    p.add_argument("--bet", default="mixture", help="--sequential: the e-process's bet (mixture, max, grapa)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="CSV of the plan, with each group's feasibility (n_needed, labels_needed, feasible); curves go to "
+        "<stem>_curves.csv",
+    )
+
+
+def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
+    """The settings, pilot model and budget of ``gpac plan`` (usage errors name the option as typed)."""
+    try:
+        recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
+        settings = _settings_from(a, recipe)
+        checks.check_int("n_resamples", a.n_resamples, 2)
+        if a.pilot_fraction is not None:
+            checks.check_range("pilot_fraction", a.pilot_fraction, closed_right=True)
+        budget = None if a.budget is None else checks.check_budget(a.budget)
+        if budget is not None and budget != a.budget:
+            raise ParameterError(f"budget: must be a whole number of labels, got {a.budget}")
+        if a.target is not None:
+            checks.check_range("target", a.target, closed_right=True)
+        model = prediction.PilotModel(kind=a.pilot_model)
+    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
+        option, _, message = str(exc).partition(":")
+        raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
+    return settings, model, budget
+
+
+def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
+    """``gpac plan --sequential``: feed the requested losses, decide each group, request the next batch."""
+    state_path = a.state or a.output.with_name(a.output.stem + ".state.json")
+    cert_path = a.output.with_name(a.output.stem + "_certificate.json")
+    for path in (a.output, state_path, cert_path):
+        _output(path)
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    try:
+        if state_path.exists():
+            state = sequential_labels.read_state(state_path.read_text(), f"--state {state_path}")
+            if state["settings"]["n_rows"] != len(df):
+                raise DataError(
+                    f"--data {a.data}: {len(df)} rows, but the --state {state_path} was started on "
+                    f"{state['settings']['n_rows']} (the order is fixed before the first label: keep the table)"
+                )
+        else:
+            state = sequential_labels.start(
+                s,
+                g,
+                eps=settings.eps,
+                alpha=settings.alpha,
+                budget=budget if budget is not None else len(df) // 2,
+                batch_size=a.batch_size or sequential_labels.BATCH_SIZE,
+                grid_size=a.grid_size,
+                bet=a.bet,
+                correction=settings.correction,
+                loss_bound=settings.loss_bound,
+                seed=settings.seed,
+            )
+        sequential_labels.update(state, s, loss)
+        batch = sequential_labels.next_rows(state)
+    except ParameterError as exc:
+        option, _, message = str(exc).partition(":")
+        option = {"losses": "--loss-col", "scores": "--score-col"}.get(option, f"--{option.replace('_', '-')}")
+        raise (DataError if option == "--loss-col" else ParameterError)(f"{option}:{message}") from None
+    rows = [(int(r), x) for x, rs in batch.items() for r in rs]
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows, columns=["row", a.group_col]).to_csv(a.output, index=False, lineterminator="\n")
+        state_path.write_text(sequential_labels.write_state(state))
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    st = state["settings"]
+    print(
+        f"sequential labelling ({st['bet']} bet, alpha per group {st['alpha_per_group']:g}, batches of "
+        f"{st['batch_size']}): {sequential_labels.spent(state)} of {st['budget']} labels requested -> {state_path}"
+    )
+    for x, e in state["groups"].items():
+        t = "always think" if e["threshold"] is None else f"threshold {e['threshold']:.4g}"
+        print(f"  {x}: {e['labelled']} labelled, {e['status']}, {t}")
+    if rows:
+        print(f"label next: {len(rows)} row(s) (0-based row numbers of --data) -> {a.output}; then run this again")
+        return EXIT_OK
+    cert = sequential_labels.certificate(
+        state,
+        s,
+        loss,
+        g,
+        settings,
+        columns={"score": (a.score_col, s), "loss": (a.loss_col, None), "group": (a.group_col, g)},
+        table_path=a.data,
+    )
+    try:
+        cert_path.write_text(cert.to_json())
+    except OSError as exc:
+        raise DataError(f"-o {cert_path}: cannot write it ({exc.strerror or exc})") from None
+    print(f"done: certificate (mode sequential, in its provenance) -> {cert_path}")
+    return EXIT_OK
+
+
+def _run(a) -> int:
+    settings, model, budget = _plan_settings(a)
+    if a.sequential:
+        return _plan_sequential(a, settings, budget)
+    try:
+        grid = None if a.grid is None else [int(x) for x in a.grid.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
+    if grid is not None and (not grid or min(grid) < 1):
+        raise ParameterError(f"--grid: label counts must be positive integers, got {a.grid!r}")
+    _output(a.output)
+    _output(a.output.with_name(a.output.stem + "_curves.csv"))
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
+    if text.any():
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
+            f"{data.describe_rows(df, text)}"
+        )
+    pilot = np.isfinite(loss)
+    if a.pilot_fraction is not None:
+        pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
+        pilot[pick[int(round(a.pilot_fraction * pilot.sum())) :]] = False
+    if not pilot.any():
+        raise DataError(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
+    badl = pilot & ((loss < 0) | (loss > a.loss_bound))
+    if badl.any():
+        raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
+    names = sorted(set(g.tolist()))
+    no_pilot = [x for x in names if not np.any(pilot & (g == x))]
+    if no_pilot:
+        raise DataError(f"--loss-col: group(s) {no_pilot} have no labelled pilot row; label a few of their items")
+    # calibration draws from the rows outside the pilot: pilot items are not reused (docs/planning.md)
+    pool = {x: int(np.sum((g == x) & ~pilot)) for x in names}
+    cap = {x: math.inf if a.no_cap else pool[x] for x in names}
+    n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
+    most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
+    need = prediction.n_needed(settings, len(names))
+    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    if sum(pool.values()) < labels_needed:  # the cause, with or without --budget: the pilot holds the rows
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
+            f"to calibrate on (any group needs {labels_needed:g} labels; every labelled row is the pilot unless "
+            "--pilot-fraction picks it); unlabel rows or give --pilot-fraction"
+        )
+    if budget is not None and budget > most:  # before the prediction (the work) and the allocation (memory)
+        raise ParameterError(
+            f"--budget: {a.budget:g} labels is more than this plan can spend ({most}: each group's largest label "
+            f"count on the grid{'' if a.no_cap else ', at most its rows outside the pilot'}); give at most {most}"
+        )
+    budget = min(sum(pool.values()) // 2, most) if budget is None else budget
+    if a.budget is None and budget < labels_needed:  # the default budget: half the rows outside the pilot
+        raise DataError(
+            f"--loss-col {a.loss_col!r}: half of the {sum(pool.values())} row(s) outside the labelled pilot (the "
+            f"default budget, {budget}) is too few to calibrate on (any group needs {labels_needed:g} labels); "
+            "give --budget, unlabel rows or give a smaller --pilot-fraction"
+        )
+    if budget < labels_needed:
+        raise ParameterError(
+            f"--budget: {budget} labels is below the {labels_needed:g} any group needs to certify anything "
+            f"({settings.recipe.bound}, risk {settings.risk}, min-group-size {settings.min_group_size}); "
+            f"give at least {math.ceil(labels_needed)}"
+        )
+    uniform = allocation.uniform_counts({x: min(cap[x], int(n_grid.max())) for x in names}, budget)
+    n_grid = np.union1d(n_grid, [n for n in uniform.values() if n > 0])
+    spec = prediction.PlanSpec(n_grid=n_grid, n_resamples=a.n_resamples, cap=cap, model=model)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", prediction.PilotWarning)
+            curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    plan = allocation.allocate(curves, budget)
+    even = allocation.fixed(curves, uniform, "uniform")
+    table = allocation.allocation_table(curves, [plan, even])
+    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
+    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
+    for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
+        table[col] = table["group"].map(feas[col].to_dict())
+    pooled = prediction.pooled_groups(curves)
+    level = settings.alpha_per_group(len(names))
+    worst = {x: prediction.worst_rate(s[pilot & (g == x)], loss[pilot & (g == x)], s[g == x]) for x in names}
+    table["pooled"] = table["group"].map(pooled)
+    table["p_certify_cautious"] = [
+        prediction.cautious_p_certify(s[g == r.group], worst[r.group], r.n_labels, settings, level, seed=settings.seed)
+        if pooled.get(r.group) and r.n_labels > 0
+        else np.nan
+        for r in table.itertuples()
+    ]
+    if a.target is not None:
+        need_t = prediction.labels_needed(curves, a.target)
+        table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
+    curves_path = a.output.with_name(a.output.stem + "_curves.csv")
+    try:
+        a.output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(a.output, index=False, lineterminator="\n")
+        curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
+    except OSError as exc:
+        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    n_pilot = int(pilot.sum())
+    print(
+        f"budget {budget} calibration labels, on top of the {n_pilot} pilot labels ({budget + n_pilot} in all); "
+        f"predicted routed share of all traffic: {plan.total:.1%} -> {a.output}, {curves_path}"
+    )
+    planned_pilots = [curves.pilot_sizes[x] for x, n in plan.n.items() if n > 0]
+    if planned_pilots and np.mean(planned_pilots) < prediction.THIN_PILOT:
+        off = f"{100 * prediction.THIN_PILOT_GAP:.0f} points"
+        print(
+            f"thin pilot: the planned groups' pilots average {np.mean(planned_pilots):.1f} labelled items "
+            f"(< {prediction.THIN_PILOT}); with pilots this thin the predicted total was off by up to {off} of all "
+            "traffic on average over pilot draws on the project's real tables, and by more on a smaller held-out "
+            "one (low where a group beats the pooled pilot, high where it trails it); one pilot's total was off by "
+            f"far more (docs/planning.md), so {plan.total:.1%} is a rough estimate; a larger pilot narrows it"
+        )
+    thin = [x for x in names if pooled[x]]
+    if thin:
+        planned_rows = table[(table["allocation"] == "planned")].set_index("group")
+        detail = "; ".join(
+            f"{x} (pilot {curves.pilot_sizes[x]}, low-score loss rate up to {worst[x]:.0%} not ruled out"
+            + (
+                f", p_certify {planned_rows.loc[x, 'p_certify']:.2f}, cautious "
+                f"{planned_rows.loc[x, 'p_certify_cautious']:.2f})"
+                if planned_rows.loc[x, "n_labels"] > 0
+                else ", not planned)"
+            )
+            for x in thin
+        )
+        print(
+            f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
+            f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
+            f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
+        )
+    print(
+        "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "
+        "the counts depend on the calibration set and void the guarantee"
+    )
+    delta, se = allocation.gain(curves, plan, even)
+    verdict = (
+        "negligible: the uniform split does as well"
+        if delta < max(allocation.NEGLIGIBLE, 2 * se)
+        else "the planned split is worth it"
+    )
+    print(f"planned vs uniform split: {delta:+.1%} of all traffic (Monte Carlo s.e. {se:.1%}); {verdict}")
+    row = feas.iloc[0]
+    score = f"registered score {a.score_col}" if a.score_col in SCORES else f"score column {a.score_col!r}"
+    print(f"planned for the {score}, grouped by {a.group_col!r}, with {settings.recipe.bound} at eps={settings.eps:g}")
+    print(
+        f"feasibility ({settings.recipe.bound}, risk {settings.risk}, {row['formula']}): a group certifies nothing "
+        f"with fewer than {row['n_needed']} items ({row['labels_needed']:g} labels expected)"
+    )
+    _warn(feas.index[~feas["feasible"]].tolist(), "have too few items to certify any threshold and will always think")
+    non_concave = [x for x, ok in curves.concave.items() if not ok]
+    if non_concave:
+        print(f"non-concave curves (the plan is exact on the grid; a greedy one may fall short): {non_concave}")
+    return EXIT_OK

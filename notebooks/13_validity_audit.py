@@ -144,10 +144,10 @@ from gpac_utils.metrics import mcse
 from gpac_utils.paper import plotting
 from gpac_utils.paper.theory import populations
 from gpac_utils.paper.theory.validity_audit import (
-    TABLE,
+    AUDIT_TABLE,
     audit_cell,
     audit_schemes,
-    read_table,
+    read_audit,
     settings_of,
     validity_audit,
 )
@@ -229,7 +229,7 @@ print(inspect.getsource(audit_cell))
 # %%
 settings = settings_of(cfg)  # "all" bounds: the registry's, as it is now
 t0 = time.perf_counter()
-audit = read_table(TABLE, settings=settings) if cfg.from_table else validity_audit(pop, **settings)
+audit = read_audit(AUDIT_TABLE, settings=settings) if cfg.from_table else validity_audit(pop, **settings)
 elapsed = time.perf_counter() - t0
 print(
     f"audit: {len(audit)} rows "

@@ -224,7 +224,7 @@ def test_the_committed_validity_audit_holds_the_rows_the_code_computes(ni, si):
     sample of its cells recomputed from their own seeds, every row equal to the last bit. A change to a
     bound, the sampling, the population or notebook 13's settings without `make validity-audit` fails here."""
     settings = _paper_settings()
-    table = va.read_table(va.TABLE, settings=settings)
+    table = va.read_audit(va.AUDIT_TABLE, settings=settings)
     assert len(table) == 1440
     n = settings["group_sizes"][ni]
     scheme, label_prob = va.audit_schemes(settings["label_probs"])[si]
@@ -248,8 +248,8 @@ def test_the_committed_validity_audit_holds_the_rows_the_code_computes(ni, si):
 def test_the_validity_audit_table_is_refused_for_other_settings(tmp_path):
     settings = _paper_settings()
     with pytest.raises(DataError, match=r"validity_audit.csv: holds the audit of calibrations = \[1000\], not \[100\]"):
-        va.read_table(va.TABLE, settings={**settings, "calibrations": 100})
+        va.read_audit(va.AUDIT_TABLE, settings={**settings, "calibrations": 100})
     with pytest.raises(DataError, match=r"group_sizes = \[25, 50, 100, 300, 1000\], not \[25, 100, 300\]"):
-        va.read_table(va.TABLE, settings={**settings, "group_sizes": [25, 100, 300]})
+        va.read_audit(va.AUDIT_TABLE, settings={**settings, "group_sizes": [25, 100, 300]})
     with pytest.raises(DataError, match=r"missing.csv: no audit table; make validity-audit writes it"):
-        va.read_table(tmp_path / "missing.csv", settings=settings)
+        va.read_audit(tmp_path / "missing.csv", settings=settings)

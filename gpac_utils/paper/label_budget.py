@@ -29,6 +29,7 @@ from .. import allocation, data, prediction, threshold
 from ..checks import DataError
 from ..recipe import Recipe, as_recipe
 from ..settings import Settings
+from ..workflow import config
 from ..workflow.paths import REPO_ROOT
 from . import realdata
 
@@ -285,8 +286,6 @@ def write_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDI
 
 
 def main(argv=None) -> None:
-    from ..workflow import config
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="paper", help="notebook 32's profile whose trials to compute")
     args = parser.parse_args(argv)

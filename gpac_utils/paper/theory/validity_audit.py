@@ -8,7 +8,7 @@ first-crossing. Notebook 13 explains every step of :func:`audit_cell`.
 
 The paper-profile audit (1 440 cells of 1 000 calibrations, about two minutes of CPU, most of it the
 ``wsr`` bound) is computed by ``make validity-audit`` (``python -m gpac_utils.paper.theory.validity_audit``),
-which writes :data:`TABLE` (``benchmarks/validity_audit.csv``, committed). Notebook 13 reads it on the paper
+which writes :data:`AUDIT_TABLE` (``benchmarks/validity_audit.csv``, committed). Notebook 13 reads it on the paper
 profile (its setting ``from_table``) and recomputes its smallest cell live, comparing the rows;
 ``tests/test_theory.py`` recomputes a sample of its cells and fails when a row differs from the code's.
 
@@ -29,15 +29,24 @@ from ... import sampling, selection
 from ...bounds import BOUNDS, ucb_many
 from ...checks import DataError
 from ...metrics import mcse
+from ...workflow import config
 from ...workflow.paths import REPO_ROOT
 from . import populations
 
-__all__ = ["TABLE", "SETTINGS", "audit_schemes", "audit_cell", "validity_audit", "settings_of", "read_table"]
+__all__ = [
+    "AUDIT_TABLE",
+    "AUDIT_SETTINGS",
+    "audit_schemes",
+    "audit_cell",
+    "validity_audit",
+    "settings_of",
+    "read_audit",
+]
 
 #: The committed paper-profile audit (``make validity-audit`` writes it; notebook 13 reads it).
-TABLE = REPO_ROOT / "benchmarks" / "validity_audit.csv"
+AUDIT_TABLE = REPO_ROOT / "benchmarks" / "validity_audit.csv"
 #: The settings of notebook 13's configuration that decide the audit (``bounds`` "all": the registry's).
-SETTINGS = ("bounds", "label_probs", "group_sizes", "eps_list", "rules", "alpha", "calibrations", "seed")
+AUDIT_SETTINGS = ("bounds", "label_probs", "group_sizes", "eps_list", "rules", "alpha", "calibrations", "seed")
 #: The columns of one cell's rows that depend on the machine (left out of the committed table).
 TIMING = ("ucb_seconds",)
 
@@ -151,7 +160,7 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
 
 def settings_of(cfg) -> dict:
     """The audit's keyword arguments from notebook 13's configuration (``bounds`` "all": the registry's, now)."""
-    settings = {key: cfg[key] for key in SETTINGS}
+    settings = {key: cfg[key] for key in AUDIT_SETTINGS}
     if settings["bounds"] == "all":
         settings["bounds"] = list(BOUNDS)
     return settings
@@ -169,7 +178,7 @@ def _grid(audit: pd.DataFrame) -> dict:
     }
 
 
-def read_table(path: Path | str = TABLE, *, settings: dict) -> pd.DataFrame:
+def read_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFrame:
     """The committed audit at ``path``, refused unless it is the audit of ``settings`` (:func:`settings_of`).
 
     Its rows are bit for bit those :func:`validity_audit` computes (floats written and read back exactly),
@@ -185,7 +194,7 @@ def read_table(path: Path | str = TABLE, *, settings: dict) -> pd.DataFrame:
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
     if not path.is_file():
         raise DataError(f"{shown}: no audit table; make validity-audit writes it")
-    table = pd.read_csv(path)  # pandas 3 reads every float back exactly (write_table checks it)
+    table = pd.read_csv(path)  # pandas 3 reads every float back exactly (write_audit checks it)
     stored = {"alpha": sorted(set(table["alpha"])), "seed": sorted(set(table["seed"]))}
     wanted = {
         **{k: list(v) for k, v in settings.items() if k in ("bounds", "rules")},
@@ -205,27 +214,25 @@ def read_table(path: Path | str = TABLE, *, settings: dict) -> pd.DataFrame:
     return table.drop(columns=["alpha", "seed"])
 
 
-def write_table(path: Path | str = TABLE, *, settings: dict) -> pd.DataFrame:
+def write_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFrame:
     """Compute the audit of ``settings`` and write it to ``path`` (CSV, every float exact); returns the rows."""
     audit = validity_audit(populations.AUDIT_POPULATION, **settings).drop(columns=list(TIMING))
     out = audit.assign(alpha=float(settings["alpha"]), seed=int(settings["seed"]))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(path, index=False, lineterminator="\n")
-    back = read_table(path, settings=settings)
+    back = read_audit(path, settings=settings)
     pd.testing.assert_frame_equal(back, audit, check_exact=True)  # what the notebook reads is what was computed
     return audit
 
 
 def main(argv=None) -> None:
-    from ...workflow import config
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=TABLE, help="the table to write (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=AUDIT_TABLE, help="the table to write (default %(default)s)")
     parser.add_argument("--profile", default="paper", help="notebook 13's profile whose settings to audit")
     args = parser.parse_args(argv)
     settings = settings_of(config.load("13_validity_audit", args.profile))
     t0 = time.process_time()
-    audit = write_table(args.out, settings=settings)
+    audit = write_audit(args.out, settings=settings)
     print(f"{args.out}: {len(audit)} rows, {time.process_time() - t0:.0f} s of CPU")
 
 

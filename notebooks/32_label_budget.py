@@ -52,7 +52,8 @@
 # `figures/label_budget_real.{png,pdf}`, `figures/tables/label_budget_sim.{csv,md}`,
 # `figures/tables/label_budget_real.{csv,md}`, `figures/tables/label_budget_real_groups.{csv,md}`.
 #
-# **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
+# **Runtime** (measured, 2 shared cores): fast profile ~10 s; paper profile ≈ 21 s of CPU time ((b)'s committed
+# splits read, split 0 recomputed), and (b)'s 30 splits (`make label-budget`) ≈ 55 s of CPU time (2026-12-07).
 
 # %% [markdown] tags=["remove-cell"]
 # ## Terms used in this notebook

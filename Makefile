@@ -179,7 +179,7 @@ validity-audit: $(STAMP)
 	$(PY) -m gpac_utils.paper.theory.validity_audit
 
 # Notebook 32's allocation trials on the real MATH Level-5 table (30 seeded splits, planned vs uniform vs pi = 0.5,
-# about 40 s of CPU): writes the committed benchmarks/label_budget_trials.csv and label_budget_predicted.csv, which
+# about a minute of CPU): writes the committed benchmarks/label_budget_trials.csv and label_budget_predicted.csv, which
 # notebook 32 reads on the paper profile (recomputing split 0 live); tests/test_label_budget.py recomputes splits.
 # Rerun it after changing the planner, the calibration or notebooks/config/32_label_budget.yaml
 # (gpac_utils/paper/label_budget.py).

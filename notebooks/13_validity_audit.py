@@ -222,7 +222,8 @@ print(inspect.getsource(audit_cell))
 # %% [markdown]
 # ## Run the audit
 # The paper profile's audit (1 000 calibrations in each of 1 440 cells) takes about two minutes of CPU, most of it
-# the `wsr` bound, so one command, `make validity-audit`, computes it with this code and writes the table
+# the `wsr` bound, so one command, `make validity-audit` (in the light install:
+# `python -m gpac_utils.paper.theory.validity_audit`), computes it with this code and writes the table
 # `benchmarks/validity_audit.csv`, which is committed and which this notebook reads (the setting `from_table`); the
 # fast profile computes its smaller audit right here.
 

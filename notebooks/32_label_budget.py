@@ -659,7 +659,8 @@ assert uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
 print(inspect.getsource(label_budget.trial_rows))
 
 # %% [markdown]
-# The paper profile's 30 splits take about 40 s of CPU, so one command, `make label-budget`, computes them with this
+# The paper profile's 30 splits take about a minute of CPU, so one command, `make label-budget` (in the light install:
+# `python -m gpac_utils.paper.label_budget`), computes them with this
 # code and writes `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv`, which are committed
 # and which this notebook reads (the setting `from_table`); it then computes the first split here and now, which must
 # give exactly the rows read: the check that the tables are what this code computes. The fast profile computes its

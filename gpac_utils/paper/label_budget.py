@@ -7,7 +7,7 @@ may be labelled. Four allocations of the same label budget (planned from the pil
 explains each step. :func:`allocation_trials` returns one row per (trial, allocation, group) (``labels``,
 ``routed_share``, ``violation``) and one per (trial, allocation) of the plan's forecast.
 
-The paper-profile trials (30 splits, about 40 s of CPU) are computed by ``make label-budget``
+The paper-profile trials (30 splits, about a minute of CPU) are computed by ``make label-budget``
 (``python -m gpac_utils.paper.label_budget``), which writes :data:`TRIALS` and :data:`PREDICTED` (committed).
 Notebook 32 reads them on the paper profile (its setting ``from_table``) and recomputes trial 0 live
 (:func:`check_trial`); ``tests/test_label_budget.py`` recomputes splits and compares every row.

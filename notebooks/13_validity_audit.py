@@ -37,7 +37,8 @@
 # beyond the calibrations themselves.
 #
 # **Reads** on the paper profile the committed audit `benchmarks/validity_audit.csv` (`make validity-audit` computes
-# it with this notebook's code and settings; the fast profile computes its audit here). **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
+# it with this notebook's code and settings; the fast profile computes its audit here).
+# **Writes** `figures/tables/validity_audit.{csv,md}` (every cell),
 # `figures/tables/validity_audit_summary.{csv,md}`, `figures/tables/validity_audit_oracle_ratio.{csv,md}`,
 # `figures/validity_audit.{png,pdf}` (heat map), `figures/validity_audit_summary.{png,pdf}` (the audit on
 # one slide), `figures/validity_audit_oracle_ratio.{png,pdf}`, `figures/selection_fixed_sequence.{png,pdf}`

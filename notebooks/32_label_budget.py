@@ -46,9 +46,10 @@
 # allocation vs the uniform one vs the paper's $\pi=0.5$ at the same label budget, evaluated by
 # actually calibrating on each split and routing the held-out half, over seeded splits.
 #
-# **Reads** the two tables above, and on the paper profile (b)'s committed splits `benchmarks/label_budget_trials.csv`
-# and `benchmarks/label_budget_predicted.csv` (`make label-budget` computes them with this notebook's code and
-# settings; the fast profile computes its splits here). **Writes** `figures/label_budget_sim.{png,pdf}`,
+# **Reads** the two tables above, and on the paper profile (b)'s committed splits
+# `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv` (`make label-budget` computes them
+# with this notebook's code and settings; the fast profile computes its splits here).
+# **Writes** `figures/label_budget_sim.{png,pdf}`,
 # `figures/label_budget_real.{png,pdf}`, `figures/tables/label_budget_sim.{csv,md}`,
 # `figures/tables/label_budget_real.{csv,md}`, `figures/tables/label_budget_real_groups.{csv,md}`.
 #

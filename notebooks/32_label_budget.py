@@ -664,7 +664,8 @@ print(inspect.getsource(label_budget.trial_rows))
 # `python -m gpac_utils.paper.label_budget`), computes them with this
 # code and writes `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv`, which are committed
 # and which this notebook reads (the setting `from_table`); it then computes the first split here and now, which must
-# give exactly the rows read: the check that the tables are what this code computes. The fast profile computes its
+# give the same rows as read (every number to 12 digits at least): the check that the tables are what this code
+# computes. The fast profile computes its
 # few splits right here.
 
 # %%

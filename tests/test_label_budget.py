@@ -1,4 +1,4 @@
-"""Notebook 32's committed allocation trials (``make label-budget``): the rows the code computes, exactly."""
+"""Notebook 32's committed allocation trials (``make label-budget``): the rows the code computes."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ def _paper() -> dict:
 @pytest.mark.parametrize("trial", [0, 29])
 def test_the_committed_allocation_trials_hold_the_rows_the_code_computes(trial):
     """benchmarks/label_budget_{trials,predicted}.csv, which notebook 32 reads on the paper profile: a split
-    recomputed from its own seeds, every row equal to the last bit (the notebook itself checks split 0). A
+    recomputed from its own seeds, every row equal (floats to within RTOL; the notebook itself checks split 0). A
     change to the planner, the calibration, the table or notebook 32's settings without `make label-budget`
     fails here."""
     cfg = _paper()
     res, pred = lb.read_tables(cfg)
     assert len(res) == 30 * 4 * 7 and len(pred) == 30 * 3  # splits x allocations (x subjects)
-    assert lb.check_trial(cfg, res, pred, trial=trial) == 4 * 7 + 3  # DataFrame.equals: values and dtypes
+    assert lb.check_trial(cfg, res, pred, trial=trial) == 4 * 7 + 3  # same_rows: values and dtypes
 
 
 def test_a_changed_row_or_another_trial_count_is_refused(tmp_path):

@@ -32,6 +32,7 @@ from ..settings import Settings
 from ..workflow import config
 from ..workflow.paths import REPO_ROOT
 from . import realdata
+from .theory.validity_audit import same_rows
 
 __all__ = [
     "TRIALS",
@@ -257,14 +258,15 @@ def read_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDIC
 
 
 def check_trial(cfg, res: pd.DataFrame, pred: pd.DataFrame, trial: int = 0) -> int:
-    """Recompute trial ``trial`` and compare its rows with ``res`` and ``pred`` (the committed tables), exactly.
+    """Recompute trial ``trial`` and compare its rows with ``res`` and ``pred`` (the committed tables): every string,
+    integer and boolean equal, every float to within ``RTOL`` relative (:func:`~.theory.validity_audit.same_rows`).
 
     Returns the number of rows compared. Raises :class:`DataError` naming the table whose rows differ.
     """
     got_res, got_pred = allocation_trials(cfg, [trial])
     for name, got, have in (("trials", got_res, res), ("forecasts", got_pred, pred)):
         mine = have[have["trial"] == trial].reset_index(drop=True)
-        if not got.equals(mine):
+        if not same_rows(got, mine):  # floats to within RTOL: another CPU may change their last bits
             path = TRIALS if name == "trials" else PREDICTED
             raise DataError(
                 f"{_shown(path)}: trial {trial}'s {name} differ from what the code computes now; "

@@ -49,6 +49,10 @@ AUDIT_TABLE = REPO_ROOT / "benchmarks" / "validity_audit.csv"
 AUDIT_SETTINGS = ("bounds", "label_probs", "group_sizes", "eps_list", "rules", "alpha", "calibrations", "seed")
 #: The columns of one cell's rows that depend on the machine (left out of the committed table).
 TIMING = ("ucb_seconds",)
+#: Relative tolerance of a float of a committed row recomputed on another machine: a CPU's SIMD code paths (numpy's
+#: AVX-512 ``exp``, ``log`` and ``power``) may change its last bits (the reason for ``plotting.CSV_DIGITS``), never
+#: its 12th digit. On the machine that wrote the table the rows are equal bit for bit (:func:`write_audit`).
+RTOL = 1e-12
 
 
 def audit_schemes(label_probs):
@@ -156,6 +160,21 @@ def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, al
         for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, label_prob, **settings)
     ]
     return with_pass(rows, alpha)
+
+
+def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> bool:
+    """Whether two tables hold the same rows: the same columns, dtypes and length, every string, integer and boolean
+    equal, every float equal to within :data:`RTOL` relative."""
+    if list(got.columns) != list(want.columns) or len(got) != len(want) or not got.dtypes.equals(want.dtypes):
+        return False
+    for col in got.columns:
+        a, b = got[col].to_numpy(), want[col].to_numpy()
+        if got[col].dtype.kind == "f":
+            if not np.allclose(a, b, rtol=RTOL, atol=0.0, equal_nan=True):
+                return False
+        elif not (a == b).all():
+            return False
+    return True
 
 
 def settings_of(cfg) -> dict:

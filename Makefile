@@ -28,10 +28,10 @@ PYTEST_ARGS ?=
 # A prefix for the tiers that `make test` runs beside the vLLM tier (empty: make test-slurm, make test-lesson)
 BESIDE ?=
 
-.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench plan-benchmark multigroup-audit bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
+.PHONY: help lock venv venv-vllm reproduce batch test test-main test-fast test-slurm test-vllm lint format bench plan-benchmark multigroup-audit validity-audit label-budget bench-generation lab walk book slides student homework grade answer-key clean venv-lesson test-lesson tiny-model
 
 help:
-	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | plan-benchmark | multigroup-audit | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
+	@echo "make reproduce | batch | test | lock | test-fast | test-slurm | test-vllm | lint | format | bench | plan-benchmark | multigroup-audit | validity-audit | label-budget | bench-generation | walk | book | slides | student | homework | grade | lab | venv-vllm | venv-lesson | test-lesson | answer-key | clean"
 
 $(PY):
 	@[ -n "$(PYTHON)" ] || { echo "need Python >= 3.11: none of python3.11, python3.12 ... python3.19, python3 is one"; exit 1; }
@@ -170,6 +170,21 @@ plan-benchmark: $(STAMP)
 # benchmarks/multigroup_audit.csv and benchmarks/multigroup_realdata.csv (about 10 minutes on two cores)
 multigroup-audit: $(STAMP)
 	$(PY) benchmarks/multigroup_audit.py
+
+# Notebook 13's validity audit on the paper profile (1 440 cells of 1 000 calibrations, about two minutes of CPU):
+# writes the committed benchmarks/validity_audit.csv, which notebook 13 reads on the paper profile (recomputing its
+# smallest cell live); tests/test_theory.py recomputes a sample of its cells. Rerun it after changing a bound or
+# notebooks/config/13_validity_audit.yaml (gpac_utils/paper/theory/validity_audit.py).
+validity-audit: $(STAMP)
+	$(PY) -m gpac_utils.paper.theory.validity_audit
+
+# Notebook 32's allocation trials on the real MATH Level-5 table (30 seeded splits, planned vs uniform vs pi = 0.5,
+# about a minute of CPU): writes the committed benchmarks/label_budget_trials.csv and label_budget_predicted.csv, which
+# notebook 32 reads on the paper profile (recomputing split 0 live); tests/test_label_budget.py recomputes splits.
+# Rerun it after changing the planner, the calibration or notebooks/config/32_label_budget.yaml
+# (gpac_utils/paper/label_budget.py).
+label-budget: $(STAMP)
+	$(PY) -m gpac_utils.paper.label_budget
 
 # ---- the cluster path (docs/cluster.md): tests/test_slurm.py starts a one-node SLURM cluster (Debian's
 # slurm-wlm + munge, as root; stopped by pid afterwards), runs a batch grid through Snakemake's SLURM

@@ -13,8 +13,14 @@ recorded, ``metadata.papermill.duration`` of each ``build/paper/<name>.ipynb``, 
 default ``26_concept_figure``): after ``touch`` (new mtime, same content: Snakemake compares
 checksums, nothing runs), after an edit (that notebook alone runs), after restoring it (again).
 
+``--cells`` writes ``benchmarks/reproduce_cells.csv`` from the executed notebooks of the last run
+(``build/paper/*.ipynb``, nothing is run): per notebook the seconds of its cells (papermill's
+``metadata.papermill.duration`` of each cell, summed) and its slowest cell, with that cell's first line,
+longest first.
+
 Usage: python benchmarks/bench_reproduce.py [--only NAME ...]
        python benchmarks/bench_reproduce.py --workflow [--touch NOTEBOOK] [--jobs 2] [--no-full]
+       python benchmarks/bench_reproduce.py --cells
 """
 
 from __future__ import annotations
@@ -113,6 +119,30 @@ def workflow(touch: str, jobs: int, full: bool) -> int:
     return 0
 
 
+def cells() -> int:
+    """Write benchmarks/reproduce_cells.csv from build/paper/*.ipynb (module description)."""
+    import json
+
+    rows = []
+    for path in sorted((paths.BUILD / "paper").glob("*.ipynb")):
+        timed = [
+            (float(c["metadata"]["papermill"]["duration"]), "".join(c["source"]).splitlines()[0][:70])
+            for c in json.loads(path.read_text())["cells"]
+            if c.get("metadata", {}).get("papermill", {}).get("duration")
+        ]
+        slowest = max(timed)
+        rows.append((path.stem, round(sum(d for d, _ in timed), 1), round(slowest[0], 1), slowest[1]))
+    if not rows:
+        raise SystemExit("build/paper/ holds no executed notebook: make reproduce first")
+    rows.sort(key=lambda r: -r[1])
+    out = paths.REPO_ROOT / "benchmarks" / "reproduce_cells.csv"
+    with out.open("w", newline="") as fh:
+        header = ("notebook", "cells_seconds", "slowest_cell_seconds", "slowest_cell_first_line")
+        csv.writer(fh, lineterminator="\n").writerows([header, *rows])
+    print(f"{out.name}: {len(rows)} notebooks, {sum(r[1] for r in rows):.1f} s of cells")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these strings")
@@ -120,7 +150,10 @@ def main(argv=None) -> int:
     ap.add_argument("--touch", default="26_concept_figure", help="the notebook touched, then edited")
     ap.add_argument("--no-full", action="store_true", help="skip the full run (reuse build/paper/)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cells", action="store_true", help="write reproduce_cells.csv from build/paper/ (no run)")
     a = ap.parse_args(argv)
+    if a.cells:
+        return cells()
     if a.workflow:
         return workflow(a.touch, a.jobs, not a.no_full)
     rows = [*partition_rows(), *planning_rows()]

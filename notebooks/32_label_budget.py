@@ -46,11 +46,15 @@
 # allocation vs the uniform one vs the paper's $\pi=0.5$ at the same label budget, evaluated by
 # actually calibrating on each split and routing the held-out half, over seeded splits.
 #
-# **Reads** the two tables above. **Writes** `figures/label_budget_sim.{png,pdf}`,
+# **Reads** the two tables above, and on the paper profile (b)'s committed splits
+# `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv` (`make label-budget` computes them
+# with this notebook's code and settings; the fast profile computes its splits here).
+# **Writes** `figures/label_budget_sim.{png,pdf}`,
 # `figures/label_budget_real.{png,pdf}`, `figures/tables/label_budget_sim.{csv,md}`,
 # `figures/tables/label_budget_real.{csv,md}`, `figures/tables/label_budget_real_groups.{csv,md}`.
 #
-# **Runtime** (2 shared cores): fast profile ~10 s; paper profile ~16–26 s.
+# **Runtime** (measured, 2 shared cores): fast profile ~10 s; paper profile ≈ 21 s of CPU time ((b)'s committed
+# splits read, split 0 recomputed), and (b)'s 30 splits (`make label-budget`) ≈ 55 s of CPU time (2026-12-07).
 
 # %% [markdown] tags=["remove-cell"]
 # ## Terms used in this notebook
@@ -152,6 +156,8 @@
 # calibration rows included, it makes the guarantee only approximate (the caveat the first cell states).
 
 # %%
+import inspect
+
 import matplotlib.lines as mlines
 import matplotlib.patches as mpatches
 import matplotlib.pyplot as plt
@@ -161,7 +167,8 @@ from IPython.display import Markdown, display
 from matplotlib import ticker
 
 from gpac_utils import allocation, batch_threshold, bounds, data, feasibility, prediction, threshold
-from gpac_utils.paper import plotting, realdata
+from gpac_utils.paper import label_budget, plotting, realdata
+from gpac_utils.paper.label_budget import uniform_levels
 from gpac_utils.recipe import Recipe, as_recipe
 from gpac_utils.settings import Settings
 from gpac_utils.workflow import config, paths
@@ -635,135 +642,39 @@ display(
     )
 )
 
+# %% [markdown]
+# **Uniform** water-fills the budget (`uniform_levels` of `gpac_utils.paper.label_budget`): every group gets the same
+# number of labels, and a group with fewer items than that share keeps all of them, the rest going to the others.
 
-def table_risk(t, g):
-    """Risk of threshold t over group g's whole table, E[loss 1{U <= t}]."""
-    m = g_all == g
-    return float(np.mean(l_all[m] * (u_all[m] <= t)))
-
-
-def uniform_levels(budget, cap):
-    """Equal labels per group spending `budget`, n_j = min(cap_j, lam) (water-filling), rounded down."""
-    cap = np.asarray(cap, dtype=float)
-    left, lam = float(budget), float(np.max(cap))
-    for i, c_ in enumerate(np.sort(cap)):
-        if c_ >= left / (cap.size - i):  # every group from here on takes an equal share
-            lam = left / (cap.size - i)
-            break
-        left -= c_
-    return np.floor(np.minimum(cap, lam) + 1e-9).astype(int)
-
-
-assert uniform_levels(100, [10, 1000, 1000]).tolist() == [10, 45, 45]
+# %%
+assert uniform_levels(100, [10, 1000, 1000]).tolist() == [10, 45, 45]  # water-filling: the small group is full
 assert uniform_levels(10_000, [10, 20]).tolist() == [10, 20]
 
 
-def predicted_total(curves, n):
-    """The curves' expected routed share of all traffic for n[g] labels per group (0 labels: 0)."""
-    return float(
-        sum(
-            curves.traffic[j] * curves.mean[j, curves.n_grid == n[g]][0] if n[g] else 0.0
-            for j, g in enumerate(curves.groups)
-        )
-    )
+# %% [markdown]
+# One split, written out (`trial_rows` of `gpac_utils.paper.label_budget`, where the trials' code lives so that the
+# make target, this notebook and the tests run the same lines): split every subject, plan from the pilot's curves,
+# then calibrate each allocation and route the held-out half.
 
+# %%
+print(inspect.getsource(label_budget.trial_rows))
 
-def calibrate_subset(u, losses, n, recipe, label_prob, seed):
-    """G-PAC's threshold from a random n-subset of one group's items (n = 0: nothing certified, always think)."""
-    rng = np.random.default_rng(seed)
-    if n == 0:
-        return -np.inf
-    pick = rng.permuted(np.arange(u.size))[:n]
-    return float(
-        threshold(u[pick], losses[pick], eps=eps, alpha=cfg.alpha, recipe=recipe, rng=rng, label_prob=label_prob)
-    )
+# %% [markdown]
+# The paper profile's 30 splits take about a minute of CPU, so one command, `make label-budget` (in the light install:
+# `python -m gpac_utils.paper.label_budget`), computes them with this
+# code and writes `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv`, which are committed
+# and which this notebook reads (the setting `from_table`); it then computes the first split here and now, which must
+# give the same rows as read (every number to 12 digits at least): the check that the tables are what this code
+# computes. The fast profile computes its
+# few splits right here.
 
-
-def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
-    """Per group: the predicted routed share of pi = 0.5 Bernoulli labelling of its `pool` items."""
-    out = {}
-    for g in sorted(pool):
-        m = groups == g
-        c = prediction.predict(
-            scores[m],
-            groups[m],
-            pilot_u,
-            pilot_l,
-            pilot_g,
-            settings=Settings(eps=eps, alpha=cfg.alpha, recipe=half, seed=seed),
-            spec=prediction.PlanSpec(
-                n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg.n_resamples
-            ),
-        )
-        out[g] = float(c.mean[0, 0])
-    return out
-
-
-records, predicted = [], []
-for trial in range(cfg.n_trials):
-    rng = np.random.default_rng([cfg.seed, trial])
-    test, pilot, avail = (np.zeros(len(real), bool) for _ in range(3))
-    for g in names:
-        idx = rng.permutation(np.flatnonzero(g_all == g))
-        n_cal = int(round(cfg.cal_ratio * idx.size))
-        n_pilot = int(round(cfg.pilot_fraction * n_cal))
-        pilot[idx[:n_pilot]], avail[idx[n_pilot:n_cal]], test[idx[n_cal:]] = True, True, True
-    pool = {g: int(np.sum(avail & (g_all == g))) for g in names}
-    cal = pilot | avail  # unlabelled scores of the calibration pool: free
-    budget = sum(pool.values()) // 2  # the labels pi = 0.5 spends in expectation
-    uniform = dict(zip(names, uniform_levels(budget, [pool[g] for g in names])))
-    # the grid: geometric up to the largest pool, plus the uniform levels (so the baseline is on it)
-    grid = np.union1d(prediction.default_grid(max(pool.values())), list(uniform.values()))
-    grid = grid[(grid >= 1) & (grid <= max(pool.values()))]
-    seed = 1000 * cfg.seed + trial
-    curves = prediction.predict(
-        u_all[cal],
-        g_all[cal],
-        u_all[pilot],
-        l_all[pilot],
-        g_all[pilot],
-        settings=Settings(eps=eps, alpha=cfg.alpha, recipe=recipe, seed=seed),
-        spec=prediction.PlanSpec(n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg.n_resamples),
-    )
-    planned = allocation.allocate(curves, budget)
-    assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
-    pi_half = predict_pi_half(u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool, seed)
-    predicted += [
-        {"trial": trial, "allocation": "planned", "predicted_routed_share": planned.total},
-        {"trial": trial, "allocation": "uniform", "predicted_routed_share": predicted_total(curves, uniform)},
-        {
-            "trial": trial,
-            "allocation": "pi=0.5",
-            "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names))),
-        },
-    ]
-    whole = {g: int(np.sum(cal & (g_all == g))) for g in names}
-    plus = dict(zip(names, uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
-    allocs = {
-        "planned": (planned.n, avail, recipe, None),
-        "uniform": (uniform, avail, recipe, None),
-        "pi=0.5": ({g: pool[g] for g in names}, avail, half, 0.5),
-        "uniform + pilot": (plus, cal, recipe, None),
-    }
-    for name, (n, source, rec, label_prob) in allocs.items():
-        for j, g in enumerate(names):
-            src = source & (g_all == g)
-            te = test & (g_all == g)
-            t = calibrate_subset(u_all[src], l_all[src], int(n[g]), rec, label_prob, seed=[cfg.seed, trial, j])
-            labels = n[g] * (label_prob or 1.0)
-            records.append(
-                {
-                    "trial": trial,
-                    "allocation": name,
-                    "group": g,
-                    "labels": labels,
-                    "routed_share": float(np.mean(u_all[te] <= t)),
-                    "violation": table_risk(t, g) > eps,
-                }
-            )
-
-res = pd.DataFrame(records)
-pred = pd.DataFrame(predicted)
+# %%
+if cfg.from_table:
+    res, pred = label_budget.read_tables(cfg)
+    compared = label_budget.check_trial(cfg, res, pred, trial=0)
+    print(f"{cfg.n_trials} splits read; split 0 recomputed now: its {compared} rows equal the tables'")
+else:
+    res, pred = label_budget.allocation_trials(cfg)
 
 # %%
 res["weighted"] = res["group"].map(traffic) * res["routed_share"]

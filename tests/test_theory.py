@@ -1,17 +1,22 @@
 """gpac_utils.paper.theory: closed-form risks, oracle thresholds, Prop. 3.3, partition gap, and the
-audit's plumbing (the audit itself is notebook 13's, executed by test_notebooks)."""
+audit's plumbing (the audit is notebook 13's, executed by test_notebooks on the fast profile; its committed
+paper-profile table, benchmarks/validity_audit.csv, is checked against the code here)."""
 
 import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from gpac_utils import bounds, calibrate, sampling, selection
+from gpac_utils.checks import DataError
 from gpac_utils.paper.theory import partition_gap as pg
 from gpac_utils.paper.theory import populations
+from gpac_utils.paper.theory import validity_audit as va
 from gpac_utils.paper.theory.populations import Population, RiskGroup
 from gpac_utils.recipe import Recipe
+from gpac_utils.workflow import config
 
 POP = Population(
     (
@@ -199,3 +204,57 @@ def test_shared_work_equals_calibrate_threshold(bound, scheme, label_prob):
         cand = selection.candidate_grid(u, "auto", bound)
         got = selection.select(cand, bounds.ucb(bound, d.z, d.scores, cand, 0.05, d.term_range), 0.1, rule)
         np.testing.assert_array_equal(got, ref)
+
+
+# ------------------------------------------------------------------ the committed validity audit
+def _paper_settings() -> dict:
+    """Notebook 13's paper-profile audit settings (read from its file: config.load would switch the profile)."""
+    raw = config.read_config("13_validity_audit")
+    return va.settings_of({**raw["common"], **raw["profiles"]["paper"]})
+
+
+# (group size index, scheme index): n = 25 with every label, n = 50 resampled at pi = 0.1 (500 terms per
+# calibration: wsr's slowest kind of cell, at a small n), n = 100 with Bernoulli labels at pi = 0.5
+SAMPLED_CELLS = [(0, 5), (1, 2), (2, 3)]
+
+
+@pytest.mark.parametrize("ni,si", SAMPLED_CELLS)
+def test_the_committed_validity_audit_holds_the_rows_the_code_computes(ni, si):
+    """benchmarks/validity_audit.csv (make validity-audit), which notebook 13 reads on the paper profile: a
+    sample of its cells recomputed from their own seeds, every row equal (floats to within va.RTOL). A change to a
+    bound, the sampling, the population or notebook 13's settings without `make validity-audit` fails here."""
+    settings = _paper_settings()
+    table = va.read_audit(va.AUDIT_TABLE, settings=settings)
+    assert len(table) == 1440
+    n = settings["group_sizes"][ni]
+    scheme, label_prob = va.audit_schemes(settings["label_probs"])[si]
+    assert (n, scheme, label_prob) == [(25, "full", 1.0), (50, "resample", 0.1), (100, "bernoulli", 0.5)][
+        SAMPLED_CELLS.index((ni, si))
+    ]
+    keys = ("bounds", "rules", "eps_list", "alpha", "calibrations")
+    rows = va.audit_cell(
+        populations.AUDIT_POPULATION,
+        n,
+        [settings["seed"], ni, si],
+        scheme,
+        label_prob,
+        **{k: settings[k] for k in keys},
+    )
+    got = va.with_pass(rows, settings["alpha"]).drop(columns=list(va.TIMING))
+    cell = (table["n_group"] == n) & (table["scheme"] == scheme) & (table["pi"] == label_prob)
+    want = table[cell].reset_index(drop=True)
+    # floats to within RTOL: another CPU's SIMD paths may change their last bits (equal bit for bit on this one's)
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=va.RTOL, atol=0)
+    assert va.same_rows(got, want)
+    changed = want.assign(oracle_ratio=want["oracle_ratio"] * (1 + 1e-9))
+    assert not va.same_rows(got, changed) and not va.same_rows(got, want.assign(violation_rate=want["mcse"]))
+
+
+def test_the_validity_audit_table_is_refused_for_other_settings(tmp_path):
+    settings = _paper_settings()
+    with pytest.raises(DataError, match=r"validity_audit.csv: holds the audit of calibrations = \[1000\], not \[100\]"):
+        va.read_audit(va.AUDIT_TABLE, settings={**settings, "calibrations": 100})
+    with pytest.raises(DataError, match=r"group_sizes = \[25, 50, 100, 300, 1000\], not \[25, 100, 300\]"):
+        va.read_audit(va.AUDIT_TABLE, settings={**settings, "group_sizes": [25, 100, 300]})
+    with pytest.raises(DataError, match=r"missing.csv: no audit table; make validity-audit writes it"):
+        va.read_audit(tmp_path / "missing.csv", settings=settings)

@@ -8,8 +8,10 @@ populations        :class:`~.populations.RiskGroup`, :class:`~.populations.Popul
                    populations of notebooks 11-13
 partition_gap      notebook 11: the partition gap δ of interval partitions, their thresholds
                    and routed shares (Theorem 4.6)
+validity_audit     notebook 13: the audit of Assumption 4.1 (every bound, scheme and rule) and
+                   its committed paper-profile table (``make validity-audit``)
 =================  ==========================================================================
 
 Notebooks 10-13 take their remaining steps (the Proposition 4.5 scan, the summaries of the partition gap,
-Theorem 4.3's experiment, the validity audit) in their own cells.
+Theorem 4.3's experiment, the audit's figures and checks) in their own cells.
 """

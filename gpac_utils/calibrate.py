@@ -227,6 +227,10 @@ class _Names:
 class PAC:
     """Marginal PAC reasoning: one threshold for all inputs.
 
+    The parameters are the settings it reads, declared once (:attr:`SETTINGS`, checked by
+    :class:`~gpac_utils.settings.Settings`); :meth:`from_settings` takes a ``Settings`` whole and
+    keeps it (``config``).
+
     Parameters
     ----------
     eps : float
@@ -243,10 +247,6 @@ class PAC:
         Seed of the label sampling.
     risk : str, default "joint"
         What is certified (:data:`~gpac_utils.risks.RISKS`).
-
-    The parameters are the settings it reads, declared once (:attr:`SETTINGS`, checked by
-    :class:`~gpac_utils.settings.Settings`); :meth:`from_settings` takes a ``Settings`` whole and
-    keeps it (``config``).
 
     Attributes
     ----------

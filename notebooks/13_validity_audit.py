@@ -232,7 +232,7 @@ print(inspect.getsource(audit_cell))
 # %%
 settings = settings_of(cfg)  # "all" bounds: the registry's, as it is now
 t0 = time.perf_counter()
-audit = read_audit(AUDIT_TABLE, settings=settings) if cfg.from_table else validity_audit(pop, **settings)
+audit = read_audit(AUDIT_TABLE, settings=settings) if cfg.from_table else validity_audit(pop, settings)
 elapsed = time.perf_counter() - t0
 print(
     f"audit: {len(audit)} rows "
@@ -249,7 +249,7 @@ print(
 # %%
 cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
 assert len(cp) == 0 or cp["pass"].all(), cp[~cp["pass"]]
-alone = validity_audit(pop, **{**settings, "group_sizes": settings["group_sizes"][:1], "label_probs": [1.0]})
+alone = validity_audit(pop, {**settings, "group_sizes": settings["group_sizes"][:1], "label_probs": [1.0]})
 cell = audit[(audit["n_group"] == cfg.group_sizes[0]) & (audit["scheme"] == "resample") & (audit["pi"] == 1.0)]
 same = alone[(alone["scheme"] == "resample")].drop(columns="ucb_seconds").reset_index(drop=True)
 assert len(cell) and same_rows(cell.drop(columns="ucb_seconds", errors="ignore").reset_index(drop=True), same)

@@ -13,6 +13,7 @@ executions are the suite's own fast-profile runs (tests/test_notebooks.py), not 
 from __future__ import annotations
 
 import fnmatch
+import os
 import subprocess
 import sys
 
@@ -95,3 +96,19 @@ def test_the_hook_records_reads_under_the_root_only(tmp_path):
     (tmp_path / "shared" / "x.csv").write_text("x")
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, timeout=120)
     assert log.read_text().splitlines() == ["data/a.csv", "b.yaml", "../shared/x.csv", "data/d.parquet"]
+
+
+def test_a_clone_in_the_temporary_folder_does_not_record_the_temporary_files_beside_it(tmp_path):
+    """A clone in /tmp: the kernel's working folder and the session's outputs beside it are not its inputs."""
+    root, log = tmp_path / "repo", tmp_path / "reads.txt"
+    root.mkdir()
+    (root / "b.yaml").write_text("x")
+    (tmp_path / "kernel-cwd").mkdir()
+    (tmp_path / "kernel-cwd" / "x.png").write_text("x")
+    code = (
+        f"from gpac_utils.workflow import reads; reads.install({str(log)!r}, {str(root)!r})\n"
+        "open('b.yaml').read(); open('../kernel-cwd/x.png').read()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the clone's folder is the temporary folder
+    subprocess.run([sys.executable, "-c", code], cwd=root, env=env, check=True, timeout=120)
+    assert log.read_text().splitlines() == ["b.yaml"]

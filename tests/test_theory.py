@@ -231,15 +231,7 @@ def test_the_committed_validity_audit_holds_the_rows_the_code_computes(ni, si):
     assert (n, scheme, label_prob) == [(25, "full", 1.0), (50, "resample", 0.1), (100, "bernoulli", 0.5)][
         SAMPLED_CELLS.index((ni, si))
     ]
-    keys = ("bounds", "rules", "eps_list", "alpha", "calibrations")
-    rows = va.audit_cell(
-        populations.AUDIT_POPULATION,
-        n,
-        [settings["seed"], ni, si],
-        scheme,
-        label_prob,
-        **{k: settings[k] for k in keys},
-    )
+    rows = va.audit_cell(populations.AUDIT_POPULATION, n, [settings["seed"], ni, si], scheme, label_prob, settings)
     got = va.with_pass(rows, settings["alpha"]).drop(columns=list(va.TIMING))
     cell = (table["n_group"] == n) & (table["scheme"] == scheme) & (table["pi"] == label_prob)
     want = table[cell].reset_index(drop=True)

@@ -15,7 +15,9 @@ the path first.
 Not recorded: files under ``.git``, ``.venv*``, ``build`` or ``.snakemake``, opens for writing, and
 files outside the repository, except those in the folder that holds it (``../<anything>``, e.g. a
 ``../shared`` that a clone elsewhere does not have): those are recorded as ``../…``, so that the check
-fails on them too. Other files opened by compiled code that bypasses Python's ``open`` would not be
+fails on them too; but not the temporary files beside a clone in the system's temporary folder
+(``tempfile.gettempdir()``, e.g. a clone in ``/tmp``: the kernel's working folder, the test session's
+outputs). Other files opened by compiled code that bypasses Python's ``open`` would not be
 seen (pandas opens CSV and JSON files in Python, and so do yaml, numpy and Python's imports).
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .paths import REPO_ROOT
@@ -64,6 +67,8 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
     root = os.path.realpath(root)
     beside = os.path.dirname(root) + os.sep
     skip = tuple(os.path.join(root, name) + os.sep for name in IGNORED)
+    temp = os.path.realpath(tempfile.gettempdir()) + os.sep
+    temporary = beside == temp  # a clone in the temporary folder: the temporary files beside it are none of its inputs
     out = open(log, "a", buffering=1, encoding="utf-8")  # opened before the hook
     seen: set[str] = set()
 
@@ -80,6 +85,8 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
                 return
             real = os.path.realpath(os.fsdecode(path))
             if real in seen or not real.startswith(beside) or real.startswith(skip):
+                return
+            if temporary and not real.startswith(root + os.sep):
                 return
             seen.add(real)
             out.write(os.path.relpath(real, root) + "\n")

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ... import sampling, selection
 from ...bounds import BOUNDS, ucb_many
-from ...checks import DataError
+from ...checks import DataError, ParameterError
 from ...metrics import mcse
 from ...workflow import config
 from ...workflow.paths import REPO_ROOT
@@ -67,8 +67,11 @@ def audit_schemes(label_probs):
     return cells
 
 
-def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, alpha, calibrations):
+def audit_cell(pop, n, seeds, scheme, label_prob, settings):
     """The rows of one (n, scheme, π) cell: every bound, rule, ε and group (notebook 13 explains each step).
+
+    ``settings`` holds the audit's settings (:data:`AUDIT_SETTINGS`, :func:`settings_of`); a cell reads its
+    ``bounds``, ``rules``, ``eps_list``, ``alpha`` and ``calibrations``.
 
     For each group, ``calibrations`` independent calibration sets of ``n`` items (the same sets for every
     scheme and bound of this ``n``: common random numbers), the labels of the scheme drawn once, every
@@ -76,6 +79,8 @@ def audit_cell(pop, n, seeds, scheme, label_prob, *, bounds, rules, eps_list, al
     risk ``R(û | G_j)`` of the population: the violation rate is the share of calibrations with
     ``R(û | G_j) > ε``. ``ucb_seconds`` is the time of a bound's curves on this machine.
     """
+    bounds, rules, eps_list = settings["bounds"], settings["rules"], settings["eps_list"]
+    alpha, calibrations = float(settings["alpha"]), int(settings["calibrations"])
     names, n_groups = pop.names, len(pop.names)
     rng = np.random.default_rng(seeds[:2] + [int(n)])  # same calibration sets for every scheme
     draws = [pop.group(g).sample((calibrations, int(n)), rng) for g in names]
@@ -139,27 +144,27 @@ def with_pass(rows, alpha) -> pd.DataFrame:
     return out
 
 
-def validity_audit(pop, *, bounds, label_probs, group_sizes, eps_list, rules, alpha, calibrations, seed):
+def validity_audit(pop, settings: dict):
     """Every cell's rows; a pass is a violation rate <= alpha + 3 sqrt(alpha (1 - alpha) / calibrations).
+
+    ``settings`` holds exactly the keys :data:`AUDIT_SETTINGS` (:func:`settings_of` reads them from notebook 13's
+    configuration); a key missing or unknown is refused, naming it.
 
     Cell ``(n, scheme, π)`` draws from the seeds ``[seed, i, j]``, ``i`` the index of ``n`` in
     ``group_sizes`` and ``j`` that of ``(scheme, π)`` in :func:`audit_schemes`: its rows do not depend on the
     other cells.
     """
-    settings = dict(
-        bounds=list(bounds),
-        rules=list(rules),
-        eps_list=list(eps_list),
-        alpha=float(alpha),
-        calibrations=int(calibrations),
-    )
+    if set(settings) != set(AUDIT_SETTINGS):
+        missing, unknown = sorted(set(AUDIT_SETTINGS) - set(settings)), sorted(set(settings) - set(AUDIT_SETTINGS))
+        raise ParameterError(f"settings: missing {missing}, unknown {unknown} (the audit's: {list(AUDIT_SETTINGS)})")
+    seed = int(settings["seed"])
     rows = [
         row
-        for ni, n in enumerate(group_sizes)
-        for si, (scheme, label_prob) in enumerate(audit_schemes(label_probs))
-        for row in audit_cell(pop, int(n), [int(seed), ni, si], scheme, label_prob, **settings)
+        for ni, n in enumerate(settings["group_sizes"])
+        for si, (scheme, label_prob) in enumerate(audit_schemes(settings["label_probs"]))
+        for row in audit_cell(pop, int(n), [seed, ni, si], scheme, label_prob, settings)
     ]
-    return with_pass(rows, alpha)
+    return with_pass(rows, float(settings["alpha"]))
 
 
 def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> bool:
@@ -235,7 +240,7 @@ def read_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFram
 
 def write_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFrame:
     """Compute the audit of ``settings`` and write it to ``path`` (CSV, every float exact); returns the rows."""
-    audit = validity_audit(populations.AUDIT_POPULATION, **settings).drop(columns=list(TIMING))
+    audit = validity_audit(populations.AUDIT_POPULATION, settings).drop(columns=list(TIMING))
     out = audit.assign(alpha=float(settings["alpha"]), seed=int(settings["seed"]))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(path, index=False, lineterminator="\n")

@@ -245,8 +245,9 @@ venv-vllm: $(VLLM_STAMP)
 # "Python 3 (gpac)" and the lab settings that open the .py files as notebooks: `.venv-lesson/bin/jupyter lab`
 # starts JupyterLab there. `make test` builds it (this step downloads; the test does not) and runs every lesson
 # in it on the fast profile and the homework's checks on its solution (make test-lesson,
-# tests/test_lesson_install.py, the tests marked `lesson`), and runs lessons in its JupyterLab in Chromium
-# (tests/test_jupyterlab.py).
+# tests/test_lesson_install.py, the tests marked `lesson`), runs lessons in its JupyterLab in Chromium
+# (tests/test_jupyterlab.py), and grades a submission with the homework's documented commands
+# (tests/test_homework.py, in .venv: a minute of CPU that the main suite, the longest tier, need not carry).
 LESSON_VENV  := .venv-lesson
 LESSON_PY    := $(LESSON_VENV)/bin/python
 LESSON_STAMP := $(LESSON_VENV)/.installed
@@ -267,7 +268,8 @@ endif
 venv-lesson: $(LESSON_STAMP)
 
 test-lesson: $(STAMP) $(LESSON_STAMP)
-	$(BESIDE) $(PY) -m pytest -n 2 --dist worksteal -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py
+	$(BESIDE) $(PY) -m pytest -n 2 --dist worksteal -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py \
+	  tests/test_homework.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 7.5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine), beside the

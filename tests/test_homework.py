@@ -269,7 +269,9 @@ def _fresh_copy(dest: Path) -> Path:
     return dest
 
 
+# In the teaching kit's tier (make test-lesson), beside the main suite: a minute of CPU (otter's grading of a copy).
 @pytest.mark.slow
+@pytest.mark.lesson
 def test_the_documented_grading_commands_run_verbatim(built, tmp_path):
     if shutil.which("make") is None:
         pytest.skip("no make")

@@ -134,15 +134,20 @@ format: $(STAMP)
 # CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's
 # output is kept together (-Otarget).
 ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-BESIDE_VLLM := nice -n 10 $(ONE_THREAD)
+# Their notebook kernels, each in a session (a scheduling group) of its own, take the same niceness for their
+# group (tests/kernel_nice.py): without it a lesson's kernel competed with the main suite at niceness 0.
+BESIDE_VLLM := nice -n 10 $(ONE_THREAD) GPAC_KERNEL_NICE=10 PYTHONSTARTUP=$(CURDIR)/tests/kernel_nice.py
 MAIN ?=
+# Three workers on two cores: a worker that waits (on a notebook another worker runs, a subprocess, a server) leaves
+# its core to the third.
+MAIN_WORKERS ?= 3
 VLLM_NICE ?=
 test: $(STAMP) $(VENV)/.browser $(MATHJAX) $(REVEAL) lint
 	$(MAKE) --no-print-directory -j8 -Otarget tiny-model venv-vllm venv-lesson $(VENV)/.slurm test-main test-vllm \
 	  test-slurm test-lesson MAIN="$(ONE_THREAD)" VLLM_NICE="nice -n 5 $(ONE_THREAD) VLLM_CPU_OMP_THREADS_BIND=nobind" BESIDE="$(BESIDE_VLLM)"
 
 test-main: $(STAMP)
-	$(MAIN) $(PY) -m pytest -n 2 --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
+	$(MAIN) $(PY) -m pytest -n $(MAIN_WORKERS) --dist worksteal -m "not vllm and not slurm and not lesson" --durations=15 $(PYTEST_ARGS)
 
 # The tiny model's transformers folder (build/tiny/, tiny.model_dir), converted from its GGUF file (25 s of CPU)
 # as a job of its own beside the main suite: a test that needs it meanwhile waits for that conversion instead of

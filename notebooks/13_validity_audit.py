@@ -46,8 +46,9 @@
 #
 # **Runtime** (measured): fast profile (100 calibrations per cell, group sizes {25, 100, 300}, computed here)
 # ≈ 12 s of CPU time; paper profile (the committed audit of 1 000 calibrations per cell, group sizes
-# {25, 50, 100, 300, 1000}, 1 440 cells, read; its smallest cell recomputed) ≈ 28 s of CPU time, and the full
-# paper audit (`make validity-audit`) ≈ 117 s of CPU time (2026-12-07, on 2 shared cores).
+# {25, 50, 100, 300, 1000}, 1 440 cells, read; its block n = 25, resampled at π = 1, recomputed) ≈ 28 s of CPU
+# time, and the full paper audit (`make validity-audit`) 118.8 s of CPU time (2026-12-07, on 2 shared cores;
+# `time.process_time`, docs/performance.md).
 
 # %% [markdown] tags=["remove-cell"]
 # ## Terms used in this notebook
@@ -108,12 +109,14 @@
 #
 # MCSE
 # : Monte Carlo standard error of an estimated rate over a finite number of trials,
-#   $\sqrt{p(1-p)/T}$; a valid method's violation rate should stay within $\alpha + 3\,\mathrm{MCSE}$.
+#   $\sqrt{p(1-p)/T}$ at a rate $p$; a valid method's violation rate should stay within
+#   $\alpha + 3\,\mathrm{MCSE}$, the MCSE taken at $p = \alpha$ (the audits' pass limit, 7.07 % at
+#   $\alpha$ = 5 % and $T$ = 1 000; a table's `mcse` column is taken at its observed rate).
 # :::
 
 # %% [markdown] tags=["maintainer"]
-# The paper-profile runtime is the one in `benchmarks/reproduce_timings.csv`, written by
-# `benchmarks/bench_reproduce.py --workflow`. `wsr` dominates: O(m · 64) per calibration with
+# The runtimes in the header were measured on 2026-12-07 (docs/performance.md); `benchmarks/reproduce_timings.csv`
+# (`benchmarks/bench_reproduce.py --workflow`) predates the committed audit table. `wsr` dominates: O(m · 64) per calibration with
 # m = n/π terms under resampling.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -223,7 +226,7 @@ print(inspect.getsource(audit_cell))
 
 # %% [markdown]
 # ## Run the audit
-# The paper profile's audit (1 000 calibrations in each of 1 440 cells) takes about two minutes of CPU, most of it
+# The paper profile's audit (1 000 calibrations in each of 1 440 cells) takes 118.8 s of CPU (2026-12-07), most of it
 # the `wsr` bound, so one command, `make validity-audit` (in the light install:
 # `python -m gpac_utils.paper.theory.validity_audit`), computes it with this code and writes the table
 # `benchmarks/validity_audit.csv`, which is committed and which this notebook reads (the setting `from_table`); the
@@ -241,10 +244,13 @@ print(
 
 # %% [markdown]
 # Two checks of the machinery. The exact binomial bound (Clopper–Pearson) is finite-sample
-# valid under the i.i.d. schemes, so each of its cells passes. And the smallest `n` with π = 1, computed here and
-# now on its own, gives the same rows as the audit above (every number to 12 digits at least: another processor may
-# round the last bits differently): when those rows were read from the committed table,
-# this live recomputation is the check that the table is what this code computes.
+# valid under the i.i.d. schemes, so each of its cells should pass, though not surely: a bound whose violation
+# probability is exactly α fails a cell's limit α + 3·MCSE with probability about 0.2 % (`P(Bin(1000, 0.05) ≥ 71)`);
+# here every one passes (asserted). And one block of the audit, n = 25 resampled at π = 1 (48 of its 1 440 rows),
+# computed here and now on its own, gives the same rows as the audit above (every number to 12 digits at least:
+# another processor may round the last bits differently). When the rows were read from the committed table, this
+# is a spot check that the table is what this code computes, not a proof: `tests/test_theory.py` recomputes three
+# more blocks (n = 25, 50 and 100), and only `make validity-audit` recomputes all of it.
 
 # %%
 cp = audit[(audit["bound"] == "clopper_pearson") & audit["scheme"].isin(VALID_SCHEMES)]
@@ -268,6 +274,7 @@ cols = [
     "calibrations",
     "violation_rate",
     "mcse",
+    "pass_threshold",
     "pass",
     "oracle_ratio",
     "oracle_ratio_se",

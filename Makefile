@@ -272,9 +272,11 @@ endif
 
 venv-lesson: $(LESSON_STAMP)
 
+# The homework's grading first (its minute of CPU is the tier's longest test: last, it ran alone at the end of
+# make test), on three workers: their kernels are niced below the main suite's, and take the CPU it leaves.
 test-lesson: $(STAMP) $(LESSON_STAMP)
-	$(BESIDE) $(PY) -m pytest -n 2 --dist worksteal -m lesson -p no:cacheprovider --durations=10 tests/test_lesson_install.py tests/test_jupyterlab.py \
-	  tests/test_homework.py
+	$(BESIDE) $(PY) -m pytest -n 3 --dist worksteal -m lesson -p no:cacheprovider --durations=10 tests/test_homework.py \
+	  tests/test_lesson_install.py tests/test_jupyterlab.py
 
 # The tiny model's transformers folder is converted once from its GGUF file (build/tiny/) before the
 # tests' 7.5 minutes start. `make test` runs this after the main suite (CI: a quiet 2-core machine), beside the

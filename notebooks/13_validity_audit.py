@@ -249,7 +249,7 @@ print(
 # here every one passes (asserted). And one block of the audit, n = 25 resampled at π = 1 (48 of its 1 440 rows),
 # computed here and now on its own, gives the same rows as the audit above (every number to 12 digits at least:
 # another processor may round the last bits differently). When the rows were read from the committed table, this
-# is a spot check that the table is what this code computes, not a proof: `tests/test_theory.py` recomputes three
+# is a spot check that the table is what this code computes, not a proof: the test suite recomputes three
 # more blocks (n = 25, 50 and 100), and only `make validity-audit` recomputes all of it.
 
 # %%

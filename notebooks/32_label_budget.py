@@ -667,7 +667,7 @@ print(inspect.getsource(label_budget.trial_rows))
 # code and writes `benchmarks/label_budget_trials.csv` and `benchmarks/label_budget_predicted.csv`, which are committed
 # and which this notebook reads (the setting `from_table`); it then computes the first split here and now, which must
 # give the same rows as read (every number to 12 digits at least): a spot check that the tables are what this code
-# computes with these settings (`tests/test_label_budget.py` also recomputes split 29; only `make label-budget`
+# computes with these settings (the test suite also recomputes split 29; only `make label-budget`
 # recomputes all 30). The fast profile computes its few splits right here.
 
 # %%

@@ -23,7 +23,6 @@ import pytest
 from test_gateway import PAGE, mocked, page_config, requests_of
 from test_precall import TOY, ToyEmbedder, fitted, toy_embedder  # noqa: F401  (fixtures)
 
-from gpac_utils.llm.gateway import localhost_guard
 from gpac_utils.llm.serve import DECISION_FIELDS, CertifiedRouter, ServeOptions
 
 SERVER = ("fastapi", "uvicorn", "orjson", "apscheduler", "backoff", "jwt", "multipart", "websockets", "openai")
@@ -31,17 +30,15 @@ pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in SERVER), reason="the LiteLLM proxy's server is not installed"
 )
 
-#: Installed in the proxy's process: sockets to anything but localhost refused and recorded; the toy
-#: embedder registered (the bundled MiniLM would take the test's time).
-GUARD = (
-    localhost_guard("the test")
-    + """import sys
+#: Installed in the proxy's process after :func:`gpac_utils.llm.gateway.localhost_guard` (imported when a test
+#: runs: LiteLLM's import takes 6 s of every worker's collection otherwise): sockets to anything but localhost
+#: refused and recorded; the toy embedder registered (the bundled MiniLM would take the test's time).
+GUARD = """import sys
 sys.path.insert(0, os.environ["GPAC_TESTS"])
 from gpac_utils.llm.router_model import EMBEDDERS, Embedding
 from test_precall import ToyEmbedder, TOY
 EMBEDDERS.register(Embedding(TOY, ToyEmbedder, "word and digit counts (tests)"))
 """
-)
 
 
 def page_block(lang: str, marker: str) -> str:
@@ -73,7 +70,9 @@ def proxy(fitted, tmp_path_factory):  # noqa: F811
     shutil.copy(model_path, where / config["gpac"]["score_model"])
     guard = where / "guard"
     guard.mkdir()
-    (guard / "sitecustomize.py").write_text(GUARD)
+    from gpac_utils.llm.gateway import localhost_guard
+
+    (guard / "sitecustomize.py").write_text(localhost_guard("the test") + GUARD)
     key, port, net_log = "sk-" + secrets.token_hex(32), free_port(), where / "network.log"
     env = {
         **os.environ,

@@ -19,6 +19,7 @@ import matplotlib as mpl
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.text import Annotation, Text
 from PIL import Image
 from PIL.PngImagePlugin import PngInfo
@@ -147,6 +148,12 @@ def _pixels(rendered: io.BytesIO) -> Image.Image:
 TEXT_KEY = "gpac:text"
 
 
+def _disabled(renderer) -> bool:
+    """Whether ``renderer`` draws nothing (matplotlib's ``_draw_disabled``: the pass that lays a figure out before
+    ``bbox_inches="tight"`` measures it). Its texts are not the PNG's, and an axes' box costs much to measure."""
+    return getattr(vars(renderer).get("draw_path"), "__wrapped__", None) is RendererBase.draw_path
+
+
 @contextlib.contextmanager
 def _drawn_text():
     """Every text matplotlib draws inside the block, with its renderer and its box in the renderer's
@@ -156,12 +163,12 @@ def _drawn_text():
 
     def recording(self, renderer):
         draw(self, renderer)
-        if self.get_visible() and self.get_text():
+        if self.get_visible() and self.get_text() and not _disabled(renderer):
             drawn.append((renderer, self, self.get_window_extent(renderer)))
 
     def recording_axes(self, renderer):
         draw_axes(self, renderer)
-        if self.get_visible():
+        if self.get_visible() and not _disabled(renderer):
             drawn.append((renderer, self, self.get_tightbbox(renderer)))
 
     Text.draw, Axes.draw = recording, recording_axes

@@ -507,7 +507,9 @@ def test_q5_certifies(n_min):
         formed = False
     if not formed:
         return
-    assert (1 / 0.25) * (1 - 0.1 ** (1 / n_min)) <= 0.1
+    # A necessary condition only (below 1 / (pi eps) = 40 no count of loss-free items certifies), not the bound the
+    # question asks for: counting upwards until this passes does not give the answer (the hidden check does).
+    assert n_min > 1 / (0.25 * 0.1)
 
 
 # %%

@@ -124,13 +124,15 @@ format: $(STAMP)
 # once, by priority rather than in turn, every process on one BLAS/OpenMP thread (a second thread beside a busy
 # core spins at its barriers: the vLLM tier took 415 s of CPU beside the others with vLLM's own binding of two
 # threads, 162 s with one unbound thread, VLLM_CPU_OMP_THREADS_BIND=nobind; the committed outputs are computed
-# with one thread, as make reproduce runs each notebook): the main suite first (two xdist workers that steal
+# with one thread, as make reproduce runs each notebook): the main suite first (three xdist workers that steal
 # queued tests from each other, --dist worksteal), the real vLLM engine (make test-vllm) under `nice -n 5`, the
-# SLURM tier (which mostly waits on the scheduler) and the lessons in the light install under `nice -n 10`: they
-# take the CPU the main suite leaves and the rest after it. The wall time is bounded by the CPU time: 1,400-1,560 s of
-# CPU in all (the main suite 805 s: 444 s alone on two cores), 784-880 s of wall time in a fresh clone (2026-12-07);
-# giving each notebook kernel and each tier its own scheduling group at its niceness (the scheduler's autogroups)
-# changed nothing measurable. The venvs (uv, seconds) and the tiny model (25 s of
+# SLURM tier (which mostly waits on the scheduler) and the teaching kit's tier (the lessons in the light install,
+# the homework's grading) under `nice -n 10`, their notebook kernels too (tests/kernel_nice.py): they take the CPU
+# the main suite leaves and the rest after it. The wall time is bounded by the CPU time. Measured in fresh clones on
+# this 2-core machine, quiet, uv's cache warm (2026-12-07): 1,276 s of CPU and 730 s of wall time before these
+# settings (two main workers, the homework's grading in the main suite, the lessons' kernels competing at niceness
+# 0 in sessions of their own), 1,230 s and 697 s with them (main suite 615 s, teaching kit 651 s, vLLM 557 s,
+# SLURM 569 s, each from its start). The venvs (uv, seconds) and the tiny model (25 s of
 # CPU; a test that needs it meanwhile waits on model_dir's lock) are built by the same make. Each target's
 # output is kept together (-Otarget).
 ONE_THREAD := env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1

@@ -125,3 +125,22 @@ def test_a_print_with_a_font_missing_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(answer_key, "homework_part", lambda: "")
     with pytest.raises(OSError, match=r"mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular\.woff: net::"):
         answer_key.build(tmp_path, chromium=chromium)
+
+
+def test_lessons_without_results_are_run_on_the_fast_profile_first(tmp_path):
+    """``make answer-key`` on a checkout without executed lessons runs them (fast profile, into build/fast/ and its
+    figures there) instead of printing "Result: ... missing" 23 times; a current executed copy is not run again."""
+    import jupytext
+    import nbformat
+
+    paper, fast = tmp_path / "paper", tmp_path / "fast"
+    paper.mkdir()
+    lessons = answer_key.edition.with_exercises(answer_key.NOTEBOOKS)
+    current = lessons[0]  # its executed copy holds every cell's source: its results are there
+    nbformat.write(jupytext.read(current), paper / f"{current.stem}.ipynb")
+    calls = []
+    ran = answer_key.execute_missing([paper, fast], run=lambda path, profile, **kw: calls.append((path, profile, kw)))
+    assert ran == [p.stem for p in lessons[1:]] and len(calls) == len(lessons) - 1
+    assert {profile for _, profile, _ in calls} == {"fast"}
+    assert all(kw["out_dir"] == fast and kw["figures_dir"] == fast / "figures" for _, _, kw in calls)
+    assert answer_key.without_results([paper, fast]) == lessons[1:]

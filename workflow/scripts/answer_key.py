@@ -15,7 +15,8 @@ line above and a hat beside its letter. Its three parts, read from the sources:
 2. every exercise of the lessons (the notebooks with exercises, as ``make student`` finds them) with
    its solution: the cells tagged ``solution``, prose and code, each code cell followed by its result as
    the executed notebook printed it (``build/paper/NN.ipynb``, else ``build/fast/NN.ipynb``, the cell
-   with the same source; where neither holds it, a line says so and how to make it);
+   with the same source; a lesson neither holds with every solution's source is first run on the fast profile
+   into ``build/fast/``, saying so: :func:`execute_missing`);
 3. every homework question (``notebooks/homework/gpac_homework.py``) with its solution lines, each
    followed by the values they compute (the solution cells run here, in order, numpy and scipy only).
 """
@@ -36,6 +37,7 @@ import numpy as np
 from markdown_it import MarkdownIt
 
 from gpac_utils.workflow.paths import folder_error
+from gpac_utils.workflow.runner import NotebookFailed, run_notebook
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -114,17 +116,48 @@ def _output_text(cell: dict) -> str:
 
 def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path | None, dict[str, str]]:
     """The executed notebook ``stem`` (the first of ``folders``, default :data:`EXECUTED`, that holds it) and
-    what each of its code cells printed, by the cell's source; ``(None, {})`` where none holds it."""
+    what each code cell printed, by the cell's source, from the first of the folders whose copy has a cell of
+    that source (a stale paper-profile copy does not hide a current fast one); ``(None, {})`` where none holds it."""
+    first, outputs = None, {}
     for folder in EXECUTED if folders is None else folders:
         path = Path(folder) / f"{stem}.ipynb"
         if path.is_file():
+            first = first or path
             cells = json.loads(path.read_text())["cells"]
-            return path, {"".join(c["source"]): _output_text(c) for c in cells if c["cell_type"] == "code"}
-    return None, {}
+            for c in cells:
+                if c["cell_type"] == "code":
+                    outputs.setdefault("".join(c["source"]), _output_text(c))
+    return first, outputs
 
 
 def _result(text: str) -> str:
     return f'<pre class="result">Result:\n{html.escape(text)}</pre>'
+
+
+def _solution_sources(path: Path) -> list[str]:
+    """The sources of the lesson's solution code cells, whose results the key prints."""
+    cells = jupytext.read(path).cells
+    return [c.source for c in cells if c.cell_type == "code" and "solution" in c.metadata.get("tags", [])]
+
+
+def without_results(folders: list[Path] | None = None) -> list[Path]:
+    """The lessons with a solution code cell that no executed notebook (``folders``, default :data:`EXECUTED`)
+    printed with that very source: their results would be missing from the key."""
+    lessons = edition.with_exercises(NOTEBOOKS)
+    return [p for p in lessons if not set(_solution_sources(p)) <= set(executed_outputs(p.stem, folders)[1])]
+
+
+def execute_missing(folders: list[Path] | None = None, run=None) -> list[str]:
+    """Run every lesson :func:`without_results` on the fast profile into the last of ``folders`` (default
+    ``build/fast/``, its figures under ``build/fast/figures/``, never the committed ``figures/``), so that the key
+    prints every result (``make reproduce`` gives the paper profile's, which the key prefers); returns their names.
+    ``run`` stands for :func:`gpac_utils.workflow.runner.run_notebook` (tests)."""
+    folders, run = (EXECUTED if folders is None else folders), (run or run_notebook)
+    missing = without_results(folders)
+    for path in missing:
+        print(f"answer key: running {path.stem} on the fast profile for its results", file=sys.stderr)
+        run(path, "fast", out_dir=folders[-1], figures_dir=folders[-1] / "figures", progress_bar=False)
+    return [p.stem for p in missing]
 
 
 def exercise_part(folders: list[Path] | None = None) -> str:
@@ -288,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
+        execute_missing()
         pdf = build(args.out)["pdf"]
+    except NotebookFailed as exc:
+        print(f"answer key: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"answer key: {exc}", file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gpac_utils import bounds, calibrate, sampling, selection
-from gpac_utils.checks import DataError
+from gpac_utils.checks import DataError, ParameterError
 from gpac_utils.paper.theory import partition_gap as pg
 from gpac_utils.paper.theory import populations
 from gpac_utils.paper.theory import validity_audit as va
@@ -250,3 +250,9 @@ def test_the_validity_audit_table_is_refused_for_other_settings(tmp_path):
         va.read_audit(va.AUDIT_TABLE, settings={**settings, "group_sizes": [25, 100, 300]})
     with pytest.raises(DataError, match=r"missing.csv: no audit table; make validity-audit writes it"):
         va.read_audit(tmp_path / "missing.csv", settings=settings)
+
+
+@pytest.mark.parametrize("settings", [None, ["seed"], {"seed": 0}])
+def test_the_audit_refuses_settings_it_cannot_read(settings):
+    with pytest.raises(ParameterError, match=r"^settings: "):
+        va.validity_audit(populations.AUDIT_POPULATION, settings)

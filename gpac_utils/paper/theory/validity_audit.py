@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +155,8 @@ def validity_audit(pop, settings: dict):
     ``group_sizes`` and ``j`` that of ``(scheme, π)`` in :func:`audit_schemes`: its rows do not depend on the
     other cells.
     """
+    if not isinstance(settings, Mapping):
+        raise ParameterError(f"settings: a mapping of {list(AUDIT_SETTINGS)}, got {type(settings).__name__}")
     if set(settings) != set(AUDIT_SETTINGS):
         missing, unknown = sorted(set(AUDIT_SETTINGS) - set(settings)), sorted(set(settings) - set(AUDIT_SETTINGS))
         raise ParameterError(f"settings: missing {missing}, unknown {unknown} (the audit's: {list(AUDIT_SETTINGS)})")

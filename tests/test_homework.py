@@ -56,7 +56,7 @@ MISTAKES = {
 WRONG = {"q1": 1, "q2": 3, "q3": 1, "q4": 0, "q5": 0}
 #: The expected values, as a feedback would print them: none may appear in what a student gets back.
 EXPECTED_VALUES = {
-    "q1": stats.norm.ppf(0.95) * np.sqrt(0.06 * (1 - 0.4 * 0.06) / 625),
+    "q1": stats.norm.ppf(0.95) * np.sqrt(0.06 * (1 - 0.4 * 0.06) / 500),
     "q2": 0.2 * 0.6 / 0.8,
     "q3": stats.norm.cdf(-stats.norm.ppf(0.90) / np.sqrt(2)),
     "q4": 0.975,
@@ -73,7 +73,7 @@ def test_the_hidden_values_are_the_lessons_answers():
     source = homework.SOURCE.read_text()
     assert "stats.norm.cdf(-stats.norm.ppf(0.90) / np.sqrt(2))" in source
     assert abs(EXPECTED_VALUES["q3"] - 0.1824) < 5e-5  # alpha = 0.10; the lesson's 12.24 % is at alpha = 0.05
-    lessons = {  # the values the lessons' solutions print for the exercises the questions practise
+    lessons = {  # the homework's former values, the lessons' numbers (Q2-Q5: what their solutions print)
         "q1": stats.norm.ppf(0.95) * np.sqrt(0.04 * 0.98 / 400),
         "q2": 0.05 / 0.9,
         "q3": stats.norm.cdf(-stats.norm.ppf(0.95) / np.sqrt(2)),

@@ -22,6 +22,8 @@ from gpac_utils.checks import ParameterError
 #: the keys a question and an answer must have (jupyterquiz's schema for a multiple-choice question)
 QUESTION_KEYS = ("question", "type", "answers")
 ANSWER_KEYS = ("answer", "correct", "feedback")
+#: the answers' letters, as the notebooks and the slides both show them (a lecturer says "B", the room finds it)
+LETTERS = "ABCDEFGH"
 
 _STYLE = (
     "<style>"
@@ -49,6 +51,8 @@ def read_questions(path) -> list[dict]:
             raise ParameterError(f"path: question {i} of {path.name} lacks {', '.join(missing)}")
         if q["type"] != "multiple_choice":
             raise ParameterError(f"path: question {i} of {path.name} has type {q['type']!r}, not 'multiple_choice'")
+        if not 2 <= len(q["answers"]) <= len(LETTERS):
+            raise ParameterError(f"path: question {i} of {path.name} must have 2 to {len(LETTERS)} answers")
         if sum(bool(a["correct"]) for a in q["answers"]) != 1:
             raise ParameterError(f"path: question {i} of {path.name} must have exactly one correct answer")
     return questions
@@ -66,10 +70,10 @@ def to_html(questions: list[dict]) -> str:
     parts = [_STYLE]
     for number, q in enumerate(questions, 1):
         parts.append(f'<div class="gpac-quiz mathjax_process"><p><b>Question {number}.</b> {_text(q["question"])}</p>')
-        for a in q["answers"]:
+        for letter, a in zip(LETTERS, q["answers"]):
             verdict, mark = ("right", "✔") if a["correct"] else ("wrong", "✘")
             parts.append(
-                f'<details class="{verdict}"><summary>{_text(a["answer"])}</summary>'
+                f'<details class="{verdict}"><summary><b>{letter}.</b> {_text(a["answer"])}</summary>'
                 f'<p class="why">{mark} {_text(a["feedback"])}</p></details>'
             )
         parts.append("</div>")
@@ -81,7 +85,7 @@ def to_text(questions: list[dict]) -> str:
     lines = []
     for number, q in enumerate(questions, 1):
         lines.append(f"Question {number}. {q['question']}")
-        lines += [f"  ({chr(ord('a') + i)}) {a['answer']}" for i, a in enumerate(q["answers"])]
+        lines += [f"  {letter}. {a['answer']}" for letter, a in zip(LETTERS, q["answers"])]
     return "\n".join(lines)
 
 

@@ -228,7 +228,7 @@ assert (routed_loss <= cfg.eps).all(), routed_loss
 # %% [markdown]
 # **The mechanism.** For one group, the calibration data give the empirical risk
 # $\hat R(u)$ at every candidate threshold and an upper confidence bound $\mathrm{UCB}(u)$ that
-# holds with probability $1-\alpha$. With the valid recipe G-PAC scans $u$ upward and stops just
+# holds with probability $1-\alpha$. With the recipe `VALID` G-PAC scans $u$ upward and stops just
 # before the bound (its running maximum) first exceeds ε. The paper's recipe (CLT bound, a share
 # π of resampled items labelled, the literal $\max\{u : \mathrm{UCB}(u) \le \varepsilon\}$) draws
 # a second curve. Which curve is lower depends on the draw: labelling only half of its draws makes
@@ -388,7 +388,7 @@ assert mine == library, (mine, library)
 mine
 
 # %% [markdown]
-# **The valid recipe** (`VALID`): every calibration item is labelled, so the terms are the
+# **The recipe `VALID`** (the default): every calibration item is labelled, so the terms are the
 # losses themselves and i.i.d. with mean $R(u)$. The Hoeffding–Bentkus bound is the smaller of
 # two inversions of tail *bounds* at the empirical risk $\hat\mu$ (Clopper–Pearson, not used here,
 # is the exact one): Hoeffding's

@@ -204,7 +204,7 @@ bins = np.linspace(0, max(0.5, cfg.eps * 2.5), 60)
 axes[0].hist(draws[valid]["risk"], bins=bins, density=True, alpha=0.6, label="R(û) (population)")
 for N in (min(cfg.N_grid), max(cfg.N_grid)):
     axes[0].hist(draws[valid][N], bins=bins, density=True, histtype="step", lw=1.2, label=f"R̂, N = {N}")
-axes[0].axvline(cfg.eps, color="black", lw=0.8)
+axes[0].axvline(cfg.eps, color="black", lw=0.8, label=f"ε = {cfg.eps:g}")
 axes[0].set(xlabel="risk", ylabel="density", title=f"{plotting.bound_label(*valid)}, n = {cfg['n_cal']}")
 axes[0].xaxis.set_tick_params(labelbottom=True)
 axes[0].legend()
@@ -225,8 +225,8 @@ for ax, low, (b, s) in zip(axes[1:], zoom, settings_):
                 label=f"t = {t:g}",
             )
         ax.plot(dt["N_test"], dt["thm32_bound"], color=c, lw=1)
-    for a_ in (ax, low):
-        a_.axhline(cfg.alpha, color="grey", ls="--", lw=1)
+    ax.axhline(cfg.alpha, color="grey", ls="--", lw=1)
+    low.axhline(cfg.alpha, color="grey", ls="--", lw=1, label=f"α = {cfg.alpha:g}")  # named in the zoomed row's key
     ax.tick_params(labelbottom=True)  # each row is a slide of its own: both keep their x axis
     ax.set(
         xscale="log",
@@ -239,6 +239,9 @@ for ax, low, (b, s) in zip(axes[1:], zoom, settings_):
 # the legend where no mark is: low on the second panel the slides show (Hoeffding–Bentkus), under the
 # bound's lines and above the points
 axes[2].legend(loc="lower left", bbox_to_anchor=(0, 0.08), handlelength=1.5)
+# the zoomed row is a slide of its own (its first two panels): its key too, on the second (Hoeffding–Bentkus),
+# whose dots stay low
+zoom[1].legend(loc="upper right", ncols=2, handlelength=1.5)
 fig.tight_layout()
 plotting.savefig(fig, "finite_sample")
 
@@ -276,8 +279,6 @@ res.groupby(["bound", "scheme"])["holds"].mean()
 # violation rate `P(R(û) > ε)` itself.
 
 # %% [markdown]
-# ## Exercise
-#
 # ```{exercise}
 # :label: ex-finite-sample-size
 #

@@ -801,7 +801,7 @@ display(
 # * First-crossing is fixed-sequence testing: a violation needs the bound to fail at one point fixed
 #   in advance, $u^+$, so it happens with probability at most α.
 # * `max` violates when the bound dips below ε at *any* unsafe candidate, a union of events. With a
-#   bound that never decreases in $u$ the two rules pick the same threshold; the valid recipe uses
+#   bound that never decreases in $u$ the two rules pick the same threshold; `VALID` uses
 #   first-crossing so that it needs no such property.
 # :::
 #
@@ -948,7 +948,7 @@ shared.round(4)
 # first-crossing's, here (the table) and in the audit above (the rule comparison). In the
 # populations tried here (this one and the audit's two) `max` did not break a library bound on one
 # calibration set; that is an observation about these bounds and
-# populations, not a theorem. First-crossing needs no such luck, so the valid recipe uses it.
+# populations, not a theorem. First-crossing needs no such luck, so `VALID` uses it.
 #
 # :::{exercise}
 # :label: ex-audit-selection-rule
@@ -1031,7 +1031,8 @@ def summary_figure(audit, alpha, predicted):
     # (b)'s key beside its axes: inside it would cover the pass limit the takeaway refers to
     axes[1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), framealpha=0.9)
     shown = clt[clt["scheme"].isin(["resample", "full"])]["violation_rate"].max()
-    axes[0].set_ylim(0, max(20.0, 110 * shown))
+    # (a)'s key above its bands: the top of the axes at 1.8 times the highest band, the key in the space left
+    axes[0].set_ylim(0, max(20.0, 180 * shown))
     axes[1].set_ylim(0, max(10.0, 110 * valid["violation_rate"].max(), 110 * limit))
     fig.tight_layout()
     return fig

@@ -164,15 +164,15 @@
 # * **explain** the table's metrics ({term}`Error`, {term}`Error_Gap`, {term}`STP`, the
 #   {term}`routed share` and the per-group {term}`violation rate`) and which of them the guarantee bounds;
 # * **diagnose** the paper's recipe on real outputs: which subjects it violates, by how much, and
-#   what the valid recipe pays for not doing so;
-# * **derive** when a small subject can never certify under the valid recipe.
+#   what the valid Bernoulli recipe (`VALID_BERNOULLI`) pays for not doing so;
+# * **derive** when a small subject can never certify under `VALID_BERNOULLI`.
 #
 # **Prerequisites.** `00_quickstart` (one calibration by hand: the {term}`UCB` curve and the
 # threshold read off it), `21_table_known_groups` (the results table and its rows) and, for the
 # last exercise, `32_label_budget` (the minimum label count). Terms: {term}`PAC`, {term}`G-PAC`,
 # {term}`C-PAC`, {term}`recipe`, {term}`MCSE`. The guarantee checked here is Theorem 4.2
 # (`thm:known-grouping`): for each subject separately, $P(R(\hat u_j \mid G_j) > \varepsilon) \le \alpha$
-# over the calibration draw, for a valid recipe (a bound satisfying Assumption 4.1,
+# over the calibration draw, for a finite-sample valid recipe (a bound satisfying Assumption 4.1,
 # `assump:ucb-validity`, labels drawn without resampling, the first-crossing rule).
 
 # %%
@@ -270,7 +270,7 @@ if available:
         )
 
 # %% [markdown]
-# ## Run PAC, G-PAC and C-PAC (paper and valid recipes)
+# ## Run PAC, G-PAC and C-PAC (the paper's recipe and `VALID_BERNOULLI`)
 # The same code path as the paper tables (notebooks 21–23), on the real table: PAC vs G-PAC on
 # the subjects, PAC vs C-PAC with disjoint and joint clustering. No paper numbers exist for this
 # table. "Violation" is the largest per-group share of trials in which the group's risk over the
@@ -541,7 +541,7 @@ if available and "known" in groupings:
 # :::{exercise}
 # :label: ex-realdata-small-subject
 #
-# Under the valid recipe (Bernoulli labelling at $\pi$ = `cfg.label_prob`, Hoeffding–Bentkus,
+# Under `VALID_BERNOULLI` (Bernoulli labelling at $\pi$ = `cfg.label_prob`, Hoeffding–Bentkus,
 # $\varepsilon$ = `cfg.eps`), derive the smallest number of calibration items with which a subject
 # can certify any threshold (notebook 32 derives it for $\pi = 1$). Which subjects can never
 # certify in this table, whatever their losses? Check against the valid run's routed shares.
@@ -553,7 +553,7 @@ if available and "known" in groupings:
 # ```
 # With no loss at all the bound is $(1/\pi)(1-\alpha^{1/n})$ on terms of range $1/\pi$, so a subject
 # certifies only if $n \ge \lceil \log\alpha / \log(1-\pi\varepsilon) \rceil$. A subject whose
-# calibration half is always smaller never routes anything under the valid recipe.
+# calibration half is always smaller never routes anything under `VALID_BERNOULLI`.
 
 # %% tags=["solution"]
 if available and "known" in groupings:

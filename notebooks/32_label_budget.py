@@ -148,7 +148,7 @@
 # **Prerequisites.** `00_quickstart` (calibrating one threshold per group: the {term}`risk`,
 # the {term}`UCB` and the {term}`selection rule`) and `12_finite_sample` (a valid,
 # finite-sample bound versus the paper's CLT bound). Terms: {term}`G-PAC`, {term}`recipe`,
-# {term}`sampling scheme`, {term}`violation rate`. The valid recipe here is Hoeffding–Bentkus
+# {term}`sampling scheme`, {term}`violation rate`. The recipe here is `VALID`: Hoeffding–Bentkus
 # (Bates et al., 2021) with every chosen item labelled and the first-crossing rule: its bound covers
 # the risk at every fixed threshold (Assumption 4.1, `assump:ucb-validity`), the first-crossing rule
 # makes it valid at the threshold it selects (fixed-sequence testing, a step the paper's proof of
@@ -237,7 +237,7 @@ def min_labels(eps, alpha, term_range=1.0):
 
 
 def certifies(n, eps, alpha):
-    """Whether n zero-loss labels certify a threshold under the notebook's valid recipe."""
+    """Whether n zero-loss labels certify a threshold under the notebook's recipe (`VALID`)."""
     u = np.linspace(0.0, 1.0, n)
     return bool(np.isfinite(threshold(u, np.zeros(n), eps=eps, alpha=alpha, recipe=recipe)))
 
@@ -434,7 +434,7 @@ for j, g in enumerate(c.groups):
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_title(f"{g} ({c.traffic[j]:.0%})", fontsize=9)
+    ax.set_title(f"{g} ({c.traffic[j]:.0%} of traffic)", fontsize=9)
     ax.set_xlabel("labels")
 for ax in axes.flat[len(c.groups) :]:
     ax.axis("off")
@@ -461,7 +461,7 @@ plotting.savefig(fig, "label_budget_sim")
 #    bootstrap: a plausible population the pilot could have come from;
 # 2. draw a synthetic calibration set of $n$ items with replacement, item $i$ with probability $w_i$
 #    (inverse-CDF sampling: a uniform number, located in the cumulative weights);
-# 3. calibrate it exactly as G-PAC would (`threshold`, the valid recipe);
+# 3. calibrate it exactly as G-PAC would (`threshold`, `VALID`);
 # 4. read the routed share off the group's unlabelled scores, the share with $U \le \hat u$
 #
 # Every resample has its own weights, so the spread of the routed shares reflects both the
@@ -603,7 +603,7 @@ print(f"greedy {greedy_n}: {greedy_total:.2f} of all traffic; exact {exact.n}: {
 # calibration pool), a random 30 % is the **pilot** (used for planning only, and set aside by every
 # method except **uniform + pilot** below: its counts depend on group sizes only, not on the pilot's
 # losses, so calibrating on the pilot's items as well leaves its guarantee intact) and the rest $A_j$ is what may be labelled. The budget is the paper's: $L=\sum_j|A_j|/2$
-# (expected labels of $\pi=0.5$). Allocations, all calibrated with the valid recipe on $A_j$:
+# (expected labels of $\pi=0.5$). Allocations, all calibrated with `VALID` on $A_j$:
 #
 # * **planned**: the DP allocation of $L$ from the pilot's curves (`allocation.allocate`; each
 #   group labels a random $n_j$-subset of $A_j$);
@@ -823,7 +823,7 @@ assert summary["violation_rate_worst_group"].max() <= cfg.alpha + 3 * mcse
 clt_recipe = Recipe(bound="clt", sampling="full", rule="first-crossing")
 two_clean = threshold(np.array([0.2, 0.4]), np.zeros(2), eps=cfg.sim_eps, alpha=cfg.alpha, recipe=clt_recipe)
 assert np.isfinite(two_clean) and not certifies(2, cfg.sim_eps, cfg.alpha)
-print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; the valid recipe certifies nothing")
+print(f"two zero-loss labels: CLT threshold {float(two_clean):.2f}; VALID certifies nothing")
 
 # %% [markdown]
 # :::{exercise}
@@ -864,8 +864,8 @@ violated = np.mean(risk_clt > cfg.sim_eps)
 lower = (1 - rate) ** n_small * (1 - 0.5**n_small)
 assert violated >= lower - 3 * np.sqrt(lower * (1 - lower) / n_cal) and violated > 5 * cfg.alpha
 t_valid = batch_threshold(u_clt, l_clt, eps=cfg.sim_eps, alpha=cfg.alpha, recipe=recipe)
-assert not np.isfinite(t_valid).any()  # n = 10 < n_min: the valid recipe always thinks
-print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); valid recipe: never certifies")
+assert not np.isfinite(t_valid).any()  # n = 10 < n_min: VALID always thinks
+print(f"CLT violation rate {violated:.3f} (lower bound from the formula {lower:.3f}); VALID: never certifies")
 
 # %% [markdown] tags=["solution"]
 # ```{solution-end}

@@ -490,6 +490,8 @@ for ax, (a, p), label in [
     if alarm >= 0:
         ax.axvline(alarm, color="C1", lw=2.4, ls=":", label="alarm")
     ax.set(xlabel="items seen", ylabel=label, title=f"{cfg.drift_group}: {label}")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(5))
+    ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if x else "0")
 # the level drawn at -0.1 is "no threshold": the group always thinks
 axes[0].set_yticks([-0.1, 0.2, 0.4, 0.6, 0.8], ["always\nthink", "0.2", "0.4", "0.6", "0.8"])
 axes[1].axhline(cfg.eps, color="k", lw=0.6, label="ε (target risk)")
@@ -512,8 +514,6 @@ display(
 )
 
 # %% [markdown]
-# ## Exercises
-#
 # :::{exercise}
 # :label: ex-online-free-labels-only
 #

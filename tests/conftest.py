@@ -249,7 +249,7 @@ def _run_walk(out: Path) -> str:
 
     before = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
     with _inline_backend():
-        walk.run_walk(out, n_items=WALK_ITEMS)
+        walk.run_walk(out, n_items=WALK_ITEMS, max_tokens=WALK_MAX_TOKENS)
     after = {p: p.stat().st_mtime_ns for p in paths.FIGURES.rglob("*") if p.is_file()}
     return "ok" if after == before else "failed: the walk touched the committed figures/"
 
@@ -331,3 +331,6 @@ def walked(executions):
 
 #: Items of the shared walk (a seeded subset of the shipped 48).
 WALK_ITEMS = 20
+#: The thinking role's tokens in the shared walk: half the fast profile's 64 (its generation is most of the walk's
+#: CPU time; the tests check the pipeline, which is the same, not the answers).
+WALK_MAX_TOKENS = 32

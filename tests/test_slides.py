@@ -133,8 +133,8 @@ def test_the_minutes_fit_each_row_of_the_session():
             if part.kind != "lecture":
                 continue
             cells = slides.section_slides(part, session.parts)
-            if part.notebook not in asked:
-                cells += slides.question_slides(part.notebook)
+            if part.notebook not in asked:  # those asked after a lab row of its own are in that row's time
+                cells += slides.question_slides(part.notebook, after_lab=None if part.has_lab else False)
                 asked.add(part.notebook)
             lab = slides.lab_minutes(part) if part.has_lab else 0
             used = 0.5 + _minutes(cells) + lab + (1 if index == 0 else 0)  # its title slide, the agenda
@@ -737,6 +737,7 @@ def test_every_deck_projects_at_1280_by_720(served, page):
         )
         assert page.evaluate("() => Reveal.getTotalSlides()") == expected, name
         assert page.evaluate("() => [Reveal.getConfig().width, Reveal.getConfig().height]") == [1280, 720], name
+        assert page.evaluate("() => Reveal.getScale()") == 1, f"{name}: not at scale 1 on a 1280 x 720 screen"
         assert math["rendered"] > 0 and math["errors"] == 0, (name, math)
         images = page.evaluate(
             """() => Promise.all(Array.from(document.querySelectorAll('.reveal img')).map(img =>

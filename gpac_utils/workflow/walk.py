@@ -100,6 +100,7 @@ def run_walk(
     n_items: int | None = None,
     eps: float = WALK_EPS,
     n_trials: int | None = None,
+    max_tokens: int | None = None,
     timeout: float | None = None,
     progress_bar: bool = False,
 ) -> WalkResult:
@@ -116,6 +117,9 @@ def run_walk(
         eps of the table notebook.
     n_trials : int, optional
         Trials of the table notebook (``None``: the ``fast`` profile's, 5).
+    max_tokens : int, optional
+        The thinking role's token limit in 01 (``None``: the ``fast`` profile's, 64); its generation is most of
+        the walk's time (the test suite's walk uses 32: the same pipeline at half the cost).
     timeout : float, optional
         Per-cell timeout (default: the runner's for ``fast``).
     progress_bar : bool, default False
@@ -133,12 +137,17 @@ def run_walk(
     out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
     if not 0 < float(eps) < 1:
         raise ValueError(f"eps must lie in (0, 1), got {eps}")
+    if max_tokens is not None and not (isinstance(max_tokens, int) and max_tokens > 0):
+        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
     benchmark, pair = walk_target()
     generations, generated = str(out / "generations"), str(out / "generated")
     source = {"benchmarks": [benchmark], "generated_root": generated}
     table = {"data_source": "generated", "pairs": [pair], "eps": float(eps), "overrides": source}
     params = {
-        "01_generate": {"n_items": n_items, "overrides": {"generations_root": generations}},
+        "01_generate": {
+            "n_items": n_items,
+            "overrides": {"generations_root": generations, **({"max_tokens": max_tokens} if max_tokens else {})},
+        },
         "02_scores": {"overrides": {"generations_root": generations, "output_root": generated}},
         "21_table_known_groups": {**table, **({"n_trials": n_trials} if n_trials else {})},
         "25_ece_scores": {"data_source": "generated", "pair": pair, "overrides": source},
@@ -192,11 +201,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--n-items", type=int, help="a seeded subset of the walk's items (default: all)")
     ap.add_argument("--eps", type=float, default=WALK_EPS, help=f"eps of the table notebook (default {WALK_EPS})")
     ap.add_argument("--n-trials", type=int, help="trials of the table notebook (default: the fast profile's)")
+    ap.add_argument("--max-tokens", type=int, help="the thinking role's token limit (default: the fast profile's, 64)")
     ap.add_argument("--timeout", type=float, help="per-cell timeout in seconds (default: the fast profile's)")
     ap.add_argument("--check-per-group", type=int, default=2, help="arith items per group to regenerate (0: no check)")
     a = ap.parse_args(argv)
     try:
-        result = run_walk(a.out, n_items=a.n_items, eps=a.eps, n_trials=a.n_trials, timeout=a.timeout)
+        result = run_walk(
+            a.out, n_items=a.n_items, eps=a.eps, n_trials=a.n_trials, max_tokens=a.max_tokens, timeout=a.timeout
+        )
     except (NotebookFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

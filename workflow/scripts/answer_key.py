@@ -114,10 +114,11 @@ def _output_text(cell: dict) -> str:
     return "".join(t if t.endswith("\n") else t + "\n" for t in texts).rstrip("\n")
 
 
-def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path | None, dict[str, str]]:
+def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path | None, dict[str, tuple[str, str]]]:
     """The executed notebook ``stem`` (the first of ``folders``, default :data:`EXECUTED`, that holds it) and
-    what each code cell printed, by the cell's source, from the first of the folders whose copy has a cell of
-    that source (a stale paper-profile copy does not hide a current fast one); ``(None, {})`` where none holds it."""
+    what each code cell printed with the folder it came from (its profile: ``paper`` or ``fast``), by the cell's
+    source, from the first of the folders whose copy has a cell of that source (a stale paper-profile copy does
+    not hide a current fast one); ``(None, {})`` where none holds it."""
     first, outputs = None, {}
     for folder in EXECUTED if folders is None else folders:
         path = Path(folder) / f"{stem}.ipynb"
@@ -126,12 +127,14 @@ def executed_outputs(stem: str, folders: list[Path] | None = None) -> tuple[Path
             cells = json.loads(path.read_text())["cells"]
             for c in cells:
                 if c["cell_type"] == "code":
-                    outputs.setdefault("".join(c["source"]), _output_text(c))
+                    outputs.setdefault("".join(c["source"]), (_output_text(c), Path(folder).name))
     return first, outputs
 
 
-def _result(text: str) -> str:
-    return f'<pre class="result">Result:\n{html.escape(text)}</pre>'
+def _result(text: str, profile: str | None = None) -> str:
+    """A printed result; ``profile``: the workflow profile whose run printed it (its numbers differ by profile)."""
+    label = f"Result ({profile} profile)" if profile else "Result"
+    return f'<pre class="result">{label}:\n{html.escape(text)}</pre>'
 
 
 def _solution_sources(path: Path) -> list[str]:
@@ -179,7 +182,8 @@ def exercise_part(folders: list[Path] | None = None) -> str:
                 if cell.cell_type == "code":
                     parts.append(f'<pre class="answer">{html.escape(cell.source)}</pre>')
                     if cell.source in outputs:
-                        parts.append(_result(outputs[cell.source] or "(the cell prints nothing: its asserts passed)"))
+                        text, profile = outputs[cell.source]
+                        parts.append(_result(text or "(the cell prints nothing: its asserts passed)", profile))
                     else:  # never a stale result: the executed cell must have this very source
                         where = executed or REPO_ROOT / "build" / "paper" / f"{path.stem}.ipynb"
                         where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where

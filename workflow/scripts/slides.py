@@ -66,6 +66,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from gpac_utils.quiz import LETTERS, read_questions
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
 QUESTIONS = NOTEBOOKS / "questions"
@@ -614,7 +616,7 @@ def section_slides(part: Part, parts: list[Part]) -> list[nbformat.NotebookNode]
 def questions(name: str) -> list[dict]:
     """The self-check questions of a notebook (notebooks/questions/NN_name.json), [] without a file."""
     path = QUESTIONS / f"{name}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    return read_questions(path) if path.is_file() else []
 
 
 def quiz_notes(q: dict) -> str:
@@ -626,7 +628,7 @@ def quiz_notes(q: dict) -> str:
         raise SlidesError(f"{where}: likely_wrong must be the index of a wrong answer")
     if not q.get("discuss", "").strip():
         raise SlidesError(f"{where}: no discuss note saying what to discuss about the likely wrong answer")
-    letter = "ABCDEFGH"[wrong]
+    letter = LETTERS[wrong]
     return (
         f"Likely wrong answer: {letter} ({q['answers'][wrong]['answer']}). {q['discuss'].strip()} "
         "Take the votes before the click."
@@ -641,13 +643,12 @@ def question_slides(name: str, after_lab: bool | None = None) -> list[nbformat.N
     for q in questions(name):
         if after_lab is not None and bool(q.get("after_lab")) != after_lab:
             continue
-        letters = "ABCDEFGH"
-        options = "\n".join(f"- **{letters[i]}.** {a['answer']}" for i, a in enumerate(q["answers"]))
+        options = "\n".join(f"- **{letter}.** {a['answer']}" for letter, a in zip(LETTERS, q["answers"]))
         right = next(i for i, a in enumerate(q["answers"]) if a["correct"])
         why = q["answers"][right]["feedback"]
         text = f"## Check yourself\n\n{q['question']}\n\n{options}\n\n{notes(quiz_notes(q), 1)}"
         out.append(_cell(text, "slide", "Check yourself"))
-        answer = f'<p class="gpac-answer"><b>Answer {letters[right]}.</b> {why}</p>'
+        answer = f'<p class="gpac-answer"><b>Answer {LETTERS[right]}.</b> {why}</p>'
         out.append(_cell(answer, "fragment"))
     return out
 
@@ -690,9 +691,11 @@ def _lab_key(part: Part) -> str:
     return f"{part.notebook}/{part.start}" if part.start else part.notebook
 
 
-def lab_slide(part: Part) -> nbformat.NotebookNode:
+def lab_slide(part: Part, debrief: float = 0) -> nbformat.NotebookNode:
     """The slide that opens a lab: its time, its notebook, its exercises as the student edition numbers
-    them (in class, then homework), and its notes (``[lab."NOTEBOOK"]`` in docs/_slides/lectures.toml)."""
+    them (in class, then homework), and its notes (``[lab."NOTEBOOK"]`` in docs/_slides/lectures.toml).
+    ``debrief``: the minutes of the questions asked after it within the lab's time (a "Lab" row's), which
+    its notes leave to them."""
     entry = lectures().get("lab", {}).get(_lab_key(part))
     if not entry or not entry.get("notes"):
         raise SlidesError(f'{LECTURES.name}: no [lab."{_lab_key(part)}"] with the notes of its lab')
@@ -708,7 +711,10 @@ def lab_slide(part: Part) -> nbformat.NotebookNode:
         f"## {title}\n\nNotebook {part.notebook[:2]}, student edition\n\n"
         + "\n".join(lines)
         + "\n\n"
-        + notes(entry["notes"], minutes)
+        + notes(
+            entry["notes"] + (f" The lab's last {debrief:g} min: the question slides after this one." if debrief else ""),
+            minutes - debrief,
+        )
     )
     cell = _cell(text, "slide", title)
     cell.metadata["gpac"]["lab"] = True
@@ -725,7 +731,7 @@ def graded() -> dict[str, tuple[str, int]]:
     (its question, "Q1", and its points)."""
     found = _GRADED.findall(HOMEWORK.read_text(encoding="utf-8"))
     if not found:
-        raise SlidesError(f"{HOMEWORK.relative_to(REPO_ROOT)}: no question naming the exercise it grades")
+        raise SlidesError(f"{HOMEWORK.relative_to(REPO_ROOT)}: no question naming the exercise it is built on")
     return {label: (name.upper(), sum(int(p) for p in points.split(","))) for name, points, label in found}
 
 
@@ -814,9 +820,9 @@ def deck(session: Session) -> nbformat.NotebookNode:
             taken = _minutes_of(handout) if handout is not None else 0
             wrapup = ([handout] if handout is not None else []) + [wrapup_slide(session, part, part.minutes - taken)]
             continue
-        if part.kind == "lab":
-            cells.append(lab_slide(part))
-            cells += later.pop(part.notebook, [])
+        if part.kind == "lab":  # a lab row of its own: the questions after it take their minutes from its time
+            after = later.pop(part.notebook, [])
+            cells += [lab_slide(part, debrief=sum(_minutes_of(c) for c in after)), *after]
             continue
         source = _read(NOTEBOOKS / f"{part.notebook}.py").cells
         first = next((c for c in source if part.start and re.search(rf"^\({part.start}\)=", c.source, re.M)), source[0])

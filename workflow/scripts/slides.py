@@ -712,7 +712,7 @@ def lab_slide(part: Part, debrief: float = 0) -> nbformat.NotebookNode:
         + "\n".join(lines)
         + "\n\n"
         + notes(
-            entry["notes"] + (f" The lab's last {debrief:g} min: the question slides after this one." if debrief else ""),
+            entry["notes"] + (f" The lab's last {debrief:g} min: the questions after it." if debrief else ""),
             minutes - debrief,
         )
     )

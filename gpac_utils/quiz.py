@@ -23,7 +23,7 @@ from gpac_utils.checks import ParameterError
 QUESTION_KEYS = ("question", "type", "answers")
 ANSWER_KEYS = ("answer", "correct", "feedback")
 #: the answers' letters, as the notebooks and the slides both show them (a lecturer says "B", the room finds it)
-LETTERS = "ABCDEFGH"
+ANSWER_LETTERS = "ABCDEFGH"
 
 _STYLE = (
     "<style>"
@@ -51,8 +51,8 @@ def read_questions(path) -> list[dict]:
             raise ParameterError(f"path: question {i} of {path.name} lacks {', '.join(missing)}")
         if q["type"] != "multiple_choice":
             raise ParameterError(f"path: question {i} of {path.name} has type {q['type']!r}, not 'multiple_choice'")
-        if not 2 <= len(q["answers"]) <= len(LETTERS):
-            raise ParameterError(f"path: question {i} of {path.name} must have 2 to {len(LETTERS)} answers")
+        if not 2 <= len(q["answers"]) <= len(ANSWER_LETTERS):
+            raise ParameterError(f"path: question {i} of {path.name} must have 2 to {len(ANSWER_LETTERS)} answers")
         if sum(bool(a["correct"]) for a in q["answers"]) != 1:
             raise ParameterError(f"path: question {i} of {path.name} must have exactly one correct answer")
     return questions
@@ -70,7 +70,7 @@ def to_html(questions: list[dict]) -> str:
     parts = [_STYLE]
     for number, q in enumerate(questions, 1):
         parts.append(f'<div class="gpac-quiz mathjax_process"><p><b>Question {number}.</b> {_text(q["question"])}</p>')
-        for letter, a in zip(LETTERS, q["answers"]):
+        for letter, a in zip(ANSWER_LETTERS, q["answers"]):
             verdict, mark = ("right", "✔") if a["correct"] else ("wrong", "✘")
             parts.append(
                 f'<details class="{verdict}"><summary><b>{letter}.</b> {_text(a["answer"])}</summary>'
@@ -85,7 +85,7 @@ def to_text(questions: list[dict]) -> str:
     lines = []
     for number, q in enumerate(questions, 1):
         lines.append(f"Question {number}. {q['question']}")
-        lines += [f"  {letter}. {a['answer']}" for letter, a in zip(LETTERS, q["answers"])]
+        lines += [f"  {letter}. {a['answer']}" for letter, a in zip(ANSWER_LETTERS, q["answers"])]
     return "\n".join(lines)
 
 

@@ -61,7 +61,10 @@
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
 #   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
 #   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
+#   `first-crossing`), `valid-bernoulli` and `paper`. A recipe is *finite-sample valid* when its bound, computed on
+#   the terms its sampling scheme yields, satisfies Assumption 4.1 at every $n$ (not only
+#   asymptotically), and its selection rule (first-crossing) carries that pointwise guarantee to the
+#   threshold it selects, as the named `VALID` and `VALID_BERNOULLI` do.
 #
 # violation rate
 # : For one group $j$: the share of trials (calibration draws) in which that group's risk

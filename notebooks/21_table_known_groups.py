@@ -69,7 +69,8 @@
 #   method can show 0 while violating $\varepsilon$ in many single calibrations.
 #
 # STP
-# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+# : Saved token percentage (Appendix F): the average over test items of the tokens saved relative to
+#   always thinking, $1 - c_i/T_i$ ($T_i$ the thinking model's tokens, $c_i$ those spent). In the
 #   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
 #   routed; the router form (router scores) pays for it only when routed.
 #

@@ -119,7 +119,10 @@
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
 #   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
 #   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
+#   `first-crossing`), `valid-bernoulli` and `paper`. A recipe is *finite-sample valid* when its bound, computed on
+#   the terms its sampling scheme yields, satisfies Assumption 4.1 at every $n$ (not only
+#   asymptotically), and its selection rule (first-crossing) carries that pointwise guarantee to the
+#   threshold it selects, as the named `VALID` and `VALID_BERNOULLI` do.
 #
 # Error
 # : The test error of the routed system relative to the thinking model,
@@ -133,7 +136,8 @@
 #   method can show 0 while violating $\varepsilon$ in many single calibrations.
 #
 # STP
-# : Saved token percentage (Appendix F): the share of thinking-model tokens saved by routing. In the
+# : Saved token percentage (Appendix F): the average over test items of the tokens saved relative to
+#   always thinking, $1 - c_i/T_i$ ($T_i$ the thinking model's tokens, $c_i$ those spent). In the
 #   cascade form the non-thinking answer is always generated, so STP is negative when nothing is
 #   routed; the router form (router scores) pays for it only when routed.
 #
@@ -270,7 +274,7 @@ if available:
         )
 
 # %% [markdown]
-# ## Run PAC, G-PAC and C-PAC (the paper's recipe and `VALID_BERNOULLI`)
+# ## Run PAC, G-PAC and C-PAC (the paper's recipe, and valid Bernoulli recipes: `VALID_BERNOULLI` and its WSR twin)
 # The same code path as the paper tables (notebooks 21–23), on the real table: PAC vs G-PAC on
 # the subjects, PAC vs C-PAC with disjoint and joint clustering. No paper numbers exist for this
 # table. "Violation" is the largest per-group share of trials in which the group's risk over the
@@ -541,7 +545,7 @@ if available and "known" in groupings:
 # :::{exercise}
 # :label: ex-realdata-small-subject
 #
-# Under `VALID_BERNOULLI` (Bernoulli labelling at $\pi$ = `cfg.label_prob`, Hoeffding–Bentkus,
+# Under the run's Hoeffding–Bentkus Bernoulli recipe (`VALID_BERNOULLI` at the configured $\pi$ = `cfg.label_prob`,
 # $\varepsilon$ = `cfg.eps`), derive the smallest number of calibration items with which a subject
 # can certify any threshold (notebook 32 derives it for $\pi = 1$). Which subjects can never
 # certify in this table, whatever their losses? Check against the valid run's routed shares.
@@ -553,7 +557,7 @@ if available and "known" in groupings:
 # ```
 # With no loss at all the bound is $(1/\pi)(1-\alpha^{1/n})$ on terms of range $1/\pi$, so a subject
 # certifies only if $n \ge \lceil \log\alpha / \log(1-\pi\varepsilon) \rceil$. A subject whose
-# calibration half is always smaller never routes anything under `VALID_BERNOULLI`.
+# calibration half is always smaller never routes anything under that recipe.
 
 # %% tags=["solution"]
 if available and "known" in groupings:

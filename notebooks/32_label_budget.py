@@ -112,7 +112,10 @@
 # : The bundle bound + sampling + $\pi$ + rule + candidates that certifies one group's threshold
 #   (`gpac_utils.recipe.Recipe`); named recipes `valid` (the default,
 #   `gpac_utils.recipe.VALID`: bound `hoeffding_bentkus`, sampling `full`, rule
-#   `first-crossing`), `valid-bernoulli` and `paper`.
+#   `first-crossing`), `valid-bernoulli` and `paper`. A recipe is *finite-sample valid* when its bound, computed on
+#   the terms its sampling scheme yields, satisfies Assumption 4.1 at every $n$ (not only
+#   asymptotically), and its selection rule (first-crossing) carries that pointwise guarantee to the
+#   threshold it selects, as the named `VALID` and `VALID_BERNOULLI` do.
 #
 # routed share
 # : The share of items routed to the non-thinking model (`routed_share`); with the PAC-optimal
@@ -603,7 +606,8 @@ print(f"greedy {greedy_n}: {greedy_total:.2f} of all traffic; exact {exact.n}: {
 # calibration pool), a random 30 % is the **pilot** (used for planning only, and set aside by every
 # method except **uniform + pilot** below: its counts depend on group sizes only, not on the pilot's
 # losses, so calibrating on the pilot's items as well leaves its guarantee intact) and the rest $A_j$ is what may be labelled. The budget is the paper's: $L=\sum_j|A_j|/2$
-# (expected labels of $\pi=0.5$). Allocations, all calibrated with `VALID` on $A_j$:
+# (expected labels of $\pi=0.5$). Allocations, each calibrated with Hoeffding–Bentkus and first-crossing on the
+# labels it buys (`VALID` on a labelled subset; Bernoulli labelling for $\pi = 0.5$):
 #
 # * **planned**: the DP allocation of $L$ from the pilot's curves (`allocation.allocate`; each
 #   group labels a random $n_j$-subset of $A_j$);

@@ -147,7 +147,10 @@ def glossary_entries() -> dict[str, str]:
             "  The bundle bound + sampling + $\\pi$ + rule + candidates that certifies one group's threshold\n"
             f"  ({{py:class}}`gpac_utils.recipe.Recipe`); named recipes `{default}` (the default,\n"
             f"  {{py:data}}`gpac_utils.recipe.VALID`: bound `{VALID.bound}`, sampling `{VALID.sampling}`, rule\n"
-            f"  `{VALID.rule}`), {_ticked(others)}."
+            f"  `{VALID.rule}`), {_ticked(others)}. A recipe is *finite-sample valid* when its bound, computed on\n"
+            "  the terms its sampling scheme yields, satisfies Assumption 4.1 at every $n$ (not only\n"
+            "  asymptotically), and its selection rule (first-crossing) carries that pointwise guarantee to the\n"
+            "  threshold it selects, as the named `VALID` and `VALID_BERNOULLI` do."
         ),
     }
 

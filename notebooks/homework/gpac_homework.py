@@ -293,7 +293,7 @@ def test_q3_form(kappa):
 
 # %%
 """ # BEGIN TEST CONFIG
-failure_message: 'miss_upper must exceed alpha - a miss rate of alpha (or below) is what a valid bound has; the resampled bound''s variance ratio exceeds 1, so it misses more often'
+failure_message: 'miss_upper is one rate, a fraction (not a percent), above alpha and below 0.5 - a miss rate of alpha (or below) is what a valid bound has; the resampled bound''s variance ratio exceeds 1, so it misses more often'
 """  # END TEST CONFIG
 
 
@@ -419,7 +419,7 @@ def test_q4_rate_is_reached(risks, max_violation_rate):
 # %%
 """ # BEGIN TEST CONFIG
 hidden: true
-failure_message: 'risks - the largest share of trials above eps that a mean of at most eps allows: how few trials can carry the slack, and how little risk does each of them need?'
+failure_message: 'risks - need a mean of at most eps and the largest share of trials above eps that this allows: a violating trial needs only a little more than eps; how few trials at 0 can pay for the excess of all the others?'
 """  # END TEST CONFIG
 
 
@@ -457,8 +457,8 @@ def test_q4_max_violation_rate(max_violation_rate):
 # # exercise: ex-realdata-small-subject  (the lesson exercise's label, for maintainers: otter drops this cell)
 
 # %% [markdown]
-# **Question 5 — the smallest group that can certify** (Exercise 3 in notebook `31_realdata_case_study`). Take the valid
-# recipe of notebook 31 (Bernoulli labelling, the Hoeffding–Bentkus bound), but with other numbers:
+# **Question 5 — the smallest group that can certify** (Exercise 3 in notebook `31_realdata_case_study`). Take the
+# Hoeffding–Bentkus Bernoulli recipe of notebook 31 (`VALID_BERNOULLI`'s kind), but with other numbers:
 # a labelling probability $\pi = 0.25$, $\varepsilon = 0.1$ and $\alpha = 0.1$. Derive the bound of a
 # group with no loss at all, then compute `n_min`, the smallest number of calibration items with
 # which a group can certify any threshold (an integer).

@@ -66,7 +66,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from gpac_utils.quiz import LETTERS, read_questions
+from gpac_utils.quiz import ANSWER_LETTERS, read_questions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -628,7 +628,7 @@ def quiz_notes(q: dict) -> str:
         raise SlidesError(f"{where}: likely_wrong must be the index of a wrong answer")
     if not q.get("discuss", "").strip():
         raise SlidesError(f"{where}: no discuss note saying what to discuss about the likely wrong answer")
-    letter = LETTERS[wrong]
+    letter = ANSWER_LETTERS[wrong]
     return (
         f"Likely wrong answer: {letter} ({q['answers'][wrong]['answer']}). {q['discuss'].strip()} "
         "Take the votes before the click."
@@ -643,12 +643,12 @@ def question_slides(name: str, after_lab: bool | None = None) -> list[nbformat.N
     for q in questions(name):
         if after_lab is not None and bool(q.get("after_lab")) != after_lab:
             continue
-        options = "\n".join(f"- **{letter}.** {a['answer']}" for letter, a in zip(LETTERS, q["answers"]))
+        options = "\n".join(f"- **{letter}.** {a['answer']}" for letter, a in zip(ANSWER_LETTERS, q["answers"]))
         right = next(i for i, a in enumerate(q["answers"]) if a["correct"])
         why = q["answers"][right]["feedback"]
         text = f"## Check yourself\n\n{q['question']}\n\n{options}\n\n{notes(quiz_notes(q), 1)}"
         out.append(_cell(text, "slide", "Check yourself"))
-        answer = f'<p class="gpac-answer"><b>Answer {LETTERS[right]}.</b> {why}</p>'
+        answer = f'<p class="gpac-answer"><b>Answer {ANSWER_LETTERS[right]}.</b> {why}</p>'
         out.append(_cell(answer, "fragment"))
     return out
 

@@ -991,7 +991,7 @@ k_twice
 
 # %% [markdown]
 # ## The audit on one slide
-# (a) The paper's CLT bound with and without resampling against the prediction; (b) the worst cell of
+# Left: the paper's CLT bound with and without resampling against the prediction; right: the worst cell of
 # each finite-sample valid bound under the i.i.d. schemes. Each point pools or maximizes over π, ε and
 # the two groups (first-crossing; the `max` rule gives the same picture).
 
@@ -1014,7 +1014,7 @@ def summary_figure(audit, alpha, predicted):
         100 * predicted, color="#c0392b", ls=":", lw=1.8, label=f"predicted with resampling ({100 * predicted:.1f} %)"
     )
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
-    ax.set_title("(a) the paper's CLT bound")
+    ax.set_title("the paper's CLT bound")
     ax.set_ylabel("violation rate (%)")
     ax = axes[1]
     valid = fc[(fc["kind"] == "valid") & fc["scheme"].isin(VALID_SCHEMES)]
@@ -1024,17 +1024,17 @@ def summary_figure(audit, alpha, predicted):
     ax.axhline(100 * alpha, color="grey", ls="--", lw=1.2, label=f"α = {100 * alpha:g} %")
     limit = alpha + 3 * np.sqrt(alpha * (1 - alpha) / fc["calibrations"].min())
     ax.axhline(100 * limit, color="black", ls=":", lw=1.2, label=f"pass limit α + 3 MCSE ({100 * limit:.1f} %)")
-    ax.set_title("(b) valid bounds, i.i.d. labels: worst cell")
+    ax.set_title("valid bounds, i.i.d. labels: worst cell")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xticks(sizes, [str(n) for n in sizes])
         ax.minorticks_off()
         ax.set_xlabel("calibration items per group n")
     axes[0].legend(loc="upper right", framealpha=0.9)
-    # (b)'s key beside its axes: inside it would cover the pass limit the takeaway refers to
+    # the second panel's key beside its axes: inside it would cover the pass limit the takeaway refers to
     axes[1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), framealpha=0.9)
     shown = clt[clt["scheme"].isin(["resample", "full"])]["violation_rate"].max()
-    # (a)'s key above its bands: the top of the axes at 1.8 times the highest band, the key in the space left
+    # the first panel's key above its bands: the top of the axes at 1.8 times the highest band, the key in the space left
     axes[0].set_ylim(0, max(20.0, 180 * shown))
     axes[1].set_ylim(0, max(10.0, 110 * valid["violation_rate"].max(), 110 * limit))
     fig.tight_layout()

@@ -51,8 +51,8 @@
 # `figures/tables/realdata_case_study_layout.{csv,md}`, `figures/tables/realdata_group_violations.{csv,md}`,
 # `figures/realdata_errorbar_category.{png,pdf}`.
 #
-# **Runtime** (2 cores, measured): fast profile ~6 s; paper profile ~6–10 s on a quiet machine (20 s with
-# the cores shared).
+# **Runtime** (2 cores, measured): fast and paper profile alike ~6–10 s on a quiet machine (20 s with the
+# cores shared): both run the 100 trials whose violation rates the lesson reads.
 
 # %% [markdown] tags=["remove-cell"]
 # ## Terms used in this notebook

@@ -779,14 +779,14 @@ def test_every_deck_projects_at_1280_by_720(served, page):
 def test_the_rendered_words_check_finds_a_planted_leak(served, page):
     """The check above, on a deck with a paragraph MathJax cannot render planted on its first slide."""
     url, counts = served
-    planted = "<p>Eq. (eq:u^hat_j) and Φ(−z_{1−α}/√κ) and \\hat u, with u*_j</p>"
+    planted = "<p>Eq. (eq:u^hat_j) and Φ(−z_{1−α}/√κ) and \\hat u, with u*_j, and `VALID`</p>"
     page.goto(f"{url}/session-1.html")
     page.wait_for_function("() => window.Reveal && Reveal.isReady()")
     page.evaluate("p => Reveal.getSlides()[0].insertAdjacentHTML('beforeend', p)", planted)
     page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
     shown = page.evaluate(SHOWN, 0)
     found = " | ".join(slides.leaks(shown["text"], shown["code"]))
-    for what in ("a LaTeX label 'eq:u^hat_j'", "unrendered TeX", "ASCII math"):
+    for what in ("a LaTeX label 'eq:u^hat_j'", "unrendered TeX", "ASCII math", "unrendered Markdown"):
         assert what in found, found
     page.goto(f"{url}/session-1.html")
     page.wait_for_function("() => window.Reveal && Reveal.isReady()")

@@ -33,7 +33,8 @@
 # lesson's derivation carries over, its printed values do not. Write your answers in the cells marked `...`,
 # using numpy and scipy only; keep the names the cells define. Run every cell, then `grader.check("q1")`
 # (and so on): these public checks catch the typical mistakes and say what to look at again; they do
-# not check the values, which the autograder grades after you submit. Submit the notebook (`.ipynb`).
+# not check the values, which the autograder grades after you submit. So "All test cases passed!" means
+# *form checked, no typical mistake found*, not *right*. Submit the notebook (`.ipynb`).
 #
 # | Question | Session | Lesson exercise | Points |
 # |---|---|---|---|
@@ -489,7 +490,7 @@ def test_q5_form(n_min):
 
 # %%
 """ # BEGIN TEST CONFIG
-failure_message: 'n_min loss-free items must certify: at n_min the bound must be at most eps'
+failure_message: 'n_min is too small for any group to certify: n loss-free items of range 1/pi certify only if (1 - pi eps)^n <= alpha, impossible for n <= 1/(pi eps)'
 """  # END TEST CONFIG
 
 
@@ -510,7 +511,7 @@ def test_q5_certifies(n_min):
 # %%
 """ # BEGIN TEST CONFIG
 hidden: true
-failure_message: 'n_min - not the smallest group that certifies: solve the bound = eps for n exactly (the Kullback-Leibler form, not the sub-Gaussian one) and take the smallest integer'
+failure_message: 'n_min - not the smallest n whose loss-free bound is at most eps (too small if the bound at n_min is still above eps, too large if a smaller n reaches it): solve the bound = eps for n exactly (the Kullback-Leibler form, not the sub-Gaussian one) and take the smallest integer'
 """  # END TEST CONFIG
 
 

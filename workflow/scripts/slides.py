@@ -882,12 +882,14 @@ def _label_names() -> list[str]:
 
 def leaks(text: str, code: str = "") -> list[str]:
     """What a slide's visible ``text`` (and its ``code``) shows that it must not: a LaTeX label, the
-    name of a label of the paper where its number belongs, TeX left unrendered, or math in ASCII
-    (in ``text`` only: code may hold ``_``)."""
+    name of a label of the paper where its number belongs, TeX or Markdown left unrendered, or math in
+    ASCII (in ``text`` only: code may hold ``_``)."""
     found = [f"a LaTeX label {m[0]!r}" for m in _LATEX_LABEL.finditer(text + "\n" + code)]
     found += [f"the paper's label {n!r} (its number belongs there)" for n in _label_names() if n in text + code]
     found += [f"unrendered TeX {text[max(m.start() - 8, 0) : m.end() + 8]!r}" for m in _RAW_TEX.finditer(text)]
     found += [f"ASCII math {text[max(m.start() - 4, 0) : m.end() + 4]!r}" for m in _ASCII_MATH.finditer(text)]
+    # a backquote shown as a character: Markdown left unrendered (inside HTML such as a takeaway's <p>)
+    found += [f"unrendered Markdown {text[max(m.start() - 8, 0) : m.end() + 8]!r}" for m in re.finditer("`", text)]
     return found
 
 

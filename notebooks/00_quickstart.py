@@ -510,10 +510,10 @@ assert all(strict[g] <= default[g] for g in default)
 # candidate $u$). The paper's recipe draws $m = n/\pi$ items with replacement and labels each
 # draw with probability π.
 #
-# 1. Show that, given the calibration set, the terms
-#    $Z_t(u) = \xi_t \ell_{i_t} \mathbf 1\{U_{i_t} \le u\}/\pi$ have mean $\hat R$ and variance
-#    $\hat R/\pi - \hat R^2$ (binary losses), so that the
-#    CLT half-width is about $z_{1-\alpha}\sqrt{\hat R(1 - \pi \hat R)/n}$.
+# 1. Given the calibration set, derive the mean and the variance of the terms
+#    $Z_t(u) = \xi_t \ell_{i_t} \mathbf 1\{U_{i_t} \le u\}/\pi$ (binary losses; $\xi_t \sim
+#    \mathrm{Bern}(\pi)$), and from them the CLT half-width $z_{1-\alpha}\sqrt{\mathrm{Var}(Z)/m}$ in
+#    terms of $\hat R$, $\pi$ and $n$.
 # 2. Compare it with the half-width $z_{1-\alpha}\sqrt{\hat R(1-\hat R)/n}$ of a CLT bound on the
 #    $n$ labelled items themselves. Which is wider, and why can resampling never make the
 #    bound tighter?

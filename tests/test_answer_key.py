@@ -58,7 +58,8 @@ def test_the_key_prints_each_solutions_result(tmp_path):
         "n_min = 91",
     ):
         assert result in text, result
-    assert text.count("Result:") == len(re.findall(r"^# # BEGIN SOLUTION", answer_key.HOMEWORK.read_text(), re.M))
+    solutions = len(re.findall(r"^# # BEGIN SOLUTION", answer_key.HOMEWORK.read_text(), re.M))
+    assert text.count("Result:") == text.count("Why: the derivation is the solution") == solutions
     # an executed notebook 12 holding one solution cell (the sample-size exercise) as the workflow writes it
     import jupytext
     import nbformat

@@ -210,6 +210,10 @@ def homework_part() -> str:
             parts.append(f'<pre class="answer">{html.escape(cell.source.replace("  # SOLUTION", ""))}</pre>')
             exec(cell.source, space)
             parts.append(_result(_values(cell.source, space)))
+            parts.append(
+                '<p class="why">Why: the derivation is the solution of the lesson exercise the question names '
+                "(part 2 of this key), with this question's numbers.</p>"
+            )
         elif cell.cell_type == "code" and "BEGIN TEST CONFIG" not in source:  # the set-up (imports)
             exec(cell.source, space)
     return "\n".join(parts)

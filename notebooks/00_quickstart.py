@@ -512,8 +512,8 @@ assert all(strict[g] <= default[g] for g in default)
 #
 # 1. Given the calibration set, derive the mean and the variance of the terms
 #    $Z_t(u) = \xi_t \ell_{i_t} \mathbf 1\{U_{i_t} \le u\}/\pi$ (binary losses; $\xi_t \sim
-#    \mathrm{Bern}(\pi)$), and from them the CLT half-width $z_{1-\alpha}\sqrt{\mathrm{Var}(Z)/m}$ in
-#    terms of $\hat R$, $\pi$ and $n$.
+#    \mathrm{Bern}(\pi)$), and from them the half-width $z_{1-\alpha}\sqrt{\mathrm{Var}(Z)/m}$ that the
+#    paper's $z_{1-\alpha}\hat\sigma_Z(u)/\sqrt m$ estimates, in terms of $\hat R$, $\pi$ and $n$ ($m = n/\pi$).
 # 2. Compare it with the half-width $z_{1-\alpha}\sqrt{\hat R(1-\hat R)/n}$ of a CLT bound on the
 #    $n$ labelled items themselves. Which is wider, and why can resampling never make the
 #    bound tighter?

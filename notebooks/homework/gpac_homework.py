@@ -32,9 +32,10 @@
 # function: each question names the exercise of the lesson it practises, with numbers of its own: the
 # lesson's derivation carries over, its printed values do not. Write your answers in the cells marked `...`,
 # using numpy and scipy only; keep the names the cells define. Run every cell, then `grader.check("q1")`
-# (and so on): these public checks catch the typical mistakes and say what to look at again; they do
-# not check the values, which the autograder grades after you submit. So "All test cases passed!" means
-# *form checked, no typical mistake found*, not *right*. Submit the notebook (`.ipynb`).
+# (and so on): these public checks test the form and necessary conditions (a sign, a range) and say what to
+# look at again; the autograder grades the values after you submit. So a passed check ("q1 passed!", in plain
+# text "All test cases passed!") means *no typical mistake found*, not *the value is right*. Submit the
+# notebook (`.ipynb`).
 #
 # | Question | Session | Lesson exercise | Points |
 # |---|---|---|---|
@@ -490,7 +491,7 @@ def test_q5_form(n_min):
 
 # %%
 """ # BEGIN TEST CONFIG
-failure_message: 'n_min is too small for any group to certify: n loss-free items of range 1/pi certify only if (1 - pi eps)^n <= alpha, impossible for n <= 1/(pi eps)'
+failure_message: 'n_min must be large enough for a loss-free group to certify (while q5 - 1 fails, this check waits for it): n loss-free terms of range [0, 1/pi] certify only if (1 - pi eps)^n <= alpha; here (1 - pi eps)^(1/(pi eps)) = 0.975^40 ~ 0.36 > alpha, so n_min > 1/(pi eps) = 40'
 """  # END TEST CONFIG
 
 
@@ -503,7 +504,7 @@ def test_q5_certifies(n_min):
         formed = False
     assert formed, "waits for q5 - 1 (the form check): answer in the form it asks first"
     # A necessary condition only, not the bound the question asks for: n loss-free terms of range 1/pi certify at
-    # most when (1 - pi eps)^n <= alpha, and (1 - pi eps)^(1/(pi eps)) > 1/e > alpha = 0.1, so n > 1/(pi eps) = 40;
+    # most when (1 - pi eps)^n <= alpha, and (1 - pi eps)^(1/(pi eps)) = 0.975^40 ~ 0.36 > alpha = 0.1, so n > 1/(pi eps) = 40;
     # counting upwards until this passes does not give the answer (the hidden check does).
     assert n_min > 1 / (0.25 * 0.1)
 

@@ -518,10 +518,10 @@ round(delta_hand, 4), round(1 - np.trace(reversed_rows), 4)
 # $P(\ell = 1) = q = 1/2$, scores $U \sim \mathrm{Uniform}(0, 0.1)$ for the lossy inputs and
 # $U \sim \mathrm{Uniform}(0.1, 1)$ for the others, ε = 0.1 and $k = 2$.
 #
-# 1. Show that no partition routes more than $(1 - q) + \varepsilon$. (Hint: the routed
-#    lossy mass of group $j$ is $p_j R(\hat u_j \mid G_j) \le p_j \varepsilon$.)
-# 2. Show that $G_1^*$ = all loss-free inputs plus a lossy mass $a = \varepsilon(1-q)/(1-\varepsilon)$,
-#    $G_2^*$ = the remaining lossy inputs, attains it: it is an oracle partition.
+# 1. Find the largest routed share any partition can reach. (Hint: the routed lossy mass of
+#    group $j$ is $p_j R(\hat u_j \mid G_j) \le p_j \varepsilon$.)
+# 2. Find a partition that attains it, $G_1^*$ = all loss-free inputs plus a lossy mass $a$ (which
+#    $a$?) and $G_2^*$ = the remaining lossy inputs: an oracle partition.
 # 3. Move a lossy mass δ from $G_2^*$ to $G_1^*$ and compute the routed share of the learned
 #    partition. Compare the loss with 2δ, and name the step of the proof that fails.
 # :::

@@ -491,7 +491,7 @@ def test_q5_form(n_min):
 
 # %%
 """ # BEGIN TEST CONFIG
-failure_message: 'n_min must be large enough for a loss-free group to certify (while q5 - 1 fails, this check waits for it): n loss-free terms of range [0, 1/pi] certify only if (1 - pi eps)^n <= alpha; here (1 - pi eps)^(1/(pi eps)) = 0.975^40 ~ 0.36 > alpha, so n_min > 1/(pi eps) = 40'
+failure_message: 'n_min must be large enough for a loss-free group of n_min items to certify (while q5 - 1 fails, this check waits for it); if yours is too small, recheck the range of the terms when labels are sampled at pi'
 """  # END TEST CONFIG
 
 

@@ -452,10 +452,10 @@ display(
 #
 # 1. Compute by hand $u^*_{\text{easy}}$, $u^*_{\text{hard}}$, the marginal $u^*$, and the routed
 #    shares of G-PAC (per-group thresholds) and of marginal PAC. Which is larger?
-# 2. Name the sentence of the proof of Proposition 4.5 that fails here, and the number that
-#    shows it.
-# 3. Why is this *not* a counterexample to Proposition 4.5 itself? Exhibit a partition into
-#    two groups that routes at least the marginal share.
+# 2. The lecture named the step of the proof of Proposition 4.5 that fails for a given partition:
+#    give the number that shows it failing here.
+# 3. The proposition itself is about the oracle partition: exhibit a partition of this population
+#    into two groups that routes at least the marginal share.
 #
 # Check your numbers with `populations.oracle_summary`.
 # :::

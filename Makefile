@@ -151,8 +151,9 @@ VLLM_NICE ?=
 # (apt-get, after Chromium's: one apt at a time). Measured in fresh clones on a fresh machine (Chromium and slurm-wlm
 # installed by make test, 2026-12-07): one step after another, the tiers started at 89 s and make test took 812 s
 # (1,350 s of CPU); in two steps they start at 43-68 s, and it took 891 s (1,535 s of CPU: every test took about
-# 15 % more CPU time than the run before, on a slower host) and then 799 s (1,349 s of CPU). From the tiers' start
-# both cores stay busy to the end: the wall time is the CPU time over two.
+# 15 % more CPU time than the run before, on a slower host) and then 799 s (1,349 s of CPU); with the packages already
+# installed, 828 s and then 681 s on the same code. From the tiers' start both cores stay busy to the end: the wall
+# time is the CPU demand over two (more than `time` counts: the SLURM daemons and Chromium's processes escape it).
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j8 -Otarget $(VENV)/.browser $(MATHJAX) $(REVEAL) lint tiny-model venv-vllm venv-lesson
 	$(MAKE) --no-print-directory -j8 -Otarget $(VENV)/.slurm test-main test-vllm test-slurm test-lesson \

@@ -85,3 +85,10 @@ def test_ece_notebook_reads_the_generated_table(walked):
 def test_report_prints_the_tables(walked):
     text = walk.walk_report(walked)
     assert "known groups" in text and "Overall" in text and "ECE" in text and "(missing" not in text
+
+
+@pytest.mark.parametrize("bad", [True, 0, 2.5, "32"])
+def test_run_walk_refuses_a_bad_max_tokens_before_any_notebook_runs(bad, tmp_path):
+    with pytest.raises(ValueError, match=r"^max_tokens: must be an integer >= 1"):
+        walk.run_walk(tmp_path / "walk", max_tokens=bad)
+    assert not (tmp_path / "walk").exists()

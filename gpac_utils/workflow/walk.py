@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checks import check_int
 from ..llm import arith_check
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
@@ -137,8 +138,8 @@ def run_walk(
     out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
     if not 0 < float(eps) < 1:
         raise ValueError(f"eps must lie in (0, 1), got {eps}")
-    if max_tokens is not None and not (isinstance(max_tokens, int) and max_tokens > 0):
-        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    if max_tokens is not None:
+        max_tokens = check_int("max_tokens", max_tokens, 1)
     benchmark, pair = walk_target()
     generations, generated = str(out / "generations"), str(out / "generated")
     source = {"benchmarks": [benchmark], "generated_root": generated}

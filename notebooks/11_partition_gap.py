@@ -531,7 +531,8 @@ round(delta_hand, 4), round(1 - np.trace(reversed_rows), 4)
 # :class: dropdown
 # ```
 # 1. The routed mass is (routed loss-free mass) + $\sum_j p_j R(\hat u_j \mid G_j) \le (1-q) + \varepsilon$.
-# 2. In $G_1^*$ the risk of routing everything is $a / (1 - q + a) = \varepsilon$: the whole group is
+# 2. In $G_1^*$ the risk of routing everything is $a / (1 - q + a) = \varepsilon$, i.e.
+#    $a = \varepsilon(1-q)/(1-\varepsilon) = 1/18$: the whole group is
 #    routed. $G_2^*$ (lossy only) routes the share ε of its mass. Total $(1-q) + a + \varepsilon(q - a)
 #    = (1-q) + \varepsilon$.
 # 3. With the extra mass δ, $\hat G_1$'s risk at $u = 0.1$ is $(a + \delta)/(1 - q + a + \delta) > \varepsilon$

@@ -244,6 +244,31 @@ def test_the_public_checks_catch_the_typical_mistakes_before_submission(built, t
             assert "message:" in text, f"{q}: a failed public check gives no hint:\n{text}"
 
 
+@pytest.mark.parametrize("first_error", [homework.KERNEL_TIMEOUT + " 60 seconds", "SyntaxError: invalid syntax"])
+def test_a_kernel_that_did_not_start_is_graded_again_once_and_other_failures_are_not(
+    first_error, tmp_path, monkeypatch, capsys
+):
+    """otter run's kernel start timing out on a busy machine: one more try, said so; any other failure: an error."""
+    calls = []
+
+    def run(cmd, **kwargs):
+        calls.append(cmd)
+        if len(calls) == 1:
+            return subprocess.CompletedProcess(cmd, 1, "", f"Traceback ...\nRuntimeError: {first_error}\n")
+        (tmp_path / "out" / "results.json").write_text('{"tests": []}')
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(homework.subprocess, "run", run)
+    if first_error.startswith(homework.KERNEL_TIMEOUT):
+        assert homework._otter_run(tmp_path / "bob.ipynb", tmp_path / "a.zip", tmp_path / "out") == {"tests": []}
+        assert len(calls) == 2 and calls[0] == calls[1]
+        assert "bob.ipynb: its kernel did not start in 60 s" in capsys.readouterr().err
+    else:
+        with pytest.raises(RuntimeError, match="otter run failed on bob.ipynb"):
+            homework._otter_run(tmp_path / "bob.ipynb", tmp_path / "a.zip", tmp_path / "out")
+        assert len(calls) == 1
+
+
 # ---- the documented commands, verbatim ---------------------------------------------------------------------
 
 

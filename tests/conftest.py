@@ -20,6 +20,10 @@ from filelock import FileLock, Timeout
 os.environ["MPLBACKEND"] = "Agg"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# jsonschema (under nbformat and jupytext) would import its optional IRI format checker, rfc3987_syntax, which
+# builds a grammar at import: about 1 s of CPU in every worker. The notebooks' schemas check no IRI; the runner
+# goes without it for the same reason (gpac_utils.workflow.runner).
+sys.modules.setdefault("rfc3987_syntax", None)
 
 # Figures and tables written during the tests (notebooks on the fast profile) go to a scratch
 # folder, never over the committed paper-profile outputs in figures/.

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from . import audit as _audit
-from .audit import BY_CONSTRUCTION, EXIT_UNTESTED, EXIT_VIOLATED
+from .audit import BY_CONSTRUCTION, CONFIRMED, EXIT_UNTESTED, EXIT_VIOLATED, INCONCLUSIVE, VIOLATED
 from .calibrate import CERTIFIED
 from .certificate import Certificate, column_sha256
 from .checks import DataError, ParameterError, check_range, warn_level
@@ -95,7 +95,8 @@ __all__ = [
     "command",
 ]
 
-VIOLATED, CONFIRMED, INCONCLUSIVE, NO_TRIALS = "violated", "confirmed", "inconclusive", "no trials yet"
+#: The verdict of a monitored group without trials (the others are the one-look audit's).
+NO_TRIALS = "no trials yet"
 #: What the state file's ``format`` and ``version`` say.
 FORMAT, VERSION = "gpac-audit-sequential", 1
 #: The columns whose consumed prefix the state hashes, in this order.

@@ -303,6 +303,11 @@ class OnlineSettings:
     drift_alpha, drift_scope, n_groups, grid, loss_bound, bet, seed
         As for :class:`OnlineGPAC`.
 
+    Attributes
+    ----------
+    points : numpy.ndarray
+        The candidate thresholds (:func:`grid_points` of ``grid``).
+
     Examples
     --------
     >>> s = OnlineSettings(eps=0.05, label_prob=0.3, grid=11)
@@ -356,12 +361,7 @@ class OnlineSettings:
         fixed["seed"] = tuple(seed) if isinstance(seed, list | np.ndarray) else seed
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
-        object.__setattr__(self, "_points", points)
-
-    @property
-    def points(self) -> np.ndarray:
-        """The candidate thresholds (:func:`grid_points`)."""
-        return self._points
+        object.__setattr__(self, "points", points)  # frozen like the fields
 
     @property
     def schedule(self) -> Schedule:

@@ -156,7 +156,6 @@ class SequentialAudit:
         st = cert.settings
         eps, bound = float(st.eps), float(st.loss_bound)
         certified = sorted(g for g, e in cert.groups.items() if e["status"] == CERTIFIED)
-        k = max(len(certified), 1)
         groups = {}
         for g, entry in sorted(cert.groups.items()):
             rec = _record(entry["status"], g in certified)
@@ -170,11 +169,10 @@ class SequentialAudit:
             "eps": eps,
             "loss_bound": bound,
             "risk": st.risk,
-            "K": k,
+            "K": max(len(certified), 1),
             "columns": dict(columns or {}),
         }
-        consumed = {"n": 0, "ids": [], "sha256": {}}
-        return cls(certificate_sha256, settings, consumed, groups)
+        return cls(certificate_sha256, settings, {"n": 0, "ids": [], "sha256": {}}, groups)
 
     # -- reading and writing ----------------------------------------------------------------------
     def to_dict(self) -> dict:

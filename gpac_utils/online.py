@@ -335,12 +335,9 @@ class OnlineSettings:
     seed: int | tuple | np.random.Generator = 0
 
     def __post_init__(self) -> None:
-        eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
-        warn_risk(eps, alpha, loss_bound)
-        fixed = {
-            "eps": eps,
-            "alpha": alpha,
-            "loss_bound": loss_bound,
+        fixed = dict(zip(("eps", "alpha", "loss_bound"), check_risk(self.eps, self.alpha, self.loss_bound)))
+        warn_risk(**fixed)
+        fixed |= {
             "label_prob": check_range("label_prob", self.label_prob, closed_right=True),
             "warmup_items": check_int("warmup_items", self.warmup_items, 0),
             "labelling": LABELLING.check(self.labelling, "labelling"),
@@ -654,8 +651,8 @@ class OnlineGPAC:
         self._pending[number] = {"scores": s, "groups": g, "fields": fields, "fed": np.zeros(s.size, bool)}
         return Decisions(*fields, block=Block(self._id, number, np.arange(s.size)))
 
-    def _check_block(self, s, g, dec: Decisions) -> np.ndarray:
-        """The rows of its block that ``dec`` covers, after checking its identity (class Notes)."""
+    def _check_block(self, s, g, dec: Decisions) -> None:
+        """Refuse decisions whose block identity does not match these items (class Notes)."""
         b = dec.block
         if not isinstance(b, Block) or b.router != self._id:
             whose = "another router's" if isinstance(b, Block) else "no"
@@ -693,7 +690,6 @@ class OnlineGPAC:
                     f"decisions: field {field!r} differs from what decide() returned, at rows "
                     f"{np.flatnonzero(other)[:5].tolist()}"
                 )
-        return rows
 
     def _mark_fed(self, dec: Decisions) -> None:
         block = self._pending[dec.block.number]

@@ -102,9 +102,10 @@ column's SHA-256, or the score's and the loss's both, equal to the provenance's:
 table under other ids); one that records no ids (older files) refuses only that, with a warning
 that overlap cannot be checked.
 
-**Verify** (:func:`verify_certificate`). Recompute the certificate from the recorded settings (recipe, seed,
-risk, correction, ...) on the recorded columns of a table, after checking the table's hashes
-against the provenance; every threshold and every group entry must be bit-identical.
+**Verify** (:func:`gpac_utils.verify.verify_certificate`). Recompute the certificate from the
+recorded settings (recipe, seed, risk, correction, ...) on the recorded columns of a table, after
+checking the table's hashes against the provenance; every threshold and every group entry must be
+bit-identical.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ from .calibrate import ALL, GroupWarning
 from .certificate import Certificate, column_sha256, id_digests
 from .checks import DataError, ParameterError, check_range, warn_level
 from .risks import RISKS
-from .verify import described, verify_certificate  # noqa: F401 (gpac verify: gpac_utils.verify)
+from .verify import described  # noqa: F401 (gpac audit's heading; cli_serve and audit_sequential read it here)
 
 __all__ = [
     "VIOLATED",
@@ -146,7 +147,6 @@ __all__ = [
     "audit",
     "gate",
     "verdict_line",
-    "verify_certificate",
 ]
 
 #: The verdicts of a tested group.
@@ -196,6 +196,16 @@ def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
     if kind == "learned":
         return None, cal.assign(scores)
     return None, np.full(len(scores), ALL)
+
+
+def _routed(cert: Certificate, scores: np.ndarray, groups=None):
+    """The group each item is reported under (:func:`routing_groups`) and whether the certificate routes it to
+    the non-thinking model (labels the certificate lacks think, without a ``GroupWarning``: the callers warn)."""
+    cal = cert.calibrator()
+    labels, named = routing_groups(cert, cal, scores, groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupWarning)
+        return named, scores <= cal.thresholds_for(scores, labels)
 
 
 def _pvalue_and_bounds(mean: float, m: int, eps: float, level: float, binary: bool):
@@ -395,15 +405,14 @@ def check_fresh(cert: Certificate, *, ids=None, columns=None, source: str = "dat
             f"{source}: its {which} the calibration table's (the SHA-256 in the certificate's provenance); "
             "audit on items the certificate never saw"
         )
-    if recorded is not None:
-        return
-    warnings.warn(
-        "the certificate records no calibration item ids (an older file, or calibrated without an id column): "
-        "overlap of the audit items with the calibration items cannot be checked, only a copy of its columns is "
-        "refused",
-        AuditWarning,
-        stacklevel=3,
-    )
+    if recorded is None:
+        warnings.warn(
+            "the certificate records no calibration item ids (an older file, or calibrated without an id column): "
+            "overlap of the audit items with the calibration items cannot be checked, only a copy of its columns is "
+            "refused",
+            AuditWarning,
+            stacklevel=3,
+        )
 
 
 def audit(
@@ -484,11 +493,8 @@ def audit(
     power = check_range("power", power)
     st = cert.settings
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
-    detectable = (
-        min(2 * eps, bound)
-        if detectable is None
-        else check_range("detectable", detectable, eps, bound, closed_right=True)
-    )
+    default = min(2 * eps, bound)
+    detectable = default if detectable is None else check_range("detectable", detectable, eps, bound, closed_right=True)
     certified = {g for g, e in cert.groups.items() if e["threshold"] is not None}
     allowed = sorted({str(g) for g in allow_untested})
     for g in allowed:
@@ -497,7 +503,6 @@ def audit(
             near = f" (did you mean {hint!r}?)" if hint is not None else f"; it certifies {sorted(certified)}"
             raise ParameterError(f"allow_untested: {g!r} is not a group the certificate certifies{near}")
     entry = RISKS[risk]  # how the risk is evaluated on routed items (run_experiment's pop_risk too)
-    cal = cert.calibrator()
     s = np.asarray(scores, dtype=float)
     loss = np.asarray(losses, dtype=float)
     if s.shape != loss.shape or s.ndim != 1:
@@ -510,7 +515,7 @@ def audit(
             f"losses: must lie in [0, {bound:g}] (the certificate's loss_bound); bad at row {np.argmax(bad)}"
         )
     check_fresh(cert, ids=ids, columns={"score": s, "loss": loss, "id": ids}, source=source)
-    labels, named = routing_groups(cert, cal, s, groups)
+    named, cheap = _routed(cert, s, groups)
     unknown = sorted(set(named.tolist()) - set(cert.groups))
     counts = {g: int((named == g).sum()) for g in unknown}
     if unknown:
@@ -520,9 +525,6 @@ def audit(
             AuditWarning,
             stacklevel=2,
         )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", GroupWarning)  # labels the certificate lacks: warned above
-        cheap = s <= cal.thresholds_for(s, labels)
     z = loss / bound
     binary = bool(binary) or BOUNDS[st.recipe.bound].binary_terms
     if binary and not np.all((z == 0) | (z == 1)):
@@ -535,9 +537,10 @@ def audit(
         trials = routed if entry.conditional else n
         row = {"group": g, "status": e["status"], "n": n, "routed": routed, "trials": trials}
         if g not in certified:  # always thinks: routes nothing
-            row.update(risk=0.0, lower=0.0, upper=0.0, verdict=BY_CONSTRUCTION)
+            row.update(risk=0.0, lower=0.0, upper=0.0, verdict=BY_CONSTRUCTION, gate=NOT_COUNTED)
         elif trials == 0:
-            row.update(risk=math.nan, verdict=NO_ITEMS if n == 0 else NO_ROUTED)
+            untested = ALLOWED if g in allowed else UNTESTED
+            row.update(risk=math.nan, verdict=NO_ITEMS if n == 0 else NO_ROUTED, gate=untested)
         else:
             row.update(risk=float(entry.evaluate(loss[at], cheap[at])))
         rows.append(row)
@@ -549,16 +552,9 @@ def audit(
         r.update(lower=lo * bound, upper=hi * bound, p_value=p)
         r["verdict"] = VIOLATED if p <= a else CONFIRMED if hi * bound <= eps else INCONCLUSIVE
         r["detectable"] = detectable_risk(r["trials"], eps, a, binary=binary, power=power, loss_bound=bound)
-    for r in rows:
-        v = r["verdict"]
-        if v == BY_CONSTRUCTION:
-            r["gate"] = NOT_COUNTED
-        elif v in (NO_ITEMS, NO_ROUTED):
-            r["gate"] = ALLOWED if r["group"] in allowed else UNTESTED
-        elif v == VIOLATED:
-            r["gate"] = VIOLATED
-        else:  # confirmed: its upper bound already shows the risk at most eps, whatever its size
-            r["gate"] = PASS if v == CONFIRMED or r["detectable"] <= detectable else TOO_SMALL
+        # confirmed passes: its upper bound already shows the risk at most eps, whatever its size
+        small = r["verdict"] == INCONCLUSIVE and r["detectable"] > detectable
+        r["gate"] = VIOLATED if p <= a else TOO_SMALL if small else PASS
     out = pd.DataFrame(rows, columns=COLUMNS)
     out.attrs.update(
         eps=eps,
@@ -604,15 +600,13 @@ def verdict_line(report: pd.DataFrame) -> str:
         if counts.get(v, 0)
     )
     flag = f"a risk of {a['detectable']:g} flagged with probability {a['power']:g}"
-    problems = []
-    if names := _names(report, VIOLATED):
-        problems.append(f"VIOLATED in {len(names)} group(s) {names}")
-    if names := _names(report, UNTESTED):
-        problems.append(f"NOT TESTED: {len(names)} certified group(s) {names} have no trials")
-    if names := _names(report, TOO_SMALL):
-        problems.append(f"TOO SMALL: {len(names)} inconclusive group(s) {names} cannot show {flag}")
-    if names := _names(report, ALLOWED):
-        problems.append(f"untested as allowed (--allow-untested): {names}")
+    said = {
+        VIOLATED: "VIOLATED in {n} group(s) {names}",
+        UNTESTED: "NOT TESTED: {n} certified group(s) {names} have no trials",
+        TOO_SMALL: "TOO SMALL: {n} inconclusive group(s) {names} cannot show " + flag,
+        ALLOWED: "untested as allowed (--allow-untested): {names}",
+    }
+    problems = [t.format(n=len(names), names=names) for mark, t in said.items() if (names := _names(report, mark))]
     status = gate(report)
     tested = "tested or allowed untested" if _names(report, ALLOWED) else "tested"
     verdict = f"PASS: every certified group {tested}, none violated, each confirmed or large enough to show {flag}"

@@ -74,8 +74,8 @@ import numpy as np
 import pandas as pd
 
 from . import audit as _audit
-from .audit import BY_CONSTRUCTION, EXIT_UNTESTED, EXIT_VIOLATED
-from .calibrate import CERTIFIED, GroupWarning
+from .audit import BY_CONSTRUCTION, CONFIRMED, EXIT_UNTESTED, EXIT_VIOLATED, INCONCLUSIVE, VIOLATED
+from .calibrate import CERTIFIED
 from .certificate import Certificate, column_sha256
 from .checks import DataError, ParameterError, check_range, warn_level
 from .eprocess import BETTING, EProcess
@@ -95,8 +95,9 @@ __all__ = [
     "command",
 ]
 
-VIOLATED, CONFIRMED, INCONCLUSIVE, NO_TRIALS = "violated", "confirmed", "inconclusive", "no trials yet"
-#: The one-look gate's exit statuses, which the sequential mode shares.
+#: The verdict of a monitored group without trials (the others are the one-look audit's).
+NO_TRIALS = "no trials yet"
+#: What the state file's ``format`` and ``version`` say.
 FORMAT, VERSION = "gpac-audit-sequential", 1
 #: The columns whose consumed prefix the state hashes, in this order.
 _ROLES = ("id", "order", "group", "score", "loss")
@@ -104,6 +105,11 @@ _ROLES = ("id", "order", "group", "score", "loss")
 
 def _ids(values) -> list[str]:
     return [str(v) for v in np.asarray(values, dtype=object).tolist()]
+
+
+def _record(status: str, monitored: bool) -> dict:
+    """A group's record before any row: no items, no trials, the sum of its terms 0."""
+    return {"status": status, "monitored": monitored, "n": 0, "routed": 0, "trials": 0, "sum": 0.0}
 
 
 @dataclass
@@ -150,11 +156,9 @@ class SequentialAudit:
         st = cert.settings
         eps, bound = float(st.eps), float(st.loss_bound)
         certified = sorted(g for g, e in cert.groups.items() if e["status"] == CERTIFIED)
-        k = max(len(certified), 1)
         groups = {}
         for g, entry in sorted(cert.groups.items()):
-            rec = {"status": entry["status"], "monitored": g in certified, "n": 0, "routed": 0, "trials": 0}
-            rec["sum"] = 0.0
+            rec = _record(entry["status"], g in certified)
             if g in certified:
                 rec["violation"] = EProcess(eps, "above", bound=bound, bet=bet)
                 rec["confirmation"] = EProcess(eps, "below", bound=bound, bet=bet)
@@ -165,23 +169,18 @@ class SequentialAudit:
             "eps": eps,
             "loss_bound": bound,
             "risk": st.risk,
-            "K": k,
+            "K": max(len(certified), 1),
             "columns": dict(columns or {}),
         }
-        consumed = {"n": 0, "ids": [], "sha256": {}}
-        return cls(certificate_sha256, settings, consumed, groups)
+        return cls(certificate_sha256, settings, {"n": 0, "ids": [], "sha256": {}}, groups)
 
     # -- reading and writing ----------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The state as JSON-ready values (floats exact)."""
         groups = {}
         for g, rec in self.groups.items():
-            out = {k: v for k, v in rec.items() if k not in ("violation", "confirmation", "sum")}
-            out["sum"] = float(rec["sum"]).hex()
-            for k in ("violation", "confirmation"):
-                if k in rec:
-                    out[k] = rec[k].to_dict()
-            groups[g] = out
+            groups[g] = {k: v.to_dict() if isinstance(v, EProcess) else v for k, v in rec.items()}
+            groups[g]["sum"] = float(rec["sum"]).hex()
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -218,12 +217,10 @@ class SequentialAudit:
         try:
             groups = {}
             for g, rec in doc["groups"].items():
-                rec = dict(rec)
-                rec["sum"] = float.fromhex(rec["sum"])
+                groups[g] = dict(rec, sum=float.fromhex(rec["sum"]))
                 for k in ("violation", "confirmation"):
                     if k in rec:
-                        rec[k] = EProcess.from_dict(rec[k], f"{where} groups[{g!r}].{k}")
-                groups[g] = rec
+                        groups[g][k] = EProcess.from_dict(rec[k], f"{where} groups[{g!r}].{k}")
             settings = dict(doc["settings"]) | {"level": float.fromhex(doc["settings"]["level"])}
             return cls(doc["certificate_sha256"], settings, doc["consumed"], groups, doc.get("looks", []))
         except (KeyError, TypeError, ValueError, AttributeError, ParameterError) as exc:
@@ -306,19 +303,12 @@ class SequentialAudit:
                     f"id {new['id'].iloc[i]!r} has {loss[i]!r}"
                 )
             s = new["score"].to_numpy(float)
-            cal = cert.calibrator()
             groups = new["group"].to_numpy().astype(str) if "group" in new else None
-            labels, named = _audit.routing_groups(cert, cal, s, groups)
+            named, cheap = _audit._routed(cert, s, groups)  # labels it never saw: they think
             named = np.asarray(named).astype(str)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", GroupWarning)  # labels it never saw: they think
-                cheap = s <= cal.thresholds_for(s, labels)
             for g in dict.fromkeys(named.tolist()):
                 at = named == g
-                rec = self.groups.setdefault(
-                    g, {"status": "not in the certificate", "monitored": False, "n": 0, "routed": 0, "trials": 0}
-                )
-                rec.setdefault("sum", 0.0)
+                rec = self.groups.setdefault(g, _record("not in the certificate", False))
                 on = cheap[at]
                 trial = on if entry.conditional else np.ones(on.size, bool)
                 terms = np.where(on, loss[at], 0.0)[trial]  # in the declared order
@@ -334,14 +324,8 @@ class SequentialAudit:
         self.consumed["sha256"] = {r: column_sha256(frame[r].to_numpy()) for r in _ROLES if r in frame}
         report = self.report()
         report.attrs.update(rows=len(frame), new_rows=len(frame) - n0)
-        self.looks.append(
-            {
-                "rows": len(frame),
-                "new_rows": len(frame) - n0,
-                VIOLATED: report.loc[report["verdict"] == VIOLATED, "group"].tolist(),
-                CONFIRMED: report.loc[report["verdict"] == CONFIRMED, "group"].tolist(),
-            }
-        )
+        named = {v: report.loc[report["verdict"] == v, "group"].tolist() for v in (VIOLATED, CONFIRMED)}
+        self.looks.append({"rows": len(frame), "new_rows": len(frame) - n0} | named)
         return report
 
     def report(self) -> pd.DataFrame:
@@ -353,8 +337,8 @@ class SequentialAudit:
             risk = rec["sum"] / rec["trials"] if rec["trials"] else math.nan
             row = {k: rec[k] for k in ("status", "n", "routed", "trials")} | {"group": g, "risk": risk}
             if not rec["monitored"]:
+                e_v = e_c = math.nan
                 verdict = BY_CONSTRUCTION if rec["routed"] == 0 else "not monitored"
-                row.update(e_violated=math.nan, e_confirmed=math.nan, verdict=verdict)
             else:
                 e_v, e_c = (float(rec[k].max_e_value) for k in ("violation", "confirmation"))
                 if rec["trials"] == 0:
@@ -365,8 +349,7 @@ class SequentialAudit:
                     verdict = CONFIRMED
                 else:
                     verdict = INCONCLUSIVE
-                row.update(e_violated=e_v, e_confirmed=e_c, verdict=verdict)
-            rows.append(row)
+            rows.append(row | {"e_violated": e_v, "e_confirmed": e_c, "verdict": verdict})
         cols = ["group", "status", "n", "routed", "trials", "risk", "e_violated", "e_confirmed", "verdict"]
         out = pd.DataFrame(rows, columns=cols)
         out.attrs.update(eps=st["eps"], risk_kind=st["risk"], level=st["level"], K=st["K"], bar=bar)
@@ -404,7 +387,7 @@ def exit_status(report: pd.DataFrame, allowed=()) -> int:
 
 # --------------------------------------------------------------------------- the command line
 def add_sequential_options(parser) -> None:
-    """Add ``--sequential``, ``--order-col``, ``--state``, ``--bet`` (and ``--id-col`` if absent) to ``gpac audit``."""
+    """Add ``--sequential``, ``--order-col``, ``--state`` and ``--bet`` to ``gpac audit`` (which has ``--id-col``)."""
     g = parser.add_argument_group("sequential mode (repeated audits on growing data, valid at every look)")
     g.add_argument(
         "--sequential",
@@ -419,18 +402,12 @@ def add_sequential_options(parser) -> None:
         choices=["grapa", "mixture"],
         help="the e-processes' bets (gpac_utils.eprocess.BETTING; 'max' is for certifying loss-free groups only)",
     )
-    if "--id-col" not in parser._option_string_actions:
-        g.add_argument(
-            "--id-col", default=None, help="unique item identifier (the certificate's id column, else item_id)"
-        )
 
 
-def _column(a, df, cert: Certificate, key: str, default=None, need=True):
+def _column(a, df, cert: Certificate, key: str, default=None):
     col = getattr(a, f"{key}_col", None) or cert.columns.get(key) or default
     if col is None:
-        if need:
-            raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
-        return None
+        raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
     if col not in df.columns:
         where = "" if getattr(a, f"{key}_col", None) else " (the certificate's)"
         raise DataError(f"--data {a.data}: no {key} column {col!r}{where}; it has {list(df.columns)}")
@@ -466,6 +443,16 @@ def wanted(a) -> bool:
     return False
 
 
+def _warned(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, each :class:`~gpac_utils.audit.AuditWarning` it raises printed as a warning line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _audit.AuditWarning)
+        out = call(*args, **kwargs)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return out
+
+
 def command(a, cli) -> int:
     """``gpac audit CERT --data T --sequential --order-col COL --state STATE.json`` (module description)."""
     try:
@@ -475,59 +462,38 @@ def command(a, cli) -> int:
     for name in ("order_col", "state"):
         if getattr(a, name) is None:
             raise ParameterError(f"--{name.replace('_', '-')}: --sequential needs it")
-    if getattr(a, "binary", False):
+    if a.binary:
         raise ParameterError("--binary: the sequential mode's betting tests are valid for any loss in [0, B]; drop it")
-    if getattr(a, "detectable", None) is not None:
+    if a.detectable is not None:
         raise ParameterError("--detectable: a one-look notion; the sequential mode does not read it")
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
-    digest = cert.sha256
     df = cli._read(a.data)
-    cols = {
-        "id": _column(a, df, cert, "id", "item_id"),
-        "order": _column(a, df, cert, "order"),
-        "score": _column(a, df, cert, "score"),
-        "loss": _column(a, df, cert, "loss"),
-    }
-    group = _column(a, df, cert, "group", need=cert.kind == "known") if cert.kind == "known" else None
-    if group is not None:
-        cols["group"] = group
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _audit.AuditWarning)
-        scores = _audit.model_scores(  # with a recorded score model: from the text
-            cert, df, score_col=cols["score"], path=getattr(a, "score_model", None), source=f"--data {a.data}"
-        )
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    roles = ("id", "order", "score", "loss") + (("group",) if cert.kind == "known" else ())
+    cols = {role: _column(a, df, cert, role, "item_id" if role == "id" else None) for role in roles}
+    source = f"--data {a.data}"
+    scores = _warned(  # with a recorded score model: from the text
+        _audit.model_scores, cert, df, score_col=cols["score"], path=a.score_model, source=source
+    )
     if scores is None:
         scores = cli._scores(df, cols["score"], df)  # one line naming a bad score
     loss = pd.to_numeric(df[cols["loss"]], errors="coerce").to_numpy(float)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _audit.AuditWarning)
-        _audit.check_fresh(
-            cert,
-            ids=df[cols["id"]].to_numpy(),
-            columns={"score": scores, "loss": loss, "id": df[cols["id"]].to_numpy()},
-            source=f"--data {a.data}",
-        )
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    ids = df[cols["id"]].to_numpy()
+    _warned(_audit.check_fresh, cert, ids=ids, columns={"score": scores, "loss": loss, "id": ids}, source=source)
     checked = df.assign(**{cols["score"]: scores})
-    if group is not None:
-        checked[group] = cli._groups(df, group, df)
-    frame = ordered(checked, cols, f"--data {a.data}")
+    if "group" in cols:
+        checked[cols["group"]] = cli._groups(df, cols["group"], df)
+    frame = ordered(checked, cols, source)
     if a.state.exists():
         state = SequentialAudit.read(a.state)
-        state.check_same(digest, level, a.bet, cols, f"--state {a.state}")
+        state.check_same(cert.sha256, level, a.bet, cols, f"--state {a.state}")
     else:
-        state = SequentialAudit.start(cert, digest, level=level, bet=a.bet, columns=cols)
-    report = state.look(cert, frame, f"--data {a.data}")
-    known = set(cert.groups)
-    unknown = sorted(set(report["group"]) - known)
+        state = SequentialAudit.start(cert, cert.sha256, level=level, bet=a.bet, columns=cols)
+    report = state.look(cert, frame, source)
+    unknown = sorted(set(report["group"]) - set(cert.groups))
     if unknown:
-        counts = dict(zip(report["group"], report["n"]))
-        listed = _audit._listed(unknown, cert.groups, counts)
+        listed = _audit._listed(unknown, cert.groups, dict(zip(report["group"], report["n"])))
         print(
             f"warning: {len(unknown)} label(s) of --data {a.data} are not groups of the certificate: they always "
             f"think and are not monitored: {listed}",
@@ -538,9 +504,8 @@ def command(a, cli) -> int:
     for c in ("e_violated", "e_confirmed"):
         shown[c] = report[c].map(lambda e: "-" if e != e else f"{e:.3g}")
     print(shown.astype(object).where(shown.notna(), "-").to_string(index=False))
-    allowed = getattr(a, "allow_untested", None) or ()
-    for line in verdict_lines(report, allowed):
-        print(line)
+    allowed = a.allow_untested
+    print("\n".join(verdict_lines(report, allowed)))
     state.write(a.state)
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")

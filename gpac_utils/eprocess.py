@@ -256,6 +256,8 @@ class _Sequential:
     """What :class:`EProcess` and :class:`EDetector` share: settings, batch shape, JSON."""
 
     kind = ""
+    #: The settings its constructor takes by keyword besides ``shape``, in the order :meth:`from_dict` reads them.
+    _keywords = ("bound", "clip")
 
     def __init__(self, eps, direction, bound, clip, shape):
         self.bound = check_range("bound", bound, 0.0, math.inf)
@@ -264,7 +266,7 @@ class _Sequential:
         self.clip = check_range("clip", clip)
         self.shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(s) for s in shape)
 
-    def _terms(self, terms, term_range):
+    def _terms(self, terms, term_range, used):
         x = np.asarray(terms, dtype=float)
         if x.shape[:-1] != self.shape or x.ndim != len(self.shape) + 1:
             raise ParameterError(f"terms: need shape {(*self.shape, 'n')} (batch, then time), got {x.shape}")
@@ -275,10 +277,10 @@ class _Sequential:
         if np.any(bad):
             where = np.argwhere(bad)[0].tolist()
             raise ParameterError(f"terms: must lie in [0, term_range] (default: bound={self.bound:g}); bad at {where}")
-        return x, r
+        return x, r, np.ones(x.shape, bool) if used is None else np.asarray(used, bool)
 
     def _settings(self) -> dict:
-        return {"eps": self.eps, "direction": self.direction, "bound": self.bound, "clip": self.clip}
+        return {"eps": self.eps, "direction": self.direction} | {k: getattr(self, k) for k in self._keywords}
 
     def to_dict(self) -> dict:
         """Everything needed to continue it, as JSON-ready values (floats as exact hex strings)."""
@@ -303,28 +305,34 @@ class _Sequential:
         return cls.from_dict(doc, name)
 
     @classmethod
-    def _read(cls, doc, name: str) -> dict:
+    def from_dict(cls, doc: dict, name: str = "state"):
+        """Read back :meth:`to_dict` exactly (one line naming ``name`` if it is not one)."""
         if not isinstance(doc, dict) or doc.get("format") != _FORMAT or doc.get("kind") != cls.kind:
             raise ParameterError(f"{name}: not a {cls.kind} written by gpac_utils.eprocess")
         try:
-            settings = {
+            d = {
                 k: float.fromhex(v) if isinstance(v, str) and k in ("eps", "bound", "clip") else v
                 for k, v in doc.items()
-                if k not in ("format", "kind", "version", "state")
             }
             state = {k: _decode(v, f"{name}.state.{k}") for k, v in doc["state"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ParameterError(f"{name}: malformed ({exc})") from None
-        return settings | {"state": state}
-
-    def _check_state(self, state: dict, keys, name: str) -> None:
-        missing = sorted(set(keys) - set(state))
+        try:
+            new = cls(d["eps"], **{k: d[k] for k in cls._keywords}, shape=tuple(d["shape"]))
+        except KeyError as exc:
+            raise ParameterError(f"{name}: malformed (no {exc})") from None
+        missing = sorted(set(new.state) - set(state))
         if missing:
             raise ParameterError(f"{name}: state lacks {missing}")
-        for k in keys:
-            want = self.shape if k in ("n",) else None
-            if want is not None and state[k].shape != want:
-                raise ParameterError(f"{name}: state.{k} has shape {state[k].shape}, not {want}")
+        if state["n"].shape != new.shape:
+            raise ParameterError(f"{name}: state.n has shape {state['n'].shape}, not {new.shape}")
+        new.state = state
+        return new
+
+    @property
+    def n(self):
+        """Terms consumed (used steps); for :class:`EDetector`, steps monitored since the start or the last reset."""
+        return self.state["n"]
 
 
 class EProcess(_Sequential):
@@ -364,6 +372,7 @@ class EProcess(_Sequential):
     """
 
     kind = "EProcess"
+    _keywords = ("direction", "bound", "bet", "clip")
 
     def __init__(self, eps, direction="below", *, bound=1.0, bet="mixture", clip=CLIP, shape=()):
         super().__init__(eps, direction, bound, clip, shape)
@@ -375,49 +384,26 @@ class EProcess(_Sequential):
         }
         self._last = None
 
-    def _settings(self) -> dict:
-        return super()._settings() | {"bet": self.bet}
-
-    @classmethod
-    def from_dict(cls, doc: dict, name: str = "state") -> EProcess:
-        """Read back :meth:`to_dict` exactly (one line naming ``name`` if it is not one)."""
-        d = cls._read(doc, name)
-        try:
-            ep = cls(d["eps"], d["direction"], bound=d["bound"], bet=d["bet"], clip=d["clip"], shape=tuple(d["shape"]))
-        except KeyError as exc:
-            raise ParameterError(f"{name}: malformed (no {exc})") from None
-        ep._check_state(d["state"], (*BETTING[ep.bet].keys, "n", "log_e", "log_max"), name)
-        ep.state = d["state"]
-        return ep
-
     def update(self, terms, term_range=None, used=None) -> EProcess:
         """Feed a batch of terms (shape ``(*shape, n)``, time last); return ``self``.
 
         ``term_range`` (broadcast to the terms): each step's largest possible term, known before it
         (default ``bound``); ``used`` (bool, same shape): the steps that count (others change nothing).
         """
-        x, r = self._terms(terms, term_range)
-        use = np.ones(x.shape, bool) if used is None else np.asarray(used, bool)
+        x, r, use = self._terms(terms, term_range, used)
         d = np.where(use, signed_terms(x, self.eps, self.direction), 0.0)[..., None]
-        cap = np.asarray(bet_cap(self.eps, r, self.direction, self.clip))
-        cap = cap[..., None] if cap.ndim else cap
+        cap = np.expand_dims(bet_cap(self.eps, r, self.direction, self.clip), -1)
         carried, log_w = wealth(self.state, d, cap, self.bet, self.bound**2)
         log_w = log_w[..., 0]
         st = self.state
         n_before = st["n"]
         if x.shape[-1]:
-            running_max = np.maximum.accumulate(log_w, axis=-1)
             st["log_e"] = log_w[..., -1]
-            st["log_max"] = np.maximum(st["log_max"], running_max[..., -1])
+            st["log_max"] = np.maximum(st["log_max"], log_w.max(-1))
         st.update(carried)
         st["n"] = n_before + use.sum(-1)
         self._last = (n_before, log_w, use)
         return self
-
-    @property
-    def n(self):
-        """Terms consumed (used steps)."""
-        return self.state["n"]
 
     @property
     def e_value(self):
@@ -474,22 +460,9 @@ class EDetector(_Sequential):
             "log_max": np.full(self.shape, -np.inf),
         }
 
-    @classmethod
-    def from_dict(cls, doc: dict, name: str = "state") -> EDetector:
-        """Read back :meth:`to_dict` exactly."""
-        d = cls._read(doc, name)
-        try:
-            det = cls(d["eps"], bound=d["bound"], clip=d["clip"], shape=tuple(d["shape"]))
-        except KeyError as exc:
-            raise ParameterError(f"{name}: malformed (no {exc})") from None
-        det._check_state(d["state"], ("log_sr", "n", "log_max"), name)
-        det.state = d["state"]
-        return det
-
     def update(self, terms, used=None) -> EDetector:
         """Feed a batch of terms in ``[0, bound]`` (shape ``(*shape, n)``); return ``self``."""
-        x, _ = self._terms(terms, None)
-        use = np.ones(x.shape, bool) if used is None else np.asarray(used, bool)
+        x, _, use = self._terms(terms, None, used)
         if x.shape[-1]:
             sr = shiryaev_roberts(self.state["log_sr"], x - self.eps, use, self.clip / self.eps)
             stat = np.logaddexp.reduce(sr, axis=-1) - math.log(DETECTOR_BETS.size)
@@ -497,11 +470,6 @@ class EDetector(_Sequential):
             self.state["log_max"] = np.maximum(self.state["log_max"], stat.max(-1))
         self.state["n"] = self.state["n"] + use.sum(-1)
         return self
-
-    @property
-    def n(self):
-        """Steps monitored since the start or the last :meth:`reset`."""
-        return self.state["n"]
 
     def statistic(self):
         """The detector now: the mean over the bets of the Shiryaev–Roberts sums."""

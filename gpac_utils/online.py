@@ -139,9 +139,6 @@ __all__ = [
 #: The online router's bets (:data:`gpac_utils.eprocess.BETTING`: ``"max"`` is the planner's, not offered here).
 BETS = ("grapa", "mixture")
 
-#: The drift detector's bets, in units of ``0.9 / eps``.
-DRIFT_BETS = eprocess.DETECTOR_BETS
-
 
 #: What ``drift_alpha`` bounds: each group's false alarms, or any group's (module description).
 @dataclass(frozen=True)
@@ -180,11 +177,9 @@ def drift_level(drift_alpha: float, scope: str = "group", n_groups: int | None =
     (0.001, 0.00025)
     """
     entry = DRIFT_SCOPES[DRIFT_SCOPES.check(scope, "drift_scope")]
-    if not entry.needs_groups:
-        return float(entry.level(float(drift_alpha), 1))
-    if n_groups is None:
+    if entry.needs_groups and n_groups is None:
         raise ParameterError(f"n_groups: drift_scope={scope!r} needs the number of groups, fixed before the stream")
-    return float(entry.level(float(drift_alpha), check_int("n_groups", n_groups, 1)))
+    return float(entry.level(float(drift_alpha), check_int("n_groups", n_groups, 1) if entry.needs_groups else 1))
 
 
 @dataclass(frozen=True)
@@ -232,10 +227,6 @@ LABELLING: Registry[LabellingMode] = Registry(
 )
 
 
-def _labelling(labelling) -> LabellingMode:
-    return labelling if isinstance(labelling, LabellingMode) else LABELLING[labelling]
-
-
 class Schedule(NamedTuple):
     """The labelling probability per item of a group: ``warmup_prob`` for its first ``warmup_items``
     items, then ``label_prob``; 0 once ``label_budget`` paid labels are used (``None``: no budget)."""
@@ -261,13 +252,6 @@ class Block:
 
     def __getitem__(self, index) -> Block:
         return Block(self.router, self.number, self.rows[index])
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @property
-    def shape(self) -> tuple:
-        return self.rows.shape
 
     def __repr__(self) -> str:
         return f"Block(number={self.number}, rows={len(self.rows)})"
@@ -319,6 +303,11 @@ class OnlineSettings:
     drift_alpha, drift_scope, n_groups, grid, loss_bound, bet, seed
         As for :class:`OnlineGPAC`.
 
+    Attributes
+    ----------
+    points : numpy.ndarray
+        The candidate thresholds (:func:`grid_points` of ``grid``).
+
     Examples
     --------
     >>> s = OnlineSettings(eps=0.05, label_prob=0.3, grid=11)
@@ -346,12 +335,9 @@ class OnlineSettings:
     seed: int | tuple | np.random.Generator = 0
 
     def __post_init__(self) -> None:
-        eps, alpha, loss_bound = check_risk(self.eps, self.alpha, self.loss_bound)
-        warn_risk(eps, alpha, loss_bound)
-        fixed = {
-            "eps": eps,
-            "alpha": alpha,
-            "loss_bound": loss_bound,
+        fixed = dict(zip(("eps", "alpha", "loss_bound"), check_risk(self.eps, self.alpha, self.loss_bound)))
+        warn_risk(**fixed)
+        fixed |= {
             "label_prob": check_range("label_prob", self.label_prob, closed_right=True),
             "warmup_items": check_int("warmup_items", self.warmup_items, 0),
             "labelling": LABELLING.check(self.labelling, "labelling"),
@@ -372,12 +358,7 @@ class OnlineSettings:
         fixed["seed"] = tuple(seed) if isinstance(seed, list | np.ndarray) else seed
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
-        object.__setattr__(self, "_points", points)
-
-    @property
-    def points(self) -> np.ndarray:
-        """The candidate thresholds (:func:`grid_points`)."""
-        return self._points
+        object.__setattr__(self, "points", points)  # frozen like the fields
 
     @property
     def schedule(self) -> Schedule:
@@ -428,8 +409,8 @@ def online_settings(settings: OnlineSettings | None, arguments: Mapping) -> Onli
 
 def new_state(batch=(), size=101, bet="mixture") -> dict:
     """A fresh group state (wealth 1, nothing certified) for ``size`` grid points, batch axes first."""
-    state = eprocess.new_wealth((*batch, size), bet)
-    state |= {"certified": np.zeros((*batch, size), bool), "log_sr": np.full((*batch, DRIFT_BETS.size), -np.inf)}
+    state = eprocess.new_wealth((*batch, size), bet) | {"certified": np.zeros((*batch, size), bool)}
+    state["log_sr"] = np.full((*batch, eprocess.DETECTOR_BETS.size), -np.inf)
     return state | {k: np.zeros(batch, int) for k in ("seen", "paid", "observed", "alarms")}
 
 
@@ -447,7 +428,7 @@ def _before(state_count, flags):
 def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling="free") -> Decisions:
     """Route, observe-or-not and propensity for one group's items (``member``) of a block.
 
-    ``labelling``: a :data:`LABELLING` name or entry; ``uniforms`` in ``[0, 1)``."""
+    ``labelling``: a :data:`LABELLING` name; ``uniforms`` in ``[0, 1)``."""
     thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
     route_nothink = member & (scores <= thr)
     warm = _before(state["seen"], member) < schedule.warmup_items
@@ -455,7 +436,7 @@ def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling=
     drawn = uniforms < rate
     if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
         rate = np.where(_before(state["paid"], drawn & route_nothink) < schedule.label_budget, rate, 0.0)
-    propensity = np.where(member & (rate > 0), _labelling(labelling).propensity(route_nothink, rate), rate)
+    propensity = np.where(member & (rate > 0), LABELLING[labelling].propensity(route_nothink, rate), rate)
     observe = (rate > 0) & (uniforms < propensity)  # a propensity of 1 is always observed: a free label
     return Decisions(route_nothink, observe, propensity, rate, thr)
 
@@ -493,12 +474,12 @@ def learn(state, scores, losses, member, decisions: Decisions, settings: OnlineS
     z = np.where(observed, np.where(observed, losses, 0.0) / np.where(observed, decisions.propensity, 1.0), 0.0)
     x = z[..., None] * (scores[..., None] <= np.asarray(grid))
     always = ~np.isfinite(decisions.threshold)
-    p_min = np.where(used, _labelling(settings.labelling).min_propensity(always, decisions.rate), 1.0)
+    p_min = np.where(used, LABELLING[settings.labelling].min_propensity(always, decisions.rate), 1.0)
     alarm, first = np.zeros(scores.shape[:-1], bool), np.full(scores.shape[:-1], scores.shape[-1])
     log_sr = state["log_sr"]
     if drift_alpha is not None and scores.shape[-1]:
         sr = _detector(state["log_sr"], np.where(always, 0.0, z * (scores <= decisions.threshold)), used & ~always, eps)
-        over = np.logaddexp.reduce(sr, axis=-1) >= math.log(DRIFT_BETS.size / drift_alpha)
+        over = np.logaddexp.reduce(sr, axis=-1) >= math.log(eprocess.DETECTOR_BETS.size / drift_alpha)
         alarm, first = over.any(axis=-1), np.where(over.any(axis=-1), np.argmax(over, axis=-1), first)
         log_sr = np.where(alarm[..., None], -np.inf, sr[..., -1, :])
     new = certify(state, x, used & ~alarm[..., None], loss_bound / p_min, settings)
@@ -670,8 +651,8 @@ class OnlineGPAC:
         self._pending[number] = {"scores": s, "groups": g, "fields": fields, "fed": np.zeros(s.size, bool)}
         return Decisions(*fields, block=Block(self._id, number, np.arange(s.size)))
 
-    def _check_block(self, s, g, dec: Decisions) -> np.ndarray:
-        """The rows of its block that ``dec`` covers, after checking its identity (class Notes)."""
+    def _check_block(self, s, g, dec: Decisions) -> None:
+        """Refuse decisions whose block identity does not match these items (class Notes)."""
         b = dec.block
         if not isinstance(b, Block) or b.router != self._id:
             whose = "another router's" if isinstance(b, Block) else "no"
@@ -709,7 +690,6 @@ class OnlineGPAC:
                     f"decisions: field {field!r} differs from what decide() returned, at rows "
                     f"{np.flatnonzero(other)[:5].tolist()}"
                 )
-        return rows
 
     def _mark_fed(self, dec: Decisions) -> None:
         block = self._pending[dec.block.number]

@@ -194,11 +194,9 @@ def head_to_head(u, loss, g, n_groups, risk, settings: online.OnlineSettings, *,
     eps, alpha = settings.eps, settings.alpha
     free = run_online(u, loss, g, n_groups, settings, every=every)
     fixed = run_online(u, loss, g, n_groups, settings.replace(labelling="fixed-rate"), every=every)
-    paid = (free["route_nothink"] & free["observe"]).sum(axis=1).mean()
-    bpac, prob = matched_bpac(u, loss, g, n_groups, paid, settings)
-    offline = run_offline(
-        u, loss, g, n_groups, (free["route_nothink"] & free["observe"]).sum(axis=1), eps=eps, alpha=alpha
-    )
+    paid = (free["route_nothink"] & free["observe"]).sum(axis=1)  # per stream
+    bpac, prob = matched_bpac(u, loss, g, n_groups, paid.mean(), settings)
+    offline = run_offline(u, loss, g, n_groups, paid, eps=eps, alpha=alpha)
     runs = {
         "online G-PAC, free labels": free,
         "online G-PAC, fixed rate": fixed,

@@ -35,7 +35,6 @@ must however choose its ``n`` in advance (``docs/planning.md``).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import warnings
@@ -69,11 +68,6 @@ BATCH_SIZE = 10
 #: What the certificate's provenance records as the mode.
 MODE = "sequential"
 _FORMAT = "gpac_utils.sequential_labels"
-
-
-def _grid(scores: np.ndarray, size: int) -> np.ndarray:
-    """The threshold grid of one group: ``size`` quantiles of its unlabelled scores (fixed before any label)."""
-    return np.unique(candidate_grid(np.asarray(scores, float), int(size)))
 
 
 def start(
@@ -151,10 +145,11 @@ def start(
     }
     for x in names:
         rows = np.flatnonzero(g == x)
-        ep = eprocess.EProcess(eps, "below", bound=loss_bound, bet=bet, shape=(_grid(s[rows], grid_size).size,))
+        grid = np.unique(candidate_grid(s[rows], grid_size))  # quantiles of its unlabelled scores
+        ep = eprocess.EProcess(eps, "below", bound=loss_bound, bet=bet, shape=(grid.size,))
         state["groups"][x] = {
             "order": rng.permutation(rows).tolist(),
-            "grid": _grid(s[rows], grid_size).tolist(),
+            "grid": grid.tolist(),
             "labelled": 0,
             "requested": 0,
             "status": "labelling",
@@ -174,7 +169,7 @@ def futile(entry: dict, level: float, labels_left: int) -> bool:
     """Whether even ``labels_left`` loss-free labels could not certify any grid point (a copy is fed zeros)."""
     if labels_left <= 0:
         return True
-    ep = eprocess.EProcess.from_dict(copy.deepcopy(entry["eprocess"]))
+    ep = eprocess.EProcess.from_dict(entry["eprocess"])  # a new process: the state is not changed
     ep.update(np.zeros((len(entry["grid"]), int(labels_left))))
     return not bool(ep.rejects(level).any())
 
@@ -205,8 +200,7 @@ def update(state: dict, scores, losses) -> dict:
             bad = rows[(loss[rows] < 0) | (loss[rows] > st["loss_bound"])]
             if bad.size:
                 raise ParameterError(f"losses: must lie in [0, {st['loss_bound']}]; bad at rows {bad[:5].tolist()}")
-            grid = np.asarray(e["grid"])
-            terms = loss[rows][None, :] * (s[rows][None, :] <= grid[:, None])  # (K, n): loss 1{U <= u}
+            terms = loss[rows] * (s[rows] <= np.asarray(e["grid"])[:, None])  # (K, n): loss 1{U <= u}
             ep = eprocess.EProcess.from_dict(e["eprocess"]).update(terms)
             e["eprocess"], e["labelled"] = ep.to_dict(), int(e["requested"])
         t = group_threshold(e, level)
@@ -271,29 +265,26 @@ def certificate(state: dict, scores, losses, groups, settings, *, columns=None, 
     used = np.concatenate([np.asarray(e["order"][: e["labelled"]], int) for e in state["groups"].values()])
     s, loss, g = np.asarray(scores, float), np.asarray(losses, float), np.asarray(groups).astype(str)
     cal = GPAC.from_settings(settings)
-    fit_rows = used if used.size else np.arange(0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the calibrator's group warnings: only its structure is kept
-        if fit_rows.size:
-            cal.fit(s[fit_rows], np.nan_to_num(loss[fit_rows]), g[fit_rows])
+        if used.size:
+            cal.fit(s[used], np.nan_to_num(loss[used]), g[used])
     cert = Certificate.from_calibrator(
         cal, columns=columns, table_path=table_path, created=created, n_items=int(st["n_rows"])
     )
     doc = cert.document
-    doc["thresholds"] = {}
-    doc["group_sizes"] = {}
-    doc["groups"] = {}
-    for x, e in state["groups"].items():
-        t = e["threshold"]
-        doc["thresholds"][x] = t if t is not None else None
-        doc["group_sizes"][x] = int(e["labelled"])
-        doc["groups"][x] = {
+    doc["groups"] = {
+        x: {
             "n": int(e["labelled"]),
             "labelled": int(e["labelled"]),
-            "status": CERTIFIED if t is not None else "always think: no feasible threshold",
-            "threshold": t,
+            "status": CERTIFIED if e["threshold"] is not None else "always think: no feasible threshold",
+            "threshold": e["threshold"],
             "ucb": None,
         }
+        for x, e in state["groups"].items()
+    }
+    doc["thresholds"] = {x: r["threshold"] for x, r in doc["groups"].items()}
+    doc["group_sizes"] = {x: r["n"] for x, r in doc["groups"].items()}
     doc["provenance"]["mode"] = MODE
     doc["provenance"]["sequential"] = {
         k: st[k] for k in ("bet", "batch_size", "grid_size", "alpha_per_group", "budget", "seed")

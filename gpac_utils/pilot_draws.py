@@ -67,8 +67,7 @@ def _draw_smoothed(src: _Source, shape, rng):
     s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
-    M = ps.size
-    w = rng.dirichlet(np.ones(M), size=n_resamples) if src.model.uncertainty else np.ones((n_resamples, M))
+    w = rng.dirichlet(np.ones(ps.size), size=n_resamples) if src.model.uncertainty else np.ones((n_resamples, ps.size))
     loss = np.zeros((n_resamples, n_items))
     for bin_ in np.unique(b):
         mask = b == bin_

@@ -395,9 +395,8 @@ class PilotModel:
         check_choice("pilot", self.kind, PILOT_MODELS)
         check_bool("uncertainty", self.uncertainty)
         check_int("min_pilot", self.min_pilot, 1), check_int("bins", self.bins, 1)
-        shrinkage = self.shrinkage
-        if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
-            raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
+        if isinstance(self.shrinkage, bool) or not (isinstance(self.shrinkage, int | float) and self.shrinkage >= 0):
+            raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {self.shrinkage!r}")
         mix = self.mix
         if mix is not None and (isinstance(mix, bool) or not (isinstance(mix, int | float) and 0 < mix < math.inf)):
             raise ParameterError(f"mix: must be None or a finite number > 0, got {mix!r}")

@@ -269,11 +269,8 @@ class PlanCurves:
 
     @property
     def mean(self) -> np.ndarray:
-        """Expected routed share, shape (G, K) (``nan`` above the cap)."""
-        ok = np.isfinite(self.routed_shares)
-        total = np.where(ok, self.routed_shares, 0.0).sum(axis=-1)
-        count = ok.sum(axis=-1)
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        """Expected routed share, shape (G, K) (``nan`` above the cap, where every resample is ``nan``)."""
+        return self.routed_shares.mean(axis=-1)
 
     @property
     def p_certify(self) -> np.ndarray:

@@ -288,7 +288,8 @@ class PlanCurves:
 
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper **mid-quantiles** of the routed share, each of shape (G, K) (:func:`mid_quantiles`)."""
-        return tuple(mid_quantiles(self.routed_shares, q))
+        lo, hi = mid_quantiles(self.routed_shares, q)
+        return lo, hi
 
     @property
     def concave(self) -> dict:

@@ -91,13 +91,11 @@ def _dp(opts, budget: int):
 
 def _allocation(curves, opts, levels, name) -> Allocation:
     """The allocation that takes option ``levels[j]`` of each group ``j``."""
-    n = {g: int(opts[j][0][k]) for j, (g, k) in enumerate(zip(curves.groups, levels))}
-    routed_share = {}
-    for j, g in enumerate(curves.groups):
-        k = levels[j]
-        routed_share[g] = float(opts[j][1][k] / curves.traffic[j]) if curves.traffic[j] > 0 else 0.0
-    total = float(sum(opts[j][1][k] for j, k in enumerate(levels)))
-    return Allocation(name, n, routed_share, total)
+    n, share = {}, {}
+    for j, (g, k) in enumerate(zip(curves.groups, levels)):
+        n[g] = int(opts[j][0][k])
+        share[g] = float(opts[j][1][k] / curves.traffic[j]) if curves.traffic[j] > 0 else 0.0
+    return Allocation(name, n, share, float(sum(opts[j][1][k] for j, k in enumerate(levels))))
 
 
 def allocate(curves: PlanCurves, budget) -> Allocation:
@@ -162,14 +160,13 @@ def uniform_counts(caps, budget: int) -> dict:
 
 def fixed(curves: PlanCurves, n: dict, name: str) -> Allocation:
     """The allocation of the given label counts (each on the curves' grid, or 0), e.g. :func:`uniform_counts`."""
-    levels = []
-    for j, g in enumerate(curves.groups):
-        opts_n, _ = _options(curves, j)
+    opts, levels = [_options(curves, j) for j in range(len(curves.groups))], []
+    for (opts_n, _), g in zip(opts, curves.groups):
         k = np.flatnonzero(opts_n == int(n[g]))
         if not k.size:
             raise ParameterError(f"n: {n[g]} labels for group {g!r} is not on the plan's grid; add it to n_grid")
         levels.append(int(k[0]))
-    return _allocation(curves, [_options(curves, j) for j in range(len(curves.groups))], levels, name)
+    return _allocation(curves, opts, levels, name)
 
 
 def gain(curves: PlanCurves, a: Allocation, b: Allocation) -> tuple[float, float]:

@@ -167,8 +167,7 @@ class ExperimentConfig(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        methods = tuple(method(m).name for m in self.methods)
-        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "methods", tuple(method(m).name for m in self.methods))
         recipes = (self.recipe,) if self.recipes is None else self.recipes
         object.__setattr__(self, "recipes", tuple(as_recipe(r) for r in recipes))
         if self.scores is not None:
@@ -194,10 +193,6 @@ class ExperimentConfig(Settings):
                 + (" (recipes= replaces it)" if name == "recipe" else "")
                 + f", got {getattr(self, name)!r}; leave it at its default or add a method that reads it"
             )
-
-    def replace(self, **changes) -> ExperimentConfig:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
 
 
 def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool = False) -> pd.DataFrame:

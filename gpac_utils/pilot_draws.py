@@ -27,18 +27,10 @@ def _weighted_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -
     return np.clip(idx, 0, m - 1)
 
 
-def _draw_bootstrap(ps, pl, n_items, n_resamples, rng, bayes):
-    m = ps.size
-    if bayes:
-        idx = _weighted_choice(rng.dirichlet(np.ones(m), size=n_resamples), n_items, rng)
-    else:
-        idx = rng.integers(0, m, size=(n_resamples, n_items))
-    return ps[idx], pl[idx]
-
-
 @dataclass(frozen=True)
 class _Source:
-    """What one group's synthetic calibration sets are drawn from (:func:`_draw_smoothed`, :func:`_draw_posterior`).
+    """What one group's synthetic calibration sets are drawn from (:func:`_draw_bootstrap`, :func:`_draw_smoothed`,
+    :func:`_draw_posterior`).
 
     ``unl``: the group's unlabelled scores, sorted; ``pilot``: all pilot scores, losses and which items are the
     group's; ``edges``: inner edges of the score regions; ``population``: the group's scores outside the pilot
@@ -57,6 +49,17 @@ class _Source:
     shrinkage: float = math.inf
 
 
+def _draw_bootstrap(src: _Source, shape, rng):
+    """The group's own pilot items resampled, with Bayesian-bootstrap weights where the model has ``uncertainty``."""
+    (ps, pl, in_group), (n_resamples, n_items) = src.pilot, shape
+    m = int(in_group.sum())
+    if src.model.uncertainty:
+        idx = _weighted_choice(rng.dirichlet(np.ones(m), size=n_resamples), n_items, rng)
+    else:
+        idx = rng.integers(0, m, size=(n_resamples, n_items))
+    return ps[in_group][idx], pl[in_group][idx]
+
+
 def _draw_smoothed(src: _Source, shape, rng):
     """Scores from the group's unlabelled scores; losses from the same score bin of the pilot."""
     (ps, pl, in_group), edges, unl = src.pilot, src.edges, src.unl
@@ -64,8 +67,7 @@ def _draw_smoothed(src: _Source, shape, rng):
     s = unl[rng.integers(0, unl.size, size=(n_resamples, n_items))]
     b = np.searchsorted(edges, s, side="right")
     pb = np.searchsorted(edges, ps, side="right")
-    M = ps.size
-    w = rng.dirichlet(np.ones(M), size=n_resamples) if src.model.uncertainty else np.ones((n_resamples, M))
+    w = rng.dirichlet(np.ones(ps.size), size=n_resamples) if src.model.uncertainty else np.ones((n_resamples, ps.size))
     loss = np.zeros((n_resamples, n_items))
     for bin_ in np.unique(b):
         mask = b == bin_

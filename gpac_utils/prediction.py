@@ -82,7 +82,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -112,7 +111,7 @@ from .pilot_draws import (
     _spread_posterior,
 )
 from .recipe import Recipe
-from .settings import Settings, takes_settings
+from .settings import Settings, refusing, takes_settings
 
 __all__ = [
     "PlanCurves",
@@ -141,12 +140,6 @@ THIN_PILOT = 20
 #: real tables of ``data/real`` with such pilots, rounded up (``tests/test_docs_numbers.py`` checks it); a smaller
 #: held-out table showed more (``docs/planning.md``), so ``gpac plan`` calls it a lower bound.
 THIN_PILOT_GAP = 0.10
-
-
-def pooled_groups(curves) -> dict:
-    """Per group: whether its prediction is *pooled* (its pilot has fewer than :data:`THIN_PILOT` labelled items,
-    so its curve and deviations come mostly from the spreads all groups support, not from its own counts)."""
-    return {g: int(n) < THIN_PILOT for g, n in curves.pilot_sizes.items()}
 
 
 def worst_rate(pilot_scores, pilot_losses, group_scores, loss_bound: float = 1.0, level: float = 0.95) -> float:
@@ -179,49 +172,18 @@ def cautious_p_certify(group_scores, rate: float, n: int, settings: Settings, le
     rng = np.random.default_rng([seed, n, 53])
     u = np.asarray(group_scores, float)[rng.integers(0, len(group_scores), (resamples, n))]
     loss = (rng.random((resamples, n)) < rate) * settings.loss_bound
-    t = _calibrate.batch_threshold(
-        u,
-        loss,
-        eps=settings.eps,
-        alpha=level,
-        recipe=settings.recipe,
-        loss_bound=settings.loss_bound,
-        rng=rng,
-        risk=settings.risk,
-    )
-    return float(np.mean(np.isfinite(t)))
+    return float(np.mean(np.isfinite(_thresholds(u, loss, settings, level, rng))))
+
+
+def _thresholds(u, loss, settings: Settings, level: float, rng, label_prob=None) -> np.ndarray:
+    """The library's thresholds of a batch of calibration sets, each calibrated as G-PAC calibrates a group at
+    ``level`` (:func:`~gpac_utils.calibrate.batch_threshold`)."""
+    fields = {k: getattr(settings, k) for k in ("eps", "recipe", "loss_bound", "risk")}
+    return _calibrate.batch_threshold(u, loss, rng=rng, label_prob=label_prob, alpha=level, **fields)
 
 
 class PilotWarning(UserWarning):
     """The pilot is too small to predict from (module description: the rule)."""
-
-
-def pilot_problem(pilot_losses, min_pilot: int = 30) -> str | None:
-    """Why a pilot is too small to predict from, or ``None`` (the rule of the module description).
-
-    Parameters
-    ----------
-    pilot_losses : numpy.ndarray
-        The pilot's losses.
-    min_pilot : int, default 30
-        Fewest pilot items.
-
-    Returns
-    -------
-    str or None
-
-    Examples
-    --------
-    >>> pilot_problem(np.zeros(1))
-    'the pilot has 1 labelled item(s) (< 30) and 0 with a positive loss (< 5): too small to predict from; label more'
-    """
-    n, k = int(np.size(pilot_losses)), int(np.sum(np.asarray(pilot_losses) > 0))
-    if n >= min_pilot and k >= MIN_POSITIVE:
-        return None
-    return (
-        f"the pilot has {n} labelled item(s) ({'<' if n < min_pilot else '>='} {min_pilot}) and {k} with a positive "
-        f"loss ({'<' if k < MIN_POSITIVE else '>='} {MIN_POSITIVE}): too small to predict from; label more"
-    )
 
 
 PILOT_MODELS = ("posterior", "auto", "bootstrap", "smoothed")
@@ -307,11 +269,8 @@ class PlanCurves:
 
     @property
     def mean(self) -> np.ndarray:
-        """Expected routed share, shape (G, K) (``nan`` above the cap)."""
-        ok = np.isfinite(self.routed_shares)
-        total = np.where(ok, self.routed_shares, 0.0).sum(axis=-1)
-        count = ok.sum(axis=-1)
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        """Expected routed share, shape (G, K) (``nan`` above the cap, where every resample is ``nan``)."""
+        return self.routed_shares.mean(axis=-1)
 
     @property
     def p_certify(self) -> np.ndarray:
@@ -434,9 +393,8 @@ class PilotModel:
         check_choice("pilot", self.kind, PILOT_MODELS)
         check_bool("uncertainty", self.uncertainty)
         check_int("min_pilot", self.min_pilot, 1), check_int("bins", self.bins, 1)
-        shrinkage = self.shrinkage
-        if isinstance(shrinkage, bool) or not (isinstance(shrinkage, int | float) and shrinkage >= 0):
-            raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {shrinkage!r}")
+        if isinstance(self.shrinkage, bool) or not (isinstance(self.shrinkage, int | float) and self.shrinkage >= 0):
+            raise ParameterError(f"shrinkage: must be a number >= 0 (inf: pooled), got {self.shrinkage!r}")
         mix = self.mix
         if mix is not None and (isinstance(mix, bool) or not (isinstance(mix, int | float) and 0 < mix < math.inf)):
             raise ParameterError(f"mix: must be None or a finite number > 0, got {mix!r}")
@@ -508,10 +466,16 @@ def n_needed(settings: Settings, k: int) -> int:
     return int(max(need, settings.min_group_size))
 
 
-def _check_pilot(ps, pl, pg, names, min_pilot):
-    """One-line errors / warnings naming a pilot group with no labelled row or no positive loss."""
-    problem = pilot_problem(pl, min_pilot)
-    if problem:
+def _check_pilot(pl, pg, names, min_pilot):
+    """A one-line warning for a pilot too small to predict from (the rule of the module description); one-line errors
+    / warnings naming a pilot group with no labelled row or no positive loss."""
+    n, k = int(np.size(pl)), int(np.sum(pl > 0))
+    if n < min_pilot or k < MIN_POSITIVE:
+        sign = {True: "<", False: ">="}
+        problem = (
+            f"the pilot has {n} labelled item(s) ({sign[n < min_pilot]} {min_pilot}) and {k} with a positive loss "
+            f"({sign[k < MIN_POSITIVE]} {MIN_POSITIVE}): too small to predict from; label more"
+        )
         warnings.warn(problem, PilotWarning, stacklevel=4)
     if pg is None:
         return
@@ -553,37 +517,18 @@ def _grid(spec, cap_arr, n_scores) -> np.ndarray:
     return np.unique(grid.astype(int))
 
 
-#: predict()'s former pilot keywords: the PilotModel field each became.
-_PILOT_MOVED = {
-    "pilot_model": "kind",
-    "pilot_uncertainty": "uncertainty",
-    "min_pilot": "min_pilot",
-    "bins": "bins",
-    "shrinkage": "shrinkage",
-}
-
 #: predict()'s former keywords: where each went (a one-line TypeError; the old spellings were removed in 0.2.0).
-_MOVED = {
+_MOVED_TO = {
     **{k: f"spec=PlanSpec({k}=...)" for k in ("n_grid", "n_resamples", "traffic", "cap", "pool")},
     "pilot": "spec=PlanSpec(model=...)",
-    **{k: f"spec=PlanSpec(model=PilotModel({v}=...))" for k, v in _PILOT_MOVED.items()},
+    "pilot_model": "spec=PlanSpec(model=PilotModel(kind=...))",
+    "pilot_uncertainty": "spec=PlanSpec(model=PilotModel(uncertainty=...))",
+    **{k: f"spec=PlanSpec(model=PilotModel({k}=...))" for k in ("min_pilot", "bins", "shrinkage")},
 }
+_MOVED = {old: f"{old}: replaced by {new} (removed in 0.2.0)" for old, new in _MOVED_TO.items()}
 
 
-def _refuse_moved(func):
-    """Wrap ``predict`` so that a former keyword is a one-line TypeError naming its new place."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        for old in kwargs:
-            if old in _MOVED:
-                raise TypeError(f"{old}: replaced by {_MOVED[old]} (removed in 0.2.0)")
-        return func(*args, **kwargs)
-
-    return wrapper
-
-
-@_refuse_moved
+@refusing(_MOVED)
 @takes_settings(_calibrate.GPAC.SETTINGS)
 def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, settings, spec=None) -> PlanCurves:
     """Predict each group's routed share as a function of its number of labels.
@@ -633,9 +578,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
     spec = PlanSpec() if spec is None else spec
     if not isinstance(spec, PlanSpec):
         raise ParameterError(f"spec: must be a PlanSpec, got {type(spec).__name__}")
-    eps, alpha, recipe, loss_bound, seed = (
-        getattr(settings, k) for k in ("eps", "alpha", "recipe", "loss_bound", "seed")
-    )
+    recipe, loss_bound = settings.recipe, settings.loss_bound
     model, n_resamples = spec.model, spec.n_resamples
     check_same_index(scores=scores, groups=groups)
     check_same_index(pilot_scores=pilot_scores, pilot_losses=pilot_losses, pilot_groups=pilot_groups)
@@ -652,7 +595,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         raise ParameterError("scores: no unlabelled items")
     pooled = pilot_groups is None
     pg = np.full(ps.size, "") if pooled else check_groups("pilot_groups", pilot_groups, ps.size)
-    _check_pilot(ps, pl, None if pooled else pg, names, model.min_pilot)
+    _check_pilot(pl, None if pooled else pg, names, model.min_pilot)
 
     cap_arr = _per_group("cap", spec.cap, names, np.inf)
     if np.any(cap_arr < 0):
@@ -678,23 +621,23 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
     certified = np.zeros((G, K, n_resamples), bool)
     n_items = np.zeros((G, K), dtype=int)
     pilot_models, pilot_sizes = {}, {}
+    shrink = math.inf if pooled else float(model.shrinkage)  # smoothed: the pull to the pooled pilot
     for j, name in enumerate(names):
         unl = np.sort(s[g == name])
         in_group = pg == name
         pilot_sizes[name] = int(in_group.sum())
-        use = model.kind
-        if pooled:
-            use = "smoothed"
-        elif use == "auto":
+        use = "smoothed" if pooled else model.kind
+        if use == "auto":
             use = "bootstrap" if pilot_sizes[name] >= model.min_pilot else "smoothed"
         pilot_models[name] = use
-        shrink = math.inf if pooled else float(model.shrinkage)
-        grs = np.random.default_rng([seed, j])  # per-group stream: adding a group changes no other
-        population = _outside_pilot(unl, ps[in_group], cap_arr[j]) if use == "posterior" else None
-        post_src = _Source(
-            unl, (ps, pl, in_group), regions, model, loss_bound, population, None if spread is None else spread.of(name)
-        )
-        smooth_src = _Source(unl, (ps, pl, in_group), edges, model, shrinkage=shrink)
+        grs = np.random.default_rng([settings.seed, j])  # per-group stream: adding a group changes no other
+        if use == "posterior":
+            population = _outside_pilot(unl, ps[in_group], cap_arr[j])
+            group_spread = None if spread is None else spread.of(name)
+            src = _Source(unl, (ps, pl, in_group), regions, model, loss_bound, population, group_spread)
+        else:
+            src = _Source(unl, (ps, pl, in_group), edges, model, shrinkage=shrink)
+        draw = {"bootstrap": _draw_bootstrap, "posterior": _draw_posterior, "smoothed": _draw_smoothed}[use]
         for k, n in enumerate(grid):
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
             if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
@@ -704,23 +647,8 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
             if m_items < settings.min_group_size:  # as calibration: too few items, always think
                 routed_shares[j, k] = 0.0
                 continue
-            if use == "bootstrap":
-                cs, cl = _draw_bootstrap(ps[in_group], pl[in_group], m_items, n_resamples, grs, model.uncertainty)
-            elif use == "posterior":
-                cs, cl = _draw_posterior(post_src, (n_resamples, m_items), grs)
-            else:
-                cs, cl = _draw_smoothed(smooth_src, (n_resamples, m_items), grs)
-            t = _calibrate.batch_threshold(  # the library's own procedure, on all resamples at once
-                cs,
-                cl,
-                eps=eps,
-                alpha=level,
-                recipe=recipe,
-                loss_bound=loss_bound,
-                rng=grs,
-                label_prob=rate,
-                risk=settings.risk,
-            )
+            cs, cl = draw(src, (n_resamples, m_items), grs)
+            t = _thresholds(cs, cl, settings, level, grs, rate)  # the library's own procedure, all resamples at once
             certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t
     record = {

@@ -92,16 +92,34 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     return settings, model, budget
 
 
+def _table(a) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``--data`` table and its scores, groups and losses (``nan``: unlabelled), the columns checked."""
+    df = _read(a.data)
+    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
+    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
+    return df, s, g, pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+
+
+def _write(shown: Path, *files: tuple[Path, str | pd.DataFrame]) -> None:
+    """Write each ``(path, text or table)`` (a table as CSV); a failed write is one line naming the output ``shown``."""
+    try:
+        shown.parent.mkdir(parents=True, exist_ok=True)
+        for path, content in files:
+            if isinstance(content, pd.DataFrame):
+                content.to_csv(path, index=False, lineterminator="\n")
+            else:
+                path.write_text(content)
+    except OSError as exc:
+        raise DataError(f"-o {shown}: cannot write it ({exc.strerror or exc})") from None
+
+
 def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
     """``gpac plan --sequential``: feed the requested losses, decide each group, request the next batch."""
     state_path = a.state or a.output.with_name(a.output.stem + ".state.json")
     cert_path = a.output.with_name(a.output.stem + "_certificate.json")
     for path in (a.output, state_path, cert_path):
         _output(path)
-    df = _read(a.data)
-    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
-    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
-    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    df, s, g, loss = _table(a)
     try:
         if state_path.exists():
             state = sequential_labels.read_state(state_path.read_text(), f"--state {state_path}")
@@ -131,12 +149,8 @@ def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
         option = {"losses": "--loss-col", "scores": "--score-col"}.get(option, f"--{option.replace('_', '-')}")
         raise (DataError if option == "--loss-col" else ParameterError)(f"{option}:{message}") from None
     rows = [(int(r), x) for x, rs in batch.items() for r in rs]
-    try:
-        a.output.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows, columns=["row", a.group_col]).to_csv(a.output, index=False, lineterminator="\n")
-        state_path.write_text(sequential_labels.write_state(state))
-    except OSError as exc:
-        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    table = pd.DataFrame(rows, columns=["row", a.group_col])
+    _write(a.output, (a.output, table), (state_path, sequential_labels.write_state(state)))
     st = state["settings"]
     print(
         f"sequential labelling ({st['bet']} bet, alpha per group {st['alpha_per_group']:g}, batches of "
@@ -157,10 +171,7 @@ def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
         columns={"score": (a.score_col, s), "loss": (a.loss_col, None), "group": (a.group_col, g)},
         table_path=a.data,
     )
-    try:
-        cert_path.write_text(cert.to_json())
-    except OSError as exc:
-        raise DataError(f"-o {cert_path}: cannot write it ({exc.strerror or exc})") from None
+    _write(cert_path, (cert_path, cert.to_json()))
     print(f"done: certificate (mode sequential, in its provenance) -> {cert_path}")
     return EXIT_OK
 
@@ -175,12 +186,10 @@ def _run(a) -> int:
         raise ParameterError(f"--grid: expected comma-separated integers, got {a.grid!r}") from None
     if grid is not None and (not grid or min(grid) < 1):
         raise ParameterError(f"--grid: label counts must be positive integers, got {a.grid!r}")
+    curves_path = a.output.with_name(a.output.stem + "_curves.csv")
     _output(a.output)
-    _output(a.output.with_name(a.output.stem + "_curves.csv"))
-    df = _read(a.data)
-    _need_columns(df, a.data, {"--score-col": a.score_col, "--group-col": a.group_col, "--loss-col": a.loss_col})
-    s, g = _scores(df, a.score_col, df), _groups(df, a.group_col, df)
-    loss = pd.to_numeric(df[a.loss_col], errors="coerce").to_numpy(float)
+    _output(curves_path)
+    df, s, g, loss = _table(a)
     text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
     if text.any():
         raise DataError(
@@ -249,7 +258,7 @@ def _run(a) -> int:
     feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
-    pooled = prediction.pooled_groups(curves)
+    pooled = {x: curves.pilot_sizes[x] < prediction.THIN_PILOT for x in names}  # the prediction leans on the others
     level = settings.alpha_per_group(len(names))
     worst = {x: prediction.worst_rate(s[pilot & (g == x)], loss[pilot & (g == x)], s[g == x]) for x in names}
     table["pooled"] = table["group"].map(pooled)
@@ -262,13 +271,7 @@ def _run(a) -> int:
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
-    curves_path = a.output.with_name(a.output.stem + "_curves.csv")
-    try:
-        a.output.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(a.output, index=False, lineterminator="\n")
-        curves.summary().to_csv(curves_path, index=False, lineterminator="\n")
-    except OSError as exc:
-        raise DataError(f"-o {a.output}: cannot write it ({exc.strerror or exc})") from None
+    _write(a.output, (a.output, table), (curves_path, curves.summary()))
     n_pilot = int(pilot.sum())
     print(
         f"budget {budget} calibration labels, on top of the {n_pilot} pilot labels ({budget + n_pilot} in all); "

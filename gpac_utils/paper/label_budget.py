@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import allocation, data, prediction, threshold
 from ..checks import DataError
-from ..recipe import Recipe, as_recipe
+from ..recipe import as_recipe
 from ..settings import Settings
 from ..workflow import config
 from ..workflow.paths import REPO_ROOT
@@ -40,7 +40,6 @@ __all__ = [
     "RealTable",
     "real_table",
     "uniform_levels",
-    "predicted_total",
     "trial_rows",
     "allocation_trials",
     "read_tables",
@@ -95,33 +94,11 @@ def uniform_levels(budget, cap):
     return np.floor(np.minimum(cap, lam) + 1e-9).astype(int)
 
 
-def predicted_total(curves, n):
-    """The curves' expected routed share of all traffic for n[g] labels per group (0 labels: 0)."""
-    return float(
-        sum(
-            curves.traffic[j] * curves.mean[j, curves.n_grid == n[g]][0] if n[g] else 0.0
-            for j, g in enumerate(curves.groups)
-        )
-    )
-
-
-def _half(recipe: Recipe) -> Recipe:
-    """The recipe with every item labelled with probability 1/2 (Bernoulli), same bound and rule."""
-    return Recipe(
-        bound=recipe.bound, sampling="bernoulli", label_prob=0.5, rule=recipe.rule, candidates=recipe.candidates
-    )
-
-
 def trial_rows(table: RealTable, cfg, trial: int):
     """The rows of one seeded split: (records, forecasts) as lists of dicts (module description)."""
     u_all, l_all, g_all, names, traffic = table.u, table.loss, table.group, table.names, table.traffic
     eps, alpha, recipe = cfg["real_eps"], cfg["alpha"], as_recipe(cfg["recipe"])
-    half = _half(recipe)
-
-    def table_risk(t, g):
-        """Risk of threshold t over group g's whole table, E[loss 1{U <= t}]."""
-        m = g_all == g
-        return float(np.mean(l_all[m] * (u_all[m] <= t)))
+    half = recipe.replace(sampling="bernoulli", label_prob=0.5)  # every item labelled with probability 1/2
 
     def calibrate_subset(u, losses, n, recipe, label_prob, seed):
         """G-PAC's threshold from a random n-subset of one group's items (n = 0: nothing certified, always think)."""
@@ -133,26 +110,6 @@ def trial_rows(table: RealTable, cfg, trial: int):
             threshold(u[pick], losses[pick], eps=eps, alpha=alpha, recipe=recipe, rng=rng, label_prob=label_prob)
         )
 
-    def predict_pi_half(scores, groups, pilot_u, pilot_l, pilot_g, pool, seed):
-        """Per group: the predicted routed share of pi = 0.5 Bernoulli labelling of its `pool` items."""
-        out = {}
-        for g in sorted(pool):
-            m = groups == g
-            c = prediction.predict(
-                scores[m],
-                groups[m],
-                pilot_u,
-                pilot_l,
-                pilot_g,
-                settings=Settings(eps=eps, alpha=alpha, recipe=half, seed=seed),
-                spec=prediction.PlanSpec(
-                    n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg["n_resamples"]
-                ),
-            )
-            out[g] = float(c.mean[0, 0])
-        return out
-
-    records, predicted = [], []
     rng = np.random.default_rng([cfg["seed"], trial])
     test, pilot, avail = (np.zeros(len(u_all), bool) for _ in range(3))
     for g in names:
@@ -178,16 +135,26 @@ def trial_rows(table: RealTable, cfg, trial: int):
         spec=prediction.PlanSpec(n_grid=grid, cap=pool, traffic=traffic, n_resamples=cfg["n_resamples"]),
     )
     planned = allocation.allocate(curves, budget)
-    assert planned.total >= predicted_total(curves, uniform) - 1e-12  # the DP is optimal on the grid
-    pi_half = predict_pi_half(u_all[cal], g_all[cal], u_all[pilot], l_all[pilot], g_all[pilot], pool, seed)
-    predicted += [
-        {"trial": trial, "allocation": "planned", "predicted_routed_share": planned.total},
-        {"trial": trial, "allocation": "uniform", "predicted_routed_share": predicted_total(curves, uniform)},
-        {
-            "trial": trial,
-            "allocation": "pi=0.5",
-            "predicted_routed_share": float(sum(curves.traffic[j] * pi_half[g] for j, g in enumerate(names))),
-        },
+    even = allocation.fixed(curves, uniform, "uniform").total
+    assert planned.total >= even - 1e-12  # the DP is optimal on the grid
+    pi_half = 0.0  # the forecast of pi = 0.5: each group's predicted routed share of Bernoulli labelling of its pool
+    for j, g in enumerate(names):
+        own = cal & (g_all == g)
+        c = prediction.predict(
+            u_all[own],
+            g_all[own],
+            u_all[pilot],
+            l_all[pilot],
+            g_all[pilot],
+            settings=Settings(eps=eps, alpha=alpha, recipe=half, seed=seed),
+            spec=prediction.PlanSpec(
+                n_grid=[max(1, round(pool[g] / 2))], pool={g: pool[g]}, n_resamples=cfg["n_resamples"]
+            ),
+        )
+        pi_half += curves.traffic[j] * float(c.mean[0, 0])
+    predicted = [
+        {"trial": trial, "allocation": name, "predicted_routed_share": float(total)}
+        for name, total in (("planned", planned.total), ("uniform", even), ("pi=0.5", pi_half))
     ]
     whole = {g: int(np.sum(cal & (g_all == g))) for g in names}
     plus = dict(zip(names, uniform_levels(budget + int(pilot.sum()), [whole[g] for g in names])))
@@ -197,20 +164,20 @@ def trial_rows(table: RealTable, cfg, trial: int):
         "pi=0.5": ({g: pool[g] for g in names}, avail, half, 0.5),
         "uniform + pilot": (plus, cal, recipe, None),
     }
+    records = []
     for name, (n, source, rec, label_prob) in allocs.items():
         for j, g in enumerate(names):
-            src = source & (g_all == g)
-            te = test & (g_all == g)
+            in_g = g_all == g
+            src, te = source & in_g, test & in_g
             t = calibrate_subset(u_all[src], l_all[src], int(n[g]), rec, label_prob, seed=[cfg["seed"], trial, j])
-            labels = n[g] * (label_prob or 1.0)
             records.append(
                 {
                     "trial": trial,
                     "allocation": name,
                     "group": g,
-                    "labels": labels,
+                    "labels": n[g] * (label_prob or 1.0),
                     "routed_share": float(np.mean(u_all[te] <= t)),
-                    "violation": table_risk(t, g) > eps,
+                    "violation": float(np.mean(l_all[in_g] * (u_all[in_g] <= t))) > eps,  # the whole table's risk
                 }
             )
     return records, predicted

@@ -149,10 +149,7 @@ class Registry(Mapping[str, E], Generic[E]):
 
     # -- Mapping -------------------------------------------------------------------------------
     def __getitem__(self, name: str) -> E:
-        try:
-            return self._entries[name] if name in self._entries else self._loaded()[name]
-        except (KeyError, TypeError):
-            raise UnknownName(f"{self.what}: unknown {name!r}; choose one of {list(self._entries)}") from None
+        return self._entries[self.check(name)]
 
     def __contains__(self, name) -> bool:
         try:

@@ -194,9 +194,7 @@ class Registry(Mapping[str, E], Generic[E]):
 
     def unregister(self, name: str) -> E:
         """Remove and return the entry called ``name``."""
-        entry = self[name]
-        del self._entries[name]
-        return entry
+        return self._entries.pop(self.check(name))
 
     def provider(self, name: str) -> tuple[str | None, str | None]:
         """The distribution and version that registered ``name`` (module description); ``(None, None)``

@@ -145,8 +145,7 @@ def parse_expect(pairs) -> dict:
 
 def _same(a, b) -> bool:
     """Equal as the file states them: numbers by value (1 == 1.0), the rest exactly."""
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+    if all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)):
         return float(a) == float(b)
     return a == b and type(a) is type(b)
 
@@ -430,9 +429,8 @@ def verify_certificate(
         recipe_name=prov.get("recipe"),
         created=prov.get("created"),
         n_items=len(frame) if "n_items" in (cert.source or cert.document) else None,
+        score_model=model_record,
     ).document
-    if model_record is not None:
-        again["provenance"]["score_model"] = model_record
     if "providers" not in prov:  # optional: a file written before it records none
         del again["provenance"]["providers"]
     _compare(cert, json.loads(json.dumps(again)))

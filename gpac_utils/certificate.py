@@ -122,7 +122,7 @@ __all__ = [
 ]
 
 SCHEMA = "gpac-thresholds"
-GROUP_FIELDS = ("n", "labelled", "status", "threshold", "ucb")
+GROUP_FIELDS = tuple(GROUP_ENTRY)
 #: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
 ID_DIGEST = "sha256-48"
 #: The hex characters kept of each id's SHA-256.
@@ -174,10 +174,9 @@ def id_digests(values) -> list[str]:
     return [hashlib.sha256(_id_text(v).encode()).hexdigest()[:ID_HEX] for v in np.asarray(values, dtype=object)]
 
 
-def _item_ids_record(values) -> dict:
-    """``provenance.item_ids``: the distinct ids' digests, sorted and concatenated (module description)."""
-    digests = sorted(set(id_digests(values)))
-    return {"digest": ID_DIGEST, "n": len(digests), "values": "".join(digests)}
+def _split(values: str) -> list[str]:
+    """``provenance.item_ids.values`` split into its digests."""
+    return [values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX)]
 
 
 def _check_item_ids(rec) -> None:
@@ -187,7 +186,7 @@ def _check_item_ids(rec) -> None:
     n, values = rec.get("n"), rec.get("values")
     if not isinstance(n, int) or isinstance(n, bool) or not isinstance(values, str) or len(values) != ID_HEX * n:
         raise ThresholdsFileError(f"provenance.item_ids: values must hold n={n!r} digests of {ID_HEX} characters")
-    chunks = [values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX)]
+    chunks = _split(values)
     if any(c.strip("0123456789abcdef") for c in chunks) or chunks != sorted(set(chunks)):
         raise ThresholdsFileError("provenance.item_ids: values must be distinct lowercase hex digests, sorted")
 
@@ -258,9 +257,8 @@ def _check_providers(recorded) -> None:
     (the record's own checks: :func:`~gpac_utils.thresholds_schema.validate_file`)."""
     for role, rec in recorded.items() if isinstance(recorded, dict) else ():
         name = rec.get("name") if role in NAMED and isinstance(rec, dict) else None
-        registry = NAMED[role][0] if name is not None else None
-        if isinstance(name, str) and name not in registry:
-            what, dist = f"provenance.providers[{role!r}]: {registry.what} {name!r}", rec.get("distribution")
+        if isinstance(name, str) and name not in NAMED[role][0]:
+            what, dist = f"provenance.providers[{role!r}]: {NAMED[role][0].what} {name!r}", rec.get("distribution")
             if not dist:
                 raise ThresholdsFileError(f"{what} was registered by code of no distribution; register it to read this")
             raise ThresholdsFileError(
@@ -334,9 +332,9 @@ def _check_fields(payload: dict) -> None:
     if absent:
         raise ThresholdsFileError(f"groups: thresholds of {absent} have no entry in 'groups'")
     prov = payload.get("provenance")
-    need = ("table", "columns", "package_version", "seed", "created")
-    if not isinstance(prov, dict) or any(k not in prov for k in need):
-        raise ThresholdsFileError(f"provenance: must be an object with {list(need)}")
+    if prov is None:  # present: an object with its required fields (validate_file)
+        need = ["table", "columns", "package_version", "seed", "created"]
+        raise ThresholdsFileError(f"provenance: must be an object with {need}")
     if "item_ids" in prov:
         _check_item_ids(prov["item_ids"])
 
@@ -472,8 +470,10 @@ class Certificate:
             "seed": cal.config.seed,
             "created": created_at(created),
         }
-        if columns.get("id", (None, None))[1] is not None:
-            provenance["item_ids"] = _item_ids_record(columns["id"][1])
+        ids = columns.get("id", (None, None))[1]
+        if ids is not None:  # the distinct ids' digests, sorted and concatenated (module description)
+            digests = sorted(set(id_digests(ids)))
+            provenance["item_ids"] = {"digest": ID_DIGEST, "n": len(digests), "values": "".join(digests)}
         if score_model is not None:
             provenance["score_model"] = dict(score_model)
         doc.update(
@@ -530,20 +530,13 @@ class Certificate:
     groups = property(lambda self: self.document["groups"], doc="Per group: n, labelled, status, threshold, ucb.")
     thresholds = property(lambda self: self.document["thresholds"], doc="Group -> threshold (None: always think).")
     provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
+    kind = property(lambda self: CALIBRATORS[self.method].groups, doc="Its method's groups: none, known or learned.")
 
     @property
     def calibration_ids(self) -> frozenset[str] | None:
         """The calibration items' id digests (:func:`id_digests`), or None when the file records none."""
         rec = (self.provenance or {}).get("item_ids") if self.has_provenance else None
-        if rec is None:
-            return None
-        values = rec["values"]
-        return frozenset(values[i : i + ID_HEX] for i in range(0, len(values), ID_HEX))
-
-    @property
-    def kind(self) -> str:
-        """What its method routes by: ``"none"``, ``"known"`` or ``"learned"`` groups."""
-        return CALIBRATORS[self.method].groups
+        return None if rec is None else frozenset(_split(rec["values"]))
 
     @property
     def sha256(self) -> str:
@@ -600,7 +593,7 @@ class Certificate:
                 "statuses derived from the group sizes and settings"
             )
         df = self.review()
-        header = ["group", "n", "labelled", "status", "threshold", "ucb"]
+        header = ["group", *GROUP_FIELDS]
         cells = [
             [str(r.group), _num(r.n, "{:d}"), _num(r.labelled, "{:d}"), r.status, _num(r.threshold), _num(r.ucb)]
             for r in df.itertuples()

@@ -149,10 +149,7 @@ class Registry(Mapping[str, E], Generic[E]):
 
     # -- Mapping -------------------------------------------------------------------------------
     def __getitem__(self, name: str) -> E:
-        try:
-            return self._entries[name] if name in self._entries else self._loaded()[name]
-        except (KeyError, TypeError):
-            raise UnknownName(f"{self.what}: unknown {name!r}; choose one of {list(self._entries)}") from None
+        return self._entries[self.check(name)]
 
     def __contains__(self, name) -> bool:
         try:
@@ -197,9 +194,7 @@ class Registry(Mapping[str, E], Generic[E]):
 
     def unregister(self, name: str) -> E:
         """Remove and return the entry called ``name``."""
-        entry = self[name]
-        del self._entries[name]
-        return entry
+        return self._entries.pop(self.check(name))
 
     def provider(self, name: str) -> tuple[str | None, str | None]:
         """The distribution and version that registered ``name`` (module description); ``(None, None)``

@@ -126,8 +126,8 @@ class Field:
     type : str
         What a value looks like (``"fraction"``, ``"int"``, ``"name"``, ``"sha256"``, ...): the mutation
         test generates another value of the type.
-    choices : callable or tuple, optional
-        The values a ``"name"`` or ``"choice"`` field may take (a callable: read when needed).
+    choices : callable, tuple or registry, optional
+        The values a ``"name"`` or ``"choice"`` field may take (a callable or a registry: read when needed).
     since : int
         The first schema version that has the field.
     verify : str
@@ -142,7 +142,7 @@ class Field:
     required: bool = True
     doc: str = ""
     type: str = "record"
-    choices: Callable[[], object] | tuple | None = None
+    choices: Callable[[], object] | Mapping | tuple | None = None
     since: int = 1
     verify: str = CHECKED
     fields: Mapping | None = None
@@ -170,6 +170,11 @@ def _one_of(*choices):
     return lambda v, _: None if v in choices and isinstance(v, str) else f"must be one of {list(choices)}, got {v!r}"
 
 
+def _choice(*choices: str, **more) -> Field:
+    """A field holding one of the strings ``choices``."""
+    return Field(_one_of(*choices), type="choice", choices=choices, **more)
+
+
 def _boolean(v, _):
     return None if isinstance(v, bool) else f"must be true or false, got {v!r}"
 
@@ -186,8 +191,13 @@ def _version(v, _):
     return None if v in READS else f"must be one of {list(READS)}, got {v}"
 
 
-def _label_prob(v, _):
-    return None if v is None or (_is_number(v) and 0 < v <= 1) else f"must be a number in (0, 1] or null, got {v!r}"
+def _number_or_null(ok, what: str):
+    return lambda v, _: None if v is None or _is_number(v) and ok(v) else f"must be a number {what} or null, got {v!r}"
+
+
+_label_prob = _number_or_null(lambda v: 0 < v <= 1, "in (0, 1]")
+_nonneg = _number_or_null(lambda v: v >= 0, ">= 0")
+_threshold = _number_or_null(lambda v: 0 <= v <= 1, "in [0, 1]")
 
 
 def _candidates(v, _):
@@ -197,12 +207,12 @@ def _candidates(v, _):
 
 def _registry(registry):
     """A name of one of the package's registries."""
+    return lambda v, _: None if isinstance(v, str) and v in registry else f"must be one of {list(registry)}, got {v!r}"
 
-    def check(v, _):
-        known = list(registry)
-        return None if isinstance(v, str) and v in known else f"must be one of {known}, got {v!r}"
 
-    return check
+def _named(registry, doc: str, **more) -> Field:
+    """A field holding a name of ``registry``."""
+    return Field(_registry(registry), doc=doc, type="name", choices=lambda: registry, **more)
 
 
 def _thresholds(v, payload):
@@ -218,14 +228,6 @@ def _thresholds(v, payload):
         extra = [g for g in v if g not in learned]
         if k and extra:
             return f"a {payload['method']} file's groups are the learned {learned}, got {extra}"
-    return None
-
-
-def _each_threshold(g, t):
-    if not isinstance(g, str) or not g.strip():
-        return f"[{g!r}]", "group names must be non-empty strings"
-    if t is not None and not (_is_number(t) and 0 <= t <= 1):
-        return f"[{g!r}]", f"must be a number in [0, 1] or null (always think), got {t!r}"
     return None
 
 
@@ -259,10 +261,8 @@ _ROLES = ("score", "loss", "group", "id")
 
 
 def _columns(v, _):
-    ok = isinstance(v, dict) and set(v) <= set(_ROLES)
-    if not ok or not all(c is None or isinstance(c, str) for c in v.values()):
-        return f"must be an object of {', '.join(map(repr, _ROLES))} -> column name or null"
-    return None
+    ok = isinstance(v, dict) and set(v) <= set(_ROLES) and all(c is None or isinstance(c, str) for c in v.values())
+    return None if ok else f"must be an object of {', '.join(map(repr, _ROLES))} -> column name or null"
 
 
 # ----------------------------------------------------------------------------- more value checks
@@ -270,21 +270,9 @@ def _nullable(check):
     return lambda v, root: None if v is None else check(v, root)
 
 
-def _nonneg(v, _):
-    return None if v is None or (_is_number(v) and v >= 0) else f"must be a number >= 0 or null, got {v!r}"
-
-
-def _threshold(v, _):
-    return None if v is None or (_is_number(v) and 0 <= v <= 1) else f"must be a number in [0, 1] or null, got {v!r}"
-
-
-def _hex(length: int | None):
-    def check(v, _):
-        ok = isinstance(v, str) and (bool(v) or length is None) and all(c in "0123456789abcdef" for c in v)
-        ok = ok and (length is None or len(v) == length)
-        return None if ok else f"must be {length or 'a string of'} lowercase hexadecimal digits, got {v!r}"
-
-    return check
+def _sha256(v, _):
+    ok = isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
+    return None if ok else f"must be 64 lowercase hexadecimal digits, got {v!r}"
 
 
 def _dtype(v, _):
@@ -320,8 +308,6 @@ RECIPE_FIELDS = ("bound", "sampling", "label_prob", "rule", "candidates")
 
 
 def _overrides(v, root):
-    if v is None:
-        return None
     if not isinstance(v, dict):
         return "must be an object of recipe field -> value, or null"
     bad = [k for k in v if k not in RECIPE_FIELDS]
@@ -338,31 +324,13 @@ def _overrides(v, root):
 
 #: The recipe's fields in ``settings`` (its JSON form; :mod:`gpac_utils.recipe` checks them together).
 RECIPE_SETTINGS: dict[str, Field] = {
-    "bound": Field(
-        _registry(bounds.BOUNDS), doc="the recipe's bound", type="name", choices=lambda: bounds.BOUNDS, verify=STATED
+    "bound": _named(bounds.BOUNDS, "the recipe's bound", verify=STATED),
+    "bound_kind": _choice(
+        "valid", "paper", required=False, doc="whether the bound is valid (checked against the bound's registry entry)"
     ),
-    "bound_kind": Field(
-        _one_of("valid", "paper"),
-        required=False,
-        doc="whether the bound is valid (checked against the bound's registry entry)",
-        type="choice",
-        choices=("valid", "paper"),
-    ),
-    "sampling": Field(
-        _registry(sampling.SCHEMES),
-        doc="the recipe's label sampling",
-        type="name",
-        choices=lambda: sampling.SCHEMES,
-        verify=STATED,
-    ),
+    "sampling": _named(sampling.SCHEMES, "the recipe's label sampling", verify=STATED),
     "label_prob": Field(_label_prob, doc="labelling probability (legacy name: 'pi')", type="label_prob", verify=STATED),
-    "rule": Field(
-        _registry(selection.RULES),
-        doc="the recipe's selection rule",
-        type="name",
-        choices=lambda: selection.RULES,
-        verify=STATED,
-    ),
+    "rule": _named(selection.RULES, "the recipe's selection rule", verify=STATED),
     "candidates": Field(_candidates, doc="'auto', 'all' or a grid size", type="candidates", verify=STATED),
 }
 #: ``settings['simultaneous']``: files before 0.3 (read as the correction), where the correction is read.
@@ -382,15 +350,8 @@ def _from_declaration(s) -> Field:
             return str(exc).partition(": ")[2]
         return None
 
-    options = getattr(s.constraint, "options", None)
-    return Field(
-        check,
-        required=s.required,
-        doc=s.help,
-        type=getattr(s.constraint, "kind", "record"),
-        choices=None if options is None else (lambda: options),
-        verify=STATED,
-    )
+    kind, options = getattr(s.constraint, "kind", "record"), getattr(s.constraint, "options", None)
+    return Field(check, required=s.required, doc=s.help, type=kind, choices=options, verify=STATED)
 
 
 def method_fields(entry) -> tuple[dict[str, Field], dict[str, Field]]:
@@ -415,10 +376,7 @@ class _Every(Mapping):
         self.part = part
 
     def _all(self) -> dict[str, Field]:
-        out: dict[str, Field] = {}
-        for entry in CALIBRATORS.values():
-            out.update(method_fields(entry)[self.part])
-        return out
+        return {k: f for entry in CALIBRATORS.values() for k, f in method_fields(entry)[self.part].items()}
 
     def __getitem__(self, key):
         return self._all()[key]
@@ -439,9 +397,8 @@ GROUP_ENTRY: dict[str, Field] = {
     "labelled": Field(
         _nullable(_int_at_least(0)), doc="expert labels used (null: not recorded)", type="count", since=3
     ),
-    "status": Field(  # its values: gpac_utils.calibrate.STATUSES (checked by gpac_utils.certificate, which reads them)
-        _text, doc="certified or why it always thinks", type="status", since=3
-    ),
+    # its values: gpac_utils.calibrate.STATUSES (checked by gpac_utils.certificate, which reads them)
+    "status": Field(_text, doc="certified or why it always thinks", type="status", since=3),
     "threshold": Field(_threshold, doc="the threshold (null: always think)", type="threshold", since=3),
     "ucb": Field(_nonneg, doc="the certified bound at the threshold (null: none)", type="bound", since=3),
 }
@@ -450,7 +407,7 @@ GROUP_ENTRY: dict[str, Field] = {
 TABLE_RECORD: dict[str, Field] = {
     "path": Field(_text, doc="the file, as given (must agree with 'data')", type="path", since=3),
     "sha256": Field(
-        _hex(64),
+        _sha256,
         doc="its bytes' SHA-256 (checked when --data is the file 'path' names; a copy elsewhere, in another format, "
         "is judged by its columns)",
         type="sha256",
@@ -468,13 +425,13 @@ COLUMN_RECORD: dict[str, Field] = {
         type="dtype",
         since=3,
     ),
-    "sha256": Field(_hex(64), doc="the SHA-256 of its values, canonically", type="sha256", since=3),
+    "sha256": Field(_sha256, doc="the SHA-256 of its values, canonically", type="sha256", since=3),
 }
 
 #: ``provenance.score_model``: the score's fitted model (``gpac calibrate --score-model``).
 SCORE_MODEL_RECORD: dict[str, Field] = {
     "path": Field(_text, doc="the model file, as given", type="path", since=4, verify=DESCRIPTIVE),
-    "sha256": Field(_hex(64), doc="the model file's SHA-256", type="sha256", since=4),
+    "sha256": Field(_sha256, doc="the model file's SHA-256", type="sha256", since=4),
     "embedder": Field(_text, doc="the embedder it reads (the model's)", type="text", since=4),
     "text": Field(_text, doc="the request column it reads (the model's)", type="column", since=4),
 }
@@ -509,13 +466,11 @@ PROVENANCE: dict[str, Field] = {
         since=3,
         each=Field(_record, doc="a column used", since=3, fields=COLUMN_RECORD),
     ),
-    "package": Field(
-        _one_of("gpac-utils"), required=False, doc="the package that wrote it", type="choice", choices=("gpac-utils",)
-    ),
+    "package": _choice("gpac-utils", required=False, doc="the package that wrote it"),
     "package_version": Field(_text, doc="its version", type="text", since=3, verify=DESCRIPTIVE),
     "recipe": Field(_recipe_name, doc="the named recipe the settings started from", type="recipe", since=3),
     "recipe_overrides": Field(
-        _overrides,
+        _nullable(_overrides),
         required=False,
         doc="the recipe's fields the settings changed from the named recipe's (null: no named recipe)",
         type="overrides",
@@ -540,19 +495,16 @@ PROVENANCE: dict[str, Field] = {
         since=5,
         each=Field(_record, fields=PROVIDER_RECORD),
     ),
-    "mode": Field(
-        _one_of("sequential"),
+    "mode": _choice(
+        "sequential",
         required=False,
         doc="absent: an offline calibration; 'sequential': gpac plan --sequential's e-processes (not recomputed)",
-        type="choice",
-        choices=("sequential",),
         since=5,
     ),
     "sequential": Field(
         _record,
         required=False,
         doc="the sequential run's settings: bet, batch_size, grid_size, alpha_per_group, budget, seed, stopped",
-        type="record",
         since=5,
     ),
 }
@@ -562,12 +514,7 @@ PARTITION = Field(
     _partition,
     doc="C-PAC's learned partition: algorithm, boundaries",
     fields={
-        "algorithm": Field(
-            _registry(partition.PARTITION_ALGORITHMS),
-            doc="the partition algorithm",
-            type="name",
-            choices=lambda: partition.PARTITION_ALGORITHMS,
-        ),
+        "algorithm": _named(partition.PARTITION_ALGORITHMS, "the partition algorithm"),
         "boundaries": Field(lambda v, _: None, doc="the learned boundaries, ascending", type="boundaries"),
     },
 )
@@ -599,7 +546,7 @@ _FIELDS: dict[str, Field] = {
         each=Field(_nullable(_text), doc="a role's column", type="column"),
     ),
     "score": Field(
-        lambda v, p: None if v is None else _registry(SCORES)(v, p),
+        _nullable(_registry(SCORES)),
         required=False,
         doc="the score's registry name (null: the column holds no registered score)",
         type="score",
@@ -609,14 +556,7 @@ _FIELDS: dict[str, Field] = {
     ),
     "data": Field(_text, required=False, doc="gpac calibrate: the table it read", type="path"),
     "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows", type="int"),
-    "schema": Field(
-        _one_of("gpac-thresholds"),
-        required=False,
-        doc="the certificate's schema name",
-        type="choice",
-        choices=("gpac-thresholds",),
-        since=3,
-    ),
+    "schema": _choice("gpac-thresholds", required=False, doc="the certificate's schema name", since=3),
     "provenance": Field(_record, required=False, doc="the certificate's provenance", since=3, fields=PROVENANCE),
     "groups": Field(
         lambda v, _: None if isinstance(v, dict) else "must be an object of group -> entry",
@@ -646,9 +586,7 @@ def declared(path) -> Field | None:
     True
     """
     keys = list(path)
-    if not keys:
-        return None
-    f = FIELDS.get(keys[0])
+    f = FIELDS.get(keys[0]) if keys else None
     for key in keys[1:]:
         if f is None:
             return None
@@ -660,31 +598,13 @@ def _path(prefix: str, name: str) -> str:
     return f"{prefix}[{name!r}]" if prefix else name
 
 
-def _check_table(fields: dict, table: dict[str, Field], every: Mapping, prefix: str, method: str, root: dict):
-    """Check ``fields`` (the file, or its settings) against the declarations ``table`` of a ``method`` file
-    (``every``: every calibrator's, to tell another calibrator's field from an undeclared one)."""
-    for name in fields:
-        if name == "_kind" and fields is root:  # set by validate_file (a file holding it is refused there)
-            continue
-        if name not in table:
-            whose = f"a {method} file" if name in every else "the schema"
-            raise ThresholdsFileError(
-                f"{_path(prefix, name)}: not a field of {whose} (schema version {SCHEMA_VERSION})"
-            )
-    for name, f in table.items():
-        if name not in fields:
-            if f.required:
-                raise ThresholdsFileError(f"{_path(prefix, name)}: missing (a {method} file needs it)")
-            continue
-        problem = f.check(fields[name], root)
-        if problem:
-            raise ThresholdsFileError(f"{_path(prefix, name)}{'' if problem.startswith('[') else ': '}{problem}")
-
-
-def check_record(record, table: Mapping[str, Field], prefix: str, root: dict) -> None:
+def check_record(record, table: Mapping[str, Field], prefix: str, root: dict, method: str | None = None) -> None:
     """Check a record of the certificate (the provenance and its records, a group's entry) against its
     declarations ``table``: no undeclared field, every required one, each value's check; records within
     it in depth.
+
+    With ``method``, ``record`` is the file (``root``) or its settings, checked against the declarations of a
+    ``method`` file, not in depth: a field of another calibrator's file is named as such.
 
     Raises
     ------
@@ -693,19 +613,23 @@ def check_record(record, table: Mapping[str, Field], prefix: str, root: dict) ->
     """
     if not isinstance(record, dict):
         raise ThresholdsFileError(f"{prefix}: must be an object")
+    every = (FIELDS if record is root else SETTINGS) if method else {}
     for name in record:
-        if name not in table:
-            raise ThresholdsFileError(f"{_path(prefix, name)}: not a field of the schema (version {SCHEMA_VERSION})")
+        if name not in table and not (name == "_kind" and record is root):  # _kind: set by validate_file
+            whose = f"a {method} file" if name in every else "the schema"
+            version = f"schema version {SCHEMA_VERSION}" if method else f"version {SCHEMA_VERSION}"
+            raise ThresholdsFileError(f"{_path(prefix, name)}: not a field of {whose} ({version})")
     for name, f in table.items():
         if name not in record:
             if f.required:
-                raise ThresholdsFileError(f"{_path(prefix, name)}: missing")
+                needs = f" (a {method} file needs it)" if method else ""
+                raise ThresholdsFileError(f"{_path(prefix, name)}: missing{needs}")
             continue
         value = record[name]
         problem = f.check(value, root)
         if problem:
             raise ThresholdsFileError(f"{_path(prefix, name)}{'' if problem.startswith('[') else ': '}{problem}")
-        if value is None:
+        if value is None or method:
             continue
         if f.fields is not None:
             check_record(value, f.fields, _path(prefix, name), root)
@@ -757,23 +681,24 @@ def validate_file(payload, methods: Mapping) -> dict:
     if not isinstance(method, str) or method not in methods:
         raise ThresholdsFileError(f"method: must be one of {list(methods)}, got {method!r}")
     payload["_kind"] = methods[method].groups
-    if not isinstance(payload.get("settings", {}), dict):
+    st = payload.get("settings", {})
+    if not isinstance(st, dict):
         raise ThresholdsFileError("settings: must be an object")
-    st = payload.get("settings")
-    if isinstance(st, dict) and "pi" in st:
-        st = {("label_prob" if k == "pi" else k): v for k, v in st.items()}
-        payload["settings"] = st
-    for name in ("schema_version", "settings"):  # the version first, then what the other checks read
-        problem = FIELDS[name].check(payload[name], payload) if name in payload else None
-        if problem:
-            raise ThresholdsFileError(f"{name}: {problem}")
+    if "pi" in st:
+        payload["settings"] = {("label_prob" if k == "pi" else k): v for k, v in st.items()}
+    problem = _version(payload["schema_version"], payload) if "schema_version" in payload else None
+    if problem:  # the version first, then what the other checks read
+        raise ThresholdsFileError(f"schema_version: {problem}")
     top, settings = method_fields(methods[method])
-    _check_table(payload, top, FIELDS, "", method, payload)
-    _check_table(payload["settings"], settings, SETTINGS, "settings", method, payload)
+    check_record(payload, top, "", payload, method)
+    check_record(payload["settings"], settings, "settings", payload, method)
     for g, t in payload["thresholds"].items():
-        problem = _each_threshold(g, t)
-        if problem:
-            raise ThresholdsFileError(f"thresholds{problem[0]}: {problem[1]}")
+        if not isinstance(g, str) or not g.strip():
+            raise ThresholdsFileError(f"thresholds[{g!r}]: group names must be non-empty strings")
+        if _threshold(t, payload):
+            raise ThresholdsFileError(
+                f"thresholds[{g!r}]: must be a number in [0, 1] or null (always think), got {t!r}"
+            )
     st = payload["settings"]
     try:  # the fields of the recipe together (e.g. sampling 'full' with a label_prob of 0.5)
         Recipe(st["bound"], st["sampling"], st["label_prob"], st["rule"], st["candidates"])

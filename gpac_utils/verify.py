@@ -98,13 +98,11 @@ def _dotted(path) -> str:
 # --------------------------------------------------------------------------- --expect
 def _value(text: str):
     """A stated value: ``null`` -> None, a JSON number or boolean, else the text (``none`` is a correction's name)."""
-    if text == "null":
-        return None
     try:
         v = json.loads(text)
     except json.JSONDecodeError:
         return text
-    return v if isinstance(v, bool | int | float) else text
+    return v if isinstance(v, bool | int | float) or text == "null" else text
 
 
 def parse_expect(pairs) -> dict:
@@ -147,8 +145,7 @@ def parse_expect(pairs) -> dict:
 
 def _same(a, b) -> bool:
     """Equal as the file states them: numbers by value (1 == 1.0), the rest exactly."""
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+    if all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)):
         return float(a) == float(b)
     return a == b and type(a) is type(b)
 
@@ -187,19 +184,33 @@ def _check_expect(cert: Certificate, expect: dict) -> tuple[list[str], list[str]
 
 # --------------------------------------------------------------------------- the fields together
 def _fields(doc, path=()):
-    """Every field of a document, by path, records and their fields (depth first)."""
+    """Every field of a document, by path, records and their fields (depth first), with its declaration."""
     for key, value in doc.items():
         here = (*path, key)
-        yield here, value
         f = declared(here)
+        yield here, value, f
         if isinstance(value, dict) and f is not None and (f.fields is not None or f.each is not None):
             yield from _fields(value, here)
 
 
+#: The checked fields checked on their own (:func:`_checked`).
+_ON_THEIR_OWN = {("data",), ("provenance", "table", "path"), ("provenance", "table", "sha256"), ("schema_version",)}
+
+
+def _checked(doc):
+    """The checked fields of a document that hold values (not records), less those checked on their own: ``data``
+    and ``provenance.table.path`` with each other (:func:`_check_agreement`), ``provenance.table.sha256`` with the
+    file it names and a column's dtype by its class (:func:`_check_columns`), the version with the fields the file
+    holds (:func:`_check_versions`)."""
+    for path, value, f in _fields(doc):
+        leaf = f is not None and f.verify == CHECKED and f.fields is None and f.each is None
+        if leaf and path not in _ON_THEIR_OWN and not (path[:2] == ("provenance", "columns") and path[-1] == "dtype"):
+            yield path, value, f
+
+
 def _check_versions(cert: Certificate) -> None:
     """No field newer than the file's schema version (a file relabelled older than it is)."""
-    for path, _ in _fields(cert.source or {}):
-        f = declared(path)
+    for path, _, f in _fields(cert.source or {}):
         if f is not None and f.since > cert.version:
             raise DataError(
                 f"{cert._where}: schema_version is {cert.version}, but it has {_dotted(path)} "
@@ -241,8 +252,9 @@ def _check_agreement(cert: Certificate) -> None:
         )
 
 
-def _numeric(dtype) -> bool:
-    return np.dtype(dtype).kind in "biuf"
+def _held(dtype) -> str:
+    """What a column of ``dtype`` holds, as its hash sees it (:func:`~gpac_utils.certificate.column_sha256`)."""
+    return "numbers" if np.dtype(dtype).kind in "biuf" else "text"
 
 
 def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[str]:
@@ -270,12 +282,10 @@ def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[s
             )
     for role, c in hashed.items():
         got = frame[c["name"]].to_numpy().dtype
-        if _numeric(c["dtype"]) != _numeric(got):
-            kinds = {True: "numbers", False: "text"}
+        if _held(c["dtype"]) != _held(got):
             raise DataError(
-                f"{cert._where}: provenance.columns.{role}.dtype is {c['dtype']!r} ({kinds[_numeric(c['dtype'])]}), "
-                f"but the column {c['name']!r} holds {kinds[_numeric(got)]} ({got}) and its hash is of "
-                f"{kinds[_numeric(got)]}"
+                f"{cert._where}: provenance.columns.{role}.dtype is {c['dtype']!r} ({_held(c['dtype'])}), "
+                f"but the column {c['name']!r} holds {_held(got)} ({got}) and its hash is of {_held(got)}"
             )
     return lines
 
@@ -283,11 +293,6 @@ def _check_columns(cert: Certificate, table_path, frame: pd.DataFrame) -> list[s
 #: The registry's scores served by a fitted model (:func:`gpac_utils.llm.router_model.serve_router`): a
 #: certificate on one of them without ``provenance.score_model`` is refused (nothing serves its column).
 FITTED_SCORES = ("score_router",)
-
-
-def _llm():
-    """The LLM layer's router model (imported by name: the core imports no outer layer)."""
-    return importlib.import_module("gpac_utils.llm.router_model")
 
 
 def _check_score_model(cert: Certificate, frame: pd.DataFrame, given) -> tuple[dict | None, list[str]]:
@@ -301,18 +306,18 @@ def _check_score_model(cert: Certificate, frame: pd.DataFrame, given) -> tuple[d
                 f"--score-model {given}: the certificate records no score model (provenance.score_model) to "
                 "recompute the scores with; refused"
             )
-        if cert.score in FITTED_SCORES and cert.version < declared(("provenance", "score_model")).since:
+        if cert.score not in FITTED_SCORES:
+            return None, []
+        if cert.version < declared(("provenance", "score_model")).since:
             return None, [
                 f"score {cert.score!r} without a score model: a version-{cert.version} file, before certificates "
                 "recorded one; that its column is a served score is taken on trust"
             ]
-        if cert.score in FITTED_SCORES:
-            raise DataError(
-                f"{where}: score is {cert.score!r}, served by a fitted model, but provenance.score_model records "
-                "none: the column is not a score a router serves (a cross-fitted column is not); fit one with gpac "
-                "fit-router and calibrate with --score-model"
-            )
-        return None, []
+        raise DataError(
+            f"{where}: score is {cert.score!r}, served by a fitted model, but provenance.score_model records "
+            "none: the column is not a score a router serves (a cross-fitted column is not); fit one with gpac "
+            "fit-router and calibrate with --score-model"
+        )
     path = cert.score_model_path(given)
     if not path.exists():
         raise DataError(
@@ -320,7 +325,8 @@ def _check_score_model(cert: Certificate, frame: pd.DataFrame, given) -> tuple[d
             "certificate); give it: gpac verify --score-model PATH"
         )
     cols = cert.columns
-    record, line = _llm().score_model_record(
+    router_model = importlib.import_module("gpac_utils.llm.router_model")  # by name: the core imports no outer layer
+    record, line = router_model.score_model_record(
         path, frame, id_col=cols.get("id"), score_col=cols["score"], sha256=recorded["sha256"]
     )
     for key in ("embedder", "text"):
@@ -335,41 +341,26 @@ def _compare(cert: Certificate, again: dict) -> None:
     """Every checked field of the file against the recomputed certificate (both ways)."""
     where = cert._where
     source = cert.source or cert.document
-    # data and table.path agree with each other (_check_agreement); table.sha256 with the file it names
-    # (_check_columns); the version with the fields the file holds (_check_versions)
-    special = {("data",), ("provenance", "table", "path"), ("provenance", "table", "sha256"), ("schema_version",)}
     for g in sorted(set(cert.thresholds) | set(again["thresholds"])):
         a, b = cert.thresholds.get(g, "absent"), again["thresholds"].get(g, "absent")
         if not _same(a, b):
             raise DataError(f"{where}: threshold of group {g!r} is {_fmt(a)}; recomputed {_fmt(b)}")
     seen = set()
-    for path, value in _fields(source):
-        f = declared(path)
-        if f is None or f.verify != CHECKED or f.fields is not None or f.each is not None or path in special:
-            continue
-        if path[-1] == "dtype" and path[:2] == ("provenance", "columns"):
-            continue  # its class is checked (_check_columns); the rest is descriptive
+    for path, value, _ in _checked(source):
         seen.add(path)
         b = _get(again, path)
         if path[0] == "groups" and b == "absent":
             raise DataError(f"{where}: groups[{path[1]!r}] is not a group of the recomputed certificate")
         if not _same(value, b):
             raise DataError(f"{where}: {_dotted(path)} is {_fmt(value)}; recomputed {_fmt(b)}")
-    for path, value in _fields(again):  # what the recomputation writes and the file lacks
-        f = declared(path)
-        if f is None or f.verify != CHECKED or path in seen or path in special or f.since > cert.version:
-            continue
-        if f.fields is None and f.each is None and path[-1] != "dtype" and _get(source, path) == "absent":
+    for path, value, f in _checked(again):  # what the recomputation writes and the file lacks
+        if path not in seen and f.since <= cert.version and _get(source, path) == "absent":
             raise DataError(f"{where}: {_dotted(path)} is absent; recomputed {_fmt(value)}")
 
 
-def _descriptive(cert: Certificate, lines: list[str], frame: pd.DataFrame) -> str:
+def _descriptive(cert: Certificate, frame: pd.DataFrame) -> str:
     """The descriptive fields, shown: what verify does not check."""
-    shown = []
-    for path, value in _fields(cert.source or {}):
-        f = declared(path)
-        if f is not None and f.verify == DESCRIPTIVE:
-            shown.append(f"{_dotted(path)}={value}")
+    shown = [f"{_dotted(p)}={v}" for p, v, f in _fields(cert.source or {}) if f is not None and f.verify == DESCRIPTIVE]
     for role, c in sorted(cert.provenance.get("columns", {}).items()):
         got = frame[c["name"]].to_numpy().dtype
         shown.append(f"provenance.columns.{role}.dtype={c['dtype']} (read now: {got})")
@@ -430,7 +421,6 @@ def verify_certificate(
         warnings.simplefilter("ignore", GroupWarning)
         fresh.fit(u, loss, g)
     used = {role: (name, frame[name].to_numpy() if role in cols else None) for role, name in cert.columns.items()}
-    source = cert.source or cert.document
     again = Certificate.from_calibrator(  # as gpac calibrate writes it, with what the file records
         fresh,
         columns=used,
@@ -438,23 +428,19 @@ def verify_certificate(
         table_path=table_path if prov.get("table") else None,
         recipe_name=prov.get("recipe"),
         created=prov.get("created"),
-        n_items=len(frame) if "n_items" in source else None,
+        n_items=len(frame) if "n_items" in (cert.source or cert.document) else None,
+        score_model=model_record,
     ).document
-    if model_record is not None:
-        again["provenance"]["score_model"] = model_record
     if "providers" not in prov:  # optional: a file written before it records none
         del again["provenance"]["providers"]
     _compare(cert, json.loads(json.dumps(again)))
-    n = len(again["thresholds"])
-    out = [
-        f"recomputed {n} threshold(s), every group entry and the provenance of {described(cert)} from the table "
-        "and the recorded settings: bit-identical",
+    return [
+        f"recomputed {len(again['thresholds'])} threshold(s), every group entry and the provenance of "
+        f"{described(cert)} from the table and the recorded settings: bit-identical",
         *table_lines,
         *model_lines,
         *(["names provided by: " + cert.providers_text()] if "providers" in prov else []),
+        "checked against --expect: " + (", ".join(checked) if checked else "nothing (no --expect)"),
+        *(["taken on trust (state them with --expect KEY=VALUE): " + ", ".join(trusted)] if trusted else []),
+        _descriptive(cert, frame),
     ]
-    out.append("checked against --expect: " + (", ".join(checked) if checked else "nothing (no --expect)"))
-    if trusted:
-        out.append("taken on trust (state them with --expect KEY=VALUE): " + ", ".join(trusted))
-    out.append(_descriptive(cert, table_lines, frame))
-    return out

@@ -184,7 +184,4 @@ def check_recipe(recipe) -> Recipe:
     ParameterError
         For an unknown name or an argument of another type (the message of :func:`as_recipe`).
     """
-    try:
-        return as_recipe(recipe)
-    except ValueError as exc:
-        raise ParameterError(str(exc)) from None
+    return as_recipe(recipe)  # its refusals are ParameterErrors

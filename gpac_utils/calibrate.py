@@ -438,10 +438,8 @@ class PAC:
 
     def _thresholds_for(self, scores, labels, what: str = "group(s)", show: int | None = None) -> np.ndarray:
         """Each item's threshold by its label (a :class:`GroupWarning` names the first ``show`` unseen ones)."""
-        if labels is None:  # marginal PAC: every item is in its one group, ALL (code 0)
-            codes, names = np.zeros(scores.size, np.intp), np.array([ALL])
-        else:
-            codes, names = factorize_groups(labels)
+        # marginal PAC (no labels): every item is in its one group, ALL (code 0)
+        codes, names = (np.zeros(scores.size, np.intp), np.array([ALL])) if labels is None else factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
             warnings.warn(
@@ -599,11 +597,8 @@ class CPAC:
         """The fitted partition, thresholds and every setting as JSON."""
         check_fitted(self, self.partition_ is not None)
         payload = json.loads(self.gpac_.to_json())
-        payload.update(
-            method=self.name,
-            settings=self.settings,
-            partition={"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()},
-        )
+        partition = {"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()}
+        payload.update(method=self.name, settings=self.settings, partition=partition)
         return json.dumps(payload, indent=2, sort_keys=True)
 
     def assign(self, scores) -> np.ndarray:
@@ -650,9 +645,7 @@ class CPAC:
         """Each item's threshold, by its learned group."""
         if groups is not None:
             raise ParameterError("groups: C-PAC routes by its learned groups; do not pass groups")
-        check_fitted(self, self.partition_ is not None)
-        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
-        return self.gpac_._thresholds_for(s, self.partition_.labels(s))
+        return self.gpac_._thresholds_for(scores, self.assign(scores))  # the scores are checked by assign
 
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its learned group's threshold)."""

@@ -248,15 +248,13 @@ def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=Non
     """
     fields = {**fields, "risk": "routed"}
     _, scores, losses, problem = _checked(scores, losses, settings, fields, label_prob, interval)
-    alpha = problem.alpha
     d = _risks.terms(scores, losses, problem, check_rng("rng", rng))
     grid = _risks.routed_grid(problem.interval)
     p, m = _risks.routed_pvalues(d.z, d.scores, grid, problem.eps, d.term_range, problem.recipe.bound)
-    rejected = _risks.fallback_reject(p, alpha)
-    K = grid.size
-    level, carried = np.zeros(K), 0.0
-    for k in range(K):
-        level[k] = alpha / K + carried
+    rejected = _risks.fallback_reject(p, problem.alpha)
+    level, carried = np.zeros(grid.size), 0.0
+    for k in range(grid.size):
+        level[k] = problem.alpha / grid.size + carried
         carried = level[k] if rejected[k] else 0.0
     s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
     chosen = float(_risks.largest_rejected(grid, rejected))

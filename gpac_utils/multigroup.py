@@ -126,8 +126,6 @@ def _terms(losses, recipe, loss_bound, rng):
 class _Overlapping(PAC):
     """What both calibrators of overlapping groups share: inputs, routing, JSON."""
 
-    no_groups = None
-
     def _setup(self, settings) -> None:
         if settings.risk != "joint":
             raise ParameterError(

@@ -436,8 +436,9 @@ class PAC:
         check_fitted(self, bool(self.thresholds_))
         return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
 
-    def _thresholds_for(self, scores, labels, what: str = "group(s)", show: int | None = None) -> np.ndarray:
-        """Each item's threshold by its label (a :class:`GroupWarning` names the first ``show`` unseen ones)."""
+    def _thresholds_for(self, scores, labels, what="group(s)", show=None, stacklevel=3) -> np.ndarray:
+        """Each item's threshold by its label (a :class:`GroupWarning` names the first ``show`` unseen ones,
+        ``stacklevel`` frames up: the caller of ``route``)."""
         # marginal PAC (no labels): every item is in its one group, ALL (code 0)
         codes, names = (np.zeros(scores.size, np.intp), np.array([ALL])) if labels is None else factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
@@ -445,7 +446,7 @@ class PAC:
             warnings.warn(
                 f"{what} {unseen[:show]} were not seen at calibration; they always route to the thinking model",
                 GroupWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
         return per_name[codes]

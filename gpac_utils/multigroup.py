@@ -159,7 +159,7 @@ class _Overlapping(PAC):
             raise ParameterError(
                 f"groups: calibrated on groupings {list(self.groupings_ or [])}, got {list(coll.groupings or [])}"
             )
-        return super()._thresholds_for(scores, coll.cells, "cell(s)", 5)
+        return super()._thresholds_for(scores, coll.cells, "cell(s)", 5, stacklevel=4)  # one frame more
 
     def _restore(self, payload) -> None:
         super()._restore(payload)

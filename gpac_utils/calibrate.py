@@ -44,11 +44,11 @@ from .checks import (
     ParameterError,
     check_array,
     check_binary_losses,
+    check_choice,
     check_fitted,
     check_xy,
 )
 from .group_threshold import (
-    THRESHOLD_READS,
     batch_threshold,
     factorize_groups,
     group_labels,
@@ -79,7 +79,6 @@ __all__ = [
     "STATUSES",
     "ROUTING",
     "Calibrator",
-    "THRESHOLD_READS",
     "threshold",
     "batch_threshold",
     "routed_threshold",
@@ -304,13 +303,11 @@ class PAC:
         obj._setup(settings.as_settings())
         return obj
 
-    eps = property(lambda self: self.config.eps)
-    alpha = property(lambda self: self.config.alpha)
-    recipe = property(lambda self: self.config.recipe)
-    loss_bound = property(lambda self: self.config.loss_bound)
-    min_group_size = property(lambda self: self.config.min_group_size)
-    seed = property(lambda self: self.config.seed)
-    risk = property(lambda self: self.config.risk)
+    def __getattr__(self, name: str):
+        """A setting it declares (:attr:`OPTIONS`: ``eps``, ``alpha``, ...), read from ``config``."""
+        if name in type(self).OPTIONS and "config" in vars(self):
+            return getattr(self.config, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- settings and persistence -------------------------------------------------------------
     @property
@@ -365,14 +362,8 @@ class PAC:
         for g, (s, loss) in zip(names, members):
             self.group_sizes_[g] = int(s.size)
             if s.size < self.min_group_size:
-                warnings.warn(
-                    f"group {g!r} has {s.size} calibration items (< min_group_size="
-                    f"{self.min_group_size}); it always routes to the thinking model",
-                    GroupWarning,
-                    stacklevel=4,
-                )
                 self.thresholds_[g] = -math.inf
-                self.groups_[g] = GroupRecord(int(s.size), 0, TOO_FEW, None)
+                self.groups_[g] = self._small(g, s.size)
                 continue
             if s.size < n_min:  # still calibrated: the label draws of the other groups stay as they were
                 warnings.warn(
@@ -390,6 +381,17 @@ class PAC:
         _warn_uncertified(self.groups_, self.eps)
         return self
 
+    def _small(self, g: str, size: int, what: str = "calibration items") -> GroupRecord:
+        """The record of a group with fewer than ``min_group_size`` items (it always thinks), with its
+        :class:`GroupWarning`."""
+        warnings.warn(
+            f"group {g!r} has {size} {what} (< min_group_size={self.min_group_size}); it always routes to the "
+            "thinking model",
+            GroupWarning,
+            stacklevel=4,
+        )
+        return GroupRecord(int(size), 0, TOO_FEW, None)
+
     #: Why ``groups`` is refused (``None``: the calibrator needs them).
     no_groups = "PAC calibrates one threshold for all items; use GPAC for known groups"
 
@@ -400,6 +402,10 @@ class PAC:
             raise ParameterError(f"groups: {self.no_groups}")
         if groups is None and not self.no_groups:
             raise ParameterError("groups: G-PAC needs one group label per item (groups=...)")
+        return self._xy(scores, losses, groups, min_items)
+
+    def _xy(self, scores, losses, groups=None, min_items=0):
+        """:func:`~gpac_utils.checks.check_xy`, and losses the recipe's bound can take."""
         s, loss, g = check_xy(scores, losses, groups, loss_bound=self.loss_bound, min_items=min_items)
         check_binary_losses(loss, _bounds.BOUNDS[self.recipe.bound].binary_terms, self.loss_bound)
         return s, loss, g
@@ -430,17 +436,17 @@ class PAC:
         check_fitted(self, bool(self.thresholds_))
         return self._thresholds_for(*self._inputs(scores, None, groups)[::2])
 
-    def _thresholds_for(self, scores, labels) -> np.ndarray:
-        if labels is None:  # marginal PAC: every item is in its one group, ALL (code 0)
-            codes, names = np.zeros(scores.size, np.intp), np.array([ALL])
-        else:
-            codes, names = factorize_groups(labels)
+    def _thresholds_for(self, scores, labels, what="group(s)", show=None, stacklevel=3) -> np.ndarray:
+        """Each item's threshold by its label (a :class:`GroupWarning` names the first ``show`` unseen ones,
+        ``stacklevel`` frames up: the caller of ``route``)."""
+        # marginal PAC (no labels): every item is in its one group, ALL (code 0)
+        codes, names = (np.zeros(scores.size, np.intp), np.array([ALL])) if labels is None else factorize_groups(labels)
         unseen = [g for g in names.tolist() if g not in self.thresholds_]
         if unseen:
             warnings.warn(
-                f"group(s) {unseen} were not seen at calibration; they always route to the thinking model",
+                f"{what} {unseen[:show]} were not seen at calibration; they always route to the thinking model",
                 GroupWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         per_name = np.array([self.thresholds_.get(g, -math.inf) for g in names.tolist()], dtype=float)
         return per_name[codes]
@@ -575,11 +581,8 @@ class CPAC:
         self.partition_: Partition | None = None
 
     from_settings = classmethod(PAC.from_settings.__func__)
-    partitioner = property(lambda self: self.config.partitioner)
-    mode = property(lambda self: self.config.mode)
-    cluster_fraction = property(lambda self: self.config.cluster_fraction)
+    __getattr__ = PAC.__getattr__
     # The calibration itself is the inner G-PAC's.
-    eps, alpha, recipe, seed, risk = PAC.eps, PAC.alpha, PAC.recipe, PAC.seed, PAC.risk
     thresholds_ = property(lambda self: self.gpac_.thresholds_)
     group_sizes_ = property(lambda self: self.gpac_.group_sizes_)
     groups_ = property(lambda self: self.gpac_.groups_)
@@ -595,11 +598,8 @@ class CPAC:
         """The fitted partition, thresholds and every setting as JSON."""
         check_fitted(self, self.partition_ is not None)
         payload = json.loads(self.gpac_.to_json())
-        payload.update(
-            method=self.name,
-            settings=self.settings,
-            partition={"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()},
-        )
+        partition = {"algorithm": self.partition_.algorithm, "boundaries": self.partition_.boundaries.tolist()}
+        payload.update(method=self.name, settings=self.settings, partition=partition)
         return json.dumps(payload, indent=2, sort_keys=True)
 
     def assign(self, scores) -> np.ndarray:
@@ -618,10 +618,10 @@ class CPAC:
         """
         if groups is not None:
             raise ParameterError("groups: C-PAC learns its groups from the score; use GPAC for known groups")
-        scores, losses, _ = check_xy(scores, losses, loss_bound=self.gpac_.loss_bound, min_items=1)
-        check_binary_losses(losses, _bounds.BOUNDS[self.gpac_.recipe.bound].binary_terms, self.gpac_.loss_bound)
+        scores, losses, _ = self.gpac_._xy(scores, losses, min_items=1)
         rng = np.random.default_rng(self.seed)
-        if self.mode == "split":
+        split = self.mode == "split"
+        if split:
             perm = rng.permutation(scores.size)
             n_cluster = int(round(self.cluster_fraction * scores.size))
             if not 0 < n_cluster < scores.size:
@@ -632,9 +632,7 @@ class CPAC:
         else:
             self.partition_ = self.partitioner.fit(scores)
         # Learned groups that got no calibration items always think (route() warns on them).
-        self.gpac_.calibrate(
-            scores, losses, self.assign(scores), rng, self.intervals() if self.mode == "split" else None
-        )
+        self.gpac_.calibrate(scores, losses, self.assign(scores), rng, self.intervals() if split else None)
         return self
 
     def intervals(self) -> dict[str, tuple[float, float]]:
@@ -648,9 +646,7 @@ class CPAC:
         """Each item's threshold, by its learned group."""
         if groups is not None:
             raise ParameterError("groups: C-PAC routes by its learned groups; do not pass groups")
-        check_fitted(self, self.partition_ is not None)
-        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
-        return self.gpac_._thresholds_for(s, self.partition_.labels(s))
+        return self.gpac_._thresholds_for(scores, self.assign(scores))  # the scores are checked by assign
 
     def route(self, scores, groups=None) -> np.ndarray:
         """True where the item goes to the non-thinking model (``U <=`` its learned group's threshold)."""
@@ -663,12 +659,9 @@ CPAC.__init__ = settings_init(CPAC)
 
 # The built-in calibrators (the registry, :data:`~gpac_utils.settings.CALIBRATORS`, lives with the declarations
 # its entries make): one default per kind of grouping.
-for _entry in (
-    Method("PAC", PAC, "none", default=True),
-    Method("G-PAC", GPAC, "known", default=True),
-    Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True),
-):
-    CALIBRATORS.register(_entry)
+CALIBRATORS.register(Method("PAC", PAC, "none", default=True))
+CALIBRATORS.register(Method("G-PAC", GPAC, "known", default=True))
+CALIBRATORS.register(Method("C-PAC", CPAC, "learned", {"partition": _schema.PARTITION}, default=True))
 
 
 def default_method(groups: str) -> Method:
@@ -680,8 +673,7 @@ def default_method(groups: str) -> Method:
     >>> default_method("known").name, default_method("none").name
     ('G-PAC', 'PAC')
     """
-    if groups not in GROUPINGS:
-        raise ParameterError(f"groups: must be one of {list(GROUPINGS)}, got {groups!r}")
+    check_choice("groups", groups, GROUPINGS)
     for entry in CALIBRATORS.values():
         if entry.groups == groups and entry.default:
             return entry
@@ -738,8 +730,5 @@ def calibrator(method_name: str, settings: Settings | float, **changes):
     >>> calibrator("g-pac", 0.1, correction="bonferroni", mode="joint").settings["correction"]
     'bonferroni'
     """
-    if isinstance(settings, Settings):
-        settings = settings.as_settings(**changes)
-    else:
-        settings = Settings(eps=settings, **changes)
+    settings = settings.as_settings(**changes) if isinstance(settings, Settings) else Settings(eps=settings, **changes)
     return method(method_name).cls.from_settings(settings)

@@ -135,7 +135,7 @@ def threshold(scores, losses, settings=None, *, rng=None, label_prob=None, inter
     >>> float(threshold(u, losses, eps=0.05, alpha=0.05)) > 0.8
     True
     """
-    entry, scores, losses, problem = _checked(scores, losses, _settings(settings, fields), (label_prob, interval))
+    entry, scores, losses, problem = _checked(scores, losses, settings, fields, label_prob, interval)
     return np.asarray(entry.certify(scores, losses, problem, check_rng("rng", rng))[0], dtype=float)
 
 
@@ -166,8 +166,7 @@ def batch_threshold(
     >>> batch_threshold(u, (u > 0.8).astype(float), eps=0.05).shape
     (3,)
     """
-    checked = _checked(scores, losses, _settings(settings, fields), (label_prob, interval), batch=True)
-    entry, scores, losses, problem = checked
+    entry, scores, losses, problem = _checked(scores, losses, settings, fields, label_prob, interval, batch=True)
     rng = check_rng("rng", rng)
     if entry.threshold is not None:
         return entry.threshold(scores, losses, problem, rng)
@@ -182,26 +181,21 @@ def batch_threshold(
     return np.array(out, dtype=float).reshape(batch)
 
 
-def _settings(settings, fields: dict):
-    """The :class:`~gpac_utils.settings.Settings` of a :func:`threshold` call: given whole (``fields``
-    then change it) or built from ``fields``; a field it would ignore is refused."""
+def _checked(scores, losses, settings, fields: dict, label_prob, interval, batch: bool = False):
+    """The validation layer's calls of :func:`threshold`: its :class:`~gpac_utils.settings.Settings`, given
+    whole (``fields`` then change it) or built from ``fields`` (a field it would ignore is refused), then the
+    risk's entry, the checked scores and losses, and the :class:`Problem` with the call's ``label_prob`` and
+    ``interval``."""
     if settings is None:
         settings = Settings(**fields)
     elif not isinstance(settings, Settings):
         raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
     elif fields:
         settings = settings.as_settings(**fields)
-    ignored = settings.ignored(THRESHOLD_READS)
-    if ignored:
+    for ignored in settings.ignored(THRESHOLD_READS)[:1]:
         raise ParameterError(
-            f"{ignored[0]}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
+            f"{ignored}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
         )
-    return settings
-
-
-def _checked(scores, losses, settings, call, batch: bool = False):
-    """The validation layer's calls of :func:`threshold` on checked ``settings`` and the call's
-    ``(label_prob, interval)``: the risk's entry, the checked scores and losses, and the :class:`Problem`."""
     entry = _risks.get_risk(settings.risk)
     scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
     if batch and scores.ndim < 2:
@@ -210,7 +204,6 @@ def _checked(scores, losses, settings, call, batch: bool = False):
             "use threshold() for one group"
         )
     check_binary_losses(losses, _bounds.BOUNDS[settings.recipe.bound].binary_terms, settings.loss_bound)
-    label_prob, interval = call
     check_label_prob(label_prob, losses.shape)
     problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
     return entry, scores, losses, problem
@@ -253,17 +246,15 @@ def routed_risk_curve(scores, losses, settings=None, *, rng=None, label_prob=Non
         Columns ``u``, ``routed`` (count), ``routed_risk`` (mean routed term), ``p_value``,
         ``level`` (the fallback procedure's level there), ``rejected`` and ``selected``.
     """
-    settings = _settings(settings, {**fields, "risk": "routed"})
-    _, scores, losses, problem = _checked(scores, losses, settings, (label_prob, interval))
-    recipe, eps, alpha = problem.recipe, problem.eps, problem.alpha
+    fields = {**fields, "risk": "routed"}
+    _, scores, losses, problem = _checked(scores, losses, settings, fields, label_prob, interval)
     d = _risks.terms(scores, losses, problem, check_rng("rng", rng))
     grid = _risks.routed_grid(problem.interval)
-    p, m = _risks.routed_pvalues(d.z, d.scores, grid, eps, d.term_range, recipe.bound)
-    rejected = _risks.fallback_reject(p, alpha)
-    K = grid.size
-    level, carried = np.zeros(K), 0.0
-    for k in range(K):
-        level[k] = alpha / K + carried
+    p, m = _risks.routed_pvalues(d.z, d.scores, grid, problem.eps, d.term_range, problem.recipe.bound)
+    rejected = _risks.fallback_reject(p, problem.alpha)
+    level, carried = np.zeros(grid.size), 0.0
+    for k in range(grid.size):
+        level[k] = problem.alpha / grid.size + carried
         carried = level[k] if rejected[k] else 0.0
     s = (d.z[None, :] * (d.scores[None, :] <= grid[:, None])).sum(axis=1)
     chosen = float(_risks.largest_rejected(grid, rejected))

@@ -58,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -78,12 +79,12 @@ from .calibrate import (
     GroupRecord,
     GroupWarning,
     Method,
+    _group_record,
 )
-from .checks import ParameterError, check_array, check_binary_losses, check_fitted, check_same_index
+from .checks import ParameterError, check_same_index
 from .group_collection import SEP, Collection, collection
 
 __all__ = [
-    "Collection",
     "collection",
     "MinGPAC",
     "PathGPAC",
@@ -99,16 +100,11 @@ __all__ = [
 SHRINK = 10.0
 
 
-def _cell_groups(cells_names, coll_names, groupings) -> dict[str, list[int]]:
-    """Each cell label's groups (indices into ``coll_names``)."""
-    index = {g: j for j, g in enumerate(coll_names)}
-    out = {}
-    for c in cells_names:
-        if groupings == ():  # one label array: the cell is the group
-            out[c] = [index[c]] if c in index else []
-        else:
-            out[c] = [index[p] for p in c.split(SEP) if p in index] if c else []
-    return out
+def _cell_groups(coll: Collection) -> dict[str, list[str]]:
+    """Each cell's groups, the cells sorted (one label array: the cell is the group)."""
+    known = set(coll.names)
+    one = coll.groupings == ()
+    return {c: [p for p in ([c] if one else c.split(SEP)) if p in known] for c in np.unique(coll.cells).tolist()}
 
 
 def _terms(losses, recipe, loss_bound, rng):
@@ -130,8 +126,6 @@ def _terms(losses, recipe, loss_bound, rng):
 class _Overlapping(PAC):
     """What both calibrators of overlapping groups share: inputs, routing, JSON."""
 
-    no_groups = None
-
     def _setup(self, settings) -> None:
         if settings.risk != "joint":
             raise ParameterError(
@@ -148,22 +142,13 @@ class _Overlapping(PAC):
         """Checked scores, losses and the :class:`Collection` (refusals in one line, naming the argument)."""
         if groups is None:
             raise ParameterError(f"groups: {self.name} needs the items' groups (label columns or a membership matrix)")
-        check_same_index(scores=scores, losses=losses)
-        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
-        loss = None if losses is None else check_array("losses", losses, 0.0, self.loss_bound)
-        if loss is not None and loss.shape != s.shape:
-            raise ParameterError(f"losses: must be of equal length to scores, got {loss.shape} for {s.shape}")
-        if s.size < min_items:
-            raise ParameterError(f"scores: need at least {min_items} item(s), got {s.size} (empty calibration set)")
-        if isinstance(groups, pd.DataFrame | pd.Series) and isinstance(scores, pd.Series):
-            if not groups.index.equals(scores.index):
-                raise ParameterError("groups: its index differs from that of scores (rows are never re-paired)")
-        if loss is not None:
-            check_binary_losses(loss, _bounds.BOUNDS[self.recipe.bound].binary_terms, self.loss_bound)
+        check_same_index(scores=scores, losses=losses, groups=groups)
+        s, loss, _ = self._xy(scores, losses, min_items=min_items)
         return s, loss, collection(groups, s.size, every_group_used=loss is not None)
 
-    def _check_same_collection(self, coll: Collection) -> None:
-        """Routing needs the groupings the calibrator was fitted on (the same columns)."""
+    def _thresholds_for(self, scores, coll: Collection) -> np.ndarray:
+        """Each item's threshold: its cell's (``-inf``, with a warning, for a cell not seen at calibration).
+        Routing needs the groupings the calibrator was fitted on (the same columns)."""
         if self.groupings_ is None and coll.groupings is None:
             if sorted(coll.names) != sorted(self.group_names_):
                 raise ParameterError(
@@ -174,27 +159,7 @@ class _Overlapping(PAC):
             raise ParameterError(
                 f"groups: calibrated on groupings {list(self.groupings_ or [])}, got {list(coll.groupings or [])}"
             )
-
-    def thresholds_for(self, scores, groups=None) -> np.ndarray:
-        """Each item's threshold: its cell's (``-inf``, with a warning, for a cell not seen at calibration)."""
-        check_fitted(self, bool(self.thresholds_))
-        s, _, coll = self._inputs(scores, None, groups)
-        self._check_same_collection(coll)
-        names, codes = np.unique(coll.cells, return_inverse=True)
-        unseen = [c for c in names.tolist() if c not in self.thresholds_]
-        if unseen:
-            warnings.warn(
-                f"cell(s) {unseen[:5]} were not seen at calibration; they always route to the thinking model",
-                GroupWarning,
-                stacklevel=3,
-            )
-        per = np.array([self.thresholds_.get(c, -math.inf) for c in names.tolist()], dtype=float)
-        return per[codes]
-
-    def route(self, scores, groups=None) -> np.ndarray:
-        """True where the item goes to the non-thinking model (``U <=`` its cell's threshold)."""
-        s = check_array("scores", scores, 0.0, 1.0, allow_bool=False)
-        return s <= self.thresholds_for(scores, groups)
+        return super()._thresholds_for(scores, coll.cells, "cell(s)", 5, stacklevel=4)  # one frame more
 
     def _restore(self, payload) -> None:
         super()._restore(payload)
@@ -209,17 +174,9 @@ class _Overlapping(PAC):
             self.groupings_ = None
 
     def _start(self, coll: Collection) -> None:
-        self.thresholds_, self.group_sizes_, self.groups_, self.group_thresholds_ = {}, {}, {}, {}
+        self.thresholds_, self.groups_, self.group_thresholds_ = {}, {}, {}
         self.groupings_, self.group_names_ = coll.groupings, list(coll.names)
         self.group_sizes_ = {g: int(k) for g, k in zip(coll.names, coll.member.sum(axis=0).tolist())}
-
-    def _small(self, g: str, size: int, what: str = "calibration items") -> None:
-        warnings.warn(
-            f"group {g!r} has {size} {what} (< min_group_size={self.min_group_size}); it always routes to the "
-            "thinking model",
-            GroupWarning,
-            stacklevel=4,
-        )
 
 
 class MinGPAC(_Overlapping):
@@ -289,23 +246,16 @@ class MinGPAC(_Overlapping):
         for j, g in enumerate(coll.names):
             idx = order[coll.member[order, j]]
             if idx.size < self.min_group_size:
-                self._small(g, idx.size)
                 self.group_thresholds_[g] = -math.inf
-                self.groups_[g] = GroupRecord(int(idx.size), 0, TOO_FEW, None)
+                self.groups_[g] = self._small(g, idx.size)
                 continue
             cand = _selection.candidate_grid(s[idx], self.recipe.candidates, self.recipe.bound)
             ucb = _bounds.ucb(self.recipe.bound, z[idx], s[idx], cand, alpha, term_range)
-            t = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
-            self.group_thresholds_[g] = t
+            t = self.group_thresholds_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
             at = np.searchsorted(np.asarray(cand), t, side="right") - 1
-            status = CERTIFIED if math.isfinite(t) else (TOO_FEW if idx.size < n_min else NO_FEASIBLE)
-            self.groups_[g] = GroupRecord(
-                int(idx.size), int(xi[idx].sum()), status, float(ucb[at]) if math.isfinite(t) else None
-            )
-        cells = np.unique(coll.cells).tolist()
-        for c, js in _cell_groups(cells, coll.names, coll.groupings).items():
-            ts = [self.group_thresholds_[coll.names[j]] for j in js]
-            self.thresholds_[c] = float(min(ts)) if ts else -math.inf
+            self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
+        for c, gs in _cell_groups(coll).items():
+            self.thresholds_[c] = min((self.group_thresholds_[g] for g in gs), default=-math.inf)
         return self
 
 
@@ -381,10 +331,8 @@ class Path:
     def curve(self, cell: str):
         """The cell's :math:`\\hat p_c` at the union of its knots: ``(knots, values)``, or ``None``: never routes."""
         gs = self.cell_groups.get(cell, [])
-        if not gs or any(g in self.off for g in gs):
-            return None
         parts = [g for g in gs if g in self.fits]
-        if not parts:
+        if not parts or any(g in self.off for g in gs):
             return None
         own = self.fits.get(cell)
         knots = np.unique(np.concatenate([self.fits[g][0] for g in parts] + ([own[0]] if own else [])))
@@ -392,13 +340,6 @@ class Path:
         n = self.counts.get(cell, 0) if own else 0
         values = prior if not n else (n * _step(*own, knots) + SHRINK * prior) / (n + SHRINK)
         return knots, values
-
-    def cell_levels(self, cell: str) -> np.ndarray:
-        """:math:`\\Lambda_c(s)` over :data:`PATH_GRID` (``-inf``: the cell does not route at that ``s``)."""
-        gs = self.cell_groups.get(cell, [])
-        if not gs or any(g in self.off for g in gs) or cell not in self.levels:
-            return np.full(self.grid.size, -np.inf)
-        return self.grid * self.levels[cell]
 
     def q(self, cells, u) -> np.ndarray:
         """Each item's score :math:`q = \\hat p_c(U)` (``inf``: its cell never routes)."""
@@ -418,11 +359,11 @@ class Path:
         out = np.full(u.size, np.inf)
         names, codes = np.unique(cells, return_inverse=True)
         for k, c in enumerate(names.tolist()):
-            at = np.flatnonzero((codes == k) & np.isfinite(q))
-            if at.size:
-                first = np.searchsorted(self.cell_levels(c), q[at], side="left")  # the levels are non-decreasing
-                ok = first < self.grid.size
-                out[at[ok]] = self.grid[first[ok]]
+            at = np.flatnonzero((codes == k) & np.isfinite(q))  # q is finite only where the cell has a curve
+            levels = self.grid * self.levels.get(c, -np.inf)  # Lambda_c(s), non-decreasing in s
+            first = np.searchsorted(levels, q[at], side="left")
+            ok = first < self.grid.size
+            out[at[ok]] = self.grid[first[ok]]
         return out
 
     def threshold(self, cell: str, s: float) -> float:
@@ -432,7 +373,7 @@ class Path:
         k = int(np.searchsorted(self.grid, s, side="right")) - 1 if math.isfinite(s) else -1
         if curve is None or k < 0:
             return -math.inf
-        level = float(self.cell_levels(cell)[k])
+        level = float(self.grid[k] * self.levels.get(cell, -np.inf))  # Lambda_c(s)
         knots, values = curve
         j = int(np.searchsorted(values, level, side="right")) - 1
         if j < 0:
@@ -453,12 +394,10 @@ def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: floa
     on = [j for j, g in enumerate(coll.names) if g not in path.off and coll.member[:, j].any()]
     cells, codes = np.unique(coll.cells, return_inverse=True)
     every = sorted(path.cell_groups)
-    c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float).reshape(
-        len(every), len(coll.names)
-    )
+    c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float)
     where = np.array([every.index(c) for c in cells.tolist()], dtype=int)[codes] if codes.size else codes
     mu = np.ones(len(coll.names))
-    expected = np.array([max(float(test_items.get(g, coll.member[:, j].sum())), 1.0) for j, g in enumerate(coll.names)])
+    expected = np.array([max(float(test_items[g]), 1.0) for g in coll.names])
     n_g = np.maximum(coll.member.sum(axis=0), 1)
     finite = np.isfinite(q)
     for _ in range(PATH_ROUNDS):
@@ -472,59 +411,41 @@ def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: floa
     return {c: float(v) for c, v in zip(every, lam.tolist())}
 
 
-def fit_path(
-    scores,
-    losses,
-    coll: Collection,
-    cell_groups: dict,
-    *,
-    eps: float,
-    alpha: float,
-    loss_bound: float = 1.0,
-    off=(),
-    test_items: dict | None = None,
-) -> Path:
+def fit_path(scores, y, coll: Collection, cell_groups: dict, eps: float, alpha: float, off, test_items: dict) -> Path:
     """The path of :class:`PathGPAC`, from the path half's labelled items (:class:`Path`).
 
     Parameters
     ----------
-    scores, losses : numpy.ndarray, shape (n1,)
-        The path half's labelled items.
+    scores, y : numpy.ndarray, shape (n1,)
+        The path half's labelled items: their scores, and their losses over ``loss_bound`` (in ``[0, 1]``, as
+        :math:`\\hat p_c`).
     coll : Collection
         Their groups (the full collection's names, restricted to these rows).
     cell_groups : dict of str to list of str
         Every cell's groups (the cells of all calibration items, seen in the path half or not).
     eps, alpha : float
-        The target and the level of the path half's bounds (they shape the path, not the guarantee).
-    loss_bound : float, default 1.0
-        Losses are divided by it (:math:`\\hat p_c` lies in ``[0, 1]``).
+        The target over ``loss_bound`` and the level of the path half's bounds (they shape the path, not
+        the guarantee).
     off : iterable of str
         Groups whose items never route.
-    test_items : dict of str to float, optional
+    test_items : dict of str to float
         Per group, the items the test half is expected to hold (the bound a level is held to is
-        Hoeffding–Bentkus with that many terms at the path half's mean); default: the path half's.
+        Hoeffding–Bentkus with that many terms at the path half's mean).
 
     Returns
     -------
     Path
     """
-    test_items = test_items or {}
-    y = np.asarray(losses, float) / loss_bound
-    fits, counts = {}, {}
-    for j, g in enumerate(coll.names):
-        at = coll.member[:, j]
-        counts[g] = int(at.sum())
-        if at.any():
-            fits[g] = _isotonic(scores[at], y[at])
     names, codes = np.unique(coll.cells, return_inverse=True)
-    for k, c in enumerate(names.tolist()):
-        at = codes == k
-        counts[c] = int(at.sum())
-        fits[c] = _isotonic(scores[at], y[at])
+    groups = {g: coll.member[:, j] for j, g in enumerate(coll.names)}
+    fits, counts = {}, {}
+    for key, at in [*groups.items(), *((c, codes == k) for k, c in enumerate(names.tolist()))]:  # groups, cells
+        counts[key] = int(at.sum())
+        if at.any():
+            fits[key] = _isotonic(scores[at], y[at])
     draft = Path(fits, counts, dict(cell_groups), frozenset(off), {})
-    q = draft.q(coll.cells, scores)
-    levels = _lagrange_levels(q, y, coll, draft, eps / loss_bound, alpha, test_items)
-    return Path(fits, counts, dict(cell_groups), frozenset(off), levels)
+    levels = _lagrange_levels(draft.q(coll.cells, scores), y, coll, draft, eps, alpha, test_items)
+    return dataclasses.replace(draft, levels=levels)
 
 
 class PathGPAC(_Overlapping):
@@ -615,37 +536,25 @@ class PathGPAC(_Overlapping):
         n_min = _feasibility._min_items(self.eps, self.alpha, self.recipe, self.loss_bound, "joint")
         need = max(n_min, self.min_group_size)
         # the path: the path half's labelled items; a group expected to have too few test items is off
+        names, cg = coll.names, _cell_groups(coll)
         n1_g = coll.member[first].sum(axis=0)
-        expected = n1_g * (s.size - n1) / n1  # a group's expected test items, less two standard deviations
-        off = [g for g, e in zip(coll.names, expected.tolist()) if e - 2 * math.sqrt(e) < need]
+        expected = dict(zip(names, (n1_g * (s.size - n1) / n1).tolist()))  # each group's expected test items
+        off = [g for g, e in expected.items() if e - 2 * math.sqrt(e) < need]  # less two standard deviations
         lab = first[xi[first]]
-        sub = Collection(coll.names, coll.member[lab], coll.cells[lab], coll.groupings)
-        cells, names = np.unique(coll.cells).tolist(), coll.names
-        cg = {c: [names[j] for j in js] for c, js in _cell_groups(cells, names, coll.groupings).items()}
-        self.path_ = path = fit_path(
-            s[lab],
-            loss[lab],
-            sub,
-            cg,
-            eps=self.eps,
-            alpha=self.alpha,
-            loss_bound=self.loss_bound,
-            off=off,
-            test_items=dict(zip(coll.names, expected.tolist())),
-        )
+        sub = Collection(names, coll.member[lab], coll.cells[lab], coll.groupings)
+        lb = self.loss_bound
+        self.path_ = path = fit_path(s[lab], loss[lab] / lb, sub, cg, self.eps / lb, self.alpha, off, expected)
         # the test half: every group that can route is tested at every s of the fixed grid
         r = path.scores(coll.cells, s)
         r = np.where(np.isfinite(r), r, 2 * PATH_GRID[-1])  # past the grid: never routes
-        cand = PATH_GRID
-        curves, blocked = {}, []
-        for j, g in enumerate(names):
-            at = test[coll.member[test, j]]
-            if g in path.off:
-                continue
-            if at.size < need:
-                blocked.append((g, int(at.size)))
-                continue
-            curves[g] = _bounds.ucb(self.recipe.bound, z[at], r[at], cand, self.alpha, term_range)
+        tested = {g: test[coll.member[test, j]] for j, g in enumerate(names) if g not in path.off}
+        blocked = [(g, at.size) for g, at in tested.items() if at.size < need]
+        curves = {
+            g: _bounds.ucb(self.recipe.bound, z[at], r[at], PATH_GRID, self.alpha, term_range)
+            for g, at in tested.items()
+            if at.size >= need
+        }
+        level = -math.inf
         if blocked:
             g, k = blocked[0]
             warnings.warn(
@@ -654,26 +563,19 @@ class PathGPAC(_Overlapping):
                 GroupWarning,
                 stacklevel=2,
             )
-            level = -math.inf
         elif curves:
             top = np.max(np.vstack(list(curves.values())), axis=0)
-            level = float(_selection.select(cand, top, self.eps, "first-crossing"))
-        else:
-            level = -math.inf
+            level = float(_selection.select(PATH_GRID, top, self.eps, "first-crossing"))
         self.level_ = level
-        self.curve_ = pd.DataFrame({"s": cand, **curves})
-        at_level = int(np.searchsorted(cand, level, side="right")) - 1
+        self.curve_ = pd.DataFrame({"s": PATH_GRID, **curves})
+        at_level = int(np.searchsorted(PATH_GRID, level, side="right")) - 1
         for j, g in enumerate(names):
-            k = self.group_sizes_[g]
-            labelled = int(xi[coll.member[:, j]].sum())
             if g in path.off:
                 self._small(g, int(n1_g[j]), "items in the path share (too few to be tested)")
-                self.groups_[g] = GroupRecord(k, labelled, TOO_FEW, None)
-            elif math.isfinite(level) and g in curves:
-                self.groups_[g] = GroupRecord(k, labelled, CERTIFIED, float(curves[g][at_level]))
-            else:
-                self.groups_[g] = GroupRecord(k, labelled, NO_FEASIBLE, None)
-        for c in cells:
+            status = TOO_FEW if g in path.off else (CERTIFIED if math.isfinite(level) else NO_FEASIBLE)
+            bound = float(curves[g][at_level]) if status == CERTIFIED else None
+            self.groups_[g] = GroupRecord(self.group_sizes_[g], int(xi[coll.member[:, j]].sum()), status, bound)
+        for c in cg:
             self.thresholds_[c] = path.threshold(c, level)
         return self
 

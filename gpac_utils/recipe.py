@@ -94,17 +94,16 @@ class Recipe:
             raise ParameterError(f"sampling: unknown {self.sampling!r}; choose one of {list(_sampling.SCHEMES)}")
         if self.rule not in _selection.RULES:
             raise ParameterError(f"rule: unknown {self.rule!r}; choose one of {list(_selection.RULES)}")
-        if self.sampling == "full":
-            if self.label_prob not in (None, 1, 1.0):
-                got = self.label_prob
-                raise ParameterError(
-                    f"label_prob: sampling='full' labels every item, so label_prob must be None or 1; got {got}"
-                )
-            object.__setattr__(self, "label_prob", 1.0)
-        else:
-            if self.label_prob is None:
-                raise ParameterError(f"label_prob: sampling={self.sampling!r} needs a labelling probability in (0, 1]")
-            object.__setattr__(self, "label_prob", check_range("label_prob", self.label_prob, closed_right=True))
+        full = self.sampling == "full"
+        if full and self.label_prob not in (None, 1, 1.0):
+            got = self.label_prob
+            raise ParameterError(
+                f"label_prob: sampling='full' labels every item, so label_prob must be None or 1; got {got}"
+            )
+        if not full and self.label_prob is None:
+            raise ParameterError(f"label_prob: sampling={self.sampling!r} needs a labelling probability in (0, 1]")
+        prob = 1.0 if full else check_range("label_prob", self.label_prob, closed_right=True)
+        object.__setattr__(self, "label_prob", prob)
         c = self.candidates
         if c not in ("auto", "all") and (isinstance(c, bool | str) or not isinstance(c, int) or c < 1):
             raise ParameterError(f"candidates: must be 'auto', 'all' or a grid size >= 1, got {c!r}")
@@ -184,7 +183,4 @@ def check_recipe(recipe) -> Recipe:
     ParameterError
         For an unknown name or an argument of another type (the message of :func:`as_recipe`).
     """
-    try:
-        return as_recipe(recipe)
-    except ValueError as exc:
-        raise ParameterError(str(exc)) from None
+    return as_recipe(recipe)  # its refusals are ParameterErrors

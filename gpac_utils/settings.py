@@ -172,6 +172,11 @@ class Setting:
         return self.parts or (self,)
 
 
+def _listing(intro: str, registry: Registry, what: str) -> Callable[[], str]:
+    """A setting's doc read when needed: ``intro``, then each entry of ``registry`` with its ``what``."""
+    return lambda: intro + "; ".join(f"{e.name}: {getattr(e, what)}" for e in registry.values())
+
+
 #: The settings every calibrator reads, declared once (a calibrator's ``SETTINGS`` starts with them).
 EPS = Setting("eps", REQUIRED, Interval(float, 0, "loss_bound"), "target risk, in (0, loss-bound)")
 ALPHA = Setting(
@@ -196,10 +201,7 @@ RISK = Setting(
     "risk",
     "joint",
     Options(RISKS),
-    lambda: (
-        "what is certified per group, each expectation given the group: "
-        + "; ".join(f"{r.name}: {r.summary}" for r in RISKS.values())
-    ),
+    _listing("what is certified per group, each expectation given the group: ", RISKS, "summary"),
     required=False,
 )
 
@@ -237,10 +239,7 @@ CORRECTION = Setting(
     "correction",
     "none",
     Options(CORRECTIONS),
-    lambda: (
-        "how alpha is shared across the k groups: "
-        + "; ".join(f"{c.name}: {c.guarantee}" for c in CORRECTIONS.values())
-    ),
+    _listing("how alpha is shared across the k groups: ", CORRECTIONS, "guarantee"),
     required=False,
 )
 
@@ -309,8 +308,7 @@ class Method:
     statuses: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.groups not in GROUPINGS:
-            raise ValueError(f"groups: must be one of {list(GROUPINGS)}, got {self.groups!r}")
+        check_choice("groups", self.groups, GROUPINGS)
         _same_parameters(self.name, self.cls)
         if getattr(self.cls, "name", self.name) != self.name:
             raise ValueError(
@@ -458,10 +456,8 @@ def _refuse_renamed(cls):
     fields = {f.name for f in dataclasses.fields(cls)}
 
     @functools.wraps(init)
+    @refusing(RENAMED)
     def __init__(self, *args, **kwargs):
-        for old, message in RENAMED.items():
-            if old in kwargs:
-                raise TypeError(message)
         own = [k for k in kwargs if k not in fields and k in declarations()]
         options = dict(kwargs.pop("options", ())) | {k: kwargs.pop(k) for k in own}
         init(self, *args, options=tuple(options.items()), **kwargs)

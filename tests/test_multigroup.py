@@ -102,6 +102,17 @@ def test_refusals_are_one_line_naming_the_argument(groups, message):
     assert "\n" not in str(info.value)
 
 
+def test_scores_and_losses_are_checked_as_g_pac_checks_them():
+    """The validation layer's one check (check_xy, check_same_index): the same messages as G-PAC's."""
+    u, loss, labels = _data()
+    with pytest.raises(ParameterError, match=r"^losses: must be of equal length to scores \(one loss per score\)"):
+        MinGPAC(0.05).fit(u, loss[:10], labels)
+    with pytest.raises(ParameterError, match="^groups: its pandas index differs from that of scores"):
+        PathGPAC(0.05).fit(pd.Series(u), loss, pd.DataFrame(labels, index=np.arange(1, u.size + 1)))
+    with pytest.raises(ParameterError, match="^scores: need at least 2 item"):
+        PathGPAC(0.05).fit(u[:1], loss[:1], {"subject": labels["subject"][:1]})
+
+
 def test_the_routed_risk_and_resampling_are_refused_in_one_line():
     with pytest.raises(ParameterError, match="^risk: Min-G-PAC certifies the joint risk only; the risk among routed"):
         MinGPAC(0.05, risk="routed")

@@ -98,8 +98,9 @@ def prefix_sums(z, scores, candidates):
     sorted_scores = np.take_along_axis(s2d, order, axis=1)
     zs = np.take_along_axis(z2, order, axis=1)
     zero = np.zeros((zs.shape[0], 1))
-    # the terms whose score is <= each candidate, ties included
-    idx = np.stack([np.searchsorted(row, c, side="right") for row, c in zip(sorted_scores, cand)])
+    idx = np.empty(cand.shape, dtype=np.intp)
+    for b in range(cand.shape[0]):  # the terms whose score is <= each candidate, ties included
+        idx[b] = np.searchsorted(sorted_scores[b], cand[b], side="right")
     sums = (np.concatenate([zero, np.cumsum(v, axis=1)], axis=1) for v in (zs, zs * zs))
     return tuple(np.take_along_axis(c, idx, axis=1).reshape(batch + cand.shape[-1:]) for c in sums)
 
@@ -613,9 +614,9 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
                 f"with a constant sampling weight); use one of {others} otherwise"
             )
     shape = batch + cand.shape[-1:]
-    sums = functools.cache(lambda: prefix_sums(z2, s2d, cand))  # once, for every bound that reads them
+    sums = None if all(b.sequential for b in entries) else prefix_sums(z2, s2d, cand)  # shared by the others
     curves = {}
     for bound in entries:  # a sequential bound reads the terms in their order
-        args = (z2, s2d, cand) if bound.sequential else (*sums(), z2.shape[1])
+        args = (z2, s2d, cand) if bound.sequential else (*sums, z2.shape[1])
         curves[bound.name] = np.asarray(bound.function(*args, alpha, term_range), dtype=float).reshape(shape)
     return curves

@@ -392,11 +392,8 @@ def check_array(
     bad = low | (a > (np.inf if hi is None else hi))
     if bad.any():
         first = float(a[tuple(np.argwhere(bad)[0])])
-        hint = (
-            " (a negative score: log-probabilities? pass uncertainties in [0, 1])"
-            if low.any() and lo == 0 and hi == 1 and "score" in name
-            else ""
-        )
+        log_probabilities = low.any() and lo == 0 and hi == 1 and "score" in name
+        hint = " (a negative score: log-probabilities? pass uncertainties in [0, 1])" if log_probabilities else ""
         raise ParameterError(f"{name}: values must lie in [{lo}, {hi}]; {first!r} at rows {_first(bad)}{hint}")
     return a
 

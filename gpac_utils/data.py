@@ -293,8 +293,7 @@ def apply_mapping(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.Dat
             raise SchemaError(f"column mapping would overwrite existing column(s) {clash}")
         out = df.rename(columns=dict(columns))
     if LOSS not in out.columns and all(c in out.columns for c in CORRECTNESS):
-        out = out.copy()
-        out[LOSS] = binary_loss(out[THINK_CORRECT], out[NOTHINK_CORRECT])
+        out = out.assign(**{LOSS: binary_loss(out[THINK_CORRECT], out[NOTHINK_CORRECT])})
     return out
 
 

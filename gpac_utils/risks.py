@@ -217,10 +217,8 @@ def get_risk(name: str) -> Risk:
 def check_risk_recipe(risk: str, recipe: Recipe) -> None:
     """Refuse a recipe the risk cannot certify with (one-line ``ParameterError`` naming ``risk``)."""
     entry = get_risk(risk)
-    ok = (entry.samplings is None or recipe.sampling in entry.samplings) and (
-        not entry.pvalue or BOUNDS[recipe.bound].pvalue is not None
-    )
-    if not ok:
+    sampling_ok = entry.samplings is None or recipe.sampling in entry.samplings
+    if not (sampling_ok and (not entry.pvalue or BOUNDS[recipe.bound].pvalue is not None)):
         bounds = pvalue_bounds() if entry.pvalue else ["any"]
         raise ParameterError(
             f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
@@ -272,8 +270,7 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
     if pvalue is None:
         raise ParameterError(f"bound: risk='routed' tests with one of {pvalue_bounds()}, got {bound!r}")
     s1, _ = prefix_sums(z, scores, grid)
-    m, _ = prefix_sums(np.ones(np.shape(z)), scores, grid)
-    m = np.rint(m)
+    m = np.rint(prefix_sums(np.ones(np.shape(z)), scores, grid)[0])  # the routed count at each point
     tr = np.asarray(term_range, dtype=float)
     tr = tr[..., None] if tr.ndim else float(tr)
     e = np.broadcast_to(eps / tr, m.shape)

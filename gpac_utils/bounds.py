@@ -98,15 +98,11 @@ def prefix_sums(z, scores, candidates):
     sorted_scores = np.take_along_axis(s2d, order, axis=1)
     zs = np.take_along_axis(z2, order, axis=1)
     zero = np.zeros((zs.shape[0], 1))
-    c1 = np.concatenate([zero, np.cumsum(zs, axis=1)], axis=1)
-    c2 = np.concatenate([zero, np.cumsum(zs * zs, axis=1)], axis=1)
     idx = np.empty(cand.shape, dtype=np.intp)
     for b in range(cand.shape[0]):  # the terms whose score is <= each candidate, ties included
         idx[b] = np.searchsorted(sorted_scores[b], cand[b], side="right")
-    s1 = np.take_along_axis(c1, idx, axis=1)
-    s2 = np.take_along_axis(c2, idx, axis=1)
-    k = cand.shape[-1]
-    return s1.reshape(batch + (k,)), s2.reshape(batch + (k,))
+    sums = (np.concatenate([zero, np.cumsum(v, axis=1)], axis=1) for v in (zs, zs * zs))
+    return tuple(np.take_along_axis(c, idx, axis=1).reshape(batch + cand.shape[-1:]) for c in sums)
 
 
 def _curve_at_scores(bound: Bound, z: np.ndarray, scores: np.ndarray, alpha: float, term_range: float):
@@ -189,33 +185,23 @@ def _empirical_bernstein(s1, s2, m, alpha, term_range):
     return term_range * ub
 
 
-def _kl_bernoulli(p, q):
-    """Bernoulli KL divergence h1(p, q) with 0 log 0 = 0 (vectorised)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _kl(np.asarray(p, float), q)
-
-
 def _kl(p, q):
-    """:func:`_kl_bernoulli` inside the caller's ``np.errstate`` (the root search's loop)."""
+    """Bernoulli KL divergence h1(p, q) with 0 log 0 = 0 (vectorised), inside the caller's ``np.errstate``."""
     a = np.where(p > 0, p * np.log(p / q), 0.0)
     b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
     return a + b
 
 
+@np.errstate(divide="ignore", invalid="ignore")
 def _hoeffding_root(mu, m, alpha, iters=50, tol=1e-13):
-    """Smallest t >= mu with h1(mu, t) = log(1/alpha)/m (``1`` when there is none below 1).
+    """Smallest t >= mu with h1(mu, t) = c = log(1/alpha)/m (``1`` when there is none below 1).
 
     ``h1(mu, .)`` is convex and increasing on ``[mu, 1)``. The root is bracketed in
     ``[mu, mu + sqrt(c/2)]`` (Pinsker: ``h1 >= 2 (t - mu)^2``), the bracket narrowed by a few
     bisection steps, then Newton steps from its right end decrease monotonically to the root
     without crossing it: every iterate is a valid (conservative) upper end.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _root(np.asarray(mu, dtype=float), math.log(1 / alpha) / m, iters, tol)
-
-
-def _root(mu, c, iters, tol):
-    """:func:`_hoeffding_root` at level ``c = log(1/alpha)/m``, inside its ``np.errstate``."""
+    mu, c = np.asarray(mu, dtype=float), math.log(1 / alpha) / m
     top = 1.0 - 1e-15
     lo = mu.copy()
     hi = np.minimum(mu + math.sqrt(c / 2) + 1e-12, top)
@@ -318,7 +304,8 @@ def _binomial_pvalue(k, m, e):
 def _hoeffding_bentkus_pvalue(k, m, e):
     """``min(exp(-m h1(min(mu, e), e)), e P(Bin(m, e) <= ceil(k)))`` with ``mu = k / m`` (Bates et al. 2021)."""
     mu = np.clip(k / m, 0.0, 1.0)
-    p_h = np.exp(-m * _kl_bernoulli(np.minimum(mu, e), e))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_h = np.exp(-m * _kl(np.minimum(mu, e), e))
     p_b = math.e * stats.binom.cdf(np.ceil(np.clip(k, 0, m)), m, e)
     return np.minimum(p_h, p_b)
 
@@ -547,7 +534,6 @@ __getattr__ = removed(
         "PAPER_BOUNDS": "BOUNDS.names(valid=False)",
         "VALID_BOUNDS": "BOUNDS.names(valid=True)",
         "MONOTONE_BOUNDS": "BOUNDS.names(monotone=True)",
-        "_FROM_SUMS": "BOUNDS[name].function",
     },
 )
 
@@ -627,15 +613,10 @@ def ucb_many(bounds, z, scores, candidates, alpha: float, term_range: float) -> 
                 f"{binary[0]} needs every z / term_range to be 0 or 1 (binary loss "
                 f"with a constant sampling weight); use one of {others} otherwise"
             )
-    m = z2.shape[1]
-    sums = None
+    shape = batch + cand.shape[-1:]
+    sums = None if all(b.sequential for b in entries) else prefix_sums(z2, s2d, cand)  # shared by the others
     curves = {}
-    for bound in entries:
-        if bound.sequential:  # the terms in their order
-            out = bound.function(z2, s2d, cand, alpha, term_range)
-        else:
-            if sums is None:
-                sums = prefix_sums(z2, s2d, cand)
-            out = bound.function(sums[0], sums[1], m, alpha, term_range)
-        curves[bound.name] = np.asarray(out, dtype=float).reshape(batch + cand.shape[-1:])
+    for bound in entries:  # a sequential bound reads the terms in their order
+        args = (z2, s2d, cand) if bound.sequential else (*sums, z2.shape[1])
+        curves[bound.name] = np.asarray(bound.function(*args, alpha, term_range), dtype=float).reshape(shape)
     return curves

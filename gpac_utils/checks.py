@@ -91,26 +91,13 @@ def check_binary_losses(losses, binary: bool, loss_bound: float, name: str = "lo
     if not binary or losses is None:
         return
     z = np.asarray(losses, dtype=float) / loss_bound
-    bad = (z != 0) & (z != 1)
-    if bad.any():
-        raise ParameterError(
-            f"{name}: this bound needs losses of exactly 0 or {loss_bound:g} (the loss bound); "
-            f"rows {_first(bad)} have other values"
-        )
+    needs = f"{name}: this bound needs losses of exactly 0 or {loss_bound:g} (the loss bound); rows"
+    _refuse((z != 0) & (z != 1), needs, " have other values")
 
 
 class SettingWarning(UserWarning):
     """A setting that is allowed but looks like a mistake (``alpha >= 0.5``; ``eps`` and ``alpha`` swapped);
     the message names it (command line: a ``warning:`` line)."""
-
-
-def _number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"{name}: must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ParameterError(f"{name}: must be a finite number, got {value!r}")
-    return v
 
 
 def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_right: bool = False) -> float:
@@ -146,7 +133,11 @@ def check_range(name: str, value, lo: float = 0.0, hi: float = 1.0, *, closed_ri
     ...
     gpac_utils.checks.ParameterError: cal_ratio: must lie in (0.0, 1.0), got 1.5
     """
-    v = _number(name, value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name}: must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(f"{name}: must be a finite number, got {value!r}")
     if not (lo < v < hi or (closed_right and v == hi)):
         raise ParameterError(f"{name}: must lie in ({lo}, {hi}{']' if closed_right else ')'}, got {value!r}")
     return v
@@ -281,17 +272,16 @@ def _first(mask, show: int = 5) -> str:
     return f"{shown}{more}"
 
 
+def _refuse(bad, message: str, after: str = "") -> None:
+    """A :class:`ParameterError` ``"<message> <the first flagged rows><after>"`` when any entry of ``bad`` is set."""
+    if bad.any():
+        raise ParameterError(f"{message} {_first(bad)}{after}")
+
+
 def _kind(x) -> str:
     """The type family of one label or value, for messages about mixed types."""
-    if isinstance(x, str):
-        return "str"
-    if isinstance(x, bool | np.bool_):
-        return "bool"
-    if isinstance(x, numbers.Integral):
-        return "int"
-    if isinstance(x, numbers.Real):
-        return "float"
-    return type(x).__name__
+    families = ((str, "str"), (bool | np.bool_, "bool"), (numbers.Integral, "int"), (numbers.Real, "float"))
+    return next((family for t, family in families if isinstance(x, t)), type(x).__name__)
 
 
 def _one_d(name: str, values, batch: bool = False, as_object: bool = False):
@@ -346,19 +336,11 @@ def _numeric(name: str, a: np.ndarray, allow_bool: bool) -> np.ndarray:
         return a.astype(float)
     if kind == "O":
         flat = a.ravel()
-        ok = np.fromiter(
-            (
-                x is None or (isinstance(x, numbers.Real) and (allow_bool or not isinstance(x, bool | np.bool_)))
-                for x in flat
-            ),
-            bool,
-            flat.size,
-        ) | pd.isna(flat)
+        number = [isinstance(x, numbers.Real) and (allow_bool or not isinstance(x, bool | np.bool_)) for x in flat]
+        ok = (np.array(number, dtype=bool) | pd.isna(flat)).reshape(a.shape)  # None and NaN read as NaN
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise ParameterError(
-                f"{name}: must be numbers; {_kind(flat[i])} {flat[i]!r} at rows {_first(~ok.reshape(a.shape))}"
-            )
+            raise ParameterError(f"{name}: must be numbers; {_kind(flat[i])} {flat[i]!r} at rows {_first(~ok)}")
         return np.array([np.nan if x is None or pd.isna(x) else float(x) for x in flat], float).reshape(a.shape)
     what = "strings" if kind in "US" else "values"
     raise ParameterError(f"{name}: must be numbers, got {what} (dtype {a.dtype})")
@@ -405,18 +387,13 @@ def check_array(
     gpac_utils.checks.ParameterError: scores: must be 1-D (one value per item), got shape (2, 1); ...
     """
     a = _numeric(name, _one_d(name, values, batch), allow_bool)
-    bad = ~np.isfinite(a)
-    if bad.any():
-        raise ParameterError(f"{name}: must be finite; NaN or infinite at rows {_first(bad)}")
+    _refuse(~np.isfinite(a), f"{name}: must be finite; NaN or infinite at rows")
     low = a < (-np.inf if lo is None else lo)
     bad = low | (a > (np.inf if hi is None else hi))
     if bad.any():
         first = float(a[tuple(np.argwhere(bad)[0])])
-        hint = (
-            " (a negative score: log-probabilities? pass uncertainties in [0, 1])"
-            if low.any() and lo == 0 and hi == 1 and "score" in name
-            else ""
-        )
+        log_probabilities = low.any() and lo == 0 and hi == 1 and "score" in name
+        hint = " (a negative score: log-probabilities? pass uncertainties in [0, 1])" if log_probabilities else ""
         raise ParameterError(f"{name}: values must lie in [{lo}, {hi}]; {first!r} at rows {_first(bad)}{hint}")
     return a
 
@@ -456,23 +433,19 @@ def check_groups(name: str, labels, n: int | None = None) -> np.ndarray:
     a = _one_d(name, labels, as_object=True)
     if n is not None and a.shape != (n,):
         raise ParameterError(f"{name}: need one label per item ({n}), got {a.shape[0]}")
-    missing = pd.isna(a) if a.dtype.kind in "OfcmM" else np.zeros(a.shape, bool)
-    if missing.any():
-        raise ParameterError(f"{name}: missing labels (None or NaN) at rows {_first(missing)}")
+    missing = pd.isna(a) if a.dtype.kind in "OfcmM" else np.zeros(a.shape, bool)  # pd.isna reads strings one by one
+    _refuse(missing, f"{name}: missing labels (None or NaN) at rows")
     if a.dtype.kind == "O" and a.size:
         inferred = pd.api.types.infer_dtype(a, skipna=False)
         if inferred not in ("string", "integer", "boolean", "floating", "bytes"):
-            kinds = pd.Series([_kind(x) for x in a])
-            firsts = kinds.drop_duplicates()
+            firsts = pd.Series([_kind(x) for x in a]).drop_duplicates()
             if len(firsts) > 1:
                 shown = ", ".join(f"{k} at row {i}" for i, k in firsts.items())
                 raise ParameterError(f"{name}: labels of mixed types ({shown}); use one type")
-    if a.dtype.kind not in "USO" and a.dtype.kind not in "iubf":
+    if a.dtype.kind not in "USOiubf":
         raise ParameterError(f"{name}: labels must be strings or integers, got dtype {a.dtype}")
     out = a.astype(str, copy=False)  # a numpy string array is returned as it is (read, never written)
-    empty = out == ""
-    if empty.any():
-        raise ParameterError(f"{name}: empty labels ('') at rows {_first(empty)}")
+    _refuse(out == "", f"{name}: empty labels ('') at rows")
     return out
 
 
@@ -503,20 +476,13 @@ def check_same_index(**named) -> None:
     """
     import pandas as pd
 
-    first = None
-    for name, v in named.items():
-        if not isinstance(v, pd.Series | pd.DataFrame | pd.Index):
-            continue
-        index = v if isinstance(v, pd.Index) else v.index
-        if first is None:
-            first = (name, index)
-        elif not index.equals(first[1]):
-            ref = first[0]
-            how = (
-                "the same rows in another order"
-                if len(index) == len(first[1]) and set(index) == set(first[1])
-                else ("other rows")
-            )
+    pandas = (pd.Series, pd.DataFrame, pd.Index)
+    indexes = [(k, v if isinstance(v, pd.Index) else v.index) for k, v in named.items() if isinstance(v, pandas)]
+    for name, index in indexes[1:]:
+        ref, first = indexes[0]
+        if not index.equals(first):
+            same = len(index) == len(first) and set(index) == set(first)
+            how = "the same rows in another order" if same else "other rows"
             raise ParameterError(
                 f"{name}: its pandas index differs from that of {ref} ({how}); rows are never re-paired by "
                 f"position: align it first ({name}.loc[{ref}.index]) or pass .to_numpy() of both"
@@ -541,15 +507,11 @@ def check_consistent_length(**named) -> int:
     ParameterError
         Naming the first input of another length.
     """
-    first = None
-    for name, v in named.items():
-        if v is None:
-            continue
-        if first is None:
-            first = (name, len(v))
-        elif len(v) != first[1]:
-            raise ParameterError(f"{name}: need one value per item of {first[0]} ({first[1]}), got {len(v)}")
-    return 0 if first is None else first[1]
+    lengths = [(name, len(v)) for name, v in named.items() if v is not None]
+    for name, n in lengths[1:]:
+        if n != lengths[0][1]:
+            raise ParameterError(f"{name}: need one value per item of {lengths[0][0]} ({lengths[0][1]}), got {n}")
+    return lengths[0][1] if lengths else 0
 
 
 def check_xy(scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_items: int = 0, batch: bool = False):
@@ -726,10 +688,7 @@ def check_observed_losses(losses, observe: np.ndarray, loss_bound: float) -> np.
         raise ParameterError(f"losses: need one loss per item ({observe.size}), got shape {loss.shape}")
     with np.errstate(invalid="ignore"):
         bad = observe & ~(np.isfinite(loss) & (loss >= 0) & (loss <= loss_bound))
-    if bad.any():
-        raise ParameterError(
-            f"losses: an observed item needs a finite loss in [0, {loss_bound}]; bad at rows {_first(bad)} of the block"
-        )
+    _refuse(bad, f"losses: an observed item needs a finite loss in [0, {loss_bound}]; bad at rows", " of the block")
     return loss
 
 

@@ -100,26 +100,27 @@ def describe_rows(df: pd.DataFrame, mask) -> str:
     return f"{len(bad)} row(s): {shown}{more}"
 
 
+def _refuse(df: pd.DataFrame, bad, message: str) -> None:
+    """A :class:`SchemaError` ``"<message> <the rows>"`` when any row of ``df`` is flagged in ``bad``."""
+    if bad.any():
+        raise SchemaError(f"{message} {describe_rows(df, bad)}")
+
+
 def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
     try:
         values = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=float)
     except (ValueError, TypeError) as exc:
         bad = pd.to_numeric(df[col], errors="coerce").isna().to_numpy() & df[col].notna().to_numpy()
         raise SchemaError(f"column {col!r} is not numeric: {describe_rows(df, bad)}") from exc
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise SchemaError(f"column {col!r} has NaN or infinite values in {describe_rows(df, bad)}")
+    _refuse(df, ~np.isfinite(values), f"column {col!r} has NaN or infinite values in")
     return values
 
 
 def _check_range(df: pd.DataFrame, col: str, lo: float, hi: float | None) -> np.ndarray:
     values = _numeric(df, col)
-    bad = values < lo
-    if hi is not None:
-        bad |= values > hi
-    if bad.any():
-        span = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise SchemaError(f"column {col!r} must lie in {span}; out of range in {describe_rows(df, bad)}")
+    bad = (values < lo) | (values > (np.inf if hi is None else hi))
+    span = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+    _refuse(df, bad, f"column {col!r} must lie in {span}; out of range in")
     return values
 
 
@@ -193,12 +194,8 @@ def validate(
     if not scores:
         raise SchemaError(f"no score column: name at least one column '{SCORE_PREFIX}<name>'")
     out = df.copy()
-    missing = out[ID].isna().to_numpy()
-    if missing.any():
-        raise SchemaError(f"column {ID!r} has missing values in {describe_rows(out, missing)}")
-    dup = out[ID].duplicated(keep=False).to_numpy()
-    if dup.any():
-        raise SchemaError(f"column {ID!r} has duplicate ids in {describe_rows(out, dup)}")
+    _refuse(out, out[ID].isna(), f"column {ID!r} has missing values in")
+    _refuse(out, out[ID].duplicated(keep=False), f"column {ID!r} has duplicate ids in")
     if not loss_bound > 0:
         raise SchemaError(f"loss_bound must be > 0, got {loss_bound}")
     out[LOSS] = _check_range(out, LOSS, 0.0, loss_bound)
@@ -206,24 +203,16 @@ def validate(
         if pd.api.types.is_bool_dtype(out[col]):  # True/False is a flag, not an uncertainty score
             raise SchemaError(f"column {col!r} holds booleans (True/False), not scores in [0, 1]")
         out[col] = _check_range(out, col, 0.0, 1.0)
-    for col in CORRECTNESS:
-        if col in out.columns:
-            values = _numeric(out, col)
-            bad = ~np.isin(values, (0.0, 1.0))
-            if bad.any():
-                raise SchemaError(f"column {col!r} must be 0 or 1; other values in {describe_rows(out, bad)}")
-            out[col] = values.astype(np.int8)
-    for col in TOKENS:
-        if col in out.columns:
-            out[col] = _check_range(out, col, 0.0, None)
+    for col in [c for c in CORRECTNESS if c in out.columns]:
+        values = _numeric(out, col)
+        _refuse(out, ~np.isin(values, (0.0, 1.0)), f"column {col!r} must be 0 or 1; other values in")
+        out[col] = values.astype(np.int8)
+    for col in [c for c in TOKENS if c in out.columns]:
+        out[col] = _check_range(out, col, 0.0, None)
     if GROUP in out.columns:
-        missing = out[GROUP].isna().to_numpy()
-        if missing.any():
-            raise SchemaError(f"column {GROUP!r} has missing labels in {describe_rows(out, missing)}")
+        _refuse(out, out[GROUP].isna(), f"column {GROUP!r} has missing labels in")
         out[GROUP] = out[GROUP].astype(str)
-        empty = (out[GROUP] == "").to_numpy()
-        if empty.any():
-            raise SchemaError(f"column {GROUP!r} has empty labels ('') in {describe_rows(out, empty)}")
+        _refuse(out, out[GROUP] == "", f"column {GROUP!r} has empty labels ('') in")
     return out
 
 
@@ -304,8 +293,7 @@ def apply_mapping(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.Dat
             raise SchemaError(f"column mapping would overwrite existing column(s) {clash}")
         out = df.rename(columns=dict(columns))
     if LOSS not in out.columns and all(c in out.columns for c in CORRECTNESS):
-        out = out.copy()
-        out[LOSS] = binary_loss(out[THINK_CORRECT], out[NOTHINK_CORRECT])
+        out = out.assign(**{LOSS: binary_loss(out[THINK_CORRECT], out[NOTHINK_CORRECT])})
     return out
 
 

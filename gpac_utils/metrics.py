@@ -271,6 +271,5 @@ def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
     float
     """
     curve = reliability_curve(confidence, correct, n_bins)
-    filled = curve["n"] > 0
-    w = curve.loc[filled, "n"] / curve["n"].sum()
-    return float((w * (curve.loc[filled, "accuracy"] - curve.loc[filled, "mean_confidence"]).abs()).sum())
+    filled = curve[curve["n"] > 0]
+    return float((filled["n"] / curve["n"].sum() * filled["gap"].abs()).sum())

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -76,6 +77,7 @@ from .bounds import BOUNDS, Bound, prefix_sums, pvalue_bounds
 from .checks import ParameterError
 from .recipe import Recipe
 from .registry import Registry
+from .selection import largest_rejected
 
 __all__ = [
     "ROUTED_GRID",
@@ -95,15 +97,6 @@ __all__ = [
 
 #: Grid points of the routed risk's selection (evenly spaced in ``[lo, hi]``, fixed in advance).
 ROUTED_GRID = 64
-
-
-def _bound_minimum(bound: Bound, eps: float, alpha: float, term_range: float) -> int | float:
-    """The joint risk's minimum: the bound's own (:meth:`gpac_utils.bounds.Bound.fewest_terms`)."""
-    return bound.fewest_terms(eps, alpha, term_range)
-
-
-def _bound_formula(bound: Bound) -> str:
-    return bound.formula
 
 
 def _joint_risk(losses: np.ndarray, routed: np.ndarray) -> float:
@@ -196,8 +189,8 @@ class Risk:
     threshold: Callable[..., np.ndarray] | None = None
     samplings: tuple[str, ...] | None = None
     pvalue: bool = False
-    fewest_terms: Callable[[Bound, float, float, float], int | float] = _bound_minimum
-    formula: Callable[[Bound], str] = _bound_formula
+    fewest_terms: Callable[[Bound, float, float, float], int | float] = Bound.fewest_terms
+    formula: Callable[[Bound], str] = attrgetter("formula")
     conditional: bool = False
 
 
@@ -224,10 +217,8 @@ def get_risk(name: str) -> Risk:
 def check_risk_recipe(risk: str, recipe: Recipe) -> None:
     """Refuse a recipe the risk cannot certify with (one-line ``ParameterError`` naming ``risk``)."""
     entry = get_risk(risk)
-    ok = (entry.samplings is None or recipe.sampling in entry.samplings) and (
-        not entry.pvalue or BOUNDS[recipe.bound].pvalue is not None
-    )
-    if not ok:
+    sampling_ok = entry.samplings is None or recipe.sampling in entry.samplings
+    if not (sampling_ok and (not entry.pvalue or BOUNDS[recipe.bound].pvalue is not None)):
         bounds = pvalue_bounds() if entry.pvalue else ["any"]
         raise ParameterError(
             f"risk: {risk!r} needs sampling one of {list(entry.samplings or ['any'])} and bound one of "
@@ -278,11 +269,8 @@ def routed_pvalues(z, scores, grid, eps: float, term_range, bound: str = "hoeffd
     pvalue = BOUNDS[bound].pvalue
     if pvalue is None:
         raise ParameterError(f"bound: risk='routed' tests with one of {pvalue_bounds()}, got {bound!r}")
-    z = np.asarray(z, dtype=float)
-    scores = np.asarray(scores, dtype=float)
     s1, _ = prefix_sums(z, scores, grid)
-    m, _ = prefix_sums(np.ones_like(z), scores, grid)
-    m = np.rint(m)
+    m = np.rint(prefix_sums(np.ones(np.shape(z)), scores, grid)[0])  # the routed count at each point
     tr = np.asarray(term_range, dtype=float)
     tr = tr[..., None] if tr.ndim else float(tr)
     e = np.broadcast_to(eps / tr, m.shape)
@@ -332,22 +320,6 @@ def fallback_reject(pvalues, alpha: float, weights=None) -> np.ndarray:
         out[..., k] = p[..., k] <= level
         carried = np.where(out[..., k], level, 0.0)
     return out
-
-
-def largest_rejected(grid, rejected) -> np.ndarray:
-    """The largest grid point whose hypothesis is rejected (``-inf`` where none), over the last axis.
-
-    Examples
-    --------
-    >>> largest_rejected([0.1, 0.2, 0.3], [True, True, False]).item()
-    0.2
-    """
-    rejected = np.asarray(rejected, dtype=bool)
-    grid = np.broadcast_to(np.asarray(grid, dtype=float), rejected.shape)
-    K = rejected.shape[-1]
-    last = K - 1 - rejected[..., ::-1].argmax(axis=-1)
-    chosen = np.take_along_axis(grid, last[..., None], axis=-1)[..., 0]
-    return np.where(rejected.any(axis=-1), chosen, -np.inf)
 
 
 def terms(scores, losses, problem: Problem, rng):

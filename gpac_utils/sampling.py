@@ -156,16 +156,10 @@ def draw(scores, losses, scheme: str, label_prob=0.5, rng=None, loss_bound: floa
                 f"(at most {MAX_RESAMPLE_TERMS:.0e}); use a larger label_prob"
             )
         m = int(math.ceil(n_terms - 1e-9))
-        idx = rng.integers(0, n, size=losses.shape[:-1] + (m,))
-        drawn_losses, drawn_scores, drawn_probs = (_take(a, idx) for a in (losses, scores, probs))
-        xi = rng.random(idx.shape) < drawn_probs
-        return Draw(xi * drawn_losses / drawn_probs, drawn_scores, term_range, xi.sum(axis=-1), idx)
-    order = None
-    if shuffle:
-        order = rng.permuted(np.broadcast_to(np.arange(n), losses.shape), axis=-1)
-        drawn_losses, drawn_scores, drawn_probs = (_take(a, order) for a in (losses, scores, probs))
+        order = rng.integers(0, n, size=losses.shape[:-1] + (m,))  # m draws with replacement
     else:
-        drawn_losses, drawn_scores, drawn_probs = losses, scores, probs
+        order = rng.permuted(np.broadcast_to(np.arange(n), losses.shape), axis=-1) if shuffle else None
+    drawn_losses, drawn_scores, drawn_probs = (_take(a, order) for a in (losses, scores, probs))
     if scheme == "full":
         return Draw(drawn_losses, drawn_scores, term_range, np.full(losses.shape[:-1], n), order)
     xi = rng.random(drawn_losses.shape) < drawn_probs
@@ -173,7 +167,8 @@ def draw(scores, losses, scheme: str, label_prob=0.5, rng=None, loss_bound: floa
 
 
 def _take(a, idx):
-    """``a`` at the items ``idx`` along the last axis (a float: one value for every item, as it is)."""
-    if isinstance(a, float):
+    """``a`` at the items ``idx`` along the last axis (a float: one value for every item, and ``idx`` None: the
+    items in their order, as it is)."""
+    if isinstance(a, float) or idx is None:
         return a
     return a[idx] if a.ndim == 1 else np.take_along_axis(a, idx, axis=-1)

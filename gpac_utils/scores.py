@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from . import metrics
-from .checks import DataError, ParameterError, check_int
+from .checks import DataError, ParameterError, check_choice, check_int
 from .registry import Registry
 
 __all__ = ["Role", "ROLES", "Score", "SCORES", "score_stp"]
@@ -224,8 +224,7 @@ class Score:
             raise ValueError(f"column: a score column starts with 'score_', got {self.column!r}")
         if self.role is not None or self.counts_role:
             ROLES.check(self.role, "role")
-        if self.cost_form not in metrics.STP_FORMS:
-            raise ValueError(f"cost_form: must be one of {list(metrics.STP_FORMS)}, got {self.cost_form!r}")
+        check_choice("cost_form", self.cost_form, metrics.STP_FORMS)
 
     @property
     def name(self) -> str:

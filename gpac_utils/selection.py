@@ -133,10 +133,8 @@ def candidate_grid(scores, candidates="all", bound: str | None = None, interval=
         lo, hi = (float(v) for v in interval)
         if not 0.0 <= lo <= hi <= 1.0:
             raise ValueError(f"interval: must satisfy 0 <= lo <= hi <= 1, got {interval!r}")
-        q = np.linspace(lo, hi, size)
-        return np.broadcast_to(q, (*s.shape[:-1], size)).copy()
-    q = np.linspace(0, 1, size)
-    return np.moveaxis(np.quantile(s, q, axis=-1, method="inverted_cdf"), 0, -1)
+        return np.broadcast_to(np.linspace(lo, hi, size), (*s.shape[:-1], size)).copy()
+    return np.moveaxis(np.quantile(s, np.linspace(0, 1, size), axis=-1, method="inverted_cdf"), 0, -1)
 
 
 def upper_envelope(ucb) -> np.ndarray:
@@ -191,18 +189,25 @@ def select(candidates, ucb, eps: float, rule: str = "first-crossing") -> np.ndar
     """
     if rule not in RULES:
         raise ValueError(f"unknown selection rule {rule!r}; choose one of {RULES}")
-    cand = np.asarray(candidates, dtype=float)
     ucb = np.asarray(ucb, dtype=float)
-    cand = np.broadcast_to(cand, ucb.shape)
-    feasible = ucb <= eps
-    K = ucb.shape[-1]
-    if rule == "first-crossing":
-        infeasible = upper_envelope(ucb) > eps
-        first_bad = np.where(infeasible.any(axis=-1), infeasible.argmax(axis=-1), K)
-        pick = first_bad - 1
-    else:
-        last_ok = K - 1 - feasible[..., ::-1].argmax(axis=-1)
-        pick = np.where(feasible.any(axis=-1), last_ok, -1)
-    safe = np.clip(pick, 0, K - 1)
-    chosen = np.take_along_axis(cand, safe[..., None], axis=-1)[..., 0]
-    return np.where(pick >= 0, chosen, -np.inf)
+    if rule == "max":
+        return largest_rejected(candidates, ucb <= eps)
+    # first-crossing: the candidates before the envelope's first crossing
+    return largest_rejected(candidates, ~np.logical_or.accumulate(upper_envelope(ucb) > eps, axis=-1))
+
+
+def largest_rejected(grid, rejected) -> np.ndarray:
+    """The largest grid point flagged in ``rejected`` (``-inf`` where none), over the last axis: the routed
+    risk's largest rejected hypothesis (:mod:`gpac_utils.risks`), :func:`select`'s last certified candidate.
+
+    Examples
+    --------
+    >>> largest_rejected([0.1, 0.2, 0.3], [True, True, False]).item()
+    0.2
+    """
+    rejected = np.asarray(rejected, dtype=bool)
+    grid = np.broadcast_to(np.asarray(grid, dtype=float), rejected.shape)
+    K = rejected.shape[-1]
+    last = K - 1 - rejected[..., ::-1].argmax(axis=-1)
+    chosen = np.take_along_axis(grid, last[..., None], axis=-1)[..., 0]
+    return np.where(rejected.any(axis=-1), chosen, -np.inf)

@@ -115,19 +115,23 @@ def wsr_upper(x, alpha, tol=1e-7, max_iter=100, evaluate=None, start=None):
         mu[act[restart]] = ma[restart] * 0.1
         certifying[act] = False
         evals[act] += 1
+        spending = evals[act] >= max_iter  # the rows out of evaluations (rare: skipped when there is none)
         ok = ~too_high
-        over = ok & (evals[act] > max_iter)  # only a pending certification gets here: the trivial bound 1
-        done[act[over]] = True
-        ok &= ~over
-        stepped[act[ok]] = True
-        new = np.minimum(ma[ok] + np.maximum(step[ok], 0.0), 1.0)
-        mu[act[ok]] = new
-        conv = (step[ok] <= tol * np.maximum(new, 1e-9)) | (new >= 1.0)
-        rows = act[ok][conv]
+        if spending.any():
+            over = ok & (evals[act] > max_iter)  # only a pending certification gets here: the trivial bound 1
+            done[act[over]] = True
+            ok &= ~over
+        moved, step = act[ok], step[ok]
+        stepped[moved] = True
+        new = np.minimum(ma[ok] + np.maximum(step, 0.0), 1.0)
+        mu[moved] = new
+        rows = moved[(step <= tol * np.maximum(new, 1e-9)) | (new >= 1.0)]  # converged: certify
         hi = np.minimum(mu[rows] * (1 + 2 * tol) + 1e-15, 1.0)
         top = hi >= 1.0
         done[rows[top]] = True  # the trivial bound 1
-        mu[rows[~top]], certifying[rows[~top]] = hi[~top], True
-        spent = ~done[act] & ~certifying[act] & (evals[act] >= max_iter)
-        done[act[spent]] = True  # the trivial bound 1
+        below = ~top
+        mu[rows[below]], certifying[rows[below]] = hi[below], True
+        if spending.any():
+            spent = ~done[act] & ~certifying[act] & spending
+            done[act[spent]] = True  # the trivial bound 1
     return out

@@ -38,18 +38,20 @@ ROWWISE_MIN_COLUMNS = 256
 
 def _running_sum(block, n, carry):
     """In-place running sum over the first ``n`` time steps (rows) of ``block``, continuing from ``carry``
-    (None: the first block), in the order of ``np.cumsum``: ``row_t += row_{t-1}``, sequentially."""
+    (None: the first block), in the order of ``np.cumsum``: ``row_t += row_{t-1}``, sequentially. Returns
+    the carry of the next block (a copy of the last sum)."""
     if carry is not None:
         np.add(carry, block[0], out=block[0])
     if block.shape[1] < ROWWISE_MIN_COLUMNS:  # few columns: Python overhead per step would dominate
         np.cumsum(block[:n], axis=0, out=block[:n])
-        return
+        return block[n - 1].copy()
     add = np.add
     prev = block[0]
     for t in range(1, n):
         row = block[t]
         add(prev, row, row)
         prev = row
+    return prev.copy()
 
 
 def _evaluate(X, NU, mu, c):
@@ -72,12 +74,10 @@ def _evaluate(X, NU, mu, c):
             a *= nb
             np.subtract(1.0, a, out=a)
             np.log(a, out=s)
-            _running_sum(s, t1 - t0, cs)
-            cs = s[-1].copy()
+            cs = _running_sum(s, t1 - t0, cs)
             np.maximum(smax, s.max(axis=0), out=smax)
             np.divide(nb, a, out=a)  # S'_t terms nu / (1 - nu (x - mu))
-            _running_sum(a, t1 - t0, cd)
-            cd = a[-1].copy()
+            cd = _running_sum(a, t1 - t0, cd)
             np.subtract(c, s, out=s)  # fl(c - S) == -fl(S - c)
             s /= a
             np.fmin(step, np.fmin.reduce(s, axis=0), out=step)
@@ -102,14 +102,12 @@ def _bets(X, alpha):
         t1 = min(m, t0 + block_steps)
         mb, sb, xb, tb, nb = muhat[: t1 - t0], sig2[: t1 - t0], X[t0:t1], t[t0:t1], NU[t0:t1]
         np.copyto(mb, xb)
-        _running_sum(mb, t1 - t0, cx)
-        cx = mb[-1].copy()
+        cx = _running_sum(mb, t1 - t0, cx)
         mb += 0.5
         mb /= tb  # muhat_t = (1/2 + sum x) / (t + 1)
         np.subtract(xb, mb, out=sb)
         np.square(sb, out=sb)  # (x - muhat) ** 2
-        _running_sum(sb, t1 - t0, cq)
-        cq = sb[-1].copy()
+        cq = _running_sum(sb, t1 - t0, cq)
         sb += 0.25
         sb /= tb  # sigma2_t
         np.divide(1.0, last, out=nb[0])  # the bet at t uses sigma2_{t-1}

@@ -13,9 +13,10 @@ audit
     certified group the realised risk of the certified kind, its bounds, a verdict (violated,
     confirmed, inconclusive; risk 0 by construction for a group that always thinks) at a
     family-wise level, and the risk it would flag four times in five. Exit 0 only when every
-    certified group was tested, none violated, each confirmed or large enough; else 3 (:data:`EXIT_VIOLATED`)
-    violated, 4 (:data:`EXIT_UNTESTED`) a certified group untested, 5 (:data:`EXIT_TOO_SMALL`) a
-    group too small (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
+    certified group was tested, none violated, each confirmed or large enough; else 3
+    (:data:`~gpac_utils.audit.EXIT_VIOLATED`) violated, 4 (:data:`~gpac_utils.audit.EXIT_UNTESTED`) a
+    certified group untested, 5 (:data:`~gpac_utils.audit.EXIT_TOO_SMALL`) a group too small
+    (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
     refused (1); with a recorded score model, the scores are recomputed from the text column.
 verify
     verify every field of a certificate (:func:`gpac_utils.verify.verify_certificate`): recomputed from
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,8 +43,6 @@ from . import audit_sequential
 from . import verify as _verify
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
-
-EXIT_VIOLATED, EXIT_UNTESTED, EXIT_TOO_SMALL = _audit.EXIT_VIOLATED, _audit.EXIT_UNTESTED, _audit.EXIT_TOO_SMALL
 
 
 def add_parsers(sub) -> None:
@@ -180,20 +177,16 @@ def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
     return out
 
 
-def _recomputed_scores(cert: Certificate, a, df, cols) -> np.ndarray | None:
+def _recomputed_scores(cert: Certificate, a, df, cols, cli) -> np.ndarray | None:
     """With a recorded score model: the scores the audit routes on (:func:`gpac_utils.audit.model_scores`), its
     warning as a ``warning:`` line; None without one."""
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", _audit.AuditWarning)
-            scores = _audit.model_scores(
+        with cli._warning_lines(_audit.AuditWarning):
+            return _audit.model_scores(
                 cert, df, score_col=cols.get("score"), path=a.score_model, source=f"--data {a.data}"
             )
     except ParameterError as exc:
         raise ParameterError(f"--score-model: {a.certificate} {str(exc).partition(': ')[2]}") from None
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    return scores
 
 
 def _audit_cmd(a, cli) -> int:
@@ -212,15 +205,14 @@ def _audit_cmd(a, cli) -> int:
     need = ("loss",) if model else ("score", "loss")
     need += ("id",) if cert.calibration_ids is not None else ()
     cols = _columns(cert, a, df, a.data, need)
-    s = _recomputed_scores(cert, a, df, cols)
+    s = _recomputed_scores(cert, a, df, cols, cli)
     if s is None:
         s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
     ids = df[cols["id"]].to_numpy() if "id" in cols else None
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", _audit.AuditWarning)
+        with cli._warning_lines(_audit.AuditWarning):
             report = _audit.audit(
                 cert,
                 s,
@@ -237,11 +229,6 @@ def _audit_cmd(a, cli) -> int:
     except ParameterError as exc:  # "name: message" -> "--name: message" (the option as typed)
         name, _, message = str(exc).partition(":")
         raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
-    for w in caught:
-        if issubclass(w.category, _audit.AuditWarning):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     print(f"{_audit.described(cert)}, tested on {a.data}:")
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
     shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")

@@ -45,10 +45,9 @@ def _add_parser(sub, fmt) -> None:
         "score_router_crossfit, or fit a model (gpac fit-router) and give --score-model",
     )
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
-    methods = {m.cli_name: m for m in CALIBRATORS.values()}
     c.add_argument(
         "--method",
-        choices=list(methods),
+        choices=[m.cli_name for m in CALIBRATORS.values()],
         default=None,
         help="calibrator; when not given: the one of known groups with --group-col, else the one of no groups",
     )
@@ -165,11 +164,8 @@ def _roles(cols: dict[str, str | None]) -> None:
     """Refuse one column given for two roles (``--score-col x --loss-col x``), naming both options."""
     seen: dict[str, str] = {}
     for option, col in cols.items():
-        if col is None:
-            continue
-        if col in seen:
+        if col is not None and seen.setdefault(col, option) != option:
             raise ParameterError(f"{option} {col!r}: the same column as {seen[col]}; give each its own column")
-        seen[col] = option
 
 
 def _run(a) -> int:

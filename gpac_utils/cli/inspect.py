@@ -34,8 +34,7 @@ def _run(a) -> int:
             ok &= same
             state = "matches" if same else ("DIFFERS" if found else "MISSING")
             lines.append(f"score model {model}: sha256 {state} (provenance.score_model.sha256)")
-        print("")
-        print("\n".join(lines))
+        print("", *lines, sep="\n")
         if not ok:
             raise DataError(f"--data {a.data}: does not match {a.file} (the lines above marked DIFFERS or MISSING)")
     return EXIT_OK

@@ -51,16 +51,14 @@ def add_parsers(sub) -> None:
     f = sub.add_parser("fit-router", help="fit the router-based score on a share of a table", formatter_class=fmt)
     f.add_argument("--data", required=True, type=Path, help="labelled table, one row per item")
     f.add_argument("--text-col", default="question", help="the prompt's text (what the router reads)")
-    f.add_argument("--benchmark", default=None, help="take --text-col from this shipped benchmark, by item id")
+    f.add_argument("--benchmark", help="take --text-col from this shipped benchmark, by item id")
     f.add_argument("--id-col", default="item_id", help="unique item identifier")
     f.add_argument("--loss-col", default="loss", help="loss of the non-thinking answer")
     f.add_argument("--suffices-at", type=float, default=0.0, help="the non-thinking answer suffices: loss <= this")
-    f.add_argument("--group-col", default=None, help="fit on the same share of each group (stratified)")
+    f.add_argument("--group-col", help="fit on the same share of each group (stratified)")
     f.add_argument("--fit-fraction", type=float, default=0.5, help="share of the rows the router is fitted on")
     f.add_argument("--seed", type=int, default=0, help="seed of the split and the classifier")
-    f.add_argument(
-        "--embedder", default=None, help="sentence embedder, a registered name (default: the bundled MiniLM)"
-    )
+    f.add_argument("--embedder", help="sentence embedder, a registered name (default: the bundled MiniLM)")
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
     f.add_argument(
         "--overwrite-score-col",
@@ -85,13 +83,12 @@ def add_parsers(sub) -> None:
     a.add_argument("certificate", type=Path, help="JSON written by calibrate")
     a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration items)")
     for key in ("score", "loss", "group", "id"):
-        a.add_argument(f"--{key}-col", default=None, help=f"default: the certificate's {key} column")
+        a.add_argument(f"--{key}-col", help=f"default: the certificate's {key} column")
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
     a.add_argument(
         "--detectable",
         type=float,
-        default=None,
         help="the risk each inconclusive group must flag with probability --power (default: 2 eps, at most the "
         "loss bound)",
     )
@@ -103,10 +100,8 @@ def add_parsers(sub) -> None:
         metavar="GROUP",
         help="accept that this certified group has no trials (repeatable); the verdict line says so",
     )
-    a.add_argument(
-        "--score-model", type=Path, default=None, help="the router model file (default: the certificate's record)"
-    )
-    a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
+    a.add_argument("--score-model", type=Path, help="the router model file (default: the certificate's record)")
+    a.add_argument("-o", "--output", type=Path, help="write the per-group report (CSV)")
     audit_sequential.add_sequential_options(a)
     v = sub.add_parser(
         "verify",
@@ -133,7 +128,6 @@ def add_parsers(sub) -> None:
     v.add_argument(
         "--score-model",
         type=Path,
-        default=None,
         help="the recorded score model's file (when not given: its recorded path, else beside the "
         "certificate)%(default).0s",
     )

@@ -16,7 +16,6 @@ def _add_parser(sub, fmt) -> None:
     i.add_argument(
         "--data",
         type=Path,
-        default=None,
         help="check this table's column hashes against the file's provenance, and the recorded score model's file "
         "by its SHA-256; exit 1 when one differs",
     )

@@ -423,7 +423,7 @@ def main(argv=None) -> int:
         description="Regenerate the simulated stand-in tables (byte for byte at the default seed).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ap.add_argument("--folder", type=Path, default=None, help="output folder (default: data/simulated)")
+    ap.add_argument("--folder", type=Path, help="output folder (default: data/simulated)")
     ap.add_argument("--seed", type=int, default=BASE_SEED, help="base seed of every table")
     a = ap.parse_args(argv)
     for path in write_all(a.folder, a.seed):

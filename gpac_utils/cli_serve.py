@@ -13,9 +13,10 @@ audit
     certified group the realised risk of the certified kind, its bounds, a verdict (violated,
     confirmed, inconclusive; risk 0 by construction for a group that always thinks) at a
     family-wise level, and the risk it would flag four times in five. Exit 0 only when every
-    certified group was tested, none violated, each confirmed or large enough; else 3 (:data:`EXIT_VIOLATED`)
-    violated, 4 (:data:`EXIT_UNTESTED`) a certified group untested, 5 (:data:`EXIT_TOO_SMALL`) a
-    group too small (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
+    certified group was tested, none violated, each confirmed or large enough; else 3
+    (:data:`~gpac_utils.audit.EXIT_VIOLATED`) violated, 4 (:data:`~gpac_utils.audit.EXIT_UNTESTED`) a
+    certified group untested, 5 (:data:`~gpac_utils.audit.EXIT_TOO_SMALL`) a group too small
+    (:func:`gpac_utils.audit.gate`). Audit items that are calibration items are
     refused (1); with a recorded score model, the scores are recomputed from the text column.
 verify
     verify every field of a certificate (:func:`gpac_utils.verify.verify_certificate`): recomputed from
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +44,6 @@ from . import verify as _verify
 from .certificate import Certificate
 from .checks import DataError, ParameterError, check_range
 
-EXIT_VIOLATED, EXIT_UNTESTED, EXIT_TOO_SMALL = _audit.EXIT_VIOLATED, _audit.EXIT_UNTESTED, _audit.EXIT_TOO_SMALL
-
 
 def add_parsers(sub) -> None:
     """Add ``fit-router``, ``audit`` and ``verify`` to ``gpac``'s subparsers."""
@@ -54,16 +51,14 @@ def add_parsers(sub) -> None:
     f = sub.add_parser("fit-router", help="fit the router-based score on a share of a table", formatter_class=fmt)
     f.add_argument("--data", required=True, type=Path, help="labelled table, one row per item")
     f.add_argument("--text-col", default="question", help="the prompt's text (what the router reads)")
-    f.add_argument("--benchmark", default=None, help="take --text-col from this shipped benchmark, by item id")
+    f.add_argument("--benchmark", help="take --text-col from this shipped benchmark, by item id")
     f.add_argument("--id-col", default="item_id", help="unique item identifier")
     f.add_argument("--loss-col", default="loss", help="loss of the non-thinking answer")
     f.add_argument("--suffices-at", type=float, default=0.0, help="the non-thinking answer suffices: loss <= this")
-    f.add_argument("--group-col", default=None, help="fit on the same share of each group (stratified)")
+    f.add_argument("--group-col", help="fit on the same share of each group (stratified)")
     f.add_argument("--fit-fraction", type=float, default=0.5, help="share of the rows the router is fitted on")
     f.add_argument("--seed", type=int, default=0, help="seed of the split and the classifier")
-    f.add_argument(
-        "--embedder", default=None, help="sentence embedder, a registered name (default: the bundled MiniLM)"
-    )
+    f.add_argument("--embedder", help="sentence embedder, a registered name (default: the bundled MiniLM)")
     f.add_argument("--score-col", default="score_router", help="column the scored table gets")
     f.add_argument(
         "--overwrite-score-col",
@@ -88,13 +83,12 @@ def add_parsers(sub) -> None:
     a.add_argument("certificate", type=Path, help="JSON written by calibrate")
     a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration items)")
     for key in ("score", "loss", "group", "id"):
-        a.add_argument(f"--{key}-col", default=None, help=f"default: the certificate's {key} column")
+        a.add_argument(f"--{key}-col", help=f"default: the certificate's {key} column")
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
     a.add_argument(
         "--detectable",
         type=float,
-        default=None,
         help="the risk each inconclusive group must flag with probability --power (default: 2 eps, at most the "
         "loss bound)",
     )
@@ -106,10 +100,8 @@ def add_parsers(sub) -> None:
         metavar="GROUP",
         help="accept that this certified group has no trials (repeatable); the verdict line says so",
     )
-    a.add_argument(
-        "--score-model", type=Path, default=None, help="the router model file (default: the certificate's record)"
-    )
-    a.add_argument("-o", "--output", type=Path, default=None, help="write the per-group report (CSV)")
+    a.add_argument("--score-model", type=Path, help="the router model file (default: the certificate's record)")
+    a.add_argument("-o", "--output", type=Path, help="write the per-group report (CSV)")
     audit_sequential.add_sequential_options(a)
     v = sub.add_parser(
         "verify",
@@ -136,7 +128,6 @@ def add_parsers(sub) -> None:
     v.add_argument(
         "--score-model",
         type=Path,
-        default=None,
         help="the recorded score model's file (when not given: its recorded path, else beside the "
         "certificate)%(default).0s",
     )
@@ -180,20 +171,16 @@ def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
     return out
 
 
-def _recomputed_scores(cert: Certificate, a, df, cols) -> np.ndarray | None:
+def _recomputed_scores(cert: Certificate, a, df, cols, cli) -> np.ndarray | None:
     """With a recorded score model: the scores the audit routes on (:func:`gpac_utils.audit.model_scores`), its
     warning as a ``warning:`` line; None without one."""
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", _audit.AuditWarning)
-            scores = _audit.model_scores(
+        with cli._warning_lines(_audit.AuditWarning):
+            return _audit.model_scores(
                 cert, df, score_col=cols.get("score"), path=a.score_model, source=f"--data {a.data}"
             )
     except ParameterError as exc:
         raise ParameterError(f"--score-model: {a.certificate} {str(exc).partition(': ')[2]}") from None
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    return scores
 
 
 def _audit_cmd(a, cli) -> int:
@@ -212,15 +199,14 @@ def _audit_cmd(a, cli) -> int:
     need = ("loss",) if model else ("score", "loss")
     need += ("id",) if cert.calibration_ids is not None else ()
     cols = _columns(cert, a, df, a.data, need)
-    s = _recomputed_scores(cert, a, df, cols)
+    s = _recomputed_scores(cert, a, df, cols, cli)
     if s is None:
         s = cli._scores(df, cols["score"], df)
     loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
     ids = df[cols["id"]].to_numpy() if "id" in cols else None
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", _audit.AuditWarning)
+        with cli._warning_lines(_audit.AuditWarning):
             report = _audit.audit(
                 cert,
                 s,
@@ -237,11 +223,6 @@ def _audit_cmd(a, cli) -> int:
     except ParameterError as exc:  # "name: message" -> "--name: message" (the option as typed)
         name, _, message = str(exc).partition(":")
         raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
-    for w in caught:
-        if issubclass(w.category, _audit.AuditWarning):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     print(f"{_audit.described(cert)}, tested on {a.data}:")
     shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
     shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")

@@ -49,7 +49,7 @@ def test_loss_is_the_binary_loss_of_the_correctness_flags(pop):
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10"])
 def test_bad_size_raises(bad):
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match=r"^n: must be an integer >= 1, got "):
         toy.toy_population(bad)
 
 

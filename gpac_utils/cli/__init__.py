@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from collections.abc import Sequence
 
 from .. import checks, cli_serve, data
@@ -103,18 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     a = _parser().parse_args(argv)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", checks.SettingWarning)
+        with common._warning_lines(checks.SettingWarning):  # the settings that look like a mistake
             if a.command in cli_serve.COMMANDS:  # fit-router, audit, verify: given the helpers
-                status = cli_serve.COMMANDS[a.command](a, common)
-            else:
-                status = sys.modules[f"{__name__}.{a.command}"]._run(a)
-        for w in caught:  # the settings that look like a mistake: one warning line each
-            if issubclass(w.category, checks.SettingWarning):
-                print(f"warning: {w.message}", file=sys.stderr)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return status
+                return cli_serve.COMMANDS[a.command](a, common)
+            return sys.modules[f"{__name__}.{a.command}"]._run(a)
     except BrokenPipeError:  # ``gpac inspect ... | head``: the reader has all it wants; end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit

@@ -38,18 +38,15 @@ def _add_parser(sub, fmt) -> None:
     c.add_argument(
         "--score",
         choices=list(SCORES),
-        default=None,
         help="the score's registry name, recorded in the certificate (what the serving router computes); "
         "when not given: --score-col when it is one. A score_router column without --score-model (the tables' "
         "cross-fitted one) is no score a router serves, and gpac verify refuses its certificate: give --score "
         "score_router_crossfit, or fit a model (gpac fit-router) and give --score-model",
     )
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
-    methods = {m.cli_name: m for m in CALIBRATORS.values()}
     c.add_argument(
         "--method",
-        choices=list(methods),
-        default=None,
+        choices=[m.cli_name for m in CALIBRATORS.values()],
         help="calibrator; when not given: the one of known groups with --group-col, else the one of no groups",
     )
     c.add_argument(
@@ -58,17 +55,16 @@ def _add_parser(sub, fmt) -> None:
         default="valid",
         help=f"named calibration recipe; 'valid' = {VALID.bound}, every item labelled, first-crossing",
     )
-    c.add_argument("--bound", choices=list(bounds.BOUNDS), default=None, help="override the recipe's bound")
+    c.add_argument("--bound", choices=list(bounds.BOUNDS), help="override the recipe's bound")
     c.add_argument(
         "--sampling",
         choices=list(sampling.SCHEMES),
-        default=None,
         help="override the recipe's label sampling; 'bernoulli' DISCARDS each label with probability 1 - label-prob "
         "(use it only to mimic a partly labelled deployment); 'full' uses every label",
     )
-    c.add_argument("--label-prob", type=float, default=None, help="labelling probability for bernoulli / resample")
-    c.add_argument("--rule", choices=list(selection.RULES), default=None, help="override the recipe's rule")
-    c.add_argument("--candidates", default=None, help="'auto', 'all' or a quantile grid size (default: recipe's)")
+    c.add_argument("--label-prob", type=float, help="labelling probability for bernoulli / resample")
+    c.add_argument("--rule", choices=list(selection.RULES), help="override the recipe's rule")
+    c.add_argument("--candidates", help="'auto', 'all' or a quantile grid size (default: recipe's)")
     for setting in declarations().values():  # the calibrators' own settings (C-PAC's, a plugin's)
         if setting.option and setting not in _COMMON:
             _add_setting(c, setting)
@@ -76,7 +72,6 @@ def _add_parser(sub, fmt) -> None:
     c.add_argument(
         "--score-model",
         type=Path,
-        default=None,
         help="the score's model (gpac fit-router): the score column is recomputed from it and the text column and "
         "refused when it differs by more than 1e-5, or when the table shares an item id with the model's fitting "
         "items; then its SHA-256, embedder and text column are recorded",
@@ -165,11 +160,8 @@ def _roles(cols: dict[str, str | None]) -> None:
     """Refuse one column given for two roles (``--score-col x --loss-col x``), naming both options."""
     seen: dict[str, str] = {}
     for option, col in cols.items():
-        if col is None:
-            continue
-        if col in seen:
+        if col is not None and seen.setdefault(col, option) != option:
             raise ParameterError(f"{option} {col!r}: the same column as {seen[col]}; give each its own column")
-        seen[col] = option
 
 
 def _run(a) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +155,20 @@ def _warn(groups, what: str) -> None:
     if groups:
         more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
         print(f"warning: {len(groups)} group(s) {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _warning_lines(category):
+    """The warnings of ``category`` raised in the block as ``warning:`` lines, one each (a setting that looks like
+    a mistake, an audit's finding); any other warning passed on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category)
+        yield
+    for w in caught:
+        if issubclass(w.category, category):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _settings_from(a, recipe) -> Settings:

@@ -16,7 +16,6 @@ def _add_parser(sub, fmt) -> None:
     i.add_argument(
         "--data",
         type=Path,
-        default=None,
         help="check this table's column hashes against the file's provenance, and the recorded score model's file "
         "by its SHA-256; exit 1 when one differs",
     )
@@ -34,8 +33,7 @@ def _run(a) -> int:
             ok &= same
             state = "matches" if same else ("DIFFERS" if found else "MISSING")
             lines.append(f"score model {model}: sha256 {state} (provenance.score_model.sha256)")
-        print("")
-        print("\n".join(lines))
+        print("", *lines, sep="\n")
         if not ok:
             raise DataError(f"--data {a.data}: does not match {a.file} (the lines above marked DIFFERS or MISSING)")
     return EXIT_OK

@@ -20,9 +20,9 @@ def _add_parser(sub, fmt) -> None:
     r = sub.add_parser("route", help="route a table with saved thresholds", formatter_class=fmt)
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
     r.add_argument("--data", required=True, type=Path, help="table to route (.csv, .tsv, .parquet, .jsonl)")
-    r.add_argument("--score-col", default=None, help="default: the score column used at calibration")
-    r.add_argument("--group-col", default=None, help="default: the group column used at calibration")
-    r.add_argument("--id-col", default=None, help="default: the id column used at calibration (if present)")
+    r.add_argument("--score-col", help="default: the score column used at calibration")
+    r.add_argument("--group-col", help="default: the group column used at calibration")
+    r.add_argument("--id-col", help="default: the id column used at calibration (if present)")
     r.add_argument("-o", "--output", required=True, type=Path, help="routed table; its suffix sets the format")
 
 

@@ -10,7 +10,6 @@ describes it per known group. The notebook runs it through
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
+from ..certificate import file_sha256 as sha256  # the SHA-256 of a file's bytes (hex)
 from ..workflow import paths
 
 #: The default real table, committed under ``data/real/`` (data card: ``data/real/README.md``).
@@ -52,10 +52,7 @@ def resolve_data_path(data_path=None) -> Path:
     -------
     pathlib.Path
     """
-    if data_path is None:
-        return DEFAULT_TABLE
-    p = Path(data_path).expanduser()
-    return p if p.is_absolute() else paths.REPO_ROOT / p
+    return DEFAULT_TABLE if data_path is None else paths.from_root(data_path)
 
 
 class ChecksumError(ValueError):
@@ -66,15 +63,6 @@ def stored_checksums() -> dict[str, str]:
     """File name -> SHA-256 (hex) as recorded in :data:`CHECKSUMS`."""
     pairs = (line.split(maxsplit=1) for line in CHECKSUMS.read_text().splitlines() if line.strip())
     return {name.strip().lstrip("*"): digest.lower() for digest, name in pairs}
-
-
-def sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes (hex)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify(path: str | Path) -> Path:

@@ -83,9 +83,7 @@ def table_specs() -> dict[str, TableSpec]:
     for name, t in _specs_file()["tables"].items():
         if t["family"] not in FAMILIES:
             raise ValueError(f"table_specs.yaml: table {name!r} has unknown family {t['family']!r}")
-        out[name] = TableSpec(
-            name, t["label"], t["pair"], t["family"], t["method"], tuple(t["benchmarks"]), dict(t["eps"])
-        )
+        out[name] = TableSpec(name=name, **{**t, "benchmarks": tuple(t["benchmarks"]), "eps": dict(t["eps"])})
     return out
 
 
@@ -124,16 +122,13 @@ def table_name(family: str, pair: str) -> str:
     return hits[0]
 
 
+@cache
 def _read_values(name: str) -> pd.DataFrame:
+    """A table of transcribed values, read once (shared: do not modify it)."""
     # ``value`` is parsed by Python's float(), so that "3.08" is exactly the literal 3.08.
     df = pd.read_csv(REFERENCE_DATA / name, dtype={"value": str})
     df["value"] = df["value"].map(float)
     return df
-
-
-@cache
-def _paper_cells() -> pd.DataFrame:
-    return _read_values("paper_tables.csv")
 
 
 def paper_long(name: str) -> pd.DataFrame:
@@ -151,7 +146,7 @@ def paper_long(name: str) -> pd.DataFrame:
     """
     if name not in TABLE_SPECS:
         raise ValueError(f"name: unknown paper table {name!r}; choose one of {list(TABLE_SPECS)}")
-    cells = _paper_cells()
+    cells = _read_values("paper_tables.csv")
     out = cells[cells["table"] == TABLE_SPECS[name].label].rename(columns={"value": "paper"}).reset_index(drop=True)
     out["table"] = name
     return out
@@ -217,7 +212,6 @@ def resolve_cal_ratio(benchmarks: Sequence[str], cal_ratio=None) -> dict[str, fl
     return {b: float(given.get(b, CAL_RATIO.get(b, DEFAULT_CAL_RATIO))) for b in benchmarks}
 
 
-@cache
 def paper_accuracy() -> pd.DataFrame:
     """The paper's ``table:llm_accuracy`` (percent), read once (a shared table: do not modify it).
 

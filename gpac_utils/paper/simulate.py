@@ -394,12 +394,8 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
 
 def write_all(folder: Path | None = None, seed: int = BASE_SEED) -> list[Path]:
     """Regenerate all 8 tables (4 benchmarks x 2 pairs) as zstd parquet files."""
-    paths = []
-    for b in SIMULATED_BENCHMARKS:
-        for p in PAIRS:
-            df = simulate_table(b, p, seed=seed)
-            paths.append(data.write_table(df, table_path(b, p, folder)))
-    return paths
+    tables = [(b, p) for b in SIMULATED_BENCHMARKS for p in PAIRS]
+    return [data.write_table(simulate_table(b, p, seed=seed), table_path(b, p, folder)) for b, p in tables]
 
 
 def load_simulated(benchmark: str, pair: str, folder: Path | None = None) -> pd.DataFrame:
@@ -427,7 +423,7 @@ def main(argv=None) -> int:
         description="Regenerate the simulated stand-in tables (byte for byte at the default seed).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ap.add_argument("--folder", type=Path, default=None, help="output folder (default: data/simulated)")
+    ap.add_argument("--folder", type=Path, help="output folder (default: data/simulated)")
     ap.add_argument("--seed", type=int, default=BASE_SEED, help="base seed of every table")
     a = ap.parse_args(argv)
     for path in write_all(a.folder, a.seed):

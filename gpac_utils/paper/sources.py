@@ -152,8 +152,7 @@ class DataSource:
         """A file-name tag for outputs from this source (``generated__walk__smollm2``, ``path__mytable``)."""
         if self.kind == "path":
             return f"path__{self.dataset}"
-        parts = [self.kind] + [p for p in (benchmark, pair) if p]
-        return "__".join(parts)
+        return "__".join([self.kind, *(p for p in (benchmark, pair) if p)])
 
 
 def resolve_source(
@@ -183,13 +182,13 @@ def resolve_source(
         data_source = "simulated"
     if not isinstance(data_source, str | Path):
         raise SourceError(f"data_source: expected 'simulated', 'generated' or a path, got {type(data_source).__name__}")
-    root = _from_root(generated_root) if generated_root is not None else GENERATED_ROOT
+    root = paths.from_root(generated_root) if generated_root is not None else GENERATED_ROOT
     if isinstance(data_source, str) and data_source in SOURCE_KINDS:
         return DataSource(data_source, root=root)
     text = str(data_source)
     if columns is not None and not isinstance(columns, Mapping):
         raise SourceError(f"columns: expected a mapping {{source: schema column}}, got {type(columns).__name__}")
-    path = _from_root(text)
+    path = paths.from_root(text)
     try:
         data.table_format(path)
     except data.SchemaError as exc:
@@ -197,11 +196,6 @@ def resolve_source(
             f"data_source: {text!r} is neither 'simulated' nor 'generated' nor a table file ({exc})"
         ) from None
     return DataSource("path", path, dict(columns or {}), root)
-
-
-def _from_root(p: str | Path) -> Path:
-    p = Path(p).expanduser()
-    return p if p.is_absolute() else paths.REPO_ROOT / p
 
 
 def check_table(table: pd.DataFrame, notebook: str, where: str, *, scores: Sequence[str] = ()) -> pd.DataFrame:

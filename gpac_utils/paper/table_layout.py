@@ -45,15 +45,11 @@ def side_by_side(summary: pd.DataFrame, name: str | None) -> pd.DataFrame:
     missing = sorted(need - set(summary.columns))
     if missing:
         raise ValueError(f"summary lacks column(s) {missing}")
-    out = summary.copy()
-    for m in PAPER_METRICS:
-        out[f"paper_{m}"] = np.nan
-    if name is not None:
-        wide = paper_long(name).pivot_table(index=_KEYS, columns="metric", values="paper").reset_index()
-        wide = wide.rename(columns={m: f"paper_{m}" for m in PAPER_METRICS})
-        wide["setting"] = "paper"
-        out = out.drop(columns=[f"paper_{m}" for m in PAPER_METRICS]).merge(wide, on=_KEYS + ["setting"], how="left")
-    return out
+    if name is None:
+        return summary.assign(**{f"paper_{m}": np.nan for m in PAPER_METRICS})
+    wide = paper_long(name).pivot_table(index=_KEYS, columns="metric", values="paper").reset_index()
+    wide = wide.rename(columns={m: f"paper_{m}" for m in PAPER_METRICS}).assign(setting="paper")
+    return summary.merge(wide, on=_KEYS + ["setting"], how="left")
 
 
 def report_table(side: pd.DataFrame, paper_columns: bool = True) -> pd.DataFrame:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from ..checks import check_int
 from ..data import GROUP, ID, LOSS, NOTHINK_CORRECT, NOTHINK_TOKENS, THINK_CORRECT, THINK_TOKENS, validate
 
 TOY_SCORE = "score_logits"
@@ -47,8 +48,7 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
     Columns: ``item_id``, ``group`` (easy/medium/hard), ``loss``, ``think_correct``,
     ``nothink_correct``, ``think_tokens``, ``nothink_tokens``, ``score_logits``.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_int("n", n, 1)
     rng = np.random.default_rng(seed)
     names = list(TOY_GROUPS)
     params = np.array([TOY_GROUPS[g] for g in names])

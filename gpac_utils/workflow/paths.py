@@ -46,6 +46,13 @@ def tables_dir() -> Path:
     return figures_dir() / "tables"
 
 
+def from_root(path: str | Path) -> Path:
+    """``path`` with ``~`` expanded, a relative one taken from the repository root (notebooks run in a scratch
+    folder)."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
 def ensure(path: Path) -> Path:
     """Create ``path`` (a folder) if missing and return it."""
     path.mkdir(parents=True, exist_ok=True)

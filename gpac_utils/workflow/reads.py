@@ -67,8 +67,9 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
     root = os.path.realpath(root)
     beside = os.path.dirname(root) + os.sep
     skip = tuple(os.path.join(root, name) + os.sep for name in IGNORED)
-    temp = os.path.realpath(tempfile.gettempdir()) + os.sep
-    temporary = beside == temp  # a clone in the temporary folder: the temporary files beside it are none of its inputs
+    # what is recorded lies beside the repository (``../…``), or in it for a clone in the temporary folder: the
+    # temporary files beside that clone are none of its inputs
+    inside = root + os.sep if beside == os.path.realpath(tempfile.gettempdir()) + os.sep else beside
     out = open(log, "a", buffering=1, encoding="utf-8")  # opened before the hook
     seen: set[str] = set()
 
@@ -84,9 +85,7 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
             if mode is None and isinstance(flags, int) and flags & os.O_ACCMODE != os.O_RDONLY:
                 return
             real = os.path.realpath(os.fsdecode(path))
-            if real in seen or not real.startswith(beside) or real.startswith(skip):
-                return
-            if temporary and not real.startswith(root + os.sep):
+            if real in seen or not real.startswith(inside) or real.startswith(skip):
                 return
             seen.add(real)
             out.write(os.path.relpath(real, root) + "\n")

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import check_int
+from ..checks import check_int, check_range
 from ..llm import arith_check
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
@@ -136,14 +136,13 @@ def run_walk(
         A notebook failed; its executed copy (with the error) is kept under ``out``.
     """
     out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
-    if not 0 < float(eps) < 1:
-        raise ValueError(f"eps must lie in (0, 1), got {eps}")
+    eps = check_range("eps", eps)
     if max_tokens is not None:
         max_tokens = check_int("max_tokens", max_tokens, 1)
     benchmark, pair = walk_target()
     generations, generated = str(out / "generations"), str(out / "generated")
     source = {"benchmarks": [benchmark], "generated_root": generated}
-    table = {"data_source": "generated", "pairs": [pair], "eps": float(eps), "overrides": source}
+    table = {"data_source": "generated", "pairs": [pair], "eps": eps, "overrides": source}
     params = {
         "01_generate": {
             "n_items": n_items,

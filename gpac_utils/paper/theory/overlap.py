@@ -92,10 +92,7 @@ class OverlapPopulation:
         return u, loss, labels
 
     def _per_cell(self, thresholds: dict) -> np.ndarray:
-        t = np.full(self.a.shape, -np.inf)
-        for flat, c in enumerate(self.cells):
-            t[np.unravel_index(flat, self.a.shape)] = thresholds.get(c, -np.inf)
-        return t
+        return np.array([thresholds.get(c, -np.inf) for c in self.cells], dtype=float).reshape(self.a.shape)
 
     def _by_group(self, per_cell: np.ndarray) -> dict:
         mass = self._cell_mass()

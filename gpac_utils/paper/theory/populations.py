@@ -145,11 +145,8 @@ class Population:
         rng = np.random.default_rng(rng)
         shape = (int(n),) if size is None else (int(size), int(n))
         gi = rng.choice(len(self.groups), size=shape, p=self.weights)
-        lo = np.array([g.lo for g in self.groups])[gi]
-        hi = np.array([g.hi for g in self.groups])[gi]
+        lo, hi, a, b = (np.array([getattr(g, key) for g in self.groups])[gi] for key in ("lo", "hi", "a", "b"))
         u = lo + (hi - lo) * rng.random(shape)
-        a = np.array([g.a for g in self.groups])[gi]
-        b = np.array([g.b for g in self.groups])[gi]
         loss = (rng.random(shape) < a * u**b).astype(float)
         return loss, u, gi
 

@@ -54,6 +54,17 @@ TIMING = ("ucb_seconds",)
 #: AVX-512 ``exp``, ``log`` and ``power``) may change its last bits (the reason for ``plotting.CSV_DIGITS``), never
 #: its 12th digit. On the machine that wrote the table the rows are equal bit for bit (:func:`write_audit`).
 RTOL = 1e-12
+#: Per setting of the audit: the column of the table that records it, and its type.
+_RECORDED = {
+    "bounds": ("bound", str),
+    "label_probs": ("pi", float),
+    "group_sizes": ("n_group", int),
+    "eps_list": ("eps", float),
+    "rules": ("rule", str),
+    "calibrations": ("calibrations", int),
+    "alpha": ("alpha", float),
+    "seed": ("seed", int),
+}
 
 
 def audit_schemes(label_probs):
@@ -193,18 +204,6 @@ def settings_of(cfg) -> dict:
     return settings
 
 
-def _grid(audit: pd.DataFrame) -> dict:
-    """The settings a table of rows covers, in the order of its rows (the order decides each cell's seeds)."""
-    return {
-        "bounds": list(dict.fromkeys(audit["bound"])),
-        "label_probs": list(dict.fromkeys(float(p) for p in audit.loc[audit["scheme"] == "resample", "pi"])),
-        "group_sizes": list(dict.fromkeys(int(n) for n in audit["n_group"])),
-        "eps_list": list(dict.fromkeys(float(e) for e in audit["eps"])),
-        "rules": list(dict.fromkeys(audit["rule"])),
-        "calibrations": sorted({int(c) for c in audit["calibrations"]}),
-    }
-
-
 def read_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFrame:
     """The committed audit at ``path``, refused unless it is the audit of ``settings`` (:func:`settings_of`).
 
@@ -222,20 +221,14 @@ def read_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFram
     if not path.is_file():
         raise DataError(f"{shown}: no audit table; make validity-audit writes it")
     table = pd.read_csv(path)  # pandas 3 reads every float back exactly (write_audit checks it)
-    stored = {"alpha": sorted(set(table["alpha"])), "seed": sorted(set(table["seed"]))}
-    wanted = {
-        **{k: list(v) for k, v in settings.items() if k in ("bounds", "rules")},
-        "label_probs": [float(p) for p in settings["label_probs"]],
-        "group_sizes": [int(n) for n in settings["group_sizes"]],
-        "eps_list": [float(e) for e in settings["eps_list"]],
-        "calibrations": [int(settings["calibrations"])],
-        "alpha": [float(settings["alpha"])],
-        "seed": [int(settings["seed"])],
-    }
-    for key, have in {**_grid(table), **stored}.items():
-        if have != wanted[key]:
+    resample = table[table["scheme"] == "resample"]  # label_probs: every π has a resample cell
+    for key, (column, kind) in _RECORDED.items():
+        # the settings a table covers, in the order of its rows (the order decides each cell's seeds)
+        have = list(dict.fromkeys(kind(v) for v in (resample if key == "label_probs" else table)[column]))
+        want = [kind(v) for v in settings[key]] if np.ndim(settings[key]) else [kind(settings[key])]
+        if have != want:
             raise DataError(
-                f"{shown}: holds the audit of {key} = {have}, not {wanted[key]}; make validity-audit recomputes it "
+                f"{shown}: holds the audit of {key} = {have}, not {want}; make validity-audit recomputes it "
                 "(or compute this audit live: the setting from_table = False)"
             )
     return table.drop(columns=["alpha", "seed"])

@@ -87,8 +87,9 @@ def test_report_prints_the_tables(walked):
     assert "known groups" in text and "Overall" in text and "ECE" in text and "(missing" not in text
 
 
+@pytest.mark.parametrize("name", ["max_tokens", "n_items"])
 @pytest.mark.parametrize("bad", [True, 0, 2.5, "32"])
-def test_run_walk_refuses_a_bad_max_tokens_before_any_notebook_runs(bad, tmp_path):
-    with pytest.raises(ValueError, match=r"^max_tokens: must be an integer >= 1"):
-        walk.run_walk(tmp_path / "walk", max_tokens=bad)
+def test_run_walk_refuses_a_bad_count_before_any_notebook_runs(name, bad, tmp_path):
+    with pytest.raises(ValueError, match=rf"^{name}: must be an integer >= 1"):
+        walk.run_walk(tmp_path / "walk", **{name: bad})
     assert not (tmp_path / "walk").exists()

@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import check_int, check_range
+from ..checks import check_int
 from ..llm import arith_check
+from ..settings import EPS
 from . import config
 from .paths import BUILD, NOTEBOOKS, REPO_ROOT
 from .runner import NotebookFailed, duration, run_notebook
@@ -136,9 +137,10 @@ def run_walk(
         A notebook failed; its executed copy (with the error) is kept under ``out``.
     """
     out = (REPO_ROOT / out).resolve()  # an absolute ``out`` stays as it is
-    eps = check_range("eps", eps)
-    if max_tokens is not None:
-        max_tokens = check_int("max_tokens", max_tokens, 1)
+    eps = EPS.check(eps)  # its declaration: 0 < eps < loss_bound (1)
+    n_items, max_tokens = (
+        None if v is None else check_int(k, v, 1) for k, v in [("n_items", n_items), ("max_tokens", max_tokens)]
+    )
     benchmark, pair = walk_target()
     generations, generated = str(out / "generations"), str(out / "generated")
     source = {"benchmarks": [benchmark], "generated_root": generated}

@@ -177,11 +177,8 @@ class ExperimentConfig(Settings):
         check_int("n_trials", self.n_trials, 1)
         check_range("cal_ratio", self.cal_ratio)
         check_choice("eval_groups", self.eval_groups, ("known", "learned"))
-        self._refuse_ignored()
-
-    def _refuse_ignored(self) -> None:
-        """A setting no method of :attr:`methods` reads would be ignored: refused, naming it (the settings
-        each method reads are its ``OPTIONS``; ``partitioner`` also learns ``eval_groups="learned"``)."""
+        # a setting no method of ``methods`` reads would be ignored: refused, naming it (the settings each method
+        # reads are its ``OPTIONS``; ``partitioner`` also learns ``eval_groups="learned"``)
         reads = {key for m in self.methods for key in CALIBRATORS[m].cls.OPTIONS}
         if self.eval_groups == "learned":
             reads.add("partitioner")
@@ -246,12 +243,10 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                     obj.fit(u[cal], losses[cal], known[cal] if CALIBRATORS[m].groups == "known" else None)
                     fitted[m] = obj
                 learners = [obj for m, obj in fitted.items() if CALIBRATORS[m].groups == "learned"]
-                if known_cells is not None:
-                    cells = known_cells
-                elif learners:
-                    cells = _cells(_parts(learners[0].assign(u), losses), test)
-                else:
-                    cells = _cells(_parts(cfg.partitioner.fit(u[cal]).labels(u), losses), test)
+                cells = known_cells
+                if cells is None:  # the groups learned in this trial: by a method, else by the partitioner
+                    labels = learners[0].assign(u) if learners else cfg.partitioner.fit(u[cal]).labels(u)
+                    cells = _cells(_parts(labels, losses), test)
                 for m, obj in fitted.items():
                     thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
                     routed = u <= thr

@@ -186,8 +186,21 @@ def _min_items(eps: float, alpha: float, recipe: Recipe, loss_bound: float, risk
     return n
 
 
+def n_needed(settings: Settings, k: int) -> int | float:
+    """The fewest calibration items with which a group certifies anything, as calibration counts them.
+
+    The larger of ``min_group_size`` and the recipe's minimum (:func:`min_items`) for the risk at the level each of
+    ``k`` groups is calibrated at (the :data:`~gpac_utils.settings.CORRECTIONS` entry's); ``math.inf`` where no
+    number of items is enough. Public as :func:`gpac_utils.prediction.n_needed` (the planner's).
+    """
+    level = settings.alpha_per_group(max(1, int(k)))
+    need = _min_items(settings.eps, level, settings.recipe, settings.loss_bound, get_risk(settings.risk).name)
+    return max(need, settings.min_group_size)
+
+
 def expected_labels(n_items: int, recipe: Recipe | str = VALID) -> float:
-    """Expected number of expert labels the recipe uses on ``n_items`` items (``pi n`` under Bernoulli).
+    """Expected number of expert labels the recipe uses on ``n_items`` items (``pi n`` under Bernoulli; ``inf`` for
+    ``inf`` items: :func:`n_needed` where nothing is enough).
 
     Examples
     --------
@@ -195,7 +208,7 @@ def expected_labels(n_items: int, recipe: Recipe | str = VALID) -> float:
     59.5
     """
     recipe = as_recipe(recipe)
-    return float(recipe.label_prob * terms_of(n_items, recipe))
+    return float(recipe.label_prob * terms_of(n_items, recipe)) if math.isfinite(n_items) else math.inf
 
 
 #: The :class:`~gpac_utils.settings.Settings` fields :func:`feasibility` reads (it refuses the others away
@@ -240,11 +253,9 @@ def feasibility(group_sizes: Mapping[str, int], settings: Settings) -> pd.DataFr
     for name in settings.ignored(SETTINGS_READ)[:1]:
         value = getattr(settings, name)
         raise ParameterError(f"settings: feasibility does not read {name}={value!r}; it reads {list(SETTINGS_READ)}")
-    eps, recipe, loss_bound = settings.eps, settings.recipe, settings.loss_bound
+    recipe, entry = settings.recipe, get_risk(settings.risk)
     group_sizes = {g: check_int(f"group_sizes[{g!r}]", n, 0) for g, n in group_sizes.items()}
-    level = settings.alpha_per_group(max(1, len(group_sizes)))
-    entry = get_risk(settings.risk)
-    need = max(_min_items(eps, level, recipe, loss_bound, entry.name), settings.min_group_size)
+    need = n_needed(settings, len(group_sizes))
     rows = [
         {
             "group": str(g),

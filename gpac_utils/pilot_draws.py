@@ -34,9 +34,9 @@ class _Source:
 
     ``unl``: the group's unlabelled scores, sorted; ``pilot``: all pilot scores, losses and which items are the
     group's; ``edges``: inner edges of the score regions; ``population``: the group's scores outside the pilot
-    (:func:`_outside_pilot`) or ``None``; ``spread``: what the group reads of the groups' posterior
-    (:meth:`_Spread.of`) or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed`` model's
-    pull to the pool.
+    (:func:`_outside_pilot`) or ``None``; ``spread``: what the group reads of the groups' posterior (its entry of
+    :func:`_spread_posterior`) or ``None`` (no spread: the group is the pool); ``shrinkage``: the ``smoothed``
+    model's pull to the pool.
     """
 
     unl: np.ndarray
@@ -211,23 +211,6 @@ _C_GRID = np.linspace(-8.0, 8.0, 41)
 _S_GRID = np.linspace(0.05, 4.0, 20)
 
 
-@dataclass(frozen=True)
-class _Spread:
-    """The posterior of the groups' curves around the pool (:func:`_spread_posterior`).
-
-    ``tau``: the weights of the per-region spread on :data:`_TAU_GRID`; ``dx``: each region's score minus the pilot's
-    mean; ``effect``: per group, the posterior weights (:data:`_A_GRID`, :data:`_C_GRID`) of its shift and slope.
-    """
-
-    tau: np.ndarray
-    dx: np.ndarray
-    effect: dict
-
-    def of(self, group) -> tuple:
-        """What :func:`_draw_posterior` reads for ``group``: (tau weights, dx, its (shift, slope) weights)."""
-        return self.tau, self.dx, self.effect[group]
-
-
 def _gauss(grid: np.ndarray, spread: np.ndarray, centre) -> np.ndarray:
     """Log weights (len(spread), len(grid)) of ``N(centre(s), s^2)`` for each spread ``s``, normalised over ``grid``."""
     s = np.asarray(spread, float)[:, None]
@@ -235,8 +218,10 @@ def _gauss(grid: np.ndarray, spread: np.ndarray, centre) -> np.ndarray:
     return logw - _lse(logw, axis=1)[:, None]
 
 
-def _spread_posterior(pilot, edges) -> _Spread:
-    """The posterior of the groups' curves around the pool (``posterior``).
+def _spread_posterior(pilot, edges) -> dict:
+    """The posterior of the groups' curves around the pool (``posterior``): per group, what :func:`_draw_posterior`
+    reads of it, ``(tau, dx, effect)``: the weights of the per-region spread on :data:`_TAU_GRID`, each region's score
+    minus the pilot's mean, and the posterior weights (:data:`_A_GRID`, :data:`_C_GRID`) of the group's shift and slope.
 
     The loss rate of group ``j`` in region ``b`` has the log odds ``l_b + a_j + c_j dx_b + v_jb`` (``l_b``: the
     pool's, :func:`_pooled_logit`; ``dx_b``: the region's score minus the pilot's mean): a **shift** ``a_j ~
@@ -284,7 +269,7 @@ def _spread_posterior(pilot, edges) -> _Spread:
         ll = _cell_loglik((l0 + a_hat + c_hat * dx)[seen], k[seen], m[seen])  # (cells, U)
         log_tau = log_tau + _lse(prior_t[:, None, :] + ll[None], axis=2).sum(axis=1)
     w_tau = np.exp(log_tau - log_tau.max())
-    return _Spread(w_tau / w_tau.sum(), dx, effect)
+    return {name: (w_tau / w_tau.sum(), dx, weights) for name, weights in effect.items()}
 
 
 def _draw_grid(logw: np.ndarray, grid: np.ndarray, rng) -> np.ndarray:
@@ -302,7 +287,7 @@ def _draw_posterior(src: _Source, shape, rng):
     In each score region ``b`` the probability of a positive loss is drawn once per posterior draw: first
     the pooled rate ``theta0_b`` of all pilot items, a projection-posterior draw (:func:`_pooled_logit`: Jeffreys
     per region, made non-decreasing in the score); then the group's shift ``a_j`` and slope ``c_j`` (its curve's
-    log odds to the pool, ``a_j + c_j dx_b``) from their posterior (:func:`_spread_posterior`, :class:`_Spread`);
+    log odds to the pool, ``a_j + c_j dx_b``) from their posterior (:func:`_spread_posterior`);
     then the groups' per-region spread ``tau`` from its posterior; then the group's deviation in the region,
     ``v_jb``, from its posterior on :data:`_U_GRID`: the prior ``N(-tau^2 / 2, tau^2)`` (mean-preserving: the
     pool's odds are the groups' mean) times the likelihood of the group's ``k_jb`` positive losses in its ``m_jb``
@@ -373,3 +358,7 @@ def _draw_posterior(src: _Source, shape, rng):
     gs, gl = ps[in_group], pl[in_group]
     pick = np.minimum(idx, m - 1)
     return np.where(own, gs[pick], s), np.where(own, gl[pick], loss)
+
+
+#: The pilot models' draws by name (:class:`~gpac_utils.prediction.PilotModel`'s kinds but ``auto``).
+DRAWS = {"bootstrap": _draw_bootstrap, "posterior": _draw_posterior, "smoothed": _draw_smoothed}

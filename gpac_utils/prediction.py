@@ -101,15 +101,8 @@ from .checks import (
     check_range,
     check_same_index,
 )
-from .pilot_draws import (
-    _draw_bootstrap,
-    _draw_posterior,
-    _draw_smoothed,
-    _outside_pilot,
-    _regions,
-    _Source,
-    _spread_posterior,
-)
+from .feasibility import n_needed
+from .pilot_draws import DRAWS, _outside_pilot, _regions, _Source, _spread_posterior
 from .recipe import Recipe
 from .settings import Settings, refusing, takes_settings
 
@@ -453,19 +446,6 @@ def _check_settings(settings) -> Settings:
     return settings
 
 
-def n_needed(settings: Settings, k: int) -> int:
-    """The fewest calibration items with which a group certifies anything, as calibration counts them.
-
-    The larger of ``min_group_size`` and the recipe's minimum for the risk at the level each of ``k``
-    groups is calibrated at (the :data:`~gpac_utils.settings.CORRECTIONS` entry's).
-    """
-    level = settings.alpha_per_group(max(1, int(k)))
-    need = _feasibility.min_items(
-        settings.eps, level, settings.recipe, loss_bound=settings.loss_bound, risk=settings.risk
-    )
-    return int(max(need, settings.min_group_size))
-
-
 def _check_pilot(pl, pg, names, min_pilot):
     """A one-line warning for a pilot too small to predict from (the rule of the module description); one-line errors
     / warnings naming a pilot group with no labelled row or no positive loss."""
@@ -633,11 +613,10 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         grs = np.random.default_rng([settings.seed, j])  # per-group stream: adding a group changes no other
         if use == "posterior":
             population = _outside_pilot(unl, ps[in_group], cap_arr[j])
-            group_spread = None if spread is None else spread.of(name)
+            group_spread = None if spread is None else spread[name]
             src = _Source(unl, (ps, pl, in_group), regions, model, loss_bound, population, group_spread)
         else:
             src = _Source(unl, (ps, pl, in_group), edges, model, shrinkage=shrink)
-        draw = {"bootstrap": _draw_bootstrap, "posterior": _draw_posterior, "smoothed": _draw_smoothed}[use]
         for k, n in enumerate(grid):
             pj = pool_arr[j] if np.isfinite(pool_arr[j]) else None
             if n > cap_arr[j] or (pj is not None and recipe.sampling != "full" and n > pj):
@@ -647,7 +626,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
             if m_items < settings.min_group_size:  # as calibration: too few items, always think
                 routed_shares[j, k] = 0.0
                 continue
-            cs, cl = draw(src, (n_resamples, m_items), grs)
+            cs, cl = DRAWS[use](src, (n_resamples, m_items), grs)
             t = _thresholds(cs, cl, settings, level, grs, rate)  # the library's own procedure, all resamples at once
             certified[j, k] = np.isfinite(t)
             routed_shares[j, k] = np.searchsorted(unl, t, side="right") / unl.size  # share of U <= t

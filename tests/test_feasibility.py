@@ -228,3 +228,15 @@ def test_the_deploying_page_quotes_the_routed_minimum():
     text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
     assert f"⌈log(α/{ROUTED_GRID})/log(1 − ε/R)⌉" in text and f"{n} at ε = α = 0.05 with every item labelled" in text
     assert f"each of its {ROUTED_GRID} grid points at α/{ROUTED_GRID}" in text
+
+
+def test_a_setting_no_number_of_items_can_certify_needs_inf_items():
+    """eps = alpha = 1e-6 with the valid recipe needs more than MAX_TERMS items: min_items is inf, and so are the
+    planner's n_needed and feasibility's n_needed and labels_needed (both raised OverflowError: int(inf))."""
+    from gpac_utils import prediction
+
+    settings = Settings(eps=1e-6, alpha=1e-6)
+    assert min_items(1e-6, 1e-6) == math.inf and prediction.n_needed(settings, 2) == math.inf
+    assert expected_labels(math.inf) == math.inf
+    t = feasibility({"a": 10, "b": 10**6}, settings)
+    assert (t["n_needed"] == math.inf).all() and (t["labels_needed"] == math.inf).all() and not t["feasible"].any()

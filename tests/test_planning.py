@@ -455,7 +455,7 @@ def test_an_unseen_loss_keeps_its_rate_off_zero():
     pilot = (ps, pl, np.ones(40, bool))
     edges = np.array([0.5])
     src = pilot_draws._Source(
-        unl, pilot, edges, prediction.PilotModel(), spread=pilot_draws._spread_posterior(pilot, edges).of(True)
+        unl, pilot, edges, prediction.PilotModel(), spread=pilot_draws._spread_posterior(pilot, edges)[True]
     )
     _, drawn = pilot_draws._draw_posterior(src, (4000, 20), rng)
     assert drawn.mean() > 0.003  # an unseen loss is not a zero loss (half a loss in 21 items: 0.024 pooled)

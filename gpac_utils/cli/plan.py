@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,7 @@ from .common import (
     _scores,
     _settings_from,
     _warn,
+    _warning_lines,
 )
 
 
@@ -129,18 +128,11 @@ def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
                     f"{state['settings']['n_rows']} (the order is fixed before the first label: keep the table)"
                 )
         else:
+            read = {k: getattr(settings, k) for k in ("eps", "alpha", "correction", "loss_bound", "seed")}
+            budget = budget if budget is not None else len(df) // 2
+            size = a.batch_size or sequential_labels.BATCH_SIZE
             state = sequential_labels.start(
-                s,
-                g,
-                eps=settings.eps,
-                alpha=settings.alpha,
-                budget=budget if budget is not None else len(df) // 2,
-                batch_size=a.batch_size or sequential_labels.BATCH_SIZE,
-                grid_size=a.grid_size,
-                bet=a.bet,
-                correction=settings.correction,
-                loss_bound=settings.loss_bound,
-                seed=settings.seed,
+                s, g, budget=budget, batch_size=size, grid_size=a.grid_size, bet=a.bet, **read
             )
         sequential_labels.update(state, s, loss)
         batch = sequential_labels.next_rows(state)
@@ -214,8 +206,10 @@ def _run(a) -> int:
     cap = {x: math.inf if a.no_cap else pool[x] for x in names}
     n_grid = np.asarray(grid or prediction.default_grid(max(max(pool.values()), 1)))
     most = sum(int(n_grid[n_grid <= cap[x]].max(initial=0)) for x in names)
-    need = prediction.n_needed(settings, len(names))
-    labels_needed = feasibility.expected_labels(need, settings.recipe)
+    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
+    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
+    row = feas.iloc[0]  # every group needs the same: the fewest items that certify anything at the plan's level
+    labels_needed = row["labels_needed"]
     if sum(pool.values()) < labels_needed:  # the cause, with or without --budget: the pilot holds the rows
         raise DataError(
             f"--loss-col {a.loss_col!r}: only {sum(pool.values())} row(s) lie outside the labelled pilot, too few "
@@ -244,18 +238,13 @@ def _run(a) -> int:
     n_grid = np.union1d(n_grid, [n for n in uniform.values() if n > 0])
     spec = prediction.PlanSpec(n_grid=n_grid, n_resamples=a.n_resamples, cap=cap, model=model)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", prediction.PilotWarning)
+        with _warning_lines(prediction.PilotWarning):  # a pilot too small to predict from: warning lines
             curves = prediction.predict(s, g, s[pilot], loss[pilot], g[pilot], settings=settings, spec=spec)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
     plan = allocation.allocate(curves, budget)
     even = allocation.fixed(curves, uniform, "uniform")
     table = allocation.allocation_table(curves, [plan, even])
-    # feasibility does not depend on the seed (it refuses settings it does not read): the plan's seed is not its
-    feas = feasibility.feasibility(pool, settings.replace(seed=_default("seed"))).set_index("group")
     for col in ("n_needed", "labels_needed", "feasible"):  # NaN on the ALL row
         table[col] = table["group"].map(feas[col].to_dict())
     pooled = {x: curves.pilot_sizes[x] < prediction.THIN_PILOT for x in names}  # the prediction leans on the others
@@ -316,7 +305,6 @@ def _run(a) -> int:
         else "the planned split is worth it"
     )
     print(f"planned vs uniform split: {delta:+.1%} of all traffic (Monte Carlo s.e. {se:.1%}); {verdict}")
-    row = feas.iloc[0]
     score = f"registered score {a.score_col}" if a.score_col in SCORES else f"score column {a.score_col!r}"
     print(f"planned for the {score}, grouped by {a.group_col!r}, with {settings.recipe.bound} at eps={settings.eps:g}")
     print(

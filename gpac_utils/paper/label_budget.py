@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +29,13 @@ from ..checks import DataError
 from ..recipe import as_recipe
 from ..settings import Settings
 from ..workflow import config
-from ..workflow.paths import REPO_ROOT
+from ..workflow.paths import REPO_ROOT, as_shown
 from . import realdata
 from .theory.validity_audit import same_rows
 
 __all__ = [
     "TRIALS",
     "PREDICTED",
-    "RealTable",
     "real_table",
     "uniform_levels",
     "trial_rows",
@@ -54,26 +52,14 @@ PREDICTED = REPO_ROOT / "benchmarks" / "label_budget_predicted.csv"
 ORDER = ("planned", "uniform", "pi=0.5", "uniform + pilot")
 
 
-@dataclass(frozen=True)
-class RealTable:
-    """The real table as the trials read it: scores, losses and groups, the sorted group names and their traffic."""
-
-    u: np.ndarray
-    loss: np.ndarray
-    group: np.ndarray
-    names: list
-    traffic: dict
-
-
-def real_table(cfg) -> RealTable:
-    """The real table of notebook 32's settings (``real_path``, ``real_columns``, ``real_score``), validated."""
+def real_table(cfg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The real table of notebook 32's settings (``real_path``, ``real_columns``, ``real_score``), validated: its
+    scores, losses and groups."""
     raw = realdata.read_raw(cfg["real_path"])
     real = data.validate(
         data.apply_mapping(raw, dict(cfg["real_columns"])), score_cols=[cfg["real_score"]], require_group=True
     )
-    u_all, l_all, g_all = real[cfg["real_score"]].to_numpy(), real["loss"].to_numpy(), real["group"].to_numpy()
-    names = sorted(set(g_all))
-    return RealTable(u_all, l_all, g_all, names, {g: float(np.mean(g_all == g)) for g in names})
+    return real[cfg["real_score"]].to_numpy(), real["loss"].to_numpy(), real["group"].to_numpy()
 
 
 def uniform_levels(budget, cap):
@@ -94,9 +80,12 @@ def uniform_levels(budget, cap):
     return np.floor(np.minimum(cap, lam) + 1e-9).astype(int)
 
 
-def trial_rows(table: RealTable, cfg, trial: int):
-    """The rows of one seeded split: (records, forecasts) as lists of dicts (module description)."""
-    u_all, l_all, g_all, names, traffic = table.u, table.loss, table.group, table.names, table.traffic
+def trial_rows(table, cfg, trial: int):
+    """The rows of one seeded split of the real table (:func:`real_table`): (records, forecasts) as lists of dicts
+    (module description)."""
+    u_all, l_all, g_all = table
+    names = sorted(set(g_all))
+    traffic = {g: float(np.mean(g_all == g)) for g in names}
     eps, alpha, recipe = cfg["real_eps"], cfg["alpha"], as_recipe(cfg["recipe"])
     half = recipe.replace(sampling="bernoulli", label_prob=0.5)  # every item labelled with probability 1/2
 
@@ -196,10 +185,6 @@ def allocation_trials(cfg, trials=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(records), pd.DataFrame(predicted)
 
 
-def _shown(path: Path):
-    return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-
-
 def read_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDICTED):
     """The committed trials (:data:`TRIALS`, :data:`PREDICTED`), refused unless they hold ``cfg["n_trials"]``
     trials (:func:`check_trial` checks that a trial's rows are the code's).
@@ -212,12 +197,12 @@ def read_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDIC
     out = []
     for path in (Path(trials), Path(predicted)):
         if not path.is_file():
-            raise DataError(f"{_shown(path)}: no table of the allocation trials; make label-budget writes it")
+            raise DataError(f"{as_shown(path)}: no table of the allocation trials; make label-budget writes it")
         table = pd.read_csv(path)
         have = sorted(set(table["trial"].tolist()))
         if have != list(range(int(cfg["n_trials"]))):
             raise DataError(
-                f"{_shown(path)}: holds trials {have[:3]}...{have[-1:]} ({len(have)}), not the {cfg['n_trials']} "
+                f"{as_shown(path)}: holds trials {have[:3]}...{have[-1:]} ({len(have)}), not the {cfg['n_trials']} "
                 "of n_trials; make label-budget recomputes them (or compute them live: the setting from_table = False)"
             )
         out.append(table)
@@ -231,38 +216,30 @@ def check_trial(cfg, res: pd.DataFrame, pred: pd.DataFrame, trial: int = 0) -> i
     Returns the number of rows compared. Raises :class:`DataError` naming the table whose rows differ.
     """
     got_res, got_pred = allocation_trials(cfg, [trial])
-    for name, got, have in (("trials", got_res, res), ("forecasts", got_pred, pred)):
+    for name, got, have, path in (("trials", got_res, res, TRIALS), ("forecasts", got_pred, pred, PREDICTED)):
         mine = have[have["trial"] == trial].reset_index(drop=True)
         if not same_rows(got, mine):  # floats to within RTOL: another CPU may change their last bits
-            path = TRIALS if name == "trials" else PREDICTED
             raise DataError(
-                f"{_shown(path)}: trial {trial}'s {name} differ from what the code computes now; "
+                f"{as_shown(path)}: trial {trial}'s {name} differ from what the code computes now; "
                 "make label-budget recomputes the tables"
             )
     return len(got_res) + len(got_pred)
 
 
-def write_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDICTED):
-    """Compute every trial of ``cfg`` and write both tables (CSV, every float exact); returns them."""
-    res, pred = allocation_trials(cfg)
-    for frame, path in ((res, trials), (pred, predicted)):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(path, index=False, lineterminator="\n")
-    back = read_tables(cfg, trials, predicted)
-    pd.testing.assert_frame_equal(back[0], res, check_exact=True)  # what the notebook reads is what was computed
-    pd.testing.assert_frame_equal(back[1], pred, check_exact=True)
-    return res, pred
-
-
 def main(argv=None) -> None:
+    """Compute every trial of the profile's settings and write both tables (CSV, every float exact)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="paper", help="notebook 32's profile whose trials to compute")
     args = parser.parse_args(argv)
     cfg = config.load("32_label_budget", args.profile)
     t0 = time.process_time()
-    res, pred = write_tables(cfg)
+    res, pred = allocation_trials(cfg)
+    for frame, path in ((res, TRIALS), (pred, PREDICTED)):
+        frame.to_csv(path, index=False, lineterminator="\n")
+    for back, frame in zip(read_tables(cfg), (res, pred)):  # what the notebook reads is what was computed
+        pd.testing.assert_frame_equal(back, frame, check_exact=True)
     print(
-        f"{_shown(TRIALS)}: {len(res)} rows, {_shown(PREDICTED)}: {len(pred)} rows, "
+        f"{as_shown(TRIALS)}: {len(res)} rows, {as_shown(PREDICTED)}: {len(pred)} rows, "
         f"{time.process_time() - t0:.0f} s of CPU"
     )
 

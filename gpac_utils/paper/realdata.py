@@ -75,7 +75,7 @@ def verify(path: str | Path) -> Path:
     path = Path(path)
     if path.resolve().parent != paths.REALDATA.resolve() or not path.is_file():
         return path
-    where = path.relative_to(paths.REPO_ROOT) if path.is_relative_to(paths.REPO_ROOT) else path
+    where = paths.as_shown(path)
     expected = stored_checksums().get(path.name)
     if expected is None:
         raise ChecksumError(f"{where}: no checksum recorded in {CHECKSUMS.name}; add `sha256sum {path.name}` there")

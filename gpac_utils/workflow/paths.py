@@ -53,6 +53,11 @@ def from_root(path: str | Path) -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
+def as_shown(path: Path) -> Path:
+    """``path`` as messages show it: relative to the repository root when it lies under it, else as it is."""
+    return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+
+
 def ensure(path: Path) -> Path:
     """Create ``path`` (a folder) if missing and return it."""
     path.mkdir(parents=True, exist_ok=True)

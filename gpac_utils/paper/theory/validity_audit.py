@@ -31,7 +31,7 @@ from ...bounds import BOUNDS, ucb_many
 from ...checks import DataError, ParameterError
 from ...metrics import mcse
 from ...workflow import config
-from ...workflow.paths import REPO_ROOT
+from ...workflow.paths import REPO_ROOT, as_shown
 from . import populations
 
 __all__ = [
@@ -217,7 +217,7 @@ def read_audit(path: Path | str = AUDIT_TABLE, *, settings: dict) -> pd.DataFram
         The file is missing, or holds the audit of other settings (the message names the first that differs).
     """
     path = Path(path)
-    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    shown = as_shown(path)
     if not path.is_file():
         raise DataError(f"{shown}: no audit table; make validity-audit writes it")
     table = pd.read_csv(path)  # pandas 3 reads every float back exactly (write_audit checks it)

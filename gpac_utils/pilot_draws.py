@@ -110,15 +110,6 @@ def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.repeat([b[0] for b in blocks], [b[2] for b in blocks])
 
 
-def _region_x(ps: np.ndarray, pb: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Each region's score: the mean of its pilot scores, else the middle of its edges (0 and 1 outside)."""
-    n_bins = edges.size + 1
-    m = np.bincount(pb, minlength=n_bins)
-    bounds = np.r_[0.0, edges, 1.0]
-    mid = (bounds[:-1] + bounds[1:]) / 2
-    return np.where(m > 0, np.bincount(pb, ps, n_bins) / np.maximum(m, 1), mid)
-
-
 def _monotone(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted isotonic regression of each row of ``theta`` (R, B) with weights ``w`` (B,), vectorised over rows:
     the max-min formula ``fit_b = max_{i <= b} min_{j >= b} mean_w(theta_i..theta_j)`` of isotonic regression
@@ -237,9 +228,11 @@ def _spread_posterior(pilot, edges) -> dict:
     ps, pl, pg = pilot
     pb = np.searchsorted(edges, ps, side="right")
     n_bins, pos = edges.size + 1, pl > 0
-    x = _region_x(ps, pb, edges)
+    m_all = np.bincount(pb, minlength=n_bins)
+    bounds = np.r_[0.0, edges, 1.0]  # each region's score: the mean of its pilot scores, else the middle of its edges
+    x = np.where(m_all > 0, np.bincount(pb, ps, n_bins) / np.maximum(m_all, 1), (bounds[:-1] + bounds[1:]) / 2)
     dx = x - float(np.mean(ps))
-    l0 = _pooled_logit(np.bincount(pb, pos, n_bins), np.bincount(pb, minlength=n_bins))
+    l0 = _pooled_logit(np.bincount(pb, pos, n_bins), m_all)
     z = l0[None, None, :] + _A_GRID[:, None, None] + _C_GRID[None, :, None] * dx[None, None, :]  # (A, C, B)
     hc = -np.log1p(_S_GRID**2)  # half-Cauchy(0, 1)
     prior_a = _gauss(_A_GRID, _S_GRID, lambda s: -0.5 * s**2)  # (S, A)

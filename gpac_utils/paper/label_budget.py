@@ -177,12 +177,10 @@ def allocation_trials(cfg, trials=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     (one per trial, allocation and group; the plan's forecast per trial and allocation). Trial ``i`` draws from
     the seeds ``[seed, i]``: its rows do not depend on the other trials."""
     table = real_table(cfg)
-    records, predicted = [], []
-    for trial in range(cfg["n_trials"]) if trials is None else trials:
-        rec, pred = trial_rows(table, cfg, int(trial))
-        records += rec
-        predicted += pred
-    return pd.DataFrame(records), pd.DataFrame(predicted)
+    rows = [trial_rows(table, cfg, int(trial)) for trial in (range(cfg["n_trials"]) if trials is None else trials)]
+    return pd.DataFrame([r for records, _ in rows for r in records]), pd.DataFrame(
+        [p for _, pred in rows for p in pred]
+    )
 
 
 def read_tables(cfg, trials: Path | str = TRIALS, predicted: Path | str = PREDICTED):

@@ -166,13 +166,14 @@ def _int_at_least(lo: int):
     return lambda v, _: None if _is_int(v) and v >= lo else f"must be an integer >= {lo}, got {v!r}"
 
 
-def _one_of(*choices):
-    return lambda v, _: None if v in choices and isinstance(v, str) else f"must be one of {list(choices)}, got {v!r}"
+def _one_of(choices):
+    """A check for one of the strings ``choices`` (a tuple, or the names of one of the package's registries)."""
+    return lambda v, _: None if isinstance(v, str) and v in choices else f"must be one of {list(choices)}, got {v!r}"
 
 
 def _choice(*choices: str, **more) -> Field:
     """A field holding one of the strings ``choices``."""
-    return Field(_one_of(*choices), type="choice", choices=choices, **more)
+    return Field(_one_of(choices), type="choice", choices=choices, **more)
 
 
 def _boolean(v, _):
@@ -205,14 +206,9 @@ def _candidates(v, _):
     return None if ok else f"must be 'auto', 'all' or a grid size >= 1, got {v!r}"
 
 
-def _registry(registry):
-    """A name of one of the package's registries."""
-    return lambda v, _: None if isinstance(v, str) and v in registry else f"must be one of {list(registry)}, got {v!r}"
-
-
 def _named(registry, doc: str, **more) -> Field:
     """A field holding a name of ``registry``."""
-    return Field(_registry(registry), doc=doc, type="name", choices=lambda: registry, **more)
+    return Field(_one_of(registry), doc=doc, type="name", choices=lambda: registry, **more)
 
 
 def _thresholds(v, payload):
@@ -241,7 +237,7 @@ def _group_sizes(v, _):
 def _partition(v, payload):
     if not isinstance(v, dict) or set(v) != {"algorithm", "boundaries"}:
         return f"a {payload['method']} file needs 'partition': {{'algorithm', 'boundaries'}} (and nothing else)"
-    algo = _registry(partition.PARTITION_ALGORITHMS)(v["algorithm"], payload)
+    algo = _one_of(partition.PARTITION_ALGORITHMS)(v["algorithm"], payload)
     if algo:
         return f"['algorithm']: {algo}"
     b = v["boundaries"]
@@ -546,7 +542,7 @@ _FIELDS: dict[str, Field] = {
         each=Field(_nullable(_text), doc="a role's column", type="column"),
     ),
     "score": Field(
-        _nullable(_registry(SCORES)),
+        _nullable(_one_of(SCORES)),
         required=False,
         doc="the score's registry name (null: the column holds no registered score)",
         type="score",

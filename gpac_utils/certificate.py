@@ -81,6 +81,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -123,6 +124,8 @@ __all__ = [
 
 SCHEMA = "gpac-thresholds"
 GROUP_FIELDS = tuple(GROUP_ENTRY)
+#: How the review table shows each field (:meth:`Certificate.render`).
+_CELLS = {"n": "{:d}", "labelled": "{:d}", "status": "{}", "threshold": "{:.4g}", "ucb": "{:.4g}"}
 #: ``provenance.item_ids.digest``: each id's SHA-256, its first 12 hex characters (48 bits).
 ID_DIGEST = "sha256-48"
 #: The hex characters kept of each id's SHA-256.
@@ -149,13 +152,8 @@ def column_sha256(values) -> str:
 
 def _id_text(v) -> str:
     """An id's canonical text: an integer (also an integral float) in decimal, anything else as ``str``."""
-    if isinstance(v, bool | np.bool_):
-        return str(bool(v))
-    if isinstance(v, int | np.integer):
-        return str(int(v))
-    if isinstance(v, float | np.floating) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
+    integral = isinstance(v, int | np.integer) or isinstance(v, float | np.floating) and float(v).is_integer()
+    return str(int(v)) if integral and not isinstance(v, bool) else str(v)
 
 
 def id_digests(values) -> list[str]:
@@ -193,11 +191,8 @@ def _check_item_ids(rec) -> None:
 
 def file_sha256(path) -> str:
     """SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def created_at(created: str | datetime | None = None) -> str:
@@ -398,7 +393,6 @@ class Certificate:
     document: dict
     settings: Settings
     version: int = SCHEMA_VERSION
-    has_provenance: bool = True
     _where: str = field(default="certificate", repr=False)
     #: The file as read (validated, before the migration): what ``gpac verify`` checks field by field.
     source: dict | None = field(default=None, repr=False)
@@ -520,8 +514,7 @@ class Certificate:
             settings = Settings.from_dict(payload["settings"])
         except ValueError as exc:
             raise ThresholdsFileError(f"settings: {exc}") from None
-        version, prov = payload["schema_version"], "provenance" in payload
-        return cls(_migrate(payload, settings), settings, version, prov, where, source=payload)
+        return cls(_migrate(payload, settings), settings, payload["schema_version"], where, source=payload)
 
     # -- what it holds ----------------------------------------------------------------------------
     method = property(lambda self: self.document["method"], doc="The calibrator's registry name.")
@@ -531,11 +524,12 @@ class Certificate:
     thresholds = property(lambda self: self.document["thresholds"], doc="Group -> threshold (None: always think).")
     provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
     kind = property(lambda self: CALIBRATORS[self.method].groups, doc="Its method's groups: none, known or learned.")
+    has_provenance = property(lambda self: self.provenance is not None, doc="Whether the source had provenance.")
 
     @property
     def calibration_ids(self) -> frozenset[str] | None:
         """The calibration items' id digests (:func:`id_digests`), or None when the file records none."""
-        rec = (self.provenance or {}).get("item_ids") if self.has_provenance else None
+        rec = (self.provenance or {}).get("item_ids")
         return None if rec is None else frozenset(_split(rec["values"]))
 
     @property
@@ -565,7 +559,7 @@ class Certificate:
         shown = ", ".join(f"{k}={v}" for k, v in self.document["settings"].items())
         lines = [f"{self.method} thresholds, schema version {self.version}{migrated}: {shown}"]
         lines.append(f"score     {self.score or '- (not a registered score)'}; columns {self.columns or '-'}")
-        prov = self.provenance if self.has_provenance else None
+        prov = self.provenance
         if prov:
             table = prov.get("table") or {}
             lines.append(f"table     {table.get('path', '-')}  sha256 {table.get('sha256', '-')}")
@@ -592,18 +586,14 @@ class Certificate:
                 f"provenance: none (a version-{self.version} file or a calibrator's own JSON); "
                 "statuses derived from the group sizes and settings"
             )
-        df = self.review()
         header = ["group", *GROUP_FIELDS]
-        cells = [
-            [str(r.group), _num(r.n, "{:d}"), _num(r.labelled, "{:d}"), r.status, _num(r.threshold), _num(r.ucb)]
-            for r in df.itertuples()
-        ]
+        cells = [[str(g), *(_num(e.get(k), _CELLS[k]) for k in GROUP_FIELDS)] for g, e in self.groups.items()]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
         fmt = "  ".join(f"{{:{'>' if i in (1, 2, 4, 5) else '<'}{w}}}" for i, w in enumerate(widths))
         lines += ["", fmt.format(*header), fmt.format(*("-" * w for w in widths))]
         lines += [fmt.format(*c) for c in cells]
-        counts = df["status"].value_counts()
-        lines += ["", "; ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)]
+        counts = Counter(e.get("status") for e in self.groups.values())
+        lines += ["", "; ".join(f"{counts[s]} {s}" for s in STATUSES)]
         return "\n".join(lines)
 
     def providers_text(self) -> str:
@@ -630,7 +620,7 @@ class Certificate:
     def score_model_path(self, given=None) -> Path | None:
         """The recorded score model's file: ``given``, else the recorded path, else the file of that name
         beside the certificate (as the serving router finds it); None when none is recorded."""
-        model = (self.provenance or {}).get("score_model") if self.has_provenance else None
+        model = (self.provenance or {}).get("score_model")
         if not model:
             return None
         if given is not None:
@@ -639,20 +629,7 @@ class Certificate:
         beside = Path(self._where).parent / path.name
         return beside if not path.exists() and beside.exists() else path
 
-    def table_bytes(self, table_path) -> tuple[bool, bool]:
-        """Whether ``table_path`` has the recorded bytes (``provenance.table.sha256``), and whether it is the
-        file the provenance names (``provenance.table.path``, relative to the working directory)."""
-        table = (self.provenance or {}).get("table") or {}
-        if not table:
-            return True, False
-        same = file_sha256(table_path) == table["sha256"]
-        try:
-            named = os.path.samefile(table_path, table["path"])
-        except OSError:  # the named file is not there (another machine, another folder)
-            named = False
-        return same, named
-
-    def verify(self, table_path, frame: pd.DataFrame) -> tuple[list[str], bool]:
+    def verify(self, table_path, frame: pd.DataFrame, *, refuse: bool = False) -> tuple[list[str], bool]:
         """Compare a table with the provenance by the one rule for "the same table": every recorded column's
         values (canonical hashes, whatever the file format), and the file the provenance names keeps its
         bytes. One line per column (``matches``, ``DIFFERS`` or ``MISSING``) and one for the file's bytes,
@@ -666,38 +643,49 @@ class Certificate:
             The table file to check.
         frame : pandas.DataFrame
             Its contents (as read by :func:`gpac_utils.data.read_frame`).
+        refuse : bool, default False
+            Raise at the first line that does not agree (``gpac verify``), naming the field.
 
         Raises
         ------
         DataError
-            For a certificate without provenance (nothing to check against).
+            For a certificate without provenance (nothing to check against); with ``refuse``, one that disagrees.
         """
-        prov = self.provenance if self.has_provenance else None
+        prov = self.provenance
         if not prov:
             raise DataError(f"--data: {self._where} has no provenance to check against (a version-{self.version} file)")
-        out, ok = [], True
-        if prov.get("table"):
-            same, named = self.table_bytes(table_path)
-            ok &= same or not named
-            if same:
+        out, refusals = [], []
+        table = prov.get("table")
+        if table:
+            try:
+                named = os.path.samefile(table_path, table["path"])
+            except OSError:  # the named file is not there (another machine, another folder)
+                named = False
+            if file_sha256(table_path) == table["sha256"]:
                 what = "matches the recorded bytes"
             elif named:
                 what = "DIFFERS from the recorded bytes, and it is the file provenance.table.path names"
+                refusals.append(
+                    "the file provenance.table.path names, but its bytes differ from provenance.table.sha256 (the file "
+                    "changed, or the hash was edited); a copy elsewhere is judged by its columns"
+                )
             else:
                 what = "DIFFERS from the recorded bytes (a copy: its columns' values decide)"
             out.append(f"table file {Path(table_path).name}: {what}")
         for role, c in sorted(prov.get("columns", {}).items()):
             if c["name"] not in frame.columns:
-                ok = False
-                out.append(f"column {role} {c['name']!r}: MISSING")
-                continue
-            same = column_sha256(frame[c["name"]].to_numpy()) == c["sha256"]
-            ok &= same
-            out.append(f"column {role} {c['name']!r}: {'matches' if same else 'DIFFERS'}")
-        return out, ok
+                state = "MISSING"
+            else:
+                state = "matches" if column_sha256(frame[c["name"]].to_numpy()) == c["sha256"] else "DIFFERS"
+            out.append(f"column {role} {c['name']!r}: {state}")
+            if state != "matches":
+                refusals.append(f"{out[-1]} from the certificate's provenance (provenance.columns.{role}); refused")
+        if refuse and refusals:
+            raise DataError(f"--data {table_path}: {refusals[0]}")
+        return out, not refusals
 
 
-def _num(x, fmt="{:.4g}") -> str:
+def _num(x, fmt: str) -> str:
     """A cell of the review table: ``-`` for a missing value (None or NaN)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"

@@ -122,7 +122,8 @@ class Field:
     required : bool
         Whether a file (of a calibrator that has the field) must have it.
     doc : str
-        What it holds (for the documentation).
+        What it holds, for a reader of an extension's declaration (``docs/extending.md``); no code reads it,
+        and the package's own declarations say it in a comment beside them.
     type : str
         What a value looks like (``"fraction"``, ``"int"``, ``"name"``, ``"sha256"``, ...): the mutation
         test generates another value of the type.
@@ -166,13 +167,14 @@ def _int_at_least(lo: int):
     return lambda v, _: None if _is_int(v) and v >= lo else f"must be an integer >= {lo}, got {v!r}"
 
 
-def _one_of(*choices):
-    return lambda v, _: None if v in choices and isinstance(v, str) else f"must be one of {list(choices)}, got {v!r}"
+def _one_of(choices):
+    """A check for one of the strings ``choices`` (a tuple, or the names of one of the package's registries)."""
+    return lambda v, _: None if isinstance(v, str) and v in choices else f"must be one of {list(choices)}, got {v!r}"
 
 
 def _choice(*choices: str, **more) -> Field:
     """A field holding one of the strings ``choices``."""
-    return Field(_one_of(*choices), type="choice", choices=choices, **more)
+    return Field(_one_of(choices), type="choice", choices=choices, **more)
 
 
 def _boolean(v, _):
@@ -205,14 +207,9 @@ def _candidates(v, _):
     return None if ok else f"must be 'auto', 'all' or a grid size >= 1, got {v!r}"
 
 
-def _registry(registry):
-    """A name of one of the package's registries."""
-    return lambda v, _: None if isinstance(v, str) and v in registry else f"must be one of {list(registry)}, got {v!r}"
-
-
-def _named(registry, doc: str, **more) -> Field:
+def _named(registry, **more) -> Field:
     """A field holding a name of ``registry``."""
-    return Field(_registry(registry), doc=doc, type="name", choices=lambda: registry, **more)
+    return Field(_one_of(registry), type="name", choices=lambda: registry, **more)
 
 
 def _thresholds(v, payload):
@@ -241,7 +238,7 @@ def _group_sizes(v, _):
 def _partition(v, payload):
     if not isinstance(v, dict) or set(v) != {"algorithm", "boundaries"}:
         return f"a {payload['method']} file needs 'partition': {{'algorithm', 'boundaries'}} (and nothing else)"
-    algo = _registry(partition.PARTITION_ALGORITHMS)(v["algorithm"], payload)
+    algo = _one_of(partition.PARTITION_ALGORITHMS)(v["algorithm"], payload)
     if algo:
         return f"['algorithm']: {algo}"
     b = v["boundaries"]
@@ -300,7 +297,7 @@ def _record(v, _):
 
 
 def _recipe_name(v, _):
-    return None if v is None or v in RECIPES else f"must be one of {list(RECIPES)} or null, got {v!r}"
+    return None if isinstance(v, str) and v in RECIPES else f"must be one of {list(RECIPES)} or null, got {v!r}"
 
 
 #: The recipe's fields (what ``provenance.recipe_overrides`` may name).
@@ -324,19 +321,17 @@ def _overrides(v, root):
 
 #: The recipe's fields in ``settings`` (its JSON form; :mod:`gpac_utils.recipe` checks them together).
 RECIPE_SETTINGS: dict[str, Field] = {
-    "bound": _named(bounds.BOUNDS, "the recipe's bound", verify=STATED),
-    "bound_kind": _choice(
-        "valid", "paper", required=False, doc="whether the bound is valid (checked against the bound's registry entry)"
-    ),
-    "sampling": _named(sampling.SCHEMES, "the recipe's label sampling", verify=STATED),
-    "label_prob": Field(_label_prob, doc="labelling probability (legacy name: 'pi')", type="label_prob", verify=STATED),
-    "rule": _named(selection.RULES, "the recipe's selection rule", verify=STATED),
-    "candidates": Field(_candidates, doc="'auto', 'all' or a grid size", type="candidates", verify=STATED),
+    "bound": _named(bounds.BOUNDS, verify=STATED),
+    # whether the bound is valid (checked against the bound's registry entry)
+    "bound_kind": _choice("valid", "paper", required=False),
+    "sampling": _named(sampling.SCHEMES, verify=STATED),
+    # labelling probability (legacy name: 'pi')
+    "label_prob": Field(_label_prob, type="label_prob", verify=STATED),
+    "rule": _named(selection.RULES, verify=STATED),
+    "candidates": Field(_candidates, type="candidates", verify=STATED),
 }
 #: ``settings['simultaneous']``: files before 0.3 (read as the correction), where the correction is read.
-SIMULTANEOUS = Field(
-    _boolean, required=False, doc="Bonferroni across groups (files before 0.3)", type="bool", verify=STATED
-)
+SIMULTANEOUS = Field(_boolean, required=False, type="bool", verify=STATED)
 
 
 def _from_declaration(s) -> Field:
@@ -351,7 +346,7 @@ def _from_declaration(s) -> Field:
         return None
 
     kind, options = getattr(s.constraint, "kind", "record"), getattr(s.constraint, "options", None)
-    return Field(check, required=s.required, doc=s.help, type=kind, choices=options, verify=STATED)
+    return Field(check, required=s.required, type=kind, choices=options, verify=STATED)
 
 
 def method_fields(entry) -> tuple[dict[str, Field], dict[str, Field]]:
@@ -393,177 +388,135 @@ SETTINGS: Mapping[str, Field] = _Every(1)
 
 #: The fields of each ``groups`` entry (:mod:`gpac_utils.certificate`), all recomputed by ``gpac verify``.
 GROUP_ENTRY: dict[str, Field] = {
-    "n": Field(_int_at_least(0), doc="calibration items", type="int", since=3),
-    "labelled": Field(
-        _nullable(_int_at_least(0)), doc="expert labels used (null: not recorded)", type="count", since=3
-    ),
+    # calibration items
+    "n": Field(_int_at_least(0), type="int", since=3),
+    # expert labels used (null: not recorded)
+    "labelled": Field(_nullable(_int_at_least(0)), type="count", since=3),
     # its values: gpac_utils.calibrate.STATUSES (checked by gpac_utils.certificate, which reads them)
-    "status": Field(_text, doc="certified or why it always thinks", type="status", since=3),
-    "threshold": Field(_threshold, doc="the threshold (null: always think)", type="threshold", since=3),
-    "ucb": Field(_nonneg, doc="the certified bound at the threshold (null: none)", type="bound", since=3),
+    # certified or why it always thinks
+    "status": Field(_text, type="status", since=3),
+    # the threshold (null: always think)
+    "threshold": Field(_threshold, type="threshold", since=3),
+    # the certified bound at the threshold (null: none)
+    "ucb": Field(_nonneg, type="bound", since=3),
 }
 
 #: ``provenance.table``: the calibration table's file.
 TABLE_RECORD: dict[str, Field] = {
-    "path": Field(_text, doc="the file, as given (must agree with 'data')", type="path", since=3),
-    "sha256": Field(
-        _sha256,
-        doc="its bytes' SHA-256 (checked when --data is the file 'path' names; a copy elsewhere, in another format, "
-        "is judged by its columns)",
-        type="sha256",
-        since=3,
-    ),
+    # the file, as given (must agree with 'data')
+    "path": Field(_text, type="path", since=3),
+    # its bytes' SHA-256 (checked when --data is the file 'path' names; a copy elsewhere, in another format, is
+    # judged by its columns)
+    "sha256": Field(_sha256, type="sha256", since=3),
 }
 
 #: ``provenance.columns[role]``: a column used, hashed canonically (:func:`gpac_utils.certificate.column_sha256`).
 COLUMN_RECORD: dict[str, Field] = {
-    "name": Field(_text, doc="the table's column (must agree with 'columns')", type="column", since=3),
-    "dtype": Field(
-        _dtype,
-        doc="its dtype as read; its class (number or text) decides how it is hashed and is checked, the rest is "
-        "descriptive (a CSV and a Parquet copy may read differently)",
-        type="dtype",
-        since=3,
-    ),
-    "sha256": Field(_sha256, doc="the SHA-256 of its values, canonically", type="sha256", since=3),
+    # the table's column (must agree with 'columns')
+    "name": Field(_text, type="column", since=3),
+    # its dtype as read; its class (number or text) decides how it is hashed and is checked, the rest is
+    # descriptive (a CSV and a Parquet copy may read differently)
+    "dtype": Field(_dtype, type="dtype", since=3),
+    # the SHA-256 of its values, canonically
+    "sha256": Field(_sha256, type="sha256", since=3),
 }
 
 #: ``provenance.score_model``: the score's fitted model (``gpac calibrate --score-model``).
 SCORE_MODEL_RECORD: dict[str, Field] = {
-    "path": Field(_text, doc="the model file, as given", type="path", since=4, verify=DESCRIPTIVE),
-    "sha256": Field(_sha256, doc="the model file's SHA-256", type="sha256", since=4),
-    "embedder": Field(_text, doc="the embedder it reads (the model's)", type="text", since=4),
-    "text": Field(_text, doc="the request column it reads (the model's)", type="column", since=4),
+    # the model file, as given
+    "path": Field(_text, type="path", since=4, verify=DESCRIPTIVE),
+    "sha256": Field(_sha256, type="sha256", since=4),
+    # the embedder it reads (the model's)
+    "embedder": Field(_text, type="text", since=4),
+    # the request column it reads (the model's)
+    "text": Field(_text, type="column", since=4),
 }
 
 #: ``provenance.item_ids``: the calibration items' ids, as digests (what ``gpac audit`` checks overlap with).
 #: The record's values are checked together where it is written (:mod:`gpac_utils.certificate`: the digest's
 #: name, ``n`` digests, sorted); here, its fields and how ``gpac verify`` checks them (recomputed from the ids).
 ITEM_IDS_RECORD: dict[str, Field] = {
-    "digest": Field(
-        _checked_with_the_record, doc="how each id is digested", type="choice", choices=("sha256-48",), since=5
-    ),
-    "n": Field(_checked_with_the_record, doc="how many distinct ids", type="int", since=5),
-    "values": Field(_checked_with_the_record, doc="the sorted digests, concatenated", type="hexstring", since=5),
+    "digest": Field(_checked_with_the_record, type="choice", choices=("sha256-48",), since=5),
+    # how many distinct ids
+    "n": Field(_checked_with_the_record, type="int", since=5),
+    # the sorted digests, concatenated
+    "values": Field(_checked_with_the_record, type="hexstring", since=5),
 }
 
 #: ``provenance.providers[role]``: a registry name the file uses (:data:`gpac_utils.certificate.NAMED`) and
 #: the distribution that provided it (:meth:`gpac_utils.registry.Registry.provider`).
 PROVIDER_RECORD: dict[str, Field] = {
-    "name": Field(_text, doc="the name (as the field that uses it holds it)", type="text", since=5),
-    "distribution": Field(
-        _nullable(_text), doc="gpac-utils (built in), a plugin's, or null (code of none)", type="text", since=5
-    ),
-    "version": Field(_nullable(_text), doc="its version", type="text", since=5, verify=DESCRIPTIVE),
+    # the name (as the field that uses it holds it)
+    "name": Field(_text, type="text", since=5),
+    # gpac-utils (built in), a plugin's, or null (code of none)
+    "distribution": Field(_nullable(_text), type="text", since=5),
+    "version": Field(_nullable(_text), type="text", since=5, verify=DESCRIPTIVE),
 }
 
 #: The fields of ``provenance``.
 PROVENANCE: dict[str, Field] = {
-    "table": Field(_nullable(_record), doc="the table file: path, sha256 (null: none)", since=3, fields=TABLE_RECORD),
-    "columns": Field(
-        _record,
-        doc="role -> the column used: name, dtype, sha256",
-        since=3,
-        each=Field(_record, doc="a column used", since=3, fields=COLUMN_RECORD),
-    ),
-    "package": _choice("gpac-utils", required=False, doc="the package that wrote it"),
-    "package_version": Field(_text, doc="its version", type="text", since=3, verify=DESCRIPTIVE),
-    "recipe": Field(_recipe_name, doc="the named recipe the settings started from", type="recipe", since=3),
-    "recipe_overrides": Field(
-        _nullable(_overrides),
-        required=False,
-        doc="the recipe's fields the settings changed from the named recipe's (null: no named recipe)",
-        type="overrides",
-        since=5,
-    ),
-    "seed": replace(_from_declaration(RNG_SEED), doc="the settings' seed", since=3, verify=CHECKED),
-    "created": Field(_timestamp, doc="creation time, UTC", type="timestamp", since=3, verify=DESCRIPTIVE),
-    "score_model": Field(
-        _record,
-        required=False,
-        doc="the score's model: path, sha256, embedder, text",
-        since=4,
-        fields=SCORE_MODEL_RECORD,
-    ),
-    "item_ids": Field(
-        _record, required=False, doc="the calibration items' ids: digest, n, values", since=5, fields=ITEM_IDS_RECORD
-    ),
-    "providers": Field(
-        _record,
-        required=False,
-        doc="role -> a registry name used",
-        since=5,
-        each=Field(_record, fields=PROVIDER_RECORD),
-    ),
-    "mode": _choice(
-        "sequential",
-        required=False,
-        doc="absent: an offline calibration; 'sequential': gpac plan --sequential's e-processes (not recomputed)",
-        since=5,
-    ),
-    "sequential": Field(
-        _record,
-        required=False,
-        doc="the sequential run's settings: bet, batch_size, grid_size, alpha_per_group, budget, seed, stopped",
-        since=5,
-    ),
+    # the table file: path, sha256 (null: none)
+    "table": Field(_nullable(_record), since=3, fields=TABLE_RECORD),
+    # role -> the column used: name, dtype, sha256
+    "columns": Field(_record, since=3, each=Field(_record, since=3, fields=COLUMN_RECORD)),
+    "package": _choice("gpac-utils", required=False),
+    "package_version": Field(_text, type="text", since=3, verify=DESCRIPTIVE),
+    # the named recipe the settings started from
+    "recipe": Field(_nullable(_recipe_name), type="recipe", since=3),
+    # the recipe's fields the settings changed from the named recipe's (null: no named recipe)
+    "recipe_overrides": Field(_nullable(_overrides), required=False, type="overrides", since=5),
+    "seed": replace(_from_declaration(RNG_SEED), since=3, verify=CHECKED),
+    # creation time, UTC
+    "created": Field(_timestamp, type="timestamp", since=3, verify=DESCRIPTIVE),
+    "score_model": Field(_record, required=False, since=4, fields=SCORE_MODEL_RECORD),
+    "item_ids": Field(_record, required=False, since=5, fields=ITEM_IDS_RECORD),
+    # role -> a registry name used
+    "providers": Field(_record, required=False, since=5, each=Field(_record, fields=PROVIDER_RECORD)),
+    # absent: an offline calibration; 'sequential': gpac plan --sequential's e-processes (not recomputed)
+    "mode": _choice("sequential", required=False, since=5),
+    # the sequential run's settings: bet, batch_size, grid_size, alpha_per_group, budget, seed, stopped
+    "sequential": Field(_record, required=False, since=5),
 }
 
 #: C-PAC's ``partition`` (the C-PAC entry's ``json_fields``: a C-PAC file holds it, no other).
 PARTITION = Field(
     _partition,
-    doc="C-PAC's learned partition: algorithm, boundaries",
     fields={
-        "algorithm": _named(partition.PARTITION_ALGORITHMS, "the partition algorithm"),
-        "boundaries": Field(lambda v, _: None, doc="the learned boundaries, ascending", type="boundaries"),
+        "algorithm": _named(partition.PARTITION_ALGORITHMS),
+        # the learned boundaries, ascending
+        "boundaries": Field(lambda v, _: None, type="boundaries"),
     },
 )
 
 #: The top-level fields every file may hold (a calibrator's own: its entry's ``json_fields``).
 _FIELDS: dict[str, Field] = {
-    "schema_version": Field(
-        _version, required=False, doc="the schema version (missing: 1)", type="version", choices=lambda: READS
-    ),
-    "method": Field(
-        lambda v, _: None, doc="a name of the calibrator registry (PAC, G-PAC, C-PAC)", type="method", verify=STATED
-    ),
-    "settings": Field(_record, doc="every setting ('SETTINGS')", fields=SETTINGS),
-    "thresholds": Field(
-        _thresholds,
-        doc="group -> threshold in [0, 1], null: always think",
-        each=Field(_threshold, doc="a group's threshold", type="threshold"),
-    ),
-    "group_sizes": Field(
-        _group_sizes,
-        required=False,
-        doc="group -> calibration items",
-        each=Field(_int_at_least(0), doc="a group's calibration items", type="int"),
-    ),
-    "columns": Field(
-        _columns,
-        required=False,
-        doc="gpac calibrate: the table's columns",
-        each=Field(_nullable(_text), doc="a role's column", type="column"),
-    ),
+    # the schema version (missing: 1)
+    "schema_version": Field(_version, required=False, type="version", choices=lambda: READS),
+    # a name of the calibrator registry (PAC, G-PAC, C-PAC)
+    "method": Field(lambda v, _: None, type="method", verify=STATED),
+    "settings": Field(_record, fields=SETTINGS),
+    # group -> threshold in [0, 1], null: always think
+    "thresholds": Field(_thresholds, each=Field(_threshold, type="threshold")),
+    # group -> calibration items
+    "group_sizes": Field(_group_sizes, required=False, each=Field(_int_at_least(0), type="int")),
+    # gpac calibrate: the table's columns
+    "columns": Field(_columns, required=False, each=Field(_nullable(_text), type="column")),
+    # the score's registry name (null: the column holds no registered score)
     "score": Field(
-        _nullable(_registry(SCORES)),
-        required=False,
-        doc="the score's registry name (null: the column holds no registered score)",
-        type="score",
-        choices=lambda: SCORES,
-        since=4,
-        verify=STATED,
+        _nullable(_one_of(SCORES)), required=False, type="score", choices=lambda: SCORES, since=4, verify=STATED
     ),
-    "data": Field(_text, required=False, doc="gpac calibrate: the table it read", type="path"),
-    "n_items": Field(_int_at_least(1), required=False, doc="gpac calibrate: the table's rows", type="int"),
-    "schema": _choice("gpac-thresholds", required=False, doc="the certificate's schema name", since=3),
-    "provenance": Field(_record, required=False, doc="the certificate's provenance", since=3, fields=PROVENANCE),
+    # gpac calibrate: the table it read
+    "data": Field(_text, required=False, type="path"),
+    # gpac calibrate: the table's rows
+    "n_items": Field(_int_at_least(1), required=False, type="int"),
+    "schema": _choice("gpac-thresholds", required=False, since=3),
+    "provenance": Field(_record, required=False, since=3, fields=PROVENANCE),
+    # the certificate's per-group review: n, labelled, status, threshold, ucb
     "groups": Field(
         lambda v, _: None if isinstance(v, dict) else "must be an object of group -> entry",
         required=False,
-        doc="the certificate's per-group review: n, labelled, status, threshold, ucb",
         since=3,
-        each=Field(_record, doc="a group's entry", since=3, fields=GROUP_ENTRY),
+        each=Field(_record, since=3, fields=GROUP_ENTRY),
     ),
 }
 

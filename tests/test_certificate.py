@@ -164,6 +164,7 @@ def test_route_warns_when_the_columns_differ(table, tmp_path, capsys):
         (lambda d: d["groups"]["fine"].update(threshold=0.001), "differs from thresholds"),
         (lambda d: d["groups"].pop("fine"), "no entry in 'groups'"),
         (lambda d: d["provenance"].pop("created"), "provenance"),
+        (lambda d: d["provenance"].update(recipe=["paper"]), "'recipe'"),  # a one-line error, not a TypeError
     ],
 )
 def test_route_refuses_a_malformed_certificate(table, tmp_path, capsys, change, message):

@@ -531,6 +531,7 @@ def declared(path) -> Field | None:
 
     Examples
     --------
+    >>> import gpac_utils.calibrate  # registers the calibrators, whose declarations hold the settings' fields
     >>> declared(("provenance", "columns", "score", "sha256")).type
     'sha256'
     >>> declared(("settings", "eps")).verify, declared(("provenance", "created")).verify

@@ -521,11 +521,10 @@ class Settings:
     options: tuple = ()
 
     def __post_init__(self) -> None:
-        values = {name: getattr(self, name) for name in _FIELDS}
-        values["eps"], values["alpha"], values["loss_bound"] = check_risk(self.eps, self.alpha, self.loss_bound)
+        values = dict(zip(("eps", "alpha", "loss_bound"), check_risk(self.eps, self.alpha, self.loss_bound)))
         for s in _FIELDS.values():
-            if s not in (EPS, ALPHA, LOSS_BOUND):
-                values[s.name] = s.check(values[s.name], values)
+            if s.name not in values:
+                values[s.name] = s.check(getattr(self, s.name), values)
         warn_risk(values["eps"], values["alpha"], values["loss_bound"])
         check_risk_recipe(values["risk"], values["recipe"])
         every = declarations()

@@ -528,14 +528,7 @@ def pvalue_bounds() -> list[str]:
     return [name for name, b in BOUNDS.items() if b.pvalue is not None]
 
 
-__getattr__ = removed(
-    __name__,
-    {
-        "PAPER_BOUNDS": "BOUNDS.names(valid=False)",
-        "VALID_BOUNDS": "BOUNDS.names(valid=True)",
-        "MONOTONE_BOUNDS": "BOUNDS.names(monotone=True)",
-    },
-)
+__getattr__ = removed(__name__, {"VALID_BOUNDS": "BOUNDS.names(valid=True)"})
 
 
 # --- public entry point ----------------------------------------------------------------------

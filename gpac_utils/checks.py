@@ -44,7 +44,6 @@ __all__ = [
     "SettingWarning",
     "NotFittedError",
     "check_fitted",
-    "check_binary_losses",
     "check_range",
     "warn_risk",
     "warn_level",
@@ -83,16 +82,6 @@ def check_fitted(router, fitted: bool) -> None:
     if not fitted:
         name = getattr(router, "name", type(router).__name__)
         raise NotFittedError(f"{name}: not fitted; call fit(scores, losses, groups) first (or from_json)")
-
-
-def check_binary_losses(losses, binary: bool, loss_bound: float, name: str = "losses") -> None:
-    """Refuse losses other than exactly 0 or ``loss_bound`` for a bound whose terms are binary
-    (``binary``: the registry entry's ``binary_terms``), naming the first rows; nothing is rounded."""
-    if not binary or losses is None:
-        return
-    z = np.asarray(losses, dtype=float) / loss_bound
-    needs = f"{name}: this bound needs losses of exactly 0 or {loss_bound:g} (the loss bound); rows"
-    _refuse((z != 0) & (z != 1), needs, " have other values")
 
 
 class SettingWarning(UserWarning):
@@ -514,7 +503,9 @@ def check_consistent_length(**named) -> int:
     return lengths[0][1] if lengths else 0
 
 
-def check_xy(scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_items: int = 0, batch: bool = False):
+def check_xy(
+    scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_items: int = 0, batch: bool = False, binary=False
+):
     """The per-item inputs of one call, checked together: the layer's one call at a public entry.
 
     Scores in ``[0, 1]``, losses in ``[0, loss_bound]`` (when given), group labels (when given);
@@ -534,6 +525,9 @@ def check_xy(scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_i
         Fewest items accepted (1 to calibrate: an empty calibration set is refused).
     batch : bool, default False
         Allow leading batch axes on scores and losses (:func:`~gpac_utils.calibrate.threshold`).
+    binary : bool, default False
+        Losses must be exactly 0 or ``loss_bound`` (a bound whose terms are binary: its registry entry's
+        ``binary_terms``), the first other rows named; nothing is rounded.
 
     Returns
     -------
@@ -559,6 +553,10 @@ def check_xy(scores, losses=None, groups=None, *, loss_bound: float = 1.0, min_i
     if s.shape[-1] < min_items:
         raise ParameterError(f"scores: need at least {min_items} item(s), got {s.shape[-1]} (empty calibration set)")
     g = None if groups is None else check_groups("groups", groups, s.size)
+    if binary and loss is not None:
+        z = loss / loss_bound
+        needs = f"losses: this bound needs losses of exactly 0 or {loss_bound:g} (the loss bound); rows"
+        _refuse((z != 0) & (z != 1), needs, " have other values")
     return s, loss, g
 
 

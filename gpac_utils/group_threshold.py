@@ -22,7 +22,6 @@ from . import sampling as _sampling
 from . import selection as _selection
 from .checks import (
     ParameterError,
-    check_binary_losses,
     check_groups,
     check_label_prob,
     check_rng,
@@ -196,17 +195,18 @@ def _checked(scores, losses, settings, fields: dict, label_prob, interval, batch
         raise ParameterError(
             f"{ignored}: threshold() does not read it (it reads {list(THRESHOLD_READS)}); leave it at its default"
         )
-    entry = _risks.get_risk(settings.risk)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch)
+    binary = _bounds.BOUNDS[settings.recipe.bound].binary_terms
+    scores, losses, _ = check_xy(
+        scores, losses, loss_bound=settings.loss_bound, min_items=1, batch=batch, binary=binary
+    )
     if batch and scores.ndim < 2:
         raise ParameterError(
             f"scores: batch_threshold takes calibrations along leading axes, shape (..., n); got shape {scores.shape}: "
             "use threshold() for one group"
         )
-    check_binary_losses(losses, _bounds.BOUNDS[settings.recipe.bound].binary_terms, settings.loss_bound)
     check_label_prob(label_prob, losses.shape)
     problem = Problem(settings.eps, settings.alpha, settings.recipe, settings.loss_bound, label_prob, tuple(interval))
-    return entry, scores, losses, problem
+    return _risks.get_risk(settings.risk), scores, losses, problem
 
 
 def routed_threshold(scores, losses, settings=None, **options) -> np.ndarray:
@@ -304,8 +304,8 @@ def risk_curve(
     ['u', 'empirical_risk', 'ucb', 'envelope', 'selected']
     """
     recipe, eps, alpha, loss_bound = check_recipe(recipe), *check_risk(eps, alpha, loss_bound)
-    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1)
-    check_binary_losses(losses, _bounds.BOUNDS[recipe.bound].binary_terms, loss_bound)
+    binary = _bounds.BOUNDS[recipe.bound].binary_terms
+    scores, losses, _ = check_xy(scores, losses, loss_bound=loss_bound, min_items=1, binary=binary)
     d, cand, ucb = _bound_curve(scores, losses, Problem(eps, alpha, recipe, loss_bound), check_rng("rng", rng))
     chosen = _selection.select(cand, ucb, eps, recipe.rule)
     emp = (d.z[None, :] * (d.scores[None, :] <= cand[:, None])).mean(axis=1)

@@ -344,11 +344,10 @@ class Path:
     def q(self, cells, u) -> np.ndarray:
         """Each item's score :math:`q = \\hat p_c(U)` (``inf``: its cell never routes)."""
         out = np.full(u.size, np.inf)
-        names, codes = np.unique(cells, return_inverse=True)
-        for k, c in enumerate(names.tolist()):
+        for c in np.unique(cells).tolist():
             curve = self.curve(c)
             if curve is not None:
-                at = codes == k
+                at = cells == c
                 out[at] = _step(*curve, u[at])
         return out
 
@@ -357,9 +356,8 @@ class Path:
         at ``s`` the items with path score at most ``s`` route."""
         q = self.q(cells, u)
         out = np.full(u.size, np.inf)
-        names, codes = np.unique(cells, return_inverse=True)
-        for k, c in enumerate(names.tolist()):
-            at = np.flatnonzero((codes == k) & np.isfinite(q))  # q is finite only where the cell has a curve
+        for c in np.unique(cells).tolist():
+            at = np.flatnonzero((cells == c) & np.isfinite(q))  # q is finite only where the cell has a curve
             levels = self.grid * self.levels.get(c, -np.inf)  # Lambda_c(s), non-decreasing in s
             first = np.searchsorted(levels, q[at], side="left")
             ok = first < self.grid.size
@@ -392,17 +390,15 @@ def _lagrange_levels(q, y, coll: Collection, path: Path, eps: float, alpha: floa
     cells route more."""
     log_a = math.log(1 / alpha)
     on = [j for j, g in enumerate(coll.names) if g not in path.off and coll.member[:, j].any()]
-    cells, codes = np.unique(coll.cells, return_inverse=True)
     every = sorted(path.cell_groups)
     c_member = np.array([[g in path.cell_groups[c] for g in coll.names] for c in every], dtype=float)
-    where = np.array([every.index(c) for c in cells.tolist()], dtype=int)[codes] if codes.size else codes
+    where = np.searchsorted(every, coll.cells)  # each item's cell (every cell is one of them)
     mu = np.ones(len(coll.names))
     expected = np.array([max(float(test_items[g]), 1.0) for g in coll.names])
     n_g = np.maximum(coll.member.sum(axis=0), 1)
-    finite = np.isfinite(q)
     for _ in range(PATH_ROUNDS):
         lam = 1.0 / np.maximum(c_member @ mu, 1e-12)
-        routed = finite & (q <= lam[where])
+        routed = q <= lam[where]  # a finite level: never where q is inf (the cell never routes)
         risk = (coll.member * (y * routed)[:, None]).sum(axis=0) / n_g
         pred = risk + np.sqrt(2 * risk * (1 - risk) * log_a / expected) + log_a / expected
         mu[on] *= np.clip(pred[on] / eps, 0.25, 4.0) ** 0.5
@@ -436,10 +432,9 @@ def fit_path(scores, y, coll: Collection, cell_groups: dict, eps: float, alpha: 
     -------
     Path
     """
-    names, codes = np.unique(coll.cells, return_inverse=True)
     groups = {g: coll.member[:, j] for j, g in enumerate(coll.names)}
     fits, counts = {}, {}
-    for key, at in [*groups.items(), *((c, codes == k) for k, c in enumerate(names.tolist()))]:  # groups, cells
+    for key, at in [*groups.items(), *((c, coll.cells == c) for c in np.unique(coll.cells).tolist())]:  # groups, cells
         counts[key] = int(at.sum())
         if at.any():
             fits[key] = _isotonic(scores[at], y[at])

@@ -75,14 +75,12 @@ REQUIRED = dataclasses.MISSING
 
 @dataclass(frozen=True)
 class Interval:
-    """A number in an interval: ``type`` ``int`` (``[left, inf)``) or ``float`` (``(left, right)``, or
-    ``(left, right]`` with ``closed="right"``); ``right`` may name another setting (``eps``: ``"loss_bound"``)
-    or be ``None`` (unbounded)."""
+    """A number in an interval: ``type`` ``int`` (``[left, inf)``) or ``float`` (``(left, right)``); ``right``
+    may name another setting (``eps``: ``"loss_bound"``) or be ``None`` (unbounded)."""
 
     type: type
     left: float
     right: float | str | None = None
-    closed: str = "neither"
 
     def check(self, name: str, value, values: Mapping | None = None, strict: bool = False):
         """``value`` checked (a one-line :class:`ParameterError` naming ``name``); ``strict``: a JSON value (an
@@ -93,7 +91,7 @@ class Interval:
             return check_int(name, value, self.left)
         hi = (values or {}).get(self.right, 1.0) if isinstance(self.right, str) else self.right
         hi = float("inf") if hi is None or isinstance(hi, bool) or not isinstance(hi, numbers.Real) else hi
-        return check_range(name, value, float(self.left), float(hi), closed_right=self.closed == "right")
+        return check_range(name, value, float(self.left), float(hi))
 
     @property
     def kind(self) -> str:
@@ -523,11 +521,10 @@ class Settings:
     options: tuple = ()
 
     def __post_init__(self) -> None:
-        values = {name: getattr(self, name) for name in _FIELDS}
-        values["eps"], values["alpha"], values["loss_bound"] = check_risk(self.eps, self.alpha, self.loss_bound)
+        values = dict(zip(("eps", "alpha", "loss_bound"), check_risk(self.eps, self.alpha, self.loss_bound)))
         for s in _FIELDS.values():
-            if s not in (EPS, ALPHA, LOSS_BOUND):
-                values[s.name] = s.check(values[s.name], values)
+            if s.name not in values:
+                values[s.name] = s.check(getattr(self, s.name), values)
         warn_risk(values["eps"], values["alpha"], values["loss_bound"])
         check_risk_recipe(values["risk"], values["recipe"])
         every = declarations()

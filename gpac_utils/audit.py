@@ -577,11 +577,9 @@ def gate(report: pd.DataFrame) -> int:
     else :data:`EXIT_UNTESTED` (4) for a certified group not tested (and not allowed), else
     :data:`EXIT_TOO_SMALL` (5) for an inconclusive group that cannot flag the ``detectable`` risk with
     probability ``power``, else :data:`EXIT_PASS` (0)."""
-    g = set(report["gate"])
-    for mark, status in ((VIOLATED, EXIT_VIOLATED), (UNTESTED, EXIT_UNTESTED), (TOO_SMALL, EXIT_TOO_SMALL)):
-        if mark in g:
-            return status
-    return EXIT_PASS
+    marks = set(report["gate"])
+    order = ((VIOLATED, EXIT_VIOLATED), (UNTESTED, EXIT_UNTESTED), (TOO_SMALL, EXIT_TOO_SMALL))  # the first that holds
+    return next((status for mark, status in order if mark in marks), EXIT_PASS)
 
 
 def _names(report: pd.DataFrame, mark: str) -> list[str]:

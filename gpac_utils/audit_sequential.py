@@ -65,8 +65,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,13 +90,16 @@ __all__ = [
     "verdict_lines",
     "exit_status",
     "wanted",
-    "command",
 ]
 
 #: The verdict of a monitored group without trials (the others are the one-look audit's).
 NO_TRIALS = "no trials yet"
 #: What the state file's ``format`` and ``version`` say.
 FORMAT, VERSION = "gpac-audit-sequential", 1
+#: What :func:`verdict_lines` says of the confirmed and the inconclusive groups, before naming them.
+_SAID = {CONFIRMED: "confirmed (risk at most eps)", INCONCLUSIVE: "inconclusive (no verdict yet; more rows will tell)"}
+#: Each monitored group's two e-processes and their directions (:class:`~gpac_utils.eprocess.EProcess`).
+_TESTS = {"violation": "above", "confirmation": "below"}
 #: The columns whose consumed prefix the state hashes, in this order.
 _ROLES = ("id", "order", "group", "score", "loss")
 
@@ -156,13 +157,9 @@ class SequentialAudit:
         st = cert.settings
         eps, bound = float(st.eps), float(st.loss_bound)
         certified = sorted(g for g, e in cert.groups.items() if e["status"] == CERTIFIED)
-        groups = {}
-        for g, entry in sorted(cert.groups.items()):
-            rec = _record(entry["status"], g in certified)
-            if g in certified:
-                rec["violation"] = EProcess(eps, "above", bound=bound, bet=bet)
-                rec["confirmation"] = EProcess(eps, "below", bound=bound, bet=bet)
-            groups[g] = rec
+        groups = {g: _record(entry["status"], g in certified) for g, entry in sorted(cert.groups.items())}
+        for g in certified:  # the violation bets that the risk is above eps, the confirmation below
+            groups[g] |= {k: EProcess(eps, d, bound=bound, bet=bet) for k, d in _TESTS.items()}
         settings = {
             "level": level,
             "bet": bet,
@@ -218,7 +215,7 @@ class SequentialAudit:
             groups = {}
             for g, rec in doc["groups"].items():
                 groups[g] = dict(rec, sum=float.fromhex(rec["sum"]))
-                for k in ("violation", "confirmation"):
+                for k in _TESTS:
                     if k in rec:
                         groups[g][k] = EProcess.from_dict(rec[k], f"{where} groups[{g!r}].{k}")
             settings = dict(doc["settings"]) | {"level": float.fromhex(doc["settings"]["level"])}
@@ -316,7 +313,7 @@ class SequentialAudit:
                 rec["routed"] += int(on.sum())
                 rec["trials"] += int(trial.sum())
                 rec["sum"] = float(np.cumsum(np.r_[rec["sum"], terms])[-1])  # the same bits in any split
-                if rec["monitored"] and terms.size:
+                if rec["monitored"]:
                     rec["violation"].update(terms)
                     rec["confirmation"].update(terms)
             self.consumed["n"] = len(frame)
@@ -340,15 +337,9 @@ class SequentialAudit:
                 e_v = e_c = math.nan
                 verdict = BY_CONSTRUCTION if rec["routed"] == 0 else "not monitored"
             else:
-                e_v, e_c = (float(rec[k].max_e_value) for k in ("violation", "confirmation"))
-                if rec["trials"] == 0:
-                    verdict = NO_TRIALS
-                elif rec["violation"].rejects(1 / bar):
-                    verdict = VIOLATED
-                elif rec["confirmation"].rejects(1 / bar):
-                    verdict = CONFIRMED
-                else:
-                    verdict = INCONCLUSIVE
+                e_v, e_c = (float(rec[k].max_e_value) for k in _TESTS)
+                hit = [v for v, k in ((VIOLATED, "violation"), (CONFIRMED, "confirmation")) if rec[k].rejects(1 / bar)]
+                verdict = NO_TRIALS if rec["trials"] == 0 else (hit or [INCONCLUSIVE])[0]  # violated first
             rows.append(row | {"e_violated": e_v, "e_confirmed": e_c, "verdict": verdict})
         cols = ["group", "status", "n", "routed", "trials", "risk", "e_violated", "e_confirmed", "verdict"]
         out = pd.DataFrame(rows, columns=cols)
@@ -359,21 +350,18 @@ class SequentialAudit:
 def verdict_lines(report: pd.DataFrame, allowed=()) -> list[str]:
     """The verdict in a few lines: violated, confirmed, inconclusive, untested; the level and its multiplicity."""
     a = report.attrs
-    named = {v: report.loc[report["verdict"] == v, "group"].tolist() for v in (VIOLATED, CONFIRMED, INCONCLUSIVE)}
-    untested = report.loc[report["verdict"] == NO_TRIALS, "group"].tolist()
+    verdicts = (VIOLATED, CONFIRMED, INCONCLUSIVE, NO_TRIALS)
+    named = {v: report.loc[report["verdict"] == v, "group"].tolist() for v in verdicts}
     head = f"{a['risk_kind']} risk, eps={a['eps']:g}, after {a['rows']} row(s) ({a['new_rows']} new): "
     tail = (
         f"anytime-valid at family-wise level {a['level']:g} over {a['K']} certified group(s) (e-value bar "
         f"K/level = {a['bar']:g}; Ville's inequality, every look)"
     )
     lines = [head + (f"VIOLATED in {named[VIOLATED]}; " if named[VIOLATED] else "no group violated; ") + tail]
-    if named[CONFIRMED]:
-        lines.append(f"confirmed (risk at most eps): {named[CONFIRMED]}")
-    if named[INCONCLUSIVE]:
-        lines.append(f"inconclusive (no verdict yet; more rows will tell): {named[INCONCLUSIVE]}")
-    if untested:
-        ok = [g for g in untested if g in allowed]
-        lines.append(f"no trials yet: {untested}" + (f" (accepted by --allow-untested: {ok})" if ok else ""))
+    lines += [f"{_SAID[v]}: {named[v]}" for v in _SAID if named[v]]
+    if named[NO_TRIALS]:
+        ok = [g for g in named[NO_TRIALS] if g in allowed]
+        lines.append(f"no trials yet: {named[NO_TRIALS]}" + (f" (accepted by --allow-untested: {ok})" if ok else ""))
     return lines
 
 
@@ -404,16 +392,6 @@ def add_sequential_options(parser) -> None:
     )
 
 
-def _column(a, df, cert: Certificate, key: str, default=None):
-    col = getattr(a, f"{key}_col", None) or cert.columns.get(key) or default
-    if col is None:
-        raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
-    if col not in df.columns:
-        where = "" if getattr(a, f"{key}_col", None) else " (the certificate's)"
-        raise DataError(f"--data {a.data}: no {key} column {col!r}{where}; it has {list(df.columns)}")
-    return col
-
-
 def ordered(df: pd.DataFrame, cols: dict, where: str) -> pd.DataFrame:
     """The table in the declared order (the order column, then the id), one column per role; one line
     naming a missing order value or a duplicate id."""
@@ -432,81 +410,16 @@ def ordered(df: pd.DataFrame, cols: dict, where: str) -> pd.DataFrame:
 
 
 def wanted(a) -> bool:
-    """Whether ``gpac audit`` runs in the sequential mode; its options without ``--sequential`` are refused."""
-    if a.sequential:
-        return True
+    """Whether ``gpac audit`` runs in the sequential mode; its options without ``--sequential`` are refused, and
+    with it its missing ones and the one-look ones."""
     for name in ("order_col", "state"):
-        if getattr(a, name) is not None:
-            raise ParameterError(f"--{name.replace('_', '-')}: only the sequential mode reads it; add --sequential")
-    if a.bet != "mixture":
+        if (getattr(a, name) is None) == a.sequential:
+            why = "--sequential needs it" if a.sequential else "only the sequential mode reads it; add --sequential"
+            raise ParameterError(f"--{name.replace('_', '-')}: {why}")
+    if not a.sequential and a.bet != "mixture":
         raise ParameterError("--bet: only the sequential mode reads it; add --sequential")
-    return False
-
-
-def _warned(call, *args, **kwargs):
-    """``call(*args, **kwargs)``, each :class:`~gpac_utils.audit.AuditWarning` it raises printed as a warning line."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _audit.AuditWarning)
-        out = call(*args, **kwargs)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    return out
-
-
-def command(a, cli) -> int:
-    """``gpac audit CERT --data T --sequential --order-col COL --state STATE.json`` (module description)."""
-    try:
-        level = check_range("level", a.level)
-    except ParameterError as exc:
-        raise ParameterError(f"--{exc}") from None
-    for name in ("order_col", "state"):
-        if getattr(a, name) is None:
-            raise ParameterError(f"--{name.replace('_', '-')}: --sequential needs it")
-    if a.binary:
+    if a.sequential and a.binary:
         raise ParameterError("--binary: the sequential mode's betting tests are valid for any loss in [0, B]; drop it")
-    if a.detectable is not None:
+    if a.sequential and a.detectable is not None:
         raise ParameterError("--detectable: a one-look notion; the sequential mode does not read it")
-    if a.output is not None:
-        cli._output(a.output)
-    cert = Certificate.read(a.certificate)
-    df = cli._read(a.data)
-    roles = ("id", "order", "score", "loss") + (("group",) if cert.kind == "known" else ())
-    cols = {role: _column(a, df, cert, role, "item_id" if role == "id" else None) for role in roles}
-    source = f"--data {a.data}"
-    scores = _warned(  # with a recorded score model: from the text
-        _audit.model_scores, cert, df, score_col=cols["score"], path=a.score_model, source=source
-    )
-    if scores is None:
-        scores = cli._scores(df, cols["score"], df)  # one line naming a bad score
-    loss = pd.to_numeric(df[cols["loss"]], errors="coerce").to_numpy(float)
-    ids = df[cols["id"]].to_numpy()
-    _warned(_audit.check_fresh, cert, ids=ids, columns={"score": scores, "loss": loss, "id": ids}, source=source)
-    checked = df.assign(**{cols["score"]: scores})
-    if "group" in cols:
-        checked[cols["group"]] = cli._groups(df, cols["group"], df)
-    frame = ordered(checked, cols, source)
-    if a.state.exists():
-        state = SequentialAudit.read(a.state)
-        state.check_same(cert.sha256, level, a.bet, cols, f"--state {a.state}")
-    else:
-        state = SequentialAudit.start(cert, cert.sha256, level=level, bet=a.bet, columns=cols)
-    report = state.look(cert, frame, source)
-    unknown = sorted(set(report["group"]) - set(cert.groups))
-    if unknown:
-        listed = _audit._listed(unknown, cert.groups, dict(zip(report["group"], report["n"])))
-        print(
-            f"warning: {len(unknown)} label(s) of --data {a.data} are not groups of the certificate: they always "
-            f"think and are not monitored: {listed}",
-            file=sys.stderr,
-        )
-    print(f"{_audit.described(cert)}, sequential audit of {a.data} (state {a.state}):")
-    shown = report.assign(risk=report["risk"].round(4))
-    for c in ("e_violated", "e_confirmed"):
-        shown[c] = report[c].map(lambda e: "-" if e != e else f"{e:.3g}")
-    print(shown.astype(object).where(shown.notna(), "-").to_string(index=False))
-    allowed = a.allow_untested
-    print("\n".join(verdict_lines(report, allowed)))
-    state.write(a.state)
-    if a.output is not None:
-        report.to_csv(a.output, index=False, lineterminator="\n")
-    return exit_status(report, allowed)
+    return a.sequential

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from . import audit as _audit
 from . import audit_sequential
@@ -150,69 +152,101 @@ def record_score_model(path: Path, frame, *, score_col: str, id_col: str | None)
 
 
 # --------------------------------------------------------------------------- audit
-def _columns(cert: Certificate, a, df, path, need: tuple[str, ...]) -> dict:
-    """The audit's columns: the options, else the certificate's; one line naming a missing one."""
-    cols = cert.columns
+def _columns(cert: Certificate, a, df, need: tuple[str, ...], optional=("score", "group", "id"), id_default=None):
+    """The audit's columns: the options, else the certificate's (an id column, else ``id_default``); one line
+    naming a missing one (of ``need``, or given by an option)."""
     out = {}
-    for key in ("score", "loss", "group", "id"):
-        col = getattr(a, f"{key}_col") or cols.get(key)
-        if col is None:
-            continue
-        if col not in df.columns:
-            if key not in need and not getattr(a, f"{key}_col"):
-                continue
-            where = "" if getattr(a, f"{key}_col") else " (the certificate's)"
-            why = " to check the audit items are not calibration items, which it records" if key == "id" else ""
-            raise DataError(f"--data {path}: no {key} column {col!r}{where}{why}; it has {list(df.columns)}")
-        out[key] = col
-    for key in need:
-        if key not in out:
+    for key in dict.fromkeys((*need, *optional)):
+        given = getattr(a, f"{key}_col")
+        col = given or cert.columns.get(key) or (id_default if key == "id" else None)
+        if col is None and key in need:
             raise DataError(f"--{key}-col: the certificate names no {key} column; give it")
+        if col in df.columns:
+            out[key] = col
+        elif col is not None and (key in need or given):
+            where = "" if given else " (the certificate's)"
+            why = " to check the audit items are not calibration items, which it records"
+            why = why if key == "id" and id_default is None else ""  # the one-look audit's reason
+            raise DataError(f"--data {a.data}: no {key} column {col!r}{where}{why}; it has {list(df.columns)}")
     return out
 
 
-def _recomputed_scores(cert: Certificate, a, df, cols, cli) -> np.ndarray | None:
-    """With a recorded score model: the scores the audit routes on (:func:`gpac_utils.audit.model_scores`), its
-    warning as a ``warning:`` line; None without one."""
+def _recomputed_scores(cert: Certificate, a, df, cols, cli) -> np.ndarray:
+    """The scores the audit routes on: with a recorded score model, recomputed
+    (:func:`gpac_utils.audit.model_scores`, its warning as a ``warning:`` line); else the score column's."""
     try:
         with cli._warning_lines(_audit.AuditWarning):
-            return _audit.model_scores(
+            s = _audit.model_scores(
                 cert, df, score_col=cols.get("score"), path=a.score_model, source=f"--data {a.data}"
             )
     except ParameterError as exc:
         raise ParameterError(f"--score-model: {a.certificate} {str(exc).partition(': ')[2]}") from None
+    return cli._scores(df, cols["score"], df) if s is None else s  # one line naming a bad score
+
+
+def _sequential(a, cli, cert: Certificate, df, cols: dict, s, groups, level: float):
+    """``gpac audit --sequential`` once the inputs are read (:mod:`gpac_utils.audit_sequential`): the state
+    continued and written; the report, its table as shown, its heading, its verdict lines and the exit status."""
+    source = f"--data {a.data}"
+    loss = pd.to_numeric(df[cols["loss"]], errors="coerce").to_numpy(float)
+    ids = df[cols["id"]].to_numpy()
+    with cli._warning_lines(_audit.AuditWarning):
+        _audit.check_fresh(cert, ids=ids, columns={"score": s, "loss": loss, "id": ids}, source=source)
+    checked = df.assign(**{cols["score"]: s})
+    if groups is not None:
+        checked[cols["group"]] = groups
+    frame = audit_sequential.ordered(checked, cols, source)
+    if a.state.exists():
+        state = audit_sequential.SequentialAudit.read(a.state)
+        state.check_same(cert.sha256, level, a.bet, cols, f"--state {a.state}")
+    else:
+        state = audit_sequential.SequentialAudit.start(cert, cert.sha256, level=level, bet=a.bet, columns=cols)
+    report = state.look(cert, frame, source)
+    state.write(a.state)
+    unknown = sorted(set(report["group"]) - set(cert.groups))
+    if unknown:
+        listed = _audit._listed(unknown, cert.groups, dict(zip(report["group"], report["n"])))
+        print(
+            f"warning: {len(unknown)} label(s) of --data {a.data} are not groups of the certificate: they always "
+            f"think and are not monitored: {listed}",
+            file=sys.stderr,
+        )
+    shown = report.assign(risk=report["risk"].round(4))
+    for c in ("e_violated", "e_confirmed"):
+        shown[c] = report[c].map(lambda e: "-" if e != e else f"{e:.3g}")
+    heading = f"sequential audit of {a.data} (state {a.state})"
+    verdict = "\n".join(audit_sequential.verdict_lines(report, a.allow_untested))
+    return report, shown, heading, verdict, audit_sequential.exit_status(report, a.allow_untested)
 
 
 def _audit_cmd(a, cli) -> int:
-    if audit_sequential.wanted(a):
-        return audit_sequential.command(a, cli)
-    try:
+    sequential = audit_sequential.wanted(a)  # its options without --sequential refused
+    with cli._as_options():
         level = check_range("level", a.level)
-        power = check_range("power", a.power)
-    except ParameterError as exc:
-        raise ParameterError(f"--{exc}") from None
+        power = a.power if sequential else check_range("power", a.power)
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
     df = cli._read(a.data)
-    model = bool(cert.has_provenance and (cert.provenance or {}).get(_audit.SCORE_MODEL))
-    need = ("loss",) if model else ("score", "loss")
-    need += ("id",) if cert.calibration_ids is not None else ()
-    cols = _columns(cert, a, df, a.data, need)
+    if sequential:
+        known = ("group",) if cert.kind == "known" else ()
+        cols = _columns(cert, a, df, ("id", "order", "score", "loss", *known), (), "item_id")
+    else:
+        model = bool(cert.has_provenance and (cert.provenance or {}).get(_audit.SCORE_MODEL))
+        need = ("loss",) if model else ("score", "loss")
+        cols = _columns(cert, a, df, need + (("id",) if cert.calibration_ids is not None else ()))
     s = _recomputed_scores(cert, a, df, cols, cli)
-    if s is None:
-        s = cli._scores(df, cols["score"], df)
-    loss = df[cols["loss"]].to_numpy(float)
     groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
-    ids = df[cols["id"]].to_numpy() if "id" in cols else None
-    try:
-        with cli._warning_lines(_audit.AuditWarning):
+    if sequential:
+        report, shown, heading, verdict, status = _sequential(a, cli, cert, df, cols, s, groups, level)
+    else:
+        with cli._warning_lines(_audit.AuditWarning), cli._as_options():
             report = _audit.audit(
                 cert,
                 s,
-                loss,
+                df[cols["loss"]].to_numpy(float),
                 groups,
-                ids=ids,
+                ids=df[cols["id"]].to_numpy() if "id" in cols else None,
                 level=level,
                 binary=a.binary,
                 detectable=a.detectable,
@@ -220,18 +254,17 @@ def _audit_cmd(a, cli) -> int:
                 allow_untested=a.allow_untested,
                 source=f"--data {a.data}",
             )
-    except ParameterError as exc:  # "name: message" -> "--name: message" (the option as typed)
-        name, _, message = str(exc).partition(":")
-        raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
-    print(f"{_audit.described(cert)}, tested on {a.data}:")
-    shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
-    shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")
-    shown = shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none")
-    print(shown.to_string(index=False))
-    print(_audit.verdict_line(report))
+        shown = report.assign(**{c: report[c].round(4) for c in ("risk", "lower", "upper", "detectable")})
+        shown["p_value"] = report["p_value"].map(lambda p: "-" if p != p else f"{p:.3g}")
+        heading = f"tested on {a.data}"
+        verdict = _audit.verdict_line(report)
+        status = _audit.gate(report)
+    print(f"{_audit.described(cert)}, {heading}:")
+    print(shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none").to_string(index=False))
+    print(verdict)
     if a.output is not None:
         report.to_csv(a.output, index=False, lineterminator="\n")
-    return _audit.gate(report)
+    return status
 
 
 # --------------------------------------------------------------------------- verify

@@ -206,13 +206,13 @@ def wealth(state: dict, d, cap, bet: str = "mixture", beta: float = 1.0) -> tupl
     if entry.plug_in:
         s1, s2 = running(state["s1"], d), running(state["s2"], d * d)
         lam = np.clip(s1[..., :-1, :] / (s2[..., :-1, :] + beta), 0.0, cap)  # predictable: earlier steps only
-        log_g = running(state["log_grapa"], np.log1p(lam * d))[..., 1:, :]
+        log_g = running(state["log_grapa"], np.log1p(lam * d))  # the carry first: no step (n = 0) keeps it
         new |= {"s1": s1[..., -1, :], "s2": s2[..., -1, :], "log_grapa": log_g[..., -1, :]}
-        paths.append(log_g)
+        paths.append(log_g[..., 1:, :])
     if entry.constant is not None:
-        log_c = running(state["log_constant"], np.log1p(entry.constant * cap * d))[..., 1:, :]
+        log_c = running(state["log_constant"], np.log1p(entry.constant * cap * d))
         new["log_constant"] = log_c[..., -1, :]
-        paths.append(log_c)
+        paths.append(log_c[..., 1:, :])
     log_w = paths[0] if len(paths) == 1 else np.logaddexp(*paths) - math.log(2)
     return new, log_w
 
@@ -279,17 +279,12 @@ class _Sequential:
             raise ParameterError(f"terms: must lie in [0, term_range] (default: bound={self.bound:g}); bad at {where}")
         return x, r, np.ones(x.shape, bool) if used is None else np.asarray(used, bool)
 
-    def _settings(self) -> dict:
-        return {"eps": self.eps, "direction": self.direction} | {k: getattr(self, k) for k in self._keywords}
-
     def to_dict(self) -> dict:
         """Everything needed to continue it, as JSON-ready values (floats as exact hex strings)."""
-        fields = {k: _encode(v) for k, v in self.state.items()}
-        return (
-            {"format": _FORMAT, "kind": self.kind, "version": 1, "shape": list(self.shape)}
-            | {k: float(v).hex() if isinstance(v, float) else v for k, v in self._settings().items()}
-            | {"state": fields}
-        )
+        settings = {"eps": self.eps, "direction": self.direction} | {k: getattr(self, k) for k in self._keywords}
+        head = {"format": _FORMAT, "kind": self.kind, "version": 1, "shape": list(self.shape)}
+        settings = {k: float(v).hex() if isinstance(v, float) else v for k, v in settings.items()}
+        return head | settings | {"state": {k: _encode(v) for k, v in self.state.items()}}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as one JSON text (sorted keys: the same process gives the same bytes)."""
@@ -310,10 +305,7 @@ class _Sequential:
         if not isinstance(doc, dict) or doc.get("format") != _FORMAT or doc.get("kind") != cls.kind:
             raise ParameterError(f"{name}: not a {cls.kind} written by gpac_utils.eprocess")
         try:
-            d = {
-                k: float.fromhex(v) if isinstance(v, str) and k in ("eps", "bound", "clip") else v
-                for k, v in doc.items()
-            }
+            d = doc | {k: float.fromhex(doc[k]) for k in ("eps", "bound", "clip") if isinstance(doc.get(k), str)}
             state = {k: _decode(v, f"{name}.state.{k}") for k, v in doc["state"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ParameterError(f"{name}: malformed ({exc})") from None
@@ -426,8 +418,9 @@ class EProcess(_Sequential):
             raise ParameterError("first_crossing: no batch fed since this process was built or read")
         n_before, log_w, use = self._last
         over = (log_w >= math.log(1 / check_range("level", level))) & use
-        count = n_before[..., None] + np.cumsum(use, axis=-1)
-        return np.where(over.any(-1), np.take_along_axis(count, np.argmax(over, -1)[..., None], -1)[..., 0], -1)
+        count = n_before[..., None] + np.cumsum(use, axis=-1)  # never falls: its least over the crossings is the first
+        first = np.min(count, axis=-1, where=over, initial=np.iinfo(count.dtype).max)  # an empty batch included
+        return np.where(over.any(-1), first, -1)
 
 
 class EDetector(_Sequential):

@@ -128,7 +128,6 @@ __all__ = [
     "DriftScope",
     "DRIFT_SCOPES",
     "drift_level",
-    "Schedule",
     "grid_points",
     "new_state",
     "decide",
@@ -227,16 +226,6 @@ LABELLING: Registry[LabellingMode] = Registry(
 )
 
 
-class Schedule(NamedTuple):
-    """The labelling probability per item of a group: ``warmup_prob`` for its first ``warmup_items``
-    items, then ``label_prob``; 0 once ``label_budget`` paid labels are used (``None``: no budget)."""
-
-    label_prob: float
-    warmup_items: int = 0
-    warmup_prob: float | None = None
-    label_budget: int | None = None
-
-
 class Block:
     """The identity of a block's decisions: the router and block that :meth:`OnlineGPAC.decide` made
     them for, and the rows of that block they cover.
@@ -311,7 +300,7 @@ class OnlineSettings:
     Examples
     --------
     >>> s = OnlineSettings(eps=0.05, label_prob=0.3, grid=11)
-    >>> s.points.size, s.schedule.label_prob, s.drift_level
+    >>> s.points.size, s.label_prob, s.drift_level
     (11, 0.3, None)
     >>> OnlineSettings(eps=0.05, label_prob=0.3, warmup_prob=1.0)
     Traceback (most recent call last):
@@ -359,11 +348,6 @@ class OnlineSettings:
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "points", points)  # frozen like the fields
-
-    @property
-    def schedule(self) -> Schedule:
-        """The labelling schedule of each group."""
-        return Schedule(self.label_prob, self.warmup_items, self.warmup_prob, self.label_budget)
 
     @property
     def drift_level(self) -> float | None:
@@ -425,18 +409,19 @@ def _before(state_count, flags):
     return state_count[..., None] + np.cumsum(flags, axis=-1) - flags
 
 
-def decide(state, scores, member, uniforms, schedule: Schedule, grid, labelling="free") -> Decisions:
+def decide(state, scores, member, uniforms, settings: OnlineSettings) -> Decisions:
     """Route, observe-or-not and propensity for one group's items (``member``) of a block.
 
-    ``labelling``: a :data:`LABELLING` name; ``uniforms`` in ``[0, 1)``."""
-    thr = np.broadcast_to(threshold_of(state, grid)[..., None], scores.shape)
+    ``settings``: its grid, labelling mode and schedule (``label_prob``, ``warmup_items`` at ``warmup_prob``,
+    ``label_budget``); ``uniforms`` in ``[0, 1)``."""
+    thr = np.broadcast_to(threshold_of(state, settings.points)[..., None], scores.shape)
     route_nothink = member & (scores <= thr)
-    warm = _before(state["seen"], member) < schedule.warmup_items
-    rate = np.where(warm, schedule.warmup_prob or schedule.label_prob, schedule.label_prob) * member
+    warm = _before(state["seen"], member) < settings.warmup_items
+    rate = np.where(warm, settings.warmup_prob or settings.label_prob, settings.label_prob) * member
     drawn = uniforms < rate
-    if schedule.label_budget is not None:  # the k-th paid label is taken only while k <= budget
-        rate = np.where(_before(state["paid"], drawn & route_nothink) < schedule.label_budget, rate, 0.0)
-    propensity = np.where(member & (rate > 0), LABELLING[labelling].propensity(route_nothink, rate), rate)
+    if settings.label_budget is not None:  # the k-th paid label is taken only while k <= budget
+        rate = np.where(_before(state["paid"], drawn & route_nothink) < settings.label_budget, rate, 0.0)
+    propensity = np.where(member & (rate > 0), LABELLING[settings.labelling].propensity(route_nothink, rate), rate)
     observe = (rate > 0) & (uniforms < propensity)  # a propensity of 1 is always observed: a free label
     return Decisions(route_nothink, observe, propensity, rate, thr)
 
@@ -616,7 +601,6 @@ class OnlineGPAC:
     grid = property(lambda self: self.settings.points)
     labelling = property(lambda self: self.settings.labelling)
     bet = property(lambda self: self.settings.bet)
-    schedule = property(lambda self: self.settings.schedule)
     drift_alpha = property(lambda self: self.settings.drift_alpha)
     drift_scope = property(lambda self: self.settings.drift_scope)
     n_groups = property(lambda self: self.settings.n_groups)
@@ -645,7 +629,7 @@ class OnlineGPAC:
         uniforms = self._rng.random(s.size)
         fields = [np.zeros(s.size, bool), np.zeros(s.size, bool), *np.zeros((3, s.size))]
         for name, member in parts:
-            d = decide(self._state(name), s, member, uniforms, self.schedule, self.grid, self.labelling)
+            d = decide(self._state(name), s, member, uniforms, self.settings)
             fields = [np.where(member, new, old) for new, old in zip(d[:5], fields)]
         number = next(self._blocks)
         self._pending[number] = {"scores": s, "groups": g, "fields": fields, "fed": np.zeros(s.size, bool)}

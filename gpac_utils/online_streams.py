@@ -106,7 +106,7 @@ def run_online(scores, losses, groups, n_groups, settings: online.OnlineSettings
     if not isinstance(settings, online.OnlineSettings):
         raise ParameterError(f"settings: must be an OnlineSettings, got {type(settings).__name__}")
     n_trials, n, uniforms, route_nothink, observe = _streams(scores, settings)
-    grid, schedule = settings.points, settings.schedule
+    grid = settings.points
     states = [online.new_state((n_trials,), grid.size, settings.bet) for _ in range(n_groups)]
     starts = range(0, n, check_int("every", every, 1))
     thresholds = np.full((n_trials, len(starts), n_groups), -np.inf)
@@ -116,7 +116,7 @@ def run_online(scores, losses, groups, n_groups, settings: online.OnlineSettings
         u, loss, g = scores[:, block], losses[:, block], groups[:, block]
         for j in range(n_groups):
             member = g == j
-            d = online.decide(states[j], u, member, uniforms[:, block], schedule, grid, settings.labelling)
+            d = online.decide(states[j], u, member, uniforms[:, block], settings)
             thresholds[:, b, j] = online.threshold_of(states[j], grid)
             route_nothink[:, block] |= d.route_nothink
             observe[:, block] |= d.observe & member

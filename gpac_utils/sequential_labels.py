@@ -115,7 +115,6 @@ def start(
     budget = check_int("budget", budget, 1)
     batch_size, grid_size = check_int("batch_size", batch_size, 1), check_int("grid_size", grid_size, 1)
     seed = RNG_SEED.check(seed)
-    eprocess.BETTING.check(bet, "bet")
     CORRECTIONS.check(correction, "correction")
     s, g = np.asarray(scores, float), np.asarray(groups).astype(str)
     if s.shape != g.shape or s.ndim != 1 or not s.size:
@@ -213,9 +212,7 @@ def update(state: dict, scores, losses) -> dict:
         if e["threshold"] is not None:
             e["status"] = "certified"
         elif futile(e, level, min(left, rows_left)):
-            e["status"] = (
-                "futile" if rows_left > 0 and left > 0 else ("no rows left" if rows_left <= 0 else "budget spent")
-            )
+            e["status"] = "no rows left" if rows_left <= 0 else "budget spent" if left <= 0 else "futile"
     return state
 
 

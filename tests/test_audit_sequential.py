@@ -145,6 +145,8 @@ def test_another_certificate_or_other_settings_are_refused(cert_path, tmp_path, 
     assert "--state: only the sequential mode reads it; add --sequential" in capsys.readouterr().err
     assert main([*plain, "--sequential", "--state", str(state)]) == 2
     assert "--order-col: --sequential needs it" in capsys.readouterr().err
+    assert run(cert_path, tmp_path / "data.csv", state, "--score-model", "router.json") == 2  # named as typed
+    assert f"--score-model: {cert_path} the certificate records no score model" in capsys.readouterr().err
 
 
 def test_false_alarms_over_repeated_looks_stay_within_the_level_and_one_look_tests_do_not():

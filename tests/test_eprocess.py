@@ -108,6 +108,15 @@ def test_a_state_read_back_from_json_continues_with_the_same_bits(cls):
         assert make().update(x).to_json() == kept.to_json()
 
 
+@pytest.mark.parametrize("bet", BETTING)
+def test_an_empty_batch_changes_nothing(bet):
+    """Zero terms (a look with no new trial) leave the state as it was, crossing nothing (they raised IndexError)."""
+    ep = EProcess(EPS, "above", bet=bet, shape=2).update(bernoulli(0.5, (2, 30), seed=8))
+    kept = ep.to_json()
+    assert ep.update(np.zeros((2, 0))).to_json() == kept and ep.first_crossing(LEVEL).tolist() == [-1, -1]
+    assert EProcess(EPS, bet=bet).update([]).to_json() == EProcess(EPS, bet=bet).to_json()
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

@@ -42,17 +42,14 @@ def test_false_alarms_at_the_worst_null_stay_within_the_shiryaev_roberts_bound()
     loss = (np.random.default_rng(12).uniform(size=u.shape) < 0.2).astype(float)
     grid = np.array([0.5])
     state = online.new_state((n_trials,), 1) | {"certified": np.ones((n_trials, 1), bool)}
-    schedule = online.Schedule(0.3)
+    settings = online.OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=drift_alpha)
     uniforms = np.random.default_rng(13).random(u.shape)
     alarm = np.full(n_trials, -1)
     for t0 in range(0, horizon, 10):
         block = slice(t0, t0 + 10)
         member = np.ones_like(u[:, block], bool)
-        d = online.decide(state, u[:, block], member, uniforms[:, block], schedule, grid)
+        d = online.decide(state, u[:, block], member, uniforms[:, block], settings)
         assert np.all(d.threshold[alarm < 0] == 0.5)
-        settings = online.OnlineSettings(
-            eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=drift_alpha
-        )
         state, first = online.learn(state, u[:, block], loss[:, block], member, d, settings)
         alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
         state["certified"][:] = True  # hold the threshold: the detector alone is under test
@@ -120,11 +117,11 @@ def held_null_alarms(n_streams, horizon, level, seed):
     state = online.new_state((n_streams,), 1) | {"certified": np.ones((n_streams, 1), bool)}
     uniforms = rng.random(u.shape)
     alarm = np.full(n_streams, -1)
+    settings = online.OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=level)
     for t0 in range(0, horizon, 10):
         block = slice(t0, t0 + 10)
         member = np.ones_like(u[:, block], bool)
-        d = online.decide(state, u[:, block], member, uniforms[:, block], online.Schedule(0.3), grid)
-        settings = online.OnlineSettings(eps=EPS, alpha=ALPHA, label_prob=0.3, grid=tuple(grid), drift_alpha=level)
+        d = online.decide(state, u[:, block], member, uniforms[:, block], settings)
         state, first = online.learn(state, u[:, block], loss[:, block], member, d, settings)
         alarm = np.where((alarm < 0) & (first >= 0), t0 + first, alarm)
         state["certified"][:] = True

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import data
-from ..checks import DataError
+from ..checks import DataError, ParameterError
 from ..settings import COMMON, CORRECTION, REQUIRED, Interval, Settings, declarations
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
@@ -169,6 +169,17 @@ def _warning_lines(category):
             print(f"warning: {w.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
+def _as_options():
+    """A :class:`~gpac_utils.checks.ParameterError` ``name: message`` raised in the block as ``--name: message``
+    (the option as typed)."""
+    try:
+        yield
+    except ParameterError as exc:
+        name, _, message = str(exc).partition(":")
+        raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
 
 
 def _settings_from(a, recipe) -> Settings:

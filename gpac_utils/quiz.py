@@ -65,30 +65,6 @@ def _text(text: str) -> str:
     return re.sub(r"\$([^$]+)\$", r"\\(\1\\)", html.escape(text, quote=False))
 
 
-def to_html(questions: list[dict]) -> str:
-    """The questions as one HTML block: each answer a ``<details>`` that opens on a click to say why."""
-    parts = [_STYLE]
-    for number, q in enumerate(questions, 1):
-        parts.append(f'<div class="gpac-quiz mathjax_process"><p><b>Question {number}.</b> {_text(q["question"])}</p>')
-        for letter, a in zip(ANSWER_LETTERS, q["answers"]):
-            verdict, mark = ("right", "✔") if a["correct"] else ("wrong", "✘")
-            parts.append(
-                f'<details class="{verdict}"><summary><b>{letter}.</b> {_text(a["answer"])}</summary>'
-                f'<p class="why">{mark} {_text(a["feedback"])}</p></details>'
-            )
-        parts.append("</div>")
-    return "".join(parts)
-
-
-def to_text(questions: list[dict]) -> str:
-    """The questions and their answers without the verdicts (what a plain-text front end shows)."""
-    lines = []
-    for number, q in enumerate(questions, 1):
-        lines.append(f"Question {number}. {q['question']}")
-        lines += [f"  {letter}. {a['answer']}" for letter, a in zip(ANSWER_LETTERS, q["answers"])]
-    return "\n".join(lines)
-
-
 class Quiz:
     """A set of questions that displays as HTML (``_repr_html_``) or as text."""
 
@@ -96,10 +72,28 @@ class Quiz:
         self.questions = read_questions(path)
 
     def _repr_html_(self) -> str:
-        return to_html(self.questions)
+        """The questions as one HTML block: each answer a ``<details>`` that opens on a click to say why."""
+        parts = [_STYLE]
+        for number, q in enumerate(self.questions, 1):
+            parts.append(
+                f'<div class="gpac-quiz mathjax_process"><p><b>Question {number}.</b> {_text(q["question"])}</p>'
+            )
+            for letter, a in zip(ANSWER_LETTERS, q["answers"]):
+                verdict, mark = ("right", "✔") if a["correct"] else ("wrong", "✘")
+                parts.append(
+                    f'<details class="{verdict}"><summary><b>{letter}.</b> {_text(a["answer"])}</summary>'
+                    f'<p class="why">{mark} {_text(a["feedback"])}</p></details>'
+                )
+            parts.append("</div>")
+        return "".join(parts)
 
     def __repr__(self) -> str:
-        return to_text(self.questions)
+        """The questions and their answers without the verdicts (what a plain-text front end shows)."""
+        lines = []
+        for number, q in enumerate(self.questions, 1):
+            lines.append(f"Question {number}. {q['question']}")
+            lines += [f"  {letter}. {a['answer']}" for letter, a in zip(ANSWER_LETTERS, q["answers"])]
+        return "\n".join(lines)
 
 
 def display_quiz(path) -> None:

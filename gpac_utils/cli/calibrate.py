@@ -113,8 +113,7 @@ def _refuse_ignored(a) -> None:
     by_groups = {kind: default_method(kind).cli_name for kind in GROUPINGS}
     if a.method is None:
         a.method = by_groups["known"] if a.group_col else by_groups["none"]
-    groups = method(a.method).groups
-    if a.group_col and groups != "known":
+    if a.group_col and method(a.method).groups != "known":
         known = sorted(m.cli_name for m in CALIBRATORS.values() if m.groups == "known")
         raise ParameterError(
             f"--group-col: only --method {' or '.join(known)} uses group labels (got --method {a.method}); "

@@ -16,23 +16,6 @@ from ..calibrate import ALL
 from .reference import SCORE_LABELS, TITLES
 
 
-def short_label(name: str, width: int = 12) -> str:
-    """``name`` cut to ``width`` characters (with a final dot) for crowded tick labels.
-
-    Parameters
-    ----------
-    name : str
-        A group name.
-    width : int, default 12
-        The longest label kept whole.
-
-    Returns
-    -------
-    str
-    """
-    return name if len(name) <= width else name[: width - 1] + "."
-
-
 def category_errors(results: pd.DataFrame, setting: str = "paper") -> pd.DataFrame:
     """Mean and standard deviation over trials of the test error per group (fractions).
 
@@ -105,7 +88,8 @@ def plot_category_errorbars(
                 style = {"capsize": 2, "color": colors.get(m), "label": m, "error_kw": {"elinewidth": 0.8}}
                 ax.bar(left, 100 * mm["mean"], width, yerr=yerr, **style)
             ax.axhline(100 * eps[b], color="red", ls="--", lw=1.2, label=r"$\varepsilon$")
-            ax.set_xticks(x, [short_label(g) for g in groups], rotation=35, ha="right", fontsize=7)
+            # a long group name is cut to 12 characters, with a final dot
+            ax.set_xticks(x, [g if len(g) <= 12 else g[:11] + "." for g in groups], rotation=35, ha="right", fontsize=7)
             ax.set_title(f"{TITLES.get(b, b)} — {SCORE_LABELS.get(s, s)}", fontsize=9)
             if j == 0:
                 ax.set_ylabel("test error (%)")

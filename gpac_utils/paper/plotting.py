@@ -114,7 +114,8 @@ def savefig(fig, name: str, folder: Path | None = None) -> list[Path]:
         fig.savefig(first, format="png", dpi=DPI, metadata=PNG_METADATA)
     text = _text_record(fig, measured)
     if fig.get_layout_engine() is None:  # ... and, with no layout engine to move it, is the PNG: its pixels
-        _pixels(first).save(png, format="png", dpi=(DPI, DPI), pnginfo=_png_info(text))
+        first.seek(0)  # encoded again with the text chunk, as matplotlib encodes its RGBA buffer (imsave: Pillow)
+        Image.open(first).save(png, format="png", dpi=(DPI, DPI), pnginfo=_png_info(text))
     else:
         for _ in range(3):  # ... or the next, the same pixels, writes it into the PNG (a constrained layout
             with _drawn_text() as again:  # may move once more on a second drawing: then measured again)
@@ -133,15 +134,6 @@ def _png_info(text) -> PngInfo:
     info = PngInfo()
     info.add_text(TEXT_KEY, json.dumps(text, ensure_ascii=True, separators=(",", ":")), zip=True)
     return info
-
-
-def _pixels(rendered: io.BytesIO) -> Image.Image:
-    """The pixels of a rendering (a PNG in memory), to be encoded again with the text chunk: as matplotlib
-    encodes its RGBA buffer (``matplotlib.image.imsave``: Pillow, the ``pnginfo`` and the dpi), byte for byte."""
-    rendered.seek(0)
-    image = Image.open(rendered)
-    image.load()
-    return image
 
 
 #: The PNG text chunk (zTXt) in which :func:`savefig` records a figure's text (see :func:`figure_text`).
@@ -290,6 +282,5 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
 
     cols = [str(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)

@@ -114,8 +114,7 @@ def group_summary(table: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
     """
     cols = [c for c in (data.THINK_CORRECT, data.NOTHINK_CORRECT, data.LOSS) if c in table.columns]
-    parts = list(table.groupby(data.GROUP, sort=True)) if data.GROUP in table.columns else []
-    parts.append(("ALL", table))
+    parts = [*(table.groupby(data.GROUP, sort=True) if data.GROUP in table.columns else ()), ("ALL", table)]
     return pd.DataFrame([{"group": g, "n": len(df), **{c: 100 * df[c].mean() for c in cols}} for g, df in parts])
 
 

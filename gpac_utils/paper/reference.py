@@ -66,6 +66,10 @@ class TableSpec:
     benchmarks: tuple[str, ...]
     eps: Mapping[str, float]
 
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"table_specs.yaml: table {self.name!r} has unknown family {self.family!r}")
+
     @property
     def groupings(self) -> tuple[str, ...]:
         """``("known",)`` for G-PAC tables, ``("split", "joint")`` for C-PAC tables."""
@@ -77,17 +81,11 @@ def _specs_file() -> dict:
     return yaml.safe_load((REFERENCE_DATA / "table_specs.yaml").read_text())
 
 
-def table_specs() -> dict[str, TableSpec]:
-    """Every paper results table by name (from ``table_specs.yaml``)."""
-    out = {}
-    for name, t in _specs_file()["tables"].items():
-        if t["family"] not in FAMILIES:
-            raise ValueError(f"table_specs.yaml: table {name!r} has unknown family {t['family']!r}")
-        out[name] = TableSpec(name=name, **{**t, "benchmarks": tuple(t["benchmarks"]), "eps": dict(t["eps"])})
-    return out
-
-
-TABLE_SPECS: dict[str, TableSpec] = table_specs()
+#: Every paper results table by name (from ``table_specs.yaml``).
+TABLE_SPECS: dict[str, TableSpec] = {
+    name: TableSpec(name=name, **{**t, "benchmarks": tuple(t["benchmarks"]), "eps": dict(t["eps"])})
+    for name, t in _specs_file()["tables"].items()
+}
 #: The paper's calibration ratio per benchmark.
 CAL_RATIO: dict[str, float] = dict(_specs_file()["cal_ratio"])
 #: Calibration ratio of a benchmark the paper does not list (the walk, your own tables).

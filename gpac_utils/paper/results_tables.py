@@ -502,13 +502,12 @@ def make_tables(settings: TableSettings) -> dict[str, ResultsTable]:
             )
             for b in run_on
         }
+        title = f"{pair} pair — {source.kind} data" if pair else source.path.name  # a path source has no pair
         if source.is_simulated:
             file_name, suffix, figure = spec.name, "_paper_layout", (s.figures or {}).get(pair)
-            title = f"{pair} pair — simulated data"
         else:
             file_name, suffix = f"{family}__{source.tag(None, pair)}", "_layout"
             figure = f"errorbar_category__{source.tag(None, pair)}" if s.figures and "known" in groupings else None
-            title = f"{pair} pair — {source.kind} data" if pair else f"{source.path.name}"
         output = TableOutput(file_name, suffix, figure=figure, title=title, groups_table=not source.is_simulated)
         out[file_name] = build_table(
             s,

@@ -222,8 +222,8 @@ def _sigmoid(x):
     return 1.0 / (1.0 + portable_exp(-np.asarray(x, dtype=float)))
 
 
-def _solve_intercept(f, target: float, lo: float = -30.0, hi: float = 30.0) -> float:
-    """Bisection for ``c`` with ``mean(f(c)) == target`` (``f`` increasing in ``c``).
+def _at_mean(f, target: float, lo: float = -30.0, hi: float = 30.0) -> np.ndarray:
+    """``f(c)`` at the intercept ``c`` with ``mean(f(c)) == target``, found by bisection (``f`` increasing in ``c``).
 
     The mean is an exactly rounded sum (``math.fsum``), so no comparison depends on the CPU.
     """
@@ -234,40 +234,32 @@ def _solve_intercept(f, target: float, lo: float = -30.0, hi: float = 30.0) -> f
             lo = mid
         else:
             hi = mid
-    return 0.5 * (lo + hi)
+    return f(0.5 * (lo + hi))
 
 
-def _top_k(margin: np.ndarray, k: int) -> np.ndarray:
-    """0/1 flags: exactly the ``k`` largest margins are 1 (ties broken by position)."""
+def _correct(margin: np.ndarray, acc: float) -> np.ndarray:
+    """0/1 flags: exactly the ``round(acc * n)`` (half up) largest of the ``n`` margins are 1 (ties broken by
+    position)."""
     order = np.argsort(-margin, kind="stable")
     out = np.zeros(margin.size, dtype=np.int8)
-    out[order[:k]] = 1
+    out[order[: int(np.floor(acc * margin.size + 0.5))]] = 1
     return out
-
-
-def exact_count(acc: float, n: int) -> int:
-    """The number of correct items, ``round(acc * n)`` (half up)."""
-    return int(np.floor(acc * n + 0.5))
 
 
 def items(benchmark: str, seed: int = BASE_SEED) -> pd.DataFrame:
     """Item level (shared by both pairs): ``item_id``, ``group`` (if any), latent ``difficulty``."""
     spec = _check(benchmark)
     rng = rng_for(benchmark, seed)
-    if spec.groups:
-        if sum(g.n for g in spec.groups) != spec.n:
-            raise ValueError(f"{benchmark}: group counts sum to {sum(g.n for g in spec.groups)}, not {spec.n}")
-        labels = np.repeat([g.name for g in spec.groups], [g.n for g in spec.groups])
-        labels = labels[rng.permutation(spec.n)]
-        mu = {g.name: g.difficulty for g in spec.groups}
-        base = np.array([mu[x] for x in labels])
-    else:
-        labels, base = None, np.zeros(spec.n)
-    difficulty = base + rng.standard_normal(spec.n)
     out = pd.DataFrame({data.ID: [f"{benchmark}-{i:04d}" for i in range(spec.n)]})
-    if labels is not None:
-        out[data.GROUP] = labels
-    out["difficulty"] = difficulty
+    base = np.zeros(spec.n)
+    if spec.groups:
+        counts = [g.n for g in spec.groups]
+        if sum(counts) != spec.n:
+            raise ValueError(f"{benchmark}: group counts sum to {sum(counts)}, not {spec.n}")
+        order = rng.permutation(spec.n)  # one shuffle places each item's label and mean difficulty
+        out[data.GROUP] = np.repeat([g.name for g in spec.groups], counts)[order]
+        base = np.repeat([g.difficulty for g in spec.groups], counts)[order]
+    out["difficulty"] = base + rng.standard_normal(spec.n)
     return out
 
 
@@ -297,8 +289,7 @@ def components(benchmark: str, pair: str, seed: int = BASE_SEED) -> dict[str, np
         "nothink_margin": -p.a_nothink * d + o_n + e_n,
         "nothink_noise": e_n,
     }
-    for name in SCORE_MODELS:
-        comp[f"noise_{name}"] = rng.standard_normal(n)
+    comp |= {f"noise_{name}": rng.standard_normal(n) for name in SCORE_MODELS}
     comp["verbal_trials"] = rng.standard_normal((n, VERBAL_TRIALS))
     comp["token_noise_think"] = rng.standard_normal(n)
     comp["token_noise_nothink"] = rng.standard_normal(n)
@@ -344,22 +335,19 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
     """Simulate one (benchmark x pair) table in the schema of :mod:`gpac_utils.data`."""
     spec = _check(benchmark, pair)
     p = spec.pairs[pair]
-    it = items(benchmark, seed)
     comp = components(benchmark, pair, seed)
-    n = spec.n
-    out = it[[c for c in (data.ID, data.GROUP) if c in it.columns]].copy()
+    out = items(benchmark, seed).drop(columns="difficulty")  # item_id and group: comp holds the difficulty
 
     if spec.loss == "binary":
-        t = _top_k(comp["think_margin"], exact_count(accuracy(benchmark, pair, "think"), n))
-        nt = _top_k(comp["nothink_margin"], exact_count(accuracy(benchmark, pair, "nothink"), n))
+        t = _correct(comp["think_margin"], accuracy(benchmark, pair, "think"))
+        nt = _correct(comp["nothink_margin"], accuracy(benchmark, pair, "nothink"))
         out[data.LOSS] = data.binary_loss(t, nt)
         out[data.THINK_CORRECT] = t
         out[data.NOTHINK_CORRECT] = nt
         err_rate, acc_n = 1.0 - nt.mean(), nt.mean()
     else:  # semantic loss in (0, 1): larger when the non-thinking margin is low
         m = comp["nothink_margin"]
-        c = _solve_intercept(lambda c: _sigmoid(c - m), p.mean_loss)
-        out[data.LOSS] = _sigmoid(c - m)
+        out[data.LOSS] = _at_mean(lambda c: _sigmoid(c - m), p.mean_loss)
         err_rate, acc_n = p.mean_loss, 1.0 - p.mean_loss
 
     # tokens: lognormal, rounded to integers >= 1
@@ -372,18 +360,14 @@ def simulate_table(benchmark: str, pair: str, seed: int = BASE_SEED) -> pd.DataF
         out[col] = np.maximum(1, np.rint(portable_exp(math.log(median) + growth * d + sigma * noise))).astype(np.int64)
 
     # logits-based: calibrated in the large (mean score = non-thinking error rate)
-    sl = SCORE_MODELS["score_logits"]
-    pl = perceived_margin(comp, p.a_nothink, "score_logits")
-    cl = _solve_intercept(lambda c: _sigmoid(c - sl.scale * pl), err_rate)
-    out["score_logits"] = _sigmoid(cl - sl.scale * pl)
+    pl = SCORE_MODELS["score_logits"].scale * perceived_margin(comp, p.a_nothink, "score_logits")
+    out["score_logits"] = _at_mean(lambda c: _sigmoid(c - pl), err_rate)
 
     # verbalized: 10 overconfident confidences on the 0.1 grid
-    sv = SCORE_MODELS["score_verbalized"]
-    pv = perceived_margin(comp, p.a_nothink, "score_verbalized")[:, None]
+    pv = SCORE_MODELS["score_verbalized"].scale * perceived_margin(comp, p.a_nothink, "score_verbalized")[:, None]
     trials = VERBAL_TRIAL_NOISE * comp["verbal_trials"]
-    target_conf = acc_n + OVERCONFIDENCE * (1.0 - acc_n)
-    cv = _solve_intercept(lambda c: _sigmoid(c + sv.scale * pv + trials), target_conf)
-    tenths = np.rint(10.0 * _sigmoid(cv + sv.scale * pv + trials)).astype(np.int64)  # 0..10
+    conf = _at_mean(lambda c: _sigmoid(c + pv + trials), acc_n + OVERCONFIDENCE * (1.0 - acc_n))
+    tenths = np.rint(10.0 * conf).astype(np.int64)  # 0..10
     # mean confidence = sum(tenths) / 100, so the score lies on the 0.01 grid
     out["score_verbalized"] = (100 - tenths.sum(axis=1)).astype(float) / 100.0
 

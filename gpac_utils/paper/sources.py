@@ -178,8 +178,7 @@ def resolve_source(
     -------
     DataSource
     """
-    if data_source is None:
-        data_source = "simulated"
+    data_source = "simulated" if data_source is None else data_source
     if not isinstance(data_source, str | Path):
         raise SourceError(f"data_source: expected 'simulated', 'generated' or a path, got {type(data_source).__name__}")
     root = paths.from_root(generated_root) if generated_root is not None else GENERATED_ROOT

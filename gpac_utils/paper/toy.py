@@ -50,10 +50,8 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
     """
     n = check_int("n", n, 1)
     rng = np.random.default_rng(seed)
-    names = list(TOY_GROUPS)
-    params = np.array([TOY_GROUPS[g] for g in names])
-    share, a, b, icpt, slope, think_med = params.T
-    g = rng.choice(len(names), size=n, p=share / share.sum())
+    share, a, b, icpt, slope, think_med = np.array(list(TOY_GROUPS.values())).T
+    g = rng.choice(len(TOY_GROUPS), size=n, p=share / share.sum())
     u = rng.beta(a[g], b[g])
     p_loss = icpt[g] + slope[g] * u
     loss = (rng.random(n) < p_loss).astype(float)
@@ -62,17 +60,15 @@ def toy_population(n: int, seed: int = 0) -> pd.DataFrame:
     pair = rng.choice(3, size=n, p=[0.8, 0.15, 0.05])
     think = np.where(loss == 1, 1, np.where(pair == 0, 1, 0))
     nothink = np.where(loss == 1, 0, np.where(pair == 1, 0, 1))
-    think_tokens = np.round(think_med[g] * rng.lognormal(0.0, 0.4, n))
-    nothink_tokens = np.round(NOTHINK_MEDIAN * rng.lognormal(0.0, 0.3, n))
     df = pd.DataFrame(
         {
             ID: [f"toy-{i:05d}" for i in range(n)],
-            GROUP: np.array(names)[g],
+            GROUP: np.array(list(TOY_GROUPS))[g],
             LOSS: loss,
             THINK_CORRECT: think,
             NOTHINK_CORRECT: nothink,
-            THINK_TOKENS: think_tokens,
-            NOTHINK_TOKENS: nothink_tokens,
+            THINK_TOKENS: np.round(think_med[g] * rng.lognormal(0.0, 0.4, n)),
+            NOTHINK_TOKENS: np.round(NOTHINK_MEDIAN * rng.lognormal(0.0, 0.3, n)),
             TOY_SCORE: u,
         }
     )

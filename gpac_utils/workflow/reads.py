@@ -93,11 +93,7 @@ def install(log: str | Path | None = None, root: str | Path = REPO_ROOT) -> None
             return
 
     sys.addaudithook(hook)
-    _announce_parquet_reads()
-
-
-def _announce_parquet_reads() -> None:
-    """Have ``pyarrow.parquet.read_table`` raise :data:`EVENT` with its path (pyarrow opens files in C++)."""
+    # pyarrow opens parquet files in C++: its read_table (pandas' parquet reader calls it) raises EVENT with the path
     import pyarrow.parquet as pq
 
     read_table = pq.read_table

@@ -64,8 +64,7 @@ class StepGroup:
 def routed_risk(group, u):
     r""":math:`R_c(u) = R(u) / F(u)`; 0 where nothing is routed (``F(u) = 0``, e.g. ``u = -inf``)."""
     share = np.asarray(group.share(u), dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(share > 0, np.asarray(group.risk(u), dtype=float) / np.where(share > 0, share, 1.0), 0.0)
+    return np.divide(group.risk(u), share, out=np.zeros_like(share), where=share > 0)
 
 
 def routed_oracle(group, eps: float, resolution: int = 100_001) -> float:

@@ -88,8 +88,7 @@ class OverlapPopulation:
             index.append(i)
             labels[g] = np.asarray(self._levels(g))[i]
         u = rng.uniform(size=n)
-        loss = (rng.uniform(size=n) < self.a[tuple(index)] * u**self.k).astype(float)
-        return u, loss, labels
+        return u, (rng.uniform(size=n) < self.a[tuple(index)] * u**self.k).astype(float), labels
 
     def _per_cell(self, thresholds: dict) -> np.ndarray:
         return np.array([thresholds.get(c, -np.inf) for c in self.cells], dtype=float).reshape(self.a.shape)

@@ -17,8 +17,7 @@ from .populations import Population, sup_feasible
 
 def interval_edges(boundaries) -> np.ndarray:
     """``[-inf, b_1, ..., b_{k-1}, +inf]`` for a partition ``b_{j-1} < U <= b_j`` (batch dims lead)."""
-    b = np.asarray(boundaries, dtype=float)
-    b = b[None] if b.ndim == 0 else b
+    b = np.atleast_1d(np.asarray(boundaries, dtype=float))
     if np.any(np.diff(b, axis=-1) < 0):
         raise ValueError(f"partition boundaries must be ascending, got {b}")
     pad = np.ones(b.shape[:-1] + (1,))

@@ -75,8 +75,7 @@ class RiskGroup:
         """Losses and scores of shape ``size`` (last axis: items), seeded by ``rng``."""
         rng = np.random.default_rng(rng)
         u = self.lo + (self.hi - self.lo) * rng.random(size)
-        loss = (rng.random(size) < self.loss_prob(u)).astype(float)
-        return loss, u
+        return (rng.random(size) < self.loss_prob(u)).astype(float), u
 
 
 @dataclass(frozen=True)
@@ -135,10 +134,8 @@ class Population:
         r""":math:`R(u \mid lo < U \le hi) = E[\ell \mathbf 1\{U \le u\} \mid lo < U \le hi]`."""
         u, lo, hi = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (u, lo, hi)))
         m = self.mass(lo, hi)
-        top = np.minimum(np.maximum(u, lo), hi)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            joint = self.risk(top) - self.risk(lo)  # E[loss 1{lo < U <= top}]
-            return np.where(m > 0, joint / np.where(m > 0, m, 1.0), 0.0)
+        joint = self.risk(np.minimum(np.maximum(u, lo), hi)) - self.risk(lo)  # E[loss 1{lo < U <= min(u, hi)}]
+        return np.divide(joint, m, out=np.zeros_like(m), where=m > 0)
 
     def sample(self, n: int, rng, size: int | None = None):
         """A mixture sample: ``(loss, scores, group index)`` of shape ``(n,)``, or ``(size, n)``."""
@@ -147,8 +144,7 @@ class Population:
         gi = rng.choice(len(self.groups), size=shape, p=self.weights)
         lo, hi, a, b = (np.array([getattr(g, key) for g in self.groups])[gi] for key in ("lo", "hi", "a", "b"))
         u = lo + (hi - lo) * rng.random(shape)
-        loss = (rng.random(shape) < a * u**b).astype(float)
-        return loss, u, gi
+        return (rng.random(shape) < a * u**b).astype(float), u, gi
 
 
 def sup_feasible(risk_fn, eps, lo=0.0, hi=1.0, iters=60):
@@ -202,9 +198,7 @@ def oracle_threshold(pop: Population, eps, group: str | None = None):
     -------
     float or numpy.ndarray
     """
-    if group is not None:
-        pop.group(group)  # an unknown name raises here, with the group names
-    return sup_feasible(lambda u: pop.risk(u, group), eps)
+    return sup_feasible(lambda u: pop.risk(u, group), eps)  # an unknown group: pop.risk's KeyError, naming the groups
 
 
 def oracle_summary(pop: Population, eps: float) -> dict:
@@ -217,11 +211,9 @@ def oracle_summary(pop: Population, eps: float) -> dict:
       threshold can do when the *group-conditional* guarantee is required;
     * ``grouped``: one threshold per group (G-PAC), every group's constraint.
     """
-    w = pop.weights
     u_marg = oracle_threshold(pop, eps)
     u_j = np.array([oracle_threshold(pop, eps, g) for g in pop.names])
     u_common = float(np.min(u_j))
-    routed_share_grouped = float(sum(wj * pop.share(u, g) for wj, u, g in zip(w, u_j, pop.names)))
     return {
         "eps": eps,
         "u_marginal": u_marg,
@@ -229,7 +221,7 @@ def oracle_summary(pop: Population, eps: float) -> dict:
         **{f"u_{g}": float(u) for g, u in zip(pop.names, u_j)},
         "routed_share_marginal": float(pop.share(u_marg)),
         "routed_share_common": float(pop.share(u_common)),
-        "routed_share_grouped": routed_share_grouped,
+        "routed_share_grouped": float(sum(wj * pop.share(u, g) for wj, u, g in zip(pop.weights, u_j, pop.names))),
         **{f"risk_marginal_{g}": float(pop.risk(u_marg, g)) for g in pop.names},
         "max_group_risk_marginal": float(max(pop.risk(u_marg, g) for g in pop.names)),
     }

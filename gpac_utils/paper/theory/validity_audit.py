@@ -96,8 +96,7 @@ def audit_cell(pop, n, seeds, scheme, label_prob, settings):
     names, n_groups = pop.names, len(pop.names)
     rng = np.random.default_rng(seeds[:2] + [int(n)])  # same calibration sets for every scheme
     draws = [pop.group(g).sample((calibrations, int(n)), rng) for g in names]
-    loss = np.concatenate([d[0] for d in draws])  # (groups * calibrations, n)
-    scores = np.concatenate([d[1] for d in draws])
+    loss, scores = (np.concatenate(x) for x in zip(*draws))  # each (groups * calibrations, n)
     d = sampling.draw(scores, loss, scheme, label_prob, np.random.default_rng(seeds + [1]))
     # the oracle's routed share P(U <= u*_j | G_j) per eps and group: the denominator of the oracle ratio
     oracle_share = {
@@ -186,14 +185,10 @@ def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> bool:
     equal, every float equal to within :data:`RTOL` relative."""
     if list(got.columns) != list(want.columns) or len(got) != len(want) or not got.dtypes.equals(want.dtypes):
         return False
-    for col in got.columns:
-        a, b = got[col].to_numpy(), want[col].to_numpy()
-        if got[col].dtype.kind == "f":
-            if not np.allclose(a, b, rtol=RTOL, atol=0.0, equal_nan=True):
-                return False
-        elif not (a == b).all():
-            return False
-    return True
+    floats = [c for c in got.columns if got[c].dtype.kind == "f"]
+    exact = [c for c in got.columns if c not in floats]
+    close = np.allclose(got[floats].to_numpy(), want[floats].to_numpy(), rtol=RTOL, atol=0.0, equal_nan=True)
+    return close and bool((got[exact].to_numpy() == want[exact].to_numpy()).all())
 
 
 def settings_of(cfg) -> dict:

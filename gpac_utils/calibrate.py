@@ -242,6 +242,9 @@ class _Declared:
             return getattr(self.config, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def __dir__(self) -> list[str]:  # its settings too: shown by dir(), completed by IPython
+        return sorted({*super().__dir__(), *type(self).OPTIONS})
+
     @property
     def settings(self) -> dict[str, Any]:
         """Every setting, flat (the recipe's fields included), as written to JSON."""

@@ -243,3 +243,16 @@ def test_the_planners_signatures_are_their_declared_settings_and_their_docstring
     )
     with pytest.raises(ParameterError, match=r"^settings: given with \['alpha'\]"):
         feasibility.feasibility(sizes, Settings(eps=0.05), alpha=0.1)
+
+
+@pytest.mark.parametrize("name", ["PAC", "GPAC", "CPAC"])
+def test_a_calibrator_shows_its_settings_as_attributes(name):
+    """Read from its config (one declaration), each setting is an attribute dir() lists and IPython completes."""
+    import gpac_utils
+
+    cls = getattr(gpac_utils, name)
+    calibrator = cls(0.1, 0.05)
+    for option in cls.OPTIONS:
+        assert option in dir(calibrator) and getattr(calibrator, option) == getattr(calibrator.config, option)
+    with pytest.raises(AttributeError, match="has no attribute 'epsilon'"):
+        calibrator.epsilon  # noqa: B018

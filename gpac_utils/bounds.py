@@ -385,8 +385,10 @@ class Bound:
         That rule as text (``gpac plan``, notebook 32).
     pvalue : callable or None, default None
         Its p-value for the routed risk (:mod:`gpac_utils.risks`), ``pvalue(k, m, e)``: the
-        p-value of ``H: mean > e`` for ``m`` i.i.d. terms in ``[0, 1]`` summing to ``k``;
-        ``None``: the routed risk cannot test with this bound.
+        p-value of ``H: mean > e`` for ``m`` i.i.d. terms in ``[0, 1]`` summing to ``k``, on arrays
+        ``k``, ``m``, ``e`` of one shape (every grid point of every calibration at once), returning
+        p-values in ``[0, 1]`` of that shape (checked when the entry is made); ``None``: the routed risk
+        cannot test with this bound.
     pvalue_formula : str, default "numerical (no closed form)"
         The p-value's minimum-items rule as text, with ``{level}`` for the test's level.
     """
@@ -404,6 +406,21 @@ class Bound:
     formula: str = "numerical (no closed form)"
     pvalue: Callable | None = None
     pvalue_formula: str = "numerical (no closed form)"
+
+    def __post_init__(self):
+        if self.pvalue is None:
+            return
+        k, m = np.array([[0.0, 1.0]]), np.array([[2.0, 3.0]])
+        try:  # one call on arrays, as the routed risk calls it
+            p = np.asarray(self.pvalue(k, m, np.full(k.shape, 0.1)), dtype=float)
+            got = None if p.shape == k.shape and np.all((p >= 0) & (p <= 1)) else f"{p.tolist()!r}"
+        except Exception as exc:  # noqa: BLE001 (a scalar-only function fails on arrays: said in one line)
+            got = f"{type(exc).__name__}: {str(exc).partition(chr(10))[0]}"
+        if got is not None:
+            raise ParameterError(
+                f"pvalue: bound {self.name!r}: pvalue(k, m, e) takes arrays of one shape and returns p-values in "
+                f"[0, 1] of that shape; on k={k.tolist()}, m={m.tolist()}, e=0.1 it gave {got}"
+            )
 
     @property
     def kind(self) -> str:

@@ -364,27 +364,30 @@ def method_fields(entry) -> tuple[dict[str, Field], dict[str, Field]]:
     return {**_FIELDS, **entry.json_fields}, settings
 
 
-class _Every(Mapping):
-    """Every declared field of a table, whichever calibrator's (the registered ones', read when asked)."""
+class Derived(Mapping):
+    """A mapping computed each time it is read, by ``build()``: from the registries, whose entries (an installed
+    plugin's included) are registered after this module is imported."""
 
-    def __init__(self, part: int):
-        self.part = part
-
-    def _all(self) -> dict[str, Field]:
-        return {k: f for entry in CALIBRATORS.values() for k, f in method_fields(entry)[self.part].items()}
+    def __init__(self, build):
+        self.build = build
 
     def __getitem__(self, key):
-        return self._all()[key]
+        return self.build()[key]
 
     def __iter__(self):
-        return iter(self._all())
+        return iter(self.build())
 
     def __len__(self) -> int:
-        return len(self._all())
+        return len(self.build())
+
+
+def _every(part: int) -> dict[str, Field]:
+    """Every declared field of a table (``part`` 0) or of its settings (1), whichever registered calibrator's."""
+    return {k: f for entry in CALIBRATORS.values() for k, f in method_fields(entry)[part].items()}
 
 
 #: The fields of ``settings``, every registered calibrator's (:func:`method_fields`: one file's).
-SETTINGS: Mapping[str, Field] = _Every(1)
+SETTINGS: Mapping[str, Field] = Derived(lambda: _every(1))
 
 #: The fields of each ``groups`` entry (:mod:`gpac_utils.certificate`), all recomputed by ``gpac verify``.
 GROUP_ENTRY: dict[str, Field] = {
@@ -522,7 +525,7 @@ _FIELDS: dict[str, Field] = {
 
 
 #: The top-level fields, every registered calibrator's (:func:`method_fields`: one file's).
-FIELDS: Mapping[str, Field] = _Every(0)
+FIELDS: Mapping[str, Field] = Derived(lambda: _every(0))
 
 
 def declared(path) -> Field | None:

@@ -59,6 +59,7 @@ from __future__ import annotations
 import importlib
 import json
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -68,17 +69,20 @@ from .calibrate import CALIBRATORS, GroupWarning
 from .calibrate import method as method_entry
 from .certificate import Certificate, recipe_overrides
 from .checks import DataError, ParameterError
-from .thresholds_schema import CHECKED, DESCRIPTIVE, SETTINGS, STATED, declared
+from .thresholds_schema import CHECKED, DESCRIPTIVE, SETTINGS, STATED, Derived, declared
 
 __all__ = ["EXPECT", "described", "parse_expect", "verify_certificate"]
 
+
+def _stated() -> dict[str, tuple]:
+    """What ``--expect`` states, by path: the method, the score, the recipe's name and every registered
+    calibrator's stated settings (an installed plugin's own too: plugins load after the package's import)."""
+    stated = {name: ("settings", name) for name, f in SETTINGS.items() if f.verify == STATED}
+    return {"method": ("method",), "score": ("score",), "recipe": ("provenance", "recipe"), **stated}
+
+
 #: ``--expect`` key -> the field it states (the stated fields: what no data can tell).
-EXPECT: dict[str, tuple] = {
-    "method": ("method",),
-    "score": ("score",),
-    "recipe": ("provenance", "recipe"),
-    **{name: ("settings", name) for name, f in SETTINGS.items() if f.verify == STATED},
-}
+EXPECT: Mapping[str, tuple] = Derived(_stated)
 
 
 def described(cert: Certificate) -> str:

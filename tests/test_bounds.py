@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from gpac_utils import bound_references, bounds
+from gpac_utils.checks import ParameterError
 
 ALPHA = 0.1
 
@@ -175,3 +176,19 @@ def test_wsr_never_returns_the_trivial_bound_when_data_are_informative():
     cand = np.sort(u, axis=1)[:, ::10]
     got = bounds.ucb("wsr", z, u, cand, 0.05, 2.0)
     assert np.all(got < 2.0)
+
+
+def test_a_pvalue_that_takes_only_scalars_is_refused_when_the_bound_is_made():
+    """The routed risk calls a bound's p-value on arrays (every grid point at once): a scalar-only one is one line
+    at its entry, not a traceback at a calibration."""
+    hb = bounds.BOUNDS["hoeffding_bentkus"]
+
+    def scalar(k, m, e):
+        return 1.0 if k > m * e else math.exp(-2 * m * (e - k / m) ** 2)  # fails on arrays: truth value ambiguous
+
+    fields = {f: getattr(hb, f) for f in ("function", "valid", "reference", "citation")}
+    with pytest.raises(ParameterError, match=r"^pvalue: bound 'scalar': pvalue\(k, m, e\) takes arrays .* ValueError"):
+        bounds.Bound("scalar", **fields, pvalue=scalar)
+    with pytest.raises(ParameterError, match=r"it gave \[\[2\.0, 2\.0\]\]$"):
+        bounds.Bound("above_one", **fields, pvalue=lambda k, m, e: 2 + 0 * k)
+    assert bounds.Bound("arrays", **fields, pvalue=hb.pvalue).pvalue is hb.pvalue

@@ -107,3 +107,18 @@ def test_cli_errors_name_the_column(tmp_path, table):
         cwd=tmp_path,
     )
     assert r.returncode == 1 and "'unc'" in r.stderr and "row 4" in r.stderr
+
+
+def test_method_is_named_as_the_cli_or_the_certificate_names_it(tmp_path, table):
+    """--method G-PAC (the certificate's name) is --method gpac; a misspelt name is still argparse's one line."""
+    from gpac_utils.cli import main
+
+    args = ["calibrate", "--data", str(table), "--score-col", "unc", "--loss-col", "err", "--group-col", "subject"]
+    args += ["--id-col", "qid"]
+    for name in ("gpac", "G-PAC"):
+        assert main([*args, "--method", name, "--eps", "0.1", "-o", str(tmp_path / f"{name}.json")]) == 0
+    assert (tmp_path / "gpac.json").read_text() == (tmp_path / "G-PAC.json").read_text().replace(
+        "G-PAC.json", "gpac.json"
+    )
+    r = run(*args, "--method", "G-PACC", "--eps", "0.1", "-o", str(tmp_path / "x.json"), cwd=tmp_path)
+    assert r.returncode == 2 and "argument --method: invalid choice: 'gpacc'" in r.stderr.splitlines()[-1]

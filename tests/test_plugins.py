@@ -173,6 +173,34 @@ def test_an_installed_plugin_works_from_the_plain_gpac_command_and_is_named_when
     }
     out = run(*gpac, "verify", "thr.json", "--data", "cal.csv", env=env, cwd=tmp_path).stdout
     assert "bit-identical" in out
+    # the calibrator's own setting and field: from the plain command, checked by verify, stated with --expect
+    capped = ["calibrate", *cal, "--demo-cap", "0.5", "--eps", "0.15", "-o", "cap.json"]
+    run(*gpac, *capped, env=env, cwd=tmp_path)
+    doc = json.loads((tmp_path / "cap.json").read_text())
+    assert doc["settings"]["demo_cap"] == 0.5 and doc["demo_capped"] and max(doc["thresholds"].values()) <= 0.5
+    expect = ["verify", "cap.json", "--data", "cal.csv", "--expect", "method=G-PAC-demo", "demo_cap=0.5"]
+    assert "demo_cap=0.5" in run(*gpac, *expect, env=env, cwd=tmp_path).stdout.split("checked")[1]
+    stated = run(*gpac, *expect[:-1], "demo_cap=0.4", env=env, cwd=tmp_path, ok=False)
+    assert stated.stderr == "error: cap.json: settings.demo_cap is 0.5; --expect demo_cap=0.4\n"
+    doc["settings"]["demo_cap"] = 0.55  # an edit that recomputes to other thresholds
+    (tmp_path / "cap.json").write_text(json.dumps(doc))
+    assert "recomputed 0.55" in run(*gpac, *expect[:4], env=env, cwd=tmp_path, ok=False).stderr
+    wrong = run(
+        *gpac,
+        "calibrate",
+        *cal[:-1],
+        "gpac",
+        "--demo-cap",
+        "0.5",
+        "--eps",
+        "0.15",
+        "-o",
+        "g.json",
+        env=env,
+        cwd=tmp_path,
+        ok=False,
+    )
+    assert wrong.stderr.splitlines()[-1] == "error: --demo-cap: only --method gpacdemo uses it (got --method gpac)"
     assert f"names provided by: {DIST} {VERSION}: method G-PAC-demo, bound hoeffding_demo, score " in out
     out = run(
         *gpac, "audit", "thr.json", "--data", "fresh.csv", "--binary", "--detectable", "0.5", env=env, cwd=tmp_path

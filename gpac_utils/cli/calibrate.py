@@ -13,7 +13,7 @@ from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..recipe import RECIPES, VALID, Recipe, as_recipe
 from ..scores import SCORES
-from ..settings import RENAMED_UNTIL, Settings, declarations
+from ..settings import RENAMED_UNTIL, Method, Settings, declarations
 from .common import (
     _COMMON,
     EXIT_OK,
@@ -46,8 +46,10 @@ def _add_parser(sub, fmt) -> None:
     c.add_argument("--map", nargs="*", default=[], metavar="SOURCE=TARGET", help="more column renames")
     c.add_argument(
         "--method",
+        type=Method.key,  # the certificate's name (G-PAC) is the same method as gpac
         choices=[m.cli_name for m in CALIBRATORS.values()],
-        help="calibrator; when not given: the one of known groups with --group-col, else the one of no groups",
+        help="calibrator (or its name as a certificate writes it: G-PAC); when not given: the one of known groups "
+        "with --group-col, else the one of no groups",
     )
     c.add_argument(
         "--recipe",

@@ -386,9 +386,10 @@ class Bound:
     pvalue : callable or None, default None
         Its p-value for the routed risk (:mod:`gpac_utils.risks`), ``pvalue(k, m, e)``: the
         p-value of ``H: mean > e`` for ``m`` i.i.d. terms in ``[0, 1]`` summing to ``k``, on arrays
-        ``k``, ``m``, ``e`` of one shape (every grid point of every calibration at once), returning
-        p-values in ``[0, 1]`` of that shape (checked when the entry is made); ``None``: the routed risk
-        cannot test with this bound.
+        ``k``, ``m``, ``e`` of one shape (every grid point of every calibration at once; ``m >= 1``: the
+        caller sets 1 where nothing is routed), returning p-values in ``[0, 1]`` of that shape (the shape and
+        range are checked on one small example when the entry is made; its validity is not); ``None``: the
+        routed risk cannot test with this bound.
     pvalue_formula : str, default "numerical (no closed form)"
         The p-value's minimum-items rule as text, with ``{level}`` for the test's level.
     """

@@ -425,8 +425,8 @@ def fit_path(scores, y, coll: Collection, cell_groups: dict, eps: float, alpha: 
     off : iterable of str
         Groups whose items never route.
     test_items : dict of str to float
-        Per group, the items the test half is expected to hold (the bound a level is held to is
-        Hoeffding–Bentkus with that many terms at the path half's mean).
+        Per group, the items the test half is expected to hold (the bound a level is held to is the
+        Bernstein-type prediction of :func:`_lagrange_levels` with that many terms at the path half's mean).
 
     Returns
     -------

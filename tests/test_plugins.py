@@ -201,6 +201,8 @@ def test_an_installed_plugin_works_from_the_plain_gpac_command_and_is_named_when
         ok=False,
     )
     assert wrong.stderr.splitlines()[-1] == "error: --demo-cap: only --method gpacdemo uses it (got --method gpac)"
+    routed = run(*gpac, *capped[:-2], "--risk", "routed", "-o", "r.json", env=env, cwd=tmp_path, ok=False)
+    assert "G-PAC-demo keeps the joint risk's guarantee only, got 'routed'" in routed.stderr.splitlines()[-1]
     assert f"names provided by: {DIST} {VERSION}: method G-PAC-demo, bound hoeffding_demo, score " in out
     out = run(
         *gpac, "audit", "thr.json", "--data", "fresh.csv", "--binary", "--detectable", "0.5", env=env, cwd=tmp_path

@@ -154,6 +154,8 @@ VLLM_NICE ?=
 # 15 % more CPU time than the run before, on a slower host) and then 799 s (1,349 s of CPU); with the packages already
 # installed, 828 s and then 681 s on the same code. From the tiers' start both cores stay busy to the end: the wall
 # time is the CPU demand over two (more than `time` counts: the SLURM daemons and Chromium's processes escape it).
+# Later the same day, four fresh clones of nearly the same code took 645, 644, 765 and 705 s: a CPU demand of 1,250
+# to 1,489 s, every test 15-20 % slower in the slowest run (the host's speed, not the code's).
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j8 -Otarget $(VENV)/.browser $(MATHJAX) $(REVEAL) lint tiny-model venv-vllm venv-lesson
 	$(MAKE) --no-print-directory -j8 -Otarget $(VENV)/.slurm test-main test-vllm test-slurm test-lesson \

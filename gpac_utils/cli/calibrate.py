@@ -20,6 +20,7 @@ from .common import (
     SCORE,
     _add_common,
     _add_setting,
+    _as_options,
     _default,
     _need_columns,
     _output,
@@ -150,11 +151,8 @@ def _settings(a) -> Settings:
     """The :class:`~gpac_utils.settings.Settings` of the options, built and checked once (a bad value: exit 2,
     naming the option)."""
     recipe = _recipe(a)
-    try:
+    with _as_options(ValueError):
         return _settings_from(a, recipe)
-    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
-        option, _, message = str(exc).partition(":")
-        raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
 
 
 def _roles(cols: dict[str, str | None]) -> None:

@@ -172,12 +172,12 @@ def _warning_lines(category):
 
 
 @contextlib.contextmanager
-def _as_options():
-    """A :class:`~gpac_utils.checks.ParameterError` ``name: message`` raised in the block as ``--name: message``
-    (the option as typed)."""
+def _as_options(errors: type[Exception] = ParameterError):
+    """An error of ``errors`` (default :class:`~gpac_utils.checks.ParameterError`), ``name: message``, raised in the
+    block as a ParameterError ``--name: message`` (the option as typed)."""
     try:
         yield
-    except ParameterError as exc:
+    except errors as exc:
         name, _, message = str(exc).partition(":")
         raise ParameterError(f"--{name.replace('_', '-')}:{message}") from None
 

@@ -16,6 +16,7 @@ from ..settings import Settings
 from .common import (
     EXIT_OK,
     _add_common,
+    _as_options,
     _default,
     _groups,
     _need_columns,
@@ -73,7 +74,7 @@ def _add_parser(sub, fmt) -> None:
 
 def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
     """The settings, pilot model and budget of ``gpac plan`` (usage errors name the option as typed)."""
-    try:
+    with _as_options(ValueError):
         recipe = as_recipe(a.recipe) if a.bound is None else as_recipe(a.recipe).replace(bound=a.bound)
         settings = _settings_from(a, recipe)
         checks.check_int("n_resamples", a.n_resamples, 2)
@@ -85,9 +86,6 @@ def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
         if a.target is not None:
             checks.check_range("target", a.target, closed_right=True)
         model = prediction.PilotModel(kind=a.pilot_model)
-    except ValueError as exc:  # "name: message" -> "--name: message" (the option as typed)
-        option, _, message = str(exc).partition(":")
-        raise ParameterError(f"--{option.replace('_', '-')}:{message}") from None
     return settings, model, budget
 
 

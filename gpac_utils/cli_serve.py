@@ -259,7 +259,7 @@ def _audit_cmd(a, cli) -> int:
         heading = f"tested on {a.data}"
         verdict = _audit.verdict_line(report)
         status = _audit.gate(report)
-    print(f"{_audit.described(cert)}, {heading}:")
+    print(f"{_verify.described(cert)}, {heading}:")
     print(shown.astype(object).where(shown.notna(), "-").replace(float("inf"), "none").to_string(index=False))
     print(verdict)
     if a.output is not None:

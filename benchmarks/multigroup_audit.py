@@ -7,6 +7,8 @@ curve ``a_c u^k`` per cell: every group's joint risk is exact), each method is c
 
 * ``min`` (:class:`~gpac_utils.multigroup.MinGPAC`, ``correction="none"``): each group separately at alpha;
 * ``min-bonferroni``: the same, all groups at once (each at alpha / m);
+* ``shift`` (:class:`~gpac_utils.multigroup.ShiftGPAC`, ``correction="none"``): each group separately at alpha;
+* ``shift-bonferroni``: the same, all groups at once (each at alpha / m);
 * ``path`` (:class:`~gpac_utils.multigroup.PathGPAC`): all groups at once at alpha;
 * ``cells-bonferroni``: G-PAC on the intersections (the cells) with Bonferroni over the cells (the
   guarantee then holds for every cell, hence every group, at once);
@@ -41,14 +43,22 @@ import numpy as np
 import pandas as pd
 
 from gpac_utils.calibrate import GPAC, GroupWarning
-from gpac_utils.multigroup import SEP, MinGPAC, PathGPAC
+from gpac_utils.multigroup import SEP, MinGPAC, PathGPAC, ShiftGPAC
 from gpac_utils.paper.theory.overlap import POPULATIONS
 
 EPS, ALPHA = 0.05, 0.05
 SIZES = (1000, 4000)
-METHODS = ("min", "min-bonferroni", "path", "cells-bonferroni", "last-column")
+METHODS = ("min", "min-bonferroni", "shift", "shift-bonferroni", "path", "cells-bonferroni", "last-column")
 #: The guarantee each method claims: per group ("each"), all groups at once ("all") or none.
-CLAIMS = {"min": "each", "min-bonferroni": "all", "path": "all", "cells-bonferroni": "all", "last-column": "none"}
+CLAIMS = {
+    "min": "each",
+    "min-bonferroni": "all",
+    "shift": "each",
+    "shift-bonferroni": "all",
+    "path": "all",
+    "cells-bonferroni": "all",
+    "last-column": "none",
+}
 
 
 def calibrate(method: str, u, loss, labels: dict, seed: int) -> dict:
@@ -57,6 +67,10 @@ def calibrate(method: str, u, loss, labels: dict, seed: int) -> dict:
         return MinGPAC(EPS, ALPHA, seed=seed).fit(u, loss, labels).thresholds_
     if method == "min-bonferroni":
         return MinGPAC(EPS, ALPHA, seed=seed, correction="bonferroni").fit(u, loss, labels).thresholds_
+    if method == "shift":
+        return ShiftGPAC(EPS, ALPHA, seed=seed).fit(u, loss, labels).thresholds_
+    if method == "shift-bonferroni":
+        return ShiftGPAC(EPS, ALPHA, seed=seed, correction="bonferroni").fit(u, loss, labels).thresholds_
     if method == "path":
         return PathGPAC(EPS, ALPHA, seed=seed).fit(u, loss, labels).thresholds_
     parts = [np.char.add(f"{g}=", v) for g, v in labels.items()]
@@ -128,7 +142,7 @@ def realdata(splits: int, seed: int = 0) -> pd.DataFrame:
     for r in range(splits):
         perm = np.random.default_rng([seed, r]).permutation(u.size)
         cal, test = perm[: u.size // 2], perm[u.size // 2 :]
-        for m in ("min", "min-bonferroni", "path", "cells-bonferroni"):
+        for m in METHODS[:-1]:
             global EPS
             saved, EPS = EPS, REAL_EPS
             try:

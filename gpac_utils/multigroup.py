@@ -88,6 +88,7 @@ __all__ = [
     "collection",
     "MinGPAC",
     "PathGPAC",
+    "ShiftGPAC",
     "Path",
     "fit_path",
     "PATH_GRID",
@@ -256,6 +257,139 @@ class MinGPAC(_Overlapping):
             self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
         for c, gs in _cell_groups(coll).items():
             self.thresholds_[c] = min((self.group_thresholds_[g] for g in gs), default=-math.inf)
+        return self
+
+
+#: Shift-G-PAC's ridge penalty on the groups' log-odds offsets (in units of a squared log-odds): it shrinks a
+#: group seen on few items outside ``G`` toward no shift.
+SHIFT_RIDGE = 1.0
+
+
+def _shift_fit(u, y, member) -> tuple[float, np.ndarray]:
+    """The slope ``b`` and per-group offsets ``o`` of the logistic fit :math:`\\operatorname{logit} P(\\ell > 0)
+    = a + b u + \\sum_H o_H 1\\{X \\in H\\}` (``y`` the loss over ``loss_bound``, fractional allowed), ridge
+    :data:`SHIFT_RIDGE` on the offsets, ``b`` at least ``1e-3`` (a larger score means less trust). No shift
+    (``b = 1``, ``o = 0``) without a positive and a zero loss to fit."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    m = member.shape[1]
+    if u.size < 2 or not (np.any(y > 0) and np.any(y < 1)):
+        return 1.0, np.zeros(m)
+
+    def objective(p):
+        z = p[0] + p[1] * u + member @ p[2:]
+        g = expit(z) - y
+        value = np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * SHIFT_RIDGE * p[2:] @ p[2:]
+        return value, np.concatenate([[g.sum(), g @ u], member.T @ g + SHIFT_RIDGE * p[2:]])
+
+    box = [(-50.0, 50.0), (1e-3, 1e3)] + [(-50.0, 50.0)] * m
+    tight = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}  # to the optimum, so that rounding the shifts is stable
+    x = minimize(objective, np.zeros(m + 2), jac=True, method="L-BFGS-B", bounds=box, options=tight).x
+    return float(x[1]), x[2:]
+
+
+class ShiftGPAC(_Overlapping):
+    """Shift-G-PAC: each group calibrated on a score shifted per cell by what the items outside it show.
+
+    Parameters
+    ----------
+    eps, alpha, recipe
+        As for :class:`~gpac_utils.calibrate.PAC` (sampling ``full`` or ``bernoulli``).
+    **options
+        ``loss_bound``, ``min_group_size``, ``seed``, ``risk`` (``"joint"`` only) and ``correction``, as for
+        :class:`MinGPAC`: ``"none"`` each group separately at ``alpha``, ``"bonferroni"`` all at once.
+
+    For each group ``G``: a logistic fit of the loss on the score and every group's membership, on the
+    labelled items **outside** ``G`` (:func:`_shift_fit`), gives each cell ``c`` of ``G`` a shift
+    :math:`d_c = \\sum_{H \\ni c} o_H / b` (``G``'s own offset is not fitted: no item outside ``G`` has it); the
+    shifts are rounded to 6 decimals and clipped to ``[-1, 1]``. ``G`` is then calibrated by G-PAC's step
+    (Algorithm 2, Theorem 4.2) on the shifted score :math:`r = U + d_c` of its own items, a level
+    :math:`\\hat\\lambda_G`; cell ``c`` of ``G`` may route :math:`U \\le \\hat\\lambda_G - d_c`, and a cell takes
+    the smallest threshold among its groups, as :class:`MinGPAC` does. A cell whose other groups lose more at
+    the same score gets a lower threshold within ``G``, and the risk ``G`` may spend goes to its safer cells.
+
+    Valid for each group as Min-G-PAC is (``docs/overlapping-groups.md``): given which items are in ``G``, its
+    items are an i.i.d. sample of the population restricted to ``G``, independent of the items outside it, so
+    the shifted score is a score fixed before ``G``'s losses are read; with no shift it is Min-G-PAC, and on
+    one grouping it is G-PAC (a group's cells are the group: its shift is one constant).
+
+    Attributes
+    ----------
+    thresholds_ : dict of str to float
+        Per cell: the smallest :math:`\\hat\\lambda_G - d_c` among its groups (``-inf``: thinks; at most 1).
+    group_thresholds_ : dict of str to float
+        Per group: :math:`\\hat\\lambda_G`, its threshold on the shifted score.
+    shifts_ : dict of str to dict of str to float
+        Per group, per cell of it: the shift :math:`d_c` fixed by the items outside the group.
+    group_sizes_, groups_ : dict
+        As for :class:`MinGPAC` (the bound at :math:`\\hat\\lambda_G` on the group's shifted scores).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> n = 4000
+    >>> groups = {"subject": rng.choice(["alg", "geo"], n), "lang": rng.choice(["en", "fr"], n)}
+    >>> u = rng.uniform(size=n)
+    >>> loss = (rng.uniform(size=n) < np.where(groups["subject"] == "geo", 0.4, 0.1) * u).astype(float)
+    >>> m = ShiftGPAC(eps=0.05).fit(u, loss, groups)
+    >>> m.shifts_["lang=en"]["subject=geo & lang=en"] > 0 > m.shifts_["lang=en"]["subject=alg & lang=en"]
+    True
+
+    References
+    ----------
+    The G-PAC paper, Algorithm 2 and Theorem 4.2 (per group); ``docs/overlapping-groups.md`` (the proof).
+    """
+
+    name = "Shift-G-PAC"
+    SETTINGS = GPAC.SETTINGS
+
+    def fit(self, scores, losses, groups=None) -> ShiftGPAC:
+        """Calibrate every group on its own items' shifted scores, then take the smallest threshold per cell.
+
+        Parameters
+        ----------
+        scores, losses : array_like, shape (n,)
+            Scores in ``[0, 1]``, losses in ``[0, loss_bound]``.
+        groups : array_like, dict, DataFrame or boolean array
+            The collection (:func:`collection`).
+
+        Returns
+        -------
+        self
+        """
+        s, loss, coll = self._inputs(scores, losses, groups, min_items=1)
+        rng = np.random.default_rng(self.seed)
+        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
+        order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
+        self._start(coll)
+        self.shifts_: dict[str, dict[str, float]] = {}
+        alpha = self.config.alpha_per_group(len(coll.names))
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
+        member, cg = coll.member.astype(float), _cell_groups(coll)
+        self.thresholds_ = {c: math.inf for c in cg}
+        for j, g in enumerate(coll.names):
+            idx = order[coll.member[order, j]]
+            cells = [c for c, gs in cg.items() if g in gs]
+            outside = ~coll.member[:, j] & xi
+            b, o = _shift_fit(s[outside], loss[outside] / self.loss_bound, member[outside])
+            d = {c: float(np.clip(round(sum(o[coll.names.index(h)] for h in cg[c]) / b, 6), -1, 1)) for c in cells}
+            self.shifts_[g] = d
+            if idx.size < self.min_group_size:
+                self.group_thresholds_[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
+            else:
+                r = s[idx] + np.array([d[c] for c in coll.cells[idx].tolist()])
+                lo, hi = min(d.values()), 1 + max(d.values())
+                cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=(lo, hi))
+                ucb = _bounds.ucb(self.recipe.bound, z[idx], r, cand, alpha, term_range)
+                t = self.group_thresholds_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
+                at = np.searchsorted(np.asarray(cand), t, side="right") - 1
+                self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
+            for c in cells:
+                self.thresholds_[c] = min(self.thresholds_[c], self.group_thresholds_[g] - d[c])
+        for c, t in self.thresholds_.items():  # below every score: thinks; above 1: routes every score
+            self.thresholds_[c] = -math.inf if t < 0 or not cg[c] else min(t, 1.0)
         return self
 
 
@@ -591,3 +725,4 @@ def cell_risk(a, k, t) -> np.ndarray:
 
 CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "known"))
 CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "known"))
+CALIBRATORS.register(Method(ShiftGPAC.name, ShiftGPAC, "known"))

@@ -266,31 +266,51 @@ SHIFT_RIDGE = 1.0
 
 
 def _shift_fit(u, y, member) -> tuple[float, np.ndarray]:
-    """The slope ``b`` and per-group offsets ``o`` of the logistic fit :math:`\\operatorname{logit} P(\\ell > 0)
-    = a + b u + \\sum_H o_H 1\\{X \\in H\\}` (``y`` the loss over ``loss_bound``, fractional allowed), ridge
-    :data:`SHIFT_RIDGE` on the offsets, ``b`` at least ``1e-3`` (a larger score means less trust). No shift
-    (``b = 1``, ``o = 0``) without a positive and a zero loss to fit."""
+    r"""The slope ``b`` and per-group offsets ``o`` of the logistic fit :math:`\operatorname{logit} E[y] = a + b u +
+    \sum_H o_H 1\{X \in H\}` (``y`` the loss over ``loss_bound``, in ``[0, 1]``), ridge :data:`SHIFT_RIDGE` on the
+    offsets, ``b >= 1e-3`` (a larger score means less trust), every coefficient within ``±50``, fitted on the
+    columns that have an item (a group without one gets offset 0). No shift (``b = 1``, ``o = 0``) without a
+    loss above 0 and one below ``loss_bound``."""
     from scipy.optimize import minimize
     from scipy.special import expit
 
-    m = member.shape[1]
+    o = np.zeros(member.shape[1])
     if u.size < 2 or not (np.any(y > 0) and np.any(y < 1)):
-        return 1.0, np.zeros(m)
+        return 1.0, o
+    cols = member.any(axis=0)
+    x, m = member[:, cols], int(cols.sum())
 
     def objective(p):
-        z = p[0] + p[1] * u + member @ p[2:]
+        z = p[0] + p[1] * u + x @ p[2:]
         g = expit(z) - y
         value = np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * SHIFT_RIDGE * p[2:] @ p[2:]
-        return value, np.concatenate([[g.sum(), g @ u], member.T @ g + SHIFT_RIDGE * p[2:]])
+        return value, np.concatenate([[g.sum(), g @ u], x.T @ g + SHIFT_RIDGE * p[2:]])
 
-    box = [(-50.0, 50.0), (1e-3, 1e3)] + [(-50.0, 50.0)] * m
+    box = [(-50.0, 50.0), (1e-3, 50.0)] + [(-50.0, 50.0)] * m
     tight = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}  # to the optimum, so that rounding the shifts is stable
-    x = minimize(objective, np.zeros(m + 2), jac=True, method="L-BFGS-B", bounds=box, options=tight).x
-    return float(x[1]), x[2:]
+    fit = minimize(objective, np.zeros(m + 2), jac=True, method="L-BFGS-B", bounds=box, options=tight).x
+    o[cols] = fit[2:]
+    return float(fit[1]), o
+
+
+#: The shifted score's range: the score in ``[0, 1]`` plus a shift clipped to ``[-1, 1]`` (fixed in advance: the
+#: evenly spaced candidates of ``candidates="auto"`` span it).
+SHIFTED = (-1.0, 2.0)
+
+
+def _below(level: float, shift: float) -> float:
+    """The largest float ``t`` with ``t + shift <= level`` in floating point (``level - shift`` can round up): an
+    item routed by ``U <= t`` is one the bound counted (``U + shift <= level``; float addition is monotone)."""
+    t = level - shift
+    while t + shift > level:
+        t = float(np.nextafter(t, -np.inf))
+    while float(np.nextafter(t, np.inf)) + shift <= level:  # and no float above it would do
+        t = float(np.nextafter(t, np.inf))
+    return t
 
 
 class ShiftGPAC(_Overlapping):
-    """Shift-G-PAC: each group calibrated on a score shifted per cell by what the items outside it show.
+    r"""Shift-G-PAC: each group calibrated on a score shifted per cell by what the items outside it show.
 
     Parameters
     ----------
@@ -302,28 +322,29 @@ class ShiftGPAC(_Overlapping):
 
     For each group ``G``: a logistic fit of the loss on the score and every group's membership, on the
     labelled items **outside** ``G`` (:func:`_shift_fit`), gives each cell ``c`` of ``G`` a shift
-    :math:`d_c = \\sum_{H \\ni c} o_H / b` (``G``'s own offset is not fitted: no item outside ``G`` has it); the
-    shifts are rounded to 6 decimals and clipped to ``[-1, 1]``. ``G`` is then calibrated by G-PAC's step
-    (Algorithm 2, Theorem 4.2) on the shifted score :math:`r = U + d_c` of its own items, a level
-    :math:`\\hat\\lambda_G`; cell ``c`` of ``G`` may route :math:`U \\le \\hat\\lambda_G - d_c`, and a cell takes
-    the smallest threshold among its groups, as :class:`MinGPAC` does. A cell whose other groups lose more at
-    the same score gets a lower threshold within ``G``, and the risk ``G`` may spend goes to its safer cells.
+    :math:`d_c = \sum_{H \ni c} o_H / b` (``G``'s own offset is 0: no item outside ``G`` is in it), rounded to 6
+    decimals and clipped to ``[-1, 1]``. ``G`` is then calibrated by G-PAC's step (Algorithm 2, first-crossing)
+    on the shifted score :math:`r = U + d_c` of its own items (``candidates="auto"``: every distinct shifted score,
+    or evenly spaced points of :data:`SHIFTED`), a level :math:`\hat\lambda_G`; cell ``c`` of ``G`` may route
+    :math:`U \le \hat\lambda_G - d_c` (the largest float with :math:`t + d_c \le \hat\lambda_G`), and a cell
+    takes the smallest threshold among its groups, as :class:`MinGPAC` does. A cell whose other groups lose more
+    at the same score gets a lower threshold within ``G``, and the risk ``G`` may spend goes to its safer cells.
 
     Valid for each group as Min-G-PAC is (``docs/overlapping-groups.md``): given which items are in ``G``, its
     items are an i.i.d. sample of the population restricted to ``G``, independent of the items outside it, so
     the shifted score is a score fixed before ``G``'s losses are read; with no shift it is Min-G-PAC, and on
-    one grouping it is G-PAC (a group's cells are the group: its shift is one constant).
+    one grouping it is G-PAC (a group's cells are the group: its shift is 0).
 
     Attributes
     ----------
     thresholds_ : dict of str to float
-        Per cell: the smallest :math:`\\hat\\lambda_G - d_c` among its groups (``-inf``: thinks; at most 1).
+        Per cell: the smallest :math:`\hat\lambda_G - d_c` among its groups (``-inf``: thinks; at most 1).
     group_thresholds_ : dict of str to float
-        Per group: :math:`\\hat\\lambda_G`, its threshold on the shifted score.
+        Per group: :math:`\hat\lambda_G`, its threshold on the shifted score.
     shifts_ : dict of str to dict of str to float
         Per group, per cell of it: the shift :math:`d_c` fixed by the items outside the group.
     group_sizes_, groups_ : dict
-        As for :class:`MinGPAC` (the bound at :math:`\\hat\\lambda_G` on the group's shifted scores).
+        As for :class:`MinGPAC` (the bound at :math:`\hat\lambda_G` on the group's shifted scores).
 
     Examples
     --------
@@ -380,14 +401,13 @@ class ShiftGPAC(_Overlapping):
                 self.group_thresholds_[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
             else:
                 r = s[idx] + np.array([d[c] for c in coll.cells[idx].tolist()])
-                lo, hi = min(d.values()), 1 + max(d.values())
-                cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=(lo, hi))
+                cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=SHIFTED)
                 ucb = _bounds.ucb(self.recipe.bound, z[idx], r, cand, alpha, term_range)
                 t = self.group_thresholds_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
                 at = np.searchsorted(np.asarray(cand), t, side="right") - 1
                 self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
             for c in cells:
-                self.thresholds_[c] = min(self.thresholds_[c], self.group_thresholds_[g] - d[c])
+                self.thresholds_[c] = min(self.thresholds_[c], _below(self.group_thresholds_[g], d[c]))
         for c, t in self.thresholds_.items():  # below every score: thinks; above 1: routes every score
             self.thresholds_[c] = -math.inf if t < 0 or not cg[c] else min(t, 1.0)
         return self

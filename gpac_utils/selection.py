@@ -46,6 +46,8 @@ spaced points of ``[0, 1]`` for ``wsr``, or a grid of score quantiles.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import bounds as _bounds
@@ -131,8 +133,8 @@ def candidate_grid(scores, candidates="all", bound: str | None = None, interval=
         raise ValueError(f"candidates: grid size must be >= 1, got {candidates}")
     if candidates == "auto":  # fixed in advance, not read off the calibration scores
         lo, hi = (float(v) for v in interval)
-        if not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError(f"interval: must satisfy 0 <= lo <= hi <= 1, got {interval!r}")
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise ValueError(f"interval: must be finite with lo <= hi, got {interval!r}")
         return np.broadcast_to(np.linspace(lo, hi, size), (*s.shape[:-1], size)).copy()
     return np.moveaxis(np.quantile(s, np.linspace(0, 1, size), axis=-1, method="inverted_cdf"), 0, -1)
 

@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpac_utils import multigroup
 from gpac_utils.bounds import ucb
 from gpac_utils.calibrate import CALIBRATORS, GPAC, GroupWarning, threshold
 from gpac_utils.checks import ParameterError
-from gpac_utils import multigroup
 from gpac_utils.multigroup import SEP, MinGPAC, PathGPAC, ShiftGPAC, collection
 from gpac_utils.paper.theory.overlap import POPULATIONS
+from gpac_utils.recipe import Recipe
 from gpac_utils.selection import upper_envelope
 
 
@@ -89,14 +90,46 @@ def test_shift_gpac_is_g_pac_on_each_groups_shifted_score_fitted_outside_it_by_b
         d = np.array([m.shifts_[g][c] for c in coll.cells[at].tolist()])
         for c in m.shifts_[g]:
             assert m.shifts_[g][c] == np.clip(round(sum(o[coll.names.index(h)] for h in c.split(SEP)) / b, 6), -1, 1)
-        lo, hi = d.min(), 1 + d.max()
+        lo, hi = multigroup.SHIFTED
         t = float(threshold((u[at] + d - lo) / (hi - lo), loss[at], eps=0.1, alpha=0.05 / 5))
         assert math.isclose(m.group_thresholds_[g], lo + t * (hi - lo), abs_tol=1e-12) or (
             math.isinf(t) and m.group_thresholds_[g] == t
         )
     for c, t in m.thresholds_.items():  # each cell: the smallest of its groups' level less its shift there
-        own = min(m.group_thresholds_[g] - m.shifts_[g][c] for g in c.split(SEP))
+        own = min(multigroup._below(m.group_thresholds_[g], m.shifts_[g][c]) for g in c.split(SEP))
         assert t == (-math.inf if own < 0 else min(own, 1.0))
+        assert all(t + m.shifts_[g][c] <= m.group_thresholds_[g] for g in c.split(SEP))  # routed: counted
+
+
+def test_a_cells_threshold_is_the_largest_float_whose_shifted_score_the_bound_counted():
+    """level - shift can round up, routing an item (U <= t) whose shifted score U + shift exceeds the level in floating
+    point; _below steps down to the largest t with t + shift <= level."""
+    rng = np.random.default_rng(9)
+    u1, u2 = rng.integers(0, 101, (2, 20000)) / 100
+    d1, d2 = np.round(rng.uniform(-1, 1, (2, 20000)), 2)
+    level = u1 + d1
+    naive = level - d2
+    assert np.sum(naive + d2 > level) > 0  # the float trap is real
+    t = np.array([multigroup._below(a, b) for a, b in zip(level.tolist(), d2.tolist())])
+    assert np.all(t + d2 <= level) and np.all(np.nextafter(t, np.inf) + d2 > level)
+
+
+def test_shift_gpac_routes_only_items_the_bound_counted_with_tied_scores_and_any_bound():
+    """A score on a 0.01 grid, tied across cells: every routed item has U + d_c <= its group's level in floating
+    point (the threshold is the largest float below level - shift); an evenly spaced grid (WSR) spans SHIFTED."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    labels = {"subject": rng.choice(["a", "b", "c"], n), "lang": rng.choice(["en", "fr"], n)}
+    u = rng.integers(0, 101, n) / 100
+    loss = (rng.uniform(size=n) < np.where(labels["subject"] == "c", 0.6, 0.05) * u).astype(float)
+    for bound in ("hoeffding_bentkus", "wsr"):
+        m = ShiftGPAC(0.1, recipe=Recipe(bound=bound)).fit(u, loss, labels)
+        coll = collection(labels, n)
+        routed = m.route(u, labels)
+        for j, g in enumerate(coll.names):
+            at = coll.member[:, j] & routed
+            d = np.array([m.shifts_[g][c] for c in coll.cells[at].tolist()])
+            assert np.all(u[at] + d <= m.group_thresholds_[g])
 
 
 def _intercept(u, y, member, b, o):

@@ -77,8 +77,8 @@ def collection(groups, n: int, name: str = "groups", *, every_group_used: bool =
     ------
     ParameterError
         For labels that :func:`~gpac_utils.checks.check_groups` refuses (naming the column), a
-        membership matrix of another shape or not boolean, a group with no items, no grouping, or a
-        column name that contains ``=`` or :data:`SEP`.
+        membership matrix of another shape or not boolean, a group with no items, no grouping, a
+        column name that contains ``=`` or :data:`SEP`, or a label of a column that contains :data:`SEP`.
 
     Examples
     --------
@@ -103,6 +103,11 @@ def collection(groups, n: int, name: str = "groups", *, every_group_used: bool =
             if "=" in col or SEP in col:
                 raise ParameterError(f"{name}: grouping name {col!r} must not contain '=' or {SEP!r}")
             lab = check_groups(f"{name}[{col!r}]", labels, n)
+            joined = np.char.find(lab.astype(str), SEP) >= 0
+            if joined.any():  # a cell's label would not tell its groups apart
+                raise ParameterError(
+                    f"{name}[{col!r}]: label {str(lab[joined][0])!r} contains {SEP!r}, which joins a cell's groups"
+                )
             levels = np.unique(lab)
             names += [f"{col}={v}" for v in levels.tolist()]
             member_cols += [lab == v for v in levels]

@@ -59,6 +59,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import warnings
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ from .calibrate import (
     GPAC,
     NO_FEASIBLE,
     PAC,
+    ROUTING,
     TOO_FEW,
     GroupRecord,
     GroupWarning,
@@ -83,6 +85,7 @@ from .calibrate import (
 )
 from .checks import ParameterError, check_same_index
 from .group_collection import SEP, Collection, collection
+from .thresholds_schema import GROUPING_NAMES, ThresholdsFileError
 
 __all__ = [
     "collection",
@@ -94,6 +97,8 @@ __all__ = [
     "cell_risk",
     "SEP",
     "SHRINK",
+    "certificate_groups",
+    "check_cells",
 ]
 
 #: The path's shrinkage: a cell's loss curve counts as many items as this of its groups' pooled curve.
@@ -142,9 +147,34 @@ class _Overlapping(PAC):
         """Checked scores, losses and the :class:`Collection` (refusals in one line, naming the argument)."""
         if groups is None:
             raise ParameterError(f"groups: {self.name} needs the items' groups (label columns or a membership matrix)")
+        if losses is None and self.groupings_:  # routing: the groupings of calibration, by name, in their order
+            groups = self._grouping_columns(groups)
         check_same_index(scores=scores, losses=losses, groups=groups)
         s, loss, _ = self._xy(scores, losses, min_items=min_items)
         return s, loss, collection(groups, s.size, every_group_used=loss is not None)
+
+    def _grouping_columns(self, groups):
+        """The label columns of the groupings of calibration, in their order, from a dict or a DataFrame that holds
+        them (a table of requests: its other columns are not read); a missing one is refused, naming it."""
+        if not isinstance(groups, dict | pd.DataFrame) or (
+            isinstance(groups, pd.DataFrame) and all(pd.api.types.is_bool_dtype(t) for t in groups.dtypes)
+        ):
+            return groups  # one label array or a membership matrix: refused by _thresholds_for, naming the groupings
+        names = [str(c) for c in groups]
+        missing = [g for g in self.groupings_ if g not in names]
+        if missing:
+            raise ParameterError(
+                f"groups: calibrated on groupings {list(self.groupings_)}, got {names} (no column {missing[0]!r})"
+            )
+        if isinstance(groups, pd.DataFrame):
+            return groups[list(self.groupings_)]
+        return {g: groups[g] for g in self.groupings_}
+
+    def to_json(self) -> str:
+        """The fitted thresholds (per cell), every setting and the groupings (``null``: a membership matrix) as JSON."""
+        payload = json.loads(super().to_json())
+        payload["groupings"] = None if self.groupings_ is None else list(self.groupings_)
+        return json.dumps(payload, indent=2, sort_keys=True)
 
     def _thresholds_for(self, scores, coll: Collection) -> np.ndarray:
         """Each item's threshold: its cell's (``-inf``, with a warning, for a cell not seen at calibration).
@@ -166,7 +196,9 @@ class _Overlapping(PAC):
         keys = [k for k in self.thresholds_ if k]
         self.group_names_ = list(self.group_sizes_)
         columns = {tuple(p.split("=", 1)[0] for p in k.split(SEP)) for k in keys}
-        if set(keys) <= set(self.group_sizes_):  # the cells are the groups: one label array
+        if "groupings" in payload:  # recorded (files before it: read from the cells' names below)
+            self.groupings_ = None if payload["groupings"] is None else tuple(payload["groupings"])
+        elif set(keys) <= set(self.group_sizes_):  # the cells are the groups: one label array
             self.groupings_ = ()
         elif len(columns) == 1 and all("=" in p for k in keys for p in k.split(SEP)):
             self.groupings_ = columns.pop()
@@ -575,6 +607,36 @@ class PathGPAC(_Overlapping):
         return self
 
 
+def certificate_groups(cal) -> dict:
+    """The certificate's ``groups`` of a fitted calibrator of this module (:mod:`gpac_utils.certificate`): per group
+    of every grouping (``subject=algebra``), its record (``groups_``) and its own threshold: the group's where the
+    calibrator sets one (Min-G-PAC's ``group_thresholds_``: ``ucb`` is the bound at it), else the cell's when the
+    group is a cell (one grouping), else null (Path-G-PAC: its items route by their cells' thresholds, and ``ucb``
+    is its bound at the selected level)."""
+    own = getattr(cal, "group_thresholds_", {})
+    out = {}
+    for g, rec in cal.groups_.items():
+        t = own.get(g, cal.thresholds_.get(g, -math.inf))
+        threshold = float(t) if math.isfinite(t) else None
+        out[g] = {"n": rec.n, "labelled": rec.labelled, "status": rec.status, "threshold": threshold, "ucb": rec.ucb}
+    return dict(sorted(out.items()))
+
+
+def check_cells(groups: dict, thr: dict) -> None:
+    """A certificate's cells (``thresholds``) against its ``groups``: each of a cell's groups has an entry, and only
+    a cell of groups that all route has a threshold (a group's guarantee covers its items only then)."""
+    for c, t in thr.items():
+        parts = [c] if c in groups else c.split(SEP)
+        absent = [p for p in parts if p not in groups]
+        if absent:
+            raise ThresholdsFileError(f"thresholds[{c!r}]: the cell's group {absent[0]!r} has no entry in 'groups'")
+        off = [p for p in parts if groups[p]["status"] not in ROUTING]
+        if t is not None and off:
+            raise ThresholdsFileError(
+                f"thresholds[{c!r}]: {t!r} for a cell of group {off[0]!r}, whose status is {groups[off[0]]['status']!r}"
+            )
+
+
 def cell_risk(a, k, t) -> np.ndarray:
     """The exact joint risk of a cell with ``U ~ Uniform(0, 1)`` and ``P(loss = 1 | U = u) = a u^k`` at
     threshold ``t``: :math:`a\\,t^{k+1}/(k+1)` (0 for ``t = -inf``), the audit populations' risk.
@@ -589,5 +651,7 @@ def cell_risk(a, k, t) -> np.ndarray:
     return a * t ** (k + 1) / (k + 1)
 
 
-CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "known"))
-CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "known"))
+# A collection of groups (several groupings); Min-G-PAC the default of its kind (gpac calibrate with several
+# --group-col and no --method). Their files hold their groupings (a declared field of theirs).
+CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "collection", {"groupings": GROUPING_NAMES}, default=True))
+CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "collection", {"groupings": GROUPING_NAMES}))

@@ -134,7 +134,9 @@ def test_unseen_cells_and_other_groupings_at_routing():
 
 def test_both_are_registered_calibrators():
     assert {"Min-G-PAC", "Path-G-PAC"} <= set(CALIBRATORS)
-    assert CALIBRATORS["Path-G-PAC"].cls is PathGPAC and CALIBRATORS["Min-G-PAC"].groups == "known"
+    assert CALIBRATORS["Path-G-PAC"].cls is PathGPAC and CALIBRATORS["Min-G-PAC"].groups == "collection"
+    assert CALIBRATORS["Min-G-PAC"].default and not CALIBRATORS["Path-G-PAC"].default  # several --group-col
+    assert all(CALIBRATORS[m].needs_groups for m in ("Min-G-PAC", "Path-G-PAC", "G-PAC"))
 
 
 def test_audit_every_group_within_alpha_plus_three_mcse_and_the_last_column_fails():

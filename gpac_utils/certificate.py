@@ -52,7 +52,8 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     the upper confidence bound on the group's risk evaluated at its data-chosen threshold (``null``
     when the group always thinks, and for ``risk="routed"``, which certifies by tests); what is
     certified is that the risk is at most ``eps``, and ``ucb`` carries no ``1 - alpha`` guarantee
-    of its own.
+    of its own. A certificate of several groupings (Min-G-PAC, Path-G-PAC) holds every group of every
+    grouping here, ``groupings`` and a threshold per cell (:attr:`Certificate.group_columns`).
 
 The statuses: *certified*; *always think: too few items* (fewer than ``min_group_size``, or fewer
 than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items` for the joint
@@ -331,7 +332,7 @@ def _check_fields(payload: dict) -> None:
         if e["status"] != UNSEEN and (g in thr or not collection) and thr.get(g, "absent") != e["threshold"]:
             raise ThresholdsFileError(f"groups[{g!r}].threshold {e['threshold']!r} differs from thresholds[{g!r}]")
     if collection:
-        _multigroup.check_cells(groups, thr)
+        _multigroup.check_cells(groups, thr, payload.get("groupings"))
     absent = sorted(set(thr) - set(groups))
     if absent and not collection:
         raise ThresholdsFileError(f"groups: thresholds of {absent} have no entry in 'groups'")
@@ -519,8 +520,9 @@ class Certificate:
             _check_providers(payload["provenance"].get("providers"))
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
-        try:  # the settings together (e.g. risk 'routed' with the clt bound)
+        try:  # the settings together (e.g. risk 'routed' with the clt bound), and as its calibrator takes them
             settings = Settings.from_dict(payload["settings"])
+            CALIBRATORS[payload["method"]].cls.from_settings(settings)  # Min-G-PAC refuses risk 'routed'
         except ValueError as exc:
             raise ThresholdsFileError(f"settings: {exc}") from None
         return cls(_migrate(payload, settings), settings, payload["schema_version"], where, source=payload)

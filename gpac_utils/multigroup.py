@@ -84,7 +84,7 @@ from .calibrate import (
     _group_record,
 )
 from .checks import ParameterError, check_same_index
-from .group_collection import SEP, Collection, collection
+from .group_collection import SEP, Collection, collection, split_cell
 from .thresholds_schema import GROUPING_NAMES, ThresholdsFileError
 
 __all__ = [
@@ -106,10 +106,10 @@ SHRINK = 10.0
 
 
 def _cell_groups(coll: Collection) -> dict[str, list[str]]:
-    """Each cell's groups, the cells sorted (one label array: the cell is the group)."""
-    known = set(coll.names)
-    one = coll.groupings == ()
-    return {c: [p for p in ([c] if one else c.split(SEP)) if p in known] for c in np.unique(coll.cells).tolist()}
+    """Each cell's groups, the cells sorted (one label array: the cell is the group): its items' memberships (a label
+    may hold :data:`SEP`: MATH's ``Counting & Probability``)."""
+    cells, first = np.unique(coll.cells, return_index=True)
+    return {c: [coll.names[j] for j in np.flatnonzero(coll.member[i])] for c, i in zip(cells.tolist(), first.tolist())}
 
 
 def _terms(losses, recipe, loss_bound, rng):
@@ -622,11 +622,11 @@ def certificate_groups(cal) -> dict:
     return dict(sorted(out.items()))
 
 
-def check_cells(groups: dict, thr: dict) -> None:
+def check_cells(groups: dict, thr: dict, groupings=None) -> None:
     """A certificate's cells (``thresholds``) against its ``groups``: each of a cell's groups has an entry, and only
     a cell of groups that all route has a threshold (a group's guarantee covers its items only then)."""
     for c, t in thr.items():
-        parts = [c] if c in groups else c.split(SEP)
+        parts = [c] if c in groups else split_cell(c, groupings) or c.split(SEP)
         absent = [p for p in parts if p not in groups]
         if absent:
             raise ThresholdsFileError(f"thresholds[{c!r}]: the cell's group {absent[0]!r} has no entry in 'groups'")

@@ -76,7 +76,7 @@ import numpy as np
 
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
-from .group_collection import SEP
+from .group_collection import SEP, split_cell
 from .recipe import RECIPES, Recipe
 from .scores import SCORES
 from .settings import CALIBRATORS, RNG_SEED
@@ -230,8 +230,7 @@ def _thresholds(v, payload):
         return f"a {payload['method']} file has the one group '__all__', got {list(v)}"
     groupings = payload.get("groupings")
     if kind == "collection" and isinstance(groupings, list) and groupings:  # each cell: 'g=label' per grouping
-        names = [f"{g}=" for g in groupings]
-        bad = [c for c in v if not _cell_of(c, names)]
+        bad = [c for c in v if split_cell(c, groupings) is None]
         if bad:
             return (
                 f"[{bad[0]!r}]: not a cell of the groupings {groupings} (one 'grouping=label' each, joined by {SEP!r})"
@@ -244,12 +243,6 @@ def _thresholds(v, payload):
         if k and extra:
             return f"a {payload['method']} file's groups are the learned {learned}, got {extra}"
     return None
-
-
-def _cell_of(cell, names: list[str]) -> bool:
-    """Whether ``cell`` joins one ``grouping=label`` per grouping (``names``: ``grouping=`` each), in order."""
-    parts = cell.split(SEP) if isinstance(cell, str) else []
-    return len(parts) == len(names) and all(p.startswith(n) and len(p) > len(n) for p, n in zip(parts, names))
 
 
 def _group_sizes(v, _):

@@ -180,7 +180,9 @@ def _report_small_groups(cal) -> None:
     if few:
         st = cal.config  # checked once, when built
         need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound, st.risk)
-        _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
+        under = [g for g in few if cal.groups_[g].n < need]  # the others: too few for the method's own test
+        _warn(under, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
+        _warn([g for g in few if g not in under], f"have too few items for {cal.name}'s test and always think")
     uncertified = sorted(g for g, r in cal.groups_.items() if r.status == NO_FEASIBLE)
     _warn(uncertified, "could not be certified at eps and always think")
 

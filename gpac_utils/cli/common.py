@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import data
 from ..checks import DataError, ParameterError
-from ..group_collection import SEP
+from ..group_collection import SEP, ambiguous
 from ..settings import COMMON, CORRECTION, REQUIRED, Interval, Settings, declarations
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
@@ -152,15 +152,16 @@ def _groups(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
 
 def _grouping_labels(df: pd.DataFrame, cols, named: pd.DataFrame) -> pd.DataFrame:
     """The label columns of several groupings (``gpac calibrate`` and ``route`` of a collection), each checked as
-    :func:`_groups` checks one; a label containing :data:`~gpac_utils.group_collection.SEP` is refused."""
+    :func:`_groups` checks one; a label that would read as another cell's is refused
+    (:func:`~gpac_utils.group_collection.ambiguous`)."""
     out = {}
     for col in cols:
         labels = out[col] = _groups(df, col, named)
-        joined = np.char.find(labels.astype(str), SEP) >= 0
+        joined = ambiguous(labels, cols)
         if joined.any():
             raise DataError(
-                f"column {col!r} has labels containing {SEP!r} (what joins a cell's groups) in "
-                f"{data.describe_rows(named, joined)}"
+                f"column {col!r} has labels containing {SEP!r} and a grouping's 'name=' (what joins a cell's groups) "
+                f"in {data.describe_rows(named, joined)}"
             )
     return pd.DataFrame(out, index=df.index)
 

@@ -187,6 +187,12 @@ def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
     assignment of the scores; one group (PAC): ``"__all__"``.
     """
     kind = cert.kind
+    if kind == "collection":  # issue 54: audited and served per group of every grouping, not yet here
+        raise ParameterError(
+            f"certificate: a {cert.method} certificate routes by the cells of its groupings "
+            f"{list(cert.group_columns)}; gpac audit and the serving router take one grouping "
+            "(docs/overlapping-groups.md)"
+        )
     if kind == "known":
         if groups is None:
             raise DataError(f"{cert.method} routes by known groups: give the group column")

@@ -52,7 +52,8 @@ Its fields beyond the calibrator's own JSON (:meth:`~gpac_utils.calibrate.PAC.to
     the upper confidence bound on the group's risk evaluated at its data-chosen threshold (``null``
     when the group always thinks, and for ``risk="routed"``, which certifies by tests); what is
     certified is that the risk is at most ``eps``, and ``ucb`` carries no ``1 - alpha`` guarantee
-    of its own.
+    of its own. A certificate of several groupings (Min-G-PAC, Path-G-PAC) holds every group of every
+    grouping here, ``groupings`` and a threshold per cell (:attr:`Certificate.group_columns`).
 
 The statuses: *certified*; *always think: too few items* (fewer than ``min_group_size``, or fewer
 than the bound needs to certify anything: :func:`gpac_utils.feasibility.min_items` for the joint
@@ -90,6 +91,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import multigroup as _multigroup  # registers Min-G-PAC and Path-G-PAC (their files read here)
 from .bounds import BOUNDS
 from .calibrate import CALIBRATORS, CERTIFIED, NO_FEASIBLE, ROUTING, STATUSES, TOO_FEW, UNSEEN
 from .checks import DataError, ParameterError
@@ -105,6 +107,7 @@ from .thresholds_schema import (
     SCHEMA_VERSION,
     ThresholdsFileError,
     check_record,
+    grouping_role,
     validate_file,
 )
 
@@ -263,7 +266,10 @@ def _check_providers(recorded) -> None:
 
 
 def _group_entries(cal) -> dict:
-    """Per group: n, labelled, status, threshold, ucb (C-PAC's learned groups without items: unseen)."""
+    """Per group: n, labelled, status, threshold, ucb (C-PAC's learned groups without items: unseen; a collection's
+    groups: :func:`gpac_utils.multigroup.certificate_groups`)."""
+    if CALIBRATORS[cal.name].groups == "collection":
+        return _multigroup.certificate_groups(cal)
     out = {}
     for g, t in cal.thresholds_.items():
         rec = cal.groups_.get(g)
@@ -312,6 +318,7 @@ def _check_fields(payload: dict) -> None:
     groups, thr = payload.get("groups"), payload.get("thresholds", {})
     if not isinstance(groups, dict):
         raise ThresholdsFileError(f"groups: must be an object of group -> entry (schema version {SCHEMA_VERSION})")
+    collection = CALIBRATORS[payload["method"]].groups == "collection"  # groups of groupings; thresholds per cell
     for g, e in groups.items():
         missing = [k for k in GROUP_FIELDS if not isinstance(e, dict) or k not in e]
         if missing:
@@ -319,12 +326,15 @@ def _check_fields(payload: dict) -> None:
         if e["status"] not in STATUSES:
             raise ThresholdsFileError(f"groups[{g!r}].status must be one of {list(STATUSES)}, got {e['status']!r}")
         check_record(e, GROUP_ENTRY, f"groups[{g!r}]", payload)
-        if (e["status"] in ROUTING) != (e["threshold"] is not None):
+        has, routes = e["threshold"] is not None, e["status"] in ROUTING
+        if has and not routes or routes and not has and not collection:  # a collection's group: own threshold or not
             raise ThresholdsFileError(f"groups[{g!r}]: status {e['status']!r} with threshold {e['threshold']!r}")
-        if e["status"] != UNSEEN and thr.get(g, "absent") != e["threshold"]:
+        if e["status"] != UNSEEN and (g in thr or not collection) and thr.get(g, "absent") != e["threshold"]:
             raise ThresholdsFileError(f"groups[{g!r}].threshold {e['threshold']!r} differs from thresholds[{g!r}]")
+    if collection:
+        _multigroup.check_cells(groups, thr, payload.get("groupings"))
     absent = sorted(set(thr) - set(groups))
-    if absent:
+    if absent and not collection:
         raise ThresholdsFileError(f"groups: thresholds of {absent} have no entry in 'groups'")
     prov = payload.get("provenance")
     if prov is None:  # present: an object with its required fields (validate_file)
@@ -510,8 +520,9 @@ class Certificate:
             _check_providers(payload["provenance"].get("providers"))
         payload = validate_file(payload, CALIBRATORS)
         _check_fields(payload)
-        try:  # the settings together (e.g. risk 'routed' with the clt bound)
+        try:  # the settings together (e.g. risk 'routed' with the clt bound), and as its calibrator takes them
             settings = Settings.from_dict(payload["settings"])
+            CALIBRATORS[payload["method"]].cls.from_settings(settings)  # Min-G-PAC refuses risk 'routed'
         except ValueError as exc:
             raise ThresholdsFileError(f"settings: {exc}") from None
         return cls(_migrate(payload, settings), settings, payload["schema_version"], where, source=payload)
@@ -523,8 +534,54 @@ class Certificate:
     groups = property(lambda self: self.document["groups"], doc="Per group: n, labelled, status, threshold, ucb.")
     thresholds = property(lambda self: self.document["thresholds"], doc="Group -> threshold (None: always think).")
     provenance = property(lambda self: self.document.get("provenance"), doc="The provenance (None before version 3).")
-    kind = property(lambda self: CALIBRATORS[self.method].groups, doc="Its method's groups: none, known or learned.")
+    kind = property(
+        lambda self: CALIBRATORS[self.method].groups, doc="Its method's groups: none, known, collection or learned."
+    )
     has_provenance = property(lambda self: self.provenance is not None, doc="Whether the source had provenance.")
+
+    @property
+    def groupings(self) -> tuple[str, ...] | None:
+        """A collection calibrator's groupings, in order (``groupings``: a cell joins one ``grouping=label`` of
+        each); ``()``: one label array, or a file before they were recorded; None: a membership matrix."""
+        recorded = self.document.get("groupings", [])
+        return None if recorded is None else tuple(recorded)
+
+    @property
+    def group_columns(self) -> tuple[str, ...]:
+        """The table's columns its groups are read from, one per grouping, in order: ``()`` for a method without
+        groups (PAC, C-PAC) or a file that names none (a calibrator's own JSON); one name for a partition (G-PAC,
+        or one ``--group-col``); a collection's: ``columns['group:<grouping>']`` of each grouping (the grouping's
+        name when not recorded). ``tests/test_multigroup_cli.py`` reads it as the serving side would.
+        """
+        cols = self.columns
+        if self.groupings:
+            return tuple(cols.get(grouping_role(g)) or g for g in self.groupings)
+        return (cols["group"],) if CALIBRATORS[self.method].needs_groups and cols.get("group") else ()
+
+    def groups_from(self, frame: pd.DataFrame, columns=None):
+        """What its calibrator routes by, read from a table: None (no groups), one label array (a partition), or a
+        DataFrame of label columns named by the groupings (a collection), each label as text.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The table.
+        columns : sequence of str, optional
+            The table's group columns, one per grouping, in order (default :attr:`group_columns`).
+
+        Raises
+        ------
+        DataError
+            A column the table lacks, named.
+        """
+        columns = tuple(self.group_columns if columns is None else columns)
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise DataError(f"no group column {missing[0]!r} (of {list(columns)}); the table has {list(frame.columns)}")
+        labels = [frame[c].astype(str).to_numpy() for c in columns]
+        if self.groupings:
+            return pd.DataFrame(dict(zip(self.groupings, labels)), index=frame.index)
+        return labels[0] if labels else None
 
     @property
     def calibration_ids(self) -> frozenset[str] | None:
@@ -559,12 +616,17 @@ class Certificate:
         shown = ", ".join(f"{k}={v}" for k, v in self.document["settings"].items())
         lines = [f"{self.method} thresholds, schema version {self.version}{migrated}: {shown}"]
         lines.append(f"score     {self.score or '- (not a registered score)'}; columns {self.columns or '-'}")
+        if self.groupings:
+            shown_g = ", ".join(f"{g} (column {c!r})" for g, c in zip(self.groupings, self.group_columns))
+            lines.append(f"grouping  {shown_g}: a group per label of each; a cell per combination, its own threshold")
         prov = self.provenance
         if prov:
             table = prov.get("table") or {}
             lines.append(f"table     {table.get('path', '-')}  sha256 {table.get('sha256', '-')}")
-            for role, c in sorted(prov.get("columns", {}).items()):
-                lines.append(f"column    {role:<6} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
+            roles = sorted(prov.get("columns", {}).items())
+            width = max([6, *(len(role) for role, _ in roles)])  # a grouping's role: group:<grouping>
+            for role, c in roles:
+                lines.append(f"column    {role:<{width}} {c['name']!r:<20} {c['dtype']:<8} sha256 {c['sha256']}")
             lines.append(
                 f"package   {prov.get('package', PACKAGE)} {prov['package_version']}; "
                 f"seed {prov['seed']}; created {prov['created']}"
@@ -594,6 +656,10 @@ class Certificate:
         lines += [fmt.format(*c) for c in cells]
         counts = Counter(e.get("status") for e in self.groups.values())
         lines += ["", "; ".join(f"{counts[s]} {s}" for s in STATUSES)]
+        if self.kind == "collection" and set(self.thresholds) != set(self.groups):  # the cells' thresholds
+            width = max(len("cell"), *map(len, self.thresholds))
+            lines += ["", f"{'cell':<{width}}  threshold", f"{'-' * width}  ---------"]
+            lines += [f"{c:<{width}}  {_num(t, _CELLS['threshold']):>9}" for c, t in self.thresholds.items()]
         return "\n".join(lines)
 
     def providers_text(self) -> str:

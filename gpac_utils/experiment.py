@@ -218,7 +218,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
         )
     scores = list(cfg.scores) if cfg.scores is not None else data.score_columns(table)
     table = data.validate(table, loss_bound=cfg.loss_bound, score_cols=scores)
-    by_known = [m for m in cfg.methods if CALIBRATORS[m].groups == "known"]
+    by_known = [m for m in cfg.methods if CALIBRATORS[m].needs_groups]
     if (cfg.eval_groups == "known" or by_known) and data.GROUP not in table.columns:
         why = "eval_groups='known'" if cfg.eval_groups == "known" else f"method {by_known[0]!r}"
         raise ValueError(f"{why} needs a 'group' column; the table has none (use C-PAC with eval_groups='learned')")
@@ -240,7 +240,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                 for mi, m in enumerate(cfg.methods):
                     settings = cfg.as_settings(recipe=recipe, seed=calibrator_seed(cfg.seed, trial, si, vi, mi))
                     obj = CALIBRATORS[m].cls.from_settings(settings)
-                    obj.fit(u[cal], losses[cal], known[cal] if CALIBRATORS[m].groups == "known" else None)
+                    obj.fit(u[cal], losses[cal], known[cal] if CALIBRATORS[m].needs_groups else None)
                     fitted[m] = obj
                 learners = [obj for m, obj in fitted.items() if CALIBRATORS[m].groups == "learned"]
                 cells = known_cells
@@ -248,7 +248,7 @@ def run_experiment(table: pd.DataFrame, cfg: ExperimentConfig, *, progress: bool
                     labels = learners[0].assign(u) if learners else cfg.partitioner.fit(u[cal]).labels(u)
                     cells = _cells(_parts(labels, losses), test)
                 for m, obj in fitted.items():
-                    thr = obj.thresholds_for(u, known if CALIBRATORS[m].groups == "known" else None)
+                    thr = obj.thresholds_for(u, known if CALIBRATORS[m].needs_groups else None)
                     routed = u <= thr
                     setting = (obj.name, score, obj.risk, *(getattr(recipe, name) for name in RECIPE_KEYS))
                     rows.extend(_rows(trial, setting, cells, routed, thr, (*measured, score)))

@@ -19,6 +19,36 @@ from .checks import ParameterError, check_groups
 SEP = " & "
 
 
+def ambiguous(labels, groupings) -> np.ndarray:
+    """Where a label holds :data:`SEP` followed by a grouping's ``name=`` (its cell's label would read as another
+    cell's): refused; any other label may hold :data:`SEP` (:func:`split_cell` reads it back)."""
+    text = np.asarray(labels).astype(str)
+    return np.any([np.char.find(text, f"{SEP}{g}=") >= 0 for g in groupings], axis=0)
+
+
+def split_cell(cell: str, groupings) -> list[str] | None:
+    """A cell's groups: one ``grouping=label`` per grouping, in order (a label may hold :data:`SEP`); ``None``: not a
+    cell of these groupings. No groupings (a membership matrix's cell): split at :data:`SEP`.
+
+    Examples
+    --------
+    >>> split_cell("subject=Counting & Probability & lang=en", ("subject", "lang"))
+    ['subject=Counting & Probability', 'lang=en']
+    >>> split_cell("lang=en & subject=a", ("subject", "lang")) is None
+    True
+    """
+    if not groupings:
+        return cell.split(SEP) if isinstance(cell, str) else None
+    parts, rest = [], cell if isinstance(cell, str) else ""
+    for g, after in zip(groupings, [*groupings[1:], None]):
+        end = len(rest) if after is None else rest.find(f"{SEP}{after}=", len(g) + 2)
+        if not rest.startswith(f"{g}=") or end < len(g) + 2:
+            return None
+        parts.append(rest[:end])
+        rest = rest[end + len(SEP) :]
+    return parts
+
+
 @dataclass(frozen=True)
 class Collection:
     """A checked collection of groups that may overlap (:func:`collection`).
@@ -77,8 +107,9 @@ def collection(groups, n: int, name: str = "groups", *, every_group_used: bool =
     ------
     ParameterError
         For labels that :func:`~gpac_utils.checks.check_groups` refuses (naming the column), a
-        membership matrix of another shape or not boolean, a group with no items, no grouping, or a
-        column name that contains ``=`` or :data:`SEP`.
+        membership matrix of another shape or not boolean, a group with no items, no grouping, a
+        column name that contains ``=`` or :data:`SEP`, or a label that contains :data:`SEP` followed by
+        a grouping's ``name=`` (:func:`ambiguous`; MATH's ``Counting & Probability`` is a label).
 
     Examples
     --------
@@ -103,6 +134,12 @@ def collection(groups, n: int, name: str = "groups", *, every_group_used: bool =
             if "=" in col or SEP in col:
                 raise ParameterError(f"{name}: grouping name {col!r} must not contain '=' or {SEP!r}")
             lab = check_groups(f"{name}[{col!r}]", labels, n)
+            joined = ambiguous(lab, columns)
+            if joined.any():  # a cell's label would not tell its groups apart
+                raise ParameterError(
+                    f"{name}[{col!r}]: label {str(lab[joined][0])!r} contains {SEP!r} and a grouping's 'name=', "
+                    "which join a cell's groups"
+                )
             levels = np.unique(lab)
             names += [f"{col}={v}" for v in levels.tolist()]
             member_cols += [lab == v for v in levels]

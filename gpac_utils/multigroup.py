@@ -59,6 +59,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import warnings
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ from .calibrate import (
     GPAC,
     NO_FEASIBLE,
     PAC,
+    ROUTING,
     TOO_FEW,
     GroupRecord,
     GroupWarning,
@@ -82,7 +84,8 @@ from .calibrate import (
     _group_record,
 )
 from .checks import ParameterError, check_same_index
-from .group_collection import SEP, Collection, collection
+from .group_collection import SEP, Collection, collection, split_cell
+from .thresholds_schema import GROUPING_NAMES, ThresholdsFileError
 
 __all__ = [
     "collection",
@@ -95,6 +98,8 @@ __all__ = [
     "cell_risk",
     "SEP",
     "SHRINK",
+    "certificate_groups",
+    "check_cells",
 ]
 
 #: The path's shrinkage: a cell's loss curve counts as many items as this of its groups' pooled curve.
@@ -102,10 +107,10 @@ SHRINK = 10.0
 
 
 def _cell_groups(coll: Collection) -> dict[str, list[str]]:
-    """Each cell's groups, the cells sorted (one label array: the cell is the group)."""
-    known = set(coll.names)
-    one = coll.groupings == ()
-    return {c: [p for p in ([c] if one else c.split(SEP)) if p in known] for c in np.unique(coll.cells).tolist()}
+    """Each cell's groups, the cells sorted (one label array: the cell is the group): its items' memberships (a label
+    may hold :data:`SEP`: MATH's ``Counting & Probability``)."""
+    cells, first = np.unique(coll.cells, return_index=True)
+    return {c: [coll.names[j] for j in np.flatnonzero(coll.member[i])] for c, i in zip(cells.tolist(), first.tolist())}
 
 
 def _terms(losses, recipe, loss_bound, rng):
@@ -143,9 +148,34 @@ class _Overlapping(PAC):
         """Checked scores, losses and the :class:`Collection` (refusals in one line, naming the argument)."""
         if groups is None:
             raise ParameterError(f"groups: {self.name} needs the items' groups (label columns or a membership matrix)")
+        if losses is None and self.groupings_:  # routing: the groupings of calibration, by name, in their order
+            groups = self._grouping_columns(groups)
         check_same_index(scores=scores, losses=losses, groups=groups)
         s, loss, _ = self._xy(scores, losses, min_items=min_items)
         return s, loss, collection(groups, s.size, every_group_used=loss is not None)
+
+    def _grouping_columns(self, groups):
+        """The label columns of the groupings of calibration, in their order, from a dict or a DataFrame that holds
+        them (a table of requests: its other columns are not read); a missing one is refused, naming it."""
+        if not isinstance(groups, dict | pd.DataFrame) or (
+            isinstance(groups, pd.DataFrame) and all(pd.api.types.is_bool_dtype(t) for t in groups.dtypes)
+        ):
+            return groups  # one label array or a membership matrix: refused by _thresholds_for, naming the groupings
+        names = [str(c) for c in groups]
+        missing = [g for g in self.groupings_ if g not in names]
+        if missing:
+            raise ParameterError(
+                f"groups: calibrated on groupings {list(self.groupings_)}, got {names} (no column {missing[0]!r})"
+            )
+        if isinstance(groups, pd.DataFrame):
+            return groups[list(self.groupings_)]
+        return {g: groups[g] for g in self.groupings_}
+
+    def to_json(self) -> str:
+        """The fitted thresholds (per cell), every setting and the groupings (``null``: a membership matrix) as JSON."""
+        payload = json.loads(super().to_json())
+        payload["groupings"] = None if self.groupings_ is None else list(self.groupings_)
+        return json.dumps(payload, indent=2, sort_keys=True)
 
     def _thresholds_for(self, scores, coll: Collection) -> np.ndarray:
         """Each item's threshold: its cell's (``-inf``, with a warning, for a cell not seen at calibration).
@@ -167,7 +197,9 @@ class _Overlapping(PAC):
         keys = [k for k in self.thresholds_ if k]
         self.group_names_ = list(self.group_sizes_)
         columns = {tuple(p.split("=", 1)[0] for p in k.split(SEP)) for k in keys}
-        if set(keys) <= set(self.group_sizes_):  # the cells are the groups: one label array
+        if "groupings" in payload:  # recorded (files before it: read from the cells' names below)
+            self.groupings_ = None if payload["groupings"] is None else tuple(payload["groupings"])
+        elif set(keys) <= set(self.group_sizes_):  # the cells are the groups: one label array
             self.groupings_ = ()
         elif len(columns) == 1 and all("=" in p for k in keys for p in k.split(SEP)):
             self.groupings_ = columns.pop()
@@ -263,20 +295,24 @@ class MinGPAC(_Overlapping):
 #: Shift-G-PAC's ridge penalty on the groups' log-odds offsets (in units of a squared log-odds): it shrinks a
 #: group seen on few items outside ``G`` toward no shift.
 SHIFT_RIDGE = 1.0
+#: The slope that converts offsets into shifts is read this many standard errors above its estimate
+#: (:func:`_shift_fit`).
+SHIFT_Z = 2.0
 
 
-def _shift_fit(u, y, member) -> tuple[float, np.ndarray]:
+def _shift_fit(u, y, member) -> tuple[float, np.ndarray, float]:
     r"""The slope ``b`` and per-group offsets ``o`` of the logistic fit :math:`\operatorname{logit} E[y] = a + b u +
     \sum_H o_H 1\{X \in H\}` (``y`` the loss over ``loss_bound``, in ``[0, 1]``), ridge :data:`SHIFT_RIDGE` on the
     offsets, ``b >= 1e-3`` (a larger score means less trust), every coefficient within ``±50``, fitted on the
-    columns that have an item (a group without one gets offset 0). No shift (``b = 1``, ``o = 0``) without a
-    loss above 0 and one below ``loss_bound``."""
+    columns that have an item (a group without one gets offset 0); and the standard error of ``b`` (the penalised
+    fit's Hessian). No shift (``b = 1``, ``o = 0``, standard error 0) without a loss above 0 and one below
+    ``loss_bound``."""
     from scipy.optimize import minimize
     from scipy.special import expit
 
     o = np.zeros(member.shape[1])
     if u.size < 2 or not (np.any(y > 0) and np.any(y < 1)):
-        return 1.0, o
+        return 1.0, o, 0.0
     cols = member.any(axis=0)
     x, m = member[:, cols], int(cols.sum())
 
@@ -289,8 +325,12 @@ def _shift_fit(u, y, member) -> tuple[float, np.ndarray]:
     box = [(-50.0, 50.0), (1e-3, 50.0)] + [(-50.0, 50.0)] * m
     tight = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 2000}  # to the optimum, so that rounding the shifts is stable
     fit = minimize(objective, np.zeros(m + 2), jac=True, method="L-BFGS-B", bounds=box, options=tight).x
+    design = np.column_stack([np.ones(u.size), u, x])
+    w = expit(design @ fit)
+    hessian = design.T @ (design * (w * (1 - w))[:, None]) + np.diag([0.0, 0.0, *[SHIFT_RIDGE] * m])
+    se = np.sqrt(np.clip(np.diag(np.linalg.pinv(hessian)), 0.0, None))
     o[cols] = fit[2:]
-    return float(fit[1]), o
+    return float(fit[1]), o, float(se[1])
 
 
 #: The shifted score's range: the score in ``[0, 1]`` plus a shift clipped to ``[-1, 1]`` (fixed in advance: the
@@ -299,13 +339,13 @@ SHIFTED = (-1.0, 2.0)
 
 
 def _below(level: float, shift: float) -> float:
-    """The largest float ``t`` with ``t + shift <= level`` in floating point (``level - shift`` can round up): an
-    item routed by ``U <= t`` is one the bound counted (``U + shift <= level``; float addition is monotone)."""
+    """A float ``t`` with ``t + shift <= level`` in floating point (``level - shift`` can round up), within two steps
+    of the largest operand's spacing below ``level - shift``: an item routed by ``U <= t`` is one the bound counted
+    (``U + shift <= level``; float addition is monotone)."""
     t = level - shift
-    while t + shift > level:
-        t = float(np.nextafter(t, -np.inf))
-    while float(np.nextafter(t, np.inf)) + shift <= level:  # and no float above it would do
-        t = float(np.nextafter(t, np.inf))
+    step = float(np.spacing(max(abs(t), abs(level), abs(shift)))) if math.isfinite(t) else 0.0
+    while math.isfinite(t) and t + shift > level:
+        t -= step
     return t
 
 
@@ -326,7 +366,7 @@ class ShiftGPAC(_Overlapping):
     decimals and clipped to ``[-1, 1]``. ``G`` is then calibrated by G-PAC's step (Algorithm 2, first-crossing)
     on the shifted score :math:`r = U + d_c` of its own items (``candidates="auto"``: every distinct shifted score,
     or evenly spaced points of :data:`SHIFTED`), a level :math:`\hat\lambda_G`; cell ``c`` of ``G`` may route
-    :math:`U \le \hat\lambda_G - d_c` (the largest float with :math:`t + d_c \le \hat\lambda_G`), and a cell
+    :math:`U \le \hat\lambda_G - d_c` (a float with :math:`t + d_c \le \hat\lambda_G`), and a cell
     takes the smallest threshold among its groups, as :class:`MinGPAC` does. A cell whose other groups lose more
     at the same score gets a lower threshold within ``G``, and the risk ``G`` may spend goes to its safer cells.
 
@@ -339,8 +379,9 @@ class ShiftGPAC(_Overlapping):
     ----------
     thresholds_ : dict of str to float
         Per cell: the smallest :math:`\hat\lambda_G - d_c` among its groups (``-inf``: thinks; at most 1).
-    group_thresholds_ : dict of str to float
-        Per group: :math:`\hat\lambda_G`, its threshold on the shifted score.
+    group_levels_ : dict of str to float
+        Per group: :math:`\hat\lambda_G`, its threshold on the shifted score (not on ``U``: the certificate's
+        ``groups`` give no threshold of a group's own, as for Path-G-PAC).
     shifts_ : dict of str to dict of str to float
         Per group, per cell of it: the shift :math:`d_c` fixed by the items outside the group.
     group_sizes_, groups_ : dict
@@ -386,6 +427,7 @@ class ShiftGPAC(_Overlapping):
         order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
         self._start(coll)
         self.shifts_: dict[str, dict[str, float]] = {}
+        self.group_levels_: dict[str, float] = {}
         alpha = self.config.alpha_per_group(len(coll.names))
         n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
         member, cg = coll.member.astype(float), _cell_groups(coll)
@@ -394,20 +436,21 @@ class ShiftGPAC(_Overlapping):
             idx = order[coll.member[order, j]]
             cells = [c for c, gs in cg.items() if g in gs]
             outside = ~coll.member[:, j] & xi
-            b, o = _shift_fit(s[outside], loss[outside] / self.loss_bound, member[outside])
+            b, o, b_se = _shift_fit(s[outside], loss[outside] / self.loss_bound, member[outside])
+            b += SHIFT_Z * b_se  # the slope's upper value: a weakly identified slope gives small shifts
             d = {c: float(np.clip(round(sum(o[coll.names.index(h)] for h in cg[c]) / b, 6), -1, 1)) for c in cells}
             self.shifts_[g] = d
             if idx.size < self.min_group_size:
-                self.group_thresholds_[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
+                self.group_levels_[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
             else:
                 r = s[idx] + np.array([d[c] for c in coll.cells[idx].tolist()])
                 cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=SHIFTED)
                 ucb = _bounds.ucb(self.recipe.bound, z[idx], r, cand, alpha, term_range)
-                t = self.group_thresholds_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
+                t = self.group_levels_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
                 at = np.searchsorted(np.asarray(cand), t, side="right") - 1
                 self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
             for c in cells:
-                self.thresholds_[c] = min(self.thresholds_[c], _below(self.group_thresholds_[g], d[c]))
+                self.thresholds_[c] = min(self.thresholds_[c], _below(self.group_levels_[g], d[c]))
         for c, t in self.thresholds_.items():  # below every score: thinks; above 1: routes every score
             self.thresholds_[c] = -math.inf if t < 0 or not cg[c] else min(t, 1.0)
         return self
@@ -729,6 +772,36 @@ class PathGPAC(_Overlapping):
         return self
 
 
+def certificate_groups(cal) -> dict:
+    """The certificate's ``groups`` of a fitted calibrator of this module (:mod:`gpac_utils.certificate`): per group
+    of every grouping (``subject=algebra``), its record (``groups_``) and its own threshold: the group's where the
+    calibrator sets one (Min-G-PAC's ``group_thresholds_``: ``ucb`` is the bound at it), else the cell's when the
+    group is a cell (one grouping), else null (Path-G-PAC: its items route by their cells' thresholds, and ``ucb``
+    is its bound at the selected level)."""
+    own = getattr(cal, "group_thresholds_", {})
+    out = {}
+    for g, rec in cal.groups_.items():
+        t = own.get(g, cal.thresholds_.get(g, -math.inf))
+        threshold = float(t) if math.isfinite(t) else None
+        out[g] = {"n": rec.n, "labelled": rec.labelled, "status": rec.status, "threshold": threshold, "ucb": rec.ucb}
+    return dict(sorted(out.items()))
+
+
+def check_cells(groups: dict, thr: dict, groupings=None) -> None:
+    """A certificate's cells (``thresholds``) against its ``groups``: each of a cell's groups has an entry, and only
+    a cell of groups that all route has a threshold (a group's guarantee covers its items only then)."""
+    for c, t in thr.items():
+        parts = [c] if c in groups else split_cell(c, groupings) or c.split(SEP)
+        absent = [p for p in parts if p not in groups]
+        if absent:
+            raise ThresholdsFileError(f"thresholds[{c!r}]: the cell's group {absent[0]!r} has no entry in 'groups'")
+        off = [p for p in parts if groups[p]["status"] not in ROUTING]
+        if t is not None and off:
+            raise ThresholdsFileError(
+                f"thresholds[{c!r}]: {t!r} for a cell of group {off[0]!r}, whose status is {groups[off[0]]['status']!r}"
+            )
+
+
 def cell_risk(a, k, t) -> np.ndarray:
     """The exact joint risk of a cell with ``U ~ Uniform(0, 1)`` and ``P(loss = 1 | U = u) = a u^k`` at
     threshold ``t``: :math:`a\\,t^{k+1}/(k+1)` (0 for ``t = -inf``), the audit populations' risk.
@@ -743,6 +816,8 @@ def cell_risk(a, k, t) -> np.ndarray:
     return a * t ** (k + 1) / (k + 1)
 
 
-CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "known"))
-CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "known"))
-CALIBRATORS.register(Method(ShiftGPAC.name, ShiftGPAC, "known"))
+# A collection of groups (several groupings); Shift-G-PAC the default of its kind (gpac calibrate with several
+# --group-col and no --method). Their files hold their groupings (a declared field of theirs).
+CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "collection", {"groupings": GROUPING_NAMES}))
+CALIBRATORS.register(Method(ShiftGPAC.name, ShiftGPAC, "collection", {"groupings": GROUPING_NAMES}, default=True))
+CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "collection", {"groupings": GROUPING_NAMES}))

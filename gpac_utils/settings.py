@@ -266,8 +266,9 @@ COMMON = (EPS, ALPHA, RECIPE, LOSS_BOUND, MIN_GROUP_SIZE, RNG_SEED, RISK)
 _FIELDS = {s.name: s for s in (*COMMON, CORRECTION)}
 
 
-#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups, or groups it learns.
-GROUPINGS = ("none", "known", "learned")
+#: What a calibrator routes by (:attr:`Method.groups`): one group, the caller's known groups (one grouping: a
+#: partition), a collection of the caller's groups that may overlap (several groupings), or groups it learns.
+GROUPINGS = ("none", "known", "collection", "learned")
 
 
 @dataclass(frozen=True)
@@ -284,9 +285,12 @@ class Method:
         the common ones first; its ``__init__`` takes them, the first three positional or keyword, the
         rest keyword-only, with their declared defaults: a drift is refused), ``cls.from_settings(settings)``
         builds an unfitted one, and ``_restore(payload)`` sets the fitted state of its JSON.
-    groups : {"none", "known", "learned"}
+    groups : {"none", "known", "collection", "learned"}
         What it routes by: one group, the caller's known groups (``fit`` and ``route`` take
-        ``groups``), or groups it learns (it has ``assign(scores)``).
+        ``groups``, one label per item: a partition), a collection of the caller's groups that may
+        overlap (``fit`` and ``route`` take several label columns, a grouping each, or one label
+        array: ``gpac calibrate --group-col a --group-col b``), or groups it learns (it has
+        ``assign(scores)``).
     json_fields : mapping of str to thresholds_schema.Field, default {}
         Fields its JSON has beyond the schema's common ones (C-PAC: ``partition``), declared here: a
         thresholds file of this method without one is refused, and one of another method with it.
@@ -313,6 +317,11 @@ class Method:
                 f"method {self.name!r}: {self.cls.__name__}.name is {self.cls.name!r}; the entry's name must be the "
                 "class's (its certificates read back as the class the name names)"
             )
+
+    @property
+    def needs_groups(self) -> bool:
+        """Whether ``fit`` and ``route`` take the caller's group labels (``known`` or ``collection``)."""
+        return self.groups in ("known", "collection")
 
     @property
     def cli_name(self) -> str:

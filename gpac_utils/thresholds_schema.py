@@ -23,7 +23,14 @@ Versions
     the named recipe's: what lets ``gpac verify`` check the name) and ``provenance.item_ids``
     (digests of the calibration items' ids: what lets ``gpac audit`` refuse data that overlaps
     them); later, optionally, ``provenance.providers`` (the distribution that provided each registry
-    name the file uses). Every field of the certificate, down to the provenance's records, is declared here.
+    name the file uses); later, optionally, for the calibrators of a collection of groups that may overlap
+    (:attr:`~gpac_utils.settings.Method.groups` ``"collection"``: Min-G-PAC, Path-G-PAC), ``groupings``
+    (the grouping columns, in order: :data:`GROUPING_NAMES`) and a column role per grouping
+    (:func:`grouping_role`: ``columns['group:subject']``, ``provenance.columns['group:subject']``); their
+    ``groups`` then hold every group of every grouping (``subject=algebra``) and ``thresholds`` every cell
+    (``subject=algebra & language=en``). A G-PAC, PAC or C-PAC file is unchanged, and a file of these
+    two calibrators without ``groupings`` (one label column, before it) still reads. Every field of the
+    certificate, down to the provenance's records, is declared here.
     Written by this version; older versions are read and migrated by
     :meth:`gpac_utils.certificate.Certificate.read` (one path for every version).
 
@@ -69,6 +76,7 @@ import numpy as np
 
 from . import bounds, partition, sampling, selection
 from .checks import ParameterError
+from .group_collection import SEP, split_cell
 from .recipe import RECIPES, Recipe
 from .scores import SCORES
 from .settings import CALIBRATORS, RNG_SEED
@@ -85,6 +93,8 @@ __all__ = [
     "SETTINGS",
     "RECIPE_SETTINGS",
     "PARTITION",
+    "GROUPING_NAMES",
+    "grouping_role",
     "method_fields",
     "GROUP_ENTRY",
     "PROVENANCE",
@@ -218,6 +228,13 @@ def _thresholds(v, payload):
     kind = payload["_kind"]
     if kind == "none" and list(v) != ["__all__"]:
         return f"a {payload['method']} file has the one group '__all__', got {list(v)}"
+    groupings = payload.get("groupings")
+    if kind == "collection" and isinstance(groupings, list) and groupings:  # each cell: 'g=label' per grouping
+        bad = [c for c in v if split_cell(c, groupings) is None]
+        if bad:
+            return (
+                f"[{bad[0]!r}]: not a cell of the groupings {groupings} (one 'grouping=label' each, joined by {SEP!r})"
+            )
     if kind == "learned":
         part = payload.get("partition")
         k = len(part["boundaries"]) + 1 if isinstance(part, dict) and isinstance(part.get("boundaries"), list) else 0
@@ -257,9 +274,31 @@ def _partition(v, payload):
 _ROLES = ("score", "loss", "group", "id")
 
 
-def _columns(v, _):
-    ok = isinstance(v, dict) and set(v) <= set(_ROLES) and all(c is None or isinstance(c, str) for c in v.values())
-    return None if ok else f"must be an object of {', '.join(map(repr, _ROLES))} -> column name or null"
+def grouping_role(grouping: str) -> str:
+    """The column role of a grouping of a collection (``columns`` and ``provenance.columns``): ``group:<grouping>``.
+
+    Examples
+    --------
+    >>> grouping_role("language")
+    'group:language'
+    """
+    return f"group:{grouping}"
+
+
+def _columns(v, payload):
+    groupings = payload.get("groupings")
+    roles = (*_ROLES, *map(grouping_role, groupings)) if isinstance(groupings, list) else _ROLES
+    ok = isinstance(v, dict) and set(v) <= set(roles) and all(c is None or isinstance(c, str) for c in v.values())
+    return None if ok else f"must be an object of {', '.join(map(repr, roles))} -> column name or null"
+
+
+def _groupings(v, _):
+    ok = v is None or (
+        isinstance(v, list)
+        and len(set(v)) == len(v)
+        and all(isinstance(g, str) and g and "=" not in g and SEP not in g for g in v)
+    )
+    return None if ok else f"must be a list of distinct grouping names without '=' or {SEP!r}, or null, got {v!r}"
 
 
 # ----------------------------------------------------------------------------- more value checks
@@ -490,6 +529,11 @@ PARTITION = Field(
         "boundaries": Field(lambda v, _: None, type="boundaries"),
     },
 )
+
+#: ``groupings``, a field of the calibrators of a collection of groups (their entries' ``json_fields``): the
+#: grouping columns, in order (a cell joins one ``grouping=label`` of each); ``[]``: one label array (the groups
+#: are its labels); ``null``: a membership matrix. Optional: their files before it record none (one label array).
+GROUPING_NAMES = Field(_groupings, required=False, type="groupings", since=5)
 
 #: The top-level fields every file may hold (a calibrator's own: its entry's ``json_fields``).
 _FIELDS: dict[str, Field] = {

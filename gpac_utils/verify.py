@@ -69,7 +69,7 @@ from .calibrate import CALIBRATORS, GroupWarning
 from .calibrate import method as method_entry
 from .certificate import Certificate, recipe_overrides
 from .checks import DataError, ParameterError
-from .thresholds_schema import CHECKED, DESCRIPTIVE, SETTINGS, STATED, Derived, declared
+from .thresholds_schema import CHECKED, DESCRIPTIVE, SETTINGS, STATED, Derived, declared, grouping_role
 
 __all__ = ["EXPECT", "described", "parse_expect", "verify_certificate"]
 
@@ -249,7 +249,7 @@ def _check_agreement(cert: Certificate) -> None:
             raise DataError(
                 f"{where}: columns.{role} is {_fmt(named)}, but provenance.columns.{role}.name is {c['name']!r}"
             )
-    if cert.kind != "known" and cert.columns.get("group") is not None:
+    if not CALIBRATORS[cert.method].needs_groups and cert.columns.get("group") is not None:
         raise DataError(
             f"{where}: columns.group is {cert.columns['group']!r}, but a {cert.method} certificate routes without "
             "group labels (gpac calibrate refuses --group-col for it)"
@@ -335,7 +335,8 @@ def _compare(cert: Certificate, again: dict) -> None:
     for g in sorted(set(cert.thresholds) | set(again["thresholds"])):
         a, b = cert.thresholds.get(g, "absent"), again["thresholds"].get(g, "absent")
         if not _same(a, b):
-            raise DataError(f"{where}: threshold of group {g!r} is {_fmt(a)}; recomputed {_fmt(b)}")
+            what = "group" if g in cert.groups else "cell"  # a collection's thresholds are its cells'
+            raise DataError(f"{where}: threshold of {what} {g!r} is {_fmt(a)}; recomputed {_fmt(b)}")
     seen = set()
     for path, value, _ in _checked(source):
         seen.add(path)
@@ -347,6 +348,11 @@ def _compare(cert: Certificate, again: dict) -> None:
     for path, value, f in _checked(again):  # what the recomputation writes and the file lacks
         if path not in seen and f.since <= cert.version and _get(source, path) == "absent":
             raise DataError(f"{where}: {_dotted(path)} is absent; recomputed {_fmt(value)}")
+
+
+def _per_cell(cert: Certificate) -> str:
+    """How a collection's thresholds are kept (one per cell of its groupings); nothing for the others."""
+    return f" (one per cell of {', '.join(cert.groupings)})" if cert.groupings else ""
 
 
 def _descriptive(cert: Certificate, frame: pd.DataFrame) -> str:
@@ -399,6 +405,9 @@ def verify_certificate(
     cols = {role: c["name"] for role, c in prov["columns"].items()}
     if "score" not in cols or "loss" not in cols:
         raise DataError(f"{where}: provenance.columns needs 'score' and 'loss' to recompute")
+    unhashed = [role for role in map(grouping_role, cert.groupings or ()) if role not in cols]
+    if unhashed:  # each grouping's column is read by its hashed record, as the others
+        raise DataError(f"{where}: provenance.columns records no {unhashed[0]!r} (a grouping's column) to recompute")
     _check_versions(cert)
     checked, trusted = _check_expect(cert, dict(expect or {}))
     _check_agreement(cert)
@@ -407,7 +416,9 @@ def verify_certificate(
     fresh = CALIBRATORS[cert.method].cls.from_settings(cert.settings)
     u = frame[cols["score"]].to_numpy(float)
     loss = frame[cols["loss"]].to_numpy(float)
-    g = frame[cols["group"]].astype(str).to_numpy() if cert.kind == "known" and "group" in cols else None
+    columns = [cols[grouping_role(x)] for x in cert.groupings or ()]  # its groups' columns, as hashed
+    columns = columns or ([cols["group"]] if CALIBRATORS[cert.method].needs_groups and "group" in cols else [])
+    g = cert.groups_from(frame, columns) if columns else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
         fresh.fit(u, loss, g)
@@ -424,9 +435,11 @@ def verify_certificate(
     ).source  # the document as its JSON reads back
     if "providers" not in prov:  # optional: a file written before it records none
         del again["provenance"]["providers"]
+    if "groupings" not in (cert.source or cert.document):  # optional: a collection's file before it (one label array)
+        again.pop("groupings", None)
     _compare(cert, again)
     return [
-        f"recomputed {len(again['thresholds'])} threshold(s), every group entry and the provenance of "
+        f"recomputed {len(again['thresholds'])} threshold(s){_per_cell(cert)}, every group entry and the provenance of "
         f"{described(cert)} from the table and the recorded settings: bit-identical",
         *table_lines,
         *model_lines,

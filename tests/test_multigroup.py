@@ -56,7 +56,7 @@ def test_one_grouping_min_gpac_is_gpac():
 @pytest.mark.parametrize("correction", ["none", "bonferroni"])
 def test_shift_gpac_without_shifts_is_min_gpac(monkeypatch, correction):
     u, loss, labels = _data()
-    monkeypatch.setattr(multigroup, "_shift_fit", lambda u, y, member: (1.0, np.zeros(member.shape[1])))
+    monkeypatch.setattr(multigroup, "_shift_fit", lambda u, y, member: (1.0, np.zeros(member.shape[1]), 0.0))
     shifted = ShiftGPAC(0.05, correction=correction).fit(u, loss, labels)
     assert shifted.thresholds_ == MinGPAC(0.05, correction=correction).fit(u, loss, labels).thresholds_
 
@@ -79,7 +79,7 @@ def test_shift_gpac_is_g_pac_on_each_groups_shifted_score_fitted_outside_it_by_b
     member = coll.member.astype(float)
     for j, g in enumerate(coll.names):
         out = ~coll.member[:, j]
-        b, o = multigroup._shift_fit(u[out], loss[out], member[out])
+        b, o, b_se = multigroup._shift_fit(u[out], loss[out], member[out])
         grad = np.abs(
             member[out].T
             @ (expit(o @ member[out].T + b * u[out] + _intercept(u[out], loss[out], member[out], b, o)) - loss[out])
@@ -89,21 +89,22 @@ def test_shift_gpac_is_g_pac_on_each_groups_shifted_score_fitted_outside_it_by_b
         at = coll.member[:, j]
         d = np.array([m.shifts_[g][c] for c in coll.cells[at].tolist()])
         for c in m.shifts_[g]:
-            assert m.shifts_[g][c] == np.clip(round(sum(o[coll.names.index(h)] for h in c.split(SEP)) / b, 6), -1, 1)
+            shift = sum(o[coll.names.index(h)] for h in c.split(SEP)) / (b + multigroup.SHIFT_Z * b_se)
+            assert m.shifts_[g][c] == np.clip(round(shift, 6), -1, 1)
         lo, hi = multigroup.SHIFTED
         t = float(threshold((u[at] + d - lo) / (hi - lo), loss[at], eps=0.1, alpha=0.05 / 5))
-        assert math.isclose(m.group_thresholds_[g], lo + t * (hi - lo), abs_tol=1e-12) or (
-            math.isinf(t) and m.group_thresholds_[g] == t
+        assert math.isclose(m.group_levels_[g], lo + t * (hi - lo), abs_tol=1e-12) or (
+            math.isinf(t) and m.group_levels_[g] == t
         )
     for c, t in m.thresholds_.items():  # each cell: the smallest of its groups' level less its shift there
-        own = min(multigroup._below(m.group_thresholds_[g], m.shifts_[g][c]) for g in c.split(SEP))
+        own = min(multigroup._below(m.group_levels_[g], m.shifts_[g][c]) for g in c.split(SEP))
         assert t == (-math.inf if own < 0 else min(own, 1.0))
-        assert all(t + m.shifts_[g][c] <= m.group_thresholds_[g] for g in c.split(SEP))  # routed: counted
+        assert all(t + m.shifts_[g][c] <= m.group_levels_[g] for g in c.split(SEP))  # routed: counted
 
 
-def test_a_cells_threshold_is_the_largest_float_whose_shifted_score_the_bound_counted():
+def test_a_cells_threshold_is_a_float_whose_shifted_score_the_bound_counted():
     """level - shift can round up, routing an item (U <= t) whose shifted score U + shift exceeds the level in floating
-    point; _below steps down to the largest t with t + shift <= level."""
+    point; _below steps down to a t with t + shift <= level, at most two spacings of the largest operand lower."""
     rng = np.random.default_rng(9)
     u1, u2 = rng.integers(0, 101, (2, 20000)) / 100
     d1, d2 = np.round(rng.uniform(-1, 1, (2, 20000)), 2)
@@ -111,7 +112,9 @@ def test_a_cells_threshold_is_the_largest_float_whose_shifted_score_the_bound_co
     naive = level - d2
     assert np.sum(naive + d2 > level) > 0  # the float trap is real
     t = np.array([multigroup._below(a, b) for a, b in zip(level.tolist(), d2.tolist())])
-    assert np.all(t + d2 <= level) and np.all(np.nextafter(t, np.inf) + d2 > level)
+    assert np.all(t + d2 <= level) and np.all(
+        naive - t <= 2 * np.spacing(np.maximum.reduce([abs(naive), abs(level), abs(d2)]))
+    )
 
 
 def test_shift_gpac_routes_only_items_the_bound_counted_with_tied_scores_and_any_bound():
@@ -129,7 +132,7 @@ def test_shift_gpac_routes_only_items_the_bound_counted_with_tied_scores_and_any
         for j, g in enumerate(coll.names):
             at = coll.member[:, j] & routed
             d = np.array([m.shifts_[g][c] for c in coll.cells[at].tolist()])
-            assert np.all(u[at] + d <= m.group_thresholds_[g])
+            assert np.all(u[at] + d <= m.group_levels_[g])
 
 
 def _intercept(u, y, member, b, o):
@@ -235,7 +238,9 @@ def test_unseen_cells_and_other_groupings_at_routing():
 
 def test_the_three_are_registered_calibrators():
     assert {"Min-G-PAC", "Path-G-PAC", "Shift-G-PAC"} <= set(CALIBRATORS)
-    assert CALIBRATORS["Path-G-PAC"].cls is PathGPAC and CALIBRATORS["Min-G-PAC"].groups == "known"
+    assert CALIBRATORS["Path-G-PAC"].cls is PathGPAC and CALIBRATORS["Min-G-PAC"].groups == "collection"
+    assert CALIBRATORS["Shift-G-PAC"].default and not CALIBRATORS["Min-G-PAC"].default  # several --group-col
+    assert all(CALIBRATORS[m].needs_groups for m in ("Min-G-PAC", "Shift-G-PAC", "Path-G-PAC", "G-PAC"))
 
 
 def test_audit_every_group_within_alpha_plus_three_mcse_and_the_last_column_fails():

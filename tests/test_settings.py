@@ -65,7 +65,7 @@ def test_calibrator_from_settings_equals_the_class_with_keywords(name):
     u, loss, g = _data()
     settings = Settings(eps=0.1, alpha=0.1, recipe="valid-bernoulli", seed=4, correction="bonferroni")
     entry = CALIBRATORS[name]
-    groups = g if entry.groups == "known" else None
+    groups = g if entry.needs_groups else None
     a = calibrator(name, settings).fit(u, loss, groups)
     b = entry.cls(0.1, 0.1, "valid-bernoulli", **{k: getattr(settings, k) for k in entry.cls.OPTIONS[3:]})
     assert a.thresholds_ == b.fit(u, loss, groups).thresholds_

@@ -1,6 +1,6 @@
-"""``gpac verify`` refuses every edit of every field (issue 49): for a G-PAC, a C-PAC and a routed-risk
-certificate, each calibrated once with a recorded score model, every field the schema declares
-(:mod:`gpac_utils.thresholds_schema`: ``FIELDS``, ``SETTINGS``, ``GROUP_ENTRY``, ``PROVENANCE`` and its
+"""``gpac verify`` refuses every edit of every field (issue 49): for a G-PAC, a C-PAC, a routed-risk and a
+Min-G-PAC certificate of two groupings, each calibrated once with a recorded score model, every field the schema
+declares (:mod:`gpac_utils.thresholds_schema`: ``FIELDS``, ``SETTINGS``, ``GROUP_ENTRY``, ``PROVENANCE`` and its
 records) is edited in turn to another value of its declared type, and verify runs on the edited file.
 
 * With the operator's full ``--expect`` (every stated field as calibrated), every edit is refused with
@@ -76,11 +76,16 @@ def table(n: int = 1000, seed: int = 0) -> pd.DataFrame:
     group = np.repeat(["alg", "geo", "num"], [n // 2, 2 * n // 5, n - n // 2 - 2 * n // 5])
     text = [f"q{i} " + "hard " * h + "easy " * (5 - h) for i, h in enumerate(hard)]
     loss = (rng.uniform(size=n) < np.array([0, 0.01, 0.05, 0.2, 0.4, 0.6])[hard]).astype(int)
-    return pd.DataFrame({"item_id": [f"i{i:04d}" for i in range(n)], "group": group, "question": text, "loss": loss})
+    lang = rng.choice(["en", "fr"], n)  # a second grouping (drawn last: the other columns are as before)
+    return pd.DataFrame(
+        {"item_id": [f"i{i:04d}" for i in range(n)], "group": group, "lang": lang, "question": text, "loss": loss}
+    )
 
 
 KINDS = {  # each has a certified group and one that always thinks (the routed risk needs eps 0.2 for that here)
     "gpac": ["--group-col", "group", "--method", "gpac", "--eps", "0.1", "--min-group-size", "60"],
+    # two groupings (Min-G-PAC, the default of several): groups of each, a threshold per cell
+    "collection": ["--group-col", "group", "--group-col", "lang", "--eps", "0.1", "--min-group-size", "60"],
     "cpac": ["--method", "cpac", "--k", "2", "--eps", "0.1"],
     "routed": [
         "--group-col",
@@ -160,6 +165,7 @@ EDITS = {
     "timestamp": lambda v, d, p: "2030-01-01T00:00:00Z" if v != "2030-01-01T00:00:00Z" else "2031-01-01T00:00:00Z",
     "text": lambda v, d, p: f"{v}-edited",
     "boundaries": lambda v, d, p: [b * 0.999 for b in v],
+    "groupings": lambda v, d, p: v[::-1] if len(v) > 1 else [*v, "edited"],
     "record": lambda v, d, p: {**v, "edited": True},
 }
 
@@ -179,7 +185,10 @@ def leaves(doc, path=()):
     items = doc.items()
     if path and path[-1] in ("groups", "thresholds", "group_sizes"):
         status = {g: e["status"] for g, e in ROOT["doc"]["groups"].items()}
-        first = {status[g] == CERTIFIED: g for g in reversed(list(doc))}  # the first of each kind
+        routes = {
+            g: status[g] == CERTIFIED if g in status else doc[g] is not None for g in doc
+        }  # a cell: its threshold
+        first = {routes[g]: g for g in reversed(list(doc))}  # the first of each kind
         items = [(g, doc[g]) for g in sorted(first.values())]
     for key, value in items:
         here = (*path, key)

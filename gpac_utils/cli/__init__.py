@@ -2,7 +2,9 @@
 (also ``python -m gpac_utils``). ``gpac COMMAND --help`` lists a command's options.
 
 calibrate
-    fit PAC / G-PAC / C-PAC on a table and write the certificate: the thresholds, every setting,
+    fit PAC / G-PAC / C-PAC (or, with several --group-col, a grouping each: Min-G-PAC / Path-G-PAC,
+    every group of every grouping within eps; docs/overlapping-groups.md) on a table and write the
+    certificate: the thresholds (a collection's: one per cell), every setting,
     the provenance and each group's status as JSON (:mod:`gpac_utils.certificate`). A
     larger score U means a *less* certain non-thinking answer: an item is routed to the
     non-thinking model when U <= its group's threshold. A threshold ``null`` in the JSON means
@@ -45,11 +47,12 @@ error (a missing or malformed file, column or row). Errors are one line, never a
 warnings are ``warning:`` lines, one per kind, with a count.
 
 Checked before any work: every option's value; ``gpac calibrate`` without ``--method`` calibrates
-G-PAC when ``--group-col`` is given, else PAC; options the chosen method ignores are refused
-(``--group-col`` with ``--method pac`` or ``cpac``, ``--k``/``--partition``/``--mode`` without
-``--method cpac``, ``--simultaneous`` with ``--method pac``; ``gpac route --group-col`` with a file
-that is not G-PAC's); the output path (``-o``: not a directory, its parent not a file, for
-``route`` a known table suffix and not the ``--data`` file); a table with two columns of one name
+G-PAC when one ``--group-col`` is given, Min-G-PAC when several are, else PAC; options the chosen
+method ignores are refused (``--group-col`` with ``--method pac`` or ``cpac``, several with ``--method
+gpac``, one given twice, ``--k``/``--partition``/``--mode`` without ``--method cpac``,
+``--simultaneous`` with ``--method pac``; ``gpac route --group-col`` with a file that routes without
+groups, or other than one per grouping of the file's); the output path (``-o``: not a directory, its
+parent not a file, for ``route`` a known table suffix and not the ``--data`` file); a table with two columns of one name
 (the first would be used silently); empty group labels (``''``); and ``gpac plan --budget`` above
 what the plan can spend (each group's largest label count on the grid, capped at its rows).
 """

@@ -8,12 +8,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import bounds, cli_serve, data, feasibility, sampling, selection
-from ..calibrate import CALIBRATORS, GROUPINGS, NO_FEASIBLE, TOO_FEW, GroupWarning, calibrator, default_method, method
+from ..calibrate import (
+    CALIBRATORS,
+    GROUPINGS,
+    NO_FEASIBLE,
+    ROUTING,
+    TOO_FEW,
+    GroupWarning,
+    calibrator,
+    default_method,
+    method,
+)
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
+from ..group_collection import SEP
 from ..recipe import RECIPES, VALID, Recipe, as_recipe
 from ..scores import SCORES
 from ..settings import RENAMED_UNTIL, Method, Settings, declarations
+from ..thresholds_schema import grouping_role
 from .common import (
     _COMMON,
     EXIT_OK,
@@ -22,6 +34,7 @@ from .common import (
     _add_setting,
     _as_options,
     _default,
+    _grouping_labels,
     _need_columns,
     _output,
     _read,
@@ -34,7 +47,14 @@ from .common import (
 def _add_parser(sub, fmt) -> None:
     """Add ``gpac calibrate`` and its options to the subcommands ``sub``."""
     c = sub.add_parser("calibrate", help="fit thresholds and write them as JSON", formatter_class=fmt)
-    _add_common(c, "loss in [0, loss-bound] of the non-thinking answer", None, "known group labels (for --method gpac)")
+    _add_common(
+        c,
+        "loss in [0, loss-bound] of the non-thinking answer",
+        None,
+        "group labels: one column, a partition (--method gpac); repeated, one column per grouping, groups that may "
+        "overlap, every group of every grouping within eps (--method mingpac or pathgpac; docs/overlapping-groups.md)",
+        several=True,
+    )
     c.add_argument("--id-col", default="item_id", help="unique item identifier")
     c.add_argument(
         "--score",
@@ -50,7 +70,7 @@ def _add_parser(sub, fmt) -> None:
         type=Method.key,  # the certificate's name (G-PAC) is the same method as gpac
         choices=[m.cli_name for m in CALIBRATORS.values()],
         help="calibrator (or its name as a certificate writes it: G-PAC); when not given: the one of known groups "
-        "with --group-col, else the one of no groups",
+        "with one --group-col, the one of a collection of groups with several, else the one of no groups",
     )
     c.add_argument(
         "--recipe",
@@ -110,17 +130,35 @@ def _recipe(a) -> Recipe:
 
 
 def _refuse_ignored(a) -> None:
-    """Infer ``--method`` when it is not given (the method of known groups with ``--group-col``, else the
-    method of one group); refuse the options the chosen method ignores (a silent default would answer
-    another question). What a method reads is its registry entry's ``groups``."""
+    """Infer ``--method`` when it is not given (the method of known groups with one ``--group-col``, of a
+    collection of groups with several, else the method of one group); refuse the options the chosen method
+    ignores (a silent default would answer another question). What a method reads is its registry entry's
+    ``groups``."""
     by_groups = {kind: default_method(kind).cli_name for kind in GROUPINGS}
+    cols = a.group_col or []
     if a.method is None:
-        a.method = by_groups["known"] if a.group_col else by_groups["none"]
-    if a.group_col and method(a.method).groups != "known":
-        known = sorted(m.cli_name for m in CALIBRATORS.values() if m.groups == "known")
+        a.method = by_groups["collection" if len(cols) > 1 else "known" if cols else "none"]
+    entry = method(a.method)
+    if cols and not entry.needs_groups:
+        takes = " or ".join(m.cli_name for m in CALIBRATORS.values() if m.needs_groups)
         raise ParameterError(
-            f"--group-col: only --method {' or '.join(known)} uses group labels (got --method {a.method}); "
+            f"--group-col: only --method {takes} uses group labels (got --method {a.method}); "
             f"add --method {by_groups['known']}"
+        )
+    twice = [c for i, c in enumerate(cols) if c in cols[:i]]
+    if twice:
+        raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
+    several = " or ".join(m.cli_name for m in CALIBRATORS.values() if m.groups == "collection")
+    if len(cols) > 1 and entry.groups != "collection":
+        raise ParameterError(
+            f"--group-col: --method {a.method} calibrates one grouping (a partition), got {len(cols)} {cols}; "
+            f"groups of several groupings, which may overlap, need --method {several} (docs/overlapping-groups.md)"
+        )
+    named = [c for c in cols if "=" in c or SEP in c] if entry.groups == "collection" else []
+    if named:
+        raise ParameterError(
+            f"--group-col {named[0]!r}: a grouping's column name must not contain '=' or {SEP!r} (a group is "
+            f"grouping=label, and a cell joins its groups with {SEP!r}); rename the column"
         )
     reads = method(a.method).cls.SETTINGS
     for setting in declarations().values():  # a setting the method does not read, given: refused, naming who reads it
@@ -142,7 +180,9 @@ def _report_small_groups(cal) -> None:
     if few:
         st = cal.config  # checked once, when built
         need = feasibility._min_items(st.eps, st.alpha_per_group(len(cal.groups_)), st.recipe, st.loss_bound, st.risk)
-        _warn(few, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
+        under = [g for g in few if cal.groups_[g].n < need]  # the others: too few for the method's own test
+        _warn(under, f"have fewer items than {cal.recipe.bound} needs to certify anything ({need}) and always think")
+        _warn([g for g in few if g not in under], f"have too few items for {cal.name}'s test and always think")
     uncertified = sorted(g for g, r in cal.groups_.items() if r.status == NO_FEASIBLE)
     _warn(uncertified, "could not be certified at eps and always think")
 
@@ -155,10 +195,11 @@ def _settings(a) -> Settings:
         return _settings_from(a, recipe)
 
 
-def _roles(cols: dict[str, str | None]) -> None:
-    """Refuse one column given for two roles (``--score-col x --loss-col x``), naming both options."""
+def _roles(cols) -> None:
+    """Refuse one column given for two roles (``--score-col x --loss-col x``), naming both options (``cols``:
+    ``(option, column)`` pairs)."""
     seen: dict[str, str] = {}
-    for option, col in cols.items():
+    for option, col in cols:
         if col is not None and seen.setdefault(col, option) != option:
             raise ParameterError(f"{option} {col!r}: the same column as {seen[col]}; give each its own column")
 
@@ -172,10 +213,12 @@ def _run(a) -> int:
     _refuse_ignored(a)
     settings = _settings(a)
     recipe, loss_bound = settings.recipe, settings.loss_bound
-    known_groups = method(a.method).groups == "known"
-    if known_groups and not a.group_col:
+    entry, group_cols = method(a.method), a.group_col or []
+    known_groups, collection = entry.groups == "known", entry.groups == "collection"  # one label column; several
+    if entry.needs_groups and not group_cols:
         raise ParameterError(f"--group-col: --method {a.method} needs the column of known group labels")
-    cols = {"--score-col": a.score_col, "--loss-col": a.loss_col, "--group-col": a.group_col, "--id-col": a.id_col}
+    cols = [("--score-col", a.score_col), ("--loss-col", a.loss_col), *(("--group-col", c) for c in group_cols)]
+    cols.append(("--id-col", a.id_col))
     _roles(cols)
     extra = _mapping(a.map)
     _output(a.output)
@@ -185,8 +228,8 @@ def _run(a) -> int:
     if a.score_model is not None:  # the score column recomputed from the model, before any work is written
         model = cli_serve.record_score_model(a.score_model, df, score_col=a.score_col, id_col=a.id_col)
     mapping = {a.score_col: SCORE, a.loss_col: data.LOSS, a.id_col: data.ID, **extra}
-    if a.group_col:
-        mapping[a.group_col] = data.GROUP
+    if known_groups:
+        mapping[group_cols[0]] = data.GROUP
     table = data.apply_mapping(df[[c for c in mapping if c in df.columns]], mapping)
     try:
         table = data.validate(table, loss_bound=loss_bound, score_cols=[SCORE], require_group=known_groups)
@@ -205,11 +248,15 @@ def _run(a) -> int:
                 f"{data.describe_rows(table, bad)} have other values: use {others}"
             )
     u, loss = table[SCORE].to_numpy(float), table[data.LOSS].to_numpy(float)
+    groups = table[data.GROUP] if known_groups else _grouping_labels(df, group_cols, table) if collection else None
     cal = calibrator(a.method, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)  # reported below, one line per kind
-        cal.fit(u, loss, table[data.GROUP] if known_groups else None)
-    roles = {"score": a.score_col, "loss": a.loss_col, "group": a.group_col, "id": a.id_col}
+        cal.fit(u, loss, groups)
+    roles = {"score": a.score_col, "loss": a.loss_col, "group": group_cols[0] if group_cols else None}
+    if collection:  # a role per grouping, its column's name and hash recorded as the others'
+        roles = {"score": a.score_col, "loss": a.loss_col, **{grouping_role(c): c for c in group_cols}}
+    roles["id"] = a.id_col
     used = {role: (col, df[col].to_numpy() if col in df.columns else None) for role, col in roles.items()}
     cert = Certificate.from_calibrator(
         cal,
@@ -225,5 +272,9 @@ def _run(a) -> int:
     _report_small_groups(cal)
     shown = ", ".join(f"{g}: {_threshold_text(t)}" for g, t in cert.thresholds.items())
     risk = "" if a.risk == _default("risk") else f", risk {a.risk}"
-    print(f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}{risk}) thresholds {{{shown}}} -> {a.output}")
+    what = f"{cal.name} ({recipe.bound}, {recipe.sampling}, {recipe.rule}{risk})"
+    if collection:  # the groups of every grouping, then the thresholds of the cells
+        certified = sum(e["status"] in ROUTING for e in cert.groups.values())
+        what += f" on {', '.join(group_cols)}: {certified}/{len(cert.groups)} groups certified; cell"
+    print(f"{what} thresholds {{{shown}}} -> {a.output}")
     return EXIT_OK

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import data
 from ..checks import DataError, ParameterError
+from ..group_collection import SEP, ambiguous
 from ..settings import COMMON, CORRECTION, REQUIRED, Interval, Settings, declarations
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
@@ -39,12 +40,13 @@ def _add_setting(p, setting) -> None:
 
 
 # --------------------------------------------------------------------------- parser
-def _add_common(p, loss_help: str, group_default, group_help: str) -> None:
-    """The options ``calibrate`` and ``plan`` share: the columns and the settings of :data:`_COMMON`."""
+def _add_common(p, loss_help: str, group_default, group_help: str, several: bool = False) -> None:
+    """The options ``calibrate`` and ``plan`` share: the columns and the settings of :data:`_COMMON` (``several``:
+    ``--group-col`` may be repeated, a grouping each)."""
     p.add_argument("--data", required=True, type=Path, help="table, one row per item (.csv, .tsv, .parquet, .jsonl)")
     p.add_argument("--score-col", required=True, help="uncertainty score in [0, 1]; larger = less certain")
     p.add_argument("--loss-col", default="loss", help=loss_help)
-    p.add_argument("--group-col", default=group_default, help=group_help)
+    p.add_argument("--group-col", default=group_default, help=group_help, **({"action": "append"} if several else {}))
     for setting in _COMMON:
         _add_setting(p, setting)
 
@@ -55,7 +57,8 @@ class _StoreOnce(argparse._StoreAction):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if getattr(self, "given", None) is not None:
-            hint = "; the groups of several columns: docs/overlapping-groups.md" if self.dest == "group_col" else ""
+            several = "; several groupings: gpac calibrate --group-col a --group-col b (docs/overlapping-groups.md)"
+            hint = several if self.dest == "group_col" else ""
             parser.error(f"{option_string}: given twice ({self.given!r}, then {values!r}); it takes one value{hint}")
         self.given = values
         super().__call__(parser, namespace, values, option_string)
@@ -71,8 +74,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 # --------------------------------------------------------------------------- helpers
-def _need_columns(df: pd.DataFrame, path: Path, cols: dict[str, str | None]) -> None:
-    for option, col in cols.items():
+def _need_columns(df: pd.DataFrame, path: Path, cols) -> None:
+    """Each column named (``{option: column}`` or ``(option, column)`` pairs) is one of the table's, else one line."""
+    for option, col in cols.items() if isinstance(cols, dict) else cols:
         if col is not None and col not in df.columns:
             raise DataError(f"{option} {col!r}: no such column in {path}; it has {list(df.columns)}")
 
@@ -146,15 +150,31 @@ def _groups(df: pd.DataFrame, col: str, named: pd.DataFrame) -> np.ndarray:
     return labels
 
 
+def _grouping_labels(df: pd.DataFrame, cols, named: pd.DataFrame) -> pd.DataFrame:
+    """The label columns of several groupings (``gpac calibrate`` and ``route`` of a collection), each checked as
+    :func:`_groups` checks one; a label that would read as another cell's is refused
+    (:func:`~gpac_utils.group_collection.ambiguous`)."""
+    out = {}
+    for col in cols:
+        labels = out[col] = _groups(df, col, named)
+        joined = ambiguous(labels, cols)
+        if joined.any():
+            raise DataError(
+                f"column {col!r} has labels containing {SEP!r} and a grouping's 'name=' (what joins a cell's groups) "
+                f"in {data.describe_rows(named, joined)}"
+            )
+    return pd.DataFrame(out, index=df.index)
+
+
 def _threshold_text(t) -> str:
     return "always think" if t is None or (isinstance(t, float) and not math.isfinite(t)) else f"{t:.4g}"
 
 
-def _warn(groups, what: str) -> None:
-    """One ``warning:`` line for a kind of group, with a count and the first five names."""
+def _warn(groups, what: str, kind: str = "group(s)") -> None:
+    """One ``warning:`` line for a kind of group (or of cell), with a count and the first five names."""
     if groups:
         more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
-        print(f"warning: {len(groups)} group(s) {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
+        print(f"warning: {len(groups)} {kind} {what}: {', '.join(map(repr, groups[:5]))}{more}", file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -7,12 +7,14 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .. import data
-from ..calibrate import UNSEEN, GroupWarning
+from ..calibrate import CALIBRATORS, UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import ParameterError
-from .common import EXIT_OK, _groups, _need_columns, _output, _read, _scores, _warn
+from ..group_collection import collection
+from .common import EXIT_OK, _grouping_labels, _groups, _need_columns, _output, _read, _scores, _warn
 
 
 def _add_parser(sub, fmt) -> None:
@@ -21,24 +23,74 @@ def _add_parser(sub, fmt) -> None:
     r.add_argument("--thresholds", required=True, type=Path, help="JSON written by calibrate")
     r.add_argument("--data", required=True, type=Path, help="table to route (.csv, .tsv, .parquet, .jsonl)")
     r.add_argument("--score-col", help="default: the score column used at calibration")
-    r.add_argument("--group-col", help="default: the group column used at calibration")
+    r.add_argument(
+        "--group-col",
+        action="append",
+        help="default: the group column(s) used at calibration; for a certificate of several groupings, one per "
+        "grouping, in its order (repeated)",
+    )
     r.add_argument("--id-col", help="default: the id column used at calibration (if present)")
     r.add_argument("-o", "--output", required=True, type=Path, help="routed table; its suffix sets the format")
 
 
+def _group_cols(a, cert: Certificate) -> tuple[str, ...]:
+    """The data's group columns: ``--group-col`` (one per grouping, in the certificate's order), else the
+    certificate's; refused in one line when the certificate routes without groups or by another number of them."""
+    given, needs = a.group_col or [], CALIBRATORS[cert.method].needs_groups
+    if given and not needs:
+        raise ParameterError(f"--group-col: a {cert.method} thresholds file routes without group labels")
+    count = len(cert.groupings) if cert.groupings else 1
+    if given and len(given) != count:
+        raise ParameterError(
+            f"--group-col: a {cert.method} thresholds file routes by {count} column(s) {list(cert.group_columns)}, "
+            f"got {len(given)} {given}; give one per grouping, in its order"
+        )
+    twice = [c for i, c in enumerate(given) if c in given[:i]]
+    if twice:
+        raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
+    if needs and cert.groupings is None:
+        raise ParameterError(
+            f"--group-col: a {cert.method} thresholds file calibrated on a membership matrix routes from Python "
+            "(its groups are no table's columns)"
+        )
+    return tuple(given) or cert.group_columns if needs else ()
+
+
+def _collection(df, cols, named, cert: Certificate) -> pd.DataFrame:
+    """The label columns of a certificate of several groupings, named by its groupings; a ``warning:`` line for the
+    groups and the cells of the data it does not know (their items always think) and for its groups absent here."""
+    frame = _grouping_labels(df, cols, named)
+    groups = pd.DataFrame({g: frame[c] for g, c in zip(cert.groupings, cols)}, index=df.index)
+    coll = collection(groups, len(df), every_group_used=False)
+    unseen = [j for j, g in enumerate(coll.names) if g not in cert.groups]
+    n = int(coll.member[:, unseen].any(axis=1).sum())
+    _warn(
+        [coll.names[j] for j in unseen],
+        f"in the data are not in the thresholds file ({UNSEEN}); their {n} item(s) always think",
+    )
+    known = ~coll.member[:, unseen].any(axis=1)
+    cells = sorted(set(coll.cells[known].tolist()) - set(cert.thresholds))
+    n = int(np.isin(coll.cells, cells).sum())
+    _warn(
+        cells,
+        f"of known groups were not calibrated (no item at calibration); their {n} item(s) always think",
+        "cell(s)",
+    )
+    _warn(sorted(set(cert.groups) - set(coll.names)), "of the thresholds file do not occur in the data")
+    return groups
+
+
 def _run(a) -> int:
     cert = Certificate.read(a.thresholds)
-    if a.group_col and cert.kind != "known":
-        raise ParameterError(f"--group-col: a {cert.method} thresholds file routes without group labels")
+    group_cols = _group_cols(a, cert)
     _output(a.output, table=True, data_path=a.data)
     cols = cert.columns
     # an option given on the command line wins over the column used at calibration
-    score_col, group_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "group", "id"))
-    differ = [
-        f"{key} {col!r} (calibrated on {cols[key]!r})"
-        for key, col in (("score", score_col), ("group", group_col))
-        if cols.get(key) and col and col != cols[key] and (key == "score" or cert.kind == "known")
-    ]
+    score_col, id_col = (getattr(a, f"{key}_col") or cols.get(key) for key in ("score", "id"))
+    differ = (
+        [f"score {score_col!r} (calibrated on {cols['score']!r})"] if cols.get("score") not in (None, score_col) else []
+    )
+    differ += [f"group {c!r} (calibrated on {o!r})" for c, o in zip(group_cols, cert.group_columns) if c != o]
     if differ:
         print(f"warning: the data's columns differ from the certificate's: {'; '.join(differ)}", file=sys.stderr)
     if not score_col:
@@ -52,11 +104,14 @@ def _run(a) -> int:
         print(f"warning: column {id_col!r} has duplicate ids in {data.describe_rows(named, twice)}", file=sys.stderr)
     s = _scores(df, score_col, named)
     groups = None
-    if cert.kind == "known":
-        if not group_col:
+    if CALIBRATORS[cert.method].needs_groups:
+        if not group_cols:
             raise ParameterError(f"--group-col: {cert.method} thresholds need the column of group labels")
-        _need_columns(df, a.data, {"--group-col": group_col})
-        groups = _groups(df, group_col, named)
+        _need_columns(df, a.data, [("--group-col", c) for c in group_cols])
+    if cert.groupings:  # several groupings (or one, by its column)
+        groups = _collection(df, group_cols, named, cert)
+    elif group_cols:
+        groups = _groups(df, group_cols[0], named)
         known, present = set(cal.thresholds_), set(np.unique(groups).tolist())
         unseen = sorted(present - known)
         n = int(np.isin(groups, unseen).sum())

@@ -204,6 +204,11 @@ class CertifiedRouter:
         if not isinstance(options, ServeOptions):
             raise ParameterError(f"options: must be a ServeOptions, got {type(options).__name__}")
         cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
+        if cert.kind == "collection":  # issue 54: a request's groups of every grouping name its cell; not yet here
+            raise ParameterError(
+                f"certificate: a {cert.method} certificate routes by the cells of its groupings "
+                f"{list(cert.group_columns)}; the serving router takes one grouping (docs/overlapping-groups.md)"
+            )
         self.certificate, self.calibrator, self.options = cert, cert.calibrator(), options
         columns = cert.columns
         if options.score and cert.score and options.score != cert.score:

@@ -185,6 +185,7 @@ plan-benchmark: $(STAMP)
 	$(PY) benchmarks/plan_realdata.py --case deployment --tables mathl5_zeroeval --simulated 0 --eps 0.05 \
 	  --pilots 10 --draws 200 --out benchmarks/plan_deploy_math
 	$(PY) benchmarks/plan_realdata.py --out benchmarks/plan_realdata
+	$(PY) benchmarks/plan_sequential.py --out benchmarks/plan_sequential
 
 # issue 54: the validity audit and efficiency of the calibrators of overlapping groups; writes the committed
 # benchmarks/multigroup_audit.csv and benchmarks/multigroup_realdata.csv (about 10 minutes on two cores)

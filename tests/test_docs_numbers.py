@@ -795,3 +795,40 @@ def test_planning_thin_pilot_worst_rate():
     rate = prediction.worst_rate([0.0] * 9, [0.0] * 9, [0.0, 1.0])
     assert_quoted("docs/planning.md", f"with 9\nclean items, {100 * rate:.0f} %)")
     assert_quoted("docs/planning.md", f"fewer than {prediction.THIN_PILOT} labelled items (`prediction.THIN_PILOT`)")
+
+
+def test_planning_deployment_case_and_sequential_cost_are_the_committed_benchmarks():
+    """docs/planning.md, "The deployment case, measured" and "Over the benchmark's populations", against
+    benchmarks/plan_deploy*.csv (make plan-benchmark) and benchmarks/plan_sequential.csv."""
+    page = " ".join((REPO_ROOT / "docs" / "planning.md").read_text().split())
+    s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_deploy.csv")
+    overall, per = s[s["population"] == "ALL"], s[s["population"] != "ALL"]
+    assert f"{overall['one_coverage'].min():.0%}"[:-1] == "82" and f"{overall['one_coverage'].max():.0%}" == "86%"
+    assert round(overall["worst_cluster_coverage"].min(), 2) == 0.59 and "at least 59 %" in page
+    assert (overall["brier"] < overall[["brier_const_other", "brier_pooled"]].min(axis=1)).all()
+    assert overall["gap_thick"].dropna().abs().max() < 0.01 and overall["gap_thick"].isna().sum() == 2
+    assert round(overall["gain_real"].min(), 3) == 0.043 and round(overall["gain_real"].max(), 3) == 0.057
+    assert overall["gain_se"].max() < 0.005 and "4.3–5.7 points" in page
+    bad = overall[~overall["goal_overclaim"]]
+    assert list(zip(bad["eps"], bad["overclaim"], bad["sure"])) == [(0.05, 6, 101), (0.05, 7, 117)]
+    goals = ["goal_band", "goal_total", "goal_brier", "goal_overclaim"]
+    assert int(per[goals].all(axis=1).sum()) == 7 and len(per) == 32 and "all four hold in 7 of the 32" in page
+    assert [int((~per[g]).sum()) for g in goals] == [7, 5, 9, 9]
+    assert (per.loc[~per["goal_band"], "one_coverage"] > 0.9).all() and round(per["one_coverage"].min(), 3) == 0.747
+    assert round(per.loc[~per["goal_total"], "gap_thick"].abs().max(), 3) == 0.068
+    g = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_deploy_groups.csv")
+    oc = g[(g["n_labels"] > 0) & (g["p_certify"] >= 0.95) & (g["real_cert"] < 0.8)]
+    pooled, thick = oc[oc["pooled"]], oc[~oc["pooled"]]
+    assert (len(oc), len(pooled), len(thick)) == (26, 15, 11)
+    assert (pooled["pilot_n"].min(), pooled["pilot_n"].max(), round(pooled["p_cautious"].max(), 2)) == (3, 17, 0.77)
+    assert (thick["pilot_n"].min(), thick["pilot_n"].max()) == (25, 62)
+    assert "15 were groups marked *pooled* (pilots of 3–17 items, cautious `p_certify` at most 0.77)" in page
+    t = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_sequential.csv")
+    w = t.pivot_table(index=["population", "eps"], columns="route", values=["labels", "routed"])
+    ratio = w["labels"]["sequential"] / w["labels"]["planned (pilot 10%)"]
+    less = w["routed"]["planned (pilot 10%)"] - w["routed"]["sequential"]
+    assert len(w) == 16 and int((ratio < 1).sum()) == 15 and round(ratio.median(), 2) == 0.67
+    assert (less > 0).all() and (round(less.min(), 3), round(less.median(), 3)) == (0.034, 0.059)
+    seq = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_sequential_groups.csv")
+    assert len(seq) == 1720 and round(seq["violation"].mean(), 3) == 0.008
+    assert "fewer labels in 15 of the 16" in page and "0.8 % of the 1,720" in page

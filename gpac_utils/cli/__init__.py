@@ -2,7 +2,7 @@
 (also ``python -m gpac_utils``). ``gpac COMMAND --help`` lists a command's options.
 
 calibrate
-    fit PAC / G-PAC / C-PAC (or, with several --group-col, a grouping each: Min-G-PAC / Path-G-PAC,
+    fit PAC / G-PAC / C-PAC (or, with several --group-col, a grouping each: Shift-G-PAC / Min-G-PAC / Path-G-PAC,
     every group of every grouping within eps; docs/overlapping-groups.md) on a table and write the
     certificate: the thresholds (a collection's: one per cell), every setting,
     the provenance and each group's status as JSON (:mod:`gpac_utils.certificate`). A
@@ -47,7 +47,7 @@ error (a missing or malformed file, column or row). Errors are one line, never a
 warnings are ``warning:`` lines, one per kind, with a count.
 
 Checked before any work: every option's value; ``gpac calibrate`` without ``--method`` calibrates
-G-PAC when one ``--group-col`` is given, Min-G-PAC when several are, else PAC; options the chosen
+G-PAC when one ``--group-col`` is given, Shift-G-PAC when several are, else PAC; options the chosen
 method ignores are refused (``--group-col`` with ``--method pac`` or ``cpac``, several with ``--method
 gpac``, one given twice, ``--k``/``--partition``/``--mode`` without ``--method cpac``,
 ``--simultaneous`` with ``--method pac``; ``gpac route --group-col`` with a file that routes without

@@ -159,7 +159,7 @@ def test_readme_describes_the_default_calibrators_and_the_glossary_lists_every_o
     cls = type("Extra", (CALIBRATORS["G-PAC"].cls,), {"name": "G-PAC-extra"})  # the entry's name is the class's
     extra = dataclasses.replace(CALIBRATORS["G-PAC"], name="G-PAC-extra", cls=cls, default=False)
     with CALIBRATORS.registered(extra):  # tests/test_generated_docs.py: the glossary lists it
-        assert CALIBRATORS.names(default=True) == ["PAC", "G-PAC", "C-PAC", "Min-G-PAC"]
+        assert CALIBRATORS.names(default=True) == ["PAC", "G-PAC", "C-PAC", "Shift-G-PAC"]
 
 
 def test_cli_plan_help_lists_the_registries():

@@ -24,6 +24,7 @@ LESSONS = [
     "31_realdata_case_study",
     "32_label_budget",
     "33_online_gpac",
+    "36_overlapping_groups",
 ]
 QUOTED = re.compile(r"≈\s*(\d+)\s*s\s+in the last measured `make reproduce`")
 

@@ -35,7 +35,7 @@ from gpac_utils import VALID, threshold
 from gpac_utils.workflow.paths import BUILD, NOTEBOOKS, REPO_ROOT
 
 QUESTIONS = NOTEBOOKS / "questions"
-LESSONS = ("00", "10", "11", "12", "13", "31", "32", "33")
+LESSONS = ("00", "10", "11", "12", "13", "31", "32", "33", "36")
 TYPES = {"multiple_choice", "many_choice", "numeric"}
 MATHJAX = REPO_ROOT / "docs" / "_mathjax" / "node_modules" / "mathjax" / "es5"
 

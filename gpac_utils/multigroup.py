@@ -362,7 +362,8 @@ class ShiftGPAC(_Overlapping):
 
     For each group ``G``: a logistic fit of the loss on the score and every group's membership, on the
     labelled items **outside** ``G`` (:func:`_shift_fit`), gives each cell ``c`` of ``G`` a shift
-    :math:`d_c = \sum_{H \ni c} o_H / b` (``G``'s own offset is 0: no item outside ``G`` is in it), rounded to 6
+    :math:`d_c = \sum_{H \ni c} o_H / (b + 2\,\mathrm{se}(b))` (:data:`SHIFT_Z`; ``G``'s own offset is 0: no
+    item outside ``G`` is in it), rounded to 6
     decimals and clipped to ``[-1, 1]``. ``G`` is then calibrated by G-PAC's step (Algorithm 2, first-crossing)
     on the shifted score :math:`r = U + d_c` of its own items (``candidates="auto"``: every distinct shifted score,
     or evenly spaced points of :data:`SHIFTED`), a level :math:`\hat\lambda_G`; cell ``c`` of ``G`` may route

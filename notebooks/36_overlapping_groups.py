@@ -269,10 +269,13 @@ pd.DataFrame({"R(own threshold | G)": at_own, "R(Min-G-PAC | G)": at_min, "route
 # 3. **Cells.** Cell $c$ of $G$ may route $U \le \hat\lambda_G - d_c$ (in floating point, a threshold $t$ with
 #    $t + d_c \le \hat\lambda_G$); a cell takes the smallest threshold among its groups, as in Min-G-PAC.
 #
-# **Why it stays valid.** Fix $G$ and condition on everything about the items outside it. The shifts are then
-# fixed, so $r$ is a score chosen before $G$'s losses are read, and step 2 is Algorithm 2 on $G$ with the score
-# $r$: Theorem 4.2 (under Assumption 4.1) bounds $G$'s risk at $\hat\lambda_G$ on $r$. Step 3 only lowers
-# thresholds, as in Min-G-PAC. Wrong shifts cost routing, never validity.
+# **Why it stays valid.** Fix $G$; condition on which calibration items are in $G$ and on everything about the
+# others. The shifts are then fixed, so $r$ is a score chosen before $G$'s losses are read, and step 2 is
+# Algorithm 2 with first-crossing on $G$ with the score $r$: under Assumption 4.1, $G$'s risk at
+# $\hat\lambda_G$ on $r$ is within ε with probability at least $1 - \alpha$ (Theorem 4.2's statement). Step 3
+# routes an item of $G$ only if its shifted score is at most $\hat\lambda_G$ as computed (the float-safe $t$),
+# and the minimum over groups only lowers thresholds, as in Min-G-PAC. Wrong shifts cost routing, never
+# validity.
 #
 # By hand for one group, the language `l0`, on the calibration set of §3:
 
@@ -392,8 +395,8 @@ for cls in (MinGPAC, ShiftGPAC, PathGPAC):
 #   table are below `min_items` (§2); G-PAC on the cells then routes almost nothing (the real-table row
 #   `cells-bonferroni` below).
 # - **Reading "each group at α" as "all groups at once"**: Min-G-PAC and Shift-G-PAC at α guarantee each group
-#   separately; the event "some group exceeds ε" is bounded by α only with `correction="bonferroni"` (the
-#   audit's `group = "any"` rows).
+#   separately; the event "some group exceeds ε" is bounded by α only with `correction="bonferroni"` or by
+#   Path-G-PAC (the audit's `group = "any"` rows).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. What it costs: the committed audit
@@ -638,8 +641,9 @@ print("no shift: Min-G-PAC's thresholds; one grouping: every shift 0, G-PAC's th
 # :class: dropdown
 # ```
 # The validity argument never uses that the shifts are right: given the items outside $G$ they are fixed, and
-# Theorem 4.2 holds for any score fixed before $G$'s losses are read. So every group's violation rate stays
-# within α (up to Monte Carlo error). What the wrong shifts cost is routing: within `l0` they lower the threshold
+# Algorithm 2 with first-crossing gives its guarantee (Theorem 4.2's statement) for any score fixed before
+# $G$'s losses are read. So the share of calibrations in which some group exceeds ε, an upper bound on each
+# group's rate, stays within the pass limit. What the wrong shifts cost is routing: within `l0` they lower the threshold
 # of the cell that loses less and raise that of the cell that loses more, the opposite of what the budget needs.
 
 # %% tags=["solution"]
@@ -678,9 +682,9 @@ runs
 # - **One partition's guarantee does not carry over to another grouping.** G-PAC on the languages says nothing
 #   about a subject; G-PAC on the intersections certifies every group but needs enough items in every cell.
 # - **Min-G-PAC is valid for every group** because lowering a threshold cannot raise the joint risk (losses are
-#   non-negative): each group's Theorem 4.2 carries over to the cells. It does not carry over to the risk among
+#   non-negative): each group's guarantee survives lowering its cells' thresholds. It does not carry over to the risk among
 #   routed items, which every calibrator here refuses.
-# - **Shift-G-PAC keeps that argument and spends each group's budget better**: its shifts are fixed by items the
+# - **Shift-G-PAC keeps that argument and spends each group's budget better in the audit**: its shifts are fixed by items the
 #   group's own guarantee does not rest on, so they may be wrong without costing validity.
 # - **Each group at α is not all groups at α**: use `correction="bonferroni"` for the simultaneous statement, or
 #   Path-G-PAC, which the audit measured to route less.

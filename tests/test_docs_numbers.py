@@ -832,3 +832,24 @@ def test_planning_deployment_case_and_sequential_cost_are_the_committed_benchmar
     seq = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_sequential_groups.csv")
     assert len(seq) == 1720 and round(seq["violation"].mean(), 3) == 0.008
     assert "fewer labels in 15 of the 16" in page and "0.8 % of the 1,720" in page
+
+
+def test_planning_deployment_case_untested_totals_and_sequential_certifications():
+    """docs/planning.md's qualifications of the deployment-case figures (a statistician's read): where the total goal
+    is untested, how many groups the sequential mode certifies, and its violations among certified groups."""
+    page = " ".join((REPO_ROOT / "docs" / "planning.md").read_text().split())
+    s = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_deploy.csv")
+    per = s[s["population"] != "ALL"]
+    goals = ["goal_band", "goal_total", "goal_brier", "goal_overclaim"]
+    untested = per["gap_thick"].isna()
+    assert (int(untested.sum()), int((per[goals].all(axis=1) & untested).sum())) == (22, 5)
+    assert (int((~untested).sum()), int((~per["goal_total"]).sum())) == (10, 5)
+    assert "in 5 of those 7 the total is not tested" in page and "in 5 of the 10 pairs where it is tested" in page
+    t = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_sequential.csv")
+    w = t.pivot_table(index=["population", "eps"], columns="route", values="certified")
+    assert int((w["sequential"] < w["planned (pilot 10%)"]).sum()) == 10 and "fewer groups in 10 of the 16" in page
+    g = pd.read_csv(REPO_ROOT / "benchmarks" / "plan_sequential_groups.csv")
+    cert = g[g["status"] == "certified"]
+    assert (int(g["violation"].sum()), len(cert), int(cert["violation"].sum())) == (14, 1019, 14)
+    assert int(g.groupby(["population", "eps", "group"])["violation"].sum().max()) == 2
+    assert "14 of the 1,019 certified, 1.4 %" in page

@@ -10,7 +10,7 @@ boolean membership matrix. The target is, for every :math:`G \in \mathcal C`,
 
 the paper's joint risk (Section 4) with a per-item threshold :math:`\hat u(X)`; separately for each
 group, or for all of them at once. Items with the same memberships form a *cell* (one subject and one
-language); a threshold is set per cell. Two calibrators, registered in
+language); a threshold is set per cell. Three calibrators, registered in
 :data:`gpac_utils.calibrate.CALIBRATORS` when this module is imported (``calibrate`` cannot import it: this
 module builds on :class:`~gpac_utils.calibrate.PAC`, and the package has no import cycle):
 
@@ -22,17 +22,13 @@ module builds on :class:`~gpac_utils.calibrate.PAC`, and the package has no impo
     group separately at ``alpha``, for all at once with ``correction="bonferroni"`` (each of the ``m``
     groups at ``alpha / m``). It does **not** carry over to the risk among routed items,
     :math:`E[\ell \mid U \le u, G]`, which a lower threshold can raise: ``risk="routed"`` is refused.
+:class:`ShiftGPAC` (``"Shift-G-PAC"``, the default of a collection): Min-G-PAC on shifted scores
+    Each group is calibrated on its score shifted per cell by a fit on the items *outside* it, so that its
+    risk goes to its safer cells; the same guarantees as Min-G-PAC (``docs/overlapping-groups.md``).
 :class:`PathGPAC` (``"Path-G-PAC"``): pooled along a path fixed in advance
-    A random half of the calibration items (the *path half*, :attr:`PathGPAC.path_share`) fixes a one-parameter
-    family of per-cell thresholds: an estimate :math:`\hat p_c(u)` of the loss at score ``u`` in cell
-    ``c`` (isotonic in ``u``, shrunk toward the cell's groups), and for a level :math:`\lambda` the cell
-    routes :math:`U \le t_c(\lambda) = \sup\{u : \hat p_c(u) \le \lambda\}`: an item routes when its
-    *path score* :math:`q = \hat p_{c}(U)` is at most :math:`\lambda`. On the other items (the *test
-    half*) the levels are tested in a fixed sequence, from the smallest up; a level passes only when
-    *every* group's upper confidence bound at it is at most ``eps`` (an intersection–union test), and
-    the scan stops before the first level that fails (first-crossing,
-    :mod:`gpac_utils.selection`). The guarantee holds for all groups at once at ``alpha``, with no
-    multiplicity correction; the proof is in ``docs/overlapping-groups.md``.
+    A random half of the items fixes per-cell thresholds along a one-parameter path; the other half tests the
+    path in a fixed sequence, every group's bound at each step: all groups at once at ``alpha``, with no
+    multiplicity correction (its class description; the proof is in ``docs/overlapping-groups.md``).
 
 A group that the path half shows to be too small to be tested on the test half always thinks in
 the path (it cannot certify anything, :func:`gpac_utils.feasibility.min_items`). A group tested with
@@ -95,7 +91,6 @@ __all__ = [
     "Path",
     "fit_path",
     "PATH_GRID",
-    "cell_risk",
     "SEP",
     "SHRINK",
     "certificate_groups",
@@ -211,6 +206,42 @@ class _Overlapping(PAC):
         self.groupings_, self.group_names_ = coll.groupings, list(coll.names)
         self.group_sizes_ = {g: int(k) for g, k in zip(coll.names, coll.member.sum(axis=0).tolist())}
 
+    def _fit_groups(self, scores, losses, groups, shifts, interval) -> dict[str, float]:
+        """Each group's level by G-PAC's step on its items' scores shifted per cell (``shifts(s, loss, coll, j,
+        outside)`` returns group ``j``'s shift of a cell's groups, from the labelled items ``outside`` it; 0:
+        Min-G-PAC), its record, and each cell's threshold: the smallest of its groups' level less its shift there,
+        as a float ``t`` with ``t + shift <= level`` (:func:`_below`); ``-inf`` below 0, at most 1. Returns the
+        levels; ``shifts_`` (where the calibrator has it) gets each group's shift per cell."""
+        s, loss, coll = self._inputs(scores, losses, groups, min_items=1)
+        rng = np.random.default_rng(self.seed)
+        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
+        order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
+        self._start(coll)
+        alpha = self.config.alpha_per_group(len(coll.names))
+        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
+        cg, levels = _cell_groups(coll), {}
+        self.thresholds_ = {c: math.inf for c in cg}
+        for j, g in enumerate(coll.names):
+            idx = order[coll.member[order, j]]
+            shift_of = shifts(s, loss, coll, j, ~coll.member[:, j] & xi)
+            d = {c: shift_of(gs) for c, gs in cg.items() if g in gs}
+            if hasattr(self, "shifts_"):
+                self.shifts_[g] = d
+            if idx.size < self.min_group_size:
+                levels[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
+            else:
+                r = s[idx] + np.array([d[c] for c in coll.cells[idx].tolist()])
+                cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=interval)
+                ucb = _bounds.ucb(self.recipe.bound, z[idx], r, cand, alpha, term_range)
+                t = levels[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
+                at = np.searchsorted(np.asarray(cand), t, side="right") - 1
+                self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
+            for c in d:
+                self.thresholds_[c] = min(self.thresholds_[c], _below(levels[g], d[c]))
+        for c, t in self.thresholds_.items():  # below every score: thinks; above 1: routes every score
+            self.thresholds_[c] = -math.inf if t < 0 or not cg[c] else min(t, 1.0)
+        return levels
+
 
 class MinGPAC(_Overlapping):
     """Min-G-PAC: each group's own G-PAC threshold; each cell takes the smallest among its groups.
@@ -269,26 +300,7 @@ class MinGPAC(_Overlapping):
         -------
         self
         """
-        s, loss, coll = self._inputs(scores, losses, groups, min_items=1)
-        rng = np.random.default_rng(self.seed)
-        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
-        order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
-        self._start(coll)
-        alpha = self.config.alpha_per_group(len(coll.names))
-        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
-        for j, g in enumerate(coll.names):
-            idx = order[coll.member[order, j]]
-            if idx.size < self.min_group_size:
-                self.group_thresholds_[g] = -math.inf
-                self.groups_[g] = self._small(g, idx.size)
-                continue
-            cand = _selection.candidate_grid(s[idx], self.recipe.candidates, self.recipe.bound)
-            ucb = _bounds.ucb(self.recipe.bound, z[idx], s[idx], cand, alpha, term_range)
-            t = self.group_thresholds_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
-            at = np.searchsorted(np.asarray(cand), t, side="right") - 1
-            self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
-        for c, gs in _cell_groups(coll).items():
-            self.thresholds_[c] = min((self.group_thresholds_[g] for g in gs), default=-math.inf)
+        self.group_thresholds_ = self._fit_groups(scores, losses, groups, lambda *_: lambda groups: 0.0, (0.0, 1.0))
         return self
 
 
@@ -422,38 +434,15 @@ class ShiftGPAC(_Overlapping):
         -------
         self
         """
-        s, loss, coll = self._inputs(scores, losses, groups, min_items=1)
-        rng = np.random.default_rng(self.seed)
-        z, xi, term_range = _terms(loss, self.recipe, self.loss_bound, rng)
-        order = rng.permutation(s.size)  # a random order of the terms, for a sequential bound
-        self._start(coll)
         self.shifts_: dict[str, dict[str, float]] = {}
-        self.group_levels_: dict[str, float] = {}
-        alpha = self.config.alpha_per_group(len(coll.names))
-        n_min = _feasibility._min_items(self.eps, alpha, self.recipe, self.loss_bound, "joint")
-        member, cg = coll.member.astype(float), _cell_groups(coll)
-        self.thresholds_ = {c: math.inf for c in cg}
-        for j, g in enumerate(coll.names):
-            idx = order[coll.member[order, j]]
-            cells = [c for c, gs in cg.items() if g in gs]
-            outside = ~coll.member[:, j] & xi
-            b, o, b_se = _shift_fit(s[outside], loss[outside] / self.loss_bound, member[outside])
+
+        def shifts(s, loss, coll, j, outside):
+            """Group ``j``'s shift per cell, fitted on the labelled items outside it."""
+            b, o, b_se = _shift_fit(s[outside], loss[outside] / self.loss_bound, coll.member[outside].astype(float))
             b += SHIFT_Z * b_se  # the slope's upper value: a weakly identified slope gives small shifts
-            d = {c: float(np.clip(round(sum(o[coll.names.index(h)] for h in cg[c]) / b, 6), -1, 1)) for c in cells}
-            self.shifts_[g] = d
-            if idx.size < self.min_group_size:
-                self.group_levels_[g], self.groups_[g] = -math.inf, self._small(g, idx.size)
-            else:
-                r = s[idx] + np.array([d[c] for c in coll.cells[idx].tolist()])
-                cand = _selection.candidate_grid(r, self.recipe.candidates, self.recipe.bound, interval=SHIFTED)
-                ucb = _bounds.ucb(self.recipe.bound, z[idx], r, cand, alpha, term_range)
-                t = self.group_levels_[g] = float(_selection.select(cand, ucb, self.eps, self.recipe.rule))
-                at = np.searchsorted(np.asarray(cand), t, side="right") - 1
-                self.groups_[g] = _group_record(idx.size, xi[idx].sum(), t, ucb[at], n_min)
-            for c in cells:
-                self.thresholds_[c] = min(self.thresholds_[c], _below(self.group_levels_[g], d[c]))
-        for c, t in self.thresholds_.items():  # below every score: thinks; above 1: routes every score
-            self.thresholds_[c] = -math.inf if t < 0 or not cg[c] else min(t, 1.0)
+            return lambda groups: float(np.clip(round(sum(o[coll.names.index(h)] for h in groups) / b, 6), -1, 1))
+
+        self.group_levels_ = self._fit_groups(scores, losses, groups, shifts, SHIFTED)
         return self
 
 
@@ -803,22 +792,6 @@ def check_cells(groups: dict, thr: dict, groupings=None) -> None:
             )
 
 
-def cell_risk(a, k, t) -> np.ndarray:
-    """The exact joint risk of a cell with ``U ~ Uniform(0, 1)`` and ``P(loss = 1 | U = u) = a u^k`` at
-    threshold ``t``: :math:`a\\,t^{k+1}/(k+1)` (0 for ``t = -inf``), the audit populations' risk.
-
-    Examples
-    --------
-    >>> float(cell_risk(0.5, 1, 1.0)), float(cell_risk(0.5, 1, -np.inf))
-    (0.25, 0.0)
-    """
-    t = np.asarray(t, dtype=float)
-    t = np.where(np.isneginf(t), 0.0, np.clip(t, 0.0, 1.0))
-    return a * t ** (k + 1) / (k + 1)
-
-
-# A collection of groups (several groupings); Shift-G-PAC the default of its kind (gpac calibrate with several
-# --group-col and no --method). Their files hold their groupings (a declared field of theirs).
 CALIBRATORS.register(Method(MinGPAC.name, MinGPAC, "collection", {"groupings": GROUPING_NAMES}))
 CALIBRATORS.register(Method(ShiftGPAC.name, ShiftGPAC, "collection", {"groupings": GROUPING_NAMES}, default=True))
 CALIBRATORS.register(Method(PathGPAC.name, PathGPAC, "collection", {"groupings": GROUPING_NAMES}))

@@ -21,9 +21,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...multigroup import SEP, cell_risk
+from ...multigroup import SEP
 
-__all__ = ["OverlapPopulation", "POPULATIONS"]
+__all__ = ["OverlapPopulation", "POPULATIONS", "cell_risk"]
+
+
+def cell_risk(a, k, t) -> np.ndarray:
+    """The exact joint risk of a cell with ``U ~ Uniform(0, 1)`` and ``P(loss = 1 | U = u) = a u^k`` at
+    threshold ``t``: :math:`a\\,t^{k+1}/(k+1)` (0 for ``t = -inf``), the audit populations' risk.
+
+    Examples
+    --------
+    >>> float(cell_risk(0.5, 1, 1.0)), float(cell_risk(0.5, 1, -np.inf))
+    (0.25, 0.0)
+    """
+    t = np.asarray(t, dtype=float)
+    t = np.where(np.isneginf(t), 0.0, np.clip(t, 0.0, 1.0))
+    return a * t ** (k + 1) / (k + 1)
+
+
+# A collection of groups (several groupings); Shift-G-PAC the default of its kind (gpac calibrate with several
+# --group-col and no --method). Their files hold their groupings (a declared field of theirs).
 
 
 @dataclass(frozen=True)

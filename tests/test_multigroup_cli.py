@@ -176,6 +176,9 @@ def test_route_refuses_a_table_without_a_grouping_and_another_number_of_columns(
         tmp_path / "r.csv",
     )
     assert rc == 2 and "routes by 2 column(s) ['subject', 'language'], got 1" in one_error(err)
+    twice = ["--group-col", "subject", "--group-col", "subject", "-o", tmp_path / "r.csv"]
+    rc, _, err = run(capsys, "route", "--thresholds", certs["mingpac"], "--data", d / "cal.csv", *twice)
+    assert rc == 2 and "--group-col: 'subject' given twice; give each grouping's column once" in one_error(err)
     assert not (tmp_path / "r.csv").exists()
     # renamed columns, one per grouping in its order: routed as the certificate's; a label it lacks thinks
     df.rename(columns={"subject": "topic"}).replace({"algebra": "physics"}).to_csv(tmp_path / "new.csv", index=False)

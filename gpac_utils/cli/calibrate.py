@@ -36,6 +36,7 @@ from .common import (
     _default,
     _grouping_labels,
     _need_columns,
+    _once,
     _output,
     _read,
     _settings_from,
@@ -145,9 +146,7 @@ def _refuse_ignored(a) -> None:
             f"--group-col: only --method {takes} uses group labels (got --method {a.method}); "
             f"add --method {by_groups['known']}"
         )
-    twice = [c for i, c in enumerate(cols) if c in cols[:i]]
-    if twice:
-        raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
+    _once(cols)
     several = " or ".join(m.cli_name for m in CALIBRATORS.values() if m.groups == "collection")
     if len(cols) > 1 and entry.groups != "collection":
         raise ParameterError(

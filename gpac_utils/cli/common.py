@@ -74,6 +74,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 # --------------------------------------------------------------------------- helpers
+def _once(cols) -> None:
+    """Refuse a ``--group-col`` given twice (each grouping's column once)."""
+    twice = [c for i, c in enumerate(cols) if c in cols[:i]]
+    if twice:
+        raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
+
+
 def _need_columns(df: pd.DataFrame, path: Path, cols) -> None:
     """Each column named (``{option: column}`` or ``(option, column)`` pairs) is one of the table's, else one line."""
     for option, col in cols.items() if isinstance(cols, dict) else cols:

@@ -14,7 +14,7 @@ from ..calibrate import CALIBRATORS, UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import ParameterError
 from ..group_collection import collection
-from .common import EXIT_OK, _grouping_labels, _groups, _need_columns, _output, _read, _scores, _warn
+from .common import EXIT_OK, _grouping_labels, _groups, _need_columns, _once, _output, _read, _scores, _warn
 
 
 def _add_parser(sub, fmt) -> None:
@@ -45,9 +45,7 @@ def _group_cols(a, cert: Certificate) -> tuple[str, ...]:
             f"--group-col: a {cert.method} thresholds file routes by {count} column(s) {list(cert.group_columns)}, "
             f"got {len(given)} {given}; give one per grouping, in its order"
         )
-    twice = [c for i, c in enumerate(given) if c in given[:i]]
-    if twice:
-        raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
+    _once(given)
     if needs and cert.groupings is None:
         raise ParameterError(
             f"--group-col: a {cert.method} thresholds file calibrated on a membership matrix routes from Python "

@@ -642,8 +642,10 @@ print("no shift: Min-G-PAC's thresholds; one grouping: every shift 0, G-PAC's th
 # ```
 # The validity argument never uses that the shifts are right: given the items outside $G$ they are fixed, and
 # Algorithm 2 with first-crossing gives its guarantee (Theorem 4.2's statement) for any score fixed before
-# $G$'s losses are read. So the share of calibrations in which some group exceeds ε, an upper bound on each
-# group's rate, stays within the pass limit. What the wrong shifts cost is routing: within `l0` they lower the threshold
+# $G$'s losses are read. So each group's violation rate stays within α up to Monte Carlo error. The check below
+# is stricter: the share of calibrations in which some group exceeds ε (an upper bound on every group's rate).
+# Without Bonferroni the guarantee does not bound that share by α, but on this population it stays within the
+# pass limit too. What the wrong shifts cost is routing: within `l0` they lower the threshold
 # of the cell that loses less and raise that of the cell that loses more, the opposite of what the budget needs.
 
 # %% tags=["solution"]

@@ -12,7 +12,10 @@ transformers, or any object with their interface: ``model``, ``backend``, ``toke
    answer); a certificate calibrated on a score without one is refused when the router is built;
 3. routes: the cheap answer is served when the score is at most the request's group threshold
    (``-inf``: the group always thinks; a group absent from the certificate is *unseen at
-   calibration* and thinks);
+   calibration* and thinks); for a certificate of several overlapping groupings
+   (:mod:`gpac_utils.multigroup`, ``Method.groups == "collection"``) a request names its label of each
+   grouping, one column each (:attr:`CertifiedRouter.group_columns`), and its threshold is its *cell's*
+   (below);
 4. calls the thinking model on the requests routed to it;
 5. returns one row per request with its score, threshold, group status, route and answer;
 6. optionally feeds an online router (:class:`gpac_utils.online.OnlineGPAC`): it decides on the
@@ -25,11 +28,26 @@ Every request is sampled with :func:`~gpac_utils.llm.engines.item_seed` ``(seed,
 :mod:`gpac_utils.llm.generation` does, so a served answer is the answer the engine returns for that
 seed, whatever the batch; a table generated with the same seed and samplings has the same answers.
 
+**Several groupings** (issue 54). A collection certificate (Min-G-PAC, Shift-G-PAC, Path-G-PAC) routes by
+the cell of a request's groups: its labels, read from the columns :attr:`Certificate.group_columns
+<gpac_utils.certificate.Certificate.group_columns>` names (:meth:`~gpac_utils.certificate.Certificate.groups_from`),
+joined as the certificate's cells are (:func:`gpac_utils.group_collection.collection`), and the
+threshold is the calibrator's own (``thresholds_for``). The record's ``group`` is that cell
+(``subject=algebra & language=en``) and its ``status`` the cell's: the first of its groups' statuses that
+does not route, else ``certified``; ``unseen at calibration`` for a cell not calibrated. A request without a
+label of a grouping (``None``, NaN, ``''``) gets :data:`NO_GROUP` there and thinks, with status
+``unseen at calibration: no '<column>'``; one whose label the certificate lacks thinks, with status
+``unseen at calibration: group '<grouping>=<label>'``. A table without one of the columns, and a label
+that would read as another cell's, are refused. The online router and the drift alarm watch one group
+per request: with a collection certificate they are refused when the router is built (``online``,
+``drift``); a certificate calibrated on a membership matrix (no request attribute names its groups)
+is refused too.
+
 **Each decision is recorded** (:meth:`CertifiedRouter.decide`, :meth:`CertifiedRouter.serve`): its
-request id (``item_id``), group, status, score, threshold, route and the certificate's SHA-256
-(:attr:`CertifiedRouter.certificate_sha256`) go into the returned row and, one strict JSON line per
-request (:func:`json_line`: ``null`` for a score or threshold that is not finite), to the Python
-logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
+request id (``item_id``), group (a collection's: the cell), status, score, threshold, route and the
+certificate's SHA-256 (:attr:`CertifiedRouter.certificate_sha256`) go into the returned row and, one
+strict JSON line per request (:func:`json_line`: ``null`` for a score or threshold that is not finite),
+to the Python logger :data:`DECISION_LOGGER` (level INFO); nothing is kept in memory.
 
 The guarantee is the certificate's (a valid recipe's): per group, the expected extra loss
 ``E[loss * 1{U <= u_j} | G_j]`` is at most ``eps`` with probability at least
@@ -54,9 +72,10 @@ import numpy as np
 import pandas as pd
 
 from ..audit import routing_groups
-from ..calibrate import UNSEEN, GroupWarning
+from ..calibrate import ROUTING, UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
+from ..group_collection import ambiguous, collection
 from ..registry import removed
 from ..scores import ROLES, SCORES
 from .drift import DriftAlarm, DriftStore
@@ -65,7 +84,15 @@ from .generation import model_defaults, split_thinking, walk_samplings
 from .router_model import embedder as embedder_named
 from .router_model import load_router_model
 
-__all__ = ["CertifiedRouter", "ServeOptions", "DECISION_LOGGER", "DECISION_FIELDS", "ROUTES", "json_line"]
+__all__ = [
+    "CertifiedRouter",
+    "ServeOptions",
+    "DECISION_LOGGER",
+    "DECISION_FIELDS",
+    "ROUTES",
+    "NO_GROUP",
+    "json_line",
+]
 
 #: The Python logger each decision goes to, one JSON object per line (level INFO).
 DECISION_LOGGER = "gpac_utils.decisions"
@@ -88,8 +115,11 @@ def json_line(record) -> str:
     return json.dumps({k: finite(v) for k, v in dict(record).items()}, default=str, allow_nan=False)
 
 
-#: The fields of a decision record, in order: ``request_id`` is the request's ``item_id``.
+#: The fields of a decision record, in order: ``request_id`` is the request's ``item_id``; ``group`` its group (a
+#: collection certificate's: its cell, ``subject=algebra & language=en``, module description).
 DECISION_FIELDS = ("request_id", "group", "status", "score", "threshold", "route", "certificate_sha256")
+#: The label of a request that names no group (of a grouping): unknown to every certificate, it thinks.
+NO_GROUP = "(no group)"
 #: The two routes: the non-thinking (cheap) model answers, or the thinking model does.
 ROUTES = ("nothink", "think")
 _log = logging.getLogger(DECISION_LOGGER)
@@ -145,12 +175,13 @@ class CertifiedRouter:
     options : ServeOptions, optional
         Samplings, seed, the score's registry name, window, score model and embedder (:class:`ServeOptions`).
     online : OnlineGPAC, optional
-        An online router to feed (module description); needs ``loss_fn``.
+        An online router to feed (module description); needs ``loss_fn``; refused with a collection certificate.
     loss_fn : callable, optional
         ``loss_fn(request, nothink_answer, think_answer) -> float`` in ``[0, loss_bound]``.
     drift : DriftStore or path, optional
         The drift alarms' store (:mod:`gpac_utils.llm.drift`): a group under an alarm thinks, with
-        status ``"drift alarm: always think"``; labels come back through :meth:`feedback`.
+        status ``"drift alarm: always think"``; labels come back through :meth:`feedback`. Refused with a
+        collection certificate (the alarm watches one group per request).
 
     Raises
     ------
@@ -159,7 +190,8 @@ class CertifiedRouter:
     ParameterError
         For a missing engine (:meth:`for_decisions` decides without engines), a certificate whose score
         the router cannot compute (a ``score_router`` certificate without a recorded score model
-        included), or ``online`` without ``loss_fn``: all when the router is built.
+        included), ``online`` without ``loss_fn``, or a collection certificate calibrated on a membership
+        matrix, with ``online`` or with ``drift``: all when the router is built.
 
     Examples
     --------
@@ -204,11 +236,9 @@ class CertifiedRouter:
         if not isinstance(options, ServeOptions):
             raise ParameterError(f"options: must be a ServeOptions, got {type(options).__name__}")
         cert = certificate if isinstance(certificate, Certificate) else Certificate.read(certificate)
-        if cert.kind == "collection":  # issue 54: a request's groups of every grouping name its cell; not yet here
-            raise ParameterError(
-                f"certificate: a {cert.method} certificate routes by the cells of its groupings "
-                f"{list(cert.group_columns)}; the serving router takes one grouping (docs/overlapping-groups.md)"
-            )
+        self._cells = cert.kind == "collection"  # a group of each grouping per request; a threshold per cell
+        if self._cells:
+            self._check_collection(cert, online, drift)
         self.certificate, self.calibrator, self.options = cert, cert.calibrator(), options
         columns = cert.columns
         if options.score and cert.score and options.score != cert.score:
@@ -225,6 +255,9 @@ class CertifiedRouter:
             )
         self.score = SCORES[name]  # its registry entry (self.score.column: its name)
         self.group_col = columns.get("group") or "group"
+        #: The request columns that name its groups: one per grouping of a collection certificate, in its order
+        #: (:attr:`~gpac_utils.certificate.Certificate.group_columns`); G-PAC's group column; else none.
+        self.group_columns = cert.group_columns if self._cells else (self.group_col,) if cert.kind == "known" else ()
         if online is not None and loss_fn is None:
             raise ParameterError("loss_fn: feeding an online router needs loss_fn(request, nothink, think)")
         self.nothink, self.think, self.online, self.loss_fn = nothink, think, online, loss_fn
@@ -249,6 +282,28 @@ class CertifiedRouter:
         self._thresholds = {g: (-math.inf if t is None else float(t)) for g, t in cert.thresholds.items()}
         if self.score.pre_call:  # its computation runs once on no request: what it needs is checked now
             self._scores(pd.DataFrame({"item_id": [], **{c: [] for c in self.request_columns}}), None)
+
+    @staticmethod
+    def _check_collection(cert: Certificate, online, drift) -> None:
+        """What a collection certificate cannot be served with, refused in one line naming the argument."""
+        cols = list(cert.group_columns)
+        if cert.groupings is None:
+            raise ParameterError(
+                f"certificate: this {cert.method} certificate was calibrated on a membership matrix; no request "
+                "attribute names its groups (route it from Python: Certificate.calibrator().route)"
+            )
+        for name, given in (("online", online), ("drift", drift)):
+            if given is not None:
+                raise ParameterError(
+                    f"{name}: watches one group per request; a {cert.method} certificate puts each request in a "
+                    f"group of each grouping {cols}: serve it without {name}"
+                )
+        taken = [g for g in cert.groups if g in (NO_GROUP, *(f"{k}={NO_GROUP}" for k in cert.groupings))]
+        if taken:
+            raise ParameterError(
+                f"certificate: has a group {taken[0]!r}, the label of a request without one; rename that label and "
+                "recalibrate"
+            )
 
     def _load_score_model(self, source, path, embedder):
         """The score's fitted model the certificate records (``provenance.score_model``), hash-checked."""
@@ -326,13 +381,71 @@ class CertifiedRouter:
         groups = requests[self.group_col].to_numpy() if known else None
         return routing_groups(self.certificate, self.calibrator, scores, groups)
 
-    def _route(self, requests: pd.DataFrame, scores: np.ndarray):
-        """The group each request is reported under, its threshold, and whether it goes to the cheap model."""
-        labels, named = self._groups(requests, scores)
+    def _cell_groups(self, requests: pd.DataFrame, where: str = "requests: column"):
+        """A collection certificate's labels of the requests (:meth:`Certificate.groups_from`), each request's cell
+        (as :func:`~gpac_utils.group_collection.collection` names it) and status (module description); ``where``
+        names a column in a refusal."""
+        cert, cols = self.certificate, list(self.group_columns)
+        absent = [c for c in cols if c not in requests.columns]
+        if absent:
+            raise DataError(f"requests: {cert.method} needs the group column {absent[0]!r} (one per grouping: {cols})")
+        raw = requests[cols]
+        blank = raw.isna() | (raw.astype(str) == "")
+        labels = cert.groups_from(raw.mask(blank, NO_GROUP))
+        for g, c in zip(cert.groupings, cols):
+            bad = ambiguous(labels[g], cert.groupings)
+            if bad.any():
+                raise DataError(
+                    f"{where} {c!r} has the label {labels[g].iloc[int(np.argmax(bad))]!r}, which holds "
+                    "' & ' and a grouping's 'name=' (what joins a cell's groups)"
+                )
+        coll = collection(labels, len(requests), "requests", every_group_used=False)
+        keys = [
+            (c, cols[int(np.argmax(b))] if b.any() else None) for c, b in zip(coll.cells.tolist(), blank.to_numpy())
+        ]
+        first: dict = {}
+        for i, key in enumerate(keys):  # a status per cell and missing column, from its first request's groups
+            first.setdefault(key, i)
+        status = {
+            k: self._cell_status(*k, [coll.names[j] for j in np.flatnonzero(coll.member[i])]) for k, i in first.items()
+        }
+        return labels, coll.cells, np.array([status[k] for k in keys], dtype=object)
+
+    def _cell_status(self, cell: str, blank: str | None, groups: list[str]) -> str:
+        """A request's status by its cell, ``blank`` the first column it has no label in, and its groups (module
+        description)."""
+        cert = self.certificate
+        unknown = [g for g in groups if g not in cert.groups]
+        if blank is not None:
+            return f"{UNSEEN}: no {blank!r}"
+        if unknown:
+            return f"{UNSEEN}: group {unknown[0]!r}"
+        if cell not in cert.thresholds:
+            return UNSEEN
+        st = [cert.groups[g]["status"] for g in groups]
+        return next((s for s in st if s not in ROUTING), st[0])
+
+    def _route(self, requests: pd.DataFrame, scores: np.ndarray, where: str = "requests: column"):
+        """The group each request is reported under, its threshold, whether it goes to the cheap model, and its status
+        (None: its group's, :meth:`_drift_route`; a collection's: its cell's, :meth:`_cell_groups`)."""
+        if self._cells:
+            labels, named, statuses = self._cell_groups(requests, where)
+        else:
+            (labels, named), statuses = self._groups(requests, scores), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GroupWarning)  # unseen groups: their status says it
             thr = self.calibrator.thresholds_for(scores, labels)
-        return named, thr, scores <= thr
+        return named, thr, scores <= thr, statuses
+
+    def request_groups(self, group) -> pd.DataFrame:
+        """One request's group columns as a one-row table (a collection certificate's :attr:`group_columns`, from
+        a mapping of column to label; an absent column or ``None``: no label there)."""
+        if not isinstance(group, Mapping):
+            raise ParameterError(
+                f"group: a {self.certificate.method} certificate takes a label per grouping, a mapping of its columns "
+                f"{list(self.group_columns)} to labels; got {type(group).__name__}"
+            )
+        return pd.DataFrame({c: [group.get(c)] for c in self.group_columns}, dtype=object)
 
     def _check_requests(self, requests: pd.DataFrame) -> None:
         if not isinstance(requests, pd.DataFrame):
@@ -373,16 +486,21 @@ class CertifiedRouter:
 
     def decide_one(self, request_id, group, score: float) -> dict:
         """One pre-scored request's decision record (:data:`DECISION_FIELDS`), as :meth:`decide` gives it,
-        without a table (a gateway's per-request path); not logged."""
-        if self._known:
+        without a table (a gateway's per-request path); not logged. ``group``: its label; for a collection
+        certificate a mapping of each of :attr:`group_columns` to its label (:meth:`request_groups`)."""
+        statuses = None
+        if (self._known or self._cells) and not 0.0 <= score <= 1.0:
+            raise DataError(f"score: must be in [0, 1], got {score!r}")
+        if self._cells:
+            names, thrs, _, statuses = self._route(self.request_groups(group), np.array([score]), "metadata key")
+            name, thr = str(names[0]), float(thrs[0])
+        elif self._known:
             name = str(group)
             thr = self._thresholds.get(name, -math.inf)
-            if not 0.0 <= score <= 1.0:
-                raise DataError(f"score: must be in [0, 1], got {score!r}")
         else:
-            names, thrs, _ = self._route(pd.DataFrame(), np.array([score], dtype=float))
+            names, thrs, _, _ = self._route(pd.DataFrame(), np.array([score], dtype=float))
             name, thr = str(names[0]), float(thrs[0])
-        [cheap], [status] = self._drift_route([name], [score <= thr])
+        [cheap], [status] = self._drift_route([name], [score <= thr], statuses)
         return {
             "request_id": request_id,
             "group": name,
@@ -399,8 +517,9 @@ class CertifiedRouter:
         Parameters
         ----------
         requests : pandas.DataFrame
-            ``item_id`` (unique: the request id), the certificate's group column for G-PAC, and the
-            columns the score reads (:attr:`request_columns`).
+            ``item_id`` (unique: the request id), the certificate's group column for G-PAC (one column per
+            grouping for a collection certificate: :attr:`group_columns`), and the columns the score reads
+            (:attr:`request_columns`).
 
         Returns
         -------
@@ -423,8 +542,8 @@ class CertifiedRouter:
             )
         self._check_requests(requests)
         scores = self._scores(requests, None)
-        named, thr, cheap = self._route(requests, scores)
-        cheap, statuses = self._drift_route(named, cheap)
+        named, thr, cheap, statuses = self._route(requests, scores)
+        cheap, statuses = self._drift_route(named, cheap, statuses)
         out = self._decided(requests["item_id"].tolist(), named, statuses, scores, thr, cheap)
         self.log(self.records(out))
         return out
@@ -445,15 +564,16 @@ class CertifiedRouter:
         requests : pandas.DataFrame
             ``item_id`` (unique), ``messages`` (the conversation; ``messages_nothink`` /
             ``messages_think`` per role where they differ: :meth:`conversations`), the certificate's group column for
-            G-PAC, the columns the score reads (:attr:`~gpac_utils.scores.Score.request_columns`:
-            ``question`` for ``score_verbalized``) and whatever ``loss_fn`` reads.
+            G-PAC (one per grouping for a collection certificate: :attr:`group_columns`), the columns the score
+            reads (:attr:`~gpac_utils.scores.Score.request_columns`: ``question`` for ``score_verbalized``) and
+            whatever ``loss_fn`` reads.
 
         Returns
         -------
         pandas.DataFrame
-            One row per request, in order: ``item_id``, ``group``, ``status`` (the group's status in
-            the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking answer is
-            served), ``route`` (``nothink`` or ``think``), ``certificate_sha256``,
+            One row per request, in order: ``item_id``, ``group`` (a collection's: the cell), ``status`` (the
+            group's status in the certificate), ``score``, ``threshold``, ``route_nothink`` (True: the non-thinking
+            answer is served), ``route`` (``nothink`` or ``think``), ``certificate_sha256``,
             ``answer`` (the one served), ``nothink_answer``, ``think_answer`` (missing where the
             thinking model was not called); with an online router also ``observed`` and ``loss``.
         """
@@ -468,8 +588,8 @@ class CertifiedRouter:
         else:
             cheap = self.generate("nothink", requests)
             scores = self._scores(requests, cheap)
-        named, thr, route_nothink = self._route(requests, scores)
-        route_nothink, statuses = self._drift_route(named, route_nothink)
+        named, thr, route_nothink, statuses = self._route(requests, scores)
+        route_nothink, statuses = self._drift_route(named, route_nothink, statuses)
         decisions = None
         need_think = ~route_nothink
         if self.online is not None:
@@ -503,10 +623,11 @@ class CertifiedRouter:
         return out
 
     # -- drift in production (gpac_utils.llm.drift) -----------------------------------------------
-    def _drift_route(self, named, route_nothink):
-        """The routes and statuses after the drift alarms: an alarmed group's requests think, with status
-        :data:`~gpac_utils.llm.drift.DRIFT_STATUS`."""
-        statuses = np.array([self.statuses.get(g, UNSEEN) for g in named], dtype=object)
+    def _drift_route(self, named, route_nothink, statuses=None):
+        """The routes and statuses (default: each group's in the certificate) after the drift alarms: an alarmed
+        group's requests think, with status :data:`~gpac_utils.llm.drift.DRIFT_STATUS`."""
+        if statuses is None:
+            statuses = np.array([self.statuses.get(g, UNSEEN) for g in named], dtype=object)
         if self.drift is None:
             return np.asarray(route_nothink, bool), statuses
         return self.drift.apply(named, route_nothink, statuses)

@@ -8,13 +8,18 @@ the decision is the certificate's (:class:`gpac_utils.llm.serve.CertifiedRouter`
 1. the request's pre-call score (the certificate's score entry, :attr:`gpac_utils.scores.Score.serve`,
    on the text of the last user message, in every column the score reads; for ``score_router`` the
    certificate's hash-checked router model);
-2. the request's group from its ``metadata`` (key ``group_key``; G-PAC certificates). The caller
-   chooses it: the guarantee for a group holds only if the group is assigned by the rule used at
-   calibration, set by the operator and not chosen by the caller;
+2. the request's group from its ``metadata`` (key ``group_key``; G-PAC certificates); for a certificate
+   of several groupings (``Method.groups == "collection"``: Shift-G-PAC, Min-G-PAC, Path-G-PAC) its label
+   of each grouping, ``metadata[<column>]`` for each of the certificate's group columns
+   (:attr:`~gpac_utils.certificate.Certificate.group_columns`; ``group_key`` is refused), and its cell.
+   The caller chooses them: the guarantee for a group holds only if the group is assigned by the rule
+   used at calibration, set by the operator and not chosen by the caller;
 3. the ``nothink`` deployment when the score is at most the group's threshold, else the ``think``
    one. A group whose status is *always think* (too few items, no feasible threshold) has threshold
    ``-inf`` and always thinks; a request without a group, or with a group the certificate does not
-   know, thinks with status *unseen at calibration*; a request without a user message, or whose
+   know, thinks with status *unseen at calibration* (a collection's: ``unseen at calibration: no
+   '<column>'``, ``unseen at calibration: group '<grouping>=<label>'``, or a cell not calibrated: the
+   rules of :mod:`gpac_utils.llm.serve`); a request without a user message, or whose
    text is ``None``, empty, blank or only non-text parts (an image), thinks with status
    :data:`NO_TEXT` (score ``nan``: nothing was scored). A chat ending in an assistant turn is
    scored on the last user message before it.
@@ -24,18 +29,18 @@ that text is distributed like the certificate's text column (``provenance.score_
 same template, single turn; a request with another template, a system prompt or earlier turns
 gets another score, and the certificate says nothing about it.
 
-**Each decision is a record** (:data:`~gpac_utils.llm.serve.DECISION_FIELDS`: request id, group,
-status, score, threshold, route, the certificate's SHA-256, plus the ``deployment`` id) that leaves
-with the request's own response: in the response's hidden parameters (``response._hidden_params
-["gpac_decision"]``) and as ``x-gpac-*`` headers (:data:`HEADERS`; in the proxy, HTTP response
-headers, numbers as Python writes them: ``nan``, ``-inf``), and goes to the logger
-:data:`~gpac_utils.llm.serve.DECISION_LOGGER` as strict JSON (``null`` for them). Nothing is kept in
-memory. The request id is LiteLLM's call id, one rule for the proxy and ``litellm.Router``: the
-proxy's ``x-litellm-call-id`` header; in the router returned by :func:`build_router`, the
-``litellm_call_id`` the call is given, else one drawn before routing, which the response carries as
-``response._hidden_params["litellm_call_id"]``. Only a decision made outside LiteLLM
-(:meth:`CertifiedRoutingStrategy.decide` without a call id) takes ``metadata.request_id``, else a new
-UUID.
+**Each decision is a record** (:data:`~gpac_utils.llm.serve.DECISION_FIELDS`: request id, group (a
+collection's: the cell, ``subject=algebra & language=en``), status, score, threshold, route, the
+certificate's SHA-256, plus the ``deployment`` id) that leaves with the request's own response: in
+the response's hidden parameters (``response._hidden_params["gpac_decision"]``) and as ``x-gpac-*``
+headers (:data:`HEADERS`; in the proxy, HTTP response headers, numbers as Python writes them:
+``nan``, ``-inf``), and goes to the logger :data:`~gpac_utils.llm.serve.DECISION_LOGGER` as strict
+JSON (``null`` for them). Nothing is kept in memory. The request id is LiteLLM's call id, one rule
+for the proxy and ``litellm.Router``: the proxy's ``x-litellm-call-id`` header; in the router
+returned by :func:`build_router`, the ``litellm_call_id`` the call is given, else one drawn before
+routing, which the response carries as ``response._hidden_params["litellm_call_id"]``. Only a
+decision made outside LiteLLM (:meth:`CertifiedRoutingStrategy.decide` without a call id) takes
+``metadata.request_id``, else a new UUID.
 
 **A request the certificate sends to the thinking model is never answered by the cheap one.** A
 retry calls the same deployment again (the decision is a function of the request); a configuration
@@ -45,7 +50,8 @@ with fallbacks from a certified model group (``router_settings`` or ``litellm_se
 that names its own ``fallbacks`` for a certified group is refused (HTTP 400).
 
 Two ways to run it, from one configuration (``docs/deploying.md``): LiteLLM's ``model_list`` plus
-a ``gpac`` block (``certificate``, optional ``score_model`` and ``group_key``):
+a ``gpac`` block (``certificate``, optional ``score_model``, ``group_key`` and ``drift``; a collection
+certificate refuses ``group_key`` and ``drift``):
 
 * :func:`build_router`: a ``litellm.Router`` with :class:`CertifiedRoutingStrategy` registered
   (``Router.register_plugin``);
@@ -80,7 +86,7 @@ import pandas as pd
 from ..calibrate import ALL
 from ..checks import DataError, ParameterError
 from .drift import DriftStore
-from .serve import DECISION_FIELDS, ROUTES, CertifiedRouter, ServeOptions
+from .serve import DECISION_FIELDS, NO_GROUP, ROUTES, CertifiedRouter, ServeOptions
 
 __all__ = [
     "ROUTES",
@@ -95,8 +101,6 @@ __all__ = [
     "read_gateway_config",
 ]
 
-#: The group of a request whose metadata names none (unknown to every certificate: it thinks).
-NO_GROUP = "(no group)"
 #: The status of a request without user text (no user message, or an empty or blank one): it thinks.
 NO_TEXT = "always think: no user text"
 #: The response header of each decision field (and of the deployment id).
@@ -153,8 +157,11 @@ class CertifiedRoutingStrategy(_base()):
         The router model file (default: as the certificate records it).
     embedder : object, optional
         The embedder of the router model (default: its registry entry's).
-    group_key : str, default "group"
-        The request ``metadata`` field naming its group.
+    group_key : str, optional
+        The request ``metadata`` field naming its group (default ``"group"``). Refused with a collection
+        certificate: a request names its label of each grouping in ``metadata[<column>]``, one key per
+        column of :attr:`CertifiedRouter.group_columns <gpac_utils.llm.serve.CertifiedRouter.group_columns>`
+        (:attr:`group_keys`).
     settings : mapping, optional
         The configuration's ``router_settings`` and ``litellm_settings`` merged: fallbacks from a
         certified model group are refused.
@@ -166,7 +173,8 @@ class CertifiedRoutingStrategy(_base()):
     ParameterError, DataError
         At build, in one line: a deployment list without a certified group, a group without both
         routes or ids, fallbacks from a certified group, a certificate on a cascade score, a
-        ``score_router`` certificate without its model, an embedder of another name.
+        ``score_router`` certificate without its model, an embedder of another name, ``group_key`` or
+        ``drift`` with a collection certificate.
     """
 
     def __init__(
@@ -176,7 +184,7 @@ class CertifiedRoutingStrategy(_base()):
         *,
         score_model=None,
         embedder=None,
-        group_key: str = "group",
+        group_key: str | None = None,
         settings: Mapping | None = None,
         batch: bool = True,
         drift=None,
@@ -188,7 +196,13 @@ class CertifiedRoutingStrategy(_base()):
                 f"certificate: score {r.score.column!r} needs the cheap model's answer before the decision; a gateway "
                 "decides before any call (a pre-call score, cost form 'router'): serve it with CertifiedRouter.serve"
             )
-        if not isinstance(group_key, str) or not group_key:
+        if r._cells and group_key is not None:
+            raise ParameterError(
+                f"group_key: a {r.certificate.method} certificate reads a label per grouping, each from the request "
+                f"metadata key of its column {list(r.group_columns)}: remove group_key"
+            )
+        group_key = "group" if group_key is None and not r._cells else group_key
+        if not r._cells and (not isinstance(group_key, str) or not group_key):
             raise ParameterError(f"group_key: must be a non-empty string, got {group_key!r}")
         if NO_GROUP in r._thresholds:  # the label of a request without a group must not name a certified group
             raise ParameterError(
@@ -196,6 +210,8 @@ class CertifiedRoutingStrategy(_base()):
                 "rename that group and recalibrate"
             )
         self.group_key, self.batch = group_key, bool(batch)
+        #: The request ``metadata`` keys its groups are read from: ``(group_key,)``, or a collection's group columns.
+        self.group_keys = tuple(r.group_columns) if r._cells else (group_key,)
         self.deployments: dict[str, dict[str, dict]] = {}
         for k, d in enumerate(model_list or []):
             info = d.get("model_info") or {}
@@ -279,8 +295,11 @@ class CertifiedRoutingStrategy(_base()):
             raise ParameterError(f"model: {model!r} is not a certified model group; they are {list(self.deployments)}")
         kwargs = request_kwargs or {}
         metadata = kwargs.get("metadata") or {}
-        group = metadata.get(self.group_key) if isinstance(metadata, Mapping) else None
-        group = NO_GROUP if group is None or (isinstance(group, float) and math.isnan(group)) else str(group)
+        if self.router._cells:  # a label per grouping (a key absent or None: none there; the router says so)
+            group = {k: metadata.get(k) for k in self.group_keys} if isinstance(metadata, Mapping) else {}
+        else:
+            group = metadata.get(self.group_key) if isinstance(metadata, Mapping) else None
+            group = NO_GROUP if group is None or (isinstance(group, float) and math.isnan(group)) else str(group)
         request_id = kwargs.get("litellm_call_id") or (
             metadata.get("request_id") if isinstance(metadata, Mapping) else None
         )
@@ -290,6 +309,8 @@ class CertifiedRoutingStrategy(_base()):
         if not text.strip():
             r = self.router
             named = group if r._known else (ALL if r.certificate.kind == "none" else NO_GROUP)
+            if r._cells:  # its cell, as the certificate names it
+                named = str(r._cell_groups(r.request_groups(group), "metadata key")[1][0])
             record = {
                 "request_id": request_id,
                 "group": named,
@@ -441,7 +462,9 @@ def build_router(config, *, base: Path | None = None, embedder=None, batch: bool
     ----------
     config : mapping or path
         ``model_list`` and ``gpac`` (``certificate``, optional ``score_model``, ``group_key`` and ``drift``:
-        ``{store: path, level: 0.05, horizon: 10000}``, :class:`~gpac_utils.llm.drift.DriftStore`),
+        ``{store: path, level: 0.05, horizon: 10000}``, :class:`~gpac_utils.llm.drift.DriftStore`; a collection
+        certificate takes neither ``group_key`` nor ``drift``: its requests name a label per grouping in their
+        metadata, one key per group column),
         optionally ``router_settings`` (passed to the Router); relative paths are read from ``base``.
     base : path, optional
         The folder the configuration's paths are relative to (default: the configuration file's, else
@@ -522,7 +545,10 @@ class CertifiedProxyHook(_custom_logger()):
                     f"{key}: model {model!r} is certified; a fallback would let another model answer a request the "
                     "certificate sends to the thinking one"
                 )
-        record = await self.strategy.adecide(model, data.get("messages"), data)
+        try:
+            record = await self.strategy.adecide(model, data.get("messages"), data)
+        except DataError as exc:  # a request's own fault (a label that would read as another cell's): HTTP 400
+            raise _refusal(str(exc)) from None
         metadata = data.get("metadata")
         data["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), "gpac_decision": record}
         data["model"] = record["deployment"]  # the proxy calls that one deployment

@@ -255,6 +255,12 @@ def _run(a) -> int:
         else np.nan
         for r in table.itertuples()
     ]
+    decides = {
+        (x, int(n)): bool(curves.one_loss_decides[j, k])
+        for j, x in enumerate(curves.groups)
+        for k, n in enumerate(curves.n_grid)
+    }
+    table["one_loss_decides"] = [decides.get((r.group, int(r.n_labels)), False) for r in table.itertuples()]
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
@@ -291,6 +297,15 @@ def _run(a) -> int:
             f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
             f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
             f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
+        )
+    fragile = [x for x, n in plan.n.items() if decides.get((x, int(n)), False)]
+    if fragile:
+        print(
+            f"cannot predict whether {', '.join(fragile)} certify: their planned labels are below "
+            f"{curves.settings['n_one_loss']}, the fewest items with which a group certifies despite one loss on its "
+            "lowest-scored label (column one_loss_decides), so one such loss decides, and their p_certify is the "
+            "pilot's guess that this label is loss-free, which its few low-scored items cannot check "
+            f"(docs/planning.md measures it); with {curves.settings['n_one_loss']} items one loss no longer decides"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

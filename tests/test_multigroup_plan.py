@@ -5,6 +5,7 @@ the table does not describe (docs/planning.md, "Several groupings")."""
 
 from __future__ import annotations
 
+import shlex
 import warnings
 
 import numpy as np
@@ -16,6 +17,7 @@ from gpac_utils.cli import main
 from gpac_utils.feasibility import min_items, n_needed
 from gpac_utils.multigroup import ShiftGPAC
 from gpac_utils.settings import Settings
+from gpac_utils.workflow.paths import REPO_ROOT
 
 GROUPINGS = ("subject", "language")
 EPS = 0.1
@@ -189,3 +191,18 @@ def test_one_grouping_plan_is_the_same_with_method_gpac(table, capsys):
     assert run(capsys, *args, "--method", "gpac", "-o", d / "b.csv")[0] == 0
     pd.testing.assert_frame_equal(pd.read_csv(d / "a.csv"), pd.read_csv(d / "b.csv"))
     assert "allocation" in pd.read_csv(d / "a.csv").columns  # the forecast's table
+
+
+def test_the_planning_page_shows_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    """docs/planning.md, "Several groupings": its command, run as written (from a folder holding its table),
+    prints the page's output."""
+    page = (REPO_ROOT / "docs" / "planning.md").read_text().split("## Several groupings")[1]
+    command = next(line for line in page.splitlines() if line.startswith("gpac plan "))
+    shown = page.split("```text\n")[1].split("```")[0].splitlines()
+    t = pd.read_csv(REPO_ROOT / "data" / "real" / "mathl5_zeroeval.csv")
+    monkeypatch.chdir(tmp_path)
+    t.rename(columns={"group": "subject"}).assign(third=t["item_id"] % 3).to_csv("mathl5_two.csv", index=False)
+    rc, out, err = run(capsys, *shlex.split(command)[1:])
+    assert rc == 0
+    assert [x for x in shown if x.startswith("warning: ")] == err.splitlines()
+    assert [x for x in shown if not x.startswith("warning: ")] == out.splitlines()

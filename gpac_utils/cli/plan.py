@@ -44,8 +44,9 @@ def _add_parser(sub, fmt) -> None:
         p,
         "losses; rows without one are unlabelled",
         None,
-        "group labels (default: group); repeated, one column per grouping (groups that may overlap): no forecast, "
-        "the feasibility table of every group of every grouping (docs/planning.md, 'Several groupings')",
+        "group labels; when not given, the column 'group'; repeated, one column per grouping (groups that may "
+        "overlap): no forecast, the feasibility table of every group of every grouping (docs/planning.md, 'Several "
+        "groupings')",
         several=True,
     )
     p.add_argument(
@@ -63,7 +64,7 @@ def _add_parser(sub, fmt) -> None:
         type=float,
         default=None,
         help="calibration labels, on top of the pilot's (default: half of the rows outside the pilot); drawn from "
-        "the rows outside the pilot",
+        "the rows outside the pilot; refused with several --group-col (no forecast of a collection)",
     )
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")

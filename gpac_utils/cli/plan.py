@@ -271,7 +271,7 @@ def _plan_collection(a, settings: Settings, cols: list[str]) -> int:
     rows = dict(zip(coll.names, coll.member.sum(axis=0).tolist()))
     n = dict(zip(coll.names, coll.member[labelled].sum(axis=0).tolist()))
     # feasibility counts m = len(n): every group of every grouping, as the calibrators do (alpha_per_group)
-    feas = feasibility.feasibility(n, settings.replace(seed=_default("seed")))
+    feas = feasibility.feasibility(n, settings)  # --seed: refused above, so at its default (not read)
     feas.insert(1, "grouping", [g.split("=", 1)[0] for g in coll.names])
     feas.insert(2, "rows", feas["group"].map(rows))
     _write(a.output, (a.output, feas))

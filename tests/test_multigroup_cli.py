@@ -258,11 +258,8 @@ def test_a_certificate_of_the_previous_schema_still_reads_routes_and_verifies(tm
 
 
 def test_the_other_commands_refuse_a_collection_in_one_line_until_they_take_one(made, capsys):
-    """Audit and serving come next (issue 54); until then one line, no traceback; gpac plan keeps one grouping."""
+    """Serving comes next (issue 54; gpac audit: tests/test_multigroup_audit.py); gpac plan keeps one grouping."""
     d, df, certs = made
-    df.assign(item_id=df["item_id"] + 10_000, score=df["score"] * 0.99).to_csv(d / "fresh.csv", index=False)
-    rc, _, err = run(capsys, "audit", certs["mingpac"], "--data", d / "fresh.csv")
-    assert rc == 2 and "gpac audit and the serving router take one grouping" in one_error(err)
     args = ["plan", "--data", d / "cal.csv", "--score-col", "score", "--eps", "0.1", "-o", d / "plan.json"]
     with pytest.raises(SystemExit):
         main([str(a) for a in [*args, "--group-col", "subject", "--group-col", "language"]])

@@ -28,6 +28,7 @@ from gpac_utils.audit import (
     gate,
     routing,
 )
+from gpac_utils.audit_sequential import SequentialAudit
 from gpac_utils.calibrate import CERTIFIED, TOO_FEW
 from gpac_utils.certificate import Certificate
 from gpac_utils.checks import ParameterError
@@ -193,6 +194,8 @@ def test_the_sequential_mode_of_a_collection_is_refused(made, capsys):
     )
     assert rc == 2 and one_error(err).startswith("error: --sequential: a Shift-G-PAC certificate")
     assert not (d / "s").exists()
+    with pytest.raises(ParameterError, match="certificate: a Shift-G-PAC certificate .* audited in one look"):
+        SequentialAudit.start(Certificate.read(cert), "0" * 64)
 
 
 def test_labels_and_cells_the_certificate_lacks_are_warned_per_grouping(made, capsys):

@@ -34,7 +34,8 @@ fit-router
     of a labelled table, write it as JSON, and write the other rows scored by it (the table to
     calibrate on); an existing score column is replaced only with ``--overwrite-score-col``.
 audit
-    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`): the realised
+    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`; a certificate of
+    several groupings: per group of every grouping, each item routed by its cell): the realised
     risk, its bounds and a verdict at a family-wise level; exit 3 when a group is violated (the
     other statuses: ``gpac audit --help``).
 verify

@@ -71,6 +71,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from gpac_utils import allocation, prediction
 from gpac_utils.calibrate import GPAC, GroupWarning, batch_threshold
@@ -337,6 +338,7 @@ def run_deployment(populations, eps_values, pilot_shares, pilots, draws, spec, a
                                 "one_q10": at(one_lo),
                                 "one_q90": at(one_hi),
                                 "p_certify": at(curves.p_certify),
+                                "one_loss_decides": bool(at(curves.one_loss_decides)),
                                 "pooled": bool(in_pilot.size < prediction.THIN_PILOT),
                                 "p_cautious": prediction.cautious_p_certify(
                                     s[rows[x]],
@@ -370,7 +372,32 @@ def _cluster_se(values: pd.Series, clusters: pd.Series) -> float:
 
 def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per (population, eps, pilot share) and overall (``population == "ALL"``), the issue's goals, with standard
-    errors clustered by (population, group); and the reliability table of ``p_certify`` in bins of width 0.1."""
+    errors clustered by (population, group), judged twice (column ``judged``): on ``all`` cases, and on the
+    ``unmarked`` ones, the groups whose plan does not say that one loss decides (``one_loss_decides``; the total
+    then sums those groups only). Each goal has a strict column (``goal_*``: the figure meets the goal) and a
+    significance column (``miss_*``: the figure misses the goal by more than two standard errors: a miss that the
+    benchmark's noise does not explain). Also the reliability table of ``p_certify`` in bins of width 0.1."""
+    parts = [_judge(rows).assign(judged="all"), _judge(rows[~rows["one_loss_decides"]]).assign(judged="unmarked")]
+    lab = rows[rows["n_labels"] > 0].copy()
+    lab["cluster"] = lab["population"] + "/" + lab["group"]
+    b = np.minimum((lab["p_certify"] * 10).astype(int), 9)
+    rel = (
+        lab.assign(bin=[f"[{i / 10:.1f}, {(i + 1) / 10:.1f})" for i in b])
+        .groupby(["eps", "pilot_share", "bin"])
+        .agg(
+            cases=("p_certify", "size"),
+            clusters=("cluster", "nunique"),
+            p_certify=("p_certify", "mean"),
+            realised=("real_cert", "mean"),
+        )
+        .reset_index()
+    )
+    rel["calibrated"] = (rel["realised"] - rel["p_certify"]).abs() <= 0.05
+    return pd.concat(parts, ignore_index=True), rel
+
+
+def _judge(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summarise_deployment`'s goals on ``rows``."""
     lab = rows[rows["n_labels"] > 0].copy()
     lab["cluster"] = lab["population"] + "/" + lab["group"]
     lab["thick"] = lab.groupby(["population", "eps", "pilot_share", "pilot"])["pilot_n"].transform("min") >= 20
@@ -378,6 +405,8 @@ def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     keys = ["population", "eps", "pilot_share"]
     for key, r in [*rows.groupby(keys), *((("ALL", e, sh), q) for (e, sh), q in rows.groupby(["eps", "pilot_share"]))]:
         lr = lab.loc[lab.index.intersection(r.index)]
+        if lr.empty:  # no planned group with labels: nothing to judge
+            continue
         per_pilot = r.assign(p=r["traffic"] * r["pred_mean"], q=r["traffic"] * r["real_mean"])
         per_pilot = per_pilot.assign(u=r["traffic"] * r["uniform_real_mean"])
         tot = per_pilot.groupby(["population", "pilot"])[["p", "q", "u"]].sum()
@@ -391,7 +420,16 @@ def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
         }
         c = lr["real_cert"]
         const = lr["population"].map(loo).fillna(c.mean())
+        bins = lr.assign(bin=np.minimum((lr["p_certify"] * 10).astype(int), 9), d=c - lr["p_certify"])
+        full = [q for _, q in bins.groupby("bin") if len(q) >= RELIABILITY_CASES]  # the bins holding enough cases
+        off = [abs(q["d"].mean()) - 0.05 for q in full]
+        off_z = [o / max(_cluster_se(q["d"], q["cluster"]), 1e-12) for o, q in zip(off, full)]
         per_cluster = lr.groupby("cluster")["one_coverage"].mean()
+        cluster_n = lr.groupby("cluster")["one_coverage"].size()  # its cases (pilots): the binomial SE of a 50 % rate
+        thick_gap = gap[thick.reindex(gap.index).fillna(False).to_numpy(bool)]
+        sure = int((lr["p_certify"] >= 0.95).sum())
+        over = int(((lr["p_certify"] >= 0.95) & (c < 0.8)).sum())
+        nan = float("nan")
         out.append(
             {
                 "population": key[0],
@@ -409,12 +447,20 @@ def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
                 "gap_se": float(by_pop.mean().std(ddof=1) / np.sqrt(by_pop.ngroups))
                 if by_pop.ngroups > 1
                 else float(gap.std(ddof=1) / np.sqrt(gap.size)),
-                "gap_thick": float(gap[thick.reindex(gap.index).fillna(False).to_numpy(bool)].mean()),
+                "gap_thick": float(thick_gap.mean()),
+                "gap_thick_se": float(thick_gap.std(ddof=1) / np.sqrt(thick_gap.size)) if thick_gap.size > 1 else nan,
                 "brier": float(np.mean((lr["p_certify"] - c) ** 2 + c * (1 - c))),
                 "brier_const_other": float(np.mean((const - c) ** 2 + c * (1 - c))),
+                "brier_const_se": _cluster_se((lr["p_certify"] - c) ** 2 - (const - c) ** 2, lr["cluster"]),
                 "brier_pooled": float(np.mean((lr["p_pooled"] - c) ** 2 + c * (1 - c))),
-                "sure": int((lr["p_certify"] >= 0.95).sum()),
-                "overclaim": int(((lr["p_certify"] >= 0.95) & (c < 0.8)).sum()),
+                "brier_pooled_se": _cluster_se((lr["p_certify"] - c) ** 2 - (lr["p_pooled"] - c) ** 2, lr["cluster"]),
+                "sure": sure,
+                "overclaim": over,
+                "overclaim_p": float(stats.binom.sf(over - 1, sure, 0.05)) if sure else 1.0,
+                "worst_cluster_z": float(((0.5 - per_cluster) / np.sqrt(0.25 / cluster_n)).max()),
+                "reliability_bins": len(full),
+                "reliability_off": float(max(off, default=nan)) + 0.05,
+                "reliability_z": float(max(off_z, default=nan)),
                 "gain_real": float(gain.mean()),
                 "gain_se": float(gain.std(ddof=1) / np.sqrt(gain.size)) if gain.size > 1 else float("nan"),
             }
@@ -426,21 +472,23 @@ def summarise_deployment(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
         summary["brier"] < summary["brier_pooled"]
     )
     summary["goal_overclaim"] = summary["overclaim"] <= 0.05 * summary["sure"]
-    b = np.minimum((lab["p_certify"] * 10).astype(int), 9)
-    rel = (
-        lab.assign(bin=[f"[{i / 10:.1f}, {(i + 1) / 10:.1f})" for i in b])
-        .groupby(["eps", "pilot_share", "bin"])
-        .agg(
-            cases=("p_certify", "size"),
-            clusters=("cluster", "nunique"),
-            p_certify=("p_certify", "mean"),
-            realised=("real_cert", "mean"),
-        )
-        .reset_index()
+    summary["goal_reliability"] = ~(summary["reliability_off"] > 0.05)  # no bin with enough cases: nothing to judge
+    summary["miss_reliability"] = summary["reliability_z"] > 2  # a one-cluster bin (SE 0 or nan): strict
+    two = 2 * summary["one_coverage_se"].fillna(0)
+    summary["miss_band"] = (summary["one_coverage"] - 0.9 > two) | (0.7 - summary["one_coverage"] > two)
+    summary["miss_band"] |= summary["worst_cluster_z"] > 2
+    summary["miss_total"] = summary["gap_thick"].abs() - 0.03 > 2 * summary["gap_thick_se"].fillna(0)
+    tie = summary["brier"] < BRIER_TIE  # within about 0.1 of every realised rate: nothing left to beat
+    summary["miss_brier"] = ~tie & (
+        (summary["brier"] - summary["brier_pooled"] > 2 * summary["brier_pooled_se"].fillna(0))
+        | (summary["brier"] - summary["brier_const_other"] > 2 * summary["brier_const_se"].fillna(0))
     )
-    rel["calibrated"] = (rel["realised"] - rel["p_certify"]).abs() <= 0.05
-    return summary, rel
+    summary["miss_overclaim"] = summary["overclaim_p"] < 0.05
+    return summary
 
+
+#: The fewest cases a bin of ``p_certify`` (width 0.1) must hold for the deployment case to judge its calibration.
+RELIABILITY_CASES = 20
 
 #: Where the best constant in hindsight scores below this Brier score, the realised certification barely varies
 #: (every planned group certifies in nearly every draw, or none does): nothing is left to beat, and the Brier
@@ -529,6 +577,7 @@ def main(argv=None) -> int:
         help="finite: calibrate on the table's rows outside the pilot; deployment: fresh i.i.d. draws from populations",
     )
     ap.add_argument("--simulated", type=int, default=len(SIMULATED), help="deployment: simulated populations")
+    ap.add_argument("--from-groups", type=Path, help="deployment: judge the rows of this _groups.csv, do not rerun")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     model = prediction.PilotModel(kind=a.pilot_model, bins=a.bins, mix=a.mix)
@@ -564,7 +613,9 @@ def main(argv=None) -> int:
 def _main_deployment(a, model, t0) -> int:
     """``--case deployment``: the real tables and ``--simulated`` simulated populations as populations."""
     pops = list(a.tables) + [f"sim{i}" for i in range(a.simulated)]
-    if a.fast:
+    if a.from_groups is not None:
+        rows = pd.read_csv(a.from_groups)
+    elif a.fast:
         rows = run_deployment(["mathl5_zeroeval", "sim0"], [0.1], [0.25], 2, 20, prediction.PlanSpec(n_resamples=40))
     else:
         spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)

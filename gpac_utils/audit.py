@@ -30,6 +30,25 @@ without regard to their losses and, for the joint risk, without regard to their 
   threshold, unseen) routes nothing, so the router adds no loss **by construction** (for the joint
   risk the risk is 0; the routed risk is undefined): verdict :data:`BY_CONSTRUCTION`, not tested,
   not counted.
+* the *groups of a collection* (several groupings: Min-G-PAC, Shift-G-PAC, Path-G-PAC,
+  :mod:`gpac_utils.multigroup`): every group of every grouping (``subject=algebra``,
+  ``language=fr``, named as the certificate names them), each a hypothesis :math:`H_G: R(\hat u \mid
+  G) \le \varepsilon`, its trials the fresh items with that label in that column, each routed by
+  its *cell's* threshold (:func:`collection_groups`, as ``gpac route`` routes it): an item is a trial
+  of one group per grouping. Only the joint risk (a collection certificate with ``risk="routed"``
+  does not read). A group is tested when some cell holding it has a threshold (:func:`routing`);
+  one whose every cell always thinks is :data:`BY_CONSTRUCTION`, whatever its status (a group whose
+  status always thinks has no such cell). ``K`` is the number of groups the certificate routes,
+  over all groupings, tested or not (fixed by the certificate), not the number with trials:
+  given only which fresh items are in ``G`` (the items being i.i.d. and independent of the
+  calibration), ``G``'s items are i.i.d. from ``G``'s law, so each test holds at ``level / K``
+  given its number of trials, hence unconditionally, and the union bound over the ``K`` groups
+  keeps the family-wise level, though the tests share items (Bonferroni needs no independence).
+  Given *all* items' labels they would not be (``G``'s items would come from their cells in the
+  proportions drawn), and which groups of the other groupings have trials depends on those labels;
+  a ``K`` counting only the groups with trials is therefore not used. Labels of the data the
+  certificate lacks: one :class:`AuditWarning` per grouping; their items always think (their cells
+  are not the certificate's) and are trials, with term 0, of their other groupings' groups.
 * the *risk*: the certificate's :data:`~gpac_utils.risks.RISKS` entry evaluates the group's routed
   items (:attr:`~gpac_utils.risks.Risk.evaluate`, what :func:`~gpac_utils.experiment.run_experiment`
   reports as ``pop_risk``), read as the mean of one term in ``[0, B]`` per trial;
@@ -49,7 +68,8 @@ without regard to their losses and, for the joint risk, without regard to their 
   occur, and values missed by the sample still count in the mean): Hoeffding's
   :math:`\exp(-2 m t^2/B^2)` with :math:`t = (\hat R - \varepsilon)_+`, Theorem 4.3's own term.
 * the *bounds*: one-sided, each at confidence ``1 - level/K``: exact Clopper–Pearson for binary
-  losses, Hoeffding's otherwise; ``K`` the number of certified groups tested (Bonferroni). ``K``
+  losses, Hoeffding's otherwise; ``K`` the number of certified groups tested (Bonferroni; a
+  collection's: every group it routes, above). ``K``
   depends only on the group labels (joint risk) or on the labels and the route indicators
   :math:`1\{U \le \hat u\}` (routed risk). Given those, each group's trials are i.i.d. from the
   group's law (joint) or its routed law (routed), so each test holds its level given ``K``, hence
@@ -123,6 +143,7 @@ from .bounds import BOUNDS
 from .calibrate import ALL, GroupWarning
 from .certificate import Certificate, column_sha256, id_digests
 from .checks import DataError, ParameterError, check_range, warn_level
+from .group_collection import SEP, collection, split_cell
 from .risks import RISKS
 
 __all__ = [
@@ -138,7 +159,9 @@ __all__ = [
     "EXIT_UNTESTED",
     "EXIT_TOO_SMALL",
     "AuditWarning",
+    "collection_groups",
     "routing_groups",
+    "routing",
     "detectable_risk",
     "check_fresh",
     "model_scores",
@@ -180,19 +203,42 @@ class AuditWarning(UserWarning):
     """Something the audit could not test or check: labels the certificate lacks, overlap not checkable."""
 
 
+def collection_groups(cert: Certificate, groups, n: int):
+    """A collection certificate's groups of ``n`` items, as its calibrator routes by them, and their
+    :class:`~gpac_utils.group_collection.Collection` (every group of every grouping, each item's memberships and cell).
+
+    ``groups``: the label columns of its groupings (a dict or a DataFrame that holds them, named by the groupings;
+    its other columns are not read), one label array (a certificate of one label column) or a boolean membership
+    matrix (one calibrated on a matrix). One line naming ``groups`` for a grouping it lacks, or for bad labels.
+    """
+    if groups is None:
+        raise ParameterError(
+            f"groups: a {cert.method} certificate routes by the cells of its groupings {list(cert.group_columns)}; "
+            "give their label columns"
+        )
+    if cert.groupings and isinstance(groups, dict | pd.DataFrame):
+        names = [str(c) for c in groups]
+        missing = [g for g in cert.groupings if g not in names]
+        if missing:
+            raise ParameterError(
+                f"groups: no column {missing[0]!r} of the certificate's groupings {list(cert.groupings)}; got {names}"
+            )
+        groups = {g: np.asarray(groups[g]) for g in cert.groupings}
+    return groups, collection(groups, n, every_group_used=False)
+
+
 def routing_groups(cert: Certificate, cal, scores: np.ndarray, groups=None):
     """The labels a certificate's calibrator routes by, and the group each item is reported under.
 
     Known groups (G-PAC): ``groups`` itself (needed); learned groups (C-PAC): the calibrator's
-    assignment of the scores; one group (PAC): ``"__all__"``.
+    assignment of the scores; one group (PAC): ``"__all__"``; a collection of groups (several
+    groupings): the label columns of its groupings (:func:`collection_groups`) and each item's cell
+    (an item is in one group of each grouping: :func:`audit` reports each group of every grouping).
     """
     kind = cert.kind
-    if kind == "collection":  # issue 54: audited and served per group of every grouping, not yet here
-        raise ParameterError(
-            f"certificate: a {cert.method} certificate routes by the cells of its groupings "
-            f"{list(cert.group_columns)}; gpac audit and the serving router take one grouping "
-            "(docs/overlapping-groups.md)"
-        )
+    if kind == "collection":
+        labels, coll = collection_groups(cert, groups, len(scores))
+        return labels, coll.cells
     if kind == "known":
         if groups is None:
             raise DataError(f"{cert.method} routes by known groups: give the group column")
@@ -211,6 +257,41 @@ def _routed(cert: Certificate, scores: np.ndarray, groups=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupWarning)
         return named, scores <= cal.thresholds_for(scores, labels)
+
+
+def _members(cert: Certificate, scores: np.ndarray, groups=None):
+    """Each item's groups and route: the groups seen (the certificate's names: ``column=label`` for a collection's
+    label columns), a boolean ``(n, m)`` membership matrix, and whether the certificate routes each item to the
+    non-thinking model (by its cell's threshold for a collection, as ``gpac route`` routes it; labels and cells the
+    certificate lacks think, without a ``GroupWarning``: :func:`audit` warns)."""
+    if cert.kind != "collection":  # a partition: each item in the one group it is reported under
+        named, cheap = _routed(cert, scores, groups)
+        names = np.unique(np.asarray(named).astype(str))
+        return names.tolist(), np.asarray(named).astype(str)[:, None] == names[None, :], cheap, None
+    labels, coll = collection_groups(cert, groups, len(scores))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupWarning)
+        return coll.names, coll.member, scores <= cert.calibrator().thresholds_for(scores, labels), coll
+
+
+def _cell_parts(cert: Certificate, cell: str) -> list[str]:
+    """A collection certificate's cell's groups (a label may hold :data:`~gpac_utils.group_collection.SEP`)."""
+    return [cell] if cell in cert.groups else split_cell(cell, cert.groupings) or cell.split(SEP)
+
+
+def routing(cert: Certificate) -> set[str]:
+    """The certificate's groups whose items it can route to the non-thinking model (the audit tests these).
+
+    A partition's: those with a threshold. A collection's: those in a cell with a threshold. A cell has one only
+    if each of its groups routes (its status certified or otherwise routing:
+    :func:`gpac_utils.multigroup.check_cells`), so a group whose status always thinks has no such cell; a
+    certified group whose every cell thinks (another grouping's group of each always thinks) routes nothing either;
+    a certified group with some cells that think and some that route is tested (a cell not in the certificate,
+    seen first in the data, thinks).
+    """
+    if cert.kind != "collection":
+        return {g for g, e in cert.groups.items() if e["threshold"] is not None}
+    return {g for c, t in cert.thresholds.items() if t is not None for g in _cell_parts(cert, c)}
 
 
 def _pvalue_and_bounds(mean: float, m: int, eps: float, level: float, binary: bool):
@@ -500,7 +581,7 @@ def audit(
     eps, bound, risk = float(st.eps), float(st.loss_bound), st.risk
     default = min(2 * eps, bound)
     detectable = default if detectable is None else check_range("detectable", detectable, eps, bound, closed_right=True)
-    certified = {g for g, e in cert.groups.items() if e["threshold"] is not None}
+    certified = routing(cert)
     allowed = sorted({str(g) for g in allow_untested})
     for g in allowed:
         if g not in certified:
@@ -520,16 +601,10 @@ def audit(
             f"losses: must lie in [0, {bound:g}] (the certificate's loss_bound); bad at row {np.argmax(bad)}"
         )
     check_fresh(cert, ids=ids, columns={"score": s, "loss": loss, "id": ids}, source=source)
-    named, cheap = _routed(cert, s, groups)
-    unknown = sorted(set(named.tolist()) - set(cert.groups))
-    counts = {g: int((named == g).sum()) for g in unknown}
-    if unknown:
-        warnings.warn(
-            f"{len(unknown)} label(s) of the {source} are not groups of the certificate, so not tested and not "
-            f"counted: {_listed(unknown, cert.groups, counts)}",
-            AuditWarning,
-            stacklevel=2,
-        )
+    names, member, cheap, coll = _members(cert, s, groups)
+    at_group = dict(zip(names, member.T))
+    counts = {g: int(at_group[g].sum()) for g in sorted(set(names) - set(cert.groups))}
+    _warn_unknown(cert, counts, coll, source)
     z = loss / bound
     binary = bool(binary) or BOUNDS[st.recipe.bound].binary_terms
     if binary and not np.all((z == 0) | (z == 1)):
@@ -537,7 +612,7 @@ def audit(
         raise DataError(f"losses: a binary loss must be 0 or {bound:g} (the loss_bound); row {bad} is {loss[bad]:g}")
     rows = []
     for g, e in cert.groups.items():
-        at = named == g
+        at = at_group.get(g, np.zeros(s.size, bool))
         n, routed = int(at.sum()), int((at & cheap).sum())
         trials = routed if entry.conditional else n
         row = {"group": g, "status": e["status"], "n": n, "routed": routed, "trials": trials}
@@ -550,7 +625,7 @@ def audit(
             row.update(risk=float(entry.evaluate(loss[at], cheap[at])))
         rows.append(row)
     tested = [r for r in rows if "verdict" not in r]
-    k = max(len(tested), 1)
+    k = max(len(certified) if coll is not None else len(tested), 1)  # a collection: every group it routes
     a = level / k
     for r in tested:
         p, lo, hi = _pvalue_and_bounds(r["risk"] / bound, r["trials"], eps / bound, a, binary)
@@ -565,7 +640,7 @@ def audit(
         eps=eps,
         risk_kind=risk,
         level=level,
-        K=len(tested),
+        K=len(certified) if coll is not None else len(tested),
         per_group_level=a,
         binary=binary,
         power=power,
@@ -574,7 +649,42 @@ def audit(
         unknown=counts,
         allowed=allowed,
     )
+    if coll is not None:
+        out.attrs["groupings"] = cert.groupings
     return out
+
+
+def _warn_unknown(cert: Certificate, counts: dict, coll, source: str) -> None:
+    """One :class:`AuditWarning` for the labels of the data the certificate lacks (a collection's: one per grouping,
+    and one for the cells of its groups it has no threshold for)."""
+    if coll is None or not cert.groupings:
+        by = {None: sorted(counts)}
+    else:
+        by = {g: [c for c in sorted(counts) if c.startswith(f"{g}=")] for g in cert.groupings}
+    for grouping, unknown in by.items():
+        if not unknown:
+            continue
+        what = "label(s)" if grouping is None else f"label(s) of grouping {grouping!r}"
+        thinks = "" if coll is None else "; their items always think (in their other groups, as items routing nothing)"
+        warnings.warn(
+            f"{len(unknown)} {what} of the {source} are not groups of the certificate, so not tested and not "
+            f"counted{thinks}: {_listed(unknown, cert.groups, counts)}",
+            AuditWarning,
+            stacklevel=3,
+        )
+    if coll is not None:
+        known = ~coll.member[:, [j for j, g in enumerate(coll.names) if g in counts]].any(axis=1)
+        cells = sorted(set(coll.cells[known].tolist()) - set(cert.thresholds))
+        if cells:
+            n = int(np.isin(coll.cells, cells).sum())
+            more = f" and {len(cells) - 5} more" if len(cells) > 5 else ""
+            warnings.warn(
+                f"{len(cells)} cell(s) of the {source}'s groups were not calibrated (no item at calibration); their "
+                f"{n} item(s) always think and are tested in their groups as routing nothing: "
+                f"{', '.join(map(repr, cells[:5]))}{more}",
+                AuditWarning,
+                stacklevel=3,
+            )
 
 
 def gate(report: pd.DataFrame) -> int:
@@ -612,12 +722,16 @@ def verdict_line(report: pd.DataFrame) -> str:
     problems = [t.format(n=len(names), names=names) for mark, t in said.items() if (names := _names(report, mark))]
     status = gate(report)
     tested = "tested or allowed untested" if _names(report, ALLOWED) else "tested"
+    over = f"{a['K']} certified group(s) tested"
+    if "groupings" in a:  # a collection: K counts every group it routes
+        of = f" in groupings {', '.join(a['groupings'])}" if a["groupings"] else ""
+        over = f"the {a['K']} group(s) the certificate routes{of}, tested or not"
     verdict = f"PASS: every certified group {tested}, none violated, each confirmed or large enough to show {flag}"
     if status != EXIT_PASS:
         verdict = "FAIL (exit " + str(status) + ")"
     what = "; ".join([verdict, *problems])
     tail = (
-        f" [{seen}] at family-wise level {a['level']:g} for one look over {a['K']} certified group(s) tested "
+        f" [{seen}] at family-wise level {a['level']:g} for one look over {over} "
         f"(Bonferroni: {a['per_group_level']:.3g} each; {how})"
     )
     return head + what + tail

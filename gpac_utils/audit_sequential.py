@@ -36,7 +36,9 @@ that their risk is at most ``eps``.
 
 Only groups the certificate certifies are monitored; a group that always thinks routes nothing to
 the non-thinking model, so the router adds no loss (the joint risk is 0, the routed risk
-undefined), and it is not counted in ``K``; labels the certificate does not know always think too.
+undefined), and it is not counted in ``K``; labels the certificate does not know always think too. A
+certificate of several groupings (:mod:`gpac_utils.multigroup`) is refused: it is audited in one look
+(:func:`gpac_utils.audit.audit`, per group of every grouping).
 The null tested: each trial's conditional mean given the earlier rows (and, for the routed risk,
 given that it is routed) is at most ``eps``. I.i.d. traffic at risk at most ``eps`` is one case;
 traffic that drifts but stays at or below ``eps`` is another. The declared order must not depend on
@@ -151,6 +153,11 @@ class SequentialAudit:
         ``columns``: the column names (``id``, ``order``, ``group``, ``score``, ``loss``) it will be
         fed, recorded so that a later run with other columns is refused.
         """
+        if cert.kind == "collection":  # its items are trials of a group per grouping: not monitored here yet
+            raise ParameterError(
+                f"certificate: a {cert.method} certificate (a group per label of each grouping) is audited in one "
+                "look for now (gpac_utils.audit.audit)"
+            )
         level = check_range("level", level)
         warn_level("level", level)
         bet = BETTING.check(bet, "bet")

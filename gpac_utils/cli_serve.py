@@ -10,7 +10,8 @@ fit-router
     and embedder.
 audit
     test a certificate on fresh labelled data as a gate (:func:`gpac_utils.audit.audit`): per
-    certified group the realised risk of the certified kind, its bounds, a verdict (violated,
+    certified group (a certificate of several groupings: every group of every grouping, its items
+    routed by their cells' thresholds) the realised risk of the certified kind, its bounds, a verdict (violated,
     confirmed, inconclusive; risk 0 by construction for a group that always thinks) at a
     family-wise level, and the risk it would flag four times in five. Exit 0 only when every
     certified group was tested, none violated, each confirmed or large enough; else 3
@@ -84,8 +85,14 @@ def add_parsers(sub) -> None:
     )
     a.add_argument("certificate", type=Path, help="JSON written by calibrate")
     a.add_argument("--data", required=True, type=Path, help="fresh labelled table (not the calibration items)")
-    for key in ("score", "loss", "group", "id"):
+    for key in ("score", "loss", "id"):
         a.add_argument(f"--{key}-col", help=f"default: the certificate's {key} column")
+    a.add_argument(
+        "--group-col",
+        action="append",
+        help="default: the certificate's group column; a certificate of several groupings reads its groupings' "
+        "columns (given, repeated, they must be those, in its order)",
+    )
     a.add_argument("--level", type=float, default=0.05, help="family-wise level over the groups (Bonferroni)")
     a.add_argument("--binary", action="store_true", help="the loss is 0 or loss_bound by design: exact binomial test")
     a.add_argument(
@@ -171,6 +178,46 @@ def _columns(cert: Certificate, a, df, need: tuple[str, ...], optional=("score",
     return out
 
 
+def _group_columns(cert: Certificate, a) -> tuple[str, ...]:
+    """A collection certificate's grouping columns (:attr:`~gpac_utils.certificate.Certificate.group_columns`); a
+    ``--group-col`` given, repeated, must name those, in its order (``a.group_col`` becomes None). Another
+    certificate's ``--group-col``: one value (``a.group_col`` becomes it); returns ``()``."""
+    given = a.group_col or []
+    if cert.kind != "collection":
+        if len(given) > 1:
+            raise ParameterError(
+                f"--group-col: a {cert.method} certificate audits by one group column, got {len(given)} {given}"
+            )
+        a.group_col = given[0] if given else None
+        return ()
+    if cert.groupings is None:
+        raise ParameterError(
+            f"--group-col: a {cert.method} certificate calibrated on a membership matrix is audited from Python "
+            "(gpac_utils.audit.audit with the matrix; its groups are no table's columns)"
+        )
+    cols = cert.group_columns
+    if given and tuple(given) != cols:
+        raise ParameterError(
+            f"--group-col: a {cert.method} certificate is audited by the columns of its groupings {list(cols)}, in "
+            f"this order; got {given} (leave --group-col out to read them from the certificate)"
+        )
+    a.group_col = None  # read by _collection_labels, not as one column
+    return cols
+
+
+def _collection_labels(cert: Certificate, a, df, cols: tuple[str, ...], cli):
+    """The label columns of a collection certificate's groupings, named by them (one label array for a certificate
+    of one label column); one line naming a column the table lacks, or a missing or empty label."""
+    for g, c in zip(cert.groupings or (None,), cols):
+        if c not in df.columns:
+            which = f" (the certificate's grouping {g!r})" if g is not None and g != c else ""
+            raise DataError(f"--data {a.data}: no group column {c!r}{which}; it has {list(df.columns)}")
+    if not cert.groupings:  # one label column (a file before groupings were recorded)
+        return cli._groups(df, cols[0], df)
+    frame = cli._grouping_labels(df, cols, df)
+    return pd.DataFrame({g: frame[c] for g, c in zip(cert.groupings, cols)}, index=df.index)
+
+
 def _recomputed_scores(cert: Certificate, a, df, cols, cli) -> np.ndarray:
     """The scores the audit routes on: with a recorded score model, recomputed
     (:func:`gpac_utils.audit.model_scores`, its warning as a ``warning:`` line); else the score column's."""
@@ -227,6 +274,12 @@ def _audit_cmd(a, cli) -> int:
     if a.output is not None:
         cli._output(a.output)
     cert = Certificate.read(a.certificate)
+    group_cols = _group_columns(cert, a)
+    if sequential and group_cols:
+        raise ParameterError(
+            f"--sequential: a {cert.method} certificate (a group per label of each of {list(group_cols)}) is audited "
+            "in one look for now; drop --sequential, --order-col and --state"
+        )
     df = cli._read(a.data)
     if sequential:
         known = ("group",) if cert.kind == "known" else ()
@@ -237,6 +290,8 @@ def _audit_cmd(a, cli) -> int:
         cols = _columns(cert, a, df, need + (("id",) if cert.calibration_ids is not None else ()))
     s = _recomputed_scores(cert, a, df, cols, cli)
     groups = cli._groups(df, cols["group"], df) if "group" in cols and cert.kind == "known" else None
+    if group_cols:
+        groups = _collection_labels(cert, a, df, group_cols, cli)
     if sequential:
         report, shown, heading, verdict, status = _sequential(a, cli, cert, df, cols, s, groups, level)
     else:

@@ -82,9 +82,10 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -112,6 +113,7 @@ __all__ = [
     "PlanSpec",
     "PLANNED_SETTINGS",
     "n_needed",
+    "one_loss_items",
     "PilotWarning",
     "predict",
     "labels_needed",
@@ -166,6 +168,58 @@ def cautious_p_certify(group_scores, rate: float, n: int, settings: Settings, le
     u = np.asarray(group_scores, float)[rng.integers(0, len(group_scores), (resamples, n))]
     loss = (rng.random((resamples, n)) < rate) * settings.loss_bound
     return float(np.mean(np.isfinite(_thresholds(u, loss, settings, level, rng))))
+
+
+@functools.lru_cache(maxsize=256)
+def one_loss_items(settings: Settings, level: float) -> int | float:
+    """The fewest calibration items with which a group certifies anything though its lowest-scored item has the
+    largest loss (``loss_bound``) and no other item has any, calibrated at ``level``.
+
+    From :func:`n_needed` up to this count, **one loss decides**: a single positive loss on a calibration set's
+    lowest-scored label denies certification, so ``p_certify`` there is the pilot's estimate of that label's loss
+    rate, which it sees only through its own few lowest-scored items (:attr:`PlanCurves.one_loss_decides`;
+    ``docs/planning.md`` measures what that does). Found with the library's own calibration (:func:`_thresholds`)
+    by bisection from :func:`n_needed` up to 64 times it (``math.inf`` beyond). A recipe that labels at random
+    counts one *labelled* loss, a term of range ``loss_bound / label_prob`` among the recipe's terms: the count is
+    the full-labelling one of that range, in the recipe's items.
+
+    Examples
+    --------
+    >>> from gpac_utils.settings import Settings
+    >>> settings = Settings(eps=0.1, alpha=0.1)
+    >>> one_loss_items(settings, 0.1), int(n_needed(settings, 1))  # one loss needs about twice the items
+    (47, 22)
+    """
+    recipe = settings.recipe
+    if recipe.sampling != "full":  # a labelled loss is one term of range B / label_prob among the recipe's terms
+        full = settings.replace(recipe=replace(recipe, sampling="full", label_prob=None))
+        terms = one_loss_items(full.replace(loss_bound=settings.loss_bound / recipe.label_prob), level)
+        if not math.isfinite(terms):
+            return math.inf
+        n = int(terms) if recipe.sampling == "bernoulli" else max(1, int(recipe.label_prob * (terms - 1)))
+        while _feasibility.terms_of(n, recipe) < terms:
+            n += 1
+        return max(n, settings.min_group_size)
+    fields = {"recipe": recipe, "loss_bound": settings.loss_bound, "risk": settings.risk}
+    lo = max(_feasibility.min_items(settings.eps, level, **fields), settings.min_group_size, 1)
+    if not math.isfinite(lo):
+        return math.inf
+
+    def certifies(m: int) -> bool:
+        u = np.linspace(0.0, 1.0, m)[None, :]
+        loss = np.zeros_like(u)
+        loss[:, 0] = settings.loss_bound
+        t = _thresholds(u, loss, settings, level, np.random.default_rng([53, m]))
+        return bool(np.isfinite(t).all())
+
+    hi = 64 * int(lo)
+    if not certifies(hi):
+        return math.inf
+    lo = int(lo) - 1  # below the fewest items that certify anything: certifies nothing
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if certifies(mid) else (mid, hi)
+    return hi
 
 
 def _thresholds(u, loss, settings: Settings, level: float, rng, label_prob=None) -> np.ndarray:
@@ -279,6 +333,15 @@ class PlanCurves:
         p = np.where(self.n_items < self.settings.get("n_needed", 0), 0.0, p)
         return np.where(np.isnan(self.routed_shares[..., 0]), np.nan, p)
 
+    @property
+    def one_loss_decides(self) -> np.ndarray:
+        """Whether one loss decides the group's certification at ``n``, shape (G, K): from the fewest items that
+        certify anything (``settings["n_needed"]``) to below :func:`one_loss_items` (``settings["n_one_loss"]``),
+        within the cap. There one positive loss on the calibration set's lowest-scored label denies certification,
+        and ``p_certify`` is the pilot's estimate of how often that label is loss-free."""
+        lo, hi = self.settings.get("n_needed", 0), self.settings.get("n_one_loss", 0)
+        return (self.n_items >= lo) & (self.n_items < hi) & ~np.isnan(self.routed_shares[..., 0])
+
     def band(self, q=BAND) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper **mid-quantiles** of the routed share, each of shape (G, K) (:func:`mid_quantiles`)."""
         lo, hi = mid_quantiles(self.routed_shares, q)
@@ -314,6 +377,7 @@ class PlanCurves:
                 "routed_share_q10": lo[j, k],
                 "routed_share_q90": hi[j, k],
                 "p_certify": self.p_certify[j, k],
+                "one_loss_decides": self.one_loss_decides[j, k],
                 "traffic": self.traffic[j].astype(float),
                 "pilot_n": [int(self.pilot_sizes[g]) for g in groups],
                 "pilot_model": [self.pilot_models[g] for g in groups],
@@ -634,6 +698,7 @@ def predict(scores, groups, pilot_scores, pilot_losses, pilot_groups=None, *, se
         **settings.to_dict(PLANNED_SETTINGS),
         "alpha_per_group": level,
         "n_needed": need,
+        "n_one_loss": one_loss_items(settings, level),
         "labels_needed": _feasibility.expected_labels(need, recipe),
         "n_resamples": n_resamples,
         "pilot_model": model.kind,

@@ -255,15 +255,3 @@ def test_a_certificate_of_the_previous_schema_still_reads_routes_and_verifies(tm
     assert (routed["route_nothink"] == (routed["score_router"] <= routed["group"].map(cert.thresholds))).all()
     rc, out, err = run(capsys, "verify", path, "--data", table)
     assert rc == 0 and "bit-identical" in out, err
-
-
-def test_the_other_commands_refuse_a_collection_in_one_line_until_they_take_one(made, capsys):
-    """Audit and serving come next (issue 54); until then one line, no traceback; gpac plan keeps one grouping."""
-    d, df, certs = made
-    df.assign(item_id=df["item_id"] + 10_000, score=df["score"] * 0.99).to_csv(d / "fresh.csv", index=False)
-    rc, _, err = run(capsys, "audit", certs["mingpac"], "--data", d / "fresh.csv")
-    assert rc == 2 and "gpac audit and the serving router take one grouping" in one_error(err)
-    args = ["plan", "--data", d / "cal.csv", "--score-col", "score", "--eps", "0.1", "-o", d / "plan.json"]
-    with pytest.raises(SystemExit):
-        main([str(a) for a in [*args, "--group-col", "subject", "--group-col", "language"]])
-    assert "several groupings: gpac calibrate --group-col a --group-col b" in capsys.readouterr().err

@@ -547,6 +547,22 @@ def test_cli_plan_says_the_total_may_be_off_for_a_thin_pilot(tmp_path, capsys):
     assert "thin pilot" not in capsys.readouterr().out
 
 
+def test_cli_plan_says_it_cannot_predict_where_one_loss_decides(tmp_path, capsys):
+    """The table's one_loss_decides column is the curves' mark at each row's labels, and the groups planned where
+    one loss decides are named in one 'cannot predict' line with the count past which it no longer does."""
+    path = _write_table(tmp_path)
+    assert _plan_cli(path, tmp_path / "p.csv", "--eps", "0.1", "--budget", "100", "--pilot-fraction", "0.3") == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "p.csv")
+    need = prediction.one_loss_items(Settings(eps=0.1), Settings(eps=0.1).alpha)
+    rows = table[table["group"] != "ALL"]
+    low = int(prediction.n_needed(Settings(eps=0.1), 1))
+    assert (rows["one_loss_decides"] == rows["n_labels"].between(low, need - 1)).all()
+    named = rows[(rows["allocation"] == "planned") & rows["one_loss_decides"]]["group"].tolist()
+    line = [x for x in out.splitlines() if x.startswith("cannot predict whether")]
+    assert named and line == [line[0]] and all(x in line[0] for x in named) and f"below {need}," in line[0]
+
+
 def test_gain_over_uniform_is_reported_as_negligible_when_it_is():
     values = np.array([[0.5, 0.5], [0.5, 0.5]])  # identical groups: any split routes the same
     c = _curves(values, [10, 20], [0.5, 0.5])
@@ -647,6 +663,37 @@ def test_worst_rate_is_the_clopper_pearson_upper_bound():
     )
 
 
+@pytest.mark.parametrize("eps, recipe", [(0.1, VALID), (0.05, VALID), (0.1, VALID_BERNOULLI)])
+def test_one_loss_items_is_where_one_low_loss_stops_denying_certification(eps, recipe):
+    """Brute force through GPAC itself: a group whose lowest-scored item has a loss certifies from one_loss_items
+    on, not one item before; one loss decides from n_needed up to it, and PlanCurves marks exactly those counts."""
+    settings = Settings(eps=eps, alpha=0.1, recipe=recipe)
+    n = prediction.one_loss_items(settings, 0.1)
+
+    def certified(m, seed):
+        u, loss = np.linspace(0, 1, m), np.r_[1.0, np.zeros(m - 1)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GroupWarning)
+            fit = GPAC.from_settings(settings.replace(seed=seed)).fit(u, loss, np.zeros(m))
+        return np.isfinite(fit.thresholds_for(u, np.zeros(m))[0])
+
+    if recipe.sampling == "full":
+        assert certified(n, 0) and not certified(n - 1, 0)
+    else:  # one labelled loss: a term of range 1 / label_prob, counted as under full labelling
+        full = settings.replace(recipe=dataclasses.replace(recipe, sampling="full", label_prob=None))
+        assert n == prediction.one_loss_items(full.replace(loss_bound=1 / recipe.label_prob), 0.1)
+    need = int(prediction.n_needed(settings, 1))
+    assert need < n < 3 * need
+    u = np.linspace(0, 1, 400)
+    grid = [need - 1, need, n - 1, n]
+    c = prediction.predict(
+        u, np.zeros(400), u, np.zeros(400), np.zeros(400), settings=settings, spec=PlanSpec(n_grid=grid, n_resamples=8)
+    )
+    items = c.n_items[0]
+    assert c.one_loss_decides[0].tolist() == [need <= m < n for m in items]
+    assert c.summary()["one_loss_decides"].tolist() == c.one_loss_decides[0].tolist()
+
+
 def test_plan_realdata_deployment_fast_mode(tmp_path):
     """benchmarks/plan_realdata.py --case deployment --fast: fresh i.i.d. calibrations, a real and a simulated
     population, every goal column, thin pilots marked pooled with a cautious p_certify."""
@@ -655,7 +702,15 @@ def test_plan_realdata_deployment_fast_mode(tmp_path):
     s = pd.read_csv(tmp_path / "d.csv")
     assert set(s["population"]) == {"mathl5_zeroeval", "sim0", "ALL"}
     assert {"goal_band", "goal_total", "goal_brier", "goal_overclaim", "one_coverage", "gain_se"} <= set(s.columns)
+    assert {"miss_band", "miss_total", "miss_brier", "miss_overclaim"} <= set(s.columns)
+    assert set(s["judged"]) == {"all", "unmarked"}
     rows = pd.read_csv(tmp_path / "d_groups.csv")
+    # the mark is the plan's: one loss decides from the fewest items that certify anything to one_loss_items
+    need = {e: prediction.one_loss_items(Settings(eps=e, alpha=0.1), 0.1) for e in rows["eps"].unique()}
+    lab = rows[rows["n_labels"] > 0]
+    assert (lab["one_loss_decides"] == (lab["n_labels"] < lab["eps"].map(need)) & (lab["p_certify"] > 0)).all()
+    unmarked = s[(s["judged"] == "unmarked") & (s["population"] == "ALL")]
+    assert int(unmarked["cases"].iloc[0]) == int((~lab["one_loss_decides"]).sum())
     assert rows["one_coverage"].between(0, 1).all() and rows["real_cert"].between(0, 1).all()
     thin = rows[rows["pooled"] & (rows["n_labels"] > 0)]
     assert (rows["pooled"] == (rows["pilot_n"] < prediction.THIN_PILOT)).all() and thin["p_cautious"].between(

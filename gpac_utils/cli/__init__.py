@@ -19,7 +19,9 @@ plan
     how many expert labels each group needs, from a labelled pilot: whether each group can certify
     anything at all with its items (:mod:`gpac_utils.feasibility`), the predicted routed share per
     group and number of labels (:mod:`gpac_utils.prediction`) and the budget's best allocation
-    (:mod:`gpac_utils.allocation`, an exact dynamic programme).
+    (:mod:`gpac_utils.allocation`, an exact dynamic programme). With several ``--group-col`` (a grouping
+    each), no forecast: the feasibility table of every group of every grouping, at the level the collection's
+    calibrator gives each (docs/planning.md, "Several groupings").
 inspect
     print a thresholds file for review (:mod:`gpac_utils.certificate`): its settings, provenance
     (hashes of the table and columns, package version, recipe and its overrides, seed, creation
@@ -32,7 +34,8 @@ fit-router
     of a labelled table, write it as JSON, and write the other rows scored by it (the table to
     calibrate on); an existing score column is replaced only with ``--overwrite-score-col``.
 audit
-    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`): the realised
+    test a certificate on fresh labelled data, per group (:mod:`gpac_utils.audit`; a certificate of
+    several groupings: per group of every grouping, each item routed by its cell): the realised
     risk, its bounds and a verdict at a family-wise level; exit 3 when a group is violated (the
     other statuses: ``gpac audit --help``).
 verify
@@ -54,7 +57,8 @@ gpac``, one given twice, ``--k``/``--partition``/``--mode`` without ``--method c
 groups, or other than one per grouping of the file's); the output path (``-o``: not a directory, its
 parent not a file, for ``route`` a known table suffix and not the ``--data`` file); a table with two columns of one name
 (the first would be used silently); empty group labels (``''``); and ``gpac plan --budget`` above
-what the plan can spend (each group's largest label count on the grid, capped at its rows).
+what the plan can spend (each group's largest label count on the grid, capped at its rows), or with several
+``--group-col`` (no forecast of a collection), as are the options only the forecast reads.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ from ..calibrate import (
 )
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
-from ..group_collection import SEP
 from ..recipe import RECIPES, VALID, Recipe, as_recipe
 from ..scores import SCORES
 from ..settings import RENAMED_UNTIL, Method, Settings, declarations
@@ -33,10 +32,10 @@ from .common import (
     _add_common,
     _add_setting,
     _as_options,
+    _check_groupings,
     _default,
     _grouping_labels,
     _need_columns,
-    _once,
     _output,
     _read,
     _settings_from,
@@ -146,19 +145,8 @@ def _refuse_ignored(a) -> None:
             f"--group-col: only --method {takes} uses group labels (got --method {a.method}); "
             f"add --method {by_groups['known']}"
         )
-    _once(cols)
     several = " or ".join(m.cli_name for m in CALIBRATORS.values() if m.groups == "collection")
-    if len(cols) > 1 and entry.groups != "collection":
-        raise ParameterError(
-            f"--group-col: --method {a.method} calibrates one grouping (a partition), got {len(cols)} {cols}; "
-            f"groups of several groupings, which may overlap, need --method {several} (docs/overlapping-groups.md)"
-        )
-    named = [c for c in cols if "=" in c or SEP in c] if entry.groups == "collection" else []
-    if named:
-        raise ParameterError(
-            f"--group-col {named[0]!r}: a grouping's column name must not contain '=' or {SEP!r} (a group is "
-            f"grouping=label, and a cell joins its groups with {SEP!r}); rename the column"
-        )
+    _check_groupings(a.method, entry, cols, several)
     reads = method(a.method).cls.SETTINGS
     for setting in declarations().values():  # a setting the method does not read, given: refused, naming who reads it
         given = [p for p in setting.flat() if setting.option and getattr(a, p.name) != p.default]

@@ -81,6 +81,25 @@ def _once(cols) -> None:
         raise ParameterError(f"--group-col: {twice[0]!r} given twice; give each grouping's column once")
 
 
+def _check_groupings(method_name: str, entry, cols, several: str) -> None:
+    """Refuse, for the method ``entry`` (``--method method_name``), a ``--group-col`` given twice, several with a
+    method of one grouping (``several``: the methods that would take them) and, for a method of a collection, a
+    grouping's column name holding ``=`` or :data:`~gpac_utils.group_collection.SEP`; ``gpac calibrate`` and
+    ``gpac plan`` share it."""
+    _once(cols)
+    if len(cols) > 1 and entry.groups != "collection":
+        raise ParameterError(
+            f"--group-col: --method {method_name} calibrates one grouping (a partition), got {len(cols)} {cols}; "
+            f"groups of several groupings, which may overlap, need --method {several} (docs/overlapping-groups.md)"
+        )
+    named = [c for c in cols if "=" in c or SEP in c] if entry.groups == "collection" else []
+    if named:
+        raise ParameterError(
+            f"--group-col {named[0]!r}: a grouping's column name must not contain '=' or {SEP!r} (a group is "
+            f"grouping=label, and a cell joins its groups with {SEP!r}); rename the column"
+        )
+
+
 def _need_columns(df: pd.DataFrame, path: Path, cols) -> None:
     """Each column named (``{option: column}`` or ``(option, column)`` pairs) is one of the table's, else one line."""
     for option, col in cols.items() if isinstance(cols, dict) else cols:

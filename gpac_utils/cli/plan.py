@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import allocation, bounds, checks, data, feasibility, prediction, sequential_labels
+from .. import multigroup as _multigroup  # noqa: F401 (registers the calibrators of a collection of groups)
+from ..calibrate import CALIBRATORS, calibrator, default_method, method
 from ..checks import DataError, ParameterError
+from ..group_collection import collection
 from ..recipe import RECIPES, as_recipe
 from ..scores import SCORES
-from ..settings import Settings
+from ..settings import Method, Settings
 from .common import (
     EXIT_OK,
     _add_common,
     _as_options,
+    _check_groupings,
     _default,
+    _grouping_labels,
     _groups,
     _need_columns,
     _output,
@@ -34,7 +40,22 @@ def _add_parser(sub, fmt) -> None:
     p = sub.add_parser(
         "plan", help="plan how many expert labels each group needs, from a labelled pilot", formatter_class=fmt
     )
-    _add_common(p, "losses; rows without one are unlabelled", "group", "group labels")
+    _add_common(
+        p,
+        "losses; rows without one are unlabelled",
+        None,
+        "group labels; when not given, the column 'group'; repeated, one column per grouping (groups that may "
+        "overlap): no forecast, the feasibility table of every group of every grouping (docs/planning.md, 'Several "
+        "groupings')",
+        several=True,
+    )
+    p.add_argument(
+        "--method",
+        type=Method.key,
+        choices=[m.cli_name for m in CALIBRATORS.values()],
+        help="the calibrator planned for; when not given: the one of known groups (G-PAC, forecast) with one "
+        "--group-col, the one of a collection of groups with several (Shift-G-PAC, feasibility)",
+    )
     p.add_argument("--pilot-fraction", type=float, default=None, help="pilot: a random share of the labelled rows")
     p.add_argument("--recipe", default="valid", help="named calibration recipe: " + ", ".join(RECIPES))
     p.add_argument("--bound", default=None, help="override the recipe's bound: " + ", ".join(bounds.BOUNDS))
@@ -43,7 +64,7 @@ def _add_parser(sub, fmt) -> None:
         type=float,
         default=None,
         help="calibration labels, on top of the pilot's (default: half of the rows outside the pilot); drawn from "
-        "the rows outside the pilot",
+        "the rows outside the pilot; refused with several --group-col (no forecast of a collection)",
     )
     p.add_argument("--grid", default=None, help="comma-separated label counts (default: geometric to the group size)")
     p.add_argument("--no-cap", action="store_true", help="allow more labels than a group has rows")
@@ -70,6 +91,58 @@ def _add_parser(sub, fmt) -> None:
         help="CSV of the plan, with each group's feasibility (n_needed, labels_needed, feasible); curves go to "
         "<stem>_curves.csv",
     )
+    p.set_defaults(forecast_defaults={dest: p.get_default(dest) for dest in _FORECAST_ONLY})
+
+
+#: The options only the forecast or the sequential mode reads (refused, away from their defaults, with several
+#: groupings: the feasibility table would ignore them).
+_FORECAST_ONLY = (
+    "pilot_fraction",
+    "grid",
+    "no_cap",
+    "n_resamples",
+    "pilot_model",
+    "target",
+    "sequential",
+    "seed",
+    "state",
+    "batch_size",
+    "grid_size",
+    "bet",
+)
+
+
+def _plan_method(a, cols: list[str]) -> Method:
+    """The calibrator planned for, from ``--method`` and the number of ``--group-col`` (one: the calibrator of known
+    groups, forecast; several: of a collection, feasibility), refused in one line where the plan does not apply."""
+    known = default_method("known").cli_name
+    fits = set(feasibility.SETTINGS_READ)  # what each group's calibration reads, as the table computes it
+    per_group = [
+        m for m in CALIBRATORS.values() if m.groups == "collection" and fits <= {s.name for s in m.cls.SETTINGS}
+    ]
+    several = " or ".join(m.cli_name for m in per_group)
+    if a.method is None:
+        a.method = default_method("collection" if len(cols) > 1 else "known").cli_name
+    entry = method(a.method)
+    if entry.groups not in ("known", "collection"):
+        raise ParameterError(
+            f"--method {a.method}: gpac plan plans the labels of your groups (--method {known} with one --group-col, "
+            f"{several} with several); --method {a.method} does not route by them"
+        )
+    _check_groupings(a.method, entry, cols, several)
+    if len(cols) == 1 and entry.groups != "known":
+        raise ParameterError(
+            f"--method {a.method}: with one --group-col gpac plan forecasts the calibrator of one grouping (--method "
+            f"{known}); give several --group-col for the feasibility of --method {a.method}"
+        )
+    missing = sorted(fits - {s.name for s in entry.cls.SETTINGS})
+    if len(cols) > 1 and missing:
+        raise ParameterError(
+            f"--method {a.method}: the feasibility table calibrates each group on its own items at the level "
+            f"--correction gives it, and --method {a.method} does not (it does not read {missing}); plan "
+            f"--method {several}"
+        )
+    return entry
 
 
 def _plan_settings(a) -> tuple[Settings, prediction.PilotModel, int | None]:
@@ -166,8 +239,87 @@ def _plan_sequential(a, settings: Settings, budget: int | None) -> int:
     return EXIT_OK
 
 
+def _plan_collection(a, settings: Settings, cols: list[str]) -> int:
+    """``gpac plan`` with several ``--group-col``: the feasibility table of every group of every grouping (the same
+    count ``m`` as calibration: the collection's groups), no forecast (docs/planning.md, "Several groupings")."""
+    if a.budget is not None:
+        raise ParameterError(
+            f"--budget: no forecast for several groupings: the forecast models one partition's G-PAC, while a cell "
+            f"takes the smallest of its groups' levels and one label counts for a group of every grouping, so a "
+            f"split of {a.budget:g} labels across one grouping's groups is no split across the others'; drop --budget "
+            f"for the feasibility table of every group, or plan one grouping alone (gpac plan --group-col {cols[0]} "
+            f"--budget {a.budget:g}: a forecast of that grouping's G-PAC, not of the collection's)"
+        )
+    given = [d for d, default in a.forecast_defaults.items() if getattr(a, d) != default]
+    if given:
+        raise ParameterError(
+            f"--{given[0].replace('_', '-')}: an option of one grouping's plan (its forecast or its --sequential "
+            "mode); with several --group-col gpac plan writes only the feasibility table, which does not read it "
+            "(docs/planning.md, 'Several groupings')"
+        )
+    with _as_options(), warnings.catch_warnings():  # the calibrator's own refusals (--risk, --recipe), at once
+        warnings.simplefilter("ignore")
+        calibrator(a.method, settings).fit(np.array([0.5, 0.5]), np.zeros(2), {c: ["x", "x"] for c in cols})
+    _output(a.output)
+    df = _read(a.data)
+    _need_columns(df, a.data, [("--score-col", a.score_col), *(("--group-col", c) for c in cols)])
+    _need_columns(df, a.data, {"--loss-col": a.loss_col})
+    _scores(df, a.score_col, df)
+    loss = _losses(df, a.loss_col, a.loss_bound)
+    coll = collection(_grouping_labels(df, cols, df), len(df))
+    labelled = np.isfinite(loss)
+    rows = dict(zip(coll.names, coll.member.sum(axis=0).tolist()))
+    n = dict(zip(coll.names, coll.member[labelled].sum(axis=0).tolist()))
+    # feasibility counts m = len(n): every group of every grouping, as the calibrators do (alpha_per_group)
+    feas = feasibility.feasibility(n, settings)  # --seed: refused above, so at its default (not read)
+    feas.insert(1, "grouping", [g.split("=", 1)[0] for g in coll.names])
+    feas.insert(2, "rows", feas["group"].map(rows))
+    _write(a.output, (a.output, feas))
+    row, m = feas.iloc[0], len(coll.names)
+    level = settings.alpha_per_group(m)
+    print(
+        f"feasibility of {method(a.method).name} on {', '.join(cols)}: {m} groups, each calibrated on its own "
+        f"labelled items at alpha {level:.4g} (correction {settings.correction} over the {m}); with "
+        f"{row['bound']} at eps={settings.eps:g} (risk {settings.risk}, {row['formula']}) a group certifies nothing "
+        f"with fewer than {row['n_needed']} items ({row['labels_needed']:g} labels expected) -> {a.output}"
+    )
+    shown = feas[["group", "rows", "n", "n_needed", "feasible"]].rename(columns={"n": "labelled"})
+    cells = [list(shown.columns), *(list(map(str, r)) for r in shown.itertuples(index=False))]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    for c in [cells[0], ["-" * w for w in widths], *cells[1:]]:  # the group left, the numbers right
+        print("  ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(c, widths))))
+    need, short = row["n_needed"], feas["rows"] < feas["n_needed"]
+    _warn(feas.loc[~feas["feasible"] & ~short, "group"].tolist(), "have too few labelled items to certify anything")
+    _warn(feas.loc[short, "group"].tolist(), f"have fewer rows than {need}: even all labelled, they always think")
+    print(
+        "no forecast or allocation for several groupings (a cell takes the smallest of its groups' levels, a label "
+        f"counts for a group of every grouping); one grouping's G-PAC: gpac plan --group-col {cols[0]} --budget N"
+    )
+    return EXIT_OK
+
+
+def _losses(df: pd.DataFrame, col: str, loss_bound: float) -> np.ndarray:
+    """The ``--loss-col`` losses (``nan``: unlabelled), refused in one line where a value is not a number or a
+    labelled one lies outside ``[0, loss_bound]``."""
+    loss = pd.to_numeric(df[col], errors="coerce").to_numpy(float)
+    text = df[col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
+    if text.any():
+        raise DataError(
+            f"--loss-col {col!r}: losses must be numbers (or empty: unlabelled); bad in {data.describe_rows(df, text)}"
+        )
+    bad = np.isfinite(loss) & ((loss < 0) | (loss > loss_bound))
+    if bad.any():
+        raise DataError(f"--loss-col: losses must lie in [0, {loss_bound}]; bad in {data.describe_rows(df, bad)}")
+    return loss
+
+
 def _run(a) -> int:
+    cols = a.group_col or ["group"]
+    _plan_method(a, cols)
     settings, model, budget = _plan_settings(a)
+    if len(cols) > 1:
+        return _plan_collection(a, settings, cols)
+    a.group_col = cols[0]
     if a.sequential:
         return _plan_sequential(a, settings, budget)
     try:
@@ -179,22 +331,14 @@ def _run(a) -> int:
     curves_path = a.output.with_name(a.output.stem + "_curves.csv")
     _output(a.output)
     _output(curves_path)
-    df, s, g, loss = _table(a)
-    text = df[a.loss_col].notna().to_numpy() & np.isnan(loss)  # a value that is not a number
-    if text.any():
-        raise DataError(
-            f"--loss-col {a.loss_col!r}: losses must be numbers (or empty: unlabelled); bad in "
-            f"{data.describe_rows(df, text)}"
-        )
+    df, s, g, _ = _table(a)
+    loss = _losses(df, a.loss_col, a.loss_bound)
     pilot = np.isfinite(loss)
     if a.pilot_fraction is not None:
         pick = np.random.default_rng(a.seed).permutation(np.flatnonzero(pilot))
         pilot[pick[int(round(a.pilot_fraction * pilot.sum())) :]] = False
     if not pilot.any():
         raise DataError(f"--loss-col: no labelled rows in {a.loss_col!r} (give losses, or --pilot-fraction)")
-    badl = pilot & ((loss < 0) | (loss > a.loss_bound))
-    if badl.any():
-        raise DataError(f"--loss-col: losses must lie in [0, {a.loss_bound}]; bad in {data.describe_rows(df, badl)}")
     names = sorted(set(g.tolist()))
     no_pilot = [x for x in names if not np.any(pilot & (g == x))]
     if no_pilot:
@@ -255,6 +399,12 @@ def _run(a) -> int:
         else np.nan
         for r in table.itertuples()
     ]
+    decides = {
+        (x, int(n)): bool(curves.one_loss_decides[j, k])
+        for j, x in enumerate(curves.groups)
+        for k, n in enumerate(curves.n_grid)
+    }
+    table["one_loss_decides"] = [decides.get((r.group, int(r.n_labels)), False) for r in table.itertuples()]
     if a.target is not None:
         need_t = prediction.labels_needed(curves, a.target)
         table[f"labels_for_{a.target:g}"] = table["group"].map(need_t.to_dict())
@@ -291,6 +441,15 @@ def _run(a) -> int:
             f"pooled: {len(thin)} group(s) have pilots of fewer than {prediction.THIN_PILOT} labelled items, so their "
             f"prediction leans on the other groups (column pooled); the cautious p_certify is the certification "
             f"probability at the worst low-score loss rate their pilot cannot rule out (95 % Clopper-Pearson): {detail}"
+        )
+    fragile = [x for x, n in plan.n.items() if decides.get((x, int(n)), False)]
+    if fragile:
+        print(
+            f"cannot predict whether {', '.join(fragile)} certify: their planned labels are below "
+            f"{curves.settings['n_one_loss']}, the fewest items with which a group certifies despite one loss on its "
+            "lowest-scored label (column one_loss_decides), so one such loss decides, and their p_certify is the "
+            "pilot's guess that this label is loss-free, which its few low-scored items cannot check "
+            f"(docs/planning.md measures it); with {curves.settings['n_one_loss']} items one loss no longer decides"
         )
     print(
         "calibrate on rows outside the pilot: the pilot chose the label counts, so reusing its items would make "

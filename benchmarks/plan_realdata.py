@@ -50,9 +50,11 @@ and each planned count is realised by ``draws`` calibrations on i.i.d. draws (:f
 the pilot, so computed once per group and count). Per case it records the mean and one-calibration bands
 (``pred_q10``/``pred_q90``, the planner's mid-quantile band; ``one_q10``/``one_q90``, ordinary quantiles) and
 ``one_coverage``, the share of the calibrations whose routed share the 10–90 % band holds; ``p_pooled``, the
-pilot's pooled rate (calibrations bootstrapped from the whole pooled pilot). :func:`summarise_deployment` judges the
-issue's goals per population and overall, standard errors clustered by (population, group) (the total's by
-population). Outputs: ``<out>.csv``, ``<out>_groups.csv``, ``<out>_reliability.csv`` (bins of width 0.1).
+pilot's pooled rate (calibrations bootstrapped from the whole pooled pilot); ``one_loss_decides``, the plan's mark
+(:attr:`gpac_utils.prediction.PlanCurves.one_loss_decides`). :func:`summarise_deployment` judges the issue's goals per
+population and overall, on all cases and on the unmarked ones (column ``judged``), strictly (``goal_*``) and by
+significance (``miss_*``), standard errors clustered by (population, group) (the total's by pilot draw);
+``--from-groups PATH`` judges a ``_groups.csv`` again without rerunning it. Outputs: ``<out>.csv``, ``<out>_groups.csv``, ``<out>_reliability.csv`` (bins of width 0.1).
 ``make plan-benchmark`` runs the full deployment case (``benchmarks/plan_deploy*``), the small MATH run
 ``docs/planning.md`` quotes (``benchmarks/plan_deploy_math*``) and the finite-table design.
 

@@ -54,7 +54,8 @@ pilot's pooled rate (calibrations bootstrapped from the whole pooled pilot); ``o
 (:attr:`gpac_utils.prediction.PlanCurves.one_loss_decides`). :func:`summarise_deployment` judges the issue's goals per
 population and overall, on all cases and on the unmarked ones (column ``judged``), strictly (``goal_*``) and by
 significance (``miss_*``), standard errors clustered by (population, group) (the total's by pilot draw);
-``--from-groups PATH`` judges a ``_groups.csv`` again without rerunning it. Outputs: ``<out>.csv``, ``<out>_groups.csv``, ``<out>_reliability.csv`` (bins of width 0.1).
+``--from-groups PATH`` judges a ``_groups.csv`` again without rerunning it. Outputs: ``<out>.csv``,
+``<out>_groups.csv``, ``<out>_reliability.csv`` (bins of width 0.1).
 ``make plan-benchmark`` runs the full deployment case (``benchmarks/plan_deploy*``), the small MATH run
 ``docs/planning.md`` quotes (``benchmarks/plan_deploy_math*``) and the finite-table design.
 

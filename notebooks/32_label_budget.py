@@ -822,6 +822,30 @@ assert summary["violation_rate_worst_group"].max() <= cfg.alpha + 3 * mcse
 #   be off; the guarantee comes from calibrating on the labels actually bought, whatever the plan said.
 # * **Counting items instead of labels.** With Bernoulli labelling at $\pi$, $n$ labels need
 #   about $n/\pi$ items, and the minimum in items grows by $1/\pi$ (the exercise above).
+# * **Trusting `p_certify` where one loss decides.** Between $n_{\min}$ and about twice it, a single
+#   loss on the lowest-scored calibration label is enough to deny certification: the bound at the
+#   lowest candidate then counts one loss among $n$ terms, not zero. There `p_certify` is the pilot's
+#   estimate of that one label's loss rate, which a pilot sees only through its own few lowest-scored
+#   items; a loss at a group's very lowest score is missed by most pilots. `gpac plan` marks such rows
+#   (`one_loss_decides`, from `prediction.one_loss_items`) and says it cannot predict whether those
+#   groups certify; `docs/planning.md` measures how far off their `p_certify` was (in 24 of the 26
+#   overclaims of its benchmark). The next cell finds that count with the library's own calibration.
+
+
+# %%
+def certifies_one_loss(n, eps, alpha):
+    """Whether n labels whose lowest-scored one has a loss (and no other) certify under `VALID`."""
+    u = np.linspace(0.0, 1.0, n)
+    return bool(np.isfinite(threshold(u, np.r_[1.0, np.zeros(n - 1)], eps=eps, alpha=alpha, recipe=recipe)))
+
+
+n_one = prediction.one_loss_items(sim_settings, cfg.alpha)
+assert certifies_one_loss(n_one, cfg.sim_eps, cfg.alpha) and not certifies_one_loss(n_one - 1, cfg.sim_eps, cfg.alpha)
+assert n_min[cfg.sim_eps] < n_one < 3 * n_min[cfg.sim_eps]
+print(
+    f"eps = {cfg.sim_eps}: zero losses certify from {n_min[cfg.sim_eps]} labels; "
+    f"one loss on the lowest-scored label, from {n_one}"
+)
 
 # %%
 clt_recipe = Recipe(bound="clt", sampling="full", rule="first-crossing")

@@ -293,7 +293,9 @@ class Method:
         ``assign(scores)``).
     json_fields : mapping of str to thresholds_schema.Field, default {}
         Fields its JSON has beyond the schema's common ones (C-PAC: ``partition``), declared here: a
-        thresholds file of this method without one is refused, and one of another method with it.
+        thresholds file of this method without one is refused, and one of another method with it. A
+        ``collection`` calibrator's include ``groupings`` (:data:`gpac_utils.multigroup.GROUPING_NAMES`;
+        refused without).
     default : bool, default False
         The default calibrator of its kind of grouping (:func:`~gpac_utils.calibrate.default_method`: ``gpac calibrate``
         without ``--method``); registering another calibrator does not change a default.
@@ -311,6 +313,11 @@ class Method:
 
     def __post_init__(self) -> None:
         check_choice("groups", self.groups, GROUPINGS)
+        if self.groups == "collection" and "groupings" not in self.json_fields:  # its calibrator's file records them
+            raise ValueError(
+                f"method {self.name!r}: a calibrator of a collection records its groupings; declare "
+                "json_fields={'groupings': gpac_utils.multigroup.GROUPING_NAMES, ...}"
+            )
         _same_parameters(self.name, self.cls)
         if getattr(self.cls, "name", self.name) != self.name:
             raise ValueError(

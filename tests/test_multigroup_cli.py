@@ -255,3 +255,17 @@ def test_a_certificate_of_the_previous_schema_still_reads_routes_and_verifies(tm
     assert (routed["route_nothink"] == (routed["score_router"] <= routed["group"].map(cert.thresholds))).all()
     rc, out, err = run(capsys, "verify", path, "--data", table)
     assert rc == 0 and "bit-identical" in out, err
+
+
+def test_a_collection_entry_without_groupings_is_refused_at_registration():
+    """A calibrator of a collection writes `groupings`; an entry that does not declare the field would write
+    certificates every reader refuses (a heir's report), so Method refuses it in one line."""
+    from gpac_utils.multigroup import GROUPING_NAMES, MinGPAC
+    from gpac_utils.settings import Method
+
+    class Mine(MinGPAC):
+        name = "Min-G-PAC-mine"
+
+    with pytest.raises(ValueError, match="a calibrator of a collection records its groupings; declare json_fields"):
+        Method(Mine.name, Mine, "collection", {})
+    assert Method(Mine.name, Mine, "collection", {"groupings": GROUPING_NAMES}).groups == "collection"

@@ -206,3 +206,23 @@ def test_the_planning_page_shows_what_the_command_prints(tmp_path, monkeypatch, 
     assert rc == 0
     assert [x for x in shown if x.startswith("warning: ")] == err.splitlines()
     assert [x for x in shown if not x.startswith("warning: ")] == out.splitlines()
+
+
+def test_a_collection_method_with_a_setting_of_its_own_is_refused_naming_it(table, capsys):
+    """A registered calibrator of a collection with a setting the feasibility table does not model (a heir's
+    plugin that closes small cells) would get a table that is not its: refused in one line, naming the setting."""
+    from gpac_utils.calibrate import CALIBRATORS, Method
+    from gpac_utils.multigroup import MinGPAC
+    from gpac_utils.settings import Interval, Setting
+    from gpac_utils.thresholds_schema import GROUPING_NAMES
+
+    class Closing(MinGPAC):
+        """Min-G-PAC whose small cells always think (a test's stand-in for a plugin)."""
+
+        name = "Min-G-PAC-closing"
+        SETTINGS = (*MinGPAC.SETTINGS, Setting("min_cell_items", 30, Interval(int, 1), "cells below it think"))
+
+    with CALIBRATORS.registered(Method(Closing.name, Closing, "collection", {"groupings": GROUPING_NAMES})):
+        rc, _, err = run(capsys, *plan(table[0], "--method", "mingpacclosing"))
+    assert rc == 2 and "it reads ['min_cell_items'], settings of its own" in one_error(err)
+    assert "plan --method mingpac or shiftgpac" in one_error(err)

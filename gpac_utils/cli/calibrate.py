@@ -52,7 +52,9 @@ def _add_parser(sub, fmt) -> None:
         "loss in [0, loss-bound] of the non-thinking answer",
         None,
         "group labels: one column, a partition (--method gpac); repeated, one column per grouping, groups that may "
-        "overlap, every group of every grouping within eps (--method mingpac or pathgpac; docs/overlapping-groups.md)",
+        "overlap, every group of every grouping within eps (--method "
+        + " or ".join(m.cli_name for m in CALIBRATORS.values() if m.groups == "collection")
+        + "; docs/overlapping-groups.md)",
         several=True,
     )
     c.add_argument("--id-col", default="item_id", help="unique item identifier")

@@ -16,7 +16,7 @@ from ..checks import DataError, ParameterError
 from ..group_collection import collection
 from ..recipe import RECIPES, as_recipe
 from ..scores import SCORES
-from ..settings import Method, Settings
+from ..settings import COMMON, Method, Settings
 from .common import (
     EXIT_OK,
     _add_common,
@@ -117,8 +117,15 @@ def _plan_method(a, cols: list[str]) -> Method:
     groups, forecast; several: of a collection, feasibility), refused in one line where the plan does not apply."""
     known = default_method("known").cli_name
     fits = set(feasibility.SETTINGS_READ)  # what each group's calibration reads, as the table computes it
+    common = {s.name for s in COMMON}
+
+    def own(m) -> list:  # settings of its own (beyond the common ones) that the table does not model
+        return sorted({s.name for s in m.cls.SETTINGS} - fits - common)
+
     per_group = [
-        m for m in CALIBRATORS.values() if m.groups == "collection" and fits <= {s.name for s in m.cls.SETTINGS}
+        m
+        for m in CALIBRATORS.values()
+        if m.groups == "collection" and fits <= {s.name for s in m.cls.SETTINGS} and not own(m)
     ]
     several = " or ".join(m.cli_name for m in per_group)
     if a.method is None:
@@ -141,6 +148,11 @@ def _plan_method(a, cols: list[str]) -> Method:
             f"--method {a.method}: the feasibility table calibrates each group on its own items at the level "
             f"--correction gives it, and --method {a.method} does not (it does not read {missing}); plan "
             f"--method {several}"
+        )
+    if len(cols) > 1 and own(entry):
+        raise ParameterError(
+            f"--method {a.method}: it reads {own(entry)}, settings of its own that the feasibility table (each group "
+            f"calibrated on its own items) does not model, so the table would not be its; plan --method {several}"
         )
     return entry
 

@@ -343,3 +343,21 @@ def test_the_serving_example_of_the_page_runs_as_written(two, tmp_path, monkeypa
     assert record["group"] == "group=mul_1d & tier=paid" and record["request_id"] == "req-1"
     shown = re.findall(r"# (\{'request_id'.*?\})$", block, flags=re.M)
     assert len(shown) == 1 and {k: record[k] for k in eval(shown[0])} == eval(shown[0])  # noqa: S307
+
+
+def test_a_cell_that_never_routes_is_not_recorded_as_certified():
+    """A cell whose groups are certified but whose own threshold is null (Shift-G-PAC: a level below its shift; a
+    plugin that closes small cells) thinks, and its record says so, not 'certified' (a heir's report)."""
+    from types import SimpleNamespace
+
+    from gpac_utils.calibrate import CERTIFIED, NO_FEASIBLE, TOO_FEW
+    from gpac_utils.llm.serve import CertifiedRouter
+
+    cert = SimpleNamespace(
+        groups={"a=x": {"status": CERTIFIED}, "b=y": {"status": CERTIFIED}, "b=z": {"status": TOO_FEW}},
+        thresholds={"a=x & b=y": None, "a=x & b=z": None, "a=x & b=w": 0.4},
+    )
+    router = SimpleNamespace(certificate=cert)
+    status = lambda cell, groups: CertifiedRouter._cell_status(router, cell, None, groups)  # noqa: E731
+    assert status("a=x & b=y", ["a=x", "b=y"]) == NO_FEASIBLE
+    assert status("a=x & b=z", ["a=x", "b=z"]) == TOO_FEW  # a group that never routes names the cause

@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..audit import routing_groups
-from ..calibrate import ROUTING, UNSEEN, GroupWarning
+from ..calibrate import NO_FEASIBLE, ROUTING, UNSEEN, GroupWarning
 from ..certificate import Certificate
 from ..checks import DataError, ParameterError
 from ..group_collection import ambiguous, collection
@@ -423,6 +423,8 @@ class CertifiedRouter:
         if cell not in cert.thresholds:
             return UNSEEN
         st = [cert.groups[g]["status"] for g in groups]
+        if cert.thresholds[cell] is None and all(s in ROUTING for s in st):  # its groups route, the cell never does
+            return NO_FEASIBLE  # (Shift-G-PAC: a level below its shift; a plugin's closed cell), not "certified"
         return next((s for s in st if s not in ROUTING), st[0])
 
     def _route(self, requests: pd.DataFrame, scores: np.ndarray, where: str = "requests: column"):

@@ -175,9 +175,10 @@ def one_loss_items(settings: Settings, level: float) -> int | float:
     """The fewest calibration items with which a group certifies anything though its lowest-scored item has the
     largest loss (``loss_bound``) and no other item has any, calibrated at ``level``.
 
-    From :func:`n_needed` up to this count, **one loss decides**: a single positive loss on a calibration set's
-    lowest-scored label denies certification, so ``p_certify`` there is the pilot's estimate of that label's loss
-    rate, which it sees only through its own few lowest-scored items (:attr:`PlanCurves.one_loss_decides`;
+    From :func:`n_needed` up to this count, **one loss decides**: a loss of ``loss_bound`` (any positive loss, for
+    binary losses) on a calibration set's lowest-scored label denies certification, so ``p_certify`` there is the
+    pilot's estimate of the probability that that label is loss-free, which it sees only through its own few
+    lowest-scored items (:attr:`PlanCurves.one_loss_decides`;
     ``docs/planning.md`` measures what that does). Found with the library's own calibration (:func:`_thresholds`)
     by bisection from :func:`n_needed` up to 64 times it (``math.inf`` beyond). A recipe that labels at random
     counts one *labelled* loss, a term of range ``loss_bound / label_prob`` among the recipe's terms: the count is

@@ -823,10 +823,10 @@ assert summary["violation_rate_worst_group"].max() <= cfg.alpha + 3 * mcse
 # * **Counting items instead of labels.** With Bernoulli labelling at $\pi$, $n$ labels need
 #   about $n/\pi$ items, and the minimum in items grows by $1/\pi$ (the exercise above).
 # * **Trusting `p_certify` where one loss decides.** Between $n_{\min}$ and about twice it, a single
-#   loss on the lowest-scored calibration label is enough to deny certification: the bound at the
-#   lowest candidate then counts one loss among $n$ terms, not zero. There `p_certify` is the pilot's
-#   estimate of that one label's loss rate, which a pilot sees only through its own few lowest-scored
-#   items; a loss at a group's very lowest score is missed by most pilots. `gpac plan` marks such rows
+#   loss on the lowest-scored calibration label is enough to deny certification: the bound at every
+#   candidate (each includes that label) then counts one loss among $n$ terms, not zero. There
+#   `p_certify` is the pilot's estimate of the probability that this one label is loss-free, which a
+#   pilot sees only through its own few lowest-scored items; a loss at a group's very lowest score is missed by most pilots. `gpac plan` marks such rows
 #   (`one_loss_decides`, from `prediction.one_loss_items`) and says it cannot predict whether those
 #   groups certify; `docs/planning.md` measures how far off their `p_certify` was (in 24 of the 26
 #   overclaims of its benchmark). The next cell finds that count with the library's own calibration.

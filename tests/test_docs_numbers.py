@@ -899,6 +899,13 @@ def test_planning_where_one_loss_decides_against_the_committed_benchmark():
     assert (len(allc), len(un), int(un[goals].all(axis=1).sum())) == (32, 28, 10)
     assert (int(un["goal_overclaim"].sum()), int(un["goal_reliability"].sum())) == (27, 28)
     assert "all five goals hold strictly in 10 of the 28 pairs" in page
+    judged = (un["reliability_bins"] > 0) & un["gap_thick"].notna()
+    assert (int((un[goals].all(axis=1) & judged).sum()), int((un["reliability_bins"] > 0).sum())) == (3, 10)
+    assert int(un["gap_thick"].isna().sum()) == 8 and un.loc[un["reliability_bins"] > 0, "goal_reliability"].all()
+    assert "but only 3 of those 10 are judged on every goal" in page and "(18 have none" in page
+    assert "not judged in the 8 with no thick pilot" in page
+    need = prediction.one_loss_items(Settings(eps=0.05, alpha=0.05), 0.005)
+    assert need == 165 and f"below {need} items (`prediction.one_loss_items` at this level)" in page
     flagged = allc[allc[miss].any(axis=1)]
     assert len(flagged) == 9 and allc[miss].sum().to_dict() == {
         "miss_reliability": 2,

@@ -41,7 +41,7 @@ def _exec(blocks, namespace, registries=REGISTRIES):
 def test_extending_page_runs_and_leaves_the_registries_as_they_were(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     before = [list(r) for r in REGISTRIES]
-    assert len(BLOCKS) == 10
+    assert len(BLOCKS) == 11
     namespace: dict = {}
     after = _exec(BLOCKS, namespace)  # the page's last block removed what it added
     out = capsys.readouterr().out
@@ -51,6 +51,7 @@ def test_extending_page_runs_and_leaves_the_registries_as_they_were(tmp_path, mo
         and "pooled: [" in out
         and "with the margin" in out
         and "feasibility (hoeffding_one_sided" in out
+        and "closed: ['group=logic & tier=free'" in out
     )
     assert "score_entropy" in out
     assert after == before

@@ -283,9 +283,12 @@ def pooled_baseline(pilot_scores, pilot_losses, n: int, settings: Settings, leve
     return float(np.mean(np.isfinite(t)))
 
 
-def run_deployment(populations, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1) -> pd.DataFrame:
-    """One row per (population, eps, pilot share, pilot draw, group): the plan from an i.i.d. pilot and the realised
-    results of ``draws`` fresh i.i.d. calibrations at the planned counts (and at the uniform split's)."""
+def run_deployment(
+    populations, eps_values, pilot_shares, pilots, draws, spec, alpha=0.1, first_pilot=0
+) -> pd.DataFrame:
+    """One row per (population, eps, pilot share, pilot draw, group): the plan from an i.i.d. pilot (draws
+    ``first_pilot`` to ``first_pilot + pilots - 1``) and the realised results of ``draws`` fresh i.i.d. calibrations
+    at the planned counts (and at the uniform split's)."""
     out = []
     for pname in populations:
         df = population(pname)
@@ -301,7 +304,7 @@ def run_deployment(populations, eps_values, pilot_shares, pilots, draws, spec, a
             cache: dict = {}
 
             for share in pilot_shares:
-                for p in range(pilots):
+                for p in range(first_pilot, first_pilot + pilots):
                     pi = iid_pilot(g, share, p, eps)
                     uni = allocation.uniform_counts(cap, budget)
                     grid = np.union1d(prediction.default_grid(max(cap.values())), [n for n in uni.values() if n > 0])
@@ -580,6 +583,8 @@ def main(argv=None) -> int:
         help="finite: calibrate on the table's rows outside the pilot; deployment: fresh i.i.d. draws from populations",
     )
     ap.add_argument("--simulated", type=int, default=len(SIMULATED), help="deployment: simulated populations")
+    ap.add_argument("--first-simulated", type=int, default=0, help="deployment: sim<i> from this i (6: held out)")
+    ap.add_argument("--first-pilot", type=int, default=0, help="deployment: pilot draws from this one (held out)")
     ap.add_argument("--from-groups", type=Path, help="deployment: judge the rows of this _groups.csv, do not rerun")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -615,14 +620,14 @@ def main(argv=None) -> int:
 
 def _main_deployment(a, model, t0) -> int:
     """``--case deployment``: the real tables and ``--simulated`` simulated populations as populations."""
-    pops = list(a.tables) + [f"sim{i}" for i in range(a.simulated)]
+    pops = list(a.tables) + [f"sim{i}" for i in range(a.first_simulated, a.first_simulated + a.simulated)]
     if a.from_groups is not None:
         rows = pd.read_csv(a.from_groups)
     elif a.fast:
         rows = run_deployment(["mathl5_zeroeval", "sim0"], [0.1], [0.25], 2, 20, prediction.PlanSpec(n_resamples=40))
     else:
         spec = prediction.PlanSpec(n_resamples=a.n_resamples, model=model)
-        rows = run_deployment(pops, a.eps, a.pilot_shares, a.pilots, a.draws, spec)
+        rows = run_deployment(pops, a.eps, a.pilot_shares, a.pilots, a.draws, spec, first_pilot=a.first_pilot)
     summary, rel = summarise_deployment(rows)
     out = a.out if a.out.is_absolute() else paths.REPO_ROOT / a.out
     out.parent.mkdir(parents=True, exist_ok=True)

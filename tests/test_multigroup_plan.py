@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from test_multigroup_cli import one_error, run
 
 from gpac_utils.calibrate import TOO_FEW
-from gpac_utils.cli import main
 from gpac_utils.feasibility import min_items, n_needed
 from gpac_utils.multigroup import ShiftGPAC
 from gpac_utils.settings import Settings
@@ -21,18 +21,6 @@ from gpac_utils.workflow.paths import REPO_ROOT
 
 GROUPINGS = ("subject", "language")
 EPS = 0.1
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def one_error(err: str) -> str:
-    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
-    return err
 
 
 @pytest.fixture(scope="module")

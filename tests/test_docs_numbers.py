@@ -966,7 +966,7 @@ def test_planning_held_out_run_of_the_one_loss_mark():
     assert (
         round(rel.loc[(0.1, 0.25), "gap_thick"], 3) == -0.04 and not rel[["miss_reliability", "miss_total"]].any().any()
     )
-    assert "off by 6.3 and 5.4 points" in page and "the total by 4.0 points at ε = 0.1 with 25 % pilots" in page
+    assert "off by 6.3 and 5.4 points" in page and "the total 4.0 points low at ε = 0.1 with 25 % pilots" in page
     assert overall["gain_se"].max() < 0.007 and "(standard error under 0.7)" in page
     miss = [c for c in s.columns if c.startswith("miss_")]
     per = s[s["population"] != "ALL"]
@@ -999,3 +999,13 @@ def test_planning_held_out_run_of_the_one_loss_mark():
     assert (int((over & lab["pooled"]).sum()), int((sure & ~lab["pooled"]).sum())) == (8, 345)
     assert "All 8 overclaims are in pooled groups (0 of the 345" in page
     assert "**Issue 53's condition is still not met** here either" in " ".join(page.split())
+    m = lab[marked].assign(sure=sure[marked], over=over[marked]).groupby(["eps", "pilot_share"])[["sure", "over"]].sum()
+    assert m.loc[(0.05, 0.1)].tolist() == [42, 3] and m.loc[(0.1, 0.25)].tolist() == [30, 3]
+    assert "by setting, 3 of 42 and 3 of 30 exceed 5 %" in page
+    w = overall.set_index(["eps", "pilot_share"])
+    assert round(w.loc[(0.1, 0.1), "worst_cluster_z"], 1) == 2.8 and int(overall["miss_band"].sum()) == 1
+    un_lab = lab[~marked & (lab["eps"] == 0.1)]
+    low = un_lab.groupby(["pilot_share", "population", "group"])["one_coverage"].agg(["mean", "size"])
+    low = low[low["mean"] < 0.5]
+    assert low["mean"].round(2).tolist() == [0.44, 0.34, 0.2] and low["size"].max() <= 2
+    assert "(one with 10 % pilots, 44 %; two with 25 % pilots, 34 % and 20 %" in page

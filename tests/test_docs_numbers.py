@@ -1001,7 +1001,7 @@ def test_planning_held_out_run_of_the_one_loss_mark():
     assert "**Issue 53's condition is still not met** here either" in " ".join(page.split())
     m = lab[marked].assign(sure=sure[marked], over=over[marked]).groupby(["eps", "pilot_share"])[["sure", "over"]].sum()
     assert m.loc[(0.05, 0.1)].tolist() == [42, 3] and m.loc[(0.1, 0.25)].tolist() == [30, 3]
-    assert "by setting, 3 of 42 and 3 of 30 exceed 5 %" in page
+    assert "by setting, 3 of 42 at ε = 0.05 with 10 % pilots and 3 of 30 at ε = 0.1 with 25 % pilots exceed 5 %" in page
     w = overall.set_index(["eps", "pilot_share"])
     assert round(w.loc[(0.1, 0.1), "worst_cluster_z"], 1) == 2.8 and int(overall["miss_band"].sum()) == 1
     un_lab = lab[~marked & (lab["eps"] == 0.1)]

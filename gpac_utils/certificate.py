@@ -619,6 +619,10 @@ class Certificate:
         if self.groupings:
             shown_g = ", ".join(f"{g} (column {c!r})" for g, c in zip(self.groupings, self.group_columns))
             lines.append(f"grouping  {shown_g}: a group per label of each; a cell per combination, its own threshold")
+        for name in sorted(CALIBRATORS[self.method].json_fields.keys() - {"groupings"}):  # its method's own fields
+            value = json.dumps(self.document.get(name), sort_keys=True)
+            shown_v = value if len(value) <= 200 else f"{value[:200]}... ({len(value)} characters)"
+            lines.append(f"field     {name}: {shown_v}")
         prov = self.provenance
         if prov:
             table = prov.get("table") or {}

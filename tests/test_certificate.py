@@ -243,3 +243,16 @@ def test_the_deploying_page_names_the_schema_version_from_the_code():
     text = " ".join((REPO_ROOT / "docs" / "deploying.md").read_text().split())
     assert "`gpac_utils.thresholds_schema.SCHEMA_VERSION`" in text
     assert not re.search(r"schema version \d", text), "quote SCHEMA_VERSION, not its value"
+
+
+def test_inspect_shows_the_methods_own_fields(table, tmp_path, capsys):
+    """`gpac inspect` prints every field its method declares beyond the schema's (C-PAC's partition; a plugin's own,
+    which a heir could not see before), one line each."""
+    out = tmp_path / "c.json"
+    args = ["calibrate", "--data", str(table), "--score-col", "unc", "--loss-col", "err", "--id-col", "qid"]
+    assert main([*args, "--method", "cpac", "--eps", "0.05", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("field ")]
+    partition = json.dumps(json.loads(out.read_text())["partition"], sort_keys=True)
+    assert shown == [f"field     partition: {partition}"]

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from test_verify import run
 
 from gpac_utils.calibrate import CERTIFIED, GPAC
 from gpac_utils.certificate import Certificate, column_sha256
@@ -21,13 +22,6 @@ from gpac_utils.workflow.paths import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "certificates"
 GROUPINGS = ("subject", "language")
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 def one_error(err: str) -> str:

@@ -170,7 +170,6 @@ def cautious_p_certify(group_scores, rate: float, n: int, settings: Settings, le
     return float(np.mean(np.isfinite(_thresholds(u, loss, settings, level, rng))))
 
 
-@functools.lru_cache(maxsize=256)
 def one_loss_items(settings: Settings, level: float) -> int | float:
     """The fewest calibration items with which a group certifies anything though its lowest-scored item has the
     largest loss (``loss_bound``) and no other item has any, calibrated at ``level``.
@@ -191,10 +190,18 @@ def one_loss_items(settings: Settings, level: float) -> int | float:
     >>> one_loss_items(settings, 0.1), int(n_needed(settings, 1))  # one loss needs about twice the items
     (47, 22)
     """
+    if not isinstance(settings, Settings):
+        raise ParameterError(f"settings: must be a Settings, got {type(settings).__name__}")
+    return _one_loss_items(settings, check_range("level", level))
+
+
+@functools.lru_cache(maxsize=256)
+def _one_loss_items(settings: Settings, level: float) -> int | float:
+    """:func:`one_loss_items` on checked arguments, cached (every :func:`predict` asks it once)."""
     recipe = settings.recipe
     if recipe.sampling != "full":  # a labelled loss is one term of range B / label_prob among the recipe's terms
         full = settings.replace(recipe=replace(recipe, sampling="full", label_prob=None))
-        terms = one_loss_items(full.replace(loss_bound=settings.loss_bound / recipe.label_prob), level)
+        terms = _one_loss_items(full.replace(loss_bound=settings.loss_bound / recipe.label_prob), level)
         if not math.isfinite(terms):
             return math.inf
         n = int(terms) if recipe.sampling == "bernoulli" else max(1, int(recipe.label_prob * (terms - 1)))

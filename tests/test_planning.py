@@ -721,3 +721,18 @@ def test_plan_realdata_deployment_fast_mode(tmp_path):
     assert (same == 1).all()
     pop = mod.simulated_population(0)
     assert pop.equals(mod.simulated_population(0)) and pop["group"].value_counts().min() >= 5  # seeded, thin groups
+
+
+@pytest.mark.parametrize(
+    "settings, level, match",
+    [
+        (Settings(eps=0.1), "0.1", "level: must be a number"),
+        (Settings(eps=0.1), float("nan"), "level: must be a finite number"),
+        (Settings(eps=0.1), 1.5, "level: must lie in"),
+        ({"eps": 0.1}, 0.1, "settings: must be a Settings, got dict"),
+        (Settings(eps=0.1), np.array([0.1, 0.2]), "level: must be a number"),
+    ],
+)
+def test_one_loss_items_refuses_a_students_mistakes_naming_the_argument(settings, level, match):
+    with pytest.raises(ParameterError, match=match):
+        prediction.one_loss_items(settings, level)

@@ -32,6 +32,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import data
+from . import multigroup as _multigroup  # noqa: F401 (registers the calibrators of a collection of groups)
 from . import scores as _scores
 from .calibrate import ALL, CALIBRATORS, method
 from .checks import ParameterError, check_choice, check_int, check_range

@@ -296,3 +296,17 @@ def test_the_docs_page_statements_are_those_of_the_committed_audit():
     ]
     assert [f"{100 * two[m]:.1f} %" for m in ("shift-bonferroni", "cells-bonferroni")] == ["46.7 %", "46.2 %"]
     assert "**Shift-G-PAC routes more than Min-G-PAC**" in page and "30.4 % against 26.6 % and 11.6 %" in page
+
+
+def test_an_experiment_names_a_collection_calibrator_without_importing_multigroup():
+    """run_experiment resolves 'Shift-G-PAC' by name in a fresh interpreter (it was unknown unless
+    gpac_utils.multigroup had been imported first)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from gpac_utils.experiment import ExperimentConfig; "
+        "print(ExperimentConfig(eps=0.1, methods=('Shift-G-PAC', 'Min-G-PAC')).methods)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "('Shift-G-PAC', 'Min-G-PAC')" in r.stdout, r.stderr[-500:]
